@@ -1,0 +1,348 @@
+"""`.github/ci-policy.yml`: the repository's CI policy configuration.
+
+- In: the checkout root and the config path (default `.github/ci-policy.yml`, read
+  through `ci_policy.checkout`, so symlinks and oversized files are refused).
+- Out: a frozen `Config`, or `PolicyErrors` listing every problem, each located at
+  `file:line:col` with its field path (`stages[2].backend: expected one of cpu, cuda, rocm`).
+- Refused: unknown keys (with a did-you-mean), wrong types, YAML aliases/anchors,
+  duplicate keys, a `requires` specifier the installed ci_policy does not satisfy.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from . import __version__
+from .checkout import check_relative, read_text
+from .errors import PolicyError, PolicyErrors
+from .yamlnodes import INVALID, Schema, compose
+
+DEFAULT_CONFIG = ".github/ci-policy.yml"
+MAX_CONFIG_BYTES = 1024 * 1024
+BACKENDS = ("cpu", "cuda", "rocm")
+GPU_BACKENDS = ("cuda", "rocm")
+RUNNERS = ("python", "pytest")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def check_name(value: str) -> Optional[str]:
+    if not NAME_RE.fullmatch(value):
+        return f"{value!r} is not a valid name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)"
+    return None
+
+
+@dataclass(frozen=True)
+class ImplicitRoot:
+    """Registration given to every unregistered test file under `root`."""
+
+    root: str
+    backend: str
+    suite: str
+    est_time: float
+    cpu_only: bool = False
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Discovery:
+    roots: tuple[str, ...]
+    pattern: str = "test_*.py"
+    implicit: tuple[ImplicitRoot, ...] = ()
+
+    def implicit_for(self, file: str) -> Optional[ImplicitRoot]:
+        """The most specific implicit root containing `file`."""
+        best = None
+        for rule in self.implicit:
+            if _under(file, rule.root) and (best is None or len(rule.root) > len(best.root)):
+                best = rule
+        return best
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    backend: str
+    runs_on: tuple[str, ...] = ()
+    partitions: int = 1
+    runner: str = "pytest"
+    timeout_per_file: Optional[float] = None
+    diff_pruned: bool = False
+    external: bool = False
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str
+    version: int
+    discovery: Discovery
+    stages: tuple[Stage, ...]
+    requires: Optional[str] = None
+    labels_file: str = "labels.py"
+    gpu_requires_labels: bool = True
+    # Location of each top-level section, for errors found after validation.
+    lines: tuple[tuple[str, int], ...] = field(default=(), compare=False)
+
+    def stage(self, name: str) -> Optional[Stage]:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        return None
+
+    def stages_of(self, backend: str) -> tuple[Stage, ...]:
+        return tuple(s for s in self.stages if s.backend == backend)
+
+    def line_of(self, key: str) -> Optional[int]:
+        return dict(self.lines).get(key)
+
+
+def _under(path: str, root: str) -> bool:
+    return root == "." or path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def load_config(repo: Path, config: Optional[str | Path] = None) -> Config:
+    """Read and validate the configuration of the checkout at `repo`."""
+    display, text = _read(repo, config)
+    return parse_config(text, display)
+
+
+def _read(repo: Path, config: Optional[str | Path]) -> tuple[str, str]:
+    if config is None:
+        return DEFAULT_CONFIG, read_text(repo, DEFAULT_CONFIG, what="configuration file",
+                                         max_bytes=MAX_CONFIG_BYTES)
+    config_path = Path(config)
+    absolute = config_path if config_path.is_absolute() else Path.cwd() / config_path
+    try:
+        rel = absolute.resolve(strict=False).relative_to(repo.resolve())
+    except ValueError:
+        rel = None
+    if rel is not None:
+        # Inside the checkout: the same symlink and size rules as every checkout file.
+        return rel.as_posix(), read_text(repo, rel.as_posix(), what="configuration file",
+                                         max_bytes=MAX_CONFIG_BYTES)
+    # Outside the checkout: a file the maintainer chose on the command line.
+    display = str(config)
+    try:
+        data = absolute.read_bytes()
+    except OSError as exc:
+        raise PolicyError(f"configuration file {display} cannot be read: {exc.strerror}",
+                          path=display) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise PolicyError(f"configuration file {display} is larger than {MAX_CONFIG_BYTES} bytes",
+                          path=display)
+    try:
+        return display, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PolicyError(f"configuration file {display} is not valid UTF-8", path=display) from None
+
+
+_TOP_LEVEL = ("version", "requires", "labels_file", "discovery", "gpu_requires_labels", "stages")
+
+
+def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
+    """Validate configuration text; raise `PolicyErrors` with every problem found."""
+    root = compose(text, path)
+    s = Schema(path)
+    if root is None:
+        raise PolicyErrors([PolicyError("configuration is empty", path=path, line=1, col=1,
+                                        hint="start with 'version: 1'")])
+    top = s.mapping(root, "", required=("version", "discovery", "stages"), optional=_TOP_LEVEL)
+    if top is None:
+        raise PolicyErrors(s.errors)
+
+    version = INVALID
+    if "version" in top:
+        node = top["version"][1]
+        version = s.scalar(node, "version", int)
+        if version is not INVALID and version != 1:
+            s.error(node, "version", f"unsupported version {version}; this ci_policy reads version 1")
+            version = INVALID
+
+    requires = None
+    if "requires" in top:
+        node = top["requires"][1]
+        requires = s.string(node, "requires")
+        if requires is not INVALID:
+            _check_requires(s, node, requires)
+
+    labels_file = "labels.py"
+    if "labels_file" in top:
+        node = top["labels_file"][1]
+        labels_file = _relative(s, node, "labels_file")
+
+    gpu_requires_labels = True
+    if "gpu_requires_labels" in top:
+        gpu_requires_labels = s.scalar(top["gpu_requires_labels"][1], "gpu_requires_labels", bool)
+
+    stages = _stages(s, top["stages"][1]) if "stages" in top else INVALID
+    discovery = _discovery(s, top["discovery"][1], stages) if "discovery" in top else INVALID
+
+    if s.errors:
+        raise PolicyErrors(s.errors)
+    return Config(
+        path=path,
+        version=version,
+        requires=requires,
+        labels_file=labels_file,
+        discovery=discovery,
+        gpu_requires_labels=gpu_requires_labels,
+        stages=stages,
+        lines=tuple((key, k.start_mark.line + 1) for key, (k, _v) in top.items()),
+    )
+
+
+def _check_requires(s: Schema, node: yaml.Node, requires: str) -> None:
+    try:
+        spec = SpecifierSet(requires)
+    except InvalidSpecifier:
+        s.error(node, "requires", f"{requires!r} is not a valid version specifier",
+                hint="write a PEP 440 specifier such as '>=0.1'")
+        return
+    if not spec.contains(Version(__version__), prereleases=True):
+        s.error(node, "requires", f"this repository requires ci_policy {requires}, "
+                f"but ci_policy {__version__} is installed",
+                hint=f"install a ci_policy version matching {requires}")
+
+
+def _relative(s: Schema, node: yaml.Node, where: str):
+    value = s.string(node, where)
+    if value is INVALID:
+        return INVALID
+    try:
+        return check_relative(value, field=where)
+    except PolicyError as exc:
+        s.error(node, "", exc.message, exc.hint)
+        return INVALID
+
+
+_STAGE_KEYS = ("name", "backend", "runs_on", "partitions", "runner", "timeout_per_file",
+               "diff_pruned", "external")
+
+
+def _stages(s: Schema, node: yaml.Node):
+    items = s.sequence(node, "stages", non_empty=True)
+    if items is None:
+        return INVALID
+    stages: list[Stage] = []
+    seen: dict[str, int] = {}
+    ok = True
+    for i, item in enumerate(items):
+        where = f"stages[{i}]"
+        fields = s.mapping(item, where, required=("name", "backend"), optional=_STAGE_KEYS)
+        if fields is None:
+            ok = False
+            continue
+        before = len(s.errors)
+
+        def get(key, parse, default):
+            return parse(fields[key][1], f"{where}.{key}") if key in fields else default
+
+        name = get("name", lambda n, w: s.string(n, w, check=check_name), INVALID)
+        if name is not INVALID:
+            if name in seen:
+                s.error(fields["name"][1], f"{where}.name",
+                        f"duplicate stage name {name!r} (also stages[{seen[name]}])")
+            seen.setdefault(name, i)
+        backend = get("backend", lambda n, w: s.choice(n, w, BACKENDS), INVALID)
+        external = get("external", lambda n, w: s.scalar(n, w, bool), False)
+        runs_on = get("runs_on", lambda n, w: s.string_list(n, w, non_empty=True), ())
+        if (backend in GPU_BACKENDS and external is False and "runs_on" not in fields):
+            s.error(item, f"{where}.runs_on",
+                    f"required for {backend} stages that are not external",
+                    hint="list the runner labels, e.g. runs_on: [h200, 4gpu]")
+        partitions = get("partitions", lambda n, w: s.number(n, w, minimum=1, integer=True), 1)
+        default_runner = "pytest" if backend == "cpu" else "python"
+        runner = get("runner", lambda n, w: s.choice(n, w, RUNNERS), default_runner)
+        timeout = get("timeout_per_file", lambda n, w: s.number(n, w, minimum=0, strict=True), None)
+        diff_pruned = get("diff_pruned", lambda n, w: s.scalar(n, w, bool), backend in GPU_BACKENDS)
+        if len(s.errors) != before:
+            ok = False
+            continue
+        stages.append(Stage(
+            name=name,
+            backend=backend,
+            runs_on=runs_on,
+            partitions=partitions,
+            runner=runner,
+            timeout_per_file=timeout,
+            diff_pruned=diff_pruned,
+            external=external,
+            line=item.start_mark.line + 1,
+        ))
+    return tuple(stages) if ok else INVALID
+
+
+_IMPLICIT_KEYS = ("root", "backend", "suite", "est_time", "cpu_only")
+
+
+def _discovery(s: Schema, node: yaml.Node, stages):
+    fields = s.mapping(node, "discovery", required=("roots",), optional=("roots", "pattern", "implicit"))
+    if fields is None:
+        return INVALID
+    roots = INVALID
+    if "roots" in fields:
+        items = s.sequence(fields["roots"][1], "discovery.roots", non_empty=True)
+        if items is not None:
+            roots_list = []
+            for i, item in enumerate(items):
+                value = _relative(s, item, f"discovery.roots[{i}]")
+                if value is not INVALID:
+                    if value in roots_list:
+                        s.error(item, f"discovery.roots[{i}]", f"duplicate root {value!r}")
+                    else:
+                        roots_list.append(value)
+            roots = tuple(roots_list)
+    pattern = "test_*.py"
+    if "pattern" in fields:
+        pattern = s.string(fields["pattern"][1], "discovery.pattern", check=_check_pattern)
+    implicit: list[ImplicitRoot] = []
+    if "implicit" in fields:
+        items = s.sequence(fields["implicit"][1], "discovery.implicit") or []
+        for i, item in enumerate(items):
+            rule = _implicit(s, item, f"discovery.implicit[{i}]", roots, stages)
+            if rule is not None:
+                if any(r.root == rule.root for r in implicit):
+                    s.error(item, f"discovery.implicit[{i}].root", f"duplicate implicit root {rule.root!r}")
+                implicit.append(rule)
+    return Discovery(roots=roots, pattern=pattern, implicit=tuple(implicit))
+
+
+def _check_pattern(value: str) -> Optional[str]:
+    if not value or "/" in value or "\\" in value:
+        return f"{value!r} must be a basename glob such as 'test_*.py' (no '/')"
+    return None
+
+
+def _implicit(s: Schema, node: yaml.Node, where: str, roots, stages) -> Optional[ImplicitRoot]:
+    fields = s.mapping(node, where, required=("root", "backend", "suite", "est_time"),
+                       optional=_IMPLICIT_KEYS)
+    if fields is None:
+        return None
+    before = len(s.errors)
+    root = _relative(s, fields["root"][1], f"{where}.root") if "root" in fields else INVALID
+    backend = s.choice(fields["backend"][1], f"{where}.backend", BACKENDS) if "backend" in fields else INVALID
+    suite = s.string(fields["suite"][1], f"{where}.suite") if "suite" in fields else INVALID
+    est_time = s.number(fields["est_time"][1], f"{where}.est_time") if "est_time" in fields else INVALID
+    cpu_only = s.scalar(fields["cpu_only"][1], f"{where}.cpu_only", bool) if "cpu_only" in fields else False
+    if root is not INVALID and roots is not INVALID and not any(_under(root, r) for r in roots):
+        s.error(fields["root"][1], f"{where}.root", f"{root!r} is not inside any discovery root",
+                hint="list it (or a parent) under discovery.roots")
+    if cpu_only is True and backend not in (INVALID, "cpu"):
+        s.error(fields["backend"][1], f"{where}.backend", "a cpu_only root must have backend cpu")
+    if suite is not INVALID and backend is not INVALID and stages is not INVALID:
+        stage = next((st for st in stages if st.name == suite), None)
+        if stage is None or stage.backend != backend:
+            names = ", ".join(st.name for st in stages if st.backend == backend) or "none"
+            s.error(fields["suite"][1], f"{where}.suite",
+                    f"{suite!r} is not a configured {backend} stage (configured {backend} stages: {names})")
+    if len(s.errors) != before:
+        return None
+    return ImplicitRoot(root=root, backend=backend, suite=suite, est_time=est_time,
+                        cpu_only=cpu_only, line=node.start_mark.line + 1)

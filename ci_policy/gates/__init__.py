@@ -1,0 +1,1 @@
+"""Metric-history gates: declarations (core) and, later, evaluation and stores (adapters)."""

@@ -1,0 +1,124 @@
+"""`register_ci_gate(...)` declarations, read from test source with `ast`.
+
+- In: a `Scan` of one test file (module-level marker calls already located).
+- Out: frozen `GateDeclaration`s, recording which fields were written literally.
+- Grammar: `register_ci_gate(*, metric_key, steps=None, constraint=None, enforce=False,
+  allowlist_reason=None)`, keyword-only literal arguments, module level only.
+- Refused: positional arguments, unknown or missing arguments, non-literals, and values
+  of the wrong type: `metric_key` a non-empty string; `steps` "last", "all" or a
+  non-empty list of distinct integers >= 0; `constraint` a dict of `rel_up`,
+  `abs_floor_up`, `rel_down`, `abs_floor_down` with finite numbers >= 0;
+  `enforce` a bool; `allowlist_reason` a string or None.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ..markers import GATE_MARKER, Scan, bind
+
+KEYWORDS = ("metric_key", "steps", "constraint", "enforce", "allowlist_reason")
+CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
+
+
+@dataclass(frozen=True)
+class GateDeclaration:
+    file: str
+    line: int
+    col: int
+    metric_key: str
+    steps: Any = None
+    constraint: Optional[tuple[tuple[str, float], ...]] = None
+    enforce: bool = False
+    allowlist_reason: Optional[str] = None
+    written: tuple[str, ...] = ()
+
+    def written_json(self) -> str:
+        """Canonical JSON of the literals as written (part of a stored value's identity)."""
+        return json.dumps(
+            {"steps": self.steps if "steps" in self.written else None,
+             "constraint": dict(self.constraint) if "constraint" in self.written else None},
+            sort_keys=True, separators=(",", ":"))
+
+
+def gates_of(scan: Scan) -> list[GateDeclaration]:
+    out = []
+    for mc in scan.calls:
+        if mc.marker != GATE_MARKER:
+            continue
+        args = bind(scan, mc, (), KEYWORDS, required=("metric_key",))
+        if args is None:
+            continue
+        decl = _declaration(scan, mc, args)
+        if decl is not None:
+            out.append(decl)
+    return out
+
+
+def _number_ok(v: Any) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+
+
+def _declaration(scan: Scan, mc, args) -> Optional[GateDeclaration]:
+    values, nodes = args.values, args.nodes
+    name = GATE_MARKER
+    before = len(scan.errors)
+
+    key = values["metric_key"]
+    if not isinstance(key, str) or not key.strip():
+        scan.error(nodes["metric_key"], f"{name}: metric_key must be a non-empty string, got {key!r}",
+                   hint='write e.g. metric_key="train/grad_norm"')
+
+    steps = values.get("steps")
+    if steps is not None:
+        if isinstance(steps, str):
+            if steps not in ("last", "all"):
+                scan.error(nodes["steps"], f"{name}: steps must be \"last\", \"all\" or a list of step "
+                           f"indices, got {steps!r}")
+        elif isinstance(steps, list):
+            if not steps:
+                scan.error(nodes["steps"], f"{name}: steps must not be an empty list")
+            elif not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in steps):
+                scan.error(nodes["steps"], f"{name}: steps must list integer step indices >= 0, got {steps!r}")
+            elif len(set(steps)) != len(steps):
+                scan.error(nodes["steps"], f"{name}: steps lists a step twice: {steps!r}")
+        else:
+            scan.error(nodes["steps"], f"{name}: steps must be \"last\", \"all\" or a list of step "
+                       f"indices, got {steps!r}")
+
+    constraint = values.get("constraint")
+    constraint_items = None
+    if constraint is not None:
+        if not isinstance(constraint, dict):
+            scan.error(nodes["constraint"], f"{name}: constraint must be a dict, got {constraint!r}",
+                       hint='write e.g. constraint={"rel_up": 0.5, "abs_floor_up": 0.1, "rel_down": 0.5}')
+        else:
+            bad = [k for k in constraint if k not in CONSTRAINT_KEYS]
+            if bad:
+                scan.error(nodes["constraint"], f"{name}: constraint has unknown key(s) "
+                           f"{', '.join(map(repr, bad))}; accepted: {', '.join(CONSTRAINT_KEYS)}")
+            for k, v in constraint.items():
+                if k in CONSTRAINT_KEYS and not _number_ok(v):
+                    scan.error(nodes["constraint"], f"{name}: constraint[{k!r}] must be a finite number >= 0, "
+                               f"got {v!r}")
+            if not any(k in constraint for k in ("rel_up", "abs_floor_up")) or not any(
+                    k in constraint for k in ("rel_down", "abs_floor_down")):
+                scan.error(nodes["constraint"], f"{name}: constraint needs at least one bound per side "
+                           "(rel_up or abs_floor_up, and rel_down or abs_floor_down)")
+            constraint_items = tuple(sorted(constraint.items()))
+
+    enforce = values.get("enforce", False)
+    if not isinstance(enforce, bool):
+        scan.error(nodes["enforce"], f"{name}: enforce must be True or False, got {enforce!r}")
+    reason = values.get("allowlist_reason")
+    if reason is not None and not isinstance(reason, str):
+        scan.error(nodes["allowlist_reason"], f"{name}: allowlist_reason must be a string or None, got {reason!r}")
+
+    if len(scan.errors) != before:
+        return None
+    return GateDeclaration(file=scan.path, line=mc.line, col=mc.col, metric_key=key, steps=steps,
+                           constraint=constraint_items, enforce=enforce, allowlist_reason=reason,
+                           written=tuple(k for k in KEYWORDS if k in values))

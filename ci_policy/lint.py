@@ -1,0 +1,60 @@
+"""`ci-policy lint`: every problem of a checkout, errors and warnings.
+
+- In: a checkout root and optional config path.
+- Out: a `LintReport` of errors (configuration, labels, discovery, registrations,
+  gate declarations) and warnings (a stage with no registrations, a label no test
+  uses, each disabled registration with its reason), all located and sorted.
+- Never raises for bad input: unusable configuration or labels become errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .errors import PolicyError, PolicyErrors, warning
+from .snapshot import Snapshot, load_snapshot
+
+
+@dataclass(frozen=True)
+class LintReport:
+    errors: tuple[PolicyError, ...]
+    warnings: tuple[PolicyError, ...]
+    snapshot: Optional[Snapshot] = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def lint(repo: Path, config_path=None) -> LintReport:
+    try:
+        snapshot = load_snapshot(repo, config_path)
+    except PolicyErrors as exc:
+        return LintReport(errors=exc.errors, warnings=())
+    except PolicyError as exc:
+        return LintReport(errors=(exc,), warnings=())
+    return LintReport(errors=snapshot.errors, warnings=tuple(warnings_of(snapshot)), snapshot=snapshot)
+
+
+def warnings_of(snapshot: Snapshot) -> list[PolicyError]:
+    config, labels = snapshot.config, snapshot.labels
+    out: list[PolicyError] = []
+    used_suites = {r.suite for r in snapshot.registrations}
+    for stage in config.stages:
+        if stage.name not in used_suites:
+            out.append(warning(f"stage {stage.name} has no registered test files",
+                               path=config.path, line=stage.line,
+                               hint=f"register tests with suite={stage.name!r} or remove the stage"))
+    used_labels = {label for r in snapshot.registrations for label in r.labels}
+    for label in labels.labels:
+        if label.name not in used_labels:
+            out.append(warning(f"label {label.name!r} is not used by any test",
+                               path=labels.path, line=label.line,
+                               hint=f"run-ci-{label.name} selects nothing; use it in a registration or remove it"))
+    for reg in snapshot.registrations:
+        if reg.disabled is not None:
+            out.append(warning(f"{reg.marker} for suite {reg.suite} is disabled: {reg.disabled}",
+                               path=reg.file, line=reg.line, col=reg.col))
+    return sorted(out, key=PolicyError.sort_key)

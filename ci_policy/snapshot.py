@@ -1,0 +1,91 @@
+"""A snapshot: the validated view of one checkout that every command reads.
+
+- In: the checkout root (explicit) and an optional config path.
+- Out: a frozen `Snapshot` holding the `Config`, the `LabelRegistry`, the discovered
+  test files, their registrations and gate declarations, and every error found.
+  `load_snapshot` raises `PolicyErrors` only when the configuration or the labels
+  file is unusable (nothing else can be checked without them); file-level problems
+  are collected in `Snapshot.errors` so `lint` can report all of them at once.
+- Reads only through `ci_policy.checkout`; never imports or executes checkout code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .checkout import read_text
+from .config import Config, load_config
+from .discovery import discover
+from .errors import PolicyError, PolicyErrors
+from .gates.declarations import GateDeclaration, gates_of
+from .labels import LabelRegistry, load_labels
+from .markers import scan
+from .registry import Registration, registrations_of
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    repo: Path
+    config: Config
+    labels: LabelRegistry
+    files: tuple[str, ...]
+    registrations: tuple[Registration, ...]
+    gates: tuple[GateDeclaration, ...]
+    errors: tuple[PolicyError, ...]
+
+    def require_valid(self) -> "Snapshot":
+        if self.errors:
+            raise PolicyErrors(self.errors)
+        return self
+
+    def registrations_for(self, file: str) -> tuple[Registration, ...]:
+        return tuple(r for r in self.registrations if r.file == file)
+
+
+def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snapshot:
+    repo = Path(repo)
+    if not repo.is_dir():
+        raise PolicyError(f"repository {repo} is not a directory", path=str(repo),
+                          hint="pass --repo with the checkout's root directory")
+    config = _collect(load_config, repo, config_path)
+    labels = _collect(load_labels, repo, config.labels_file)
+
+    files, errors = discover(repo, config)
+    registrations: list[Registration] = []
+    gates: list[GateDeclaration] = []
+    for file in files:
+        try:
+            text = read_text(repo, file, what="test file")
+        except PolicyError as exc:
+            errors.append(exc)
+            continue
+        result = scan(text, file)
+        regs = registrations_of(result, config, labels)
+        gates.extend(gates_of(result))
+        registrations.extend(regs)
+        if not regs and not result.errors:
+            result.errors.append(PolicyError(
+                f"{file} matches the discovery pattern {config.discovery.pattern!r} but has no "
+                "registration and is not under an implicit root, so no stage would run it",
+                path=file, line=1, col=1,
+                hint="add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level, "
+                     "or add an implicit root for its directory in the configuration"))
+        errors.extend(result.errors)
+    return Snapshot(
+        repo=repo,
+        config=config,
+        labels=labels,
+        files=tuple(files),
+        registrations=tuple(sorted(registrations, key=Registration.sort_key)),
+        gates=tuple(gates),
+        errors=tuple(sorted(set(errors), key=PolicyError.sort_key)),
+    )
+
+
+def _collect(loader, *args):
+    try:
+        return loader(*args)
+    except PolicyError as exc:
+        raise PolicyErrors([exc]) from None

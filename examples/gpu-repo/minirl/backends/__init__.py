@@ -1,0 +1,1 @@
+"""Training backend configurations."""
