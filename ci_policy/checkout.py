@@ -47,7 +47,7 @@ def check_relative(rel: str, *, field: str, path: str | None = None, line=None, 
 def _lstat(path: Path):
     try:
         return os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a file on the way
         return None
 
 
@@ -56,6 +56,7 @@ def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | No
 
     Returns the final component's stat, or None when it does not exist.
     """
+    check_relative(rel, field=what, path=rel)  # an absolute path or `..` would leave `root`
     current = root
     parts = PurePosixPath(rel).parts if rel != "." else ()
     st = None
@@ -99,6 +100,7 @@ def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        # Column in characters, like every other column; the bytes before the bad one decode.
+        col = len(data[data.rfind(b"\n", 0, exc.start) + 1: exc.start].decode("utf-8")) + 1
         raise PolicyError(f"{what} {rel} is not valid UTF-8", path=rel, line=line, col=col,
                           hint="save the file as UTF-8") from None

@@ -41,7 +41,8 @@ def discover(repo: Path, config: Config) -> tuple[list[str], list[PolicyError]]:
             errors.append(PolicyError(f"discovery root {root} is not a directory", **where))
             continue
         _walk(repo, root, pattern, files, errors)
-    return sorted(files), errors
+    # Overlapping roots walk the same directories twice: report each problem once.
+    return sorted(files), list(dict.fromkeys(errors))
 
 
 def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[PolicyError]) -> None:
@@ -53,11 +54,17 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
     for entry in entries:
         rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
         if entry.is_symlink():
-            if fnmatch.fnmatchcase(entry.name, pattern) or _is_dir_target(entry):
-                kind = "test file" if fnmatch.fnmatchcase(entry.name, pattern) else "directory"
-                errors.append(PolicyError(
-                    f"{kind} {rel} is a symlink; ci-policy refuses symlinks in a checkout",
-                    path=rel, hint="replace the symlink with the real file or directory"))
+            if fnmatch.fnmatchcase(entry.name, pattern):
+                subject = f"test file {rel} is a symlink"
+            elif not os.path.exists(entry.path):
+                subject = f"{rel} is a dangling symlink"
+            elif _is_dir_target(entry):
+                subject = f"directory {rel} is a symlink"
+            else:
+                continue  # a symlinked non-test file is never read
+            errors.append(PolicyError(
+                f"{subject}; ci-policy refuses symlinks in a checkout",
+                path=rel, hint="replace the symlink with the real file or directory"))
             continue
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in _SKIP_DIRS:
@@ -67,8 +74,8 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
 
 
 def _is_dir_target(entry: os.DirEntry) -> bool:
-    # A symlink is only inspected, never traversed; a dangling link counts as a directory
-    # so that it is reported rather than silently dropped.
+    # A symlink is only inspected, never traversed. (Dangling links are reported before
+    # this is asked; the fallback keeps an unreadable target from being dropped silently.)
     try:
         return entry.is_dir(follow_symlinks=True) or not os.path.exists(entry.path)
     except OSError:

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from .checkout import read_text
 from .errors import PolicyError, PolicyErrors
@@ -76,23 +77,52 @@ def _assigned_names(node: ast.AST) -> list[ast.Name]:
     return out
 
 
+def _columns(text: str) -> Callable[[ast.AST], int]:
+    """1-based character column of a node (`col_offset` counts UTF-8 bytes)."""
+    lines = re.split(r"\r\n|\r|\n", text)
+
+    def col(node: ast.AST) -> int:
+        line = lines[node.lineno - 1] if 0 < node.lineno <= len(lines) else ""
+        return len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "replace")) + 1
+
+    return col
+
+
 def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
     try:
-        tree = ast.parse(text, filename=path)
-    except SyntaxError as exc:
-        raise PolicyError(f"labels file {path} is not valid Python: {exc.msg}", path=path,
-                          line=exc.lineno, col=exc.offset, hint="fix the syntax error") from None
+        # No filename: given one, CPython re-reads that file from the current directory
+        # to compute the error column. Warnings (invalid escape sequences) are ignored, so
+        # the result does not depend on the warning filters in force.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes on some Python versions
+        line, offset = getattr(exc, "lineno", None), getattr(exc, "offset", None)
+        if line is None and "\0" in text:
+            before = text[: text.index("\0")]
+            line, offset = before.count("\n") + 1, len(before) - before.rfind("\n")
+        problem = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        raise PolicyError(f"labels file {path} is not valid Python: {problem}", path=path,
+                          line=line, col=offset, hint="fix the syntax error") from None
+    col = _columns(text)
 
     bindings = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if any((a.asname or a.name) == "KNOWN_LABELS" for a in node.names):
                 bindings.append(node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler,
+                               ast.MatchAs, ast.MatchStar)):
             if node.name == "KNOWN_LABELS":
                 bindings.append(node)
+        elif isinstance(node, ast.MatchMapping):
+            if node.rest == "KNOWN_LABELS":
+                bindings.append(node)
         elif any(n.id == "KNOWN_LABELS" for n in _assigned_names(node)):
-            bindings.append(node)
+            # A comprehension has no position of its own; its target has.
+            bindings.append(node.target if isinstance(node, ast.comprehension) else node)
+    # ast.walk is breadth-first; report the bindings in source order.
+    bindings.sort(key=lambda b: (b.lineno, b.col_offset))
     if not bindings:
         raise PolicyError(f"labels file {path} does not define KNOWN_LABELS", path=path, line=1, col=1,
                           hint='add a module-level dict literal: KNOWN_LABELS = {"name": "description"}')
@@ -101,11 +131,11 @@ def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
         raise PolicyError(
             f"KNOWN_LABELS is assigned {len(bindings)} times (lines {lines}); "
             "it must be assigned exactly once",
-            path=path, line=bindings[1].lineno, col=bindings[1].col_offset + 1,
+            path=path, line=bindings[1].lineno, col=col(bindings[1]),
             hint="merge the definitions into one dict literal",
         )
     node = bindings[0]
-    where = dict(path=path, line=node.lineno, col=node.col_offset + 1)
+    where = dict(path=path, line=node.lineno, col=col(node))
     simple = (
         (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name))
         or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None)
@@ -118,7 +148,7 @@ def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
     value = node.value
     if not isinstance(value, ast.Dict):
         raise PolicyError("KNOWN_LABELS must be a dict literal of label name -> description string",
-                          path=path, line=value.lineno, col=value.col_offset + 1,
+                          path=path, line=value.lineno, col=col(value),
                           hint='write KNOWN_LABELS = {"name": "description", ...}')
     errors: list[PolicyError] = []
     labels: list[Label] = []
@@ -126,19 +156,19 @@ def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
     for key, desc in zip(value.keys, value.values):
         if key is None:
             errors.append(PolicyError("KNOWN_LABELS must not use ** unpacking", path=path,
-                                      line=desc.lineno, col=desc.col_offset + 1,
+                                      line=desc.lineno, col=col(desc),
                                       hint="list every label literally"))
             continue
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             errors.append(PolicyError("KNOWN_LABELS key is not a string literal", path=path,
-                                      line=key.lineno, col=key.col_offset + 1,
+                                      line=key.lineno, col=col(key),
                                       hint='write the label name as a plain string, e.g. "megatron"'))
             continue
         name = key.value
-        kwhere = dict(path=path, line=key.lineno, col=key.col_offset + 1)
+        kwhere = dict(path=path, line=key.lineno, col=col(key))
         if not (isinstance(desc, ast.Constant) and isinstance(desc.value, str)):
             errors.append(PolicyError(f"KNOWN_LABELS[{name!r}]: description is not a string literal",
-                                      path=path, line=desc.lineno, col=desc.col_offset + 1,
+                                      path=path, line=desc.lineno, col=col(desc),
                                       hint="write the description as a plain string"))
             continue
         if name in seen:

@@ -35,7 +35,23 @@ def lint(repo: Path, config_path=None) -> LintReport:
         return LintReport(errors=exc.errors, warnings=())
     except PolicyError as exc:
         return LintReport(errors=(exc,), warnings=())
+    except (OSError, RecursionError, MemoryError) as exc:
+        return LintReport(errors=(input_error(exc),), warnings=())
     return LintReport(errors=snapshot.errors, warnings=tuple(warnings_of(snapshot)), snapshot=snapshot)
+
+
+def input_error(exc: BaseException) -> PolicyError:
+    """A checkout the core could not even read, as an error instead of a traceback.
+
+    `OSError`: a configured path that runs through a regular file (`README.md/labels.py`).
+    `RecursionError`/`MemoryError`: `ast.parse` of a hostile, deeply nested file.
+    """
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename is not None else ""
+        return PolicyError(f"cannot read{where}: {exc.strerror or exc}",
+                           hint="check the paths named in the configuration")
+    return PolicyError("a file of the checkout is too deeply nested to parse",
+                       hint="simplify its deeply nested expressions")
 
 
 def warnings_of(snapshot: Snapshot) -> list[PolicyError]:

@@ -52,8 +52,19 @@ def literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise NotLiteral
-        return {literal(k): literal(v) for k, v in zip(node.keys, node.values)}
+        try:
+            return {literal(k): literal(v) for k, v in zip(node.keys, node.values)}
+        except TypeError:  # an unhashable key such as {[1]: 2} has no value
+            raise NotLiteral from None
     raise NotLiteral
+
+
+def _show(node: ast.AST) -> str:
+    """Source text of `node` for a message; never raises on pathological nesting."""
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        return "<expression too deeply nested to show>"
 
 
 @dataclass(frozen=True)
@@ -86,11 +97,18 @@ def _is_main_guard(test: ast.AST) -> bool:
 
 
 def parse_source(text: str, path: str) -> ast.Module | PolicyError:
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark, which Python itself accepts
+        text = text[1:]
     try:
         return ast.parse(text, filename=path)
     except SyntaxError as exc:
+        # Columns are 1-based; CPython reports offset 0 or None when it has no column.
         return PolicyError(f"{path} is not valid Python: {exc.msg}", path=path, line=exc.lineno,
-                           col=exc.offset, hint="fix the syntax error")
+                           col=exc.offset if exc.offset and exc.offset > 0 else None,
+                           hint="fix the syntax error")
+    except (RecursionError, MemoryError):  # CPython's parser limits on nesting depth
+        return PolicyError(f"{path} is too deeply nested for the Python parser", path=path, line=1,
+                           col=1, hint="split the deeply nested expression")
     except ValueError as exc:  # e.g. NUL bytes in the source
         return PolicyError(f"{path} cannot be parsed: {exc}", path=path, line=1, col=1)
 
@@ -129,7 +147,7 @@ def scan(text: str, path: str) -> Scan:
             result.error(node, _misplaced_message(tree, node, node.id),
                          hint=f"write `{node.id}(...)` as a statement at module level, outside any block")
         elif isinstance(node, ast.Attribute) and node.attr in ALL_MARKERS:
-            result.error(node, f"{ast.unparse(node)} is not a registration: ci-policy reads only calls "
+            result.error(node, f"{_show(node)} is not a registration: ci-policy reads only calls "
                          f"to the bare name {node.attr}",
                          hint=f"`from ci_policy import {node.attr}` and call `{node.attr}(...)` at module level")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -188,7 +206,7 @@ def bind(scan_: Scan, mc: MarkerCall, positional: tuple[str, ...], keyword_only:
         nodes[positional[i]] = arg
     for kw in call.keywords:
         if kw.arg is None:
-            scan_.error(kw.value, f"{name}: **kwargs is not allowed; write every argument literally")
+            scan_.error(kw, f"{name}: **kwargs is not allowed; write every argument literally")
             ok = False
             continue
         if kw.arg not in known:
@@ -215,8 +233,9 @@ def bind(scan_: Scan, mc: MarkerCall, positional: tuple[str, ...], keyword_only:
         try:
             values[key] = literal(node)
         except NotLiteral:
-            scan_.error(node, f"{name}: {key} must be a literal, not `{ast.unparse(node)}` "
+            scan_.error(node, f"{name}: {key} must be a literal, not `{_show(node)}` "
                         "(ci-policy reads it from source without running the file)",
-                        hint="write the value itself, e.g. est_time=1800")
+                        hint=f"write the value of {key} itself (a number, string, True/False, "
+                        "None, or a list or dict of those)")
             ok = False
     return Arguments(values=values, nodes=nodes) if ok else None

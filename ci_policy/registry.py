@@ -113,6 +113,13 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
     return out
 
 
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int literal too large for a float
+        return False
+
+
 def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Optional[Registration]:
     name = mc.marker
     backend = REGISTRATION_MARKERS[name]
@@ -124,7 +131,7 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
 
     est_time = values["est_time"]
     if (isinstance(est_time, bool) or not isinstance(est_time, (int, float))
-            or not math.isfinite(est_time) or est_time < 0):
+            or not _finite(est_time) or est_time < 0):
         scan.error(nodes["est_time"], f"{name}: est_time must be a finite non-negative number of "
                    f"seconds, got {est_time!r}", hint="write e.g. est_time=300")
 
@@ -146,6 +153,7 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
 
     raw_labels = values.get("labels")
     label_tuple: tuple[str, ...] = ()
+    labels_given = raw_labels is not None and raw_labels != []
     if raw_labels is not None:
         if not isinstance(raw_labels, list):
             scan.error(nodes["labels"], f"{name}: labels must be a list of string literals or None, "
@@ -168,7 +176,8 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
                 else:
                     good.append(item)
             label_tuple = tuple(raw_labels)
-    if backend in GPU_BACKENDS and config.gpu_requires_labels and not label_tuple:
+    # A malformed labels value is reported above; "needs a label" is only for none given.
+    if backend in GPU_BACKENDS and config.gpu_requires_labels and not labels_given:
         scan.error(mc.call, f"{name}: a {backend} registration needs at least one label "
                    "(gpu_requires_labels is true), so that a PR can select it",
                    hint=f"add labels=[...] with one of: {', '.join(labels.names) or '(none defined)'}")
@@ -182,7 +191,7 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
         scan.error(nodes["disabled"], f"{name}: disabled must be a reason string or None, got {disabled!r}",
                    hint='write e.g. disabled="flaky on driver 580, see #1234"')
     elif isinstance(disabled, str) and not disabled.strip():
-        scan.error(nodes["disabled"], f"{name}: disabled must give a reason, got an empty string",
+        scan.error(nodes["disabled"], f"{name}: disabled must give a reason, got {disabled!r}",
                    hint='write e.g. disabled="flaky on driver 580, see #1234"')
 
     if len(scan.errors) != before:

@@ -53,6 +53,7 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
     labels = _collect(load_labels, repo, config.labels_file)
 
     files, errors = discover(repo, config)
+    errors.extend(_config_label_errors(config, labels))
     registrations: list[Registration] = []
     gates: list[GateDeclaration] = []
     for file in files:
@@ -82,6 +83,25 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
         gates=tuple(gates),
         errors=tuple(sorted(set(errors), key=PolicyError.sort_key)),
     )
+
+
+def _config_label_errors(config: Config, labels: LabelRegistry) -> list[PolicyError]:
+    """Labels named in the configuration must exist in the label registry."""
+    errors = []
+    for label, where, line in config.label_references():
+        if label not in labels:
+            errors.append(PolicyError(
+                f"{where}: unknown label {label!r}; valid labels: {', '.join(labels.names) or 'none'}",
+                path=config.path, line=line,
+                hint=f"use a label defined in KNOWN_LABELS of {labels.path}"))
+    for scope in config.scopes:
+        name = scope.name[len("run-ci-"):]
+        if name in labels:
+            errors.append(PolicyError(
+                f"scopes.{scope.name}: {scope.name} is both a broad scope and the PR label of "
+                f"the known label {name!r}", path=config.path, line=scope.line,
+                hint="rename the scope or the label"))
+    return errors
 
 
 def _collect(loader, *args):

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import math
 from typing import Any, Callable, Iterable, Optional
@@ -21,17 +22,45 @@ import yaml
 from .errors import PolicyError
 
 
+# A configuration is a few levels deep; PyYAML composes recursively, so unbounded
+# nesting ("[[[[...") would otherwise end in RecursionError.
+MAX_DEPTH = 64
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that ci-policy does not accept."""
+
+    def __init__(self, problem: str, mark, hint: str) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+        self.hint = hint
+
+
 class _StrictLoader(yaml.SafeLoader):
+    _depth = 0
+
     def compose_node(self, parent, index):  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise yaml.MarkedYAMLError(problem="aliases are not allowed in ci-policy configuration",
-                                       problem_mark=event.start_mark)
+            raise _Refused("aliases are not allowed in ci-policy configuration",
+                           event.start_mark, "write each value out in full")
         event = self.peek_event()
         if getattr(event, "anchor", None):
-            raise yaml.MarkedYAMLError(problem="anchors are not allowed in ci-policy configuration",
-                                       problem_mark=event.start_mark)
-        return super().compose_node(parent, index)
+            raise _Refused("anchors are not allowed in ci-policy configuration",
+                           event.start_mark, "write each value out in full")
+        tag = getattr(event, "tag", None)
+        if (isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) and tag not in (None, "!")
+                and tag not in yaml.SafeLoader.yaml_constructors):
+            # Scalars with such a tag are reported where they are used ("unsupported YAML value").
+            raise _Refused(f"tag {tag} is not allowed in ci-policy configuration",
+                           event.start_mark, "remove the tag")
+        if self._depth >= MAX_DEPTH:
+            raise _Refused(f"nesting deeper than {MAX_DEPTH} levels is not allowed",
+                           event.start_mark, "flatten the structure")
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def compose(text: str, path: str) -> Optional[yaml.Node]:
@@ -50,7 +79,7 @@ def compose(text: str, path: str) -> Optional[yaml.Node]:
             path=path,
             line=mark.line + 1 if mark else None,
             col=mark.column + 1 if mark else None,
-            hint="fix the YAML syntax",
+            hint=exc.hint if isinstance(exc, _Refused) else "fix the YAML syntax",
         ) from None
     except yaml.YAMLError as exc:  # pragma: no cover - every PyYAML error we can trigger is marked
         raise PolicyError(f"invalid YAML: {exc}", path=path) from None
@@ -69,6 +98,9 @@ _TYPE_NAMES = {
     list: "a list",
     dict: "a mapping",
     type(None): "null",
+    bytes: "binary data",
+    datetime.date: "a date",
+    datetime.datetime: "a timestamp",
 }
 
 
@@ -78,7 +110,6 @@ class Schema:
     def __init__(self, path: str) -> None:
         self.path = path
         self.errors: list[PolicyError] = []
-        self._constructor = yaml.constructor.SafeConstructor()
 
     # -- errors -------------------------------------------------------------------------
     def error(self, node: Optional[yaml.Node], where: str, message: str, hint: Optional[str] = None) -> None:
@@ -116,7 +147,8 @@ class Schema:
             key = self._scalar_value(key_node)
             key_where = f"{where}.{key}" if where else str(key)
             if not isinstance(key, str):
-                self.error(key_node, where or "(top level)", f"keys must be strings, got {key!r}")
+                self.error(key_node, where or "(top level)",
+                           f"keys must be strings, got {self.describe(key_node)}")
                 continue
             if key in out:
                 first = out[key][0].start_mark.line + 1
@@ -147,9 +179,14 @@ class Schema:
         if not isinstance(node, yaml.ScalarNode):
             return node  # signals "not a scalar" to callers
         try:
-            return self._constructor.construct_object(node, deep=True)
+            # A fresh constructor: a failed construction leaves state behind in the old one.
+            return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
             return exc  # reported by the caller
+        except Exception:  # noqa: BLE001 - SafeConstructor raises ValueError, KeyError, ... on bad scalars
+            kind = node.tag.rsplit(":", 1)[-1]  # "2020-13-45" is a timestamp, "!!int x" an int
+            return yaml.constructor.ConstructorError(None, None, f"{node.value!r} is not a valid {kind}",
+                                                     node.start_mark)
 
     def describe(self, node: yaml.Node) -> str:
         if isinstance(node, yaml.MappingNode):
@@ -157,6 +194,10 @@ class Schema:
         if isinstance(node, yaml.SequenceNode):
             return "a list"
         value = self._scalar_value(node)
+        if isinstance(value, yaml.constructor.ConstructorError):
+            if node.tag in yaml.SafeLoader.yaml_constructors:  # e.g. the date 2020-13-45
+                return f"an invalid {node.tag.rsplit(':', 1)[-1]} ({node.value!r})"
+            return f"a value tagged {node.tag} ({node.value!r})"
         return f"{_TYPE_NAMES.get(type(value), type(value).__name__)} ({node.value!r})" if value is not None else "null"
 
     def scalar(self, node: yaml.Node, where: str, *types: type) -> Any:
@@ -166,7 +207,8 @@ class Schema:
             self.error(node, where, f"unsupported YAML value: {value.problem}")
             return INVALID
         if not isinstance(node, yaml.ScalarNode) or not _is_instance(value, types):
-            expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+            shown = [t for t in types if not (t is int and float in types)]  # numbers include ints
+            expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in shown)
             self.error(node, where, f"expected {expected}, got {self.describe(node)}")
             return INVALID
         return value
@@ -186,7 +228,7 @@ class Schema:
         choices = list(choices)
         value = self._scalar_value(node)
         if not isinstance(node, yaml.ScalarNode) or not isinstance(value, str) or value not in choices:
-            shown = repr(value) if isinstance(node, yaml.ScalarNode) else self.describe(node)
+            shown = repr(value) if isinstance(value, str) else self.describe(node)
             self.error(node, where, f"expected one of {', '.join(choices)}, got {shown}")
             return INVALID
         return value

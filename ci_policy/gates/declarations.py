@@ -59,7 +59,12 @@ def gates_of(scan: Scan) -> list[GateDeclaration]:
 
 
 def _number_ok(v: Any) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v) and v >= 0
+    except OverflowError:  # an int literal too large for a float
+        return False
 
 
 def _declaration(scan: Scan, mc, args) -> Optional[GateDeclaration]:
@@ -108,7 +113,8 @@ def _declaration(scan: Scan, mc, args) -> Optional[GateDeclaration]:
                     k in constraint for k in ("rel_down", "abs_floor_down")):
                 scan.error(nodes["constraint"], f"{name}: constraint needs at least one bound per side "
                            "(rel_up or abs_floor_up, and rel_down or abs_floor_down)")
-            constraint_items = tuple(sorted(constraint.items()))
+            if not bad:  # keys of mixed types (e.g. 1 and "rel_up") cannot be sorted
+                constraint_items = tuple(sorted(constraint.items()))
 
     enforce = values.get("enforce", False)
     if not isinstance(enforce, bool):

@@ -1,0 +1,61 @@
+"""Shared fixtures: the bundled example repository and small generated checkouts."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_REPO = ROOT / "examples" / "gpu-repo"
+
+MINIMAL_CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+  implicit:
+    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
+stages:
+  - {name: cpu, backend: cpu}
+  - {name: gpu-a, backend: cuda, runs_on: [h200], partitions: 2}
+  - {name: gpu-b, backend: cuda, runs_on: [h200, 4gpu]}
+  - {name: amd, backend: rocm, runs_on: [mi350]}
+"""
+
+MINIMAL_LABELS = 'KNOWN_LABELS = {"megatron": "Megatron tests", "fsdp": "FSDP tests", "long": "slow"}\n'
+
+MAIN_BLOCK = '\nif __name__ == "__main__":\n    main()\n'
+
+
+@pytest.fixture
+def example_repo(tmp_path: Path) -> Path:
+    """A private copy of examples/gpu-repo that a test may modify."""
+    dest = tmp_path / "gpu-repo"
+    shutil.copytree(EXAMPLE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return dest
+
+
+@pytest.fixture
+def make_repo(tmp_path: Path) -> Callable[..., Path]:
+    """Write a checkout from {relative path: text}; defaults give a valid config and labels."""
+
+    def make(files: dict[str, str] | None = None, *, config: str = MINIMAL_CONFIG,
+             labels: str | None = MINIMAL_LABELS, name: str = "repo") -> Path:
+        repo = tmp_path / name
+        repo.mkdir()
+        (repo / "tests" / "unit").mkdir(parents=True)
+        if config is not None:
+            (repo / ".github").mkdir()
+            (repo / ".github" / "ci-policy.yml").write_text(config)
+        if labels is not None:
+            (repo / "labels.py").write_text(labels)
+        for rel, text in (files or {}).items():
+            path = repo / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text))
+        return repo
+
+    return make
