@@ -43,18 +43,209 @@ def build_parser() -> argparse.ArgumentParser:
     _repo_arg(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=cmd_registry)
+
+    p = sub.add_parser("plan", help="decide which stages run for a trigger, labels and diff, and their shards")
+    _repo_arg(p)
+    _plan_inputs(p)
+    p.add_argument("--format", choices=("text", "json", "markdown", "github"), default="text")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("list", help="print the files of one stage shard, as the plan splits them")
+    _repo_arg(p)
+    p.add_argument("--stage", required=True, metavar="S")
+    p.add_argument("--shard", type=int, default=None, metavar="I")
+    _plan_inputs(p)
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("run", help="run the files of one stage shard on this runner")
+    _repo_arg(p)
+    p.add_argument("--stage", required=True, metavar="S")
+    p.add_argument("--shard", type=int, default=None, metavar="I")
+    _plan_inputs(p)
+    p.add_argument("--continue-on-error", action="store_true",
+                   help="run every file even after one failed (default: stop at the first failure)")
+    p.add_argument("--max-attempts", type=_positive_int, default=1, metavar="N",
+                   help="attempts per file; only failures classified retriable are retried (default 1)")
+    p.add_argument("--retry-wait", type=_non_negative_float, default=0.0, metavar="SECONDS")
+    p.add_argument("--timings-out", default=None, metavar="FILE",
+                   help="JSONL timing records (default $RUNNER_TEMP/ci-policy-timings.jsonl, "
+                        "else .ci-policy/timings.jsonl)")
+    p.add_argument("--list-only", action="store_true", help="print the shard's files (as `list`) and stop")
+    p.add_argument("--format", choices=("text", "github"), default="text")
+    p.set_defaults(func=cmd_run)
     return parser
 
 
-def _path_of(repo: Path) -> Callable[[str], str]:
-    """Annotation paths relative to the workspace (the current directory) when possible."""
-    def convert(path: str) -> str:
-        candidate = repo / path
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def _plan_inputs(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("plan inputs")
+    g.add_argument("--event", required=True,
+                   help="pull_request, schedule, workflow_dispatch or workflow_call")
+    labels = g.add_mutually_exclusive_group()
+    labels.add_argument("--labels-json", metavar="JSON",
+                        help="the PR labels as a JSON array (toJSON(github.event.pull_request.labels.*.name))")
+    labels.add_argument("--label", action="append", default=None, metavar="L",
+                        help="a PR label (repeatable)")
+    g.add_argument("--schedule", metavar="CRON", help="the schedule's cron (schedule events)")
+    g.add_argument("--cadence", metavar="C", help="cadence override: regular, nightly, weekly or release")
+    diff = g.add_mutually_exclusive_group()
+    diff.add_argument("--diff", metavar="FILE", help="output of git diff --name-status -z -M BASE HEAD")
+    diff.add_argument("--base", metavar="REV", help="run git diff against this base revision")
+    g.add_argument("--head", metavar="REV", help="head revision for --base (default: HEAD)")
+
+
+def _plan_from_args(args: argparse.Namespace):
+    from .diff import Diff, git_diff, read_diff_file
+    from .plan import build_plan
+    from .policy import Trigger, parse_labels_json
+    from .snapshot import load_snapshot
+
+    # A workflow passes every input on one line; GitHub gives "" for a value the event lacks.
+    for name in ("schedule", "cadence", "base", "head"):
+        if getattr(args, name) == "":
+            setattr(args, name, None)
+    if args.head and not args.base:
+        raise PolicyError("--head needs --base", path="--head")
+    labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
+    repo = Path(args.repo)
+    snapshot = load_snapshot(repo, args.config)
+    if args.diff:
+        diff = read_diff_file(Path(args.diff))
+    elif args.base:
+        diff = git_diff(repo, args.base, args.head or "HEAD")
+    else:
+        diff = Diff.unavailable("no --diff or --base was given")
+    trigger = Trigger(event=args.event, labels=labels, schedule=args.schedule, cadence=args.cadence)
+    return build_plan(snapshot, trigger, diff)
+
+
+def _github_file(name: str) -> Path:
+    value = os.environ.get(name)
+    if not value:
+        raise PolicyError(f"${name} is not set; --format github runs inside a GitHub Actions step",
+                          path=f"${name}", hint="use --format text, json or markdown outside GitHub Actions")
+    return Path(value)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    import uuid
+
+    from . import render
+
+    plan = _plan_from_args(args)
+    if args.format == "json":
+        print(render.plan_json(plan))
+    elif args.format == "markdown":
+        print(render.plan_markdown(plan), end="")
+    elif args.format == "github":
+        outputs, summary = _github_file("GITHUB_OUTPUT"), _github_file("GITHUB_STEP_SUMMARY")
+        with outputs.open("a", encoding="utf-8") as fh:
+            fh.write(render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
+        with summary.open("a", encoding="utf-8") as fh:
+            fh.write(render.plan_markdown(plan))
+        print(render.plan_text(plan))
+        if plan.warnings:
+            print(render.plan_annotations(plan))
+    else:
+        print(render.plan_text(plan))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from . import render
+    from .plan import shard_of
+    from .runner import RunOptions, run_shard
+
+    plan = _plan_from_args(args)
+    stage, shard = shard_of(plan, args.stage, args.shard)
+    if shard is None:
+        print(f"Stage {stage.name} has nothing to run: {'; '.join(stage.reasons)}")
+        return 0
+    if args.list_only:
+        for file in shard.files:
+            print(file)
+        return 0
+    repo = Path(args.repo)
+    runner_config = plan.config.runner
+    print(render.shard_header(stage, shard), flush=True)
+    options = RunOptions(
+        max_attempts=args.max_attempts,
+        retry_wait=args.retry_wait,
+        continue_on_error=args.continue_on_error,
+        bypass_fastfail=plan.policy.bypass_fastfail,
+        github=args.format == "github",
+        timings_out=Path(args.timings_out) if args.timings_out else None,
+        kill_grace=runner_config.kill_grace,
+    )
+    result = run_shard(repo, stage, shard, runner_config.retry, options, runner_config.timeout_from_est_time)
+    print(render.run_summary_text(result), flush=True)
+    if args.format == "github":
+        annotations = render.run_annotations(result)
+        if annotations:
+            print(annotations)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(render.run_summary_markdown(result))
+    return 0 if result.ok else 1
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .plan import shard_of
+
+    plan = _plan_from_args(args)
+    stage, shard = shard_of(plan, args.stage, args.shard)
+    if shard is None:
+        print(f"# stage {stage.name} is skipped: {'; '.join(stage.reasons)}", file=sys.stderr)
+        return 0
+    for file in shard.files:
+        print(file)
+    return 0
+
+
+def _path_of(repo: Path, config: Optional[str] = None) -> Callable[[str], str]:
+    """Annotation paths relative to the workspace (the current directory) when possible.
+
+    Error paths are repo-relative, except two that are already relative to the current
+    directory (or absolute): the --repo argument itself and a --config file outside the
+    checkout; those are shown as given.
+    """
+    as_given = {str(repo)}
+    if config is not None:
         try:
-            return Path(os.path.relpath(candidate, Path.cwd())).as_posix() if not Path(path).is_absolute() \
-                and not os.path.relpath(candidate, Path.cwd()).startswith("..") else path
+            Path(config).resolve().relative_to(repo.resolve())
+        except (OSError, ValueError):
+            as_given.add(str(config))
+
+    def convert(path: str) -> str:
+        if Path(path).is_absolute() or path in as_given:
+            return path
+        try:
+            rel = os.path.relpath(repo / path, Path.cwd())
         except ValueError:
             return path
+        return path if rel == ".." or rel.startswith("../") else Path(rel).as_posix()
     return convert
 
 
@@ -64,7 +255,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
     repo = Path(args.repo)
     report = lint(repo, args.config)
-    print(lint_report(report, args.format, _path_of(repo)))
+    print(lint_report(report, args.format, _path_of(repo, args.config)))
     return 0 if report.ok else 1
 
 
@@ -78,11 +269,12 @@ def cmd_registry(args: argparse.Namespace) -> int:
     return 0
 
 
-def report_errors(errors: Sequence[PolicyError], fmt: str, repo: Optional[Path]) -> None:
+def report_errors(errors: Sequence[PolicyError], fmt: str, repo: Optional[Path],
+                  config: Optional[str] = None) -> None:
     """The one place errors become output: annotations in github format, text otherwise."""
     from .render import diagnostics
 
-    path_of = _path_of(repo) if repo is not None else (lambda p: p)
+    path_of = _path_of(repo, config) if repo is not None else (lambda p: p)
     if fmt == "github":
         print(diagnostics(errors, "github", path_of))
     else:
@@ -96,15 +288,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     fmt = getattr(args, "format", "text")
     repo = Path(args.repo) if getattr(args, "repo", None) else None
+    config = getattr(args, "config", None)
     try:
         return args.func(args)
     except PolicyErrors as exc:
-        report_errors(exc.errors, fmt, repo)
+        report_errors(exc.errors, fmt, repo, config)
         return 1
     except PolicyError as exc:
-        report_errors([exc], fmt, repo)
+        report_errors([exc], fmt, repo, config)
         return 1
     except BrokenPipeError:
+        return 1
+    except (OSError, RecursionError, MemoryError) as exc:
+        # A checkout the core could not read (see lint.input_error): an input error, not a crash.
+        from .lint import input_error
+
+        report_errors([input_error(exc)], fmt, repo, config)
         return 1
 
 

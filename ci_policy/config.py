@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,6 +88,10 @@ class Config:
     requires: Optional[str] = None
     labels_file: str = "labels.py"
     gpu_requires_labels: bool = True
+    cadences: "Cadences" = field(default_factory=lambda: Cadences())
+    scopes: tuple["Scope", ...] = ()
+    selection: "Selection" = field(default_factory=lambda: Selection())
+    runner: "RunnerConfig" = field(default_factory=lambda: RunnerConfig())
     # Location of each top-level section, for errors found after validation.
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
@@ -102,6 +107,22 @@ class Config:
     def line_of(self, key: str) -> Optional[int]:
         return dict(self.lines).get(key)
 
+    def scope(self, name: str) -> Optional["Scope"]:
+        for scope in self.scopes:
+            if scope.name == name:
+                return scope
+        return None
+
+    def label_references(self) -> tuple[tuple[str, str, Optional[int]], ...]:
+        """(label, field, line) for every label name the configuration mentions."""
+        refs = [(label, "cadences.nightly_exclude", self.cadences.line)
+                for label in self.cadences.nightly_exclude]
+        for scope in self.scopes:
+            refs += [(label, f"scopes.{scope.name}.exclude", scope.line) for label in scope.exclude]
+        for i, rule in enumerate(self.selection.rules):
+            refs += [(label, f"selection.rules[{i}].labels", rule.line) for label in rule.labels]
+        return tuple(refs)
+
 
 def _under(path: str, root: str) -> bool:
     return root == "." or path == root or path.startswith(root.rstrip("/") + "/")
@@ -113,16 +134,23 @@ def load_config(repo: Path, config: Optional[str | Path] = None) -> Config:
     return parse_config(text, display)
 
 
+def _resolves_to(path: Path, target: Path) -> bool:
+    try:
+        return path.resolve() == target
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop, on older Pythons
+        return False
+
+
 def _read(repo: Path, config: Optional[str | Path]) -> tuple[str, str]:
     if config is None:
         return DEFAULT_CONFIG, read_text(repo, DEFAULT_CONFIG, what="configuration file",
                                          max_bytes=MAX_CONFIG_BYTES)
-    config_path = Path(config)
-    absolute = config_path if config_path.is_absolute() else Path.cwd() / config_path
-    try:
-        rel = absolute.resolve(strict=False).relative_to(repo.resolve())
-    except ValueError:
-        rel = None
+    # `..` is collapsed lexically and symlinks are NOT resolved: resolving would follow a
+    # symlink the checkout placed at the config path (or at a directory above it) and
+    # read its target as if it were a file the maintainer chose.
+    absolute = Path(os.path.abspath(config))
+    top = repo.resolve()
+    rel = next((absolute.relative_to(a) for a in absolute.parents if _resolves_to(a, top)), None)
     if rel is not None:
         # Inside the checkout: the same symlink and size rules as every checkout file.
         return rel.as_posix(), read_text(repo, rel.as_posix(), what="configuration file",
@@ -130,7 +158,8 @@ def _read(repo: Path, config: Optional[str | Path]) -> tuple[str, str]:
     # Outside the checkout: a file the maintainer chose on the command line.
     display = str(config)
     try:
-        data = absolute.read_bytes()
+        with open(absolute, "rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise PolicyError(f"configuration file {display} cannot be read: {exc.strerror}",
                           path=display) from None
@@ -143,7 +172,8 @@ def _read(repo: Path, config: Optional[str | Path]) -> tuple[str, str]:
         raise PolicyError(f"configuration file {display} is not valid UTF-8", path=display) from None
 
 
-_TOP_LEVEL = ("version", "requires", "labels_file", "discovery", "gpu_requires_labels", "stages")
+_TOP_LEVEL = ("version", "requires", "labels_file", "discovery", "gpu_requires_labels", "stages",
+              "cadences", "scopes", "selection", "runner")
 
 
 def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
@@ -183,6 +213,10 @@ def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
 
     stages = _stages(s, top["stages"][1]) if "stages" in top else INVALID
     discovery = _discovery(s, top["discovery"][1], stages) if "discovery" in top else INVALID
+    cadences = _cadences(s, top["cadences"][1]) if "cadences" in top else Cadences()
+    scopes = _scopes(s, top["scopes"][1]) if "scopes" in top else ()
+    selection = _selection(s, top["selection"][1]) if "selection" in top else Selection()
+    runner = _runner(s, top["runner"][1]) if "runner" in top else RunnerConfig()
 
     if s.errors:
         raise PolicyErrors(s.errors)
@@ -194,12 +228,18 @@ def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
         discovery=discovery,
         gpu_requires_labels=gpu_requires_labels,
         stages=stages,
+        cadences=cadences,
+        scopes=scopes,
+        selection=selection,
+        runner=runner,
         lines=tuple((key, k.start_mark.line + 1) for key, (k, _v) in top.items()),
     )
 
 
 def _check_requires(s: Schema, node: yaml.Node, requires: str) -> None:
     try:
+        if not requires.strip():  # SpecifierSet("") would accept every version
+            raise InvalidSpecifier(requires)
         spec = SpecifierSet(requires)
     except InvalidSpecifier:
         s.error(node, "requires", f"{requires!r} is not a valid version specifier",
@@ -298,7 +338,9 @@ def _discovery(s: Schema, node: yaml.Node, stages):
                         s.error(item, f"discovery.roots[{i}]", f"duplicate root {value!r}")
                     else:
                         roots_list.append(value)
-            roots = tuple(roots_list)
+            # With an invalid root the list is partial: checking implicit roots against it
+            # would report roots that are not wrong.
+            roots = tuple(roots_list) if len(roots_list) == len(items) else INVALID
     pattern = "test_*.py"
     if "pattern" in fields:
         pattern = s.string(fields["pattern"][1], "discovery.pattern", check=_check_pattern)
@@ -346,3 +388,186 @@ def _implicit(s: Schema, node: yaml.Node, where: str, roots, stages) -> Optional
         return None
     return ImplicitRoot(root=root, backend=backend, suite=suite, est_time=est_time,
                         cpu_only=cpu_only, line=node.start_mark.line + 1)
+
+
+# -- trigger policy and diff-aware selection (the stage plan) ------------------------------
+
+CADENCES = ("regular", "nightly", "weekly", "release")
+EXPLICIT_MODES = ("run", "prune")
+SCOPE_RE = re.compile(r"run-ci-[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class Cadences:
+    """`cadences:` which cron means which cadence, and what nightly leaves out."""
+
+    schedules: tuple[tuple[str, str], ...] = ()
+    nightly_exclude: tuple[str, ...] = ()
+    line: Optional[int] = None
+
+    def for_cron(self, cron: str) -> Optional[str]:
+        return dict(self.schedules).get(cron)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A broad-scope PR label (`run-ci-all`): every known label minus `exclude`."""
+
+    name: str
+    exclude: tuple[str, ...] = ()
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A path rule: changed paths matching `paths` affect (and auto-select) `labels`."""
+
+    paths: tuple[str, ...]
+    labels: tuple[str, ...]
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    no_gpu_paths: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    explicit: str = "run"
+    line: Optional[int] = None
+
+
+def _check_glob(value: str) -> Optional[str]:
+    from .globs import GlobError, compile_glob
+
+    try:
+        compile_glob(value)
+    except GlobError as exc:
+        return str(exc)
+    return None
+
+
+def _cadences(s: Schema, node: yaml.Node):
+    fields = s.mapping(node, "cadences", optional=("schedules", "nightly_exclude"))
+    if fields is None:
+        return INVALID
+    schedules: list[tuple[str, str]] = []
+    if "schedules" in fields:
+        table = s.mapping(fields["schedules"][1], "cadences.schedules", open_keys=True) or {}
+        for cron, (key_node, value_node) in table.items():
+            where = f"cadences.schedules[{cron!r}]"
+            if len(cron.split()) != 5:
+                s.error(key_node, where, "expected a cron expression of 5 fields, as in the workflow's "
+                        "`on.schedule[].cron`")
+                continue
+            cadence = s.choice(value_node, where, CADENCES)
+            if cadence is not INVALID:
+                schedules.append((cron, cadence))
+    exclude = ()
+    if "nightly_exclude" in fields:
+        exclude = s.string_list(fields["nightly_exclude"][1], "cadences.nightly_exclude")
+    return Cadences(schedules=tuple(schedules), nightly_exclude=exclude, line=node.start_mark.line + 1)
+
+
+def _scopes(s: Schema, node: yaml.Node):
+    table = s.mapping(node, "scopes", open_keys=True)
+    if table is None:
+        return INVALID
+    scopes = []
+    for name, (key_node, value_node) in table.items():
+        where = f"scopes.{name}"
+        if not SCOPE_RE.fullmatch(name):
+            s.error(key_node, where, f"a scope must be a PR label run-ci-<name>, got {name!r}",
+                    hint="write e.g. run-ci-all")
+            continue
+        if isinstance(value_node, yaml.ScalarNode) and value_node.value in ("", "~", "null"):
+            scopes.append(Scope(name=name, line=key_node.start_mark.line + 1))
+            continue
+        fields = s.mapping(value_node, where, optional=("exclude",))
+        if fields is None:
+            continue
+        exclude = ()
+        if "exclude" in fields:
+            exclude = s.string_list(fields["exclude"][1], f"{where}.exclude")
+        scopes.append(Scope(name=name, exclude=exclude or (), line=key_node.start_mark.line + 1))
+    return tuple(scopes)
+
+
+def _selection(s: Schema, node: yaml.Node):
+    fields = s.mapping(node, "selection", optional=("no_gpu_paths", "rules", "explicit"))
+    if fields is None:
+        return INVALID
+    no_gpu = ()
+    if "no_gpu_paths" in fields:
+        no_gpu = s.string_list(fields["no_gpu_paths"][1], "selection.no_gpu_paths", check=_check_glob)
+    rules = []
+    if "rules" in fields:
+        for i, item in enumerate(s.sequence(fields["rules"][1], "selection.rules") or []):
+            where = f"selection.rules[{i}]"
+            rf = s.mapping(item, where, required=("paths", "labels"), optional=("paths", "labels"))
+            if rf is None or "paths" not in rf or "labels" not in rf:
+                continue
+            paths = s.string_list(rf["paths"][1], f"{where}.paths", non_empty=True, check=_check_glob)
+            labels = s.string_list(rf["labels"][1], f"{where}.labels", non_empty=True)
+            if paths is not INVALID and labels is not INVALID:
+                rules.append(Rule(paths=paths, labels=labels, line=item.start_mark.line + 1))
+    explicit = "run"
+    if "explicit" in fields:
+        explicit = s.choice(fields["explicit"][1], "selection.explicit", EXPLICIT_MODES)
+    return Selection(no_gpu_paths=no_gpu, rules=tuple(rules), explicit=explicit,
+                     line=node.start_mark.line + 1)
+
+
+# -- the suite runner -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """`runner:` retry regexes, est_time-derived timeouts, and the kill grace period."""
+
+    retry: "RetryRules" = field(default_factory=lambda: _default_retry())
+    timeout_from_est_time: Optional[tuple[float, float]] = None  # (factor, floor)
+    kill_grace: float = 10.0
+
+
+def _default_retry():
+    from .retry import RetryRules
+
+    return RetryRules()
+
+
+def _check_regex(value: str) -> Optional[str]:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        return f"{value!r} is not a valid regular expression: {exc}"
+    return None
+
+
+def _runner(s: Schema, node: yaml.Node):
+    from .retry import RetryRules
+
+    fields = s.mapping(node, "runner", optional=("retry", "timeout_from_est_time", "kill_grace"))
+    if fields is None:
+        return INVALID
+    rules = RetryRules()
+    if "retry" in fields:
+        rf = s.mapping(fields["retry"][1], "runner.retry", optional=("infra", "never", "retriable"))
+        if rf is not None:
+            lists = {}
+            for key in ("infra", "never", "retriable"):
+                if key in rf:
+                    value = s.string_list(rf[key][1], f"runner.retry.{key}", check=_check_regex)
+                    if value is not INVALID:
+                        lists[key] = value
+            rules = RetryRules(**lists)
+    from_est = None
+    if "timeout_from_est_time" in fields:
+        tf = s.mapping(fields["timeout_from_est_time"][1], "runner.timeout_from_est_time",
+                       required=("factor", "floor"), optional=("factor", "floor"))
+        if tf is not None and "factor" in tf and "floor" in tf:
+            factor = s.number(tf["factor"][1], "runner.timeout_from_est_time.factor", minimum=0, strict=True)
+            floor = s.number(tf["floor"][1], "runner.timeout_from_est_time.floor", minimum=0, strict=True)
+            if factor is not INVALID and floor is not INVALID:
+                from_est = (factor, floor)
+    grace = 10.0
+    if "kill_grace" in fields:
+        grace = s.number(fields["kill_grace"][1], "runner.kill_grace", minimum=0)
+    return RunnerConfig(retry=rules, timeout_from_est_time=from_est, kill_grace=grace)

@@ -26,11 +26,25 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
+def one_line(value: str) -> str:
+    """Checkout-controlled text (paths, reasons) printed as text stays on its line.
+
+    In a CI log every line is parsed on its own: a CR or LF inside a value would start a
+    line of the checkout's choosing (a GitHub `::workflow-command`, a fake diagnostic).
+    """
+    return value.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def line_start(value: str) -> str:
+    """A path that begins an output line: `./` keeps a leading `::` from being a workflow command."""
+    return "./" + value if value.lstrip().startswith("::") else value
+
+
 def diagnostic_text(err: PolicyError) -> str:
     label = "warning: " if err.severity == "warning" else ""
-    text = f"{err.location()}: {label}{err.message}"
+    text = f"{line_start(one_line(err.location()))}: {label}{one_line(err.message)}"
     if err.hint:
-        text += f"\n    hint: {err.hint}"
+        text += f"\n    hint: {one_line(err.hint)}"
     return text
 
 
@@ -110,8 +124,8 @@ def registry_text(registrations: Iterable[Registration]) -> str:
         if r.disabled is not None:
             notes.append(f"disabled: {r.disabled}")
         where = r.file if r.line is None else f"{r.file}:{r.line}"
-        rows.append((where, r.backend, r.suite, _est(r.est_time), ",".join(r.labels) or "-",
-                     "; ".join(notes)))
+        rows.append((line_start(one_line(where)), r.backend, r.suite, _est(r.est_time),
+                     ",".join(r.labels) or "-", one_line("; ".join(notes))))
     return table(rows)
 
 
@@ -123,3 +137,223 @@ def table(rows: list[tuple[str, ...]], right: Optional[set[int]] = None) -> str:
         cells = [cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
         out.append("  ".join(cells).rstrip())
     return "\n".join(out)
+
+
+# -- the stage plan --------------------------------------------------------------------
+
+def _secs(value: float) -> str:
+    return f"{value:g}s"
+
+
+def plan_dict(plan) -> dict:
+    policy = plan.policy
+    return {
+        "schema": JSON_SCHEMA_VERSION,
+        "event": policy.event,
+        "cadence": policy.cadence,
+        "raw_labels": list(policy.raw_labels),
+        "include_labels": list(policy.include_labels),
+        "bypass_fastfail": policy.bypass_fastfail,
+        "write_baseline": policy.write_baseline,
+        "diff": {"available": plan.diff.available, "files": list(plan.diff.files),
+                 **({} if plan.diff.available else {"reason": plan.diff.reason})},
+        "stages": [{
+            "name": s.name,
+            "backend": s.stage.backend,
+            "decision": s.decision,
+            "reasons": list(s.reasons),
+            "runs_on": list(s.stage.runs_on),
+            "tests": [{"file": r.file, "est_time": r.est_time} for r in s.tests],
+            "shards": [sh.as_dict() for sh in s.shards],
+        } for s in plan.stages],
+        "skipped_stages": list(plan.skipped_stages),
+        "images": dict(plan.images),
+        "warnings": list(plan.warnings),
+    }
+
+
+def plan_json(plan) -> str:
+    return json.dumps(plan_dict(plan), indent=2)
+
+
+def plan_text(plan) -> str:
+    policy = plan.policy
+    lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}"]
+    lines.append(f"PR labels: {' '.join(policy.raw_labels) or '(none)'}")
+    lines.append(f"included labels: {', '.join(policy.include_labels) or '(none)'}")
+    flags = [name for name, on in (("bypass-fastfail", policy.bypass_fastfail),
+                                   ("write-baseline", policy.write_baseline),
+                                   ("admit-nightly", policy.admit_nightly)) if on]
+    if flags:
+        lines.append(f"flags: {', '.join(flags)}")
+    if plan.diff.available:
+        lines.append(f"diff: {len(plan.diff.files)} changed file(s)")
+    elif policy.event == "pull_request":
+        lines.append(f"diff: unavailable ({plan.diff.reason})")
+    lines.append("")
+    rows = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL", "REASONS")]
+    for s in plan.stages:
+        rows.append((s.name, s.stage.backend, s.decision.upper(), str(len(s.tests)), str(len(s.shards)),
+                     _secs(s.wall_seconds) if s.decision == "run" else "-", "; ".join(s.reasons)))
+    lines.append(table(rows, right={3, 4, 5}))
+    running = [s for s in plan.stages if s.decision == "run"]
+    if running:
+        lines.append("")
+        lines.append("shards:")
+        for s in running:
+            for sh in s.shards:
+                lines.append(f"  {s.name}[{sh.index}] est {_secs(sh.est_seconds)}: {' '.join(sh.files)}")
+    lines.append("")
+    lines.append("images: " + ", ".join(f"{backend}={action}" for backend, action in plan.images))
+    for w in plan.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def md_escape(text: str) -> str:
+    """Escape text for a Markdown table cell; checkout paths and labels are untrusted."""
+    out = text.replace("\\", "\\\\")
+    for ch in "|`*_[]<>#":
+        out = out.replace(ch, "\\" + ch)
+    return out.replace("\n", " ").replace("\r", " ")
+
+
+def _mermaid_name(text: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "_.-/" else "_" for c in text)
+    return safe.rsplit("/", 1)[-1] or "file"
+
+
+def plan_markdown(plan) -> str:
+    policy = plan.policy
+    out = ["## ci-policy plan", ""]
+    out.append(f"- **Event:** {md_escape(policy.event)}, **cadence:** {md_escape(policy.cadence)}")
+    out.append(f"- **PR labels:** {md_escape(' '.join(policy.raw_labels)) or '(none)'}")
+    out.append(f"- **Included labels:** {md_escape(', '.join(policy.include_labels)) or '(none)'}")
+    if plan.diff.available:
+        out.append(f"- **Diff:** {len(plan.diff.files)} changed file(s)")
+    elif policy.event == "pull_request":
+        out.append(f"- **Diff:** unavailable ({md_escape(plan.diff.reason)}); every runnable stage runs")
+    out.append("- **Images:** " + ", ".join(f"{b} {a}" for b, a in plan.images))
+    out.append("")
+    out.append("| Stage | Backend | Decision | Tests | Shards | Est. wall | Reasons |")
+    out.append("|---|---|---|---:|---:|---:|---|")
+    for s in plan.stages:
+        mark = "✅ run" if s.decision == "run" else "⏭️ skip"
+        wall = _secs(s.wall_seconds) if s.decision == "run" else "-"
+        out.append(f"| {md_escape(s.name)} | {s.stage.backend} | {mark} | {len(s.tests)} | {len(s.shards)} "
+                   f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons)} |")
+    for s in plan.stages:
+        if s.decision != "run" or not s.shards:
+            continue
+        out += ["", f"### {md_escape(s.name)}", "", "```mermaid", "gantt",
+                f"    title {_mermaid_name(s.name)} shards (estimated seconds)",
+                "    dateFormat X", "    axisFormat %s"]
+        est = {r.file: r.est_time for r in s.tests}
+        for sh in s.shards:
+            out.append(f"    section shard {sh.index}")
+            start = 0.0
+            for f in sh.files:
+                end = start + est[f]
+                out.append(f"    {_mermaid_name(f)} :{start:g}, {end:g}")
+                start = end
+        out.append("```")
+    if plan.warnings:
+        out += ["", "**Warnings**", ""] + [f"- {md_escape(w)}" for w in plan.warnings]
+    return "\n".join(out) + "\n"
+
+
+def github_outputs(plan, delimiter: str) -> str:
+    """`$GITHUB_OUTPUT` lines in the multi-line-safe `name<<DELIMITER` syntax."""
+    policy = plan.policy
+    values = {
+        "cadence": policy.cadence,
+        "raw_labels": " ".join(policy.raw_labels),
+        "bypass_fastfail": "true" if policy.bypass_fastfail else "false",
+        "write_baseline": "true" if policy.write_baseline else "false",
+        "skipped_stages": json.dumps(list(plan.skipped_stages), separators=(",", ":")),
+        "matrix": json.dumps(plan.matrix, separators=(",", ":")),
+        "cuda_image": dict(plan.images)["cuda"],
+        "rocm_image": dict(plan.images)["rocm"],
+    }
+    return github_output_lines(values, delimiter)
+
+
+def github_output_lines(values: dict, delimiter: str) -> str:
+    out = []
+    for name, value in values.items():
+        if delimiter in value:
+            raise ValueError("delimiter occurs in an output value")
+        out.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    return "".join(out)
+
+
+def plan_annotations(plan) -> str:
+    return "\n".join(f"::warning::{escape_data(w)}" for w in plan.warnings)
+
+
+# -- the suite runner's summary (takes a runner.ShardResult; render never imports adapters) --
+
+def _attempt_note(attempt) -> str:
+    v = attempt.verdict
+    return f"attempt {attempt.attempt}: {attempt.status}" + (f" ({v.kind}: {v.reason})" if v else "")
+
+
+def run_summary_text(result) -> str:
+    passed = [r for r in result.results if r.passed]
+    failed = [r for r in result.results if not r.passed]
+    retried = [r for r in result.results if len(r.attempts) > 1]
+    lines = ["", f"==== ci-policy run: {result.stage} shard {result.shard} ===="]
+    lines.append(f"PASSED ({len(passed)}):")
+    for r in passed:
+        last = r.attempts[-1]
+        lines.append(f"  {r.file} elapsed={last.elapsed:.1f}s est={r.registration.est_time:g}s")
+    lines.append(f"FAILED ({len(failed)}):")
+    for r in failed:
+        last = r.attempts[-1]
+        why = f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status
+        lines.append(f"  {r.file} {last.status.upper()} after {len(r.attempts)} attempt(s) ({why})")
+    lines.append(f"RETRIED ({len(retried)}):")
+    for r in retried:
+        lines.append(f"  {r.file}: " + "; ".join(_attempt_note(a) for a in r.attempts))
+    if result.not_run:
+        lines.append(f"NOT RUN ({len(result.not_run)}, fast-fail):")
+        lines += [f"  {reg.file}" for reg in result.not_run]
+    lines.append("RESULT: " + ("PASS" if result.ok else "FAIL"))
+    return "\n".join(lines)
+
+
+def run_summary_markdown(result) -> str:
+    out = [f"## ci-policy run: {md_escape(result.stage)} shard {result.shard}", "",
+           "| File | Status | Attempts | Elapsed | Est. | |", "|---|---|---:|---:|---:|---|"]
+    for r in result.results:
+        last = r.attempts[-1]
+        est = r.registration.est_time
+        over = "⚠️ over est_time" if last.elapsed > est else ""
+        out.append(f"| {md_escape(r.file)} | {last.status.upper()} | {len(r.attempts)} | "
+                   f"{last.elapsed:.1f}s | {est:g}s | {over} |")
+    for reg in result.not_run:
+        out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {reg.est_time:g}s | fast-fail |")
+    return "\n".join(out) + "\n"
+
+
+def run_annotations(result) -> str:
+    lines = []
+    for r in result.results:
+        if not r.passed:
+            last = r.attempts[-1]
+            why = f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status
+            lines.append(f"::error file={escape_property(r.file)}::"
+                         + escape_data(f"{r.file} {last.status} after {len(r.attempts)} attempt(s) ({why})"))
+    return "\n".join(lines)
+
+
+def shard_header(stage_plan, shard) -> str:
+    est = {r.file: r.est_time for r in stage_plan.tests}
+    total = sum(est[f] for f in shard.files)
+    lines = [f"Enabled {len(shard.files)} test(s) (est total {total:g}s) "
+             f"for {stage_plan.name} shard {shard.index}:"]
+    lines += [f"  {f} (est {est[f]:g}s)" for f in shard.files]
+    if stage_plan.not_selected:
+        lines.append(f"Skipped {len(stage_plan.not_selected)} registered test(s) of this stage:")
+        lines += [f"  {reg.file}: {why}" for reg, why in stage_plan.not_selected]
+    return "\n".join(lines)
