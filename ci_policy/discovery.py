@@ -70,6 +70,12 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
             if entry.name not in _SKIP_DIRS:
                 _walk(repo, rel, pattern, files, errors)
         elif entry.is_file(follow_symlinks=False) and fnmatch.fnmatchcase(entry.name, pattern):
+            if not rel.isprintable():
+                # A newline in a file name would start a new line (a workflow command) in logs.
+                errors.append(PolicyError(
+                    f"test file {rel!r} has control characters in its path; ci-policy refuses such names",
+                    path=repr(rel)[1:-1], hint="rename the file"))
+                continue
             files.add(rel)
 
 

@@ -67,7 +67,7 @@ def _first_match(patterns: Sequence[str], text: str) -> Optional[str]:
 def classify(status: str, tail: str, reported: Optional[str], timeouts_before: int,
              rules: RetryRules) -> Verdict:
     if reported in REPORTED_KINDS:
-        return Verdict(reported, REPORTED_KINDS[reported], f"the test reported a {reported} failure")
+        return Verdict(reported, REPORTED_KINDS[reported], f"the test reported {'an' if reported[0] in 'aeiou' else 'a'} {reported} failure")
     hit = _first_match(rules.infra, tail)
     if hit:
         return Verdict("infra", True, f"output matches infra pattern {hit!r}")

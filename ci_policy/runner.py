@@ -228,6 +228,22 @@ def kill_tree(pgid: Optional[int], keep: frozenset[int], grace: float) -> int:
     return len(targets)
 
 
+def _echo(out: IO[str], text: str) -> None:
+    """Echo test output; never let it stop the pump (an undrained pipe would block the test)."""
+    try:
+        out.write(text)
+        out.flush()
+    except UnicodeEncodeError:  # e.g. a runner whose stdout is not UTF-8
+        encoding = getattr(out, "encoding", None) or "ascii"
+        try:
+            out.write(text.encode(encoding, "backslashreplace").decode(encoding))
+            out.flush()
+        except (OSError, ValueError):
+            pass
+    except (OSError, ValueError):
+        pass
+
+
 @dataclass(frozen=True)
 class ProcessResult:
     returncode: Optional[int]
@@ -252,14 +268,13 @@ def run_process(argv: list[str], cwd: Path, env: dict, timeout: Optional[float],
     def pump() -> None:
         assert proc.stdout is not None
         for chunk in iter(lambda: proc.stdout.read1(65536), b""):
-            out.write(decoder.decode(chunk))
-            out.flush()
+            _echo(out, decoder.decode(chunk))
             last[0] = chunk[-1:]
             tail.append(chunk)
             size[0] += len(chunk)
             while size[0] > TAIL_BYTES and len(tail) > 1:
                 size[0] -= len(tail.popleft())
-        out.write(decoder.decode(b"", final=True))
+        _echo(out, decoder.decode(b"", final=True))
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
@@ -346,16 +361,29 @@ def _est(value: float) -> str:
     return f"{value:g}s"
 
 
+class Terminated(BaseException):
+    """The runner received SIGTERM (a cancelled job); the running test is killed on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules,
               options: RunOptions, from_est: Optional[tuple[float, float]] = None,
               out: IO[str] = sys.stdout) -> ShardResult:
     regs_by_file = {r.file: r for r in stage_plan.tests}
     regs = [regs_by_file[f] for f in shard.files]
     check_files(repo, regs)
+    become_subreaper()
     timings = TimingsWriter(options.timings_out or default_timings_path(repo), stage_plan.name, shard.index)
     result = ShardResult(stage=stage_plan.name, shard=shard.index, results=[], not_run=[])
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
     total = len(regs)
+    # A cancelled job sends SIGTERM; the test runs in its own session and would otherwise
+    # keep its GPU. Terminated unwinds through run_process, which kills the test's tree.
+    previous = (signal.signal(signal.SIGTERM, _on_sigterm)
+                if threading.current_thread() is threading.main_thread() else None)
     try:
         for i, reg in enumerate(regs, start=1):
             file_result = FileResult(reg, timeout_for(reg, stage_plan.stage.timeout_per_file, from_est))
@@ -369,6 +397,8 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
                 break
     finally:
         timings.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return result
 
 

@@ -202,21 +202,21 @@ EVENT_LIST = "pull_request, schedule, workflow_dispatch, workflow_call"
 CADENCE_LIST = "regular, nightly, weekly, release"
 
 ERRORS = [
-    pytest.param("push", None, None, SPEC, f"--event: unknown event 'push'; expected one of {EVENT_LIST}",
+    pytest.param("push", None, None, SPEC, f"unknown event 'push'; expected one of {EVENT_LIST}",
                  "--event", id="unknown-event"),
-    pytest.param("", None, None, SPEC, f"--event: unknown event ''; expected one of {EVENT_LIST}",
+    pytest.param("", None, None, SPEC, f"unknown event ''; expected one of {EVENT_LIST}",
                  "--event", id="empty-event"),
     pytest.param("Pull_Request", None, "weekly", SPEC,
-                 f"--event: unknown event 'Pull_Request'; expected one of {EVENT_LIST}",
+                 f"unknown event 'Pull_Request'; expected one of {EVENT_LIST}",
                  "--event", id="unknown-event-even-with-override"),
     pytest.param("workflow_call", None, "hourly", SPEC,
-                 f"--cadence: unknown cadence 'hourly'; expected one of {CADENCE_LIST}",
+                 f"unknown cadence 'hourly'; expected one of {CADENCE_LIST}",
                  "--cadence", id="unknown-cadence"),
     pytest.param("workflow_call", None, "Nightly", SPEC,
-                 f"--cadence: unknown cadence 'Nightly'; expected one of {CADENCE_LIST}",
+                 f"unknown cadence 'Nightly'; expected one of {CADENCE_LIST}",
                  "--cadence", id="cadence-is-case-sensitive"),
     pytest.param("schedule", NIGHTLY_CRON, "", SPEC,
-                 f"--cadence: unknown cadence ''; expected one of {CADENCE_LIST}",
+                 f"unknown cadence ''; expected one of {CADENCE_LIST}",
                  "--cadence", id="empty-cadence"),
     pytest.param("schedule", "5 4 * * *", None, SPEC,
                  "--schedule: cron '5 4 * * *' is not listed in cadences.schedules "
@@ -232,9 +232,9 @@ ERRORS = [
     pytest.param("schedule", NIGHTLY_CRON, None, BARE,
                  "--schedule: cron '0 15 * * 0-5' is not listed in cadences.schedules (listed: none)",
                  ".github/ci-policy.yml", id="no-schedules-configured"),
-    pytest.param("schedule", None, None, SPEC, "--schedule: a schedule event needs its cron string",
+    pytest.param("schedule", None, None, SPEC, "a schedule event needs its cron string",
                  "--schedule", id="schedule-without-cron"),
-    pytest.param("schedule", "", None, SPEC, "--schedule: a schedule event needs its cron string",
+    pytest.param("schedule", "", None, SPEC, "a schedule event needs its cron string",
                  "--schedule", id="schedule-with-empty-cron"),
 ]
 
@@ -257,20 +257,20 @@ def test_unknown_cron_points_at_the_cadences_section():
 # -- labels JSON and canonicalisation ------------------------------------------------------
 
 JSON_HINT = "pass toJSON(github.event.pull_request.labels.*.name)"
-ARRAY = "--labels-json: expected a JSON array of label names (strings), got "
+ARRAY = "expected a JSON array of label names (strings), got "
 
 LABELS_JSON_ERRORS = [
-    pytest.param("nope", "--labels-json: not valid JSON: Expecting value: line 1 column 1 (char 0)",
+    pytest.param("nope", "not valid JSON: Expecting value: line 1 column 1 (char 0)",
                  id="not-json"),
-    pytest.param("", "--labels-json: not valid JSON: Expecting value: line 1 column 1 (char 0)", id="empty"),
-    pytest.param('["run-ci-a",', "--labels-json: not valid JSON: Expecting value: line 1 column 13 (char 12)",
+    pytest.param("", "not valid JSON: Expecting value: line 1 column 1 (char 0)", id="empty"),
+    pytest.param('["run-ci-a",', "not valid JSON: Expecting value: line 1 column 13 (char 12)",
                  id="truncated"),
-    pytest.param('["a"] x', "--labels-json: not valid JSON: Extra data: line 1 column 7 (char 6)",
+    pytest.param('["a"] x', "not valid JSON: Extra data: line 1 column 7 (char 6)",
                  id="trailing-data"),
-    pytest.param("NaN", "--labels-json: not valid JSON: NaN is not allowed", id="NaN"),
-    pytest.param('["run-ci-a", NaN]', "--labels-json: not valid JSON: NaN is not allowed", id="NaN-in-array"),
-    pytest.param("[Infinity]", "--labels-json: not valid JSON: Infinity is not allowed", id="Infinity"),
-    pytest.param("[-Infinity]", "--labels-json: not valid JSON: -Infinity is not allowed", id="-Infinity"),
+    pytest.param("NaN", "not valid JSON: NaN is not allowed", id="NaN"),
+    pytest.param('["run-ci-a", NaN]', "not valid JSON: NaN is not allowed", id="NaN-in-array"),
+    pytest.param("[Infinity]", "not valid JSON: Infinity is not allowed", id="Infinity"),
+    pytest.param("[-Infinity]", "not valid JSON: -Infinity is not allowed", id="-Infinity"),
     pytest.param('{"run-ci-a": "x"}', ARRAY + "'{\"run-ci-a\": \"x\"}'", id="object"),
     pytest.param('"run-ci-a"', ARRAY + "'\"run-ci-a\"'", id="string"),
     pytest.param("1", ARRAY + "'1'", id="number"),
@@ -280,7 +280,7 @@ LABELS_JSON_ERRORS = [
     pytest.param("[true]", ARRAY + "'[true]'", id="array-with-bool"),
     pytest.param('[["run-ci-a"]]', ARRAY + "'[[\"run-ci-a\"]]'", id="nested-array"),
     pytest.param("[" * 100_000,
-                 "--labels-json: not valid JSON: maximum recursion depth exceeded while decoding "
+                 "not valid JSON: maximum recursion depth exceeded while decoding "
                  "a JSON array from a unicode string", id="deeply-nested"),
     pytest.param("[" + "1," * 100 + "1]", ARRAY + repr(("[" + "1," * 100 + "1]")[:80]), id="long-text-cut"),
 ]

@@ -1,0 +1,199 @@
+"""The GitHub Actions workflows: linted by zizmor and the workflow JSON schema, and the
+example's pr-test.yml checked structurally against its ci-policy configuration."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ci_policy.config import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "gpu-repo"
+PR_TEST = EXAMPLE / ".github" / "workflows" / "pr-test.yml"
+BIN = Path(sys.executable).parent
+
+
+def workflows() -> list[Path]:
+    found = []
+    for directory in (EXAMPLE / ".github" / "workflows", ROOT / ".github" / "workflows"):
+        if directory.is_dir():
+            found += sorted(p for p in directory.iterdir() if p.suffix in (".yml", ".yaml"))
+    return found
+
+
+WORKFLOWS = [pytest.param(p, id=p.relative_to(ROOT).as_posix()) for p in workflows()]
+
+
+def tool(name: str) -> str:
+    path = BIN / name
+    assert path.exists(), f"{name} is not installed next to the test interpreter"
+    return str(path)
+
+
+def tool_env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith("ZIZMOR_")}
+
+
+def test_the_example_workflow_is_collected():
+    assert PR_TEST in workflows()
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS)
+def test_zizmor_offline_finds_nothing(workflow):
+    proc = subprocess.run([tool("zizmor"), "--offline", "--no-progress", "--color", "never", str(workflow)],
+                          capture_output=True, text=True, timeout=300, check=False, env=tool_env(), cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "No findings to report." in proc.stdout
+    # The same audit without configuration or ignore comments, as machine-readable findings.
+    proc = subprocess.run([tool("zizmor"), "--offline", "--no-progress", "--no-config", "--no-ignores",
+                           "--format", "json", str(workflow)],
+                          capture_output=True, text=True, timeout=300, check=False, env=tool_env(), cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS)
+def test_workflow_matches_the_github_workflow_schema(workflow):
+    proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(workflow)],
+                          capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "ok -- validation done"
+
+
+# -- pr-test.yml, structurally -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def workflow() -> dict:
+    return yaml.safe_load(PR_TEST.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def config():
+    return load_config(EXAMPLE)
+
+
+def steps(workflow: dict):
+    for job_id, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            yield job_id, step
+
+
+def stage_jobs(workflow: dict) -> dict:
+    return {job_id: job for job_id, job in workflow["jobs"].items() if "strategy" in job}
+
+
+def test_top_level_permissions_are_empty(workflow):
+    assert workflow["permissions"] == {}
+
+
+def test_every_job_grants_only_read_permissions(workflow):
+    for job_id, job in workflow["jobs"].items():
+        assert "permissions" in job, job_id
+        assert isinstance(job["permissions"], dict), job_id
+        assert set(job["permissions"].values()) <= {"read"}, job_id
+
+
+def test_every_action_is_pinned_to_a_commit_sha(workflow):
+    uses = [step["uses"] for _, step in steps(workflow) if "uses" in step]
+    uses += [job["uses"] for job in workflow["jobs"].values() if "uses" in job]
+    assert uses, "the workflow uses no actions at all"
+    for ref in uses:
+        assert re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}", ref), ref
+
+
+def test_every_checkout_does_not_persist_credentials(workflow):
+    checkouts = [(job_id, step) for job_id, step in steps(workflow)
+                 if step.get("uses", "").startswith("actions/checkout@")]
+    assert {job_id for job_id, _ in checkouts} == set(workflow["jobs"])
+    for job_id, step in checkouts:
+        assert step.get("with", {}).get("persist-credentials") is False, job_id
+
+
+def test_no_expression_inside_a_run_step(workflow):
+    runs = [(job_id, step["run"]) for job_id, step in steps(workflow) if "run" in step]
+    assert runs
+    for job_id, script in runs:
+        assert "${{" not in script, (job_id, script)
+
+
+def test_shell_variables_in_run_steps_come_from_env(workflow):
+    """What a run step reads from the event reaches it through `env:`, never inline."""
+    defaults = {"GITHUB_JOB"}
+    for job_id, job in workflow["jobs"].items():
+        for step in job.get("steps", []):
+            if "run" not in step:
+                continue
+            defined = set(workflow.get("env", {})) | set(job.get("env", {})) | set(step.get("env", {})) | defaults
+            used = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", step["run"]))
+            assert used <= defined, (job_id, used - defined)
+
+
+def ci_policy_command(step: dict) -> list[str]:
+    return shlex.split(step["run"])
+
+
+def plan_inputs(argv: list[str]) -> list[str]:
+    return argv[argv.index("--event"):]
+
+
+def test_plan_job_runs_ci_policy_plan_with_github_format(workflow):
+    plan = workflow["jobs"]["plan"]
+    commands = [ci_policy_command(s) for s in plan["steps"] if "run" in s and "ci-policy plan" in s["run"]]
+    assert len(commands) == 1
+    argv = commands[0]
+    assert argv[:2] == ["ci-policy", "plan"]
+    assert argv[argv.index("--format") + 1] == "github"
+    assert argv[argv.index("--repo") + 1] == "."
+    step = next(s for s in plan["steps"] if "run" in s and "ci-policy plan" in s["run"])
+    outputs = ("cadence", "raw_labels", "bypass_fastfail", "write_baseline", "skipped_stages", "matrix",
+               "cuda_image", "rocm_image")
+    assert plan["outputs"] == {name: f"${{{{ steps.{step['id']}.outputs.{name} }}}}" for name in outputs}
+
+
+def test_stage_jobs_are_the_planned_stages(workflow, config):
+    planned = {s.name for s in config.stages if not s.external}
+    assert set(stage_jobs(workflow)) == planned
+    assert not {s.name for s in config.stages if s.external} & set(workflow["jobs"])
+
+
+def test_each_stage_job_reads_the_plan(workflow, config):
+    plan_argv = next(ci_policy_command(s) for s in workflow["jobs"]["plan"]["steps"]
+                     if "run" in s and "ci-policy plan" in s["run"])
+    for name, job in stage_jobs(workflow).items():
+        stage = config.stage(name)
+        needs = job["needs"] if isinstance(job["needs"], list) else [job["needs"]]
+        assert "plan" in needs, name
+        assert "skipped_stages" in job["if"], name
+        assert job["if"] == f"${{{{ !contains(fromJSON(needs.plan.outputs.skipped_stages), '{name}') }}}}"
+        assert job["strategy"]["matrix"]["shard"] == f"${{{{ fromJSON(needs.plan.outputs.matrix)['{name}'] }}}}"
+        if stage.backend == "cpu":
+            assert job["runs-on"] == "ubuntu-latest", name
+        else:
+            assert f"prepare-{stage.backend}-image" in needs, name
+            assert job["runs-on"] == ["self-hosted", *stage.runs_on], name
+        # The shard job recomputes its shard (`ci-policy run` or `list`) from exactly the plan job's
+        # inputs, so its split is the one the plan job printed.
+        shard_steps = [ci_policy_command(s) for s in job["steps"]
+                       if "run" in s and re.match(r"ci-policy (run|list) ", s["run"])]
+        assert len(shard_steps) == 1, name
+        argv = shard_steps[0]
+        assert argv[0] == "ci-policy" and argv[1] in ("run", "list"), name
+        assert argv[argv.index("--stage") + 1] == "$GITHUB_JOB"
+        assert argv[argv.index("--shard") + 1] == "$SHARD"
+        assert plan_inputs(argv) == plan_inputs(plan_argv), name
+
+
+def test_image_jobs_follow_the_plan(workflow):
+    for backend in ("cuda", "rocm"):
+        job = workflow["jobs"][f"prepare-{backend}-image"]
+        assert job["needs"] == "plan"
+        assert job["if"] == f"needs.plan.outputs.{backend}_image == 'build'"
