@@ -73,6 +73,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list-only", action="store_true", help="print the shard's files (as `list`) and stop")
     p.add_argument("--format", choices=("text", "github"), default="text")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("gate", help="evaluate a test file's metric gates against the metric history")
+    _repo_arg(p)
+    p.add_argument("--file", required=True, metavar="F", help="the registered test file (repo-relative)")
+    p.add_argument("--record", required=True, metavar="R", help="the run's merged metric record (JSON)")
+    p.add_argument("--stage", metavar="S", help="the stage, when the file is registered for several")
+    p.add_argument("--store", metavar="URL",
+                   help="sqlite path or postgresql:// URL (default $CI_POLICY_DATABASE_URL, "
+                        "else DIR/.ci-policy/metrics.sqlite)")
+    p.add_argument("--cadence", default="regular", metavar="C",
+                   help="nightly and weekly runs write baselines; regular and release never do")
+    p.add_argument("--event", default=None, metavar="E",
+                   help="the triggering event (default $GITHUB_EVENT_NAME); pull_request never writes")
+    p.add_argument("--run-id", default=None, help="default $GITHUB_RUN_ID")
+    p.add_argument("--run-attempt", type=_positive_int, default=None, help="default $GITHUB_RUN_ATTEMPT, else 1")
+    p.add_argument("--commit", default=None, help="default $GITHUB_SHA")
+    p.add_argument("--format", choices=("text", "github"), default="text")
+    p.set_defaults(func=cmd_gate)
     return parser
 
 
@@ -102,16 +120,13 @@ def _plan_inputs(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("plan inputs")
     g.add_argument("--event", required=True,
                    help="pull_request, schedule, workflow_dispatch or workflow_call")
-    labels = g.add_mutually_exclusive_group()
-    labels.add_argument("--labels-json", metavar="JSON",
-                        help="the PR labels as a JSON array (toJSON(github.event.pull_request.labels.*.name))")
-    labels.add_argument("--label", action="append", default=None, metavar="L",
-                        help="a PR label (repeatable)")
+    g.add_argument("--labels-json", metavar="JSON",
+                   help="the PR labels as a JSON array (toJSON(github.event.pull_request.labels.*.name))")
+    g.add_argument("--label", action="append", default=None, metavar="L", help="a PR label (repeatable)")
     g.add_argument("--schedule", metavar="CRON", help="the schedule's cron (schedule events)")
     g.add_argument("--cadence", metavar="C", help="cadence override: regular, nightly, weekly or release")
-    diff = g.add_mutually_exclusive_group()
-    diff.add_argument("--diff", metavar="FILE", help="output of git diff --name-status -z -M BASE HEAD")
-    diff.add_argument("--base", metavar="REV", help="run git diff against this base revision")
+    g.add_argument("--diff", metavar="FILE", help="output of git diff --name-status -z -M BASE HEAD")
+    g.add_argument("--base", metavar="REV", help="run git diff against this base revision")
     g.add_argument("--head", metavar="REV", help="head revision for --base (default: HEAD)")
 
 
@@ -127,6 +142,10 @@ def _plan_from_args(args: argparse.Namespace):
             setattr(args, name, None)
     if args.head and not args.base:
         raise PolicyError("--head needs --base", path="--head")
+    if args.diff and args.base:
+        raise PolicyError("pass either --diff or --base, not both", path="--diff")
+    if args.labels_json is not None and args.label:
+        raise PolicyError("pass either --labels-json or --label, not both", path="--labels-json")
     labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
     repo = Path(args.repo)
     snapshot = load_snapshot(repo, args.config)
@@ -165,8 +184,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(render.plan_markdown(plan))
         print(render.plan_text(plan))
-        if plan.warnings:
+        if plan.warnings or plan.invalid:
             print(render.plan_annotations(plan))
+        if plan.invalid:
+            return 1
     else:
         print(render.plan_text(plan))
     return 0
@@ -198,7 +219,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         timings_out=Path(args.timings_out) if args.timings_out else None,
         kill_grace=runner_config.kill_grace,
     )
-    result = run_shard(repo, stage, shard, runner_config.retry, options, runner_config.timeout_from_est_time)
+    from .runner import Terminated
+
+    try:
+        result = run_shard(repo, stage, shard, runner_config.retry, options, runner_config.timeout_from_est_time)
+    except Terminated:
+        print("ci-policy run: terminated (SIGTERM); the running test and its processes were killed",
+              file=sys.stderr)
+        return 143
+    except KeyboardInterrupt:
+        print("ci-policy run: interrupted; the running test and its processes were killed", file=sys.stderr)
+        return 130
     print(render.run_summary_text(result), flush=True)
     if args.format == "github":
         annotations = render.run_annotations(result)
@@ -209,6 +240,51 @@ def cmd_run(args: argparse.Namespace) -> int:
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(render.run_summary_markdown(result))
     return 0 if result.ok else 1
+
+
+def run_identity(run_id=None, run_attempt=None, commit=None):
+    from .gates.command import RunIdentity
+
+    attempt = run_attempt or os.environ.get("GITHUB_RUN_ATTEMPT") or 1
+    try:
+        attempt = int(attempt)
+    except ValueError:
+        raise PolicyError(f"GITHUB_RUN_ATTEMPT is not a number: {attempt!r}", path="$GITHUB_RUN_ATTEMPT") from None
+    return RunIdentity(run_id=run_id or os.environ.get("GITHUB_RUN_ID") or None, run_attempt=attempt,
+                       commit=commit or os.environ.get("GITHUB_SHA") or None)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from . import render
+    from .config import CADENCES
+    from .gates.command import opener, registration_for, run_gate
+    from .metrics import read_record
+    from .snapshot import load_snapshot
+
+    if args.cadence not in CADENCES:
+        raise PolicyError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",
+                          path="--cadence")
+    repo = Path(args.repo)
+    snapshot = load_snapshot(repo, args.config).require_valid()
+    reg = registration_for(snapshot, args.file, args.stage)
+    try:
+        series = read_record(Path(args.record))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PolicyError(f"--record: {args.record} is not a readable metric record: {exc}",
+                          path=args.record, hint="pass the record ci-policy run merged for this file") from None
+    outcome = run_gate(snapshot, reg, series, opener(args.store, repo), cadence=args.cadence,
+                       event=args.event or os.environ.get("GITHUB_EVENT_NAME"),
+                       run=run_identity(args.run_id, args.run_attempt, args.commit))
+    print(render.gate_text(outcome))
+    if args.format == "github":
+        annotations = render.gate_annotations(outcome)
+        if annotations:
+            print(annotations)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(render.gate_markdown(outcome))
+    return 1 if outcome.blocking else 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -239,7 +315,7 @@ def _path_of(repo: Path, config: Optional[str] = None) -> Callable[[str], str]:
             as_given.add(str(config))
 
     def convert(path: str) -> str:
-        if Path(path).is_absolute() or path in as_given:
+        if Path(path).is_absolute() or path in as_given or path.startswith(("--", "$")):
             return path
         try:
             rel = os.path.relpath(repo / path, Path.cwd())

@@ -92,6 +92,8 @@ class Config:
     scopes: tuple["Scope", ...] = ()
     selection: "Selection" = field(default_factory=lambda: Selection())
     runner: "RunnerConfig" = field(default_factory=lambda: RunnerConfig())
+    gates: "GatesConfig" = field(default_factory=lambda: GatesConfig())
+    file_run: "FileRunConfig" = field(default_factory=lambda: FileRunConfig())
     # Location of each top-level section, for errors found after validation.
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
@@ -173,7 +175,7 @@ def _read(repo: Path, config: Optional[str | Path]) -> tuple[str, str]:
 
 
 _TOP_LEVEL = ("version", "requires", "labels_file", "discovery", "gpu_requires_labels", "stages",
-              "cadences", "scopes", "selection", "runner")
+              "cadences", "scopes", "selection", "runner", "gates", "file_run")
 
 
 def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
@@ -217,6 +219,8 @@ def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
     scopes = _scopes(s, top["scopes"][1]) if "scopes" in top else ()
     selection = _selection(s, top["selection"][1]) if "selection" in top else Selection()
     runner = _runner(s, top["runner"][1]) if "runner" in top else RunnerConfig()
+    gates = _gates(s, top["gates"][1]) if "gates" in top else GatesConfig()
+    file_run = _file_run(s, top["file_run"][1]) if "file_run" in top else FileRunConfig()
 
     if s.errors:
         raise PolicyErrors(s.errors)
@@ -232,6 +236,8 @@ def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
         scopes=scopes,
         selection=selection,
         runner=runner,
+        gates=gates,
+        file_run=file_run,
         lines=tuple((key, k.start_mark.line + 1) for key, (k, _v) in top.items()),
     )
 
@@ -571,3 +577,190 @@ def _runner(s: Schema, node: yaml.Node):
     if "kill_grace" in fields:
         grace = s.number(fields["kill_grace"][1], "runner.kill_grace", minimum=0)
     return RunnerConfig(retry=rules, timeout_from_est_time=from_est, kill_grace=grace)
+
+
+# -- metric-history gates ---------------------------------------------------------------------
+
+SESSION_VERSIONS = ("v1", "v2")
+REFERENCES = ("mean", "median")
+
+
+@dataclass(frozen=True)
+class GateRequirement:
+    """Every test file matching `files` must declare each key, once per version."""
+
+    files: tuple[str, ...]
+    metric_keys: tuple[str, ...]
+    versions: tuple[str, ...] = ()
+    line: Optional[int] = None
+
+    def required_keys(self) -> tuple[tuple[str, Optional[str]], ...]:
+        """(metric key, version) pairs; version None for keys without `{version}`."""
+        out = []
+        for key in self.metric_keys:
+            if "{version}" in key:
+                out += [(key.replace("{version}", v), v) for v in self.versions]
+            else:
+                out.append((key, None))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class GatesConfig:
+    capture: tuple[str, ...] = field(default_factory=lambda: _default_capture())
+    # metric key -> {"steps": ..., "constraint": {...}}; shipped defaults overlaid by config.
+    defaults: tuple[tuple[str, str], ...] = field(default_factory=lambda: _shipped_defaults())
+    window: int = 10
+    min_samples: int = 3
+    reference: str = "mean"
+    require: tuple[GateRequirement, ...] = ()
+    line: Optional[int] = None
+
+    def defaults_map(self) -> dict[str, dict]:
+        import json
+
+        return {key: json.loads(value) for key, value in self.defaults}
+
+
+def _default_capture() -> tuple[str, ...]:
+    from .metrics import DEFAULT_CAPTURE
+
+    return tuple(DEFAULT_CAPTURE)
+
+
+def _shipped_defaults(overrides: Optional[dict] = None) -> tuple[tuple[str, str], ...]:
+    import json
+
+    from .gates.evaluate import SHIPPED_DEFAULTS
+
+    merged = {**SHIPPED_DEFAULTS, **(overrides or {})}
+    return tuple((k, json.dumps(v, sort_keys=True)) for k, v in sorted(merged.items()))
+
+
+def _gates(s: Schema, node: yaml.Node):
+    from .gates.declarations import constraint_problems, steps_problems
+
+    fields = s.mapping(node, "gates", optional=("capture", "defaults", "window", "min_samples",
+                                                "reference", "require"))
+    if fields is None:
+        return INVALID
+    capture = _default_capture()
+    if "capture" in fields:
+        capture = s.string_list(fields["capture"][1], "gates.capture", non_empty=True)
+    overrides: dict[str, dict] = {}
+    override_nodes: dict[str, yaml.Node] = {}
+    if "defaults" in fields:
+        table = s.mapping(fields["defaults"][1], "gates.defaults", open_keys=True) or {}
+        for key, (key_node, value_node) in table.items():
+            where = f"gates.defaults[{key!r}]"
+            df = s.mapping(value_node, where, required=("steps", "constraint"), optional=("steps", "constraint"))
+            if df is None or "steps" not in df or "constraint" not in df:
+                continue
+            value = {}
+            for name, check in (("steps", steps_problems), ("constraint", constraint_problems)):
+                plain = s.plain(df[name][1], f"{where}.{name}")
+                if plain is INVALID:
+                    continue
+                problems = check(plain)
+                for problem in problems:
+                    s.error(df[name][1], f"{where}.{name}", problem)
+                if not problems:
+                    value[name] = plain
+            if len(value) == 2:
+                overrides[key] = value
+                override_nodes[key] = key_node
+    for key in overrides:
+        if capture is not INVALID and key not in capture:
+            s.error(override_nodes[key], f"gates.defaults[{key!r}]", f"default gate key {key!r} is not captured",
+                    hint="add it to gates.capture, or a gate on it could never be evaluated")
+    # Shipped defaults only matter for captured keys; configured ones were checked above.
+    defaults = tuple((k, v) for k, v in _shipped_defaults(overrides)
+                     if capture is INVALID or k in capture or k in overrides)
+    window = s.number(fields["window"][1], "gates.window", minimum=1, integer=True) if "window" in fields else 10
+    min_samples = (s.number(fields["min_samples"][1], "gates.min_samples", minimum=1, integer=True)
+                   if "min_samples" in fields else 3)
+    if window is not INVALID and min_samples is not INVALID and min_samples > window:
+        s.error(fields["min_samples"][1], "gates.min_samples",
+                f"must not exceed gates.window ({window}), got {min_samples}")
+    reference = s.choice(fields["reference"][1], "gates.reference", REFERENCES) if "reference" in fields else "mean"
+    require = []
+    if "require" in fields:
+        for i, item in enumerate(s.sequence(fields["require"][1], "gates.require") or []):
+            rule = _requirement(s, item, f"gates.require[{i}]")
+            if rule is not None:
+                require.append(rule)
+    return GatesConfig(capture=capture, defaults=defaults, window=window, min_samples=min_samples,
+                       reference=reference, require=tuple(require), line=node.start_mark.line + 1)
+
+
+def _requirement(s: Schema, node: yaml.Node, where: str) -> Optional[GateRequirement]:
+    fields = s.mapping(node, where, required=("files", "metric_keys"),
+                       optional=("files", "metric_keys", "versions"))
+    if fields is None or "files" not in fields or "metric_keys" not in fields:
+        return None
+    files_node = fields["files"][1]
+    if isinstance(files_node, yaml.ScalarNode):
+        one = s.string(files_node, f"{where}.files", check=_check_glob)
+        files = INVALID if one is INVALID else (one,)
+    else:
+        files = s.string_list(files_node, f"{where}.files", non_empty=True, check=_check_glob)
+    keys = s.string_list(fields["metric_keys"][1], f"{where}.metric_keys", non_empty=True)
+    versions: tuple = ()
+    if "versions" in fields:
+        versions = s.string_list(fields["versions"][1], f"{where}.versions", non_empty=True,
+                                 check=lambda v: None if v in SESSION_VERSIONS else
+                                 f"expected one of {', '.join(SESSION_VERSIONS)}, got {v!r}")
+    if keys is not INVALID:
+        templated = [k for k in keys if "{version}" in k]
+        if templated and versions == ():
+            s.error(fields["metric_keys"][1], f"{where}.metric_keys",
+                    f"{templated[0]!r} uses {{version}} but no versions are listed",
+                    hint="add versions: [v1, v2]")
+            return None
+    if INVALID in (files, keys, versions):
+        return None
+    return GateRequirement(files=files, metric_keys=keys, versions=versions, line=node.start_mark.line + 1)
+
+
+# -- /rerun-test: one file on the right hardware ----------------------------------------------
+
+IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+IMAGE_REPO_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*")
+
+
+@dataclass(frozen=True)
+class FileRunConfig:
+    """`file_run:` how one rerun file is placed: image per backend, tag and timeout."""
+
+    image: tuple[tuple[str, str], ...] = ()  # backend -> image repository (no tag)
+    default_tag: str = "latest"
+    timeout_factor: float = 3.0
+    min_timeout: float = 900.0
+
+    def image_for(self, backend: str) -> Optional[str]:
+        return dict(self.image).get(backend)
+
+
+def _file_run(s: Schema, node: yaml.Node):
+    fields = s.mapping(node, "file_run", optional=("image", "default_tag", "timeout_factor", "min_timeout"))
+    if fields is None:
+        return INVALID
+    image = []
+    if "image" in fields:
+        table = s.mapping(fields["image"][1], "file_run.image", optional=BACKENDS) or {}
+        for backend, (_k, value_node) in table.items():
+            repo = s.string(value_node, f"file_run.image.{backend}",
+                            check=lambda v: None if IMAGE_REPO_RE.fullmatch(v) else
+                            f"{v!r} is not an image repository (e.g. ghcr.io/org/ci-cuda, without a tag)")
+            if repo is not INVALID:
+                image.append((backend, repo))
+    tag = "latest"
+    if "default_tag" in fields:
+        tag = s.string(fields["default_tag"][1], "file_run.default_tag",
+                       check=lambda v: None if IMAGE_TAG_RE.fullmatch(v) else
+                       f"{v!r} is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})")
+    factor = (s.number(fields["timeout_factor"][1], "file_run.timeout_factor", minimum=0, strict=True)
+              if "timeout_factor" in fields else 3.0)
+    minimum = (s.number(fields["min_timeout"][1], "file_run.min_timeout", minimum=0, strict=True)
+               if "min_timeout" in fields else 900.0)
+    return FileRunConfig(image=tuple(image), default_tag=tag, timeout_factor=factor, min_timeout=minimum)

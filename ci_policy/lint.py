@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from .errors import PolicyError, PolicyErrors, warning
+from .gates.requirements import violations
 from .snapshot import Snapshot, load_snapshot
 
 
@@ -37,7 +38,8 @@ def lint(repo: Path, config_path=None) -> LintReport:
         return LintReport(errors=(exc,), warnings=())
     except (OSError, RecursionError, MemoryError) as exc:
         return LintReport(errors=(input_error(exc),), warnings=())
-    return LintReport(errors=snapshot.errors, warnings=tuple(warnings_of(snapshot)), snapshot=snapshot)
+    errors = sorted(set(snapshot.errors) | set(violations(snapshot)), key=PolicyError.sort_key)
+    return LintReport(errors=tuple(errors), warnings=tuple(warnings_of(snapshot)), snapshot=snapshot)
 
 
 def input_error(exc: BaseException) -> PolicyError:

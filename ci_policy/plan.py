@@ -20,6 +20,7 @@ from .errors import PolicyError
 from .partition import Shard, partition
 from .policy import Policy, Trigger, is_selected, resolve, why_not_selected
 from .registry import Registration
+from .gates.requirements import invalid_files
 from .selection import StageDecision, decide
 from .snapshot import Snapshot
 
@@ -32,6 +33,7 @@ class StagePlan:
     tests: tuple[Registration, ...]
     shards: tuple[Shard, ...]
     not_selected: tuple[tuple[Registration, str], ...] = ()
+    invalid: tuple[tuple[Registration, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -66,6 +68,11 @@ class Plan:
         return tuple(s.name for s in self.stages if s.decision == "skip")
 
     @property
+    def invalid(self) -> tuple[tuple[str, str, str], ...]:
+        """(stage, file, reason) of every registration the plan refused to schedule."""
+        return tuple((s.name, r.file, why) for s in self.stages for r, why in s.invalid)
+
+    @property
     def matrix(self) -> dict[str, list[int]]:
         return {s.name: [sh.index for sh in s.shards] for s in self.stages}
 
@@ -79,7 +86,7 @@ class Plan:
 def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
     snapshot.require_valid()
     policy = resolve(trigger, snapshot.config, snapshot.labels)
-    policy, decisions = decide(snapshot, policy, diff)
+    policy, decisions = decide(snapshot, policy, diff, invalid_files(snapshot))
     warnings = list(policy.warnings)
     stages = tuple(_stage_plan(d, warnings) for d in decisions)
     images = []
@@ -100,7 +107,7 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
 
 def _stage_plan(d: StageDecision, warnings: list[str]) -> StagePlan:
     if not d.run:
-        return StagePlan(d.stage, "skip", d.reasons, (), (), d.not_selected)
+        return StagePlan(d.stage, "skip", d.reasons, (), (), d.not_selected, d.invalid)
     tests = tuple(sorted(d.selected, key=lambda r: r.file))
     shards = partition(((r.file, r.est_time) for r in tests), d.stage.partitions)
     if len(shards) > 1:
@@ -109,24 +116,28 @@ def _stage_plan(d: StageDecision, warnings: list[str]) -> StagePlan:
             if r.est_time > mean:
                 warnings.append(f"{d.stage.name}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
                                 f"mean shard time ({mean:g}s); the stage cannot finish sooner than this file")
-    return StagePlan(d.stage, "run", d.reasons, tests, shards, d.not_selected)
+    return StagePlan(d.stage, "run", d.reasons, tests, shards, d.not_selected, d.invalid)
 
 
 def shard_of(plan: Plan, stage_name: str, shard: Optional[int]) -> tuple[StagePlan, Optional[Shard]]:
     """The stage and shard a stage job runs; errors name what is wrong."""
     config_stage = plan.stage(stage_name)
+    configured = plan.config.stage(stage_name)
+    if config_stage is None and configured is not None and configured.external:
+        raise PolicyError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
+                          "plans or runs it", path="--stage")
     if config_stage is None:
         planned = ", ".join(s.name for s in plan.stages)
-        raise PolicyError(f"--stage: {stage_name!r} is not a planned stage (planned: {planned}); "
+        raise PolicyError(f"{stage_name!r} is not a planned stage (planned: {planned}); "
                           "external stages are never planned here", path="--stage")
     if config_stage.decision == "skip":
         return config_stage, None
     index = 0 if shard is None else shard
     if shard is None and len(config_stage.shards) > 1:
-        raise PolicyError(f"--shard: stage {stage_name} has {len(config_stage.shards)} shards; "
+        raise PolicyError(f"stage {stage_name} has {len(config_stage.shards)} shards; "
                           "pass --shard INDEX", path="--shard")
     try:
         return config_stage, config_stage.shard(index)
     except IndexError:
-        raise PolicyError(f"--shard: stage {stage_name} has shards 0..{len(config_stage.shards) - 1}, "
+        raise PolicyError(f"stage {stage_name} has shards 0..{len(config_stage.shards) - 1}, "
                           f"not {index}", path="--shard") from None

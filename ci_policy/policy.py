@@ -72,12 +72,12 @@ def parse_labels_json(text: str, source: str = "--labels-json") -> tuple[str, ..
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
-        raise PolicyError(f"{source}: not valid JSON: {exc}", path=source,
+        raise PolicyError(f"not valid JSON: {exc}", path=source,
                           hint="pass toJSON(github.event.pull_request.labels.*.name)") from None
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise PolicyError(f"{source}: expected a JSON array of label names (strings), got {text[:80]!r}",
+        raise PolicyError(f"expected a JSON array of label names (strings), got {text[:80]!r}",
                           path=source, hint="pass toJSON(github.event.pull_request.labels.*.name)")
     return tuple(value)
 
@@ -94,17 +94,17 @@ def canonical_labels(labels: Iterable[str]) -> tuple[str, ...]:
 
 def resolve_cadence(trigger: Trigger, config: Config, raw_labels: Sequence[str]) -> str:
     if trigger.event not in EVENTS:
-        raise PolicyError(f"--event: unknown event {trigger.event!r}; expected one of {', '.join(EVENTS)}",
+        raise PolicyError(f"unknown event {trigger.event!r}; expected one of {', '.join(EVENTS)}",
                           path="--event")
     if trigger.cadence is not None:
         if trigger.cadence not in CADENCES:
-            raise PolicyError(f"--cadence: unknown cadence {trigger.cadence!r}; expected one of "
+            raise PolicyError(f"unknown cadence {trigger.cadence!r}; expected one of "
                               f"{', '.join(CADENCES)}", path="--cadence")
         return trigger.cadence
     if trigger.event == "schedule":
         if not trigger.schedule:
-            raise PolicyError("--schedule: a schedule event needs its cron string",
-                              path="--schedule", hint="pass --schedule \"${{ github.event.schedule }}\"")
+            raise PolicyError("a schedule event needs its cron string",
+                              path="--schedule", hint="pass --schedule \"$SCHEDULE\", with SCHEDULE set from github.event.schedule in the step's env:")
         cadence = config.cadences.for_cron(trigger.schedule)
         if cadence is None:
             known = ", ".join(repr(c) for c, _ in config.cadences.schedules) or "none"

@@ -50,7 +50,8 @@ def diagnostic_text(err: PolicyError) -> str:
 
 def diagnostic_github(err: PolicyError, path_of: Callable[[str], str] = lambda p: p) -> str:
     props = []
-    if err.path:
+    # Command-line arguments and environment variables are not files of the workspace.
+    if err.path and not err.path.startswith(("--", "$")):
         props.append(f"file={escape_property(path_of(err.path))}")
     if err.line is not None:
         props.append(f"line={err.line}")
@@ -165,6 +166,7 @@ def plan_dict(plan) -> dict:
             "runs_on": list(s.stage.runs_on),
             "tests": [{"file": r.file, "est_time": r.est_time} for r in s.tests],
             "shards": [sh.as_dict() for sh in s.shards],
+            "invalid": [{"file": r.file, "reason": why} for r, why in s.invalid],
         } for s in plan.stages],
         "skipped_stages": list(plan.skipped_stages),
         "images": dict(plan.images),
@@ -203,6 +205,10 @@ def plan_text(plan) -> str:
         for s in running:
             for sh in s.shards:
                 lines.append(f"  {s.name}[{sh.index}] est {_secs(sh.est_seconds)}: {' '.join(sh.files)}")
+    if plan.invalid:
+        lines.append("")
+        lines.append("invalid (not scheduled):")
+        lines += [f"  {stage}: {file}: {why}" for stage, file, why in plan.invalid]
     lines.append("")
     lines.append("images: " + ", ".join(f"{backend}={action}" for backend, action in plan.images))
     for w in plan.warnings:
@@ -257,6 +263,9 @@ def plan_markdown(plan) -> str:
                 out.append(f"    {_mermaid_name(f)} :{start:g}, {end:g}")
                 start = end
         out.append("```")
+    if plan.invalid:
+        out += ["", "**Invalid, not scheduled**", ""]
+        out += [f"- {md_escape(stage)}: {md_escape(file)}: {md_escape(why)}" for stage, file, why in plan.invalid]
     if plan.warnings:
         out += ["", "**Warnings**", ""] + [f"- {md_escape(w)}" for w in plan.warnings]
     return "\n".join(out) + "\n"
@@ -288,7 +297,10 @@ def github_output_lines(values: dict, delimiter: str) -> str:
 
 
 def plan_annotations(plan) -> str:
-    return "\n".join(f"::warning::{escape_data(w)}" for w in plan.warnings)
+    lines = [f"::error file={escape_property(file)}::" + escape_data(f"{stage}: {file} is not scheduled: {why}")
+             for stage, file, why in plan.invalid]
+    lines += [f"::warning::{escape_data(w)}" for w in plan.warnings]
+    return "\n".join(lines)
 
 
 # -- the suite runner's summary (takes a runner.ShardResult; render never imports adapters) --
@@ -357,3 +369,57 @@ def shard_header(stage_plan, shard) -> str:
         lines.append(f"Skipped {len(stage_plan.not_selected)} registered test(s) of this stage:")
         lines += [f"  {reg.file}: {why}" for reg, why in stage_plan.not_selected]
     return "\n".join(lines)
+
+
+# -- metric gates (takes gates.command.GateOutcome; duck-typed) ---------------------------
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def gate_rows(outcome) -> list[tuple[str, ...]]:
+    rows = []
+    for r in outcome.results:
+        b = r.band
+        verdict = r.verdict
+        if r.verdict in ("FAIL", "ERROR"):
+            if r.spec.allowlist_reason is not None:
+                verdict += f" (allowlisted: {r.spec.allowlist_reason})"
+            elif not r.spec.enforce:
+                verdict += " (report only)"
+        rows.append((r.spec.metric_key, "last" if r.step == -1 else str(r.step), _num(r.value),
+                     f"{_num(b.ref)} (n={b.n})" if b else "-",
+                     f"[{_num(b.lo)}, {_num(b.hi)}]" if b else "-", verdict,
+                     "" if r.verdict == "PASS" else r.message))
+    return rows
+
+
+def gate_text(outcome) -> str:
+    head = f"ci-policy gate: {outcome.file} ({outcome.registration.backend}, {outcome.registration.suite})"
+    if not outcome.results:
+        return f"{head}: {outcome.baseline}"
+    rows = [("METRIC", "STEP", "VALUE", "BASELINE", "BAND", "VERDICT", "DETAIL")] + gate_rows(outcome)
+    status = "trusted" if outcome.trusted else "NOT trusted"
+    lines = [head, table(rows), f"run: {status}; baseline: {outcome.baseline}"]
+    if outcome.blocking:
+        lines.append(f"FAILED: {len(outcome.blocking)} enforced gate coordinate(s) failed")
+    return "\n".join(lines)
+
+
+def gate_markdown(outcome) -> str:
+    if not outcome.results:
+        return ""
+    out = [f"### Metric gates: {md_escape(outcome.file)}", "",
+           "| Metric | Step | Value | Baseline | Band | Verdict | Detail |", "|---|---:|---:|---:|---|---|---|"]
+    for row in gate_rows(outcome):
+        out.append("| " + " | ".join(md_escape(c) for c in row) + " |")
+    out += ["", f"Run {'trusted' if outcome.trusted else '**not trusted**'}; baseline: "
+            f"{md_escape(outcome.baseline)}", ""]
+    return "\n".join(out) + "\n"
+
+
+def gate_annotations(outcome) -> str:
+    return "\n".join(
+        f"::error file={escape_property(outcome.file)}::"
+        + escape_data(f"gate {r.spec.metric_key} step {'last' if r.step == -1 else r.step}: {r.verdict}: {r.message}")
+        for r in outcome.blocking)

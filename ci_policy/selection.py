@@ -45,6 +45,8 @@ class StageDecision:
     reasons: tuple[str, ...]
     selected: tuple[Registration, ...]
     not_selected: tuple[tuple[Registration, str], ...] = ()
+    # Registrations refused by the plan (e.g. a required gate is missing), with the reason.
+    invalid: tuple[tuple[Registration, str], ...] = ()
 
 
 def _shown(paths) -> str:
@@ -69,8 +71,11 @@ def classify(path: str, snapshot: Snapshot) -> PathEffect:
     return PathEffect(path, "other")
 
 
-def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tuple[StageDecision, ...]]:
+def decide(snapshot: Snapshot, policy: Policy, diff: Diff,
+           invalid_files: Optional[dict[str, str]] = None) -> tuple[Policy, tuple[StageDecision, ...]]:
+    """`invalid_files` (file -> reason) are never scheduled; their stages list them as invalid."""
     config = snapshot.config
+    invalid_files = invalid_files or {}
     pr = policy.event == "pull_request"
     effects = [classify(p, snapshot) for p in diff.files] if (pr and diff.available) else []
 
@@ -83,18 +88,21 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
     for stage in config.stages:
         if stage.external:
             continue
-        regs = [r for r in snapshot.registrations if r.suite == stage.name]
+        all_regs = [r for r in snapshot.registrations if r.suite == stage.name]
+        invalid = tuple((r, invalid_files[r.file]) for r in all_regs if r.file in invalid_files)
+        regs = [r for r in all_regs if r.file not in invalid_files]
         selected = tuple(r for r in regs if is_selected(r, policy))
         not_selected = tuple((r, why_not_selected(r, policy)) for r in regs if not is_selected(r, policy))
         if not selected:
-            reason = _no_tests_reason(regs, policy)
-            decisions.append(StageDecision(stage, False, (f"skip: {reason}",), (), not_selected))
+            reason = (f"no schedulable tests ({len(invalid)} invalid, listed below)" if invalid and not regs
+                      else _no_tests_reason(regs, policy))
+            decisions.append(StageDecision(stage, False, (f"skip: {reason}",), (), not_selected, invalid))
             continue
         if not (pr and stage.diff_pruned):
             why = (f"{policy.event} event runs every stage with selected tests" if not pr
                    else "stage is not diff-pruned")
             decisions.append(StageDecision(stage, True, (f"run: {why} ({len(selected)} selected)",),
-                                           selected, not_selected))
+                                           selected, not_selected, invalid))
             continue
         reasons = _affected_reasons(stage, diff, effects)
         sources = {(label, policy.source_of(label)) for r in selected for label in r.labels
@@ -102,11 +110,11 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         reasons += [f"run: requested by {src}" for src in sorted({s for l, s in sources if s == f"run-ci-{l}"})]
         reasons += [f"run: included by {src}" for src in sorted({s for l, s in sources if s != f"run-ci-{l}"})]
         if reasons:
-            decisions.append(StageDecision(stage, True, tuple(reasons), selected, not_selected))
+            decisions.append(StageDecision(stage, True, tuple(reasons), selected, not_selected, invalid))
         else:
             touched = [e.path for e in effects]
             decisions.append(StageDecision(stage, False, (f"skip: the diff touches only {_shown(touched)}",),
-                                           selected, not_selected))
+                                           selected, not_selected, invalid))
     return policy, tuple(decisions)
 
 

@@ -74,6 +74,7 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
                 hint="add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level, "
                      "or add an implicit root for its directory in the configuration"))
         errors.extend(result.errors)
+    errors.extend(_gate_errors(config, gates))
     return Snapshot(
         repo=repo,
         config=config,
@@ -101,6 +102,27 @@ def _config_label_errors(config: Config, labels: LabelRegistry) -> list[PolicyEr
                 f"scopes.{scope.name}: {scope.name} is both a broad scope and the PR label of "
                 f"the known label {name!r}", path=config.path, line=scope.line,
                 hint="rename the scope or the label"))
+    return errors
+
+
+def _gate_errors(config: Config, gates: list[GateDeclaration]) -> list[PolicyError]:
+    """A declared gate must be on a captured key and complete once defaults are filled in."""
+    errors = []
+    defaults = config.gates.defaults_map()
+    for gate in gates:
+        where = dict(path=gate.file, line=gate.line, col=gate.col)
+        if gate.metric_key not in config.gates.capture:
+            errors.append(PolicyError(
+                f"register_ci_gate: metric_key {gate.metric_key!r} is not captured, so it can never be "
+                "evaluated", **where, hint=f"add it to gates.capture in {config.path}"))
+        # A literal None counts as not written: the default fills it.
+        missing = [name for name in ("steps", "constraint")
+                   if getattr(gate, name) is None and name not in defaults.get(gate.metric_key, {})]
+        if missing:
+            errors.append(PolicyError(
+                f"register_ci_gate: {' and '.join(missing)} not given and gates.defaults has none for "
+                f"{gate.metric_key!r}", **where,
+                hint=f"write {missing[0]}=... in the call or add a default in {config.path}"))
     return errors
 
 

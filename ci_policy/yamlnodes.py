@@ -213,6 +213,23 @@ class Schema:
             return INVALID
         return value
 
+    def plain(self, node: yaml.Node, where: str) -> Any:
+        """A whole subtree as plain values (scalars, lists, string-keyed dicts)."""
+        if isinstance(node, yaml.SequenceNode):
+            items = [self.plain(n, f"{where}[{i}]") for i, n in enumerate(node.value)]
+            return INVALID if any(i is INVALID for i in items) else items
+        if isinstance(node, yaml.MappingNode):
+            fields = self.mapping(node, where, open_keys=True)
+            if fields is None:
+                return INVALID
+            out = {k: self.plain(v, f"{where}.{k}") for k, (_kn, v) in fields.items()}
+            return INVALID if any(v is INVALID for v in out.values()) else out
+        value = self._scalar_value(node)
+        if isinstance(value, yaml.constructor.ConstructorError):
+            self.error(node, where, f"unsupported YAML value: {value.problem}")
+            return INVALID
+        return value
+
     def string(self, node: yaml.Node, where: str, *, check: Optional[Callable[[str], Optional[str]]] = None) -> Any:
         value = self.scalar(node, where, str)
         if value is INVALID:

@@ -269,6 +269,10 @@ def test_gates_in_a_snapshot(make_repo):
     snap = load_snapshot(repo)
     assert snap.gates == (gate(steps="last", line=2, written=("metric_key", "steps")),)
     assert [e.as_dict() for e in snap.errors] == [err(
+        2, 1, "register_ci_gate: constraint not given and gates.defaults has none for 'loss'",
+        "write constraint=... in the call or add a default in .github/ci-policy.yml"), err(
+        2, 1, "register_ci_gate: metric_key 'loss' is not captured, so it can never be evaluated",
+        "add it to gates.capture in .github/ci-policy.yml"), err(
         2, 5, "register_ci_gate(...) here is not a registration: markers are read only as module-level "
         "expression statements (not inside a function, class, `if`, `with`, or an assignment)",
         "write `register_ci_gate(...)` as a statement at module level, outside any block", path="tests/unit/test_u.py")]

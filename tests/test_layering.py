@@ -45,7 +45,7 @@ def module_name(path: Path) -> str:
 def is_adapter(rel: str) -> bool:
     """Entry points and adapter packages, which may import anything (lazily)."""
     p = PurePosixPath(rel)
-    return (rel in ("cli.py", "__main__.py", "runner.py")
+    return (rel in ("cli.py", "__main__.py", "runner.py", "gates/command.py")
             or p.parts[0] in ("commands", "tuning")
             or (len(p.parts) == 2 and p.parts[0] == "gates" and p.name.startswith("store")))
 

@@ -520,7 +520,7 @@ def unregistered(path=PATH):
     pytest.param(NO_MAIN, id="plain-test"),
     pytest.param("", id="empty"),
     pytest.param("# register_cuda_ci(60, 'gpu-a', labels=['fsdp'])\n" + MAIN, id="commented-out"),
-    pytest.param('register_ci_gate(metric_key="loss")\n', id="gate-only"),
+    pytest.param('register_ci_gate(metric_key="train/grad_norm")\n', id="gate-only"),
 ])
 def test_file_without_registration_outside_implicit_roots_is_an_error(make_repo, text):
     snap = load_snapshot(make_repo({PATH: text}))

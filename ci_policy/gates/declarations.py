@@ -40,7 +40,8 @@ class GateDeclaration:
         """Canonical JSON of the literals as written (part of a stored value's identity)."""
         return json.dumps(
             {"steps": self.steps if "steps" in self.written else None,
-             "constraint": dict(self.constraint) if "constraint" in self.written else None},
+             "constraint": (dict(self.constraint) if "constraint" in self.written
+                            and self.constraint is not None else None)},
             sort_keys=True, separators=(",", ":"))
 
 
@@ -67,6 +68,42 @@ def _number_ok(v: Any) -> bool:
         return False
 
 
+def steps_problems(steps: Any) -> list[str]:
+    """Why `steps` is not "last", "all" or a non-empty list of distinct step indices >= 0."""
+    if isinstance(steps, str):
+        if steps in ("last", "all"):
+            return []
+        return [f'steps must be "last", "all" or a list of step indices, got {steps!r}']
+    if isinstance(steps, list):
+        if not steps:
+            return ["steps must not be an empty list"]
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in steps):
+            return [f"steps must list integer step indices >= 0, got {steps!r}"]
+        if len(set(steps)) != len(steps):
+            return [f"steps lists a step twice: {steps!r}"]
+        return []
+    return [f'steps must be "last", "all" or a list of step indices, got {steps!r}']
+
+
+def constraint_problems(constraint: Any) -> list[str]:
+    """Why `constraint` is not a dict of known bounds, finite and >= 0, at least one per side."""
+    if not isinstance(constraint, dict):
+        return [f"constraint must be a dict, got {constraint!r}"]
+    problems = []
+    bad = [k for k in constraint if k not in CONSTRAINT_KEYS]
+    if bad:
+        problems.append(f"constraint has unknown key(s) {', '.join(map(repr, bad))}; "
+                        f"accepted: {', '.join(CONSTRAINT_KEYS)}")
+    for k, v in constraint.items():
+        if k in CONSTRAINT_KEYS and not _number_ok(v):
+            problems.append(f"constraint[{k!r}] must be a finite number >= 0, got {v!r}")
+    if not any(k in constraint for k in ("rel_up", "abs_floor_up")) or not any(
+            k in constraint for k in ("rel_down", "abs_floor_down")):
+        problems.append("constraint needs at least one bound per side "
+                        "(rel_up or abs_floor_up, and rel_down or abs_floor_down)")
+    return problems
+
+
 def _declaration(scan: Scan, mc, args) -> Optional[GateDeclaration]:
     values, nodes = args.values, args.nodes
     name = GATE_MARKER
@@ -79,42 +116,19 @@ def _declaration(scan: Scan, mc, args) -> Optional[GateDeclaration]:
 
     steps = values.get("steps")
     if steps is not None:
-        if isinstance(steps, str):
-            if steps not in ("last", "all"):
-                scan.error(nodes["steps"], f"{name}: steps must be \"last\", \"all\" or a list of step "
-                           f"indices, got {steps!r}")
-        elif isinstance(steps, list):
-            if not steps:
-                scan.error(nodes["steps"], f"{name}: steps must not be an empty list")
-            elif not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in steps):
-                scan.error(nodes["steps"], f"{name}: steps must list integer step indices >= 0, got {steps!r}")
-            elif len(set(steps)) != len(steps):
-                scan.error(nodes["steps"], f"{name}: steps lists a step twice: {steps!r}")
-        else:
-            scan.error(nodes["steps"], f"{name}: steps must be \"last\", \"all\" or a list of step "
-                       f"indices, got {steps!r}")
+        for problem in steps_problems(steps):
+            scan.error(nodes["steps"], f"{name}: {problem}")
 
     constraint = values.get("constraint")
     constraint_items = None
     if constraint is not None:
-        if not isinstance(constraint, dict):
-            scan.error(nodes["constraint"], f"{name}: constraint must be a dict, got {constraint!r}",
-                       hint='write e.g. constraint={"rel_up": 0.5, "abs_floor_up": 0.1, "rel_down": 0.5}')
-        else:
-            bad = [k for k in constraint if k not in CONSTRAINT_KEYS]
-            if bad:
-                scan.error(nodes["constraint"], f"{name}: constraint has unknown key(s) "
-                           f"{', '.join(map(repr, bad))}; accepted: {', '.join(CONSTRAINT_KEYS)}")
-            for k, v in constraint.items():
-                if k in CONSTRAINT_KEYS and not _number_ok(v):
-                    scan.error(nodes["constraint"], f"{name}: constraint[{k!r}] must be a finite number >= 0, "
-                               f"got {v!r}")
-            if not any(k in constraint for k in ("rel_up", "abs_floor_up")) or not any(
-                    k in constraint for k in ("rel_down", "abs_floor_down")):
-                scan.error(nodes["constraint"], f"{name}: constraint needs at least one bound per side "
-                           "(rel_up or abs_floor_up, and rel_down or abs_floor_down)")
-            if not bad:  # keys of mixed types (e.g. 1 and "rel_up") cannot be sorted
-                constraint_items = tuple(sorted(constraint.items()))
+        problems = constraint_problems(constraint)
+        for problem in problems:
+            hint = ('write e.g. constraint={"rel_up": 0.5, "abs_floor_up": 0.1, "rel_down": 0.5}'
+                    if not isinstance(constraint, dict) else None)
+            scan.error(nodes["constraint"], f"{name}: {problem}", hint=hint)
+        if not problems:
+            constraint_items = tuple(sorted(constraint.items()))
 
     enforce = values.get("enforce", False)
     if not isinstance(enforce, bool):

@@ -1,0 +1,242 @@
+"""Producer side of metric gates: versioned TITO session metrics and their capture.
+
+Imported by the code under test (a training loop), never by `lint`/`plan`.
+
+- `session_server_version(value)`: `True` -> "v1" (backward compatible), "v1"/"v2" pass
+  through; anything else raises `ValueError` (never an `assert`: asserts vanish under
+  `python -O`).
+- `tito_mismatch_metrics(mismatches, version, *, ci_test=False)`: per-sample mismatch
+  lists -> `tito_session_mismatch_rate/{v}` and `tito_session_mismatch_rate/{v}/{type}`.
+  With `ci_test=True` the strict types must be exactly 0 (`TitoMismatchError`).
+- `rollout_metrics(...)`: both versions' keys under `rollout/`, never merged.
+- `MetricRecorder`: active only when `$CI_POLICY_RECORD_DIR` is set; captures only
+  whitelisted keys; each process writes its own file, atomically rewritten on every
+  `log()`; non-finite values stored as "NaN"/"Infinity"/"-Infinity" (strict JSON).
+- `merge_records(dir)`: one attempt's per-process files -> one record, series
+  concatenated and sorted by step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Iterable, Mapping, Optional, Sequence
+
+VERSIONS = ("v1", "v2")
+MISMATCH_TYPES = ("special_token_count", "special_token_type", "non_assistant_text", "assistant_text")
+STRICT_TYPES = ("special_token_count", "special_token_type", "non_assistant_text")
+RECORD_DIR_ENV = "CI_POLICY_RECORD_DIR"
+CAPTURE_ENV = "CI_POLICY_CAPTURE"
+RECORD_SCHEMA = 1
+
+DEFAULT_CAPTURE = (
+    "train/grad_norm",
+    "train/ppo_kl",
+    "train/train_rollout_logprob_abs_diff",
+    "train/train_rollout_kl",
+    "rollout/raw_reward",
+    "rollout/tito_session_mismatch_rate/v1/assistant_text",
+    "rollout/tito_session_mismatch_rate/v2/assistant_text",
+)
+
+
+class TitoMismatchError(ValueError):
+    """A strict TITO mismatch rate is not zero in a CI test."""
+
+
+def session_server_version(value) -> str:
+    if value is True:
+        return "v1"
+    if isinstance(value, str) and value in VERSIONS:
+        return value
+    raise ValueError(f"TITO metrics require session server v1 or v2, got {value!r} "
+                     "(configure the session server version: True or 'v1' for v1, 'v2' for v2)")
+
+
+def rate_key(version: str, mismatch_type: Optional[str] = None) -> str:
+    base = f"tito_session_mismatch_rate/{session_server_version(version)}"
+    return base if mismatch_type is None else f"{base}/{mismatch_type}"
+
+
+def tito_mismatch_metrics(mismatches: Sequence[Optional[Sequence[Mapping]]], version, *,
+                          ci_test: bool = False) -> dict[str, float]:
+    v = session_server_version(version)
+    samples = [m for m in mismatches if m is not None]
+    if not samples:
+        return {}
+    counts = dict.fromkeys(MISMATCH_TYPES, 0)
+    any_count = 0
+    for i, sample in enumerate(mismatches):
+        if sample is None:
+            continue
+        types = set()
+        for item in sample:
+            kind = item.get("type") if isinstance(item, Mapping) else None
+            if kind not in MISMATCH_TYPES:
+                raise ValueError(f"sample {i}: unknown TITO mismatch {item!r}; "
+                                 f"expected a dict with type in {', '.join(MISMATCH_TYPES)}")
+            types.add(kind)
+        any_count += bool(types)
+        for kind in types:
+            counts[kind] += 1
+    n = len(samples)
+    out = {rate_key(v): any_count / n}
+    for kind in MISMATCH_TYPES:
+        out[rate_key(v, kind)] = counts[kind] / n
+    if ci_test:
+        for kind in STRICT_TYPES:
+            rate = out[rate_key(v, kind)]
+            if rate != 0:
+                raise TitoMismatchError(
+                    f"{rate_key(v, kind)} = {rate:g} in a CI test; it must be 0: a nonzero rate "
+                    "indicates a bug in the TITO algorithm or the chat template")
+    return out
+
+
+def rollout_metrics(mismatches_by_version: Mapping[object, Sequence], *, ci_test: bool = False) -> dict[str, float]:
+    """`log_rollout`-style fan-out: every version's metrics under `rollout/`, kept apart."""
+    out: dict[str, float] = {}
+    given: dict[str, object] = {}
+    for version, mismatches in mismatches_by_version.items():
+        v = session_server_version(version)
+        if v in given:
+            raise ValueError(f"session server {v} is given twice ({given[v]!r} and {version!r}); "
+                             "its metrics would overwrite each other")
+        given[v] = version
+        metrics = tito_mismatch_metrics(mismatches, version, ci_test=ci_test)
+        out.update({f"rollout/{key}": value for key, value in metrics.items()})
+    return out
+
+
+def encode_value(value: float):
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+def decode_value(value) -> float:
+    if isinstance(value, str):
+        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[value]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"not a metric value: {value!r}")
+    return float(value)
+
+
+def _as_number(key: str, value) -> float:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    item = getattr(value, "item", None)  # numpy / torch scalars
+    if callable(item):
+        inner = item()
+        if isinstance(inner, numbers.Real) and not isinstance(inner, bool):
+            return float(inner)
+    raise TypeError(f"metric {key!r} must be a number, got {type(value).__name__} {value!r}")
+
+
+class MetricRecorder:
+    """Captures whitelisted metrics of one process into `$CI_POLICY_RECORD_DIR`."""
+
+    def __init__(self, directory: Optional[Path], capture: Iterable[str] = DEFAULT_CAPTURE) -> None:
+        self.directory = Path(directory) if directory else None
+        self.capture = frozenset(capture)
+        self.series: dict[str, list[tuple[int, float]]] = {}
+        self._pid = os.getpid()
+        self.path = self._new_path() if self.directory else None
+
+    def _new_path(self) -> Path:
+        assert self.directory is not None
+        return self.directory / f"metrics-{os.getpid()}-{secrets.token_hex(6)}.jsonl"
+
+    @classmethod
+    def from_env(cls, capture: Optional[Iterable[str]] = None) -> "MetricRecorder":
+        directory = os.environ.get(RECORD_DIR_ENV) or None
+        if capture is None:
+            raw = os.environ.get(CAPTURE_ENV)
+            capture = json.loads(raw) if raw else DEFAULT_CAPTURE
+        return cls(Path(directory) if directory else None, capture)
+
+    @property
+    def active(self) -> bool:
+        return self.directory is not None
+
+    def log(self, metrics: Mapping[str, object], step: int) -> None:
+        if not self.active:
+            return
+        if os.getpid() != self._pid:
+            # A forked child: its own file, without the points the parent already wrote.
+            self._pid = os.getpid()
+            self.series = {}
+            self.path = self._new_path()
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise TypeError(f"step must be an int >= 0, got {step!r}")
+        captured = {k: _as_number(k, v) for k, v in metrics.items() if k in self.capture}
+        if not captured:
+            return
+        for key, value in captured.items():
+            self.series.setdefault(key, []).append((step, value))
+        self._write()
+
+    def _write(self) -> None:
+        assert self.directory is not None and self.path is not None
+        self.directory.mkdir(parents=True, exist_ok=True)
+        lines = [json.dumps({"schema": RECORD_SCHEMA, "pid": os.getpid()})]
+        for key in sorted(self.series):
+            points = [[step, encode_value(value)] for step, value in self.series[key]]
+            lines.append(json.dumps({"key": key, "points": points}, allow_nan=False))
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".jsonl")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+
+def read_record_file(path: Path) -> dict[str, list[tuple[int, float]]]:
+    series: dict[str, list[tuple[int, float]]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            obj = json.loads(line, parse_constant=_strict_constant)
+            if n == 1 and obj.get("schema") != RECORD_SCHEMA:
+                raise ValueError(f"{path}: unsupported record schema {obj.get('schema')!r}")
+            if "key" in obj:
+                series.setdefault(obj["key"], []).extend((int(s), decode_value(v)) for s, v in obj["points"])
+    return series
+
+
+def _strict_constant(name: str):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def merge_records(directory: Path) -> dict[str, list[tuple[int, float]]]:
+    """Merge one attempt's per-process files: series concatenated, sorted by step (stable)."""
+    merged: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(Path(directory).glob("metrics-*.jsonl")):
+        for key, points in read_record_file(path).items():
+            merged.setdefault(key, []).extend(points)
+    return {key: sorted(points, key=lambda p: p[0]) for key, points in sorted(merged.items())}
+
+
+def write_record(series: Mapping[str, Sequence[tuple[int, float]]], path: Path) -> None:
+    """A merged record: one strict-JSON document."""
+    doc = {"schema": RECORD_SCHEMA,
+           "series": {k: [[s, encode_value(v)] for s, v in pts] for k, pts in series.items()}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, allow_nan=False, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_record(path: Path) -> dict[str, list[tuple[int, float]]]:
+    doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_strict_constant)
+    if not isinstance(doc, dict) or doc.get("schema") != RECORD_SCHEMA or not isinstance(doc.get("series"), dict):
+        raise ValueError(f"{path}: not a ci-policy metric record (schema {RECORD_SCHEMA})")
+    return {k: [(int(s), decode_value(v)) for s, v in pts] for k, pts in doc["series"].items()}
