@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="JSONL timing records (default $RUNNER_TEMP/ci-policy-timings.jsonl, "
                         "else .ci-policy/timings.jsonl)")
     p.add_argument("--list-only", action="store_true", help="print the shard's files (as `list`) and stop")
+    p.add_argument("--records-out", default=None, metavar="DIR",
+                   help="merged metric records of passing files (default $RUNNER_TEMP/ci-policy-records, "
+                        "else .ci-policy/records)")
+    p.add_argument("--store", default=None, metavar="URL",
+                   help="metric history for gates: sqlite path or postgresql:// URL "
+                        "(default $CI_POLICY_DATABASE_URL, else DIR/.ci-policy/metrics.sqlite)")
     p.add_argument("--format", choices=("text", "github"), default="text")
     p.set_defaults(func=cmd_run)
 
@@ -193,6 +199,32 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _records_dir(args: argparse.Namespace, repo: Path) -> Path:
+    if args.records_out:
+        return Path(args.records_out)
+    runner_temp = os.environ.get("RUNNER_TEMP")
+    return Path(runner_temp) / "ci-policy-records" if runner_temp else repo / ".ci-policy" / "records"
+
+
+def _gate_hook(args: argparse.Namespace, plan, repo: Path):
+    """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
+    from .gates.command import opener, run_gate
+    from .snapshot import load_snapshot
+
+    snapshot = load_snapshot(repo, args.config).require_valid()
+    declared = {g.file for g in snapshot.gates}
+    run = run_identity()
+
+    def hook(reg, series):
+        from .gates.command import GateOutcome
+
+        if reg.file not in declared:
+            return GateOutcome(file=reg.file, registration=reg, baseline="no gates declared")
+        return run_gate(snapshot, reg, series, opener(args.store, repo), cadence=plan.policy.cadence,
+                        event=plan.policy.event, run=run)
+    return hook
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from . import render
     from .plan import shard_of
@@ -210,6 +242,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     repo = Path(args.repo)
     runner_config = plan.config.runner
     print(render.shard_header(stage, shard), flush=True)
+    gate = _gate_hook(args, plan, repo)
     options = RunOptions(
         max_attempts=args.max_attempts,
         retry_wait=args.retry_wait,
@@ -218,6 +251,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         github=args.format == "github",
         timings_out=Path(args.timings_out) if args.timings_out else None,
         kill_grace=runner_config.kill_grace,
+        records_dir=_records_dir(args, repo),
+        capture=plan.config.gates.capture,
+        gate=gate,
     )
     from .runner import Terminated
 

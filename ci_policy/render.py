@@ -310,6 +310,15 @@ def _attempt_note(attempt) -> str:
     return f"attempt {attempt.attempt}: {attempt.status}" + (f" ({v.kind}: {v.reason})" if v else "")
 
 
+def _failure(r) -> tuple[str, str]:
+    """(status, why) of a file that did not pass: its test failed, or an enforced gate did."""
+    last = r.attempts[-1]
+    if last.status == "pass" and getattr(r, "gate_failed", False):
+        n = len(r.gate.blocking)
+        return "GATE-FAIL", f"{n} enforced metric gate coordinate(s) failed"
+    return last.status.upper(), (f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status)
+
+
 def run_summary_text(result) -> str:
     passed = [r for r in result.results if r.passed]
     failed = [r for r in result.results if not r.passed]
@@ -321,9 +330,8 @@ def run_summary_text(result) -> str:
         lines.append(f"  {r.file} elapsed={last.elapsed:.1f}s est={r.registration.est_time:g}s")
     lines.append(f"FAILED ({len(failed)}):")
     for r in failed:
-        last = r.attempts[-1]
-        why = f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status
-        lines.append(f"  {r.file} {last.status.upper()} after {len(r.attempts)} attempt(s) ({why})")
+        status, why = _failure(r)
+        lines.append(f"  {r.file} {status} after {len(r.attempts)} attempt(s) ({why})")
     lines.append(f"RETRIED ({len(retried)}):")
     for r in retried:
         lines.append(f"  {r.file}: " + "; ".join(_attempt_note(a) for a in r.attempts))
@@ -341,21 +349,22 @@ def run_summary_markdown(result) -> str:
         last = r.attempts[-1]
         est = r.registration.est_time
         over = "⚠️ over est_time" if last.elapsed > est else ""
-        out.append(f"| {md_escape(r.file)} | {last.status.upper()} | {len(r.attempts)} | "
+        status = last.status.upper() if r.passed or last.status != "pass" else _failure(r)[0]
+        out.append(f"| {md_escape(r.file)} | {status} | {len(r.attempts)} | "
                    f"{last.elapsed:.1f}s | {est:g}s | {over} |")
     for reg in result.not_run:
         out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {reg.est_time:g}s | fast-fail |")
-    return "\n".join(out) + "\n"
+    gates = "".join(gate_markdown(r.gate) for r in result.results if getattr(r, "gate", None) is not None)
+    return "\n".join(out) + "\n" + ("\n" + gates if gates else "")
 
 
 def run_annotations(result) -> str:
     lines = []
     for r in result.results:
         if not r.passed:
-            last = r.attempts[-1]
-            why = f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status
+            status, why = _failure(r)
             lines.append(f"::error file={escape_property(r.file)}::"
-                         + escape_data(f"{r.file} {last.status} after {len(r.attempts)} attempt(s) ({why})"))
+                         + escape_data(f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why})"))
     return "\n".join(lines)
 
 

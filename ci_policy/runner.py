@@ -30,10 +30,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Optional
+from typing import IO, Callable, Optional
 
 from .checkout import check_no_symlinks
 from .errors import PolicyError, PolicyErrors
+from .metrics import CAPTURE_ENV, RECORD_DIR_ENV, merge_records, write_record
 from .plan import StagePlan
 from .partition import Shard
 from .registry import Registration
@@ -55,6 +56,11 @@ class RunOptions:
     timings_out: Optional[Path] = None
     kill_grace: float = 10.0
     python: str = sys.executable
+    # Metric capture: every attempt gets its own CI_POLICY_RECORD_DIR; the passing
+    # attempt's files are merged into records_dir/<file>.json and handed to `gate`.
+    records_dir: Optional[Path] = None
+    capture: tuple[str, ...] = ()
+    gate: Optional[Callable] = None  # (Registration, series) -> gates.command.GateOutcome
 
 
 @dataclass(frozen=True)
@@ -73,14 +79,23 @@ class FileResult:
     registration: Registration
     timeout: Optional[float]
     attempts: list[Attempt] = field(default_factory=list)
+    gate: Optional[object] = None  # gates.command.GateOutcome of the passing attempt
 
     @property
     def file(self) -> str:
         return self.registration.file
 
     @property
-    def passed(self) -> bool:
+    def test_passed(self) -> bool:
         return bool(self.attempts) and self.attempts[-1].status == "pass"
+
+    @property
+    def gate_failed(self) -> bool:
+        return self.gate is not None and bool(self.gate.blocking)
+
+    @property
+    def passed(self) -> bool:
+        return self.test_passed and not self.gate_failed
 
 
 @dataclass
@@ -412,6 +427,10 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
             env = dict(os.environ)
             env.update({FAILURE_KIND_ENV: str(kind_file), "CI_POLICY_STAGE": stage_plan.name,
                         "CI_POLICY_SHARD": str(shard.index), "CI_POLICY_ATTEMPT": str(attempt)})
+            record_dir = Path(tmp, f"record-{attempt}")
+            if options.records_dir is not None:
+                record_dir.mkdir()
+                env.update({RECORD_DIR_ENV: str(record_dir), CAPTURE_ENV: json.dumps(list(options.capture))})
             started = _now()
             if options.github:
                 print(f"::group::{escape_data(f'{reg.file} (attempt {attempt})')}", file=out, flush=True)
@@ -436,6 +455,8 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
                 line += f" (killed {proc.killed} leftover process(es))"
             print(line, file=out, flush=True)
             if status == "pass":
+                if options.records_dir is not None:
+                    _merge_and_gate(reg, record_dir, file_result, options, out)
                 return
             if not verdict.retriable or attempt == options.max_attempts:
                 print(f"      {verdict.kind}: {verdict.reason}"
@@ -445,6 +466,26 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
                   + (f" in {options.retry_wait:g}s" if options.retry_wait else ""), file=out, flush=True)
             if options.retry_wait:
                 time.sleep(options.retry_wait)
+
+
+def record_path(records_dir: Path, file: str) -> Path:
+    return records_dir / (file.replace("/", "__") + ".json")
+
+
+def _merge_and_gate(reg, record_dir: Path, file_result: FileResult, options: RunOptions, out) -> None:
+    """Only a passing attempt's records are merged (failed attempts' never are), then gated."""
+    from . import render
+
+    try:
+        series = merge_records(record_dir)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"      metrics: the record of {one_line(reg.file)} is unreadable: {exc}", file=out, flush=True)
+        series = {}
+    write_record(series, record_path(options.records_dir, reg.file))
+    if options.gate is not None:
+        file_result.gate = options.gate(reg, series)
+        if file_result.gate.results:
+            print(render.gate_text(file_result.gate), file=out, flush=True)
 
 
 def _read_kind(path: Path) -> Optional[str]:

@@ -18,6 +18,7 @@ import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 
+from ci_policy.metrics import MetricRecorder, rollout_metrics
 from minirl.session.server import SessionServer
 
 CONVERSATIONS = [
@@ -27,16 +28,22 @@ CONVERSATIONS = [
 ]
 
 
-def mismatch_rate(server):
-    mismatches = 0
+def sample_mismatches(server):
+    """One entry per sample: the TITO mismatches found, as the rollout logger sees them."""
+    per_sample = []
     for turns in CONVERSATIONS:
         sid = server.open(system="You are a calculator.")
         for role, content in turns:
             server.append(sid, role, content)
         expected = "\n".join(c for r, c in turns if r == "assistant")
-        mismatches += server.assistant_text(sid) != expected
+        per_sample.append([] if server.assistant_text(sid) == expected else [{"type": "assistant_text"}])
         server.close(sid)
-    return mismatches / len(CONVERSATIONS)
+    return per_sample
+
+
+def mismatch_rate(server):
+    samples = sample_mismatches(server)
+    return sum(bool(s) for s in samples) / len(samples)
 
 
 class SessionMultiturnTest(unittest.TestCase):
@@ -47,6 +54,16 @@ class SessionMultiturnTest(unittest.TestCase):
                 self.assertEqual(server.version, version)
                 self.assertEqual(mismatch_rate(server), 0.0)
                 self.assertEqual(server.open_sessions, 0)
+
+    def test_rollout_metrics_are_recorded_per_version(self):
+        # Active only under `ci-policy run` (CI_POLICY_RECORD_DIR); the gates read these keys.
+        recorder = MetricRecorder.from_env()
+        for step in range(3):
+            by_version = {v: sample_mismatches(SessionServer(version=v)) for v in ("v1", "v2")}
+            metrics = rollout_metrics(by_version, ci_test=True)
+            self.assertEqual(metrics["rollout/tito_session_mismatch_rate/v1/assistant_text"], 0.0)
+            self.assertEqual(metrics["rollout/tito_session_mismatch_rate/v2/assistant_text"], 0.0)
+            recorder.log(metrics, step)
 
     def test_prompts_identical_across_versions(self):
         prompts = {}

@@ -19,6 +19,7 @@ import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 
+from ci_policy.metrics import MetricRecorder, rollout_metrics
 from minirl.session.server import SessionServer
 
 TOOL_TURNS = [
@@ -41,12 +42,18 @@ class SessionToolCallsTest(unittest.TestCase):
             texts[version] = (server.prompt(sid), server.assistant_text(sid))
         self.assertEqual(texts["v1"], texts["v2"])
         self.assertTrue(texts["v2"][1].endswith("It is 18 C in Paris."))
+        # One sample per version, no mismatches; each version's series is recorded on its own.
+        metrics = rollout_metrics({v: [[]] for v in ("v1", "v2")}, ci_test=True)
+        MetricRecorder.from_env().log(metrics, step=0)
 
     def test_grad_norm_trace_is_finite_and_bounded(self):
         grads = [[0.1 * (i + 1) / (step + 1) for i in range(4)] for step in range(10)]
         norms = [math.sqrt(sum(g * g for g in gs)) for gs in grads]
         self.assertTrue(all(math.isfinite(n) and n > 0 for n in norms))
         self.assertLessEqual(norms[-1], norms[0])
+        recorder = MetricRecorder.from_env()
+        for step, norm in enumerate(norms):
+            recorder.log({"train/grad_norm": norm}, step)
 
 
 if __name__ == "__main__":
