@@ -97,6 +97,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--commit", default=None, help="default $GITHUB_SHA")
     p.add_argument("--format", choices=("text", "github"), default="text")
     p.set_defaults(func=cmd_gate)
+
+    p = sub.add_parser("file-run", help="resolve where /rerun-test runs one test file of a checkout")
+    p.add_argument("--file", required=True, metavar="PATH", help="tests/.../test_*.py, repo-relative")
+    p.add_argument("--source-root", required=True, metavar="DIR", help="the checkout to read (as data)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="trusted configuration (default: the checkout's .github/ci-policy.yml)")
+    p.add_argument("--image-tag", default=None, metavar="TAG")
+    p.add_argument("--format", choices=("json", "github"), default="json")
+    p.set_defaults(func=cmd_file_run, repo=None)
+
+    p = sub.add_parser("comment", help="handle a PR comment command (issue_comment event)")
+    p.add_argument("--repo", default=".", metavar="DIR",
+                   help="the TRUSTED default-branch checkout holding the policy and configuration")
+    p.add_argument("--config", default=None, metavar="FILE")
+    p.add_argument("--event", default=None, metavar="FILE", help="event payload (default $GITHUB_EVENT_PATH)")
+    p.add_argument("--policy", default=None, metavar="FILE",
+                   help="access policy (default DIR/.github/ci-commands.json)")
+    p.add_argument("--repository", default=None, metavar="OWNER/NAME", help="default $GITHUB_REPOSITORY")
+    p.add_argument("--repository-id", default=None, type=int, metavar="ID", help="default $GITHUB_REPOSITORY_ID")
+    p.add_argument("--api-url", default=None, metavar="URL", help="default $GITHUB_API_URL")
+    p.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME",
+                   help="environment variable holding the token (default GITHUB_TOKEN)")
+    p.add_argument("--commands", default=None, metavar="KINDS",
+                   help="comma-separated command kinds this job handles (add_label, clear_labels, "
+                        "rerun_failed_ci, rerun_test); others are ignored. Default: all")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print every mutating API request as a JSON line instead of sending it")
+    p.set_defaults(func=cmd_comment, format="text")
     return parser
 
 
@@ -321,6 +349,85 @@ def cmd_gate(args: argparse.Namespace) -> int:
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(render.gate_markdown(outcome))
     return 1 if outcome.blocking else 0
+
+
+def cmd_file_run(args: argparse.Namespace) -> int:
+    import json
+    import uuid
+
+    from .filerun import resolve_file
+    from .render import github_output_lines
+
+    plan = resolve_file(args.file, Path(args.source_root), config_path=args.config, image_tag=args.image_tag)
+    if args.format == "github":
+        values = {"hw": plan.hw, "suite": plan.suite, "runs_on": json.dumps(list(plan.runs_on)),
+                  "container_image": plan.container_image or "", "timeout_seconds": str(plan.timeout_seconds),
+                  "timeout_minutes": str(-(-plan.timeout_seconds // 60) + 5)}
+        with _github_file("GITHUB_OUTPUT").open("a", encoding="utf-8") as fh:
+            fh.write(github_output_lines(values, f"ghadelimiter_{uuid.uuid4()}"))
+    print(json.dumps(plan.as_dict(), indent=2))
+    return 0
+
+
+def _json_file(path: Path, what: str) -> dict:
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise PolicyError(f"{what} {path} cannot be read as JSON: {exc}", path=str(path)) from None
+    if not isinstance(data, dict):
+        raise PolicyError(f"{what} {path} is not a JSON object", path=str(path))
+    return data
+
+
+def cmd_comment(args: argparse.Namespace) -> int:
+    from .checkout import read_text
+    from .commands.access import parse_access_policy
+    from .commands.gateway import Gateway, github_api
+    from .config import DEFAULT_CONFIG, load_config
+    from .labels import load_labels
+
+    repo = Path(args.repo)
+    event_path = args.event or os.environ.get("GITHUB_EVENT_PATH")
+    if not event_path:
+        raise PolicyError("no event payload: pass --event or set $GITHUB_EVENT_PATH", path="--event")
+    event = _json_file(Path(event_path), "event payload")
+    repository = args.repository or os.environ.get("GITHUB_REPOSITORY")
+    repository_id = args.repository_id or os.environ.get("GITHUB_REPOSITORY_ID")
+    if not repository or not repository_id:
+        raise PolicyError("the configured repository is unknown: pass --repository and --repository-id "
+                          "(or set $GITHUB_REPOSITORY and $GITHUB_REPOSITORY_ID)", path="--repository")
+    try:
+        repository_id = int(repository_id)
+    except ValueError:
+        raise PolicyError(f"repository id {repository_id!r} is not a number", path="--repository-id") from None
+    config = load_config(repo, args.config)
+    labels = load_labels(repo, config.labels_file)
+    policy_rel = ".github/ci-commands.json"
+    if args.policy:
+        policy_text, policy_path = Path(args.policy).read_text(encoding="utf-8"), args.policy
+    else:
+        policy_text, policy_path = read_text(repo, policy_rel, what="access policy"), policy_rel
+    access = parse_access_policy(policy_text, labels, policy_path)
+    token = os.environ.get(args.token_env, "")
+    if not token:
+        raise PolicyError(f"${args.token_env} is empty: the comment gateway needs a token", path=f"${args.token_env}")
+    api_url = args.api_url or os.environ.get("GITHUB_API_URL") or "https://api.github.com"
+    api = github_api(token, api_url, dry_run=args.dry_run, out=sys.stdout)
+    config_path = Path(args.config) if args.config else repo / DEFAULT_CONFIG
+    kinds = None
+    if args.commands:
+        from .commands.access import COMMANDS
+
+        kinds = frozenset(k.strip() for k in args.commands.split(",") if k.strip())
+        unknown = sorted(kinds - set(COMMANDS))
+        if unknown:
+            raise PolicyError(f"unknown command kind(s) {', '.join(unknown)}; expected some of {', '.join(COMMANDS)}",
+                              path="--commands")
+    result = Gateway(api, access, config, config_path, kinds=kinds).handle(event, repository, repository_id)
+    print(f"ci-policy comment: {result.status}: {result.message}", file=sys.stderr if args.dry_run else sys.stdout)
+    return result.exit_code
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -1,0 +1,1 @@
+"""PR comment commands (`ci-policy comment`): grammar, access policy and the GitHub gateway."""
