@@ -59,3 +59,62 @@ def make_repo(tmp_path: Path) -> Callable[..., Path]:
         return repo
 
     return make
+
+
+# -- PostgreSQL, for the metric-history store tests (tests/pgserver.py) ----------------------------
+
+import itertools  # noqa: E402
+import os  # noqa: E402
+
+_database_numbers = itertools.count(1)
+
+
+def _start_postgres_or_fail():
+    """A started `PostgresServer`; a missing server FAILS the test (it is never skipped)."""
+    import pgserver
+
+    problem = None
+    try:
+        server = pgserver.PostgresServer()
+    except pgserver.PostgresBinariesMissing as exc:
+        problem = str(exc)
+    else:
+        try:
+            server.start()
+        except Exception as exc:
+            server.cleanup()
+            problem = f"the throwaway PostgreSQL server did not start: {exc}"
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
+    return server
+
+
+@pytest.fixture(scope="session")
+def postgres_session_server():
+    """One throwaway PostgreSQL server for the whole test session."""
+    server = _start_postgres_or_fail()
+    yield server
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_session_server) -> str:
+    """URL of the session server's maintenance database (`postgres`): create databases, do not store."""
+    return postgres_session_server.url()
+
+
+@pytest.fixture
+def postgres_database(postgres_session_server) -> str:
+    """URL of a fresh, empty database on the session server, dropped after the test."""
+    name = f"test_{os.getpid()}_{next(_database_numbers)}"
+    url = postgres_session_server.create_database(name)
+    yield url
+    postgres_session_server.drop_database(name)
+
+
+@pytest.fixture
+def postgres_server():
+    """A private, started PostgreSQL server that the test may stop, kill or restart."""
+    server = _start_postgres_or_fail()
+    yield server
+    server.cleanup()

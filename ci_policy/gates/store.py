@@ -25,18 +25,18 @@ import numbers
 import os
 import re
 import sqlite3
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
 from ..errors import PolicyError
-from .evaluate import StoreUnavailable
+from .evaluate import LAST_STEP, StoreUnavailable
 
 Identity = tuple[str, str, str, str, str]  # (file, backend, suite, metric_key, written_json)
 
 DATABASE_URL_ENV = "CI_POLICY_DATABASE_URL"
-LAST_STEP = -1
 
 DUPLICATE = "duplicate"
 NOT_ALLOWED = "not_allowed"
@@ -177,10 +177,6 @@ class _SQLStore(MetricHistoryStore):
         "migrate" (serialised store-wide); database errors leave it as `StoreUnavailable`."""
 
     @staticmethod
-    def _booleans(row: tuple) -> tuple:
-        return row
-
-    @staticmethod
     def _timestamp(value: object) -> str:
         return str(value)
 
@@ -236,17 +232,20 @@ class _SQLStore(MetricHistoryStore):
         for name, flag in (("trusted", trusted), ("write_baseline", write_baseline)):
             if not isinstance(flag, bool):
                 raise TypeError(f"{name} must be a bool, got {flag!r}")
-        samples = tuple(samples)
-        seen: set[tuple[Identity, int]] = set()
+        unique: dict[tuple[Identity, int], Sample] = {}
         for sample in samples:
             if not isinstance(sample, Sample):
                 raise TypeError(f"samples must be Sample objects, got {sample!r}")
             if sample.identity[:3] != (run.file, run.backend, run.suite):
                 raise ValueError(f"sample {sample.identity} does not belong to the run's "
                                  f"({run.file}, {run.backend}, {run.suite})")
-            if (sample.identity, sample.step) in seen:
-                raise ValueError(f"sample {sample.identity} step {sample.step} is given twice")
-            seen.add((sample.identity, sample.step))
+            # The same sample twice (two identical gate declarations) is stored once; two
+            # different values for one coordinate are a caller's bug.
+            earlier = unique.setdefault((sample.identity, sample.step), sample)
+            if earlier.value != sample.value:
+                raise ValueError(f"sample {sample.identity} step {sample.step} is given twice, with "
+                                 f"different values ({earlier.value!r} and {sample.value!r})")
+        samples = tuple(unique.values())
 
         key = (run.run_id, run.run_attempt, run.file, run.backend, run.suite)
         with self._transaction("write", lock=(run.run_id, run.file, run.backend, run.suite)) as tx:
@@ -389,7 +388,7 @@ class SQLiteStore(_SQLStore):
             raise StoreUnavailable(self._message(exc)) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            self._enable_wal(conn)
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             conn.close()
@@ -398,6 +397,21 @@ class SQLiteStore(_SQLStore):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL; the switch reports "locked" at once, without the busy handler, while
+        another process opens the new file, so it is retried until the busy timeout."""
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.005
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def _message(self, exc: BaseException) -> str:
         reason = one_line(str(exc))
@@ -443,6 +457,8 @@ _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 def open_store(url: Optional[str], *, default_path: Path) -> MetricHistoryStore:
     """Open (and migrate) the store named by `url`, else `$CI_POLICY_DATABASE_URL`, else SQLite
     at `default_path` (its parent directories created)."""
+    if isinstance(url, os.PathLike):
+        url = os.fspath(url)
     if not url:
         url = os.environ.get(DATABASE_URL_ENV) or None
     store = _store_for(url, Path(default_path))

@@ -179,7 +179,8 @@ class PostgresStore(_SQLStore):
                 conn.close()
             except psycopg.Error:
                 pass
-        conn = psycopg.connect(self._url, autocommit=True, **self._kwargs)
+        # No server-side prepared statements: they break behind a transaction-pooling PgBouncer.
+        conn = psycopg.connect(self._url, autocommit=True, prepare_threshold=None, **self._kwargs)
         try:
             conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(self.lock_timeout * 1000)}ms",))
         except BaseException:
@@ -196,7 +197,7 @@ class PostgresStore(_SQLStore):
                 cur = conn.cursor()
                 if kind == "migrate":
                     cur.execute("SELECT pg_advisory_xact_lock(%s::bigint)", (MIGRATION_LOCK,))
-                elif False:
+                elif lock is not None:
                     cur.execute("SELECT pg_advisory_xact_lock(%s::integer, %s::integer)",
                                 (WRITE_LOCK_NAMESPACE, lock_key(lock)))
                 yield _PostgresTx(cur)
