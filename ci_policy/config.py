@@ -94,6 +94,8 @@ class Config:
     runner: "RunnerConfig" = field(default_factory=lambda: RunnerConfig())
     gates: "GatesConfig" = field(default_factory=lambda: GatesConfig())
     file_run: "FileRunConfig" = field(default_factory=lambda: FileRunConfig())
+    tune: "TuneConfig" = field(default_factory=lambda: TuneConfig())
+    estimates_file: Optional[str] = None
     # Location of each top-level section, for errors found after validation.
     lines: tuple[tuple[str, int], ...] = field(default=(), compare=False)
 
@@ -175,7 +177,8 @@ def _read(repo: Path, config: Optional[str | Path]) -> tuple[str, str]:
 
 
 _TOP_LEVEL = ("version", "requires", "labels_file", "discovery", "gpu_requires_labels", "stages",
-              "cadences", "scopes", "selection", "runner", "gates", "file_run")
+              "cadences", "scopes", "selection", "runner", "gates", "file_run",
+              "tune", "estimates_file")
 
 
 def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
@@ -221,6 +224,8 @@ def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
     runner = _runner(s, top["runner"][1]) if "runner" in top else RunnerConfig()
     gates = _gates(s, top["gates"][1]) if "gates" in top else GatesConfig()
     file_run = _file_run(s, top["file_run"][1]) if "file_run" in top else FileRunConfig()
+    tune = _tune(s, top["tune"][1]) if "tune" in top else TuneConfig()
+    estimates_file = _relative(s, top["estimates_file"][1], "estimates_file") if "estimates_file" in top else None
 
     if s.errors:
         raise PolicyErrors(s.errors)
@@ -238,6 +243,8 @@ def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
         runner=runner,
         gates=gates,
         file_run=file_run,
+        tune=tune,
+        estimates_file=estimates_file,
         lines=tuple((key, k.start_mark.line + 1) for key, (k, _v) in top.items()),
     )
 
@@ -764,3 +771,42 @@ def _file_run(s: Schema, node: yaml.Node):
     minimum = (s.number(fields["min_timeout"][1], "file_run.min_timeout", minimum=0, strict=True)
                if "min_timeout" in fields else 900.0)
     return FileRunConfig(image=tuple(image), default_tag=tag, timeout_factor=factor, min_timeout=minimum)
+
+
+# -- est_time tuning ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """`tune:` how timings become est_time proposals."""
+
+    safety: float = 1.25
+    quantile: float = 0.9
+    min_samples_for_quantile: int = 5
+    deadband: float = 0.2
+
+
+def _tune(s: Schema, node: yaml.Node):
+    fields = s.mapping(node, "tune", optional=("safety", "quantile", "min_samples_for_quantile", "deadband"))
+    if fields is None:
+        return INVALID
+    values = {}
+    if "safety" in fields:
+        values["safety"] = s.number(fields["safety"][1], "tune.safety", minimum=1)
+    if "quantile" in fields:
+        q = s.number(fields["quantile"][1], "tune.quantile", minimum=0, strict=True)
+        if q is not INVALID and q > 1:
+            s.error(fields["quantile"][1], "tune.quantile", f"must be at most 1, got {q}")
+            q = INVALID
+        values["quantile"] = q
+    if "min_samples_for_quantile" in fields:
+        values["min_samples_for_quantile"] = s.number(fields["min_samples_for_quantile"][1],
+                                                      "tune.min_samples_for_quantile", minimum=1, integer=True)
+    if "deadband" in fields:
+        d = s.number(fields["deadband"][1], "tune.deadband", minimum=0)
+        if d is not INVALID and d >= 1:
+            s.error(fields["deadband"][1], "tune.deadband", f"must be below 1 (a fraction), got {d}")
+            d = INVALID
+        values["deadband"] = d
+    if any(v is INVALID for v in values.values()):
+        return INVALID
+    return TuneConfig(**values)

@@ -71,6 +71,10 @@ def warnings_of(snapshot: Snapshot) -> list[PolicyError]:
             out.append(warning(f"label {label.name!r} is not used by any test",
                                path=labels.path, line=label.line,
                                hint=f"run-ci-{label.name} selects nothing; use it in a registration or remove it"))
+    for file, suite in snapshot.unused_estimates:
+        out.append(warning(f"the estimates file lists {file} for suite {suite}, which no registration matches",
+                           path=config.estimates_file,
+                           hint="regenerate it with ci-policy tune --write-estimates"))
     for reg in snapshot.registrations:
         if reg.disabled is not None:
             out.append(warning(f"{reg.marker} for suite {reg.suite} is disabled: {reg.disabled}",

@@ -43,6 +43,9 @@ class Registration:
     disabled: Optional[str] = None
     implicit: bool = False
     col: Optional[int] = None
+    # Where est_time came from: "literal" (the marker), "implicit" (configuration) or
+    # "estimates" (the estimates file).
+    est_source: str = "literal"
 
     @property
     def marker(self) -> str:
@@ -89,7 +92,7 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
         rule = config.discovery.implicit_for(scan.path)
         if rule is not None:
             out.append(Registration(file=scan.path, line=None, backend=rule.backend, suite=rule.suite,
-                                    est_time=rule.est_time, implicit=True))
+                                    est_time=rule.est_time, implicit=True, est_source="implicit"))
     else:
         rule = config.discovery.implicit_for(scan.path)
         if rule is not None and rule.cpu_only:

@@ -164,7 +164,7 @@ def plan_dict(plan) -> dict:
             "decision": s.decision,
             "reasons": list(s.reasons),
             "runs_on": list(s.stage.runs_on),
-            "tests": [{"file": r.file, "est_time": r.est_time} for r in s.tests],
+            "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source} for r in s.tests],
             "shards": [sh.as_dict() for sh in s.shards],
             "invalid": [{"file": r.file, "reason": why} for r, why in s.invalid],
         } for s in plan.stages],
@@ -205,6 +205,9 @@ def plan_text(plan) -> str:
         for s in running:
             for sh in s.shards:
                 lines.append(f"  {s.name}[{sh.index}] est {_secs(sh.est_seconds)}: {' '.join(sh.files)}")
+        sources = est_sources(plan)
+        if "estimates" in sources:
+            lines.append("est_time from the estimates file for: " + " ".join(sources["estimates"]))
     if plan.invalid:
         lines.append("")
         lines.append("invalid (not scheduled):")
@@ -214,6 +217,16 @@ def plan_text(plan) -> str:
     for w in plan.warnings:
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def est_sources(plan) -> dict[str, list[str]]:
+    """source -> files of the running stages whose est_time came from it."""
+    out: dict[str, list[str]] = {}
+    for s in plan.stages:
+        for r in s.tests:
+            out.setdefault(r.est_source, []).append(f"{r.file}" if r.est_source != "estimates"
+                                                    else f"{r.file}({s.name})")
+    return out
 
 
 def md_escape(text: str) -> str:
@@ -263,6 +276,10 @@ def plan_markdown(plan) -> str:
                 out.append(f"    {_mermaid_name(f)} :{start:g}, {end:g}")
                 start = end
         out.append("```")
+    sources = est_sources(plan)
+    if "estimates" in sources:
+        out += ["", f"est_time from the estimates file for {len(sources['estimates'])} test(s); "
+                f"{len(sources.get('literal', []))} from literals, {len(sources.get('implicit', []))} implicit."]
     if plan.invalid:
         out += ["", "**Invalid, not scheduled**", ""]
         out += [f"- {md_escape(stage)}: {md_escape(file)}: {md_escape(why)}" for stage, file, why in plan.invalid]
@@ -373,7 +390,9 @@ def shard_header(stage_plan, shard) -> str:
     total = sum(est[f] for f in shard.files)
     lines = [f"Enabled {len(shard.files)} test(s) (est total {total:g}s) "
              f"for {stage_plan.name} shard {shard.index}:"]
-    lines += [f"  {f} (est {est[f]:g}s)" for f in shard.files]
+    source = {r.file: r.est_source for r in stage_plan.tests}
+    lines += [f"  {f} (est {est[f]:g}s{', from the estimates file' if source[f] == 'estimates' else ''})"
+              for f in shard.files]
     if stage_plan.not_selected:
         lines.append(f"Skipped {len(stage_plan.not_selected)} registered test(s) of this stage:")
         lines += [f"  {reg.file}: {why}" for reg, why in stage_plan.not_selected]

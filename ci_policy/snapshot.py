@@ -34,6 +34,8 @@ class Snapshot:
     registrations: tuple[Registration, ...]
     gates: tuple[GateDeclaration, ...]
     errors: tuple[PolicyError, ...]
+    # (file, suite) entries of the estimates file that match no registration (stale).
+    unused_estimates: tuple[tuple[str, str], ...] = ()
 
     def require_valid(self) -> "Snapshot":
         if self.errors:
@@ -75,6 +77,19 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
                      "or add an implicit root for its directory in the configuration"))
         errors.extend(result.errors)
     errors.extend(_gate_errors(config, gates))
+    unused_estimates: list[tuple[str, str]] = []
+    if config.estimates_file is not None:
+        from . import estimates as estimates_mod
+
+        try:
+            table = estimates_mod.parse_estimates(
+                read_text(repo, config.estimates_file, what="estimates file"), config.estimates_file)
+        except PolicyErrors as exc:
+            errors.extend(exc.errors)
+        except PolicyError as exc:
+            errors.append(exc)
+        else:
+            registrations, unused_estimates = estimates_mod.apply(registrations, table)
     return Snapshot(
         repo=repo,
         config=config,
@@ -82,6 +97,7 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
         files=tuple(files),
         registrations=tuple(sorted(registrations, key=Registration.sort_key)),
         gates=tuple(gates),
+        unused_estimates=tuple(unused_estimates),
         errors=tuple(sorted(set(errors), key=PolicyError.sort_key)),
     )
 

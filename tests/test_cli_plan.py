@@ -71,7 +71,9 @@ def shard(index: int, est: float, *files: str) -> dict:
 
 
 def entries(*pairs) -> list[dict]:
-    return [{"file": f, "est_time": t} for f, t in pairs]
+    # In the example, tests/fast/ files get the implicit registration; the rest are literals.
+    return [{"file": f, "est_time": t, "est_source": "implicit" if f.startswith("tests/fast/") else "literal"}
+            for f, t in pairs]
 
 
 QUICKSTART_JSON = {

@@ -207,7 +207,8 @@ def test_plan_json_lists_invalid_files_and_exits_0(repo, capsys):
     stages = {s["name"]: s for s in doc["stages"]}
     assert stages["gpu-a"]["invalid"] == [{"file": V1_ONLY, "reason": V1_ONLY_REASON}]
     assert stages["amd"]["invalid"] == [{"file": NONE, "reason": NONE_REASON}]
-    assert stages["gpu-a"]["tests"] == [{"file": BOTH, "est_time": 60}, {"file": OTHER, "est_time": 40}]
+    assert stages["gpu-a"]["tests"] == [{"file": BOTH, "est_time": 60, "est_source": "literal"},
+                                        {"file": OTHER, "est_time": 40, "est_source": "literal"}]
     assert stages["amd"]["decision"] == "skip" and stages["amd"]["shards"] == []
 
 

@@ -389,7 +389,7 @@ UNIT = "tests/unit/test_u.py"
 
 def implicit(path=UNIT, est_time=1):
     return Registration(file=path, line=None, col=None, backend="cpu", suite="cpu", est_time=est_time,
-                        implicit=True)
+                        implicit=True, est_source="implicit")
 
 
 def test_unregistered_file_under_an_implicit_root_gets_its_registration(make_repo):
