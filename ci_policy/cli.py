@@ -98,6 +98,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "github"), default="text")
     p.set_defaults(func=cmd_gate)
 
+    p = sub.add_parser("tune", help="propose est_time values from the timings of past runs")
+    _repo_arg(p)
+    p.add_argument("--from", dest="sources", action="append", default=[], metavar="PATH",
+                   help="timing records (*.jsonl) or job logs (*.txt, *.log), files or directories; repeatable")
+    p.add_argument("--github-run", action="append", default=[], metavar="OWNER/REPO/RUN_ID",
+                   help="download a run's job logs and timing artifacts (or give its URL); repeatable")
+    p.add_argument("--api-url", default=None, metavar="URL", help="default $GITHUB_API_URL")
+    p.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME")
+    p.add_argument("--csv", default=None, metavar="OUT", help="one row per (run, job, file), citing its source")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--apply", action="store_true", help="rewrite the est_time literals (libcst)")
+    mode.add_argument("--check", action="store_true", help="exit 1 when a proposal would change a file")
+    mode.add_argument("--write-estimates", default=None, metavar="FILE",
+                      help="write the proposals to a JSON estimates file instead of editing tests")
+    p.set_defaults(func=cmd_tune, format="text")
+
     p = sub.add_parser("file-run", help="resolve where /rerun-test runs one test file of a checkout")
     p.add_argument("--file", required=True, metavar="PATH", help="tests/.../test_*.py, repo-relative")
     p.add_argument("--source-root", required=True, metavar="DIR", help="the checkout to read (as data)")
@@ -428,6 +444,61 @@ def cmd_comment(args: argparse.Namespace) -> int:
     result = Gateway(api, access, config, config_path, kinds=kinds).handle(event, repository, repository_id)
     print(f"ci-policy comment: {result.status}: {result.message}", file=sys.stderr if args.dry_run else sys.stdout)
     return result.exit_code
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from . import estimates as estimates_mod
+    from .snapshot import load_snapshot
+    from .tuning.propose import LOWER, RAISE, backend_of, balance, propose
+    from .tuning.report import csv_text, summary_text
+    from .tuning.sources import collect
+
+    repo = Path(args.repo)
+    snapshot = load_snapshot(repo, args.config).require_valid()
+    config = snapshot.config
+    if args.apply and config.estimates_file:
+        raise PolicyError(f"this repository keeps est_time in {config.estimates_file} (estimates_file); "
+                          "--apply would edit literals the plan does not use", path="--apply",
+                          hint=f"use --write-estimates {config.estimates_file}")
+    if not args.sources and not args.github_run:
+        raise PolicyError("no evidence: pass --from PATH or --github-run RUN", path="--from")
+    evidence = collect([Path(p) for p in args.sources])
+    if args.github_run:
+        from .tuning.download import download_run
+
+        token = os.environ.get(args.token_env, "")
+        if not token:
+            raise PolicyError(f"${args.token_env} is empty: --github-run needs a token", path=f"${args.token_env}")
+        api_url = args.api_url or os.environ.get("GITHUB_API_URL") or "https://api.github.com"
+        for spec in args.github_run:
+            evidence += download_run(spec, token, api_url)
+    applying = bool(args.apply or args.check or args.write_estimates)
+    proposals = propose(evidence, snapshot, config.tune, applying=applying)
+    if args.csv:
+        Path(args.csv).write_text(csv_text(evidence, proposals, lambda row: backend_of(row, snapshot) or "?"),
+                                  encoding="utf-8")
+    print(summary_text(proposals, balance(snapshot, proposals)))
+    changing = [p for p in proposals if p.action in (RAISE, LOWER)]
+    if args.check:
+        return 1 if changing else 0
+    if args.write_estimates:
+        target = Path(args.write_estimates)
+        table: dict = {}
+        if target.exists():
+            table = estimates_mod.parse_estimates(target.read_text(encoding="utf-8"), str(target))
+        for p in changing:
+            table[(p.file, p.suite)] = p.proposed
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(estimates_mod.render((f, s, e) for (f, s), e in table.items()), encoding="utf-8")
+        print(f"ci-policy tune: wrote {len(table)} estimate(s) to {target}")
+    if args.apply:
+        from .tuning.apply import apply_to_file
+
+        for p in changing:
+            result = apply_to_file(repo / p.file, p.backend, p.proposed)
+            detail = f": {result.reason}" if result.reason else ""
+            print(f"{p.file}: {result.status} ({p.backend} est_time {p.current:g} -> {p.proposed}){detail}")
+    return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:

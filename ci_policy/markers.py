@@ -16,6 +16,8 @@
 from __future__ import annotations
 
 import ast
+import bisect
+import re
 import difflib
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,7 +144,7 @@ def scan(text: str, path: str) -> Scan:
             result.calls.append(MarkerCall(call.func.id, call, stmt.lineno, stmt.col_offset + 1))
 
     used = {c.marker for c in result.calls}
-    for node in ast.walk(tree):
+    for node in _nodes_that_may_mention(tree, text):
         if isinstance(node, ast.Name) and node.id in ALL_MARKERS and id(node) not in statement_calls:
             result.error(node, _misplaced_message(tree, node, node.id),
                          hint=f"write `{node.id}(...)` as a statement at module level, outside any block")
@@ -162,6 +164,28 @@ def scan(text: str, path: str) -> Scan:
                                  f"{'gate' if base == GATE_MARKER else 'registration'} from it",
                                  hint=f"call {base}(...) at module level, or remove the import")
     return result
+
+
+# Python counts lines at \n, \r\n and \r only (str.splitlines also splits at \f, \x1c,
+# U+2028, ...), so statement line numbers index this split exactly.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _nodes_that_may_mention(tree: ast.Module, text: str):
+    """Every node of the top-level statements whose source lines name a marker.
+
+    A mention of a marker (a name, an attribute, an import) is an identifier, so it is
+    spelled out on the statement's own lines; statements without such text need no walk.
+    This keeps scanning proportional to the marker lines, not to the whole test file.
+    """
+    marked = [n for n, line in enumerate(_LINE_BREAK.split(text), start=1)
+              if "register_" in line and any(name in line for name in ALL_MARKERS)]
+    for stmt in tree.body:
+        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        end = getattr(stmt, "end_lineno", None) or float("inf")
+        i = bisect.bisect_left(marked, start)
+        if i < len(marked) and marked[i] <= end:
+            yield from ast.walk(stmt)
 
 
 def _misplaced_message(tree: ast.Module, target: ast.Name, name: str) -> str:

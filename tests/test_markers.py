@@ -353,3 +353,18 @@ identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,24}", fullmatch=True).filt
 def test_only_the_exact_marker_names_are_markers(name):
     result = scan(f'{name}(60, "gpu-a", labels=["fsdp"])\n', PATH)
     assert (result.calls, result.errors) == ([], [])
+
+
+# -- the scan only walks statements whose lines name a marker: it must still see every mention --
+
+@pytest.mark.parametrize("source, line", [
+    pytest.param("@register_cuda_ci\ndef f():\n    pass\n", 1, id="decorator"),
+    pytest.param("class A:\n    class B:\n        def f(self):\n            if x:\n"
+                 "                register_cuda_ci(1, 'gpu-a')\n", 5, id="deeply-nested"),
+    pytest.param("x = 'a\u2028b\x1cc'\ndef f():\n    register_cuda_ci(1, 'gpu-a')\n", 3, id="after-u2028-in-a-string"),
+    pytest.param("x = 1\x0c\ndef f():\n    register_cuda_ci(1, 'gpu-a')\n", 3, id="after-form-feed"),
+    pytest.param("def f(\n    a=(\n        1\n    ),\n):\n    return register_rocm_ci\n", 6, id="multi-line-def"),
+])
+def test_every_misplaced_mention_is_found(source, line):
+    result = scan(source, "tests/e2e/test_x.py")
+    assert [e.line for e in result.errors] == [line]

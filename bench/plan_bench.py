@@ -1,0 +1,100 @@
+"""Benchmark: how long does planning a large checkout take, relative to parsing it?
+
+Builds a synthetic checkout (N GPU test files across stages and labels, plus a diff),
+then times, in the same run and process:
+
+- baseline: reading and `ast.parse`-ing every test file (the least any planner must do);
+- lint:     `ci_policy.lint.lint` (configuration, labels, discovery, every registration);
+- plan:     `ci_policy.plan.build_plan` for a pull request with a diff (snapshot included);
+- shards:   `ci_policy.partition.partition` of all files into 8 shards.
+
+It prints the median of several repetitions and each step's ratio to the baseline, so
+results compare across machines. Usage: python bench/plan_bench.py [--files N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from ci_policy.diff import Diff, Change
+from ci_policy.lint import lint
+from ci_policy.partition import partition
+from ci_policy.plan import build_plan
+from ci_policy.policy import Trigger
+from ci_policy.snapshot import load_snapshot
+
+LABELS = ["megatron", "fsdp", "sglang", "session", "rocm", "long"]
+STAGES = [("stage-b", "cuda", 4), ("stage-c", "cuda", 8), ("stage-r", "rocm", 4)]
+
+
+def make_checkout(root: Path, n: int) -> list[str]:
+    (root / ".github").mkdir(parents=True)
+    (root / "labels.py").write_text("KNOWN_LABELS = {%s}\n" % ", ".join(f'"{l}": "{l} tests"' for l in LABELS))
+    stages = "\n".join(f"  - {{name: {name}, backend: {backend}, runs_on: [gpu], partitions: {parts}}}"
+                       for name, backend, parts in STAGES)
+    (root / ".github" / "ci-policy.yml").write_text(
+        "version: 1\ndiscovery: {roots: [tests]}\nstages:\n" + stages +
+        "\nselection:\n  no_gpu_paths: ['docs/**']\n  rules:\n    - {paths: ['src/megatron/**'], labels: [megatron]}\n")
+    files = []
+    for i in range(n):
+        name, backend, _ = STAGES[i % len(STAGES)]
+        marker = "register_rocm_ci" if backend == "rocm" else "register_cuda_ci"
+        rel = f"tests/e2e/group{i % 37}/test_case_{i}.py"
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = "\n".join(f"def test_{j}():\n    assert {j} + 1 == {j + 1}\n" for j in range(20))
+        path.write_text(f'"""Synthetic e2e test {i}."""\nfrom ci_policy import {marker}\n\n'
+                        f'{marker}(est_time={60 + (i * 37) % 900}, suite="{name}", '
+                        f'labels=["{LABELS[i % len(LABELS)]}"])\n\nimport unittest\n\n{body}\n'
+                        'if __name__ == "__main__":\n    unittest.main()\n')
+        files.append(rel)
+    return files
+
+
+def timed(fn, repeat: int) -> float:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        files = make_checkout(root, args.files)
+        diff = Diff(available=True, changes=(Change("M", ("src/megatron/core.py",)), Change("M", (files[3],))))
+        trigger = Trigger(event="pull_request", labels=("run-ci-fsdp",))
+
+        def baseline():
+            for rel in files:
+                ast.parse((root / rel).read_text())
+
+        snapshot = load_snapshot(root)
+        items = [(r.file, r.est_time) for r in snapshot.registrations]
+        steps = {
+            "baseline (read + ast.parse)": baseline,
+            "lint": lambda: lint(root),
+            "plan (snapshot + plan)": lambda: build_plan(load_snapshot(root), trigger, diff),
+            "shards (partition only)": lambda: partition(items, 8),
+        }
+        results = {name: timed(fn, args.repeat) for name, fn in steps.items()}
+    base = results["baseline (read + ast.parse)"]
+    print(f"{args.files} test files, median of {args.repeat} runs")
+    print(f"{'step':32} {'seconds':>9} {'x baseline':>11}")
+    for name, seconds in results.items():
+        print(f"{name:32} {seconds:9.4f} {seconds / base:11.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Evidence out: the CSV of every (run, job, file) row and the proposal summary.
+
+- In: `FileEvidence` rows, `Proposal`s and `StageBalance`s.
+- Out: CSV text with the columns `run_id,job_id,job_name,stage,shard,test_file,status,
+  elapsed_s,logged_est_s,current_est_s,proposed_est_s,action,source,line,note`
+  (`source`/`line` cite the record or log line each row came from), and a text summary:
+  per file `samples, q, current -> proposed, action`; per stage the estimated shard
+  makespan and imbalance (max/mean) before and after.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Iterable
+
+from ..render import table
+from .evidence import FileEvidence
+from .propose import Proposal, StageBalance
+
+COLUMNS = ("run_id", "job_id", "job_name", "stage", "shard", "test_file", "status", "elapsed_s",
+           "logged_est_s", "current_est_s", "proposed_est_s", "action", "source", "line", "note")
+
+
+def _n(value) -> str:
+    if value is None:
+        return ""
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def csv_text(evidence: Iterable[FileEvidence], proposals: list[Proposal], backend_of) -> str:
+    by_key = {(p.file, p.backend): p for p in proposals}
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in evidence:
+        p = by_key.get((row.file, backend_of(row))) or by_key.get((row.file, "?"))
+        writer.writerow([row.run_id, row.job_id, row.job_name, row.stage or "", _n(row.shard), row.file,
+                         row.status, _n(row.elapsed), _n(row.logged_est), _n(p.current if p else None),
+                         _n(p.proposed if p else None), p.action if p else "", row.source, row.line,
+                         "; ".join(x for x in (row.note, p.reason if p else "") if x)])
+    return out.getvalue()
+
+
+def summary_text(proposals: list[Proposal], balances: list[StageBalance]) -> str:
+    rows = [("FILE", "BACKEND", "SAMPLES", "Q", "CURRENT -> PROPOSED", "ACTION", "REASON")]
+    for p in proposals:
+        change = f"{_n(p.current)} -> {_n(p.proposed)}" if p.proposed is not None else f"{_n(p.current) or '-'}"
+        rows.append((p.file, p.backend, str(len(p.samples)), _n(p.q) or "-", change, p.action, p.reason))
+    lines = [table(rows, right={2, 3})]
+    if balances:
+        lines.append("")
+        rows = [("STAGE", "SHARDS", "MAKESPAN BEFORE", "IMBALANCE BEFORE", "MAKESPAN AFTER", "IMBALANCE AFTER")]
+        for b in balances:
+            rows.append((b.stage, str(b.partitions), f"{b.before_makespan:g}s", f"{b.before_imbalance:.2f}",
+                         f"{b.after_makespan:g}s", f"{b.after_imbalance:.2f}"))
+        lines.append(table(rows, right={1, 2, 3, 4, 5}))
+    counts: dict[str, int] = {}
+    for p in proposals:
+        counts[p.action] = counts.get(p.action, 0) + 1
+    lines.append("")
+    lines.append("ci-policy tune: " + (", ".join(f"{n} {a}" for a, n in sorted(counts.items())) or "no evidence"))
+    return "\n".join(lines)
