@@ -374,7 +374,9 @@ def cmd_file_run(args: argparse.Namespace) -> int:
     from .filerun import resolve_file
     from .render import github_output_lines
 
-    plan = resolve_file(args.file, Path(args.source_root), config_path=args.config, image_tag=args.image_tag)
+    # An empty --image-tag (a workflow input left blank) means the configured default_tag.
+    plan = resolve_file(args.file, Path(args.source_root), config_path=args.config,
+                        image_tag=args.image_tag or None)
     if args.format == "github":
         values = {"hw": plan.hw, "suite": plan.suite, "runs_on": json.dumps(list(plan.runs_on)),
                   "container_image": plan.container_image or "", "timeout_seconds": str(plan.timeout_seconds),

@@ -28,6 +28,8 @@ from typing import Optional
 from .checkout import read_text
 from .config import IMAGE_TAG_RE, Config, load_config
 from .errors import PolicyError, PolicyErrors
+from .estimates import apply as apply_estimates
+from .estimates import parse_estimates
 from .labels import load_labels
 from .markers import scan
 from .registry import registrations_of
@@ -80,6 +82,11 @@ def resolve_file(file: str, source_root: Path, *, config_path=None, image_tag: O
                           f"pattern {config.discovery.pattern!r})", path=file)
     result = scan(text, file)
     regs = registrations_of(result, config, labels)
+    if config.estimates_file:
+        # The estimates file travels with the tests it times (the checkout's own).
+        table = parse_estimates(read_text(root, config.estimates_file, what="estimates file"),
+                                config.estimates_file)
+        regs, _unused = apply_estimates(regs, table)
     if result.errors:
         raise PolicyErrors(result.errors)
     if not regs:
@@ -99,7 +106,9 @@ def resolve_file(file: str, source_root: Path, *, config_path=None, image_tag: O
     if stage.external:
         raise PolicyError(f"{file} is registered to {stage.name}, an external stage that ci-policy "
                           "does not run", path=file, line=reg.line)
-    timeout = max(config.file_run.min_timeout, math.ceil(config.file_run.timeout_factor * reg.est_time))
+    # round() first: 0.1 * 30 is 3.0000000000000004 in binary floating point, not 3.
+    timeout = max(config.file_run.min_timeout,
+                  math.ceil(round(config.file_run.timeout_factor * reg.est_time, 6)))
     repo = config.file_run.image_for(reg.backend)
     # CPU stages usually name no runner labels; a hosted runner runs them.
     runs_on = stage.runs_on or (DEFAULT_CPU_RUNNER,)

@@ -119,7 +119,7 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
     top = c.obj(raw, "(top level)", required=("version", "groups", "commands"))
     if top is None or c.errors:
         raise PolicyErrors(c.errors)
-    if top["version"] != 1 or isinstance(top["version"], bool):
+    if type(top["version"]) is not int or top["version"] != 1:  # not True, not 1.0
         c.fail("version", f"unsupported version {top['version']!r}; expected 1")
     groups = []
     if isinstance(top["groups"], dict) and top["groups"]:
@@ -128,6 +128,7 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
             fields = c.obj(g, where, optional=("repository_permissions", "user_ids"))
             if fields is None:
                 continue
+            before = len(c.errors)
             perms = c.strings(fields.get("repository_permissions", []), f"{where}.repository_permissions") or ()
             for p in perms:
                 if p not in PERMISSIONS:
@@ -138,7 +139,9 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
                                                     for i in ids):
                 c.fail(f"{where}.user_ids", f"expected an array of positive integer user ids, got {_kind(ids)}")
                 ids = []
-            if not perms and not ids:
+            elif len(set(ids)) != len(ids):
+                c.fail(f"{where}.user_ids", "lists a user id twice")
+            if not perms and not ids and len(c.errors) == before:
                 c.fail(where, "admits nobody: give repository_permissions or user_ids")
             groups.append(Group(name, perms, tuple(ids)))
     else:

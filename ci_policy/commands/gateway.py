@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable, Optional
 
+from ..checkout import MAX_FILE_BYTES
 from ..config import IMAGE_TAG_RE, Config
 from ..errors import PolicyError, PolicyErrors
 from ..filerun import FilePlan, resolve_file
 from ..labels import LABEL_NAME_RE
-from .access import AccessPolicy
+from .access import PERMISSIONS, AccessPolicy
 from .grammar import USAGE, Command, GrammarError, parse
 
 CI_LABEL_RE = re.compile(r"run-ci-" + LABEL_NAME_RE.pattern)
@@ -59,12 +60,16 @@ class Api:
 
     def _call(self, method: str, path: str, *, params=None, body=None) -> Any:
         from github import GithubException
+        from requests import RequestException
 
         try:
             _headers, data = self._requester.requestJsonAndCheck(method, path, parameters=params, input=body)
         except GithubException as exc:
             message = exc.data.get("message") if isinstance(exc.data, dict) else None
             raise ApiError(exc.status, message or "request failed") from None
+        except (RequestException, ValueError) as exc:
+            # No connection, a timeout, a body that is not JSON: a clear error, never a traceback.
+            raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
         return data
 
     def get(self, path: str, params: Optional[dict] = None) -> Any:
@@ -165,6 +170,12 @@ class Gateway:
         ctx, why = screen(event, repository, repository_id)
         if ctx is None:
             return Result("ignored", why)
+        try:
+            return self._handle(ctx, event)
+        except ApiError as exc:  # a reply could not be posted either
+            return Result("failed", str(exc), exit_code=1)
+
+    def _handle(self, ctx: Context, event: dict) -> Result:
         body = (event.get("comment") or {}).get("body") or ""
         try:
             command = parse(body if isinstance(body, str) else "")
@@ -179,13 +190,13 @@ class Gateway:
         if policy is None:
             self.reply(ctx, command, f"`{command}` is not enabled for this repository.")
             return Result("refused", f"{command} is not enabled")
-        permission = self.permission(ctx)
-        group = self.access.group(policy.group)
-        if not group.admits(permission, ctx.user_id):
-            self.reply(ctx, command, f"@{ctx.user_login} is not allowed to use `{command}` "
-                       f"(it needs the {group.name} group; your repository permission is {permission}).")
-            return Result("refused", f"{ctx.user_login} ({permission}) is not in group {group.name}")
         try:
+            permission = self.permission(ctx)
+            group = self.access.group(policy.group)
+            if not group.admits(permission, ctx.user_id):
+                self.reply(ctx, command, f"@{ctx.user_login} is not allowed to use `{command}` "
+                           f"(it needs the {group.name} group; your repository permission is {permission}).")
+                return Result("refused", f"{ctx.user_login} ({permission}) is not in group {group.name}")
             return getattr(self, f"do_{command.kind}")(ctx, command, policy)
         except ApiError as exc:
             self.reply(ctx, command, f"`{command}` failed: {exc}.")
@@ -199,7 +210,15 @@ class Gateway:
             if exc.status == 404:
                 return "none"
             raise
-        return str(data.get("permission", "none")) if isinstance(data, dict) else "none"
+        if not isinstance(data, dict):
+            return "none"
+        user_id = (data.get("user") or {}).get("id") if isinstance(data.get("user"), dict) else None
+        if user_id is not None and user_id != ctx.user_id:
+            return "none"  # the login now belongs to someone else (renamed account): never trust it
+        # `permission` holds the legacy base role only (maintain -> write, triage -> read);
+        # `role_name` holds the role itself (or a custom role's name: then the base role applies).
+        role = data.get("role_name")
+        return role if role in PERMISSIONS else str(data.get("permission", "none"))
 
     # -- actions --------------------------------------------------------------------------
     def _add(self, ctx: Context, command: Command, policy, label: str) -> Result:
@@ -228,11 +247,13 @@ class Gateway:
         labels = self.api.get(f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels",
                               {"per_page": 100}) or []
         names = [lab.get("name") for lab in labels if isinstance(lab, dict)]
-        removed = [n for n in names if isinstance(n, str) and (CI_LABEL_RE.fullmatch(n) or n in CI_WORKFLOW_LABELS)]
+        removed = [n for n in names if isinstance(n, str) and (n.startswith("run-ci-") or n in CI_WORKFLOW_LABELS)]
         for name in removed:
             self.api.mutate("DELETE", f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels/"
                             f"{urllib.parse.quote(name, safe='')}")
         self.react(ctx)
+        if not removed:
+            self.reply(ctx, command, "there were no CI labels to remove.")
         return Result("done", f"removed {len(removed)} CI label(s)" + (f": {', '.join(removed)}" if removed else ""))
 
     def head(self, ctx: Context) -> tuple[str, str]:
@@ -257,6 +278,8 @@ class Gateway:
             else:
                 untouched.append(f"{wf}: latest run is {latest.get('status')}/{latest.get('conclusion')}")
         self.react(ctx)
+        if not rerun:
+            self.reply(ctx, command, "nothing to rerun: " + "; ".join(untouched) + ".")
         return Result("done", "rerun: " + (", ".join(rerun) or "nothing")
                       + (f"; not rerun: {'; '.join(untouched)}" if untouched else ""))
 
@@ -268,7 +291,9 @@ class Gateway:
         except (PolicyError, PolicyErrors) as exc:
             errors = exc.errors if isinstance(exc, PolicyErrors) else (exc,)
             text = "; ".join(e.message for e in errors)
-            self.reply(ctx, command, f"cannot rerun `{command.argument}`: {text}")
+            # The PR's author controls much of this text (file contents, reasons, pins):
+            # quoted as code, it cannot carry links or @mentions into the bot's comment.
+            self.reply(ctx, command, f"cannot rerun `{command.argument}`: {as_code(text)}")
             return Result("refused", text)
         inputs = {"pull_number": str(ctx.pull_number), "head_sha": sha, "test_file": plan.file,
                   "image_tag": pins.get("ci-image-tag", "")}
@@ -291,9 +316,11 @@ class Gateway:
         if tree.get("truncated"):
             raise PolicyError("the pull request's tree is too large to read through the API", path=file)
         entries = {e.get("path"): e for e in tree.get("tree", []) if isinstance(e, dict)}
-        labels_file = self.config.labels_file
+        needed = [(self.config.labels_file, "labels file"), (file, "test file")]
+        if self.config.estimates_file:
+            needed.append((self.config.estimates_file, "estimates file"))
         with tempfile.TemporaryDirectory(prefix="ci-policy-rerun-") as tmp:
-            for path, what in ((labels_file, "labels file"), (file, "test file")):
+            for path, what in needed:
                 parts = path.split("/")
                 for i in range(1, len(parts) + 1):
                     prefix = "/".join(parts[:i])
@@ -304,6 +331,12 @@ class Gateway:
                         shown = path if prefix == path else f"{path}: directory {prefix}"
                         raise PolicyError(f"{what} {shown} is a symlink; ci-policy refuses symlinks in a checkout",
                                           path=path)
+                if entries[path].get("type") != "blob":  # a directory or a submodule
+                    raise PolicyError(f"{what} {path} is not a regular file", path=path)
+                size = entries[path].get("size")
+                if not isinstance(size, int) or size > MAX_FILE_BYTES:
+                    raise PolicyError(f"{what} {path} is larger than {MAX_FILE_BYTES} bytes (or of unknown size)",
+                                      path=path)
                 blob = self.api.get(f"/repos/{ctx.repository}/git/blobs/{entries[path]['sha']}")
                 data = base64.b64decode((blob or {}).get("content", ""), validate=False)
                 target = Path(tmp, path)
@@ -326,6 +359,12 @@ class Gateway:
         return page
 
 
+def as_code(text: str, limit: int = 500) -> str:
+    """Untrusted text as one inline code span: no Markdown, links or mentions."""
+    flat = " ".join(text.split()).replace("`", "'")
+    return "`" + (flat[:limit] + ("..." if len(flat) > limit else "")) + "`"
+
+
 def run_name(pull_number: int, file: str, sha: str) -> str:
     """The dispatched run's `run-name` (rerun-test.yml builds the same string)."""
     return f"rerun {file} for #{pull_number} at {sha}"
@@ -340,10 +379,12 @@ def pins_from_body(body: str, pins: tuple[tuple[str, str], ...]) -> dict[str, st
     patterns = {"ci-image-tag": IMAGE_TAG_RE.pattern, **dict(pins)}
     found: dict[str, str] = {}
     for line in body.splitlines():
-        m = re.match(r"\s*(ci-[a-z0-9-]+):[ \t]*(\S*)[ \t]*$", line)
+        # The whole rest of the line is the value: `ci-sglang-pr: 12 && curl ...` is an invalid
+        # pin, not a line that silently pins nothing.
+        m = re.match(r"\s*(ci-[a-z0-9-]+):(.*)$", line)
         if not m or m.group(1) not in patterns:
             continue
-        name, value = m.groups()
+        name, value = m.group(1), m.group(2).strip(" \t")
         if name in found:
             raise PolicyError(f"the PR body sets {name} twice", path="PR body")
         if not re.fullmatch(patterns[name], value):

@@ -1,0 +1,529 @@
+"""A local, in-process stand-in for the GitHub REST API endpoints `ci-policy comment` uses.
+
+- It serves HTTP on 127.0.0.1 (an ephemeral port) from a thread, with the response shapes
+  of the real API for exactly these endpoints (`{o}/{r}` is the configured repository):
+
+    GET    /repos/{o}/{r}/collaborators/{user}/permission
+    GET    /repos/{o}/{r}/labels/{name}
+    GET    /repos/{o}/{r}/issues/{n}/labels         POST /repos/{o}/{r}/issues/{n}/labels
+    DELETE /repos/{o}/{r}/issues/{n}/labels/{name}
+    POST   /repos/{o}/{r}/issues/{n}/comments
+    POST   /repos/{o}/{r}/issues/comments/{id}/reactions
+    GET    /repos/{o}/{r}/pulls/{n}
+    GET    /repos/{o}/{r}/actions/workflows/{wf}/runs
+    POST   /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs
+    POST   /repos/{o}/{r}/actions/workflows/{wf}/dispatches
+    GET    /repos/{o}/{r}/git/trees/{sha}?recursive=1
+    GET    /repos/{o}/{r}/git/blobs/{sha}
+
+  Anything else is a 404 (and recorded), so an unexpected request shows up in a test's
+  exact request sequence.
+- State is plain attributes a test sets up: repository roles per user, repository labels,
+  labels per issue, pull requests (head SHA, body) with a hook called on every read of a
+  pull request (so the head can move after the comment), workflow runs per workflow file,
+  workflows accepting `workflow_dispatch` (their inputs, and the run name a dispatch
+  gets), commits whose trees are built from a directory (symlinks become mode 120000
+  entries, as git stores them), and injected failures per (method, path).
+- Every request is recorded: method, raw path, decoded query, JSON body, Authorization.
+- Bounded: request bodies over 1 MiB are refused, at most `max_requests` requests are
+  served (then 503), every socket has a timeout, and `stop()` (the fixture) shuts the
+  server down and joins its thread.
+
+The fake stands in for GitHub only; the code under test talks to it through PyGithub.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import itertools
+import json
+import os
+import re
+import shutil
+import stat
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+MAX_BODY_BYTES = 1024 * 1024
+LEGACY_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read",
+                     "read": "read", "none": "none"}
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_REPO = ROOT / "examples" / "gpu-repo"
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str                      # as sent, percent-encoding kept, without the query
+    query: dict[str, list[str]]
+    body: Any                      # the decoded JSON body, None without one
+    authorization: Optional[str]
+
+    @property
+    def mutating(self) -> bool:
+        return self.method != "GET"
+
+    def short(self) -> tuple:
+        """(method, path, query as a flat dict, body): what tests compare."""
+        return (self.method, self.path, {k: v[0] if len(v) == 1 else v for k, v in self.query.items()},
+                self.body)
+
+
+@dataclass
+class Pull:
+    number: int
+    head_sha: str
+    body: Optional[str] = ""
+    head_ref: str = "feature"
+    reads: int = 0
+
+
+@dataclass
+class Workflow:
+    """A workflow_dispatch workflow: its inputs {name: required} and the run name a dispatch gets."""
+    inputs: dict[str, bool]
+    run_name: Callable[[dict[str, str]], str]
+    name: str = "Rerun test"
+
+
+@dataclass
+class Blob:
+    data: bytes
+
+
+@dataclass
+class TreeEntry:
+    path: str
+    mode: str
+    type: str
+    sha: str
+    size: Optional[int] = None
+
+
+def git_blob_sha(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+class FakeGitHub:
+    def __init__(self, owner: str = "acme", repo: str = "minirl", *, max_requests: int = 200) -> None:
+        self.owner, self.repo = owner, repo
+        self.max_requests = max_requests
+        self.lock = threading.Lock()
+        self.requests: list[Request] = []
+        # login -> repository role (admin, maintain, write, triage, read); others: default_role.
+        self.roles: dict[str, str] = {}
+        self.user_ids: dict[str, int] = {}
+        self.default_role = "read"   # what GitHub answers for a non-collaborator of a public repository
+        self.missing_users: set[str] = set()  # logins the permission endpoint 404s for
+        self.repo_labels: set[str] = set()
+        self.issue_labels: dict[int, list[str]] = {}
+        self.pulls: dict[int, Pull] = {}
+        self.on_pull_read: Optional[Callable[["FakeGitHub", Pull], None]] = None
+        self.on_dispatch: Optional[Callable[["FakeGitHub", dict], None]] = None  # after the run was created
+        self.runs: dict[str, list[dict]] = {}  # workflow file -> runs, any order
+        self.workflows: dict[str, Workflow] = {}  # workflow file -> workflow_dispatch definition
+        self.branches: dict[str, str] = {"main": "0" * 40}
+        self.trees: dict[str, list[TreeEntry]] = {}  # commit sha -> recursive tree
+        self.blobs: dict[str, Blob] = {}
+        self.truncated: set[str] = set()
+        self.failures: dict[tuple[str, str], tuple[int, str]] = {}  # (method, raw path) -> (status, message)
+        self.comments: list[dict] = []
+        self.reactions: list[dict] = []
+        self.dispatches: list[dict] = []
+        self.reruns: list[int] = []
+        self._ids = itertools.count(900001)
+        self._server: Optional[ThreadingHTTPServer] = None
+        self._thread: Optional[threading.Thread] = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "the fake is not running"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "FakeGitHub":
+        fake = self
+
+        class Handler(_Handler):
+            github = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._server.timeout = 5
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-github", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            assert self._thread is not None
+            self._thread.join(timeout=10)
+            self._server = None
+
+    # -- state helpers --------------------------------------------------------------------------
+    def add_pull(self, number: int, head_sha: str, body: Optional[str] = "", labels: tuple[str, ...] = ()) -> Pull:
+        self.pulls[number] = Pull(number, head_sha, body)
+        self.issue_labels[number] = list(labels)
+        return self.pulls[number]
+
+    def add_run(self, workflow: str, *, head_sha: str, conclusion: Optional[str], status: str = "completed",
+                event: str = "pull_request", display_title: str = "", run_id: Optional[int] = None) -> dict:
+        """Runs are listed newest first; a run added later is newer."""
+        run_id = run_id or next(self._ids)
+        run = {"id": run_id, "name": workflow, "display_title": display_title or f"run {run_id}",
+               "event": event, "status": status, "conclusion": conclusion, "head_sha": head_sha,
+               "run_attempt": 1, "path": f".github/workflows/{workflow}",
+               "html_url": f"https://github.com/{self.owner}/{self.repo}/actions/runs/{run_id}",
+               "created_at": f"2026-01-01T00:00:{len(self.runs.get(workflow, [])):02d}Z"}
+        self.runs.setdefault(workflow, []).append(run)
+        return run
+
+    def add_commit(self, sha: str, directory: Path) -> None:
+        """The commit's recursive tree, built from `directory` as git would store it."""
+        entries: list[TreeEntry] = []
+        root = Path(directory)
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".pytest_cache")]
+            for name in sorted(dirnames + filenames):
+                full = Path(dirpath, name)
+                rel = full.relative_to(root).as_posix()
+                st = os.lstat(full)
+                if stat.S_ISLNK(st.st_mode):
+                    data = os.readlink(full).encode()
+                    entries.append(self._blob_entry(rel, "120000", data))
+                elif stat.S_ISDIR(st.st_mode):
+                    entries.append(TreeEntry(rel, "040000", "tree",
+                                             hashlib.sha1(f"tree {sha} {rel}".encode()).hexdigest()))
+                elif stat.S_ISREG(st.st_mode):
+                    mode = "100755" if st.st_mode & 0o111 else "100644"
+                    entries.append(self._blob_entry(rel, mode, full.read_bytes()))
+        self.trees[sha] = sorted(entries, key=lambda e: e.path)
+
+    def _blob_entry(self, rel: str, mode: str, data: bytes) -> TreeEntry:
+        sha = git_blob_sha(data)
+        self.blobs[sha] = Blob(data)
+        return TreeEntry(rel, mode, "blob", sha, len(data))
+
+    def fail(self, method: str, path: str, status: int = 500, message: str = "Internal Server Error") -> None:
+        self.failures[(method, path)] = (status, message)
+
+    @property
+    def mutating(self) -> list[Request]:
+        return [r for r in self.requests if r.mutating]
+
+    def calls(self) -> list[tuple]:
+        return [r.short() for r in self.requests]
+
+    # -- the API ---------------------------------------------------------------------------------
+    def handle(self, method: str, raw_path: str, query: dict, body: Any) -> tuple[int, Any]:
+        prefix = f"/repos/{self.owner}/{self.repo}/"
+        if not raw_path.startswith(prefix):
+            return 404, _not_found()
+        parts = [urllib.parse.unquote(p) for p in raw_path[len(prefix):].split("/")]
+        route = _match(method, parts)
+        if route is None:
+            return 404, _not_found()
+        name, args = route
+        return getattr(self, f"api_{name}")(*args, query=query, body=body)
+
+    def _label(self, name: str) -> dict:
+        number = int(hashlib.sha1(name.encode()).hexdigest()[:8], 16)
+        return {"id": number, "node_id": f"LA_{number}",
+                "url": f"https://api.github.com/repos/{self.owner}/{self.repo}/labels/{urllib.parse.quote(name)}",
+                "name": name, "color": "ededed", "default": False, "description": None}
+
+    def _user(self, login: str) -> dict:
+        uid = self.user_ids.get(login, 1000 + sum(map(ord, login)))
+        return {"login": login, "id": uid, "node_id": f"U_{uid}", "type": "User", "site_admin": False,
+                "html_url": f"https://github.com/{login}"}
+
+    def api_permission(self, login, *, query, body):
+        if login in self.missing_users:
+            return 404, _not_found()
+        role = self.roles.get(login, self.default_role)
+        return 200, {"permission": LEGACY_PERMISSION[role], "role_name": role,
+                     "user": {**self._user(login), "permissions": {}}}
+
+    def api_get_label(self, name, *, query, body):
+        if name not in self.repo_labels:
+            return 404, _not_found()
+        return 200, self._label(name)
+
+    def _issue(self, number: str) -> Optional[list[str]]:
+        return self.issue_labels.get(int(number)) if number.isdigit() else None
+
+    def api_issue_labels(self, number, *, query, body):
+        labels = self._issue(number)
+        if labels is None:
+            return 404, _not_found()
+        return 200, [self._label(n) for n in labels]
+
+    def api_add_labels(self, number, *, query, body):
+        labels = self._issue(number)
+        if labels is None:
+            return 404, _not_found()
+        names = body.get("labels") if isinstance(body, dict) else None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            return 422, {"message": "Invalid request.", "errors": [{"field": "labels"}]}
+        for n in names:
+            self.repo_labels.add(n)  # GitHub creates a label that does not exist yet
+            if n not in labels:
+                labels.append(n)
+        return 200, [self._label(n) for n in labels]
+
+    def api_remove_label(self, number, name, *, query, body):
+        labels = self._issue(number)
+        if labels is None or name not in labels:
+            return 404, {"message": "Label does not exist",
+                         "documentation_url": "https://docs.github.com/rest/issues/labels"}
+        labels.remove(name)
+        return 200, [self._label(n) for n in labels]
+
+    def api_comment(self, number, *, query, body):
+        if self._issue(number) is None:
+            return 404, _not_found()
+        if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+            return 422, {"message": "Invalid request."}
+        cid = next(self._ids)
+        comment = {"id": cid, "node_id": f"IC_{cid}", "body": body["body"],
+                   "html_url": f"https://github.com/{self.owner}/{self.repo}/pull/{number}#issuecomment-{cid}",
+                   "user": {**self._user("github-actions[bot]"), "type": "Bot"}}
+        self.comments.append(comment)
+        return 201, comment
+
+    def api_reaction(self, comment_id, *, query, body):
+        if not isinstance(body, dict) or body.get("content") not in ("+1", "-1", "laugh", "confused", "heart",
+                                                                      "hooray", "rocket", "eyes"):
+            return 422, {"message": "Invalid request."}
+        rid = next(self._ids)
+        reaction = {"id": rid, "node_id": f"REA_{rid}", "content": body["content"], "comment_id": int(comment_id),
+                    "user": {**self._user("github-actions[bot]"), "type": "Bot"}}
+        self.reactions.append(reaction)
+        return 201, reaction
+
+    def api_pull(self, number, *, query, body):
+        pull = self.pulls.get(int(number)) if number.isdigit() else None
+        if pull is None:
+            return 404, _not_found()
+        pull.reads += 1
+        data = {"number": pull.number, "state": "open", "title": "a change", "body": pull.body,
+                "html_url": f"https://github.com/{self.owner}/{self.repo}/pull/{pull.number}",
+                "head": {"sha": pull.head_sha, "ref": pull.head_ref, "label": f"contributor:{pull.head_ref}",
+                         "repo": {"full_name": f"contributor/{self.repo}"}},
+                "base": {"sha": self.branches["main"], "ref": "main",
+                         "repo": {"full_name": f"{self.owner}/{self.repo}"}},
+                "user": self._user("contributor")}
+        if self.on_pull_read is not None:
+            self.on_pull_read(self, pull)  # the head may move after this read
+        return 200, data
+
+    def api_runs(self, workflow, *, query, body):
+        if workflow not in self.runs and workflow not in self.workflows:
+            return 404, _not_found()
+        runs = list(reversed(self.runs.get(workflow, [])))  # newest first
+        for key in ("head_sha", "event", "status", "branch"):
+            if key in query:
+                runs = [r for r in runs if r.get(key) == query[key][0]]
+        per_page = min(int(query.get("per_page", ["30"])[0]), 100)
+        page = int(query.get("page", ["1"])[0])
+        return 200, {"total_count": len(runs),
+                     "workflow_runs": copy.deepcopy(runs[(page - 1) * per_page: page * per_page])}
+
+    def api_rerun_failed(self, run_id, *, query, body):
+        if not run_id.isdigit() or not any(r["id"] == int(run_id) for rs in self.runs.values() for r in rs):
+            return 404, _not_found()
+        self.reruns.append(int(run_id))
+        return 201, {}
+
+    def api_dispatch(self, workflow, *, query, body):
+        wf = self.workflows.get(workflow)
+        if wf is None:
+            return 404, _not_found()
+        if not isinstance(body, dict) or body.get("ref") not in self.branches:
+            return 422, {"message": f"No ref found for: {body.get('ref') if isinstance(body, dict) else None}"}
+        inputs = body.get("inputs") or {}
+        unexpected = sorted(set(inputs) - set(wf.inputs))
+        if unexpected:
+            return 422, {"message": f"Unexpected inputs provided: {json.dumps(unexpected)}"}
+        missing = sorted(n for n, required in wf.inputs.items() if required and not inputs.get(n))
+        if missing:
+            return 422, {"message": f"Required input '{missing[0]}' not provided"}
+        if not all(isinstance(v, str) for v in inputs.values()):
+            return 422, {"message": "inputs must be strings"}
+        self.dispatches.append({"workflow": workflow, **body})
+        run = self.add_run(workflow, head_sha=self.branches[body["ref"]], conclusion=None, status="queued",
+                           event="workflow_dispatch", display_title=wf.run_name(inputs))
+        if self.on_dispatch is not None:
+            self.on_dispatch(self, run)
+        return 204, None
+
+    def api_tree(self, sha, *, query, body):
+        tree = self.trees.get(sha)
+        if tree is None:
+            return 404, _not_found()
+        if query.get("recursive") != ["1"]:
+            tree = [e for e in tree if "/" not in e.path]
+        url = f"https://api.github.com/repos/{self.owner}/{self.repo}/git"
+        return 200, {"sha": sha, "url": f"{url}/trees/{sha}", "truncated": sha in self.truncated,
+                     "tree": [{"path": e.path, "mode": e.mode, "type": e.type, "sha": e.sha,
+                               **({"size": e.size} if e.size is not None else {}),
+                               "url": f"{url}/{e.type}s/{e.sha}"} for e in tree]}
+
+    def api_blob(self, sha, *, query, body):
+        blob = self.blobs.get(sha)
+        if blob is None:
+            return 404, _not_found()
+        encoded = base64.b64encode(blob.data).decode()
+        content = "\n".join(encoded[i:i + 60] for i in range(0, len(encoded), 60)) + "\n"
+        return 200, {"sha": sha, "node_id": f"B_{sha[:8]}", "size": len(blob.data), "encoding": "base64",
+                     "url": f"https://api.github.com/repos/{self.owner}/{self.repo}/git/blobs/{sha}",
+                     "content": content}
+
+
+ROUTES: list[tuple[str, str, str]] = [
+    ("GET", r"collaborators/(.+)/permission", "permission"),
+    ("GET", r"labels/(.+)", "get_label"),
+    ("GET", r"issues/(\d+)/labels", "issue_labels"),
+    ("POST", r"issues/(\d+)/labels", "add_labels"),
+    ("DELETE", r"issues/(\d+)/labels/(.+)", "remove_label"),
+    ("POST", r"issues/(\d+)/comments", "comment"),
+    ("POST", r"issues/comments/(\d+)/reactions", "reaction"),
+    ("GET", r"pulls/(\d+)", "pull"),
+    ("GET", r"actions/workflows/(.+)/runs", "runs"),
+    ("POST", r"actions/runs/(\d+)/rerun-failed-jobs", "rerun_failed"),
+    ("POST", r"actions/workflows/(.+)/dispatches", "dispatch"),
+    ("GET", r"git/trees/([0-9a-f]{40})", "tree"),
+    ("GET", r"git/blobs/([0-9a-f]{40})", "blob"),
+]
+
+
+def _match(method: str, parts: list[str]) -> Optional[tuple[str, tuple]]:
+    # Match decoded segments, so an encoded '/' inside a label name stays one segment.
+    for verb, pattern, name in ROUTES:
+        pat_parts = pattern.split("/")
+        if verb != method or len(pat_parts) != len(parts):
+            continue
+        args = []
+        for pat, part in zip(pat_parts, parts):
+            m = re.fullmatch(pat, part, flags=re.DOTALL)
+            if not m:
+                break
+            args.extend(m.groups())
+        else:
+            return name, tuple(args)
+    return None
+
+
+def _not_found() -> dict:
+    return {"message": "Not Found", "documentation_url": "https://docs.github.com/rest", "status": "404"}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    github: FakeGitHub
+    timeout = 10
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # noqa: A002 - keep test output clean
+        pass
+
+    def _serve(self) -> None:
+        fake = self.github
+        split = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(split.query, keep_blank_values=True)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self._send(413, {"message": "request body too large"})
+            return
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            self._send(400, {"message": "Problems parsing JSON"})
+            return
+        with fake.lock:
+            if len(fake.requests) >= fake.max_requests:
+                self._send(503, {"message": "the fake GitHub served too many requests"})
+                return
+            fake.requests.append(Request(self.command, split.path, query, body, self.headers.get("Authorization")))
+            failure = fake.failures.get((self.command, split.path))
+            if failure is not None:
+                status, data = failure[0], {"message": failure[1]}
+            else:
+                try:
+                    status, data = fake.handle(self.command, split.path, query, body)
+                except Exception as exc:  # a bug in the fake must not look like GitHub's answer
+                    status, data = 599, {"message": f"fake GitHub crashed: {type(exc).__name__}: {exc}"}
+        self._send(status, data)
+
+    def _send(self, status: int, data: Any) -> None:
+        payload = b"" if data is None else json.dumps(data).encode()
+        self.send_response(status)
+        if data is not None:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("X-GitHub-Media-Type", "github.v3; format=json")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_DELETE = do_PATCH = do_PUT = _serve
+
+
+# -- helpers for tests that drive `ci-policy comment` ---------------------------------------------------
+
+def copy_example(dest: Path) -> Path:
+    shutil.copytree(EXAMPLE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return dest
+
+
+def comment_event(body: str, *, action: str = "created", login: str = "alice", user_id: int = 5001,
+                  user_type: str = "User", sender_id: Optional[int] = None, repository: str = "acme/minirl",
+                  repository_id: int = 424242, number: int = 7, comment_id: int = 3141592,
+                  on_pull_request: bool = True, author_association: str = "NONE") -> dict:
+    """An `issue_comment` event payload as GitHub delivers it (the fields that matter, plus some)."""
+    owner, name = repository.split("/")
+    issue: dict[str, Any] = {"number": number, "title": "a change", "state": "open",
+                             "user": {"login": "contributor", "id": 777, "type": "User"}}
+    if on_pull_request:
+        issue["pull_request"] = {"url": f"https://api.github.com/repos/{repository}/pulls/{number}",
+                                 "html_url": f"https://github.com/{repository}/pull/{number}"}
+    return {
+        "action": action,
+        "issue": issue,
+        "comment": {"id": comment_id, "body": body, "author_association": author_association,
+                    "user": {"login": login, "id": user_id, "type": user_type},
+                    "html_url": f"https://github.com/{repository}/pull/{number}#issuecomment-{comment_id}"},
+        "repository": {"id": repository_id, "full_name": repository, "name": name,
+                       "owner": {"login": owner, "id": 99, "type": "Organization"},
+                       "default_branch": "main", "private": False},
+        "sender": {"login": login, "id": user_id if sender_id is None else sender_id, "type": user_type},
+    }
+
+
+def workflow_dispatch_definition(workflow_file: Path, run_name: Optional[str] = None) -> Workflow:
+    """The `workflow_dispatch` inputs and `run-name` of a real workflow file, as GitHub applies them.
+
+    `run_name` overrides the file's `run-name` template (as YAML parses it).
+    """
+    import yaml
+
+    doc = yaml.safe_load(workflow_file.read_text(encoding="utf-8"))
+    on = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` key as True
+    inputs = {name: bool(spec.get("required")) for name, spec in on["workflow_dispatch"]["inputs"].items()}
+    template = doc["run-name"] if run_name is None else run_name
+
+    def render(values: dict[str, str]) -> str:
+        def sub(m: re.Match) -> str:
+            return values.get(m.group(1), "")
+        return re.sub(r"\$\{\{\s*inputs\.([A-Za-z0-9_]+)\s*\}\}", sub, template)
+
+    return Workflow(inputs=inputs, run_name=render, name=doc.get("name", workflow_file.name))
