@@ -17,31 +17,28 @@ import json
 import math
 from typing import Iterable
 
+from . import strictjson
 from .errors import PolicyError, PolicyErrors
 
 SCHEMA = 1
 
 
-def _pairs(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _constant(name):
-    raise ValueError(f"{name} is not allowed")
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
     try:
-        doc = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        doc = strictjson.loads(text)
     except (ValueError, RecursionError) as exc:
         raise PolicyError(f"estimates file {path} is not valid strict JSON: {exc}", path=path,
                           hint="regenerate it with ci-policy tune --write-estimates") from None
-    if not isinstance(doc, dict) or set(doc) != {"schema", "estimates"} or doc.get("schema") != SCHEMA:
+    # `type(...) is int`: true and 1.0 compare equal to 1 but are no schema number.
+    if not isinstance(doc, dict) or set(doc) != {"schema", "estimates"} or type(doc["schema"]) is not int \
+            or doc["schema"] != SCHEMA:
         raise PolicyError(f"estimates file {path} must be {{\"schema\": {SCHEMA}, \"estimates\": [...]}}",
                           path=path, hint="regenerate it with ci-policy tune --write-estimates")
     if not isinstance(doc["estimates"], list):
@@ -51,18 +48,17 @@ def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
     for i, entry in enumerate(doc["estimates"]):
         where = f"estimates[{i}]"
         if not isinstance(entry, dict) or set(entry) != {"file", "suite", "est_time"}:
-            errors.append(PolicyError(f"{path}: {where} must have exactly file, suite and est_time", path=path))
+            errors.append(PolicyError(f"{where} must have exactly file, suite and est_time", path=path))
             continue
         file, suite, est = entry["file"], entry["suite"], entry["est_time"]
         if not isinstance(file, str) or not isinstance(suite, str):
-            errors.append(PolicyError(f"{path}: {where}: file and suite must be strings", path=path))
+            errors.append(PolicyError(f"{where}: file and suite must be strings", path=path))
             continue
-        if isinstance(est, bool) or not isinstance(est, (int, float)) or not math.isfinite(est) or est < 0:
-            errors.append(PolicyError(f"{path}: {where}.est_time must be a finite number >= 0, got {est!r}",
-                                      path=path))
+        if isinstance(est, bool) or not isinstance(est, (int, float)) or not _finite(est) or est < 0:
+            errors.append(PolicyError(f"{where}.est_time must be a finite number >= 0, got {est!r}", path=path))
             continue
         if (file, suite) in out:
-            errors.append(PolicyError(f"{path}: {where}: {file} / {suite} is listed twice", path=path))
+            errors.append(PolicyError(f"{where}: {file} / {suite} is listed twice", path=path))
             continue
         out[(file, suite)] = est
     if errors:

@@ -24,6 +24,7 @@ from typing import Iterable, Optional, Sequence
 
 from .config import CADENCES, Config
 from .errors import PolicyError
+from .strictjson import no_constants
 from .labels import LabelRegistry
 from .registry import Registration
 
@@ -70,7 +71,7 @@ class Policy:
 def parse_labels_json(text: str, source: str = "--labels-json") -> tuple[str, ...]:
     """The PR labels as GitHub gives them: a JSON array of strings (`null` means none)."""
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=no_constants)
     except (ValueError, RecursionError) as exc:
         raise PolicyError(f"not valid JSON: {exc}", path=source,
                           hint="pass toJSON(github.event.pull_request.labels.*.name)") from None
@@ -80,10 +81,6 @@ def parse_labels_json(text: str, source: str = "--labels-json") -> tuple[str, ..
         raise PolicyError(f"expected a JSON array of label names (strings), got {text[:80]!r}",
                           path=source, hint="pass toJSON(github.event.pull_request.labels.*.name)")
     return tuple(value)
-
-
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not allowed")
 
 
 def canonical_labels(labels: Iterable[str]) -> tuple[str, ...]:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .. import strictjson
 from ..errors import PolicyError, PolicyErrors
 from ..labels import LabelRegistry
 from ..policy import WORKFLOW_ONLY_LABELS
@@ -96,22 +97,9 @@ def _kind(value: Any) -> str:
             type(None): "null", int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
-def _pairs(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def _constant(name):
-    raise ValueError(f"{name} is not allowed")
-
-
 def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/ci-commands.json") -> AccessPolicy:
     try:
-        raw = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        raw = strictjson.loads(text)
     except (ValueError, RecursionError) as exc:
         raise PolicyError(f"{path} is not valid strict JSON: {exc}", path=path,
                           hint="fix the JSON; duplicate keys, NaN and Infinity are refused") from None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from ..errors import PolicyError, PolicyErrors
+from ..strictjson import DuplicateKey, no_duplicates
 from .evidence import FileEvidence, stage_and_shard
 
 SCHEMA = 1
@@ -97,19 +98,6 @@ CHECKS = {
 }
 
 
-class _DuplicateKeys(ValueError):
-    pass
-
-
-def _object_pairs(pairs):
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKeys(key)
-        out[key] = value
-    return out
-
-
 def _parse_line(raw: bytes, lineno: int, source: str, errors: list) -> Optional[_Record]:
     def err(message: str) -> None:
         errors.append(PolicyError(message, path=source, line=lineno, hint=HINT))
@@ -122,9 +110,10 @@ def _parse_line(raw: bytes, lineno: int, source: str, errors: list) -> Optional[
     if not text.strip():
         return None
     try:
-        data = json.loads(text, object_pairs_hook=_object_pairs)
-    except _DuplicateKeys as exc:
-        err(f"field {exc.args[0]!r}: given twice")
+        # NaN/Infinity are parsed and then reported per field ("expected a finite number").
+        data = json.loads(text, object_pairs_hook=no_duplicates)
+    except DuplicateKey as exc:
+        err(f"field {exc.key!r}: given twice")
         return None
     except json.JSONDecodeError as exc:
         err(f"not valid JSON: {exc.msg} (column {exc.colno})")
