@@ -451,7 +451,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     from . import estimates as estimates_mod
     from .snapshot import load_snapshot
-    from .tuning.propose import LOWER, RAISE, backend_of, balance, propose
+    from .tuning.propose import LOWER, RAISE, backend_of, balance, normalise_paths, propose
     from .tuning.report import csv_text, summary_text
     from .tuning.sources import collect
 
@@ -474,6 +474,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         api_url = args.api_url or os.environ.get("GITHUB_API_URL") or "https://api.github.com"
         for spec in args.github_run:
             evidence += download_run(spec, token, api_url)
+    evidence = normalise_paths(evidence, snapshot.files)
     applying = bool(args.apply or args.check or args.write_estimates)
     proposals = propose(evidence, snapshot, config.tune, applying=applying)
     if args.csv:
@@ -496,10 +497,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.apply:
         from .tuning.apply import apply_to_file
 
+        skipped = 0
         for p in changing:
             result = apply_to_file(repo / p.file, p.backend, p.proposed)
             detail = f": {result.reason}" if result.reason else ""
             print(f"{p.file}: {result.status} ({p.backend} est_time {p.current:g} -> {p.proposed}){detail}")
+            skipped += result.status == "skipped"
+        if skipped:
+            # The balance printed above assumed every edit; say plainly that some were not made.
+            print(f"ci-policy tune: {skipped} proposal(s) were not applied (see above); edit them by hand",
+                  file=sys.stderr)
+            return 1
     return 0
 
 

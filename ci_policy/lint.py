@@ -71,6 +71,10 @@ def warnings_of(snapshot: Snapshot) -> list[PolicyError]:
             out.append(warning(f"label {label.name!r} is not used by any test",
                                path=labels.path, line=label.line,
                                hint=f"run-ci-{label.name} selects nothing; use it in a registration or remove it"))
+    if snapshot.estimates_missing:
+        out.append(warning(f"estimates file {config.estimates_file} does not exist yet; the est_time literals apply",
+                           path=config.path, line=config.line_of("estimates_file"),
+                           hint=f"create it with ci-policy tune --write-estimates {config.estimates_file}"))
     for file, suite in snapshot.unused_estimates:
         out.append(warning(f"the estimates file lists {file} for suite {suite}, which no registration matches",
                            path=config.estimates_file,

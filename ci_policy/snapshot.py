@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .checkout import read_text
+from .checkout import check_no_symlinks, read_text
 from .config import Config, load_config
 from .discovery import discover
 from .errors import PolicyError, PolicyErrors
@@ -36,6 +36,7 @@ class Snapshot:
     errors: tuple[PolicyError, ...]
     # (file, suite) entries of the estimates file that match no registration (stale).
     unused_estimates: tuple[tuple[str, str], ...] = ()
+    estimates_missing: bool = False
 
     def require_valid(self) -> "Snapshot":
         if self.errors:
@@ -78,9 +79,17 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
         errors.extend(result.errors)
     errors.extend(_gate_errors(config, gates))
     unused_estimates: list[tuple[str, str]] = []
+    estimates_missing = False
     if config.estimates_file is not None:
         from . import estimates as estimates_mod
 
+        try:
+            # Configured before `tune --write-estimates` first wrote it: literals apply (lint warns).
+            estimates_missing = check_no_symlinks(repo, config.estimates_file, what="estimates file") is None
+        except PolicyError as exc:
+            errors.append(exc)
+            estimates_missing = True
+    if config.estimates_file is not None and not estimates_missing:
         try:
             table = estimates_mod.parse_estimates(
                 read_text(repo, config.estimates_file, what="estimates file"), config.estimates_file)
@@ -98,6 +107,7 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
         registrations=tuple(sorted(registrations, key=Registration.sort_key)),
         gates=tuple(gates),
         unused_estimates=tuple(unused_estimates),
+        estimates_missing=estimates_missing,
         errors=tuple(sorted(set(errors), key=PolicyError.sort_key)),
     )
 

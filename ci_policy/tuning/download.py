@@ -3,9 +3,12 @@
 - In: `OWNER/REPO/RUN_ID` or a run URL (`https://github.com/OWNER/REPO/actions/runs/ID`,
   optionally `/attempts/N`), a token and the API base URL.
 - Out: `FileEvidence` rows: one log per job (`GET .../actions/jobs/{id}/logs`, redirect
-  followed) parsed by `logs.read_log` with the job's name (stage and shard), and every
-  `*.jsonl` member of the run's artifacts parsed by `records.read_records`.
+  followed; every page of jobs and of artifacts) parsed by `logs.read_log` with the job's
+  name (stage and shard), and every `*.jsonl` member of the run's artifacts parsed by `records.read_records`.
 - Zip members are read as bytes; their names are never used as paths.
+- The redirects to blob storage are followed here, not by PyGithub (which refuses hosts
+  outside github.com/githubusercontent.com with an AssertionError), and never carry the
+  token: the Location is a signed URL.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ..errors import PolicyError
+from ..errors import PolicyError, PolicyErrors
 from .evidence import FileEvidence
 
 RUN_RE = re.compile(r"(?:https?://[^/]+/)?(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)"
@@ -27,20 +30,45 @@ MAX_MEMBER_BYTES = 64 * 1024 * 1024
 
 def parse_run(text: str) -> tuple[str, int]:
     m = RUN_RE.fullmatch(text.strip())
-    if not m:
+    if not m or any(part in (".", "..") for part in m.group("repo").split("/")):
         raise PolicyError(f"{text!r} is not OWNER/REPO/RUN_ID or a run URL", path="--github-run",
                           hint="e.g. org/repo/123456789 or https://github.com/org/repo/actions/runs/123456789")
     return m.group("repo"), int(m.group("run"))
 
 
 def _get_bytes(requester, path: str, limit: int) -> bytes:
-    _status, _headers, chunks = requester.getStream(path, chunk_size=65536)
+    import requests
+
+    headers, _data = requester.requestJsonAndCheck("GET", path)  # 302: not followed by PyGithub
+    location = headers.get("location")
+    if not location:
+        raise PolicyError(f"{path}: GitHub answered without a redirect to the download", path="--github-run")
     out = bytearray()
-    for chunk in chunks:
-        out += chunk
-        if len(out) > limit:
-            raise PolicyError(f"{path}: download larger than {limit} bytes", path="--github-run")
+    try:
+        with requests.get(location, stream=True, timeout=60) as response:  # signed URL: no token
+            response.raise_for_status()
+            for chunk in response.iter_content(chunk_size=65536):
+                out += chunk
+                if len(out) > limit:
+                    raise PolicyError(f"{path}: download larger than {limit} bytes", path="--github-run")
+    except requests.RequestException as exc:  # never shown: the signed URL
+        what = (f"answered HTTP {exc.response.status_code}" if exc.response is not None
+                else f"failed ({type(exc).__name__})")
+        raise PolicyError(f"{path}: the download it redirects to {what}", path="--github-run") from None
     return bytes(out)
+
+
+def _pages(requester, path: str, key: str, parameters: dict) -> list:
+    items: list = []
+    page = 1
+    while True:
+        _h, data = requester.requestJsonAndCheck("GET", path, parameters={**parameters, "per_page": 100,
+                                                                          "page": page})
+        batch = data.get(key) or []
+        items += batch
+        if len(batch) < 100 or len(items) >= int(data.get("total_count", 0)):
+            return items
+        page += 1
 
 
 def download_run(spec: str, token: str, base_url: str) -> list[FileEvidence]:
@@ -54,16 +82,14 @@ def download_run(spec: str, token: str, base_url: str) -> list[FileEvidence]:
     requester = gh.requester
     rows: list[FileEvidence] = []
     try:
-        _h, jobs = requester.requestJsonAndCheck("GET", f"/repos/{repo_name}/actions/runs/{run_id}/jobs",
-                                                 parameters={"per_page": 100, "filter": "all"})
-        for job in jobs.get("jobs", []):
+        jobs = _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/jobs", "jobs", {"filter": "all"})
+        for job in jobs:
             job_id, job_name = str(job["id"]), str(job.get("name", ""))
             data = _get_bytes(requester, f"/repos/{repo_name}/actions/jobs/{job_id}/logs", MAX_MEMBER_BYTES)
             rows += read_log(data.decode("utf-8", "replace"), source=f"{repo_name}/runs/{run_id}/jobs/{job_id}",
                              run_id=str(run_id), job_id=job_id, job_name=job_name)
-        _h, artifacts = requester.requestJsonAndCheck(
-            "GET", f"/repos/{repo_name}/actions/runs/{run_id}/artifacts", parameters={"per_page": 100})
-        for artifact in artifacts.get("artifacts", []):
+        artifacts = _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/artifacts", "artifacts", {})
+        for artifact in artifacts:
             if artifact.get("expired"):
                 continue
             blob = _get_bytes(requester, f"/repos/{repo_name}/actions/artifacts/{int(artifact['id'])}/zip",
@@ -90,8 +116,14 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
                 raise PolicyError(f"artifact {name!r}: {info.filename} is too large", path="--github-run")
             local = Path(tmp, f"member-{i}.jsonl")  # never the member's own name
             local.write_bytes(archive.read(info))
-            for row in read_records(local, run_id=str(run_id), job_name=name):
-                rows.append(_cite(row, f"{repo_name}/runs/{run_id}/artifacts/{name}/{info.filename}"))
+            cite = f"{repo_name}/runs/{run_id}/artifacts/{name}/{info.filename}"
+            try:
+                found = read_records(local, run_id=str(run_id), job_name=name)
+            except PolicyErrors as exc:  # cite the member, not the temporary file
+                raise PolicyErrors([PolicyError(e.message, path=cite, line=e.line, col=e.col, hint=e.hint)
+                                    for e in exc.errors]) from None
+            for row in found:
+                rows.append(_cite(row, cite))
     return rows
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Iterable, Optional
 
 from ..config import TuneConfig
@@ -50,7 +51,8 @@ def q_of(samples: list[float], tune: TuneConfig) -> float:
 
 def proposed_for(samples: list[float], tune: TuneConfig) -> tuple[float, int]:
     q = q_of(samples, tune)
-    return q, bucket(math.ceil(q * tune.safety))
+    # Decimal, not float: 100 * 1.1 is 110.00000000000001 in floats, and its ceil would be 111.
+    return q, bucket(math.ceil(Decimal(repr(q)) * Decimal(repr(tune.safety))))
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,23 @@ def backend_of(row: FileEvidence, snapshot) -> Optional[str]:
             return stage.backend
     backends = {r.backend for r in snapshot.registrations_for(row.file)}
     return backends.pop() if len(backends) == 1 else None
+
+
+def normalise_paths(evidence: Iterable[FileEvidence], files: Iterable[str]) -> list[FileEvidence]:
+    """Runner logs may print absolute paths (`/__w/repo/repo/tests/x.py`): map each to the one
+    discovered test file it ends with; a path matching none or several is kept as printed."""
+    import dataclasses
+
+    known = set(files)
+    out = []
+    for row in evidence:
+        if row.file not in known and row.file.startswith("/"):
+            matches = [f for f in known if row.file.endswith("/" + f)]
+            if len(matches) == 1:
+                note = "; ".join(x for x in (row.note, f"path printed as {row.file}") if x)
+                row = dataclasses.replace(row, file=matches[0], note=note)
+        out.append(row)
+    return out
 
 
 def propose(evidence: Iterable[FileEvidence], snapshot, tune: TuneConfig, *, applying: bool) -> list[Proposal]:
@@ -113,7 +132,9 @@ def _proposal(file, backend, rows, snapshot, tune, applying) -> Proposal:
         return Proposal(file, backend, reg.suite, samples, None, current, None, SKIP,
                         "implicit registration: its est_time is configuration, not a literal")
     if not samples:
-        statuses = sorted({r.status for r in rows})
+        # A passed row without an elapsed time (a log that printed none) is no sample either.
+        statuses = sorted({r.status if r.elapsed is not None or not r.passed else "passed without an elapsed time"
+                           for r in rows})
         return Proposal(file, backend, reg.suite, (), None, current, None, SKIP,
                         f"no passed sample ({', '.join(statuses)})")
     q, proposed = proposed_for(list(samples), tune)

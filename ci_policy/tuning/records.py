@@ -72,7 +72,10 @@ def _is_number(value) -> bool:
 
 
 def _finite_non_negative(value) -> bool:
-    return _is_number(value) and math.isfinite(value) and value >= 0
+    try:
+        return _is_number(value) and math.isfinite(value) and value >= 0
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def _optional_string(value) -> bool:

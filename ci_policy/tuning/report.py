@@ -23,9 +23,12 @@ COLUMNS = ("run_id", "job_id", "job_name", "stage", "shard", "test_file", "statu
 
 
 def _n(value) -> str:
+    """A number as written: 600.0 -> "600", 1800.312 -> "1800.312" (never rounded to 6 digits like :g)."""
     if value is None:
         return ""
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
+    return str(value)
 
 
 def csv_text(evidence: Iterable[FileEvidence], proposals: list[Proposal], backend_of) -> str:
@@ -35,10 +38,12 @@ def csv_text(evidence: Iterable[FileEvidence], proposals: list[Proposal], backen
     writer.writerow(COLUMNS)
     for row in evidence:
         p = by_key.get((row.file, backend_of(row))) or by_key.get((row.file, "?"))
-        writer.writerow([row.run_id, row.job_id, row.job_name, row.stage or "", _n(row.shard), row.file,
-                         row.status, _n(row.elapsed), _n(row.logged_est), _n(p.current if p else None),
-                         _n(p.proposed if p else None), p.action if p else "", row.source, row.line,
-                         "; ".join(x for x in (row.note, p.reason if p else "") if x)])
+        fields = [row.run_id, row.job_id, row.job_name, row.stage or "", _n(row.shard), row.file,
+                  row.status, _n(row.elapsed), _n(row.logged_est), _n(p.current if p else None),
+                  _n(p.proposed if p else None), p.action if p else "", row.source, row.line,
+                  "; ".join(x for x in (row.note, p.reason if p else "") if x)]
+        # csv quotes \n but not a lone \r, which would split the row for most readers.
+        writer.writerow([str(f).replace("\r", " ") for f in fields])
     return out.getvalue()
 
 
@@ -52,8 +57,8 @@ def summary_text(proposals: list[Proposal], balances: list[StageBalance]) -> str
         lines.append("")
         rows = [("STAGE", "SHARDS", "MAKESPAN BEFORE", "IMBALANCE BEFORE", "MAKESPAN AFTER", "IMBALANCE AFTER")]
         for b in balances:
-            rows.append((b.stage, str(b.partitions), f"{b.before_makespan:g}s", f"{b.before_imbalance:.2f}",
-                         f"{b.after_makespan:g}s", f"{b.after_imbalance:.2f}"))
+            rows.append((b.stage, str(b.partitions), f"{_n(b.before_makespan)}s", f"{b.before_imbalance:.2f}",
+                         f"{_n(b.after_makespan)}s", f"{b.after_imbalance:.2f}"))
         lines.append(table(rows, right={1, 2, 3, 4, 5}))
     counts: dict[str, int] = {}
     for p in proposals:
