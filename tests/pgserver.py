@@ -260,6 +260,17 @@ class PostgresServer:
                 os.killpg(self._proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        # The postmaster is gone, but its backends may still be exiting with their client
+        # sockets open: wait until the whole group is gone, so "killed" really means it.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self._proc.pid, 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:
+                pass
+            time.sleep(0.02)
         self._remove_shared_memory()
 
     def _remove_shared_memory(self) -> None:
