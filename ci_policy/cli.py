@@ -330,6 +330,8 @@ def run_identity(run_id=None, run_attempt=None, commit=None):
         attempt = int(attempt)
     except ValueError:
         raise PolicyError(f"GITHUB_RUN_ATTEMPT is not a number: {attempt!r}", path="$GITHUB_RUN_ATTEMPT") from None
+    if attempt < 1:
+        raise PolicyError(f"the run attempt must be at least 1, got {attempt}", path="$GITHUB_RUN_ATTEMPT")
     return RunIdentity(run_id=run_id or os.environ.get("GITHUB_RUN_ID") or None, run_attempt=attempt,
                        commit=commit or os.environ.get("GITHUB_SHA") or None)
 
@@ -349,7 +351,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     reg = registration_for(snapshot, args.file, args.stage)
     try:
         series = read_record(Path(args.record))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
         raise PolicyError(f"--record: {args.record} is not a readable metric record: {exc}",
                           path=args.record, hint="pass the record ci-policy run merged for this file") from None
     outcome = run_gate(snapshot, reg, series, opener(args.store, repo), cadence=args.cadence,
@@ -451,7 +453,7 @@ def cmd_comment(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     from . import estimates as estimates_mod
     from .snapshot import load_snapshot
-    from .tuning.propose import LOWER, RAISE, backend_of, balance, normalise_paths, propose
+    from .tuning.propose import LOWER, RAISE, backend_of, balance, deduplicate, normalise_paths, propose
     from .tuning.report import csv_text, summary_text
     from .tuning.sources import collect
 
@@ -475,11 +477,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         for spec in args.github_run:
             evidence += download_run(spec, token, api_url)
     evidence = normalise_paths(evidence, snapshot.files)
+    counted = deduplicate(evidence)
     applying = bool(args.apply or args.check or args.write_estimates)
-    proposals = propose(evidence, snapshot, config.tune, applying=applying)
+    proposals = propose(counted, snapshot, config.tune, applying=applying)
     if args.csv:
-        Path(args.csv).write_text(csv_text(evidence, proposals, lambda row: backend_of(row, snapshot) or "?"),
-                                  encoding="utf-8")
+        Path(args.csv).write_text(csv_text(evidence, proposals, lambda row: backend_of(row, snapshot) or "?",
+                                           counted=counted), encoding="utf-8")
     print(summary_text(proposals, balance(snapshot, proposals)))
     changing = [p for p in proposals if p.action in (RAISE, LOWER)]
     if args.check:

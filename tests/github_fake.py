@@ -15,7 +15,17 @@
     POST   /repos/{o}/{r}/actions/workflows/{wf}/dispatches
     GET    /repos/{o}/{r}/git/trees/{sha}?recursive=1
     GET    /repos/{o}/{r}/git/blobs/{sha}
+    GET    /repos/{o}/{r}/actions/runs/{id}/jobs         (?filter=latest|all, per_page, page)
+    GET    /repos/{o}/{r}/actions/jobs/{job_id}/logs     -> 302 to a signed /_blob/logs/... URL
+    GET    /repos/{o}/{r}/actions/runs/{id}/artifacts    (per_page, page)
+    GET    /repos/{o}/{r}/actions/artifacts/{id}/zip     -> 302 to a signed /_blob/artifacts/... URL
+                                                            (410 once the artifact expired)
+    GET    /_blob/logs/{job_id}, /_blob/artifacts/{id}.zip   the raw bytes, without authentication,
+                                                            for a valid signature only
 
+  The two redirects stand for GitHub's redirects to its blob storage: the Location is an
+  absolute URL on this same server, under the host name `blob_host` (default: the API's own
+  host; "localhost" makes it a different host for the client, as blob storage is).
   Anything else is a 404 (and recorded), so an unexpected request shows up in a test's
   exact request sequence.
 - State is plain attributes a test sets up: repository roles per user, repository labels,
@@ -24,7 +34,10 @@
   workflows accepting `workflow_dispatch` (their inputs, and the run name a dispatch
   gets), commits whose trees are built from a directory (symlinks become mode 120000
   entries, as git stores them), and injected failures per (method, path).
-- Every request is recorded: method, raw path, decoded query, JSON body, Authorization.
+- Actions runs (`add_job`, `add_artifact`): jobs per run id with their raw text logs, and
+  artifacts per run id with their zip bytes (any bytes: a test may serve a non-zip).
+- Every request is recorded: method, raw path, decoded query, JSON body, Authorization,
+  and the Host header.
 - Bounded: request bodies over 1 MiB are refused, at most `max_requests` requests are
   served (then 503), every socket has a timeout, and `stop()` (the fixture) shuts the
   server down and joins its thread.
@@ -64,6 +77,7 @@ class Request:
     query: dict[str, list[str]]
     body: Any                      # the decoded JSON body, None without one
     authorization: Optional[str]
+    host: Optional[str] = None     # the Host header as sent
 
     @property
     def mutating(self) -> bool:
@@ -95,6 +109,13 @@ class Workflow:
 @dataclass
 class Blob:
     data: bytes
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A response that is not JSON: bytes with their headers (a redirect has a Location, no body)."""
+    data: bytes
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -137,6 +158,14 @@ class FakeGitHub:
         self.reactions: list[dict] = []
         self.dispatches: list[dict] = []
         self.reruns: list[int] = []
+        # GitHub Actions runs: run id -> jobs (GitHub's job objects), job id -> raw log,
+        # run id -> artifacts (GitHub's artifact objects), artifact id -> zip bytes.
+        self.run_jobs: dict[int, list[dict]] = {}
+        self.job_logs: dict[int, bytes] = {}
+        self.run_artifacts: dict[int, list[dict]] = {}
+        self.artifact_zips: dict[int, bytes] = {}
+        self.blob_host: Optional[str] = None  # host name of the redirects' Location; None: the API's
+        self._blob_secret = hashlib.sha1(os.urandom(16)).hexdigest()
         self._ids = itertools.count(900001)
         self._server: Optional[ThreadingHTTPServer] = None
         self._thread: Optional[threading.Thread] = None
@@ -214,6 +243,53 @@ class FakeGitHub:
         self.blobs[sha] = Blob(data)
         return TreeEntry(rel, mode, "blob", sha, len(data))
 
+    def add_job(self, run_id: int, name: str, log: "bytes | str", *, job_id: Optional[int] = None,
+                status: str = "completed", conclusion: Optional[str] = "success", run_attempt: int = 1,
+                workflow_name: str = "PR Test", head_sha: str = "0" * 40) -> dict:
+        """A job of run `run_id` (listed in the order added) whose raw log is `log`."""
+        job_id = job_id or next(self._ids)
+        api = f"https://api.github.com/repos/{self.owner}/{self.repo}/actions"
+        job = {"id": job_id, "run_id": run_id, "run_url": f"{api}/runs/{run_id}", "run_attempt": run_attempt,
+               "node_id": f"CR_{job_id}", "head_sha": head_sha, "head_branch": "feature",
+               "url": f"{api}/jobs/{job_id}",
+               "html_url": f"https://github.com/{self.owner}/{self.repo}/actions/runs/{run_id}/job/{job_id}",
+               "status": status, "conclusion": conclusion, "created_at": "2026-11-30T06:00:00Z",
+               "started_at": "2026-11-30T06:00:05Z",
+               "completed_at": "2026-11-30T07:00:00Z" if status == "completed" else None,
+               "name": name, "steps": [], "check_run_url": f"{api}/check-runs/{job_id}",
+               "labels": ["self-hosted", "h200"], "runner_id": 17, "runner_name": "gpu-runner-17",
+               "runner_group_id": 1, "runner_group_name": "Default", "workflow_name": workflow_name}
+        self.run_jobs.setdefault(run_id, []).append(job)
+        self.job_logs[job_id] = log.encode("utf-8") if isinstance(log, str) else bytes(log)
+        return job
+
+    def add_artifact(self, run_id: int, name: str, data: bytes, *, artifact_id: Optional[int] = None,
+                     expired: bool = False) -> dict:
+        """An artifact of run `run_id` (listed in the order added) whose archive is `data`."""
+        artifact_id = artifact_id or next(self._ids)
+        artifact = {"id": artifact_id, "node_id": f"MDg6QXJ0aWZhY3Q{artifact_id}", "name": name,
+                    "size_in_bytes": len(data), "expired": expired, "created_at": "2026-11-30T07:00:00Z",
+                    "updated_at": "2026-11-30T07:00:00Z", "expires_at": "2027-02-28T07:00:00Z",
+                    "digest": "sha256:" + hashlib.sha256(data).hexdigest(),
+                    "workflow_run": {"id": run_id, "repository_id": 424242, "head_repository_id": 424242,
+                                     "head_branch": "feature", "head_sha": "0" * 40}}
+        self.run_artifacts.setdefault(run_id, []).append(artifact)
+        self.run_jobs.setdefault(run_id, [])
+        self.artifact_zips[artifact_id] = bytes(data)
+        return artifact
+
+    def signature(self, blob_path: str) -> str:
+        """The `sig` query parameter the redirect to `blob_path` carries."""
+        return hashlib.sha256(f"{self._blob_secret}:{blob_path}".encode()).hexdigest()[:32]
+
+    def blob_url(self, blob_path: str) -> str:
+        """The absolute, signed URL a redirect to `blob_path` (`/_blob/...`) points to."""
+        assert self._server is not None, "the fake is not running"
+        port = self._server.server_address[1]
+        host = self.blob_host or self._server.server_address[0]
+        query = f"sv=2021-08-06&se=2026-11-30T08%3A00%3A00Z&sig={self.signature(blob_path)}"
+        return f"http://{host}:{port}{blob_path}?{query}"
+
     def fail(self, method: str, path: str, status: int = 500, message: str = "Internal Server Error") -> None:
         self.failures[(method, path)] = (status, message)
 
@@ -227,6 +303,8 @@ class FakeGitHub:
     # -- the API ---------------------------------------------------------------------------------
     def handle(self, method: str, raw_path: str, query: dict, body: Any) -> tuple[int, Any]:
         prefix = f"/repos/{self.owner}/{self.repo}/"
+        if method == "GET" and raw_path.startswith("/_blob/"):
+            return self._blob(raw_path, query)
         if not raw_path.startswith(prefix):
             return 404, _not_found()
         parts = [urllib.parse.unquote(p) for p in raw_path[len(prefix):].split("/")]
@@ -389,6 +467,69 @@ class FakeGitHub:
                      "url": f"https://api.github.com/repos/{self.owner}/{self.repo}/git/blobs/{sha}",
                      "content": content}
 
+    # -- GitHub Actions: jobs, logs, artifacts ------------------------------------------------------
+    @staticmethod
+    def _page(items: list, query: dict) -> list:
+        per_page = max(1, min(int(query.get("per_page", ["30"])[0]), 100))
+        page = max(1, int(query.get("page", ["1"])[0]))
+        return copy.deepcopy(items[(page - 1) * per_page: page * per_page])
+
+    def _find_job(self, job_id: str) -> Optional[dict]:
+        return next((j for jobs in self.run_jobs.values() for j in jobs if str(j["id"]) == job_id), None)
+
+    def api_run_jobs(self, run_id, *, query, body):
+        jobs = self.run_jobs.get(int(run_id))
+        if jobs is None:
+            return 404, _not_found()
+        wanted = query.get("filter", ["latest"])[0]
+        if wanted not in ("latest", "all"):
+            return 422, {"message": f"Invalid filter: {wanted}"}
+        if wanted == "latest" and jobs:
+            latest = max(j["run_attempt"] for j in jobs)
+            jobs = [j for j in jobs if j["run_attempt"] == latest]
+        return 200, {"total_count": len(jobs), "jobs": self._page(jobs, query)}
+
+    def api_job_logs(self, job_id, *, query, body):
+        if self._find_job(job_id) is None:
+            return 404, _not_found()
+        return 302, Raw(b"", (("Location", self.blob_url(f"/_blob/logs/{job_id}")),))
+
+    def api_run_artifacts(self, run_id, *, query, body):
+        artifacts = self.run_artifacts.get(int(run_id))
+        if artifacts is None:
+            if int(run_id) not in self.run_jobs:
+                return 404, _not_found()
+            artifacts = []
+        page = self._page(artifacts, query)
+        for a in page:
+            a["url"] = f"{self.url}/repos/{self.owner}/{self.repo}/actions/artifacts/{a['id']}"
+            a["archive_download_url"] = f"{a['url']}/zip"
+        return 200, {"total_count": len(artifacts), "artifacts": page}
+
+    def api_artifact_zip(self, artifact_id, *, query, body):
+        artifact = next((a for arts in self.run_artifacts.values() for a in arts if str(a["id"]) == artifact_id),
+                        None)
+        if artifact is None:
+            return 404, _not_found()
+        if artifact["expired"]:
+            return 410, {"message": "Artifact has expired",
+                         "documentation_url": "https://docs.github.com/rest/actions/artifacts"}
+        return 302, Raw(b"", (("Location", self.blob_url(f"/_blob/artifacts/{artifact_id}.zip")),))
+
+    def _blob(self, raw_path: str, query: dict) -> tuple[int, Any]:
+        """Blob storage: no Authorization needed, but the redirect's signature is."""
+        if query.get("sig") != [self.signature(raw_path)]:
+            return 403, Raw(b"<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>AuthenticationFailed</Code>"
+                            b"</Error>", (("Content-Type", "application/xml"),))
+        m = re.fullmatch(r"/_blob/logs/(\d+)", raw_path)
+        if m and int(m.group(1)) in self.job_logs:
+            return 200, Raw(self.job_logs[int(m.group(1))], (("Content-Type", "text/plain; charset=utf-8"),))
+        m = re.fullmatch(r"/_blob/artifacts/(\d+)\.zip", raw_path)
+        if m and int(m.group(1)) in self.artifact_zips:
+            return 200, Raw(self.artifact_zips[int(m.group(1))], (("Content-Type", "application/zip"),))
+        return 404, Raw(b"<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>BlobNotFound</Code></Error>",
+                        (("Content-Type", "application/xml"),))
+
 
 ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"collaborators/(.+)/permission", "permission"),
@@ -404,6 +545,10 @@ ROUTES: list[tuple[str, str, str]] = [
     ("POST", r"actions/workflows/(.+)/dispatches", "dispatch"),
     ("GET", r"git/trees/([0-9a-f]{40})", "tree"),
     ("GET", r"git/blobs/([0-9a-f]{40})", "blob"),
+    ("GET", r"actions/runs/(\d+)/jobs", "run_jobs"),
+    ("GET", r"actions/jobs/(\d+)/logs", "job_logs"),
+    ("GET", r"actions/runs/(\d+)/artifacts", "run_artifacts"),
+    ("GET", r"actions/artifacts/(\d+)/zip", "artifact_zip"),
 ]
 
 
@@ -454,7 +599,8 @@ class _Handler(BaseHTTPRequestHandler):
             if len(fake.requests) >= fake.max_requests:
                 self._send(503, {"message": "the fake GitHub served too many requests"})
                 return
-            fake.requests.append(Request(self.command, split.path, query, body, self.headers.get("Authorization")))
+            fake.requests.append(Request(self.command, split.path, query, body, self.headers.get("Authorization"),
+                                         self.headers.get("Host")))
             failure = fake.failures.get((self.command, split.path))
             if failure is not None:
                 status, data = failure[0], {"message": failure[1]}
@@ -466,6 +612,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, data)
 
     def _send(self, status: int, data: Any) -> None:
+        if isinstance(data, Raw):
+            self.send_response(status)
+            for name, value in data.headers:
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data.data)))
+            self.end_headers()
+            self.wfile.write(data.data)
+            return
         payload = b"" if data is None else json.dumps(data).encode()
         self.send_response(status)
         if data is not None:

@@ -499,3 +499,27 @@ def test_a_product_exactly_on_a_bucket_value_stays_in_that_bucket(b, safety):
     q = Fraction(b) / Fraction(safety)
     assume((q * 1000).denominator == 1)
     assert proposed_for([float(q)], TuneConfig(safety=float(safety))) == (float(q), b)
+
+
+# -- one attempt, two descriptions: a job's log and its timing records -------------------------------------
+
+def _row(source, elapsed, run_id="9", note=""):
+    from ci_policy.tuning.evidence import FileEvidence
+
+    return FileEvidence(run_id=run_id, job_id="", job_name="stage-b (0)", stage="stage-b", shard=0,
+                        file="tests/e2e/test_x.py", status="passed", elapsed=elapsed, logged_est=None,
+                        source=source, line=1, note=note)
+
+
+def test_deduplicate_drops_a_log_row_when_records_cover_the_same_attempt_group():
+    from ci_policy.tuning.propose import deduplicate
+
+    log = _row("acme/r/runs/9/jobs/1", 100.0)
+    record = _row("evidence/run-9/timings.jsonl", 100.4)
+    rerun = _row("evidence/run-9/timings.jsonl", 130.0, note="run attempt 2")
+    artifact = _row("acme/r/runs/9/artifacts/ci-policy-timings/t.jsonl", 99.0, run_id="10")
+    log_only = _row("acme/r/runs/11/jobs/1", 120.0, run_id="11")
+    no_run_id = _row("local/job.log", 90.0, run_id="")
+    other_log = _row("acme/r/runs/10/jobs/2", 98.0, run_id="10")
+    assert deduplicate([log, record, rerun, artifact, log_only, no_run_id, other_log]) == [
+        record, rerun, artifact, log_only, no_run_id]

@@ -21,10 +21,11 @@ from typing import Optional
 
 from ..errors import PolicyError
 from ..registry import Registration
-from .evaluate import (ERROR, GateResult, GateSpec, StoreUnavailable, evaluate, resolve, select,
-                       trusted)
+from .evaluate import (ERROR, Coordinate, GateResult, GateSpec, StoreUnavailable, evaluate, resolve,
+                       select, trusted)
 
 WRITING_CADENCES = ("nightly", "weekly")
+MAX_STEP = 2**63 - 1  # the stores keep steps as signed 64-bit integers
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def registration_for(snapshot, file: str, stage: Optional[str]) -> Registration:
 
 
 def baseline_policy(cadence: str, event: Optional[str]) -> tuple[bool, str]:
-    if event == "pull_request":
+    if event is not None and event.startswith("pull_request"):  # pull_request, pull_request_target
         return False, "pull request runs never write baselines"
     if cadence not in WRITING_CADENCES:
         return False, f"the {cadence} cadence does not write baselines"
@@ -84,7 +85,7 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
     if not specs:
         outcome.baseline = "no gates declared"
         return outcome
-    coords = [c for spec in specs for c in select(spec, series)]
+    coords = [_storable(c) for spec in specs for c in select(spec, series)]
     gates_cfg = snapshot.config.gates
     store = None
     try:
@@ -118,7 +119,8 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
                 outcome.baseline = f"not written: metric history unavailable: {exc}"
             else:
                 outcome.baseline = {
-                    "written": f"written ({len(samples)} value(s))",
+                    # Identical declarations give the same sample twice; the store keeps it once.
+                    "written": f"written ({len({(s.identity, s.step) for s in samples})} value(s))",
                     "duplicate": "not written: this run attempt was already recorded",
                     "not_allowed": f"not written: {why_not}",
                     "not_trusted": "not written: the run is not trusted (a gate FAILed or ERRORed)",
@@ -128,6 +130,15 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
         if store is not None:
             store.close()
     return outcome
+
+
+def _storable(c: Coordinate) -> Coordinate:
+    """A recorded step the store cannot look up (negative, or beyond 64 bits) is an ERROR
+    for its coordinate, not a crash of the whole gate (`last` is always step -1)."""
+    if c.error is None and c.spec.steps != "last" and not 0 <= c.step <= MAX_STEP:
+        return Coordinate(c.spec, c.step, c.value,
+                          f"step {c.step} is not a step index the metric history can hold (0 to {MAX_STEP})")
+    return c
 
 
 def opener(url: Optional[str], repo: Path):

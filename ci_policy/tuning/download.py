@@ -45,7 +45,8 @@ def _get_bytes(requester, path: str, limit: int) -> bytes:
         raise PolicyError(f"{path}: GitHub answered without a redirect to the download", path="--github-run")
     out = bytearray()
     try:
-        with requests.get(location, stream=True, timeout=60) as response:  # signed URL: no token
+        # A signed URL: no token, and no ~/.netrc credentials either (a no-op auth).
+        with requests.get(location, stream=True, timeout=60, auth=lambda r: r) as response:
             response.raise_for_status()
             for chunk in response.iter_content(chunk_size=65536):
                 out += chunk

@@ -98,6 +98,24 @@ def normalise_paths(evidence: Iterable[FileEvidence], files: Iterable[str]) -> l
     return out
 
 
+def deduplicate(evidence: Iterable[FileEvidence]) -> list[FileEvidence]:
+    """A ci-policy job's log and its uploaded timing records describe the same attempts;
+    counting both would double the samples. Where timing records exist for a (run, stage,
+    shard, file), the log rows for it are dropped (records are exact to the millisecond).
+    Rows of the same kind are never merged (a re-run attempt is its own sample), and rows
+    without a run id cannot be matched and stay."""
+    rows = list(evidence)
+
+    def is_record(row: FileEvidence) -> bool:
+        return row.source.endswith(".jsonl") or "/artifacts/" in row.source
+
+    def key(row: FileEvidence) -> tuple:
+        return (row.run_id, row.stage, row.shard, row.file)
+
+    recorded = {key(r) for r in rows if r.run_id and is_record(r)}
+    return [r for r in rows if is_record(r) or not r.run_id or key(r) not in recorded]
+
+
 def propose(evidence: Iterable[FileEvidence], snapshot, tune: TuneConfig, *, applying: bool) -> list[Proposal]:
     groups: dict[tuple[str, str], list[FileEvidence]] = {}
     unplaced: dict[str, list[FileEvidence]] = {}

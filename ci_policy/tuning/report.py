@@ -31,8 +31,10 @@ def _n(value) -> str:
     return str(value)
 
 
-def csv_text(evidence: Iterable[FileEvidence], proposals: list[Proposal], backend_of) -> str:
+def csv_text(evidence: Iterable[FileEvidence], proposals: list[Proposal], backend_of, counted=None) -> str:
+    """`counted`: the rows the proposals used (see propose.deduplicate); others are noted."""
     by_key = {(p.file, p.backend): p for p in proposals}
+    counted_ids = None if counted is None else {id(r) for r in counted}
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
@@ -41,7 +43,9 @@ def csv_text(evidence: Iterable[FileEvidence], proposals: list[Proposal], backen
         fields = [row.run_id, row.job_id, row.job_name, row.stage or "", _n(row.shard), row.file,
                   row.status, _n(row.elapsed), _n(row.logged_est), _n(p.current if p else None),
                   _n(p.proposed if p else None), p.action if p else "", row.source, row.line,
-                  "; ".join(x for x in (row.note, p.reason if p else "") if x)]
+                  "; ".join(x for x in (row.note, p.reason if p else "",
+                                        "" if counted_ids is None or id(row) in counted_ids
+                                        else "also in the timing records; counted once") if x)]
         # csv quotes \n but not a lone \r, which would split the row for most readers.
         writer.writerow([str(f).replace("\r", " ") for f in fields])
     return out.getvalue()
