@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from marker_calls import arbitrary_calls
 
 from ci_policy.errors import PolicyError
 from ci_policy.gates.declarations import GateDeclaration, gates_of
@@ -324,48 +325,16 @@ def test_valid_declarations_round_trip(case):
 # declaration or an error on its line, never an exception and never silence.
 # ---------------------------------------------------------------------------
 
-NUMBERS = st.integers() | st.integers(10**308, 10**330) | st.floats(allow_nan=False, allow_infinity=False)
-LITERALS = st.one_of(
-    NUMBERS.map(repr),
-    NUMBERS.map(lambda n: f"+{abs(n)!r}"),
-    st.text(max_size=8).map(repr),
-    st.sampled_from(["True", "False", "None", "1e999", "-0.0", "1j", "''", "' '", "'loss'", "'last'", "'all'",
-                     "'rel_up'", "'rel_down'", "'abs_floor_up'", "'abs_floor_down'"]),
-)
-NOT_LITERALS = st.sampled_from(["x", "f(1)", "...", "b'x'", "f'{x}'", "nan", "{1, 2}", "[*x]", "{**x}", "-x",
-                                "- -1", "-(1,)", "{[1]: 2}"])
-EXPRS = st.recursive(LITERALS, lambda inner: st.one_of(
-    st.lists(inner, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"),
-    st.lists(inner, max_size=3).map(lambda xs: "(" + "".join(x + ", " for x in xs) + ")"),
-    st.lists(st.tuples(inner, inner), max_size=3).map(lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"),
-), max_leaves=8)
+CONSTANTS = ["' '", "'loss'", "'last'", "'all'", "'rel_up'", "'rel_down'", "'abs_floor_up'", "'abs_floor_down'"]
 POSITIONAL, KEYWORD_ONLY = (), ("metric_key", "steps", "constraint", "enforce", "allowlist_reason")
 
 
-def rarely(draw, strategy, default):
-    """Mostly `default`; one draw in ten comes from `strategy` (a way to break the call)."""
-    return draw(strategy) if draw(st.integers(0, 9)) == 9 else default
-
-
-@st.composite
-def arbitrary_calls(draw, markers):
-    """A marker call shaped like a real one: each parameter usually present, once; any literal value,
-    sometimes a non-literal; sometimes an extra positional, a repeated or unknown argument, * or **."""
-    value = lambda: rarely(draw, NOT_LITERALS, draw(EXPRS))  # noqa: E731
-    n_positional = draw(st.integers(0, len(POSITIONAL)))
-    args = [value() for _ in range(n_positional)]
-    args += rarely(draw, st.just([value()]), [])
-    args += rarely(draw, st.just(["*rest"]), [])
-    names = [n for n in POSITIONAL[n_positional:] + KEYWORD_ONLY if draw(st.integers(0, 3)) < 3]
-    names = list(draw(st.permutations(names)))
-    names += rarely(draw, st.sampled_from([["bogus"], list(POSITIONAL[:n_positional][:1])]), [])
-    args += [f"{name}={value()}" for name in names]
-    args += rarely(draw, st.just(["**extra"]), [])
-    return f"{draw(st.sampled_from(markers))}({', '.join(args)})"
+def calls_of(markers):
+    return arbitrary_calls(markers, POSITIONAL, KEYWORD_ONLY, CONSTANTS)
 
 
 @settings(max_examples=500)
-@given(st.lists(arbitrary_calls(["register_ci_gate"]), min_size=1, max_size=3))
+@given(st.lists(calls_of(["register_ci_gate"]), min_size=1, max_size=3))
 def test_every_gate_call_yields_a_declaration_or_an_error(calls):
     gates, errors = parse("\n".join(calls) + "\n")
     for line in range(1, len(calls) + 1):
