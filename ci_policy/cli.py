@@ -253,9 +253,8 @@ def _records_dir(args: argparse.Namespace, repo: Path) -> Path:
 def _gate_hook(args: argparse.Namespace, plan, repo: Path):
     """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
     from .gates.command import opener, run_gate
-    from .snapshot import load_snapshot
 
-    snapshot = load_snapshot(repo, args.config).require_valid()
+    snapshot = plan.snapshot
     declared = {g.file for g in snapshot.gates}
     run = run_identity()
 

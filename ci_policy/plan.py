@@ -56,7 +56,7 @@ class StagePlan:
 
 @dataclass(frozen=True)
 class Plan:
-    config: Config
+    snapshot: Snapshot  # what the plan was built from; run reuses it for gates
     policy: Policy
     diff: Diff
     stages: tuple[StagePlan, ...]
@@ -66,6 +66,10 @@ class Plan:
     @property
     def skipped_stages(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.stages if s.decision == "skip")
+
+    @property
+    def config(self) -> Config:
+        return self.snapshot.config
 
     @property
     def invalid(self) -> tuple[tuple[str, str, str], ...]:
@@ -101,7 +105,7 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
             if regs and not any(is_selected(r, policy) for r in regs):
                 why = "; ".join(sorted({why_not_selected(r, policy) for r in regs}))
                 warnings.append(f"{path} changed but is not selected ({why}), so it does not run")
-    return Plan(config=snapshot.config, policy=policy, diff=diff, stages=stages, images=tuple(images),
+    return Plan(snapshot=snapshot, policy=policy, diff=diff, stages=stages, images=tuple(images),
                 warnings=tuple(warnings))
 
 
