@@ -148,9 +148,3 @@ def _no_tests_reason(regs: list[Registration], policy: Policy) -> str:
     needs = sorted({label for r in eligible for label in r.labels})
     return f"no selected tests (its tests need one of: {', '.join(needs)})"
 
-
-def stage_decision(decisions: tuple[StageDecision, ...], name: str) -> Optional[StageDecision]:
-    for d in decisions:
-        if d.stage.name == name:
-            return d
-    return None

@@ -34,11 +34,9 @@ from ..checkout import MAX_FILE_BYTES
 from ..config import IMAGE_TAG_RE, Config
 from ..errors import PolicyError, PolicyErrors
 from ..filerun import FilePlan, resolve_file
-from ..labels import LABEL_NAME_RE
 from .access import PERMISSIONS, AccessPolicy
 from .grammar import USAGE, Command, GrammarError, parse
 
-CI_LABEL_RE = re.compile(r"run-ci-" + LABEL_NAME_RE.pattern)
 CI_WORKFLOW_LABELS = ("nightly", "bypass-fastfail")
 RERUN_CONCLUSIONS = ("failure", "cancelled", "timed_out")
 SYMLINK_MODE = "120000"

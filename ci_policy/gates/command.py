@@ -78,7 +78,8 @@ def baseline_policy(cadence: str, event: Optional[str]) -> tuple[bool, str]:
 def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: Optional[str],
              run: RunIdentity) -> GateOutcome:
     """Evaluate `reg.file`'s gates on `series`; `store_opener()` returns a MetricHistoryStore."""
-    from .store import RunKey, Sample
+    from .store import (DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey,
+                        Sample)
 
     outcome = GateOutcome(file=reg.file, registration=reg)
     specs = specs_for(snapshot, reg.file, reg)
@@ -120,11 +121,11 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
             else:
                 outcome.baseline = {
                     # Identical declarations give the same sample twice; the store keeps it once.
-                    "written": f"written ({len({(s.identity, s.step) for s in samples})} value(s))",
-                    "duplicate": "not written: this run attempt was already recorded",
-                    "not_allowed": f"not written: {why_not}",
-                    "not_trusted": "not written: the run is not trusted (a gate FAILed or ERRORed)",
-                    "not_first_attempt": "not written: only a run's first attempt may write baselines",
+                    WRITTEN: f"written ({len({(s.identity, s.step) for s in samples})} value(s))",
+                    DUPLICATE: "not written: this run attempt was already recorded",
+                    NOT_ALLOWED: f"not written: {why_not}",
+                    NOT_TRUSTED: "not written: the run is not trusted (a gate FAILed or ERRORed)",
+                    NOT_FIRST_ATTEMPT: "not written: only a run's first attempt may write baselines",
                 }.get(status, f"not written: {status}")
     finally:
         if store is not None:

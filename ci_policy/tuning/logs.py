@@ -47,7 +47,6 @@ ATTEMPT_RE = re.compile(
     r"\s+elapsed=(?P<elapsed>" + NUM + r")s?(?=\s|$)(?P<rest>.*)$")
 EST_RE = re.compile(r"(?:^|\s)est=(?P<est>" + NUM + r")s?(?=\s|$)")
 ELAPSED_RE = re.compile(r"(?:^|\s)elapsed=(?P<elapsed>" + NUM + r")s?(?=\s|$)")
-ATTEMPT_NO_RE = re.compile(r"(?:^|\s)attempt=(?P<n>\d{1,9})(?=\s|$)")
 HEADER_RE = re.compile(r"^\s*(?:[^\w\s]+\s*)?(?P<kind>PASSED|FAILED|RETRIED|NOT RUN)(?:\s*\([^)]*\))?\s*:\s*$")
 ENTRY_RE = re.compile(r"^\s*(?:[-*\u2022]\s+)?(?P<file>[^\s:]*[^\s:/]\.py)(?=$|[\s:(,])(?P<rest>.*)$")
 TIMEOUT_REASON_RE = re.compile(r"^[\s:,]*\(?\s*timeout\b", re.IGNORECASE)
