@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 from typing import Callable
@@ -28,6 +30,24 @@ stages:
 MINIMAL_LABELS = 'KNOWN_LABELS = {"megatron": "Megatron tests", "fsdp": "FSDP tests", "long": "slow"}\n'
 
 MAIN_BLOCK = '\nif __name__ == "__main__":\n    main()\n'
+
+
+def console_script() -> str:
+    """The installed `ci-policy` entry point (subprocess tests run it as users do)."""
+    script = Path(sys.executable).parent / "ci-policy"
+    found = str(script) if script.exists() else shutil.which("ci-policy")
+    assert found, "the ci-policy console script is not installed next to the test interpreter"
+    return found
+
+
+def clean_env(**extra: str) -> dict:
+    """The environment without what could steer ci-policy or Python from outside the test."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "PYTEST_", "CI_POLICY_"))
+           and k not in ("RUNNER_TEMP", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONSAFEPATH",
+                         "PYTHONNOUSERSITE")}
+    env.update(extra)
+    return env
 
 
 @pytest.fixture

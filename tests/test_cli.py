@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import MINIMAL_CONFIG, MINIMAL_LABELS, clean_env, console_script
 from ci_policy.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,18 +25,6 @@ EXAMPLE = ROOT / "examples" / "gpu-repo"
 PYTHON = sys.executable
 
 
-def console_script() -> str:
-    script = Path(sys.executable).parent / "ci-policy"
-    found = str(script) if script.exists() else shutil.which("ci-policy")
-    assert found, "the ci-policy console script is not installed next to the test interpreter"
-    return found
-
-
-def clean_env() -> dict:
-    env = dict(os.environ)
-    for var in ("PYTHONPATH", "PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONHOME"):
-        env.pop(var, None)
-    return env
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -237,19 +226,8 @@ def test_github_annotation_for_a_missing_repo_names_it_once(tmp_path, monkeypatc
 
 # -- errors: every one reported, located, with its hint -----------------------------------
 
-CONFIG = """\
-version: 1
-discovery:
-  roots: [tests]
-  implicit:
-    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
-stages:
-  - {name: cpu, backend: cpu}
-  - {name: gpu-a, backend: cuda, runs_on: [h200], partitions: 2}
-  - {name: gpu-b, backend: cuda, runs_on: [h200, 4gpu]}
-  - {name: amd, backend: rocm, runs_on: [mi350]}
-"""
-LABELS = 'KNOWN_LABELS = {"megatron": "Megatron tests", "fsdp": "FSDP tests", "long": "slow"}\n'
+CONFIG = MINIMAL_CONFIG
+LABELS = MINIMAL_LABELS
 MAIN = '\nif __name__ == "__main__":\n    main()\n'
 IMPORT = "from ci_policy import register_cuda_ci\n\n"
 

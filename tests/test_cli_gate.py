@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import clean_env, console_script
 from ci_policy.gates.store import DATABASE_URL_ENV, open_store
 from ci_policy.metrics import read_record, write_record
 
@@ -84,19 +85,6 @@ PASSWORD_IN_URL = "s3cr3t%2FPa55%40word"
 
 # -- helpers ----------------------------------------------------------------------------------------
 
-def console_script() -> str:
-    script = Path(sys.executable).parent / "ci-policy"
-    found = str(script) if script.exists() else shutil.which("ci-policy")
-    assert found, "the ci-policy console script is not installed next to the test interpreter"
-    return found
-
-
-def clean_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "PYTEST_", "CI_POLICY_"))
-           and k not in ("RUNNER_TEMP", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONSAFEPATH")}
-    env.update(extra)
-    return env
 
 
 def no_secret(*texts: str) -> None:

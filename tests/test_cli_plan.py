@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import clean_env, console_script
 from ci_policy.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -272,19 +273,6 @@ def run(argv: list[str], capsys) -> tuple[int, str, str]:
     return rc, out, err
 
 
-def console_script() -> str:
-    script = Path(sys.executable).parent / "ci-policy"
-    found = str(script) if script.exists() else shutil.which("ci-policy")
-    assert found, "the ci-policy console script is not installed next to the test interpreter"
-    return found
-
-
-def clean_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONHOME",
-                        "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")}
-    env.update(extra)
-    return env
 
 
 @pytest.fixture

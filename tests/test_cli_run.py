@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import clean_env, console_script
 
 CONFIG = """\
 version: 1
@@ -36,19 +37,6 @@ runner: {kill_grace: 1}
 PLAN_ARGS = ["--event", "workflow_dispatch", "--label", "run-ci-megatron"]
 
 
-def console_script() -> str:
-    script = Path(sys.executable).parent / "ci-policy"
-    found = str(script) if script.exists() else shutil.which("ci-policy")
-    assert found, "the ci-policy console script is not installed next to the test interpreter"
-    return found
-
-
-def clean_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "PYTEST_", "CI_POLICY_"))
-           and k not in ("RUNNER_TEMP", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONSAFEPATH")}
-    env.update(extra)
-    return env
 
 
 def cli(repo: Path, *args: str, env: dict | None = None, cwd: Path | None = None,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import console_script
 from ci_policy.cli import main
 from ci_policy.tuning.evidence import STATUSES
 from ci_policy.tuning.logs import clean_line
@@ -675,12 +676,6 @@ def test_modes_are_mutually_exclusive(work, capsys, flags):
 
 
 # -- the console script ------------------------------------------------------------------------------------------
-
-def console_script() -> str:
-    script = Path(sys.executable).parent / "ci-policy"
-    found = str(script) if script.exists() else shutil.which("ci-policy")
-    assert found, "the ci-policy console script is not installed next to the test interpreter"
-    return found
 
 
 def test_console_script_golden(work):

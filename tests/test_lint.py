@@ -10,21 +10,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import MINIMAL_CONFIG
 
 from ci_policy.cli import main
 
-CONFIG = """\
-version: 1
-discovery:
-  roots: [tests]
-  implicit:
-    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
-stages:
-  - {name: cpu, backend: cpu}
-  - {name: gpu-a, backend: cuda, runs_on: [h200], partitions: 2}
-  - {name: gpu-b, backend: cuda, runs_on: [h200, 4gpu]}
-  - {name: amd, backend: rocm, runs_on: [mi350]}
-"""
+CONFIG = MINIMAL_CONFIG
 LABELS = """\
 KNOWN_LABELS = {
     "megatron": "Megatron tests",

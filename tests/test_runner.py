@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import clean_env, console_script
 from ci_policy.cli import main
 from ci_policy.registry import Registration
 from ci_policy.runner import timeout_for
@@ -63,19 +64,6 @@ def test_timeout_for(est, stage_timeout, from_est, expected):
 
 # -- helpers ------------------------------------------------------------------------------------
 
-def console_script() -> str:
-    script = Path(sys.executable).parent / "ci-policy"
-    found = str(script) if script.exists() else shutil.which("ci-policy")
-    assert found, "the ci-policy console script is not installed next to the test interpreter"
-    return found
-
-
-def clean_env(**extra: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "PYTEST_", "CI_POLICY_"))
-           and k not in ("RUNNER_TEMP", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONSAFEPATH")}
-    env.update(extra)
-    return env
 
 
 def run_argv(stage: str, timings: Path, *args: str) -> list[str]:

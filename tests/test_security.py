@@ -23,23 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import clean_env, console_script
 from ci_policy.cli import main
 
 PYTHON = sys.executable
 
 
-def console_script() -> str:
-    script = Path(sys.executable).parent / "ci-policy"
-    found = str(script) if script.exists() else shutil.which("ci-policy")
-    assert found, "the ci-policy console script is not installed next to the test interpreter"
-    return found
-
-
-def clean_env() -> dict:
-    env = dict(os.environ)
-    for var in ("PYTHONPATH", "PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONNOUSERSITE"):
-        env.pop(var, None)
-    return env
 
 
 # -- the hostile checkout -------------------------------------------------------------------
