@@ -1,13 +1,11 @@
 """ci_policy: a CI policy engine for repositories whose tests run on scarce accelerators.
 
-The registration markers below are no-ops at run time. ci-policy never imports a
-test file: it reads these calls from source with `ast`, so their arguments must be
-literals (see README, "Marker grammar").
+The markers a test file calls are re-exported here (`from ci_policy import
+register_cuda_ci`); they live in `ci_policy.sdk` with the metric producers. ci-policy
+never imports a test file: it reads those calls from source with `ast`.
 """
 
-from __future__ import annotations
-
-from typing import Optional, Sequence
+from ci_policy.sdk.markers import register_ci_gate, register_cpu_ci, register_cuda_ci, register_rocm_ci
 
 __version__ = "0.1.0"
 
@@ -18,23 +16,3 @@ __all__ = [
     "register_rocm_ci",
     "register_ci_gate",
 ]
-
-
-def register_cpu_ci(est_time: float, suite: str, *, labels: Optional[Sequence[str]] = None,
-                    nightly: bool = False, disabled: Optional[str] = None) -> None:
-    """Register this file for a CPU stage. Read by ci-policy from source; does nothing here."""
-
-
-def register_cuda_ci(est_time: float, suite: str, *, labels: Optional[Sequence[str]] = None,
-                     nightly: bool = False, disabled: Optional[str] = None) -> None:
-    """Register this file for a CUDA stage. Read by ci-policy from source; does nothing here."""
-
-
-def register_rocm_ci(est_time: float, suite: str, *, labels: Optional[Sequence[str]] = None,
-                     nightly: bool = False, disabled: Optional[str] = None) -> None:
-    """Register this file for a ROCm stage. Read by ci-policy from source; does nothing here."""
-
-
-def register_ci_gate(*, metric_key: str, steps=None, constraint=None, enforce: bool = False,
-                     allowlist_reason: Optional[str] = None) -> None:
-    """Declare a metric-history gate for this file. Read by ci-policy from source; does nothing here."""

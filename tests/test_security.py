@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import clean_env, console_script
+from helpers import clean_env, console_script
 from ci_policy.cli import main
 
 PYTHON = sys.executable

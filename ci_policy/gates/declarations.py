@@ -14,14 +14,13 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ..markers import GATE_MARKER, Scan, bind
+from ci_policy.config.gates import constraint_problems, steps_problems
+from ci_policy.read.markers import GATE_MARKER, Scan, bind
 
 KEYWORDS = ("metric_key", "steps", "constraint", "enforce", "allowlist_reason")
-CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
 
 
 @dataclass(frozen=True)
@@ -57,51 +56,6 @@ def gates_of(scan: Scan) -> list[GateDeclaration]:
         if decl is not None:
             out.append(decl)
     return out
-
-
-def _number_ok(v: Any) -> bool:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return False
-    try:
-        return math.isfinite(v) and v >= 0
-    except OverflowError:  # an int literal too large for a float
-        return False
-
-
-def steps_problems(steps: Any) -> list[str]:
-    """Why `steps` is not "last", "all" or a non-empty list of distinct step indices >= 0."""
-    if isinstance(steps, str):
-        if steps in ("last", "all"):
-            return []
-        return [f'steps must be "last", "all" or a list of step indices, got {steps!r}']
-    if isinstance(steps, list):
-        if not steps:
-            return ["steps must not be an empty list"]
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in steps):
-            return [f"steps must list integer step indices >= 0, got {steps!r}"]
-        if len(set(steps)) != len(steps):
-            return [f"steps lists a step twice: {steps!r}"]
-        return []
-    return [f'steps must be "last", "all" or a list of step indices, got {steps!r}']
-
-
-def constraint_problems(constraint: Any) -> list[str]:
-    """Why `constraint` is not a dict of known bounds, finite and >= 0, at least one per side."""
-    if not isinstance(constraint, dict):
-        return [f"constraint must be a dict, got {constraint!r}"]
-    problems = []
-    bad = [k for k in constraint if k not in CONSTRAINT_KEYS]
-    if bad:
-        problems.append(f"constraint has unknown key(s) {', '.join(map(repr, bad))}; "
-                        f"accepted: {', '.join(CONSTRAINT_KEYS)}")
-    for k, v in constraint.items():
-        if k in CONSTRAINT_KEYS and not _number_ok(v):
-            problems.append(f"constraint[{k!r}] must be a finite number >= 0, got {v!r}")
-    if not any(k in constraint for k in ("rel_up", "abs_floor_up")) or not any(
-            k in constraint for k in ("rel_down", "abs_floor_down")):
-        problems.append("constraint needs at least one bound per side "
-                        "(rel_up or abs_floor_up, and rel_down or abs_floor_down)")
-    return problems
 
 
 def _declaration(scan: Scan, mc, args) -> Optional[GateDeclaration]:

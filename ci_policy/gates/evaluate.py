@@ -23,27 +23,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional, Sequence
 
-from .declarations import GateDeclaration
+from ci_policy.errors import StoreUnavailable
+from ci_policy.gates.declarations import GateDeclaration
 
 LAST_STEP = -1
-
-SHIPPED_DEFAULTS: dict[str, dict] = {
-    # Deliberately loose: a known trailing-newline drift makes plain-text turns mismatch.
-    "rollout/tito_session_mismatch_rate/v1/assistant_text":
-        {"steps": "last", "constraint": {"rel_up": 1.0, "abs_floor_up": 0.1, "rel_down": 1.0}},
-    "rollout/tito_session_mismatch_rate/v2/assistant_text":
-        {"steps": "last", "constraint": {"rel_up": 1.0, "abs_floor_up": 0.1, "rel_down": 1.0}},
-    "train/grad_norm":
-        {"steps": "all", "constraint": {"rel_up": 0.5, "abs_floor_up": 0.05, "rel_down": 0.5, "abs_floor_down": 0.05}},
-    "train/ppo_kl":
-        {"steps": "all", "constraint": {"rel_up": 1.0, "abs_floor_up": 0.001, "rel_down": 1.0, "abs_floor_down": 0.001}},
-    "train/train_rollout_logprob_abs_diff":
-        {"steps": "all", "constraint": {"rel_up": 0.5, "abs_floor_up": 0.01, "rel_down": 1.0, "abs_floor_down": 0.01}},
-    "train/train_rollout_kl":
-        {"steps": "all", "constraint": {"rel_up": 1.0, "abs_floor_up": 0.001, "rel_down": 1.0, "abs_floor_down": 0.001}},
-    "rollout/raw_reward":
-        {"steps": "all", "constraint": {"rel_up": 0.3, "abs_floor_up": 0.05, "rel_down": 0.3, "abs_floor_down": 0.05}},
-}
 
 PASS, FAIL, NO_BASELINE, ERROR = "PASS", "FAIL", "NO_BASELINE", "ERROR"
 
@@ -190,10 +173,6 @@ def evaluate(coords: Sequence[Coordinate],
 
 def trusted(results: Sequence[GateResult]) -> bool:
     return not any(r.verdict in (FAIL, ERROR) for r in results)
-
-
-class StoreUnavailable(Exception):
-    """The metric history store could not be read or written."""
 
 
 def canonical(value) -> str:

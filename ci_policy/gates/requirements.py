@@ -1,7 +1,7 @@
 """Required gates: session e2e tests must declare a gate for every session-server version.
 
 - In: a `Snapshot` (its config's `gates.require` rules, files and gate declarations).
-- Out: one `PolicyError` per (test file, missing required key), naming the file, the
+- Out: one `InputError` per (test file, missing required key), naming the file, the
   missing key and the version it stands for.
 - `lint` reports these as errors; `plan` refuses to schedule such a file (its stage
   lists it as invalid with the same reason) instead of failing the whole plan.
@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
-from ..errors import PolicyError
-from ..globs import matches
+from ci_policy.errors import InputError
+from ci_policy.read.globs import matches
 
 
-def violations(snapshot) -> list[PolicyError]:
+def violations(snapshot) -> list[InputError]:
     config = snapshot.config
     declared: dict[str, set[str]] = {}
     for gate in snapshot.gates:
@@ -29,7 +29,7 @@ def violations(snapshot) -> list[PolicyError]:
                 if key in declared.get(file, ()):
                     continue
                 what = f" for session server {version}" if version else ""
-                out.append(PolicyError(
+                out.append(InputError(
                     f"{file} lacks the gate required{what} by gates.require[{i}]: "
                     f"register_ci_gate(metric_key={key!r})",
                     path=file, line=line, col=1,

@@ -18,7 +18,7 @@ import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[3]))
 
-from ci_policy.metrics import MetricRecorder, rollout_metrics
+from ci_policy.sdk import MetricRecorder, rollout_metrics
 from minirl.session.server import SessionServer
 
 CONVERSATIONS = [

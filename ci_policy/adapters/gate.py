@@ -1,0 +1,154 @@
+"""`ci-policy gate` (an adapter): evaluate one test file's gates against the metric history.
+
+- In: the validated `Snapshot`, the test file, its merged metric record, the store URL,
+  the cadence/event (whether baselines may be written) and the run's identity
+  (`run_id`, `run_attempt`, `commit`; from `GITHUB_*` when not given).
+- Out: a `GateOutcome`: one verdict per coordinate, whether the run is trusted, what
+  happened to the baseline, and whether the job must fail (an enforced, non-allowlisted
+  FAIL or ERROR).
+- A store that cannot be opened or read turns every coordinate into ERROR with the
+  reason: nothing is ever reported as a pass without a comparison.
+- Baselines are written only when the cadence writes baselines (nightly, weekly; never
+  a pull request or a release), only for trusted runs, only with a run id, and only
+  for the first attempt of a run (see `MetricHistoryStore.write`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ci_policy.errors import InputError, StoreUnavailable
+from ci_policy.model.registry import Registration
+from ci_policy.gates.evaluate import (ERROR, Coordinate, GateResult, GateSpec, evaluate, resolve,
+                       select, trusted)
+
+WRITING_CADENCES = ("nightly", "weekly")
+MAX_STEP = 2**63 - 1  # the stores keep steps as signed 64-bit integers
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    run_id: Optional[str] = None
+    run_attempt: int = 1
+    commit: Optional[str] = None
+
+
+@dataclass
+class GateOutcome:
+    file: str
+    registration: Registration
+    results: list[GateResult] = field(default_factory=list)
+    baseline: str = ""
+
+    @property
+    def trusted(self) -> bool:
+        return trusted(self.results)
+
+    @property
+    def blocking(self) -> list[GateResult]:
+        return [r for r in self.results if r.blocking]
+
+
+def specs_for(snapshot, file: str, reg: Registration) -> list[GateSpec]:
+    defaults = snapshot.config.gates.defaults_map()
+    return [resolve(d, reg.backend, reg.suite, defaults) for d in snapshot.gates if d.file == file]
+
+
+def registration_for(snapshot, file: str, stage: Optional[str]) -> Registration:
+    regs = [r for r in snapshot.registrations_for(file) if stage is None or r.suite == stage]
+    if not regs:
+        raise InputError(f"--file: {file} has no registration" + (f" for stage {stage}" if stage else ""),
+                          path=file, hint="pass a registered test file (see ci-policy registry)")
+    if len(regs) > 1:
+        raise InputError(f"--file: {file} is registered for several stages "
+                          f"({', '.join(r.suite for r in regs)}); pass --stage", path=file)
+    return regs[0]
+
+
+def baseline_policy(cadence: str, event: Optional[str]) -> tuple[bool, str]:
+    if event is not None and event.startswith("pull_request"):  # pull_request, pull_request_target
+        return False, "pull request runs never write baselines"
+    if cadence not in WRITING_CADENCES:
+        return False, f"the {cadence} cadence does not write baselines"
+    return True, ""
+
+
+def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: Optional[str],
+             run: RunIdentity) -> GateOutcome:
+    """Evaluate `reg.file`'s gates on `series`; `store_opener()` returns a MetricHistoryStore."""
+    from ci_policy.adapters.store.base import (DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey,
+                        Sample)
+
+    outcome = GateOutcome(file=reg.file, registration=reg)
+    specs = specs_for(snapshot, reg.file, reg)
+    if not specs:
+        outcome.baseline = "no gates declared"
+        return outcome
+    coords = [_storable(c) for spec in specs for c in select(spec, series)]
+    gates_cfg = snapshot.config.gates
+    store = None
+    try:
+        store = store_opener()
+    except StoreUnavailable as exc:
+        reason = str(exc)
+
+        def baseline(spec, step):
+            raise StoreUnavailable(reason)
+    else:
+        def baseline(spec, step):
+            return store.baseline(spec.identity, step, gates_cfg.window)
+
+    try:
+        outcome.results = evaluate(coords, baseline, min_samples=gates_cfg.min_samples,
+                                   reference=gates_cfg.reference)
+        allowed, why_not = baseline_policy(cadence, event)
+        if store is None:
+            outcome.baseline = "not written: metric history unavailable"
+        elif run.run_id is None:
+            outcome.baseline = "not written: no run id (pass --run-id, or run in GitHub Actions)"
+        else:
+            samples = [Sample(identity=r.spec.identity, step=r.step, value=r.value)
+                       for r in outcome.results if r.value is not None and r.verdict != ERROR]
+            key = RunKey(run_id=run.run_id, run_attempt=run.run_attempt, file=reg.file,
+                         backend=reg.backend, suite=reg.suite)
+            try:
+                status = store.write(key, cadence=cadence, commit=run.commit, trusted=outcome.trusted,
+                                     samples=samples, write_baseline=allowed)
+            except StoreUnavailable as exc:
+                outcome.baseline = f"not written: metric history unavailable: {exc}"
+            else:
+                outcome.baseline = {
+                    # Identical declarations give the same sample twice; the store keeps it once.
+                    WRITTEN: f"written ({len({(s.identity, s.step) for s in samples})} value(s))",
+                    DUPLICATE: "not written: this run attempt was already recorded",
+                    NOT_ALLOWED: f"not written: {why_not}",
+                    NOT_TRUSTED: "not written: the run is not trusted (a gate FAILed or ERRORed)",
+                    NOT_FIRST_ATTEMPT: "not written: only a run's first attempt may write baselines",
+                }.get(status, f"not written: {status}")
+    finally:
+        if store is not None:
+            store.close()
+    return outcome
+
+
+def _storable(c: Coordinate) -> Coordinate:
+    """A recorded step the store cannot look up (negative, or beyond 64 bits) is an ERROR
+    for its coordinate, not a crash of the whole gate (`last` is always step -1)."""
+    if c.error is None and c.spec.steps != "last" and not 0 <= c.step <= MAX_STEP:
+        return Coordinate(c.spec, c.step, c.value,
+                          f"step {c.step} is not a step index the metric history can hold (0 to {MAX_STEP})")
+    return c
+
+
+def opener(url: Optional[str], repo: Path):
+    """A deferred `open_store`, so a store failure becomes ERROR verdicts, not a crash."""
+    def open_it():
+        from ci_policy.adapters.store.base import open_store
+
+        try:
+            return open_store(url, default_path=repo / ".ci-policy" / "metrics.sqlite")
+        except InputError as exc:
+            raise StoreUnavailable(exc.message) from None
+    return open_it

@@ -1,0 +1,206 @@
+"""The access policy of comment commands: `.github/ci-commands.json`, validated strictly.
+
+- In: the JSON text, read from the trusted default-branch checkout (never from the PR),
+  and the trusted label registry.
+- Out: a frozen `AccessPolicy`: groups (repository permissions and user ids) and, per
+  command, the group allowed to use it plus its settings.
+- Refused: duplicate keys, NaN/Infinity, unknown fields, wrong types, a group that does
+  not exist, an `allowed_labels` entry that is neither `run-ci-<known label>` nor a
+  workflow-only label, a pin pattern that is not a valid anchored regex.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ci_policy.read import strictjson
+from ci_policy.errors import InputError, InputErrors
+from ci_policy.read.labels import LabelRegistry
+from ci_policy.plan.policy import WORKFLOW_ONLY_LABELS
+
+PERMISSIONS = ("admin", "maintain", "write", "triage", "read")
+COMMANDS = ("add_label", "clear_labels", "rerun_failed_ci", "rerun_test")
+WORKFLOW_FILE_RE = re.compile(r"[A-Za-z0-9_.-]+\.ya?ml")
+PIN_NAME_RE = re.compile(r"ci-[a-z0-9][a-z0-9-]*")
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    repository_permissions: tuple[str, ...]
+    user_ids: tuple[int, ...]
+
+    def admits(self, permission: str, user_id: int) -> bool:
+        return permission in self.repository_permissions or user_id in self.user_ids
+
+
+@dataclass(frozen=True)
+class CommandPolicy:
+    group: str
+    allowed_labels: tuple[str, ...] = ()
+    workflows: tuple[str, ...] = ()          # rerun_failed_ci
+    workflow: Optional[str] = None           # rerun_test: the workflow_dispatch workflow file
+    ref: Optional[str] = None                # rerun_test: branch to dispatch on (default branch if None)
+    pins: tuple[tuple[str, str], ...] = ()   # rerun_test: PR-body pin name -> full-match regex
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    groups: tuple[Group, ...]
+    commands: tuple[tuple[str, CommandPolicy], ...]
+
+    def command(self, kind: str) -> Optional[CommandPolicy]:
+        return dict(self.commands).get(kind)
+
+    def group(self, name: str) -> Group:
+        return next(g for g in self.groups if g.name == name)
+
+
+class _Checker:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.errors: list[InputError] = []
+
+    def fail(self, where: str, message: str, hint: Optional[str] = None) -> None:
+        self.errors.append(InputError(f"{where}: {message}", path=self.path, hint=hint))
+
+    def obj(self, value: Any, where: str, required: tuple = (), optional: tuple = ()) -> Optional[dict]:
+        if not isinstance(value, dict):
+            self.fail(where, f"expected an object, got {_kind(value)}")
+            return None
+        for key in value:
+            if key not in required + optional:
+                self.fail(f"{where}.{key}", f"unknown field; allowed: {', '.join(required + optional)}")
+        for key in required:
+            if key not in value:
+                self.fail(f"{where}.{key}", "required field is missing")
+        return value
+
+    def strings(self, value: Any, where: str, *, non_empty: bool = False) -> Optional[tuple[str, ...]]:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.fail(where, f"expected an array of strings, got {_kind(value)}")
+            return None
+        if non_empty and not value:
+            self.fail(where, "must not be empty")
+            return None
+        if len(set(value)) != len(value):
+            self.fail(where, "lists an entry twice")
+            return None
+        return tuple(value)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+            type(None): "null", int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/ci-commands.json") -> AccessPolicy:
+    try:
+        raw = strictjson.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"{path} is not valid strict JSON: {exc}", path=path,
+                          hint="fix the JSON; duplicate keys, NaN and Infinity are refused") from None
+    c = _Checker(path)
+    top = c.obj(raw, "(top level)", required=("version", "groups", "commands"))
+    if top is None or c.errors:
+        raise InputErrors(c.errors)
+    if type(top["version"]) is not int or top["version"] != 1:  # not True, not 1.0
+        c.fail("version", f"unsupported version {top['version']!r}; expected 1")
+    groups = []
+    if isinstance(top["groups"], dict) and top["groups"]:
+        for name, g in top["groups"].items():
+            where = f"groups.{name}"
+            fields = c.obj(g, where, optional=("repository_permissions", "user_ids"))
+            if fields is None:
+                continue
+            before = len(c.errors)
+            perms = c.strings(fields.get("repository_permissions", []), f"{where}.repository_permissions") or ()
+            for p in perms:
+                if p not in PERMISSIONS:
+                    c.fail(f"{where}.repository_permissions", f"unknown permission {p!r}; "
+                           f"expected some of {', '.join(PERMISSIONS)}")
+            ids = fields.get("user_ids", [])
+            if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0
+                                                    for i in ids):
+                c.fail(f"{where}.user_ids", f"expected an array of positive integer user ids, got {_kind(ids)}")
+                ids = []
+            elif len(set(ids)) != len(ids):
+                c.fail(f"{where}.user_ids", "lists a user id twice")
+            if not perms and not ids and len(c.errors) == before:
+                c.fail(where, "admits nobody: give repository_permissions or user_ids")
+            groups.append(Group(name, perms, tuple(ids)))
+    else:
+        c.fail("groups", "expected a non-empty object of groups")
+    group_names = {g.name for g in groups}
+    commands = []
+    spec = {
+        "add_label": (("group", "allowed_labels"), ()),
+        "clear_labels": (("group",), ()),
+        "rerun_failed_ci": (("group", "workflows"), ()),
+        "rerun_test": (("group", "workflow"), ("ref", "pins")),
+    }
+    if isinstance(top["commands"], dict):
+        for kind, cp in top["commands"].items():
+            where = f"commands.{kind}"
+            if kind not in spec:
+                c.fail(where, f"unknown command; allowed: {', '.join(COMMANDS)}")
+                continue
+            required, optional = spec[kind]
+            fields = c.obj(cp, where, required=required, optional=optional)
+            if fields is None or any(k not in fields for k in required):
+                continue
+            group = fields["group"]
+            if not isinstance(group, str) or group not in group_names:
+                c.fail(f"{where}.group", f"{group!r} is not a defined group ({', '.join(sorted(group_names))})")
+                continue
+            policy = CommandPolicy(group=group)
+            if kind == "add_label":
+                allowed = c.strings(fields["allowed_labels"], f"{where}.allowed_labels", non_empty=True) or ()
+                for label in allowed:
+                    name = label[len("run-ci-"):] if label.startswith("run-ci-") else None
+                    if label not in WORKFLOW_ONLY_LABELS and (name is None or name not in labels):
+                        c.fail(f"{where}.allowed_labels", f"{label!r} is neither run-ci-<known label> nor a "
+                               f"workflow-only label ({', '.join(WORKFLOW_ONLY_LABELS)})",
+                               hint=f"known labels are in {labels.path}")
+                policy = CommandPolicy(group=group, allowed_labels=allowed)
+            elif kind == "rerun_failed_ci":
+                workflows = c.strings(fields["workflows"], f"{where}.workflows", non_empty=True) or ()
+                for wf in workflows:
+                    if not WORKFLOW_FILE_RE.fullmatch(wf):
+                        c.fail(f"{where}.workflows", f"{wf!r} is not a workflow file name like pr-test.yml")
+                policy = CommandPolicy(group=group, workflows=workflows)
+            elif kind == "rerun_test":
+                wf = fields["workflow"]
+                if not isinstance(wf, str) or not WORKFLOW_FILE_RE.fullmatch(wf):
+                    c.fail(f"{where}.workflow", f"{wf!r} is not a workflow file name like rerun-test.yml")
+                ref = fields.get("ref")
+                if ref is not None and (not isinstance(ref, str) or not re.fullmatch(r"[A-Za-z0-9_./-]+", ref)):
+                    c.fail(f"{where}.ref", f"{ref!r} is not a branch name")
+                pins = []
+                raw_pins = fields.get("pins", {})
+                if not isinstance(raw_pins, dict):
+                    c.fail(f"{where}.pins", f"expected an object of pin name -> regex, got {_kind(raw_pins)}")
+                    raw_pins = {}
+                for name, pattern in raw_pins.items():
+                    if not PIN_NAME_RE.fullmatch(name) or name == "ci-image-tag":
+                        c.fail(f"{where}.pins.{name}", "pin names look like ci-<name> (ci-image-tag is built in)")
+                        continue
+                    try:
+                        re.compile(pattern) if isinstance(pattern, str) else None
+                    except re.error as exc:
+                        c.fail(f"{where}.pins.{name}", f"invalid regex: {exc}")
+                        continue
+                    if not isinstance(pattern, str):
+                        c.fail(f"{where}.pins.{name}", f"expected a regex string, got {_kind(pattern)}")
+                        continue
+                    pins.append((name, pattern))
+                policy = CommandPolicy(group=group, workflow=wf if isinstance(wf, str) else None,
+                                       ref=ref, pins=tuple(pins))
+            commands.append((kind, policy))
+    else:
+        c.fail("commands", f"expected an object, got {_kind(top['commands'])}")
+    if c.errors:
+        raise InputErrors(c.errors)
+    return AccessPolicy(groups=tuple(groups), commands=tuple(commands))

@@ -1,0 +1,392 @@
+"""`ci-policy comment` (an adapter): PR comment commands, authorised and replayable.
+
+- In: an `issue_comment` event payload, the access policy and configuration of the
+  trusted default-branch checkout, an API client (PyGithub's requester) and the
+  configured repository (full name and id).
+- Out: the API requests of the command's action, a +1 reaction and/or a reply, and a
+  one-line result. With `dry_run`, every mutating request is printed as a JSON line
+  (`{"method", "path", "body"}`) instead of sent; reads still happen.
+- Considered only: `created` comments on pull requests, by a human (`type == "User"`)
+  whose id equals the sender's, in the configured repository (id and full name).
+  Anything else is ignored with a one-line reason and no API call.
+- Authorisation asks `GET /repos/{owner}/{repo}/collaborators/{user}/permission`, never
+  `author_association` or the actor's name; an unauthorised command gets a reply and
+  makes no other mutating request.
+- `/rerun-test` reads the PR head SHA at comment time and resolves the file from that
+  commit's tree as data (the Git trees/blobs API; symlinks refused) with the trusted
+  configuration and the PR's own `labels.py`, then dispatches the rerun workflow with
+  that SHA. Nothing from a comment or the PR reaches a shell.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import tempfile
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Optional
+
+from ci_policy.read.checkout import MAX_FILE_BYTES
+from ci_policy.config import IMAGE_TAG_RE, Config
+from ci_policy.errors import InputError, InputErrors
+from ci_policy.plan.filerun import FilePlan, resolve_file
+from ci_policy.adapters.github.access import PERMISSIONS, AccessPolicy
+from ci_policy.adapters.github.grammar import Command, GrammarError, parse
+
+CI_WORKFLOW_LABELS = ("nightly", "bypass-fastfail")
+RERUN_CONCLUSIONS = ("failure", "cancelled", "timed_out")
+SYMLINK_MODE = "120000"
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"GitHub API error {status}: {message}")
+        self.status = status
+
+
+class Api:
+    """The few REST calls the gateway makes, through PyGithub's requester."""
+
+    def __init__(self, requester, *, dry_run: bool = False, out: Optional[IO[str]] = None) -> None:
+        self._requester = requester
+        self.dry_run = dry_run
+        self.out = out
+
+    def _call(self, method: str, path: str, *, params=None, body=None) -> Any:
+        from github import GithubException
+        from requests import RequestException
+
+        try:
+            _headers, data = self._requester.requestJsonAndCheck(method, path, parameters=params, input=body)
+        except GithubException as exc:
+            message = exc.data.get("message") if isinstance(exc.data, dict) else None
+            raise ApiError(exc.status, message or "request failed") from None
+        except (RequestException, ValueError) as exc:
+            # No connection, a timeout, a body that is not JSON: a clear error, never a traceback.
+            raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
+        return data
+
+    def get(self, path: str, params: Optional[dict] = None) -> Any:
+        return self._call("GET", path, params=params)
+
+    def mutate(self, method: str, path: str, body: Optional[dict] = None) -> Any:
+        if self.dry_run:
+            print(json.dumps({"method": method, "path": path, "body": body}, sort_keys=True), file=self.out)
+            return None
+        return self._call(method, path, body=body)
+
+
+def github_api(token: str, base_url: str, *, dry_run: bool, out: IO[str]) -> Api:
+    from github import Auth, Github
+
+    gh = Github(auth=Auth.Token(token), base_url=base_url, retry=None, timeout=30)
+    return Api(gh.requester, dry_run=dry_run, out=out)
+
+
+@dataclass
+class Context:
+    repository: str
+    repository_id: int
+    pull_number: int
+    comment_id: int
+    user_login: str
+    user_id: int
+    default_branch: str
+
+
+@dataclass
+class Result:
+    status: str        # ignored | refused | done | failed
+    message: str
+    exit_code: int = 0
+    details: dict = field(default_factory=dict)
+
+
+def screen(event: dict, repository: str, repository_id: int) -> tuple[Optional[Context], str]:
+    """Who may be heard at all; the reason when not."""
+    def get(*path, default=None):
+        value: Any = event
+        for key in path:
+            if not isinstance(value, dict):
+                return default
+            value = value.get(key)
+        return default if value is None else value
+
+    if get("action") != "created":
+        return None, f"comment action is {get('action')!r}, not 'created'"
+    if not get("issue", "pull_request"):
+        return None, "the comment is not on a pull request"
+    user_type, user_id, sender_id = get("comment", "user", "type"), get("comment", "user", "id"), get("sender", "id")
+    if user_type != "User":
+        return None, f"the comment author is a {user_type!r}, not a human user"
+    if not isinstance(user_id, int) or user_id != sender_id:
+        return None, "the comment author is not the event sender"
+    if get("repository", "full_name") != repository or get("repository", "id") != repository_id:
+        return None, (f"the event is for repository {get('repository', 'full_name')!r} "
+                      f"(id {get('repository', 'id')}), not {repository} (id {repository_id})")
+    number, comment_id = get("issue", "number"), get("comment", "id")
+    if not isinstance(number, int) or not isinstance(comment_id, int):
+        return None, "the event has no issue number or comment id"
+    return Context(repository=repository, repository_id=repository_id, pull_number=number,
+                   comment_id=comment_id, user_login=str(get("comment", "user", "login", default="")),
+                   user_id=user_id, default_branch=str(get("repository", "default_branch", default="main"))), ""
+
+
+def policy_key(command: Command) -> str:
+    return "add_label" if command.kind == "bypass_fastfail" else command.kind
+
+
+class Gateway:
+    def __init__(self, api: Api, access: AccessPolicy, config: Config, config_path: Path, *,
+                 kinds: Optional[frozenset[str]] = None,
+                 poll: Callable[[float], None] = time.sleep, poll_attempts: int = 5) -> None:
+        # `kinds`: the policy commands this job may carry out (its token is scoped to them).
+        self.kinds = kinds
+        self.api = api
+        self.access = access
+        self.config = config
+        self.config_path = config_path
+        self.poll = poll
+        self.poll_attempts = poll_attempts
+
+    # -- replies --------------------------------------------------------------------------
+    def reply(self, ctx: Context, command: Optional[Command], text: str) -> None:
+        quoted = f"> {command}\n\n" if command is not None else ""
+        self.api.mutate("POST", f"/repos/{ctx.repository}/issues/{ctx.pull_number}/comments",
+                        {"body": quoted + text})
+
+    def react(self, ctx: Context) -> None:
+        self.api.mutate("POST", f"/repos/{ctx.repository}/issues/comments/{ctx.comment_id}/reactions",
+                        {"content": "+1"})
+
+    # -- the flow -------------------------------------------------------------------------
+    def handle(self, event: dict, repository: str, repository_id: int) -> Result:
+        ctx, why = screen(event, repository, repository_id)
+        if ctx is None:
+            return Result("ignored", why)
+        try:
+            return self._handle(ctx, event)
+        except ApiError as exc:  # a reply could not be posted either
+            return Result("failed", str(exc), exit_code=1)
+
+    def _handle(self, ctx: Context, event: dict) -> Result:
+        body = (event.get("comment") or {}).get("body") or ""
+        try:
+            command = parse(body if isinstance(body, str) else "")
+        except GrammarError as exc:
+            self.reply(ctx, None, str(exc))
+            return Result("refused", "not exactly one command")
+        if command is None:
+            return Result("ignored", "not a command")
+        if self.kinds is not None and policy_key(command) not in self.kinds:
+            return Result("ignored", f"{command} is handled by another job")
+        policy = self.access.command(policy_key(command))
+        if policy is None:
+            self.reply(ctx, command, f"`{command}` is not enabled for this repository.")
+            return Result("refused", f"{command} is not enabled")
+        try:
+            permission = self.permission(ctx)
+            group = self.access.group(policy.group)
+            if not group.admits(permission, ctx.user_id):
+                self.reply(ctx, command, f"@{ctx.user_login} is not allowed to use `{command}` "
+                           f"(it needs the {group.name} group; your repository permission is {permission}).")
+                return Result("refused", f"{ctx.user_login} ({permission}) is not in group {group.name}")
+            return getattr(self, f"do_{command.kind}")(ctx, command, policy)
+        except ApiError as exc:
+            self.reply(ctx, command, f"`{command}` failed: {exc}.")
+            return Result("failed", str(exc), exit_code=1)
+
+    def permission(self, ctx: Context) -> str:
+        login = urllib.parse.quote(ctx.user_login, safe="")
+        try:
+            data = self.api.get(f"/repos/{ctx.repository}/collaborators/{login}/permission")
+        except ApiError as exc:
+            if exc.status == 404:
+                return "none"
+            raise
+        if not isinstance(data, dict):
+            return "none"
+        user_id = (data.get("user") or {}).get("id") if isinstance(data.get("user"), dict) else None
+        if user_id is not None and user_id != ctx.user_id:
+            return "none"  # the login now belongs to someone else (renamed account): never trust it
+        # `permission` holds the legacy base role only (maintain -> write, triage -> read);
+        # `role_name` holds the role itself (or a custom role's name: then the base role applies).
+        role = data.get("role_name")
+        return role if role in PERMISSIONS else str(data.get("permission", "none"))
+
+    # -- actions --------------------------------------------------------------------------
+    def _add(self, ctx: Context, command: Command, policy, label: str) -> Result:
+        if label not in policy.allowed_labels:
+            self.reply(ctx, command, f"`{label}` is not a label this command may add "
+                       f"(allowed: {', '.join(policy.allowed_labels)}).")
+            return Result("refused", f"label {label} is not allowed")
+        try:
+            self.api.get(f"/repos/{ctx.repository}/labels/{urllib.parse.quote(label, safe='')}")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            self.reply(ctx, command, f"the label `{label}` does not exist in this repository.")
+            return Result("refused", f"label {label} does not exist")
+        self.api.mutate("POST", f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels", {"labels": [label]})
+        self.react(ctx)
+        return Result("done", f"added {label}")
+
+    def do_add_label(self, ctx, command, policy) -> Result:
+        return self._add(ctx, command, policy, command.argument)
+
+    def do_bypass_fastfail(self, ctx, command, policy) -> Result:
+        return self._add(ctx, command, policy, "bypass-fastfail")
+
+    def do_clear_labels(self, ctx, command, policy) -> Result:
+        labels = self.api.get(f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels",
+                              {"per_page": 100}) or []
+        names = [lab.get("name") for lab in labels if isinstance(lab, dict)]
+        removed = [n for n in names if isinstance(n, str) and (n.startswith("run-ci-") or n in CI_WORKFLOW_LABELS)]
+        for name in removed:
+            self.api.mutate("DELETE", f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels/"
+                            f"{urllib.parse.quote(name, safe='')}")
+        self.react(ctx)
+        if not removed:
+            self.reply(ctx, command, "there were no CI labels to remove.")
+        return Result("done", f"removed {len(removed)} CI label(s)" + (f": {', '.join(removed)}" if removed else ""))
+
+    def head(self, ctx: Context) -> tuple[str, str]:
+        pull = self.api.get(f"/repos/{ctx.repository}/pulls/{ctx.pull_number}")
+        sha = ((pull or {}).get("head") or {}).get("sha")
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+            raise ApiError(0, "the pull request has no valid head SHA")
+        return sha, (pull.get("body") or "")
+
+    def do_rerun_failed_ci(self, ctx, command, policy) -> Result:
+        sha, _body = self.head(ctx)
+        rerun, untouched = [], []
+        for wf in policy.workflows:
+            runs = self.api.get(f"/repos/{ctx.repository}/actions/workflows/{wf}/runs",
+                                {"head_sha": sha, "per_page": 1})
+            latest = ((runs or {}).get("workflow_runs") or [None])[0]
+            if not latest:
+                untouched.append(f"{wf}: no run for {sha[:12]}")
+            elif latest.get("conclusion") in RERUN_CONCLUSIONS:
+                self.api.mutate("POST", f"/repos/{ctx.repository}/actions/runs/{int(latest['id'])}/rerun-failed-jobs")
+                rerun.append(f"{wf} run {int(latest['id'])}")
+            else:
+                untouched.append(f"{wf}: latest run is {latest.get('status')}/{latest.get('conclusion')}")
+        self.react(ctx)
+        if not rerun:
+            self.reply(ctx, command, "nothing to rerun: " + "; ".join(untouched) + ".")
+        return Result("done", "rerun: " + (", ".join(rerun) or "nothing")
+                      + (f"; not rerun: {'; '.join(untouched)}" if untouched else ""))
+
+    def do_rerun_test(self, ctx, command, policy) -> Result:
+        sha, pr_body = self.head(ctx)  # the SHA at comment time is the one that runs
+        try:
+            pins = pins_from_body(pr_body, policy.pins)
+            plan = self.resolve_at(ctx, sha, command.argument, pins.get("ci-image-tag"))
+        except (InputError, InputErrors) as exc:
+            errors = exc.errors if isinstance(exc, InputErrors) else (exc,)
+            text = "; ".join(e.message for e in errors)
+            # The PR's author controls much of this text (file contents, reasons, pins):
+            # quoted as code, it cannot carry links or @mentions into the bot's comment.
+            self.reply(ctx, command, f"cannot rerun `{command.argument}`: {as_code(text)}")
+            return Result("refused", text)
+        inputs = {"pull_number": str(ctx.pull_number), "head_sha": sha, "test_file": plan.file,
+                  "image_tag": pins.get("ci-image-tag", "")}
+        for name, _pattern in policy.pins:
+            inputs[pin_input(name)] = pins.get(name, "")
+        ref = policy.ref or ctx.default_branch
+        self.api.mutate("POST", f"/repos/{ctx.repository}/actions/workflows/{policy.workflow}/dispatches",
+                        {"ref": ref, "inputs": inputs})
+        link = self.find_run(ctx, policy.workflow, run_name(ctx.pull_number, plan.file, sha))
+        self.react(ctx)
+        where = ", ".join(plan.runs_on) or "the default runner"
+        self.reply(ctx, command, f"Rerunning `{plan.file}` ({plan.hw}, {plan.suite}) on [{where}] at "
+                   f"{sha[:12]}, timeout {plan.timeout_seconds}s: {link}")
+        return Result("done", f"dispatched {policy.workflow} for {plan.file} at {sha}",
+                      details={"inputs": inputs, "plan": plan.as_dict()})
+
+    def resolve_at(self, ctx: Context, sha: str, file: str, image_tag: Optional[str]) -> FilePlan:
+        """Resolve `file` at commit `sha` from the PR's tree, read as data."""
+        tree = self.api.get(f"/repos/{ctx.repository}/git/trees/{sha}", {"recursive": "1"}) or {}
+        if tree.get("truncated"):
+            raise InputError("the pull request's tree is too large to read through the API", path=file)
+        entries = {e.get("path"): e for e in tree.get("tree", []) if isinstance(e, dict)}
+        needed = [(self.config.labels_file, "labels file"), (file, "test file")]
+        if self.config.estimates_file:
+            needed.append((self.config.estimates_file, "estimates file"))
+        with tempfile.TemporaryDirectory(prefix="ci-policy-rerun-") as tmp:
+            for path, what in needed:
+                parts = path.split("/")
+                for i in range(1, len(parts) + 1):
+                    prefix = "/".join(parts[:i])
+                    entry = entries.get(prefix)
+                    if entry is None:
+                        raise InputError(f"{what} {path} does not exist at {sha[:12]}", path=path)
+                    if entry.get("mode") == SYMLINK_MODE:
+                        shown = path if prefix == path else f"{path}: directory {prefix}"
+                        raise InputError(f"{what} {shown} is a symlink; ci-policy refuses symlinks in a checkout",
+                                          path=path)
+                if entries[path].get("type") != "blob":  # a directory or a submodule
+                    raise InputError(f"{what} {path} is not a regular file", path=path)
+                size = entries[path].get("size")
+                if not isinstance(size, int) or size > MAX_FILE_BYTES:
+                    raise InputError(f"{what} {path} is larger than {MAX_FILE_BYTES} bytes (or of unknown size)",
+                                      path=path)
+                blob = self.api.get(f"/repos/{ctx.repository}/git/blobs/{entries[path]['sha']}")
+                data = base64.b64decode((blob or {}).get("content", ""), validate=False)
+                target = Path(tmp, path)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            return resolve_file(file, Path(tmp), config_path=self.config_path, image_tag=image_tag)
+
+    def find_run(self, ctx: Context, workflow: str, name: str) -> str:
+        page = f"https://github.com/{ctx.repository}/actions/workflows/{workflow}"
+        if self.api.dry_run:
+            return page
+        for attempt in range(self.poll_attempts):
+            runs = self.api.get(f"/repos/{ctx.repository}/actions/workflows/{workflow}/runs",
+                                {"event": "workflow_dispatch", "per_page": 20}) or {}
+            for run in runs.get("workflow_runs") or []:
+                if run.get("display_title") == name and isinstance(run.get("html_url"), str):
+                    return run["html_url"]
+            if attempt + 1 < self.poll_attempts:
+                self.poll(2.0)
+        return page
+
+
+def as_code(text: str, limit: int = 500) -> str:
+    """Untrusted text as one inline code span: no Markdown, links or mentions."""
+    flat = " ".join(text.split()).replace("`", "'")
+    return "`" + (flat[:limit] + ("..." if len(flat) > limit else "")) + "`"
+
+
+def run_name(pull_number: int, file: str, sha: str) -> str:
+    """The dispatched run's `run-name` (rerun-test.yml builds the same string)."""
+    return f"rerun {file} for #{pull_number} at {sha}"
+
+
+def pin_input(name: str) -> str:
+    return name[len("ci-"):].replace("-", "_")
+
+
+def pins_from_body(body: str, pins: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """`ci-image-tag: TAG` and configured `ci-<pin>: VALUE` lines of the PR body, validated."""
+    patterns = {"ci-image-tag": IMAGE_TAG_RE.pattern, **dict(pins)}
+    found: dict[str, str] = {}
+    for line in body.splitlines():
+        # The whole rest of the line is the value: `ci-sglang-pr: 12 && curl ...` is an invalid
+        # pin, not a line that silently pins nothing.
+        m = re.match(r"\s*(ci-[a-z0-9-]+):(.*)$", line)
+        if not m or m.group(1) not in patterns:
+            continue
+        name, value = m.group(1), m.group(2).strip(" \t")
+        if name in found:
+            raise InputError(f"the PR body sets {name} twice", path="PR body")
+        if not re.fullmatch(patterns[name], value):
+            raise InputError(f"the PR body's {name} value {value[:80]!r} does not match {patterns[name]!r}",
+                              path="PR body")
+        found[name] = value
+    return found

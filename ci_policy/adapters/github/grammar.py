@@ -1,0 +1,63 @@
+"""The comment command grammar.
+
+- In: the body of a PR comment (anyone on the internet wrote it).
+- Out: a `Command`, `None` for an ordinary comment (no API call is made for it), or a
+  `GrammarError` for a body that mentions a command but is not exactly one.
+- Accepted, as the whole trimmed body: `/run-ci-<name>`, `/bypass-fastfail`,
+  `/clear-labels`, `/rerun-failed-ci`, `/rerun-test <path>` with `<path>` a
+  `tests/.../test_*.py` path of safe segments. Nothing is normalised: a look-alike slash
+  (U+2215, U+FF0F, ...) is not a slash, and a second line is a second command.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from ci_policy.plan.filerun import TEST_PATH_RE
+
+LABEL_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+COMMAND_RE = re.compile(
+    rf"/(?:(?P<label>run-ci-{LABEL_NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
+    rf"|rerun-test (?P<path>\S+))")
+MARKERS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test")
+
+USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
+         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test tests/<dir>/test_<name>.py`.")
+
+
+@dataclass(frozen=True)
+class Command:
+    kind: str  # add_label | bypass_fastfail | clear_labels | rerun_failed_ci | rerun_test
+    argument: Optional[str] = None
+
+    def __str__(self) -> str:
+        return {"add_label": f"/{self.argument}", "rerun_test": f"/rerun-test {self.argument}"}.get(
+            self.kind, "/" + self.kind.replace("_", "-"))
+
+
+class GrammarError(ValueError):
+    pass
+
+
+def parse(body: str) -> Optional[Command]:
+    text = body.strip(" \t\r\n")
+    if not any(marker in text for marker in MARKERS):
+        return None
+    m = COMMAND_RE.fullmatch(text)
+    if not m:
+        raise GrammarError(f"this comment is not exactly one command. {USAGE}")
+    if m.group("label"):
+        return Command("add_label", m.group("label"))
+    if m.group("simple"):
+        return Command(m.group("simple").replace("-", "_"))
+    path = m.group("path")
+    if not TEST_PATH_RE.fullmatch(path) or ".." in path.split("/"):
+        raise GrammarError(f"`{_shown(path)}` is not a test file path of the form tests/.../test_*.py. {USAGE}")
+    return Command("rerun_test", path)
+
+
+def _shown(text: str) -> str:
+    """Echo untrusted text without Markdown, mentions or links: unsafe characters become '?'."""
+    return re.sub(r"[^A-Za-z0-9_./-]", "?", text[:120])

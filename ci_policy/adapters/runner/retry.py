@@ -1,0 +1,54 @@
+"""Retry classification: is a failed attempt worth another try?
+
+- In: the attempt's outcome (`fail` or `timeout`), the failure kind the test reported
+  itself (the content of `$CI_POLICY_FAILURE_KIND_FILE`: `infra`, `flaky` or `code`),
+  the captured tail of its output, how many times it already timed out, and the
+  configured regex lists (`runner.retry: {infra, never, retriable}`).
+- Out: a `Verdict(kind, retriable, reason)`.
+- Order: the test's own report wins; then the regex lists, checked infra-retriable,
+  never, retriable; then a timeout is retriable once. Anything unclassified is not retried:
+  a retry should only hide what a retry can fix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ci_policy.config.runner import RetryRules
+
+REPORTED_KINDS = {"infra": True, "flaky": True, "code": False}
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str            # infra | flaky | code | timeout | unknown
+    retriable: bool
+    reason: str
+
+
+def _first_match(patterns: Sequence[str], text: str) -> Optional[str]:
+    for pattern in patterns:
+        if re.search(pattern, text):
+            return pattern
+    return None
+
+
+def classify(status: str, tail: str, reported: Optional[str], timeouts_before: int,
+             rules: RetryRules) -> Verdict:
+    if reported in REPORTED_KINDS:
+        return Verdict(reported, REPORTED_KINDS[reported], f"the test reported {'an' if reported[0] in 'aeiou' else 'a'} {reported} failure")
+    hit = _first_match(rules.infra, tail)
+    if hit:
+        return Verdict("infra", True, f"output matches infra pattern {hit!r}")
+    hit = _first_match(rules.never, tail)
+    if hit:
+        return Verdict("code", False, f"output matches never-retry pattern {hit!r}")
+    hit = _first_match(rules.retriable, tail)
+    if hit:
+        return Verdict("flaky", True, f"output matches retriable pattern {hit!r}")
+    if status == "timeout":
+        if timeouts_before == 0:
+            return Verdict("timeout", True, "timed out (a timeout is retried once)")
+        return Verdict("timeout", False, "timed out again")
+    return Verdict("unknown", False, "failure not classified as retriable")

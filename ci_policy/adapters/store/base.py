@@ -1,0 +1,507 @@
+"""The metric-history store: baselines for gates, behind one contract, on SQLite or PostgreSQL.
+
+- In: a store URL (`open_store`), `RunKey`s and `Sample`s to record, identities to look up.
+- Out: `baseline(identity, step, window)`: the last `window` stored values of one
+  coordinate, oldest first (insertion order); `write(...)`: one outcome string
+  (`DUPLICATE`, `NOT_ALLOWED`, `NOT_TRUSTED`, `NOT_FIRST_ATTEMPT`, `WRITTEN`); `runs()`:
+  every recorded run, for tests and maintainers.
+- Rules: a `write` is one transaction and always records its run in `gate_runs`
+  (idempotent on the `RunKey`); samples are inserted only for a first attempt of a trusted
+  run whose cadence writes baselines, and are unique on identity + step + run_id, so a
+  rerun, a retried job or a race can never add a value twice or shop for a baseline.
+- Errors: every database failure surfaces as `StoreUnavailable` with a one-line message
+  that never contains a password; a bad URL or a schema newer than this code is a
+  `InputError`; a malformed argument is a `ValueError`/`TypeError` before any I/O.
+- Adapter: standard library only (`sqlite3`); psycopg is imported lazily through
+  `store_postgres` when a PostgreSQL URL is opened.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import math
+import numbers
+import os
+import re
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+from ci_policy.errors import InputError
+from ci_policy.errors import StoreUnavailable
+from ci_policy.gates.evaluate import LAST_STEP
+
+Identity = tuple[str, str, str, str, str]  # (file, backend, suite, metric_key, written_json)
+
+DATABASE_URL_ENV = "CI_POLICY_DATABASE_URL"
+
+DUPLICATE = "duplicate"
+NOT_ALLOWED = "not_allowed"
+NOT_TRUSTED = "not_trusted"
+NOT_FIRST_ATTEMPT = "not_first_attempt"
+WRITTEN = "written"
+OUTCOMES = (DUPLICATE, NOT_ALLOWED, NOT_TRUSTED, NOT_FIRST_ATTEMPT, WRITTEN)
+
+RUN_COLUMNS = ("run_id", "run_attempt", "file", "backend", "suite", "cadence", "commit", "trusted",
+               "write_baseline", "outcome", "samples", "recorded_at")
+
+
+def _text(name: str, value: object, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{name} must be a non-empty string, got {value!r}")
+    if "\x00" in value:
+        raise ValueError(f"{name} must not contain NUL characters: {value!r}")
+
+
+def _integer(name: str, value: object, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _check_identity(identity: object) -> Identity:
+    if not isinstance(identity, tuple) or len(identity) != 5:
+        raise TypeError("identity must be a tuple (file, backend, suite, metric_key, written_json), "
+                        f"got {identity!r}")
+    for name, part in zip(("file", "backend", "suite", "metric_key", "written_json"), identity):
+        _text(f"identity {name}", part)
+    return identity  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """One gated job of one workflow run attempt."""
+
+    run_id: str
+    run_attempt: int
+    file: str
+    backend: str
+    suite: str
+
+    def __post_init__(self) -> None:
+        _text("run_id", self.run_id)
+        _integer("run_attempt", self.run_attempt, 1)
+        for name in ("file", "backend", "suite"):
+            _text(name, getattr(self, name))
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One finite value of one coordinate; `step` -1 means the series' last point."""
+
+    identity: Identity
+    step: int
+    value: float
+
+    def __post_init__(self) -> None:
+        _check_identity(self.identity)
+        _integer("step", self.step, LAST_STEP)
+        if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
+            raise TypeError(f"value must be a real number, got {self.value!r}")
+        if not math.isfinite(self.value):
+            raise ValueError(f"value must be finite, got {self.value!r} (a non-finite run is never a baseline)")
+        object.__setattr__(self, "value", float(self.value))
+
+
+class MetricHistoryStore(abc.ABC):
+    """The contract both backends keep; see the module docstring."""
+
+    @abc.abstractmethod
+    def migrate(self) -> None:
+        """Apply missing schema versions; idempotent; safe when several processes migrate at once."""
+
+    @abc.abstractmethod
+    def baseline(self, identity: Identity, step: int, window: int) -> list[float]:
+        """The last `window` stored values of the coordinate, oldest first."""
+
+    @abc.abstractmethod
+    def write(self, run: RunKey, *, cadence: str, commit: Optional[str], trusted: bool,
+              samples: Sequence[Sample], write_baseline: bool) -> str:
+        """Record `run` and, when allowed, its samples, in one transaction; returns the outcome."""
+
+    @abc.abstractmethod
+    def runs(self) -> list[dict]:
+        """Every `gate_runs` row, in recording order."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the connection; idempotent."""
+
+    def __enter__(self) -> "MetricHistoryStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Tx(abc.ABC):
+    """One open transaction; SQL is written with `?` placeholders."""
+
+    @abc.abstractmethod
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        ...
+
+    @abc.abstractmethod
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        ...
+
+    @abc.abstractmethod
+    def run_many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
+        ...
+
+    @abc.abstractmethod
+    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
+        """Run an `INSERT ... ON CONFLICT DO NOTHING`; the new row's id, or None if it conflicted."""
+
+
+RUN_KEY_WHERE = "run_id = ? AND run_attempt = ? AND file = ? AND backend = ? AND suite = ?"
+IDENTITY_WHERE = "file = ? AND backend = ? AND suite = ? AND metric_key = ? AND written_json = ?"
+
+
+class _SQLStore(MetricHistoryStore):
+    """The contract's logic, written once over `_Tx`; backends supply SQL dialect and transactions."""
+
+    #: (version, statements), in order; a version, once released, never changes.
+    MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    SCHEMA_MIGRATIONS_DDL = ""
+
+    @abc.abstractmethod
+    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Any:
+        """A context manager yielding a `_Tx`: kind "read", "write" (serialised per `lock` key) or
+        "migrate" (serialised store-wide); database errors leave it as `StoreUnavailable`."""
+
+    @staticmethod
+    def _timestamp(value: object) -> str:
+        return str(value)
+
+    @property
+    def latest_version(self) -> int:
+        return max(version for version, _ in self.MIGRATIONS)
+
+    def migrate(self, *, target: Optional[int] = None) -> None:
+        """Bring the schema to `target` (default: the latest version)."""
+        latest = self.latest_version
+        if target is None:
+            target = latest
+        _integer("target", target, 1)
+        if target > latest:
+            raise ValueError(f"schema version {target} does not exist (latest is {latest})")
+        with self._transaction("migrate") as tx:
+            tx.run(self.SCHEMA_MIGRATIONS_DDL)
+            applied = {int(v) for (v,) in tx.rows("SELECT version FROM schema_migrations")}
+            newer = sorted(v for v in applied if v > latest)
+            if newer:
+                raise InputError(
+                    f"the metric history store has schema version {newer[-1]}, newer than the {latest} this "
+                    "ci_policy knows", hint="upgrade ci-policy on every job that uses this store")
+            for version, statements in self.MIGRATIONS:
+                if version in applied or version > target:
+                    continue
+                for statement in statements:
+                    tx.run(statement)
+                tx.run("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
+
+    def schema_versions(self) -> list[int]:
+        """The applied schema versions, ascending (for maintainers and tests)."""
+        with self._transaction("read") as tx:
+            return [int(v) for (v,) in tx.rows("SELECT version FROM schema_migrations ORDER BY version")]
+
+    def baseline(self, identity: Identity, step: int, window: int) -> list[float]:
+        _check_identity(identity)
+        _integer("step", step, LAST_STEP)
+        _integer("window", window, 0)
+        if window == 0:
+            return []
+        with self._transaction("read") as tx:
+            rows = tx.rows(f"SELECT value FROM gate_samples WHERE {IDENTITY_WHERE} AND step = ? "
+                           "ORDER BY id DESC LIMIT ?", (*identity, step, window))
+        return [float(value) for (value,) in reversed(rows)]
+
+    def write(self, run: RunKey, *, cadence: str, commit: Optional[str], trusted: bool,
+              samples: Sequence[Sample], write_baseline: bool) -> str:
+        if not isinstance(run, RunKey):
+            raise TypeError(f"run must be a RunKey, got {run!r}")
+        _text("cadence", cadence)
+        _text("commit", commit, optional=True)
+        for name, flag in (("trusted", trusted), ("write_baseline", write_baseline)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, got {flag!r}")
+        unique: dict[tuple[Identity, int], Sample] = {}
+        for sample in samples:
+            if not isinstance(sample, Sample):
+                raise TypeError(f"samples must be Sample objects, got {sample!r}")
+            if sample.identity[:3] != (run.file, run.backend, run.suite):
+                raise ValueError(f"sample {sample.identity} does not belong to the run's "
+                                 f"({run.file}, {run.backend}, {run.suite})")
+            # The same sample twice (two identical gate declarations) is stored once; two
+            # different values for one coordinate are a caller's bug.
+            earlier = unique.setdefault((sample.identity, sample.step), sample)
+            if earlier.value != sample.value:
+                raise ValueError(f"sample {sample.identity} step {sample.step} is given twice, with "
+                                 f"different values ({earlier.value!r} and {sample.value!r})")
+        samples = tuple(unique.values())
+
+        key = (run.run_id, run.run_attempt, run.file, run.backend, run.suite)
+        with self._transaction("write", lock=(run.run_id, run.file, run.backend, run.suite)) as tx:
+            if tx.rows(f"SELECT 1 FROM gate_runs WHERE {RUN_KEY_WHERE}", key):
+                return DUPLICATE
+            if not write_baseline:
+                outcome = NOT_ALLOWED
+            elif not trusted:
+                outcome = NOT_TRUSTED
+            elif tx.rows("SELECT 1 FROM gate_runs WHERE run_id = ? AND file = ? AND backend = ? AND suite = ? "
+                         "AND run_attempt < ? LIMIT 1",
+                         (run.run_id, run.file, run.backend, run.suite, run.run_attempt)):
+                outcome = NOT_FIRST_ATTEMPT
+            else:
+                outcome = WRITTEN
+            run_pk = tx.insert_id(
+                "INSERT INTO gate_runs (run_id, run_attempt, file, backend, suite, cadence, commit_sha, trusted, "
+                "write_baseline, outcome, samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT DO NOTHING",
+                (*key, cadence, commit, trusted, write_baseline, outcome))
+            if run_pk is None:  # recorded concurrently by another writer
+                return DUPLICATE
+            if outcome == WRITTEN and samples:
+                tx.run_many(
+                    "INSERT INTO gate_samples (gate_run, file, backend, suite, metric_key, written_json, step, "
+                    "run_id, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    [(run_pk, *s.identity, s.step, run.run_id, s.value) for s in samples])
+                tx.run("UPDATE gate_runs SET samples = (SELECT COUNT(*) FROM gate_samples WHERE gate_run = ?) "
+                       "WHERE id = ?", (run_pk, run_pk))
+            return outcome
+
+    def runs(self) -> list[dict]:
+        with self._transaction("read") as tx:
+            rows = tx.rows("SELECT run_id, run_attempt, file, backend, suite, cadence, commit_sha, trusted, "
+                           "write_baseline, outcome, samples, recorded_at FROM gate_runs ORDER BY id")
+        out = []
+        for row in rows:
+            record = dict(zip(RUN_COLUMNS, row))
+            record["run_attempt"] = int(record["run_attempt"])
+            record["samples"] = int(record["samples"])
+            record["trusted"] = bool(record["trusted"])
+            record["write_baseline"] = bool(record["write_baseline"])
+            record["recorded_at"] = self._timestamp(record["recorded_at"])
+            out.append(record)
+        return out
+
+
+def one_line(text: str, secrets: Sequence[str] = ()) -> str:
+    """`text` on one line, whitespace collapsed, every secret replaced by ***."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return " ".join(text.split()) or "unknown error"
+
+
+def lock_key(parts: Sequence[str]) -> int:
+    """A stable signed 32-bit key for `parts` (PostgreSQL advisory locks)."""
+    digest = hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+# -- SQLite ---------------------------------------------------------------------------------------
+
+_SQLITE_V1 = (
+    """CREATE TABLE gate_runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        run_attempt INTEGER NOT NULL CHECK (run_attempt >= 1),
+        file TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        suite TEXT NOT NULL,
+        cadence TEXT NOT NULL,
+        commit_sha TEXT,
+        trusted INTEGER NOT NULL CHECK (trusted IN (0, 1)),
+        write_baseline INTEGER NOT NULL CHECK (write_baseline IN (0, 1)),
+        outcome TEXT NOT NULL CHECK (outcome IN ('not_allowed', 'not_trusted', 'not_first_attempt', 'written')),
+        samples INTEGER NOT NULL DEFAULT 0,
+        recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        UNIQUE (run_id, run_attempt, file, backend, suite)
+    )""",
+    """CREATE TABLE gate_samples (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        gate_run INTEGER NOT NULL REFERENCES gate_runs (id),
+        file TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        suite TEXT NOT NULL,
+        metric_key TEXT NOT NULL,
+        written_json TEXT NOT NULL,
+        step INTEGER NOT NULL CHECK (step >= -1),
+        run_id TEXT NOT NULL,
+        value REAL NOT NULL CHECK (value BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308),
+        UNIQUE (file, backend, suite, metric_key, written_json, step, run_id)
+    )""",
+)
+_SQLITE_V2 = (
+    "CREATE INDEX gate_samples_series ON gate_samples (file, backend, suite, metric_key, written_json, step, id)",
+    "CREATE INDEX gate_samples_run ON gate_samples (gate_run)",
+)
+
+
+class _SQLiteTx(_Tx):
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self.conn.execute(sql, tuple(params)).fetchall()
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self.conn.execute(sql, tuple(params))
+
+    def run_many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, params)
+
+    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
+        cur = self.conn.execute(sql, tuple(params))
+        return cur.lastrowid if cur.rowcount == 1 else None
+
+
+class SQLiteStore(_SQLStore):
+    """A metric history in one SQLite file: WAL mode, a busy timeout, `BEGIN IMMEDIATE` writes."""
+
+    MIGRATIONS = ((1, _SQLITE_V1), (2, _SQLITE_V2))
+    SCHEMA_MIGRATIONS_DDL = (
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+        "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))")
+
+    def __init__(self, path: os.PathLike | str, *, busy_timeout: float = 30.0) -> None:
+        self.path = Path(os.path.abspath(os.fspath(path)))
+        self.busy_timeout = float(busy_timeout)
+        self._conn: Optional[sqlite3.Connection] = None
+        parent = self.path.parent
+        if not parent.is_dir():
+            existing = next(p for p in (parent, *parent.parents) if p.exists())
+            why = (f"{existing} is not a directory" if not existing.is_dir()
+                   else f"directory {parent} does not exist")
+            raise StoreUnavailable(f"SQLite metric history {self.path}: {why}")
+        if self.path.is_dir():
+            raise StoreUnavailable(f"SQLite metric history {self.path}: it is a directory")
+        try:
+            conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(self._message(exc)) from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            self._enable_wal(conn)
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreUnavailable(self._message(exc)) from exc
+        self._conn = conn
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL; the switch reports "locked" at once, without the busy handler, while
+        another process opens the new file, so it is retried until the busy timeout."""
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.005
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL").fetchone()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+    def _message(self, exc: BaseException) -> str:
+        reason = one_line(str(exc))
+        if "locked" in reason or "busy" in reason:
+            reason += f" (still locked after {self.busy_timeout:g} s)"
+        return f"SQLite metric history {self.path}: {reason}"
+
+    @contextmanager
+    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Iterator[_Tx]:
+        conn = self._conn
+        if conn is None:
+            raise StoreUnavailable(f"SQLite metric history {self.path}: the store is closed")
+        try:
+            # IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so a
+            # writer never fails half-way on a lock upgrade and parallel writers serialise.
+            conn.execute("BEGIN" if kind == "read" else "BEGIN IMMEDIATE")
+            try:
+                yield _SQLiteTx(conn)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise StoreUnavailable(self._message(exc)) from exc
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.close()
+
+
+# -- opening a store ------------------------------------------------------------------------------
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+def open_store(url: Optional[str], *, default_path: Path) -> MetricHistoryStore:
+    """Open (and migrate) the store named by `url`, else `$CI_POLICY_DATABASE_URL`, else SQLite
+    at `default_path` (its parent directories created)."""
+    if isinstance(url, os.PathLike):
+        url = os.fspath(url)
+    if not url:
+        url = os.environ.get(DATABASE_URL_ENV) or None
+    store = _store_for(url, Path(default_path))
+    try:
+        store.migrate()
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _store_for(url: Optional[str], default_path: Path) -> MetricHistoryStore:
+    if url is None:
+        try:
+            default_path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(f"SQLite metric history {default_path}: cannot create directory "
+                                   f"{default_path.parent}: {one_line(exc.strerror or str(exc))}") from exc
+        return SQLiteStore(default_path)
+    match = _SCHEME.match(url)
+    if match is None or len(match.group(1)) == 1:  # no scheme (or a drive letter): a file path
+        return SQLiteStore(url)
+    scheme = match.group(1).lower()
+    rest = url[match.end():]
+    if scheme == "sqlite":
+        if rest.startswith("//"):
+            rest = rest[2:]
+            if not rest.startswith("/"):
+                raise InputError(f"a sqlite URL takes no host: {url!r}",
+                                  hint="write sqlite:///absolute/path or sqlite:relative/path")
+        if not rest:
+            raise InputError(f"the sqlite URL {url!r} names no file",
+                              hint="write sqlite:///absolute/path or sqlite:relative/path")
+        return SQLiteStore(rest)
+    if scheme in ("postgresql", "postgres"):
+        try:
+            from ci_policy.adapters.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise InputError(f"a {scheme}:// metric history needs psycopg 3, which is not importable "
+                              f"({one_line(str(exc))})",
+                              hint="install `ci-policy[postgres]`") from exc
+        return PostgresStore(url)
+    raise InputError(f"unsupported metric history URL scheme {scheme!r}",
+                      hint="use sqlite:///absolute/path, sqlite:relative/path, a file path, "
+                           "or postgresql://user@host/database")

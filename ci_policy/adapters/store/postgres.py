@@ -1,0 +1,221 @@
+"""The metric-history store on PostgreSQL (psycopg 3), for history shared by many runners.
+
+- In: a `postgresql://` or `postgres://` URL (libpq's URI syntax, options in the query).
+- Out: a `MetricHistoryStore` with the same behaviour as `SQLiteStore` (the contract's logic
+  lives in `store._SQLStore`; this module supplies the dialect and the transactions).
+- Transactions: one per call, on an autocommit connection; writes of the same
+  (run_id, file, backend, suite) are serialised with `pg_advisory_xact_lock`, migrations with
+  a store-wide advisory lock; inserts use `ON CONFLICT DO NOTHING`.
+- Failures: `connect_timeout` (default 10 s) and TCP keepalives unless the URL sets them, a
+  `lock_timeout`; every psycopg error becomes `StoreUnavailable` naming the URL with its
+  password replaced by ***. A broken connection is replaced on the next call.
+- Adapter: imported only by `store.open_store` when a PostgreSQL URL is opened.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any, Iterator, Optional, Sequence
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from ci_policy.errors import InputError
+from ci_policy.errors import StoreUnavailable
+from ci_policy.adapters.store.base import _SQLStore, _Tx, lock_key, one_line
+
+MIGRATION_LOCK = 0x63695F706F6C6963  # "ci_polic": one bigint key for the whole store
+WRITE_LOCK_NAMESPACE = 0x63695F77  # "ci_w": (namespace, key) pairs for run groups
+
+_OUTCOME_CHECK = "outcome IN ('not_allowed', 'not_trusted', 'not_first_attempt', 'written')"
+
+_POSTGRES_V1 = (
+    f"""CREATE TABLE gate_runs (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        run_attempt INTEGER NOT NULL CHECK (run_attempt >= 1),
+        file TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        suite TEXT NOT NULL,
+        cadence TEXT NOT NULL,
+        commit_sha TEXT,
+        trusted BOOLEAN NOT NULL,
+        write_baseline BOOLEAN NOT NULL,
+        outcome TEXT NOT NULL CHECK ({_OUTCOME_CHECK}),
+        samples INTEGER NOT NULL DEFAULT 0,
+        recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        UNIQUE (run_id, run_attempt, file, backend, suite)
+    )""",
+    """CREATE TABLE gate_samples (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        gate_run BIGINT NOT NULL REFERENCES gate_runs (id),
+        file TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        suite TEXT NOT NULL,
+        metric_key TEXT NOT NULL,
+        written_json TEXT NOT NULL,
+        step BIGINT NOT NULL CHECK (step >= -1),
+        run_id TEXT NOT NULL,
+        value DOUBLE PRECISION NOT NULL CHECK (value NOT IN ('NaN', 'Infinity', '-Infinity')),
+        UNIQUE (file, backend, suite, metric_key, written_json, step, run_id)
+    )""",
+)
+_POSTGRES_V2 = (
+    "CREATE INDEX gate_samples_series ON gate_samples (file, backend, suite, metric_key, written_json, step, id)",
+    "CREATE INDEX gate_samples_run ON gate_samples (gate_run)",
+)
+
+
+def redact_url(url: str) -> str:
+    """`url` with the password of its user info and any `password=` option replaced by ***."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split(":", 1)[0] + "://***"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hosts = netloc.rpartition("@")
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{hosts}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="/:*,")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str, params: Optional[dict] = None) -> tuple[str, ...]:
+    """Every spelling of the passwords in `url`, for scrubbing error messages."""
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        if ":" in userinfo:
+            found.append(userinfo.split(":", 1)[1])
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() == "password"]
+        found += [v for k, v in (p.split("=", 1) for p in parts.query.split("&") if "=" in p)
+                  if k.lower() == "password"]
+    except ValueError:
+        pass
+    if params and params.get("password"):
+        found.append(str(params["password"]))
+    found += [unquote(s) for s in found]
+    return tuple(sorted({s for s in found if s}, key=len, reverse=True))
+
+
+class _PostgresTx(_Tx):
+    def __init__(self, cur: psycopg.Cursor) -> None:
+        self.cur = cur
+
+    @staticmethod
+    def _sql(sql: str) -> str:
+        return sql.replace("?", "%s")
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        self.cur.execute(self._sql(sql), tuple(params) or None)
+        return self.cur.fetchall() if self.cur.description is not None else []
+
+    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self.cur.execute(self._sql(sql), tuple(params) or None)
+
+    def run_many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
+        self.cur.executemany(self._sql(sql), [tuple(p) for p in params])
+
+    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
+        self.cur.execute(self._sql(sql) + " RETURNING id", tuple(params))
+        row = self.cur.fetchone()
+        return None if row is None else int(row[0])
+
+
+class PostgresStore(_SQLStore):
+    """A metric history in a PostgreSQL database shared by every runner."""
+
+    MIGRATIONS = ((1, _POSTGRES_V1), (2, _POSTGRES_V2))
+    SCHEMA_MIGRATIONS_DDL = ("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+
+    def __init__(self, url: str, *, connect_timeout: int = 10, lock_timeout: float = 30.0) -> None:
+        self.safe_url = redact_url(url)
+        self._secrets = url_secrets(url)
+        try:
+            params = conninfo_to_dict(url)
+        except psycopg.Error as exc:
+            raise InputError(f"invalid PostgreSQL URL {self.safe_url}: {one_line(str(exc), self._secrets)}") from exc
+        self._secrets = url_secrets(url, params)
+        self._url = url
+        self._kwargs: dict[str, Any] = {}
+        defaults = {"connect_timeout": int(connect_timeout), "keepalives": 1, "keepalives_idle": 30,
+                    "keepalives_interval": 10, "keepalives_count": 3}
+        for name, value in defaults.items():
+            if name not in params:
+                self._kwargs[name] = value
+        self.lock_timeout = float(lock_timeout)
+        self._conn: Optional[psycopg.Connection] = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.safe_url!r})"
+
+    def _message(self, exc: BaseException) -> str:
+        diag = getattr(exc, "diag", None)
+        primary = getattr(diag, "message_primary", None) if diag is not None else None
+        sqlstate = getattr(diag, "sqlstate", None) if diag is not None else None
+        # A server-side error: its primary message (the rest repeats the SQL); else libpq's text.
+        reason = f"{primary} (SQLSTATE {sqlstate})" if primary and sqlstate else str(exc)
+        return f"PostgreSQL metric history {self.safe_url}: {one_line(reason, self._secrets)}"
+
+    def _connection(self) -> psycopg.Connection:
+        if self._closed:
+            raise StoreUnavailable(f"PostgreSQL metric history {self.safe_url}: the store is closed")
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        self._conn = None
+        if conn is not None:
+            try:
+                conn.close()
+            except psycopg.Error:
+                pass
+        # No server-side prepared statements: they break behind a transaction-pooling PgBouncer.
+        conn = psycopg.connect(self._url, autocommit=True, prepare_threshold=None, **self._kwargs)
+        try:
+            conn.execute("SELECT set_config('lock_timeout', %s, false)", (f"{int(self.lock_timeout * 1000)}ms",))
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    @contextmanager
+    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Iterator[_Tx]:
+        try:
+            conn = self._connection()
+            with conn.transaction():
+                cur = conn.cursor()
+                if kind == "migrate":
+                    cur.execute("SELECT pg_advisory_xact_lock(%s::bigint)", (MIGRATION_LOCK,))
+                elif lock is not None:
+                    cur.execute("SELECT pg_advisory_xact_lock(%s::integer, %s::integer)",
+                                (WRITE_LOCK_NAMESPACE, lock_key(lock)))
+                yield _PostgresTx(cur)
+        except psycopg.Error as exc:
+            raise StoreUnavailable(self._message(exc)) from exc
+
+    @staticmethod
+    def _timestamp(value: object) -> str:
+        if isinstance(value, datetime):
+            value = value.astimezone(timezone.utc)
+            return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+        return str(value)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                conn.close()
+            except psycopg.Error:
+                pass

@@ -1,0 +1,377 @@
+"""Literal-only edits of `est_time` in a test file's registration (`ci-policy tune --apply`).
+
+- In: a test file's text (or its path) and a backend (`cpu`, `cuda`, `rocm`) and a new
+  est_time in whole seconds.
+- Out: an `EditResult` with status `changed`, `unchanged` (the literal already has that
+  value, e.g. `1_800` or `1.8e3` for 1800), or `skipped` with a reason.
+- The edit: in the ONE module-level `register_<backend>_ci(...)` expression statement
+  (bare name, the grammar of `ci_policy.markers`), the numeric literal of `est_time`
+  (first positional argument or `est_time=`) is replaced by the new value written as a
+  plain decimal integer (`2000`). libcst performs the rewrite; the result is then checked
+  to equal the original with exactly that literal's span replaced, so every other byte
+  (comments, spacing, quotes, trailing commas, CRLF, a BOM, an encoding declaration) is
+  kept. A literal in parentheses, `(300)`, is edited inside its parentheses.
+- Skipped, never edited around, each with its own reason (`REASON_*` below): the file
+  does not parse (with `ast` or with libcst); libcst does not reproduce the file byte for
+  byte; no registration of that backend; the marker called only where it is no
+  registration (inside a function, class or block, in an expression, or as an
+  attribute); several registrations of that backend; *args or **kwargs in the call; no
+  est_time; est_time given twice; est_time not a plain numeric literal. A negative
+  number (`-0`, `-5`), `+300`, a bool, a complex number, a string, a name, an expression
+  (`60 * 30`) or a call are not plain numeric literals.
+- `apply_to_file` reads bytes (never through a symlink), decodes them by the file's own
+  encoding (BOM and encoding declaration), and writes back atomically (a temporary file
+  in the same directory, then `os.replace`) only when changed, with the file's mode.
+
+libcst is an adapter dependency: it is imported inside functions only, so importing this
+module does not load it.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import stat
+import tempfile
+import tokenize
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ci_policy.read.markers import REGISTRATION_MARKERS
+
+MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
+BOM = "\ufeff"
+
+CHANGED = "changed"
+UNCHANGED = "unchanged"
+SKIPPED = "skipped"
+
+# Skip reasons. `{marker}` is e.g. register_cuda_ci.
+REASON_SYNTAX = "the file does not parse: {msg} (line {line})"
+REASON_TOO_DEEP = "the file does not parse: it is too deeply nested for the Python parser"
+REASON_UNPARSABLE = "the file does not parse: {msg}"
+REASON_LIBCST_SYNTAX = "libcst cannot parse the file: {msg} (line {line})"
+REASON_LIBCST_ERROR = "libcst cannot parse the file: {msg}"
+REASON_LIBCST_ROUND_TRIP = ("libcst does not reproduce this file byte for byte, so an edit could "
+                            "change bytes other than the est_time literal")
+REASON_NONE = "no {marker}(...) registration in this file"
+REASON_NOT_MODULE_LEVEL = ("{marker}(...) on line {line} is not a module-level statement calling the "
+                           "bare name {marker}, so it is no registration")
+REASON_SEVERAL = "{count} {marker}(...) registrations (lines {lines}); refusing to guess which one to edit"
+REASON_STARRED = "the {marker}(...) call passes *args or **kwargs, so est_time is not written literally"
+REASON_NO_EST_TIME = "the {marker}(...) call has no est_time argument"
+REASON_TWICE = "est_time is given twice in the {marker}(...) call (positionally and by keyword)"
+REASON_NOT_PLAIN = "est_time is not a plain non-negative numeric literal: `{text}`"
+REASON_REWRITE_MISMATCH = "the rewrite would change more than the est_time literal, so it is not applied"
+# apply_to_file only.
+REASON_SYMLINK = "the path is a symlink; ci-policy does not edit through symlinks"
+REASON_MISSING = "the file does not exist"
+REASON_NOT_REGULAR = "the path is not a regular file"
+REASON_UNREADABLE = "the file cannot be read: {error}"
+REASON_BAD_ENCODING_DECL = "the file's encoding cannot be determined: {error}"
+REASON_UNDECODABLE = "the file is not valid {encoding}"
+REASON_NOT_ROUND_TRIP = "decoding and re-encoding the file as {encoding} does not give back its bytes"
+REASON_CHANGED_MEANWHILE = "the file changed while it was being edited; nothing was written"
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """What an edit did.
+
+    - status: "changed" | "unchanged" | "skipped".
+    - source: the file's text after the edit (the input itself unless changed); None only
+      when `apply_to_file` could not read or decode the file.
+    - old: the est_time argument exactly as it was written (e.g. "1_800", or "60 * 30" when
+      that is why the edit was skipped), when the call has a single est_time argument.
+    - line: the 1-based line of that literal, or of the call or error a skip is about.
+    - reason: why it was skipped; None otherwise.
+    """
+
+    status: str
+    source: Optional[str]
+    old: Optional[str] = None
+    line: Optional[int] = None
+    reason: Optional[str] = None
+
+
+def _check_arguments(backend: str, new_est: int) -> str:
+    if backend not in MARKER_OF_BACKEND:
+        raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(sorted(MARKER_OF_BACKEND))}")
+    if isinstance(new_est, bool) or not isinstance(new_est, int) or new_est < 0:
+        raise ValueError(f"new_est must be a non-negative int number of seconds, got {new_est!r}")
+    return MARKER_OF_BACKEND[backend]
+
+
+def _skip(source: Optional[str], reason: str, *, old: Optional[str] = None,
+          line: Optional[int] = None) -> EditResult:
+    return EditResult(SKIPPED, source, old=old, line=line, reason=reason)
+
+
+def _is_marker_statement(stmt: ast.stmt, marker: str) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == marker)
+
+
+def _misplaced_call(tree: ast.Module, marker: str) -> Optional[ast.Call]:
+    """The first call of `marker` that is not a registration (nested, or through an attribute)."""
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id == marker)
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == marker))]
+    return min(calls, key=lambda c: (c.lineno, c.col_offset), default=None)
+
+
+def _is_plain_number(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool))
+
+
+def _parse(text: str) -> ast.Module:
+    with warnings.catch_warnings():  # e.g. invalid escape sequences in the file's strings
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
+
+
+def _segment(text: str, node: ast.expr) -> str:
+    """The source text of `node` exactly as written."""
+    shown = ast.get_source_segment(text, node)
+    return shown if shown is not None else ast.unparse(node)
+
+
+def _est_time_node(call: ast.Call, marker: str) -> tuple[Optional[ast.expr], Optional[str]]:
+    """The est_time argument of a registration call, or the reason there is no single one."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None, REASON_STARRED.format(marker=marker)
+    keyword = [k.value for k in call.keywords if k.arg == "est_time"]
+    if call.args and keyword:
+        return None, REASON_TWICE.format(marker=marker)
+    if call.args:
+        return call.args[0], None
+    if keyword:
+        return keyword[0], None
+    return None, REASON_NO_EST_TIME.format(marker=marker)
+
+
+def _cst_registration(module, marker: str):
+    """The module-level `marker(...)` calls, found with libcst the way `ast` finds them."""
+    import libcst as cst
+
+    found = []
+    for statement in module.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                    and isinstance(small.value.func, cst.Name) and small.value.func.value == marker):
+                found.append(small.value)
+    return found
+
+
+def _cst_est_time(call):
+    import libcst as cst
+
+    args = list(call.args)
+    if args and args[0].keyword is None and not args[0].star:
+        node = args[0].value
+    else:
+        node = next((a.value for a in args if a.keyword is not None and a.keyword.value == "est_time"), None)
+    return node if isinstance(node, (cst.Integer, cst.Float)) else None
+
+
+def _rewrite_with_libcst(text: str, marker: str, new_literal: str) -> tuple[Optional[str], Optional[str]]:
+    """(new text, None), or (None, skip reason). `text` has no BOM."""
+    import libcst as cst
+    from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return None, REASON_LIBCST_SYNTAX.format(msg=exc.message, line=exc.raw_line)
+    except Exception as exc:  # libcst's native parser may raise other errors on odd input
+        lines = str(exc).strip().splitlines()
+        return None, REASON_LIBCST_ERROR.format(msg=lines[0] if lines else type(exc).__name__)
+    if module.code != text:
+        return None, REASON_LIBCST_ROUND_TRIP
+
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    spans = wrapper.resolve(ByteSpanPositionProvider)
+    calls = _cst_registration(wrapper.module, marker)
+    literal = _cst_est_time(calls[0]) if len(calls) == 1 else None
+    if literal is None:  # ast found exactly one plain literal; libcst must agree
+        return None, REASON_REWRITE_MISMATCH
+    span = spans[literal]
+    encoded = text.encode("utf-8")
+    start = len(encoded[:span.start].decode("utf-8"))
+    end = start + len(encoded[span.start:span.start + span.length].decode("utf-8"))
+    if text[start:end] != literal.value:
+        return None, REASON_REWRITE_MISMATCH
+
+    replacement = literal.with_changes(value=new_literal) if isinstance(literal, cst.Integer) else \
+        cst.Integer(value=new_literal, lpar=literal.lpar, rpar=literal.rpar)
+    rewritten = wrapper.module.deep_replace(literal, replacement).code
+    if rewritten != text[:start] + new_literal + text[end:]:
+        return None, REASON_REWRITE_MISMATCH
+    return rewritten, None
+
+
+def _registration_est_time(tree: ast.Module, marker: str) -> Optional[ast.expr]:
+    calls = [s.value for s in tree.body if _is_marker_statement(s, marker)]
+    if len(calls) != 1:
+        return None
+    node, _ = _est_time_node(calls[0], marker)
+    return node
+
+
+def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
+    """Set est_time of the one `backend` registration in `source` to `new_est` (see the module doc)."""
+    marker = _check_arguments(backend, new_est)
+    bom = BOM if source.startswith(BOM) else ""
+    text = source[len(bom):]
+
+    try:
+        tree = _parse(text)
+    except SyntaxError as exc:
+        if exc.lineno is None:
+            return _skip(source, REASON_UNPARSABLE.format(msg=exc.msg))
+        return _skip(source, REASON_SYNTAX.format(msg=exc.msg, line=exc.lineno), line=exc.lineno)
+    except (RecursionError, MemoryError):
+        return _skip(source, REASON_TOO_DEEP)
+    except ValueError as exc:  # NUL bytes, unencodable surrogates
+        return _skip(source, REASON_UNPARSABLE.format(msg=exc))
+
+    statements = [s for s in tree.body if _is_marker_statement(s, marker)]
+    if not statements:
+        misplaced = _misplaced_call(tree, marker)
+        if misplaced is not None:
+            return _skip(source, REASON_NOT_MODULE_LEVEL.format(marker=marker, line=misplaced.lineno),
+                         line=misplaced.lineno)
+        return _skip(source, REASON_NONE.format(marker=marker))
+    if len(statements) > 1:
+        lines = ", ".join(str(s.lineno) for s in statements)
+        return _skip(source, REASON_SEVERAL.format(count=len(statements), marker=marker, lines=lines),
+                     line=statements[1].lineno)
+
+    call = statements[0].value
+    node, reason = _est_time_node(call, marker)
+    if node is None:
+        return _skip(source, reason, line=call.lineno)
+    old = _segment(text, node)
+    if not _is_plain_number(node):
+        return _skip(source, REASON_NOT_PLAIN.format(text=" ".join(old.split())), old=old, line=node.lineno)
+    if node.value == new_est:
+        return EditResult(UNCHANGED, source, old=old, line=node.lineno)
+
+    new_literal = str(new_est)
+    rewritten, reason = _rewrite_with_libcst(text, marker, new_literal)
+    if rewritten is None:
+        return _skip(source, reason, old=old, line=node.lineno)
+    # The result must still be the same registration, now with the new value.
+    try:
+        check = _registration_est_time(_parse(rewritten), marker)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # pragma: no cover - defensive
+        check = None
+    if not (check is not None and _is_plain_number(check) and check.value == new_est
+            and type(check.value) is int):
+        return _skip(source, REASON_REWRITE_MISMATCH, old=old, line=node.lineno)
+    return EditResult(CHANGED, bom + rewritten, old=old, line=node.lineno)
+
+
+def _read_no_follow(path: Path) -> tuple[Optional[bytes], Optional[os.stat_result], Optional[str]]:
+    """(bytes, stat of the opened file, None) or (None, None, skip reason)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None, None, REASON_MISSING
+    except OSError as exc:
+        return None, None, REASON_UNREADABLE.format(error=exc.strerror or exc)
+    if stat.S_ISLNK(st.st_mode):
+        return None, None, REASON_SYMLINK
+    if not stat.S_ISREG(st.st_mode):
+        return None, None, REASON_NOT_REGULAR
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None, None, REASON_MISSING
+    except OSError as exc:
+        # ELOOP: the path became a symlink after the lstat.
+        if os.path.islink(path):
+            return None, None, REASON_SYMLINK
+        return None, None, REASON_UNREADABLE.format(error=exc.strerror or exc)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            return None, None, REASON_NOT_REGULAR
+        try:
+            data = fh.read()
+        except OSError as exc:
+            return None, None, REASON_UNREADABLE.format(error=exc.strerror or exc)
+    return data, st, None
+
+
+def _decode(data: bytes) -> tuple[Optional[str], Optional[str], Optional[str]]:
+    """(text, codec, None) or (None, None, skip reason). A UTF-8 BOM stays in the text as U+FEFF."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return None, None, REASON_BAD_ENCODING_DECL.format(error=exc.msg)
+    codec = "utf-8" if encoding == "utf-8-sig" else encoding
+    try:
+        text = data.decode(codec)
+    except (UnicodeDecodeError, LookupError):
+        return None, None, REASON_UNDECODABLE.format(encoding=encoding)
+    try:
+        round_trip = text.encode(codec) == data
+    except UnicodeEncodeError:
+        round_trip = False
+    if not round_trip:
+        return None, None, REASON_NOT_ROUND_TRIP.format(encoding=encoding)
+    return text, codec, None
+
+
+def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def apply_to_file(path: Path, backend: str, new_est: int) -> EditResult:
+    """`rewrite_est_time` on a file, written back atomically (same mode) only when changed.
+
+    A symlink at `path` is refused (lstat, then open with O_NOFOLLOW), and so is a file
+    that changed between the read and the write.
+    """
+    _check_arguments(backend, new_est)
+    path = Path(path)
+    data, st, reason = _read_no_follow(path)
+    if data is None:
+        return _skip(None, reason)
+    text, codec, reason = _decode(data)
+    if text is None:
+        return _skip(None, reason)
+    result = rewrite_est_time(text, backend, new_est)
+    if result.status != CHANGED:
+        return result
+
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        now = None
+    if now is None or stat.S_ISLNK(now.st_mode) or (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (
+            st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
+        return _skip(text, REASON_CHANGED_MEANWHILE, old=result.old, line=result.line)
+    _write_atomically(path, result.source.encode(codec), stat.S_IMODE(st.st_mode))
+    return result

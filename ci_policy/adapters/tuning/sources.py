@@ -1,0 +1,120 @@
+"""Evidence files and directories -> `FileEvidence` rows (`records.py`, `logs.py`).
+
+- In: paths given to `ci-policy tune`: files, or directories walked in sorted order
+  without following symbolic links.
+- `*.jsonl` are timing records; `*.txt` and `*.log` are job logs. A GitHub log archive
+  names a job's log `<N>_<job name>.txt`: the job name is the file name without the
+  numeric prefix (job_id ""). The archive also holds a directory `<job name>/` with the
+  same job's log cut into steps; it is not read when `<N>_<job name>.txt` is there (the
+  same lines would count twice).
+- run_id: from the nearest enclosing directory named `run-<id>`, if any (a record's own
+  run_id wins).
+- Out: all rows, in walk order. Every problem (a missing path, an unknown file type, a
+  symbolic link met while walking, an unreadable file, malformed records) is a
+  `InputError`; all of them are raised together as `InputErrors`, never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+from ci_policy.errors import InputError, InputErrors
+from ci_policy.adapters.tuning.evidence import FileEvidence
+from ci_policy.adapters.tuning.logs import read_log
+from ci_policy.adapters.tuning.records import read_records
+
+RECORD_SUFFIXES = (".jsonl",)
+LOG_SUFFIXES = (".txt", ".log")
+ARCHIVE_LOG_RE = re.compile(r"^\d+_(?P<job>.+)\.txt$")
+RUN_DIR_RE = re.compile(r"^run-(?P<id>\d+)$")
+KINDS = "*.jsonl timing records, or *.txt/*.log job logs"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def run_id_of(path: str) -> Optional[str]:
+    """The id of the nearest enclosing `run-<id>` directory."""
+    for parent in Path(path).absolute().parents:
+        m = RUN_DIR_RE.match(parent.name)
+        if m:
+            return m.group("id")
+    return None
+
+
+def job_name_of(path: str) -> str:
+    """`3_stage-c-4-gpu-h200 (1).txt` -> `stage-c-4-gpu-h200 (1)`; other names give ""."""
+    m = ARCHIVE_LOG_RE.match(os.path.basename(path))
+    return m.group("job") if m else ""
+
+
+def read_file(path: str) -> list[FileEvidence]:
+    """The rows of one evidence file; raises InputErrors."""
+    lower = path.lower()
+    if lower.endswith(RECORD_SUFFIXES):
+        return read_records(path, run_id=run_id_of(path))
+    if lower.endswith(LOG_SUFFIXES):
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise InputErrors([InputError(f"cannot read job log: {exc.strerror or exc}", path=path)])
+        return read_log(data.decode("utf-8", "replace"), source=path, run_id=run_id_of(path) or "",
+                        job_name=job_name_of(path))
+    raise InputErrors([InputError(f"unknown evidence file type (expected {KINDS})", path=path,
+                                    hint="extract archives first; remove other files or name the evidence "
+                                         "files to read")])
+
+
+def _read_into(path: str, rows: list, errors: list) -> None:
+    try:
+        rows += read_file(path)
+    except InputErrors as exc:
+        errors += exc.errors
+
+
+def _walk(directory: str, rows: list, errors: list) -> None:
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        errors.append(InputError(f"cannot list evidence directory: {exc.strerror or exc}", path=directory))
+        return
+    job_logs = {m.group("job") for e in entries if (m := ARCHIVE_LOG_RE.match(e.name))}
+    for entry in entries:
+        path = os.path.join(directory, entry.name)
+        try:
+            if entry.is_symlink():
+                errors.append(InputError("a symbolic link; evidence directories are walked without "
+                                          "following links", path=path,
+                                          hint="give the link's target as a path of its own"))
+            elif entry.is_dir(follow_symlinks=False):
+                if entry.name not in job_logs:
+                    _walk(path, rows, errors)
+            elif entry.is_file(follow_symlinks=False):
+                _read_into(path, rows, errors)
+            else:
+                errors.append(InputError("not a regular file or directory", path=path))
+        except OSError as exc:
+            errors.append(InputError(f"cannot read: {exc.strerror or exc}", path=path))
+
+
+def collect(paths: Iterable[PathLike]) -> list[FileEvidence]:
+    """The rows of every evidence file under `paths`; raises InputErrors listing every problem."""
+    rows: list[FileEvidence] = []
+    errors: list[InputError] = []
+    for given in paths:
+        path = os.fspath(given)
+        if not os.path.lexists(path):
+            errors.append(InputError("no such evidence file or directory", path=path))
+        elif os.path.isdir(path):
+            _walk(path, rows, errors)
+        elif os.path.isfile(path):
+            _read_into(path, rows, errors)
+        else:
+            errors.append(InputError("not a regular file or directory", path=path))
+    if errors:
+        raise InputErrors(errors)
+    return rows

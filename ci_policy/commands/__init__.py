@@ -1,1 +1,0 @@
-"""PR comment commands (`ci-policy comment`): grammar, access policy and the GitHub gateway."""

@@ -1,0 +1,88 @@
+"""Discovery: which files under the configured roots are test files.
+
+- In: the checkout root and `Config.discovery` (roots, basename pattern).
+- Out: sorted, repo-relative POSIX paths, identical across runs and machines.
+- Refused: a root that is missing or not a directory; a symlink at a root, at any
+  directory between the repository root and a root, at any directory inside a root,
+  or at a file matching the pattern. Symlinks are never followed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from pathlib import Path
+
+from ci_policy.read.checkout import check_no_symlinks
+from ci_policy.config import Config
+from ci_policy.errors import InputError
+
+_SKIP_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn"})
+
+
+def discover(repo: Path, config: Config) -> tuple[list[str], list[InputError]]:
+    """Return (test files, errors); errors do not stop the walk."""
+    files: set[str] = set()
+    errors: list[InputError] = []
+    pattern = config.discovery.pattern
+    for root in config.discovery.roots:
+        where = dict(path=config.path, line=config.line_of("discovery"))
+        try:
+            st = check_no_symlinks(repo, root, what="discovery root")
+        except InputError as exc:
+            errors.append(exc)
+            continue
+        if st is None:
+            errors.append(InputError(f"discovery root {root} does not exist", **where,
+                                      hint="create the directory or remove it from discovery.roots"))
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            errors.append(InputError(f"discovery root {root} is not a directory", **where))
+            continue
+        _walk(repo, root, pattern, files, errors)
+    # Overlapping roots walk the same directories twice: report each problem once.
+    return sorted(files), list(dict.fromkeys(errors))
+
+
+def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[InputError]) -> None:
+    try:
+        entries = sorted(os.scandir(repo / rel_dir), key=lambda e: e.name)
+    except OSError as exc:
+        errors.append(InputError(f"directory {rel_dir} cannot be read: {exc.strerror}", path=rel_dir))
+        return
+    for entry in entries:
+        rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
+        if entry.is_symlink():
+            if fnmatch.fnmatchcase(entry.name, pattern):
+                subject = f"test file {rel} is a symlink"
+            elif not os.path.exists(entry.path):
+                subject = f"{rel} is a dangling symlink"
+            elif _is_dir_target(entry):
+                subject = f"directory {rel} is a symlink"
+            else:
+                continue  # a symlinked non-test file is never read
+            errors.append(InputError(
+                f"{subject}; ci-policy refuses symlinks in a checkout",
+                path=rel, hint="replace the symlink with the real file or directory"))
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if entry.name not in _SKIP_DIRS:
+                _walk(repo, rel, pattern, files, errors)
+        elif entry.is_file(follow_symlinks=False) and fnmatch.fnmatchcase(entry.name, pattern):
+            if not rel.isprintable():
+                # A newline in a file name would start a new line (a workflow command) in logs.
+                errors.append(InputError(
+                    f"test file {rel!r} has control characters in its path; ci-policy refuses such names",
+                    path=repr(rel)[1:-1], hint="rename the file"))
+                continue
+            files.add(rel)
+
+
+def _is_dir_target(entry: os.DirEntry) -> bool:
+    # A symlink is only inspected, never traversed. (Dangling links are reported before
+    # this is asked; the fallback keeps an unreadable target from being dropped silently.)
+    try:
+        return entry.is_dir(follow_symlinks=True) or not os.path.exists(entry.path)
+    except OSError:
+        return True

@@ -1,0 +1,85 @@
+"""The estimates file: est_time proposals kept outside the test files.
+
+- In: the JSON text of config `estimates_file` (written by `ci-policy tune
+  --write-estimates`), read from the checkout like every checkout file.
+- Out: {(test file, suite): est_time}; `apply()` overrides the literals of matching
+  registrations (their `est_source` becomes "estimates"); a literal stays the fallback
+  for every registration the file does not list.
+- Format (schema 1): `{"schema": 1, "estimates": [{"file", "suite", "est_time"}]}`.
+- Refused: invalid or non-strict JSON, another schema, unknown fields, wrong types, a
+  negative or non-finite est_time, the same (file, suite) twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Iterable
+
+from ci_policy.read import strictjson
+from ci_policy.errors import InputError, InputErrors
+
+SCHEMA = 1
+
+
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
+    try:
+        doc = strictjson.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"estimates file {path} is not valid strict JSON: {exc}", path=path,
+                          hint="regenerate it with ci-policy tune --write-estimates") from None
+    # `type(...) is int`: true and 1.0 compare equal to 1 but are no schema number.
+    if not isinstance(doc, dict) or set(doc) != {"schema", "estimates"} or type(doc["schema"]) is not int \
+            or doc["schema"] != SCHEMA:
+        raise InputError(f"estimates file {path} must be {{\"schema\": {SCHEMA}, \"estimates\": [...]}}",
+                          path=path, hint="regenerate it with ci-policy tune --write-estimates")
+    if not isinstance(doc["estimates"], list):
+        raise InputError(f"estimates file {path}: estimates must be a list", path=path)
+    out: dict[tuple[str, str], float] = {}
+    errors = []
+    for i, entry in enumerate(doc["estimates"]):
+        where = f"estimates[{i}]"
+        if not isinstance(entry, dict) or set(entry) != {"file", "suite", "est_time"}:
+            errors.append(InputError(f"{where} must have exactly file, suite and est_time", path=path))
+            continue
+        file, suite, est = entry["file"], entry["suite"], entry["est_time"]
+        if not isinstance(file, str) or not isinstance(suite, str):
+            errors.append(InputError(f"{where}: file and suite must be strings", path=path))
+            continue
+        if isinstance(est, bool) or not isinstance(est, (int, float)) or not _finite(est) or est < 0:
+            errors.append(InputError(f"{where}.est_time must be a finite number >= 0, got {est!r}", path=path))
+            continue
+        if (file, suite) in out:
+            errors.append(InputError(f"{where}: {file} / {suite} is listed twice", path=path))
+            continue
+        out[(file, suite)] = est
+    if errors:
+        raise InputErrors(errors)
+    return out
+
+
+def apply(registrations: Iterable, estimates: dict[tuple[str, str], float]) -> tuple[list, list[tuple[str, str]]]:
+    """(registrations with estimates applied, estimate keys that matched no registration)."""
+    used = set()
+    out = []
+    for reg in registrations:
+        key = (reg.file, reg.suite)
+        if key in estimates:
+            used.add(key)
+            out.append(dataclasses.replace(reg, est_time=estimates[key], est_source="estimates"))
+        else:
+            out.append(reg)
+    return out, sorted(set(estimates) - used)
+
+
+def render(entries: Iterable[tuple[str, str, float]]) -> str:
+    rows = [{"file": f, "suite": s, "est_time": e} for f, s, e in sorted(entries)]
+    return json.dumps({"schema": SCHEMA, "estimates": rows}, indent=2) + "\n"

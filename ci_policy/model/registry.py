@@ -1,0 +1,203 @@
+"""The test registry: every registration of every discovered test file.
+
+- In: the validated `Config`, the `LabelRegistry`, and the text of each discovered file
+  (read by `ci_policy.snapshot` through `ci_policy.checkout`).
+- Out: frozen `Registration`s sorted by (file, line), plus located errors.
+- Grammar (a public contract, shared with sglang-family repositories):
+  `register_{cpu,cuda,rocm}_ci(est_time, suite, *, labels=None, nightly=False, disabled=None)`
+  as a module-level expression statement with literal arguments only.
+- Refused, each with its own message: see `ci_policy.markers` for where a marker may
+  stand, and `_registration()` for argument types, labels and suites. A file under an
+  `implicit` root with no registration gets that root's registration (`implicit=True`);
+  a GPU registration under a `cpu_only` root is an error. A file whose stage runs it as
+  `python FILE` must have an `if __name__ == "__main__":` block that calls something.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from ci_policy.config import GPU_BACKENDS, Config
+from ci_policy.errors import InputError
+from ci_policy.read.labels import LabelRegistry
+from ci_policy.read.markers import REGISTRATION_MARKERS, Scan, bind
+
+POSITIONAL = ("est_time", "suite")
+KEYWORD_ONLY = ("labels", "nightly", "disabled")
+
+MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
+
+
+@dataclass(frozen=True)
+class Registration:
+    file: str
+    line: Optional[int]
+    backend: str
+    suite: str
+    est_time: float
+    labels: tuple[str, ...] = ()
+    nightly: bool = False
+    disabled: Optional[str] = None
+    implicit: bool = False
+    col: Optional[int] = None
+    # Where est_time came from: "literal" (the marker), "implicit" (configuration) or
+    # "estimates" (the estimates file).
+    est_source: str = "literal"
+
+    @property
+    def marker(self) -> str:
+        return MARKER_OF_BACKEND[self.backend]
+
+    def as_dict(self) -> dict:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "backend": self.backend,
+            "suite": self.suite,
+            "est_time": self.est_time,
+            "labels": list(self.labels),
+            "nightly": self.nightly,
+            "disabled": self.disabled,
+            "implicit": self.implicit,
+        }
+
+    def sort_key(self) -> tuple:
+        return (self.file, self.line or 0, self.backend, self.suite)
+
+
+def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[Registration]:
+    """Parse and validate the registration calls of one scanned file (errors go to `scan.errors`)."""
+    out: list[Registration] = []
+    for mc in scan.calls:
+        if mc.marker not in REGISTRATION_MARKERS:
+            continue
+        reg = _registration(scan, mc, config, labels)
+        if reg is not None:
+            out.append(reg)
+
+    seen: dict[tuple[str, str], Registration] = {}
+    for reg in out:
+        previous = seen.get((reg.backend, reg.suite))
+        if previous is not None:
+            scan.errors.append(InputError(
+                f"{reg.marker}: {reg.file} is registered twice for suite {reg.suite!r} "
+                f"(lines {previous.line} and {reg.line}), so it would run twice",
+                path=reg.file, line=reg.line, col=reg.col, hint="keep one registration per suite"))
+        seen.setdefault((reg.backend, reg.suite), reg)
+
+    if not out and not any(mc.marker in REGISTRATION_MARKERS for mc in scan.calls):
+        rule = config.discovery.implicit_for(scan.path)
+        if rule is not None:
+            out.append(Registration(file=scan.path, line=None, backend=rule.backend, suite=rule.suite,
+                                    est_time=rule.est_time, implicit=True, est_source="implicit"))
+    else:
+        rule = config.discovery.implicit_for(scan.path)
+        if rule is not None and rule.cpu_only:
+            for reg in out:
+                if reg.backend in GPU_BACKENDS:
+                    scan.errors.append(InputError(
+                        f"{reg.marker}: {reg.file} is under {rule.root}, a cpu_only implicit root; "
+                        f"{reg.backend} tests cannot live there",
+                        path=reg.file, line=reg.line, col=reg.col,
+                        hint=f"move the file out of {rule.root} or register it for CPU"))
+
+    for reg in out:
+        stage = config.stage(reg.suite)
+        if stage is not None and stage.runner == "python" and not scan.has_main_block:
+            scan.errors.append(InputError(
+                f"stage {stage.name} runs {reg.file} as `python FILE`, but the file has no "
+                "`if __name__ == \"__main__\":` block that calls something, so it would exit 0 "
+                "without running a test",
+                path=reg.file, line=reg.line or 1, col=reg.col or 1,
+                hint='add `if __name__ == "__main__": unittest.main()` (or pytest.main([__file__]))'))
+    return out
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int literal too large for a float
+        return False
+
+
+def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Optional[Registration]:
+    name = mc.marker
+    backend = REGISTRATION_MARKERS[name]
+    args = bind(scan, mc, POSITIONAL, KEYWORD_ONLY, required=POSITIONAL)
+    if args is None:
+        return None
+    values, nodes = args.values, args.nodes
+    before = len(scan.errors)
+
+    est_time = values["est_time"]
+    if (isinstance(est_time, bool) or not isinstance(est_time, (int, float))
+            or not _finite(est_time) or est_time < 0):
+        scan.error(nodes["est_time"], f"{name}: est_time must be a finite non-negative number of "
+                   f"seconds, got {est_time!r}", hint="write e.g. est_time=300")
+
+    suite = values["suite"]
+    if not isinstance(suite, str):
+        scan.error(nodes["suite"], f"{name}: suite must be a string, got {suite!r}",
+                   hint='write e.g. suite="stage-b-1-gpu-h200"')
+    else:
+        stage = config.stage(suite)
+        if stage is None or stage.backend != backend:
+            valid = [s.name for s in config.stages_of(backend)]
+            close = difflib.get_close_matches(suite, valid, n=1)
+            what = (f"is a {stage.backend} stage, not a {backend} stage" if stage is not None
+                    else f"is not a configured {backend} stage")
+            scan.error(nodes["suite"], f"{name}: suite {suite!r} {what}"
+                       + (f"; did you mean {close[0]!r}?" if close else ""),
+                       hint=f"configured {backend} stages: {', '.join(valid) or 'none'} "
+                       f"(stages are listed in {config.path})")
+
+    raw_labels = values.get("labels")
+    label_tuple: tuple[str, ...] = ()
+    labels_given = raw_labels is not None and raw_labels != []
+    if raw_labels is not None:
+        if not isinstance(raw_labels, list):
+            scan.error(nodes["labels"], f"{name}: labels must be a list of string literals or None, "
+                       f"got {raw_labels!r}", hint='write e.g. labels=["megatron"]')
+        else:
+            elts = nodes["labels"].elts
+            good = []
+            for item, node in zip(raw_labels, elts):
+                if not isinstance(item, str):
+                    scan.error(node, f"{name}: labels entries must be strings, got {item!r}")
+                elif item in good:
+                    scan.error(node, f"{name}: label {item!r} is listed twice")
+                elif item not in labels:
+                    close = difflib.get_close_matches(item, labels.names, n=1)
+                    scan.error(node, f"{name}: unknown label {item!r}"
+                               + (f" (did you mean {close[0]!r}?)" if close else "")
+                               + f"; valid labels: {', '.join(labels.names) or 'none'}",
+                               hint=f"use a valid label, or add {item!r} with a description to "
+                               f"KNOWN_LABELS in {labels.path}")
+                else:
+                    good.append(item)
+            label_tuple = tuple(raw_labels)
+    # A malformed labels value is reported above; "needs a label" is only for none given.
+    if backend in GPU_BACKENDS and config.gpu_requires_labels and not labels_given:
+        scan.error(mc.call, f"{name}: a {backend} registration needs at least one label "
+                   "(gpu_requires_labels is true), so that a PR can select it",
+                   hint=f"add labels=[...] with one of: {', '.join(labels.names) or '(none defined)'}")
+
+    nightly = values.get("nightly", False)
+    if not isinstance(nightly, bool):
+        scan.error(nodes["nightly"], f"{name}: nightly must be True or False, got {nightly!r}")
+
+    disabled = values.get("disabled")
+    if disabled is not None and not isinstance(disabled, str):
+        scan.error(nodes["disabled"], f"{name}: disabled must be a reason string or None, got {disabled!r}",
+                   hint='write e.g. disabled="flaky on driver 580, see #1234"')
+    elif isinstance(disabled, str) and not disabled.strip():
+        scan.error(nodes["disabled"], f"{name}: disabled must give a reason, got {disabled!r}",
+                   hint='write e.g. disabled="flaky on driver 580, see #1234"')
+
+    if len(scan.errors) != before:
+        return None
+    return Registration(file=scan.path, line=mc.line, col=mc.col, backend=backend, suite=suite,
+                        est_time=est_time, labels=label_tuple, nightly=nightly, disabled=disabled)

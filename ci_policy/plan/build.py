@@ -1,0 +1,147 @@
+"""The stage plan: trigger policy + diff-aware stage selection + balanced shards.
+
+- In: a valid `Snapshot`, a `Trigger` and a `Diff`.
+- Out: a frozen `Plan`: the resolved `Policy` (after auto-selection), one `StagePlan`
+  per planned stage (decision, reasons, selected tests, shards), the stages skipped,
+  image preparation per GPU backend (`build` exactly when a stage of that backend
+  runs), and warnings.
+- `ci-policy plan`, `ci-policy list` and `ci-policy run` all call `build_plan`, so
+  every shard job computes exactly the split the plan job printed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ci_policy.config import GPU_BACKENDS, Config, Stage
+from ci_policy.read.diff import Diff
+from ci_policy.errors import InputError
+from ci_policy.plan.partition import Shard, partition
+from ci_policy.plan.policy import Policy, Trigger, is_selected, resolve, why_not_selected
+from ci_policy.model.registry import Registration
+from ci_policy.gates.requirements import invalid_files
+from ci_policy.plan.selection import StageDecision, decide
+from ci_policy.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    stage: Stage
+    decision: str  # "run" | "skip"
+    reasons: tuple[str, ...]
+    tests: tuple[Registration, ...]
+    shards: tuple[Shard, ...]
+    not_selected: tuple[tuple[Registration, str], ...] = ()
+    invalid: tuple[tuple[Registration, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.stage.name
+
+    @property
+    def est_seconds(self) -> float:
+        return sum(s.est_seconds for s in self.shards)
+
+    @property
+    def wall_seconds(self) -> float:
+        return max((s.est_seconds for s in self.shards), default=0)
+
+    def shard(self, index: int) -> Shard:
+        for shard in self.shards:
+            if shard.index == index:
+                return shard
+        raise IndexError(index)
+
+
+@dataclass(frozen=True)
+class Plan:
+    snapshot: Snapshot  # what the plan was built from; run reuses it for gates
+    policy: Policy
+    diff: Diff
+    stages: tuple[StagePlan, ...]
+    images: tuple[tuple[str, str], ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def skipped_stages(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.stages if s.decision == "skip")
+
+    @property
+    def config(self) -> Config:
+        return self.snapshot.config
+
+    @property
+    def invalid(self) -> tuple[tuple[str, str, str], ...]:
+        """(stage, file, reason) of every registration the plan refused to schedule."""
+        return tuple((s.name, r.file, why) for s in self.stages for r, why in s.invalid)
+
+    @property
+    def matrix(self) -> dict[str, list[int]]:
+        return {s.name: [sh.index for sh in s.shards] for s in self.stages}
+
+    def stage(self, name: str) -> Optional[StagePlan]:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        return None
+
+
+def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
+    snapshot.require_valid()
+    policy = resolve(trigger, snapshot.config, snapshot.labels)
+    policy, decisions = decide(snapshot, policy, diff, invalid_files(snapshot))
+    warnings = list(policy.warnings)
+    stages = tuple(_stage_plan(d, warnings) for d in decisions)
+    images = []
+    for backend in GPU_BACKENDS:
+        runs = any(s.decision == "run" and s.stage.backend == backend for s in stages)
+        images.append((backend, "build" if runs else "skip"))
+    if trigger.event == "pull_request" and not diff.available:
+        warnings.insert(0, f"diff unavailable: {diff.reason}")
+    if trigger.event == "pull_request" and diff.available:
+        for path in diff.files:
+            regs = snapshot.registrations_for(path)
+            if regs and not any(is_selected(r, policy) for r in regs):
+                why = "; ".join(sorted({why_not_selected(r, policy) for r in regs}))
+                warnings.append(f"{path} changed but is not selected ({why}), so it does not run")
+    return Plan(snapshot=snapshot, policy=policy, diff=diff, stages=stages, images=tuple(images),
+                warnings=tuple(warnings))
+
+
+def _stage_plan(d: StageDecision, warnings: list[str]) -> StagePlan:
+    if not d.run:
+        return StagePlan(d.stage, "skip", d.reasons, (), (), d.not_selected, d.invalid)
+    tests = tuple(sorted(d.selected, key=lambda r: r.file))
+    shards = partition(((r.file, r.est_time) for r in tests), d.stage.partitions)
+    if len(shards) > 1:
+        mean = sum(s.est_seconds for s in shards) / len(shards)
+        for r in tests:
+            if r.est_time > mean:
+                warnings.append(f"{d.stage.name}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
+                                f"mean shard time ({mean:g}s); the stage cannot finish sooner than this file")
+    return StagePlan(d.stage, "run", d.reasons, tests, shards, d.not_selected, d.invalid)
+
+
+def shard_of(plan: Plan, stage_name: str, shard: Optional[int]) -> tuple[StagePlan, Optional[Shard]]:
+    """The stage and shard a stage job runs; errors name what is wrong."""
+    config_stage = plan.stage(stage_name)
+    configured = plan.config.stage(stage_name)
+    if config_stage is None and configured is not None and configured.external:
+        raise InputError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
+                          "plans or runs it", path="--stage")
+    if config_stage is None:
+        planned = ", ".join(s.name for s in plan.stages)
+        raise InputError(f"{stage_name!r} is not a planned stage (planned: {planned}); "
+                          "external stages are never planned here", path="--stage")
+    if config_stage.decision == "skip":
+        return config_stage, None
+    index = 0 if shard is None else shard
+    if shard is None and len(config_stage.shards) > 1:
+        raise InputError(f"stage {stage_name} has {len(config_stage.shards)} shards; "
+                          "pass --shard INDEX", path="--shard")
+    try:
+        return config_stage, config_stage.shard(index)
+    except IndexError:
+        raise InputError(f"stage {stage_name} has shards 0..{len(config_stage.shards) - 1}, "
+                          f"not {index}", path="--shard") from None

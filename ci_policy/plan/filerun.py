@@ -1,0 +1,116 @@
+"""The file-run resolver: where and how `/rerun-test <file>` runs one test file.
+
+- In: a repo-relative test path, the source root of an (untrusted) checkout, optional
+  trusted configuration (default: the checkout's own), and an optional image tag.
+- Out: a `FilePlan`: `hw` (cpu/cuda/rocm), `suite`, `runs_on` (from the stage config, so
+  ROCm files are rerunnable too), `container_image` and `timeout_seconds`
+  (`max(file_run.min_timeout, ceil(file_run.timeout_factor * est_time))`).
+- Reads the checkout only as data: the file's registration through the marker parser,
+  and the label allowlist from the checkout's own `labels.py` by `ast`, so a PR that adds
+  a label and a test using it can be rerun. Imports nothing of the checkout, and only
+  ci_policy's core dependencies.
+- Refused, each with its own error: a path that is not `tests/.../test_*.py` of safe
+  segments; a symlink anywhere on the path; a file outside the discovery roots; an
+  unregistered file; several enabled registrations; a disabled registration; a
+  registration to an external stage; an invalid image tag. An explicit file request
+  ignores labels and cadence.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ci_policy.read.checkout import read_text
+from ci_policy.config import IMAGE_TAG_RE, Config, load_config
+from ci_policy.errors import InputError, InputErrors
+from ci_policy.model.estimates import apply as apply_estimates
+from ci_policy.model.estimates import parse_estimates
+from ci_policy.read.labels import load_labels
+from ci_policy.read.markers import scan
+from ci_policy.model.registry import registrations_of
+
+# tests/<segment>/.../test_*.py; segments start with a word character, no '..', no shell characters.
+DEFAULT_CPU_RUNNER = "ubuntu-latest"
+TEST_PATH_RE = re.compile(r"tests(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*/test_[A-Za-z0-9_.-]*\.py")
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    file: str
+    hw: str
+    suite: str
+    runs_on: tuple[str, ...]
+    container_image: Optional[str]
+    timeout_seconds: int
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "hw": self.hw, "suite": self.suite, "runs_on": list(self.runs_on),
+                "container_image": self.container_image, "timeout_seconds": self.timeout_seconds}
+
+
+def check_test_path(path: str, source: str = "--file") -> str:
+    if not TEST_PATH_RE.fullmatch(path) or "/../" in f"/{path}/" or "/./" in f"/{path}/":
+        raise InputError(f"{path!r} is not a test file path of the form tests/.../test_*.py "
+                          "(segments of letters, digits, '_', '.', '-'; no '..', no absolute path)",
+                          path=source)
+    return path
+
+
+def check_image_tag(tag: str, source: str = "--image-tag") -> str:
+    if not IMAGE_TAG_RE.fullmatch(tag):
+        raise InputError(f"{tag!r} is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})", path=source)
+    return tag
+
+
+def resolve_file(file: str, source_root: Path, *, config_path=None, image_tag: Optional[str] = None) -> FilePlan:
+    check_test_path(file)
+    root = Path(source_root)
+    if not root.is_dir():
+        raise InputError(f"source root {source_root} is not a directory", path="--source-root")
+    config: Config = load_config(root, config_path)
+    tag = check_image_tag(image_tag) if image_tag else config.file_run.default_tag
+    labels = load_labels(root, config.labels_file)
+    text = read_text(root, file, what="test file")  # refuses symlinks on every component
+    in_roots = any(file.startswith(r.rstrip("/") + "/") or r == "." for r in config.discovery.roots)
+    if not in_roots or not fnmatch.fnmatchcase(file.rsplit("/", 1)[-1], config.discovery.pattern):
+        raise InputError(f"{file} is not a discovered test file (roots: {', '.join(config.discovery.roots)}; "
+                          f"pattern {config.discovery.pattern!r})", path=file)
+    result = scan(text, file)
+    regs = registrations_of(result, config, labels)
+    if config.estimates_file:
+        # The estimates file travels with the tests it times (the checkout's own).
+        table = parse_estimates(read_text(root, config.estimates_file, what="estimates file"),
+                                config.estimates_file)
+        regs, _unused = apply_estimates(regs, table)
+    if result.errors:
+        raise InputErrors(result.errors)
+    if not regs:
+        raise InputError(f"{file} is not registered for any stage", path=file,
+                          hint="add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level")
+    enabled = [r for r in regs if r.disabled is None]
+    if not enabled:
+        raise InputError(f"{file} is disabled: {regs[0].disabled}", path=file, line=regs[0].line,
+                          hint="re-enable the registration to rerun it")
+    if len(enabled) > 1:
+        where = ", ".join(f"{r.backend} {r.suite} (line {r.line})" for r in enabled)
+        raise InputError(f"{file} has {len(enabled)} enabled registrations ({where}); "
+                          "/rerun-test needs exactly one", path=file, line=enabled[1].line)
+    reg = enabled[0]
+    stage = config.stage(reg.suite)
+    assert stage is not None  # registrations_of validated the suite
+    if stage.external:
+        raise InputError(f"{file} is registered to {stage.name}, an external stage that ci-policy "
+                          "does not run", path=file, line=reg.line)
+    # round() first: 0.1 * 30 is 3.0000000000000004 in binary floating point, not 3.
+    timeout = max(config.file_run.min_timeout,
+                  math.ceil(round(config.file_run.timeout_factor * reg.est_time, 6)))
+    repo = config.file_run.image_for(reg.backend)
+    # CPU stages usually name no runner labels; a hosted runner runs them.
+    runs_on = stage.runs_on or (DEFAULT_CPU_RUNNER,)
+    return FilePlan(file=file, hw=reg.backend, suite=reg.suite, runs_on=runs_on,
+                    container_image=f"{repo}:{tag}" if repo else None, timeout_seconds=int(math.ceil(timeout)))

@@ -1,0 +1,182 @@
+"""Trigger policy: from event, schedule, PR labels and cadence override to what is included.
+
+- In: the event name (`pull_request`, `schedule`, `workflow_dispatch`, `workflow_call`),
+  the schedule's cron, the PR labels (the JSON array GitHub gives, or a list), an
+  optional cadence override (a `workflow_call` input; it wins over the trigger), the
+  `Config` and the `LabelRegistry`.
+- Out: a frozen `Policy`: `cadence`, canonical `raw_labels`, `include_labels` with the
+  source of each, `admit_nightly`, `bypass_fastfail`, `write_baseline`, warnings.
+- Rules: PR labels keep only `run-ci-<name>` (name `[A-Za-z0-9][A-Za-z0-9_.-]*`) and
+  the workflow-only labels `nightly` and `bypass-fastfail`; a `nightly` label means the
+  nightly cadence. Precedence of broad inclusion: `run-ci-all` > weekly/release >
+  nightly > other broad scopes; explicit `run-ci-<known label>` labels are unioned in
+  last, so an explicit request always wins over a scope's exclusion.
+- Refused: an unknown event, an unknown cron (never silently another cadence's), an
+  unknown cadence, a labels JSON that is not an array of strings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence
+
+from ci_policy.config import CADENCES, Config
+from ci_policy.errors import InputError
+from ci_policy.read.strictjson import no_constants
+from ci_policy.read.labels import LabelRegistry
+from ci_policy.model.registry import Registration
+
+EVENTS = ("pull_request", "schedule", "workflow_dispatch", "workflow_call")
+WORKFLOW_ONLY_LABELS = ("nightly", "bypass-fastfail")
+PR_LABEL_RE = re.compile(r"run-ci-([A-Za-z0-9][A-Za-z0-9_.-]*)")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    event: str
+    labels: tuple[str, ...] = ()
+    schedule: Optional[str] = None
+    cadence: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    event: str
+    cadence: str
+    raw_labels: tuple[str, ...]
+    include_labels: tuple[str, ...]
+    # (label, what included it): "run-ci-megatron", "run-ci-all", "the nightly cadence", ...
+    sources: tuple[tuple[str, str], ...]
+    admit_nightly: bool
+    bypass_fastfail: bool
+    write_baseline: bool
+    warnings: tuple[str, ...] = ()
+
+    def source_of(self, label: str) -> Optional[str]:
+        return dict(self.sources).get(label)
+
+    def with_labels(self, added: Iterable[tuple[str, str]]) -> "Policy":
+        """A copy with more included labels (auto-selection by path rules)."""
+        sources = dict(self.sources)
+        for label, source in added:
+            sources.setdefault(label, source)
+        return Policy(event=self.event, cadence=self.cadence, raw_labels=self.raw_labels,
+                      include_labels=tuple(sorted(sources)), sources=tuple(sorted(sources.items())),
+                      admit_nightly=self.admit_nightly, bypass_fastfail=self.bypass_fastfail,
+                      write_baseline=self.write_baseline, warnings=self.warnings)
+
+
+def parse_labels_json(text: str, source: str = "--labels-json") -> tuple[str, ...]:
+    """The PR labels as GitHub gives them: a JSON array of strings (`null` means none)."""
+    try:
+        value = json.loads(text, parse_constant=no_constants)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"not valid JSON: {exc}", path=source,
+                          hint="pass toJSON(github.event.pull_request.labels.*.name)") from None
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"expected a JSON array of label names (strings), got {text[:80]!r}",
+                          path=source, hint="pass toJSON(github.event.pull_request.labels.*.name)")
+    return tuple(value)
+
+
+def canonical_labels(labels: Iterable[str]) -> tuple[str, ...]:
+    """Keep `run-ci-<name>` and the workflow-only labels; sorted, without duplicates."""
+    kept = {label for label in labels if PR_LABEL_RE.fullmatch(label) or label in WORKFLOW_ONLY_LABELS}
+    return tuple(sorted(kept))
+
+
+def resolve_cadence(trigger: Trigger, config: Config, raw_labels: Sequence[str]) -> str:
+    if trigger.event not in EVENTS:
+        raise InputError(f"unknown event {trigger.event!r}; expected one of {', '.join(EVENTS)}",
+                          path="--event")
+    if trigger.cadence is not None:
+        if trigger.cadence not in CADENCES:
+            raise InputError(f"unknown cadence {trigger.cadence!r}; expected one of "
+                              f"{', '.join(CADENCES)}", path="--cadence")
+        return trigger.cadence
+    if trigger.event == "schedule":
+        if not trigger.schedule:
+            raise InputError("a schedule event needs its cron string",
+                              path="--schedule", hint="pass --schedule \"$SCHEDULE\", with SCHEDULE set from github.event.schedule in the step's env:")
+        cadence = config.cadences.for_cron(trigger.schedule)
+        if cadence is None:
+            known = ", ".join(repr(c) for c, _ in config.cadences.schedules) or "none"
+            raise InputError(f"--schedule: cron {trigger.schedule!r} is not listed in cadences.schedules "
+                              f"(listed: {known})", path=config.path, line=config.cadences.line,
+                              hint="add it to cadences.schedules in the configuration with its cadence")
+        return cadence
+    if trigger.event == "pull_request" and "nightly" in raw_labels:
+        return "nightly"
+    return "regular"
+
+
+def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
+    raw = canonical_labels(trigger.labels)
+    cadence = resolve_cadence(trigger, config, raw)
+    known = labels.names
+    warnings: list[str] = []
+
+    def every_label_but(exclude: Iterable[str]) -> set[str]:
+        return set(known) - set(exclude)
+
+    sources: dict[str, str] = {}
+    requested_scopes = [s for s in config.scopes if s.name in raw]
+    all_scope = config.scope("run-ci-all")
+    if all_scope is not None and all_scope.name in raw:
+        base, why = every_label_but(all_scope.exclude), "run-ci-all"
+    elif cadence in ("weekly", "release"):
+        base, why = set(known), f"the {cadence} cadence"
+    elif cadence == "nightly":
+        base, why = every_label_but(config.cadences.nightly_exclude), "the nightly cadence"
+    else:
+        base, why = None, ""
+    for label in sorted(base or ()):
+        sources[label] = why
+    if base is None:
+        for scope in requested_scopes:
+            for label in sorted(every_label_but(scope.exclude)):
+                sources.setdefault(label, scope.name)
+
+    for label in raw:
+        m = PR_LABEL_RE.fullmatch(label)
+        if not m:
+            continue
+        name = m.group(1)
+        if name in known:
+            sources[name] = label  # an explicit request wins over any scope's exclusion
+        elif config.scope(label) is None:
+            warnings.append(f"PR label {label} names no known label or scope; it selects nothing")
+
+    admit_nightly = cadence in ("nightly", "weekly", "release")
+    return Policy(
+        event=trigger.event,
+        cadence=cadence,
+        raw_labels=raw,
+        include_labels=tuple(sorted(sources)),
+        sources=tuple(sorted(sources.items())),
+        admit_nightly=admit_nightly,
+        bypass_fastfail=admit_nightly or "bypass-fastfail" in raw,
+        write_baseline=cadence in ("nightly", "weekly") and trigger.event != "pull_request",
+        warnings=tuple(warnings),
+    )
+
+
+def is_selected(reg: Registration, policy: Policy) -> bool:
+    """Not disabled, cadence-eligible, and unlabelled (always on) or sharing an included label."""
+    if reg.disabled is not None:
+        return False
+    if reg.nightly and not policy.admit_nightly:
+        return False
+    return not reg.labels or any(label in policy.include_labels for label in reg.labels)
+
+
+def why_not_selected(reg: Registration, policy: Policy) -> str:
+    if reg.disabled is not None:
+        return f"disabled: {reg.disabled}"
+    if reg.nightly and not policy.admit_nightly:
+        return f"nightly-only; the {policy.cadence} cadence does not admit nightly tests"
+    return f"needs one of: {', '.join(reg.labels)}"

@@ -1,0 +1,150 @@
+"""Stage selection: which stages run for this trigger and diff, each decision with reasons.
+
+- In: the `Snapshot` (config, registrations), the resolved `Policy`, and the `Diff`.
+- Out: a `Selection` result: the policy after auto-selection, one `StageDecision` per
+  planned stage (external stages are never planned) with its selected registrations.
+- pull_request, `diff_pruned` stages: the stage runs iff it is runnable (has a selected
+  registration) and affected by the diff or forced by an explicit label / broad scope
+  (`selection.explicit: run`). Each changed path is classified, first match wins:
+  a registered test file affects its own stages; a `selection.rules` path affects the
+  stages holding tests with the rule's labels and auto-selects those labels; a
+  `no_gpu_paths` path affects none; any other path affects every stage (fail safe).
+  An unavailable diff affects every stage.
+- Other events, and stages with `diff_pruned: false`, run whenever they have selected tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ci_policy.config import Rule, Stage
+from ci_policy.read.diff import Diff
+from ci_policy.read.globs import matches
+from ci_policy.plan.policy import Policy, is_selected, why_not_selected
+from ci_policy.model.registry import Registration
+from ci_policy.model.snapshot import Snapshot
+
+MAX_PATHS_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class PathEffect:
+    """What one changed path does: affects some stages, none, or all."""
+
+    path: str
+    kind: str  # "test" | "rule" | "no_gpu" | "other"
+    stages: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StageDecision:
+    stage: Stage
+    run: bool
+    reasons: tuple[str, ...]
+    selected: tuple[Registration, ...]
+    not_selected: tuple[tuple[Registration, str], ...] = ()
+    # Registrations refused by the plan (e.g. a required gate is missing), with the reason.
+    invalid: tuple[tuple[Registration, str], ...] = ()
+
+
+def _shown(paths) -> str:
+    paths = list(paths)
+    head = ", ".join(paths[:MAX_PATHS_SHOWN])
+    more = len(paths) - MAX_PATHS_SHOWN
+    return head + (f" and {more} more" if more > 0 else "")
+
+
+def classify(path: str, snapshot: Snapshot) -> PathEffect:
+    regs = snapshot.registrations_for(path)
+    if regs:
+        return PathEffect(path, "test", stages=tuple(sorted({r.suite for r in regs})))
+    selection = snapshot.config.selection
+    matched: list[Rule] = [rule for rule in selection.rules if any(matches(g, path) for g in rule.paths)]
+    if matched:
+        labels = tuple(sorted({label for rule in matched for label in rule.labels}))
+        stages = tuple(sorted({r.suite for r in snapshot.registrations if set(r.labels) & set(labels)}))
+        return PathEffect(path, "rule", stages=stages, labels=labels)
+    if any(matches(g, path) for g in selection.no_gpu_paths):
+        return PathEffect(path, "no_gpu")
+    return PathEffect(path, "other")
+
+
+def decide(snapshot: Snapshot, policy: Policy, diff: Diff,
+           invalid_files: Optional[dict[str, str]] = None) -> tuple[Policy, tuple[StageDecision, ...]]:
+    """`invalid_files` (file -> reason) are never scheduled; their stages list them as invalid."""
+    config = snapshot.config
+    invalid_files = invalid_files or {}
+    pr = policy.event == "pull_request"
+    effects = [classify(p, snapshot) for p in diff.files] if (pr and diff.available) else []
+
+    # Labels of explicit requests and broad scopes force their stages; auto-selected ones do not.
+    forcing = set(policy.include_labels) if config.selection.explicit == "run" else set()
+    auto = [(label, f"a change to {e.path}") for e in effects if e.kind == "rule" for label in e.labels]
+    policy = policy.with_labels(auto)
+
+    decisions = []
+    for stage in config.stages:
+        if stage.external:
+            continue
+        all_regs = [r for r in snapshot.registrations if r.suite == stage.name]
+        invalid = tuple((r, invalid_files[r.file]) for r in all_regs if r.file in invalid_files)
+        regs = [r for r in all_regs if r.file not in invalid_files]
+        selected = tuple(r for r in regs if is_selected(r, policy))
+        not_selected = tuple((r, why_not_selected(r, policy)) for r in regs if not is_selected(r, policy))
+        if not selected:
+            reason = (f"no schedulable tests ({len(invalid)} invalid, listed below)" if invalid and not regs
+                      else _no_tests_reason(regs, policy))
+            decisions.append(StageDecision(stage, False, (f"skip: {reason}",), (), not_selected, invalid))
+            continue
+        if not (pr and stage.diff_pruned):
+            why = (f"{policy.event} event runs every stage with selected tests" if not pr
+                   else "stage is not diff-pruned")
+            decisions.append(StageDecision(stage, True, (f"run: {why} ({len(selected)} selected)",),
+                                           selected, not_selected, invalid))
+            continue
+        reasons = _affected_reasons(stage, diff, effects)
+        sources = {(label, policy.source_of(label)) for r in selected for label in r.labels
+                   if label in forcing}
+        reasons += [f"run: requested by {src}" for src in sorted({s for l, s in sources if s == f"run-ci-{l}"})]
+        reasons += [f"run: included by {src}" for src in sorted({s for l, s in sources if s != f"run-ci-{l}"})]
+        if reasons:
+            decisions.append(StageDecision(stage, True, tuple(reasons), selected, not_selected, invalid))
+        else:
+            touched = [e.path for e in effects]
+            decisions.append(StageDecision(stage, False, (f"skip: the diff touches only {_shown(touched)}",),
+                                           selected, not_selected, invalid))
+    return policy, tuple(decisions)
+
+
+def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect]) -> list[str]:
+    if not diff.available:
+        return [f"run: the diff is unavailable ({diff.reason}), so every runnable stage runs"]
+    other = [e.path for e in effects if e.kind == "other"]
+    if other:
+        verb = "matches" if len(other) == 1 else "match"
+        return [f"run: {_shown(other)} {verb} no rule, so every stage runs"]
+    tests = [e.path for e in effects if e.kind == "test" and stage.name in e.stages]
+    reasons = []
+    if tests:
+        reasons.append(f"run: {_shown(tests)} changed")
+    ruled = [e for e in effects if e.kind == "rule" and stage.name in e.stages]
+    if ruled:
+        labels = sorted({label for e in ruled for label in e.labels})
+        reasons.append(f"run: {_shown(e.path for e in ruled)} selects {', '.join(labels)}")
+    return reasons
+
+
+def _no_tests_reason(regs: list[Registration], policy: Policy) -> str:
+    if not regs:
+        return "no registered tests"
+    enabled = [r for r in regs if r.disabled is None]
+    if not enabled:
+        return f"no selected tests (all {len(regs)} disabled)"
+    eligible = [r for r in enabled if not r.nightly or policy.admit_nightly]
+    if not eligible:
+        return f"no selected tests (its tests are nightly-only; the {policy.cadence} cadence does not admit them)"
+    needs = sorted({label for r in eligible for label in r.labels})
+    return f"no selected tests (its tests need one of: {', '.join(needs)})"
+

@@ -1,0 +1,106 @@
+"""Reading files of a checkout that may be an untrusted fork PR.
+
+- In: the checkout root (an explicit path given by the caller, never the current
+  directory) and a repo-relative POSIX path.
+- Out: the file's text, or a `InputError` naming the path.
+- Refused: absolute paths and `..`; a symlink at the file or at any directory between
+  the root and it (a symlink could point at `/etc/passwd` or at a file of the runner);
+  anything that is not a regular file; files over the size cap; bytes that are not UTF-8.
+- Files are only ever read as bytes. Nothing here imports, executes or spawns.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path, PurePosixPath
+
+from ci_policy.errors import InputError
+
+# Large enough for any hand-written test or config file; a PR cannot make the
+# planner read gigabytes.
+MAX_FILE_BYTES = 2 * 1024 * 1024
+
+
+def check_relative(rel: str, *, field: str, path: str | None = None, line=None, col=None) -> str:
+    """Validate a repo-relative POSIX path written in configuration and normalise it."""
+    where = dict(path=path, line=line, col=col)
+    if not rel or rel.strip() != rel:
+        raise InputError(f"{field}: expected a repo-relative path, got {rel!r}", **where,
+                          hint="write a path such as tests/e2e")
+    if "\\" in rel or "\0" in rel:
+        raise InputError(f"{field}: {rel!r} must use forward slashes and no NUL bytes", **where,
+                          hint="write a POSIX path such as tests/e2e")
+    pure = PurePosixPath(rel)
+    if pure.is_absolute():
+        raise InputError(f"{field}: {rel!r} is absolute; paths are relative to the repository root",
+                          **where, hint="drop the leading '/'")
+    if ".." in pure.parts:
+        raise InputError(f"{field}: {rel!r} leaves the repository ('..' is not allowed)", **where,
+                          hint="name a path inside the repository")
+    norm = str(pure)
+    if norm == ".":
+        return "."
+    return norm
+
+
+def _lstat(path: Path):
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a file on the way
+        return None
+
+
+def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | None:
+    """lstat every component of `rel` below `root`; refuse any symlink.
+
+    Returns the final component's stat, or None when it does not exist.
+    """
+    check_relative(rel, field=what, path=rel)  # an absolute path or `..` would leave `root`
+    current = root
+    parts = PurePosixPath(rel).parts if rel != "." else ()
+    st = None
+    for i, part in enumerate(parts):
+        current = current / part
+        st = _lstat(current)
+        if st is None:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            shown = "/".join(parts[: i + 1])
+            subject = f"{what} {rel}" if shown == rel else f"{what} {rel}: directory {shown}"
+            raise InputError(
+                f"{subject} is a symlink; ci-policy refuses symlinks in a checkout",
+                path=rel,
+                hint="replace the symlink with the real file or directory",
+            )
+    return st if parts else os.lstat(root)
+
+
+def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
+    """Read a regular, symlink-free, UTF-8 file of the checkout."""
+    st = check_no_symlinks(root, rel, what=what)
+    if st is None:
+        raise InputError(f"{what} {rel} does not exist", path=rel,
+                          hint=f"create it or point the configuration at the right {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{what} {rel} is not a regular file", path=rel)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(root / rel, flags)
+    except OSError as exc:
+        raise InputError(f"{what} {rel} cannot be read: {exc.strerror}", path=rel) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise InputError(f"{what} {rel} is not a regular file", path=rel)
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"{what} {rel} is larger than {max_bytes} bytes", path=rel,
+                          hint="ci-policy reads checkout files as data and caps their size")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        # Column in characters, like every other column; the bytes before the bad one decode.
+        col = len(data[data.rfind(b"\n", 0, exc.start) + 1: exc.start].decode("utf-8")) + 1
+        raise InputError(f"{what} {rel} is not valid UTF-8", path=rel, line=line, col=col,
+                          hint="save the file as UTF-8") from None

@@ -1,0 +1,122 @@
+"""The PR's diff: `git diff --name-status -z -M BASE HEAD`, parsed from bytes.
+
+- In: the raw bytes of that command's output (`--diff FILE`), or a repository and two
+  revisions, for which `git_diff()` runs git itself (argument list, no shell, external
+  diff drivers and fsmonitor hooks disabled).
+- Out: a `Diff`: `available` with the sorted changed paths (both paths of a rename or
+  copy), or unavailable with the reason.
+- Nothing is guessed: an empty, truncated, malformed or non-UTF-8 diff, or a failing
+  git command, is "unavailable" and makes every runnable stage run; never "no changes".
+  `parse_name_status` raises only `InputError`.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ci_policy.errors import InputError
+
+STATUS_RE = re.compile(r"([ACDMRTUXB])([0-9]{0,3})")
+TWO_PATHS = frozenset("RC")
+REV_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@^~{}:-]*")
+
+
+@dataclass(frozen=True)
+class Change:
+    status: str
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Diff:
+    available: bool
+    changes: tuple[Change, ...] = ()
+    reason: str = ""
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(sorted({p for c in self.changes for p in c.paths}))
+
+    @classmethod
+    def unavailable(cls, reason: str) -> "Diff":
+        return cls(available=False, reason=reason)
+
+
+def parse_name_status(data: bytes, source: str = "diff") -> tuple[Change, ...]:
+    def fail(message: str) -> InputError:
+        return InputError(f"{source}: {message}", path=source,
+                           hint="produce it with: git diff --name-status -z -M BASE HEAD")
+
+    if not isinstance(data, (bytes, bytearray)):
+        raise fail("expected bytes")
+    if not data:
+        raise fail("the diff is empty")
+    if not data.endswith(b"\0"):
+        raise fail("the diff is truncated (it does not end with a NUL byte)")
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(f"the diff is not valid UTF-8 (byte {exc.start})") from None
+    fields = text[:-1].split("\0")
+    changes: list[Change] = []
+    i = 0
+    while i < len(fields):
+        status = fields[i]
+        m = STATUS_RE.fullmatch(status)
+        if not m:
+            raise fail(f"unknown status {status!r} in record {len(changes) + 1}")
+        letter = m.group(1)
+        count = 2 if letter in TWO_PATHS else 1
+        if letter in TWO_PATHS and not m.group(2):
+            raise fail(f"status {status!r} must carry a similarity score (e.g. {letter}100)")
+        paths = fields[i + 1:i + 1 + count]
+        if len(paths) != count:
+            raise fail(f"the diff is truncated: record {len(changes) + 1} ({status}) "
+                       f"needs {count} path(s)")
+        for path in paths:
+            if not path or path.startswith("/") or "\n" in path or ".." in path.split("/"):
+                raise fail(f"invalid path {path!r} in record {len(changes) + 1}")
+        changes.append(Change(status=letter, paths=tuple(paths)))
+        i += 1 + count
+    return tuple(changes)
+
+
+def read_diff(data: bytes, source: str) -> Diff:
+    try:
+        return Diff(available=True, changes=parse_name_status(data, source))
+    except InputError as exc:
+        return Diff.unavailable(exc.message)
+
+
+def read_diff_file(path: Path) -> Diff:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return Diff.unavailable(f"{path}: cannot be read: {exc.strerror}")
+    return read_diff(data, str(path))
+
+
+def git_diff(repo: Path, base: str, head: Optional[str] = None, *, timeout: float = 120) -> Diff:
+    """Run git diff (no shell); any failure means the diff is unavailable."""
+    for rev in (base, head):
+        if rev is not None and not REV_RE.fullmatch(rev):
+            return Diff.unavailable(f"revision {rev!r} is not a plain git revision")
+    argv = ["git", "-C", str(repo), "-c", "core.fsmonitor=false", "-c", "diff.external=",
+            "diff", "--no-ext-diff", "--no-textconv", "--name-status", "-z", "-M", base]
+    if head is not None:
+        argv.append(head)
+    argv.append("--")
+    source = f"git diff {base} {head or '(working tree)'}"
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Diff.unavailable(f"{source} failed: {exc}")
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        return Diff.unavailable(f"{source} failed (exit {proc.returncode}): {err[-1] if err else 'no output'}")
+    return read_diff(proc.stdout, source)

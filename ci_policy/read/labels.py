@@ -1,0 +1,187 @@
+"""The label registry: `KNOWN_LABELS` in the checkout's `labels.py`, read with `ast`.
+
+- In: the checkout root (explicit, never the current directory) and the repo-relative
+  path of the labels file (config `labels_file`, default `labels.py`).
+- Out: a frozen `LabelRegistry` of label name -> description. PR labels are `run-ci-<name>`.
+- Refused, each with its own message: a missing file; the file or a directory between
+  the root and it being a symlink; a syntax error; no module-level `KNOWN_LABELS`;
+  two or more assignments to it (anywhere in the file); a value that is not a dict
+  literal; a non-literal key or description; a duplicate key; a name not matching
+  `[A-Za-z0-9][A-Za-z0-9_.-]*`.
+- The file is never imported: a fork PR controls it.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from ci_policy.read.checkout import read_text
+from ci_policy.errors import InputError, InputErrors
+
+LABEL_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAX_LABELS_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+    description: str
+    line: int
+
+
+@dataclass(frozen=True)
+class LabelRegistry:
+    path: str
+    labels: tuple[Label, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(label.name for label in self.labels)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def get(self, name: str) -> Optional[Label]:
+        for label in self.labels:
+            if label.name == name:
+                return label
+        return None
+
+
+def load_labels(repo: Path, rel: str = "labels.py") -> LabelRegistry:
+    text = read_text(repo, rel, what="labels file", max_bytes=MAX_LABELS_BYTES)
+    return parse_labels(text, rel)
+
+
+def _assigned_names(node: ast.AST) -> list[ast.Name]:
+    """Every `Name` bound by an assignment-like statement `node`."""
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        targets = [node.target]
+    elif isinstance(node, ast.NamedExpr):
+        targets = [node.target]
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    out = []
+    for target in targets:
+        out.extend(n for n in ast.walk(target) if isinstance(n, ast.Name))
+    return out
+
+
+def _columns(text: str) -> Callable[[ast.AST], int]:
+    """1-based character column of a node (`col_offset` counts UTF-8 bytes)."""
+    lines = re.split(r"\r\n|\r|\n", text)
+
+    def col(node: ast.AST) -> int:
+        line = lines[node.lineno - 1] if 0 < node.lineno <= len(lines) else ""
+        return len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "replace")) + 1
+
+    return col
+
+
+def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
+    try:
+        # No filename: given one, CPython re-reads that file from the current directory
+        # to compute the error column. Warnings (invalid escape sequences) are ignored, so
+        # the result does not depend on the warning filters in force.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError) as exc:  # ValueError: NUL bytes on some Python versions
+        line, offset = getattr(exc, "lineno", None), getattr(exc, "offset", None)
+        if line is None and "\0" in text:
+            before = text[: text.index("\0")]
+            line, offset = before.count("\n") + 1, len(before) - before.rfind("\n")
+        problem = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        raise InputError(f"labels file {path} is not valid Python: {problem}", path=path,
+                          line=line, col=offset, hint="fix the syntax error") from None
+    col = _columns(text)
+
+    bindings = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any((a.asname or a.name) == "KNOWN_LABELS" for a in node.names):
+                bindings.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler,
+                               ast.MatchAs, ast.MatchStar)):
+            if node.name == "KNOWN_LABELS":
+                bindings.append(node)
+        elif isinstance(node, ast.MatchMapping):
+            if node.rest == "KNOWN_LABELS":
+                bindings.append(node)
+        elif any(n.id == "KNOWN_LABELS" for n in _assigned_names(node)):
+            # A comprehension has no position of its own; its target has.
+            bindings.append(node.target if isinstance(node, ast.comprehension) else node)
+    # ast.walk is breadth-first; report the bindings in source order.
+    bindings.sort(key=lambda b: (b.lineno, b.col_offset))
+    if not bindings:
+        raise InputError(f"labels file {path} does not define KNOWN_LABELS", path=path, line=1, col=1,
+                          hint='add a module-level dict literal: KNOWN_LABELS = {"name": "description"}')
+    if len(bindings) > 1:
+        lines = ", ".join(str(b.lineno) for b in bindings)
+        raise InputError(
+            f"KNOWN_LABELS is assigned {len(bindings)} times (lines {lines}); "
+            "it must be assigned exactly once",
+            path=path, line=bindings[1].lineno, col=col(bindings[1]),
+            hint="merge the definitions into one dict literal",
+        )
+    node = bindings[0]
+    where = dict(path=path, line=node.lineno, col=col(node))
+    simple = (
+        (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name))
+        or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None)
+    )
+    if not simple or node not in tree.body:
+        raise InputError(
+            "KNOWN_LABELS must be a plain module-level assignment `KNOWN_LABELS = {...}`",
+            **where, hint="assign the dict literal at module level, not inside a block or by unpacking",
+        )
+    value = node.value
+    if not isinstance(value, ast.Dict):
+        raise InputError("KNOWN_LABELS must be a dict literal of label name -> description string",
+                          path=path, line=value.lineno, col=col(value),
+                          hint='write KNOWN_LABELS = {"name": "description", ...}')
+    errors: list[InputError] = []
+    labels: list[Label] = []
+    seen: dict[str, int] = {}
+    for key, desc in zip(value.keys, value.values):
+        if key is None:
+            errors.append(InputError("KNOWN_LABELS must not use ** unpacking", path=path,
+                                      line=desc.lineno, col=col(desc),
+                                      hint="list every label literally"))
+            continue
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            errors.append(InputError("KNOWN_LABELS key is not a string literal", path=path,
+                                      line=key.lineno, col=col(key),
+                                      hint='write the label name as a plain string, e.g. "megatron"'))
+            continue
+        name = key.value
+        kwhere = dict(path=path, line=key.lineno, col=col(key))
+        if not (isinstance(desc, ast.Constant) and isinstance(desc.value, str)):
+            errors.append(InputError(f"KNOWN_LABELS[{name!r}]: description is not a string literal",
+                                      path=path, line=desc.lineno, col=col(desc),
+                                      hint="write the description as a plain string"))
+            continue
+        if name in seen:
+            errors.append(InputError(f"KNOWN_LABELS: duplicate label {name!r} (first on line {seen[name]})",
+                                      **kwhere, hint="keep one entry per label"))
+            continue
+        if not LABEL_NAME_RE.fullmatch(name):
+            errors.append(InputError(
+                f"KNOWN_LABELS: {name!r} is not a valid label name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)",
+                **kwhere, hint="use letters, digits, '_', '.', '-'; PR labels are run-ci-<name>"))
+            continue
+        seen[name] = key.lineno
+        labels.append(Label(name=name, description=desc.value, line=key.lineno))
+    if errors:
+        raise InputErrors(errors)
+    return LabelRegistry(path=path, labels=tuple(labels))

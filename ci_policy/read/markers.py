@@ -1,0 +1,265 @@
+"""Finding marker calls in a test file's source, with `ast` only.
+
+- In: the text of one test file and its repo-relative path.
+- Out: a `Scan`: the module-level marker call statements (registration markers
+  `register_cpu_ci`/`register_cuda_ci`/`register_rocm_ci` and the gate marker
+  `register_ci_gate`), whether the file has an `if __name__ == "__main__":` block that
+  calls something, and grammar errors.
+- Refused (errors, never silent skips): a syntax error; a marker called anywhere but
+  as a module-level expression statement (inside a function, an `if`, an assignment);
+  a marker called as an attribute (`ci_register.register_cuda_ci(...)`) or through an
+  alias (`import register_cuda_ci as reg`); a marker referenced without being called;
+  a marker imported but never used for a registration.
+- `literal()` evaluates an argument only when it is a literal; nothing is executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from ci_policy.errors import InputError
+
+REGISTRATION_MARKERS = {
+    "register_cpu_ci": "cpu",
+    "register_cuda_ci": "cuda",
+    "register_rocm_ci": "rocm",
+}
+GATE_MARKER = "register_ci_gate"
+ALL_MARKERS = frozenset(REGISTRATION_MARKERS) | {GATE_MARKER}
+
+
+class NotLiteral(Exception):
+    pass
+
+
+def literal(node: ast.AST) -> Any:
+    """The value of a literal expression: constants, signed numbers, lists, tuples, dicts."""
+    if isinstance(node, ast.Constant) and not isinstance(node.value, bytes) and node.value is not Ellipsis:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = node.operand
+        if (isinstance(operand, ast.Constant) and isinstance(operand.value, (int, float))
+                and not isinstance(operand.value, bool)):
+            return -operand.value if isinstance(node.op, ast.USub) else operand.value
+        raise NotLiteral
+    if isinstance(node, ast.List):
+        return [literal(e) for e in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise NotLiteral
+        try:
+            return {literal(k): literal(v) for k, v in zip(node.keys, node.values)}
+        except TypeError:  # an unhashable key such as {[1]: 2} has no value
+            raise NotLiteral from None
+    raise NotLiteral
+
+
+def _show(node: ast.AST) -> str:
+    """Source text of `node` for a message; never raises on pathological nesting."""
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        return "<expression too deeply nested to show>"
+
+
+@dataclass(frozen=True)
+class MarkerCall:
+    marker: str
+    call: ast.Call
+    line: int
+    col: int
+
+
+@dataclass
+class Scan:
+    path: str
+    calls: list[MarkerCall] = field(default_factory=list)
+    has_main_block: bool = False
+    errors: list[InputError] = field(default_factory=list)
+
+    def error(self, node: ast.AST, message: str, hint: str | None = None) -> None:
+        self.errors.append(InputError(message, path=self.path, line=getattr(node, "lineno", None),
+                                       col=getattr(node, "col_offset", -1) + 1 if hasattr(node, "col_offset") else None,
+                                       hint=hint))
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    pair = [test.left, test.comparators[0]]
+    return (any(isinstance(n, ast.Name) and n.id == "__name__" for n in pair)
+            and any(isinstance(n, ast.Constant) and n.value == "__main__" for n in pair))
+
+
+def parse_source(text: str, path: str) -> ast.Module | InputError:
+    if text.startswith("\ufeff"):  # a UTF-8 byte order mark, which Python itself accepts
+        text = text[1:]
+    try:
+        return ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        # Columns are 1-based; CPython reports offset 0 or None when it has no column.
+        return InputError(f"{path} is not valid Python: {exc.msg}", path=path, line=exc.lineno,
+                           col=exc.offset if exc.offset and exc.offset > 0 else None,
+                           hint="fix the syntax error")
+    except (RecursionError, MemoryError):  # CPython's parser limits on nesting depth
+        return InputError(f"{path} is too deeply nested for the Python parser", path=path, line=1,
+                           col=1, hint="split the deeply nested expression")
+    except ValueError as exc:  # e.g. NUL bytes in the source
+        return InputError(f"{path} cannot be parsed: {exc}", path=path, line=1, col=1)
+
+
+def mentions_marker(text: str) -> bool:
+    """Cheap pre-check: only files naming a marker need an AST walk for markers."""
+    return any(name in text for name in ALL_MARKERS)
+
+
+def scan(text: str, path: str) -> Scan:
+    result = Scan(path=path)
+    tree = parse_source(text, path)
+    if isinstance(tree, InputError):
+        result.errors.append(tree)
+        return result
+
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+            if any(isinstance(n, ast.Call) for s in stmt.body for n in ast.walk(s)):
+                result.has_main_block = True
+
+    if not mentions_marker(text):
+        return result
+
+    statement_calls = set()
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in ALL_MARKERS):
+            call = stmt.value
+            statement_calls.add(id(call.func))
+            result.calls.append(MarkerCall(call.func.id, call, stmt.lineno, stmt.col_offset + 1))
+
+    used = {c.marker for c in result.calls}
+    for node in _nodes_that_may_mention(tree, text):
+        if isinstance(node, ast.Name) and node.id in ALL_MARKERS and id(node) not in statement_calls:
+            result.error(node, _misplaced_message(tree, node, node.id),
+                         hint=f"write `{node.id}(...)` as a statement at module level, outside any block")
+        elif isinstance(node, ast.Attribute) and node.attr in ALL_MARKERS:
+            result.error(node, f"{_show(node)} is not a registration: ci-policy reads only calls "
+                         f"to the bare name {node.attr}",
+                         hint=f"`from ci_policy import {node.attr}` and call `{node.attr}(...)` at module level")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                base = alias.name.rsplit(".", 1)[-1]
+                if base in ALL_MARKERS and alias.asname and alias.asname != base:
+                    result.error(node, f"{base} is imported as {alias.asname!r}; ci-policy reads only calls "
+                                 f"to the bare name {base}", hint=f"import it without 'as {alias.asname}'")
+                elif base in ALL_MARKERS and isinstance(node, ast.ImportFrom) and base not in used:
+                    result.error(node, f"{base} is imported but this file has no module-level "
+                                 f"{base}(...) statement, so ci-policy reads no "
+                                 f"{'gate' if base == GATE_MARKER else 'registration'} from it",
+                                 hint=f"call {base}(...) at module level, or remove the import")
+    return result
+
+
+# Python counts lines at \n, \r\n and \r only (str.splitlines also splits at \f, \x1c,
+# U+2028, ...), so statement line numbers index this split exactly.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _nodes_that_may_mention(tree: ast.Module, text: str):
+    """Every node of the top-level statements whose source lines name a marker.
+
+    A mention of a marker (a name, an attribute, an import) is an identifier, so it is
+    spelled out on the statement's own lines; statements without such text need no walk.
+    This keeps scanning proportional to the marker lines, not to the whole test file.
+    """
+    marked = [n for n, line in enumerate(_LINE_BREAK.split(text), start=1)
+              if "register_" in line and any(name in line for name in ALL_MARKERS)]
+    for stmt in tree.body:
+        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
+        end = getattr(stmt, "end_lineno", None) or float("inf")
+        i = bisect.bisect_left(marked, start)
+        if i < len(marked) and marked[i] <= end:
+            yield from ast.walk(stmt)
+
+
+def _misplaced_message(tree: ast.Module, target: ast.Name, name: str) -> str:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.func is target:
+            return (f"{name}(...) here is not a registration: markers are read only as "
+                    "module-level expression statements (not inside a function, class, "
+                    "`if`, `with`, or an assignment)")
+    return f"{name} is referenced without being called as a module-level statement, so ci-policy cannot read it"
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """A marker call's arguments, bound to parameter names; nodes not yet evaluated."""
+
+    values: dict
+    nodes: dict
+
+
+def bind(scan_: Scan, mc: MarkerCall, positional: tuple[str, ...], keyword_only: tuple[str, ...],
+         required: tuple[str, ...]) -> Arguments | None:
+    """Bind a call's arguments like Python would, reporting each grammar error."""
+    call, name = mc.call, mc.marker
+    known = positional + keyword_only
+    nodes: dict[str, ast.AST] = {}
+    ok = True
+    for i, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            scan_.error(arg, f"{name}: *args is not allowed; write every argument literally")
+            ok = False
+            continue
+        if i >= len(positional):
+            if positional:
+                scan_.error(arg, f"{name} takes at most {len(positional)} positional arguments "
+                            f"({', '.join(positional)}), got {len(call.args)}",
+                            hint=f"pass {', '.join(keyword_only)} by keyword")
+            else:
+                scan_.error(arg, f"{name} takes keyword arguments only, got {len(call.args)} positional",
+                            hint=f"write {name}({known[0]}=...)")
+            ok = False
+            break
+        nodes[positional[i]] = arg
+    for kw in call.keywords:
+        if kw.arg is None:
+            scan_.error(kw, f"{name}: **kwargs is not allowed; write every argument literally")
+            ok = False
+            continue
+        if kw.arg not in known:
+            close = difflib.get_close_matches(kw.arg, known, n=1)
+            suggestion = f"; did you mean {close[0]!r}?" if close else ""
+            scan_.error(kw, f"{name}: unknown argument {kw.arg!r}{suggestion}",
+                        hint=f"accepted arguments: {', '.join(known)}")
+            ok = False
+            continue
+        if kw.arg in nodes:
+            scan_.error(kw, f"{name}: argument {kw.arg!r} is given twice (positionally and by keyword)",
+                        hint="pass it once")
+            ok = False
+            continue
+        nodes[kw.arg] = kw.value
+    if not ok:
+        return None
+    for req in required:
+        if req not in nodes:
+            scan_.error(call, f"{name}: missing required argument {req!r}")
+            ok = False
+    values = {}
+    for key, node in nodes.items():
+        try:
+            values[key] = literal(node)
+        except NotLiteral:
+            scan_.error(node, f"{name}: {key} must be a literal, not `{_show(node)}` "
+                        "(ci-policy reads it from source without running the file)",
+                        hint=f"write the value of {key} itself (a number, string, True/False, "
+                        "None, or a list or dict of those)")
+            ok = False
+    return Arguments(values=values, nodes=nodes) if ok else None

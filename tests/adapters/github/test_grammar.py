@@ -1,0 +1,145 @@
+"""The comment command grammar (ci_policy/commands/grammar.py): one command, the whole body."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_policy.adapters.github.grammar import USAGE, Command, GrammarError, parse
+
+USAGE_TEXT = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
+              "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test tests/<dir>/test_<name>.py`.")
+NOT_ONE = f"this comment is not exactly one command. {USAGE_TEXT}"
+
+
+def bad_path(shown: str) -> str:
+    return f"`{shown}` is not a test file path of the form tests/.../test_*.py. {USAGE_TEXT}"
+
+
+def test_usage_text_names_every_accepted_form():
+    assert USAGE == USAGE_TEXT
+
+
+@pytest.mark.parametrize("body, command", [
+    ("/run-ci-megatron", Command("add_label", "run-ci-megatron")),
+    ("/run-ci-a.b_c-9", Command("add_label", "run-ci-a.b_c-9")),
+    ("/run-ci-X", Command("add_label", "run-ci-X")),
+    ("/run-ci-megatron.", Command("add_label", "run-ci-megatron.")),  # a label name; the policy decides
+    ("  /run-ci-fsdp \r\n", Command("add_label", "run-ci-fsdp")),
+    ("\n\t/bypass-fastfail\n\n", Command("bypass_fastfail")),
+    ("/clear-labels", Command("clear_labels")),
+    ("/rerun-failed-ci", Command("rerun_failed_ci")),
+    ("/rerun-test tests/e2e/test_fsdp_grpo.py", Command("rerun_test", "tests/e2e/test_fsdp_grpo.py")),
+    ("/rerun-test tests/test_top.py", Command("rerun_test", "tests/test_top.py")),
+    ("/rerun-test tests/e2e/session_server/test_session_multiturn.py",
+     Command("rerun_test", "tests/e2e/session_server/test_session_multiturn.py")),
+    ("/rerun-test tests/_a/0b/c.d-e/test_x.y-z_.py", Command("rerun_test", "tests/_a/0b/c.d-e/test_x.y-z_.py")),
+    ("/rerun-test tests/e2e/test_.py", Command("rerun_test", "tests/e2e/test_.py")),
+    (" /rerun-test tests/e2e/test_a.py\t\r\n", Command("rerun_test", "tests/e2e/test_a.py")),
+])
+def test_exactly_one_command_is_parsed(body, command):
+    assert parse(body) == command
+
+
+@pytest.mark.parametrize("body", [
+    "",
+    "   \n",
+    "LGTM, thanks!",
+    "run-ci-megatron",                       # no slash
+    "please rerun the tests",
+    "/run-cimegatron",                       # not the marker /run-ci-
+    "/rerun",
+    "/Run-CI-megatron",                      # commands are case-sensitive
+    "/CLEAR-LABELS",
+    "\u2215run-ci-megatron",                 # DIVISION SLASH is not a slash
+    "\uff0frun-ci-megatron",                 # FULLWIDTH SOLIDUS is not a slash
+    "\u2215rerun-test tests/e2e/test_fsdp_grpo.py",
+    "\uff0frerun-test tests/e2e/test_fsdp_grpo.py",
+    "\uff0fclear-labels",
+    "\u2044bypass-fastfail",                 # FRACTION SLASH
+    "see https://example.com/docs/run",
+])
+def test_ordinary_comments_are_not_commands(body):
+    assert parse(body) is None
+
+
+@pytest.mark.parametrize("body", [
+    "/run-ci-megatron /run-ci-fsdp",
+    "/run-ci-megatron\n/run-ci-fsdp",
+    "/clear-labels\n/run-ci-megatron",
+    "please /run-ci-megatron",
+    "/run-ci-megatron please",
+    "/clear-labels now",
+    "/bypass-fastfail!",
+    "/rerun-failed-ci /rerun-failed-ci",
+    "/run-ci-",                              # no label name
+    "/run-ci--x",                            # a label name starts with a letter or digit
+    "/run-ci-meg atron",
+    "/run-ci-megatron`",
+    "/run-ci-megatron\u00a0",               # no-break space is not trimmed
+    "/bypass-fastfail\u200b",               # nor is a zero-width space
+    "/rerun-test",                           # no path
+    "/rerun-test ",
+    "/rerun-test  tests/e2e/test_a.py",      # two spaces
+    "/rerun-test\ttests/e2e/test_a.py",
+    "/rerun-test\ntests/e2e/test_a.py",
+    "/rerun-test tests/e2e/test_a.py tests/e2e/test_b.py",
+    "/rerun-test tests/e2e/test_a.py\n/run-ci-megatron",   # newline injection: a second command
+    "/rerun-test tests/e2e/test_a.py\nrm -rf /",
+    "/rerun-test tests/e2e/test_a.py\r\n/clear-labels",
+    "/rerun-test tests/e2e/$(id) /test_a.py",
+    "> /run-ci-megatron",                    # a quoted command
+    "`/clear-labels`",
+    "https://example.com/run-ci-logs",
+    "\u2215run-ci-megatron\n/clear-labels",  # one real command after a look-alike line
+])
+def test_a_body_with_a_marker_that_is_not_exactly_one_command_is_refused(body):
+    with pytest.raises(GrammarError) as info:
+        parse(body)
+    assert str(info.value) == NOT_ONE
+
+
+@pytest.mark.parametrize("path, shown", [
+    ("tests/../etc/test_passwd.py", "tests/../etc/test_passwd.py"),
+    ("tests/e2e/../../test_x.py", "tests/e2e/../../test_x.py"),
+    ("tests/./test_x.py", "tests/./test_x.py"),
+    ("tests/.hidden/test_x.py", "tests/.hidden/test_x.py"),
+    ("tests//test_x.py", "tests//test_x.py"),
+    ("/etc/test_x.py", "/etc/test_x.py"),
+    ("/tests/e2e/test_x.py", "/tests/e2e/test_x.py"),
+    ("../tests/test_x.py", "../tests/test_x.py"),
+    ("src/test_x.py", "src/test_x.py"),
+    ("tests/e2e/conftest.py", "tests/e2e/conftest.py"),
+    ("tests/e2e/test_x.pyc", "tests/e2e/test_x.pyc"),
+    ("tests/e2e/test_x", "tests/e2e/test_x"),
+    ("tests", "tests"),
+    ("tests/e2e/$(id)/test_x.py", "tests/e2e/??id?/test_x.py"),
+    ("tests/e2e/test_$(id).py", "tests/e2e/test_??id?.py"),
+    ("tests/e2e/test_`id`.py", "tests/e2e/test_?id?.py"),
+    ("tests/e2e/test_x.py;id", "tests/e2e/test_x.py?id"),
+    ("tests/e2e/test_x.py&&curl", "tests/e2e/test_x.py??curl"),
+    ("tests/e2e/test_x.py|sh", "tests/e2e/test_x.py?sh"),
+    ("tests/e2e/test_x.py#frag", "tests/e2e/test_x.py?frag"),
+    ("tests/e2e/${HOME}/test_x.py", "tests/e2e/??HOME?/test_x.py"),
+    ("tests\\e2e\\test_x.py", "tests?e2e?test_x.py"),
+    ("tests/e2e/test_\u00fcn\u00efcode.py", "tests/e2e/test_?n?code.py"),
+    ("tests\u2215e2e\u2215test_x.py", "tests?e2e?test_x.py"),
+    ("@acme/maintainers", "?acme/maintainers"),
+    ("[x](https://evil.example)", "?x??https?//evil.example?"),
+    ("tests/" + "a" * 200 + "/test_$.py", "tests/" + "a" * 114),   # echoed at most 120 characters
+])
+def test_rerun_test_paths_are_checked_and_echoed_without_unsafe_characters(path, shown):
+    with pytest.raises(GrammarError) as info:
+        parse(f"/rerun-test {path}")
+    assert str(info.value) == bad_path(shown)
+
+
+@pytest.mark.parametrize("command, text", [
+    (Command("add_label", "run-ci-megatron"), "/run-ci-megatron"),
+    (Command("bypass_fastfail"), "/bypass-fastfail"),
+    (Command("clear_labels"), "/clear-labels"),
+    (Command("rerun_failed_ci"), "/rerun-failed-ci"),
+    (Command("rerun_test", "tests/e2e/test_a.py"), "/rerun-test tests/e2e/test_a.py"),
+])
+def test_a_command_prints_as_it_is_written(command, text):
+    assert str(command) == text
+    assert parse(text) == command

@@ -1,0 +1,678 @@
+"""The metric-history store contract, on SQLite (a file) and PostgreSQL (a real throwaway server).
+
+Every contract test runs on both backends (`store_url` is parametrised). Nothing stands in
+for a store: faults are real (a killed server, a locked file, a trigger that refuses rows,
+a path that cannot hold a database), and `raw()` reads the database directly to check
+what the store wrote.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import re
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import traceback
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from ci_policy.errors import InputError
+from ci_policy.errors import StoreUnavailable
+from ci_policy.adapters.store.base import (DATABASE_URL_ENV, RunKey, Sample, SQLiteStore, open_store)
+
+ROOT = Path(__file__).resolve().parents[3]
+
+FILE, BACKEND, SUITE = "tests/e2e/test_fsdp_grpo.py", "cuda", "stage-c-4-gpu-h200"
+OTHER_SUITE = "stage-c-8-gpu-h200"
+GRAD = (FILE, BACKEND, SUITE, "train/grad_norm", '{"constraint":null,"steps":"last"}')
+KL = (FILE, BACKEND, SUITE, "train/ppo_kl", '{"constraint":null,"steps":"all"}')
+GRAD_REWRITTEN = (FILE, BACKEND, SUITE, "train/grad_norm", '{"constraint":null,"steps":[3]}')
+GRAD_OTHER_SUITE = (FILE, BACKEND, OTHER_SUITE, "train/grad_norm", '{"constraint":null,"steps":"last"}')
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+PASSWORD = "s3cr3t/Pa55@word"
+PASSWORD_IN_URL = "s3cr3t%2FPa55%40word"
+
+
+def key(run_id: str, attempt: int = 1, suite: str = SUITE) -> RunKey:
+    return RunKey(run_id, attempt, FILE, BACKEND, suite)
+
+
+def write(store, run: RunKey, samples, *, trusted: bool = True, write_baseline: bool = True,
+          cadence: str = "nightly", commit: str | None = "abc123") -> str:
+    return store.write(run, cadence=cadence, commit=commit, trusted=trusted, samples=samples,
+                       write_baseline=write_baseline)
+
+
+def row(run_id: str, attempt: int, outcome: str, samples: int, *, suite: str = SUITE, trusted: bool = True,
+        write_baseline: bool = True, cadence: str = "nightly", commit: str | None = "abc123") -> dict:
+    return {"run_id": run_id, "run_attempt": attempt, "file": FILE, "backend": BACKEND, "suite": suite,
+            "cadence": cadence, "commit": commit, "trusted": trusted, "write_baseline": write_baseline,
+            "outcome": outcome, "samples": samples}
+
+
+def runs(store) -> list[dict]:
+    """`store.runs()` with `recorded_at` checked for its format and then dropped."""
+    out = store.runs()
+    for record in out:
+        assert TIMESTAMP.fullmatch(record.pop("recorded_at"))
+    return out
+
+
+def raw(url: str, sql: str, params: tuple = ()) -> list[tuple]:
+    """Run one statement on the store's database directly, bypassing the store."""
+    if url.startswith("sqlite:"):
+        with closing(sqlite3.connect(url[len("sqlite://"):], isolation_level=None)) as conn:
+            return conn.execute(sql, params).fetchall()
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(sql.replace("?", "%s"), params or None)
+        return cur.fetchall() if cur.description is not None else []
+
+
+def unmigrated(url: str):
+    if url.startswith("sqlite:"):
+        return SQLiteStore(url[len("sqlite://"):])
+    from ci_policy.adapters.store.postgres import PostgresStore
+
+    return PostgresStore(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path: Path) -> str:
+    """The URL of a fresh, empty store of each backend."""
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'history.db'}"
+    return request.getfixturevalue("postgres_database")
+
+
+@pytest.fixture
+def store(store_url: str, tmp_path: Path, monkeypatch):
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    opened = open_store(store_url, default_path=tmp_path / "unused" / "history.db")
+    yield opened
+    opened.close()
+    assert not (tmp_path / "unused").exists()
+
+
+# -- migrations -----------------------------------------------------------------------------------
+
+def test_opening_applies_every_migration_once(store, store_url):
+    assert store.schema_versions() == [1, 2]
+    applied = raw(store_url, "SELECT version, applied_at FROM schema_migrations ORDER BY version")
+    assert [version for version, _ in applied] == [1, 2]
+    assert all(at is not None for _, at in applied)
+    assert store.runs() == []
+    assert store.baseline(GRAD, -1, 5) == []
+
+
+def test_migrate_is_idempotent_and_keeps_the_data(store, store_url, tmp_path):
+    assert write(store, key("100"), [Sample(GRAD, -1, 0.5)]) == "written"
+    before = raw(store_url, "SELECT version, applied_at FROM schema_migrations ORDER BY version")
+    store.migrate()
+    store.migrate()
+    open_store(store_url, default_path=tmp_path / "unused" / "history.db").close()
+    assert raw(store_url, "SELECT version, applied_at FROM schema_migrations ORDER BY version") == before
+    assert store.baseline(GRAD, -1, 5) == [0.5]
+    assert runs(store) == [row("100", 1, "written", 1)]
+
+
+def test_migrate_brings_an_older_schema_to_the_latest_version(store_url):
+    indexes = "SELECT COUNT(*) FROM {} WHERE {} IN ('gate_samples_series', 'gate_samples_run')"
+    indexes = (indexes.format("sqlite_master", "name") if store_url.startswith("sqlite:")
+               else indexes.format("pg_indexes", "indexname"))
+    with closing(unmigrated(store_url)) as old:
+        old.migrate(target=1)
+        assert old.schema_versions() == [1]
+        assert raw(store_url, indexes) == [(0,)]
+        assert write(old, key("1"), [Sample(GRAD, -1, 1.5)]) == "written"
+        old.migrate()
+        assert old.schema_versions() == [1, 2]
+        assert raw(store_url, indexes) == [(2,)]
+        assert old.baseline(GRAD, -1, 3) == [1.5]
+        with pytest.raises(ValueError, match=r"^schema version 3 does not exist \(latest is 2\)$"):
+            old.migrate(target=3)
+
+
+def test_a_schema_newer_than_this_code_is_refused(store, store_url, tmp_path):
+    raw(store_url, "INSERT INTO schema_migrations (version) VALUES (7)")
+    with pytest.raises(InputError) as err:
+        open_store(store_url, default_path=tmp_path / "unused" / "history.db")
+    assert err.value.message == ("the metric history store has schema version 7, newer than the 2 this "
+                                 "ci_policy knows")
+    assert err.value.hint == "upgrade ci-policy on every job that uses this store"
+    assert [v for (v,) in raw(store_url, "SELECT version FROM schema_migrations ORDER BY version")] == [1, 2, 7]
+
+
+# -- baseline -------------------------------------------------------------------------------------
+
+def test_baseline_is_the_last_window_values_in_insertion_order(store):
+    # Run ids and values deliberately out of order: only insertion order counts.
+    values = [5.0, 1.5, 3.25, -2.0, 0.125]
+    for run_id, value in zip(["run-9", "run-10", "run-11", "run-8", "run-1"], values):
+        assert write(store, key(run_id), [Sample(GRAD, -1, value), Sample(GRAD, 10, value * 2),
+                                          Sample(KL, -1, value + 100)]) == "written"
+    assert store.baseline(GRAD, -1, 3) == [3.25, -2.0, 0.125]
+    assert store.baseline(GRAD, -1, 1) == [0.125]
+    assert store.baseline(GRAD, -1, 5) == values
+    assert store.baseline(GRAD, -1, 500) == values
+    assert store.baseline(GRAD, -1, 0) == []
+    assert store.baseline(GRAD, 10, 2) == [-4.0, 0.25]
+    assert store.baseline(GRAD, 11, 5) == []
+    assert store.baseline(KL, -1, 2) == [98.0, 100.125]
+    assert store.baseline(GRAD_REWRITTEN, -1, 5) == []
+    assert store.baseline(GRAD_OTHER_SUITE, -1, 5) == []
+
+
+def test_values_round_trip_exactly(store):
+    values = [0.1 + 0.2, 1e300, -5e-324, 123456789.123456789, 2.0, -1.7976931348623157e308]
+    samples = [Sample(GRAD, step, value) for step, value in enumerate(values)]
+    assert write(store, key("1"), samples) == "written"
+    for step, value in enumerate(values):
+        [stored] = store.baseline(GRAD, step, 1)
+        assert stored == value and type(stored) is float
+    assert Sample(GRAD, 0, 3).value == 3.0 and type(Sample(GRAD, 0, 3).value) is float
+
+
+def test_baseline_refuses_malformed_arguments(store):
+    with pytest.raises(ValueError, match=r"^window must be >= 0, got -1$"):
+        store.baseline(GRAD, -1, -1)
+    with pytest.raises(ValueError, match=r"^step must be >= -1, got -2$"):
+        store.baseline(GRAD, -2, 5)
+    with pytest.raises(TypeError, match=r"^identity must be a tuple"):
+        store.baseline(GRAD[:4], -1, 5)
+    with pytest.raises(TypeError, match=r"^window must be an int, got True$"):
+        store.baseline(GRAD, -1, True)
+
+
+# -- write outcomes -------------------------------------------------------------------------------
+
+def test_a_trusted_first_attempt_that_writes_baselines_is_written(store):
+    samples = [Sample(GRAD, -1, 1.25), Sample(GRAD, 3, 2.5), Sample(KL, -1, 0.001)]
+    assert write(store, key("7"), samples, commit="deadbeef") == "written"
+    assert runs(store) == [row("7", 1, "written", 3, commit="deadbeef")]
+    assert store.baseline(GRAD, -1, 5) == [1.25]
+    assert store.baseline(GRAD, 3, 5) == [2.5]
+    assert store.baseline(KL, -1, 5) == [0.001]
+
+
+def test_pr_and_release_cadences_record_the_run_without_samples(store):
+    samples = [Sample(GRAD, -1, 1.0)]
+    assert write(store, key("8"), samples, write_baseline=False, cadence="regular") == "not_allowed"
+    # not_allowed is decided before trust: an untrusted release run is still not_allowed
+    assert write(store, key("9"), samples, write_baseline=False, trusted=False, cadence="release",
+                 commit=None) == "not_allowed"
+    assert runs(store) == [row("8", 1, "not_allowed", 0, write_baseline=False, cadence="regular"),
+                           row("9", 1, "not_allowed", 0, write_baseline=False, trusted=False, cadence="release",
+                               commit=None)]
+    assert store.baseline(GRAD, -1, 5) == []
+
+
+def test_an_untrusted_run_is_recorded_without_samples(store):
+    assert write(store, key("10"), [Sample(GRAD, -1, 9.0)], trusted=False) == "not_trusted"
+    assert runs(store) == [row("10", 1, "not_trusted", 0, trusted=False)]
+    assert store.baseline(GRAD, -1, 5) == []
+
+
+def test_the_same_run_key_again_is_a_duplicate_and_changes_nothing(store):
+    assert write(store, key("11"), [Sample(GRAD, -1, 9.0)], trusted=False) == "not_trusted"
+    assert write(store, key("12"), [Sample(GRAD, -1, 2.0)]) == "written"
+    before = store.runs()
+    # A rerun of the same attempt cannot add samples, whatever it now claims.
+    assert write(store, key("11"), [Sample(GRAD, -1, 1.0)]) == "duplicate"
+    assert write(store, key("12"), [Sample(GRAD, -1, 3.0), Sample(GRAD, 1, 3.0)]) == "duplicate"
+    assert write(store, key("12"), [], write_baseline=False, cadence="regular") == "duplicate"
+    assert store.runs() == before
+    assert store.baseline(GRAD, -1, 5) == [2.0]
+    assert store.baseline(GRAD, 1, 5) == []
+
+
+def test_a_rerun_cannot_shop_for_a_passing_baseline(store):
+    assert write(store, key("50", 1), [Sample(GRAD, -1, 7.0)], trusted=False) == "not_trusted"
+    assert write(store, key("50", 2), [Sample(GRAD, -1, 1.0)]) == "not_first_attempt"
+    assert write(store, key("50", 3), [Sample(GRAD, -1, 1.0)]) == "not_first_attempt"
+    assert write(store, key("50", 1), [Sample(GRAD, -1, 1.0)]) == "duplicate"
+    assert write(store, key("50", 4), [Sample(GRAD, -1, 1.0)], write_baseline=False) == "not_allowed"
+    assert write(store, key("50", 5), [Sample(GRAD, -1, 1.0)], trusted=False) == "not_trusted"
+    # The attempt history is per (run_id, file, backend, suite): another suite's first record writes.
+    assert write(store, key("50", 2, OTHER_SUITE), [Sample(GRAD_OTHER_SUITE, -1, 4.0)]) == "written"
+    assert store.baseline(GRAD, -1, 5) == []
+    assert store.baseline(GRAD_OTHER_SUITE, -1, 5) == [4.0]
+    assert runs(store) == [
+        row("50", 1, "not_trusted", 0, trusted=False),
+        row("50", 2, "not_first_attempt", 0),
+        row("50", 3, "not_first_attempt", 0),
+        row("50", 4, "not_allowed", 0, write_baseline=False),
+        row("50", 5, "not_trusted", 0, trusted=False),
+        row("50", 2, "written", 1, suite=OTHER_SUITE),
+    ]
+
+
+def test_samples_are_unique_on_identity_step_and_run_id(store, store_url):
+    # Attempt 2's record arrives first (attempt 1's report was delayed): it writes; attempt 1 then
+    # has no earlier attempt, but can add only what attempt 2 did not already store for the run.
+    assert write(store, key("60", 2), [Sample(GRAD, -1, 1.0)]) == "written"
+    assert write(store, key("60", 1), [Sample(GRAD, -1, 9.0), Sample(GRAD, 4, 4.0)]) == "written"
+    assert store.baseline(GRAD, -1, 10) == [1.0]
+    assert store.baseline(GRAD, 4, 10) == [4.0]
+    assert [(r["run_attempt"], r["outcome"], r["samples"]) for r in store.runs()] == [
+        (2, "written", 1), (1, "written", 1)]
+    # The database itself refuses a second value for (identity, step, run_id).
+    if store_url.startswith("sqlite:"):
+        refused = sqlite3.IntegrityError
+    else:
+        import psycopg
+
+        refused = psycopg.errors.UniqueViolation
+    with pytest.raises(refused):
+        raw(store_url, "INSERT INTO gate_samples (gate_run, file, backend, suite, metric_key, written_json, step, "
+                       "run_id, value) VALUES (1, ?, ?, ?, ?, ?, -1, '60', 3.0)", GRAD)
+    assert store.baseline(GRAD, -1, 10) == [1.0]
+
+
+def test_the_same_sample_twice_in_one_write_is_stored_once(store):
+    # e.g. two identical register_ci_gate declarations in one file
+    assert write(store, key("65"), [Sample(GRAD, -1, 1.5), Sample(KL, -1, 0.5), Sample(GRAD, -1, 1.5)]) == "written"
+    assert store.baseline(GRAD, -1, 10) == [1.5]
+    assert runs(store) == [row("65", 1, "written", 2)]
+
+
+def test_write_refuses_malformed_input_before_touching_the_store(store):
+    with pytest.raises(ValueError, match=r"step -1 is given twice, with different values \(1\.0 and 2\.0\)$"):
+        write(store, key("70"), [Sample(GRAD, -1, 1.0), Sample(GRAD, -1, 2.0)])
+    with pytest.raises(ValueError, match=r"does not belong to the run's"):
+        write(store, key("70"), [Sample(GRAD_OTHER_SUITE, -1, 1.0)])
+    with pytest.raises(TypeError, match=r"^trusted must be a bool, got 'yes'$"):
+        write(store, key("70"), [], trusted="yes")
+    with pytest.raises(TypeError, match=r"^samples must be Sample objects"):
+        write(store, key("70"), [(GRAD, -1, 1.0)])
+    assert store.runs() == []
+    for bad, error in ((float("nan"), ValueError), (float("inf"), ValueError), (-float("inf"), ValueError),
+                       (True, TypeError), ("1.0", TypeError)):
+        with pytest.raises(error):
+            Sample(GRAD, -1, bad)
+    with pytest.raises(ValueError, match=r"^step must be >= -1, got -2$"):
+        Sample(GRAD, -2, 1.0)
+    with pytest.raises(ValueError, match=r"^run_attempt must be >= 1, got 0$"):
+        RunKey("70", 0, FILE, BACKEND, SUITE)
+    with pytest.raises(ValueError, match=r"NUL"):
+        RunKey("7\x000", 1, FILE, BACKEND, SUITE)
+
+
+def test_a_write_is_one_transaction(store, store_url):
+    # A real failure half-way through (a trigger refusing the samples) leaves no trace at all:
+    # the run row is rolled back with them, so the same RunKey is not a duplicate afterwards.
+    if store_url.startswith("sqlite:"):
+        raw(store_url, "CREATE TRIGGER refuse BEFORE INSERT ON gate_samples "
+                       "BEGIN SELECT RAISE(ABORT, 'disk full (simulated)'); END")
+        drop = "DROP TRIGGER refuse"
+    else:
+        raw(store_url, "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS "
+                       "$$ BEGIN RAISE EXCEPTION 'disk full (simulated)'; END $$")
+        raw(store_url, "CREATE TRIGGER refuse BEFORE INSERT ON gate_samples FOR EACH ROW EXECUTE FUNCTION refuse()")
+        drop = "DROP TRIGGER refuse ON gate_samples"
+    with pytest.raises(StoreUnavailable, match=r"disk full \(simulated\)"):
+        write(store, key("80"), [Sample(GRAD, -1, 1.0)])
+    assert store.runs() == []
+    raw(store_url, drop)
+    assert write(store, key("80"), [Sample(GRAD, -1, 1.0)]) == "written"
+    assert runs(store) == [row("80", 1, "written", 1)]
+
+
+def test_runs_lists_every_recorded_run_in_recording_order(store):
+    assert write(store, key("3"), [Sample(GRAD, -1, 1.0)], cadence="weekly", commit="c3") == "written"
+    assert write(store, key("1"), [], write_baseline=False, cadence="regular", commit="c1") == "not_allowed"
+    assert write(store, key("2"), [Sample(GRAD, -1, 1.0), Sample(KL, 0, 2.0)], trusted=False) == "not_trusted"
+    assert write(store, key("3", 2), [Sample(GRAD, -1, 2.0)], cadence="weekly", commit="c3") == "not_first_attempt"
+    assert write(store, key("4"), [], commit=None) == "written"
+    recorded = store.runs()
+    assert [r["recorded_at"] for r in recorded] == sorted(r["recorded_at"] for r in recorded)
+    assert runs(store) == [
+        row("3", 1, "written", 1, cadence="weekly", commit="c3"),
+        row("1", 1, "not_allowed", 0, write_baseline=False, cadence="regular", commit="c1"),
+        row("2", 1, "not_trusted", 0, trusted=False),
+        row("3", 2, "not_first_attempt", 0, cadence="weekly", commit="c3"),
+        row("4", 1, "written", 0, commit=None),
+    ]
+
+
+def test_a_closed_store_is_unavailable(store):
+    store.close()
+    store.close()
+    with pytest.raises(StoreUnavailable, match=r"the store is closed$"):
+        store.baseline(GRAD, -1, 5)
+    with pytest.raises(StoreUnavailable, match=r"the store is closed$"):
+        write(store, key("1"), [])
+
+
+# -- open_store -----------------------------------------------------------------------------------
+
+def test_open_store_sqlite_forms(tmp_path, monkeypatch):
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rel").mkdir()
+    default = tmp_path / "default" / "history.db"
+    cases = [(f"sqlite://{tmp_path}/abs.db", tmp_path / "abs.db"),
+             ("sqlite:rel/relative.db", tmp_path / "rel" / "relative.db"),
+             (str(tmp_path / "plain.db"), tmp_path / "plain.db"),
+             ("rel/plain.db", tmp_path / "rel" / "plain.db")]
+    for url, path in cases:
+        with open_store(url, default_path=default) as opened:
+            assert type(opened) is SQLiteStore
+            assert opened.path == path
+            assert opened.schema_versions() == [1, 2]
+        assert raw(f"sqlite://{path}", "PRAGMA journal_mode") == [("wal",)]
+    assert not default.parent.exists()
+
+
+def test_open_store_falls_back_to_the_environment_then_the_default_path(tmp_path, monkeypatch):
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    default = tmp_path / "a" / "b" / "history.db"
+    with open_store(None, default_path=default) as opened:
+        assert opened.path == default
+    assert default.is_file()
+    monkeypatch.setenv(DATABASE_URL_ENV, f"sqlite://{tmp_path}/from-env.db")
+    with open_store(None, default_path=default) as opened:
+        assert opened.path == tmp_path / "from-env.db"
+    with open_store(str(tmp_path / "explicit.db"), default_path=default) as opened:
+        assert opened.path == tmp_path / "explicit.db"
+    monkeypatch.setenv(DATABASE_URL_ENV, "")
+    with open_store(None, default_path=default) as opened:
+        assert opened.path == default
+
+
+def test_open_store_postgres_forms(postgres_database, tmp_path, monkeypatch):
+    from ci_policy.adapters.store.postgres import PostgresStore
+
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    assert postgres_database.startswith("postgresql://")
+    short = "postgres://" + postgres_database[len("postgresql://"):]
+    for url in (postgres_database, short):
+        with open_store(url, default_path=tmp_path / "unused.db") as opened:
+            assert type(opened) is PostgresStore
+            assert opened.schema_versions() == [1, 2]
+    monkeypatch.setenv(DATABASE_URL_ENV, short)
+    with open_store(None, default_path=tmp_path / "unused.db") as opened:
+        assert type(opened) is PostgresStore
+        assert write(opened, key("1"), [Sample(GRAD, -1, 2.5)]) == "written"
+    with open_store(postgres_database, default_path=tmp_path / "unused.db") as opened:
+        assert opened.baseline(GRAD, -1, 3) == [2.5]
+    assert not (tmp_path / "unused.db").exists()
+
+
+def test_open_store_through_the_unix_socket(postgres_session_server, postgres_database, tmp_path):
+    name = postgres_database.rsplit("/", 1)[1]
+    with open_store(postgres_session_server.socket_url(name), default_path=tmp_path / "unused.db") as opened:
+        assert write(opened, key("1"), [Sample(GRAD, -1, 0.75)]) == "written"
+    with open_store(postgres_database, default_path=tmp_path / "unused.db") as opened:
+        assert opened.baseline(GRAD, -1, 3) == [0.75]
+
+
+@pytest.mark.parametrize("url, message", [
+    ("mysql://ci:hunter2@db.example/metrics", "unsupported metric history URL scheme 'mysql'"),
+    ("file:///var/lib/history.db", "unsupported metric history URL scheme 'file'"),
+    ("sqlite://dbhost/history.db", "a sqlite URL takes no host: 'sqlite://dbhost/history.db'"),
+    ("sqlite:", "the sqlite URL 'sqlite:' names no file"),
+])
+def test_open_store_refuses_other_urls(url, message, tmp_path):
+    with pytest.raises(InputError) as err:
+        open_store(url, default_path=tmp_path / "unused.db")
+    assert err.value.message == message
+    assert "hunter2" not in str(err.value)
+    assert not (tmp_path / "unused.db").exists()
+
+
+def test_store_module_never_imports_psycopg(tmp_path):
+    code = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from ci_policy.adapters.store.base import open_store
+        open_store(sys.argv[1], default_path=Path(sys.argv[1])).close()
+        print(sorted(name for name in sys.modules if name.split(".")[0] == "psycopg"))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "h.db")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[]\n"
+
+
+def test_without_psycopg_a_postgres_url_says_what_to_install(tmp_path):
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["psycopg"] = None  # as if psycopg were not installed
+        from pathlib import Path
+        from ci_policy.errors import InputError
+        from ci_policy.adapters.store.base import open_store
+        store = open_store(sys.argv[1], default_path=Path(sys.argv[1]))
+        print(type(store).__name__, store.schema_versions())
+        store.close()
+        try:
+            open_store("postgresql://ci:hunter2@127.0.0.1:9/metrics", default_path=Path(sys.argv[1]))
+        except InputError as exc:
+            print(exc.message.split(" (")[0])
+            print(exc.hint)
+            print("hunter2" in str(exc))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "h.db")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "SQLiteStore [1, 2]",
+        "a postgresql:// metric history needs psycopg 3, which is not importable",
+        "install `ci-policy[postgres]`",
+        "False",
+    ]
+
+
+# -- concurrency ----------------------------------------------------------------------------------
+
+WORKERS = 4
+RUNS_PER_WORKER = 12
+
+
+def _concurrent_writer(url: str, default_path: str, worker: int, barrier, results) -> None:
+    """One process: open (and so migrate) the fresh store at the same moment as the others, write
+    its own runs, then report the same run and competing attempts of one run at once."""
+    try:
+        barrier.wait(120)
+        store = open_store(url, default_path=Path(default_path))
+        outcomes = []
+        try:
+            for i in range(RUNS_PER_WORKER):
+                outcomes.append(write(store, key(f"w{worker}-{i}"),
+                                      [Sample(GRAD, -1, worker * 100.0 + i), Sample(GRAD, i, float(worker))]))
+                store.baseline(GRAD, -1, 5)
+            barrier.wait(120)
+            outcomes.append(write(store, key("shared"), [Sample(KL, -1, float(worker))]))
+            barrier.wait(120)
+            outcomes.append(write(store, key("attempts", worker + 1), [Sample(KL, 0, float(worker))]))
+        finally:
+            store.close()
+        results.put((worker, outcomes, None))
+    except BaseException:
+        results.put((worker, None, traceback.format_exc()))
+
+
+def test_parallel_processes_lose_nothing(store_url, tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(WORKERS)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_concurrent_writer,
+                         args=(store_url, str(tmp_path / "unused.db"), worker, barrier, results))
+             for worker in range(WORKERS)]
+    for proc in procs:
+        proc.start()
+    reported: dict[int, list[str]] = {}
+    deadline = time.monotonic() + 300
+    while len(reported) < WORKERS and time.monotonic() < deadline:
+        try:
+            worker, outcomes, error = results.get(timeout=1)
+        except queue.Empty:
+            if not any(p.is_alive() for p in procs):
+                break
+            continue
+        assert error is None, f"worker {worker} failed:\n{error}"
+        reported[worker] = outcomes
+    for proc in procs:
+        proc.join(60)
+        if proc.is_alive():
+            proc.kill()
+    assert sorted(reported) == list(range(WORKERS)), [p.exitcode for p in procs]
+    assert [p.exitcode for p in procs] == [0] * WORKERS
+
+    for worker, outcomes in reported.items():
+        assert outcomes[:RUNS_PER_WORKER] == ["written"] * RUNS_PER_WORKER
+    assert sorted(o[RUNS_PER_WORKER] for o in reported.values()) == ["duplicate"] * (WORKERS - 1) + ["written"]
+    attempts = [o[RUNS_PER_WORKER + 1] for o in reported.values()]
+    assert "written" in attempts and set(attempts) <= {"written", "not_first_attempt"}
+
+    with open_store(store_url, default_path=tmp_path / "unused.db") as store:
+        assert store.schema_versions() == [1, 2]
+        recorded = store.runs()
+        assert sorted((r["run_id"], r["run_attempt"]) for r in recorded) == sorted(
+            [(f"w{w}-{i}", 1) for w in range(WORKERS) for i in range(RUNS_PER_WORKER)]
+            + [("shared", 1)] + [("attempts", w + 1) for w in range(WORKERS)])
+        # Serialised per run: an attempt writes iff no lower attempt was recorded before it, and
+        # only the first to write stores the run's samples.
+        order = [(r["run_attempt"], r["outcome"], r["samples"]) for r in recorded if r["run_id"] == "attempts"]
+        lowest = None
+        for attempt, outcome, samples in order:
+            first = lowest is None or attempt < lowest
+            assert outcome == ("written" if first else "not_first_attempt"), order
+            assert samples == (1 if lowest is None else 0), order
+            lowest = attempt if first else lowest
+        history = store.baseline(GRAD, -1, 1000)
+        assert sorted(history) == sorted(w * 100.0 + i for w in range(WORKERS) for i in range(RUNS_PER_WORKER))
+        for w in range(WORKERS):  # each process's values in the order it wrote them
+            assert [v for v in history if w * 100 <= v < w * 100 + 100] == [w * 100.0 + i
+                                                                           for i in range(RUNS_PER_WORKER)]
+        for i in range(RUNS_PER_WORKER):
+            assert sorted(store.baseline(GRAD, i, 10)) == [float(w) for w in range(WORKERS)]
+        assert len(store.baseline(KL, -1, 10)) == 1
+        assert len(store.baseline(KL, 0, 10)) == 1
+    assert not (tmp_path / "unused.db").exists()
+
+
+# -- faults: PostgreSQL ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("form", ["userinfo", "query"])
+def test_a_killed_postgres_server_makes_the_store_unavailable_without_the_password(form, postgres_server,
+                                                                                  tmp_path):
+    postgres_server.create_database("history")
+    port = postgres_server.port
+    if form == "userinfo":
+        url = postgres_server.url("history", password=PASSWORD_IN_URL)
+        shown = f"postgresql://postgres:***@127.0.0.1:{port}/history"
+    else:
+        url = f"postgresql://postgres@127.0.0.1:{port}/history?password={PASSWORD_IN_URL}&application_name=ci"
+        shown = f"postgresql://postgres@127.0.0.1:{port}/history?password=***&application_name=ci"
+    prefix = f"PostgreSQL metric history {shown}: "
+    store = open_store(url, default_path=tmp_path / "unused.db")
+    assert PASSWORD not in repr(store) and PASSWORD_IN_URL not in repr(store)
+    assert write(store, key("1"), [Sample(GRAD, -1, 1.0)]) == "written"
+
+    postgres_server.kill()
+    messages = []
+    for call in (lambda: store.baseline(GRAD, -1, 5),
+                 lambda: write(store, key("2"), [Sample(GRAD, -1, 2.0)]),
+                 store.runs):
+        with pytest.raises(StoreUnavailable) as err:
+            call()
+        messages.append(str(err.value))
+    with pytest.raises(StoreUnavailable) as err:
+        open_store(url, default_path=tmp_path / "unused.db")
+    messages.append(str(err.value))
+    for message in messages:
+        assert message.startswith(prefix) and len(message) > len(prefix) + 10
+        assert "\n" not in message and PASSWORD not in message and PASSWORD_IN_URL not in message
+    for message in messages[1:]:  # the broken connection is replaced, and the new one is refused
+        assert "Connection refused" in message
+
+    # Nothing of the failed write was stored, and the same store object works again once the
+    # server is back.
+    postgres_server.start()
+    assert runs(store) == [row("1", 1, "written", 1)]
+    assert write(store, key("2"), [Sample(GRAD, -1, 2.0)]) == "written"
+    assert store.baseline(GRAD, -1, 5) == [1.0, 2.0]
+    store.close()
+    assert not (tmp_path / "unused.db").exists()
+
+
+def test_an_unreachable_postgres_server_is_unavailable_at_once(tmp_path):
+    import pgserver
+
+    port = pgserver.free_port()
+    url = f"postgresql://ci:{PASSWORD_IN_URL}@127.0.0.1:{port}/metrics"
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable) as err:
+        open_store(url, default_path=tmp_path / "unused.db")
+    assert time.monotonic() - started < 10
+    message = str(err.value)
+    assert message.startswith(f"PostgreSQL metric history postgresql://ci:***@127.0.0.1:{port}/metrics: "
+                              "connection failed: ")
+    assert "Connection refused" in message and "\n" not in message
+    assert PASSWORD not in message and PASSWORD_IN_URL not in message
+
+
+# -- faults: SQLite -------------------------------------------------------------------------------
+
+def test_sqlite_in_a_missing_directory_is_unavailable(tmp_path):
+    path = tmp_path / "missing" / "history.db"
+    with pytest.raises(StoreUnavailable) as err:
+        open_store(f"sqlite://{path}", default_path=tmp_path / "unused.db")
+    assert str(err.value) == f"SQLite metric history {path}: directory {path.parent} does not exist"
+    assert not path.parent.exists()
+
+
+def test_sqlite_below_a_regular_file_is_unavailable(tmp_path, monkeypatch):
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory\n")
+    path = blocker / "deeper" / "history.db"
+    with pytest.raises(StoreUnavailable) as err:
+        open_store(str(path), default_path=tmp_path / "unused.db")
+    assert str(err.value) == f"SQLite metric history {path}: {blocker} is not a directory"
+    with pytest.raises(StoreUnavailable) as err:
+        open_store(None, default_path=path)
+    assert str(err.value) == (f"SQLite metric history {path}: cannot create directory {path.parent}: "
+                              "Not a directory")
+
+
+def test_sqlite_where_no_file_can_be_created_is_unavailable(tmp_path):
+    # procfs refuses new files even to root, so this holds for every user.
+    with pytest.raises(StoreUnavailable) as err:
+        open_store("sqlite:///proc/ci-policy-history.db", default_path=tmp_path / "unused.db")
+    assert str(err.value) == "SQLite metric history /proc/ci-policy-history.db: unable to open database file"
+
+
+def test_a_file_that_is_not_a_database_is_unavailable(tmp_path):
+    path = tmp_path / "history.db"
+    path.write_bytes(b"this is not a database\n" * 200)
+    with pytest.raises(StoreUnavailable) as err:
+        open_store(str(path), default_path=tmp_path / "unused.db")
+    assert str(err.value) == f"SQLite metric history {path}: file is not a database"
+
+
+def test_sqlite_locked_past_the_busy_timeout_is_unavailable(tmp_path):
+    path = tmp_path / "history.db"
+    open_store(str(path), default_path=tmp_path / "unused.db").close()
+    store = SQLiteStore(path, busy_timeout=0.3)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable) as err:
+        write(store, key("1"), [Sample(GRAD, -1, 1.0)])
+    assert 0.25 <= time.monotonic() - started < 10
+    assert str(err.value) == f"SQLite metric history {path}: database is locked (still locked after 0.3 s)"
+    assert store.baseline(GRAD, -1, 5) == []  # WAL: readers are not blocked by a writer
+    holder.execute("ROLLBACK")
+    holder.close()
+    assert write(store, key("1"), [Sample(GRAD, -1, 1.0)]) == "written"
+    assert store.baseline(GRAD, -1, 5) == [1.0]
+    store.close()

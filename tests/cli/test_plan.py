@@ -1,0 +1,768 @@
+"""End-to-end behaviour of `ci-policy plan` and `ci-policy list` on the bundled example.
+
+Most tests call `ci_policy.cli.main([...])` in-process with capsys; the README's
+Quickstart command also runs through the installed console script in a subprocess.
+`--format github` output is parsed back the way the Actions runner parses
+`$GITHUB_OUTPUT` (`name=value` lines and `name<<DELIMITER` blocks).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import clean_env, console_script
+from ci_policy.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "gpu-repo"
+
+QUICKSTART_ARGV = ["plan", "--repo", "examples/gpu-repo", "--event", "pull_request",
+                   "--labels-json", '["run-ci-sglang", "documentation"]', "--diff", "examples/pr-42.diff"]
+
+STAGES = ["stage-a-cpu", "stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350"]
+FAST = ["tests/fast/test_advantages.py", "tests/fast/test_kl.py", "tests/fast/test_rollout.py",
+        "tests/fast/test_session_protocol.py"]
+
+SFT_WARNING = ("stage-b-1-gpu-h200: tests/e2e/test_megatron_sft.py alone (est 300s) exceeds the stage's "
+               "mean shard time (240s); the stage cannot finish sooner than this file")
+LONG_WARNING = ("stage-c-4-gpu-h200: tests/e2e/test_megatron_long_context.py alone (est 2400s) exceeds the "
+                "stage's mean shard time (1260s); the stage cannot finish sooner than this file")
+GRPO_WARNING = ("tests/e2e/test_fsdp_grpo.py changed but is not selected (needs one of: fsdp), "
+                "so it does not run")
+
+QUICKSTART_TEXT = """\
+ci-policy plan: pull_request, cadence regular
+PR labels: run-ci-sglang
+included labels: megatron, sglang
+diff: 3 changed file(s)
+
+STAGE                BACKEND  DECISION  TESTS  SHARDS  EST WALL  REASONS
+stage-a-cpu          cpu      RUN           4       1       20s  run: stage is not diff-pruned (4 selected)
+stage-b-1-gpu-h200   cuda     RUN           2       2      300s  run: tests/e2e/test_fsdp_grpo.py changed; \
+run: minirl/backends/megatron.py selects megatron; run: requested by run-ci-sglang
+stage-c-4-gpu-h200   cuda     RUN           3       3     2400s  run: minirl/backends/megatron.py selects megatron; \
+run: requested by run-ci-sglang
+stage-c-4-gpu-mi350  rocm     RUN           1       1      540s  run: minirl/backends/megatron.py selects megatron
+
+shards:
+  stage-a-cpu[0] est 20s: tests/fast/test_advantages.py tests/fast/test_kl.py tests/fast/test_rollout.py \
+tests/fast/test_session_protocol.py
+  stage-b-1-gpu-h200[0] est 300s: tests/e2e/test_megatron_sft.py
+  stage-b-1-gpu-h200[1] est 180s: tests/e2e/test_sglang_rollout.py
+  stage-c-4-gpu-h200[0] est 2400s: tests/e2e/test_megatron_long_context.py
+  stage-c-4-gpu-h200[1] est 900s: tests/e2e/test_megatron_ppo_4gpu.py
+  stage-c-4-gpu-h200[2] est 480s: tests/e2e/session_server/test_session_multiturn.py
+  stage-c-4-gpu-mi350[0] est 540s: tests/e2e/test_rocm_megatron_sft.py
+
+images: cuda=build, rocm=build
+""" + f"warning: {SFT_WARNING}\nwarning: {LONG_WARNING}\nwarning: {GRPO_WARNING}\n"
+
+
+def shard(index: int, est: float, *files: str) -> dict:
+    return {"index": index, "est_seconds": est, "files": list(files)}
+
+
+def entries(*pairs) -> list[dict]:
+    # In the example, tests/fast/ files get the implicit registration; the rest are literals.
+    return [{"file": f, "est_time": t, "est_source": "implicit" if f.startswith("tests/fast/") else "literal"}
+            for f, t in pairs]
+
+
+QUICKSTART_JSON = {
+    "schema": 1,
+    "event": "pull_request",
+    "cadence": "regular",
+    "raw_labels": ["run-ci-sglang"],
+    "include_labels": ["megatron", "sglang"],
+    "bypass_fastfail": False,
+    "write_baseline": False,
+    "diff": {"available": True,
+             "files": ["docs/guide.md", "minirl/backends/megatron.py", "tests/e2e/test_fsdp_grpo.py"]},
+    "stages": [
+        {"name": "stage-a-cpu", "backend": "cpu", "decision": "run",
+         "reasons": ["run: stage is not diff-pruned (4 selected)"],
+         "runs_on": [],
+         "tests": entries(*((f, 5) for f in FAST)),
+         "shards": [shard(0, 20, *FAST)], "invalid": []},
+        {"name": "stage-b-1-gpu-h200", "backend": "cuda", "decision": "run",
+         "reasons": ["run: tests/e2e/test_fsdp_grpo.py changed",
+                     "run: minirl/backends/megatron.py selects megatron",
+                     "run: requested by run-ci-sglang"],
+         "runs_on": ["h200", "1gpu"],
+         "tests": entries(("tests/e2e/test_megatron_sft.py", 300), ("tests/e2e/test_sglang_rollout.py", 180)),
+         "shards": [shard(0, 300, "tests/e2e/test_megatron_sft.py"),
+                    shard(1, 180, "tests/e2e/test_sglang_rollout.py")], "invalid": []},
+        {"name": "stage-c-4-gpu-h200", "backend": "cuda", "decision": "run",
+         "reasons": ["run: minirl/backends/megatron.py selects megatron", "run: requested by run-ci-sglang"],
+         "runs_on": ["h200", "4gpu"],
+         "tests": entries(("tests/e2e/session_server/test_session_multiturn.py", 480),
+                           ("tests/e2e/test_megatron_long_context.py", 2400),
+                           ("tests/e2e/test_megatron_ppo_4gpu.py", 900)),
+         "shards": [shard(0, 2400, "tests/e2e/test_megatron_long_context.py"),
+                    shard(1, 900, "tests/e2e/test_megatron_ppo_4gpu.py"),
+                    shard(2, 480, "tests/e2e/session_server/test_session_multiturn.py")], "invalid": []},
+        {"name": "stage-c-4-gpu-mi350", "backend": "rocm", "decision": "run",
+         "reasons": ["run: minirl/backends/megatron.py selects megatron"],
+         "runs_on": ["mi350", "4gpu"],
+         "tests": entries(("tests/e2e/test_rocm_megatron_sft.py", 540)),
+         "shards": [shard(0, 540, "tests/e2e/test_rocm_megatron_sft.py")], "invalid": []},
+    ],
+    "skipped_stages": [],
+    "images": {"cuda": "build", "rocm": "build"},
+    "warnings": [SFT_WARNING, LONG_WARNING, GRPO_WARNING],
+}
+
+QUICKSTART_MARKDOWN = """\
+## ci-policy plan
+
+- **Event:** pull\\_request, **cadence:** regular
+- **PR labels:** run-ci-sglang
+- **Included labels:** megatron, sglang
+- **Diff:** 3 changed file(s)
+- **Images:** cuda build, rocm build
+
+| Stage | Backend | Decision | Tests | Shards | Est. wall | Reasons |
+|---|---|---|---:|---:|---:|---|
+| stage-a-cpu | cpu | \u2705 run | 4 | 1 | 20s | run: stage is not diff-pruned (4 selected) |
+| stage-b-1-gpu-h200 | cuda | \u2705 run | 2 | 2 | 300s | run: tests/e2e/test\\_fsdp\\_grpo.py changed<br>\
+run: minirl/backends/megatron.py selects megatron<br>run: requested by run-ci-sglang |
+| stage-c-4-gpu-h200 | cuda | \u2705 run | 3 | 3 | 2400s | run: minirl/backends/megatron.py selects megatron<br>\
+run: requested by run-ci-sglang |
+| stage-c-4-gpu-mi350 | rocm | \u2705 run | 1 | 1 | 540s | run: minirl/backends/megatron.py selects megatron |
+
+### stage-a-cpu
+
+```mermaid
+gantt
+    title stage-a-cpu shards (estimated seconds)
+    dateFormat X
+    axisFormat %s
+    section shard 0
+    test_advantages.py :0, 5
+    test_kl.py :5, 10
+    test_rollout.py :10, 15
+    test_session_protocol.py :15, 20
+```
+
+### stage-b-1-gpu-h200
+
+```mermaid
+gantt
+    title stage-b-1-gpu-h200 shards (estimated seconds)
+    dateFormat X
+    axisFormat %s
+    section shard 0
+    test_megatron_sft.py :0, 300
+    section shard 1
+    test_sglang_rollout.py :0, 180
+```
+
+### stage-c-4-gpu-h200
+
+```mermaid
+gantt
+    title stage-c-4-gpu-h200 shards (estimated seconds)
+    dateFormat X
+    axisFormat %s
+    section shard 0
+    test_megatron_long_context.py :0, 2400
+    section shard 1
+    test_megatron_ppo_4gpu.py :0, 900
+    section shard 2
+    test_session_multiturn.py :0, 480
+```
+
+### stage-c-4-gpu-mi350
+
+```mermaid
+gantt
+    title stage-c-4-gpu-mi350 shards (estimated seconds)
+    dateFormat X
+    axisFormat %s
+    section shard 0
+    test_rocm_megatron_sft.py :0, 540
+```
+
+**Warnings**
+
+- stage-b-1-gpu-h200: tests/e2e/test\\_megatron\\_sft.py alone (est 300s) exceeds the stage's mean shard time \
+(240s); the stage cannot finish sooner than this file
+- stage-c-4-gpu-h200: tests/e2e/test\\_megatron\\_long\\_context.py alone (est 2400s) exceeds the stage's mean \
+shard time (1260s); the stage cannot finish sooner than this file
+- tests/e2e/test\\_fsdp\\_grpo.py changed but is not selected (needs one of: fsdp), so it does not run
+"""
+
+QUICKSTART_OUTPUTS = {
+    "cadence": "regular",
+    "raw_labels": "run-ci-sglang",
+    "bypass_fastfail": "false",
+    "write_baseline": "false",
+    "skipped_stages": "[]",
+    "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
+              '"stage-c-4-gpu-mi350":[0]}',
+    "cuda_image": "build",
+    "rocm_image": "build",
+}
+
+NEEDS_B = "skip: no selected tests (its tests need one of: fsdp, megatron, session, sglang)"
+NEEDS_C = "skip: no selected tests (its tests need one of: fsdp, long, megatron, session, sglang)"
+NEEDS_MI350 = "skip: no selected tests (its tests need one of: fsdp, megatron, rocm)"
+
+DOCS_ONLY_TEXT = f"""\
+ci-policy plan: pull_request, cadence regular
+PR labels: (none)
+included labels: (none)
+diff: 2 changed file(s)
+
+STAGE                BACKEND  DECISION  TESTS  SHARDS  EST WALL  REASONS
+stage-a-cpu          cpu      RUN           4       1       20s  run: stage is not diff-pruned (4 selected)
+stage-b-1-gpu-h200   cuda     SKIP          0       0         -  {NEEDS_B}
+stage-c-4-gpu-h200   cuda     SKIP          0       0         -  {NEEDS_C}
+stage-c-4-gpu-mi350  rocm     SKIP          0       0         -  {NEEDS_MI350}
+
+shards:
+  stage-a-cpu[0] est 20s: {" ".join(FAST)}
+
+images: cuda=skip, rocm=skip
+"""
+
+DOCS_ONLY_MARKDOWN = f"""\
+## ci-policy plan
+
+- **Event:** pull\\_request, **cadence:** regular
+- **PR labels:** (none)
+- **Included labels:** (none)
+- **Diff:** 2 changed file(s)
+- **Images:** cuda skip, rocm skip
+
+| Stage | Backend | Decision | Tests | Shards | Est. wall | Reasons |
+|---|---|---|---:|---:|---:|---|
+| stage-a-cpu | cpu | \u2705 run | 4 | 1 | 20s | run: stage is not diff-pruned (4 selected) |
+| stage-b-1-gpu-h200 | cuda | \u23ed\ufe0f skip | 0 | 0 | - | {NEEDS_B} |
+| stage-c-4-gpu-h200 | cuda | \u23ed\ufe0f skip | 0 | 0 | - | {NEEDS_C} |
+| stage-c-4-gpu-mi350 | rocm | \u23ed\ufe0f skip | 0 | 0 | - | {NEEDS_MI350} |
+
+### stage-a-cpu
+
+```mermaid
+gantt
+    title stage-a-cpu shards (estimated seconds)
+    dateFormat X
+    axisFormat %s
+    section shard 0
+    test_advantages.py :0, 5
+    test_kl.py :5, 10
+    test_rollout.py :10, 15
+    test_session_protocol.py :15, 20
+```
+"""
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+
+
+@pytest.fixture
+def at_root(monkeypatch):
+    """Run from the repository root (the README's commands use paths relative to it)."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture
+def docs_diff(tmp_path) -> str:
+    path = tmp_path / "docs.diff"
+    path.write_bytes(b"M\0docs/guide.md\0M\0README.md\0")
+    return str(path)
+
+
+def parse_github_output(text: str) -> dict[str, str]:
+    """Parse a $GITHUB_OUTPUT file as the Actions runner does.
+
+    Each non-empty line is `name=value` (when `=` comes before any `<<`), or opens a
+    `name<<DELIMITER` block whose value is every following line up to a line that is
+    exactly DELIMITER, joined with newlines. A later name overrides an earlier one.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if line == "":
+            continue
+        eq, heredoc = line.find("="), line.find("<<")
+        if eq >= 0 and (heredoc < 0 or eq < heredoc):
+            name, value = line[:eq], line[eq + 1:]
+        elif heredoc >= 0:
+            name, delimiter = line[:heredoc], line[heredoc + 2:]
+            assert delimiter, f"empty delimiter in {line!r}"
+            body = []
+            while True:
+                assert i < len(lines), f"matching delimiter {delimiter!r} not found"
+                if lines[i] == delimiter:
+                    i += 1
+                    break
+                body.append(lines[i])
+                i += 1
+            value = "\n".join(body)
+        else:
+            raise AssertionError(f"invalid $GITHUB_OUTPUT line {line!r}")
+        assert name, f"empty output name in {line!r}"
+        values[name] = value
+    return values
+
+
+def test_github_output_parser_handles_both_syntaxes():
+    text = "a=1\nb<<EOF\nx=y\n\nz<<w\nEOF\nc=d<<e\nf<<G=H\n1\nG=H\n"
+    assert parse_github_output(text) == {"a": "1", "b": "x=y\n\nz<<w", "c": "d<<e", "f": "1"}
+    with pytest.raises(AssertionError):
+        parse_github_output("a<<EOF\nnever closed\n")
+    with pytest.raises(AssertionError):
+        parse_github_output("no separator\n")
+
+
+# -- the README's Quickstart ---------------------------------------------------------------
+
+def test_the_readme_quickstart_plan_command_is_the_one_tested():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```sh\n(.*?)```", readme, re.S).group(1)
+    command = next(part for part in block.split("&&") if "ci-policy plan" in part)
+    argv = shlex.split(command)
+    assert argv[0].endswith("ci-policy")
+    assert argv[1:] == QUICKSTART_ARGV
+
+
+def test_quickstart_console_script():
+    proc = subprocess.run([console_script(), *QUICKSTART_ARGV], cwd=ROOT, env=clean_env(),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, QUICKSTART_TEXT, "")
+
+
+def test_quickstart_text(at_root, capsys):
+    assert run(QUICKSTART_ARGV, capsys) == (0, QUICKSTART_TEXT, "")
+    assert run(QUICKSTART_ARGV + ["--format", "text"], capsys) == (0, QUICKSTART_TEXT, "")
+
+
+def test_quickstart_json(at_root, capsys):
+    rc, out, err = run(QUICKSTART_ARGV + ["--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == QUICKSTART_JSON
+
+
+def test_quickstart_markdown(at_root, capsys):
+    assert run(QUICKSTART_ARGV + ["--format", "markdown"], capsys) == (0, QUICKSTART_MARKDOWN, "")
+
+
+def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
+    outputs, summary = tmp_path / "output", tmp_path / "summary.md"
+    outputs.write_text("previous=kept\n")
+    summary.write_text("# earlier step\n")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rc, out, err = run(QUICKSTART_ARGV + ["--format", "github"], capsys)
+    assert (rc, err) == (0, "")
+    assert out == QUICKSTART_TEXT + (f"::warning::{SFT_WARNING}\n::warning::{LONG_WARNING}\n"
+                                     f"::warning::{GRPO_WARNING}\n")
+    text = outputs.read_text()
+    assert text.startswith("previous=kept\n")
+    assert parse_github_output(text) == {"previous": "kept", **QUICKSTART_OUTPUTS}
+    # Every value is written in the multi-line-safe `name<<DELIMITER` syntax.
+    blocks = re.findall(r"^([a-z_]+)<<(ghadelimiter_[0-9a-f-]{36})\n", text, re.M)
+    assert [name for name, _ in blocks] == list(QUICKSTART_OUTPUTS)
+    assert summary.read_text() == "# earlier step\n" + QUICKSTART_MARKDOWN
+    # A second run appends again; the runner's parse still sees one value per name.
+    assert main(QUICKSTART_ARGV + ["--format", "github"]) == 0
+    capsys.readouterr()
+    assert parse_github_output(outputs.read_text()) == {"previous": "kept", **QUICKSTART_OUTPUTS}
+    assert summary.read_text() == "# earlier step\n" + QUICKSTART_MARKDOWN * 2
+
+
+# -- other plans on the example ------------------------------------------------------------
+
+def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, monkeypatch, capsys):
+    argv = ["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--labels-json", "[]",
+            "--diff", docs_diff]
+    assert run(argv, capsys) == (0, DOCS_ONLY_TEXT, "")
+    assert run(argv + ["--format", "markdown"], capsys) == (0, DOCS_ONLY_MARKDOWN, "")
+    outputs, summary = tmp_path / "output", tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert run(argv + ["--format", "github"], capsys) == (0, DOCS_ONLY_TEXT, "")
+    assert parse_github_output(outputs.read_text()) == {
+        "cadence": "regular",
+        "raw_labels": "",
+        "bypass_fastfail": "false",
+        "write_baseline": "false",
+        "skipped_stages": '["stage-b-1-gpu-h200","stage-c-4-gpu-h200","stage-c-4-gpu-mi350"]',
+        "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[],"stage-c-4-gpu-h200":[],"stage-c-4-gpu-mi350":[]}',
+        "cuda_image": "skip",
+        "rocm_image": "skip",
+    }
+    assert summary.read_text() == DOCS_ONLY_MARKDOWN
+
+
+def test_docs_only_pr_json(at_root, docs_diff, capsys):
+    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--diff", docs_diff,
+                        "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == {
+        "schema": 1, "event": "pull_request", "cadence": "regular", "raw_labels": [], "include_labels": [],
+        "bypass_fastfail": False, "write_baseline": False,
+        "diff": {"available": True, "files": ["README.md", "docs/guide.md"]},
+        "stages": [
+            {"name": "stage-a-cpu", "backend": "cpu", "decision": "run",
+             "reasons": ["run: stage is not diff-pruned (4 selected)"], "runs_on": [],
+             "tests": entries(*((f, 5) for f in FAST)), "shards": [shard(0, 20, *FAST)], "invalid": []},
+            {"name": "stage-b-1-gpu-h200", "backend": "cuda", "decision": "skip", "reasons": [NEEDS_B],
+             "runs_on": ["h200", "1gpu"], "tests": [], "shards": [], "invalid": []},
+            {"name": "stage-c-4-gpu-h200", "backend": "cuda", "decision": "skip", "reasons": [NEEDS_C],
+             "runs_on": ["h200", "4gpu"], "tests": [], "shards": [], "invalid": []},
+            {"name": "stage-c-4-gpu-mi350", "backend": "rocm", "decision": "skip", "reasons": [NEEDS_MI350],
+             "runs_on": ["mi350", "4gpu"], "tests": [], "shards": [], "invalid": []},
+        ],
+        "skipped_stages": ["stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350"],
+        "images": {"cuda": "skip", "rocm": "skip"},
+        "warnings": [],
+    }
+
+
+NIGHTLY_TEXT = f"""\
+ci-policy plan: schedule, cadence nightly
+PR labels: (none)
+included labels: fsdp, megatron, rocm, session, sglang
+flags: bypass-fastfail, write-baseline, admit-nightly
+
+STAGE                BACKEND  DECISION  TESTS  SHARDS  EST WALL  REASONS
+stage-a-cpu          cpu      RUN           4       1       20s  run: schedule event runs every stage with selected tests (4 selected)
+stage-b-1-gpu-h200   cuda     RUN           4       2      540s  run: schedule event runs every stage with selected tests (4 selected)
+stage-c-4-gpu-h200   cuda     RUN           6       3     2400s  run: schedule event runs every stage with selected tests (6 selected)
+stage-c-4-gpu-mi350  rocm     RUN           2       2      540s  run: schedule event runs every stage with selected tests (2 selected)
+
+shards:
+  stage-a-cpu[0] est 20s: {" ".join(FAST)}
+  stage-b-1-gpu-h200[0] est 540s: tests/e2e/session_server/test_session_tool_calls.py tests/e2e/test_sglang_rollout.py
+  stage-b-1-gpu-h200[1] est 540s: tests/e2e/test_megatron_sft.py tests/e2e/test_fsdp_grpo.py
+  stage-c-4-gpu-h200[0] est 2400s: tests/e2e/test_megatron_long_context.py
+  stage-c-4-gpu-h200[1] est 1980s: tests/e2e/test_megatron_nightly_convergence.py \
+tests/e2e/session_server/test_session_multiturn.py
+  stage-c-4-gpu-h200[2] est 1860s: tests/e2e/test_megatron_ppo_4gpu.py tests/e2e/test_fsdp_dpo_4gpu.py \
+tests/e2e/test_rocm_fsdp_grpo.py
+  stage-c-4-gpu-mi350[0] est 540s: tests/e2e/test_rocm_megatron_sft.py
+  stage-c-4-gpu-mi350[1] est 480s: tests/e2e/test_rocm_fsdp_grpo.py
+
+images: cuda=build, rocm=build
+warning: stage-c-4-gpu-h200: tests/e2e/test_megatron_long_context.py alone (est 2400s) exceeds the stage's \
+mean shard time (2080s); the stage cannot finish sooner than this file
+warning: stage-c-4-gpu-mi350: tests/e2e/test_rocm_megatron_sft.py alone (est 540s) exceeds the stage's \
+mean shard time (510s); the stage cannot finish sooner than this file
+"""
+
+
+def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsys):
+    argv = ["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", "0 15 * * 0-5",
+            "--labels-json", "null", "--cadence", "", "--base", ""]
+    assert run(argv, capsys) == (0, NIGHTLY_TEXT, "")
+    outputs, summary = tmp_path / "output", tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rc, out, err = run(argv + ["--format", "github"], capsys)
+    assert (rc, err) == (0, "")
+    assert out.startswith(NIGHTLY_TEXT)
+    assert out[len(NIGHTLY_TEXT):].count("::warning::") == 2
+    assert parse_github_output(outputs.read_text()) == {
+        "cadence": "nightly", "raw_labels": "", "bypass_fastfail": "true", "write_baseline": "true",
+        "skipped_stages": "[]",
+        "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
+                  '"stage-c-4-gpu-mi350":[0,1]}',
+        "cuda_image": "build", "rocm_image": "build",
+    }
+
+
+def test_pr_labels_are_canonicalised_and_space_joined(at_root, docs_diff, tmp_path, monkeypatch, capsys):
+    outputs, summary = tmp_path / "output", tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rc, _, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--format", "github",
+                      "--labels-json", '["wip", "run-ci-rocm", "bypass-fastfail", "nightly", "run-ci-rocm"]',
+                      "--diff", docs_diff], capsys)
+    assert (rc, err) == (0, "")
+    got = parse_github_output(outputs.read_text())
+    assert {k: got[k] for k in ("cadence", "raw_labels", "bypass_fastfail", "write_baseline")} == {
+        "cadence": "nightly", "raw_labels": "bypass-fastfail nightly run-ci-rocm",
+        "bypass_fastfail": "true", "write_baseline": "false"}
+
+
+# -- --format github without the Actions environment ---------------------------------------
+
+@pytest.mark.parametrize("present, missing", [
+    ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT"),
+    ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"),
+])
+def test_github_format_outside_actions_is_a_clear_error(at_root, tmp_path, monkeypatch, capsys, present,
+                                                        missing):
+    other = tmp_path / "other"
+    other.write_text("untouched\n")
+    monkeypatch.setenv(present, str(other))
+    rc, out, err = run(QUICKSTART_ARGV + ["--format", "github"], capsys)
+    assert (rc, err) == (1, "ci-policy: 1 error\n")
+    message = (f"${missing} is not set; --format github runs inside a GitHub Actions step "
+               "(hint: use --format text, json or markdown outside GitHub Actions)")
+    assert out.startswith("::error") and out.endswith(f"::{message}\n") and out.count("\n") == 1
+    assert other.read_text() == "untouched\n"  # nothing half-written
+
+
+def test_github_format_outside_actions_console_script(tmp_path):
+    proc = subprocess.run([console_script(), *QUICKSTART_ARGV, "--format", "github"], cwd=ROOT,
+                          env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.stderr == "ci-policy: 1 error\n"
+    assert proc.stdout.endswith("::$GITHUB_OUTPUT is not set; --format github runs inside a GitHub Actions "
+                                "step (hint: use --format text, json or markdown outside GitHub Actions)\n")
+
+
+# -- plan inputs ---------------------------------------------------------------------------
+
+def test_empty_string_inputs_mean_not_given(at_root, capsys):
+    base = ["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--label", "run-ci-fsdp",
+            "--format", "json"]
+    rc, expected, err = run(base, capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(expected)["diff"] == {"available": False, "files": [],
+                                            "reason": "no --diff or --base was given"}
+    empties = ["--schedule", "", "--cadence", "", "--base", "", "--head", ""]
+    assert run(base + empties, capsys) == (0, expected, "")
+    # The same on the quickstart's diff: empty schedule and cadence change nothing.
+    assert run(QUICKSTART_ARGV + ["--schedule", "", "--cadence", ""], capsys) == (0, QUICKSTART_TEXT, "")
+
+
+def test_empty_schedule_on_a_schedule_event_is_an_error(at_root, capsys):
+    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", ""], capsys)
+    assert (rc, out) == (1, "")
+    assert err.endswith("--schedule: a schedule event needs its cron string\n"
+                        '    hint: pass --schedule "$SCHEDULE", with SCHEDULE set from github.event.schedule in the step\'s env:\n'
+                        "ci-policy: 1 error\n")
+    assert len(err.splitlines()) == 3
+
+
+def test_unknown_cron_is_an_error(at_root, capsys):
+    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", "0 15 * * 1"],
+                       capsys)
+    assert (rc, out) == (1, "")
+    assert err == (".github/ci-policy.yml:38: --schedule: cron '0 15 * * 1' is not listed in cadences.schedules "
+                   "(listed: '0 15 * * 0-5', '0 15 * * 6')\n"
+                   "    hint: add it to cadences.schedules in the configuration with its cadence\n"
+                   "ci-policy: 1 error\n")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("[1", "--labels-json: not valid JSON: Expecting ',' delimiter: line 1 column 3 (char 2)"),
+    ("", "--labels-json: not valid JSON: Expecting value: line 1 column 1 (char 0)"),
+    ('{"a": 1}', "--labels-json: expected a JSON array of label names (strings), got '{\"a\": 1}'"),
+    ('["run-ci-all", 3]', "--labels-json: expected a JSON array of label names (strings), "
+                          "got '[\"run-ci-all\", 3]'"),
+    ("NaN", "--labels-json: not valid JSON: NaN is not allowed"),
+])
+def test_invalid_labels_json(at_root, capsys, value, message):
+    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "pull_request",
+                        "--labels-json", value], capsys)
+    assert (rc, out) == (1, "")
+    assert err.endswith(f"{message}\n    hint: pass toJSON(github.event.pull_request.labels.*.name)\n"
+                        "ci-policy: 1 error\n")
+    assert len(err.splitlines()) == 3 and "Traceback" not in err
+
+
+# -- --base/--head against a real git repository -------------------------------------------
+
+GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "ci", "GIT_AUTHOR_EMAIL": "ci@example.invalid",
+           "GIT_COMMITTER_NAME": "ci", "GIT_COMMITTER_EMAIL": "ci@example.invalid"}
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, timeout=60,
+                   env={**os.environ, **GIT_ENV})
+
+
+@pytest.fixture
+def git_repo(example_repo, monkeypatch) -> Path:
+    """The example under git, with `explicit: prune`: commit 1 everything, commit 2 a docs-only change."""
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    config = example_repo / ".github" / "ci-policy.yml"
+    text = config.read_text()
+    assert "  explicit: run\n" in text
+    config.write_text(text.replace("  explicit: run\n", "  explicit: prune\n"))
+    git(example_repo, "init", "-q", "-b", "main")
+    git(example_repo, "add", "-A")
+    git(example_repo, "commit", "-q", "-m", "base")
+    with (example_repo / "docs" / "guide.md").open("a") as fh:
+        fh.write("\nOne more paragraph.\n")
+    git(example_repo, "commit", "-q", "-am", "docs only")
+    return example_repo
+
+
+def plan_json(argv: list[str], capsys) -> dict:
+    rc, out, err = run(argv + ["--format", "json"], capsys)
+    assert (rc, err) == (0, ""), err
+    return json.loads(out)
+
+
+def decisions(plan: dict) -> dict:
+    return {s["name"]: (s["decision"], s["reasons"]) for s in plan["stages"]}
+
+
+def test_base_head_docs_only_commit_skips_gpu_stages(git_repo, capsys):
+    argv = ["plan", "--repo", str(git_repo), "--event", "pull_request", "--label", "run-ci-all", "--base", "HEAD~1"]
+    plan = plan_json(argv, capsys)
+    assert plan["diff"] == {"available": True, "files": ["docs/guide.md"]}
+    assert decisions(plan) == {
+        "stage-a-cpu": ("run", ["run: stage is not diff-pruned (4 selected)"]),
+        "stage-b-1-gpu-h200": ("skip", ["skip: the diff touches only docs/guide.md"]),
+        "stage-c-4-gpu-h200": ("skip", ["skip: the diff touches only docs/guide.md"]),
+        "stage-c-4-gpu-mi350": ("skip", ["skip: the diff touches only docs/guide.md"]),
+    }
+    assert plan["images"] == {"cuda": "skip", "rocm": "skip"}
+    assert plan["skipped_stages"] == STAGES[1:]
+    # --head defaults to HEAD, and an empty --head means not given.
+    assert plan_json(argv + ["--head", "HEAD"], capsys) == plan
+    assert plan_json(argv + ["--head", ""], capsys) == plan
+    # Identical revisions give an empty diff: unavailable (never "no changes"), so every runnable stage runs.
+    first = plan_json(["plan", "--repo", str(git_repo), "--event", "pull_request", "--label", "run-ci-all",
+                       "--base", "HEAD~1", "--head", "HEAD~1"], capsys)
+    assert first["diff"]["available"] is False
+    assert [s["decision"] for s in first["stages"]] == ["run", "run", "run", "run"]
+
+
+def test_base_head_rule_change_auto_selects(git_repo, capsys):
+    with (git_repo / "minirl" / "backends" / "fsdp.py").open("a") as fh:
+        fh.write("\n# tuned\n")
+    git(git_repo, "commit", "-q", "-am", "fsdp change")
+    plan = plan_json(["plan", "--repo", str(git_repo), "--event", "pull_request", "--base", "HEAD~1"], capsys)
+    assert plan["diff"] == {"available": True, "files": ["minirl/backends/fsdp.py"]}
+    assert plan["include_labels"] == ["fsdp"]
+    reason = ["run: minirl/backends/fsdp.py selects fsdp"]
+    assert decisions(plan) == {
+        "stage-a-cpu": ("run", ["run: stage is not diff-pruned (4 selected)"]),
+        "stage-b-1-gpu-h200": ("run", reason),
+        "stage-c-4-gpu-h200": ("run", reason),
+        "stage-c-4-gpu-mi350": ("run", reason),
+    }
+    assert {s["name"]: [t["file"] for t in s["tests"]] for s in plan["stages"]} == {
+        "stage-a-cpu": FAST,
+        "stage-b-1-gpu-h200": ["tests/e2e/test_fsdp_grpo.py"],
+        "stage-c-4-gpu-h200": ["tests/e2e/test_fsdp_dpo_4gpu.py", "tests/e2e/test_rocm_fsdp_grpo.py"],
+        "stage-c-4-gpu-mi350": ["tests/e2e/test_rocm_fsdp_grpo.py"],
+    }
+    # Between the first two commits only the docs changed: nothing is auto-selected.
+    older = plan_json(["plan", "--repo", str(git_repo), "--event", "pull_request",
+                       "--base", "HEAD~2", "--head", "HEAD~1"], capsys)
+    assert older["diff"] == {"available": True, "files": ["docs/guide.md"]}
+    assert older["include_labels"] == [] and older["images"] == {"cuda": "skip", "rocm": "skip"}
+
+
+@pytest.mark.parametrize("base, reason", [
+    ("HEAD;touch x", "revision 'HEAD;touch x' is not a plain git revision"),
+    ("--output=x", "revision '--output=x' is not a plain git revision"),
+])
+def test_unsafe_revision_makes_the_diff_unavailable(git_repo, capsys, base, reason):
+    plan = plan_json(["plan", "--repo", str(git_repo), "--event", "pull_request", "--label", "run-ci-rocm",
+                      f"--base={base}"], capsys)
+    assert plan["diff"] == {"available": False, "files": [], "reason": reason}
+    assert plan["warnings"] == [
+        f"diff unavailable: {reason}",
+        "stage-c-4-gpu-mi350: tests/e2e/test_rocm_megatron_sft.py alone (est 540s) exceeds the stage's mean "
+        "shard time (510s); the stage cannot finish sooner than this file"]
+    assert decisions(plan)["stage-c-4-gpu-mi350"] == (
+        "run", [f"run: the diff is unavailable ({reason}), so every runnable stage runs"])
+    assert not (git_repo / "x").exists()
+
+
+def test_unknown_revision_makes_the_diff_unavailable(git_repo, capsys):
+    plan = plan_json(["plan", "--repo", str(git_repo), "--event", "pull_request", "--label", "run-ci-rocm",
+                      "--base", "no-such-branch"], capsys)
+    assert plan["diff"]["available"] is False
+    assert plan["diff"]["reason"].startswith("git diff no-such-branch HEAD failed (exit 128): ")
+    assert decisions(plan)["stage-c-4-gpu-mi350"][0] == "run"
+    assert [s["decision"] for s in plan["stages"]] == ["run", "skip", "skip", "run"]
+
+
+# -- ci-policy list -------------------------------------------------------------------------
+
+LIST_INPUTS = [
+    pytest.param(QUICKSTART_ARGV[1:], id="quickstart"),
+    pytest.param(["--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", "0 15 * * 6"], id="weekly"),
+    pytest.param(["--repo", "examples/gpu-repo", "--event", "workflow_call", "--cadence", "nightly"],
+                 id="call-nightly"),
+    pytest.param(["--repo", "examples/gpu-repo", "--event", "pull_request", "--label", "run-ci-image"],
+                 id="scope-without-diff"),
+]
+
+
+@pytest.mark.parametrize("inputs", LIST_INPUTS)
+def test_list_every_shard_equals_the_plan(at_root, capsys, inputs):
+    plan = plan_json(["plan", *inputs], capsys)
+    assert [s["name"] for s in plan["stages"]] == STAGES
+    listed = 0
+    for stage in plan["stages"]:
+        if stage["decision"] == "skip":
+            assert run(["list", *inputs, "--stage", stage["name"]], capsys) == (
+                0, "", f"# stage {stage['name']} is skipped: {'; '.join(stage['reasons'])}\n")
+            continue
+        for sh in stage["shards"]:
+            rc, out, err = run(["list", *inputs, "--stage", stage["name"], "--shard", str(sh["index"])], capsys)
+            assert (rc, err) == (0, "")
+            assert out.splitlines() == sh["files"]
+            listed += len(sh["files"])
+        if len(stage["shards"]) == 1:
+            assert run(["list", *inputs, "--stage", stage["name"]], capsys) == (
+                0, "".join(f + "\n" for f in stage["shards"][0]["files"]), "")
+    assert listed == sum(len(s["tests"]) for s in plan["stages"])
+
+
+def test_list_files_of_the_quickstart(at_root, capsys):
+    assert run(["list", *QUICKSTART_ARGV[1:], "--stage", "stage-c-4-gpu-h200", "--shard", "2"], capsys) == (
+        0, "tests/e2e/session_server/test_session_multiturn.py\n", "")
+
+
+PLANNED = "planned: stage-a-cpu, stage-b-1-gpu-h200, stage-c-4-gpu-h200, stage-c-4-gpu-mi350"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--stage", "stage-z"],
+     f"--stage: 'stage-z' is not a planned stage ({PLANNED}); external stages are never planned here"),
+    (["--stage", "stage-d-8-gpu-gb200", "--shard", "0"],
+     "--stage: 'stage-d-8-gpu-gb200' is an external stage: another system runs it, ci-policy never plans or runs it"),
+    (["--stage", "stage-c-4-gpu-h200", "--shard", "3"], "--shard: stage stage-c-4-gpu-h200 has shards 0..2, not 3"),
+    (["--stage", "stage-b-1-gpu-h200", "--shard", "-1"], "--shard: stage stage-b-1-gpu-h200 has shards 0..1, not -1"),
+    (["--stage", "stage-b-1-gpu-h200"], "--shard: stage stage-b-1-gpu-h200 has 2 shards; pass --shard INDEX"),
+])
+def test_list_errors(at_root, capsys, extra, message):
+    rc, out, err = run(["list", *QUICKSTART_ARGV[1:], *extra], capsys)
+    assert (rc, out) == (1, "")
+    assert err.endswith(f"{message}\nci-policy: 1 error\n")
+    assert len(err.splitlines()) == 2 and "Traceback" not in err
+
+
+def test_list_requires_a_stage(at_root, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["list", *QUICKSTART_ARGV[1:]])
+    assert info.value.code == 2
+    assert "the following arguments are required: --stage" in capsys.readouterr().err

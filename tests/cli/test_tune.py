@@ -1,0 +1,692 @@
+"""`ci-policy tune` end to end on a copy of examples/gpu-repo with the evidence of
+tests/data/tuning_e2e: timing records of five CI runs (shards, a retry, a timeout, a re-run
+job) and a developer's local runs, a GitHub log archive of an sglang-family runner (ANSI
+codes, timestamps, a retry, a cancelled job, a job without a final summary, a since-deleted
+test) and a fast-failed job log of ci-policy's own runner.
+
+Golden summary and CSV, --check exit codes, --apply as a diff of exactly the est_time
+literals, ambiguous files skipped and reported, --write-estimates and then the
+estimates-file mode through plan, list and run, and the error paths."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers import console_script
+from ci_policy.cli import main
+from ci_policy.adapters.tuning.evidence import STATUSES
+from ci_policy.adapters.tuning.logs import clean_line
+from ci_policy.adapters.tuning.report import COLUMNS
+
+EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "tuning_e2e"
+WEEKLY = ["--event", "schedule", "--schedule", "0 15 * * 6"]
+ESTIMATES = ".github/ci-estimates.json"
+GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_AUTHOR_NAME": "ci", "GIT_AUTHOR_EMAIL": "ci@example.invalid",
+           "GIT_COMMITTER_NAME": "ci", "GIT_COMMITTER_EMAIL": "ci@example.invalid"}
+IMPLICIT = "implicit registration: its est_time is configuration, not a literal"
+
+# Hand-checked (tune: safety 1.25, quantile 0.9, min_samples_for_quantile 5, deadband 0.2):
+# - test_fsdp_grpo: 5 passed samples (runs 1001-1005), p90 = rank 5 = 236.207 -> 295.26 -> 296 -> 300;
+#   run 1006 logged 251.7 without a final summary (unknown): not a sample.
+# - test_megatron_long_context: 2650.347 and 2702.561 (run 1002's re-run); run 1002 timed out twice
+#   (3600.208 s): not a sample, and it does not cancel the raise. 3378.2 -> 3379 -> 3400.
+# - test_megatron_nightly_convergence: 1387.962 -> 1735 -> 1800, +300 of 1500 is exactly 20%: keep.
+# - test_session_multiturn: 389.531 -> 487 -> 500, +4%: keep.   test_fsdp_dpo_4gpu: 470.918 -> 589 -> 600.
+# - test_megatron_ppo_4gpu: 512.873 -> 642 -> 700; run 1007 failed after 1480.9 s: does not block the lower.
+# - test_megatron_sft: 140.693 (attempt 2 of a retry), 133.027, 121.406 -> 176 -> 180.
+# - test_rocm_fsdp_grpo: CUDA 371.538, 389.917 -> 488 -> 500; ROCm 588.024 and 603.8 (sglang log, after a
+#   HIP fault on attempt 1) -> 755 -> 800. The two backends never mix.
+# - test_sglang_rollout: 10 samples (5 CI, 5 local), p90 = rank 9 = 142.634 (the 410.276 cold-cache
+#   outlier is rank 10) -> 179 -> 180: unchanged.
+# - test_session_tool_calls: failed, timed out, failed, failed: no passed sample.
+# - test_rocm_megatron_sft: failed (run 1001), cancelled (run 1006): no passed sample.
+# Stage balance, by the plan's partitioner over every enabled registration:
+# - stage-b: [360 + 180, 300 + 240] -> [360 + 180, 300 + 180]: 540 / 1.00 -> 540 / 540/510 = 1.06
+# - stage-c: [2400, 1500 + 480, 900 + 600 + 360] (2080 mean, 1.15) -> [3400, 1500 + 480, 700 + 600 + 500]
+#   (2393.3 mean, 1.42)
+# - mi350: [540, 480] (1.06) -> [800, 540] (1.19)
+
+SUMMARY_PROPOSALS = """\
+FILE                                                 BACKEND  SAMPLES         Q  CURRENT -> PROPOSED  ACTION{a}  REASON
+tests/e2e/session_server/test_session_multiturn.py   cuda           2   389.531  480 -> 500           keep{p}  within the 20% dead-band
+tests/e2e/session_server/test_session_tool_calls.py  cuda           0         -  360                  skip{p}  no passed sample (failed, timeout)
+tests/e2e/test_fsdp_dpo_4gpu.py                      cuda           2   470.918  600 -> 600           keep{p}  unchanged
+tests/e2e/test_fsdp_grpo.py                          cuda           5   236.207  240 -> 300           {up}
+tests/e2e/test_megatron_long_context.py              cuda           2  2702.561  2400 -> 3400         {up}
+tests/e2e/test_megatron_nightly_convergence.py       cuda           1  1387.962  1500 -> 1800         keep{p}  within the 20% dead-band
+tests/e2e/test_megatron_ppo_4gpu.py                  cuda           2   512.873  900 -> 700           {down}
+tests/e2e/test_megatron_sft.py                       cuda           3   140.693  300 -> 180           {down}
+tests/e2e/test_rocm_fsdp_grpo.py                     cuda           2   389.917  360 -> 500           {up}
+tests/e2e/test_rocm_fsdp_grpo.py                     rocm           2     603.8  480 -> 800           {up}
+tests/e2e/test_rocm_megatron_sft.py                  rocm           0         -  540                  skip{p}  no passed sample (cancelled, failed)
+tests/e2e/test_rollout_legacy.py                     cuda           1         -  -                    skip{p}  not registered for cuda
+tests/e2e/test_sglang_rollout.py                     cuda          10   142.634  180 -> 180           keep{p}  unchanged
+tests/fast/test_advantages.py                        cpu            1         -  5                    skip{p}  {implicit}
+tests/fast/test_kl.py                                cpu            1         -  5                    skip{p}  {implicit}
+tests/fast/test_rollout.py                           cpu            1         -  5                    skip{p}  {implicit}
+tests/fast/test_session_protocol.py                  cpu            1         -  5                    skip{p}  {implicit}
+
+STAGE                SHARDS  MAKESPAN BEFORE  IMBALANCE BEFORE  MAKESPAN AFTER  IMBALANCE AFTER
+stage-a-cpu               1              20s              1.00             20s             1.00
+stage-b-1-gpu-h200        2             540s              1.00            540s             1.06
+stage-c-4-gpu-h200        3            2400s              1.15           3400s             1.42
+stage-c-4-gpu-mi350       2             540s              1.06            800s             1.19
+
+"""
+# without --apply/--check/--write-estimates a change is only reported
+SUMMARY_REPORT = SUMMARY_PROPOSALS.format(
+    a=" " * 5, p=" " * 7, up="report_only  would raise", down="report_only  would lower", implicit=IMPLICIT,
+) + "ci-policy tune: 4 keep, 6 report_only, 7 skip\n"
+SUMMARY_APPLYING = SUMMARY_PROPOSALS.format(
+    a="", p="  ", up="raise", down="lower", implicit=IMPLICIT,
+) + "ci-policy tune: 4 keep, 2 lower, 4 raise, 7 skip\n"
+
+APPLIED = [
+    # (file, the registration line before, after)
+    ("tests/e2e/test_fsdp_grpo.py",
+     'register_cuda_ci(est_time=240, suite="stage-b-1-gpu-h200", labels=["fsdp"])\n',
+     'register_cuda_ci(est_time=300, suite="stage-b-1-gpu-h200", labels=["fsdp"])\n'),
+    ("tests/e2e/test_megatron_long_context.py",
+     'register_cuda_ci(est_time=2400, suite="stage-c-4-gpu-h200", labels=["megatron", "long"])\n',
+     'register_cuda_ci(est_time=3400, suite="stage-c-4-gpu-h200", labels=["megatron", "long"])\n'),
+    ("tests/e2e/test_megatron_ppo_4gpu.py",
+     'register_cuda_ci(900, "stage-c-4-gpu-h200", labels=["megatron"])\n',
+     'register_cuda_ci(700, "stage-c-4-gpu-h200", labels=["megatron"])\n'),
+    ("tests/e2e/test_megatron_sft.py",
+     'register_cuda_ci(est_time=300, suite="stage-b-1-gpu-h200", labels=["megatron"])\n',
+     'register_cuda_ci(est_time=180, suite="stage-b-1-gpu-h200", labels=["megatron"])\n'),
+    ("tests/e2e/test_rocm_fsdp_grpo.py",
+     'register_cuda_ci(est_time=360, suite="stage-c-4-gpu-h200", labels=["fsdp"])\n'
+     'register_rocm_ci(est_time=480, suite="stage-c-4-gpu-mi350", labels=["fsdp", "rocm"])\n',
+     'register_cuda_ci(est_time=500, suite="stage-c-4-gpu-h200", labels=["fsdp"])\n'
+     'register_rocm_ci(est_time=800, suite="stage-c-4-gpu-mi350", labels=["fsdp", "rocm"])\n'),
+]
+
+APPLY_LINES = """\
+tests/e2e/test_fsdp_grpo.py: changed (cuda est_time 240 -> 300)
+tests/e2e/test_megatron_long_context.py: changed (cuda est_time 2400 -> 3400)
+tests/e2e/test_megatron_ppo_4gpu.py: changed (cuda est_time 900 -> 700)
+tests/e2e/test_megatron_sft.py: changed (cuda est_time 300 -> 180)
+tests/e2e/test_rocm_fsdp_grpo.py: changed (cuda est_time 360 -> 500)
+tests/e2e/test_rocm_fsdp_grpo.py: changed (rocm est_time 480 -> 800)
+"""
+
+# `git diff -U0` after --apply, without its `index <blob>..<blob>` lines
+GIT_DIFF = """\
+diff --git a/tests/e2e/test_fsdp_grpo.py b/tests/e2e/test_fsdp_grpo.py
+--- a/tests/e2e/test_fsdp_grpo.py
++++ b/tests/e2e/test_fsdp_grpo.py
+@@ -9 +9 @@ from ci_policy import register_cuda_ci
+-register_cuda_ci(est_time=240, suite="stage-b-1-gpu-h200", labels=["fsdp"])
++register_cuda_ci(est_time=300, suite="stage-b-1-gpu-h200", labels=["fsdp"])
+diff --git a/tests/e2e/test_megatron_long_context.py b/tests/e2e/test_megatron_long_context.py
+--- a/tests/e2e/test_megatron_long_context.py
++++ b/tests/e2e/test_megatron_long_context.py
+@@ -10 +10 @@ from ci_policy import register_cuda_ci
+-register_cuda_ci(est_time=2400, suite="stage-c-4-gpu-h200", labels=["megatron", "long"])
++register_cuda_ci(est_time=3400, suite="stage-c-4-gpu-h200", labels=["megatron", "long"])
+diff --git a/tests/e2e/test_megatron_ppo_4gpu.py b/tests/e2e/test_megatron_ppo_4gpu.py
+--- a/tests/e2e/test_megatron_ppo_4gpu.py
++++ b/tests/e2e/test_megatron_ppo_4gpu.py
+@@ -9 +9 @@ from ci_policy import register_cuda_ci
+-register_cuda_ci(900, "stage-c-4-gpu-h200", labels=["megatron"])
++register_cuda_ci(700, "stage-c-4-gpu-h200", labels=["megatron"])
+diff --git a/tests/e2e/test_megatron_sft.py b/tests/e2e/test_megatron_sft.py
+--- a/tests/e2e/test_megatron_sft.py
++++ b/tests/e2e/test_megatron_sft.py
+@@ -9 +9 @@ from ci_policy import register_cuda_ci
+-register_cuda_ci(est_time=300, suite="stage-b-1-gpu-h200", labels=["megatron"])
++register_cuda_ci(est_time=180, suite="stage-b-1-gpu-h200", labels=["megatron"])
+diff --git a/tests/e2e/test_rocm_fsdp_grpo.py b/tests/e2e/test_rocm_fsdp_grpo.py
+--- a/tests/e2e/test_rocm_fsdp_grpo.py
++++ b/tests/e2e/test_rocm_fsdp_grpo.py
+@@ -9,2 +9,2 @@ from ci_policy import register_cuda_ci, register_rocm_ci
+-register_cuda_ci(est_time=360, suite="stage-c-4-gpu-h200", labels=["fsdp"])
+-register_rocm_ci(est_time=480, suite="stage-c-4-gpu-mi350", labels=["fsdp", "rocm"])
++register_cuda_ci(est_time=500, suite="stage-c-4-gpu-h200", labels=["fsdp"])
++register_rocm_ci(est_time=800, suite="stage-c-4-gpu-mi350", labels=["fsdp", "rocm"])
+"""
+
+ESTIMATES_JSON = """\
+{
+  "schema": 1,
+  "estimates": [
+    {
+      "file": "tests/e2e/test_fsdp_grpo.py",
+      "suite": "stage-b-1-gpu-h200",
+      "est_time": 300
+    },
+    {
+      "file": "tests/e2e/test_megatron_long_context.py",
+      "suite": "stage-c-4-gpu-h200",
+      "est_time": 3400
+    },
+    {
+      "file": "tests/e2e/test_megatron_ppo_4gpu.py",
+      "suite": "stage-c-4-gpu-h200",
+      "est_time": 700
+    },
+    {
+      "file": "tests/e2e/test_megatron_sft.py",
+      "suite": "stage-b-1-gpu-h200",
+      "est_time": 180
+    },
+    {
+      "file": "tests/e2e/test_rocm_fsdp_grpo.py",
+      "suite": "stage-c-4-gpu-h200",
+      "est_time": 500
+    },
+    {
+      "file": "tests/e2e/test_rocm_fsdp_grpo.py",
+      "suite": "stage-c-4-gpu-mi350",
+      "est_time": 800
+    }
+  ]
+}
+"""
+
+# one row per (run, job, file); `--from evidence` walks the directory in sorted order
+CSV_GOLDEN = "\n".join([
+    'run_id,job_id,job_name,stage,shard,test_file,status,elapsed_s,logged_est_s,current_est_s,proposed_est_s,action,source,line,note',
+    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,122.517,180,180,180,keep,evidence/local/timings.jsonl,1,run 1 of 5 without distinct run ids in this file; unchanged',
+    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,142.634,180,180,180,keep,evidence/local/timings.jsonl,2,run 2 of 5 without distinct run ids in this file; unchanged',
+    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,410.276,180,180,180,keep,evidence/local/timings.jsonl,3,run 3 of 5 without distinct run ids in this file; unchanged',
+    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,129.008,180,180,180,keep,evidence/local/timings.jsonl,4,run 4 of 5 without distinct run ids in this file; unchanged',
+    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,133.725,180,180,180,keep,evidence/local/timings.jsonl,5,run 5 of 5 without distinct run ids in this file; unchanged',
+    '1001,,,stage-a-cpu,0,tests/fast/test_advantages.py,passed,3.104,5,5,,skip,evidence/run-1001/timings-stage-a-cpu-0.jsonl,1,"implicit registration: its est_time is configuration, not a literal"',
+    '1001,,,stage-a-cpu,0,tests/fast/test_kl.py,passed,2.371,5,5,,skip,evidence/run-1001/timings-stage-a-cpu-0.jsonl,2,"implicit registration: its est_time is configuration, not a literal"',
+    '1001,,,stage-a-cpu,0,tests/fast/test_rollout.py,passed,2.893,5,5,,skip,evidence/run-1001/timings-stage-a-cpu-0.jsonl,3,"implicit registration: its est_time is configuration, not a literal"',
+    '1001,,,stage-a-cpu,0,tests/fast/test_session_protocol.py,passed,4.215,5,5,,skip,evidence/run-1001/timings-stage-a-cpu-0.jsonl,4,"implicit registration: its est_time is configuration, not a literal"',
+    '1001,,,stage-b-1-gpu-h200,0,tests/e2e/session_server/test_session_tool_calls.py,failed,88.412,360,360,,skip,evidence/run-1001/timings-stage-b-1-gpu-h200-0.jsonl,1,"no passed sample (failed, timeout)"',
+    '1001,,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,131.246,180,180,180,keep,evidence/run-1001/timings-stage-b-1-gpu-h200-0.jsonl,2,unchanged',
+    '1001,,,stage-b-1-gpu-h200,1,tests/e2e/test_megatron_sft.py,passed,140.693,300,300,180,report_only,evidence/run-1001/timings-stage-b-1-gpu-h200-1.jsonl,2,retried: 2 attempts; would lower',
+    '1001,,,stage-b-1-gpu-h200,1,tests/e2e/test_fsdp_grpo.py,passed,214.018,240,240,300,report_only,evidence/run-1001/timings-stage-b-1-gpu-h200-1.jsonl,3,would raise',
+    '1001,,,stage-c-4-gpu-h200,0,tests/e2e/test_megatron_long_context.py,passed,2650.347,2400,2400,3400,report_only,evidence/run-1001/timings-stage-c-4-gpu-h200-0.jsonl,1,would raise',
+    '1001,,,stage-c-4-gpu-h200,1,tests/e2e/test_megatron_nightly_convergence.py,passed,1387.962,1500,1500,1800,keep,evidence/run-1001/timings-stage-c-4-gpu-h200-1.jsonl,1,within the 20% dead-band',
+    '1001,,,stage-c-4-gpu-h200,1,tests/e2e/session_server/test_session_multiturn.py,passed,372.184,480,480,500,keep,evidence/run-1001/timings-stage-c-4-gpu-h200-1.jsonl,2,within the 20% dead-band',
+    '1001,,,stage-c-4-gpu-h200,2,tests/e2e/test_megatron_ppo_4gpu.py,passed,512.873,900,900,700,report_only,evidence/run-1001/timings-stage-c-4-gpu-h200-2.jsonl,1,would lower',
+    '1001,,,stage-c-4-gpu-h200,2,tests/e2e/test_fsdp_dpo_4gpu.py,passed,455.206,600,600,600,keep,evidence/run-1001/timings-stage-c-4-gpu-h200-2.jsonl,2,unchanged',
+    '1001,,,stage-c-4-gpu-h200,2,tests/e2e/test_rocm_fsdp_grpo.py,passed,371.538,360,360,500,report_only,evidence/run-1001/timings-stage-c-4-gpu-h200-2.jsonl,3,would raise',
+    '1001,,,stage-c-4-gpu-mi350,0,tests/e2e/test_rocm_megatron_sft.py,failed,230.645,540,540,,skip,evidence/run-1001/timings-stage-c-4-gpu-mi350-0.jsonl,1,"no passed sample (cancelled, failed)"',
+    '1001,,,stage-c-4-gpu-mi350,1,tests/e2e/test_rocm_fsdp_grpo.py,passed,588.024,480,480,800,report_only,evidence/run-1001/timings-stage-c-4-gpu-mi350-1.jsonl,1,would raise',
+    '1002,,,stage-b-1-gpu-h200,0,tests/e2e/session_server/test_session_tool_calls.py,timeout,1800.094,360,360,,skip,evidence/run-1002/timings-stage-b-1-gpu-h200-0.jsonl,1,"no passed sample (failed, timeout)"',
+    '1002,,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,127.915,180,180,180,keep,evidence/run-1002/timings-stage-b-1-gpu-h200-0.jsonl,2,unchanged',
+    '1002,,,stage-b-1-gpu-h200,1,tests/e2e/test_megatron_sft.py,passed,133.027,300,300,180,report_only,evidence/run-1002/timings-stage-b-1-gpu-h200-1.jsonl,1,would lower',
+    '1002,,,stage-b-1-gpu-h200,1,tests/e2e/test_fsdp_grpo.py,passed,219.503,240,240,300,report_only,evidence/run-1002/timings-stage-b-1-gpu-h200-1.jsonl,2,would raise',
+    '1002,,,stage-c-4-gpu-h200,0,tests/e2e/test_megatron_long_context.py,timeout,3600.208,2400,2400,3400,report_only,evidence/run-1002/timings-stage-c-4-gpu-h200-0.jsonl,2,retried: 2 attempts; would raise',
+    '1002,,,stage-c-4-gpu-h200,0,tests/e2e/test_megatron_long_context.py,passed,2702.561,2400,2400,3400,report_only,evidence/run-1002/timings-stage-c-4-gpu-h200-0.jsonl,3,run attempt 2; would raise',
+    '1002,,,stage-c-4-gpu-h200,1,tests/e2e/test_megatron_ppo_4gpu.py,passed,498.144,900,900,700,report_only,evidence/run-1002/timings-stage-c-4-gpu-h200-1.jsonl,1,would lower',
+    '1002,,,stage-c-4-gpu-h200,1,tests/e2e/test_rocm_fsdp_grpo.py,passed,389.917,360,360,500,report_only,evidence/run-1002/timings-stage-c-4-gpu-h200-1.jsonl,2,would raise',
+    '1002,,,stage-c-4-gpu-h200,2,tests/e2e/test_fsdp_dpo_4gpu.py,passed,470.918,600,600,600,keep,evidence/run-1002/timings-stage-c-4-gpu-h200-2.jsonl,1,unchanged',
+    '1002,,,stage-c-4-gpu-h200,2,tests/e2e/session_server/test_session_multiturn.py,passed,389.531,480,480,500,keep,evidence/run-1002/timings-stage-c-4-gpu-h200-2.jsonl,2,within the 20% dead-band',
+    '1003,,,stage-b-1-gpu-h200,0,tests/e2e/session_server/test_session_tool_calls.py,failed,90.317,360,360,,skip,evidence/run-1003/timings-stage-b-1-gpu-h200-0.jsonl,1,"no passed sample (failed, timeout)"',
+    '1003,,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,135.402,180,180,180,keep,evidence/run-1003/timings-stage-b-1-gpu-h200-0.jsonl,2,unchanged',
+    '1003,,,stage-b-1-gpu-h200,1,tests/e2e/test_megatron_sft.py,passed,121.406,300,300,180,report_only,evidence/run-1003/timings-stage-b-1-gpu-h200-1.jsonl,1,would lower',
+    '1003,,,stage-b-1-gpu-h200,1,tests/e2e/test_fsdp_grpo.py,passed,201.344,240,240,300,report_only,evidence/run-1003/timings-stage-b-1-gpu-h200-1.jsonl,2,would raise',
+    '1004,,,stage-b-1-gpu-h200,0,tests/e2e/test_fsdp_grpo.py,passed,236.207,240,240,300,report_only,evidence/run-1004/timings-stage-b-1-gpu-h200-0.jsonl,1,would raise',
+    '1004,,,stage-b-1-gpu-h200,1,tests/e2e/test_sglang_rollout.py,passed,126.388,180,180,180,keep,evidence/run-1004/timings-stage-b-1-gpu-h200-1.jsonl,1,unchanged',
+    '1005,,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,138.051,180,180,180,keep,evidence/run-1005/timings-stage-b-1-gpu-h200-0.jsonl,1,unchanged',
+    '1005,,,stage-b-1-gpu-h200,0,tests/e2e/test_fsdp_grpo.py,passed,208.913,240,240,300,report_only,evidence/run-1005/timings-stage-b-1-gpu-h200-0.jsonl,2,would raise',
+    '1006,,stage-c-4-gpu-mi350 (1),stage-c-4-gpu-mi350,1,tests/e2e/test_rocm_fsdp_grpo.py,passed,603.8,480,480,800,report_only,evidence/run-1006/1_stage-c-4-gpu-mi350 (1).txt,51,retried: 2 attempts; would raise',
+    '1006,,stage-c-4-gpu-mi350 (0),stage-c-4-gpu-mi350,0,tests/e2e/test_rocm_megatron_sft.py,cancelled,512.4,540,540,,skip,evidence/run-1006/2_stage-c-4-gpu-mi350 (0).txt,24,"job cancelled; no final summary; no passed sample (cancelled, failed)"',
+    '1006,,stage-b-1-gpu-h200 (1),stage-b-1-gpu-h200,1,tests/e2e/test_fsdp_grpo.py,unknown,251.7,240,240,300,report_only,evidence/run-1006/3_stage-b-1-gpu-h200 (1).txt,23,no final summary; would raise',
+    '1006,,stage-b-1-gpu-h200 (0),stage-b-1-gpu-h200,0,tests/e2e/session_server/test_session_tool_calls.py,failed,92.6,360,360,,skip,evidence/run-1006/4_stage-b-1-gpu-h200 (0).txt,55,"no passed sample (failed, timeout)"',
+    '1006,,stage-b-1-gpu-h200 (0),stage-b-1-gpu-h200,0,tests/e2e/test_rollout_legacy.py,passed,96,120,,,skip,evidence/run-1006/4_stage-b-1-gpu-h200 (0).txt,52,not registered for cuda',
+    '1007,,stage-c-4-gpu-h200 (1),stage-c-4-gpu-h200,1,tests/e2e/test_megatron_ppo_4gpu.py,failed,1480.9,900,900,700,report_only,evidence/run-1007/5_stage-c-4-gpu-h200 (1).txt,22,would lower',
+    '1007,,stage-c-4-gpu-h200 (1),stage-c-4-gpu-h200,1,tests/e2e/test_rocm_fsdp_grpo.py,not_run,,360,360,500,report_only,evidence/run-1007/5_stage-c-4-gpu-h200 (1).txt,25,fast-fail; would raise',
+]) + "\n"
+
+
+@pytest.fixture
+def work(example_repo: Path, tmp_path: Path, monkeypatch) -> Path:
+    """tmp_path holding gpu-repo/ (a copy of the example) and evidence/; the current directory."""
+    shutil.copytree(EVIDENCE, tmp_path / "evidence")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    return tmp_path
+
+
+def tune(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["tune", "--repo", "gpu-repo", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def texts(repo: Path) -> dict[str, str]:
+    return {p.relative_to(repo).as_posix(): p.read_text(encoding="utf-8")
+            for p in sorted(repo.rglob("*")) if p.is_file() and ".git" not in p.relative_to(repo).parts}
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **GIT_ENV}).stdout
+
+
+# -- the report ---------------------------------------------------------------------------------------------
+
+def test_report_only_summary_and_csv_golden(work, capsys):
+    before = texts(work / "gpu-repo")
+    assert tune(capsys, "--from", "evidence", "--csv", "tune.csv") == (0, SUMMARY_REPORT, "")
+    assert (work / "tune.csv").read_text(encoding="utf-8") == CSV_GOLDEN
+    assert texts(work / "gpu-repo") == before  # a report changes nothing
+
+
+def test_csv_has_every_column_and_status_and_cites_its_source(work, capsys):
+    assert tune(capsys, "--from", "evidence", "--csv", "tune.csv")[0] == 0
+    with open(work / "tune.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == list(COLUMNS)
+    assert [len(row) for row in rows[1:]] == [len(COLUMNS)] * 46
+    rows = [dict(zip(COLUMNS, row)) for row in rows[1:]]
+    assert sorted({r["status"] for r in rows}) == sorted(STATUSES)
+    assert {r["action"] for r in rows} == {"keep", "report_only", "skip"}
+    for r in rows:
+        cited = (work / r["source"]).read_text(encoding="utf-8").lstrip("\ufeff").split("\n")[int(r["line"]) - 1]
+        if r["source"].endswith(".jsonl"):
+            record = json.loads(cited)
+            assert (record["file"], record["stage"], record["shard"]) == (r["test_file"], r["stage"], int(r["shard"]))
+            assert (record["run_id"] or "") == r["run_id"]
+            assert float(r["elapsed_s"]) == record["elapsed"]
+        else:
+            assert r["test_file"] in clean_line(cited)
+    # the step logs of the archive (run-1006/<job name>/) are never read: the job's own log is
+    assert not [r for r in rows if "/stage-c-4-gpu-mi350 (1)/" in r["source"]]
+
+
+def test_the_csv_of_an_applying_run_differs_only_in_action_and_note(work, capsys):
+    assert tune(capsys, "--from", "evidence", "--csv", "report.csv")[0] == 0
+    assert tune(capsys, "--from", "evidence", "--csv", "check.csv", "--check") == (1, SUMMARY_APPLYING, "")
+    report = list(csv.DictReader(io.StringIO((work / "report.csv").read_text(encoding="utf-8"))))
+    check = list(csv.DictReader(io.StringIO((work / "check.csv").read_text(encoding="utf-8"))))
+    assert len(report) == len(check) == 46
+    for r, c in zip(report, check):
+        same = [k for k in COLUMNS if k not in ("action", "note")]
+        assert [r[k] for k in same] == [c[k] for k in same]
+        if r["action"] == "report_only":
+            would = r["note"].rsplit("; ", 1)[-1]
+            assert would in ("would raise", "would lower")
+            assert c["action"] == would.split()[1]
+            assert c["note"] == r["note"][:-len(would)].removesuffix("; ")
+        else:
+            assert (c["action"], c["note"]) == (r["action"], r["note"])
+
+
+def test_evidence_can_be_named_file_by_file(work, capsys):
+    # the same rows from files given one by one as from their directory
+    files = sorted(str(p.relative_to(work)) for p in (work / "evidence").rglob("*")
+                   if p.is_file() and "stage-c-4-gpu-mi350 (1)" not in p.parent.name)
+    assert len(files) == 24
+    args = [a for f in files for a in ("--from", f)]
+    assert tune(capsys, *args, "--csv", "files.csv") == (0, SUMMARY_REPORT, "")
+    assert (work / "files.csv").read_text(encoding="utf-8") == CSV_GOLDEN
+
+
+# -- --check -----------------------------------------------------------------------------------------------
+
+def test_check_exits_1_when_a_proposal_would_change_a_file(work, capsys):
+    before = texts(work / "gpu-repo")
+    assert tune(capsys, "--from", "evidence", "--check") == (1, SUMMARY_APPLYING, "")
+    assert texts(work / "gpu-repo") == before  # --check writes nothing
+
+
+def test_check_exits_0_when_every_proposal_is_keep_or_skip(work, capsys):
+    # run 1001's stage-c shard 1: the nightly test (dead-band) and the multiturn test (dead-band)
+    code, out, err = tune(capsys, "--from", "evidence/run-1001/timings-stage-c-4-gpu-h200-1.jsonl", "--check")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[:3] == [
+        "FILE                                                BACKEND  SAMPLES         Q  CURRENT -> PROPOSED  ACTION  REASON",
+        "tests/e2e/session_server/test_session_multiturn.py  cuda           1   372.184  480 -> 500           keep    within the 20% dead-band",
+        "tests/e2e/test_megatron_nightly_convergence.py      cuda           1  1387.962  1500 -> 1800         keep    within the 20% dead-band",
+    ]
+    assert out.endswith("\nci-policy tune: 2 keep\n")
+    # failed and timed-out evidence alone proposes nothing either
+    code, out, _ = tune(capsys, "--from", "evidence/run-1002/timings-stage-b-1-gpu-h200-0.jsonl", "--check")
+    assert code == 0
+    assert out.endswith("\nci-policy tune: 1 keep, 1 skip\n")
+
+
+# -- --apply ---------------------------------------------------------------------------------------------------
+
+def test_apply_rewrites_exactly_the_est_time_literals(work, capsys):
+    repo = work / "gpu-repo"
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    before = texts(repo)
+
+    assert tune(capsys, "--from", "evidence", "--apply") == (0, SUMMARY_APPLYING + APPLY_LINES, "")
+
+    after = texts(repo)
+    changed = {rel for rel in before if after[rel] != before[rel]}
+    assert changed == {rel for rel, _, _ in APPLIED}
+    assert sorted(after) == sorted(before)
+    for rel, old, new in APPLIED:
+        assert before[rel].count(old) == 1
+        assert after[rel] == before[rel].replace(old, new)
+    diff = git(repo, "diff", "-U0", "--no-color", "--no-ext-diff")
+    assert "\n".join(line for line in diff.split("\n") if not line.startswith("index ")) == GIT_DIFF
+    assert git(repo, "diff", "--numstat") == (
+        "1\t1\ttests/e2e/test_fsdp_grpo.py\n1\t1\ttests/e2e/test_megatron_long_context.py\n"
+        "1\t1\ttests/e2e/test_megatron_ppo_4gpu.py\n1\t1\ttests/e2e/test_megatron_sft.py\n"
+        "2\t2\ttests/e2e/test_rocm_fsdp_grpo.py\n")
+
+    # The edited repository is valid, plans with the new values, and tuning it again changes nothing.
+    assert cli(capsys, "lint", "--repo", "gpu-repo")[0] == 0
+    code, out, _ = cli(capsys, "registry", "--repo", "gpu-repo", "--format", "json")
+    est = {(r["file"], r["suite"]): r["est_time"] for r in json.loads(out)["registrations"]}
+    assert [est[k] for k in [("tests/e2e/test_fsdp_grpo.py", "stage-b-1-gpu-h200"),
+                             ("tests/e2e/test_megatron_long_context.py", "stage-c-4-gpu-h200"),
+                             ("tests/e2e/test_megatron_ppo_4gpu.py", "stage-c-4-gpu-h200"),
+                             ("tests/e2e/test_megatron_sft.py", "stage-b-1-gpu-h200"),
+                             ("tests/e2e/test_rocm_fsdp_grpo.py", "stage-c-4-gpu-h200"),
+                             ("tests/e2e/test_rocm_fsdp_grpo.py", "stage-c-4-gpu-mi350")]] == [300, 3400, 700, 180,
+                                                                                               500, 800]
+    code, out, err = tune(capsys, "--from", "evidence", "--check")
+    assert (code, err) == (0, "")
+    assert out.endswith("\nci-policy tune: 10 keep, 7 skip\n")
+    assert out.splitlines()[-6:-2] == [
+        "stage-a-cpu               1              20s              1.00             20s             1.00",
+        "stage-b-1-gpu-h200        2             540s              1.06            540s             1.06",
+        "stage-c-4-gpu-h200        3            3400s              1.42           3400s             1.42",
+        "stage-c-4-gpu-mi350       2             800s              1.19            800s             1.19",
+    ]
+
+
+def test_apply_skips_and_reports_ambiguous_files(work, capsys):
+    repo = work / "gpu-repo"
+    grpo = repo / "tests/e2e/test_fsdp_grpo.py"
+    line = 'register_cuda_ci(est_time=240, suite="stage-b-1-gpu-h200", labels=["fsdp"])\n'
+    second = 'register_cuda_ci(est_time=420, suite="stage-c-4-gpu-h200", labels=["fsdp"])\n'
+    grpo.write_text(grpo.read_text().replace(line, line + second))
+    sft = repo / "tests/e2e/test_megatron_sft.py"
+    sft.write_text(sft.read_text().replace("register_cuda_ci(est_time=300,", "register_cuda_ci(est_time=+300,"))
+    assert cli(capsys, "lint", "--repo", "gpu-repo")[0] == 0  # both are valid registrations
+    before = texts(repo)
+
+    code, out, err = tune(capsys, "--from", "evidence", "--apply")
+    # A proposal that could not be applied fails the command: the balance shown assumed it.
+    assert (code, err) == (1, "ci-policy tune: 1 proposal(s) were not applied (see above); edit them by hand\n")
+    assert out == SUMMARY_APPLYING.replace(
+        "tests/e2e/test_fsdp_grpo.py                          cuda           5   236.207  240 -> 300           raise\n",
+        "tests/e2e/test_fsdp_grpo.py                          cuda           5         -  -                    skip    "
+        "2 cuda registrations (lines 9, 10)\n",
+    ).replace(
+        # test_fsdp_grpo.py is in stage-c now, and stays at 240 in stage-b
+        "stage-b-1-gpu-h200        2             540s              1.00            540s             1.06\n"
+        "stage-c-4-gpu-h200        3            2400s              1.15           3400s             1.42\n",
+        "stage-b-1-gpu-h200        2             540s              1.00            540s             1.12\n"
+        "stage-c-4-gpu-h200        3            2400s              1.08           3400s             1.34\n",
+    ).replace("ci-policy tune: 4 keep, 2 lower, 4 raise, 7 skip\n", "ci-policy tune: 4 keep, 2 lower, 3 raise, 8 skip\n") + (
+        "tests/e2e/test_megatron_long_context.py: changed (cuda est_time 2400 -> 3400)\n"
+        "tests/e2e/test_megatron_ppo_4gpu.py: changed (cuda est_time 900 -> 700)\n"
+        "tests/e2e/test_megatron_sft.py: skipped (cuda est_time 300 -> 180): "
+        "est_time is not a plain non-negative numeric literal: `+300`\n"
+        "tests/e2e/test_rocm_fsdp_grpo.py: changed (cuda est_time 360 -> 500)\n"
+        "tests/e2e/test_rocm_fsdp_grpo.py: changed (rocm est_time 480 -> 800)\n")
+    after = texts(repo)
+    assert after["tests/e2e/test_fsdp_grpo.py"] == before["tests/e2e/test_fsdp_grpo.py"]
+    assert after["tests/e2e/test_megatron_sft.py"] == before["tests/e2e/test_megatron_sft.py"]
+    assert {rel for rel in before if after[rel] != before[rel]} == {
+        "tests/e2e/test_megatron_long_context.py", "tests/e2e/test_megatron_ppo_4gpu.py",
+        "tests/e2e/test_rocm_fsdp_grpo.py"}
+
+
+# -- --write-estimates and the estimates-file mode -----------------------------------------------------------
+
+def plan_json(capsys, *args: str) -> dict:
+    code, out, err = cli(capsys, "plan", "--repo", "gpu-repo", *WEEKLY, "--format", "json", *args)
+    assert (code, err) == (0, "")
+    return json.loads(out)
+
+
+def shard_files(capsys, command: str, stage: str, shard: int) -> list[str]:
+    extra = ["--list-only"] if command == "run" else []
+    code, out, err = cli(capsys, command, "--repo", "gpu-repo", "--stage", stage, "--shard", str(shard), *WEEKLY,
+                         *extra)
+    assert (code, err) == (0, "")
+    return out.splitlines()
+
+
+def test_write_estimates_then_plan_list_and_run_use_them(work, capsys):
+    repo = work / "gpu-repo"
+    before = texts(repo)
+    literal_plan = plan_json(capsys)
+    assert shard_files(capsys, "list", "stage-c-4-gpu-mi350", 0) == ["tests/e2e/test_rocm_megatron_sft.py"]
+    assert shard_files(capsys, "run", "stage-b-1-gpu-h200", 1) == ["tests/e2e/test_megatron_sft.py",
+                                                                   "tests/e2e/test_fsdp_grpo.py"]
+
+    assert tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}") == (
+        0, SUMMARY_APPLYING + f"ci-policy tune: wrote 6 estimate(s) to gpu-repo/{ESTIMATES}\n", "")
+    assert (repo / ESTIMATES).read_text(encoding="utf-8") == ESTIMATES_JSON
+    after = texts(repo)
+    assert after.pop(ESTIMATES) == ESTIMATES_JSON
+    assert after == before  # no test file is edited
+    assert plan_json(capsys) == literal_plan  # not configured yet: the literals still count
+
+    config = repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + f"estimates_file: {ESTIMATES}\n")
+    plan = plan_json(capsys)
+    assert {s["name"]: s["tests"] for s in plan["stages"]} == {
+        "stage-a-cpu": [{"file": f"tests/fast/{name}", "est_time": 5, "est_source": "implicit"}
+                        for name in ("test_advantages.py", "test_kl.py", "test_rollout.py",
+                                     "test_session_protocol.py")],
+        "stage-b-1-gpu-h200": [
+            {"file": "tests/e2e/session_server/test_session_tool_calls.py", "est_time": 360, "est_source": "literal"},
+            {"file": "tests/e2e/test_fsdp_grpo.py", "est_time": 300, "est_source": "estimates"},
+            {"file": "tests/e2e/test_megatron_sft.py", "est_time": 180, "est_source": "estimates"},
+            {"file": "tests/e2e/test_sglang_rollout.py", "est_time": 180, "est_source": "literal"},
+        ],
+        "stage-c-4-gpu-h200": [
+            {"file": "tests/e2e/session_server/test_session_multiturn.py", "est_time": 480, "est_source": "literal"},
+            {"file": "tests/e2e/test_fsdp_dpo_4gpu.py", "est_time": 600, "est_source": "literal"},
+            {"file": "tests/e2e/test_megatron_long_context.py", "est_time": 3400, "est_source": "estimates"},
+            {"file": "tests/e2e/test_megatron_nightly_convergence.py", "est_time": 1500, "est_source": "literal"},
+            {"file": "tests/e2e/test_megatron_ppo_4gpu.py", "est_time": 700, "est_source": "estimates"},
+            {"file": "tests/e2e/test_rocm_fsdp_grpo.py", "est_time": 500, "est_source": "estimates"},
+        ],
+        "stage-c-4-gpu-mi350": [
+            {"file": "tests/e2e/test_rocm_fsdp_grpo.py", "est_time": 800, "est_source": "estimates"},
+            {"file": "tests/e2e/test_rocm_megatron_sft.py", "est_time": 540, "est_source": "literal"},
+        ],
+    }
+    assert {s["name"]: s["shards"] for s in plan["stages"][1:]} == {
+        "stage-b-1-gpu-h200": [
+            {"index": 0, "est_seconds": 540, "files": ["tests/e2e/session_server/test_session_tool_calls.py",
+                                                       "tests/e2e/test_sglang_rollout.py"]},
+            {"index": 1, "est_seconds": 480, "files": ["tests/e2e/test_fsdp_grpo.py",
+                                                       "tests/e2e/test_megatron_sft.py"]}],
+        "stage-c-4-gpu-h200": [
+            {"index": 0, "est_seconds": 3400, "files": ["tests/e2e/test_megatron_long_context.py"]},
+            {"index": 1, "est_seconds": 1980, "files": ["tests/e2e/test_megatron_nightly_convergence.py",
+                                                        "tests/e2e/session_server/test_session_multiturn.py"]},
+            {"index": 2, "est_seconds": 1800, "files": ["tests/e2e/test_megatron_ppo_4gpu.py",
+                                                        "tests/e2e/test_fsdp_dpo_4gpu.py",
+                                                        "tests/e2e/test_rocm_fsdp_grpo.py"]}],
+        "stage-c-4-gpu-mi350": [
+            {"index": 0, "est_seconds": 800, "files": ["tests/e2e/test_rocm_fsdp_grpo.py"]},
+            {"index": 1, "est_seconds": 540, "files": ["tests/e2e/test_rocm_megatron_sft.py"]}],
+    }
+    # the makespans are the "after" column of the tune report
+    assert [max(sh["est_seconds"] for sh in s["shards"]) for s in plan["stages"]] == [20, 540, 3400, 800]
+
+    # list and run --list-only compute the same shards from the estimates
+    assert shard_files(capsys, "list", "stage-c-4-gpu-mi350", 0) == ["tests/e2e/test_rocm_fsdp_grpo.py"]
+    assert shard_files(capsys, "run", "stage-c-4-gpu-mi350", 0) == ["tests/e2e/test_rocm_fsdp_grpo.py"]
+    assert shard_files(capsys, "run", "stage-b-1-gpu-h200", 1) == ["tests/e2e/test_fsdp_grpo.py",
+                                                                   "tests/e2e/test_megatron_sft.py"]
+    assert shard_files(capsys, "list", "stage-c-4-gpu-h200", 2) == [
+        "tests/e2e/test_megatron_ppo_4gpu.py", "tests/e2e/test_fsdp_dpo_4gpu.py", "tests/e2e/test_rocm_fsdp_grpo.py"]
+
+    # the text plan names the files whose est_time came from the estimates file
+    code, out, _ = cli(capsys, "plan", "--repo", "gpu-repo", *WEEKLY)
+    assert code == 0
+    assert ("est_time from the estimates file for: tests/e2e/test_fsdp_grpo.py(stage-b-1-gpu-h200) "
+            "tests/e2e/test_megatron_sft.py(stage-b-1-gpu-h200) tests/e2e/test_megatron_long_context.py"
+            "(stage-c-4-gpu-h200) tests/e2e/test_megatron_ppo_4gpu.py(stage-c-4-gpu-h200) "
+            "tests/e2e/test_rocm_fsdp_grpo.py(stage-c-4-gpu-h200) tests/e2e/test_rocm_fsdp_grpo.py"
+            "(stage-c-4-gpu-mi350)") in out.splitlines()
+
+    # tuning again from the same evidence compares against the estimates: nothing to change
+    code, out, err = tune(capsys, "--from", "evidence", "--check")
+    assert (code, err) == (0, "")
+    assert "tests/e2e/test_megatron_long_context.py              cuda           2  2702.561  3400 -> 3400         keep    unchanged" in out.splitlines()
+    assert out.endswith("\nci-policy tune: 10 keep, 7 skip\n")
+    assert cli(capsys, "lint", "--repo", "gpu-repo")[0] == 0
+
+
+def test_write_estimates_merges_into_the_existing_file(work, capsys):
+    repo = work / "gpu-repo"
+    (repo / ESTIMATES).write_text(json.dumps({"schema": 1, "estimates": [
+        {"file": "tests/e2e/test_gone.py", "suite": "stage-b-1-gpu-h200", "est_time": 60},
+        {"file": "tests/e2e/test_megatron_sft.py", "suite": "stage-b-1-gpu-h200", "est_time": 999}]}))
+    code, out, err = tune(capsys, "--from", "evidence/run-1003", "--write-estimates", f"gpu-repo/{ESTIMATES}")
+    assert (code, err) == (0, "")
+    assert out.endswith(f"\nci-policy tune: wrote 3 estimate(s) to gpu-repo/{ESTIMATES}\n")
+    # run 1003 alone: test_fsdp_grpo 201.344 -> 252 -> 300, test_megatron_sft 121.406 -> 152 -> 160
+    assert json.loads((repo / ESTIMATES).read_text()) == {"schema": 1, "estimates": [
+        {"file": "tests/e2e/test_fsdp_grpo.py", "suite": "stage-b-1-gpu-h200", "est_time": 300},
+        {"file": "tests/e2e/test_gone.py", "suite": "stage-b-1-gpu-h200", "est_time": 60},
+        {"file": "tests/e2e/test_megatron_sft.py", "suite": "stage-b-1-gpu-h200", "est_time": 160}]}
+
+
+def test_apply_is_refused_when_estimates_file_is_set(work, capsys):
+    repo = work / "gpu-repo"
+    config = repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + f"estimates_file: {ESTIMATES}\n")
+    (repo / ESTIMATES).write_text('{"schema": 1, "estimates": []}\n')
+    before = texts(repo)
+    assert tune(capsys, "--from", "evidence", "--apply") == (1, "", (
+        f"--apply: this repository keeps est_time in {ESTIMATES} (estimates_file); --apply would edit literals "
+        "the plan does not use\n"
+        f"    hint: use --write-estimates {ESTIMATES}\n"
+        "ci-policy: 1 error\n"))
+    assert texts(repo) == before
+    # the estimates file itself can be written
+    code, out, err = tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}")
+    assert (code, err) == (0, "")
+    assert (repo / ESTIMATES).read_text() == ESTIMATES_JSON
+
+
+# -- errors ----------------------------------------------------------------------------------------------------
+
+def make_fifo(work: Path) -> str:
+    os.mkfifo(work / "pipe.jsonl")
+    return "pipe.jsonl"
+
+
+def make_symlink(work: Path) -> str:
+    (work / "linked").mkdir()
+    (work / "linked" / "run.jsonl").symlink_to(work / "evidence" / "local" / "timings.jsonl")
+    return "linked"
+
+
+def make_malformed(work: Path) -> str:
+    good = (work / "evidence" / "run-1004" / "timings-stage-b-1-gpu-h200-0.jsonl").read_text()
+    (work / "bad.jsonl").write_text(good + '{"schema": 1, "file": "tests/e2e/test_fsdp_grpo.py",\n[]\n')
+    return "bad.jsonl"
+
+
+def make_unknown(work: Path) -> str:
+    (work / "notes.md").write_text("# timings\n")
+    return "notes.md"
+
+
+RECORDS_HINT = "    hint: each line of a timing-records file is one JSON object written by `ci-policy run`\n"
+
+
+@pytest.mark.parametrize("make, stderr", [
+    (lambda w: "missing", "missing: no such evidence file or directory\nci-policy: 1 error\n"),
+    (lambda w: "evidence/run-1009", "evidence/run-1009: no such evidence file or directory\nci-policy: 1 error\n"),
+    (make_unknown, "notes.md: unknown evidence file type (expected *.jsonl timing records, or *.txt/*.log job logs)\n"
+                   "    hint: extract archives first; remove other files or name the evidence files to read\n"
+                   "ci-policy: 1 error\n"),
+    (make_fifo, "pipe.jsonl: not a regular file or directory\nci-policy: 1 error\n"),
+    (make_symlink, "linked/run.jsonl: a symbolic link; evidence directories are walked without following links\n"
+                   "    hint: give the link's target as a path of its own\n"
+                   "ci-policy: 1 error\n"),
+    (make_malformed, "bad.jsonl:2: not valid JSON: Expecting property name enclosed in double quotes (column 53)\n"
+                     + RECORDS_HINT
+                     + "bad.jsonl:3: a timing record must be a JSON object, got array []\n" + RECORDS_HINT
+                     + "ci-policy: 2 errors\n"),
+])
+def test_unreadable_evidence_exits_1_with_exact_messages(work, capsys, make, stderr):
+    source = make(work)
+    assert tune(capsys, "--from", "evidence", "--from", source, "--csv", "tune.csv") == (1, "", stderr)
+    assert not (work / "tune.csv").exists()  # nothing is written from partial evidence
+
+
+def test_every_evidence_problem_is_reported_at_once(work, capsys):
+    make_unknown(work)
+    assert tune(capsys, "--from", "missing", "--from", "notes.md", "--from", "evidence") == (1, "", (
+        "missing: no such evidence file or directory\n"
+        "notes.md: unknown evidence file type (expected *.jsonl timing records, or *.txt/*.log job logs)\n"
+        "    hint: extract archives first; remove other files or name the evidence files to read\n"
+        "ci-policy: 2 errors\n"))
+
+
+@pytest.mark.parametrize("args, stderr", [
+    ([], "--from: no evidence: pass --from PATH or --github-run RUN\n"),
+    (["--github-run", "org/repo/123"], "$GITHUB_TOKEN: $GITHUB_TOKEN is empty: --github-run needs a token\n"),
+    (["--from", "evidence", "--github-run", "org/repo/123", "--token-env", "CI_POLICY_TEST_NO_SUCH_TOKEN"],
+     "$CI_POLICY_TEST_NO_SUCH_TOKEN: $CI_POLICY_TEST_NO_SUCH_TOKEN is empty: --github-run needs a token\n"),
+])
+def test_missing_evidence_exits_1_with_exact_messages(work, capsys, args, stderr):
+    assert tune(capsys, *args) == (1, "", stderr + "ci-policy: 1 error\n")
+
+
+def test_a_bad_checkout_or_estimates_target_exits_1(work, capsys):
+    assert cli(capsys, "tune", "--repo", "nowhere", "--from", "evidence") == (1, "", (
+        "nowhere: repository nowhere is not a directory\n"
+        "    hint: pass --repo with the checkout's root directory\n"
+        "ci-policy: 1 error\n"))
+    (work / "old.json").write_text('{"schema": 2, "estimates": []}')
+    assert tune(capsys, "--from", "evidence", "--write-estimates", "old.json") == (1, SUMMARY_APPLYING, (
+        'old.json: estimates file old.json must be {"schema": 1, "estimates": [...]}\n'
+        "    hint: regenerate it with ci-policy tune --write-estimates\n"
+        "ci-policy: 1 error\n"))
+    assert (work / "old.json").read_text() == '{"schema": 2, "estimates": []}'
+
+
+@pytest.mark.parametrize("flags", [["--apply", "--check"], ["--check", "--write-estimates", "x.json"],
+                                   ["--apply", "--write-estimates", "x.json"]])
+def test_modes_are_mutually_exclusive(work, capsys, flags):
+    with pytest.raises(SystemExit) as info:
+        main(["tune", "--repo", "gpu-repo", "--from", "evidence", *flags])
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("usage: ci-policy tune")
+    assert "not allowed with argument" in err
+
+
+# -- the console script ------------------------------------------------------------------------------------------
+
+
+def test_console_script_golden(work):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo", "--from", "evidence", "--csv", "tune.csv"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, SUMMARY_REPORT, "")
+    assert (work / "tune.csv").read_text(encoding="utf-8") == CSV_GOLDEN
+    proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo", "--from", "evidence", "--check"],
+                          cwd=work, env=env, capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (1, SUMMARY_APPLYING, "")
+    proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo"], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (
+        1, "", "--from: no evidence: pass --from PATH or --github-run RUN\nci-policy: 1 error\n")

@@ -1,0 +1,50 @@
+"""Shared test helpers: paths, minimal checkouts' texts, the console script, a clean environment.
+
+Imported by test modules as `helpers` (`tests/` is on pytest's `pythonpath`); fixtures live in
+`conftest.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_REPO = ROOT / "examples" / "gpu-repo"
+
+MINIMAL_CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+  implicit:
+    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
+stages:
+  - {name: cpu, backend: cpu}
+  - {name: gpu-a, backend: cuda, runs_on: [h200], partitions: 2}
+  - {name: gpu-b, backend: cuda, runs_on: [h200, 4gpu]}
+  - {name: amd, backend: rocm, runs_on: [mi350]}
+"""
+
+MINIMAL_LABELS = 'KNOWN_LABELS = {"megatron": "Megatron tests", "fsdp": "FSDP tests", "long": "slow"}\n'
+
+MAIN_BLOCK = '\nif __name__ == "__main__":\n    main()\n'
+
+
+def console_script() -> str:
+    """The installed `ci-policy` entry point (subprocess tests run it as users do)."""
+    script = Path(sys.executable).parent / "ci-policy"
+    found = str(script) if script.exists() else shutil.which("ci-policy")
+    assert found, "the ci-policy console script is not installed next to the test interpreter"
+    return found
+
+
+def clean_env(**extra: str) -> dict:
+    """The environment without what could steer ci-policy or Python from outside the test."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "PYTEST_", "CI_POLICY_"))
+           and k not in ("RUNNER_TEMP", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONSAFEPATH",
+                         "PYTHONNOUSERSITE")}
+    env.update(extra)
+    return env

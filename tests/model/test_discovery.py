@@ -1,0 +1,273 @@
+"""ci_policy.discovery: which files under the configured roots are test files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ci_policy.config import Config, parse_config
+from ci_policy.model.discovery import discover
+from ci_policy.errors import InputError
+
+SYMLINK_HINT = "replace the symlink with the real file or directory"
+REFUSES = "ci-policy refuses symlinks in a checkout"
+CONFIG = ".github/ci-policy.yml"
+
+
+def config(*roots: str, pattern: str | None = None) -> Config:
+    text = "version: 1\n"
+    text += "# the discovery section starts on line 3\n"
+    text += "discovery:\n  roots: [" + ", ".join(f"'{r}'" for r in roots) + "]\n"
+    if pattern is not None:
+        text += f"  pattern: '{pattern}'\n"
+    text += "stages:\n  - {name: cpu, backend: cpu}\n"
+    return parse_config(text, CONFIG)
+
+
+def located(errors: list[InputError]) -> list[tuple]:
+    return [(e.path, e.line, e.col, e.message, e.hint) for e in errors]
+
+
+def touch(repo: Path, *rels: str) -> None:
+    for rel in rels:
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    touch(root,
+          "tests/test_top.py",
+          "tests/unit/test_b.py",
+          "tests/unit/test_a.py",
+          "tests/unit/helper.py",
+          "tests/unit/conftest.py",
+          "tests/unit/deep/deeper/test_deep.py",
+          "tests/unit/test_data.json",
+          "tests/unit/test_a.pyc",
+          "tests/e2e/test_e2e.py",
+          "tests/__pycache__/test_cached.py",
+          "tests/unit/__pycache__/test_cached.py",
+          "tests/.git/test_git.py",
+          "tests/test_helpers/helper.py",
+          "tests/test_pkg.py/test_inner.py",
+          "src/test_not_under_a_root.py",
+          "test_at_repo_root.py")
+    return root
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    d = tmp_path / "outside"
+    d.mkdir()
+    (d / "test_foreign.py").write_text("x = 1\n")
+    return d
+
+
+ALL_UNDER_TESTS = [
+    "tests/e2e/test_e2e.py",
+    "tests/test_pkg.py/test_inner.py",
+    "tests/test_top.py",
+    "tests/unit/deep/deeper/test_deep.py",
+    "tests/unit/test_a.py",
+    "tests/unit/test_b.py",
+]
+
+
+# -- what is found --------------------------------------------------------------------------
+
+
+def test_sorted_repo_relative_posix_paths(repo):
+    files, errors = discover(repo, config("tests"))
+    assert files == ALL_UNDER_TESTS
+    assert errors == []
+    assert all("\\" not in f and not Path(f).is_absolute() for f in files)
+
+
+def test_pattern_matches_basenames_only(repo):
+    # A directory matching the pattern is walked, not listed; helpers inside test_helpers/ do not match.
+    files, _ = discover(repo, config("tests"))
+    assert "tests/test_pkg.py" not in files
+    assert "tests/test_helpers/helper.py" not in files
+
+
+@pytest.mark.parametrize("pattern, expected", [
+    ("*.py", ["tests/e2e/test_e2e.py", "tests/test_helpers/helper.py", "tests/test_pkg.py/test_inner.py",
+              "tests/test_top.py", "tests/unit/conftest.py", "tests/unit/deep/deeper/test_deep.py",
+              "tests/unit/helper.py", "tests/unit/test_a.py", "tests/unit/test_b.py"]),
+    ("test_?.py", ["tests/unit/test_a.py", "tests/unit/test_b.py"]),
+    ("test_[ab].py", ["tests/unit/test_a.py", "tests/unit/test_b.py"]),
+    ("*_e2e.py", ["tests/e2e/test_e2e.py"]),
+    ("test_*", ["tests/e2e/test_e2e.py", "tests/test_pkg.py/test_inner.py", "tests/test_top.py",
+                "tests/unit/deep/deeper/test_deep.py", "tests/unit/test_a.py", "tests/unit/test_a.pyc",
+                "tests/unit/test_b.py", "tests/unit/test_data.json"]),
+    ("TEST_*.py", []),
+])
+def test_custom_pattern(repo, pattern, expected):
+    assert discover(repo, config("tests", pattern=pattern)) == (expected, [])
+
+
+def test_nested_root(repo):
+    assert discover(repo, config("tests/unit/deep")) == (["tests/unit/deep/deeper/test_deep.py"], [])
+
+
+def test_several_roots(repo):
+    files, errors = discover(repo, config("tests/e2e", "src"))
+    assert files == ["src/test_not_under_a_root.py", "tests/e2e/test_e2e.py"]
+    assert errors == []
+
+
+@pytest.mark.parametrize("roots", [("tests", "tests/unit"), ("tests/unit", "tests"), ("tests/", "./tests/e2e")])
+def test_overlapping_roots_are_deduplicated(repo, roots):
+    assert discover(repo, config(*roots)) == (ALL_UNDER_TESTS, [])
+
+
+def test_overlapping_roots_report_each_problem_once(repo):
+    os.symlink("/etc/passwd", repo / "tests" / "unit" / "test_passwd.py")
+    files, errors = discover(repo, config("tests", "tests/unit"))
+    assert files == ALL_UNDER_TESTS
+    assert located(errors) == [("tests/unit/test_passwd.py", None, None,
+                                f"test file tests/unit/test_passwd.py is a symlink; {REFUSES}", SYMLINK_HINT)]
+
+
+def test_repo_root_as_discovery_root(repo):
+    files, errors = discover(repo, config("."))
+    assert files == ["src/test_not_under_a_root.py", "test_at_repo_root.py", *ALL_UNDER_TESTS]
+    assert errors == []
+
+
+def test_pycache_and_vcs_directories_are_skipped(repo):
+    files, _ = discover(repo, config("tests"))
+    assert not [f for f in files if "__pycache__" in f or ".git" in f]
+
+
+def test_empty_root(repo):
+    (repo / "empty").mkdir()
+    assert discover(repo, config("empty")) == ([], [])
+
+
+def test_same_result_twice_and_independent_of_creation_order(tmp_path):
+    names = ["tests/b/test_2.py", "tests/a/test_1.py", "tests/test_z.py", "tests/test_a.py", "tests/a/b/test_0.py"]
+    first, second = tmp_path / "first", tmp_path / "second"
+    touch(first, *names)
+    touch(second, *reversed(names))
+    cfg = config("tests")
+    result = discover(first, cfg)
+    assert result == (sorted(names), [])
+    assert discover(first, cfg) == result
+    assert discover(second, cfg) == result
+
+
+# -- roots that cannot be walked -------------------------------------------------------------
+
+
+def test_missing_root(repo):
+    assert discover(repo, config("nope", "tests/e2e")) == (["tests/e2e/test_e2e.py"], [
+        InputError("discovery root nope does not exist", path=CONFIG, line=3,
+                    hint="create the directory or remove it from discovery.roots")])
+
+
+def test_root_that_is_a_file(repo):
+    files, errors = discover(repo, config("tests/test_top.py"))
+    assert files == []
+    assert located(errors) == [(CONFIG, 3, None, "discovery root tests/test_top.py is not a directory", None)]
+
+
+def test_root_below_a_file(repo):
+    files, errors = discover(repo, config("tests/test_top.py/sub"))
+    assert files == []
+    assert located(errors) == [(CONFIG, 3, None, "discovery root tests/test_top.py/sub does not exist",
+                                "create the directory or remove it from discovery.roots")]
+
+
+def test_root_that_is_a_symlink(repo, outside):
+    os.symlink(outside, repo / "linked")
+    files, errors = discover(repo, config("linked", "tests/e2e"))
+    assert files == ["tests/e2e/test_e2e.py"]
+    assert located(errors) == [("linked", None, None, f"discovery root linked is a symlink; {REFUSES}",
+                                SYMLINK_HINT)]
+
+
+def test_root_that_is_a_symlink_to_a_directory_inside_the_repo(repo):
+    os.symlink("tests", repo / "alias")
+    assert located(discover(repo, config("alias"))[1]) == [
+        ("alias", None, None, f"discovery root alias is a symlink; {REFUSES}", SYMLINK_HINT)]
+
+
+def test_symlinked_directory_between_repo_root_and_a_root(repo, outside):
+    (outside / "unit").mkdir()
+    (outside / "unit" / "test_x.py").write_text("x = 1\n")
+    (repo / "pkg").mkdir()
+    os.symlink(outside, repo / "pkg" / "vendored")
+    files, errors = discover(repo, config("pkg/vendored/unit"))
+    assert files == []
+    assert located(errors) == [("pkg/vendored/unit", None, None, "discovery root pkg/vendored/unit: directory "
+                                f"pkg/vendored is a symlink; {REFUSES}", SYMLINK_HINT)]
+
+
+# -- symlinks inside a root ------------------------------------------------------------------
+
+
+def test_symlinked_directory_inside_a_root(repo, outside):
+    os.symlink(outside, repo / "tests" / "unit" / "vendored")
+    os.symlink("/etc", repo / "tests" / "etc")
+    files, errors = discover(repo, config("tests"))
+    assert files == ALL_UNDER_TESTS  # the walk goes on; nothing behind the links is listed
+    assert located(errors) == [
+        ("tests/etc", None, None, f"directory tests/etc is a symlink; {REFUSES}", SYMLINK_HINT),
+        ("tests/unit/vendored", None, None, f"directory tests/unit/vendored is a symlink; {REFUSES}",
+         SYMLINK_HINT),
+    ]
+
+
+def test_symlinked_test_file_pointing_at_etc_passwd(repo):
+    os.symlink("/etc/passwd", repo / "tests" / "unit" / "test_passwd.py")
+    files, errors = discover(repo, config("tests"))
+    assert files == ALL_UNDER_TESTS
+    assert located(errors) == [("tests/unit/test_passwd.py", None, None,
+                                f"test file tests/unit/test_passwd.py is a symlink; {REFUSES}", SYMLINK_HINT)]
+
+
+def test_symlinked_test_file_pointing_inside_the_repo(repo):
+    os.symlink("test_a.py", repo / "tests" / "unit" / "test_copy.py")
+    assert located(discover(repo, config("tests"))[1]) == [
+        ("tests/unit/test_copy.py", None, None, f"test file tests/unit/test_copy.py is a symlink; {REFUSES}",
+         SYMLINK_HINT)]
+
+
+def test_dangling_symlinks(repo):
+    os.symlink("nowhere", repo / "tests" / "unit" / "data")
+    os.symlink("nowhere.py", repo / "tests" / "unit" / "test_gone.py")
+    files, errors = discover(repo, config("tests"))
+    assert files == ALL_UNDER_TESTS
+    assert located(errors) == [
+        ("tests/unit/data", None, None, f"tests/unit/data is a dangling symlink; {REFUSES}", SYMLINK_HINT),
+        ("tests/unit/test_gone.py", None, None, f"test file tests/unit/test_gone.py is a symlink; {REFUSES}",
+         SYMLINK_HINT),
+    ]
+
+
+def test_symlinked_non_matching_file_is_ignored(repo):
+    os.symlink("/etc/passwd", repo / "tests" / "unit" / "passwd")
+    os.symlink("helper.py", repo / "tests" / "unit" / "helper_alias.py")
+    assert discover(repo, config("tests")) == (ALL_UNDER_TESTS, [])
+
+
+def test_every_problem_is_reported_in_one_pass(repo, outside):
+    os.symlink(outside, repo / "ext")
+    os.symlink("/etc/passwd", repo / "tests" / "test_passwd.py")
+    os.symlink(outside, repo / "tests" / "e2e" / "more")
+    files, errors = discover(repo, config("missing", "ext", "tests"))
+    assert files == ALL_UNDER_TESTS
+    assert located(errors) == [
+        (CONFIG, 3, None, "discovery root missing does not exist",
+         "create the directory or remove it from discovery.roots"),
+        ("ext", None, None, f"discovery root ext is a symlink; {REFUSES}", SYMLINK_HINT),
+        ("tests/e2e/more", None, None, f"directory tests/e2e/more is a symlink; {REFUSES}", SYMLINK_HINT),
+        ("tests/test_passwd.py", None, None, f"test file tests/test_passwd.py is a symlink; {REFUSES}",
+         SYMLINK_HINT),
+    ]

@@ -1,0 +1,207 @@
+"""`ci-policy lint`: errors are all reported and fail the run; warnings never do.
+
+Warnings: a configured stage with no registered test files, a label no test uses, and
+each disabled registration with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import MINIMAL_CONFIG
+
+from ci_policy.cli import main
+
+CONFIG = MINIMAL_CONFIG
+LABELS = """\
+KNOWN_LABELS = {
+    "megatron": "Megatron tests",
+    "fsdp": "FSDP tests",
+    "long": "slow",
+}
+"""
+MAIN = '\nif __name__ == "__main__":\n    main()\n'
+UNIT = "def test_ok():\n    assert True\n"
+
+
+def cuda(call: str) -> str:
+    return f"from ci_policy import register_cuda_ci\n\n{call}\n{MAIN}"
+
+
+def lint(repo: Path, capsys, *extra: str) -> tuple[int, str, str]:
+    rc = main(["lint", "--repo", str(repo), *extra])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_a_clean_checkout_has_no_warnings(make_repo, capsys):
+    repo = make_repo({
+        "tests/unit/test_ok.py": UNIT,
+        "tests/e2e/test_a.py": cuda('register_cuda_ci(60, "gpu-a", labels=["megatron", "fsdp"])'),
+        "tests/e2e/test_b.py": cuda('register_cuda_ci(60, "gpu-b", labels=["long"])'),
+        "tests/e2e/test_c.py": (
+            "from ci_policy import register_rocm_ci\n\n"
+            'register_rocm_ci(est_time=30, suite="amd", labels=["fsdp"])\n' + MAIN),
+    }, config=CONFIG, labels=LABELS)
+    assert lint(repo, capsys) == (
+        0, "ci-policy lint: OK: 0 errors, 0 warnings (4 test files, 4 registrations, 0 gates)\n", "")
+    assert main(["lint", "--repo", str(repo), "--format", "github"]) == 0
+    assert capsys.readouterr().out == (
+        "ci-policy lint: OK: 0 errors, 0 warnings (4 test files, 4 registrations, 0 gates)\n")
+
+
+@pytest.fixture
+def warning_repo(make_repo) -> Path:
+    return make_repo({
+        "tests/unit/test_ok.py": UNIT,
+        "tests/e2e/test_a.py": cuda('register_cuda_ci(60, "gpu-a", labels=["megatron"])'),
+        "tests/e2e/test_off.py": cuda(
+            'register_cuda_ci(60, "gpu-b", labels=["megatron"], disabled="broken on driver 580, see #12")'),
+    }, config=CONFIG, labels=LABELS)
+
+
+WARNINGS_TEXT = """\
+.github/ci-policy.yml:10: warning: stage amd has no registered test files
+    hint: register tests with suite='amd' or remove the stage
+labels.py:3: warning: label 'fsdp' is not used by any test
+    hint: run-ci-fsdp selects nothing; use it in a registration or remove it
+labels.py:4: warning: label 'long' is not used by any test
+    hint: run-ci-long selects nothing; use it in a registration or remove it
+tests/e2e/test_off.py:3:1: warning: register_cuda_ci for suite gpu-b is disabled: broken on driver 580, see #12
+ci-policy lint: OK: 0 errors, 4 warnings (3 test files, 3 registrations, 0 gates)
+"""
+
+
+def test_warnings_do_not_fail_lint(warning_repo, capsys):
+    assert lint(warning_repo, capsys) == (0, WARNINGS_TEXT, "")
+
+
+def test_warnings_as_json(warning_repo, capsys):
+    rc, out, err = lint(warning_repo, capsys, "--format", "json")
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == {
+        "schema": 1,
+        "ok": True,
+        "errors": [],
+        "warnings": [
+            {"path": ".github/ci-policy.yml", "line": 10, "col": None,
+             "message": "stage amd has no registered test files",
+             "hint": "register tests with suite='amd' or remove the stage"},
+            {"path": "labels.py", "line": 3, "col": None, "message": "label 'fsdp' is not used by any test",
+             "hint": "run-ci-fsdp selects nothing; use it in a registration or remove it"},
+            {"path": "labels.py", "line": 4, "col": None, "message": "label 'long' is not used by any test",
+             "hint": "run-ci-long selects nothing; use it in a registration or remove it"},
+            {"path": "tests/e2e/test_off.py", "line": 3, "col": 1,
+             "message": "register_cuda_ci for suite gpu-b is disabled: broken on driver 580, see #12",
+             "hint": None},
+        ],
+        "files": 3,
+        "registrations": 3,
+    }
+
+
+def test_warnings_as_github_annotations(warning_repo, monkeypatch, capsys):
+    monkeypatch.chdir(warning_repo)
+    assert main(["lint", "--format", "github"]) == 0
+    assert capsys.readouterr() == (
+        "::warning file=.github/ci-policy.yml,line=10::stage amd has no registered test files "
+        "(hint: register tests with suite='amd' or remove the stage)\n"
+        "::warning file=labels.py,line=3::label 'fsdp' is not used by any test "
+        "(hint: run-ci-fsdp selects nothing; use it in a registration or remove it)\n"
+        "::warning file=labels.py,line=4::label 'long' is not used by any test "
+        "(hint: run-ci-long selects nothing; use it in a registration or remove it)\n"
+        "::warning file=tests/e2e/test_off.py,line=3,col=1::register_cuda_ci for suite gpu-b is disabled: "
+        "broken on driver 580, see #12\n"
+        "ci-policy lint: OK: 0 errors, 4 warnings (3 test files, 3 registrations, 0 gates)\n",
+        "")
+
+
+def test_registry_accepts_a_checkout_with_only_warnings(warning_repo, capsys):
+    assert main(["registry", "--repo", str(warning_repo), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["registrations"]
+    assert [(r["file"], r["suite"], r["disabled"], r["implicit"]) for r in rows] == [
+        ("tests/e2e/test_a.py", "gpu-a", None, False),
+        ("tests/e2e/test_off.py", "gpu-b", "broken on driver 580, see #12", False),
+        ("tests/unit/test_ok.py", "cpu", None, True),
+    ]
+
+
+def test_every_disabled_registration_is_listed_with_its_reason(make_repo, capsys):
+    repo = make_repo({
+        "tests/e2e/test_both.py": (
+            "from ci_policy import register_cuda_ci, register_rocm_ci\n\n"
+            'register_cuda_ci(60, "gpu-a", labels=["megatron", "fsdp", "long"], disabled="no H200 this week")\n'
+            'register_rocm_ci(60, "amd", labels=["fsdp"], disabled="MI350 driver bug #7")\n' + MAIN),
+        "tests/e2e/test_b.py": cuda('register_cuda_ci(60, "gpu-b", labels=["long"])'),
+    }, config=CONFIG, labels=LABELS)
+    rc, out, err = lint(repo, capsys)
+    assert (rc, err) == (0, "")
+    assert out == (
+        ".github/ci-policy.yml:7: warning: stage cpu has no registered test files\n"
+        "    hint: register tests with suite='cpu' or remove the stage\n"
+        "tests/e2e/test_both.py:3:1: warning: register_cuda_ci for suite gpu-a is disabled: no H200 this week\n"
+        "tests/e2e/test_both.py:4:1: warning: register_rocm_ci for suite amd is disabled: MI350 driver bug #7\n"
+        "ci-policy lint: OK: 0 errors, 3 warnings (2 test files, 3 registrations, 0 gates)\n")
+
+
+def test_every_configuration_error_is_reported_at_once(make_repo, capsys):
+    config = CONFIG.replace("{name: gpu-a, backend: cuda,", "{name: gpu-a, backend: cdua,").replace(
+        "  - {name: amd, backend: rocm, runs_on: [mi350]}\n",
+        "  - {name: cpu, backend: cpu, partitons: 2}\n  - {name: amd, backend: rocm}\n")
+    repo = make_repo({"tests/unit/test_ok.py": UNIT}, config=config, labels=LABELS)
+    assert lint(repo, capsys) == (1, """\
+.github/ci-policy.yml:8:28: stages[1].backend: expected one of cpu, cuda, rocm, got 'cdua'
+.github/ci-policy.yml:10:12: stages[3].name: duplicate stage name 'cpu' (also stages[0])
+.github/ci-policy.yml:10:31: stages[3].partitons: unknown key; did you mean 'partitions'?
+    hint: allowed keys here: backend, diff_pruned, external, name, partitions, runner, runs_on, timeout_per_file
+.github/ci-policy.yml:11:5: stages[4].runs_on: required for rocm stages that are not external
+    hint: list the runner labels, e.g. runs_on: [h200, 4gpu]
+ci-policy lint: FAILED: 4 errors, 0 warnings
+""", "")
+    rc = main(["lint", "--repo", str(repo), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (rc, data["ok"], len(data["errors"]), data["warnings"], data["files"], data["registrations"]) == (
+        1, False, 4, [], None, None)
+
+
+def test_every_label_error_is_reported_at_once(make_repo, capsys):
+    labels = 'KNOWN_LABELS = {"megatron": "x", "bad name": "y", "megatron": "z", "ok": 3}\n'
+    repo = make_repo({"tests/unit/test_ok.py": UNIT}, config=CONFIG, labels=labels)
+    assert lint(repo, capsys) == (1, """\
+labels.py:1:34: KNOWN_LABELS: 'bad name' is not a valid label name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)
+    hint: use letters, digits, '_', '.', '-'; PR labels are run-ci-<name>
+labels.py:1:51: KNOWN_LABELS: duplicate label 'megatron' (first on line 1)
+    hint: keep one entry per label
+labels.py:1:74: KNOWN_LABELS['ok']: description is not a string literal
+    hint: write the description as a plain string
+ci-policy lint: FAILED: 3 errors, 0 warnings
+""", "")
+
+
+def test_errors_in_many_files_are_all_reported_and_sorted(make_repo, capsys):
+    repo = make_repo({
+        "tests/e2e/test_z.py": cuda('register_cuda_ci(60, "gpu-a")'),
+        "tests/e2e/test_a.py": cuda('register_cuda_ci(-1, "gpu-a", labels=["megatron"])'),
+        "tests/e2e/test_m.py": cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"], nightly="yes")'),
+    }, config=CONFIG, labels=LABELS)
+    rc, out, err = lint(repo, capsys)
+    assert (rc, err) == (1, "")
+    errors = [line for line in out.splitlines() if line.startswith("tests/")]
+    assert errors == [
+        "tests/e2e/test_a.py:3:18: register_cuda_ci: est_time must be a finite non-negative number of "
+        "seconds, got -1",
+        "tests/e2e/test_m.py:3:56: register_cuda_ci: nightly must be True or False, got 'yes'",
+        "tests/e2e/test_z.py:3:1: register_cuda_ci: a cuda registration needs at least one label "
+        "(gpu_requires_labels is true), so that a PR can select it",
+    ]
+    # An error's hint, when it has one, is on the next line.
+    lines = out.splitlines()
+    assert lines[:6] == [
+        errors[0], "    hint: write e.g. est_time=300",
+        errors[1],
+        errors[2], "    hint: add labels=[...] with one of: megatron, fsdp, long",
+        ".github/ci-policy.yml:7: warning: stage cpu has no registered test files",
+    ]
+    assert lines[-1].startswith("ci-policy lint: FAILED: 3 errors, ")

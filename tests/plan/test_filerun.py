@@ -1,0 +1,453 @@
+"""The file-run resolver (ci_policy/filerun.py) and `ci-policy file-run`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ci_policy.cli import main
+from ci_policy.errors import InputError, InputErrors
+from ci_policy.plan.filerun import FilePlan, check_test_path, resolve_file
+
+EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gpu-repo"
+SYMLINK = "is a symlink; ci-policy refuses symlinks in a checkout"
+BAD_PATH = ("is not a test file path of the form tests/.../test_*.py (segments of letters, digits, '_', '.', "
+            "'-'; no '..', no absolute path)")
+BAD_TAG = "is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})"
+
+
+@pytest.fixture
+def pr(tmp_path: Path) -> Path:
+    """An (untrusted) PR checkout: a private copy of examples/gpu-repo."""
+    dest = tmp_path / "pr"
+    shutil.copytree(EXAMPLE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return dest
+
+
+def gpu_test(register: str) -> str:
+    return (f"from ci_policy import *\n\n{register}\n\nimport unittest\n\n"
+            'if __name__ == "__main__":\n    unittest.main()\n')
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def errors_of(file: str, root: Path, **kwargs) -> list[str]:
+    with pytest.raises((InputError, InputErrors)) as info:
+        resolve_file(file, root, **kwargs)
+    errors = info.value.errors if isinstance(info.value, InputErrors) else (info.value,)
+    return [e.message for e in errors]
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(["file-run", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# -- what a file resolves to -------------------------------------------------------------------------
+
+def test_a_cuda_file_resolves_to_its_stage_runners_image_and_timeout(pr, capsys):
+    rc, out, err = cli(capsys, "--file", "tests/e2e/test_megatron_sft.py", "--source-root", str(pr))
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == {"file": "tests/e2e/test_megatron_sft.py", "hw": "cuda", "suite": "stage-b-1-gpu-h200",
+                               "runs_on": ["h200", "1gpu"], "container_image": "ghcr.io/minirl/ci-cuda:latest",
+                               "timeout_seconds": 900}
+
+
+def test_a_rocm_file_runs_on_the_rocm_stage_runners(pr):
+    assert resolve_file("tests/e2e/test_rocm_megatron_sft.py", pr, image_tag="rocm6.4") == FilePlan(
+        file="tests/e2e/test_rocm_megatron_sft.py", hw="rocm", suite="stage-c-4-gpu-mi350",
+        runs_on=("mi350", "4gpu"), container_image="ghcr.io/minirl/ci-rocm:rocm6.4", timeout_seconds=1620)
+
+
+def test_a_cpu_file_without_runner_labels_runs_on_ubuntu_latest_without_an_image(pr):
+    # tests/fast files are implicitly registered for stage-a-cpu (est_time 5), which names no runners.
+    assert resolve_file("tests/fast/test_kl.py", pr) == FilePlan(
+        file="tests/fast/test_kl.py", hw="cpu", suite="stage-a-cpu", runs_on=("ubuntu-latest",),
+        container_image=None, timeout_seconds=900)
+
+
+def test_an_explicit_request_ignores_cadence_and_labels(pr):
+    # nightly=True: never planned on a regular PR, but an explicit file request runs it.
+    plan = resolve_file("tests/e2e/test_megatron_nightly_convergence.py", pr)
+    assert (plan.suite, plan.timeout_seconds) == ("stage-c-4-gpu-h200", 4500)
+    # labels=["megatron", "long"]: long is excluded from nightly; irrelevant here.
+    plan = resolve_file("tests/e2e/test_megatron_long_context.py", pr)
+    assert (plan.suite, plan.runs_on, plan.timeout_seconds) == ("stage-c-4-gpu-h200", ("h200", "4gpu"), 7200)
+
+
+TIMING_CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+stages:
+  - {name: cpu, backend: cpu, runs_on: [self-hosted, cpu-large]}
+  - {name: gpu, backend: cuda, runs_on: [h200]}
+file_run:
+  image: {cuda: registry.example.com:5000/team/ci-cuda}
+  default_tag: nightly-2026.01
+  timeout_factor: 1.5
+  min_timeout: 60
+"""
+
+
+@pytest.mark.parametrize("est_time, timeout", [
+    ("0", 60),
+    ("30", 60),      # 45 -> the minimum
+    ("40", 60),      # exactly the minimum
+    ("41", 62),      # 61.5 rounds up
+    ("1_000", 1500),
+    ("100.2", 151),  # 150.3 rounds up
+    ("1.8e3", 2700),
+])
+def test_the_timeout_is_the_factor_times_est_time_rounded_up_and_at_least_the_minimum(tmp_path, est_time, timeout):
+    write(tmp_path, ".github/ci-policy.yml", TIMING_CONFIG)
+    write(tmp_path, "labels.py", 'KNOWN_LABELS = {"gpu": "GPU tests"}\n')
+    write(tmp_path, "tests/test_gpu.py", gpu_test(f'register_cuda_ci({est_time}, "gpu", labels=["gpu"])'))
+    plan = resolve_file("tests/test_gpu.py", tmp_path)
+    assert plan.timeout_seconds == timeout and isinstance(plan.timeout_seconds, int)
+    assert plan.container_image == "registry.example.com:5000/team/ci-cuda:nightly-2026.01"
+
+
+def test_a_cpu_stage_with_runner_labels_keeps_them_and_has_no_image_when_none_is_configured(tmp_path):
+    write(tmp_path, ".github/ci-policy.yml", TIMING_CONFIG)
+    write(tmp_path, "labels.py", 'KNOWN_LABELS = {"gpu": "GPU tests"}\n')
+    write(tmp_path, "tests/test_cpu.py", 'from ci_policy import register_cpu_ci\n\nregister_cpu_ci(20, "cpu")\n')
+    assert resolve_file("tests/test_cpu.py", tmp_path, image_tag="v2") == FilePlan(
+        file="tests/test_cpu.py", hw="cpu", suite="cpu", runs_on=("self-hosted", "cpu-large"),
+        container_image=None, timeout_seconds=60)
+
+
+def test_without_a_file_run_section_the_defaults_apply(make_repo):
+    repo = make_repo({"tests/gpu/test_a.py": gpu_test('register_cuda_ci(400, "gpu-b", labels=["fsdp"])')})
+    assert resolve_file("tests/gpu/test_a.py", repo) == FilePlan(
+        file="tests/gpu/test_a.py", hw="cuda", suite="gpu-b", runs_on=("h200", "4gpu"), container_image=None,
+        timeout_seconds=1200)  # factor 3, minimum 900
+
+
+# -- the image tag -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tag", ["v1", "_x", "2026.01.05", "sha-0123abc", "A_b.c-d", "a" * 128])
+def test_a_valid_tag_is_used(pr, tag):
+    plan = resolve_file("tests/e2e/test_megatron_sft.py", pr, image_tag=tag)
+    assert plan.container_image == f"ghcr.io/minirl/ci-cuda:{tag}"
+
+
+@pytest.mark.parametrize("tag", ["-x", ".x", "a b", "a:b", "a/b", "a@sha256", "$(id)", "x;id", "t\n", "é",
+                                 "a" * 129])
+def test_an_invalid_tag_is_refused(pr, tag, capsys):
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr, image_tag=tag) == [f"{tag!r} {BAD_TAG}"]
+    rc, out, err = cli(capsys, "--file", "tests/e2e/test_megatron_sft.py", "--source-root", str(pr),
+                       f"--image-tag={tag}")
+    assert (rc, out, err) == (1, "", f"--image-tag: {tag!r} {BAD_TAG}\nci-policy: 1 error\n")
+
+
+def test_an_empty_tag_means_the_configured_default(pr):
+    assert resolve_file("tests/e2e/test_megatron_sft.py", pr, image_tag="").container_image == \
+        "ghcr.io/minirl/ci-cuda:latest"
+
+
+# -- refusals ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", [
+    "tests/../labels.py", "tests/e2e/../../x/test_a.py", "tests/./e2e/test_a.py", "/etc/test_passwd.py",
+    "/tests/e2e/test_a.py", "tests/e2e/test_a.sh", "tests/e2e/a_test.py", "src/test_a.py", "tests/e2e/test a.py",
+    "tests/e2e/$(id)/test_a.py", "tests/e2e/test_a.py;id", "tests\\e2e\\test_a.py", "tests//test_a.py", "",
+    "tests/e2e/test_a.py\n", "tests/.git/test_a.py",
+])
+def test_a_path_that_is_not_a_safe_test_path_is_refused_before_anything_is_read(tmp_path, path):
+    # tmp_path has no configuration: the path is checked first.
+    assert errors_of(path, tmp_path / "missing") == [f"{path!r} {BAD_PATH}"]
+    with pytest.raises(InputError) as info:
+        check_test_path(path)
+    assert info.value.path == "--file"
+
+
+def test_a_missing_source_root_is_refused(tmp_path):
+    assert errors_of("tests/e2e/test_a.py", tmp_path / "missing") == [
+        f"source root {tmp_path / 'missing'} is not a directory"]
+
+
+def test_a_symlinked_test_file_is_refused(pr, tmp_path):
+    target = write(tmp_path, "outside/secret.py",
+                   gpu_test('register_cuda_ci(1, "stage-b-1-gpu-h200", labels=["fsdp"])'))
+    (pr / "tests/e2e/test_link.py").symlink_to(target)
+    assert errors_of("tests/e2e/test_link.py", pr) == [f"test file tests/e2e/test_link.py {SYMLINK}"]
+
+
+def test_a_test_file_symlinked_to_a_registered_file_of_the_checkout_is_refused(pr):
+    (pr / "tests/e2e/test_alias.py").symlink_to("test_megatron_sft.py")
+    assert errors_of("tests/e2e/test_alias.py", pr) == [f"test file tests/e2e/test_alias.py {SYMLINK}"]
+
+
+@pytest.mark.parametrize("link, file", [
+    ("tests/e2e/linked", "tests/e2e/linked/test_megatron_sft.py"),
+    ("tests/e2e/session_server", "tests/e2e/session_server/test_session_multiturn.py"),
+])
+def test_a_symlinked_directory_on_the_path_is_refused(pr, tmp_path, link, file):
+    real = tmp_path / "elsewhere"
+    shutil.copytree(pr / "tests/e2e", real)
+    if (pr / link).exists():
+        shutil.rmtree(pr / link)
+        real = real / "session_server"
+    (pr / link).symlink_to(real, target_is_directory=True)
+    assert errors_of(file, pr) == [f"test file {file}: directory {link} {SYMLINK}"]
+
+
+def test_a_symlinked_tests_root_is_refused(pr, tmp_path):
+    shutil.move(str(pr / "tests"), str(tmp_path / "real-tests"))
+    (pr / "tests").symlink_to(tmp_path / "real-tests", target_is_directory=True)
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr) == [
+        f"test file tests/e2e/test_megatron_sft.py: directory tests {SYMLINK}"]
+
+
+def test_a_symlinked_labels_file_is_refused(pr, tmp_path):
+    shutil.move(str(pr / "labels.py"), str(tmp_path / "labels.py"))
+    (pr / "labels.py").symlink_to(tmp_path / "labels.py")
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr) == [f"labels file labels.py {SYMLINK}"]
+
+
+def test_a_labels_file_in_a_symlinked_directory_is_refused(pr, tmp_path):
+    config = (pr / ".github/ci-policy.yml").read_text().replace("labels_file: labels.py", "labels_file: ci/labels.py")
+    (pr / ".github/ci-policy.yml").write_text(config)
+    write(tmp_path, "real-ci/labels.py", (pr / "labels.py").read_text())
+    (pr / "ci").symlink_to(tmp_path / "real-ci", target_is_directory=True)
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr) == [f"labels file ci/labels.py: directory ci {SYMLINK}"]
+
+
+def test_the_checkouts_own_configuration_is_not_read_through_a_symlink(pr):
+    (pr / ".github/real.yml").write_text((pr / ".github/ci-policy.yml").read_text())
+    (pr / ".github/ci-policy.yml").unlink()
+    (pr / ".github/ci-policy.yml").symlink_to("real.yml")
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr) == [
+        f"configuration file .github/ci-policy.yml {SYMLINK}"]
+
+
+def test_duplicate_known_labels_definitions_are_refused(pr):
+    text = (pr / "labels.py").read_text() + '\nKNOWN_LABELS = {"megatron": "again"}\n'
+    (pr / "labels.py").write_text(text)
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr) == [
+        "KNOWN_LABELS is assigned 2 times (lines 7, 16); it must be assigned exactly once"]
+
+
+def test_a_second_binding_of_known_labels_in_a_block_is_refused(pr):
+    text = (pr / "labels.py").read_text() + '\nif True:\n    KNOWN_LABELS = {"x": "y"}\n'
+    (pr / "labels.py").write_text(text)
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr) == [
+        "KNOWN_LABELS is assigned 2 times (lines 7, 17); it must be assigned exactly once"]
+
+
+@pytest.mark.parametrize("labels, message", [
+    ('KNOWN_LABELS = dict(megatron="Megatron")\n',
+     "KNOWN_LABELS must be a dict literal of label name -> description string"),
+    ('OTHER = {"megatron": "x"}\nKNOWN_LABELS = {**OTHER}\n', "KNOWN_LABELS must not use ** unpacking"),
+    ('DESC = "x"\nKNOWN_LABELS = {"megatron": DESC}\n',
+     "KNOWN_LABELS['megatron']: description is not a string literal"),
+    ('NAME = "megatron"\nKNOWN_LABELS = {NAME: "x"}\n', "KNOWN_LABELS key is not a string literal"),
+    ('KNOWN_LABELS = {"megatron": "a", "megatron": "b"}\n',
+     "KNOWN_LABELS: duplicate label 'megatron' (first on line 1)"),
+])
+def test_a_label_registry_that_is_not_one_literal_dict_is_refused_with_its_own_error(pr, labels, message):
+    (pr / "labels.py").write_text(labels)
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr) == [message]
+
+
+def test_an_unregistered_file_is_refused(pr):
+    write(pr, "tests/e2e/test_plain.py", "def test_nothing():\n    pass\n")
+    assert errors_of("tests/e2e/test_plain.py", pr) == ["tests/e2e/test_plain.py is not registered for any stage"]
+
+
+def test_a_missing_file_is_refused(pr):
+    assert errors_of("tests/e2e/test_missing.py", pr) == ["test file tests/e2e/test_missing.py does not exist"]
+
+
+def test_a_file_outside_the_discovery_roots_is_refused(pr):
+    write(pr, "tests/other/test_a.py", gpu_test('register_cuda_ci(1, "stage-b-1-gpu-h200", labels=["fsdp"])'))
+    assert errors_of("tests/other/test_a.py", pr) == [
+        "tests/other/test_a.py is not a discovered test file (roots: tests/fast, tests/e2e; pattern 'test_*.py')"]
+
+
+def test_a_file_with_several_enabled_registrations_is_refused(pr):
+    assert errors_of("tests/e2e/test_rocm_fsdp_grpo.py", pr) == [
+        "tests/e2e/test_rocm_fsdp_grpo.py has 2 enabled registrations (cuda stage-c-4-gpu-h200 (line 9), "
+        "rocm stage-c-4-gpu-mi350 (line 10)); /rerun-test needs exactly one"]
+
+
+def test_one_enabled_registration_beside_a_disabled_one_is_the_one_that_runs(pr):
+    path = pr / "tests/e2e/test_rocm_fsdp_grpo.py"
+    path.write_text(path.read_text().replace('labels=["fsdp"])', 'labels=["fsdp"], disabled="no H200 today")', 1))
+    plan = resolve_file("tests/e2e/test_rocm_fsdp_grpo.py", pr)
+    assert (plan.hw, plan.suite, plan.runs_on) == ("rocm", "stage-c-4-gpu-mi350", ("mi350", "4gpu"))
+
+
+def test_a_disabled_file_is_refused(pr):
+    assert errors_of("tests/e2e/test_fsdp_checkpoint_resume.py", pr) == [
+        "tests/e2e/test_fsdp_checkpoint_resume.py is disabled: flaky on H200 driver 580, tracked in #1234"]
+
+
+def test_a_file_of_an_external_stage_is_refused(pr):
+    assert errors_of("tests/e2e/test_gb200_scaling.py", pr) == [
+        "tests/e2e/test_gb200_scaling.py is registered to stage-d-8-gpu-gb200, an external stage that ci-policy "
+        "does not run"]
+
+
+def test_an_invalid_registration_is_refused_with_the_marker_error(pr):
+    write(pr, "tests/e2e/test_bad.py", gpu_test('register_cuda_ci(est_time=60 * 5, suite="stage-b-1-gpu-h200", '
+                                                'labels=["fsdp"])'))
+    (message,) = errors_of("tests/e2e/test_bad.py", pr)
+    assert message.startswith("register_cuda_ci: est_time")
+
+
+# -- labels come from the checkout's own labels.py ----------------------------------------------------------
+
+def test_a_pr_that_adds_a_label_and_a_test_using_it_can_be_rerun(pr, tmp_path):
+    trusted_config = tmp_path / "trusted.yml"
+    shutil.copy(pr / ".github/ci-policy.yml", trusted_config)
+    test = gpu_test('register_cuda_ci(est_time=500, suite="stage-b-1-gpu-h200", labels=["vllm"])')
+    write(pr, "tests/e2e/test_vllm_rollout.py", test)
+    # Against the labels the base branch knows, the label does not exist ...
+    (message,) = errors_of("tests/e2e/test_vllm_rollout.py", pr, config_path=trusted_config)
+    assert message == ("register_cuda_ci: unknown label 'vllm'; valid labels: megatron, fsdp, sglang, session, "
+                       "rocm, long")
+    # ... and the PR's own labels.py adds it.
+    labels = (pr / "labels.py").read_text().replace('"long":', '"vllm": "vLLM rollout engine",\n    "long":')
+    (pr / "labels.py").write_text(labels)
+    assert resolve_file("tests/e2e/test_vllm_rollout.py", pr, config_path=trusted_config) == FilePlan(
+        file="tests/e2e/test_vllm_rollout.py", hw="cuda", suite="stage-b-1-gpu-h200", runs_on=("h200", "1gpu"),
+        container_image="ghcr.io/minirl/ci-cuda:latest", timeout_seconds=1500)
+
+
+def test_the_trusted_configuration_decides_the_runners_not_the_checkouts(pr, tmp_path):
+    trusted = tmp_path / "trusted.yml"
+    shutil.copy(pr / ".github/ci-policy.yml", trusted)
+    own = (pr / ".github/ci-policy.yml").read_text()
+    (pr / ".github/ci-policy.yml").write_text(own.replace("runs_on: [h200, 1gpu]", "runs_on: [attacker-runner]")
+                                              .replace("ghcr.io/minirl/ci-cuda", "ghcr.io/attacker/image"))
+    assert resolve_file("tests/e2e/test_megatron_sft.py", pr).runs_on == ("attacker-runner",)
+    plan = resolve_file("tests/e2e/test_megatron_sft.py", pr, config_path=trusted)
+    assert (plan.runs_on, plan.container_image) == (("h200", "1gpu"), "ghcr.io/minirl/ci-cuda:latest")
+
+
+def test_the_checkout_is_read_as_data_and_never_executed(pr, tmp_path):
+    marker = tmp_path / "executed"
+    payload = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('pwned')\nraise SystemExit(3)\n"
+    (pr / "labels.py").write_text(payload + (pr / "labels.py").read_text())
+    write(pr, "tests/e2e/test_payload.py",
+          gpu_test('register_cuda_ci(est_time=10, suite="stage-b-1-gpu-h200", labels=["sglang"])') + payload)
+    assert resolve_file("tests/e2e/test_payload.py", pr).suite == "stage-b-1-gpu-h200"
+    assert not marker.exists()
+
+
+# -- the command line ---------------------------------------------------------------------------------------
+
+def outputs(path: Path) -> dict[str, str]:
+    text = path.read_text()
+    found = re.findall(r"^([a-z_]+)<<(ghadelimiter_[0-9a-f-]{36})\n(.*?)\n\2\n", text, flags=re.M | re.S)
+    assert "".join(f"{n}<<{d}\n{v}\n{d}\n" for n, d, v in found) == text
+    return {name: value for name, _delimiter, value in found}
+
+
+@pytest.mark.parametrize("file, tag, expected", [
+    ("tests/e2e/test_megatron_sft.py", "latest",
+     {"hw": "cuda", "suite": "stage-b-1-gpu-h200", "runs_on": '["h200", "1gpu"]',
+      "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": "900", "timeout_minutes": "20"}),
+    ("tests/e2e/test_rocm_megatron_sft.py", "rocm-7",
+     {"hw": "rocm", "suite": "stage-c-4-gpu-mi350", "runs_on": '["mi350", "4gpu"]',
+      "container_image": "ghcr.io/minirl/ci-rocm:rocm-7", "timeout_seconds": "1620", "timeout_minutes": "32"}),
+    ("tests/fast/test_kl.py", "latest",
+     {"hw": "cpu", "suite": "stage-a-cpu", "runs_on": '["ubuntu-latest"]', "container_image": "",
+      "timeout_seconds": "900", "timeout_minutes": "20"}),
+])
+def test_format_github_writes_the_step_outputs(pr, tmp_path, monkeypatch, capsys, file, tag, expected):
+    out_file = tmp_path / "github_output"
+    out_file.write_text("")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    rc, out, err = cli(capsys, "--file", file, "--source-root", str(pr), "--config",
+                       str(pr / ".github/ci-policy.yml"), "--image-tag", tag, "--format", "github")
+    assert (rc, err) == (0, "")
+    assert outputs(out_file) == expected
+    assert json.loads(out)["timeout_seconds"] == int(expected["timeout_seconds"])
+
+
+def test_format_github_rounds_the_job_timeout_up_to_whole_minutes_plus_five(pr, tmp_path, monkeypatch, capsys):
+    write(pr, "tests/e2e/test_odd.py", gpu_test('register_cuda_ci(est_time=301, suite="stage-b-1-gpu-h200", '
+                                                'labels=["fsdp"])'))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    rc, _out, _err = cli(capsys, "--file", "tests/e2e/test_odd.py", "--source-root", str(pr), "--format", "github")
+    assert rc == 0
+    assert (outputs(tmp_path / "out")["timeout_seconds"], outputs(tmp_path / "out")["timeout_minutes"]) == ("903", "21")
+
+
+def test_format_github_needs_github_output(pr, monkeypatch, capsys):
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    rc, out, err = cli(capsys, "--file", "tests/e2e/test_megatron_sft.py", "--source-root", str(pr),
+                       "--format", "github")
+    assert rc == 1
+    assert out == ("::error::$GITHUB_OUTPUT is not set; --format github runs inside a GitHub Actions step "
+                   "(hint: use --format text, json or markdown outside GitHub Actions)\n")
+    assert err == "ci-policy: 1 error\n"
+
+
+def test_format_github_reports_a_refusal_as_an_annotation(pr, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    rc, out, err = cli(capsys, "--file", "tests/e2e/test_fsdp_checkpoint_resume.py", "--source-root", str(pr),
+                       "--format", "github")
+    assert (rc, err) == (1, "ci-policy: 1 error\n")
+    assert out == ("::error file=tests/e2e/test_fsdp_checkpoint_resume.py,line=10::tests/e2e/"
+                   "test_fsdp_checkpoint_resume.py is disabled: flaky on H200 driver 580, tracked in #1234 "
+                   "(hint: re-enable the registration to rerun it)\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_refusal_is_printed_located_with_its_hint(pr, capsys):
+    rc, out, err = cli(capsys, "--file", "tests/e2e/test_gb200_scaling.py", "--source-root", str(pr))
+    assert (rc, out) == (1, "")
+    assert err == ("tests/e2e/test_gb200_scaling.py:9: tests/e2e/test_gb200_scaling.py is registered to "
+                   "stage-d-8-gpu-gb200, an external stage that ci-policy does not run\nci-policy: 1 error\n")
+
+
+CHECK_MODULES = textwrap.dedent("""\
+    import importlib, json, os, sys
+    for name in filter(None, os.environ.get("PRELOAD", "").split(",")):
+        importlib.import_module(name)
+    from ci_policy.cli import main
+    rc = main(sys.argv[1:])
+    adapters = ("github", "libcst", "psycopg", "psycopg2", "sqlite3", "requests", "urllib3")
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in adapters)
+    sys.stdout.flush()
+    print(json.dumps({"rc": rc, "loaded": loaded}), file=sys.stderr)
+""")
+
+
+def run_checked(pr: Path, cwd: Path, preload: str = "") -> tuple[dict, dict]:
+    env = {**os.environ, "PRELOAD": preload}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, "-c", CHECK_MODULES, "file-run", "--file", "tests/e2e/test_megatron_sft.py",
+                           "--source-root", str(pr)], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return json.loads(proc.stdout), json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+def test_file_run_imports_no_adapter_no_github_client_and_no_database_driver(pr, tmp_path):
+    plan, status = run_checked(pr, tmp_path)
+    assert plan["suite"] == "stage-b-1-gpu-h200"
+    assert status == {"rc": 0, "loaded": []}
+
+
+def test_the_module_check_sees_an_adapter_that_was_imported(pr, tmp_path):
+    # The same check, with the adapters imported first: it reports them (it is not vacuous).
+    _plan, status = run_checked(pr, tmp_path, preload="github,libcst,psycopg")
+    assert status["rc"] == 0
+    assert {"github", "libcst", "psycopg", "requests"} <= set(status["loaded"])

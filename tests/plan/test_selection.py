@@ -1,0 +1,548 @@
+"""Stage selection: which stages run for a trigger, labels and diff, each with its reasons.
+
+Table-driven over one small checkout (`checkout()`): five stages (a CPU stage, two CUDA
+stages, a ROCm stage and an external CUDA stage), path rules, no-GPU paths, broad scopes
+and cadences. Each row gives the trigger, the `git diff --name-status -z` records (or
+None for an unavailable diff) and the exact decision, reasons and selected files of every
+planned stage. A property test then compares `decide` with the rules restated directly.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ci_policy.read.diff import Diff, read_diff
+from ci_policy.errors import InputError
+from ci_policy.plan.policy import Trigger, resolve
+from ci_policy.plan.selection import PathEffect, classify, decide
+from ci_policy.read.globs import matches
+from ci_policy.model.snapshot import Snapshot, load_snapshot
+
+MAIN = '\nif __name__ == "__main__":\n    main()\n'
+
+CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+  implicit:
+    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
+stages:
+  - {name: cpu, backend: cpu}
+  - {name: gpu-a, backend: cuda, runs_on: [h200], partitions: 2}
+  - {name: gpu-b, backend: cuda, runs_on: [h200, 4gpu], partitions: 2}
+  - {name: amd, backend: rocm, runs_on: [mi350]}
+  - {name: ext, backend: cuda, external: true}
+cadences:
+  schedules: {"0 3 * * *": nightly, "0 4 * * 6": weekly}
+  nightly_exclude: [long]
+scopes:
+  run-ci-all: {exclude: []}
+  run-ci-image: {exclude: [long]}
+selection:
+  explicit: EXPLICIT
+  no_gpu_paths: ["docs/**", "**/*.md", "tests/unit/**"]
+  rules:
+    - {paths: ["src/megatron/**"], labels: [megatron]}
+    - {paths: ["src/fsdp.py"], labels: [fsdp]}
+    - {paths: ["src/unused/**"], labels: [spare]}
+"""
+
+LABELS = ('KNOWN_LABELS = {"megatron": "Megatron", "fsdp": "FSDP", "long": "slow tests", '
+          '"amd": "ROCm", "spare": "used by no test"}\n')
+
+
+def cuda(call: str) -> str:
+    return "from ci_policy import register_cuda_ci\n\n" + call + "\n" + MAIN
+
+
+FILES = {
+    "tests/unit/test_cpu.py": "def test_ok():\n    assert True\n",
+    "tests/unit/conftest.py": "",
+    "tests/gpu/test_mega.py": cuda('register_cuda_ci(est_time=300, suite="gpu-a", labels=["megatron"])'),
+    "tests/gpu/test_fsdp.py": cuda('register_cuda_ci(est_time=200, suite="gpu-a", labels=["fsdp"])'),
+    "tests/gpu/test_mega_long.py": cuda(
+        'register_cuda_ci(est_time=900, suite="gpu-b", labels=["megatron", "long"])'),
+    "tests/gpu/test_long_only.py": cuda('register_cuda_ci(est_time=1200, suite="gpu-b", labels=["long"])'),
+    "tests/gpu/test_nightly.py": cuda(
+        'register_cuda_ci(est_time=100, suite="gpu-b", labels=["fsdp"], nightly=True)'),
+    "tests/gpu/test_amd.py": (
+        "from ci_policy import register_rocm_ci\n\n"
+        'register_rocm_ci(est_time=400, suite="amd", labels=["fsdp", "amd"])\n' + MAIN),
+    "tests/gpu/test_ext.py": cuda('register_cuda_ci(est_time=50, suite="ext", labels=["megatron"])'),
+}
+
+
+def checkout(make_repo, explicit: str = "run") -> Snapshot:
+    repo = make_repo(FILES, config=CONFIG.replace("EXPLICIT", explicit), labels=LABELS)
+    snapshot = load_snapshot(repo)
+    assert snapshot.errors == ()
+    return snapshot
+
+
+def diff_of(records: list[str] | None) -> Diff:
+    """A diff parsed from `git diff --name-status -z` bytes; None means unavailable."""
+    if records is None:
+        return read_diff(b"", "pr.diff")
+    return read_diff(("\0".join(records) + "\0").encode(), "pr.diff")
+
+
+def outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
+    policy = resolve(trigger, snapshot.config, snapshot.labels)
+    policy, decisions = decide(snapshot, policy, diff)
+    table = {d.stage.name: ("run" if d.run else "skip", list(d.reasons), sorted(r.file for r in d.selected))
+             for d in decisions}
+    return policy, table
+
+
+def pr(*labels: str) -> Trigger:
+    return Trigger(event="pull_request", labels=labels)
+
+
+CPU_RUN = ("run", ["run: stage is not diff-pruned (1 selected)"], ["tests/unit/test_cpu.py"])
+MEGA = ["tests/gpu/test_mega.py"]
+MEGA_FSDP = ["tests/gpu/test_fsdp.py", "tests/gpu/test_mega.py"]
+NEEDS_A = ("skip", ["skip: no selected tests (its tests need one of: fsdp, megatron)"], [])
+NEEDS_B = ("skip", ["skip: no selected tests (its tests need one of: long, megatron)"], [])
+NEEDS_AMD = ("skip", ["skip: no selected tests (its tests need one of: amd, fsdp)"], [])
+DOCS = ["M", "docs/guide.md", "M", "README.md"]
+DOCS_ONLY = "skip: the diff touches only README.md, docs/guide.md"
+
+CASES = [
+    pytest.param(
+        "run", pr("run-ci-megatron"), DOCS,
+        {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: requested by run-ci-megatron"], MEGA),
+         "gpu-b": ("run", ["run: requested by run-ci-megatron"], ["tests/gpu/test_mega_long.py"]),
+         "amd": NEEDS_AMD},
+        id="explicit-label-forces-its-stages-through-a-docs-only-diff"),
+    pytest.param(
+        "prune", pr("run-ci-megatron"), DOCS,
+        {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("skip", [DOCS_ONLY], MEGA),
+         "gpu-b": ("skip", [DOCS_ONLY], ["tests/gpu/test_mega_long.py"]),
+         "amd": NEEDS_AMD},
+        id="explicit-prune-lets-the-diff-prune-a-requested-stage"),
+    pytest.param(
+        "prune", pr("run-ci-all"), DOCS,
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("skip", [DOCS_ONLY], MEGA_FSDP),
+         "gpu-b": ("skip", [DOCS_ONLY], ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("skip", [DOCS_ONLY], ["tests/gpu/test_amd.py"])},
+        id="docs-only-pr-skips-every-gpu-stage"),
+    pytest.param(
+        "run", pr("run-ci-image"), DOCS,
+        {"amd", "fsdp", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: included by run-ci-image"], MEGA_FSDP),
+         "gpu-b": ("run", ["run: included by run-ci-image"], ["tests/gpu/test_mega_long.py"]),
+         "amd": ("run", ["run: included by run-ci-image"], ["tests/gpu/test_amd.py"])},
+        id="broad-scope-excludes-long-and-forces-its-stages"),
+    pytest.param(
+        "run", pr("run-ci-image", "run-ci-long"), DOCS,
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: included by run-ci-image"], MEGA_FSDP),
+         "gpu-b": ("run", ["run: requested by run-ci-long", "run: included by run-ci-image"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("run", ["run: included by run-ci-image"], ["tests/gpu/test_amd.py"])},
+        id="explicit-label-beats-scope-exclusion"),
+    pytest.param(
+        "run", pr(), DOCS,
+        set(),
+        {"cpu": CPU_RUN, "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD},
+        id="no-labels-docs-only-runs-only-cpu"),
+    pytest.param(
+        "prune", pr("run-ci-fsdp"), None,
+        {"fsdp"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: the diff is unavailable (pr.diff: the diff is empty), so every runnable "
+                           "stage runs"], ["tests/gpu/test_fsdp.py"]),
+         "gpu-b": NEEDS_B,
+         "amd": ("run", ["run: the diff is unavailable (pr.diff: the diff is empty), so every runnable "
+                         "stage runs"], ["tests/gpu/test_amd.py"])},
+        id="unavailable-diff-skips-only-non-runnable-stages"),
+    pytest.param(
+        "prune", pr("run-ci-all"), ["R090", "tests/gpu/test_fsdp.py", "docs/fsdp-notes.md"],
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: tests/gpu/test_fsdp.py changed"], MEGA_FSDP),
+         "gpu-b": ("skip", ["skip: the diff touches only docs/fsdp-notes.md, tests/gpu/test_fsdp.py"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("skip", ["skip: the diff touches only docs/fsdp-notes.md, tests/gpu/test_fsdp.py"],
+                 ["tests/gpu/test_amd.py"])},
+        id="rename-old-path-is-a-registered-test"),
+    pytest.param(
+        "prune", pr("run-ci-all"), ["R100", "tests/gpu/test_gone.py", "tests/gpu/test_mega.py"],
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: tests/gpu/test_gone.py matches no rule, so every stage runs"], MEGA_FSDP),
+         "gpu-b": ("run", ["run: tests/gpu/test_gone.py matches no rule, so every stage runs"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("run", ["run: tests/gpu/test_gone.py matches no rule, so every stage runs"],
+                 ["tests/gpu/test_amd.py"])},
+        id="rename-old-path-gone-from-the-checkout-fans-out"),
+    pytest.param(
+        "prune", pr("run-ci-megatron"), ["M", "src/model.py", "M", "docs/guide.md"],
+        {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: src/model.py matches no rule, so every stage runs"], MEGA),
+         "gpu-b": ("run", ["run: src/model.py matches no rule, so every stage runs"],
+                   ["tests/gpu/test_mega_long.py"]),
+         "amd": NEEDS_AMD},
+        id="unknown-path-fans-out-to-every-runnable-stage"),
+    pytest.param(
+        "prune", pr("run-ci-megatron"),
+        ["M", "src/a.py", "M", "src/b.py", "M", "src/c.py", "D", "src/d.py", "A", "src/e.py", "M", "src/f.py",
+         "M", "setup.py"],
+        {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: setup.py, src/a.py, src/b.py, src/c.py, src/d.py and 2 more match no rule, "
+                           "so every stage runs"], MEGA),
+         "gpu-b": ("run", ["run: setup.py, src/a.py, src/b.py, src/c.py, src/d.py and 2 more match no rule, "
+                           "so every stage runs"], ["tests/gpu/test_mega_long.py"]),
+         "amd": NEEDS_AMD},
+        id="many-unknown-paths-are-abbreviated"),
+    pytest.param(
+        "run", pr(), ["M", "src/megatron/core.py", "M", "docs/guide.md"],
+        {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: src/megatron/core.py selects megatron"], MEGA),
+         "gpu-b": ("run", ["run: src/megatron/core.py selects megatron"], ["tests/gpu/test_mega_long.py"]),
+         "amd": NEEDS_AMD},
+        id="rule-auto-selects-megatron"),
+    pytest.param(
+        "run", pr(), ["M", "src/megatron/README.md"],
+        {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: src/megatron/README.md selects megatron"], MEGA),
+         "gpu-b": ("run", ["run: src/megatron/README.md selects megatron"], ["tests/gpu/test_mega_long.py"]),
+         "amd": NEEDS_AMD},
+        id="rule-wins-over-no-gpu-path"),
+    pytest.param(
+        "run", pr(), ["M", "src/fsdp.py"],
+        {"fsdp"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: src/fsdp.py selects fsdp"], ["tests/gpu/test_fsdp.py"]),
+         "gpu-b": NEEDS_B,
+         "amd": ("run", ["run: src/fsdp.py selects fsdp"], ["tests/gpu/test_amd.py"])},
+        id="rule-stage-with-only-nightly-tests-stays-skipped"),
+    pytest.param(
+        "run", pr("run-ci-long"), ["M", "src/fsdp.py", "M", "src/megatron/a.py", "M", "src/megatron/b.py"],
+        {"fsdp", "long", "megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: src/fsdp.py, src/megatron/a.py, src/megatron/b.py selects fsdp, megatron"],
+                   MEGA_FSDP),
+         # gpu-b holds a (nightly-only) fsdp test, so the fsdp rule affects it too.
+         "gpu-b": ("run", ["run: src/fsdp.py, src/megatron/a.py, src/megatron/b.py selects fsdp, megatron",
+                           "run: requested by run-ci-long"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("run", ["run: src/fsdp.py selects fsdp"], ["tests/gpu/test_amd.py"])},
+        id="several-rules-and-an-explicit-label"),
+    pytest.param(
+        "run", pr(), ["M", "src/unused/x.py"],
+        {"spare"},
+        {"cpu": CPU_RUN, "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD},
+        id="rule-whose-labels-no-test-uses-affects-nothing"),
+    pytest.param(
+        "prune", pr("run-ci-megatron"), ["M", "tests/gpu/test_mega.py"],
+        {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: tests/gpu/test_mega.py changed"], MEGA),
+         "gpu-b": ("skip", ["skip: the diff touches only tests/gpu/test_mega.py"], ["tests/gpu/test_mega_long.py"]),
+         "amd": NEEDS_AMD},
+        id="changed-test-affects-only-its-own-stage"),
+    pytest.param(
+        "prune", pr("run-ci-all"), ["M", "tests/unit/test_cpu.py", "A", "tests/unit/conftest.py"],
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("skip", ["skip: the diff touches only tests/unit/conftest.py, tests/unit/test_cpu.py"],
+                   MEGA_FSDP),
+         "gpu-b": ("skip", ["skip: the diff touches only tests/unit/conftest.py, tests/unit/test_cpu.py"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("skip", ["skip: the diff touches only tests/unit/conftest.py, tests/unit/test_cpu.py"],
+                 ["tests/gpu/test_amd.py"])},
+        id="cpu-test-and-no-gpu-path-leave-gpu-stages-pruned"),
+    pytest.param(
+        "prune", pr("run-ci-all"), ["M", "tests/gpu/test_ext.py"],
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("skip", ["skip: the diff touches only tests/gpu/test_ext.py"], MEGA_FSDP),
+         "gpu-b": ("skip", ["skip: the diff touches only tests/gpu/test_ext.py"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("skip", ["skip: the diff touches only tests/gpu/test_ext.py"], ["tests/gpu/test_amd.py"])},
+        id="external-stage-test-affects-no-planned-stage"),
+    pytest.param(
+        "run", pr("nightly"), DOCS,
+        {"amd", "fsdp", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: included by the nightly cadence"], MEGA_FSDP),
+         "gpu-b": ("run", ["run: included by the nightly cadence"],
+                   ["tests/gpu/test_mega_long.py", "tests/gpu/test_nightly.py"]),
+         "amd": ("run", ["run: included by the nightly cadence"], ["tests/gpu/test_amd.py"])},
+        id="nightly-pr-label-admits-nightly-tests"),
+    pytest.param(
+        "run", pr("run-ci-nosuch", "wip", "bypass-fastfail"), DOCS,
+        set(),
+        {"cpu": CPU_RUN, "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD},
+        id="unknown-and-foreign-labels-select-nothing"),
+    # Other events run every stage with selected tests, whatever the diff.
+    pytest.param(
+        "prune", Trigger(event="schedule", schedule="0 3 * * *"), DOCS,
+        {"amd", "fsdp", "megatron", "spare"},
+        {"cpu": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"],
+                 ["tests/unit/test_cpu.py"]),
+         "gpu-a": ("run", ["run: schedule event runs every stage with selected tests (2 selected)"], MEGA_FSDP),
+         "gpu-b": ("run", ["run: schedule event runs every stage with selected tests (2 selected)"],
+                   ["tests/gpu/test_mega_long.py", "tests/gpu/test_nightly.py"]),
+         "amd": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"],
+                 ["tests/gpu/test_amd.py"])},
+        id="nightly-schedule"),
+    pytest.param(
+        "prune", Trigger(event="schedule", schedule="0 4 * * 6"), None,
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"],
+                 ["tests/unit/test_cpu.py"]),
+         "gpu-a": ("run", ["run: schedule event runs every stage with selected tests (2 selected)"], MEGA_FSDP),
+         "gpu-b": ("run", ["run: schedule event runs every stage with selected tests (3 selected)"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py", "tests/gpu/test_nightly.py"]),
+         "amd": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"],
+                 ["tests/gpu/test_amd.py"])},
+        id="weekly-schedule-without-a-diff"),
+    pytest.param(
+        "run", Trigger(event="workflow_dispatch"), DOCS,
+        set(),
+        {"cpu": ("run", ["run: workflow_dispatch event runs every stage with selected tests (1 selected)"],
+                 ["tests/unit/test_cpu.py"]),
+         "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD},
+        id="dispatch-regular-selects-only-unlabelled-tests"),
+    pytest.param(
+        "run", Trigger(event="workflow_call", cadence="release"), ["M", "src/fsdp.py"],
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": ("run", ["run: workflow_call event runs every stage with selected tests (1 selected)"],
+                 ["tests/unit/test_cpu.py"]),
+         "gpu-a": ("run", ["run: workflow_call event runs every stage with selected tests (2 selected)"],
+                   MEGA_FSDP),
+         "gpu-b": ("run", ["run: workflow_call event runs every stage with selected tests (3 selected)"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py", "tests/gpu/test_nightly.py"]),
+         "amd": ("run", ["run: workflow_call event runs every stage with selected tests (1 selected)"],
+                 ["tests/gpu/test_amd.py"])},
+        id="call-with-release-cadence-ignores-the-diff"),
+]
+
+
+@pytest.mark.parametrize("explicit, trigger, records, include, expected", CASES)
+def test_stage_selection(make_repo, explicit, trigger, records, include, expected):
+    snapshot = checkout(make_repo, explicit)
+    policy, table = outcome(snapshot, trigger, diff_of(records))
+    assert set(policy.include_labels) == include
+    assert table == expected
+
+
+def test_external_stage_is_never_planned(make_repo):
+    snapshot = checkout(make_repo)
+    for trigger in (pr("run-ci-all"), Trigger(event="schedule", schedule="0 4 * * 6")):
+        _, decisions = decide(snapshot, resolve(trigger, snapshot.config, snapshot.labels),
+                              diff_of(["M", "tests/gpu/test_ext.py"]))
+        assert [d.stage.name for d in decisions] == ["cpu", "gpu-a", "gpu-b", "amd"]
+
+
+def test_auto_selected_labels_name_the_path_that_selected_them(make_repo):
+    snapshot = checkout(make_repo)
+    policy = resolve(pr("run-ci-fsdp"), snapshot.config, snapshot.labels)
+    after, _ = decide(snapshot, policy, diff_of(["M", "src/megatron/x.py", "M", "src/fsdp.py"]))
+    # The explicit request keeps its source; the rule adds megatron with the path that caused it.
+    assert after.sources == (("fsdp", "run-ci-fsdp"), ("megatron", "a change to src/megatron/x.py"))
+    assert after.include_labels == ("fsdp", "megatron")
+    assert after.raw_labels == ("run-ci-fsdp",)
+
+
+def test_auto_selection_does_not_happen_outside_pull_requests(make_repo):
+    snapshot = checkout(make_repo)
+    policy = resolve(Trigger(event="workflow_dispatch"), snapshot.config, snapshot.labels)
+    after, _ = decide(snapshot, policy, diff_of(["M", "src/megatron/x.py"]))
+    assert after.include_labels == ()
+
+
+@pytest.mark.parametrize("path, effect", [
+    ("tests/gpu/test_mega.py", PathEffect("tests/gpu/test_mega.py", "test", stages=("gpu-a",))),
+    ("tests/gpu/test_ext.py", PathEffect("tests/gpu/test_ext.py", "test", stages=("ext",))),
+    ("tests/unit/test_cpu.py", PathEffect("tests/unit/test_cpu.py", "test", stages=("cpu",))),
+    ("tests/unit/conftest.py", PathEffect("tests/unit/conftest.py", "no_gpu")),
+    ("src/megatron/core.py", PathEffect("src/megatron/core.py", "rule", stages=("ext", "gpu-a", "gpu-b"),
+                                        labels=("megatron",))),
+    ("src/megatron/README.md", PathEffect("src/megatron/README.md", "rule", stages=("ext", "gpu-a", "gpu-b"),
+                                          labels=("megatron",))),
+    ("src/fsdp.py", PathEffect("src/fsdp.py", "rule", stages=("amd", "gpu-a", "gpu-b"), labels=("fsdp",))),
+    ("src/fsdp.pyc", PathEffect("src/fsdp.pyc", "other")),
+    ("src/unused/deep/x.py", PathEffect("src/unused/deep/x.py", "rule", labels=("spare",))),
+    ("README.md", PathEffect("README.md", "no_gpu")),
+    ("a/b/NOTES.md", PathEffect("a/b/NOTES.md", "no_gpu")),
+    ("docs/img/arch.png", PathEffect("docs/img/arch.png", "no_gpu")),
+    ("src/docs/x.py", PathEffect("src/docs/x.py", "other")),
+    ("setup.py", PathEffect("setup.py", "other")),
+    ("tests/gpu/test_deleted.py", PathEffect("tests/gpu/test_deleted.py", "other")),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_classify_first_match_wins(make_repo, path, effect):
+    assert classify(path, checkout(make_repo)) == effect
+
+
+def config_with(tail: str) -> str:
+    return CONFIG.replace("EXPLICIT", "run") + tail
+
+
+@pytest.mark.parametrize("files, trigger, reason", [
+    pytest.param({"tests/gpu/test_x.py": cuda(
+        'register_cuda_ci(60, "gpu-c", labels=["megatron"], disabled="driver bug, see #7")'),
+        "tests/gpu/test_y.py": cuda('register_cuda_ci(60, "gpu-c", labels=["fsdp"], disabled="no H200")')},
+        pr("run-ci-all"), "skip: no selected tests (all 2 disabled)", id="all-disabled"),
+    pytest.param({"tests/gpu/test_x.py": cuda(
+        'register_cuda_ci(60, "gpu-c", labels=["megatron"], nightly=True)')},
+        pr("run-ci-all"),
+        "skip: no selected tests (its tests are nightly-only; the regular cadence does not admit them)",
+        id="nightly-only-on-a-pr"),
+    pytest.param({"tests/gpu/test_x.py": cuda(
+        'register_cuda_ci(60, "gpu-c", labels=["megatron"], nightly=True)'),
+        "tests/gpu/test_y.py": cuda('register_cuda_ci(60, "gpu-c", labels=["fsdp"], disabled="no H200")')},
+        Trigger(event="workflow_dispatch"),
+        "skip: no selected tests (its tests are nightly-only; the regular cadence does not admit them)",
+        id="nightly-only-and-disabled-on-dispatch"),
+    pytest.param({}, pr("run-ci-all"), "skip: no registered tests", id="empty-stage"),
+])
+def test_why_a_stage_has_nothing_to_run(make_repo, files, trigger, reason):
+    config = CONFIG.replace("EXPLICIT", "run").replace(
+        "  - {name: ext,", "  - {name: gpu-c, backend: cuda, runs_on: [h200]}\n  - {name: ext,")
+    repo = make_repo({**FILES, **files}, config=config, labels=LABELS)
+    snapshot = load_snapshot(repo).require_valid()
+    _, table = outcome(snapshot, trigger, diff_of(["M", "setup.py"]))
+    assert table["gpu-c"] == ("skip", [reason], [])
+
+
+def test_cpu_stage_opted_into_diff_pruning_is_pruned(make_repo):
+    config = CONFIG.replace("EXPLICIT", "prune").replace(
+        "{name: cpu, backend: cpu}", "{name: cpu, backend: cpu, diff_pruned: true}")
+    snapshot = load_snapshot(make_repo(FILES, config=config, labels=LABELS)).require_valid()
+    _, table = outcome(snapshot, pr(), diff_of(["M", "docs/guide.md"]))
+    assert table["cpu"] == ("skip", ["skip: the diff touches only docs/guide.md"], ["tests/unit/test_cpu.py"])
+    _, table = outcome(snapshot, pr(), diff_of(["M", "tests/unit/test_cpu.py"]))
+    assert table["cpu"] == ("run", ["run: tests/unit/test_cpu.py changed"], ["tests/unit/test_cpu.py"])
+
+
+def test_gpu_stage_opted_out_of_diff_pruning_always_runs(make_repo):
+    config = CONFIG.replace("EXPLICIT", "prune").replace(
+        "{name: amd, backend: rocm, runs_on: [mi350]}",
+        "{name: amd, backend: rocm, runs_on: [mi350], diff_pruned: false}")
+    snapshot = load_snapshot(make_repo(FILES, config=config, labels=LABELS)).require_valid()
+    _, table = outcome(snapshot, pr("run-ci-amd"), diff_of(["M", "docs/guide.md"]))
+    assert table["amd"] == ("run", ["run: stage is not diff-pruned (1 selected)"], ["tests/gpu/test_amd.py"])
+    assert table["gpu-a"] == NEEDS_A
+
+
+def test_unknown_cron_is_an_error_never_another_cadence(make_repo):
+    snapshot = checkout(make_repo)
+    with pytest.raises(InputError) as info:
+        resolve(Trigger(event="schedule", schedule="0 5 * * *"), snapshot.config, snapshot.labels)
+    err = info.value
+    assert err.message == ("--schedule: cron '0 5 * * *' is not listed in cadences.schedules "
+                           "(listed: '0 3 * * *', '0 4 * * 6')")
+    assert (err.path, err.line) == (".github/ci-policy.yml", 13)
+    assert err.hint == "add it to cadences.schedules in the configuration with its cadence"
+
+
+def test_cadence_override_wins_over_the_cron(make_repo):
+    snapshot = checkout(make_repo)
+    policy = resolve(Trigger(event="schedule", schedule="0 5 * * *", cadence="regular"),
+                     snapshot.config, snapshot.labels)
+    assert (policy.cadence, policy.include_labels) == ("regular", ())
+
+
+# -- the rules, restated independently and compared on random inputs ----------------------
+
+def spec_outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
+    """The specification, written out directly: which stages run, with which selected files."""
+    config = snapshot.config
+    policy = resolve(trigger, snapshot.config, snapshot.labels)
+    include = set(policy.include_labels)
+    pr = trigger.event == "pull_request"
+    every = {s.name for s in config.stages}
+    affected: set[str] = set()
+    if pr and not diff.available:
+        affected = every
+    elif pr:
+        registered = {r.file: r for r in snapshot.registrations}
+        for path in diff.files:
+            rule_labels = {label for rule in config.selection.rules if any(matches(g, path) for g in rule.paths)
+                           for label in rule.labels}
+            if path in registered:
+                affected |= {r.suite for r in snapshot.registrations if r.file == path}
+            elif rule_labels:
+                affected |= {r.suite for r in snapshot.registrations if set(r.labels) & rule_labels}
+                include |= rule_labels
+            elif any(matches(g, path) for g in config.selection.no_gpu_paths):
+                pass
+            else:
+                affected = every | affected
+    admit = policy.cadence in ("nightly", "weekly", "release")
+
+    def selected(r) -> bool:
+        return (r.disabled is None and (admit or not r.nightly)
+                and (not r.labels or bool(set(r.labels) & include)))
+
+    table = {}
+    for stage in config.stages:
+        if stage.external:
+            continue
+        chosen = sorted(r.file for r in snapshot.registrations if r.suite == stage.name and selected(r))
+        forced = config.selection.explicit == "run" and any(
+            set(r.labels) & set(policy.include_labels)
+            for r in snapshot.registrations if r.suite == stage.name and selected(r))
+        runs = bool(chosen) and (not pr or not stage.diff_pruned or stage.name in affected or forced)
+        table[stage.name] = ("run" if runs else "skip", chosen)
+    return sorted(include), table
+
+
+PATHS = sorted(FILES) + ["tests/gpu/test_gone.py", "src/megatron/a.py", "src/megatron/README.md",
+                         "src/fsdp.py", "src/unused/x.py", "docs/guide.md", "README.md", "notes/x.md",
+                         "src/model.py", "setup.py"]
+PR_LABELS = ["run-ci-megatron", "run-ci-fsdp", "run-ci-long", "run-ci-amd", "run-ci-spare", "run-ci-all",
+             "run-ci-image", "run-ci-nosuch", "nightly", "bypass-fastfail", "wip"]
+RECORD = st.one_of(
+    st.tuples(st.sampled_from(["M", "A", "D", "T"]), st.sampled_from(PATHS)).map(list),
+    st.tuples(st.sampled_from(["R100", "R075", "C090"]), st.sampled_from(PATHS), st.sampled_from(PATHS)).map(list),
+)
+TRIGGER = st.one_of(
+    st.lists(st.sampled_from(PR_LABELS), max_size=4).map(lambda labels: pr(*labels)),
+    st.sampled_from([Trigger(event="schedule", schedule="0 3 * * *"), Trigger(event="schedule", schedule="0 4 * * 6"),
+                     Trigger(event="workflow_dispatch"), Trigger(event="workflow_call", cadence="nightly")]),
+)
+
+
+@pytest.fixture(scope="module")
+def snapshots(tmp_path_factory) -> dict[str, Snapshot]:
+    out = {}
+    for explicit in ("run", "prune"):
+        repo = tmp_path_factory.mktemp(f"explicit-{explicit}")
+        files = {**FILES, ".github/ci-policy.yml": CONFIG.replace("EXPLICIT", explicit), "labels.py": LABELS}
+        for rel, text in files.items():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_text(text)
+        out[explicit] = load_snapshot(repo).require_valid()
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(explicit=st.sampled_from(["run", "prune"]), trigger=TRIGGER,
+       records=st.one_of(st.none(), st.lists(RECORD, min_size=1, max_size=5)))
+def test_selection_agrees_with_the_rules_restated(snapshots, explicit, trigger, records):
+    snapshot = snapshots[explicit]
+    diff = diff_of(None if records is None else [field for record in records for field in record])
+    include, expected = spec_outcome(snapshot, trigger, diff)
+    policy, table = outcome(snapshot, trigger, diff)
+    assert list(policy.include_labels) == include
+    assert {name: (decision, files) for name, (decision, _, files) in table.items()} == expected
+    for decision, reasons, _ in table.values():
+        assert reasons and all(r.startswith(f"{decision}: ") for r in reasons)

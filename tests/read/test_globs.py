@@ -1,0 +1,168 @@
+"""gitignore-style globs (`ci_policy.globs`): a match table, the refused globs, properties."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ci_policy.read.globs import GlobError, compile_glob, matches
+
+# (pattern, path, expected)
+MATCH_TABLE = [
+    # `**` crosses directories; `dir/**` is everything below `dir`, not `dir` itself
+    ("docs/**", "docs/guide.md", True),
+    ("docs/**", "docs/sub/deep/x.py", True),
+    ("docs/**", "docs", False),
+    ("docs/**", "docsx/guide.md", False),
+    ("docs/**", "src/docs/guide.md", False),  # contains '/': anchored to the root
+    ("**", "any/path/at/all.py", True),
+    ("**/*.md", "README.md", True),  # `**/` also matches zero directories
+    ("**/*.md", "docs/guide.md", True),
+    ("**/*.md", "a/b/c/d.md", True),
+    ("**/*.md", "README.mdx", False),
+    ("**/*.md", "docs/md", False),
+    ("**/tests", "pkg/tests/test_a.py", True),
+    ("a/**/b", "a/b", True),
+    ("a/**/b", "a/x/y/b", True),
+    ("a/**/b", "a/xb", False),
+    ("src/**/test_*.py", "src/x/y/test_a.py", True),
+    ("src/**/test_*.py", "src/x/y/a_test.py", False),
+    # `*` and `?` stay within one path segment
+    ("src/*.py", "src/a.py", True),
+    ("src/*.py", "src/sub/a.py", False),
+    ("src/*.py", "other/src/a.py", False),
+    ("a*b", "a/b", False),
+    ("a?b", "a/b", False),
+    ("?.py", "a.py", True),
+    ("?.py", "ab.py", False),
+    ("*.py", "a.py.bak", False),
+    # a pattern without '/' matches at any depth
+    ("*.md", "README.md", True),
+    ("*.md", "docs/deep/x.md", True),
+    ("*.md", "README.txt", False),
+    ("setup.py", "pkg/setup.py", True),
+    ("tests", "tests", True),
+    ("tests", "src/tests", True),
+    ("tests", "src/tests/test_a.py", True),  # everything inside a matched directory
+    ("tests", "testsuite/a.py", False),
+    ("*.md", "notes.md/inner.py", True),  # a directory named *.md: everything inside
+    ("docs/*", "docs/a/b.md", True),
+    # a leading '/' anchors to the root
+    ("/setup.py", "setup.py", True),
+    ("/setup.py", "pkg/setup.py", False),
+    ("/src/", "lib/src/a.py", False),
+    # a trailing '/' matches a directory and everything below it, not a file of that name
+    ("docs/", "docs/guide.md", True),
+    ("docs/", "src/docs/guide.md", True),
+    ("docs/", "docs", False),
+    ("src/", "lib/src/a.py", True),
+    # character classes, negated with '!' or '^'; never matching '/'
+    ("test_[0-9].py", "tests/test_3.py", True),
+    ("test_[0-9].py", "test_x.py", False),
+    ("test_[!0-9].py", "test_x.py", True),
+    ("test_[!0-9].py", "test_3.py", False),
+    ("test_[^0-9].py", "test_x.py", True),
+    ("test_[^0-9].py", "test_3.py", False),
+    ("[]a].txt", "].txt", True),  # ']' first in a class is a member
+    ("[]a].txt", "a.txt", True),
+    ("[]a].txt", "b.txt", False),
+    ("[!]a].txt", "b.txt", True),
+    ("[!]a].txt", "].txt", False),
+    ("a[+-0]b", "a.b", True),
+    ("a[+-0]b", "a/b", False),  # the range +-0 contains '/', which a class never matches
+    ("a[!x]b", "a/b", False),
+    ("[a&&b]", "&", True),  # no regex set operations inside a class
+    ("[a&&b]", "c", False),
+    # everything else is literal
+    ("a.b", "axb", False),
+    ("a+b(c)|d", "a+b(c)|d", True),
+    ("a+b(c)|d", "aab(c)", False),
+    ("minirl/backends/megatron.py", "minirl/backends/megatron.py", True),
+    ("minirl/backends/megatron.py", "minirl/backends/megatron.pyc", False),
+    ("minirl/backends/megatron.py", "x/minirl/backends/megatron.py", False),
+    ("ünï/*.md", "ünï/x.md", True),
+    ("ünï/*.md", "uni/x.md", False),
+]
+
+
+@pytest.mark.parametrize("pattern, path, expected", MATCH_TABLE,
+                         ids=[f"{p}|{q}" for p, q, _ in MATCH_TABLE])
+def test_match_table(pattern, path, expected):
+    assert matches(pattern, path) is expected
+
+
+def test_match_table_has_both_outcomes_and_forty_rows():
+    assert len(MATCH_TABLE) >= 40
+    assert {expected for _, _, expected in MATCH_TABLE} == {True, False}
+
+
+INVALID = [
+    ("", "invalid glob '': empty or surrounded by whitespace"),
+    (" docs/**", "invalid glob ' docs/**': empty or surrounded by whitespace"),
+    ("docs/** ", "invalid glob 'docs/** ': empty or surrounded by whitespace"),
+    ("a\\b", "invalid glob 'a\\\\b': backslashes are not supported"),
+    ("/", "invalid glob '/': matches nothing"),
+    ("//", "invalid glob '//': matches nothing"),
+    ("a**b", "invalid glob 'a**b': '**' must be a whole path segment"),
+    ("docs/**.md", "invalid glob 'docs/**.md': '**' must be a whole path segment"),
+    ("[abc", "invalid glob '[abc': unclosed '['"),
+    ("[]", "invalid glob '[]': unclosed '['"),
+    ("[!]", "invalid glob '[!]': unclosed '['"),
+    ("a[/]b", "invalid glob 'a[/]b': unclosed '['"),
+    ("[z-a]", "invalid glob '[z-a]': bad character range z-a"),
+]
+
+
+@pytest.mark.parametrize("pattern, message", INVALID, ids=[repr(p) for p, _ in INVALID])
+def test_invalid_globs(pattern, message):
+    with pytest.raises(GlobError) as info:
+        compile_glob(pattern)
+    assert str(info.value) == message
+
+
+def test_compile_returns_the_same_regex_for_the_same_pattern():
+    assert compile_glob("docs/**") is compile_glob("docs/**")
+    assert isinstance(compile_glob("docs/**"), re.Pattern)
+
+
+GLOB_CHARS = "*?[]!^-/.az0+&"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(), st.text(alphabet=GLOB_CHARS, max_size=12)), st.text(max_size=20))
+def test_compile_raises_nothing_but_glob_error(pattern, path):
+    try:
+        regex = compile_glob(pattern)
+    except GlobError as exc:
+        assert str(exc).startswith(f"invalid glob {pattern!r}: ")
+        return
+    assert isinstance(regex, re.Pattern)
+    # A compiled glob matches any text without raising.
+    assert isinstance(matches(pattern, path), bool)
+
+
+SEGMENT = st.text(alphabet=string.ascii_letters + string.digits + "_.-", min_size=1, max_size=8).filter(
+    lambda s: s not in (".", ".."))
+PATHS = st.lists(SEGMENT, min_size=1, max_size=4).map("/".join)
+
+
+@given(PATHS)
+def test_a_literal_path_matches_itself_anywhere_under_double_star(path):
+    assert matches(path, path)
+    assert matches("/" + path, path)
+    assert matches("**/" + path, "x/y/" + path)
+    assert matches(path + "/", path + "/inner")
+    assert not matches(path + "/", path)
+
+
+@given(PATHS, SEGMENT)
+def test_star_never_crosses_a_directory(directory, name):
+    assert matches(f"{directory}/*", f"{directory}/{name}")
+    assert matches(f"{directory}/*/leaf", f"{directory}/{name}/leaf")
+    assert not matches(f"{directory}/*/leaf", f"{directory}/{name}/{name}/leaf")
+    assert matches(f"{directory}/**/leaf", f"{directory}/{name}/{name}/leaf")
+    assert matches(f"{directory}/?", f"{directory}/{name}") is (len(name) == 1)

@@ -1,0 +1,370 @@
+"""The marker scanner: where a marker call may stand, aliasing, attribute calls,
+`if __name__ == "__main__":` detection, and `literal()`."""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ci_policy.gates.declarations import gates_of
+from ci_policy.config import parse_config
+from ci_policy.errors import InputError
+from ci_policy.read.labels import parse_labels
+from ci_policy.read.markers import ALL_MARKERS, NotLiteral, literal, scan
+from ci_policy.model.registry import registrations_of
+from ci_policy.model.snapshot import load_snapshot
+
+from helpers import MINIMAL_CONFIG, MINIMAL_LABELS
+
+PATH = "tests/e2e/test_x.py"
+MAIN = '\nif __name__ == "__main__":\n    main()\n'
+
+MISPLACED = ("{name}(...) here is not a registration: markers are read only as module-level "
+             "expression statements (not inside a function, class, `if`, `with`, or an assignment)")
+UNCALLED = "{name} is referenced without being called as a module-level statement, so ci-policy cannot read it"
+PLACEMENT_HINT = "write `{name}(...)` as a statement at module level, outside any block"
+
+
+def err(line, col, message, hint=None, path=PATH):
+    return {"path": path, "line": line, "col": col, "message": message, "hint": hint}
+
+
+def misplaced(line, col, name="register_cuda_ci"):
+    return err(line, col, MISPLACED.format(name=name), PLACEMENT_HINT.format(name=name))
+
+
+def uncalled(line, col, name="register_cuda_ci"):
+    return err(line, col, UNCALLED.format(name=name), PLACEMENT_HINT.format(name=name))
+
+
+def attribute(line, col, shown, name="register_cuda_ci"):
+    return err(line, col, f"{shown} is not a registration: ci-policy reads only calls to the bare name {name}",
+               f"`from ci_policy import {name}` and call `{name}(...)` at module level")
+
+
+def aliased(line, col, asname, name="register_cuda_ci"):
+    return err(line, col, f"{name} is imported as {asname!r}; ci-policy reads only calls to the bare name {name}",
+               f"import it without 'as {asname}'")
+
+
+def unused_import(line, col, name="register_cuda_ci"):
+    what = "gate" if name == "register_ci_gate" else "registration"
+    return err(line, col, f"{name} is imported but this file has no module-level {name}(...) statement, "
+               f"so ci-policy reads no {what} from it", f"call {name}(...) at module level, or remove the import")
+
+
+def errors_of(result) -> list[dict]:
+    return [e.as_dict() for e in sorted(result.errors, key=InputError.sort_key)]
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+CALL = 'register_cuda_ci(60, "gpu-a", labels=["fsdp"])'
+
+# ---------------------------------------------------------------------------
+# Placement: accepted forms, with the (marker, line, col) of each call found.
+# ---------------------------------------------------------------------------
+
+ACCEPTED_PLACEMENTS = [
+    pytest.param(CALL + "\n", [("register_cuda_ci", 1, 1)], id="bare-statement"),
+    pytest.param(f"from ci_policy import register_cuda_ci\n\n{CALL}\n", [("register_cuda_ci", 3, 1)],
+                 id="after-import"),
+    pytest.param(f"import os\nx = 1; {CALL}\n", [("register_cuda_ci", 2, 8)], id="after-semicolon"),
+    pytest.param('register_cuda_ci(\n    60,\n    "gpu-a",\n    labels=["fsdp"],\n)  # comment\n',
+                 [("register_cuda_ci", 1, 1)], id="multi-line-call"),
+    pytest.param(f'{CALL}\nregister_rocm_ci(60, "amd", labels=["fsdp"])\nregister_cpu_ci(1, "cpu")\n'
+                 'register_ci_gate(metric_key="loss")\n',
+                 [("register_cuda_ci", 1, 1), ("register_rocm_ci", 2, 1), ("register_cpu_ci", 3, 1),
+                  ("register_ci_gate", 4, 1)], id="every-marker-in-source-order"),
+    pytest.param(f"from ci_policy import register_cuda_ci as register_cuda_ci\n{CALL}\n",
+                 [("register_cuda_ci", 2, 1)], id="import-as-same-name"),
+    pytest.param(f"import ci_policy\n{CALL}\n", [("register_cuda_ci", 2, 1)], id="module-import"),
+]
+
+
+@pytest.mark.parametrize("text, calls", ACCEPTED_PLACEMENTS)
+def test_module_level_marker_statements_are_found(text, calls):
+    result = scan(text, PATH)
+    assert errors_of(result) == []
+    assert [(c.marker, c.line, c.col) for c in result.calls] == calls
+
+
+# ---------------------------------------------------------------------------
+# Placement: rejected forms. Each must be an error, never a silent skip.
+# ---------------------------------------------------------------------------
+
+REJECTED_PLACEMENTS = [
+    pytest.param(src(f"""
+        def setup():
+            {CALL}
+        """), [misplaced(2, 5)], id="inside-function"),
+    pytest.param(src(f"""
+        async def setup():
+            {CALL}
+        """), [misplaced(2, 5)], id="inside-async-function"),
+    pytest.param(src(f"""
+        class TestX:
+            {CALL}
+        """), [misplaced(2, 5)], id="inside-class"),
+    pytest.param(src(f"""
+        import os
+        if os.environ.get("CI"):
+            {CALL}
+        """), [misplaced(3, 5)], id="inside-if"),
+    pytest.param(src(f"""
+        if __name__ == "__main__":
+            {CALL}
+        """), [misplaced(2, 5)], id="inside-main-block"),
+    pytest.param(src(f"""
+        with open("x") as fh:
+            {CALL}
+        """), [misplaced(2, 5)], id="inside-with"),
+    pytest.param(src(f"""
+        try:
+            {CALL}
+        except ImportError:
+            pass
+        """), [misplaced(2, 5)], id="inside-try"),
+    pytest.param(src(f"""
+        for _ in range(1):
+            {CALL}
+        """), [misplaced(2, 5)], id="inside-for"),
+    pytest.param(f"registration = {CALL}\n", [misplaced(1, 16)], id="assignment"),
+    pytest.param(f"print({CALL})\n", [misplaced(1, 7)], id="argument-of-another-call"),
+    pytest.param(f"_ = lambda: {CALL}\n", [misplaced(1, 13)], id="inside-lambda"),
+    pytest.param(f"x = 1 if True else {CALL}\n", [misplaced(1, 20)], id="inside-conditional-expression"),
+    pytest.param(f"{CALL}()\n", [misplaced(1, 1)], id="result-called-again"),
+    pytest.param("reg = register_cuda_ci\n", [uncalled(1, 7)], id="referenced-not-called"),
+    pytest.param("@register_cuda_ci\ndef test(): pass\n", [uncalled(1, 2)], id="used-as-decorator"),
+    pytest.param("register_cuda_ci\n", [uncalled(1, 1)], id="bare-name-statement"),
+    pytest.param('ci_register.register_cuda_ci(60, "gpu-a", labels=["fsdp"])\n',
+                 [attribute(1, 1, "ci_register.register_cuda_ci")], id="attribute-call"),
+    pytest.param('import ci_policy\nci_policy.register_cpu_ci(1, "cpu")\n',
+                 [attribute(2, 1, "ci_policy.register_cpu_ci", "register_cpu_ci")], id="attribute-call-cpu"),
+    pytest.param('a.b.register_ci_gate(metric_key="loss")\n',
+                 [attribute(1, 1, "a.b.register_ci_gate", "register_ci_gate")], id="attribute-call-gate"),
+    pytest.param("f = ci_register.register_rocm_ci\n",
+                 [attribute(1, 5, "ci_register.register_rocm_ci", "register_rocm_ci")],
+                 id="attribute-reference"),
+    pytest.param('from ci_policy import register_cuda_ci as reg\nreg(60, "gpu-a", labels=["fsdp"])\n',
+                 [aliased(1, 1, "reg")], id="aliased-from-import"),
+    pytest.param('import ci_policy.register_cuda_ci as reg\n', [aliased(1, 1, "reg")], id="aliased-import"),
+    pytest.param("from ci_policy import register_cuda_ci\n", [unused_import(1, 1)], id="imported-never-called"),
+    pytest.param(f"from ci_policy import register_cpu_ci, register_cuda_ci\n{CALL}\n",
+                 [unused_import(1, 1, "register_cpu_ci")], id="one-of-two-imports-unused"),
+    pytest.param("from ci_policy import register_ci_gate\n", [unused_import(1, 1, "register_ci_gate")],
+                 id="gate-imported-never-called"),
+    pytest.param(src(f"""
+        from ci_policy import register_cuda_ci
+        def setup():
+            {CALL}
+        """), [unused_import(1, 1), misplaced(3, 5)], id="import-plus-call-in-function"),
+    pytest.param(src(f"""
+        {CALL}
+        def setup():
+            register_rocm_ci(60, "amd", labels=["fsdp"])
+        """), [misplaced(3, 5, "register_rocm_ci")], id="valid-call-does-not-excuse-a-misplaced-one"),
+]
+
+
+@pytest.mark.parametrize("text, expected", REJECTED_PLACEMENTS)
+def test_marker_outside_a_module_level_statement_is_an_error(text, expected):
+    result = scan(text, PATH)
+    assert errors_of(result) == expected
+
+
+def test_placement_error_leaves_only_the_valid_call():
+    result = scan(f'{CALL}\ndef setup():\n    register_rocm_ci(60, "amd", labels=["fsdp"])\n', PATH)
+    assert [(c.marker, c.line) for c in result.calls] == [("register_cuda_ci", 1)]
+    assert errors_of(result) == [misplaced(3, 5, "register_rocm_ci")]
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param("def f(:\n", [err(1, 7, f"{PATH} is not valid Python: invalid syntax", "fix the syntax error")],
+                 id="syntax-error"),
+    pytest.param("x = '\0'\n", [err(None, None, f"{PATH} is not valid Python: source code string cannot "
+                                    "contain null bytes", "fix the syntax error")], id="nul-byte"),
+    pytest.param("x = " + "-" * 100_000 + "1\n",
+                 [err(1, 1, f"{PATH} is too deeply nested for the Python parser",
+                      "split the deeply nested expression")], id="too-deep-for-the-parser"),
+    pytest.param("x = " + "+".join(["1"] * 100_000) + "\n",
+                 [err(1, 1, f"{PATH} is too deeply nested for the Python parser",
+                      "split the deeply nested expression")], id="too-long-for-the-ast"),
+])
+def test_unparsable_source_is_one_located_error(text, expected):
+    result = scan(text, PATH)
+    assert errors_of(result) == expected
+    assert result.calls == [] and result.has_main_block is False
+
+
+def test_byte_order_mark_is_accepted_like_python_does():
+    result = scan("\ufeff" + CALL + MAIN, PATH)
+    assert errors_of(result) == []
+    assert [(c.marker, c.line, c.col) for c in result.calls] == [("register_cuda_ci", 1, 1)]
+    assert result.has_main_block is True
+
+
+def test_marker_named_only_in_comments_and_strings_is_not_a_call():
+    result = scan('# register_cuda_ci(60, "gpu-a")\nDOC = "register_cpu_ci"\n', PATH)
+    assert (result.calls, result.errors) == ([], [])
+
+
+# ---------------------------------------------------------------------------
+# The same placement errors reach the snapshot, and no implicit fallback hides them.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param(f'from ci_policy import register_cuda_ci as reg\nreg(60, "gpu-a", labels=["fsdp"])\n{MAIN}',
+                 [aliased(1, 1, "reg")], id="aliased"),
+    pytest.param(f"def setup():\n    {CALL}\n{MAIN}", [misplaced(2, 5)], id="in-function"),
+    pytest.param(f"import os\nif os.environ.get('CI'):\n    {CALL}\n{MAIN}", [misplaced(3, 5)], id="in-if"),
+    pytest.param(f'import ci_register\nci_register.register_cuda_ci(60, "gpu-a", labels=["fsdp"])\n{MAIN}',
+                 [attribute(2, 1, "ci_register.register_cuda_ci")], id="attribute"),
+])
+def test_snapshot_reports_a_marker_that_yields_no_registration(make_repo, text, expected):
+    snap = load_snapshot(make_repo({PATH: text}))
+    assert [e.as_dict() for e in snap.errors] == expected
+    assert snap.registrations == ()
+
+
+# ---------------------------------------------------------------------------
+# `if __name__ == "__main__":` detection.
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param('if __name__ == "__main__":\n    unittest.main()\n', True, id="unittest-main"),
+    pytest.param("if __name__ == '__main__':\n    pytest.main([__file__])\n", True, id="single-quotes"),
+    pytest.param('if "__main__" == __name__:\n    main()\n', True, id="reversed-comparison"),
+    pytest.param('if __name__ == "__main__": main()\n', True, id="one-line"),
+    pytest.param('if __name__ == "__main__":\n    sys.exit(run(x))\n', True, id="nested-call"),
+    pytest.param('if __name__ == "__main__":\n    x = 1\n    main()\n', True, id="call-after-statement"),
+    pytest.param('if __name__ == "__main__":\n    pass\n', False, id="no-call"),
+    pytest.param('if __name__ == "__main__":\n    x = 1\n', False, id="assignment-only"),
+    pytest.param('if __name__ == "__main__":\n    pass\nelse:\n    main()\n', False, id="call-only-in-else"),
+    pytest.param('if __name__ != "__main__":\n    main()\n', False, id="not-equal"),
+    pytest.param('if __name__ == "main":\n    main()\n', False, id="wrong-string"),
+    pytest.param('if name == "__main__":\n    main()\n', False, id="wrong-name"),
+    pytest.param('if True:\n    if __name__ == "__main__":\n        main()\n', False, id="not-top-level"),
+    pytest.param('def test():\n    main()\n', False, id="no-block"),
+    pytest.param("", False, id="empty-file"),
+])
+def test_main_block_detection(text, expected):
+    result = scan(text, PATH)
+    assert result.errors == []
+    assert result.has_main_block is expected
+
+
+# ---------------------------------------------------------------------------
+# literal(): the only way an argument gets a value.
+# ---------------------------------------------------------------------------
+
+def expr(source: str) -> ast.AST:
+    return ast.parse(source, mode="eval").body
+
+
+@pytest.mark.parametrize("source, value", [
+    ("1800", 1800), ("1_800", 1800), ("1.8e3", 1800.0), ("0x708", 1800), ("-3", -3), ("+3", 3),
+    ("-1.5", -1.5), ("-0", 0), ("'cpu'", "cpu"), ("'gp' 'u-a'", "gpu-a"), ("True", True),
+    ("False", False), ("None", None), ("[]", []), ("[1, 'a', None]", [1, "a", None]), ("(1, 2)", (1, 2)),
+    ("(1,)", (1,)), ("{'rel_up': 0.5}", {"rel_up": 0.5}), ("{1: [2, (3,)]}", {1: [2, (3,)]}),
+    ("[[1], {'k': (2, -2)}]", [[1], {"k": (2, -2)}]), ("1e999", float("inf")),
+])
+def test_literal_accepts(source, value):
+    result = literal(expr(source))
+    assert result == value
+    assert type(result) is type(value)
+
+
+@pytest.mark.parametrize("source", [
+    "x", "f(1)", "1 + 2", "30 * 60", "-x", "-True", "+False", "- -1", "-'s'", "-(1,)", "~1", "not True",
+    "b'x'", "...", "{1, 2}", "{**d}", "[*a]", "(*a,)", "f'{x}'", "f'cpu'", "{[1]: 2}", "{(1, [2]): 3}",
+    "[x]", "{'k': x}", "{x: 1}", "lambda: 1", "a.b", "x[0]", "[i for i in y]", "1 if c else 2",
+])
+def test_literal_refuses(source):
+    with pytest.raises(NotLiteral):
+        literal(expr(source))
+
+
+# ---------------------------------------------------------------------------
+# Property: scanning never raises, whatever the text; problems come back as errors.
+# ---------------------------------------------------------------------------
+
+CONFIG = parse_config(MINIMAL_CONFIG)
+LABELS = parse_labels(MINIMAL_LABELS)
+
+TOKENS = [
+    "register_cpu_ci", "register_cuda_ci", "register_rocm_ci", "register_ci_gate", "ci.", "(", ")", "[",
+    "]", "{", "}", ",", ":", "=", "*", "**", "-", "+", ".", " ", "\n", "    ", "1", "1.5", "1e999", "0",
+    "'cpu'", "'gpu-a'", "'amd'", '"megatron"', "'x'", "None", "True", "False", "labels", "nightly",
+    "disabled", "suite", "est_time", "metric_key", "steps", "constraint", "'rel_up'", "enforce",
+    "allowlist_reason", "x", "if __name__ == '__main__':", "def f():", "class C:", "if x:", "with x:",
+    "import ", "from ci_policy import ", " as reg", "lambda: ", "f'", "#", "\\", "'''", "\0", "\ufeff",
+]
+
+source_like = st.lists(st.sampled_from(TOKENS), max_size=60).map("".join)
+
+
+# Random text makes the parser warn about e.g. invalid escapes; the warnings are not under test.
+QUIET_PARSER = pytest.mark.filterwarnings("ignore::SyntaxWarning", "ignore::DeprecationWarning")
+
+
+def check_scan(text: str, path: str) -> None:
+    result = scan(text, path)
+    assert result.path == path
+    for e in result.errors:
+        assert isinstance(e, InputError)
+        assert e.path == path and e.message
+        assert e.line is None or e.line >= 1
+        assert e.col is None or e.col >= 1
+    # The readers of a scan must not raise on it either.
+    registrations_of(result, CONFIG, LABELS)
+    gates_of(result)
+
+
+@QUIET_PARSER
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.text(), path=st.sampled_from([PATH, "tests/unit/test_y.py"]))
+def test_scan_never_raises_on_arbitrary_text(text, path):
+    check_scan(text, path)
+
+
+@QUIET_PARSER
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(text=source_like, path=st.sampled_from([PATH, "tests/unit/test_y.py"]))
+def test_scan_never_raises_on_marker_like_text(text, path):
+    check_scan(text, path)
+
+
+identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,24}", fullmatch=True).filter(
+    lambda n: not keyword.iskeyword(n) and n not in ALL_MARKERS)
+
+
+@settings(max_examples=200)
+@given(name=identifiers | st.sampled_from(["register_cuda_ci2", "Register_cpu_ci", "register_cuda",
+                                           "_register_rocm_ci", "register_ci_gates"]))
+def test_only_the_exact_marker_names_are_markers(name):
+    result = scan(f'{name}(60, "gpu-a", labels=["fsdp"])\n', PATH)
+    assert (result.calls, result.errors) == ([], [])
+
+
+# -- the scan only walks statements whose lines name a marker: it must still see every mention --
+
+@pytest.mark.parametrize("source, line", [
+    pytest.param("@register_cuda_ci\ndef f():\n    pass\n", 1, id="decorator"),
+    pytest.param("class A:\n    class B:\n        def f(self):\n            if x:\n"
+                 "                register_cuda_ci(1, 'gpu-a')\n", 5, id="deeply-nested"),
+    pytest.param("x = 'a\u2028b\x1cc'\ndef f():\n    register_cuda_ci(1, 'gpu-a')\n", 3, id="after-u2028-in-a-string"),
+    pytest.param("x = 1\x0c\ndef f():\n    register_cuda_ci(1, 'gpu-a')\n", 3, id="after-form-feed"),
+    pytest.param("def f(\n    a=(\n        1\n    ),\n):\n    return register_rocm_ci\n", 6, id="multi-line-def"),
+])
+def test_every_misplaced_mention_is_found(source, line):
+    result = scan(source, "tests/e2e/test_x.py")
+    assert [e.line for e in result.errors] == [line]

@@ -1,0 +1,314 @@
+"""ci_policy.yamlnodes: strict YAML composition and the located-error `Schema` helper."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from ci_policy.errors import InputError
+from ci_policy.read.yamlnodes import INVALID, MAX_DEPTH, Schema, compose, did_you_mean
+
+F = "conf.yml"
+
+
+def node(text: str) -> yaml.Node:
+    result = compose(text, F)
+    assert result is not None
+    return result
+
+
+def value_node(text: str) -> yaml.Node:
+    """The value of the single key of a one-entry mapping."""
+    ((_key, value),) = node(text).value
+    return value
+
+
+def located(errors: list[InputError]) -> list[tuple]:
+    return [(e.path, e.line, e.col, e.message, e.hint) for e in errors]
+
+
+def compose_error(text: str) -> tuple:
+    with pytest.raises(InputError) as info:
+        compose(text, F)
+    e = info.value
+    return (e.path, e.line, e.col, e.message, e.hint)
+
+
+# -- compose --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# comment\n", "  \n  # indented comment\n"])
+def test_empty_documents_compose_to_none(text):
+    assert compose(text, F) is None
+
+
+def test_nodes_keep_their_location():
+    root = node("a: 1\nb:\n  - x\n  - {c: d}\n")
+    assert isinstance(root, yaml.MappingNode)
+    (ka, va), (kb, vb) = root.value
+    assert (ka.value, ka.start_mark.line, ka.start_mark.column) == ("a", 0, 0)
+    assert (va.value, va.start_mark.line, va.start_mark.column) == ("1", 0, 3)
+    assert isinstance(vb, yaml.SequenceNode)
+    assert [(n.start_mark.line, n.start_mark.column) for n in vb.value] == [(2, 4), (3, 4)]
+
+
+@pytest.mark.parametrize("text, line, col, problem", [
+    ("a: [1\n", 2, 1, "expected ',' or ']', but got '<stream end>'"),
+    ("a: {b: 1\n", 2, 1, "expected ',' or '}', but got '<stream end>'"),
+    ("a: 1\n b: 2\n", 2, 3, "mapping values are not allowed here"),
+    ("a: 1\n- b\n", 2, 1, "expected <block end>, but found '-'"),
+    ("\tversion: 1\n", 1, 1, "found character '\\t' that cannot start any token"),
+    ("a: 'x\n", 2, 1, "found unexpected end of stream"),
+    ("a: @x\n", 1, 4, "found character '@' that cannot start any token"),
+    ("a: 1\n---\nb: 2\n", 2, 1, "but found another document"),
+    ("%TAG ! tag:x,2000:\n%TAG ! tag:y,2000:\n--- a\n", 2, 1, "duplicate tag handle '!'"),
+])
+def test_syntax_errors_are_located(text, line, col, problem):
+    assert compose_error(text) == (F, line, col, f"invalid YAML: {problem}", "fix the YAML syntax")
+
+
+@pytest.mark.parametrize("text, line, col, what", [
+    ("a: &x 1\n", 1, 4, "anchors"),
+    ("- 1\n- &x [2]\n", 2, 3, "anchors"),
+    ("a:\n  b: &x {c: 1}\n", 2, 6, "anchors"),
+    ("a: *x\n", 1, 4, "aliases"),
+    ("- 1\n- *undefined\n", 2, 3, "aliases"),
+    ("&x a: 1\n", 1, 1, "anchors"),
+])
+def test_anchors_and_aliases_are_refused(text, line, col, what):
+    assert compose_error(text) == (F, line, col, f"invalid YAML: {what} are not allowed in ci-policy "
+                                   "configuration", "write each value out in full")
+
+
+def test_nesting_limit():
+    # The outermost node is level 1.
+    deepest = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert isinstance(compose(deepest, F), yaml.SequenceNode)
+    too_deep = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
+    assert compose_error(too_deep) == (F, 1, MAX_DEPTH + 1, f"invalid YAML: nesting deeper than {MAX_DEPTH} "
+                                       "levels is not allowed", "flatten the structure")
+    block = "".join("  " * i + "- \n" for i in range(200))
+    assert compose_error(block)[:2] == (F, MAX_DEPTH + 1)
+
+
+@pytest.mark.parametrize("text, tag", [
+    ("a: !!python/object:os.system {x: 1}\n", "tag:yaml.org,2002:python/object:os.system"),
+    ("a: !!python/object/apply:os.system [ls]\n", "tag:yaml.org,2002:python/object/apply:os.system"),
+    ("a: !custom [1]\n", "!custom"),
+])
+def test_collections_with_unknown_tags_are_refused(text, tag):
+    assert compose_error(text) == (F, 1, 4, f"invalid YAML: tag {tag} is not allowed in ci-policy configuration",
+                                   "remove the tag")
+
+
+@pytest.mark.parametrize("text", ["a: !!map {x: 1}\n", "a: !!seq [1]\n", "a: ! {x: 1}\n", "a: !!set {x}\n",
+                                  "a: !!omap [x: 1]\n"])
+def test_collections_with_core_schema_tags_compose(text):
+    assert isinstance(value_node(text), (yaml.MappingNode, yaml.SequenceNode))
+
+
+# -- did_you_mean ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word, choices, suggestion", [
+    ("versoin", ["version", "stages"], "; did you mean 'version'?"),
+    ("stage", ["version", "stages"], "; did you mean 'stages'?"),
+    ("colour", ["version", "stages"], ""),
+    ("x", [], ""),
+])
+def test_did_you_mean(word, choices, suggestion):
+    assert did_you_mean(word, choices) == suggestion
+
+
+# -- Schema.mapping -------------------------------------------------------------------------
+
+
+def test_mapping_returns_key_and_value_nodes():
+    s = Schema(F)
+    fields = s.mapping(node("a: 1\nb: x\n"), "top", required=("a",), optional=("b", "c"))
+    assert {k: (kn.value, vn.value) for k, (kn, vn) in fields.items()} == {"a": ("a", "1"), "b": ("b", "x")}
+    assert s.errors == []
+
+
+def test_mapping_reports_unknown_missing_and_duplicate_keys_together():
+    s = Schema(F)
+    text = "nmae: 1\nb: 2\nb: 3\n"
+    fields = s.mapping(node(text), "stage", required=("name",), optional=("b",))
+    assert set(fields) == {"b"}
+    assert located(s.errors) == [
+        (F, 1, 1, "stage.nmae: unknown key; did you mean 'name'?", "allowed keys here: b, name"),
+        (F, 3, 1, "stage.b: duplicate key (first defined on line 2)", "keep one definition"),
+        (F, 1, 1, "stage.name: required key is missing", None),
+    ]
+
+
+def test_mapping_at_the_top_level_has_no_prefix():
+    s = Schema(F)
+    s.mapping(node("zzz: 1\n1: 2\n"), "", optional=("a",))
+    assert located(s.errors) == [
+        (F, 1, 1, "zzz: unknown key", "allowed keys here: a"),
+        (F, 2, 1, "(top level): keys must be strings, got an integer ('1')", None),
+    ]
+
+
+def test_open_mapping_accepts_any_string_key():
+    s = Schema(F)
+    fields = s.mapping(node("anything: 1\nelse: 2\n"), "table", open_keys=True)
+    assert set(fields) == {"anything", "else"}
+    assert s.errors == []
+
+
+@pytest.mark.parametrize("text, described", [("[1]", "a list"), ("x", "a string ('x')"), ("~", "null")])
+def test_mapping_of_a_non_mapping(text, described):
+    s = Schema(F)
+    assert s.mapping(node(text), "discovery") is None
+    assert located(s.errors) == [(F, 1, 1, f"discovery: expected a mapping, got {described}", None)]
+
+
+# -- Schema.sequence / string_list ----------------------------------------------------------
+
+
+def test_sequence():
+    s = Schema(F)
+    assert [n.value for n in s.sequence(node("[a, b]"), "xs")] == ["a", "b"]
+    assert s.sequence(node("[]"), "xs") == []
+    assert s.sequence(node("[]"), "ys", non_empty=True) is None
+    assert s.sequence(node("{a: 1}"), "zs") is None
+    assert located(s.errors) == [(F, 1, 1, "ys: must not be empty", None),
+                                 (F, 1, 1, "zs: expected a list, got a mapping", None)]
+
+
+def test_string_list():
+    s = Schema(F)
+    assert s.string_list(node("[a, b]"), "xs") == ("a", "b")
+    assert s.errors == []
+    assert s.string_list(node("[a, 1, a, -b]"), "xs",
+                         check=lambda v: "must not start with '-'" if v.startswith("-") else None) is INVALID
+    assert located(s.errors) == [
+        (F, 1, 5, "xs[1]: expected a string, got an integer ('1')", None),
+        (F, 1, 8, "xs[2]: duplicate entry 'a'", None),
+        (F, 1, 11, "xs[3]: must not start with '-'", None),
+    ]
+
+
+# -- scalars --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, types, expected", [
+    ("a: 3", (int,), 3),
+    ("a: -3", (int,), -3),
+    ("a: 0x10", (int,), 16),
+    ("a: 2.5", (float,), 2.5),
+    ("a: 3", (float,), 3),
+    ("a: true", (bool,), True),
+    ("a: 'x'", (str,), "x"),
+    ("a: 3", (str, int), 3),
+])
+def test_scalar_accepts(text, types, expected):
+    s = Schema(F)
+    got = s.scalar(value_node(text), "a", *types)
+    assert got == expected and type(got) is type(expected)
+    assert s.errors == []
+
+
+@pytest.mark.parametrize("text, types, message", [
+    ("a: true", (int,), "a: expected an integer, got a boolean ('true')"),
+    ("a: false", (int, float), "a: expected a number, got a boolean ('false')"),
+    ("a: 1.5", (int,), "a: expected an integer, got a number ('1.5')"),
+    ("a: '3'", (int,), "a: expected an integer, got a string ('3')"),
+    ("a: 3", (bool,), "a: expected a boolean, got an integer ('3')"),
+    ("a: 3", (str,), "a: expected a string, got an integer ('3')"),
+    ("a: ~", (str,), "a: expected a string, got null"),
+    ("a: [3]", (int,), "a: expected an integer, got a list"),
+    ("a: {b: 3}", (str, int), "a: expected a string or an integer, got a mapping"),
+    ("a: 2001-02-03", (str,), "a: expected a string, got a date ('2001-02-03')"),
+    ("a: 2001-02-03 04:05:06", (str,), "a: expected a string, got a timestamp ('2001-02-03 04:05:06')"),
+    ("a: !!binary aGk=", (str,), "a: expected a string, got binary data ('aGk=')"),
+    ("a: !!python/name:os.system x", (str,),
+     "a: unsupported YAML value: could not determine a constructor for the tag "
+     "'tag:yaml.org,2002:python/name:os.system'"),
+    # SafeConstructor raises ValueError, KeyError, AttributeError, IndexError for these.
+    ("a: !!int x", (int,), "a: unsupported YAML value: 'x' is not a valid int"),
+    ("a: !!int ''", (int,), "a: unsupported YAML value: '' is not a valid int"),
+    ("a: !!float x", (float,), "a: unsupported YAML value: 'x' is not a valid float"),
+    ("a: !!bool x", (bool,), "a: unsupported YAML value: 'x' is not a valid bool"),
+    ("a: !!timestamp x", (str,), "a: unsupported YAML value: 'x' is not a valid timestamp"),
+    ("a: 2020-13-45", (int,), "a: unsupported YAML value: '2020-13-45' is not a valid timestamp"),
+])
+def test_scalar_rejects(text, types, message):
+    s = Schema(F)
+    assert s.scalar(value_node(text), "a", *types) is INVALID
+    assert located(s.errors) == [(F, 1, 4, message, None)]
+
+
+@pytest.mark.parametrize("kwargs, text, expected", [
+    ({}, "0", 0),
+    ({}, "0.5", 0.5),
+    ({"minimum": 1, "integer": True}, "1", 1),
+    ({"minimum": 0, "strict": True}, "0.001", 0.001),
+])
+def test_number_accepts(kwargs, text, expected):
+    s = Schema(F)
+    assert s.number(value_node(f"n: {text}"), "n", **kwargs) == expected
+    assert s.errors == []
+
+
+@pytest.mark.parametrize("kwargs, text, message", [
+    ({}, "-0.5", "n: must be at least 0, got -0.5"),
+    ({"minimum": 1, "integer": True}, "0", "n: must be at least 1, got 0"),
+    ({"minimum": 0, "strict": True}, "0", "n: must be greater than 0, got 0"),
+    ({"minimum": 2.5, "strict": True}, "2.5", "n: must be greater than 2.5, got 2.5"),
+    ({"integer": True}, "1.0", "n: expected an integer, got a number ('1.0')"),
+    ({}, ".inf", "n: expected a finite number, got '.inf'"),
+    ({}, "-.inf", "n: expected a finite number, got '-.inf'"),
+    ({}, ".NaN", "n: expected a finite number, got '.NaN'"),
+    ({}, "yes", "n: expected a number, got a boolean ('yes')"),
+])
+def test_number_rejects(kwargs, text, message):
+    s = Schema(F)
+    assert s.number(value_node(f"n: {text}"), "n", **kwargs) is INVALID
+    assert located(s.errors) == [(F, 1, 4, message, None)]
+
+
+def test_choice():
+    s = Schema(F)
+    assert s.choice(value_node("b: cuda"), "b", ["cpu", "cuda"]) == "cuda"
+    assert s.errors == []
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("CUDA", "'CUDA'"),
+    ("'cpu '", "'cpu '"),
+    ("1", "an integer ('1')"),
+    ("yes", "a boolean ('yes')"),
+    ("~", "null"),
+    ("[cpu]", "a list"),
+    ("2020-13-45", "an invalid timestamp ('2020-13-45')"),
+    ("!!python/name:os.system x", "a value tagged tag:yaml.org,2002:python/name:os.system ('x')"),
+])
+def test_choice_rejects(text, shown):
+    s = Schema(F)
+    assert s.choice(value_node(f"b: {text}"), "b", ["cpu", "cuda"]) is INVALID
+    assert located(s.errors) == [(F, 1, 4, f"b: expected one of cpu, cuda, got {shown}", None)]
+
+
+def test_string_with_check():
+    s = Schema(F)
+    check = lambda v: None if v.isupper() else f"{v!r} is not upper case"  # noqa: E731
+    assert s.string(value_node("k: ABC"), "k", check=check) == "ABC"
+    assert s.string(value_node("k: abc"), "k", check=check) is INVALID
+    assert s.string(value_node("k: 5"), "k", check=check) is INVALID
+    assert located(s.errors) == [(F, 1, 4, "k: 'abc' is not upper case", None),
+                                 (F, 1, 4, "k: expected a string, got an integer ('5')", None)]
+
+
+def test_error_without_a_node_or_a_field():
+    s = Schema(F)
+    s.error(None, "", "whole file", hint="h")
+    s.error(None, "x", "problem")
+    assert located(s.errors) == [(F, None, None, "whole file", "h"), (F, None, None, "x: problem", None)]
+
+
+def test_invalid_is_falsy_and_named():
+    assert not INVALID
+    assert repr(INVALID) == "INVALID"
