@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
@@ -47,9 +47,10 @@ class Diagnostic:
         return (self.path or "", self.line or 0, self.col or 0, self.message)
 
     def as_dict(self) -> dict[str, Any]:
-        out = {key: value for key, value in asdict(self).items() if key != "severity"}
-        if self.code is None:
-            del out["code"]
+        out: dict[str, Any] = {"path": self.path, "line": self.line, "col": self.col,
+                               "message": self.message, "hint": self.hint}
+        if self.code is not None:
+            out["code"] = self.code
         return out
 
     def __str__(self) -> str:
