@@ -21,14 +21,14 @@ from ci_policy.plan.partition import Shard, partition
 from ci_policy.plan.policy import Policy, Trigger, is_selected, resolve, why_not_selected
 from ci_policy.model.registry import Registration
 from ci_policy.gates.requirements import invalid_files
-from ci_policy.plan.selection import StageDecision, decide
+from ci_policy.plan.selection import Decision, StageDecision, decide
 from ci_policy.model.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
 class StagePlan:
     stage: Stage
-    decision: str  # "run" | "skip"
+    decision: Decision
     reasons: tuple[str, ...]
     tests: tuple[Registration, ...]
     shards: tuple[Shard, ...]
@@ -110,8 +110,8 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
 
 
 def _stage_plan(d: StageDecision, warnings: list[str]) -> StagePlan:
-    if not d.run:
-        return StagePlan(d.stage, "skip", d.reasons, (), (), d.not_selected, d.invalid)
+    if d.decision == "skip":
+        return StagePlan(d.stage, d.decision, d.reasons, (), (), d.not_selected, d.invalid)
     tests = tuple(sorted(d.selected, key=lambda r: r.file))
     shards = partition(((r.file, r.est_time) for r in tests), d.stage.partitions)
     if len(shards) > 1:
@@ -120,7 +120,7 @@ def _stage_plan(d: StageDecision, warnings: list[str]) -> StagePlan:
             if r.est_time > mean:
                 warnings.append(f"{d.stage.name}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
                                 f"mean shard time ({mean:g}s); the stage cannot finish sooner than this file")
-    return StagePlan(d.stage, "run", d.reasons, tests, shards, d.not_selected, d.invalid)
+    return StagePlan(d.stage, d.decision, d.reasons, tests, shards, d.not_selected, d.invalid)
 
 
 def shard_of(plan: Plan, stage_name: str, shard: Optional[int]) -> tuple[StagePlan, Optional[Shard]]:

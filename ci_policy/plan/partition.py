@@ -22,7 +22,7 @@ class Shard:
     est_seconds: float
     files: tuple[str, ...]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {"index": self.index, "est_seconds": self.est_seconds, "files": list(self.files)}
 
 

@@ -16,7 +16,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from collections.abc import Iterable
+from typing import Literal, Optional
 
 from ci_policy.config import Rule, Stage
 from ci_policy.read.diff import Diff
@@ -27,13 +28,16 @@ from ci_policy.model.snapshot import Snapshot
 
 MAX_PATHS_SHOWN = 5
 
+Decision = Literal["run", "skip"]
+PathKind = Literal["test", "rule", "no_gpu", "other"]
+
 
 @dataclass(frozen=True)
 class PathEffect:
     """What one changed path does: affects some stages, none, or all."""
 
     path: str
-    kind: str  # "test" | "rule" | "no_gpu" | "other"
+    kind: PathKind
     stages: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
 
@@ -41,7 +45,7 @@ class PathEffect:
 @dataclass(frozen=True)
 class StageDecision:
     stage: Stage
-    run: bool
+    decision: Decision
     reasons: tuple[str, ...]
     selected: tuple[Registration, ...]
     not_selected: tuple[tuple[Registration, str], ...] = ()
@@ -49,8 +53,8 @@ class StageDecision:
     invalid: tuple[tuple[Registration, str], ...] = ()
 
 
-def _shown(paths) -> str:
-    paths = list(paths)
+def _shown(items: Iterable[str]) -> str:
+    paths = list(items)
     head = ", ".join(paths[:MAX_PATHS_SHOWN])
     more = len(paths) - MAX_PATHS_SHOWN
     return head + (f" and {more} more" if more > 0 else "")
@@ -96,24 +100,24 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff,
         if not selected:
             reason = (f"no schedulable tests ({len(invalid)} invalid, listed below)" if invalid and not regs
                       else _no_tests_reason(regs, policy))
-            decisions.append(StageDecision(stage, False, (f"skip: {reason}",), (), not_selected, invalid))
+            decisions.append(StageDecision(stage, "skip", (f"skip: {reason}",), (), not_selected, invalid))
             continue
         if not (pr and stage.diff_pruned):
             why = (f"{policy.event} event runs every stage with selected tests" if not pr
                    else "stage is not diff-pruned")
-            decisions.append(StageDecision(stage, True, (f"run: {why} ({len(selected)} selected)",),
+            decisions.append(StageDecision(stage, "run", (f"run: {why} ({len(selected)} selected)",),
                                            selected, not_selected, invalid))
             continue
         reasons = _affected_reasons(stage, diff, effects)
-        sources = {(label, policy.source_of(label)) for r in selected for label in r.labels
-                   if label in forcing}
+        sources = {(label, source) for r in selected for label in r.labels
+                   if label in forcing and (source := policy.source_of(label)) is not None}
         reasons += [f"run: requested by {src}" for src in sorted({s for l, s in sources if s == f"run-ci-{l}"})]
         reasons += [f"run: included by {src}" for src in sorted({s for l, s in sources if s != f"run-ci-{l}"})]
         if reasons:
-            decisions.append(StageDecision(stage, True, tuple(reasons), selected, not_selected, invalid))
+            decisions.append(StageDecision(stage, "run", tuple(reasons), selected, not_selected, invalid))
         else:
             touched = [e.path for e in effects]
-            decisions.append(StageDecision(stage, False, (f"skip: the diff touches only {_shown(touched)}",),
+            decisions.append(StageDecision(stage, "skip", (f"skip: the diff touches only {_shown(touched)}",),
                                            selected, not_selected, invalid))
     return policy, tuple(decisions)
 

@@ -91,7 +91,7 @@ def diff_of(records: list[str] | None) -> Diff:
 def outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
     policy = resolve(trigger, snapshot.config, snapshot.labels)
     policy, decisions = decide(snapshot, policy, diff)
-    table = {d.stage.name: ("run" if d.run else "skip", list(d.reasons), sorted(r.file for r in d.selected))
+    table = {d.stage.name: (d.decision, list(d.reasons), sorted(r.file for r in d.selected))
              for d in decisions}
     return policy, table
 
