@@ -11,7 +11,17 @@ from typing import Callable
 
 import pytest
 
+import helpers
 from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, MINIMAL_LABELS
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--regen-goldens", action="store_true", default=False,
+                     help="rewrite the golden files under tests/data/golden/ from the current outputs")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    helpers.REGENERATE = bool(config.getoption("--regen-goldens"))
 
 
 @pytest.fixture
@@ -99,3 +109,21 @@ def postgres_server():
     server = _start_postgres_or_fail()
     yield server
     server.cleanup()
+
+
+# -- the slow marker -------------------------------------------------------------------------------
+
+POSTGRES_FIXTURES = frozenset({"postgres_session_server", "postgres_url", "postgres_database", "postgres_server"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every property test and every PostgreSQL test `slow`, where no decorator can be forgotten.
+
+    `scripts/test.sh` runs them all; `-m "not slow"` leaves them out while iterating.
+    """
+    for item in items:
+        function = getattr(item, "obj", None)
+        is_property = getattr(function, "is_hypothesis_test", False)
+        uses_postgres = bool(POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())))
+        if is_property or uses_postgres or "postgresql" in item.name:
+            item.add_marker(pytest.mark.slow)

@@ -48,3 +48,25 @@ def clean_env(**extra: str) -> dict:
                          "PYTHONNOUSERSITE")}
     env.update(extra)
     return env
+
+
+# -- golden files ----------------------------------------------------------------------------------
+
+GOLDEN_DIR = ROOT / "tests" / "data" / "golden"
+REGENERATE = False  # set by `pytest --regen-goldens` (conftest.py)
+
+
+def assert_golden(name: str, actual: str) -> None:
+    """`actual` equals the golden file tests/data/golden/NAME, byte for byte.
+
+    After a deliberate change of an output, rewrite the goldens with
+    `.venv/bin/python -m pytest --regen-goldens` and review the diff of tests/data/golden/.
+    """
+    path = GOLDEN_DIR / name
+    if REGENERATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(actual, encoding="utf-8", newline="")
+        return
+    assert path.is_file(), f"no golden file {path.relative_to(ROOT)}: run pytest --regen-goldens and review it"
+    expected = path.read_text(encoding="utf-8", newline="")
+    assert actual == expected, f"output differs from {path.relative_to(ROOT)} (pytest --regen-goldens rewrites it)"
