@@ -237,7 +237,7 @@ def mapping_of(table: Table, build: Callable[[Schema, Values], Any]) -> Parser:
         values = table.read(s, node, where, ctx)
         return INVALID if values is None else build(s, values)
 
-    return Parser("mapping", parse, table)
+    return Parser("mapping (below)", parse, table)
 
 
 def check_glob(value: str) -> str | None:

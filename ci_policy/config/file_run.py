@@ -49,7 +49,8 @@ FILE_RUN_TABLE = Table("file_run", "How `/rerun-test` places one test file.", (
                         _parse_image), FrozenMap(), "Container image of each backend's rerun job.",
         shown_default="none"),
     Key("default_tag", string("image tag", _check_tag), "latest", "Image tag used unless the command names one."),
-    Key("timeout_factor", number(0, strict=True), 3.0, "Timeout = max(min_timeout, ceil(timeout_factor * est_time))."),
+    Key("timeout_factor", number(0, strict=True), 3.0,
+        "Timeout = `max(min_timeout, ceil(timeout_factor * est_time))`."),
     Key("min_timeout", number(0, strict=True), 900.0, "The smallest timeout, in seconds."),
 ))
 

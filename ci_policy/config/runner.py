@@ -76,7 +76,7 @@ def _retry(s: Schema, v: Values) -> RetryRules:
 
 
 FROM_EST_TIME = Table("runner.timeout_from_est_time", "A file's timeout derived from its est_time.", (
-    Key("factor", number(0, strict=True), REQUIRED, "Timeout = max(factor * est_time, floor)."),
+    Key("factor", number(0, strict=True), REQUIRED, "Multiplies the file's est_time."),
     Key("floor", number(0, strict=True), REQUIRED, "The smallest timeout, in seconds."),
 ))
 
@@ -90,7 +90,8 @@ RUNNER_TABLE = Table("runner", "How `ci-policy run` retries, times out and stops
     Key("retry", mapping_of(RETRY, _retry), RetryRules(), "Failure classes by output.",
         shown_default="the defaults below"),
     Key("timeout_from_est_time", mapping_of(FROM_EST_TIME, _from_est_time), None,
-        "When set, a file's timeout is max(floor, factor * est_time) instead of the stage's timeout_per_file.",
+        "When set, a file's timeout is `max(floor, factor * est_time)` instead of the stage's "
+        "`timeout_per_file`.",
         shown_default="none: no est_time-derived timeout"),
     Key("kill_grace", number(0), 10.0,
         "Seconds between SIGTERM and SIGKILL when a file times out or the run is interrupted."),

@@ -55,4 +55,4 @@ def parse_scopes(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     return tuple(scopes)
 
 
-SCOPES = Parser("mapping of run-ci-<name> to null or a scope", parse_scopes, SCOPE)
+SCOPES = Parser("mapping of `run-ci-<name>` to null or a scope", parse_scopes, SCOPE)

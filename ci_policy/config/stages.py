@@ -48,7 +48,7 @@ def check_name(value: str) -> str | None:
 
 
 STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test files it runs.", (
-    Key("name", string("name [A-Za-z0-9][A-Za-z0-9_.-]*", check_name), REQUIRED,
+    Key("name", string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name), REQUIRED,
         "Stage name, unique in the file."),
     Key("backend", choice(BACKENDS), REQUIRED, "Hardware the stage's tests need."),
     Key("runs_on", strings("non-empty list of runner labels", non_empty=True), (),
