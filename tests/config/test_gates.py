@@ -360,3 +360,10 @@ def test_steps_none_without_a_default_is_an_error(make_repo):
     snapshot = gated_repo(make_repo, f'register_ci_gate(metric_key="train/loss", steps=None, constraint={BOTH})',
                           config_gates=CAPTURE_LOSS)
     assert snapshot.errors == (no_default("steps", "train/loss", 4),)
+
+
+def test_a_window_below_the_default_min_samples_is_located_at_the_window():
+    section = "gates:\n  window: 2\n"
+    assert errors(section) == [err(section, "2", "gates.window: must be at least gates.min_samples (3, the default), "
+                                   "got 2", "lower gates.min_samples too")]
+    assert gates_of("gates:\n  window: 2\n  min_samples: 2\n").window == 2
