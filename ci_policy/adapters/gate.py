@@ -52,7 +52,7 @@ class GateOutcome:
 
 
 def specs_for(snapshot, file: str, reg: Registration) -> list[GateSpec]:
-    defaults = snapshot.config.gates.defaults_map()
+    defaults = snapshot.config.gates.defaults
     return [resolve(d, reg.backend, reg.suite, defaults) for d in snapshot.gates if d.file == file]
 
 

@@ -1,13 +1,29 @@
-"""The suite runner's retry rules: which failure output is infrastructure, never retried, or retriable.
+"""`runner:` how `ci-policy run` retries, times out and stops test files.
 
-- In: nothing; the defaults below, overridden by `runner.retry` in the configuration.
-- Out: `RetryRules`, three tuples of regular expressions searched in a failed attempt's
-  output tail by `ci_policy.adapters.runner.retry.classify`.
+- In: the `runner` mapping; every key is optional.
+- Out: a frozen `RunnerConfig`: `RetryRules` (three tuples of regular expressions searched
+  in a failed attempt's output tail by `ci_policy.adapters.runner.retry.classify`), the
+  est_time-derived timeout, and the kill grace period.
+- Refused: invalid regular expressions, non-positive timeout factors or floors, a
+  negative grace period.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from ci_policy.config.fields import (
+    REQUIRED,
+    Key,
+    Table,
+    Values,
+    check_regex,
+    mapping_of,
+    number,
+    strings,
+)
+from ci_policy.read.yamlnodes import INVALID, Schema
 
 DEFAULT_INFRA = (
     r"Server failed to start",
@@ -33,9 +49,67 @@ DEFAULT_RETRIABLE = (
     r"(accuracy|throughput|latency) .*(below|above|lower than|higher than|exceeds)",
 )
 
+REGEXES = "list of regular expressions"
+RETRY = Table("runner.retry", "Which failure output is infrastructure, never retried, or retriable.", (
+    Key("infra", strings(REGEXES, check=check_regex), DEFAULT_INFRA,
+        "A failure whose output matches is an infrastructure failure: retried, and reported as such.",
+        shown_default="server start, NCCL, ECC, local connection, disk-full and HTTP 5xx errors"),
+    Key("never", strings(REGEXES, check=check_regex), DEFAULT_NEVER,
+        "A failure whose output matches is never retried.",
+        shown_default="syntax, import and name errors; out of GPU memory"),
+    Key("retriable", strings(REGEXES, check=check_regex), DEFAULT_RETRIABLE,
+        "A failure whose output matches may be retried (flaky accuracy or speed thresholds).",
+        shown_default="accuracy, throughput, latency, score and speed assertions"),
+))
+
 
 @dataclass(frozen=True)
 class RetryRules:
-    infra: tuple[str, ...] = DEFAULT_INFRA
-    never: tuple[str, ...] = DEFAULT_NEVER
-    retriable: tuple[str, ...] = DEFAULT_RETRIABLE
+    infra: tuple[str, ...] = RETRY.default("infra")
+    never: tuple[str, ...] = RETRY.default("never")
+    retriable: tuple[str, ...] = RETRY.default("retriable")
+
+
+def _retry(s: Schema, v: Values) -> RetryRules:
+    # A wrong list is reported; the others still build (the configuration fails as a whole).
+    return RetryRules(**{key: value for key, value in v.parsed.items() if value is not INVALID})
+
+
+FROM_EST_TIME = Table("runner.timeout_from_est_time", "A file's timeout derived from its est_time.", (
+    Key("factor", number(0, strict=True), REQUIRED, "Multiplies the file's est_time."),
+    Key("floor", number(0, strict=True), REQUIRED, "The smallest timeout, in seconds."),
+))
+
+
+def _from_est_time(s: Schema, v: Values) -> Any:
+    factor, floor = v.get("factor"), v.get("floor")
+    return None if INVALID in (factor, floor) else (factor, floor)
+
+
+RUNNER_TABLE = Table("runner", "How `ci-policy run` retries, times out and stops test files.", (
+    Key("retry", mapping_of(RETRY, _retry), RetryRules(), "Failure classes by output.",
+        shown_default="the defaults below"),
+    Key("timeout_from_est_time", mapping_of(FROM_EST_TIME, _from_est_time), None,
+        "When set, a file's timeout is `max(floor, factor * est_time)` instead of the stage's "
+        "`timeout_per_file`.",
+        shown_default="none: no est_time-derived timeout"),
+    Key("kill_grace", number(0), 10.0,
+        "Seconds between SIGTERM and SIGKILL when a file times out or the run is interrupted."),
+))
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """`runner:` retry regexes, est_time-derived timeouts, and the kill grace period."""
+
+    retry: RetryRules = RUNNER_TABLE.default("retry")
+    timeout_from_est_time: tuple[float, float] | None = RUNNER_TABLE.default("timeout_from_est_time")
+    kill_grace: float = RUNNER_TABLE.default("kill_grace")
+
+
+def _build(s: Schema, v: Values) -> RunnerConfig:
+    return RunnerConfig(retry=v.get("retry"), timeout_from_est_time=v.get("timeout_from_est_time"),
+                        kill_grace=v.get("kill_grace"))
+
+
+RUNNER = mapping_of(RUNNER_TABLE, _build)

@@ -134,7 +134,7 @@ def _config_label_errors(config: Config, labels: LabelRegistry) -> list[InputErr
 def _gate_errors(config: Config, gates: list[GateDeclaration]) -> list[InputError]:
     """A declared gate must be on a captured key and complete once defaults are filled in."""
     errors = []
-    defaults = config.gates.defaults_map()
+    defaults = config.gates.defaults
     for gate in gates:
         where = dict(path=gate.file, line=gate.line, col=gate.col)
         if gate.metric_key not in config.gates.capture:

@@ -104,7 +104,7 @@ def resolve_cadence(trigger: Trigger, config: Config, raw_labels: Sequence[str])
                               path="--schedule", hint="pass --schedule \"$SCHEDULE\", with SCHEDULE set from github.event.schedule in the step's env:")
         cadence = config.cadences.for_cron(trigger.schedule)
         if cadence is None:
-            known = ", ".join(repr(c) for c, _ in config.cadences.schedules) or "none"
+            known = ", ".join(repr(c) for c in config.cadences.schedules) or "none"
             raise InputError(f"--schedule: cron {trigger.schedule!r} is not listed in cadences.schedules "
                               f"(listed: {known})", path=config.path, line=config.cadences.line,
                               hint="add it to cadences.schedules in the configuration with its cadence")

@@ -8,6 +8,9 @@
 - Refused: YAML syntax errors, aliases and anchors (a config has no use for them and
   they enable billion-laughs expansion), duplicate mapping keys, non-string keys,
   tags outside YAML's safe core schema, more than one document.
+- Codes: every error the `Schema` records is of one `ProblemKind`; the caller maps each
+  kind to its stable diagnostic code (`Schema(path, codes={...})`), so the codes of a
+  file format are stated by that format, not here.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from __future__ import annotations
 import datetime
 import difflib
 import math
-from typing import Any, Callable, Iterable, Optional
+from collections.abc import Mapping
+from typing import Any, Callable, Iterable, Literal, Optional
 
 import yaml
 
@@ -63,8 +67,11 @@ class _StrictLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def compose(text: str, path: str) -> Optional[yaml.Node]:
-    """Parse YAML text into a node tree; `None` for an empty document."""
+def compose(text: str, path: str, *, code: Optional[str] = None) -> Optional[yaml.Node]:
+    """Parse YAML text into a node tree; `None` for an empty document.
+
+    `code` is the diagnostic code of the `InputError` raised for text that is not accepted YAML.
+    """
     try:
         loader = _StrictLoader(text)
         try:
@@ -80,9 +87,10 @@ def compose(text: str, path: str) -> Optional[yaml.Node]:
             line=mark.line + 1 if mark else None,
             col=mark.column + 1 if mark else None,
             hint=exc.hint if isinstance(exc, _Refused) else "fix the YAML syntax",
+            code=code,
         ) from None
     except yaml.YAMLError as exc:  # pragma: no cover - every PyYAML error we can trigger is marked
-        raise InputError(f"invalid YAML: {exc}", path=path) from None
+        raise InputError(f"invalid YAML: {exc}", path=path, code=code) from None
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -104,15 +112,25 @@ _TYPE_NAMES = {
 }
 
 
-class Schema:
-    """Validation context for one YAML file: collects errors instead of stopping at the first."""
+# The kinds of problem `Schema` itself finds; `Schema.error` callers may use them too.
+ProblemKind = Literal["wrong-type", "unknown-key", "missing-key", "duplicate", "invalid-value"]
 
-    def __init__(self, path: str) -> None:
+
+class Schema:
+    """Validation context for one YAML file: collects errors instead of stopping at the first.
+
+    `codes` maps each `ProblemKind` to the diagnostic code its errors carry (none if absent).
+    """
+
+    def __init__(self, path: str, codes: Optional[Mapping[ProblemKind, str]] = None) -> None:
         self.path = path
+        self.codes: Mapping[ProblemKind, str] = codes or {}
         self.errors: list[InputError] = []
 
     # -- errors -------------------------------------------------------------------------
-    def error(self, node: Optional[yaml.Node], where: str, message: str, hint: Optional[str] = None) -> None:
+    def error(self, node: Optional[yaml.Node], where: str, message: str, hint: Optional[str] = None,
+              *, code: Optional[str] = None, kind: ProblemKind = "invalid-value") -> None:
+        """Record a problem at `node`; `code` wins over the code of `kind`."""
         mark = node.start_mark if node is not None else None
         text = f"{where}: {message}" if where else message
         self.errors.append(InputError(
@@ -121,6 +139,7 @@ class Schema:
             line=mark.line + 1 if mark else None,
             col=mark.column + 1 if mark else None,
             hint=hint,
+            code=code if code is not None else self.codes.get(kind),
         ))
 
     # -- structure ----------------------------------------------------------------------
@@ -138,7 +157,7 @@ class Schema:
         `open_keys` mappings (e.g. name -> value tables) skip the known-key check.
         """
         if not isinstance(node, yaml.MappingNode):
-            self.error(node, where, f"expected a mapping, got {self.describe(node)}")
+            self.error(node, where, f"expected a mapping, got {self.describe(node)}", kind="wrong-type")
             return None
         required = list(required)
         known = set(required) | set(optional)
@@ -148,26 +167,27 @@ class Schema:
             key_where = f"{where}.{key}" if where else str(key)
             if not isinstance(key, str):
                 self.error(key_node, where or "(top level)",
-                           f"keys must be strings, got {self.describe(key_node)}")
+                           f"keys must be strings, got {self.describe(key_node)}", kind="wrong-type")
                 continue
             if key in out:
                 first = out[key][0].start_mark.line + 1
                 self.error(key_node, key_where, f"duplicate key (first defined on line {first})",
-                           hint="keep one definition")
+                           hint="keep one definition", kind="duplicate")
                 continue
             if not open_keys and key not in known:
                 self.error(key_node, key_where, "unknown key" + did_you_mean(key, known),
-                           hint="allowed keys here: " + ", ".join(sorted(known)))
+                           hint="allowed keys here: " + ", ".join(sorted(known)), kind="unknown-key")
                 continue
             out[key] = (key_node, value_node)
         for key in required:
             if key not in out:
-                self.error(node, f"{where}.{key}" if where else key, "required key is missing")
+                self.error(node, f"{where}.{key}" if where else key, "required key is missing",
+                           kind="missing-key")
         return out
 
     def sequence(self, node: yaml.Node, where: str, *, non_empty: bool = False) -> Optional[list[yaml.Node]]:
         if not isinstance(node, yaml.SequenceNode):
-            self.error(node, where, f"expected a list, got {self.describe(node)}")
+            self.error(node, where, f"expected a list, got {self.describe(node)}", kind="wrong-type")
             return None
         if non_empty and not node.value:
             self.error(node, where, "must not be empty")
@@ -204,12 +224,12 @@ class Schema:
         """A scalar of one of `types` (bool is never accepted as a number); `_INVALID` otherwise."""
         value = self._scalar_value(node)
         if isinstance(value, yaml.constructor.ConstructorError):
-            self.error(node, where, f"unsupported YAML value: {value.problem}")
+            self.error(node, where, f"unsupported YAML value: {value.problem}", kind="wrong-type")
             return INVALID
         if not isinstance(node, yaml.ScalarNode) or not _is_instance(value, types):
             shown = [t for t in types if not (t is int and float in types)]  # numbers include ints
             expected = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in shown)
-            self.error(node, where, f"expected {expected}, got {self.describe(node)}")
+            self.error(node, where, f"expected {expected}, got {self.describe(node)}", kind="wrong-type")
             return INVALID
         return value
 
@@ -226,7 +246,7 @@ class Schema:
             return INVALID if any(v is INVALID for v in out.values()) else out
         value = self._scalar_value(node)
         if isinstance(value, yaml.constructor.ConstructorError):
-            self.error(node, where, f"unsupported YAML value: {value.problem}")
+            self.error(node, where, f"unsupported YAML value: {value.problem}", kind="wrong-type")
             return INVALID
         return value
 
@@ -276,7 +296,7 @@ class Schema:
             if value is INVALID:
                 ok = False
             elif value in out:
-                self.error(item, f"{where}[{i}]", f"duplicate entry {value!r}")
+                self.error(item, f"{where}[{i}]", f"duplicate entry {value!r}", kind="duplicate")
                 ok = False
             else:
                 out.append(value)

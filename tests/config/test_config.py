@@ -21,6 +21,7 @@ from ci_policy.config import (
     load_config,
     parse_config,
 )
+from ci_policy.config.codes import CONFIG_CODES
 from ci_policy.errors import InputError, InputErrors
 
 P = ".github/ci-policy.yml"
@@ -958,5 +959,6 @@ def test_parse_config_raises_only_policy_errors(text):
     except (InputError, InputErrors) as exc:
         located = exc.errors if isinstance(exc, InputErrors) else (exc,)
         assert located and all(e.path == P for e in located)
+        assert all(e.code in CONFIG_CODES for e in located)
     else:
         assert isinstance(config, Config)

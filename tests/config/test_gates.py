@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from helpers import MAIN_BLOCK, MINIMAL_CONFIG
@@ -44,9 +42,9 @@ def err(section: str, needle: str, message: str, hint=None, nth: int = 1) -> tup
     return (P, *at(section, needle, nth), message, hint)
 
 
-def shipped_with(**overrides) -> tuple[tuple[str, str], ...]:
+def shipped_with(**overrides) -> dict[str, dict]:
     merged = {**SHIPPED_DEFAULTS, **{k.replace("__", "/"): v for k, v in overrides.items()}}
-    return tuple((k, json.dumps(v, sort_keys=True)) for k, v in sorted(merged.items()))
+    return dict(sorted(merged.items()))
 
 
 # -- accepted ----------------------------------------------------------------------------------------
@@ -56,7 +54,7 @@ def test_no_gates_section_means_the_shipped_gates():
     assert gates == GatesConfig()
     assert gates == GatesConfig(capture=DEFAULT_CAPTURE, defaults=shipped_with(), window=10, min_samples=3,
                                 reference="mean", require=(), line=None)
-    assert gates.defaults_map() == SHIPPED_DEFAULTS
+    assert gates.defaults == SHIPPED_DEFAULTS
 
 
 def test_an_empty_gates_section_is_the_defaults_located():
@@ -85,7 +83,7 @@ gates:
       versions: [v2]
 """
     gates = gates_of(section)
-    loss = {"steps": [0, 10], "constraint": {"abs_floor_up": 0.5, "abs_floor_down": 0.5}}
+    loss = {"steps": (0, 10), "constraint": {"abs_floor_up": 0.5, "abs_floor_down": 0.5}}
     grad = {"steps": "last", "constraint": {"rel_up": 0.25, "rel_down": 0.25}}
     assert gates == GatesConfig(
         capture=(*DEFAULT_CAPTURE, "train/loss"),
@@ -99,7 +97,7 @@ gates:
                             line=at(section, "files:", 2)[0]),
         ),
         line=at(section, "capture:")[0])  # a block mapping starts at its first key
-    defaults = gates.defaults_map()
+    defaults = gates.defaults
     assert defaults["train/loss"] == loss and defaults["train/grad_norm"] == grad
     assert defaults["train/ppo_kl"] == SHIPPED_DEFAULTS["train/ppo_kl"]
     assert gates.require[0].required_keys() == ((V1, "v1"), (V2, "v2"))
@@ -120,7 +118,8 @@ def test_single_fields(section, field, expected):
 
 def test_a_default_may_replace_a_shipped_one_with_a_step_list():
     gates = gates_of("gates:\n  defaults:\n    train/ppo_kl: {steps: [5, 0], constraint: {rel_up: 0, rel_down: 2}}\n")
-    assert gates.defaults == shipped_with(train__ppo_kl={"steps": [5, 0], "constraint": {"rel_up": 0, "rel_down": 2}})
+    # Read-only: the step list is stored as a tuple.
+    assert gates.defaults == shipped_with(train__ppo_kl={"steps": (5, 0), "constraint": {"rel_up": 0, "rel_down": 2}})
 
 
 def test_require_forms():
@@ -273,7 +272,7 @@ def test_rejected(section, expected):
 def test_a_restricted_capture_keeps_only_the_shipped_defaults_it_captures():
     config = parse_config(MINIMAL_CONFIG + "gates:\n  capture: [train/grad_norm]\n")
     assert config.gates.capture == ("train/grad_norm",)
-    assert [key for key, _ in config.gates.defaults] == ["train/grad_norm"]
+    assert list(config.gates.defaults) == ["train/grad_norm"]
 
 
 @pytest.mark.parametrize("versions, needle, message", [
@@ -361,3 +360,10 @@ def test_steps_none_without_a_default_is_an_error(make_repo):
     snapshot = gated_repo(make_repo, f'register_ci_gate(metric_key="train/loss", steps=None, constraint={BOTH})',
                           config_gates=CAPTURE_LOSS)
     assert snapshot.errors == (no_default("steps", "train/loss", 4),)
+
+
+def test_a_window_below_the_default_min_samples_is_located_at_the_window():
+    section = "gates:\n  window: 2\n"
+    assert errors(section) == [err(section, "2", "gates.window: must be at least gates.min_samples (3, the default), "
+                                   "got 2", "lower gates.min_samples too")]
+    assert gates_of("gates:\n  window: 2\n  min_samples: 2\n").window == 2

@@ -36,7 +36,7 @@ def spec_of(call: str, defaults=SHIPPED_DEFAULTS, backend="cuda", suite="gpu-a",
 
 
 def config_defaults(gates_yaml: str) -> dict:
-    return parse_config(MINIMAL_CONFIG + gates_yaml).gates.defaults_map()
+    return parse_config(MINIMAL_CONFIG + gates_yaml).gates.defaults
 
 
 # -- resolve: defaults and literals -----------------------------------------------------------------

@@ -191,7 +191,7 @@ def test_with_labels_adds_labels_without_replacing_sources():
 
 
 def test_the_spec_yaml_is_loaded_as_written():
-    assert SPEC.cadences.schedules == ((NIGHTLY_CRON, "nightly"), (WEEKLY_CRON, "weekly"))
+    assert tuple(SPEC.cadences.schedules.items()) == ((NIGHTLY_CRON, "nightly"), (WEEKLY_CRON, "weekly"))
     assert SPEC.cadences.nightly_exclude == ("long",)
     assert [(s.name, s.exclude) for s in SPEC.scopes] == [("run-ci-all", ()), ("run-ci-image", ("long",))]
 

@@ -312,3 +312,58 @@ def test_error_without_a_node_or_a_field():
 def test_invalid_is_falsy_and_named():
     assert not INVALID
     assert repr(INVALID) == "INVALID"
+
+
+# -- diagnostic codes -----------------------------------------------------------------------
+
+KIND_CODES = {"wrong-type": "X-TYPE", "unknown-key": "X-UNKNOWN", "missing-key": "X-MISSING",
+              "duplicate": "X-DUP", "invalid-value": "X-VALUE"}
+
+
+def test_compose_errors_carry_the_given_code():
+    with pytest.raises(InputError) as info:
+        compose("a: [1\n", F, code="X-YAML")
+    assert info.value.code == "X-YAML"
+    with pytest.raises(InputError) as info:
+        compose("a: &x 1\n", F)
+    assert info.value.code is None
+
+
+def test_schema_errors_carry_the_code_of_their_kind():
+    s = Schema(F, codes=KIND_CODES)
+    fields = s.mapping(node("a: 1\na: 2\nb: [x, x]\nc: yes\nzz: 1\nn: 0\n"), "", required=("a", "m"),
+                       optional=("b", "c", "n"))
+    assert fields is not None
+    s.string_list(fields["b"][1], "b")
+    s.string(fields["c"][1], "c")
+    s.number(fields["n"][1], "n", minimum=1)
+    s.scalar(value_node("d: !!int x\n"), "d", int)
+    s.mapping(value_node("e: [1]\n"), "e")
+    s.sequence(value_node("f: {}\n"), "f")
+    s.sequence(value_node("g: []\n"), "g", non_empty=True)
+    s.choice(value_node("h: x\n"), "h", ("y",))
+    s.mapping(node("1: x\n"), "")
+    assert [(e.message, e.code) for e in s.errors] == [
+        ("a: duplicate key (first defined on line 1)", "X-DUP"),
+        ("zz: unknown key", "X-UNKNOWN"),
+        ("m: required key is missing", "X-MISSING"),
+        ("b[1]: duplicate entry 'x'", "X-DUP"),
+        ("c: expected a string, got a boolean ('yes')", "X-TYPE"),
+        ("n: must be at least 1, got 0", "X-VALUE"),
+        ("d: unsupported YAML value: 'x' is not a valid int", "X-TYPE"),
+        ("e: expected a mapping, got a list", "X-TYPE"),
+        ("f: expected a list, got a mapping", "X-TYPE"),
+        ("g: must not be empty", "X-VALUE"),
+        ("h: expected one of y, got 'x'", "X-VALUE"),
+        ("(top level): keys must be strings, got an integer ('1')", "X-TYPE"),
+    ]
+
+
+def test_an_explicit_code_wins_and_no_codes_means_none():
+    s = Schema(F, codes=KIND_CODES)
+    s.error(None, "a", "clash", kind="duplicate", code="X-OWN")
+    s.error(None, "b", "bad")
+    plain = Schema(F)
+    plain.mapping(node("a: 1\n"), "")
+    assert [(e.message, e.code) for e in s.errors + plain.errors] == [
+        ("a: clash", "X-OWN"), ("b: bad", "X-VALUE"), ("a: unknown key", None)]

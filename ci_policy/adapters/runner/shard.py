@@ -40,7 +40,7 @@ from ci_policy.plan.partition import Shard
 from ci_policy.model.registry import Registration
 from ci_policy.render import escape_data, one_line
 from ci_policy.adapters.runner.retry import Verdict, classify
-from ci_policy.config.runner import RetryRules
+from ci_policy.config.runner import RetryRules, RunnerConfig
 
 TAIL_BYTES = 64 * 1024
 FAILURE_KIND_ENV = "CI_POLICY_FAILURE_KIND_FILE"
@@ -55,7 +55,7 @@ class RunOptions:
     bypass_fastfail: bool = False
     github: bool = False
     timings_out: Optional[Path] = None
-    kill_grace: float = 10.0
+    kill_grace: float = RunnerConfig.kill_grace
     python: str = sys.executable
     # Metric capture: every attempt gets its own CI_POLICY_RECORD_DIR; the passing
     # attempt's files are merged into records_dir/<file>.json and handed to `gate`.

@@ -1,0 +1,261 @@
+"""Field tables: each configuration key stated once, with its parser, default and description.
+
+- In: a `Table` per section (`Key(name, parser, default, doc)`), written next to the
+  section's frozen dataclass, whose defaults come from `Table.default`.
+- Out: `Table.read` checks a YAML mapping's keys (required, unknown with a did-you-mean,
+  duplicate) and parses every present key with its parser, in table order, into `Values`;
+  the section's build function then applies the cross-field checks and makes the dataclass.
+  `ci_policy.config.reference` renders the same tables as the README reference.
+- Also here: `FrozenMap`, the read-only (and hashable) mapping the sections store, and the
+  parsers shared by several sections.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import yaml
+
+from ci_policy.config.codes import SCHEMA_CODES
+from ci_policy.errors import InputError
+from ci_policy.read.checkout import check_relative
+from ci_policy.read.globs import GlobError, compile_glob
+from ci_policy.read.yamlnodes import INVALID, Schema
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+# Values parsed so far: the keys of the mapping being read, then those of the enclosing ones.
+Context = Mapping[str, Any]
+ParseFn = Callable[[Schema, yaml.Node, str, Context], Any]
+Check = Callable[[str], str | None]
+
+
+class FrozenMap(Mapping[K, V]):
+    """A read-only mapping that keeps insertion order, compares like a dict and hashes by content."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, items: Mapping[K, V] | Iterable[tuple[K, V]] = ()) -> None:
+        self._data: dict[K, V] = dict(items)
+
+    def __getitem__(self, key: K) -> V:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._data == dict(other.items())
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        # Order-free, like __eq__: equal maps hash alike whatever their key order.
+        return hash(frozenset(self._data.items()))
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+
+def freeze(value: Any) -> Any:
+    """A plain YAML value made read-only: mappings become `FrozenMap`s, lists tuples."""
+    if isinstance(value, Mapping):
+        return FrozenMap((k, freeze(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze(v) for v in value)
+    return value
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+@dataclass(frozen=True)
+class Parser:
+    """How one key's value is read: `kind` names the accepted values in the reference."""
+
+    kind: str
+    parse: ParseFn
+    # The table of the mapping (or of each list item) this key holds, for the reference.
+    table: Table | None = None
+
+    def __call__(self, s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+        return self.parse(s, node, where, ctx)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One configuration key: name, parser, default (`REQUIRED` if none) and a one-line description."""
+
+    name: str
+    parser: Parser
+    default: Any
+    doc: str
+    # The reference shows this instead of the default's repr (a computed or a long default).
+    shown_default: str | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class Table:
+    """The keys of one configuration mapping, in parse order (a key may use earlier ones)."""
+
+    title: str  # the mapping's path in the reference, e.g. `gates` or `stages[]`
+    doc: str
+    keys: tuple[Key, ...]
+    by_name: Mapping[str, Key] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = [key.name for key in self.keys]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.title}: a key is declared twice: {names}")
+        object.__setattr__(self, "by_name", FrozenMap((key.name, key) for key in self.keys))
+
+    def __getitem__(self, name: str) -> Key:
+        return self.by_name[name]
+
+    def default(self, name: str) -> Any:
+        """The default of an optional key: the value its dataclass field starts with."""
+        key = self.by_name[name]
+        if key.required:
+            raise KeyError(f"{self.title}.{name} is required and has no default")
+        return key.default
+
+    def read(self, s: Schema, node: yaml.Node, where: str, ctx: Context | None = None) -> Values | None:
+        """Check the mapping's keys and parse each present one; `None` if `node` is no mapping."""
+        fields = s.mapping(node, where, required=tuple(k.name for k in self.keys if k.required),
+                           optional=tuple(k.name for k in self.keys if not k.required))
+        if fields is None:
+            return None
+        values = Values(self, node, where, fields)
+        chain = ChainMap(values.parsed, dict(ctx or {}))
+        for key in self.keys:
+            if key.name in fields:
+                values.parsed[key.name] = key.parser(s, fields[key.name][1], values.path(key.name), chain)
+        return values
+
+
+@dataclass
+class Values:
+    """The keys one mapping holds: parsed values, their nodes, and the table's defaults."""
+
+    table: Table
+    node: yaml.Node
+    where: str
+    fields: dict[str, tuple[yaml.Node, yaml.Node]]
+    parsed: dict[str, Any] = field(default_factory=dict)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.fields
+
+    def get(self, name: str, default: Any = REQUIRED) -> Any:
+        """The parsed value (`INVALID` if it was wrong), else `default`, else the table's default."""
+        if name in self.parsed:
+            return self.parsed[name]
+        if default is not REQUIRED:
+            return default
+        fallback = self.table[name].default
+        return INVALID if fallback is REQUIRED else fallback
+
+    def value_node(self, name: str) -> yaml.Node:
+        return self.fields[name][1]
+
+    def path(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else name
+
+    @property
+    def line(self) -> int:
+        return int(self.node.start_mark.line) + 1
+
+    def any_invalid(self) -> bool:
+        return any(value is INVALID for value in self.parsed.values())
+
+
+# -- parsers shared by several sections ----------------------------------------------------------
+
+def boolean() -> Parser:
+    return Parser("boolean", lambda s, n, w, c: s.scalar(n, w, bool))
+
+
+def integer(minimum: int) -> Parser:
+    return Parser(f"integer >= {minimum}", lambda s, n, w, c: s.number(n, w, minimum=minimum, integer=True))
+
+
+def number(minimum: float = 0.0, *, strict: bool = False) -> Parser:
+    kind = f"number > {minimum:g}" if strict else f"number >= {minimum:g}"
+    return Parser(kind, lambda s, n, w, c: s.number(n, w, minimum=minimum, strict=strict))
+
+
+def string(kind: str = "string", check: Check | None = None) -> Parser:
+    return Parser(kind, lambda s, n, w, c: s.string(n, w, check=check))
+
+
+def choice(options: Iterable[str]) -> Parser:
+    shown = tuple(options)
+    return Parser(" | ".join(shown), lambda s, n, w, c: s.choice(n, w, shown))
+
+
+def strings(kind: str = "list of strings", *, non_empty: bool = False, check: Check | None = None) -> Parser:
+    return Parser(kind, lambda s, n, w, c: s.string_list(n, w, non_empty=non_empty, check=check))
+
+
+def relative(s: Schema, node: yaml.Node, where: str) -> Any:
+    """A repo-relative POSIX path, normalised (`./a//b` is `a/b`)."""
+    value = s.string(node, where)
+    if value is INVALID:
+        return INVALID
+    try:
+        return check_relative(value, field=where)
+    except InputError as exc:
+        s.error(node, "", exc.message, exc.hint)
+        return INVALID
+
+
+def relative_path() -> Parser:
+    return Parser("repo-relative path", lambda s, n, w, c: relative(s, n, w))
+
+
+def mapping_of(table: Table, build: Callable[[Schema, Values], Any]) -> Parser:
+    """A nested mapping read with `table` and made into its dataclass by `build`."""
+
+    def parse(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+        values = table.read(s, node, where, ctx)
+        return INVALID if values is None else build(s, values)
+
+    return Parser("mapping (below)", parse, table)
+
+
+def check_glob(value: str) -> str | None:
+    try:
+        compile_glob(value)
+    except GlobError as exc:
+        return str(exc)
+    return None
+
+
+def check_regex(value: str) -> str | None:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        return f"{value!r} is not a valid regular expression: {exc}"
+    return None
+
+
+def new_schema(path: str) -> Schema:
+    """A `Schema` whose errors carry the configuration's diagnostic codes."""
+    return Schema(path, codes=SCHEMA_CODES)

@@ -1,0 +1,76 @@
+"""`file_run:` where `/rerun-test` runs one file: the image per backend, its tag and the timeout.
+
+- In: the `file_run` mapping; every key is optional.
+- Out: a frozen `FileRunConfig`; `image` is a read-only mapping backend -> image repository.
+- Refused: an image repository that is not one (or carries a tag), an invalid tag, a
+  non-positive timeout factor or minimum.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table, Values, mapping_of, number, string
+from ci_policy.config.stages import BACKENDS
+from ci_policy.read.yamlnodes import INVALID, Schema
+
+IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+IMAGE_REPO_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*")
+
+
+def _check_repo(value: str) -> str | None:
+    if IMAGE_REPO_RE.fullmatch(value):
+        return None
+    return f"{value!r} is not an image repository (e.g. ghcr.io/org/ci-cuda, without a tag)"
+
+
+def _check_tag(value: str) -> str | None:
+    if IMAGE_TAG_RE.fullmatch(value):
+        return None
+    return f"{value!r} is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})"
+
+
+def _parse_image(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    table = s.mapping(node, where, optional=BACKENDS) or {}
+    image: dict[str, str] = {}
+    for backend, (_key, value_node) in table.items():
+        repo = s.string(value_node, f"{where}.{backend}", check=_check_repo)
+        if repo is not INVALID:
+            image[backend] = repo
+    return FrozenMap(image)
+
+
+FILE_RUN_TABLE = Table("file_run", "How `/rerun-test` places one test file.", (
+    Key("image", Parser("mapping of " + " | ".join(BACKENDS) + " to an image repository (no tag)",
+                        _parse_image), FrozenMap(), "Container image of each backend's rerun job.",
+        shown_default="none"),
+    Key("default_tag", string("image tag", _check_tag), "latest", "Image tag used unless the command names one."),
+    Key("timeout_factor", number(0, strict=True), 3.0,
+        "Timeout = `max(min_timeout, ceil(timeout_factor * est_time))`."),
+    Key("min_timeout", number(0, strict=True), 900.0, "The smallest timeout, in seconds."),
+))
+
+
+@dataclass(frozen=True)
+class FileRunConfig:
+    """`file_run:` how one rerun file is placed: image per backend, tag and timeout."""
+
+    image: FrozenMap[str, str] = FILE_RUN_TABLE.default("image")  # backend -> repository (no tag)
+    default_tag: str = FILE_RUN_TABLE.default("default_tag")
+    timeout_factor: float = FILE_RUN_TABLE.default("timeout_factor")
+    min_timeout: float = FILE_RUN_TABLE.default("min_timeout")
+
+    def image_for(self, backend: str) -> str | None:
+        return self.image.get(backend)
+
+
+def _build(s: Schema, v: Values) -> FileRunConfig:
+    return FileRunConfig(image=v.get("image"), default_tag=v.get("default_tag"),
+                         timeout_factor=v.get("timeout_factor"), min_timeout=v.get("min_timeout"))
+
+
+FILE_RUN = mapping_of(FILE_RUN_TABLE, _build)

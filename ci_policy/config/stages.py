@@ -1,0 +1,127 @@
+"""`stages:` the CI stages, each a backend and the runners it needs.
+
+- In: the `stages` list of the configuration.
+- Out: a tuple of frozen `Stage`s in file order.
+- Refused: names outside `[A-Za-z0-9][A-Za-z0-9_.-]*` or used twice, an unknown backend or
+  runner, and a GPU stage that is not external without `runs_on`.
+- Defaults that depend on the backend: `runner` (pytest for cpu, python otherwise) and
+  `diff_pruned` (true for GPU stages).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+import yaml
+
+from ci_policy.config import codes
+from ci_policy.config.fields import (
+    REQUIRED,
+    Context,
+    Key,
+    Parser,
+    Table,
+    Values,
+    boolean,
+    choice,
+    integer,
+    number,
+    string,
+    strings,
+)
+from ci_policy.read.yamlnodes import INVALID, Schema
+
+Backend = Literal["cpu", "cuda", "rocm"]
+RunnerKind = Literal["python", "pytest"]
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
+GPU_BACKENDS: tuple[Backend, ...] = ("cuda", "rocm")
+RUNNERS: tuple[RunnerKind, ...] = get_args(RunnerKind)
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def check_name(value: str) -> str | None:
+    if not NAME_RE.fullmatch(value):
+        return f"{value!r} is not a valid name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)"
+    return None
+
+
+STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test files it runs.", (
+    Key("name", string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name), REQUIRED,
+        "Stage name, unique in the file."),
+    Key("backend", choice(BACKENDS), REQUIRED, "Hardware the stage's tests need."),
+    Key("runs_on", strings("non-empty list of runner labels", non_empty=True), (),
+        "Runner labels of the stage's jobs; required for cuda/rocm stages that are not external.",
+        shown_default="none"),
+    Key("partitions", integer(1), 1, "Number of runners the stage's files are split across."),
+    Key("runner", choice(RUNNERS), "pytest", "How one test file is run: `python FILE` or `pytest FILE`.",
+        shown_default="`pytest` for cpu stages, `python` otherwise"),
+    Key("timeout_per_file", number(0, strict=True), None, "Seconds one test file may run.",
+        shown_default="none"),
+    Key("diff_pruned", boolean(), False, "The diff may skip the stage when no changed path affects it.",
+        shown_default="`true` for cuda/rocm stages, `false` for cpu"),
+    Key("external", boolean(), False, "Run by another system: listed, never planned here."),
+))
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    backend: Backend
+    runs_on: tuple[str, ...] = STAGE.default("runs_on")
+    partitions: int = STAGE.default("partitions")
+    runner: RunnerKind = STAGE.default("runner")
+    timeout_per_file: float | None = STAGE.default("timeout_per_file")
+    diff_pruned: bool = STAGE.default("diff_pruned")
+    external: bool = STAGE.default("external")
+    line: int | None = None
+
+
+def _stage(s: Schema, v: Values, index: int, seen: dict[str, int]) -> Stage | None:
+    """The stage of one list item, or None when any of its keys is wrong."""
+    before = len(s.errors)
+    name = v.get("name")
+    if name is not INVALID:
+        if name in seen:
+            s.error(v.value_node("name"), v.path("name"), f"duplicate stage name {name!r} (also stages[{seen[name]}])",
+                    code=codes.DUPLICATE)
+        seen.setdefault(name, index)
+    backend = v.get("backend")
+    gpu = backend in GPU_BACKENDS
+    if gpu and v.get("external") is False and "runs_on" not in v:
+        s.error(v.node, v.path("runs_on"), f"required for {backend} stages that are not external",
+                hint="list the runner labels, e.g. runs_on: [h200, 4gpu]", code=codes.MISSING_KEY)
+    if v.any_invalid() or len(s.errors) != before:
+        return None
+    return Stage(
+        name=name,
+        backend=backend,
+        runs_on=v.get("runs_on"),
+        partitions=v.get("partitions"),
+        runner=v.get("runner", "pytest" if backend == "cpu" else "python"),
+        timeout_per_file=v.get("timeout_per_file"),
+        diff_pruned=v.get("diff_pruned", gpu),
+        external=v.get("external"),
+        line=v.line,
+    )
+
+
+def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    items = s.sequence(node, where, non_empty=True)
+    if items is None:
+        return INVALID
+    stages: list[Stage] = []
+    seen: dict[str, int] = {}
+    ok = True
+    for i, item in enumerate(items):
+        values = STAGE.read(s, item, f"{where}[{i}]")
+        stage = None if values is None else _stage(s, values, i, seen)
+        if stage is None:
+            ok = False
+        else:
+            stages.append(stage)
+    return tuple(stages) if ok else INVALID
+
+
+STAGES = Parser("non-empty list of stages", parse_stages, STAGE)

@@ -1,0 +1,170 @@
+"""The top level of `.github/ci-policy.yml`: the `Config` and `parse_config`.
+
+- In: configuration text and its display path.
+- Out: a frozen `Config`, or `InputErrors` listing every problem, each located at
+  `file:line:col` with its field path and a diagnostic code (`ci_policy.config.codes`).
+- Refused: an empty file, a version other than 1, a `requires` specifier the installed
+  ci_policy does not satisfy, and whatever a section refuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from ci_policy import __version__
+from ci_policy.config import codes
+from ci_policy.config.cadences import CADENCES_SECTION, Cadences
+from ci_policy.config.discovery import DISCOVERY, Discovery
+from ci_policy.config.fields import (
+    REQUIRED,
+    Context,
+    FrozenMap,
+    Key,
+    Parser,
+    Table,
+    boolean,
+    new_schema,
+    relative_path,
+)
+from ci_policy.config.file_run import FILE_RUN, FileRunConfig
+from ci_policy.config.gates import GATES, GatesConfig
+from ci_policy.config.runner import RUNNER, RunnerConfig
+from ci_policy.config.scopes import SCOPES, Scope
+from ci_policy.config.selection import SELECTION, Selection
+from ci_policy.config.stages import STAGES, Backend, Stage
+from ci_policy.config.tune import TUNE, TuneConfig
+from ci_policy.errors import InputError, InputErrors
+from ci_policy.read.yamlnodes import INVALID, Schema, compose
+
+DEFAULT_CONFIG = ".github/ci-policy.yml"
+VERSION = 1
+
+
+def _parse_version(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    version = s.scalar(node, where, int)
+    if version is not INVALID and version != VERSION:
+        s.error(node, where, f"unsupported version {version}; this ci_policy reads version {VERSION}",
+                code=codes.UNSUPPORTED)
+        return INVALID
+    return version
+
+
+def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    requires = s.string(node, where)
+    if requires is INVALID:
+        return INVALID
+    try:
+        if not requires.strip():  # SpecifierSet("") would accept every version
+            raise InvalidSpecifier(requires)
+        spec = SpecifierSet(requires)
+    except InvalidSpecifier:
+        s.error(node, where, f"{requires!r} is not a valid version specifier",
+                hint="write a PEP 440 specifier such as '>=0.1'")
+        return requires
+    if not spec.contains(Version(__version__), prereleases=True):
+        s.error(node, where, f"this repository requires ci_policy {requires}, "
+                f"but ci_policy {__version__} is installed",
+                hint=f"install a ci_policy version matching {requires}", code=codes.UNSUPPORTED)
+    return requires
+
+
+# Table order is parse order: `discovery` checks its implicit roots against the stages.
+TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
+    Key("version", Parser(f"integer {VERSION}", _parse_version), REQUIRED, "The format version of this file."),
+    Key("requires", Parser("PEP 440 version specifier", _parse_requires), None,
+        "The ci_policy versions this repository works with, e.g. `>=0.1`.", shown_default="any version"),
+    Key("labels_file", relative_path(), "labels.py", "The label registry, repo-relative."),
+    Key("gpu_requires_labels", boolean(), True,
+        "A test file of a GPU stage must name at least one label."),
+    Key("stages", STAGES, REQUIRED, "The CI stages, at least one."),
+    Key("discovery", DISCOVERY, REQUIRED, "Where test files are found."),
+    Key("cadences", CADENCES_SECTION, Cadences(), "Which scheduled run is which cadence.",
+        shown_default="no schedules"),
+    Key("scopes", SCOPES, (), "Broad-scope PR labels (`run-ci-all`).", shown_default="none"),
+    Key("selection", SELECTION, Selection(), "How the diff selects and prunes stages.",
+        shown_default="the defaults below"),
+    Key("runner", RUNNER, RunnerConfig(), "How `ci-policy run` retries, times out and stops files.",
+        shown_default="the defaults below"),
+    Key("gates", GATES, GatesConfig(), "Metric-history gates.", shown_default="the defaults below"),
+    Key("file_run", FILE_RUN, FileRunConfig(), "How `/rerun-test` places one file.",
+        shown_default="the defaults below"),
+    Key("tune", TUNE, TuneConfig(), "How `ci-policy tune` turns timings into est_time proposals.",
+        shown_default="the defaults below"),
+    Key("estimates_file", relative_path(), None, "est_time overrides written by `ci-policy tune --apply`.",
+        shown_default="none"),
+))
+
+
+@dataclass(frozen=True)
+class Config:
+    path: str
+    version: int
+    discovery: Discovery
+    stages: tuple[Stage, ...]
+    requires: str | None = TOP.default("requires")
+    labels_file: str = TOP.default("labels_file")
+    gpu_requires_labels: bool = TOP.default("gpu_requires_labels")
+    cadences: Cadences = TOP.default("cadences")
+    scopes: tuple[Scope, ...] = TOP.default("scopes")
+    selection: Selection = TOP.default("selection")
+    runner: RunnerConfig = TOP.default("runner")
+    gates: GatesConfig = TOP.default("gates")
+    file_run: FileRunConfig = TOP.default("file_run")
+    tune: TuneConfig = TOP.default("tune")
+    estimates_file: str | None = TOP.default("estimates_file")
+    # Line of each top-level key, for errors found after validation.
+    lines: FrozenMap[str, int] = field(default=FrozenMap(), compare=False)
+
+    def stage(self, name: str) -> Stage | None:
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        return None
+
+    def stages_of(self, backend: Backend | str) -> tuple[Stage, ...]:
+        return tuple(s for s in self.stages if s.backend == backend)
+
+    def line_of(self, key: str) -> int | None:
+        return self.lines.get(key)
+
+    def scope(self, name: str) -> Scope | None:
+        for scope in self.scopes:
+            if scope.name == name:
+                return scope
+        return None
+
+    def label_references(self) -> tuple[tuple[str, str, int | None], ...]:
+        """(label, field, line) for every label name the configuration mentions."""
+        refs = [(label, "cadences.nightly_exclude", self.cadences.line)
+                for label in self.cadences.nightly_exclude]
+        for scope in self.scopes:
+            refs += [(label, f"scopes.{scope.name}.exclude", scope.line) for label in scope.exclude]
+        for i, rule in enumerate(self.selection.rules):
+            refs += [(label, f"selection.rules[{i}].labels", rule.line) for label in rule.labels]
+        return tuple(refs)
+
+
+def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
+    """Validate configuration text; raise `InputErrors` with every problem found."""
+    root = compose(text, path, code=codes.INVALID_YAML)
+    if root is None:
+        raise InputErrors([InputError("configuration is empty", path=path, line=1, col=1,
+                                      hint="start with 'version: 1'", code=codes.MISSING_KEY)])
+    s = new_schema(path)
+    top = TOP.read(s, root, "")
+    if top is None or s.errors:
+        raise InputErrors(s.errors)
+    return Config(
+        path=path,
+        version=top.get("version"),
+        discovery=top.get("discovery"),
+        stages=top.get("stages"),
+        **{key.name: top.get(key.name) for key in TOP.keys if not key.required},
+        lines=FrozenMap((key, int(k.start_mark.line) + 1) for key, (k, _v) in top.fields.items()),
+    )
+

@@ -1,0 +1,48 @@
+"""`tune:` how recorded timings become est_time proposals (`ci-policy tune`).
+
+- In: the `tune` mapping; every key is optional.
+- Out: a frozen `TuneConfig`.
+- Refused: a safety factor below 1, a quantile outside (0, 1], a deadband outside [0, 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ci_policy.config.fields import Key, Table, Values, integer, mapping_of, number
+from ci_policy.read.yamlnodes import INVALID, Schema
+
+TUNE_TABLE = Table("tune", "How recorded timings become est_time proposals.", (
+    Key("safety", number(1), 1.25, "Factor the observed time is multiplied by before rounding up to a bucket."),
+    Key("quantile", number(0, strict=True), 0.9, "Nearest-rank quantile of the passed samples, at most 1."),
+    Key("min_samples_for_quantile", integer(1), 5, "Fewest samples for the quantile; fewer use the maximum."),
+    Key("deadband", number(0), 0.2, "Relative change within which the estimate is kept (a fraction below 1)."),
+))
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """`tune:` how timings become est_time proposals."""
+
+    safety: float = TUNE_TABLE.default("safety")
+    quantile: float = TUNE_TABLE.default("quantile")
+    min_samples_for_quantile: int = TUNE_TABLE.default("min_samples_for_quantile")
+    deadband: float = TUNE_TABLE.default("deadband")
+
+
+def _build(s: Schema, v: Values) -> Any:
+    quantile, deadband = v.get("quantile"), v.get("deadband")
+    if "quantile" in v and quantile is not INVALID and quantile > 1:
+        s.error(v.value_node("quantile"), "tune.quantile", f"must be at most 1, got {quantile}")
+        v.parsed["quantile"] = INVALID
+    if "deadband" in v and deadband is not INVALID and deadband >= 1:
+        s.error(v.value_node("deadband"), "tune.deadband", f"must be below 1 (a fraction), got {deadband}")
+        v.parsed["deadband"] = INVALID
+    if v.any_invalid():
+        return INVALID
+    return TuneConfig(safety=v.get("safety"), quantile=v.get("quantile"),
+                      min_samples_for_quantile=v.get("min_samples_for_quantile"), deadband=v.get("deadband"))
+
+
+TUNE = mapping_of(TUNE_TABLE, _build)

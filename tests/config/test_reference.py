@@ -1,0 +1,52 @@
+"""The README's configuration reference is generated from the field tables and kept in sync."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ci_policy.config import parse_config
+from ci_policy.config.reference import EXAMPLE, HEADING, _tables, main, markdown, replace_section, section_of
+from ci_policy.config.top import TOP
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+REGENERATE = "python -m ci_policy.config.reference --update README.md"
+
+
+def test_the_readme_section_is_the_generated_reference():
+    text = README.read_text(encoding="utf-8")
+    assert section_of(text) == "\n" + markdown() + "\n", (
+        f"README.md's configuration reference differs from the key tables; regenerate it with: {REGENERATE}")
+
+
+def test_every_key_appears_in_the_reference_with_its_default():
+    text = markdown()
+    for table in _tables(TOP):
+        assert f"\n### `{table.title}`\n" in text or table is TOP
+        for key in table.keys:
+            assert f"\n| `{key.name}` | " in text
+    assert "| `window` | integer >= 1 | `10` | Number of recent baselines a value is compared with. |" in text
+    assert "| `backend` | cpu \\| cuda \\| rocm | required | Hardware the stage's tests need. |" in text
+
+
+def test_the_example_is_a_valid_configuration():
+    config = parse_config(EXAMPLE)
+    assert [s.name for s in config.stages] == ["stage-a-cpu", "stage-c-4-gpu-h200"]
+    assert config.cadences.for_cron("0 15 * * 6") == "weekly"
+
+
+def test_replace_section_rewrites_only_that_section():
+    readme = f"# T\n\nintro\n\n{HEADING}\n\nold text\n\n## Next\n\nkept\n"
+    updated = replace_section(readme)
+    assert updated == f"# T\n\nintro\n\n{HEADING}\n\n{markdown()}\n## Next\n\nkept\n"
+    assert replace_section(updated) == updated
+    last = f"# T\n\n{HEADING}\n\nold\n"
+    assert replace_section(last) == f"# T\n\n{HEADING}\n\n{markdown()}\n"
+
+
+def test_main_prints_or_updates(tmp_path, capsys):
+    assert main([]) == 0
+    assert capsys.readouterr().out == markdown()
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{HEADING}\n\nstale\n\n## Next\n", encoding="utf-8")
+    assert main(["--update", str(readme)]) == 0
+    assert readme.read_text(encoding="utf-8") == f"{HEADING}\n\n{markdown()}\n## Next\n"
