@@ -1,0 +1,64 @@
+"""GitHub Actions renderers: workflow-command annotations and `$GITHUB_OUTPUT` values.
+
+- In: a `Plan`, a shard's run results, gate outcomes.
+- Out: `::error`/`::warning` lines whose values pass `escape_data`/`escape_property`, and
+  `name<<DELIMITER` output blocks (a value containing the delimiter is refused).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ci_policy.plan.build import Plan
+from ci_policy.render.escape import escape_data, escape_property
+from ci_policy.render.text import failure
+
+
+def github_outputs(plan: Plan, delimiter: str) -> str:
+    """`$GITHUB_OUTPUT` lines in the multi-line-safe `name<<DELIMITER` syntax."""
+    policy = plan.policy
+    values = {
+        "cadence": policy.cadence,
+        "raw_labels": " ".join(policy.raw_labels),
+        "bypass_fastfail": "true" if policy.bypass_fastfail else "false",
+        "write_baseline": "true" if policy.write_baseline else "false",
+        "skipped_stages": json.dumps(list(plan.skipped_stages), separators=(",", ":")),
+        "matrix": json.dumps(plan.matrix, separators=(",", ":")),
+        "cuda_image": dict(plan.images)["cuda"],
+        "rocm_image": dict(plan.images)["rocm"],
+    }
+    return github_output_lines(values, delimiter)
+
+
+def github_output_lines(values: dict[str, str], delimiter: str) -> str:
+    out = []
+    for name, value in values.items():
+        if delimiter in value:
+            raise ValueError("delimiter occurs in an output value")
+        out.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    return "".join(out)
+
+
+def plan_annotations(plan: Plan) -> str:
+    lines = [f"::error file={escape_property(file)}::" + escape_data(f"{stage}: {file} is not scheduled: {why}")
+             for stage, file, why in plan.invalid]
+    lines += [f"::warning::{escape_data(w)}" for w in plan.warnings]
+    return "\n".join(lines)
+
+
+def run_annotations(result: Any) -> str:
+    lines = []
+    for r in result.results:
+        if not r.passed:
+            status, why = failure(r)
+            lines.append(f"::error file={escape_property(r.file)}::"
+                         + escape_data(f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why})"))
+    return "\n".join(lines)
+
+
+def gate_annotations(outcome: Any) -> str:
+    return "\n".join(
+        f"::error file={escape_property(outcome.file)}::"
+        + escape_data(f"gate {r.spec.metric_key} step {'last' if r.step == -1 else r.step}: {r.verdict}: {r.message}")
+        for r in outcome.blocking)

@@ -1,0 +1,88 @@
+"""Markdown renderers: the step summary of a plan, a shard's run and its metric gates.
+
+- In: core results (a `Plan`, a shard's run results, gate outcomes).
+- Out: Markdown strings; every checkout-controlled value passes `md_escape` (and
+  mermaid names `mermaid_name`) first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ci_policy.plan.build import Plan
+from ci_policy.render.escape import md_escape, mermaid_name
+from ci_policy.render.text import est_sources, failure, gate_rows, secs
+
+
+def plan_markdown(plan: Plan) -> str:
+    policy = plan.policy
+    out = ["## ci-policy plan", ""]
+    out.append(f"- **Event:** {md_escape(policy.event)}, **cadence:** {md_escape(policy.cadence)}")
+    out.append(f"- **PR labels:** {md_escape(' '.join(policy.raw_labels)) or '(none)'}")
+    out.append(f"- **Included labels:** {md_escape(', '.join(policy.include_labels)) or '(none)'}")
+    if plan.diff.available:
+        out.append(f"- **Diff:** {len(plan.diff.files)} changed file(s)")
+    elif policy.event == "pull_request":
+        out.append(f"- **Diff:** unavailable ({md_escape(plan.diff.reason)}); every runnable stage runs")
+    out.append("- **Images:** " + ", ".join(f"{b} {a}" for b, a in plan.images))
+    out.append("")
+    out.append("| Stage | Backend | Decision | Tests | Shards | Est. wall | Reasons |")
+    out.append("|---|---|---|---:|---:|---:|---|")
+    for s in plan.stages:
+        mark = "✅ run" if s.decision == "run" else "⏭️ skip"
+        wall = secs(s.wall_seconds) if s.decision == "run" else "-"
+        out.append(f"| {md_escape(s.name)} | {s.stage.backend} | {mark} | {len(s.tests)} | {len(s.shards)} "
+                   f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons)} |")
+    for s in plan.stages:
+        if s.decision != "run" or not s.shards:
+            continue
+        out += ["", f"### {md_escape(s.name)}", "", "```mermaid", "gantt",
+                f"    title {mermaid_name(s.name)} shards (estimated seconds)",
+                "    dateFormat X", "    axisFormat %s"]
+        est = {r.file: r.est_time for r in s.tests}
+        for sh in s.shards:
+            out.append(f"    section shard {sh.index}")
+            start = 0.0
+            for f in sh.files:
+                end = start + est[f]
+                out.append(f"    {mermaid_name(f)} :{start:g}, {end:g}")
+                start = end
+        out.append("```")
+    sources = est_sources(plan)
+    if "estimates" in sources:
+        out += ["", f"est_time from the estimates file for {len(sources['estimates'])} test(s); "
+                f"{len(sources.get('literal', []))} from literals, {len(sources.get('implicit', []))} implicit."]
+    if plan.invalid:
+        out += ["", "**Invalid, not scheduled**", ""]
+        out += [f"- {md_escape(stage)}: {md_escape(file)}: {md_escape(why)}" for stage, file, why in plan.invalid]
+    if plan.warnings:
+        out += ["", "**Warnings**", ""] + [f"- {md_escape(w)}" for w in plan.warnings]
+    return "\n".join(out) + "\n"
+
+
+def run_summary_markdown(result: Any) -> str:
+    out = [f"## ci-policy run: {md_escape(result.stage)} shard {result.shard}", "",
+           "| File | Status | Attempts | Elapsed | Est. | |", "|---|---|---:|---:|---:|---|"]
+    for r in result.results:
+        last = r.attempts[-1]
+        est = r.registration.est_time
+        over = "⚠️ over est_time" if last.elapsed > est else ""
+        status = last.status.upper() if r.passed or last.status != "pass" else failure(r)[0]
+        out.append(f"| {md_escape(r.file)} | {status} | {len(r.attempts)} | "
+                   f"{last.elapsed:.1f}s | {est:g}s | {over} |")
+    for reg in result.not_run:
+        out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {reg.est_time:g}s | fast-fail |")
+    gates = "".join(gate_markdown(r.gate) for r in result.results if getattr(r, "gate", None) is not None)
+    return "\n".join(out) + "\n" + ("\n" + gates if gates else "")
+
+
+def gate_markdown(outcome: Any) -> str:
+    if not outcome.results:
+        return ""
+    out = [f"### Metric gates: {md_escape(outcome.file)}", "",
+           "| Metric | Step | Value | Baseline | Band | Verdict | Detail |", "|---|---:|---:|---:|---|---|---|"]
+    for row in gate_rows(outcome):
+        out.append("| " + " | ".join(md_escape(c) for c in row) + " |")
+    out += ["", f"Run {'trusted' if outcome.trusted else '**not trusted**'}; baseline: "
+            f"{md_escape(outcome.baseline)}", ""]
+    return "\n".join(out) + "\n"

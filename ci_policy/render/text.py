@@ -1,0 +1,185 @@
+"""Plain-text renderers: tables and summaries for a terminal or a CI log.
+
+- In: core results (registrations, a `Plan`, a shard's run results, gate outcomes).
+- Out: strings; every checkout-controlled value passes `render.escape` first.
+- No I/O: the command line prints what these return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Optional
+
+from ci_policy.model.registry import Registration
+from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.plan.partition import Shard
+from ci_policy.render.escape import line_start, one_line
+
+
+def count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def secs(value: float) -> str:
+    return f"{value:g}s"
+
+
+def registry_text(registrations: Iterable[Registration]) -> str:
+    rows: list[tuple[str, ...]] = [("FILE", "BACKEND", "SUITE", "EST", "LABELS", "NOTES")]
+    for r in registrations:
+        notes = []
+        if r.implicit:
+            notes.append("implicit")
+        if r.nightly:
+            notes.append("nightly")
+        if r.disabled is not None:
+            notes.append(f"disabled: {r.disabled}")
+        where = r.file if r.line is None else f"{r.file}:{r.line}"
+        rows.append((line_start(one_line(where)), r.backend, r.suite, secs(r.est_time),
+                     ",".join(r.labels) or "-", one_line("; ".join(notes))))
+    return table(rows)
+
+
+def table(rows: Sequence[tuple[str, ...]], right: Optional[set[int]] = None) -> str:
+    right = right or set()
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        cells = [cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        out.append("  ".join(cells).rstrip())
+    return "\n".join(out)
+
+
+def plan_text(plan: Plan) -> str:
+    policy = plan.policy
+    lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}"]
+    lines.append(f"PR labels: {' '.join(policy.raw_labels) or '(none)'}")
+    lines.append(f"included labels: {', '.join(policy.include_labels) or '(none)'}")
+    flags = [name for name, on in (("bypass-fastfail", policy.bypass_fastfail),
+                                   ("write-baseline", policy.write_baseline),
+                                   ("admit-nightly", policy.admit_nightly)) if on]
+    if flags:
+        lines.append(f"flags: {', '.join(flags)}")
+    if plan.diff.available:
+        lines.append(f"diff: {len(plan.diff.files)} changed file(s)")
+    elif policy.event == "pull_request":
+        lines.append(f"diff: unavailable ({plan.diff.reason})")
+    lines.append("")
+    rows: list[tuple[str, ...]] = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL", "REASONS")]
+    for s in plan.stages:
+        rows.append((s.name, s.stage.backend, s.decision.upper(), str(len(s.tests)), str(len(s.shards)),
+                     secs(s.wall_seconds) if s.decision == "run" else "-", "; ".join(s.reasons)))
+    lines.append(table(rows, right={3, 4, 5}))
+    running = [s for s in plan.stages if s.decision == "run"]
+    if running:
+        lines.append("")
+        lines.append("shards:")
+        for s in running:
+            for sh in s.shards:
+                lines.append(f"  {s.name}[{sh.index}] est {secs(sh.est_seconds)}: {' '.join(sh.files)}")
+        sources = est_sources(plan)
+        if "estimates" in sources:
+            lines.append("est_time from the estimates file for: " + " ".join(sources["estimates"]))
+    if plan.invalid:
+        lines.append("")
+        lines.append("invalid (not scheduled):")
+        lines += [f"  {stage}: {file}: {why}" for stage, file, why in plan.invalid]
+    lines.append("")
+    lines.append("images: " + ", ".join(f"{backend}={action}" for backend, action in plan.images))
+    for w in plan.warnings:
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def est_sources(plan: Plan) -> dict[str, list[str]]:
+    """source -> files of the running stages whose est_time came from it."""
+    out: dict[str, list[str]] = {}
+    for s in plan.stages:
+        for r in s.tests:
+            out.setdefault(r.est_source, []).append(f"{r.file}" if r.est_source != "estimates"
+                                                    else f"{r.file}({s.name})")
+    return out
+
+
+def _attempt_note(attempt: Any) -> str:
+    v = attempt.verdict
+    return f"attempt {attempt.attempt}: {attempt.status}" + (f" ({v.kind}: {v.reason})" if v else "")
+
+
+def failure(r: Any) -> tuple[str, str]:
+    """(status, why) of a file that did not pass: its test failed, or an enforced gate did."""
+    last = r.attempts[-1]
+    if last.status == "pass" and getattr(r, "gate_failed", False):
+        n = len(r.gate.blocking)
+        return "GATE-FAIL", f"{n} enforced metric gate coordinate(s) failed"
+    return last.status.upper(), (f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status)
+
+
+def run_summary_text(result: Any) -> str:
+    passed = [r for r in result.results if r.passed]
+    failed = [r for r in result.results if not r.passed]
+    retried = [r for r in result.results if len(r.attempts) > 1]
+    lines = ["", f"==== ci-policy run: {result.stage} shard {result.shard} ===="]
+    lines.append(f"PASSED ({len(passed)}):")
+    for r in passed:
+        last = r.attempts[-1]
+        lines.append(f"  {r.file} elapsed={last.elapsed:.1f}s est={r.registration.est_time:g}s")
+    lines.append(f"FAILED ({len(failed)}):")
+    for r in failed:
+        status, why = failure(r)
+        lines.append(f"  {r.file} {status} after {len(r.attempts)} attempt(s) ({why})")
+    lines.append(f"RETRIED ({len(retried)}):")
+    for r in retried:
+        lines.append(f"  {r.file}: " + "; ".join(_attempt_note(a) for a in r.attempts))
+    if result.not_run:
+        lines.append(f"NOT RUN ({len(result.not_run)}, fast-fail):")
+        lines += [f"  {reg.file}" for reg in result.not_run]
+    lines.append("RESULT: " + ("PASS" if result.ok else "FAIL"))
+    return "\n".join(lines)
+
+
+def shard_header(stage_plan: StagePlan, shard: Shard) -> str:
+    est = {r.file: r.est_time for r in stage_plan.tests}
+    total = sum(est[f] for f in shard.files)
+    lines = [f"Enabled {len(shard.files)} test(s) (est total {total:g}s) "
+             f"for {stage_plan.name} shard {shard.index}:"]
+    source = {r.file: r.est_source for r in stage_plan.tests}
+    lines += [f"  {f} (est {est[f]:g}s{', from the estimates file' if source[f] == 'estimates' else ''})"
+              for f in shard.files]
+    if stage_plan.not_selected:
+        lines.append(f"Skipped {len(stage_plan.not_selected)} registered test(s) of this stage:")
+        lines += [f"  {reg.file}: {why}" for reg, why in stage_plan.not_selected]
+    return "\n".join(lines)
+
+
+def _num(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.6g}"
+
+
+def gate_rows(outcome: Any) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for r in outcome.results:
+        b = r.band
+        verdict = r.verdict
+        if r.verdict in ("FAIL", "ERROR"):
+            if r.spec.allowlist_reason is not None:
+                verdict += f" (allowlisted: {r.spec.allowlist_reason})"
+            elif not r.spec.enforce:
+                verdict += " (report only)"
+        rows.append((r.spec.metric_key, "last" if r.step == -1 else str(r.step), _num(r.value),
+                     f"{_num(b.ref)} (n={b.n})" if b else "-",
+                     f"[{_num(b.lo)}, {_num(b.hi)}]" if b else "-", verdict,
+                     "" if r.verdict == "PASS" else r.message))
+    return rows
+
+
+def gate_text(outcome: Any) -> str:
+    head = f"ci-policy gate: {outcome.file} ({outcome.registration.backend}, {outcome.registration.suite})"
+    if not outcome.results:
+        return f"{head}: {outcome.baseline}"
+    rows = [("METRIC", "STEP", "VALUE", "BASELINE", "BAND", "VERDICT", "DETAIL")] + gate_rows(outcome)
+    status = "trusted" if outcome.trusted else "NOT trusted"
+    lines = [head, table(rows), f"run: {status}; baseline: {outcome.baseline}"]
+    if outcome.blocking:
+        lines.append(f"FAILED: {len(outcome.blocking)} enforced gate coordinate(s) failed")
+    return "\n".join(lines)
