@@ -451,3 +451,65 @@ def gate_annotations(outcome) -> str:
         f"::error file={escape_property(outcome.file)}::"
         + escape_data(f"gate {r.spec.metric_key} step {'last' if r.step == -1 else r.step}: {r.verdict}: {r.message}")
         for r in outcome.blocking)
+
+
+# -- the command line's own results (the cli writes them) ------------------------------------
+
+def usage_error_text(command: str, err) -> str:
+    """A `UsageError`: `ci-policy COMMAND: error: SOURCE: MESSAGE`, the hint on its own line."""
+    where = f"{err.source}: " if err.source else ""
+    text = f"ci-policy {command}: error: {where}{one_line(err.message)}"
+    if err.hint:
+        text += f"\n    hint: {one_line(err.hint)}"
+    return text
+
+
+def usage_error_github(command: str, err) -> str:
+    where = f"{err.source}: " if err.source else ""
+    message = f"ci-policy {command}: {where}{err.message}" + (f" (hint: {err.hint})" if err.hint else "")
+    return f"::error::{escape_data(message)}"
+
+
+def shard_files_json(stage_plan, shard) -> str:
+    """`ci-policy list --format json`: one stage shard's files; no shard when the stage is skipped."""
+    return json.dumps({"schema": JSON_SCHEMA_VERSION, "stage": stage_plan.name, "decision": stage_plan.decision,
+                       "reasons": list(stage_plan.reasons), "shard": None if shard is None else shard.index,
+                       "files": [] if shard is None else list(shard.files)}, indent=2)
+
+
+def file_run_json(plan) -> str:
+    return json.dumps(plan.as_dict(), indent=2)
+
+
+def file_run_text(plan) -> str:
+    rows = [("file", plan.file), ("stage", f"{plan.suite} ({plan.hw})"), ("runs on", ", ".join(plan.runs_on)),
+            ("image", plan.container_image or "-"), ("timeout", f"{plan.timeout_seconds}s")]
+    return "\n".join(f"{name}: {one_line(value)}" for name, value in rows)
+
+
+def file_run_outputs(plan, delimiter: str) -> str:
+    """`$GITHUB_OUTPUT` for the job that reruns one file; its timeout is rounded up to minutes, plus 5."""
+    values = {"hw": plan.hw, "suite": plan.suite, "runs_on": json.dumps(list(plan.runs_on)),
+              "container_image": plan.container_image or "", "timeout_seconds": str(plan.timeout_seconds),
+              "timeout_minutes": str(-(-plan.timeout_seconds // 60) + 5)}
+    return github_output_lines(values, delimiter)
+
+
+def tune_json(proposals, balances, **done) -> str:
+    """`ci-policy tune --format json`: the proposals, each stage's balance, and what was written."""
+    from dataclasses import asdict
+
+    def proposal(p) -> dict:
+        out = asdict(p)
+        out["samples"] = list(p.samples)
+        return out
+    return json.dumps({"schema": JSON_SCHEMA_VERSION, "proposals": [proposal(p) for p in proposals],
+                       "balance": [asdict(b) for b in balances], **done}, indent=2)
+
+
+def comment_json(status: str, message: str, exit_code: int, requests=None) -> str:
+    """`ci-policy comment --format json`: the result; in a dry run, the requests not sent."""
+    out: dict = {"schema": JSON_SCHEMA_VERSION, "status": status, "message": message, "exit_code": exit_code}
+    if requests is not None:
+        out["requests"] = list(requests)
+    return json.dumps(out, indent=2)
