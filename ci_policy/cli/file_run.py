@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Resolve the stage, runners, container image and timeout that "
                                    "`/rerun-test FILE` uses for one test file of a checkout.")
     add_repo(p)
-    add_config(p, help="configuration file, trusted (default: DIR/.github/ci-policy.yml)")
+    add_config(p, help="the trusted configuration file (default: DIR/.github/ci-policy.yml)")
     p.add_argument("--file", required=True, type=_test_path, metavar="PATH",
                    help="the test file, repo-relative: tests/.../test_*.py")
     p.add_argument("--image-tag", default=None, type=_image_tag, metavar="TAG",
