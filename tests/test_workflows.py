@@ -206,3 +206,44 @@ def test_image_jobs_follow_the_plan(workflow):
         job = workflow["jobs"][f"prepare-{backend}-image"]
         assert job["needs"] == "plan"
         assert job["if"] == f"needs.plan.outputs.{backend}_image == 'build'"
+
+
+def ci_policy_commands(path: Path) -> list[list[str]]:
+    """Every `ci-policy ...` command line of a workflow's run steps, split as the shell would."""
+    data = yaml.safe_load(path.read_text())
+    found = []
+    for job in data["jobs"].values():
+        for step in job.get("steps", []):
+            for line in step.get("run", "").replace(">-", "").split("\n\n"):
+                argv = shlex.split(line)
+                if argv[:1] == ["ci-policy"]:
+                    found.append(argv)
+    return found
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS)
+def test_every_ci_policy_command_in_a_workflow_parses(workflow):
+    """A renamed or removed flag breaks the workflows that pass it: caught here, not in CI."""
+    from ci_policy.cli.main import build_parser
+
+    # Typed options get a value of their type in place of the step's variable.
+    values = {"$SHARD": "0", "$TEST_FILE": "tests/e2e/test_x.py", "$IMAGE_TAG": "v1"}
+    commands = ci_policy_commands(workflow)
+    for argv in commands:
+        args = build_parser().parse_args([values.get(a, a) for a in argv[1:]])  # exits 2 on a bad flag
+        assert args.command == argv[1]
+    expected = {"comment-command.yml": 3, "rerun-test.yml": 1, "pr-test.yml": 5, "ci.yml": 3}
+    assert len(commands) == expected.get(workflow.name, len(commands)), commands
+
+
+def test_the_workflows_name_the_checkout_with_repo_and_the_trusted_one_with_trusted_repo():
+    by_command: dict[str, list[list[str]]] = {}
+    for path in workflows():
+        for argv in ci_policy_commands(path):
+            by_command.setdefault(argv[1], []).append(argv)
+    assert sorted(by_command) == ["comment", "file-run", "lint", "plan", "run"]
+    for argv in by_command["comment"]:
+        assert argv[argv.index("--trusted-repo") + 1] == "." and "--repo" not in argv
+    [file_run] = by_command["file-run"]
+    assert file_run[file_run.index("--repo") + 1] == "pr"
+    assert file_run[file_run.index("--config") + 1] == "trusted/.github/ci-policy.yml"

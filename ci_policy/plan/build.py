@@ -16,7 +16,7 @@ from typing import Optional
 
 from ci_policy.config import GPU_BACKENDS, Config, Stage
 from ci_policy.read.diff import Diff
-from ci_policy.errors import InputError
+from ci_policy.errors import UsageError
 from ci_policy.plan.partition import Shard, partition
 from ci_policy.plan.policy import Policy, Trigger, is_selected, resolve, why_not_selected
 from ci_policy.model.registry import Registration
@@ -128,20 +128,20 @@ def shard_of(plan: Plan, stage_name: str, shard: Optional[int]) -> tuple[StagePl
     config_stage = plan.stage(stage_name)
     configured = plan.config.stage(stage_name)
     if config_stage is None and configured is not None and configured.external:
-        raise InputError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
-                          "plans or runs it", path="--stage")
+        raise UsageError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
+                          "plans or runs it", source="--stage")
     if config_stage is None:
         planned = ", ".join(s.name for s in plan.stages)
-        raise InputError(f"{stage_name!r} is not a planned stage (planned: {planned}); "
-                          "external stages are never planned here", path="--stage")
+        raise UsageError(f"{stage_name!r} is not a planned stage (planned: {planned}); "
+                          "external stages are never planned here", source="--stage")
     if config_stage.decision == "skip":
         return config_stage, None
     index = 0 if shard is None else shard
     if shard is None and len(config_stage.shards) > 1:
-        raise InputError(f"stage {stage_name} has {len(config_stage.shards)} shards; "
-                          "pass --shard INDEX", path="--shard")
+        raise UsageError(f"stage {stage_name} has {len(config_stage.shards)} shards; "
+                          "pass --shard INDEX", source="--shard")
     try:
         return config_stage, config_stage.shard(index)
     except IndexError:
-        raise InputError(f"stage {stage_name} has shards 0..{len(config_stage.shards) - 1}, "
-                          f"not {index}", path="--shard") from None
+        raise UsageError(f"stage {stage_name} has shards 0..{len(config_stage.shards) - 1}, "
+                          f"not {index}", source="--shard") from None

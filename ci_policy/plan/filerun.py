@@ -27,7 +27,7 @@ from typing import Optional
 
 from ci_policy.read.checkout import read_text
 from ci_policy.config import IMAGE_TAG_RE, Config, load_config
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.model.estimates import apply as apply_estimates
 from ci_policy.model.estimates import parse_estimates
 from ci_policy.read.labels import load_labels
@@ -71,7 +71,8 @@ def resolve_file(file: str, source_root: Path, *, config_path=None, image_tag: O
     check_test_path(file)
     root = Path(source_root)
     if not root.is_dir():
-        raise InputError(f"source root {source_root} is not a directory", path="--source-root")
+        raise UsageError(f"checkout {source_root} is not a directory", source="--repo",
+                         hint="pass --repo with the root of the checkout")
     config: Config = load_config(root, config_path)
     tag = check_image_tag(image_tag) if image_tag else config.file_run.default_tag
     labels = load_labels(root, config.labels_file)

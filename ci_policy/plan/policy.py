@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 from ci_policy.config import CADENCES, Config
-from ci_policy.errors import InputError
+from ci_policy.errors import InputError, UsageError
 from ci_policy.read.strictjson import no_constants
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.model.registry import Registration
@@ -73,13 +73,13 @@ def parse_labels_json(text: str, source: str = "--labels-json") -> tuple[str, ..
     try:
         value = json.loads(text, parse_constant=no_constants)
     except (ValueError, RecursionError) as exc:
-        raise InputError(f"not valid JSON: {exc}", path=source,
+        raise UsageError(f"not valid JSON: {exc}", source=source,
                           hint="pass toJSON(github.event.pull_request.labels.*.name)") from None
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InputError(f"expected a JSON array of label names (strings), got {text[:80]!r}",
-                          path=source, hint="pass toJSON(github.event.pull_request.labels.*.name)")
+        raise UsageError(f"expected a JSON array of label names (strings), got {text[:80]!r}",
+                         source=source, hint="pass toJSON(github.event.pull_request.labels.*.name)")
     return tuple(value)
 
 
@@ -91,17 +91,17 @@ def canonical_labels(labels: Iterable[str]) -> tuple[str, ...]:
 
 def resolve_cadence(trigger: Trigger, config: Config, raw_labels: Sequence[str]) -> str:
     if trigger.event not in EVENTS:
-        raise InputError(f"unknown event {trigger.event!r}; expected one of {', '.join(EVENTS)}",
-                          path="--event")
+        raise UsageError(f"unknown event {trigger.event!r}; expected one of {', '.join(EVENTS)}",
+                         source="--event")
     if trigger.cadence is not None:
         if trigger.cadence not in CADENCES:
-            raise InputError(f"unknown cadence {trigger.cadence!r}; expected one of "
-                              f"{', '.join(CADENCES)}", path="--cadence")
+            raise UsageError(f"unknown cadence {trigger.cadence!r}; expected one of "
+                             f"{', '.join(CADENCES)}", source="--cadence")
         return trigger.cadence
     if trigger.event == "schedule":
         if not trigger.schedule:
-            raise InputError("a schedule event needs its cron string",
-                              path="--schedule", hint="pass --schedule \"$SCHEDULE\", with SCHEDULE set from github.event.schedule in the step's env:")
+            raise UsageError("a schedule event needs its cron string",
+                             source="--schedule", hint="pass --schedule \"$SCHEDULE\", with SCHEDULE set from github.event.schedule in the step's env:")
         cadence = config.cadences.for_cron(trigger.schedule)
         if cadence is None:
             known = ", ".join(repr(c) for c in config.cadences.schedules) or "none"

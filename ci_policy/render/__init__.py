@@ -16,11 +16,29 @@ from typing import Callable, Iterable
 from ci_policy.errors import InputError
 from ci_policy.model.lint import LintReport
 from ci_policy.render.escape import escape_data, escape_property, line_start, md_escape, one_line
-from ci_policy.render.github import gate_annotations, github_output_lines, github_outputs, plan_annotations, run_annotations
-from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION, plan_dict, plan_json, registry_json
+from ci_policy.render.github import (
+    file_run_outputs,
+    gate_annotations,
+    github_output_lines,
+    github_outputs,
+    plan_annotations,
+    run_annotations,
+    usage_error_github,
+)
+from ci_policy.render.jsondoc import (
+    JSON_SCHEMA_VERSION,
+    comment_json,
+    file_run_json,
+    plan_dict,
+    plan_json,
+    registry_json,
+    shard_files_json,
+    tune_json,
+)
 from ci_policy.render.markdown import gate_markdown, plan_markdown, run_summary_markdown
 from ci_policy.render.text import (
     est_sources,
+    file_run_text,
     gate_rows,
     gate_text,
     plan_text,
@@ -28,6 +46,7 @@ from ci_policy.render.text import (
     run_summary_text,
     shard_header,
     table,
+    usage_error_text,
 )
 
 __all__ = [
@@ -36,6 +55,8 @@ __all__ = [
     "github_outputs", "line_start", "lint_report", "md_escape", "one_line", "plan_annotations", "plan_dict",
     "plan_json", "plan_markdown", "plan_text", "registry_json", "registry_text", "run_annotations",
     "run_summary_markdown", "run_summary_text", "shard_header", "table",
+    "comment_json", "file_run_json", "file_run_outputs", "file_run_text", "shard_files_json", "tune_json",
+    "usage_error_github", "usage_error_text",
 ]
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ci_policy.errors import UsageError
 from ci_policy.plan.build import Plan
+from ci_policy.plan.filerun import FilePlan
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.text import failure
 
@@ -62,3 +64,17 @@ def gate_annotations(outcome: Any) -> str:
         f"::error file={escape_property(outcome.file)}::"
         + escape_data(f"gate {r.spec.metric_key} step {'last' if r.step == -1 else r.step}: {r.verdict}: {r.message}")
         for r in outcome.blocking)
+
+
+def usage_error_github(command: str, err: UsageError) -> str:
+    where = f"{err.source}: " if err.source else ""
+    message = f"ci-policy {command}: {where}{err.message}" + (f" (hint: {err.hint})" if err.hint else "")
+    return f"::error::{escape_data(message)}"
+
+
+def file_run_outputs(plan: FilePlan, delimiter: str) -> str:
+    """`$GITHUB_OUTPUT` for the job that reruns one file; its timeout is rounded up to minutes, plus 5."""
+    values = {"hw": plan.hw, "suite": plan.suite, "runs_on": json.dumps(list(plan.runs_on)),
+              "container_image": plan.container_image or "", "timeout_seconds": str(plan.timeout_seconds),
+              "timeout_minutes": str(-(-plan.timeout_seconds // 60) + 5)}
+    return github_output_lines(values, delimiter)

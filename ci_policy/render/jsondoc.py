@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from dataclasses import asdict
+from typing import Any, Optional
 
 from ci_policy.model.registry import Registration
-from ci_policy.plan.build import Plan
+from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.plan.filerun import FilePlan
+from ci_policy.plan.partition import Shard
 
 JSON_SCHEMA_VERSION = 1
 
@@ -51,3 +54,34 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
 
 def plan_json(plan: Plan) -> str:
     return json.dumps(plan_dict(plan), indent=2)
+
+
+def shard_files_json(stage_plan: StagePlan, shard: Optional[Shard]) -> str:
+    """`ci-policy list --format json`: one stage shard's files; no shard when the stage is skipped."""
+    return json.dumps({"schema": JSON_SCHEMA_VERSION, "stage": stage_plan.name, "decision": stage_plan.decision,
+                       "reasons": list(stage_plan.reasons), "shard": None if shard is None else shard.index,
+                       "files": [] if shard is None else list(shard.files)}, indent=2)
+
+
+def file_run_json(plan: FilePlan) -> str:
+    return json.dumps(plan.as_dict(), indent=2)
+
+
+def tune_json(proposals: Iterable[Any], balances: Iterable[Any], **done: Any) -> str:
+    """`ci-policy tune --format json`: the proposals, each stage's balance, and what was written."""
+
+    def proposal(p: Any) -> dict[str, Any]:
+        out = asdict(p)
+        out["samples"] = list(p.samples)
+        return out
+    return json.dumps({"schema": JSON_SCHEMA_VERSION, "proposals": [proposal(p) for p in proposals],
+                       "balance": [asdict(b) for b in balances], **done}, indent=2)
+
+
+def comment_json(status: str, message: str, exit_code: int, requests: Optional[Iterable[Any]] = None) -> str:
+    """`ci-policy comment --format json`: the result; in a dry run, the requests not sent."""
+    out: dict[str, Any] = {"schema": JSON_SCHEMA_VERSION, "status": status, "message": message,
+                           "exit_code": exit_code}
+    if requests is not None:
+        out["requests"] = list(requests)
+    return json.dumps(out, indent=2)

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional
 
+from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.partition import Shard
 from ci_policy.render.escape import line_start, one_line
 
@@ -183,3 +185,18 @@ def gate_text(outcome: Any) -> str:
     if outcome.blocking:
         lines.append(f"FAILED: {len(outcome.blocking)} enforced gate coordinate(s) failed")
     return "\n".join(lines)
+
+
+def usage_error_text(command: str, err: UsageError) -> str:
+    """A `UsageError`: `ci-policy COMMAND: error: SOURCE: MESSAGE`, the hint on its own line."""
+    where = f"{err.source}: " if err.source else ""
+    text = f"ci-policy {command}: error: {where}{one_line(err.message)}"
+    if err.hint:
+        text += f"\n    hint: {one_line(err.hint)}"
+    return text
+
+
+def file_run_text(plan: FilePlan) -> str:
+    rows = [("file", plan.file), ("stage", f"{plan.suite} ({plan.hw})"), ("runs on", ", ".join(plan.runs_on)),
+            ("image", plan.container_image or "-"), ("timeout", f"{plan.timeout_seconds}s")]
+    return "\n".join(f"{name}: {one_line(value)}" for name, value in rows)

@@ -579,10 +579,23 @@ def test_unregistered_file_unknown_cadence_and_a_file_without_gates(repo, tmp_pa
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == ("tests/gpu/test_nope.py: --file: tests/gpu/test_nope.py has no registration\n"
                            "    hint: pass a registered test file (see ci-policy registry)\nci-policy: 1 error\n")
+    # A bad --cadence is a usage error: exit 2, before the checkout or the record is read.
     proc = gate(repo, record, store, "--cadence", "hourly")
-    assert (proc.returncode, proc.stdout) == (1, "")
-    assert proc.stderr == ("--cadence: unknown cadence 'hourly'; expected one of regular, nightly, weekly, release\n"
-                           "ci-policy: 1 error\n")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == ("ci-policy gate: error: --cadence: unknown cadence 'hourly'; "
+                           "expected one of regular, nightly, weekly, release\n")
+    proc = gate(repo, record, store, "--cadence", "bogus", "--format", "github")
+    assert proc.returncode == 2
+    assert proc.stdout == ("::error::ci-policy gate: --cadence: unknown cadence 'bogus'; "
+                           "expected one of regular, nightly, weekly, release\n")
+    assert proc.stderr == ("ci-policy gate: error: --cadence: unknown cadence 'bogus'; "
+                           "expected one of regular, nightly, weekly, release\n")
+    for attempt, message in (("x", "is not a number: 'x'"), ("0", "must be at least 1, got 0")):
+        proc = gate(repo, record, store, "--cadence", "nightly", env=clean_env(GITHUB_RUN_ATTEMPT=attempt))
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr == (f"ci-policy gate: error: $GITHUB_RUN_ATTEMPT: {message}\n"
+                               "    hint: pass --run-attempt N, or leave GITHUB_RUN_ATTEMPT to GitHub Actions\n")
+    assert stored_runs(store, tmp_path) == []
     # --stage picks one registration of a file registered for several stages.
     (repo / "tests/gpu/test_plain.py").write_text(
         "from ci_policy import register_cuda_ci\n\n"

@@ -1,4 +1,4 @@
-"""End-to-end behaviour of `ci-policy lint` and `ci-policy registry`.
+"""The command line as a whole: errors and exit codes, help, the entry points, lazy imports.
 
 Most tests call `ci_policy.cli.main([...])` in-process and read stdout/stderr with capsys;
 a few run the installed console script and `python -m ci_policy` in a subprocess, which is
@@ -7,6 +7,7 @@ also how "no traceback, ever" is checked for bad input.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -15,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import MINIMAL_CONFIG, MINIMAL_LABELS, clean_env, console_script
+from helpers import clean_env, console_script
 from ci_policy.cli import main
+from ci_policy.cli.main import build_parser
+from cli.expected import CONFIG, LABELS, LINT_TEXT, REGISTRY_JSON, REGISTRY_TEXT, lint_github, write_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "gpu-repo"
@@ -40,147 +43,6 @@ def usage_error(argv: list[str], capsys) -> str:
     return err
 
 
-# -- the bundled example: exact outputs ---------------------------------------------------
-
-DISABLED_WARNING = ("register_cuda_ci for suite stage-c-4-gpu-h200 is disabled: "
-                    "flaky on H200 driver 580, tracked in #1234")
-SUMMARY = "ci-policy lint: OK: 0 errors, 1 warning (17 test files, 18 registrations, 5 gates)"
-
-LINT_TEXT = (
-    f"tests/e2e/test_fsdp_checkpoint_resume.py:10:1: warning: {DISABLED_WARNING}\n"
-    f"{SUMMARY}\n"
-)
-
-
-def lint_github(prefix: str = "") -> str:
-    return (
-        f"::warning file={prefix}tests/e2e/test_fsdp_checkpoint_resume.py,line=10,col=1::{DISABLED_WARNING}\n"
-        f"{SUMMARY}\n"
-    )
-
-
-LINT_JSON = {
-    "schema": 1,
-    "ok": True,
-    "errors": [],
-    "warnings": [
-        {
-            "path": "tests/e2e/test_fsdp_checkpoint_resume.py",
-            "line": 10,
-            "col": 1,
-            "message": DISABLED_WARNING,
-            "hint": None,
-        }
-    ],
-    "files": 17,
-    "registrations": 18,
-}
-
-_FIELDS = ("file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit")
-_ROWS = [
-    ("tests/e2e/session_server/test_session_multiturn.py", 11, "cuda", "stage-c-4-gpu-h200", 480,
-     ["session", "sglang"], False, None, False),
-    ("tests/e2e/session_server/test_session_tool_calls.py", 10, "cuda", "stage-b-1-gpu-h200", 360,
-     ["session"], False, None, False),
-    ("tests/e2e/test_fsdp_checkpoint_resume.py", 10, "cuda", "stage-c-4-gpu-h200", 420, ["fsdp"], False,
-     "flaky on H200 driver 580, tracked in #1234", False),
-    ("tests/e2e/test_fsdp_dpo_4gpu.py", 9, "cuda", "stage-c-4-gpu-h200", 600, ["fsdp"], False, None, False),
-    ("tests/e2e/test_fsdp_grpo.py", 9, "cuda", "stage-b-1-gpu-h200", 240, ["fsdp"], False, None, False),
-    ("tests/e2e/test_gb200_scaling.py", 9, "cuda", "stage-d-8-gpu-gb200", 3000, ["megatron"], False, None,
-     False),
-    ("tests/e2e/test_megatron_long_context.py", 10, "cuda", "stage-c-4-gpu-h200", 2400,
-     ["megatron", "long"], False, None, False),
-    ("tests/e2e/test_megatron_nightly_convergence.py", 9, "cuda", "stage-c-4-gpu-h200", 1500,
-     ["megatron"], True, None, False),
-    ("tests/e2e/test_megatron_ppo_4gpu.py", 9, "cuda", "stage-c-4-gpu-h200", 900, ["megatron"], False, None,
-     False),
-    ("tests/e2e/test_megatron_sft.py", 9, "cuda", "stage-b-1-gpu-h200", 300, ["megatron"], False, None, False),
-    ("tests/e2e/test_rocm_fsdp_grpo.py", 9, "cuda", "stage-c-4-gpu-h200", 360, ["fsdp"], False, None, False),
-    ("tests/e2e/test_rocm_fsdp_grpo.py", 10, "rocm", "stage-c-4-gpu-mi350", 480, ["fsdp", "rocm"], False,
-     None, False),
-    ("tests/e2e/test_rocm_megatron_sft.py", 9, "rocm", "stage-c-4-gpu-mi350", 540, ["megatron", "rocm"],
-     False, None, False),
-    ("tests/e2e/test_sglang_rollout.py", 9, "cuda", "stage-b-1-gpu-h200", 180, ["sglang"], False, None, False),
-    ("tests/fast/test_advantages.py", None, "cpu", "stage-a-cpu", 5, [], False, None, True),
-    ("tests/fast/test_kl.py", None, "cpu", "stage-a-cpu", 5, [], False, None, True),
-    ("tests/fast/test_rollout.py", None, "cpu", "stage-a-cpu", 5, [], False, None, True),
-    ("tests/fast/test_session_protocol.py", None, "cpu", "stage-a-cpu", 5, [], False, None, True),
-]
-REGISTRY_JSON = {"schema": 1, "registrations": [dict(zip(_FIELDS, row)) for row in _ROWS]}
-
-REGISTRY_TEXT = """\
-FILE                                                    BACKEND  SUITE                EST    LABELS          NOTES
-tests/e2e/session_server/test_session_multiturn.py:11   cuda     stage-c-4-gpu-h200   480s   session,sglang
-tests/e2e/session_server/test_session_tool_calls.py:10  cuda     stage-b-1-gpu-h200   360s   session
-tests/e2e/test_fsdp_checkpoint_resume.py:10             cuda     stage-c-4-gpu-h200   420s   fsdp            disabled: flaky on H200 driver 580, tracked in #1234
-tests/e2e/test_fsdp_dpo_4gpu.py:9                       cuda     stage-c-4-gpu-h200   600s   fsdp
-tests/e2e/test_fsdp_grpo.py:9                           cuda     stage-b-1-gpu-h200   240s   fsdp
-tests/e2e/test_gb200_scaling.py:9                       cuda     stage-d-8-gpu-gb200  3000s  megatron
-tests/e2e/test_megatron_long_context.py:10              cuda     stage-c-4-gpu-h200   2400s  megatron,long
-tests/e2e/test_megatron_nightly_convergence.py:9        cuda     stage-c-4-gpu-h200   1500s  megatron        nightly
-tests/e2e/test_megatron_ppo_4gpu.py:9                   cuda     stage-c-4-gpu-h200   900s   megatron
-tests/e2e/test_megatron_sft.py:9                        cuda     stage-b-1-gpu-h200   300s   megatron
-tests/e2e/test_rocm_fsdp_grpo.py:9                      cuda     stage-c-4-gpu-h200   360s   fsdp
-tests/e2e/test_rocm_fsdp_grpo.py:10                     rocm     stage-c-4-gpu-mi350  480s   fsdp,rocm
-tests/e2e/test_rocm_megatron_sft.py:9                   rocm     stage-c-4-gpu-mi350  540s   megatron,rocm
-tests/e2e/test_sglang_rollout.py:9                      cuda     stage-b-1-gpu-h200   180s   sglang
-tests/fast/test_advantages.py                           cpu      stage-a-cpu          5s     -               implicit
-tests/fast/test_kl.py                                   cpu      stage-a-cpu          5s     -               implicit
-tests/fast/test_rollout.py                              cpu      stage-a-cpu          5s     -               implicit
-tests/fast/test_session_protocol.py                     cpu      stage-a-cpu          5s     -               implicit
-"""
-
-
-def test_lint_text_on_the_example(example_repo, monkeypatch, capsys):
-    monkeypatch.chdir(example_repo)
-    assert run(["lint"], capsys) == (0, LINT_TEXT, "")
-    assert run(["lint", "--repo", ".", "--format", "text"], capsys) == (0, LINT_TEXT, "")
-
-
-def test_lint_text_locations_are_repo_relative_from_any_directory(example_repo, monkeypatch, capsys):
-    monkeypatch.chdir(example_repo.parent)
-    assert run(["lint", "--repo", "gpu-repo"], capsys) == (0, LINT_TEXT, "")
-    # The bundled example itself, read in place.
-    assert run(["lint", "--repo", str(EXAMPLE)], capsys) == (0, LINT_TEXT, "")
-
-
-def test_lint_json_on_the_example(capsys):
-    rc, out, err = run(["lint", "--repo", str(EXAMPLE), "--format", "json"], capsys)
-    assert (rc, err) == (0, "")
-    assert json.loads(out) == LINT_JSON
-    assert out == json.dumps(LINT_JSON, indent=2) + "\n"
-
-
-def test_lint_github_paths_are_relative_to_the_workspace(example_repo, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(example_repo)
-    assert run(["lint", "--format", "github"], capsys) == (0, lint_github(), "")
-    monkeypatch.chdir(example_repo.parent)
-    assert run(["lint", "--repo", "gpu-repo", "--format", "github"], capsys) == (0, lint_github("gpu-repo/"), "")
-    assert run(["lint", "--repo", str(example_repo), "--format", "github"], capsys) == (
-        0, lint_github("gpu-repo/"), "")
-    # A checkout outside the workspace keeps repo-relative paths (never ../../...).
-    elsewhere = tmp_path / "workspace"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
-    assert run(["lint", "--repo", str(example_repo), "--format", "github"], capsys) == (0, lint_github(), "")
-
-
-def test_registry_json_on_the_example(capsys):
-    rc, out, err = run(["registry", "--repo", str(EXAMPLE), "--format", "json"], capsys)
-    assert (rc, err) == (0, "")
-    assert json.loads(out) == REGISTRY_JSON
-    assert out == json.dumps(REGISTRY_JSON, indent=2) + "\n"
-    rows = json.loads(out)["registrations"]
-    assert [list(r) for r in rows] == [list(_FIELDS)] * len(rows)
-    assert [(r["file"], r["line"] or 0) for r in rows] == sorted((r["file"], r["line"] or 0) for r in rows)
-
-
-def test_registry_text_is_the_default_format(example_repo, monkeypatch, capsys):
-    monkeypatch.chdir(example_repo)
-    assert run(["registry"], capsys) == (0, REGISTRY_TEXT, "")
-    assert run(["registry", "--repo", ".", "--format", "text"], capsys) == (0, REGISTRY_TEXT, "")
-
-
 def test_explicit_config_inside_and_outside_the_checkout(example_repo, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(example_repo)
     assert run(["lint", "--config", ".github/ci-policy.yml"], capsys) == (0, LINT_TEXT, "")
@@ -198,149 +60,6 @@ def test_explicit_config_inside_and_outside_the_checkout(example_repo, tmp_path,
                    "ci-policy lint: FAILED: 1 error, 0 warnings\n")
 
 
-def test_github_annotation_for_a_config_outside_the_checkout(example_repo, tmp_path, monkeypatch, capsys):
-    cfgs = tmp_path / "cfgs"
-    cfgs.mkdir()
-    (cfgs / "bad.yml").write_text("version: 2\ndiscovery: {roots: [tests]}\nstages: [{name: a, backend: cpu}]\n")
-    monkeypatch.chdir(tmp_path)
-    message = "version: unsupported version 2; this ci_policy reads version 1"
-    # The --config path is relative to the current directory, not to the checkout.
-    assert run(["lint", "--repo", "gpu-repo", "--config", "cfgs/bad.yml", "--format", "github"], capsys) == (
-        1, f"::error file=cfgs/bad.yml,line=1,col=10::{message}\n"
-           "ci-policy lint: FAILED: 1 error, 0 warnings\n", "")
-    monkeypatch.chdir(example_repo)
-    assert run(["lint", "--config", "../cfgs/bad.yml", "--format", "github"], capsys) == (
-        1, f"::error file=../cfgs/bad.yml,line=1,col=10::{message}\n"
-           "ci-policy lint: FAILED: 1 error, 0 warnings\n", "")
-
-
-def test_github_annotation_for_a_missing_repo_names_it_once(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert run(["lint", "--repo", "nonexistent", "--format", "github"], capsys) == (
-        1, "::error file=nonexistent::repository nonexistent is not a directory "
-           "(hint: pass --repo with the checkout's root directory)\n"
-           "ci-policy lint: FAILED: 1 error, 0 warnings\n", "")
-
-
-# -- errors: every one reported, located, with its hint -----------------------------------
-
-CONFIG = MINIMAL_CONFIG
-LABELS = MINIMAL_LABELS
-MAIN = '\nif __name__ == "__main__":\n    main()\n'
-IMPORT = "from ci_policy import register_cuda_ci\n\n"
-
-
-def write_repo(root: Path, files: dict[str, str], config: str = CONFIG, labels: str = LABELS) -> Path:
-    (root / ".github").mkdir(parents=True)
-    (root / ".github" / "ci-policy.yml").write_text(config)
-    (root / "labels.py").write_text(labels)
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
-@pytest.fixture
-def broken_repo(tmp_path) -> Path:
-    return write_repo(tmp_path / "repo", {
-        "tests/e2e/test_bad_label.py":
-            IMPORT + 'register_cuda_ci(est_time=60, suite="gpu-a", labels=["megatrn"])\n' + MAIN,
-        "tests/e2e/test_bad_suite.py": IMPORT + 'register_cuda_ci(60, "gpu-x", labels=["fsdp"])\n' + MAIN,
-        "tests/e2e/test_no_main.py": IMPORT + 'register_cuda_ci(60, "gpu-b", labels=["long"])\n',
-        "tests/e2e/test_unregistered.py": "x = 1\n",
-        "tests/unit/test_ok.py": "def test_ok():\n    assert True\n",
-    })
-
-
-BROKEN_ERRORS = """\
-tests/e2e/test_bad_label.py:3:54: register_cuda_ci: unknown label 'megatrn' (did you mean 'megatron'?); valid labels: megatron, fsdp, long
-    hint: use a valid label, or add 'megatrn' with a description to KNOWN_LABELS in labels.py
-tests/e2e/test_bad_suite.py:3:22: register_cuda_ci: suite 'gpu-x' is not a configured cuda stage; did you mean 'gpu-b'?
-    hint: configured cuda stages: gpu-a, gpu-b (stages are listed in .github/ci-policy.yml)
-tests/e2e/test_no_main.py:3:1: stage gpu-b runs tests/e2e/test_no_main.py as `python FILE`, but the file has no `if __name__ == "__main__":` block that calls something, so it would exit 0 without running a test
-    hint: add `if __name__ == "__main__": unittest.main()` (or pytest.main([__file__]))
-tests/e2e/test_unregistered.py:1:1: tests/e2e/test_unregistered.py matches the discovery pattern 'test_*.py' but has no registration and is not under an implicit root, so no stage would run it
-    hint: add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level, or add an implicit root for its directory in the configuration
-"""
-BROKEN_WARNINGS = """\
-.github/ci-policy.yml:8: warning: stage gpu-a has no registered test files
-    hint: register tests with suite='gpu-a' or remove the stage
-.github/ci-policy.yml:10: warning: stage amd has no registered test files
-    hint: register tests with suite='amd' or remove the stage
-labels.py:1: warning: label 'fsdp' is not used by any test
-    hint: run-ci-fsdp selects nothing; use it in a registration or remove it
-labels.py:1: warning: label 'megatron' is not used by any test
-    hint: run-ci-megatron selects nothing; use it in a registration or remove it
-"""
-
-
-def test_lint_reports_every_error_with_its_hint(broken_repo, capsys):
-    rc, out, err = run(["lint", "--repo", str(broken_repo)], capsys)
-    assert (rc, err) == (1, "")
-    assert out == (BROKEN_ERRORS + BROKEN_WARNINGS
-                   + "ci-policy lint: FAILED: 4 errors, 4 warnings (5 test files, 2 registrations, 0 gates)\n")
-
-
-def test_registry_refuses_an_invalid_checkout_and_lists_every_error(broken_repo, capsys):
-    for fmt in ("text", "json"):
-        rc, out, err = run(["registry", "--repo", str(broken_repo), "--format", fmt], capsys)
-        assert (rc, out) == (1, "")
-        assert err == BROKEN_ERRORS + "ci-policy: 4 errors\n"
-
-
-def test_lint_json_with_errors(broken_repo, capsys):
-    rc, out, err = run(["lint", "--repo", str(broken_repo), "--format", "json"], capsys)
-    assert (rc, err) == (1, "")
-    data = json.loads(out)
-    assert list(data) == ["schema", "ok", "errors", "warnings", "files", "registrations"]
-    assert (data["schema"], data["ok"], data["files"], data["registrations"]) == (1, False, 5, 2)
-    assert [(e["path"], e["line"], e["col"]) for e in data["errors"]] == [
-        ("tests/e2e/test_bad_label.py", 3, 54), ("tests/e2e/test_bad_suite.py", 3, 22),
-        ("tests/e2e/test_no_main.py", 3, 1), ("tests/e2e/test_unregistered.py", 1, 1)]
-    assert data["errors"][0] == {
-        "path": "tests/e2e/test_bad_label.py", "line": 3, "col": 54,
-        "message": "register_cuda_ci: unknown label 'megatrn' (did you mean 'megatron'?); "
-                   "valid labels: megatron, fsdp, long",
-        "hint": "use a valid label, or add 'megatrn' with a description to KNOWN_LABELS in labels.py"}
-    assert [(w["path"], w["line"], w["message"]) for w in data["warnings"]] == [
-        (".github/ci-policy.yml", 8, "stage gpu-a has no registered test files"),
-        (".github/ci-policy.yml", 10, "stage amd has no registered test files"),
-        ("labels.py", 1, "label 'fsdp' is not used by any test"),
-        ("labels.py", 1, "label 'megatron' is not used by any test")]
-
-
-def test_lint_github_with_errors(broken_repo, monkeypatch, capsys):
-    monkeypatch.chdir(broken_repo)
-    rc, out, err = run(["lint", "--format", "github"], capsys)
-    assert (rc, err) == (1, "")
-    lines = out.splitlines()
-    assert lines[0] == (
-        "::error file=tests/e2e/test_bad_label.py,line=3,col=54::register_cuda_ci: unknown label 'megatrn' "
-        "(did you mean 'megatron'?); valid labels: megatron, fsdp, long (hint: use a valid label, or add "
-        "'megatrn' with a description to KNOWN_LABELS in labels.py)")
-    assert [line.split("::")[1] for line in lines[:-1]] == [
-        "error file=tests/e2e/test_bad_label.py,line=3,col=54",
-        "error file=tests/e2e/test_bad_suite.py,line=3,col=22",
-        "error file=tests/e2e/test_no_main.py,line=3,col=1",
-        "error file=tests/e2e/test_unregistered.py,line=1,col=1",
-        "warning file=.github/ci-policy.yml,line=8",
-        "warning file=.github/ci-policy.yml,line=10",
-        "warning file=labels.py,line=1",
-        "warning file=labels.py,line=1",
-    ]
-    assert lines[-1] == "ci-policy lint: FAILED: 4 errors, 4 warnings (5 test files, 2 registrations, 0 gates)"
-
-
-def test_a_syntax_error_is_one_located_error_among_others(broken_repo, capsys):
-    (broken_repo / "tests" / "e2e" / "test_syntax.py").write_text("def f(:\n    pass\n")
-    rc, out, _ = run(["lint", "--repo", str(broken_repo)], capsys)
-    assert rc == 1
-    syntax = [line for line in out.splitlines() if line.startswith("tests/e2e/test_syntax.py:1:")]
-    assert len(syntax) == 1 and syntax[0].endswith(": tests/e2e/test_syntax.py is not valid Python: invalid syntax")
-    assert out.splitlines()[-1].startswith("ci-policy lint: FAILED: 5 errors, 4 warnings")
-
-
 # -- usage errors: exit 2 ------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, message", [
@@ -352,6 +71,9 @@ def test_a_syntax_error_is_one_located_error_among_others(broken_repo, capsys):
     ([], "ci-policy: error: the following arguments are required: COMMAND"),
     (["frobnicate"], "ci-policy: error: argument COMMAND: invalid choice: 'frobnicate'"),
     (["lint", "--repo"], "ci-policy lint: error: argument --repo: expected one argument"),
+    # No abbreviations: a prefix of an option is not that option.
+    (["lint", "--rep", "."], "ci-policy: error: unrecognized arguments: --rep ."),
+    (["comment", "--event", "e.json"], "ci-policy: error: unrecognized arguments: --event e.json"),
 ])
 def test_usage_errors_exit_2(argv, message, capsys):
     err = usage_error(argv, capsys)
@@ -495,3 +217,60 @@ def test_lint_and_registry_do_not_import_adapters(tmp_path):
     loaded = {m.split(".")[0] for m in result["modules"]}
     assert sorted(loaded & set(ADAPTER_MODULES)) == []
 
+
+
+# -- help: every subcommand is described, every option explained -----------------------------
+
+SUBCOMMANDS = ["lint", "registry", "plan", "list", "run", "gate", "tune", "file-run", "comment"]
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    [action] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def test_the_subcommands_in_order(capsys):
+    assert list(subparsers()) == SUBCOMMANDS
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ci-policy [-h] [--version] COMMAND ...\n")
+    for name, parser in subparsers().items():
+        assert f"\n    {name}" in out, name
+
+
+@pytest.mark.parametrize("name", SUBCOMMANDS)
+def test_every_subcommand_has_a_description_and_every_option_a_help_text(name, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "10000")  # one line per option: its help text is printed whole
+    parser = subparsers()[name]
+    assert parser.description and parser.description.endswith("."), name
+    options = [a for a in parser._actions if a.option_strings]
+    assert len(options) >= 3, name  # --help, and the options of the command
+    for action in options:
+        assert action.help and action.help.strip() and action.help != argparse.SUPPRESS, (name, action.dest)
+    # --help prints them: the description, then each option with its text.
+    with pytest.raises(SystemExit) as info:
+        main([name, "--help"])
+    assert info.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith(f"usage: ci-policy {name} ")
+    assert " ".join(parser.description.split()) in out
+    for action in options:
+        assert action.option_strings[-1] in out and " ".join(action.help.split()) in out, (name, action.dest)
+
+
+@pytest.mark.parametrize("name", [n for n in SUBCOMMANDS if n not in ("lint", "registry")])
+def test_every_producing_subcommand_offers_text_and_a_second_format(name):
+    [fmt] = [a for a in subparsers()[name]._actions if "--format" in a.option_strings]
+    assert "text" in fmt.choices and len(fmt.choices) >= 2, fmt.choices
+    assert fmt.default == ("json" if name == "file-run" else "text")
+
+
+def test_the_checkout_is_repo_in_every_subcommand_but_comment():
+    for name, parser in subparsers().items():
+        flags = {s for a in parser._actions for s in a.option_strings}
+        if name == "comment":
+            assert {"--trusted-repo", "--event-path"} <= flags and not {"--repo", "--event"} & flags
+        else:
+            assert "--repo" in flags and "--source-root" not in flags, name

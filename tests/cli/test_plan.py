@@ -519,21 +519,22 @@ def test_github_format_outside_actions_is_a_clear_error(at_root, tmp_path, monke
     other.write_text("untouched\n")
     monkeypatch.setenv(present, str(other))
     rc, out, err = run(QUICKSTART_ARGV + ["--format", "github"], capsys)
-    assert (rc, err) == (1, "ci-policy: 1 error\n")
-    message = (f"${missing} is not set; --format github runs inside a GitHub Actions step "
-               "(hint: use --format text, json or markdown outside GitHub Actions)")
-    assert out.startswith("::error") and out.endswith(f"::{message}\n") and out.count("\n") == 1
+    message = f"${missing}: is not set; --format github runs inside a GitHub Actions step"
+    hint = "use --format text or json outside GitHub Actions"
+    assert (rc, err) == (2, f"ci-policy plan: error: {message}\n    hint: {hint}\n")
+    assert out == f"::error::ci-policy plan: {message} (hint: {hint})\n"
     assert other.read_text() == "untouched\n"  # nothing half-written
 
 
 def test_github_format_outside_actions_console_script(tmp_path):
     proc = subprocess.run([console_script(), *QUICKSTART_ARGV, "--format", "github"], cwd=ROOT,
                           env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "Traceback" not in proc.stdout + proc.stderr
-    assert proc.stderr == "ci-policy: 1 error\n"
-    assert proc.stdout.endswith("::$GITHUB_OUTPUT is not set; --format github runs inside a GitHub Actions "
-                                "step (hint: use --format text, json or markdown outside GitHub Actions)\n")
+    assert proc.stderr == ("ci-policy plan: error: $GITHUB_OUTPUT: is not set; --format github runs inside a "
+                           "GitHub Actions step\n    hint: use --format text or json outside GitHub Actions\n")
+    assert proc.stdout == ("::error::ci-policy plan: $GITHUB_OUTPUT: is not set; --format github runs inside a "
+                           "GitHub Actions step (hint: use --format text or json outside GitHub Actions)\n")
 
 
 # -- plan inputs ---------------------------------------------------------------------------
@@ -553,11 +554,9 @@ def test_empty_string_inputs_mean_not_given(at_root, capsys):
 
 def test_empty_schedule_on_a_schedule_event_is_an_error(at_root, capsys):
     rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", ""], capsys)
-    assert (rc, out) == (1, "")
-    assert err.endswith("--schedule: a schedule event needs its cron string\n"
-                        '    hint: pass --schedule "$SCHEDULE", with SCHEDULE set from github.event.schedule in the step\'s env:\n'
-                        "ci-policy: 1 error\n")
-    assert len(err.splitlines()) == 3
+    assert (rc, out) == (2, "")
+    assert err == ("ci-policy plan: error: --schedule: a schedule event needs its cron string\n"
+                   '    hint: pass --schedule "$SCHEDULE", with SCHEDULE set from github.event.schedule in the step\'s env:\n')
 
 
 def test_unknown_cron_is_an_error(at_root, capsys):
@@ -581,10 +580,9 @@ def test_unknown_cron_is_an_error(at_root, capsys):
 def test_invalid_labels_json(at_root, capsys, value, message):
     rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "pull_request",
                         "--labels-json", value], capsys)
-    assert (rc, out) == (1, "")
-    assert err.endswith(f"{message}\n    hint: pass toJSON(github.event.pull_request.labels.*.name)\n"
-                        "ci-policy: 1 error\n")
-    assert len(err.splitlines()) == 3 and "Traceback" not in err
+    assert (rc, out) == (2, "")
+    assert err == (f"ci-policy plan: error: {message}\n"
+                   "    hint: pass toJSON(github.event.pull_request.labels.*.name)\n")
 
 
 # -- --base/--head against a real git repository -------------------------------------------
@@ -704,65 +702,44 @@ def test_unknown_revision_makes_the_diff_unavailable(git_repo, capsys):
     assert [s["decision"] for s in plan["stages"]] == ["run", "skip", "skip", "run"]
 
 
-# -- ci-policy list -------------------------------------------------------------------------
+# -- usage errors: exit 2, the option named, nothing on stdout -------------------------------
 
-LIST_INPUTS = [
-    pytest.param(QUICKSTART_ARGV[1:], id="quickstart"),
-    pytest.param(["--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", "0 15 * * 6"], id="weekly"),
-    pytest.param(["--repo", "examples/gpu-repo", "--event", "workflow_call", "--cadence", "nightly"],
-                 id="call-nightly"),
-    pytest.param(["--repo", "examples/gpu-repo", "--event", "pull_request", "--label", "run-ci-image"],
-                 id="scope-without-diff"),
-]
+EVENTS = "pull_request, schedule, workflow_dispatch, workflow_call"
+CADENCES = "regular, nightly, weekly, release"
 
 
-@pytest.mark.parametrize("inputs", LIST_INPUTS)
-def test_list_every_shard_equals_the_plan(at_root, capsys, inputs):
-    plan = plan_json(["plan", *inputs], capsys)
-    assert [s["name"] for s in plan["stages"]] == STAGES
-    listed = 0
-    for stage in plan["stages"]:
-        if stage["decision"] == "skip":
-            assert run(["list", *inputs, "--stage", stage["name"]], capsys) == (
-                0, "", f"# stage {stage['name']} is skipped: {'; '.join(stage['reasons'])}\n")
-            continue
-        for sh in stage["shards"]:
-            rc, out, err = run(["list", *inputs, "--stage", stage["name"], "--shard", str(sh["index"])], capsys)
-            assert (rc, err) == (0, "")
-            assert out.splitlines() == sh["files"]
-            listed += len(sh["files"])
-        if len(stage["shards"]) == 1:
-            assert run(["list", *inputs, "--stage", stage["name"]], capsys) == (
-                0, "".join(f + "\n" for f in stage["shards"][0]["files"]), "")
-    assert listed == sum(len(s["tests"]) for s in plan["stages"])
-
-
-def test_list_files_of_the_quickstart(at_root, capsys):
-    assert run(["list", *QUICKSTART_ARGV[1:], "--stage", "stage-c-4-gpu-h200", "--shard", "2"], capsys) == (
-        0, "tests/e2e/session_server/test_session_multiturn.py\n", "")
-
-
-PLANNED = "planned: stage-a-cpu, stage-b-1-gpu-h200, stage-c-4-gpu-h200, stage-c-4-gpu-mi350"
-
-
-@pytest.mark.parametrize("extra, message", [
-    (["--stage", "stage-z"],
-     f"--stage: 'stage-z' is not a planned stage ({PLANNED}); external stages are never planned here"),
-    (["--stage", "stage-d-8-gpu-gb200", "--shard", "0"],
-     "--stage: 'stage-d-8-gpu-gb200' is an external stage: another system runs it, ci-policy never plans or runs it"),
-    (["--stage", "stage-c-4-gpu-h200", "--shard", "3"], "--shard: stage stage-c-4-gpu-h200 has shards 0..2, not 3"),
-    (["--stage", "stage-b-1-gpu-h200", "--shard", "-1"], "--shard: stage stage-b-1-gpu-h200 has shards 0..1, not -1"),
-    (["--stage", "stage-b-1-gpu-h200"], "--shard: stage stage-b-1-gpu-h200 has 2 shards; pass --shard INDEX"),
+@pytest.mark.parametrize("extra, stderr", [
+    (["--event", "bogus"], f"--event: unknown event 'bogus'; expected one of {EVENTS}\n"),
+    (["--event", ""], f"--event: unknown event ''; expected one of {EVENTS}\n"),
+    (["--event", "pull_request", "--head", "abc"],
+     "--head: needs --base\n    hint: pass --base REV, or --diff FILE without --head\n"),
+    (["--event", "pull_request", "--diff", "examples/pr-42.diff", "--base", "HEAD~1"],
+     "--diff: pass either --diff or --base, not both\n"),
+    (["--event", "pull_request", "--labels-json", "[]", "--label", "run-ci-all"],
+     "--labels-json: pass either --labels-json or --label, not both\n"),
+    (["--event", "workflow_call", "--cadence", "hourly"],
+     f"--cadence: unknown cadence 'hourly'; expected one of {CADENCES}\n"),
+    (["--event", "schedule", "--schedule", "0 15 * * 6", "--cadence", "Nightly"],
+     f"--cadence: unknown cadence 'Nightly'; expected one of {CADENCES}\n"),
 ])
-def test_list_errors(at_root, capsys, extra, message):
-    rc, out, err = run(["list", *QUICKSTART_ARGV[1:], *extra], capsys)
-    assert (rc, out) == (1, "")
-    assert err.endswith(f"{message}\nci-policy: 1 error\n")
-    assert len(err.splitlines()) == 2 and "Traceback" not in err
+def test_usage_errors_exit_2_naming_the_option(at_root, capsys, extra, stderr):
+    argv = ["plan", "--repo", "examples/gpu-repo", *extra]
+    assert run(argv, capsys) == (2, "", "ci-policy plan: error: " + stderr)
+    for command in (["list", "--stage", "stage-a-cpu"], ["run", "--stage", "stage-a-cpu"]):
+        assert run([*command, *argv[1:]], capsys) == (2, "", f"ci-policy {command[0]}: error: " + stderr)
 
 
-def test_list_requires_a_stage(at_root, capsys):
-    with pytest.raises(SystemExit) as info:
-        main(["list", *QUICKSTART_ARGV[1:]])
-    assert info.value.code == 2
-    assert "the following arguments are required: --stage" in capsys.readouterr().err
+def test_usage_error_in_github_format_is_also_an_annotation(at_root, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary"))
+    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "push", "--format", "github"], capsys)
+    assert (rc, err) == (2, f"ci-policy plan: error: --event: unknown event 'push'; expected one of {EVENTS}\n")
+    assert out == f"::error::ci-policy plan: --event: unknown event 'push'; expected one of {EVENTS}\n"
+    assert not (tmp_path / "out").exists() and not (tmp_path / "summary").exists()
+
+
+def test_usage_error_from_the_console_script_has_no_traceback():
+    proc = subprocess.run([console_script(), "plan", "--repo", "examples/gpu-repo", "--event", "bogus"], cwd=ROOT,
+                          env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"ci-policy plan: error: --event: unknown event 'bogus'; expected one of {EVENTS}\n"

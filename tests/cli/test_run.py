@@ -509,25 +509,37 @@ def test_default_timings_path_and_appending(repo_with, tmp_path):
     assert [r["status"] for r in records(repo / ".ci-policy" / "timings.jsonl")] == ["pass"]
 
 
-# -- --list-only, empty shards --------------------------------------------------------------
+# -- run runs what list prints; empty shards ---------------------------------------------------
 
-def test_list_only_equals_list_for_every_shard(repo_with, tmp_path, state):
+def test_run_runs_exactly_the_files_list_prints_for_every_shard(repo_with, tmp_path, state):
     files = {f"tests/multi/test_{name}.py": gpu_test(f'open({str(state / name)!r}, "w").close()',
                                                       suite="multi", est=est)
              for name, est in [("a", 10), ("b", 7), ("c", 5), ("d", 4), ("e", 3), ("f", 1)]}
     repo = repo_with(files)
-    seen = []
+    listed = {}
     for shard in range(3):
-        listed = cli(repo, "list", "--stage", "multi", "--shard", str(shard), *PLAN_ARGS)
-        only = run(repo, "--shard", str(shard), "--list-only", stage="multi")
-        assert listed.returncode == 0 and only.returncode == 0
-        assert only.stdout == listed.stdout
-        assert only.stdout.strip()
-        seen += only.stdout.split()
-    assert sorted(seen) == sorted(files)
-    assert run(repo, "--shard", "0", "--list-only", stage="multi").stdout == "tests/multi/test_a.py\n"
-    assert list(state.iterdir()) == []  # nothing ran
-    assert not (repo / ".ci-policy").exists()  # nothing recorded
+        proc = cli(repo, "list", "--stage", "multi", "--shard", str(shard), *PLAN_ARGS)
+        assert (proc.returncode, proc.stderr) == (0, "")
+        assert proc.stdout.strip()
+        listed[shard] = proc.stdout.split()
+    assert sorted(f for files_ in listed.values() for f in files_) == sorted(files)
+    assert listed[0] == ["tests/multi/test_a.py"]
+    assert list(state.iterdir()) == []  # list runs nothing
+    assert not (repo / ".ci-policy").exists()  # and records nothing
+    for shard, expected in listed.items():
+        timings = tmp_path / f"shard-{shard}.jsonl"
+        proc = run(repo, "--shard", str(shard), stage="multi", timings=timings)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        # The same files, in the same order.
+        assert [r["file"] for r in records(timings)] == expected
+    assert sorted(p.name for p in state.iterdir()) == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_run_has_no_list_only(repo_with):
+    repo = repo_with({"tests/gpu/test_ok.py": gpu_test("pass")})
+    proc = run(repo, "--list-only")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert "unrecognized arguments: --list-only" in proc.stderr
 
 
 def test_empty_shard_says_why_and_exits_0(repo_with, tmp_path):
@@ -621,10 +633,11 @@ def test_github_format_retries_and_timeouts(repo_with, tmp_path, state):
 """
 
 
-# -- bad input ------------------------------------------------------------------------------
+# -- usage errors ---------------------------------------------------------------------------
 
-def bad_input(proc: subprocess.CompletedProcess, timings: Path, state: Path) -> str:
-    assert proc.returncode == 1
+def refused(proc: subprocess.CompletedProcess, timings: Path, state: Path) -> str:
+    """A usage error: exit 2, nothing run, nothing recorded; the message on stderr."""
+    assert proc.returncode == 2
     assert proc.stdout == ""
     assert not timings.exists()
     assert not (state / "ran").exists()
@@ -644,8 +657,8 @@ def small_repo(repo_with, state):
     ("ext", "'ext' is an external stage: another system runs it, ci-policy never plans or runs it"),
 ], ids=["unknown-stage", "external-stage"])
 def test_unknown_or_external_stage(small_repo, tmp_path, state, stage, message):
-    err = bad_input(run(small_repo, stage=stage, timings=tmp_path / "t.jsonl"), tmp_path / "t.jsonl", state)
-    assert err == f"--stage: {message}\nci-policy: 1 error\n"
+    err = refused(run(small_repo, stage=stage, timings=tmp_path / "t.jsonl"), tmp_path / "t.jsonl", state)
+    assert err == f"ci-policy run: error: --stage: {message}\n"
 
 
 @pytest.mark.parametrize("stage, shard, message", [
@@ -656,8 +669,8 @@ def test_unknown_or_external_stage(small_repo, tmp_path, state, stage, message):
 ])
 def test_shard_out_of_range(small_repo, tmp_path, state, stage, shard, message):
     args = ["--shard", shard] if shard is not None else []
-    err = bad_input(run(small_repo, *args, stage=stage, timings=tmp_path / "t.jsonl"), tmp_path / "t.jsonl", state)
-    assert err == f"--shard: {message}\nci-policy: 1 error\n"
+    err = refused(run(small_repo, *args, stage=stage, timings=tmp_path / "t.jsonl"), tmp_path / "t.jsonl", state)
+    assert err == f"ci-policy run: error: --shard: {message}\n"
 
 
 @pytest.mark.parametrize("args, message", [

@@ -14,6 +14,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -454,20 +455,19 @@ def plan_json(capsys, *args: str) -> dict:
     return json.loads(out)
 
 
-def shard_files(capsys, command: str, stage: str, shard: int) -> list[str]:
-    extra = ["--list-only"] if command == "run" else []
-    code, out, err = cli(capsys, command, "--repo", "gpu-repo", "--stage", stage, "--shard", str(shard), *WEEKLY,
-                         *extra)
+def shard_files(capsys, stage: str, shard: int) -> list[str]:
+    """The files `list` prints for a shard: the files `run` runs (see test_run.py)."""
+    code, out, err = cli(capsys, "list", "--repo", "gpu-repo", "--stage", stage, "--shard", str(shard), *WEEKLY)
     assert (code, err) == (0, "")
     return out.splitlines()
 
 
-def test_write_estimates_then_plan_list_and_run_use_them(work, capsys):
+def test_write_estimates_then_plan_and_list_use_them(work, capsys):
     repo = work / "gpu-repo"
     before = texts(repo)
     literal_plan = plan_json(capsys)
-    assert shard_files(capsys, "list", "stage-c-4-gpu-mi350", 0) == ["tests/e2e/test_rocm_megatron_sft.py"]
-    assert shard_files(capsys, "run", "stage-b-1-gpu-h200", 1) == ["tests/e2e/test_megatron_sft.py",
+    assert shard_files(capsys, "stage-c-4-gpu-mi350", 0) == ["tests/e2e/test_rocm_megatron_sft.py"]
+    assert shard_files(capsys, "stage-b-1-gpu-h200", 1) == ["tests/e2e/test_megatron_sft.py",
                                                                    "tests/e2e/test_fsdp_grpo.py"]
 
     assert tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}") == (
@@ -524,12 +524,11 @@ def test_write_estimates_then_plan_list_and_run_use_them(work, capsys):
     # the makespans are the "after" column of the tune report
     assert [max(sh["est_seconds"] for sh in s["shards"]) for s in plan["stages"]] == [20, 540, 3400, 800]
 
-    # list and run --list-only compute the same shards from the estimates
-    assert shard_files(capsys, "list", "stage-c-4-gpu-mi350", 0) == ["tests/e2e/test_rocm_fsdp_grpo.py"]
-    assert shard_files(capsys, "run", "stage-c-4-gpu-mi350", 0) == ["tests/e2e/test_rocm_fsdp_grpo.py"]
-    assert shard_files(capsys, "run", "stage-b-1-gpu-h200", 1) == ["tests/e2e/test_fsdp_grpo.py",
+    # list computes the same shards from the estimates
+    assert shard_files(capsys, "stage-c-4-gpu-mi350", 0) == ["tests/e2e/test_rocm_fsdp_grpo.py"]
+    assert shard_files(capsys, "stage-b-1-gpu-h200", 1) == ["tests/e2e/test_fsdp_grpo.py",
                                                                    "tests/e2e/test_megatron_sft.py"]
-    assert shard_files(capsys, "list", "stage-c-4-gpu-h200", 2) == [
+    assert shard_files(capsys, "stage-c-4-gpu-h200", 2) == [
         "tests/e2e/test_megatron_ppo_4gpu.py", "tests/e2e/test_fsdp_dpo_4gpu.py", "tests/e2e/test_rocm_fsdp_grpo.py"]
 
     # the text plan names the files whose est_time came from the estimates file
@@ -570,11 +569,10 @@ def test_apply_is_refused_when_estimates_file_is_set(work, capsys):
     config.write_text(config.read_text() + f"estimates_file: {ESTIMATES}\n")
     (repo / ESTIMATES).write_text('{"schema": 1, "estimates": []}\n')
     before = texts(repo)
-    assert tune(capsys, "--from", "evidence", "--apply") == (1, "", (
-        f"--apply: this repository keeps est_time in {ESTIMATES} (estimates_file); --apply would edit literals "
-        "the plan does not use\n"
-        f"    hint: use --write-estimates {ESTIMATES}\n"
-        "ci-policy: 1 error\n"))
+    assert tune(capsys, "--from", "evidence", "--apply") == (2, "", (
+        f"ci-policy tune: error: --apply: this repository keeps est_time in {ESTIMATES} (estimates_file); "
+        "--apply would edit literals the plan does not use\n"
+        f"    hint: use --write-estimates {ESTIMATES}\n"))
     assert texts(repo) == before
     # the estimates file itself can be written
     code, out, err = tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}")
@@ -640,13 +638,15 @@ def test_every_evidence_problem_is_reported_at_once(work, capsys):
 
 
 @pytest.mark.parametrize("args, stderr", [
-    ([], "--from: no evidence: pass --from PATH or --github-run RUN\n"),
-    (["--github-run", "org/repo/123"], "$GITHUB_TOKEN: $GITHUB_TOKEN is empty: --github-run needs a token\n"),
+    ([], "--from: no evidence\n    hint: pass --from PATH or --github-run RUN\n"),
+    (["--github-run", "org/repo/123"], "$GITHUB_TOKEN: is empty: --github-run needs a token\n"
+                                       "    hint: set GITHUB_TOKEN, or name another variable with --token-env\n"),
     (["--from", "evidence", "--github-run", "org/repo/123", "--token-env", "CI_POLICY_TEST_NO_SUCH_TOKEN"],
-     "$CI_POLICY_TEST_NO_SUCH_TOKEN: $CI_POLICY_TEST_NO_SUCH_TOKEN is empty: --github-run needs a token\n"),
+     "$CI_POLICY_TEST_NO_SUCH_TOKEN: is empty: --github-run needs a token\n"
+     "    hint: set CI_POLICY_TEST_NO_SUCH_TOKEN, or name another variable with --token-env\n"),
 ])
-def test_missing_evidence_exits_1_with_exact_messages(work, capsys, args, stderr):
-    assert tune(capsys, *args) == (1, "", stderr + "ci-policy: 1 error\n")
+def test_missing_evidence_or_token_is_a_usage_error_with_exact_messages(work, capsys, args, stderr):
+    assert tune(capsys, *args) == (2, "", "ci-policy tune: error: " + stderr)
 
 
 def test_a_bad_checkout_or_estimates_target_exits_1(work, capsys):
@@ -689,4 +689,59 @@ def test_console_script_golden(work):
     proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo"], cwd=work, env=env, capture_output=True,
                           text=True, timeout=120)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
-        1, "", "--from: no evidence: pass --from PATH or --github-run RUN\nci-policy: 1 error\n")
+        2, "", "ci-policy tune: error: --from: no evidence\n    hint: pass --from PATH or --github-run RUN\n")
+
+
+# -- --format json ---------------------------------------------------------------------------------------------
+
+def by_file(data: dict) -> dict[tuple[str, str], dict]:
+    return {(p["file"], p["backend"]): p for p in data["proposals"]}
+
+
+def test_json_report_has_every_proposal_and_the_balance(work, capsys):
+    code, out, err = tune(capsys, "--from", "evidence", "--format", "json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert list(data) == ["schema", "proposals", "balance"]
+    assert data["schema"] == 1
+    # The same rows as the text report, in its order.
+    rows = [line.split()[:2] for line in SUMMARY_REPORT.splitlines()[1:18]]
+    assert [[p["file"], p["backend"]] for p in data["proposals"]] == rows
+    long_context = by_file(data)[("tests/e2e/test_megatron_long_context.py", "cuda")]
+    assert {k: long_context[k] for k in ("suite", "q", "current", "proposed", "action", "reason")} == {
+        "suite": "stage-c-4-gpu-h200", "q": 2702.561, "current": 2400, "proposed": 3400,
+        "action": "report_only", "reason": "would raise"}
+    assert sorted(long_context["samples"]) == [2650.347, 2702.561]
+    assert by_file(data)[("tests/e2e/session_server/test_session_tool_calls.py", "cuda")]["proposed"] is None
+    assert [(b["stage"], b["partitions"], b["before_makespan"], b["after_makespan"]) for b in data["balance"]] == [
+        ("stage-a-cpu", 1, 20, 20), ("stage-b-1-gpu-h200", 2, 540, 540), ("stage-c-4-gpu-h200", 3, 2400, 3400),
+        ("stage-c-4-gpu-mi350", 2, 540, 800)]
+    assert [round(b["after_imbalance"], 2) for b in data["balance"]] == [1.0, 1.06, 1.42, 1.19]
+
+
+def test_json_check_and_write_estimates(work, capsys):
+    code, out, err = tune(capsys, "--from", "evidence", "--check", "--format", "json")
+    assert (code, err) == (1, "")
+    actions = {key: p["action"] for key, p in by_file(json.loads(out)).items()}
+    assert sorted(key[0] for key, action in actions.items() if action in ("raise", "lower")) == [
+        "tests/e2e/test_fsdp_grpo.py", "tests/e2e/test_megatron_long_context.py", "tests/e2e/test_megatron_ppo_4gpu.py",
+        "tests/e2e/test_megatron_sft.py", "tests/e2e/test_rocm_fsdp_grpo.py", "tests/e2e/test_rocm_fsdp_grpo.py"]
+    code, out, err = tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}",
+                          "--format", "json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["estimates_written"] == {"file": f"gpu-repo/{ESTIMATES}", "entries": 6}
+    assert (work / "gpu-repo" / ESTIMATES).read_text(encoding="utf-8") == ESTIMATES_JSON
+
+
+def test_json_apply_lists_each_edit(work, capsys):
+    repo = work / "gpu-repo"
+    before = texts(repo)
+    code, out, err = tune(capsys, "--from", "evidence", "--apply", "--format", "json")
+    assert (code, err) == (0, "")
+    applied = [(a["file"], a["backend"], a["current"], a["proposed"], a["status"], a["reason"])
+               for a in json.loads(out)["applied"]]
+    expected = [re.fullmatch(r"(\S+): (\w+) \((\w+) est_time (\d+) -> (\d+)\)", line).groups()
+                for line in APPLY_LINES.splitlines()]
+    assert applied == [(f, b, int(c), int(p), s, None) for f, s, b, c, p in expected]
+    after = texts(repo)
+    assert {rel for rel in before if after[rel] != before[rel]} == {rel for rel, _, _ in APPLIED}

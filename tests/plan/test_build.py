@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ci_policy.read.diff import Diff, read_diff
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.plan.build import build_plan, shard_of
 from ci_policy.plan.policy import Trigger
 from ci_policy.model.snapshot import load_snapshot
@@ -220,10 +220,10 @@ def test_external_stage_is_absent_from_the_plan(make_repo):
     assert plan.stage("ext") is None
     assert "ext" not in plan.matrix and "ext" not in plan.skipped_stages
     assert all(f != "tests/gpu/test_ext.py" for s in plan.stages for sh in s.shards for f in sh.files)
-    with pytest.raises(InputError) as info:
+    with pytest.raises(UsageError) as info:
         shard_of(plan, "ext", 0)
     assert info.value.message == "'ext' is an external stage: another system runs it, ci-policy never plans or runs it"
-    assert info.value.path == "--stage"
+    assert info.value.source == "--stage"
 
 
 def test_reasons_are_carried_into_the_plan(make_repo):
@@ -267,9 +267,9 @@ def test_shard_of(make_repo, stage, shard, expected):
 def test_shard_of_errors(make_repo, stage, shard, path, message):
     plan = build_plan(snapshot_of(make_repo), Trigger("pull_request", labels=("run-ci-megatron",)),
                       diff_of(["M", "setup.py"]))
-    with pytest.raises(InputError) as info:
+    with pytest.raises(UsageError) as info:
         shard_of(plan, stage, shard)
-    assert (info.value.path, info.value.message) == (path, message)
+    assert (info.value.source, info.value.message) == (path, message)
 
 
 def test_plan_is_deterministic(make_repo):

@@ -1,20 +1,13 @@
-"""The file-run resolver (ci_policy/filerun.py) and `ci-policy file-run`."""
+"""The file-run resolver (ci_policy/plan/filerun.py); `ci-policy file-run` is tested in tests/cli."""
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import shutil
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from ci_policy.cli import main
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.plan.filerun import FilePlan, check_test_path, resolve_file
 
 EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gpu-repo"
@@ -51,20 +44,12 @@ def errors_of(file: str, root: Path, **kwargs) -> list[str]:
     return [e.message for e in errors]
 
 
-def cli(capsys, *args: str) -> tuple[int, str, str]:
-    rc = main(["file-run", *args])
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 # -- what a file resolves to -------------------------------------------------------------------------
 
-def test_a_cuda_file_resolves_to_its_stage_runners_image_and_timeout(pr, capsys):
-    rc, out, err = cli(capsys, "--file", "tests/e2e/test_megatron_sft.py", "--source-root", str(pr))
-    assert (rc, err) == (0, "")
-    assert json.loads(out) == {"file": "tests/e2e/test_megatron_sft.py", "hw": "cuda", "suite": "stage-b-1-gpu-h200",
-                               "runs_on": ["h200", "1gpu"], "container_image": "ghcr.io/minirl/ci-cuda:latest",
-                               "timeout_seconds": 900}
+def test_a_cuda_file_resolves_to_its_stage_runners_image_and_timeout(pr):
+    assert resolve_file("tests/e2e/test_megatron_sft.py", pr).as_dict() == {
+        "file": "tests/e2e/test_megatron_sft.py", "hw": "cuda", "suite": "stage-b-1-gpu-h200",
+        "runs_on": ["h200", "1gpu"], "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": 900}
 
 
 def test_a_rocm_file_runs_on_the_rocm_stage_runners(pr):
@@ -148,11 +133,8 @@ def test_a_valid_tag_is_used(pr, tag):
 
 @pytest.mark.parametrize("tag", ["-x", ".x", "a b", "a:b", "a/b", "a@sha256", "$(id)", "x;id", "t\n", "é",
                                  "a" * 129])
-def test_an_invalid_tag_is_refused(pr, tag, capsys):
+def test_an_invalid_tag_is_refused(pr, tag):
     assert errors_of("tests/e2e/test_megatron_sft.py", pr, image_tag=tag) == [f"{tag!r} {BAD_TAG}"]
-    rc, out, err = cli(capsys, "--file", "tests/e2e/test_megatron_sft.py", "--source-root", str(pr),
-                       f"--image-tag={tag}")
-    assert (rc, out, err) == (1, "", f"--image-tag: {tag!r} {BAD_TAG}\nci-policy: 1 error\n")
 
 
 def test_an_empty_tag_means_the_configured_default(pr):
@@ -176,9 +158,10 @@ def test_a_path_that_is_not_a_safe_test_path_is_refused_before_anything_is_read(
     assert info.value.path == "--file"
 
 
-def test_a_missing_source_root_is_refused(tmp_path):
-    assert errors_of("tests/e2e/test_a.py", tmp_path / "missing") == [
-        f"source root {tmp_path / 'missing'} is not a directory"]
+def test_a_missing_checkout_is_refused(tmp_path):
+    with pytest.raises(UsageError) as info:
+        resolve_file("tests/e2e/test_a.py", tmp_path / "missing")
+    assert (info.value.source, info.value.message) == ("--repo", f"checkout {tmp_path / 'missing'} is not a directory")
 
 
 def test_a_symlinked_test_file_is_refused(pr, tmp_path):
@@ -349,105 +332,3 @@ def test_the_checkout_is_read_as_data_and_never_executed(pr, tmp_path):
           gpu_test('register_cuda_ci(est_time=10, suite="stage-b-1-gpu-h200", labels=["sglang"])') + payload)
     assert resolve_file("tests/e2e/test_payload.py", pr).suite == "stage-b-1-gpu-h200"
     assert not marker.exists()
-
-
-# -- the command line ---------------------------------------------------------------------------------------
-
-def outputs(path: Path) -> dict[str, str]:
-    text = path.read_text()
-    found = re.findall(r"^([a-z_]+)<<(ghadelimiter_[0-9a-f-]{36})\n(.*?)\n\2\n", text, flags=re.M | re.S)
-    assert "".join(f"{n}<<{d}\n{v}\n{d}\n" for n, d, v in found) == text
-    return {name: value for name, _delimiter, value in found}
-
-
-@pytest.mark.parametrize("file, tag, expected", [
-    ("tests/e2e/test_megatron_sft.py", "latest",
-     {"hw": "cuda", "suite": "stage-b-1-gpu-h200", "runs_on": '["h200", "1gpu"]',
-      "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": "900", "timeout_minutes": "20"}),
-    ("tests/e2e/test_rocm_megatron_sft.py", "rocm-7",
-     {"hw": "rocm", "suite": "stage-c-4-gpu-mi350", "runs_on": '["mi350", "4gpu"]',
-      "container_image": "ghcr.io/minirl/ci-rocm:rocm-7", "timeout_seconds": "1620", "timeout_minutes": "32"}),
-    ("tests/fast/test_kl.py", "latest",
-     {"hw": "cpu", "suite": "stage-a-cpu", "runs_on": '["ubuntu-latest"]', "container_image": "",
-      "timeout_seconds": "900", "timeout_minutes": "20"}),
-])
-def test_format_github_writes_the_step_outputs(pr, tmp_path, monkeypatch, capsys, file, tag, expected):
-    out_file = tmp_path / "github_output"
-    out_file.write_text("")
-    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
-    rc, out, err = cli(capsys, "--file", file, "--source-root", str(pr), "--config",
-                       str(pr / ".github/ci-policy.yml"), "--image-tag", tag, "--format", "github")
-    assert (rc, err) == (0, "")
-    assert outputs(out_file) == expected
-    assert json.loads(out)["timeout_seconds"] == int(expected["timeout_seconds"])
-
-
-def test_format_github_rounds_the_job_timeout_up_to_whole_minutes_plus_five(pr, tmp_path, monkeypatch, capsys):
-    write(pr, "tests/e2e/test_odd.py", gpu_test('register_cuda_ci(est_time=301, suite="stage-b-1-gpu-h200", '
-                                                'labels=["fsdp"])'))
-    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
-    rc, _out, _err = cli(capsys, "--file", "tests/e2e/test_odd.py", "--source-root", str(pr), "--format", "github")
-    assert rc == 0
-    assert (outputs(tmp_path / "out")["timeout_seconds"], outputs(tmp_path / "out")["timeout_minutes"]) == ("903", "21")
-
-
-def test_format_github_needs_github_output(pr, monkeypatch, capsys):
-    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
-    rc, out, err = cli(capsys, "--file", "tests/e2e/test_megatron_sft.py", "--source-root", str(pr),
-                       "--format", "github")
-    assert rc == 1
-    assert out == ("::error::$GITHUB_OUTPUT is not set; --format github runs inside a GitHub Actions step "
-                   "(hint: use --format text, json or markdown outside GitHub Actions)\n")
-    assert err == "ci-policy: 1 error\n"
-
-
-def test_format_github_reports_a_refusal_as_an_annotation(pr, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
-    rc, out, err = cli(capsys, "--file", "tests/e2e/test_fsdp_checkpoint_resume.py", "--source-root", str(pr),
-                       "--format", "github")
-    assert (rc, err) == (1, "ci-policy: 1 error\n")
-    assert out == ("::error file=tests/e2e/test_fsdp_checkpoint_resume.py,line=10::tests/e2e/"
-                   "test_fsdp_checkpoint_resume.py is disabled: flaky on H200 driver 580, tracked in #1234 "
-                   "(hint: re-enable the registration to rerun it)\n")
-    assert not (tmp_path / "out").exists()
-
-
-def test_a_refusal_is_printed_located_with_its_hint(pr, capsys):
-    rc, out, err = cli(capsys, "--file", "tests/e2e/test_gb200_scaling.py", "--source-root", str(pr))
-    assert (rc, out) == (1, "")
-    assert err == ("tests/e2e/test_gb200_scaling.py:9: tests/e2e/test_gb200_scaling.py is registered to "
-                   "stage-d-8-gpu-gb200, an external stage that ci-policy does not run\nci-policy: 1 error\n")
-
-
-CHECK_MODULES = textwrap.dedent("""\
-    import importlib, json, os, sys
-    for name in filter(None, os.environ.get("PRELOAD", "").split(",")):
-        importlib.import_module(name)
-    from ci_policy.cli import main
-    rc = main(sys.argv[1:])
-    adapters = ("github", "libcst", "psycopg", "psycopg2", "sqlite3", "requests", "urllib3")
-    loaded = sorted(m for m in sys.modules if m.split(".")[0] in adapters)
-    sys.stdout.flush()
-    print(json.dumps({"rc": rc, "loaded": loaded}), file=sys.stderr)
-""")
-
-
-def run_checked(pr: Path, cwd: Path, preload: str = "") -> tuple[dict, dict]:
-    env = {**os.environ, "PRELOAD": preload}
-    env.pop("PYTHONPATH", None)
-    proc = subprocess.run([sys.executable, "-c", CHECK_MODULES, "file-run", "--file", "tests/e2e/test_megatron_sft.py",
-                           "--source-root", str(pr)], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
-    return json.loads(proc.stdout), json.loads(proc.stderr.strip().splitlines()[-1])
-
-
-def test_file_run_imports_no_adapter_no_github_client_and_no_database_driver(pr, tmp_path):
-    plan, status = run_checked(pr, tmp_path)
-    assert plan["suite"] == "stage-b-1-gpu-h200"
-    assert status == {"rc": 0, "loaded": []}
-
-
-def test_the_module_check_sees_an_adapter_that_was_imported(pr, tmp_path):
-    # The same check, with the adapters imported first: it reports them (it is not vacuous).
-    _plan, status = run_checked(pr, tmp_path, preload="github,libcst,psycopg")
-    assert status["rc"] == 0
-    assert {"github", "libcst", "psycopg", "requests"} <= set(status["loaded"])

@@ -19,7 +19,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.adapters.tuning.evidence import FileEvidence
 
 RUN_RE = re.compile(r"(?:https?://[^/]+/)?(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)"
@@ -31,8 +31,8 @@ MAX_MEMBER_BYTES = 64 * 1024 * 1024
 def parse_run(text: str) -> tuple[str, int]:
     m = RUN_RE.fullmatch(text.strip())
     if not m or any(part in (".", "..") for part in m.group("repo").split("/")):
-        raise InputError(f"{text!r} is not OWNER/REPO/RUN_ID or a run URL", path="--github-run",
-                          hint="e.g. org/repo/123456789 or https://github.com/org/repo/actions/runs/123456789")
+        raise UsageError(f"{text!r} is not OWNER/REPO/RUN_ID or a run URL", source="--github-run",
+                         hint="e.g. org/repo/123456789 or https://github.com/org/repo/actions/runs/123456789")
     return m.group("repo"), int(m.group("run"))
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ci_policy.cli import main
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.adapters.github import download
 from ci_policy.adapters.tuning import records
 from ci_policy.adapters.github.download import download_run, parse_run
@@ -296,14 +296,14 @@ def test_parse_run_accepts_owner_repo_run_id_and_run_urls(text, expected):
     "./minirl/8812345678",
 ])
 def test_parse_run_rejects_everything_else_with_the_exact_message(text):
-    with pytest.raises(InputError) as exc:
+    with pytest.raises(UsageError) as exc:
         parse_run(text)
-    assert policy_error(exc.value) == {"path": "--github-run", "line": None, "col": None,
-                                       "message": f"{text!r} is not OWNER/REPO/RUN_ID or a run URL", "hint": HINT}
+    assert (exc.value.source, exc.value.message, exc.value.hint) == (
+        "--github-run", f"{text!r} is not OWNER/REPO/RUN_ID or a run URL", HINT)
 
 
 def test_a_rejected_run_sends_no_request(gh, token):
-    with pytest.raises(InputError):
+    with pytest.raises(UsageError):
         download_run("../../8812345678", token, gh.url)
     assert gh.requests == []
 
@@ -551,8 +551,8 @@ def test_tune_github_run_without_a_token_is_an_error_without_requests(gh, exampl
             monkeypatch.setenv(key, value)
     rc = main(["tune", "--repo", str(example_repo), "--github-run", f"{REPO}/{RUN}", "--api-url", gh.url, *args])
     stdout, stderr = capsys.readouterr()
-    assert (rc, stdout, stderr) == (1, "", f"${name}: ${name} is empty: --github-run needs a token\n"
-                                           "ci-policy: 1 error\n")
+    assert (rc, stdout, stderr) == (2, "", f"ci-policy tune: error: ${name}: is empty: --github-run needs a token\n"
+                                           f"    hint: set {name}, or name another variable with --token-env\n")
     assert gh.requests == []
 
 
@@ -567,7 +567,7 @@ def test_tune_github_run_api_error_exits_1_with_the_message_and_no_token(gh, tok
 def test_tune_github_run_rejects_a_bad_run_without_requests(gh, token, example_repo, capsys):
     rc = main(["tune", "--repo", str(example_repo), "--github-run", f"{RUN_URL}/job/{JOB_C}", "--api-url", gh.url])
     stdout, stderr = capsys.readouterr()
-    assert (rc, stdout) == (1, "")
-    assert stderr == (f"--github-run: '{RUN_URL}/job/{JOB_C}' is not OWNER/REPO/RUN_ID or a run URL\n"
-                      f"    hint: {HINT}\nci-policy: 1 error\n")
+    assert (rc, stdout) == (2, "")
+    assert stderr == (f"ci-policy tune: error: --github-run: '{RUN_URL}/job/{JOB_C}' is not OWNER/REPO/RUN_ID "
+                      f"or a run URL\n    hint: {HINT}\n")
     assert gh.requests == []

@@ -121,7 +121,7 @@ class World:
         if self.commit_pr:
             self.gh.add_commit(HEAD, self.pr)
         self.capsys.readouterr()
-        rc = main(["comment", "--repo", str(self.trusted), "--event", str(self.tmp / "event.json"),
+        rc = main(["comment", "--trusted-repo", str(self.trusted), "--event-path", str(self.tmp / "event.json"),
                    "--repository", REPO, "--repository-id", str(REPO_ID), "--api-url", self.gh.url, *extra])
         out, err = self.capsys.readouterr()
         # The token goes to GitHub in the Authorization header, and nowhere else.
@@ -211,9 +211,9 @@ def test_a_command_for_another_job_is_ignored_without_requests(world):
 
 def test_an_unknown_command_kind_is_a_usage_error(world):
     result = world.run("/clear-labels", "--commands", "clear_labels,bypass_fastfail")
-    assert (result.rc, result.out) == (1, "")
-    assert result.err == ("--commands: unknown command kind(s) bypass_fastfail; expected some of add_label, "
-                          "clear_labels, rerun_failed_ci, rerun_test\nci-policy: 1 error\n")
+    assert (result.rc, result.out) == (2, "")
+    assert result.err == ("ci-policy comment: error: --commands: unknown command kind(s) bypass_fastfail; "
+                          "expected some of add_label, clear_labels, rerun_failed_ci, rerun_test\n")
     assert world.calls() == []
 
 

@@ -1,0 +1,69 @@
+"""`ci-policy file-run`: where `/rerun-test` runs one test file of a checkout.
+
+- In: --repo (the checkout, read as data), --file, --config, --image-tag, --format
+  json|text|github.
+- Out: the file's stage, runner labels, container image and timeout; in github format
+  also $GITHUB_OUTPUT values for the job that runs it.
+- Refused: a --file that is not a test path or an --image-tag that is not a tag (exit 2,
+  before the checkout is read); a file no stage may run (exit 1, located, with a hint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+from pathlib import Path
+
+from ci_policy.cli.options import add_config, add_format, add_repo, github_file
+from ci_policy.errors import InputError
+
+NAME = "file-run"
+
+
+def _test_path(text: str) -> str:
+    from ci_policy.plan.filerun import check_test_path
+
+    try:
+        return check_test_path(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def _image_tag(text: str) -> str | None:
+    from ci_policy.plan.filerun import check_image_tag
+
+    if not text:  # a workflow input left blank: the configured default_tag
+        return None
+    try:
+        return check_image_tag(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="resolve where /rerun-test runs one test file of a checkout",
+                       description="Resolve the stage, runners, container image and timeout that "
+                                   "`/rerun-test FILE` uses for one test file of a checkout.")
+    add_repo(p)
+    add_config(p, help="the trusted configuration file (default: DIR/.github/ci-policy.yml)")
+    p.add_argument("--file", required=True, type=_test_path, metavar="PATH",
+                   help="the test file, repo-relative: tests/.../test_*.py")
+    p.add_argument("--image-tag", default=None, type=_image_tag, metavar="TAG",
+                   help="container image tag (default, or when empty: the configured file_run.default_tag)")
+    add_format(p, ("json", "text", "github"), default="json")
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ci_policy import render
+    from ci_policy.plan.filerun import resolve_file
+
+    plan = resolve_file(args.file, Path(args.repo), config_path=args.config, image_tag=args.image_tag)
+    if args.format == "github":
+        with github_file("GITHUB_OUTPUT").open("a", encoding="utf-8") as fh:
+            fh.write(render.file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
+    if args.format == "text":
+        print(render.file_run_text(plan))
+    else:
+        print(render.file_run_json(plan))
+    return 0

@@ -1,0 +1,97 @@
+"""`ci-policy gate`: evaluate one test file's metric gates against the metric history.
+
+- In: --repo, --config, --file, --record (the merged metric record of a run), --stage,
+  --store, --cadence, --event and the run's identity (options, else $GITHUB_* variables).
+- Out: a table of gate verdicts; in github format also annotations and the job summary.
+  Exit 1 when an enforced gate failed.
+- Refused: an unknown --cadence, a malformed $GITHUB_RUN_ATTEMPT (exit 2); an unreadable
+  record, an unregistered file (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ci_policy.cli.options import add_checkout, add_format, append_step_summary, positive_int
+from ci_policy.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from ci_policy.adapters.gate import RunIdentity
+
+NAME = "gate"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="evaluate a test file's metric gates against the metric history",
+                       description="Evaluate a test file's metric gates on one run's metric record against "
+                                   "the metric history, and record the run (nightly and weekly runs may "
+                                   "write baselines).")
+    add_checkout(p)
+    p.add_argument("--file", required=True, metavar="F", help="the registered test file (repo-relative)")
+    p.add_argument("--record", required=True, metavar="R", help="the run's merged metric record (JSON)")
+    p.add_argument("--stage", metavar="S", help="the stage, when the file is registered for several")
+    p.add_argument("--store", metavar="URL",
+                   help="sqlite path or postgresql:// URL (default $CI_POLICY_DATABASE_URL, "
+                        "else DIR/.ci-policy/metrics.sqlite)")
+    p.add_argument("--cadence", default="regular", metavar="C",
+                   help="regular, nightly, weekly or release (default regular); nightly and weekly runs "
+                        "write baselines, regular and release never do")
+    p.add_argument("--event", default=None, metavar="EVENT",
+                   help="the triggering event (default $GITHUB_EVENT_NAME); pull_request never writes")
+    p.add_argument("--run-id", default=None, metavar="ID", help="the workflow run id (default $GITHUB_RUN_ID)")
+    p.add_argument("--run-attempt", type=positive_int, default=None, metavar="N",
+                   help="the run attempt (default $GITHUB_RUN_ATTEMPT, else 1)")
+    p.add_argument("--commit", default=None, metavar="SHA", help="the commit tested (default $GITHUB_SHA)")
+    add_format(p, ("text", "github"))
+    return p
+
+
+def run_identity(run_id: str | None = None, run_attempt: int | None = None,
+                 commit: str | None = None) -> RunIdentity:
+    """The run a metric record belongs to: the options, else what GitHub Actions sets."""
+    from ci_policy.adapters.gate import RunIdentity
+
+    attempt: int | str = run_attempt or os.environ.get("GITHUB_RUN_ATTEMPT") or 1
+    try:
+        attempt = int(attempt)
+    except ValueError:
+        raise UsageError(f"is not a number: {attempt!r}", source="$GITHUB_RUN_ATTEMPT",
+                         hint="pass --run-attempt N, or leave GITHUB_RUN_ATTEMPT to GitHub Actions") from None
+    if attempt < 1:
+        raise UsageError(f"must be at least 1, got {attempt}", source="$GITHUB_RUN_ATTEMPT",
+                         hint="pass --run-attempt N, or leave GITHUB_RUN_ATTEMPT to GitHub Actions")
+    return RunIdentity(run_id=run_id or os.environ.get("GITHUB_RUN_ID") or None, run_attempt=attempt,
+                       commit=commit or os.environ.get("GITHUB_SHA") or None)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ci_policy import render
+    from ci_policy.adapters.gate import opener, registration_for, run_gate
+    from ci_policy.config import CADENCES
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.sdk.metrics import read_record
+
+    if args.cadence not in CADENCES:
+        raise UsageError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",
+                         source="--cadence")
+    repo = Path(args.repo)
+    snapshot = load_snapshot(repo, args.config).require_valid()
+    reg = registration_for(snapshot, args.file, args.stage)
+    try:
+        series = read_record(Path(args.record))
+    except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
+        raise InputError(f"--record: {args.record} is not a readable metric record: {exc}",
+                         path=args.record, hint="pass the record ci-policy run merged for this file") from None
+    outcome = run_gate(snapshot, reg, series, opener(args.store, repo), cadence=args.cadence,
+                       event=args.event or os.environ.get("GITHUB_EVENT_NAME"),
+                       run=run_identity(args.run_id, args.run_attempt, args.commit))
+    print(render.gate_text(outcome))
+    if args.format == "github":
+        annotations = render.gate_annotations(outcome)
+        if annotations:
+            print(annotations)
+        append_step_summary(render.gate_markdown(outcome))
+    return 1 if outcome.blocking else 0

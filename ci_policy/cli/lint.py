@@ -1,0 +1,35 @@
+"""`ci-policy lint`: check a checkout's configuration, labels, registrations and gates.
+
+- In: --repo, --config, --format text|json|github.
+- Out: every diagnostic (errors and warnings) and a summary line on stdout; exit 0 when
+  there are no errors, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ci_policy.cli.options import add_checkout, add_format
+from ci_policy.cli.paths import workspace_paths
+
+NAME = "lint"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="check configuration, labels, registrations and gate declarations",
+                       description="Check a checkout's configuration, labels file, test registrations and "
+                                   "metric-gate declarations; report every problem, located, with a hint.")
+    add_checkout(p)
+    add_format(p, ("text", "json", "github"))
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ci_policy.model.lint import lint
+    from ci_policy.render import lint_report
+
+    repo = Path(args.repo)
+    report = lint(repo, args.config)
+    print(lint_report(report, args.format, workspace_paths(repo, args.config)))
+    return 0 if report.ok else 1

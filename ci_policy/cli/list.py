@@ -1,0 +1,44 @@
+"""`ci-policy list`: the files of one stage shard, exactly as `run` would run them.
+
+- In: --repo, --config, the plan inputs, --stage, --shard, --format text|json.
+- Out: text: one file per line (nothing for a skipped stage, its reasons on stderr);
+  json: the stage, shard, decision, reasons and files.
+- Refused: an unknown or external stage, a missing or out-of-range shard (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ci_policy.cli.options import add_checkout, add_format, add_plan_inputs, add_shard, plan_from_args
+
+NAME = "list"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="print the files of one stage shard, as the plan splits them",
+                       description="Print the files of one stage shard, as the plan splits them and as "
+                                   "`ci-policy run` runs them, without running anything.")
+    add_checkout(p)
+    add_shard(p)
+    add_plan_inputs(p)
+    add_format(p, ("text", "json"))
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ci_policy.plan.build import shard_of
+    from ci_policy.render import shard_files_json
+
+    plan = plan_from_args(args)
+    stage, shard = shard_of(plan, args.stage, args.shard)
+    if args.format == "json":
+        print(shard_files_json(stage, shard))
+        return 0
+    if shard is None:
+        print(f"# stage {stage.name} is skipped: {'; '.join(stage.reasons)}", file=sys.stderr)
+        return 0
+    for file in shard.files:
+        print(file)
+    return 0

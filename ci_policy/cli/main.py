@@ -1,0 +1,103 @@
+"""The `ci-policy` command line: the parser, and the one place errors become exit codes.
+
+- In: argv.
+- Out: the subcommand's output and exit code. Errors, each printed once, here:
+  - `UsageError` (the command line or the environment it reads is wrong): exit 2, as
+    `ci-policy COMMAND: error: SOURCE: MESSAGE` on stderr, the hint on its own line; in
+    github format also an `::error::` annotation on stdout. argparse's own errors exit 2.
+  - `InputError`/`InputErrors` (bad input): exit 1, every diagnostic located, with its
+    hint: text on stderr, or `::error` annotations in github format.
+  - an unreadable checkout (OSError and kin) is an input error too; a closed pipe exits 1.
+- Each subcommand lives in its own module with `add_parser(subparsers)` and
+  `run(args) -> int`; adapters (PyGithub, libcst, database drivers) are imported only
+  inside the subcommands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ci_policy import __version__
+from ci_policy.cli import comment, file_run, gate, lint, plan, registry, run, tune
+from ci_policy.cli import list as list_
+from ci_policy.cli.paths import workspace_paths
+from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError
+
+# In the order `ci-policy --help` lists them.
+SUBCOMMANDS = (lint, registry, plan, list_, run, gate, tune, file_run, comment)
+
+
+class Parser(argparse.ArgumentParser):
+    """No abbreviated options: a renamed flag (`--event` -> `--event-path`) must fail, not match a prefix."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="ci-policy",
+        description="CI policy engine for repositories whose tests run on scarce accelerators.")
+    parser.add_argument("--version", action="version", version=f"ci-policy {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+    for module in SUBCOMMANDS:
+        module.add_parser(sub).set_defaults(func=module.run)
+    return parser
+
+
+def report_errors(errors: Sequence[InputError], args: argparse.Namespace) -> None:
+    """Input errors: annotations in github format, text otherwise; then how many."""
+    from ci_policy.render import diagnostics
+
+    if args.format == "github":
+        repo = getattr(args, "repo", None) or getattr(args, "trusted_repo", None)
+        path_of = workspace_paths(Path(repo), args.config) if repo else (lambda p: p)
+        print(diagnostics(errors, "github", path_of))
+    else:
+        print(diagnostics(errors, "text"), file=sys.stderr)
+    n = len(errors)
+    print(f"ci-policy: {n} error{'s' if n != 1 else ''}", file=sys.stderr)
+
+
+def report_usage(err: UsageError, args: argparse.Namespace) -> None:
+    from ci_policy.render import usage_error_github, usage_error_text
+
+    if args.format == "github":
+        print(usage_error_github(args.command, err))
+    print(usage_error_text(args.command, err), file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UsageError as exc:
+        report_usage(exc, args)
+        return UsageError.exit_code
+    except InputErrors as exc:
+        report_errors(exc.errors, args)
+        return exc.exit_code
+    except InputError as exc:
+        report_errors([exc], args)
+        return exc.exit_code
+    except CiPolicyError as exc:
+        print(f"ci-policy {args.command}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 1
+    except (OSError, RecursionError, MemoryError) as exc:
+        # A checkout the core could not read (see lint.input_error): an input error, not a crash.
+        from ci_policy.model.lint import input_error
+
+        report_errors([input_error(exc)], args)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

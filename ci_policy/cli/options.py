@@ -1,0 +1,163 @@
+"""Options shared by several subcommands, stated once.
+
+- In: an `argparse` parser to extend; later, the parsed `Namespace` and the environment.
+- Out: the same spelling, default and help text for an option wherever it appears;
+  values a handler can pass straight to the core (a `Trigger`, a `Plan`, a token).
+- Refused: a malformed option value or a missing variable, as `UsageError` (exit 2)
+  naming the option (`--head`) or variable (`$GITHUB_OUTPUT`) at fault.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from ci_policy.errors import UsageError
+
+if TYPE_CHECKING:
+    from ci_policy.plan.build import Plan
+
+Format = Literal["text", "json", "markdown", "github"]
+
+DEFAULT_API_URL = "https://api.github.com"
+
+
+def add_repo(p: argparse.ArgumentParser, *, help: str = "root of the checkout to read, as data "
+             "(default: the current directory)") -> None:
+    p.add_argument("--repo", default=".", metavar="DIR", help=help)
+
+
+def add_config(p: argparse.ArgumentParser, *,
+               help: str = "configuration file (default: DIR/.github/ci-policy.yml)") -> None:
+    p.add_argument("--config", default=None, metavar="FILE", help=help)
+
+
+def add_checkout(p: argparse.ArgumentParser) -> None:
+    add_repo(p)
+    add_config(p)
+
+
+_FORMAT_HELP = {
+    "text": "text: for people",
+    "json": "json: for programs (schema 1)",
+    "markdown": "markdown: a job summary",
+    "github": "github: annotations, step outputs and summary inside GitHub Actions",
+}
+
+
+def add_format(p: argparse.ArgumentParser, choices: Sequence[Format], default: Format = "text") -> None:
+    """`--format` with the choices this command produces; each choice is explained."""
+    explained = "; ".join(_FORMAT_HELP[c] for c in choices)
+    p.add_argument("--format", choices=tuple(choices), default=default,
+                   help=f"output format (default {default}). {explained}")
+
+
+def add_token(p: argparse.ArgumentParser, needed_for: str) -> None:
+    p.add_argument("--api-url", default=None, metavar="URL",
+                   help=f"GitHub API URL (default $GITHUB_API_URL, else {DEFAULT_API_URL})")
+    p.add_argument("--token-env", default="GITHUB_TOKEN", metavar="NAME",
+                   help=f"environment variable holding the token {needed_for} (default GITHUB_TOKEN)")
+
+
+def token(args: argparse.Namespace, needed_for: str) -> str:
+    value = os.environ.get(args.token_env, "")
+    if not value:
+        raise UsageError(f"is empty: {needed_for} needs a token", source=f"${args.token_env}",
+                         hint=f"set {args.token_env}, or name another variable with --token-env")
+    return value
+
+
+def api_url(args: argparse.Namespace) -> str:
+    return args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
+
+
+def github_file(name: str) -> Path:
+    """A file GitHub Actions names in the environment ($GITHUB_OUTPUT, $GITHUB_STEP_SUMMARY)."""
+    value = os.environ.get(name)
+    if not value:
+        raise UsageError("is not set; --format github runs inside a GitHub Actions step", source=f"${name}",
+                         hint="use --format text or json outside GitHub Actions")
+    return Path(value)
+
+
+def append_step_summary(markdown: str) -> None:
+    """The job summary, when there is one: outside Actions it is simply not written."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary and markdown:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(markdown)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+# -- the plan inputs: plan, list and run decide the same plan from the same options ----------
+
+def add_plan_inputs(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("plan inputs", "what triggered the workflow; an empty value means not given")
+    g.add_argument("--event", required=True, metavar="EVENT",
+                   help="the triggering event: pull_request, schedule, workflow_dispatch or workflow_call")
+    g.add_argument("--labels-json", metavar="JSON",
+                   help="the PR labels as a JSON array (toJSON(github.event.pull_request.labels.*.name))")
+    g.add_argument("--label", action="append", default=None, metavar="L", help="a PR label (repeatable)")
+    g.add_argument("--schedule", metavar="CRON", help="the schedule's cron (schedule events)")
+    g.add_argument("--cadence", metavar="C", help="cadence override: regular, nightly, weekly or release")
+    g.add_argument("--diff", metavar="FILE", help="output of git diff --name-status -z -M BASE HEAD")
+    g.add_argument("--base", metavar="REV", help="run git diff against this base revision")
+    g.add_argument("--head", metavar="REV", help="head revision for --base (default: HEAD)")
+
+
+def add_shard(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stage", required=True, metavar="S", help="the stage, as named in the configuration")
+    p.add_argument("--shard", type=int, default=None, metavar="I",
+                   help="the shard index, from 0 (needed when the stage has several shards)")
+
+
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.policy import Trigger, parse_labels_json
+    from ci_policy.read.diff import Diff, git_diff, read_diff_file
+
+    # A workflow passes every input on one line; GitHub gives "" for a value the event lacks.
+    for name in ("schedule", "cadence", "base", "head"):
+        if getattr(args, name) == "":
+            setattr(args, name, None)
+    if args.head and not args.base:
+        raise UsageError("needs --base", source="--head", hint="pass --base REV, or --diff FILE without --head")
+    if args.diff and args.base:
+        raise UsageError("pass either --diff or --base, not both", source="--diff")
+    if args.labels_json is not None and args.label:
+        raise UsageError("pass either --labels-json or --label, not both", source="--labels-json")
+    labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
+    repo = Path(args.repo)
+    snapshot = load_snapshot(repo, args.config)
+    if args.diff:
+        diff = read_diff_file(Path(args.diff))
+    elif args.base:
+        diff = git_diff(repo, args.base, args.head or "HEAD")
+    else:
+        diff = Diff.unavailable("no --diff or --base was given")
+    trigger = Trigger(event=args.event, labels=labels, schedule=args.schedule, cadence=args.cadence)
+    return build_plan(snapshot, trigger, diff)

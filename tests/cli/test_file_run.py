@@ -1,0 +1,224 @@
+"""`ci-policy file-run`: where `/rerun-test` runs one test file of a checkout.
+
+The resolver itself is tested in tests/plan/test_filerun.py; here: the options, the
+formats, the exit codes and what the command imports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ci_policy.cli import main
+
+EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gpu-repo"
+BAD_PATH = ("is not a test file path of the form tests/.../test_*.py (segments of letters, digits, '_', '.', "
+            "'-'; no '..', no absolute path)")
+BAD_TAG = "is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})"
+SFT = "tests/e2e/test_megatron_sft.py"
+SFT_PLAN = {"file": SFT, "hw": "cuda", "suite": "stage-b-1-gpu-h200", "runs_on": ["h200", "1gpu"],
+            "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": 900}
+
+
+@pytest.fixture
+def pr(tmp_path: Path) -> Path:
+    """An (untrusted) PR checkout: a private copy of examples/gpu-repo."""
+    dest = tmp_path / "pr"
+    shutil.copytree(EXAMPLE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return dest
+
+
+def gpu_test(register: str) -> str:
+    return (f"from ci_policy import *\n\n{register}\n\nimport unittest\n\n"
+            'if __name__ == "__main__":\n    unittest.main()\n')
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(["file-run", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def usage_error(capsys, *args: str) -> str:
+    """argparse refuses the command line: exit 2, nothing on stdout, the message on stderr."""
+    with pytest.raises(SystemExit) as info:
+        main(["file-run", *args])
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    return err
+
+
+# -- formats -------------------------------------------------------------------------------------------------
+
+def test_json_is_the_default_format(pr, capsys):
+    rc, out, err = cli(capsys, "--file", SFT, "--repo", str(pr))
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == SFT_PLAN
+    assert out == json.dumps(SFT_PLAN, indent=2) + "\n"
+    assert cli(capsys, "--file", SFT, "--repo", str(pr), "--format", "json") == (0, out, "")
+
+
+def test_text_format(pr, capsys):
+    assert cli(capsys, "--file", SFT, "--repo", str(pr), "--format", "text") == (0, (
+        f"file: {SFT}\n"
+        "stage: stage-b-1-gpu-h200 (cuda)\n"
+        "runs on: h200, 1gpu\n"
+        "image: ghcr.io/minirl/ci-cuda:latest\n"
+        "timeout: 900s\n"), "")
+    rc, out, _err = cli(capsys, "--file", "tests/fast/test_kl.py", "--repo", str(pr), "--format", "text")
+    assert (rc, out.splitlines()[2:4]) == (0, ["runs on: ubuntu-latest", "image: -"])
+
+
+def test_the_checkout_defaults_to_the_current_directory(pr, monkeypatch, capsys):
+    monkeypatch.chdir(pr)
+    rc, out, err = cli(capsys, "--file", SFT)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == SFT_PLAN
+
+
+# -- usage errors: exit 2, before the checkout is read ------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["tests/../labels.py", "/etc/test_passwd.py", "src/test_a.py", ""])
+def test_a_file_that_is_not_a_test_path_is_a_usage_error(tmp_path, capsys, path):
+    err = usage_error(capsys, "--file", path, "--repo", str(tmp_path / "missing"))
+    assert err.endswith(f"ci-policy file-run: error: argument --file: {path!r} {BAD_PATH}\n")
+
+
+@pytest.mark.parametrize("tag", ["-x", ".x", "a b", "a:b", "a/b", "a@sha256", "$(id)", "x;id", "t\n", "é",
+                                 "a" * 129])
+def test_an_invalid_tag_is_a_usage_error(pr, tag, capsys):
+    err = usage_error(capsys, "--file", SFT, "--repo", str(pr), f"--image-tag={tag}")
+    assert err.endswith(f"ci-policy file-run: error: argument --image-tag: {tag!r} {BAD_TAG}\n")
+
+
+def test_an_empty_tag_means_the_configured_default(pr, capsys):
+    rc, out, _err = cli(capsys, "--file", SFT, "--repo", str(pr), "--image-tag", "")
+    assert (rc, json.loads(out)) == (0, SFT_PLAN)
+
+
+def test_a_missing_checkout_is_a_usage_error(tmp_path, capsys):
+    rc, out, err = cli(capsys, "--file", SFT, "--repo", str(tmp_path / "missing"))
+    assert (rc, out) == (2, "")
+    assert err == (f"ci-policy file-run: error: --repo: checkout {tmp_path / 'missing'} is not a directory\n"
+                   "    hint: pass --repo with the root of the checkout\n")
+
+
+def test_source_root_is_gone(pr, capsys):
+    assert "unrecognized arguments: --source-root" in usage_error(capsys, "--file", SFT, "--source-root", str(pr))
+
+
+def outputs(path: Path) -> dict[str, str]:
+    text = path.read_text()
+    found = re.findall(r"^([a-z_]+)<<(ghadelimiter_[0-9a-f-]{36})\n(.*?)\n\2\n", text, flags=re.M | re.S)
+    assert "".join(f"{n}<<{d}\n{v}\n{d}\n" for n, d, v in found) == text
+    return {name: value for name, _delimiter, value in found}
+
+
+@pytest.mark.parametrize("file, tag, expected", [
+    ("tests/e2e/test_megatron_sft.py", "latest",
+     {"hw": "cuda", "suite": "stage-b-1-gpu-h200", "runs_on": '["h200", "1gpu"]',
+      "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": "900", "timeout_minutes": "20"}),
+    ("tests/e2e/test_rocm_megatron_sft.py", "rocm-7",
+     {"hw": "rocm", "suite": "stage-c-4-gpu-mi350", "runs_on": '["mi350", "4gpu"]',
+      "container_image": "ghcr.io/minirl/ci-rocm:rocm-7", "timeout_seconds": "1620", "timeout_minutes": "32"}),
+    ("tests/fast/test_kl.py", "latest",
+     {"hw": "cpu", "suite": "stage-a-cpu", "runs_on": '["ubuntu-latest"]', "container_image": "",
+      "timeout_seconds": "900", "timeout_minutes": "20"}),
+])
+def test_format_github_writes_the_step_outputs(pr, tmp_path, monkeypatch, capsys, file, tag, expected):
+    out_file = tmp_path / "github_output"
+    out_file.write_text("")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    rc, out, err = cli(capsys, "--file", file, "--repo", str(pr), "--config",
+                       str(pr / ".github/ci-policy.yml"), "--image-tag", tag, "--format", "github")
+    assert (rc, err) == (0, "")
+    assert outputs(out_file) == expected
+    assert json.loads(out)["timeout_seconds"] == int(expected["timeout_seconds"])
+
+
+def test_format_github_rounds_the_job_timeout_up_to_whole_minutes_plus_five(pr, tmp_path, monkeypatch, capsys):
+    write(pr, "tests/e2e/test_odd.py", gpu_test('register_cuda_ci(est_time=301, suite="stage-b-1-gpu-h200", '
+                                                'labels=["fsdp"])'))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    rc, _out, _err = cli(capsys, "--file", "tests/e2e/test_odd.py", "--repo", str(pr), "--format", "github")
+    assert rc == 0
+    assert (outputs(tmp_path / "out")["timeout_seconds"], outputs(tmp_path / "out")["timeout_minutes"]) == ("903", "21")
+
+
+def test_format_github_needs_github_output(pr, monkeypatch, capsys):
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    rc, out, err = cli(capsys, "--file", "tests/e2e/test_megatron_sft.py", "--repo", str(pr),
+                       "--format", "github")
+    assert rc == 2
+    assert out == ("::error::ci-policy file-run: $GITHUB_OUTPUT: is not set; --format github runs inside a "
+                   "GitHub Actions step (hint: use --format text or json outside GitHub Actions)\n")
+    assert err == ("ci-policy file-run: error: $GITHUB_OUTPUT: is not set; --format github runs inside a "
+                   "GitHub Actions step\n    hint: use --format text or json outside GitHub Actions\n")
+
+
+def test_format_github_reports_a_refusal_as_an_annotation(pr, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    rc, out, err = cli(capsys, "--file", "tests/e2e/test_fsdp_checkpoint_resume.py", "--repo", str(pr),
+                       "--format", "github")
+    assert (rc, err) == (1, "ci-policy: 1 error\n")
+    assert out == ("::error file=tests/e2e/test_fsdp_checkpoint_resume.py,line=10::tests/e2e/"
+                   "test_fsdp_checkpoint_resume.py is disabled: flaky on H200 driver 580, tracked in #1234 "
+                   "(hint: re-enable the registration to rerun it)\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_refusal_is_printed_located_with_its_hint(pr, capsys):
+    rc, out, err = cli(capsys, "--file", "tests/e2e/test_gb200_scaling.py", "--repo", str(pr))
+    assert (rc, out) == (1, "")
+    assert err == ("tests/e2e/test_gb200_scaling.py:9: tests/e2e/test_gb200_scaling.py is registered to "
+                   "stage-d-8-gpu-gb200, an external stage that ci-policy does not run\nci-policy: 1 error\n")
+
+
+CHECK_MODULES = textwrap.dedent("""\
+    import importlib, json, os, sys
+    for name in filter(None, os.environ.get("PRELOAD", "").split(",")):
+        importlib.import_module(name)
+    from ci_policy.cli import main
+    rc = main(sys.argv[1:])
+    adapters = ("github", "libcst", "psycopg", "psycopg2", "sqlite3", "requests", "urllib3")
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] in adapters)
+    sys.stdout.flush()
+    print(json.dumps({"rc": rc, "loaded": loaded}), file=sys.stderr)
+""")
+
+
+def run_checked(pr: Path, cwd: Path, preload: str = "") -> tuple[dict, dict]:
+    env = {**os.environ, "PRELOAD": preload}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, "-c", CHECK_MODULES, "file-run", "--file", "tests/e2e/test_megatron_sft.py",
+                           "--repo", str(pr)], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return json.loads(proc.stdout), json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+def test_file_run_imports_no_adapter_no_github_client_and_no_database_driver(pr, tmp_path):
+    plan, status = run_checked(pr, tmp_path)
+    assert plan["suite"] == "stage-b-1-gpu-h200"
+    assert status == {"rc": 0, "loaded": []}
+
+
+def test_the_module_check_sees_an_adapter_that_was_imported(pr, tmp_path):
+    # The same check, with the adapters imported first: it reports them (it is not vacuous).
+    _plan, status = run_checked(pr, tmp_path, preload="github,libcst,psycopg")
+    assert status["rc"] == 0
+    assert {"github", "libcst", "psycopg", "requests"} <= set(status["loaded"])

@@ -1,0 +1,131 @@
+"""`ci-policy list`: the files of one stage shard, exactly as the plan splits them.
+
+Every shard `list` prints is checked against `plan --format json`; that `run` runs exactly
+what `list` prints is checked in test_run.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ci_policy.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART_ARGV = ["plan", "--repo", "examples/gpu-repo", "--event", "pull_request",
+                   "--labels-json", '["run-ci-sglang", "documentation"]', "--diff", "examples/pr-42.diff"]
+STAGES = ["stage-a-cpu", "stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350"]
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def plan_json(argv: list[str], capsys) -> dict:
+    rc, out, err = run(argv + ["--format", "json"], capsys)
+    assert (rc, err) == (0, ""), err
+    return json.loads(out)
+
+
+@pytest.fixture
+def at_root(monkeypatch):
+    """Run from the repository root (the quickstart's paths are relative to it)."""
+    monkeypatch.chdir(ROOT)
+
+
+LIST_INPUTS = [
+    pytest.param(QUICKSTART_ARGV[1:], id="quickstart"),
+    pytest.param(["--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", "0 15 * * 6"], id="weekly"),
+    pytest.param(["--repo", "examples/gpu-repo", "--event", "workflow_call", "--cadence", "nightly"],
+                 id="call-nightly"),
+    pytest.param(["--repo", "examples/gpu-repo", "--event", "pull_request", "--label", "run-ci-image"],
+                 id="scope-without-diff"),
+]
+
+
+@pytest.mark.parametrize("inputs", LIST_INPUTS)
+def test_list_every_shard_equals_the_plan(at_root, capsys, inputs):
+    plan = plan_json(["plan", *inputs], capsys)
+    assert [s["name"] for s in plan["stages"]] == STAGES
+    listed = 0
+    for stage in plan["stages"]:
+        if stage["decision"] == "skip":
+            assert run(["list", *inputs, "--stage", stage["name"]], capsys) == (
+                0, "", f"# stage {stage['name']} is skipped: {'; '.join(stage['reasons'])}\n")
+            continue
+        for sh in stage["shards"]:
+            rc, out, err = run(["list", *inputs, "--stage", stage["name"], "--shard", str(sh["index"])], capsys)
+            assert (rc, err) == (0, "")
+            assert out.splitlines() == sh["files"]
+            listed += len(sh["files"])
+        if len(stage["shards"]) == 1:
+            assert run(["list", *inputs, "--stage", stage["name"]], capsys) == (
+                0, "".join(f + "\n" for f in stage["shards"][0]["files"]), "")
+    assert listed == sum(len(s["tests"]) for s in plan["stages"])
+
+
+def test_list_files_of_the_quickstart(at_root, capsys):
+    assert run(["list", *QUICKSTART_ARGV[1:], "--stage", "stage-c-4-gpu-h200", "--shard", "2"], capsys) == (
+        0, "tests/e2e/session_server/test_session_multiturn.py\n", "")
+
+
+PLANNED = "planned: stage-a-cpu, stage-b-1-gpu-h200, stage-c-4-gpu-h200, stage-c-4-gpu-mi350"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--stage", "stage-z"],
+     f"--stage: 'stage-z' is not a planned stage ({PLANNED}); external stages are never planned here"),
+    (["--stage", "stage-d-8-gpu-gb200", "--shard", "0"],
+     "--stage: 'stage-d-8-gpu-gb200' is an external stage: another system runs it, ci-policy never plans or runs it"),
+    (["--stage", "stage-c-4-gpu-h200", "--shard", "3"], "--shard: stage stage-c-4-gpu-h200 has shards 0..2, not 3"),
+    (["--stage", "stage-b-1-gpu-h200", "--shard", "-1"], "--shard: stage stage-b-1-gpu-h200 has shards 0..1, not -1"),
+    (["--stage", "stage-b-1-gpu-h200"], "--shard: stage stage-b-1-gpu-h200 has 2 shards; pass --shard INDEX"),
+])
+def test_list_errors(at_root, capsys, extra, message):
+    rc, out, err = run(["list", *QUICKSTART_ARGV[1:], *extra], capsys)
+    assert (rc, out, err) == (2, "", f"ci-policy list: error: {message}\n")
+
+
+def test_list_requires_a_stage(at_root, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["list", *QUICKSTART_ARGV[1:]])
+    assert info.value.code == 2
+    assert "the following arguments are required: --stage" in capsys.readouterr().err
+
+
+# -- --format json -------------------------------------------------------------------------
+
+def test_list_json_of_a_running_shard(at_root, capsys):
+    rc, out, err = run(["list", *QUICKSTART_ARGV[1:], "--stage", "stage-c-4-gpu-h200", "--shard", "2",
+                        "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    plan = plan_json(QUICKSTART_ARGV, capsys)
+    [stage] = [s for s in plan["stages"] if s["name"] == "stage-c-4-gpu-h200"]
+    assert json.loads(out) == {"schema": 1, "stage": "stage-c-4-gpu-h200", "decision": "run",
+                               "reasons": stage["reasons"], "shard": 2,
+                               "files": ["tests/e2e/session_server/test_session_multiturn.py"]}
+    assert out == json.dumps(json.loads(out), indent=2) + "\n"
+
+
+def test_list_json_of_a_skipped_stage(at_root, tmp_path, capsys):
+    diff = tmp_path / "docs.diff"
+    diff.write_bytes(b"M\0docs/guide.md\0M\0README.md\0")
+    inputs = ["--repo", "examples/gpu-repo", "--event", "pull_request", "--labels-json", "[]",
+              "--diff", str(diff)]
+    [stage] = [s for s in plan_json(["plan", *inputs], capsys)["stages"] if s["name"] == "stage-c-4-gpu-h200"]
+    assert stage["decision"] == "skip"
+    rc, out, err = run(["list", *inputs, "--stage", "stage-c-4-gpu-h200", "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == {"schema": 1, "stage": "stage-c-4-gpu-h200", "decision": "skip",
+                               "reasons": stage["reasons"], "shard": None, "files": []}
+
+
+def test_list_format_choices(at_root, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["list", *QUICKSTART_ARGV[1:], "--stage", "stage-a-cpu", "--format", "github"])
+    assert info.value.code == 2
+    assert "argument --format: invalid choice: 'github' (choose from 'text', 'json')" in capsys.readouterr().err

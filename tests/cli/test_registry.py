@@ -1,0 +1,61 @@
+"""`ci-policy registry`: exact outputs, and the refusal of a checkout with errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ci_policy.cli import main
+from cli.expected import (
+    BROKEN_ERRORS,
+    EXAMPLE,
+    FIELDS,
+    IMPORT,
+    MAIN,
+    REGISTRY_JSON,
+    REGISTRY_TEXT,
+    write_repo,
+)
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture
+def broken_repo(tmp_path) -> Path:
+    return write_repo(tmp_path / "repo", {
+        "tests/e2e/test_bad_label.py":
+            IMPORT + 'register_cuda_ci(est_time=60, suite="gpu-a", labels=["megatrn"])\n' + MAIN,
+        "tests/e2e/test_bad_suite.py": IMPORT + 'register_cuda_ci(60, "gpu-x", labels=["fsdp"])\n' + MAIN,
+        "tests/e2e/test_no_main.py": IMPORT + 'register_cuda_ci(60, "gpu-b", labels=["long"])\n',
+        "tests/e2e/test_unregistered.py": "x = 1\n",
+        "tests/unit/test_ok.py": "def test_ok():\n    assert True\n",
+    })
+
+
+def test_registry_json_on_the_example(capsys):
+    rc, out, err = run(["registry", "--repo", str(EXAMPLE), "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == REGISTRY_JSON
+    assert out == json.dumps(REGISTRY_JSON, indent=2) + "\n"
+    rows = json.loads(out)["registrations"]
+    assert [list(r) for r in rows] == [list(FIELDS)] * len(rows)
+    assert [(r["file"], r["line"] or 0) for r in rows] == sorted((r["file"], r["line"] or 0) for r in rows)
+
+
+def test_registry_text_is_the_default_format(example_repo, monkeypatch, capsys):
+    monkeypatch.chdir(example_repo)
+    assert run(["registry"], capsys) == (0, REGISTRY_TEXT, "")
+    assert run(["registry", "--repo", ".", "--format", "text"], capsys) == (0, REGISTRY_TEXT, "")
+
+
+def test_registry_refuses_an_invalid_checkout_and_lists_every_error(broken_repo, capsys):
+    for fmt in ("text", "json"):
+        rc, out, err = run(["registry", "--repo", str(broken_repo), "--format", fmt], capsys)
+        assert (rc, out) == (1, "")
+        assert err == BROKEN_ERRORS + "ci-policy: 4 errors\n"
