@@ -78,8 +78,8 @@ def baseline_policy(cadence: str, event: Optional[str]) -> tuple[bool, str]:
 def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: Optional[str],
              run: RunIdentity) -> GateOutcome:
     """Evaluate `reg.file`'s gates on `series`; `store_opener()` returns a MetricHistoryStore."""
-    from ci_policy.adapters.store.base import (DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey,
-                        Sample)
+    from ci_policy.adapters.store import (DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey,
+                                          Sample)
 
     outcome = GateOutcome(file=reg.file, registration=reg)
     specs = specs_for(snapshot, reg.file, reg)
@@ -145,7 +145,7 @@ def _storable(c: Coordinate) -> Coordinate:
 def opener(url: Optional[str], repo: Path):
     """A deferred `open_store`, so a store failure becomes ERROR verdicts, not a crash."""
     def open_it():
-        from ci_policy.adapters.store.base import open_store
+        from ci_policy.adapters.store import open_store
 
         try:
             return open_store(url, default_path=repo / ".ci-policy" / "metrics.sqlite")

@@ -24,7 +24,7 @@ import pytest
 
 from ci_policy.errors import InputError
 from ci_policy.errors import StoreUnavailable
-from ci_policy.adapters.store.base import (DATABASE_URL_ENV, RunKey, Sample, SQLiteStore, open_store)
+from ci_policy.adapters.store import (DATABASE_URL_ENV, RunKey, Sample, SQLiteStore, open_store)
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -432,7 +432,7 @@ def test_store_module_never_imports_psycopg(tmp_path):
     code = textwrap.dedent("""
         import sys
         from pathlib import Path
-        from ci_policy.adapters.store.base import open_store
+        from ci_policy.adapters.store import open_store
         open_store(sys.argv[1], default_path=Path(sys.argv[1])).close()
         print(sorted(name for name in sys.modules if name.split(".")[0] == "psycopg"))
     """)
@@ -448,7 +448,7 @@ def test_without_psycopg_a_postgres_url_says_what_to_install(tmp_path):
         sys.modules["psycopg"] = None  # as if psycopg were not installed
         from pathlib import Path
         from ci_policy.errors import InputError
-        from ci_policy.adapters.store.base import open_store
+        from ci_policy.adapters.store import open_store
         store = open_store(sys.argv[1], default_path=Path(sys.argv[1]))
         print(type(store).__name__, store.schema_versions())
         store.close()
