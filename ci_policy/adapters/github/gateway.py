@@ -35,6 +35,7 @@ from ci_policy.config import IMAGE_TAG_RE, Config
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.plan.filerun import FilePlan, resolve_file
 from ci_policy.adapters.github.access import PERMISSIONS, AccessPolicy
+from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.adapters.github.grammar import Command, GrammarError, parse
 
 CI_WORKFLOW_LABELS = ("nightly", "bypass-fastfail")
@@ -80,11 +81,9 @@ class Api:
         return self._call(method, path, body=body)
 
 
-def github_api(token: str, base_url: str, *, dry_run: bool, out: IO[str]) -> Api:
-    from github import Auth, Github
-
-    gh = Github(auth=Auth.Token(token), base_url=base_url, retry=None, timeout=30)
-    return Api(gh.requester, dry_run=dry_run, out=out)
+def github_api(token: str, base_url: str, *, dry_run: bool, out: IO[str], throttle: Optional[Throttle] = None) -> Api:
+    """The gateway's client; `throttle` None keeps PyGithub's pauses (see `client`)."""
+    return Api(github_requester(token, base_url, timeout=30, throttle=throttle), dry_run=dry_run, out=out)
 
 
 @dataclass
