@@ -8,9 +8,9 @@
   FAIL or ERROR).
 - A store that cannot be opened or read turns every coordinate into ERROR with the
   reason: nothing is ever reported as a pass without a comparison.
-- Baselines are written only when the cadence writes baselines (nightly, weekly; never
-  a pull request or a release), only for trusted runs, only with a run id, and only
-  for the first attempt of a run (see `MetricHistoryStore.write`).
+- Baselines are written only when `gates.baseline.writes_baseline` allows it (nightly,
+  weekly; never a pull request or a release), only for trusted runs, only with a run id,
+  and only for the first attempt of a run (see `MetricHistoryStore.write`).
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Optional
 
 from ci_policy.errors import InputError, StoreUnavailable
+from ci_policy.gates.baseline import writes_baseline
+from ci_policy.gates.evaluate import ERROR, Coordinate, GateResult, GateSpec, evaluate, resolve, select, trusted
 from ci_policy.model.registry import Registration
-from ci_policy.gates.evaluate import (ERROR, Coordinate, GateResult, GateSpec, evaluate, resolve,
-                       select, trusted)
 
-WRITING_CADENCES = ("nightly", "weekly")
 MAX_STEP = 2**63 - 1  # the stores keep steps as signed 64-bit integers
 
 
@@ -67,14 +66,6 @@ def registration_for(snapshot, file: str, stage: Optional[str]) -> Registration:
     return regs[0]
 
 
-def baseline_policy(cadence: str, event: Optional[str]) -> tuple[bool, str]:
-    if event is not None and event.startswith("pull_request"):  # pull_request, pull_request_target
-        return False, "pull request runs never write baselines"
-    if cadence not in WRITING_CADENCES:
-        return False, f"the {cadence} cadence does not write baselines"
-    return True, ""
-
-
 def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: Optional[str],
              run: RunIdentity) -> GateOutcome:
     """Evaluate `reg.file`'s gates on `series`; `store_opener()` returns a MetricHistoryStore."""
@@ -103,7 +94,7 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
     try:
         outcome.results = evaluate(coords, baseline, min_samples=gates_cfg.min_samples,
                                    reference=gates_cfg.reference)
-        allowed, why_not = baseline_policy(cadence, event)
+        allowed, why_not = writes_baseline(cadence, event)
         if store is None:
             outcome.baseline = "not written: metric history unavailable"
         elif run.run_id is None:

@@ -24,6 +24,7 @@ from typing import Iterable, Optional, Sequence
 
 from ci_policy.config import CADENCES, Config
 from ci_policy.errors import InputError
+from ci_policy.gates.baseline import writes_baseline
 from ci_policy.read.strictjson import no_constants
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.model.registry import Registration
@@ -160,7 +161,7 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
         sources=tuple(sorted(sources.items())),
         admit_nightly=admit_nightly,
         bypass_fastfail=admit_nightly or "bypass-fastfail" in raw,
-        write_baseline=cadence in ("nightly", "weekly") and trigger.event != "pull_request",
+        write_baseline=writes_baseline(cadence, trigger.event)[0],
         warnings=tuple(warnings),
     )
 
