@@ -22,6 +22,7 @@ from packaging.version import Version
 
 from ci_policy import __version__
 from ci_policy.read.checkout import check_relative, read_text
+from ci_policy.read.names import CI_LABEL_PREFIX, NAME, NAME_RE
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.config.runner import RetryRules
 from ci_policy.read.yamlnodes import INVALID, Schema, compose
@@ -31,12 +32,11 @@ MAX_CONFIG_BYTES = 1024 * 1024
 BACKENDS = ("cpu", "cuda", "rocm")
 GPU_BACKENDS = ("cuda", "rocm")
 RUNNERS = ("python", "pytest")
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def check_name(value: str) -> Optional[str]:
     if not NAME_RE.fullmatch(value):
-        return f"{value!r} is not a valid name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)"
+        return f"{value!r} is not a valid name (expected {NAME})"
     return None
 
 
@@ -408,7 +408,7 @@ def _implicit(s: Schema, node: yaml.Node, where: str, roots, stages) -> Optional
 
 CADENCES = ("regular", "nightly", "weekly", "release")
 EXPLICIT_MODES = ("run", "prune")
-SCOPE_RE = re.compile(r"run-ci-[A-Za-z0-9][A-Za-z0-9_.-]*")
+SCOPE_RE = re.compile(CI_LABEL_PREFIX + NAME)
 
 
 @dataclass(frozen=True)

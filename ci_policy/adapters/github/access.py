@@ -18,7 +18,7 @@ from typing import Any, Optional
 from ci_policy.read import strictjson
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.read.labels import LabelRegistry
-from ci_policy.plan.policy import WORKFLOW_ONLY_LABELS
+from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read")
 COMMANDS = ("add_label", "clear_labels", "rerun_failed_ci", "rerun_test")
@@ -159,7 +159,7 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
             if kind == "add_label":
                 allowed = c.strings(fields["allowed_labels"], f"{where}.allowed_labels", non_empty=True) or ()
                 for label in allowed:
-                    name = label[len("run-ci-"):] if label.startswith("run-ci-") else None
+                    name = label[len(CI_LABEL_PREFIX):] if label.startswith(CI_LABEL_PREFIX) else None
                     if label not in WORKFLOW_ONLY_LABELS and (name is None or name not in labels):
                         c.fail(f"{where}.allowed_labels", f"{label!r} is neither run-ci-<known label> nor a "
                                f"workflow-only label ({', '.join(WORKFLOW_ONLY_LABELS)})",

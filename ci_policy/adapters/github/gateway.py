@@ -34,11 +34,11 @@ from ci_policy.read.checkout import MAX_FILE_BYTES
 from ci_policy.config import IMAGE_TAG_RE, Config
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.plan.filerun import FilePlan, resolve_file
+from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 from ci_policy.adapters.github.access import PERMISSIONS, AccessPolicy
 from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.adapters.github.grammar import Command, GrammarError, parse
 
-CI_WORKFLOW_LABELS = ("nightly", "bypass-fastfail")
 RERUN_CONCLUSIONS = ("failure", "cancelled", "timed_out")
 SYMLINK_MODE = "120000"
 
@@ -244,7 +244,7 @@ class Gateway:
         labels = self.api.get(f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels",
                               {"per_page": 100}) or []
         names = [lab.get("name") for lab in labels if isinstance(lab, dict)]
-        removed = [n for n in names if isinstance(n, str) and (n.startswith("run-ci-") or n in CI_WORKFLOW_LABELS)]
+        removed = [n for n in names if isinstance(n, str) and (n.startswith(CI_LABEL_PREFIX) or n in WORKFLOW_ONLY_LABELS)]
         for name in removed:
             self.api.mutate("DELETE", f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels/"
                             f"{urllib.parse.quote(name, safe='')}")

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ci_policy.plan.filerun import TEST_PATH_RE
+from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 
-LABEL_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 COMMAND_RE = re.compile(
-    rf"/(?:(?P<label>run-ci-{LABEL_NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
+    rf"/(?:(?P<label>{CI_LABEL_PREFIX}{NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
     rf"|rerun-test (?P<path>\S+))")
 MARKERS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test")
 

@@ -14,11 +14,13 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
+from ci_policy.read.names import NAME
+
 STATUSES = ("passed", "timeout", "unknown", "failed", "cancelled", "not_run")
 PRECEDENCE = {status: i for i, status in enumerate(STATUSES)}
 
 # "stage-c-4-gpu-h200 (shard 1)", "stage-c-4-gpu-h200 (1)", "stage-c-4-gpu-h200 / shard 1", "stage-a-cpu"
-JOB_NAME_RE = re.compile(r"(?P<stage>[A-Za-z0-9][A-Za-z0-9_.-]*)"
+JOB_NAME_RE = re.compile(rf"(?P<stage>{NAME})"
                          r"(?:\s*(?:\(\s*(?:shard\s*)?(?P<shard>\d+)\s*\)|/\s*shard\s*(?P<shard2>\d+)))?")
 
 
