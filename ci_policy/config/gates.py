@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from ci_policy.read.numbers import is_finite_number
 
 CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
 
@@ -33,12 +34,7 @@ SHIPPED_DEFAULTS: dict[str, dict] = {
 
 
 def _number_ok(v: Any) -> bool:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return False
-    try:
-        return math.isfinite(v) and v >= 0
-    except OverflowError:  # an int literal too large for a float
-        return False
+    return is_finite_number(v) and v >= 0
 
 
 def steps_problems(steps: Any) -> list[str]:

@@ -16,12 +16,12 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from ci_policy.errors import InputError, InputErrors
+from ci_policy.read.numbers import is_finite_number
 from ci_policy.read.strictjson import DuplicateKey, no_duplicates
 from ci_policy.adapters.tuning.evidence import FileEvidence, stage_and_shard
 
@@ -67,15 +67,8 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _finite_non_negative(value) -> bool:
-    try:
-        return _is_number(value) and math.isfinite(value) and value >= 0
-    except OverflowError:  # an integer too large for a float
-        return False
+    return is_finite_number(value) and value >= 0
 
 
 def _optional_string(value) -> bool:
