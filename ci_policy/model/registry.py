@@ -22,13 +22,11 @@ from typing import Optional
 from ci_policy.config import GPU_BACKENDS, Config
 from ci_policy.errors import InputError
 from ci_policy.read.labels import LabelRegistry
-from ci_policy.read.markers import REGISTRATION_MARKERS, Scan, bind
+from ci_policy.read.markers import MARKER_OF_BACKEND, REGISTRATION_MARKERS, Scan, bind
 from ci_policy.read.numbers import is_finite_number
 
 POSITIONAL = ("est_time", "suite")
 KEYWORD_ONLY = ("labels", "nightly", "disabled")
-
-MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@
 - Out: an `EditResult` with status `changed`, `unchanged` (the literal already has that
   value, e.g. `1_800` or `1.8e3` for 1800), or `skipped` with a reason.
 - The edit: in the ONE module-level `register_<backend>_ci(...)` expression statement
-  (bare name, the grammar of `ci_policy.markers`), the numeric literal of `est_time`
-  (first positional argument or `est_time=`) is replaced by the new value written as a
+  (bare name; found and bound by `read.markers`, as lint finds and binds it), the numeric
+  literal of `est_time` (first positional argument or `est_time=`) is replaced by the new value written as a
   plain decimal integer (`2000`). libcst performs the rewrite; the result is then checked
   to equal the original with exactly that literal's span replaced, so every other byte
   (comments, spacing, quotes, trailing commas, CRLF, a BOM, an encoding declaration) is
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ci_policy.read.markers import REGISTRATION_MARKERS
+from ci_policy.model.registry import KEYWORD_ONLY, POSITIONAL
+from ci_policy.read.markers import MARKER_OF_BACKEND, bind_nodes, module_level_calls
 
-MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
 BOM = "\ufeff"
 
 CHANGED = "changed"
@@ -110,11 +110,6 @@ def _skip(source: Optional[str], reason: str, *, old: Optional[str] = None,
     return EditResult(SKIPPED, source, old=old, line=line, reason=reason)
 
 
-def _is_marker_statement(stmt: ast.stmt, marker: str) -> bool:
-    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == marker)
-
-
 def _misplaced_call(tree: ast.Module, marker: str) -> Optional[ast.Call]:
     """The first call of `marker` that is not a registration (nested, or through an attribute)."""
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and (
@@ -140,18 +135,23 @@ def _segment(text: str, node: ast.expr) -> str:
     return shown if shown is not None else ast.unparse(node)
 
 
+def _registrations(tree: ast.Module, marker: str) -> list[ast.Call]:
+    return [mc.call for mc in module_level_calls(tree, frozenset({marker}))]
+
+
 def _est_time_node(call: ast.Call, marker: str) -> tuple[Optional[ast.expr], Optional[str]]:
-    """The est_time argument of a registration call, or the reason there is no single one."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+    """The est_time argument of a registration call (bound the way lint binds it), or the
+    reason there is no single one. Other grammar errors are lint's to report, not a reason
+    to leave est_time alone."""
+    binding = bind_nodes(call, marker, POSITIONAL, KEYWORD_ONLY)
+    if binding.starred:
         return None, REASON_STARRED.format(marker=marker)
-    keyword = [k.value for k in call.keywords if k.arg == "est_time"]
-    if call.args and keyword:
+    if any(parameter == "est_time" for *_, parameter in binding.problems):
         return None, REASON_TWICE.format(marker=marker)
-    if call.args:
-        return call.args[0], None
-    if keyword:
-        return keyword[0], None
-    return None, REASON_NO_EST_TIME.format(marker=marker)
+    node = binding.nodes.get("est_time")
+    if node is None:
+        return None, REASON_NO_EST_TIME.format(marker=marker)
+    return node, None
 
 
 def _cst_registration(module, marker: str):
@@ -217,7 +217,7 @@ def _rewrite_with_libcst(text: str, marker: str, new_literal: str) -> tuple[Opti
 
 
 def _registration_est_time(tree: ast.Module, marker: str) -> Optional[ast.expr]:
-    calls = [s.value for s in tree.body if _is_marker_statement(s, marker)]
+    calls = _registrations(tree, marker)
     if len(calls) != 1:
         return None
     node, _ = _est_time_node(calls[0], marker)
@@ -241,7 +241,7 @@ def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
     except ValueError as exc:  # NUL bytes, unencodable surrogates
         return _skip(source, REASON_UNPARSABLE.format(msg=exc))
 
-    statements = [s for s in tree.body if _is_marker_statement(s, marker)]
+    statements = _registrations(tree, marker)
     if not statements:
         misplaced = _misplaced_call(tree, marker)
         if misplaced is not None:
@@ -253,7 +253,7 @@ def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
         return _skip(source, REASON_SEVERAL.format(count=len(statements), marker=marker, lines=lines),
                      line=statements[1].lineno)
 
-    call = statements[0].value
+    call = statements[0]
     node, reason = _est_time_node(call, marker)
     if node is None:
         return _skip(source, reason, line=call.lineno)
