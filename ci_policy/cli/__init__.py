@@ -339,7 +339,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.config import CADENCES
     from ci_policy.adapters.gate import opener, registration_for, run_gate
-    from ci_policy.sdk.metrics import read_record
+    from ci_policy.read.records import read_record
     from ci_policy.model.snapshot import load_snapshot
 
     if args.cadence not in CADENCES:

@@ -34,7 +34,8 @@ from typing import IO, Callable, Optional
 
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.errors import InputError, InputErrors
-from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV, merge_records, write_record
+from ci_policy.read.records import merge_records, write_record
+from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV
 from ci_policy.plan.build import StagePlan
 from ci_policy.plan.partition import Shard
 from ci_policy.model.registry import Registration
