@@ -181,7 +181,8 @@ def _plan_inputs(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_from_args(args: argparse.Namespace):
-    from ci_policy.read.diff import Diff, git_diff, read_diff_file
+    from ci_policy.adapters.git import git_diff
+    from ci_policy.read.diff import Diff, read_diff_file
     from ci_policy.plan.build import build_plan
     from ci_policy.plan.policy import Trigger, parse_labels_json
     from ci_policy.model.snapshot import load_snapshot
