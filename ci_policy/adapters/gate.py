@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from ci_policy.errors import InputError, StoreUnavailable
 from ci_policy.gates.baseline import writes_baseline
@@ -29,9 +28,9 @@ MAX_STEP = 2**63 - 1  # the stores keep steps as signed 64-bit integers
 
 @dataclass(frozen=True)
 class RunIdentity:
-    run_id: Optional[str] = None
+    run_id: str | None = None
     run_attempt: int = 1
-    commit: Optional[str] = None
+    commit: str | None = None
 
 
 @dataclass
@@ -55,7 +54,7 @@ def specs_for(snapshot, file: str, reg: Registration) -> list[GateSpec]:
     return [resolve(d, reg.backend, reg.suite, defaults) for d in snapshot.gates if d.file == file]
 
 
-def registration_for(snapshot, file: str, stage: Optional[str]) -> Registration:
+def registration_for(snapshot, file: str, stage: str | None) -> Registration:
     regs = [r for r in snapshot.registrations_for(file) if stage is None or r.suite == stage]
     if not regs:
         raise InputError(f"--file: {file} has no registration" + (f" for stage {stage}" if stage else ""),
@@ -66,11 +65,10 @@ def registration_for(snapshot, file: str, stage: Optional[str]) -> Registration:
     return regs[0]
 
 
-def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: Optional[str],
+def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: str | None,
              run: RunIdentity) -> GateOutcome:
     """Evaluate `reg.file`'s gates on `series`; `store_opener()` returns a MetricHistoryStore."""
-    from ci_policy.adapters.store import (DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey,
-                                          Sample)
+    from ci_policy.adapters.store import DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey, Sample
 
     outcome = GateOutcome(file=reg.file, registration=reg)
     specs = specs_for(snapshot, reg.file, reg)
@@ -133,7 +131,7 @@ def _storable(c: Coordinate) -> Coordinate:
     return c
 
 
-def opener(url: Optional[str], repo: Path):
+def opener(url: str | None, repo: Path):
     """A deferred `open_store`, so a store failure becomes ERROR verdicts, not a crash."""
     def open_it():
         from ci_policy.adapters.store import open_store

@@ -10,12 +10,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 WRITING_CADENCES = ("nightly", "weekly")
 
 
-def writes_baseline(cadence: str, event: Optional[str]) -> tuple[bool, str]:
+def writes_baseline(cadence: str, event: str | None) -> tuple[bool, str]:
     if event is not None and event.startswith("pull_request"):
         return False, "pull request runs never write baselines"
     if cadence not in WRITING_CADENCES:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from ci_policy.sdk.metrics import RECORD_SCHEMA, encode_value
 

@@ -25,8 +25,8 @@ import numbers
 import os
 import secrets
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
 
 VERSIONS = ("v1", "v2")
 MISMATCH_TYPES = ("special_token_count", "special_token_type", "non_assistant_text", "assistant_text")
@@ -59,12 +59,12 @@ def session_server_version(value) -> str:
                      "(configure the session server version: True or 'v1' for v1, 'v2' for v2)")
 
 
-def rate_key(version: str, mismatch_type: Optional[str] = None) -> str:
+def rate_key(version: str, mismatch_type: str | None = None) -> str:
     base = f"tito_session_mismatch_rate/{session_server_version(version)}"
     return base if mismatch_type is None else f"{base}/{mismatch_type}"
 
 
-def tito_mismatch_metrics(mismatches: Sequence[Optional[Sequence[Mapping]]], version, *,
+def tito_mismatch_metrics(mismatches: Sequence[Sequence[Mapping] | None], version, *,
                           ci_test: bool = False) -> dict[str, float]:
     v = session_server_version(version)
     samples = [m for m in mismatches if m is not None]
@@ -137,7 +137,7 @@ def _as_number(key: str, value) -> float:
 class MetricRecorder:
     """Captures whitelisted metrics of one process into `$CI_POLICY_RECORD_DIR`."""
 
-    def __init__(self, directory: Optional[Path], capture: Iterable[str] = DEFAULT_CAPTURE) -> None:
+    def __init__(self, directory: Path | None, capture: Iterable[str] = DEFAULT_CAPTURE) -> None:
         self.directory = Path(directory) if directory else None
         self.capture = frozenset(capture)
         self.series: dict[str, list[tuple[int, float]]] = {}
@@ -149,7 +149,7 @@ class MetricRecorder:
         return self.directory / f"metrics-{os.getpid()}-{secrets.token_hex(6)}.jsonl"
 
     @classmethod
-    def from_env(cls, capture: Optional[Iterable[str]] = None) -> "MetricRecorder":
+    def from_env(cls, capture: Iterable[str] | None = None) -> MetricRecorder:
         directory = os.environ.get(RECORD_DIR_ENV) or None
         if capture is None:
             raw = os.environ.get(CAPTURE_ENV)

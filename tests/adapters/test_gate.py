@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ci_policy import render
-from ci_policy.errors import InputError
 from ci_policy.adapters.gate import MAX_STEP, RunIdentity, opener, registration_for, run_gate, specs_for
 from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
+from ci_policy.errors import InputError
 from ci_policy.model.snapshot import load_snapshot
 
 CONFIG = """\

@@ -21,8 +21,16 @@ from pathlib import Path
 import pytest
 
 from ci_policy.read.records import merge_records, read_record, read_record_file, write_record
-from ci_policy.sdk.metrics import (CAPTURE_ENV, DEFAULT_CAPTURE, RECORD_DIR_ENV, MetricRecorder, TitoMismatchError,
-                                   rollout_metrics, session_server_version, tito_mismatch_metrics)
+from ci_policy.sdk.metrics import (
+    CAPTURE_ENV,
+    DEFAULT_CAPTURE,
+    RECORD_DIR_ENV,
+    MetricRecorder,
+    TitoMismatchError,
+    rollout_metrics,
+    session_server_version,
+    tito_mismatch_metrics,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,26 +12,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Throttle:
     """Seconds between any two requests and between two writes; None is no pause."""
 
-    between_requests: Optional[float]
-    between_writes: Optional[float]
+    between_requests: float | None
+    between_writes: float | None
 
 
 NO_THROTTLE = Throttle(None, None)
-DEFAULT_THROTTLE: Optional[Throttle] = None  # None: PyGithub's own pauses
+DEFAULT_THROTTLE: Throttle | None = None  # None: PyGithub's own pauses
 
 
-def github_requester(token: str, base_url: str, *, timeout: int, throttle: Optional[Throttle] = None) -> Any:
+def github_requester(token: str, base_url: str, *, timeout: int, throttle: Throttle | None = None) -> Any:
     from github import Auth, Github
 
     chosen = throttle or DEFAULT_THROTTLE
-    pauses: dict[str, Optional[float]] = {}
+    pauses: dict[str, float | None] = {}
     if chosen is not None:
         pauses = {"seconds_between_requests": chosen.between_requests,
                   "seconds_between_writes": chosen.between_writes}

@@ -18,7 +18,6 @@ import re
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Optional
 
 from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.adapters.tuning.evidence import FileEvidence
@@ -74,7 +73,7 @@ def _pages(requester, path: str, key: str, parameters: dict) -> list:
         page += 1
 
 
-def download_run(spec: str, token: str, base_url: str, *, throttle: Optional[Throttle] = None) -> list[FileEvidence]:
+def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | None = None) -> list[FileEvidence]:
     """Every row of the run `spec`; `throttle` None keeps PyGithub's pauses (see `client`)."""
     from github import GithubException
 

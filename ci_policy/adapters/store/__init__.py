@@ -14,10 +14,18 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Optional
 
-from ci_policy.adapters.store.base import (DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN,
-                                           MetricHistoryStore, RunKey, Sample, one_line)
+from ci_policy.adapters.store.base import (
+    DUPLICATE,
+    NOT_ALLOWED,
+    NOT_FIRST_ATTEMPT,
+    NOT_TRUSTED,
+    WRITTEN,
+    MetricHistoryStore,
+    RunKey,
+    Sample,
+    one_line,
+)
 from ci_policy.adapters.store.sqlite import SQLiteStore
 from ci_policy.errors import InputError, StoreUnavailable
 
@@ -29,7 +37,7 @@ DATABASE_URL_ENV = "CI_POLICY_DATABASE_URL"
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
-def open_store(url: Optional[str], *, default_path: Path) -> MetricHistoryStore:
+def open_store(url: str | None, *, default_path: Path) -> MetricHistoryStore:
     """Open (and migrate) the store named by `url`, else `$CI_POLICY_DATABASE_URL`, else SQLite
     at `default_path` (its parent directories created)."""
     if isinstance(url, os.PathLike):
@@ -45,7 +53,7 @@ def open_store(url: Optional[str], *, default_path: Path) -> MetricHistoryStore:
     return store
 
 
-def _store_for(url: Optional[str], default_path: Path) -> MetricHistoryStore:
+def _store_for(url: str | None, default_path: Path) -> MetricHistoryStore:
     if url is None:
         try:
             default_path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ import hashlib
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from ci_policy.errors import InputError
 from ci_policy.gates.evaluate import LAST_STEP
@@ -63,7 +63,7 @@ def _check_identity(identity: object) -> Identity:
     if not isinstance(identity, tuple) or len(identity) != 5:
         raise TypeError("identity must be a tuple (file, backend, suite, metric_key, written_json), "
                         f"got {identity!r}")
-    for name, part in zip(("file", "backend", "suite", "metric_key", "written_json"), identity):
+    for name, part in zip(("file", "backend", "suite", "metric_key", "written_json"), identity, strict=True):
         _text(f"identity {name}", part)
     return identity  # type: ignore[return-value]
 
@@ -115,7 +115,7 @@ class MetricHistoryStore(abc.ABC):
         """The last `window` stored values of the coordinate, oldest first."""
 
     @abc.abstractmethod
-    def write(self, run: RunKey, *, cadence: str, commit: Optional[str], trusted: bool,
+    def write(self, run: RunKey, *, cadence: str, commit: str | None, trusted: bool,
               samples: Sequence[Sample], write_baseline: bool) -> str:
         """Record `run` and, when allowed, its samples, in one transaction; returns the outcome."""
 
@@ -127,7 +127,7 @@ class MetricHistoryStore(abc.ABC):
     def close(self) -> None:
         """Release the connection; idempotent."""
 
-    def __enter__(self) -> "MetricHistoryStore":
+    def __enter__(self) -> MetricHistoryStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -150,7 +150,7 @@ class _Tx(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
+    def insert_id(self, sql: str, params: Sequence[Any]) -> int | None:
         """Run an `INSERT ... ON CONFLICT DO NOTHING`; the new row's id, or None if it conflicted."""
 
 
@@ -226,7 +226,7 @@ class _SQLStore(MetricHistoryStore):
     SCHEMA_MIGRATIONS_DDL = ""
 
     @abc.abstractmethod
-    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Any:
+    def _transaction(self, kind: str, lock: tuple[str, ...] | None = None) -> Any:
         """A context manager yielding a `_Tx`: kind "read", "write" (serialised per `lock` key) or
         "migrate" (serialised store-wide); database errors leave it as `StoreUnavailable`."""
 
@@ -238,7 +238,7 @@ class _SQLStore(MetricHistoryStore):
     def latest_version(self) -> int:
         return max(version for version, _ in self.MIGRATIONS)
 
-    def migrate(self, *, target: Optional[int] = None) -> None:
+    def migrate(self, *, target: int | None = None) -> None:
         """Bring the schema to `target` (default: the latest version)."""
         latest = self.latest_version
         if target is None:
@@ -277,7 +277,7 @@ class _SQLStore(MetricHistoryStore):
                            "ORDER BY id DESC LIMIT ?", (*identity, step, window))
         return [float(value) for (value,) in reversed(rows)]
 
-    def write(self, run: RunKey, *, cadence: str, commit: Optional[str], trusted: bool,
+    def write(self, run: RunKey, *, cadence: str, commit: str | None, trusted: bool,
               samples: Sequence[Sample], write_baseline: bool) -> str:
         if not isinstance(run, RunKey):
             raise TypeError(f"run must be a RunKey, got {run!r}")
@@ -336,7 +336,7 @@ class _SQLStore(MetricHistoryStore):
                            "write_baseline, outcome, samples, recorded_at FROM gate_runs ORDER BY id")
         out = []
         for row in rows:
-            record = dict(zip(RUN_COLUMNS, row))
+            record = dict(zip(RUN_COLUMNS, row, strict=True))
             record["run_attempt"] = int(record["run_attempt"])
             record["samples"] = int(record["samples"])
             record["trusted"] = bool(record["trusted"])

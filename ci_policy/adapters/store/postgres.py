@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Optional
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -58,7 +58,7 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def url_secrets(url: str, params: Optional[dict] = None) -> tuple[str, ...]:
+def url_secrets(url: str, params: dict | None = None) -> tuple[str, ...]:
     """Every spelling of the passwords in `url`, for scrubbing error messages."""
     found: list[str] = []
     try:
@@ -95,7 +95,7 @@ class _PostgresTx(_Tx):
     def run_many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
         self.cur.executemany(self._sql(sql), [tuple(p) for p in params])
 
-    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
+    def insert_id(self, sql: str, params: Sequence[Any]) -> int | None:
         self.cur.execute(self._sql(sql) + " RETURNING id", tuple(params))
         row = self.cur.fetchone()
         return None if row is None else int(row[0])
@@ -123,7 +123,7 @@ class PostgresStore(_SQLStore):
             if name not in params:
                 self._kwargs[name] = value
         self.lock_timeout = float(lock_timeout)
-        self._conn: Optional[psycopg.Connection] = None
+        self._conn: psycopg.Connection | None = None
         self._closed = False
 
     def __repr__(self) -> str:
@@ -160,7 +160,7 @@ class PostgresStore(_SQLStore):
         return conn
 
     @contextmanager
-    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Iterator[_Tx]:
+    def _transaction(self, kind: str, lock: tuple[str, ...] | None = None) -> Iterator[_Tx]:
         try:
             conn = self._connection()
             with conn.transaction():

@@ -17,10 +17,9 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-from ci_policy.adapters.store.base import (Dialect, _SQLStore, _Tx, migrations, one_line,
-                                           schema_migrations_ddl)
+from ci_policy.adapters.store.base import Dialect, _SQLStore, _Tx, migrations, one_line, schema_migrations_ddl
 from ci_policy.errors import StoreUnavailable
 
 _FLOAT_MAX = "1.7976931348623157e308"
@@ -47,7 +46,7 @@ class _SQLiteTx(_Tx):
     def run_many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, params)
 
-    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
+    def insert_id(self, sql: str, params: Sequence[Any]) -> int | None:
         cur = self.conn.execute(sql, tuple(params))
         return cur.lastrowid if cur.rowcount == 1 else None
 
@@ -61,7 +60,7 @@ class SQLiteStore(_SQLStore):
     def __init__(self, path: os.PathLike | str, *, busy_timeout: float = 30.0) -> None:
         self.path = Path(os.path.abspath(os.fspath(path)))
         self.busy_timeout = float(busy_timeout)
-        self._conn: Optional[sqlite3.Connection] = None
+        self._conn: sqlite3.Connection | None = None
         parent = self.path.parent
         if not parent.is_dir():
             existing = next(p for p in (parent, *parent.parents) if p.exists())
@@ -108,7 +107,7 @@ class SQLiteStore(_SQLStore):
         return f"SQLite metric history {self.path}: {reason}"
 
     @contextmanager
-    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Iterator[_Tx]:
+    def _transaction(self, kind: str, lock: tuple[str, ...] | None = None) -> Iterator[_Tx]:
         conn = self._conn
         if conn is None:
             raise StoreUnavailable(f"SQLite metric history {self.path}: the store is closed")

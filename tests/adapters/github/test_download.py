@@ -18,15 +18,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from github_fake import FakeGitHub
 
+from ci_policy.adapters.github import download
+from ci_policy.adapters.github.client import NO_THROTTLE
+from ci_policy.adapters.github.download import download_run, parse_run
+from ci_policy.adapters.tuning import records
+from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.cli import main
 from ci_policy.errors import InputError, InputErrors
-from ci_policy.adapters.github import download
-from ci_policy.adapters.tuning import records
-from ci_policy.adapters.github.download import download_run, parse_run
-from ci_policy.adapters.github.client import NO_THROTTLE
-from ci_policy.adapters.tuning.evidence import FileEvidence
-from github_fake import FakeGitHub
 
 REPO = "acme/minirl"
 P = f"/repos/{REPO}"

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_policy.errors import InputError
-from ci_policy.errors import StoreUnavailable
-from ci_policy.adapters.store import (DATABASE_URL_ENV, RunKey, Sample, SQLiteStore, open_store)
+from ci_policy.adapters.store import DATABASE_URL_ENV, RunKey, Sample, SQLiteStore, open_store
+from ci_policy.errors import InputError, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -155,7 +154,7 @@ def test_a_schema_newer_than_this_code_is_refused(store, store_url, tmp_path):
 def test_baseline_is_the_last_window_values_in_insertion_order(store):
     # Run ids and values deliberately out of order: only insertion order counts.
     values = [5.0, 1.5, 3.25, -2.0, 0.125]
-    for run_id, value in zip(["run-9", "run-10", "run-11", "run-8", "run-1"], values):
+    for run_id, value in zip(["run-9", "run-10", "run-11", "run-8", "run-1"], values, strict=True):
         assert write(store, key(run_id), [Sample(GRAD, -1, value), Sample(GRAD, 10, value * 2),
                                           Sample(KL, -1, value + 100)]) == "written"
     assert store.baseline(GRAD, -1, 3) == [3.25, -2.0, 0.125]
@@ -526,7 +525,7 @@ def test_parallel_processes_lose_nothing(store_url, tmp_path):
     assert sorted(reported) == list(range(WORKERS)), [p.exitcode for p in procs]
     assert [p.exitcode for p in procs] == [0] * WORKERS
 
-    for worker, outcomes in reported.items():
+    for outcomes in reported.values():
         assert outcomes[:RUNS_PER_WORKER] == ["written"] * RUNS_PER_WORKER
     assert sorted(o[RUNS_PER_WORKER] for o in reported.values()) == ["duplicate"] * (WORKERS - 1) + ["written"]
     attempts = [o[RUNS_PER_WORKER + 1] for o in reported.values()]

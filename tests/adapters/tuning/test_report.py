@@ -84,8 +84,8 @@ def test_csv_has_one_row_per_evidence_row_with_every_column(rows):
     parsed = list(csv.reader(io.StringIO(csv_text(rows, PROPOSALS, backend_of), newline="")))
     assert parsed[0] == list(COLUMNS)
     assert len(parsed) == len(rows) + 1
-    for row, out in zip(rows, parsed[1:]):
-        got = dict(zip(COLUMNS, out))
+    for row, out in zip(rows, parsed[1:], strict=True):
+        got = dict(zip(COLUMNS, out, strict=True))
         assert len(out) == len(COLUMNS)
         assert got["status"] == row.status
         if row.elapsed is None:
