@@ -1,4 +1,4 @@
-"""`ci_policy.gates.command`: one file's gates, evaluated and recorded, called in process.
+"""`ci_policy/adapters/gate.py`: one file's gates, evaluated and recorded, called in process.
 
 The checkout is generated with `make_repo` and read with `load_snapshot`; the store is real
 (a SQLite file, or a database on a throwaway PostgreSQL server), opened through `opener`.

@@ -1,4 +1,4 @@
-"""`ci-policy tune --github-run`: ci_policy/tuning/download.py through PyGithub, against a local
+"""`ci-policy tune --github-run`: ci_policy/adapters/github/download.py through PyGithub, against a local
 fake of the GitHub REST API (tests/github_fake.py) that serves a run's jobs, their raw logs
 and the run's artifacts, each download behind a 302 to signed "blob storage" URLs, as GitHub
 does.

@@ -1,4 +1,4 @@
-"""`ci-policy comment` end to end: the gateway (ci_policy/commands/gateway.py) through the CLI,
+"""`ci-policy comment` end to end: the gateway (ci_policy/adapters/github/gateway.py) through the CLI,
 talking through PyGithub to a local fake of the GitHub REST API (tests/github_fake.py).
 
 Every test asserts the exact sequence of requests GitHub receives and that the token never

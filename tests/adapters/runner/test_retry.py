@@ -1,4 +1,4 @@
-"""Retry classification (`ci_policy.retry.classify`): exact verdicts, table-driven.
+"""Retry classification (`ci_policy.adapters.runner.retry.classify`): exact verdicts, table-driven.
 
 Order under test: the test's own report, then the regex lists (infra, never,
 retriable), then "a timeout is retried once"; anything else is not retried.

@@ -1,4 +1,4 @@
-"""The suite runner (`ci_policy.runner`): timeouts, process cleanup, live output, records.
+"""The suite runner (`ci_policy.adapters.runner.shard`): timeouts, process cleanup, live output, records.
 
 `timeout_for` is tested directly. Everything about processes runs the installed
 `ci-policy run` console script in a subprocess on a generated checkout, because the

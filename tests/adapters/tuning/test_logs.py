@@ -1,4 +1,4 @@
-"""Job logs (`ci_policy.tuning.logs`) and evidence paths (`ci_policy.tuning.sources`) -> FileEvidence rows."""
+"""Job logs (`ci_policy.adapters.tuning.logs`) and evidence paths (`...tuning.sources`) -> FileEvidence rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""est_time proposals (`ci_policy.tuning.propose`): bucket rounding, q, every action and skip
+"""est_time proposals (`ci_policy.adapters.tuning.propose`): bucket rounding, q, every action and skip
 reason with exact `Proposal` values, grouping across runs/shards/backends, the balance report,
 and property tests (rounding, monotonicity, non-passed samples, status precedence)."""
 

@@ -1,4 +1,4 @@
-"""JSONL timing records (`ci_policy.tuning.records`) -> FileEvidence rows."""
+"""JSONL timing records (`ci_policy.adapters.tuning.records`) -> FileEvidence rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tune report (`ci_policy.tuning.report`): the CSV of every (run, job, file) row and the
+"""The tune report (`ci_policy.adapters.tuning.report`): the CSV of every (run, job, file) row and the
 summary of proposals and stage balance, as exact text."""
 
 from __future__ import annotations
