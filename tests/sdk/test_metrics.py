@@ -509,7 +509,10 @@ def test_importing_the_sdk_loads_only_the_standard_library_and_the_sdk():
         before = set(sys.modules)
         from ci_policy.sdk import MetricRecorder, rollout_metrics
         new = sorted(m for m in set(sys.modules) - before if m.split(".")[0] not in sys.stdlib_module_names)
-        print(new)
+        print(" ".join(new))
     """)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "['ci_policy', 'ci_policy.sdk', 'ci_policy.sdk.markers', 'ci_policy.sdk.metrics']\n"
+    loaded = proc.stdout.split()
+    # The package itself is unavoidable; beyond it, only the sdk: no PyYAML, no core, no adapter.
+    assert [m for m in loaded if m not in ("ci_policy", "ci_policy.sdk") and not m.startswith("ci_policy.sdk.")] == []
+    assert {"ci_policy.sdk.markers", "ci_policy.sdk.metrics"} <= set(loaded)
