@@ -675,3 +675,20 @@ def test_sqlite_locked_past_the_busy_timeout_is_unavailable(tmp_path):
     assert write(store, key("1"), [Sample(GRAD, -1, 1.0)]) == "written"
     assert store.baseline(GRAD, -1, 5) == [1.0]
     store.close()
+
+
+# -- module structure -----------------------------------------------------------------------------
+
+def test_the_store_modules_import_without_a_cycle():
+    """base (contract and schema) <- sqlite, postgres <- the package (open_store)."""
+    import ast
+
+    store_dir = ROOT / "ci_policy" / "adapters" / "store"
+    imported = {}
+    for name in ("base", "sqlite", "postgres", "__init__"):
+        tree = ast.parse((store_dir / f"{name}.py").read_text(encoding="utf-8"))
+        imported[name] = sorted({node.module.rsplit(".", 1)[-1] for node in ast.walk(tree)
+                                 if isinstance(node, ast.ImportFrom) and node.module
+                                 and node.module.startswith("ci_policy.adapters.store")})
+    assert imported == {"base": [], "sqlite": ["base"], "postgres": ["base"],
+                        "__init__": ["base", "postgres", "sqlite"]}
