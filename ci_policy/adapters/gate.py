@@ -8,31 +8,29 @@
   FAIL or ERROR).
 - A store that cannot be opened or read turns every coordinate into ERROR with the
   reason: nothing is ever reported as a pass without a comparison.
-- Baselines are written only when the cadence writes baselines (nightly, weekly; never
-  a pull request or a release), only for trusted runs, only with a run id, and only
-  for the first attempt of a run (see `MetricHistoryStore.write`).
+- Baselines are written only when `gates.baseline.writes_baseline` allows it (nightly,
+  weekly; never a pull request or a release), only for trusted runs, only with a run id,
+  and only for the first attempt of a run (see `MetricHistoryStore.write`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from ci_policy.errors import InputError, StoreUnavailable
+from ci_policy.gates.baseline import writes_baseline
+from ci_policy.gates.evaluate import ERROR, Coordinate, GateResult, GateSpec, evaluate, resolve, select, trusted
 from ci_policy.model.registry import Registration
-from ci_policy.gates.evaluate import (ERROR, Coordinate, GateResult, GateSpec, evaluate, resolve,
-                       select, trusted)
 
-WRITING_CADENCES = ("nightly", "weekly")
 MAX_STEP = 2**63 - 1  # the stores keep steps as signed 64-bit integers
 
 
 @dataclass(frozen=True)
 class RunIdentity:
-    run_id: Optional[str] = None
+    run_id: str | None = None
     run_attempt: int = 1
-    commit: Optional[str] = None
+    commit: str | None = None
 
 
 @dataclass
@@ -56,7 +54,7 @@ def specs_for(snapshot, file: str, reg: Registration) -> list[GateSpec]:
     return [resolve(d, reg.backend, reg.suite, defaults) for d in snapshot.gates if d.file == file]
 
 
-def registration_for(snapshot, file: str, stage: Optional[str]) -> Registration:
+def registration_for(snapshot, file: str, stage: str | None) -> Registration:
     regs = [r for r in snapshot.registrations_for(file) if stage is None or r.suite == stage]
     if not regs:
         raise InputError(f"--file: {file} has no registration" + (f" for stage {stage}" if stage else ""),
@@ -67,19 +65,10 @@ def registration_for(snapshot, file: str, stage: Optional[str]) -> Registration:
     return regs[0]
 
 
-def baseline_policy(cadence: str, event: Optional[str]) -> tuple[bool, str]:
-    if event is not None and event.startswith("pull_request"):  # pull_request, pull_request_target
-        return False, "pull request runs never write baselines"
-    if cadence not in WRITING_CADENCES:
-        return False, f"the {cadence} cadence does not write baselines"
-    return True, ""
-
-
-def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: Optional[str],
+def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: str | None,
              run: RunIdentity) -> GateOutcome:
     """Evaluate `reg.file`'s gates on `series`; `store_opener()` returns a MetricHistoryStore."""
-    from ci_policy.adapters.store.base import (DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey,
-                        Sample)
+    from ci_policy.adapters.store import DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey, Sample
 
     outcome = GateOutcome(file=reg.file, registration=reg)
     specs = specs_for(snapshot, reg.file, reg)
@@ -103,7 +92,7 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
     try:
         outcome.results = evaluate(coords, baseline, min_samples=gates_cfg.min_samples,
                                    reference=gates_cfg.reference)
-        allowed, why_not = baseline_policy(cadence, event)
+        allowed, why_not = writes_baseline(cadence, event)
         if store is None:
             outcome.baseline = "not written: metric history unavailable"
         elif run.run_id is None:
@@ -142,10 +131,10 @@ def _storable(c: Coordinate) -> Coordinate:
     return c
 
 
-def opener(url: Optional[str], repo: Path):
+def opener(url: str | None, repo: Path):
     """A deferred `open_store`, so a store failure becomes ERROR verdicts, not a crash."""
     def open_it():
-        from ci_policy.adapters.store.base import open_store
+        from ci_policy.adapters.store import open_store
 
         try:
             return open_store(url, default_path=repo / ".ci-policy" / "metrics.sqlite")

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.adapters.gate import opener, registration_for, run_gate
     from ci_policy.config import CADENCES
     from ci_policy.model.snapshot import load_snapshot
-    from ci_policy.sdk.metrics import read_record
+    from ci_policy.read.records import read_record
 
     if args.cadence not in CADENCES:
         raise UsageError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",

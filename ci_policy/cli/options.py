@@ -138,7 +138,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.plan.build import build_plan
     from ci_policy.plan.policy import Trigger, parse_labels_json
-    from ci_policy.read.diff import Diff, git_diff, read_diff_file
+    from ci_policy.adapters.git import git_diff
+    from ci_policy.read.diff import Diff, read_diff_file
 
     # A workflow passes every input on one line; GitHub gives "" for a value the event lacks.
     for name in ("schedule", "cadence", "base", "head"):

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -47,6 +46,8 @@ SESSION_VERSIONS: tuple[SessionVersion, ...] = get_args(SessionVersion)
 # metric key -> {"steps": "last" | "all" | (step, ...), "constraint": {bound: value}}
 GateDefaults = FrozenMap[str, FrozenMap[str, Any]]
 
+from ci_policy.read.numbers import is_finite_number
+
 CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
 
 SHIPPED_DEFAULTS: GateDefaults = freeze({
@@ -71,12 +72,7 @@ SHIPPED_DEFAULTS: GateDefaults = freeze({
 
 
 def _number_ok(v: Any) -> bool:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return False
-    try:
-        return math.isfinite(v) and v >= 0
-    except OverflowError:  # an int literal too large for a float
-        return False
+    return is_finite_number(v) and v >= 0
 
 
 def steps_problems(steps: Any) -> list[str]:

@@ -15,9 +15,10 @@ import yaml
 
 from ci_policy.config import codes
 from ci_policy.config.fields import Context, Key, Parser, Table, strings
+from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 from ci_policy.read.yamlnodes import INVALID, Schema
 
-SCOPE_RE = re.compile(r"run-ci-[A-Za-z0-9][A-Za-z0-9_.-]*")
+SCOPE_RE = re.compile(CI_LABEL_PREFIX + NAME)
 
 SCOPE = Table("scopes.<run-ci-name>", "A broad-scope PR label; null means every known label.", (
     Key("exclude", strings("list of labels"), (), "Labels the scope leaves out.", shown_default="none"),

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -31,6 +30,7 @@ from ci_policy.config.fields import (
     string,
     strings,
 )
+from ci_policy.read.names import NAME, NAME_RE
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 Backend = Literal["cpu", "cuda", "rocm"]
@@ -38,12 +38,11 @@ RunnerKind = Literal["python", "pytest"]
 BACKENDS: tuple[Backend, ...] = get_args(Backend)
 GPU_BACKENDS: tuple[Backend, ...] = ("cuda", "rocm")
 RUNNERS: tuple[RunnerKind, ...] = get_args(RunnerKind)
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def check_name(value: str) -> str | None:
     if not NAME_RE.fullmatch(value):
-        return f"{value!r} is not a valid name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)"
+        return f"{value!r} is not a valid name (expected {NAME})"
     return None
 
 

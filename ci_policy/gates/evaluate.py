@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -173,7 +172,3 @@ def evaluate(coords: Sequence[Coordinate],
 
 def trusted(results: Sequence[GateResult]) -> bool:
     return not any(r.verdict in (FAIL, ERROR) for r in results)
-
-
-def canonical(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))

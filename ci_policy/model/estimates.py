@@ -14,20 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from typing import Iterable
 
 from ci_policy.read import strictjson
+from ci_policy.read.numbers import is_finite_number
 from ci_policy.errors import InputError, InputErrors
 
 SCHEMA = 1
-
-
-def _finite(value) -> bool:
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an integer too large for a float
-        return False
 
 
 def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
@@ -54,7 +47,7 @@ def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
         if not isinstance(file, str) or not isinstance(suite, str):
             errors.append(InputError(f"{where}: file and suite must be strings", path=path))
             continue
-        if isinstance(est, bool) or not isinstance(est, (int, float)) or not _finite(est) or est < 0:
+        if not is_finite_number(est) or est < 0:
             errors.append(InputError(f"{where}.est_time must be a finite number >= 0, got {est!r}", path=path))
             continue
         if (file, suite) in out:

@@ -16,19 +16,17 @@
 from __future__ import annotations
 
 import difflib
-import math
 from dataclasses import dataclass
 from typing import Optional
 
 from ci_policy.config import GPU_BACKENDS, Config
 from ci_policy.errors import InputError
 from ci_policy.read.labels import LabelRegistry
-from ci_policy.read.markers import REGISTRATION_MARKERS, Scan, bind
+from ci_policy.read.markers import MARKER_OF_BACKEND, REGISTRATION_MARKERS, Scan, bind
+from ci_policy.read.numbers import is_finite_number
 
 POSITIONAL = ("est_time", "suite")
 KEYWORD_ONLY = ("labels", "nightly", "disabled")
-
-MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
 
 
 @dataclass(frozen=True)
@@ -116,13 +114,6 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
     return out
 
 
-def _finite(value: float) -> bool:
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int literal too large for a float
-        return False
-
-
 def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Optional[Registration]:
     name = mc.marker
     backend = REGISTRATION_MARKERS[name]
@@ -133,8 +124,7 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
     before = len(scan.errors)
 
     est_time = values["est_time"]
-    if (isinstance(est_time, bool) or not isinstance(est_time, (int, float))
-            or not _finite(est_time) or est_time < 0):
+    if not is_finite_number(est_time) or est_time < 0:
         scan.error(nodes["est_time"], f"{name}: est_time must be a finite non-negative number of "
                    f"seconds, got {est_time!r}", hint="write e.g. est_time=300")
 

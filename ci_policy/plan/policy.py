@@ -6,7 +6,7 @@
   `Config` and the `LabelRegistry`.
 - Out: a frozen `Policy`: `cadence`, canonical `raw_labels`, `include_labels` with the
   source of each, `admit_nightly`, `bypass_fastfail`, `write_baseline`, warnings.
-- Rules: PR labels keep only `run-ci-<name>` (name `[A-Za-z0-9][A-Za-z0-9_.-]*`) and
+- Rules: PR labels keep only `run-ci-<name>` (`read.names`: name `[A-Za-z0-9][A-Za-z0-9_.-]*`) and
   the workflow-only labels `nightly` and `bypass-fastfail`; a `nightly` label means the
   nightly cadence. Precedence of broad inclusion: `run-ci-all` > weekly/release >
   nightly > other broad scopes; explicit `run-ci-<known label>` labels are unioned in
@@ -18,19 +18,18 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 from ci_policy.config import CADENCES, Config
 from ci_policy.errors import InputError, UsageError
+from ci_policy.gates.baseline import writes_baseline
 from ci_policy.read.strictjson import no_constants
 from ci_policy.read.labels import LabelRegistry
+from ci_policy.read.names import CI_LABEL_RE, is_ci_label
 from ci_policy.model.registry import Registration
 
 EVENTS = ("pull_request", "schedule", "workflow_dispatch", "workflow_call")
-WORKFLOW_ONLY_LABELS = ("nightly", "bypass-fastfail")
-PR_LABEL_RE = re.compile(r"run-ci-([A-Za-z0-9][A-Za-z0-9_.-]*)")
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ def parse_labels_json(text: str, source: str = "--labels-json") -> tuple[str, ..
 
 def canonical_labels(labels: Iterable[str]) -> tuple[str, ...]:
     """Keep `run-ci-<name>` and the workflow-only labels; sorted, without duplicates."""
-    kept = {label for label in labels if PR_LABEL_RE.fullmatch(label) or label in WORKFLOW_ONLY_LABELS}
+    kept = {label for label in labels if is_ci_label(label)}
     return tuple(sorted(kept))
 
 
@@ -142,7 +141,7 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
                 sources.setdefault(label, scope.name)
 
     for label in raw:
-        m = PR_LABEL_RE.fullmatch(label)
+        m = CI_LABEL_RE.fullmatch(label)
         if not m:
             continue
         name = m.group(1)
@@ -160,7 +159,7 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
         sources=tuple(sorted(sources.items())),
         admit_nightly=admit_nightly,
         bypass_fastfail=admit_nightly or "bypass-fastfail" in raw,
-        write_baseline=cadence in ("nightly", "weekly") and trigger.event != "pull_request",
+        write_baseline=writes_baseline(cadence, trigger.event)[0],
         warnings=tuple(warnings),
     )
 

@@ -1,28 +1,25 @@
 """The PR's diff: `git diff --name-status -z -M BASE HEAD`, parsed from bytes.
 
-- In: the raw bytes of that command's output (`--diff FILE`), or a repository and two
-  revisions, for which `git_diff()` runs git itself (argument list, no shell, external
-  diff drivers and fsmonitor hooks disabled).
+- In: the raw bytes of that command's output: given directly (`read_diff`; the git
+  adapter `adapters.git.git_diff` runs the command), or in a file the maintainer named
+  (`read_diff_file`, for `--diff FILE`).
 - Out: a `Diff`: `available` with the sorted changed paths (both paths of a rename or
   copy), or unavailable with the reason.
-- Nothing is guessed: an empty, truncated, malformed or non-UTF-8 diff, or a failing
-  git command, is "unavailable" and makes every runnable stage run; never "no changes".
+- Nothing is guessed: an empty, truncated, malformed or non-UTF-8 diff, or an unreadable
+  file, is "unavailable" and makes every runnable stage run; never "no changes".
   `parse_name_status` raises only `InputError`.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from ci_policy.errors import InputError
 
 STATUS_RE = re.compile(r"([ACDMRTUXB])([0-9]{0,3})")
 TWO_PATHS = frozenset("RC")
-REV_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@^~{}:-]*")
 
 
 @dataclass(frozen=True)
@@ -42,7 +39,7 @@ class Diff:
         return tuple(sorted({p for c in self.changes for p in c.paths}))
 
     @classmethod
-    def unavailable(cls, reason: str) -> "Diff":
+    def unavailable(cls, reason: str) -> Diff:
         return cls(available=False, reason=reason)
 
 
@@ -98,25 +95,3 @@ def read_diff_file(path: Path) -> Diff:
     except OSError as exc:
         return Diff.unavailable(f"{path}: cannot be read: {exc.strerror}")
     return read_diff(data, str(path))
-
-
-def git_diff(repo: Path, base: str, head: Optional[str] = None, *, timeout: float = 120) -> Diff:
-    """Run git diff (no shell); any failure means the diff is unavailable."""
-    for rev in (base, head):
-        if rev is not None and not REV_RE.fullmatch(rev):
-            return Diff.unavailable(f"revision {rev!r} is not a plain git revision")
-    argv = ["git", "-C", str(repo), "-c", "core.fsmonitor=false", "-c", "diff.external=",
-            "diff", "--no-ext-diff", "--no-textconv", "--name-status", "-z", "-M", base]
-    if head is not None:
-        argv.append(head)
-    argv.append("--")
-    source = f"git diff {base} {head or '(working tree)'}"
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Diff.unavailable(f"{source} failed: {exc}")
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        return Diff.unavailable(f"{source} failed (exit {proc.returncode}): {err[-1] if err else 'no output'}")
-    return read_diff(proc.stdout, source)

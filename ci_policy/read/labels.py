@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ci_policy.read.checkout import read_text
+from ci_policy.read.names import NAME, NAME_RE
 from ci_policy.errors import InputError, InputErrors
 
-LABEL_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_LABELS_BYTES = 1024 * 1024
 
 
@@ -175,9 +175,9 @@ def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
             errors.append(InputError(f"KNOWN_LABELS: duplicate label {name!r} (first on line {seen[name]})",
                                       **kwhere, hint="keep one entry per label"))
             continue
-        if not LABEL_NAME_RE.fullmatch(name):
+        if not NAME_RE.fullmatch(name):
             errors.append(InputError(
-                f"KNOWN_LABELS: {name!r} is not a valid label name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)",
+                f"KNOWN_LABELS: {name!r} is not a valid label name (expected {NAME})",
                 **kwhere, hint="use letters, digits, '_', '.', '-'; PR labels are run-ci-<name>"))
             continue
         seen[name] = key.lineno

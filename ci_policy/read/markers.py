@@ -11,6 +11,8 @@
   alias (`import register_cuda_ci as reg`); a marker referenced without being called;
   a marker imported but never used for a registration.
 - `literal()` evaluates an argument only when it is a literal; nothing is executed.
+- Shared with the est_time rewrite (`adapters.tuning.apply`): `module_level_calls` (which
+  calls count) and `bind_nodes` (arguments bound to parameters, not evaluated).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ REGISTRATION_MARKERS = {
     "register_cuda_ci": "cuda",
     "register_rocm_ci": "rocm",
 }
+MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
 GATE_MARKER = "register_ci_gate"
 ALL_MARKERS = frozenset(REGISTRATION_MARKERS) | {GATE_MARKER}
 
@@ -120,6 +123,14 @@ def mentions_marker(text: str) -> bool:
     return any(name in text for name in ALL_MARKERS)
 
 
+def module_level_calls(tree: ast.Module, markers: frozenset[str] = ALL_MARKERS) -> list[MarkerCall]:
+    """The marker calls that count: module-level expression statements calling a bare marker name."""
+    return [MarkerCall(stmt.value.func.id, stmt.value, stmt.lineno, stmt.col_offset + 1)
+            for stmt in tree.body
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in markers]
+
+
 def scan(text: str, path: str) -> Scan:
     result = Scan(path=path)
     tree = parse_source(text, path)
@@ -135,13 +146,8 @@ def scan(text: str, path: str) -> Scan:
     if not mentions_marker(text):
         return result
 
-    statement_calls = set()
-    for stmt in tree.body:
-        if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-                and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in ALL_MARKERS):
-            call = stmt.value
-            statement_calls.add(id(call.func))
-            result.calls.append(MarkerCall(call.func.id, call, stmt.lineno, stmt.col_offset + 1))
+    result.calls.extend(module_level_calls(tree))
+    statement_calls = {id(mc.call.func) for mc in result.calls}
 
     used = {c.marker for c in result.calls}
     for node in _nodes_that_may_mention(tree, text):
@@ -205,47 +211,68 @@ class Arguments:
     nodes: dict
 
 
-def bind(scan_: Scan, mc: MarkerCall, positional: tuple[str, ...], keyword_only: tuple[str, ...],
-         required: tuple[str, ...]) -> Arguments | None:
-    """Bind a call's arguments like Python would, reporting each grammar error."""
-    call, name = mc.call, mc.marker
+@dataclass(frozen=True)
+class Binding:
+    """A call's argument nodes bound to parameter names the way Python binds them.
+
+    `problems`: (node, message, hint, parameter) for each grammar error, in source order;
+    binding stops at the first surplus positional argument. `starred`: the call passes
+    `*args` or `**kwargs` anywhere, so its arguments are not all written out.
+    """
+
+    nodes: dict[str, ast.expr]
+    problems: tuple[tuple[ast.AST, str, str | None, str | None], ...]
+    starred: bool
+
+
+def bind_nodes(call: ast.Call, name: str, positional: tuple[str, ...],
+               keyword_only: tuple[str, ...]) -> Binding:
+    """Bind `call`'s arguments to `positional` + `keyword_only` without evaluating them."""
     known = positional + keyword_only
-    nodes: dict[str, ast.AST] = {}
-    ok = True
+    nodes: dict[str, ast.expr] = {}
+    problems: list[tuple[ast.AST, str, str | None, str | None]] = []
     for i, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
-            scan_.error(arg, f"{name}: *args is not allowed; write every argument literally")
-            ok = False
+            problems.append((arg, f"{name}: *args is not allowed; write every argument literally", None, None))
             continue
         if i >= len(positional):
             if positional:
-                scan_.error(arg, f"{name} takes at most {len(positional)} positional arguments "
-                            f"({', '.join(positional)}), got {len(call.args)}",
-                            hint=f"pass {', '.join(keyword_only)} by keyword")
+                problems.append((arg, f"{name} takes at most {len(positional)} positional arguments "
+                                 f"({', '.join(positional)}), got {len(call.args)}",
+                                 f"pass {', '.join(keyword_only)} by keyword", None))
             else:
-                scan_.error(arg, f"{name} takes keyword arguments only, got {len(call.args)} positional",
-                            hint=f"write {name}({known[0]}=...)")
-            ok = False
+                problems.append((arg, f"{name} takes keyword arguments only, got {len(call.args)} positional",
+                                 f"write {name}({known[0]}=...)", None))
             break
         nodes[positional[i]] = arg
     for kw in call.keywords:
         if kw.arg is None:
-            scan_.error(kw, f"{name}: **kwargs is not allowed; write every argument literally")
-            ok = False
+            problems.append((kw, f"{name}: **kwargs is not allowed; write every argument literally", None, None))
             continue
         if kw.arg not in known:
             close = difflib.get_close_matches(kw.arg, known, n=1)
             suggestion = f"; did you mean {close[0]!r}?" if close else ""
-            scan_.error(kw, f"{name}: unknown argument {kw.arg!r}{suggestion}",
-                        hint=f"accepted arguments: {', '.join(known)}")
-            ok = False
+            problems.append((kw, f"{name}: unknown argument {kw.arg!r}{suggestion}",
+                             f"accepted arguments: {', '.join(known)}", kw.arg))
             continue
         if kw.arg in nodes:
-            scan_.error(kw, f"{name}: argument {kw.arg!r} is given twice (positionally and by keyword)",
-                        hint="pass it once")
-            ok = False
+            problems.append((kw, f"{name}: argument {kw.arg!r} is given twice (positionally and by keyword)",
+                             "pass it once", kw.arg))
             continue
         nodes[kw.arg] = kw.value
+    starred = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+    return Binding(nodes=nodes, problems=tuple(problems), starred=starred)
+
+
+def bind(scan_: Scan, mc: MarkerCall, positional: tuple[str, ...], keyword_only: tuple[str, ...],
+         required: tuple[str, ...]) -> Arguments | None:
+    """Bind a call's arguments like Python would, reporting each grammar error."""
+    call, name = mc.call, mc.marker
+    binding = bind_nodes(call, name, positional, keyword_only)
+    for node, message, hint, _parameter in binding.problems:
+        scan_.error(node, message, hint=hint)
+    nodes = binding.nodes
+    ok = not binding.problems
     if not ok:
         return None
     for req in required:

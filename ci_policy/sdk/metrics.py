@@ -11,9 +11,10 @@ Imported by the code under test (a training loop), never by `lint`/`plan`.
 - `rollout_metrics(...)`: both versions' keys under `rollout/`, never merged.
 - `MetricRecorder`: active only when `$CI_POLICY_RECORD_DIR` is set; captures only
   whitelisted keys; each process writes its own file, atomically rewritten on every
-  `log()`; non-finite values stored as "NaN"/"Infinity"/"-Infinity" (strict JSON).
-- `merge_records(dir)`: one attempt's per-process files -> one record, series
-  concatenated and sorted by step.
+  `log()`; non-finite values stored as "NaN"/"Infinity"/"-Infinity" (strict JSON,
+  `encode_value`).
+- Standard library only. Reading and merging what the recorders wrote is the runner's
+  side: `ci_policy.read.records`.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import numbers
 import os
 import secrets
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Iterable, Mapping, Optional, Sequence
 
 VERSIONS = ("v1", "v2")
 MISMATCH_TYPES = ("special_token_count", "special_token_type", "non_assistant_text", "assistant_text")
@@ -58,12 +59,12 @@ def session_server_version(value) -> str:
                      "(configure the session server version: True or 'v1' for v1, 'v2' for v2)")
 
 
-def rate_key(version: str, mismatch_type: Optional[str] = None) -> str:
+def rate_key(version: str, mismatch_type: str | None = None) -> str:
     base = f"tito_session_mismatch_rate/{session_server_version(version)}"
     return base if mismatch_type is None else f"{base}/{mismatch_type}"
 
 
-def tito_mismatch_metrics(mismatches: Sequence[Optional[Sequence[Mapping]]], version, *,
+def tito_mismatch_metrics(mismatches: Sequence[Sequence[Mapping] | None], version, *,
                           ci_test: bool = False) -> dict[str, float]:
     v = session_server_version(version)
     samples = [m for m in mismatches if m is not None]
@@ -113,20 +114,13 @@ def rollout_metrics(mismatches_by_version: Mapping[object, Sequence], *, ci_test
     return out
 
 
-def encode_value(value: float):
+def encode_value(value: float) -> float | str:
+    """A value as strict JSON holds it: non-finite values as the strings JSON lacks."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
     return value
-
-
-def decode_value(value) -> float:
-    if isinstance(value, str):
-        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[value]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"not a metric value: {value!r}")
-    return float(value)
 
 
 def _as_number(key: str, value) -> float:
@@ -143,7 +137,7 @@ def _as_number(key: str, value) -> float:
 class MetricRecorder:
     """Captures whitelisted metrics of one process into `$CI_POLICY_RECORD_DIR`."""
 
-    def __init__(self, directory: Optional[Path], capture: Iterable[str] = DEFAULT_CAPTURE) -> None:
+    def __init__(self, directory: Path | None, capture: Iterable[str] = DEFAULT_CAPTURE) -> None:
         self.directory = Path(directory) if directory else None
         self.capture = frozenset(capture)
         self.series: dict[str, list[tuple[int, float]]] = {}
@@ -155,7 +149,7 @@ class MetricRecorder:
         return self.directory / f"metrics-{os.getpid()}-{secrets.token_hex(6)}.jsonl"
 
     @classmethod
-    def from_env(cls, capture: Optional[Iterable[str]] = None) -> "MetricRecorder":
+    def from_env(cls, capture: Iterable[str] | None = None) -> MetricRecorder:
         directory = os.environ.get(RECORD_DIR_ENV) or None
         if capture is None:
             raw = os.environ.get(CAPTURE_ENV)
@@ -196,47 +190,3 @@ class MetricRecorder:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
-
-
-def read_record_file(path: Path) -> dict[str, list[tuple[int, float]]]:
-    series: dict[str, list[tuple[int, float]]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            obj = json.loads(line, parse_constant=_strict_constant)
-            if n == 1 and obj.get("schema") != RECORD_SCHEMA:
-                raise ValueError(f"{path}: unsupported record schema {obj.get('schema')!r}")
-            if "key" in obj:
-                series.setdefault(obj["key"], []).extend((int(s), decode_value(v)) for s, v in obj["points"])
-    return series
-
-
-def _strict_constant(name: str):
-    raise ValueError(f"non-standard JSON constant {name}")
-
-
-def merge_records(directory: Path) -> dict[str, list[tuple[int, float]]]:
-    """Merge one attempt's per-process files: series concatenated, sorted by step (stable)."""
-    merged: dict[str, list[tuple[int, float]]] = {}
-    for path in sorted(Path(directory).glob("metrics-*.jsonl")):
-        for key, points in read_record_file(path).items():
-            merged.setdefault(key, []).extend(points)
-    return {key: sorted(points, key=lambda p: p[0]) for key, points in sorted(merged.items())}
-
-
-def write_record(series: Mapping[str, Sequence[tuple[int, float]]], path: Path) -> None:
-    """A merged record: one strict-JSON document."""
-    doc = {"schema": RECORD_SCHEMA,
-           "series": {k: [[s, encode_value(v)] for s, v in pts] for k, pts in series.items()}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, allow_nan=False, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def read_record(path: Path) -> dict[str, list[tuple[int, float]]]:
-    doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=_strict_constant)
-    if not isinstance(doc, dict) or doc.get("schema") != RECORD_SCHEMA or not isinstance(doc.get("series"), dict):
-        raise ValueError(f"{path}: not a ci-policy metric record (schema {RECORD_SCHEMA})")
-    return {k: [(int(s), decode_value(v)) for s, v in pts] for k, pts in doc["series"].items()}

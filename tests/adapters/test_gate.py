@@ -1,4 +1,4 @@
-"""`ci_policy.gates.command`: one file's gates, evaluated and recorded, called in process.
+"""`ci_policy/adapters/gate.py`: one file's gates, evaluated and recorded, called in process.
 
 The checkout is generated with `make_repo` and read with `load_snapshot`; the store is real
 (a SQLite file, or a database on a throwaway PostgreSQL server), opened through `opener`.
@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from ci_policy import render
+from ci_policy.adapters.gate import MAX_STEP, RunIdentity, opener, registration_for, run_gate, specs_for
+from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
 from ci_policy.errors import InputError
-from ci_policy.adapters.gate import (MAX_STEP, RunIdentity, baseline_policy, opener, registration_for,
-                                     run_gate, specs_for)
-from ci_policy.adapters.store.base import DATABASE_URL_ENV, open_store
 from ci_policy.model.snapshot import load_snapshot
 
 CONFIG = """\
@@ -86,23 +85,7 @@ def build_baseline(snapshot, url) -> None:
         assert outcome.baseline == "written (4 value(s))"
 
 
-# -- the baseline policy and the registration -----------------------------------------------------------
-
-@pytest.mark.parametrize("cadence, event, expected", [
-    ("nightly", "schedule", (True, "")),
-    ("weekly", "schedule", (True, "")),
-    ("nightly", "workflow_dispatch", (True, "")),
-    ("nightly", None, (True, "")),
-    ("nightly", "pull_request", (False, "pull request runs never write baselines")),
-    ("weekly", "pull_request", (False, "pull request runs never write baselines")),
-    ("regular", "pull_request", (False, "pull request runs never write baselines")),
-    ("regular", "workflow_dispatch", (False, "the regular cadence does not write baselines")),
-    ("release", "workflow_call", (False, "the release cadence does not write baselines")),
-    ("release", None, (False, "the release cadence does not write baselines")),
-])
-def test_baseline_policy(cadence, event, expected):
-    assert baseline_policy(cadence, event) == expected
-
+# -- the registration -----------------------------------------------------------------------------------
 
 def test_registration_for(make_repo):
     repo = make_repo({

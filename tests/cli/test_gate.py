@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from helpers import clean_env, console_script
-from ci_policy.adapters.store.base import DATABASE_URL_ENV, open_store
-from ci_policy.sdk.metrics import read_record, write_record
+from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
+from ci_policy.read.records import read_record, write_record
 
 CONFIG = """\
 version: 1

@@ -152,7 +152,7 @@ def test_identity_separates_file_backend_suite_and_key():
 
 def test_a_default_change_keeps_the_stored_baseline_and_an_edit_does_not(tmp_path):
     """Through the real SQLite store: the series identity decides which baseline a run meets."""
-    from ci_policy.adapters.store.base import RunKey, Sample, open_store
+    from ci_policy.adapters.store import RunKey, Sample, open_store
 
     call = f'register_ci_gate(metric_key="{GRAD}", steps=[0])'
     old = spec_of(call)

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
-from ci_policy.read import strictjson
 from ci_policy.errors import InputError, InputErrors
+from ci_policy.read import strictjson
 from ci_policy.read.labels import LabelRegistry
-from ci_policy.plan.policy import WORKFLOW_ONLY_LABELS
+from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read")
 COMMANDS = ("add_label", "clear_labels", "rerun_failed_ci", "rerun_test")
@@ -41,8 +41,8 @@ class CommandPolicy:
     group: str
     allowed_labels: tuple[str, ...] = ()
     workflows: tuple[str, ...] = ()          # rerun_failed_ci
-    workflow: Optional[str] = None           # rerun_test: the workflow_dispatch workflow file
-    ref: Optional[str] = None                # rerun_test: branch to dispatch on (default branch if None)
+    workflow: str | None = None           # rerun_test: the workflow_dispatch workflow file
+    ref: str | None = None                # rerun_test: branch to dispatch on (default branch if None)
     pins: tuple[tuple[str, str], ...] = ()   # rerun_test: PR-body pin name -> full-match regex
 
 
@@ -51,7 +51,7 @@ class AccessPolicy:
     groups: tuple[Group, ...]
     commands: tuple[tuple[str, CommandPolicy], ...]
 
-    def command(self, kind: str) -> Optional[CommandPolicy]:
+    def command(self, kind: str) -> CommandPolicy | None:
         return dict(self.commands).get(kind)
 
     def group(self, name: str) -> Group:
@@ -63,10 +63,10 @@ class _Checker:
         self.path = path
         self.errors: list[InputError] = []
 
-    def fail(self, where: str, message: str, hint: Optional[str] = None) -> None:
+    def fail(self, where: str, message: str, hint: str | None = None) -> None:
         self.errors.append(InputError(f"{where}: {message}", path=self.path, hint=hint))
 
-    def obj(self, value: Any, where: str, required: tuple = (), optional: tuple = ()) -> Optional[dict]:
+    def obj(self, value: Any, where: str, required: tuple = (), optional: tuple = ()) -> dict | None:
         if not isinstance(value, dict):
             self.fail(where, f"expected an object, got {_kind(value)}")
             return None
@@ -78,7 +78,7 @@ class _Checker:
                 self.fail(f"{where}.{key}", "required field is missing")
         return value
 
-    def strings(self, value: Any, where: str, *, non_empty: bool = False) -> Optional[tuple[str, ...]]:
+    def strings(self, value: Any, where: str, *, non_empty: bool = False) -> tuple[str, ...] | None:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             self.fail(where, f"expected an array of strings, got {_kind(value)}")
             return None
@@ -159,7 +159,7 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
             if kind == "add_label":
                 allowed = c.strings(fields["allowed_labels"], f"{where}.allowed_labels", non_empty=True) or ()
                 for label in allowed:
-                    name = label[len("run-ci-"):] if label.startswith("run-ci-") else None
+                    name = label[len(CI_LABEL_PREFIX):] if label.startswith(CI_LABEL_PREFIX) else None
                     if label not in WORKFLOW_ONLY_LABELS and (name is None or name not in labels):
                         c.fail(f"{where}.allowed_labels", f"{label!r} is neither run-ci-<known label> nor a "
                                f"workflow-only label ({', '.join(WORKFLOW_ONLY_LABELS)})",

@@ -19,6 +19,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.adapters.tuning.evidence import FileEvidence
 
@@ -72,15 +73,15 @@ def _pages(requester, path: str, key: str, parameters: dict) -> list:
         page += 1
 
 
-def download_run(spec: str, token: str, base_url: str) -> list[FileEvidence]:
-    from github import Auth, Github, GithubException
+def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | None = None) -> list[FileEvidence]:
+    """Every row of the run `spec`; `throttle` None keeps PyGithub's pauses (see `client`)."""
+    from github import GithubException
 
     from ci_policy.adapters.tuning.logs import read_log
     from ci_policy.adapters.tuning.records import read_records
 
     repo_name, run_id = parse_run(spec)
-    gh = Github(auth=Auth.Token(token), base_url=base_url, retry=None, timeout=60)
-    requester = gh.requester
+    requester = github_requester(token, base_url, timeout=60, throttle=throttle)
     rows: list[FileEvidence] = []
     try:
         jobs = _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/jobs", "jobs", {"filter": "all"})

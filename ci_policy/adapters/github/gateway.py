@@ -26,18 +26,20 @@ import re
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Optional
+from typing import IO, Any
 
-from ci_policy.read.checkout import MAX_FILE_BYTES
+from ci_policy.adapters.github.access import PERMISSIONS, AccessPolicy
+from ci_policy.adapters.github.client import Throttle, github_requester
+from ci_policy.adapters.github.grammar import Command, GrammarError, parse
 from ci_policy.config import IMAGE_TAG_RE, Config
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.plan.filerun import FilePlan, resolve_file
-from ci_policy.adapters.github.access import PERMISSIONS, AccessPolicy
-from ci_policy.adapters.github.grammar import Command, GrammarError, parse
+from ci_policy.read.checkout import MAX_FILE_BYTES
+from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
-CI_WORKFLOW_LABELS = ("nightly", "bypass-fastfail")
 RERUN_CONCLUSIONS = ("failure", "cancelled", "timed_out")
 SYMLINK_MODE = "120000"
 
@@ -51,7 +53,7 @@ class ApiError(Exception):
 class Api:
     """The few REST calls the gateway makes, through PyGithub's requester."""
 
-    def __init__(self, requester, *, dry_run: bool = False, out: Optional[IO[str]] = None) -> None:
+    def __init__(self, requester, *, dry_run: bool = False, out: IO[str] | None = None) -> None:
         self._requester = requester
         self.dry_run = dry_run
         self.out = out
@@ -70,21 +72,19 @@ class Api:
             raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
         return data
 
-    def get(self, path: str, params: Optional[dict] = None) -> Any:
+    def get(self, path: str, params: dict | None = None) -> Any:
         return self._call("GET", path, params=params)
 
-    def mutate(self, method: str, path: str, body: Optional[dict] = None) -> Any:
+    def mutate(self, method: str, path: str, body: dict | None = None) -> Any:
         if self.dry_run:
             print(json.dumps({"method": method, "path": path, "body": body}, sort_keys=True), file=self.out)
             return None
         return self._call(method, path, body=body)
 
 
-def github_api(token: str, base_url: str, *, dry_run: bool, out: IO[str]) -> Api:
-    from github import Auth, Github
-
-    gh = Github(auth=Auth.Token(token), base_url=base_url, retry=None, timeout=30)
-    return Api(gh.requester, dry_run=dry_run, out=out)
+def github_api(token: str, base_url: str, *, dry_run: bool, out: IO[str], throttle: Throttle | None = None) -> Api:
+    """The gateway's client; `throttle` None keeps PyGithub's pauses (see `client`)."""
+    return Api(github_requester(token, base_url, timeout=30, throttle=throttle), dry_run=dry_run, out=out)
 
 
 @dataclass
@@ -106,7 +106,7 @@ class Result:
     details: dict = field(default_factory=dict)
 
 
-def screen(event: dict, repository: str, repository_id: int) -> tuple[Optional[Context], str]:
+def screen(event: dict, repository: str, repository_id: int) -> tuple[Context | None, str]:
     """Who may be heard at all; the reason when not."""
     def get(*path, default=None):
         value: Any = event
@@ -142,7 +142,7 @@ def policy_key(command: Command) -> str:
 
 class Gateway:
     def __init__(self, api: Api, access: AccessPolicy, config: Config, config_path: Path, *,
-                 kinds: Optional[frozenset[str]] = None,
+                 kinds: frozenset[str] | None = None,
                  poll: Callable[[float], None] = time.sleep, poll_attempts: int = 5) -> None:
         # `kinds`: the policy commands this job may carry out (its token is scoped to them).
         self.kinds = kinds
@@ -154,7 +154,7 @@ class Gateway:
         self.poll_attempts = poll_attempts
 
     # -- replies --------------------------------------------------------------------------
-    def reply(self, ctx: Context, command: Optional[Command], text: str) -> None:
+    def reply(self, ctx: Context, command: Command | None, text: str) -> None:
         quoted = f"> {command}\n\n" if command is not None else ""
         self.api.mutate("POST", f"/repos/{ctx.repository}/issues/{ctx.pull_number}/comments",
                         {"body": quoted + text})
@@ -245,7 +245,8 @@ class Gateway:
         labels = self.api.get(f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels",
                               {"per_page": 100}) or []
         names = [lab.get("name") for lab in labels if isinstance(lab, dict)]
-        removed = [n for n in names if isinstance(n, str) and (n.startswith("run-ci-") or n in CI_WORKFLOW_LABELS)]
+        removed = [n for n in names
+                   if isinstance(n, str) and (n.startswith(CI_LABEL_PREFIX) or n in WORKFLOW_ONLY_LABELS)]
         for name in removed:
             self.api.mutate("DELETE", f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels/"
                             f"{urllib.parse.quote(name, safe='')}")
@@ -308,7 +309,7 @@ class Gateway:
         return Result("done", f"dispatched {policy.workflow} for {plan.file} at {sha}",
                       details={"inputs": inputs, "plan": plan.as_dict()})
 
-    def resolve_at(self, ctx: Context, sha: str, file: str, image_tag: Optional[str]) -> FilePlan:
+    def resolve_at(self, ctx: Context, sha: str, file: str, image_tag: str | None) -> FilePlan:
         """Resolve `file` at commit `sha` from the PR's tree, read as data."""
         tree = self.api.get(f"/repos/{ctx.repository}/git/trees/{sha}", {"recursive": "1"}) or {}
         if tree.get("truncated"):

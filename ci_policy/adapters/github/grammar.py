@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from ci_policy.plan.filerun import TEST_PATH_RE
+from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 
-LABEL_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 COMMAND_RE = re.compile(
-    rf"/(?:(?P<label>run-ci-{LABEL_NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
+    rf"/(?:(?P<label>{CI_LABEL_PREFIX}{NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
     rf"|rerun-test (?P<path>\S+))")
 MARKERS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test")
 
@@ -30,7 +29,7 @@ USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`,
 @dataclass(frozen=True)
 class Command:
     kind: str  # add_label | bypass_fastfail | clear_labels | rerun_failed_ci | rerun_test
-    argument: Optional[str] = None
+    argument: str | None = None
 
     def __str__(self) -> str:
         return {"add_label": f"/{self.argument}", "rerun_test": f"/rerun-test {self.argument}"}.get(
@@ -41,7 +40,7 @@ class GrammarError(ValueError):
     pass
 
 
-def parse(body: str) -> Optional[Command]:
+def parse(body: str) -> Command | None:
     text = body.strip(" \t\r\n")
     if not any(marker in text for marker in MARKERS):
         return None

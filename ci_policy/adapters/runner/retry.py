@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 from ci_policy.config.runner import RetryRules
 
@@ -27,17 +27,18 @@ class Verdict:
     reason: str
 
 
-def _first_match(patterns: Sequence[str], text: str) -> Optional[str]:
+def _first_match(patterns: Sequence[str], text: str) -> str | None:
     for pattern in patterns:
         if re.search(pattern, text):
             return pattern
     return None
 
 
-def classify(status: str, tail: str, reported: Optional[str], timeouts_before: int,
+def classify(status: str, tail: str, reported: str | None, timeouts_before: int,
              rules: RetryRules) -> Verdict:
     if reported in REPORTED_KINDS:
-        return Verdict(reported, REPORTED_KINDS[reported], f"the test reported {'an' if reported[0] in 'aeiou' else 'a'} {reported} failure")
+        article = "an" if reported[0] in "aeiou" else "a"
+        return Verdict(reported, REPORTED_KINDS[reported], f"the test reported {article} {reported} failure")
     hit = _first_match(rules.infra, tail)
     if hit:
         return Verdict("infra", True, f"output matches infra pattern {hit!r}")

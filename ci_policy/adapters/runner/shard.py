@@ -20,6 +20,7 @@ import codecs
 import collections
 import ctypes
 import datetime
+import io
 import json
 import os
 import signal
@@ -28,19 +29,21 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Callable, Optional
+from typing import IO, Any, Protocol, cast
 
-from ci_policy.read.checkout import check_no_symlinks
-from ci_policy.errors import InputError, InputErrors
-from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV, merge_records, write_record
-from ci_policy.plan.build import StagePlan
-from ci_policy.plan.partition import Shard
-from ci_policy.model.registry import Registration
-from ci_policy.render import escape_data, one_line
 from ci_policy.adapters.runner.retry import Verdict, classify
 from ci_policy.config.runner import RetryRules, RunnerConfig
+from ci_policy.errors import InputError, InputErrors
+from ci_policy.model.registry import Registration
+from ci_policy.plan.build import StagePlan
+from ci_policy.plan.partition import Shard
+from ci_policy.read.checkout import check_no_symlinks
+from ci_policy.read.records import Series, merge_records, write_record
+from ci_policy.render import escape_data, one_line
+from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV
 
 TAIL_BYTES = 64 * 1024
 FAILURE_KIND_ENV = "CI_POLICY_FAILURE_KIND_FILE"
@@ -54,14 +57,23 @@ class RunOptions:
     continue_on_error: bool = False
     bypass_fastfail: bool = False
     github: bool = False
-    timings_out: Optional[Path] = None
+    timings_out: Path | None = None
     kill_grace: float = RunnerConfig.kill_grace
     python: str = sys.executable
     # Metric capture: every attempt gets its own CI_POLICY_RECORD_DIR; the passing
     # attempt's files are merged into records_dir/<file>.json and handed to `gate`.
-    records_dir: Optional[Path] = None
+    records_dir: Path | None = None
     capture: tuple[str, ...] = ()
-    gate: Optional[Callable] = None  # (Registration, series) -> gates.command.GateOutcome
+    gate: Callable[[Registration, Series], GateOutcome] | None = None
+
+
+class GateOutcome(Protocol):
+    """What the runner needs of a gate's outcome (`adapters.gate.GateOutcome` is one)."""
+
+    results: list[Any]
+
+    @property
+    def blocking(self) -> list[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -70,17 +82,17 @@ class Attempt:
     status: str  # pass | fail | timeout
     elapsed: float
     started_at: str
-    returncode: Optional[int]
-    verdict: Optional[Verdict] = None
+    returncode: int | None
+    verdict: Verdict | None = None
     killed: int = 0
 
 
 @dataclass
 class FileResult:
     registration: Registration
-    timeout: Optional[float]
+    timeout: float | None
     attempts: list[Attempt] = field(default_factory=list)
-    gate: Optional[object] = None  # gates.command.GateOutcome of the passing attempt
+    gate: GateOutcome | None = None  # of the passing attempt
 
     @property
     def file(self) -> str:
@@ -111,7 +123,7 @@ class ShardResult:
         return not self.not_run and all(r.passed for r in self.results)
 
 
-def timeout_for(reg: Registration, stage_timeout: Optional[float], from_est: Optional[tuple[float, float]]):
+def timeout_for(reg: Registration, stage_timeout: float | None, from_est: tuple[float, float] | None):
     """`max(floor, factor * est_time)` when configured, else the stage's timeout_per_file."""
     if from_est is not None:
         factor, floor = from_est
@@ -150,7 +162,7 @@ def become_subreaper() -> bool:
 
 def _proc_table() -> dict[int, tuple[int, str]]:
     """pid -> (ppid, state) from /proc; empty where /proc does not exist."""
-    table = {}
+    table: dict[int, tuple[int, str]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -198,7 +210,7 @@ def _alive(pid: int) -> bool:
     return not Path("/proc").is_dir()
 
 
-def _signal(pids, pgid: Optional[int], sig: int) -> None:
+def _signal(pids, pgid: int | None, sig: int) -> None:
     if pgid is not None:
         try:
             os.killpg(pgid, sig)
@@ -219,7 +231,7 @@ def _reap(pids) -> None:
             pass
 
 
-def kill_tree(pgid: Optional[int], keep: frozenset[int], grace: float) -> int:
+def kill_tree(pgid: int | None, keep: frozenset[int], grace: float) -> int:
     """SIGTERM the group and every descendant of this process, SIGKILL what remains."""
     me = os.getpid()
     targets = descendants(me, keep)
@@ -262,14 +274,14 @@ def _echo(out: IO[str], text: str) -> None:
 
 @dataclass(frozen=True)
 class ProcessResult:
-    returncode: Optional[int]
+    returncode: int | None
     timed_out: bool
     elapsed: float
     tail: str
     killed: int
 
 
-def run_process(argv: list[str], cwd: Path, env: dict, timeout: Optional[float], grace: float,
+def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, grace: float,
                 out: IO[str]) -> ProcessResult:
     keep = frozenset(descendants(os.getpid()))
     start = time.monotonic()
@@ -281,9 +293,11 @@ def run_process(argv: list[str], cwd: Path, env: dict, timeout: Optional[float],
     decoder = codecs.getincrementaldecoder("utf-8")("replace")
     last = [b"\n"]
 
+    # stdout=PIPE without text mode: a buffered binary reader, so read1 returns what is there.
+    stream = cast(io.BufferedReader, proc.stdout)
+
     def pump() -> None:
-        assert proc.stdout is not None
-        for chunk in iter(lambda: proc.stdout.read1(65536), b""):
+        for chunk in iter(lambda: stream.read1(65536), b""):
             _echo(out, decoder.decode(chunk))
             last[0] = chunk[-1:]
             tail.append(chunk)
@@ -386,7 +400,7 @@ def _on_sigterm(signum, frame):
 
 
 def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules,
-              options: RunOptions, from_est: Optional[tuple[float, float]] = None,
+              options: RunOptions, from_est: tuple[float, float] | None = None,
               out: IO[str] = sys.stdout) -> ShardResult:
     regs_by_file = {r.file: r for r in stage_plan.tests}
     regs = [regs_by_file[f] for f in shard.files]
@@ -457,8 +471,9 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
             print(line, file=out, flush=True)
             if status == "pass":
                 if options.records_dir is not None:
-                    _merge_and_gate(reg, record_dir, file_result, options, out)
+                    _merge_and_gate(reg, record_dir, options.records_dir, file_result, options, out)
                 return
+            assert verdict is not None  # every attempt that did not pass was classified
             if not verdict.retriable or attempt == options.max_attempts:
                 print(f"      {verdict.kind}: {verdict.reason}"
                       + ("" if verdict.retriable else "; not retried"), file=out, flush=True)
@@ -473,7 +488,8 @@ def record_path(records_dir: Path, file: str) -> Path:
     return records_dir / (file.replace("/", "__") + ".json")
 
 
-def _merge_and_gate(reg, record_dir: Path, file_result: FileResult, options: RunOptions, out) -> None:
+def _merge_and_gate(reg, record_dir: Path, records_dir: Path, file_result: FileResult, options: RunOptions,
+                    out) -> None:
     """Only a passing attempt's records are merged (failed attempts' never are), then gated."""
     from ci_policy import render
 
@@ -482,14 +498,14 @@ def _merge_and_gate(reg, record_dir: Path, file_result: FileResult, options: Run
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"      metrics: the record of {one_line(reg.file)} is unreadable: {exc}", file=out, flush=True)
         series = {}
-    write_record(series, record_path(options.records_dir, reg.file))
+    write_record(series, record_path(records_dir, reg.file))
     if options.gate is not None:
         file_result.gate = options.gate(reg, series)
         if file_result.gate.results:
             print(render.gate_text(file_result.gate), file=out, flush=True)
 
 
-def _read_kind(path: Path) -> Optional[str]:
+def _read_kind(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8", errors="replace").strip().lower()[:32] or None
     except OSError:

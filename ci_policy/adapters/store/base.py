@@ -1,6 +1,6 @@
-"""The metric-history store: baselines for gates, behind one contract, on SQLite or PostgreSQL.
+"""The metric-history store's contract and the logic and SQL both backends share.
 
-- In: a store URL (`open_store`), `RunKey`s and `Sample`s to record, identities to look up.
+- In: `RunKey`s and `Sample`s to record, identities to look up.
 - Out: `baseline(identity, step, window)`: the last `window` stored values of one
   coordinate, oldest first (insertion order); `write(...)`: one outcome string
   (`DUPLICATE`, `NOT_ALLOWED`, `NOT_TRUSTED`, `NOT_FIRST_ATTEMPT`, `WRITTEN`); `runs()`:
@@ -10,41 +10,34 @@
   run whose cadence writes baselines, and are unique on identity + step + run_id, so a
   rerun, a retried job or a race can never add a value twice or shop for a baseline.
 - Errors: every database failure surfaces as `StoreUnavailable` with a one-line message
-  that never contains a password; a bad URL or a schema newer than this code is a
-  `InputError`; a malformed argument is a `ValueError`/`TypeError` before any I/O.
-- Adapter: standard library only (`sqlite3`); psycopg is imported lazily through
-  `store_postgres` when a PostgreSQL URL is opened.
+  that never contains a password; a schema newer than this code is an `InputError`; a
+  malformed argument is a `ValueError`/`TypeError` before any I/O.
+- The schema is written once here (`migrations(dialect)`); `sqlite.py` and `postgres.py`
+  supply a `Dialect`, the transactions and the connection handling. Standard library only.
 """
 
 from __future__ import annotations
 
 import abc
 import hashlib
-import math
 import numbers
-import os
-import re
-import sqlite3
-import time
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any
 
 from ci_policy.errors import InputError
-from ci_policy.errors import StoreUnavailable
 from ci_policy.gates.evaluate import LAST_STEP
+from ci_policy.read.numbers import is_finite_number
 
 Identity = tuple[str, str, str, str, str]  # (file, backend, suite, metric_key, written_json)
-
-DATABASE_URL_ENV = "CI_POLICY_DATABASE_URL"
 
 DUPLICATE = "duplicate"
 NOT_ALLOWED = "not_allowed"
 NOT_TRUSTED = "not_trusted"
 NOT_FIRST_ATTEMPT = "not_first_attempt"
 WRITTEN = "written"
-OUTCOMES = (DUPLICATE, NOT_ALLOWED, NOT_TRUSTED, NOT_FIRST_ATTEMPT, WRITTEN)
+# A duplicate is never stored: the run was recorded before.
+STORED_OUTCOMES = (NOT_ALLOWED, NOT_TRUSTED, NOT_FIRST_ATTEMPT, WRITTEN)
 
 RUN_COLUMNS = ("run_id", "run_attempt", "file", "backend", "suite", "cadence", "commit", "trusted",
                "write_baseline", "outcome", "samples", "recorded_at")
@@ -70,7 +63,7 @@ def _check_identity(identity: object) -> Identity:
     if not isinstance(identity, tuple) or len(identity) != 5:
         raise TypeError("identity must be a tuple (file, backend, suite, metric_key, written_json), "
                         f"got {identity!r}")
-    for name, part in zip(("file", "backend", "suite", "metric_key", "written_json"), identity):
+    for name, part in zip(("file", "backend", "suite", "metric_key", "written_json"), identity, strict=True):
         _text(f"identity {name}", part)
     return identity  # type: ignore[return-value]
 
@@ -105,7 +98,7 @@ class Sample:
         _integer("step", self.step, LAST_STEP)
         if isinstance(self.value, bool) or not isinstance(self.value, numbers.Real):
             raise TypeError(f"value must be a real number, got {self.value!r}")
-        if not math.isfinite(self.value):
+        if not is_finite_number(self.value):
             raise ValueError(f"value must be finite, got {self.value!r} (a non-finite run is never a baseline)")
         object.__setattr__(self, "value", float(self.value))
 
@@ -122,7 +115,7 @@ class MetricHistoryStore(abc.ABC):
         """The last `window` stored values of the coordinate, oldest first."""
 
     @abc.abstractmethod
-    def write(self, run: RunKey, *, cadence: str, commit: Optional[str], trusted: bool,
+    def write(self, run: RunKey, *, cadence: str, commit: str | None, trusted: bool,
               samples: Sequence[Sample], write_baseline: bool) -> str:
         """Record `run` and, when allowed, its samples, in one transaction; returns the outcome."""
 
@@ -134,7 +127,7 @@ class MetricHistoryStore(abc.ABC):
     def close(self) -> None:
         """Release the connection; idempotent."""
 
-    def __enter__(self) -> "MetricHistoryStore":
+    def __enter__(self) -> MetricHistoryStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -157,8 +150,68 @@ class _Tx(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
+    def insert_id(self, sql: str, params: Sequence[Any]) -> int | None:
         """Run an `INSERT ... ON CONFLICT DO NOTHING`; the new row's id, or None if it conflicted."""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What the two databases spell differently in the shared schema."""
+
+    identity: str       # an auto-numbered primary key
+    reference: str      # the integer type of gate_samples.gate_run and step
+    flag: str           # a boolean column; `{name}` is the column's name
+    timestamp: str      # the type and default of a recording time
+    finite_real: str    # a float column that refuses NaN and infinities; `{name}` as above
+
+
+def _outcome_check() -> str:
+    return "outcome IN (" + ", ".join(f"'{o}'" for o in STORED_OUTCOMES) + ")"
+
+
+def migrations(d: Dialect) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """(version, statements), in order; a version, once released, never changes."""
+    v1 = (
+        f"""CREATE TABLE gate_runs (
+        id {d.identity},
+        run_id TEXT NOT NULL,
+        run_attempt INTEGER NOT NULL CHECK (run_attempt >= 1),
+        file TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        suite TEXT NOT NULL,
+        cadence TEXT NOT NULL,
+        commit_sha TEXT,
+        trusted {d.flag.format(name="trusted")},
+        write_baseline {d.flag.format(name="write_baseline")},
+        outcome TEXT NOT NULL CHECK ({_outcome_check()}),
+        samples INTEGER NOT NULL DEFAULT 0,
+        recorded_at {d.timestamp},
+        UNIQUE (run_id, run_attempt, file, backend, suite)
+    )""",
+        f"""CREATE TABLE gate_samples (
+        id {d.identity},
+        gate_run {d.reference} NOT NULL REFERENCES gate_runs (id),
+        file TEXT NOT NULL,
+        backend TEXT NOT NULL,
+        suite TEXT NOT NULL,
+        metric_key TEXT NOT NULL,
+        written_json TEXT NOT NULL,
+        step {d.reference} NOT NULL CHECK (step >= -1),
+        run_id TEXT NOT NULL,
+        value {d.finite_real.format(name="value")},
+        UNIQUE (file, backend, suite, metric_key, written_json, step, run_id)
+    )""",
+    )
+    v2 = (
+        "CREATE INDEX gate_samples_series ON gate_samples (file, backend, suite, metric_key, written_json, step, id)",
+        "CREATE INDEX gate_samples_run ON gate_samples (gate_run)",
+    )
+    return ((1, v1), (2, v2))
+
+
+def schema_migrations_ddl(d: Dialect) -> str:
+    return ("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+            f"applied_at {d.timestamp})")
 
 
 RUN_KEY_WHERE = "run_id = ? AND run_attempt = ? AND file = ? AND backend = ? AND suite = ?"
@@ -173,7 +226,7 @@ class _SQLStore(MetricHistoryStore):
     SCHEMA_MIGRATIONS_DDL = ""
 
     @abc.abstractmethod
-    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Any:
+    def _transaction(self, kind: str, lock: tuple[str, ...] | None = None) -> Any:
         """A context manager yielding a `_Tx`: kind "read", "write" (serialised per `lock` key) or
         "migrate" (serialised store-wide); database errors leave it as `StoreUnavailable`."""
 
@@ -185,7 +238,7 @@ class _SQLStore(MetricHistoryStore):
     def latest_version(self) -> int:
         return max(version for version, _ in self.MIGRATIONS)
 
-    def migrate(self, *, target: Optional[int] = None) -> None:
+    def migrate(self, *, target: int | None = None) -> None:
         """Bring the schema to `target` (default: the latest version)."""
         latest = self.latest_version
         if target is None:
@@ -224,7 +277,7 @@ class _SQLStore(MetricHistoryStore):
                            "ORDER BY id DESC LIMIT ?", (*identity, step, window))
         return [float(value) for (value,) in reversed(rows)]
 
-    def write(self, run: RunKey, *, cadence: str, commit: Optional[str], trusted: bool,
+    def write(self, run: RunKey, *, cadence: str, commit: str | None, trusted: bool,
               samples: Sequence[Sample], write_baseline: bool) -> str:
         if not isinstance(run, RunKey):
             raise TypeError(f"run must be a RunKey, got {run!r}")
@@ -283,7 +336,7 @@ class _SQLStore(MetricHistoryStore):
                            "write_baseline, outcome, samples, recorded_at FROM gate_runs ORDER BY id")
         out = []
         for row in rows:
-            record = dict(zip(RUN_COLUMNS, row))
+            record = dict(zip(RUN_COLUMNS, row, strict=True))
             record["run_attempt"] = int(record["run_attempt"])
             record["samples"] = int(record["samples"])
             record["trusted"] = bool(record["trusted"])
@@ -306,202 +359,3 @@ def lock_key(parts: Sequence[str]) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-# -- SQLite ---------------------------------------------------------------------------------------
-
-_SQLITE_V1 = (
-    """CREATE TABLE gate_runs (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        run_id TEXT NOT NULL,
-        run_attempt INTEGER NOT NULL CHECK (run_attempt >= 1),
-        file TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        suite TEXT NOT NULL,
-        cadence TEXT NOT NULL,
-        commit_sha TEXT,
-        trusted INTEGER NOT NULL CHECK (trusted IN (0, 1)),
-        write_baseline INTEGER NOT NULL CHECK (write_baseline IN (0, 1)),
-        outcome TEXT NOT NULL CHECK (outcome IN ('not_allowed', 'not_trusted', 'not_first_attempt', 'written')),
-        samples INTEGER NOT NULL DEFAULT 0,
-        recorded_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
-        UNIQUE (run_id, run_attempt, file, backend, suite)
-    )""",
-    """CREATE TABLE gate_samples (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        gate_run INTEGER NOT NULL REFERENCES gate_runs (id),
-        file TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        suite TEXT NOT NULL,
-        metric_key TEXT NOT NULL,
-        written_json TEXT NOT NULL,
-        step INTEGER NOT NULL CHECK (step >= -1),
-        run_id TEXT NOT NULL,
-        value REAL NOT NULL CHECK (value BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308),
-        UNIQUE (file, backend, suite, metric_key, written_json, step, run_id)
-    )""",
-)
-_SQLITE_V2 = (
-    "CREATE INDEX gate_samples_series ON gate_samples (file, backend, suite, metric_key, written_json, step, id)",
-    "CREATE INDEX gate_samples_run ON gate_samples (gate_run)",
-)
-
-
-class _SQLiteTx(_Tx):
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        return self.conn.execute(sql, tuple(params)).fetchall()
-
-    def run(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self.conn.execute(sql, tuple(params))
-
-    def run_many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, params)
-
-    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
-        cur = self.conn.execute(sql, tuple(params))
-        return cur.lastrowid if cur.rowcount == 1 else None
-
-
-class SQLiteStore(_SQLStore):
-    """A metric history in one SQLite file: WAL mode, a busy timeout, `BEGIN IMMEDIATE` writes."""
-
-    MIGRATIONS = ((1, _SQLITE_V1), (2, _SQLITE_V2))
-    SCHEMA_MIGRATIONS_DDL = (
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-        "applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))")
-
-    def __init__(self, path: os.PathLike | str, *, busy_timeout: float = 30.0) -> None:
-        self.path = Path(os.path.abspath(os.fspath(path)))
-        self.busy_timeout = float(busy_timeout)
-        self._conn: Optional[sqlite3.Connection] = None
-        parent = self.path.parent
-        if not parent.is_dir():
-            existing = next(p for p in (parent, *parent.parents) if p.exists())
-            why = (f"{existing} is not a directory" if not existing.is_dir()
-                   else f"directory {parent} does not exist")
-            raise StoreUnavailable(f"SQLite metric history {self.path}: {why}")
-        if self.path.is_dir():
-            raise StoreUnavailable(f"SQLite metric history {self.path}: it is a directory")
-        try:
-            conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(self._message(exc)) from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            self._enable_wal(conn)
-            conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as exc:
-            conn.close()
-            raise StoreUnavailable(self._message(exc)) from exc
-        self._conn = conn
-
-    def __repr__(self) -> str:
-        return f"SQLiteStore({str(self.path)!r})"
-
-    def _enable_wal(self, conn: sqlite3.Connection) -> None:
-        """Switch to WAL; the switch reports "locked" at once, without the busy handler, while
-        another process opens the new file, so it is retried until the busy timeout."""
-        deadline = time.monotonic() + self.busy_timeout
-        pause = 0.005
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL").fetchone()
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() >= deadline:
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.1)
-
-    def _message(self, exc: BaseException) -> str:
-        reason = one_line(str(exc))
-        if "locked" in reason or "busy" in reason:
-            reason += f" (still locked after {self.busy_timeout:g} s)"
-        return f"SQLite metric history {self.path}: {reason}"
-
-    @contextmanager
-    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Iterator[_Tx]:
-        conn = self._conn
-        if conn is None:
-            raise StoreUnavailable(f"SQLite metric history {self.path}: the store is closed")
-        try:
-            # IMMEDIATE takes the write lock up front (waiting up to the busy timeout), so a
-            # writer never fails half-way on a lock upgrade and parallel writers serialise.
-            conn.execute("BEGIN" if kind == "read" else "BEGIN IMMEDIATE")
-            try:
-                yield _SQLiteTx(conn)
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            try:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            raise StoreUnavailable(self._message(exc)) from exc
-
-    def close(self) -> None:
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            conn.close()
-
-
-# -- opening a store ------------------------------------------------------------------------------
-
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-
-
-def open_store(url: Optional[str], *, default_path: Path) -> MetricHistoryStore:
-    """Open (and migrate) the store named by `url`, else `$CI_POLICY_DATABASE_URL`, else SQLite
-    at `default_path` (its parent directories created)."""
-    if isinstance(url, os.PathLike):
-        url = os.fspath(url)
-    if not url:
-        url = os.environ.get(DATABASE_URL_ENV) or None
-    store = _store_for(url, Path(default_path))
-    try:
-        store.migrate()
-    except BaseException:
-        store.close()
-        raise
-    return store
-
-
-def _store_for(url: Optional[str], default_path: Path) -> MetricHistoryStore:
-    if url is None:
-        try:
-            default_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreUnavailable(f"SQLite metric history {default_path}: cannot create directory "
-                                   f"{default_path.parent}: {one_line(exc.strerror or str(exc))}") from exc
-        return SQLiteStore(default_path)
-    match = _SCHEME.match(url)
-    if match is None or len(match.group(1)) == 1:  # no scheme (or a drive letter): a file path
-        return SQLiteStore(url)
-    scheme = match.group(1).lower()
-    rest = url[match.end():]
-    if scheme == "sqlite":
-        if rest.startswith("//"):
-            rest = rest[2:]
-            if not rest.startswith("/"):
-                raise InputError(f"a sqlite URL takes no host: {url!r}",
-                                  hint="write sqlite:///absolute/path or sqlite:relative/path")
-        if not rest:
-            raise InputError(f"the sqlite URL {url!r} names no file",
-                              hint="write sqlite:///absolute/path or sqlite:relative/path")
-        return SQLiteStore(rest)
-    if scheme in ("postgresql", "postgres"):
-        try:
-            from ci_policy.adapters.store.postgres import PostgresStore
-        except ImportError as exc:
-            raise InputError(f"a {scheme}:// metric history needs psycopg 3, which is not importable "
-                              f"({one_line(str(exc))})",
-                              hint="install `ci-policy[postgres]`") from exc
-        return PostgresStore(url)
-    raise InputError(f"unsupported metric history URL scheme {scheme!r}",
-                      hint="use sqlite:///absolute/path, sqlite:relative/path, a file path, "
-                           "or postgresql://user@host/database")

@@ -2,69 +2,40 @@
 
 - In: a `postgresql://` or `postgres://` URL (libpq's URI syntax, options in the query).
 - Out: a `MetricHistoryStore` with the same behaviour as `SQLiteStore` (the contract's logic
-  lives in `store._SQLStore`; this module supplies the dialect and the transactions).
+  lives in `base._SQLStore`; this module supplies the dialect and the transactions).
 - Transactions: one per call, on an autocommit connection; writes of the same
   (run_id, file, backend, suite) are serialised with `pg_advisory_xact_lock`, migrations with
   a store-wide advisory lock; inserts use `ON CONFLICT DO NOTHING`.
 - Failures: `connect_timeout` (default 10 s) and TCP keepalives unless the URL sets them, a
   `lock_timeout`; every psycopg error becomes `StoreUnavailable` naming the URL with its
   password replaced by ***. A broken connection is replaced on the next call.
-- Adapter: imported only by `store.open_store` when a PostgreSQL URL is opened.
+- Adapter: imported only by `open_store` (the package's `__init__`) when a PostgreSQL URL
+  is opened.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from ci_policy.errors import InputError
-from ci_policy.errors import StoreUnavailable
-from ci_policy.adapters.store.base import _SQLStore, _Tx, lock_key, one_line
+from ci_policy.adapters.store.base import Dialect, _SQLStore, _Tx, lock_key, migrations, one_line, schema_migrations_ddl
+from ci_policy.errors import InputError, StoreUnavailable
 
 MIGRATION_LOCK = 0x63695F706F6C6963  # "ci_polic": one bigint key for the whole store
 WRITE_LOCK_NAMESPACE = 0x63695F77  # "ci_w": (namespace, key) pairs for run groups
 
-_OUTCOME_CHECK = "outcome IN ('not_allowed', 'not_trusted', 'not_first_attempt', 'written')"
-
-_POSTGRES_V1 = (
-    f"""CREATE TABLE gate_runs (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        run_id TEXT NOT NULL,
-        run_attempt INTEGER NOT NULL CHECK (run_attempt >= 1),
-        file TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        suite TEXT NOT NULL,
-        cadence TEXT NOT NULL,
-        commit_sha TEXT,
-        trusted BOOLEAN NOT NULL,
-        write_baseline BOOLEAN NOT NULL,
-        outcome TEXT NOT NULL CHECK ({_OUTCOME_CHECK}),
-        samples INTEGER NOT NULL DEFAULT 0,
-        recorded_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-        UNIQUE (run_id, run_attempt, file, backend, suite)
-    )""",
-    """CREATE TABLE gate_samples (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        gate_run BIGINT NOT NULL REFERENCES gate_runs (id),
-        file TEXT NOT NULL,
-        backend TEXT NOT NULL,
-        suite TEXT NOT NULL,
-        metric_key TEXT NOT NULL,
-        written_json TEXT NOT NULL,
-        step BIGINT NOT NULL CHECK (step >= -1),
-        run_id TEXT NOT NULL,
-        value DOUBLE PRECISION NOT NULL CHECK (value NOT IN ('NaN', 'Infinity', '-Infinity')),
-        UNIQUE (file, backend, suite, metric_key, written_json, step, run_id)
-    )""",
-)
-_POSTGRES_V2 = (
-    "CREATE INDEX gate_samples_series ON gate_samples (file, backend, suite, metric_key, written_json, step, id)",
-    "CREATE INDEX gate_samples_run ON gate_samples (gate_run)",
+POSTGRES = Dialect(
+    identity="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
+    reference="BIGINT",
+    flag="BOOLEAN NOT NULL",
+    timestamp="TIMESTAMPTZ NOT NULL DEFAULT now()",
+    finite_real="DOUBLE PRECISION NOT NULL CHECK ({name} NOT IN ('NaN', 'Infinity', '-Infinity'))",
 )
 
 
@@ -87,7 +58,7 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def url_secrets(url: str, params: Optional[dict] = None) -> tuple[str, ...]:
+def url_secrets(url: str, params: dict | None = None) -> tuple[str, ...]:
     """Every spelling of the passwords in `url`, for scrubbing error messages."""
     found: list[str] = []
     try:
@@ -124,7 +95,7 @@ class _PostgresTx(_Tx):
     def run_many(self, sql: str, params: Sequence[Sequence[Any]]) -> None:
         self.cur.executemany(self._sql(sql), [tuple(p) for p in params])
 
-    def insert_id(self, sql: str, params: Sequence[Any]) -> Optional[int]:
+    def insert_id(self, sql: str, params: Sequence[Any]) -> int | None:
         self.cur.execute(self._sql(sql) + " RETURNING id", tuple(params))
         row = self.cur.fetchone()
         return None if row is None else int(row[0])
@@ -133,9 +104,8 @@ class _PostgresTx(_Tx):
 class PostgresStore(_SQLStore):
     """A metric history in a PostgreSQL database shared by every runner."""
 
-    MIGRATIONS = ((1, _POSTGRES_V1), (2, _POSTGRES_V2))
-    SCHEMA_MIGRATIONS_DDL = ("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                             "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+    MIGRATIONS = migrations(POSTGRES)
+    SCHEMA_MIGRATIONS_DDL = schema_migrations_ddl(POSTGRES)
 
     def __init__(self, url: str, *, connect_timeout: int = 10, lock_timeout: float = 30.0) -> None:
         self.safe_url = redact_url(url)
@@ -153,7 +123,7 @@ class PostgresStore(_SQLStore):
             if name not in params:
                 self._kwargs[name] = value
         self.lock_timeout = float(lock_timeout)
-        self._conn: Optional[psycopg.Connection] = None
+        self._conn: psycopg.Connection | None = None
         self._closed = False
 
     def __repr__(self) -> str:
@@ -190,7 +160,7 @@ class PostgresStore(_SQLStore):
         return conn
 
     @contextmanager
-    def _transaction(self, kind: str, lock: Optional[tuple[str, ...]] = None) -> Iterator[_Tx]:
+    def _transaction(self, kind: str, lock: tuple[str, ...] | None = None) -> Iterator[_Tx]:
         try:
             conn = self._connection()
             with conn.transaction():

@@ -5,8 +5,8 @@
 - Out: an `EditResult` with status `changed`, `unchanged` (the literal already has that
   value, e.g. `1_800` or `1.8e3` for 1800), or `skipped` with a reason.
 - The edit: in the ONE module-level `register_<backend>_ci(...)` expression statement
-  (bare name, the grammar of `ci_policy.markers`), the numeric literal of `est_time`
-  (first positional argument or `est_time=`) is replaced by the new value written as a
+  (bare name; found and bound by `read.markers`, as lint finds and binds it), the numeric
+  literal of `est_time` (first positional argument or `est_time=`) is replaced by the new value written as a
   plain decimal integer (`2000`). libcst performs the rewrite; the result is then checked
   to equal the original with exactly that literal's span replaced, so every other byte
   (comments, spacing, quotes, trailing commas, CRLF, a BOM, an encoding declaration) is
@@ -38,11 +38,11 @@ import tokenize
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TypeGuard, cast
 
-from ci_policy.read.markers import REGISTRATION_MARKERS
+from ci_policy.model.registry import KEYWORD_ONLY, POSITIONAL
+from ci_policy.read.markers import MARKER_OF_BACKEND, bind_nodes, module_level_calls
 
-MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
 BOM = "\ufeff"
 
 CHANGED = "changed"
@@ -91,10 +91,10 @@ class EditResult:
     """
 
     status: str
-    source: Optional[str]
-    old: Optional[str] = None
-    line: Optional[int] = None
-    reason: Optional[str] = None
+    source: str | None
+    old: str | None = None
+    line: int | None = None
+    reason: str | None = None
 
 
 def _check_arguments(backend: str, new_est: int) -> str:
@@ -105,17 +105,19 @@ def _check_arguments(backend: str, new_est: int) -> str:
     return MARKER_OF_BACKEND[backend]
 
 
-def _skip(source: Optional[str], reason: str, *, old: Optional[str] = None,
-          line: Optional[int] = None) -> EditResult:
+def _skip(source: str | None, reason: str, *, old: str | None = None,
+          line: int | None = None) -> EditResult:
     return EditResult(SKIPPED, source, old=old, line=line, reason=reason)
 
 
-def _is_marker_statement(stmt: ast.stmt, marker: str) -> bool:
-    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id == marker)
+@dataclass(frozen=True)
+class _Refused:
+    """What a step returns instead of its result: the skip reason."""
+
+    reason: str
 
 
-def _misplaced_call(tree: ast.Module, marker: str) -> Optional[ast.Call]:
+def _misplaced_call(tree: ast.Module, marker: str) -> ast.Call | None:
     """The first call of `marker` that is not a registration (nested, or through an attribute)."""
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and (
         (isinstance(node.func, ast.Name) and node.func.id == marker)
@@ -123,7 +125,7 @@ def _misplaced_call(tree: ast.Module, marker: str) -> Optional[ast.Call]:
     return min(calls, key=lambda c: (c.lineno, c.col_offset), default=None)
 
 
-def _is_plain_number(node: ast.expr) -> bool:
+def _is_plain_number(node: ast.expr) -> TypeGuard[ast.Constant]:
     return (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
             and not isinstance(node.value, bool))
 
@@ -140,18 +142,23 @@ def _segment(text: str, node: ast.expr) -> str:
     return shown if shown is not None else ast.unparse(node)
 
 
-def _est_time_node(call: ast.Call, marker: str) -> tuple[Optional[ast.expr], Optional[str]]:
-    """The est_time argument of a registration call, or the reason there is no single one."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return None, REASON_STARRED.format(marker=marker)
-    keyword = [k.value for k in call.keywords if k.arg == "est_time"]
-    if call.args and keyword:
-        return None, REASON_TWICE.format(marker=marker)
-    if call.args:
-        return call.args[0], None
-    if keyword:
-        return keyword[0], None
-    return None, REASON_NO_EST_TIME.format(marker=marker)
+def _registrations(tree: ast.Module, marker: str) -> list[ast.Call]:
+    return [mc.call for mc in module_level_calls(tree, frozenset({marker}))]
+
+
+def _est_time_node(call: ast.Call, marker: str) -> ast.expr | _Refused:
+    """The est_time argument of a registration call (bound the way lint binds it), or the
+    reason there is no single one. Other grammar errors are lint's to report, not a reason
+    to leave est_time alone."""
+    binding = bind_nodes(call, marker, POSITIONAL, KEYWORD_ONLY)
+    if binding.starred:
+        return _Refused(REASON_STARRED.format(marker=marker))
+    if any(parameter == "est_time" for *_, parameter in binding.problems):
+        return _Refused(REASON_TWICE.format(marker=marker))
+    node = binding.nodes.get("est_time")
+    if node is None:
+        return _Refused(REASON_NO_EST_TIME.format(marker=marker))
+    return node
 
 
 def _cst_registration(module, marker: str):
@@ -180,48 +187,48 @@ def _cst_est_time(call):
     return node if isinstance(node, (cst.Integer, cst.Float)) else None
 
 
-def _rewrite_with_libcst(text: str, marker: str, new_literal: str) -> tuple[Optional[str], Optional[str]]:
-    """(new text, None), or (None, skip reason). `text` has no BOM."""
+def _rewrite_with_libcst(text: str, marker: str, new_literal: str) -> str | _Refused:
+    """The new text, or why not. `text` has no BOM."""
     import libcst as cst
     from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper
 
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return None, REASON_LIBCST_SYNTAX.format(msg=exc.message, line=exc.raw_line)
+        return _Refused(REASON_LIBCST_SYNTAX.format(msg=exc.message, line=exc.raw_line))
     except Exception as exc:  # libcst's native parser may raise other errors on odd input
         lines = str(exc).strip().splitlines()
-        return None, REASON_LIBCST_ERROR.format(msg=lines[0] if lines else type(exc).__name__)
+        return _Refused(REASON_LIBCST_ERROR.format(msg=lines[0] if lines else type(exc).__name__))
     if module.code != text:
-        return None, REASON_LIBCST_ROUND_TRIP
+        return _Refused(REASON_LIBCST_ROUND_TRIP)
 
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     spans = wrapper.resolve(ByteSpanPositionProvider)
     calls = _cst_registration(wrapper.module, marker)
     literal = _cst_est_time(calls[0]) if len(calls) == 1 else None
     if literal is None:  # ast found exactly one plain literal; libcst must agree
-        return None, REASON_REWRITE_MISMATCH
+        return _Refused(REASON_REWRITE_MISMATCH)
     span = spans[literal]
     encoded = text.encode("utf-8")
     start = len(encoded[:span.start].decode("utf-8"))
     end = start + len(encoded[span.start:span.start + span.length].decode("utf-8"))
     if text[start:end] != literal.value:
-        return None, REASON_REWRITE_MISMATCH
+        return _Refused(REASON_REWRITE_MISMATCH)
 
     replacement = literal.with_changes(value=new_literal) if isinstance(literal, cst.Integer) else \
         cst.Integer(value=new_literal, lpar=literal.lpar, rpar=literal.rpar)
-    rewritten = wrapper.module.deep_replace(literal, replacement).code
+    rewritten = cast(cst.Module, wrapper.module.deep_replace(literal, replacement)).code
     if rewritten != text[:start] + new_literal + text[end:]:
-        return None, REASON_REWRITE_MISMATCH
-    return rewritten, None
+        return _Refused(REASON_REWRITE_MISMATCH)
+    return rewritten
 
 
-def _registration_est_time(tree: ast.Module, marker: str) -> Optional[ast.expr]:
-    calls = [s.value for s in tree.body if _is_marker_statement(s, marker)]
+def _registration_est_time(tree: ast.Module, marker: str) -> ast.expr | None:
+    calls = _registrations(tree, marker)
     if len(calls) != 1:
         return None
-    node, _ = _est_time_node(calls[0], marker)
-    return node
+    found = _est_time_node(calls[0], marker)
+    return None if isinstance(found, _Refused) else found
 
 
 def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
@@ -241,7 +248,7 @@ def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
     except ValueError as exc:  # NUL bytes, unencodable surrogates
         return _skip(source, REASON_UNPARSABLE.format(msg=exc))
 
-    statements = [s for s in tree.body if _is_marker_statement(s, marker)]
+    statements = _registrations(tree, marker)
     if not statements:
         misplaced = _misplaced_call(tree, marker)
         if misplaced is not None:
@@ -253,10 +260,10 @@ def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
         return _skip(source, REASON_SEVERAL.format(count=len(statements), marker=marker, lines=lines),
                      line=statements[1].lineno)
 
-    call = statements[0].value
-    node, reason = _est_time_node(call, marker)
-    if node is None:
-        return _skip(source, reason, line=call.lineno)
+    call = statements[0]
+    node = _est_time_node(call, marker)
+    if isinstance(node, _Refused):
+        return _skip(source, node.reason, line=call.lineno)
     old = _segment(text, node)
     if not _is_plain_number(node):
         return _skip(source, REASON_NOT_PLAIN.format(text=" ".join(old.split())), old=old, line=node.lineno)
@@ -264,9 +271,9 @@ def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
         return EditResult(UNCHANGED, source, old=old, line=node.lineno)
 
     new_literal = str(new_est)
-    rewritten, reason = _rewrite_with_libcst(text, marker, new_literal)
-    if rewritten is None:
-        return _skip(source, reason, old=old, line=node.lineno)
+    rewritten = _rewrite_with_libcst(text, marker, new_literal)
+    if isinstance(rewritten, _Refused):
+        return _skip(source, rewritten.reason, old=old, line=node.lineno)
     # The result must still be the same registration, now with the new value.
     try:
         check = _registration_est_time(_parse(rewritten), marker)
@@ -278,57 +285,57 @@ def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
     return EditResult(CHANGED, bom + rewritten, old=old, line=node.lineno)
 
 
-def _read_no_follow(path: Path) -> tuple[Optional[bytes], Optional[os.stat_result], Optional[str]]:
-    """(bytes, stat of the opened file, None) or (None, None, skip reason)."""
+def _read_no_follow(path: Path) -> tuple[bytes, os.stat_result] | _Refused:
+    """(bytes, stat of the opened file), or why not."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return None, None, REASON_MISSING
+        return _Refused(REASON_MISSING)
     except OSError as exc:
-        return None, None, REASON_UNREADABLE.format(error=exc.strerror or exc)
+        return _Refused(REASON_UNREADABLE.format(error=exc.strerror or exc))
     if stat.S_ISLNK(st.st_mode):
-        return None, None, REASON_SYMLINK
+        return _Refused(REASON_SYMLINK)
     if not stat.S_ISREG(st.st_mode):
-        return None, None, REASON_NOT_REGULAR
+        return _Refused(REASON_NOT_REGULAR)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
-        return None, None, REASON_MISSING
+        return _Refused(REASON_MISSING)
     except OSError as exc:
         # ELOOP: the path became a symlink after the lstat.
         if os.path.islink(path):
-            return None, None, REASON_SYMLINK
-        return None, None, REASON_UNREADABLE.format(error=exc.strerror or exc)
+            return _Refused(REASON_SYMLINK)
+        return _Refused(REASON_UNREADABLE.format(error=exc.strerror or exc))
     with os.fdopen(fd, "rb") as fh:
         st = os.fstat(fh.fileno())
         if not stat.S_ISREG(st.st_mode):
-            return None, None, REASON_NOT_REGULAR
+            return _Refused(REASON_NOT_REGULAR)
         try:
             data = fh.read()
         except OSError as exc:
-            return None, None, REASON_UNREADABLE.format(error=exc.strerror or exc)
-    return data, st, None
+            return _Refused(REASON_UNREADABLE.format(error=exc.strerror or exc))
+    return data, st
 
 
-def _decode(data: bytes) -> tuple[Optional[str], Optional[str], Optional[str]]:
-    """(text, codec, None) or (None, None, skip reason). A UTF-8 BOM stays in the text as U+FEFF."""
+def _decode(data: bytes) -> tuple[str, str] | _Refused:
+    """(text, codec), or why not. A UTF-8 BOM stays in the text as U+FEFF."""
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        return None, None, REASON_BAD_ENCODING_DECL.format(error=exc.msg)
+        return _Refused(REASON_BAD_ENCODING_DECL.format(error=exc.msg))
     codec = "utf-8" if encoding == "utf-8-sig" else encoding
     try:
         text = data.decode(codec)
     except (UnicodeDecodeError, LookupError):
-        return None, None, REASON_UNDECODABLE.format(encoding=encoding)
+        return _Refused(REASON_UNDECODABLE.format(encoding=encoding))
     try:
         round_trip = text.encode(codec) == data
     except UnicodeEncodeError:
         round_trip = False
     if not round_trip:
-        return None, None, REASON_NOT_ROUND_TRIP.format(encoding=encoding)
-    return text, codec, None
+        return _Refused(REASON_NOT_ROUND_TRIP.format(encoding=encoding))
+    return text, codec
 
 
 def _write_atomically(path: Path, data: bytes, mode: int) -> None:
@@ -356,14 +363,16 @@ def apply_to_file(path: Path, backend: str, new_est: int) -> EditResult:
     """
     _check_arguments(backend, new_est)
     path = Path(path)
-    data, st, reason = _read_no_follow(path)
-    if data is None:
-        return _skip(None, reason)
-    text, codec, reason = _decode(data)
-    if text is None:
-        return _skip(None, reason)
+    read = _read_no_follow(path)
+    if isinstance(read, _Refused):
+        return _skip(None, read.reason)
+    data, st = read
+    decoded = _decode(data)
+    if isinstance(decoded, _Refused):
+        return _skip(None, decoded.reason)
+    text, codec = decoded
     result = rewrite_est_time(text, backend, new_est)
-    if result.status != CHANGED:
+    if result.status != CHANGED or result.source is None:
         return result
 
     try:

@@ -11,14 +11,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
+
+from ci_policy.read.names import NAME
 
 STATUSES = ("passed", "timeout", "unknown", "failed", "cancelled", "not_run")
 PRECEDENCE = {status: i for i, status in enumerate(STATUSES)}
 
 # "stage-c-4-gpu-h200 (shard 1)", "stage-c-4-gpu-h200 (1)", "stage-c-4-gpu-h200 / shard 1", "stage-a-cpu"
-JOB_NAME_RE = re.compile(r"(?P<stage>[A-Za-z0-9][A-Za-z0-9_.-]*)"
+JOB_NAME_RE = re.compile(rf"(?P<stage>{NAME})"
                          r"(?:\s*(?:\(\s*(?:shard\s*)?(?P<shard>\d+)\s*\)|/\s*shard\s*(?P<shard2>\d+)))?")
 
 
@@ -27,7 +29,7 @@ class Attempt:
     """One attempt of one file, as a record or a log line reported it."""
 
     status: str                 # pass | fail | timeout
-    elapsed: Optional[float]
+    elapsed: float | None
     source: str
     line: int
 
@@ -37,12 +39,12 @@ class FileEvidence:
     run_id: str
     job_id: str
     job_name: str
-    stage: Optional[str]
-    shard: Optional[int]
+    stage: str | None
+    shard: int | None
     file: str
     status: str                      # one of STATUSES
-    elapsed: Optional[float]         # the passing attempt's (or the last attempt's) seconds
-    logged_est: Optional[float]      # est_time the run itself logged
+    elapsed: float | None         # the passing attempt's (or the last attempt's) seconds
+    logged_est: float | None      # est_time the run itself logged
     source: str
     line: int
     note: str = ""
@@ -52,7 +54,7 @@ class FileEvidence:
         return self.status == "passed"
 
 
-def stage_and_shard(job_name: str) -> tuple[Optional[str], Optional[int]]:
+def stage_and_shard(job_name: str) -> tuple[str | None, int | None]:
     # A reusable workflow's jobs are named "caller / job": the job is the last part
     # (unless that part is the "shard N" of "stage / shard N").
     parts = job_name.strip().split(" / ")

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Optional
 
 from ci_policy.adapters.tuning.evidence import FileEvidence, stage_and_shard
 
@@ -64,7 +63,7 @@ def clean_line(raw: str) -> str:
     return ANSI_RE.sub("", line).replace("\x1b", "")
 
 
-def _number(text: Optional[str]) -> Optional[float]:
+def _number(text: str | None) -> float | None:
     if text is None or text == "None":
         return None
     value = float(text)
@@ -84,8 +83,8 @@ class _Event:
     name: str
     line: int
     context: tuple            # (stage, shard) of the runner header in force, or (None, None)
-    elapsed: Optional[float] = None
-    est: Optional[float] = None
+    elapsed: float | None = None
+    est: float | None = None
     status: str = ""          # attempt lines: PASS | FAIL | TIMEOUT
     rest: str = ""            # summary entries: the text after the file name
 
@@ -100,7 +99,7 @@ class _Scan:
 def _scan(text: str) -> _Scan:
     scan = _Scan()
     context: tuple = (None, None)
-    section: Optional[str] = None      # PASSED | FAILED | RETRIED | NOT RUN | plan
+    section: str | None = None      # PASSED | FAILED | RETRIED | NOT RUN | plan
     pending_end = False
     raw_lines = text.split("\n")
     if raw_lines and raw_lines[0].startswith("\ufeff"):
@@ -180,7 +179,7 @@ def _canonical_names(events: list[_Event]) -> dict[str, str]:
     return out
 
 
-def _first(*values: Optional[float]) -> Optional[float]:
+def _first(*values: float | None) -> float | None:
     return next((v for v in values if v is not None), None)
 
 

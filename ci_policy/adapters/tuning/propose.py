@@ -18,13 +18,13 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Iterable, Optional
 
+from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.config import TuneConfig
 from ci_policy.plan.partition import imbalance, makespan, partition
-from ci_policy.adapters.tuning.evidence import FileEvidence
 
 RAISE, LOWER, KEEP, SKIP, REPORT_ONLY = "raise", "lower", "keep", "skip", "report_only"
 
@@ -59,11 +59,11 @@ def proposed_for(samples: list[float], tune: TuneConfig) -> tuple[float, int]:
 class Proposal:
     file: str
     backend: str
-    suite: Optional[str]
+    suite: str | None
     samples: tuple[float, ...]
-    q: Optional[float]
-    current: Optional[float]
-    proposed: Optional[int]
+    q: float | None
+    current: float | None
+    proposed: int | None
     action: str
     reason: str = ""
 
@@ -72,7 +72,7 @@ class Proposal:
         return self.proposed is not None and self.action in (RAISE, LOWER, REPORT_ONLY)
 
 
-def backend_of(row: FileEvidence, snapshot) -> Optional[str]:
+def backend_of(row: FileEvidence, snapshot) -> str | None:
     if row.stage:
         stage = snapshot.config.stage(row.stage)
         if stage is not None:
@@ -128,7 +128,7 @@ def propose(evidence: Iterable[FileEvidence], snapshot, tune: TuneConfig, *, app
     out = []
     for (file, backend), rows in sorted(groups.items()):
         out.append(_proposal(file, backend, rows, snapshot, tune, applying))
-    for file, rows in sorted(unplaced.items()):
+    for file in sorted(unplaced):
         if any((file, b) in groups for b in ("cpu", "cuda", "rocm")):
             continue
         out.append(Proposal(file, "?", None, (), None, None, None, SKIP,

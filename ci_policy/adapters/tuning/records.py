@@ -16,14 +16,13 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass
-from typing import Optional, Union
 
-from ci_policy.errors import InputError, InputErrors
-from ci_policy.read.strictjson import DuplicateKey, no_duplicates
 from ci_policy.adapters.tuning.evidence import FileEvidence, stage_and_shard
+from ci_policy.errors import InputError, InputErrors
+from ci_policy.read.numbers import is_finite_number
+from ci_policy.read.strictjson import DuplicateKey, no_duplicates
 
 SCHEMA = 1
 ATTEMPT_STATUSES = ("pass", "fail", "timeout")
@@ -35,14 +34,14 @@ HINT = "each line of a timing-records file is one JSON object written by `ci-pol
 class _Record:
     line: int
     file: str
-    stage: Optional[str]
-    shard: Optional[int]
+    stage: str | None
+    shard: int | None
     attempt: int
     status: str
     elapsed: float
-    est_time: Optional[float]
-    run_id: Optional[str]
-    run_attempt: Optional[str]
+    est_time: float | None
+    run_id: str | None
+    run_attempt: str | None
 
 
 def _json_type(value) -> str:
@@ -67,15 +66,8 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _finite_non_negative(value) -> bool:
-    try:
-        return _is_number(value) and math.isfinite(value) and value >= 0
-    except OverflowError:  # an integer too large for a float
-        return False
+    return is_finite_number(value) and value >= 0
 
 
 def _optional_string(value) -> bool:
@@ -101,7 +93,7 @@ CHECKS = {
 }
 
 
-def _parse_line(raw: bytes, lineno: int, source: str, errors: list) -> Optional[_Record]:
+def _parse_line(raw: bytes, lineno: int, source: str, errors: list) -> _Record | None:
     def err(message: str) -> None:
         errors.append(InputError(message, path=source, line=lineno, hint=HINT))
 
@@ -165,7 +157,7 @@ def _decide(records: list[_Record]) -> tuple[str, _Record]:
     return "failed", records[-1]
 
 
-def read_records(path: Union[str, "os.PathLike[str]"], *, run_id: Optional[str] = None, job_id: str = "",
+def read_records(path: str | os.PathLike[str], *, run_id: str | None = None, job_id: str = "",
                  job_name: str = "") -> list[FileEvidence]:
     """The rows of one timing-records file; `run_id` is used where a record has none."""
     source = os.fspath(path)
@@ -173,7 +165,7 @@ def read_records(path: Union[str, "os.PathLike[str]"], *, run_id: Optional[str] 
         with open(source, "rb") as fh:
             data = fh.read()
     except OSError as exc:
-        raise InputErrors([InputError(f"cannot read timing records: {exc.strerror or exc}", path=source)])
+        raise InputErrors([InputError(f"cannot read timing records: {exc.strerror or exc}", path=source)]) from None
     errors: list[InputError] = []
     records = []
     for lineno, raw in enumerate(data.split(b"\n"), start=1):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Iterable
+from collections.abc import Iterable
 
-from ci_policy.render import table
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.adapters.tuning.propose import Proposal, StageBalance
+from ci_policy.render import table
 
 COLUMNS = ("run_id", "job_id", "job_name", "stage", "shard", "test_file", "status", "elapsed_s",
            "logged_est_s", "current_est_s", "proposed_est_s", "action", "source", "line", "note")
@@ -52,7 +52,7 @@ def csv_text(evidence: Iterable[FileEvidence], proposals: list[Proposal], backen
 
 
 def summary_text(proposals: list[Proposal], balances: list[StageBalance]) -> str:
-    rows = [("FILE", "BACKEND", "SAMPLES", "Q", "CURRENT -> PROPOSED", "ACTION", "REASON")]
+    rows: list[tuple[str, ...]] = [("FILE", "BACKEND", "SAMPLES", "Q", "CURRENT -> PROPOSED", "ACTION", "REASON")]
     for p in proposals:
         change = f"{_n(p.current)} -> {_n(p.proposed)}" if p.proposed is not None else f"{_n(p.current) or '-'}"
         rows.append((p.file, p.backend, str(len(p.samples)), _n(p.q) or "-", change, p.action, p.reason))

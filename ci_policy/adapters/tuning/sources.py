@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional, Union
+from typing import Union
 
-from ci_policy.errors import InputError, InputErrors
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.adapters.tuning.logs import read_log
 from ci_policy.adapters.tuning.records import read_records
+from ci_policy.errors import InputError, InputErrors
 
 RECORD_SUFFIXES = (".jsonl",)
 LOG_SUFFIXES = (".txt", ".log")
@@ -35,7 +36,7 @@ KINDS = "*.jsonl timing records, or *.txt/*.log job logs"
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def run_id_of(path: str) -> Optional[str]:
+def run_id_of(path: str) -> str | None:
     """The id of the nearest enclosing `run-<id>` directory."""
     for parent in Path(path).absolute().parents:
         m = RUN_DIR_RE.match(parent.name)
@@ -60,7 +61,7 @@ def read_file(path: str) -> list[FileEvidence]:
             with open(path, "rb") as fh:
                 data = fh.read()
         except OSError as exc:
-            raise InputErrors([InputError(f"cannot read job log: {exc.strerror or exc}", path=path)])
+            raise InputErrors([InputError(f"cannot read job log: {exc.strerror or exc}", path=path)]) from None
         return read_log(data.decode("utf-8", "replace"), source=path, run_id=run_id_of(path) or "",
                         job_name=job_name_of(path))
     raise InputErrors([InputError(f"unknown evidence file type (expected {KINDS})", path=path,

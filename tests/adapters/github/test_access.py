@@ -1,4 +1,4 @@
-"""The access policy of comment commands (ci_policy/commands/access.py), validated strictly."""
+"""The access policy of comment commands (ci_policy/adapters/github/access.py), validated strictly."""
 
 from __future__ import annotations
 

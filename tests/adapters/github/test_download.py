@@ -1,4 +1,4 @@
-"""`ci-policy tune --github-run`: ci_policy/tuning/download.py through PyGithub, against a local
+"""`ci-policy tune --github-run`: ci_policy/adapters/github/download.py through PyGithub, against a local
 fake of the GitHub REST API (tests/github_fake.py) that serves a run's jobs, their raw logs
 and the run's artifacts, each download behind a 302 to signed "blob storage" URLs, as GitHub
 does.
@@ -18,14 +18,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from github_fake import FakeGitHub
 
+from ci_policy.adapters.github import download
+from ci_policy.adapters.github.client import NO_THROTTLE
+from ci_policy.adapters.github.download import download_run, parse_run
+from ci_policy.adapters.tuning import records
+from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.cli import main
 from ci_policy.errors import InputError, InputErrors, UsageError
-from ci_policy.adapters.github import download
-from ci_policy.adapters.tuning import records
-from ci_policy.adapters.github.download import download_run, parse_run
-from ci_policy.adapters.tuning.evidence import FileEvidence
-from github_fake import FakeGitHub
 
 REPO = "acme/minirl"
 P = f"/repos/{REPO}"
@@ -335,15 +336,7 @@ def test_downloads_redirected_to_another_host_are_fetched_without_the_token(gh, 
     assert seen(gh) == run_requests(gh, token, host="localhost")
 
 
-def test_every_page_of_jobs_and_of_artifacts_is_read(gh, token, monkeypatch):
-    import github
-
-    class Unthrottled(github.Github):
-        # PyGithub waits 0.25 s between requests by default; 200 of them need not take a minute.
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, seconds_between_requests=None, **kwargs)
-
-    monkeypatch.setattr(github, "Github", Unthrottled)
+def test_every_page_of_jobs_and_of_artifacts_is_read(gh, token):
     gh.max_requests = 400
     log = ("2026-11-30T06:02:12.0000000Z \x1b[32m[1/1] tests/e2e/test_fsdp_grpo.py PASS elapsed=200.5s est=240s "
            "attempt=1\x1b[0m\n")
@@ -354,7 +347,7 @@ def test_every_page_of_jobs_and_of_artifacts_is_read(gh, token, monkeypatch):
         gh.add_artifact(RUN, f"old-{i}", b"", artifact_id=2500000000 + i, expired=True)
     gh.add_artifact(RUN, TIMINGS, zip_of({"t.jsonl": TIMINGS_JSONL}), artifact_id=2500000101)
 
-    rows = download_run(RUN_URL, token, gh.url)
+    rows = download_run(RUN_URL, token, gh.url, throttle=NO_THROTTLE)
 
     assert [r.job_id for r in rows[:101]] == [str(j) for j in job_ids]
     assert rows[100] == row(str(job_ids[100]), "stage-b-1-gpu-h200 (shard 1)", B1, 1, "tests/e2e/test_fsdp_grpo.py",

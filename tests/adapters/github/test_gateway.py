@@ -1,4 +1,4 @@
-"""`ci-policy comment` end to end: the gateway (ci_policy/commands/gateway.py) through the CLI,
+"""`ci-policy comment` end to end: the gateway (ci_policy/adapters/github/gateway.py) through the CLI,
 talking through PyGithub to a local fake of the GitHub REST API (tests/github_fake.py).
 
 Every test asserts the exact sequence of requests GitHub receives and that the token never
@@ -14,14 +14,13 @@ import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import pytest
 import yaml
-
-from ci_policy.cli import main
-from ci_policy.adapters.github.gateway import run_name
 from github_fake import FakeGitHub, comment_event, copy_example, git_blob_sha, workflow_dispatch_definition
+
+from ci_policy.adapters.github.gateway import run_name
+from ci_policy.cli import main
 
 REPO, REPO_ID, PR, COMMENT_ID = "acme/minirl", 424242, 7, 3141592
 P = f"/repos/{REPO}"
@@ -509,7 +508,7 @@ def test_rerun_test_dispatches_the_file_at_the_head_and_replies_with_the_run(wor
 
 
 def dispatched(world: World, file: str, sent: dict, placement: str, *, login: str = "maria",
-               ref: str = "main", labels: Optional[bytes] = None) -> list[tuple]:
+               ref: str = "main", labels: bytes | None = None) -> list[tuple]:
     """The exact requests of a successful /rerun-test: reads, dispatch, finding the run, +1, reply."""
     sha = sent["head_sha"]
     (run,) = [r for r in world.gh.runs["rerun-test.yml"] if r["display_title"] == run_name(PR, file, sha)]

@@ -1,4 +1,4 @@
-"""The comment command grammar (ci_policy/commands/grammar.py): one command, the whole body."""
+"""The comment command grammar (ci_policy/adapters/github/grammar.py): one command, the whole body."""
 
 from __future__ import annotations
 

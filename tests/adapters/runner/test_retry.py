@@ -1,4 +1,4 @@
-"""Retry classification (`ci_policy.retry.classify`): exact verdicts, table-driven.
+"""Retry classification (`ci_policy.adapters.runner.retry.classify`): exact verdicts, table-driven.
 
 Order under test: the test's own report, then the regex lists (infra, never,
 retriable), then "a timeout is retried once"; anything else is not retried.
@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from ci_policy.adapters.runner.retry import Verdict, classify
 from ci_policy.config.runner import DEFAULT_INFRA, DEFAULT_NEVER, DEFAULT_RETRIABLE, RetryRules
-from ci_policy.adapters.runner.retry import (Verdict,
-                             classify)
 
 DEFAULT = RetryRules()
 

@@ -1,4 +1,4 @@
-"""The suite runner (`ci_policy.runner`): timeouts, process cleanup, live output, records.
+"""The suite runner (`ci_policy.adapters.runner.shard`): timeouts, process cleanup, live output, records.
 
 `timeout_for` is tested directly. Everything about processes runs the installed
 `ci-policy run` console script in a subprocess on a generated checkout, because the
@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import clean_env, console_script
+
+from ci_policy.adapters.runner.shard import timeout_for
 from ci_policy.cli import main
 from ci_policy.model.registry import Registration
-from ci_policy.adapters.runner.shard import timeout_for
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="process-tree cleanup relies on /proc and PR_SET_CHILD_SUBREAPER")

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_policy.errors import InputError
-from ci_policy.errors import StoreUnavailable
-from ci_policy.adapters.store.base import (DATABASE_URL_ENV, RunKey, Sample, SQLiteStore, open_store)
+from ci_policy.adapters.store import DATABASE_URL_ENV, RunKey, Sample, SQLiteStore, open_store
+from ci_policy.errors import InputError, StoreUnavailable
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -155,7 +154,7 @@ def test_a_schema_newer_than_this_code_is_refused(store, store_url, tmp_path):
 def test_baseline_is_the_last_window_values_in_insertion_order(store):
     # Run ids and values deliberately out of order: only insertion order counts.
     values = [5.0, 1.5, 3.25, -2.0, 0.125]
-    for run_id, value in zip(["run-9", "run-10", "run-11", "run-8", "run-1"], values):
+    for run_id, value in zip(["run-9", "run-10", "run-11", "run-8", "run-1"], values, strict=True):
         assert write(store, key(run_id), [Sample(GRAD, -1, value), Sample(GRAD, 10, value * 2),
                                           Sample(KL, -1, value + 100)]) == "written"
     assert store.baseline(GRAD, -1, 3) == [3.25, -2.0, 0.125]
@@ -432,7 +431,7 @@ def test_store_module_never_imports_psycopg(tmp_path):
     code = textwrap.dedent("""
         import sys
         from pathlib import Path
-        from ci_policy.adapters.store.base import open_store
+        from ci_policy.adapters.store import open_store
         open_store(sys.argv[1], default_path=Path(sys.argv[1])).close()
         print(sorted(name for name in sys.modules if name.split(".")[0] == "psycopg"))
     """)
@@ -448,7 +447,7 @@ def test_without_psycopg_a_postgres_url_says_what_to_install(tmp_path):
         sys.modules["psycopg"] = None  # as if psycopg were not installed
         from pathlib import Path
         from ci_policy.errors import InputError
-        from ci_policy.adapters.store.base import open_store
+        from ci_policy.adapters.store import open_store
         store = open_store(sys.argv[1], default_path=Path(sys.argv[1]))
         print(type(store).__name__, store.schema_versions())
         store.close()
@@ -526,7 +525,7 @@ def test_parallel_processes_lose_nothing(store_url, tmp_path):
     assert sorted(reported) == list(range(WORKERS)), [p.exitcode for p in procs]
     assert [p.exitcode for p in procs] == [0] * WORKERS
 
-    for worker, outcomes in reported.items():
+    for outcomes in reported.values():
         assert outcomes[:RUNS_PER_WORKER] == ["written"] * RUNS_PER_WORKER
     assert sorted(o[RUNS_PER_WORKER] for o in reported.values()) == ["duplicate"] * (WORKERS - 1) + ["written"]
     attempts = [o[RUNS_PER_WORKER + 1] for o in reported.values()]
@@ -676,3 +675,20 @@ def test_sqlite_locked_past_the_busy_timeout_is_unavailable(tmp_path):
     assert write(store, key("1"), [Sample(GRAD, -1, 1.0)]) == "written"
     assert store.baseline(GRAD, -1, 5) == [1.0]
     store.close()
+
+
+# -- module structure -----------------------------------------------------------------------------
+
+def test_the_store_modules_import_without_a_cycle():
+    """base (contract and schema) <- sqlite, postgres <- the package (open_store)."""
+    import ast
+
+    store_dir = ROOT / "ci_policy" / "adapters" / "store"
+    imported = {}
+    for name in ("base", "sqlite", "postgres", "__init__"):
+        tree = ast.parse((store_dir / f"{name}.py").read_text(encoding="utf-8"))
+        imported[name] = sorted({node.module.rsplit(".", 1)[-1] for node in ast.walk(tree)
+                                 if isinstance(node, ast.ImportFrom) and node.module
+                                 and node.module.startswith("ci_policy.adapters.store")})
+    assert imported == {"base": [], "sqlite": ["base"], "postgres": ["base"],
+                        "__init__": ["base", "postgres", "sqlite"]}

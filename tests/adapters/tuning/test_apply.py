@@ -1,4 +1,4 @@
-"""Literal-only est_time edits (`ci_policy.tuning.apply`): libcst round trips where the
+"""Literal-only est_time edits (`ci_policy.adapters.tuning.apply`): libcst round trips where the
 edit changes exactly the est_time literal, every skip reason, files on disk (atomic
 writes, mode, symlinks, encodings), a property test, and the lazy libcst import."""
 

@@ -1,4 +1,4 @@
-"""Job logs (`ci_policy.tuning.logs`) and evidence paths (`ci_policy.tuning.sources`) -> FileEvidence rows."""
+"""Job logs (`ci_policy.adapters.tuning.logs`) and evidence paths (`...tuning.sources`) -> FileEvidence rows."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_policy.errors import InputErrors
 from ci_policy.adapters.tuning.evidence import STATUSES, FileEvidence
 from ci_policy.adapters.tuning.logs import clean_line, read_log
 from ci_policy.adapters.tuning.sources import collect, job_name_of, run_id_of
+from ci_policy.errors import InputErrors
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tuning"
 H200 = "stage-c-4-gpu-h200"

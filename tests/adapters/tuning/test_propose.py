@@ -1,4 +1,4 @@
-"""est_time proposals (`ci_policy.tuning.propose`): bucket rounding, q, every action and skip
+"""est_time proposals (`ci_policy.adapters.tuning.propose`): bucket rounding, q, every action and skip
 reason with exact `Proposal` values, grouping across runs/shards/backends, the balance report,
 and property tests (rounding, monotonicity, non-passed samples, status precedence)."""
 
@@ -10,24 +10,24 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from helpers import EXAMPLE_REPO, MAIN_BLOCK, MINIMAL_CONFIG, MINIMAL_LABELS
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ci_policy.cli import main
-from ci_policy.config import TuneConfig
-from ci_policy.model.snapshot import load_snapshot
 from ci_policy.adapters.tuning.evidence import PRECEDENCE, STATUSES, FileEvidence, strongest
 from ci_policy.adapters.tuning.propose import (
     Proposal,
     StageBalance,
     balance,
     bucket,
-    proposed_for,
     propose,
+    proposed_for,
     q_of,
     quantile_nearest_rank,
 )
-from helpers import EXAMPLE_REPO, MAIN_BLOCK, MINIMAL_CONFIG, MINIMAL_LABELS
+from ci_policy.cli import main
+from ci_policy.config import TuneConfig
+from ci_policy.model.snapshot import load_snapshot
 
 TUNE = TuneConfig()  # safety 1.25, quantile 0.9, min_samples_for_quantile 5, deadband 0.2
 
@@ -249,7 +249,8 @@ def test_samples_are_pooled_across_runs_shards_jobs_and_sources(snapshot):
         ev(A, "passed", 260.0, shard=1, run_id="2", job_id="77", job_name="gpu-a (1)", source="run-2/3_gpu-a (1).txt",
            line=40),
         ev(A, "failed", 20.0, shard=1, run_id="2"),
-        ev(A, "passed", 240.0, stage="old-stage-name", shard=None, run_id="", source="local.jsonl"),  # registered for cuda only
+        # registered for cuda only
+        ev(A, "passed", 240.0, stage="old-stage-name", shard=None, run_id="", source="local.jsonl"),
         ev(A, "passed", 230.0, stage=None, shard=None, run_id="3"),
     ]
     assert propose(rows, snapshot, TUNE, applying=True) == [

@@ -1,4 +1,4 @@
-"""The tune report (`ci_policy.tuning.report`): the CSV of every (run, job, file) row and the
+"""The tune report (`ci_policy.adapters.tuning.report`): the CSV of every (run, job, file) row and the
 summary of proposals and stage balance, as exact text."""
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ def test_csv_has_one_row_per_evidence_row_with_every_column(rows):
     parsed = list(csv.reader(io.StringIO(csv_text(rows, PROPOSALS, backend_of), newline="")))
     assert parsed[0] == list(COLUMNS)
     assert len(parsed) == len(rows) + 1
-    for row, out in zip(rows, parsed[1:]):
-        got = dict(zip(COLUMNS, out))
+    for row, out in zip(rows, parsed[1:], strict=True):
+        got = dict(zip(COLUMNS, out, strict=True))
         assert len(out) == len(COLUMNS)
         assert got["status"] == row.status
         if row.elapsed is None:

@@ -1,0 +1,21 @@
+"""Whether a run may write metric-history baselines: the rule, stated once.
+
+- In: the run's cadence and its GitHub event name (None when unknown).
+- Out: `writes_baseline(cadence, event)`: `(True, "")`, or `(False, why not)`.
+- Rule: never for a pull-request event of any kind (`pull_request`, `pull_request_target`,
+  `pull_request_review`, ...: a PR's code must not move the baselines it is judged by);
+  otherwise only the cadences in `WRITING_CADENCES` (nightly, weekly; never regular or
+  release). The store adds its own conditions (trusted, first attempt).
+"""
+
+from __future__ import annotations
+
+WRITING_CADENCES = ("nightly", "weekly")
+
+
+def writes_baseline(cadence: str, event: str | None) -> tuple[bool, str]:
+    if event is not None and event.startswith("pull_request"):
+        return False, "pull request runs never write baselines"
+    if cadence not in WRITING_CADENCES:
+        return False, f"the {cadence} cadence does not write baselines"
+    return True, ""

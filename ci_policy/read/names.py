@@ -1,0 +1,26 @@
+"""The names CI policy speaks of, and the PR labels built from them: stated once.
+
+- `NAME` / `NAME_RE`: a label, stage, scope or runner name, `[A-Za-z0-9][A-Za-z0-9_.-]*`
+  (starts with a letter or digit; then letters, digits, `_`, `.`, `-`).
+- `CI_LABEL_PREFIX` / `CI_LABEL_RE`: the PR label `run-ci-<name>` that requests a label's
+  tests (group 1 is the name).
+- `WORKFLOW_ONLY_LABELS`: the PR labels that steer the workflow itself rather than name
+  tests: `nightly` (the nightly cadence on a PR) and `bypass-fastfail`.
+- `is_ci_label(label)`: a label the CI policy reads (`run-ci-<name>` or workflow-only).
+"""
+
+from __future__ import annotations
+
+import re
+
+NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+NAME_RE = re.compile(NAME)
+
+CI_LABEL_PREFIX = "run-ci-"
+CI_LABEL_RE = re.compile(rf"{CI_LABEL_PREFIX}({NAME})")
+
+WORKFLOW_ONLY_LABELS = ("nightly", "bypass-fastfail")
+
+
+def is_ci_label(label: str) -> bool:
+    return bool(CI_LABEL_RE.fullmatch(label)) or label in WORKFLOW_ONLY_LABELS

@@ -1,0 +1,135 @@
+"""`git diff` run by the adapter (`ci_policy/adapters/git.py`) against a real repository."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ci_policy.adapters import git as git_module
+from ci_policy.adapters.git import git_diff
+from ci_policy.read.diff import Change, Diff
+
+
+@pytest.fixture
+def git_env(monkeypatch, tmp_path: Path):
+    """Keep the user's and system's git configuration out of the tests."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_EXTERNAL_DIFF"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+         "-c", "commit.gpgsign=false", *args],
+        capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, git_env) -> tuple[Path, str, str]:
+    """A repository whose second commit renames, adds, deletes and modifies files."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "old_name.py").write_text("".join(f"line {i} of the module\n" for i in range(20)))
+    (root / "keep.py").write_text("keep\n")
+    (root / "gone.py").write_text("gone\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    base = git(root, "rev-parse", "HEAD")
+    git(root, "mv", "old_name.py", "new_name.py")
+    (root / "keep.py").write_text("keep\nmore\n")
+    git(root, "rm", "-q", "gone.py")
+    (root / "docs").mkdir()
+    (root / "docs" / "ünï.md").write_text("x\n")
+    (root / "added.py").write_text("y\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "head")
+    head = git(root, "rev-parse", "HEAD")
+    return root, base, head
+
+
+EXPECTED_CHANGES = (
+    Change("A", ("added.py",)),
+    Change("A", ("docs/ünï.md",)),
+    Change("D", ("gone.py",)),
+    Change("M", ("keep.py",)),
+    Change("R", ("old_name.py", "new_name.py")),
+)
+
+
+def test_git_diff_of_a_real_repository(repo):
+    root, base, head = repo
+    diff = git_diff(root, base, head)
+    assert diff == Diff(available=True, changes=EXPECTED_CHANGES)
+    assert diff.files == ("added.py", "docs/ünï.md", "gone.py", "keep.py", "new_name.py", "old_name.py")
+    assert git_diff(root, base, "HEAD") == diff
+    assert git_diff(root, base) == diff  # against the (clean) working tree
+
+
+def test_git_diff_of_identical_revisions_is_unavailable_not_empty(repo):
+    root, _, head = repo
+    assert git_diff(root, head, "HEAD") == Diff.unavailable(f"git diff {head} HEAD: the diff is empty")
+
+
+def test_git_diff_of_a_bad_revision_is_unavailable(repo):
+    root, base, _ = repo
+    assert git_diff(root, "nosuch", "HEAD") == Diff.unavailable(
+        "git diff nosuch HEAD failed (exit 128): fatal: bad revision 'nosuch'")
+    assert git_diff(root, base, "nosuch") == Diff.unavailable(
+        f"git diff {base} nosuch failed (exit 128): fatal: bad revision 'nosuch'")
+
+
+def test_git_diff_outside_a_repository_is_unavailable(tmp_path: Path, git_env):
+    # Outside a repository git falls back to comparing two filesystem paths (--no-index);
+    # that must never pass for a diff of two revisions.
+    plain = tmp_path / "plain"
+    (plain / "a").mkdir(parents=True)
+    (plain / "b").mkdir()
+    (plain / "a" / "x.py").write_text("1\n")
+    (plain / "b" / "x.py").write_text("2\n")
+    assert git_diff(plain, "HEAD", "HEAD") == Diff.unavailable(
+        "git diff HEAD HEAD failed (exit 1): error: Could not access 'HEAD'")
+    assert git_diff(plain, "a", "b") == Diff.unavailable("git diff a b failed (exit 1): no output")
+    assert git_diff(plain, "a", "a") == Diff.unavailable("git diff a a: the diff is empty")
+
+
+@pytest.mark.parametrize("base, head, bad", [
+    ("--output=pwned", "HEAD", "--output=pwned"),
+    ("-p", "HEAD", "-p"),
+    ("HEAD", "--no-index", "--no-index"),
+    ("HEAD", "-R", "-R"),
+    ("HEAD; rm -rf .", "HEAD", "HEAD; rm -rf ."),
+    ("$(id)", "HEAD", "$(id)"),
+    (" HEAD", "HEAD", " HEAD"),
+    ("HEAD\n", "HEAD", "HEAD\n"),
+    ("", "HEAD", ""),
+    ("HEAD", "", ""),
+])
+def test_a_revision_that_is_not_plain_is_refused_without_running_git(repo, monkeypatch, base, head, bad):
+    root, _, _ = repo
+    calls = []
+    monkeypatch.setattr(git_module.subprocess, "run", lambda *a, **k: calls.append(a))
+    assert git_diff(root, base, head) == Diff.unavailable(f"revision {bad!r} is not a plain git revision")
+    assert calls == []
+
+
+def test_git_diff_accepts_ordinary_revision_syntax(repo):
+    root, base, head = repo
+    assert git_diff(root, "HEAD~1", "HEAD").changes == EXPECTED_CHANGES
+    assert git_diff(root, "HEAD^", head[:12]).changes == EXPECTED_CHANGES
+    assert git_diff(root, base[:10], "HEAD@{0}").changes == EXPECTED_CHANGES
+
+
+def test_git_diff_when_git_cannot_run(repo, monkeypatch):
+    root, base, head = repo
+    monkeypatch.setenv("PATH", str(root / "no-such-bin"))
+    diff = git_diff(root, base, head)
+    assert diff.available is False
+    assert diff.reason.startswith(f"git diff {base} {head} failed: [Errno 2] No such file or directory")

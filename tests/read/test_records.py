@@ -1,0 +1,100 @@
+"""Reading what the recorders wrote: per-process files merged into one record, and the
+merged record written and read back as strict JSON (ci_policy/read/records.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from ci_policy.read.records import merge_records, read_record, write_record
+
+V1_TEXT = "rollout/tito_session_mismatch_rate/v1/assistant_text"
+V2_TEXT = "rollout/tito_session_mismatch_rate/v2/assistant_text"
+
+
+def strict_constant(name):
+    raise AssertionError(f"non-standard JSON constant {name} in a record")
+
+
+def shown(series) -> dict:
+    """Series with each value as its repr, so NaN compares equal to NaN."""
+    return {key: [(step, repr(value)) for step, value in points] for key, points in series.items()}
+
+
+# -- merge_records / write_record / read_record ---------------------------------------------------
+
+def write_process_file(path: Path, series: dict, schema=1) -> None:
+    lines = [json.dumps({"schema": schema, "pid": 1})]
+    lines += [json.dumps({"key": k, "points": pts}) for k, pts in series.items()]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_merge_concatenates_sorts_by_step_and_keeps_duplicates_in_file_order(tmp_path):
+    write_process_file(tmp_path / "metrics-1-aaaaaaaaaaaa.jsonl",
+                       {"train/grad_norm": [[4, 4.0], [0, 0.0]], V2_TEXT: [[1, 0.5]]})
+    write_process_file(tmp_path / "metrics-2-bbbbbbbbbbbb.jsonl",
+                       {"train/grad_norm": [[2, 2.0], [4, 44.0]], V1_TEXT: [[1, "NaN"]]})
+    # Neither a temporary file of a writer nor any other file is part of the record.
+    write_process_file(tmp_path / ".tmp-x.jsonl", {"train/grad_norm": [[9, 9.0]]})
+    write_process_file(tmp_path / "other.jsonl", {"train/grad_norm": [[9, 9.0]]})
+    assert shown(merge_records(tmp_path)) == {
+        V1_TEXT: [(1, "nan")],
+        V2_TEXT: [(1, "0.5")],
+        "train/grad_norm": [(0, "0.0"), (2, "2.0"), (4, "4.0"), (4, "44.0")],
+    }
+
+
+def test_merge_of_an_empty_directory_is_empty(tmp_path):
+    assert merge_records(tmp_path) == {}
+
+
+def test_merge_refuses_non_standard_json_and_unknown_schemas(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "metrics-1-aaaaaaaaaaaa.jsonl").write_text(
+        '{"schema": 1, "pid": 1}\n{"key": "train/grad_norm", "points": [[0, NaN]]}\n')
+    with pytest.raises(ValueError, match="^non-standard JSON constant NaN$"):
+        merge_records(tmp_path / "a")
+    (tmp_path / "b").mkdir()
+    write_process_file(tmp_path / "b" / "metrics-1-aaaaaaaaaaaa.jsonl", {"train/grad_norm": [[0, 1.0]]}, schema=2)
+    with pytest.raises(ValueError, match=r"metrics-1-aaaaaaaaaaaa\.jsonl: unsupported record schema 2$"):
+        merge_records(tmp_path / "b")
+    (tmp_path / "c").mkdir()
+    write_process_file(tmp_path / "c" / "metrics-1-aaaaaaaaaaaa.jsonl", {"train/grad_norm": [[0, True]]})
+    with pytest.raises(ValueError, match="^not a metric value: True$"):
+        merge_records(tmp_path / "c")
+
+
+def test_write_and_read_record_round_trip_non_finite_values(tmp_path):
+    series = {V1_TEXT: [(0, 0.0), (1, math.nan)], V2_TEXT: [(0, 0.25), (1, math.inf)],
+              "train/grad_norm": [(0, -math.inf), (3, 1e-300), (7, -2.5)]}
+    path = tmp_path / "deep" / "record.json"
+    write_record(series, path)
+    doc = json.loads(path.read_text(), parse_constant=strict_constant)
+    assert doc == {"schema": 1, "series": {
+        V1_TEXT: [[0, 0.0], [1, "NaN"]],
+        V2_TEXT: [[0, 0.25], [1, "Infinity"]],
+        "train/grad_norm": [[0, "-Infinity"], [3, 1e-300], [7, -2.5]],
+    }}
+    assert shown(read_record(path)) == shown(series)
+    assert [p.name for p in path.parent.iterdir()] == ["record.json"]
+
+
+@pytest.mark.parametrize("text", [
+    '{"schema": 2, "series": {}}', '{"schema": 1}', '{"schema": 1, "series": []}', "[]",
+])
+def test_read_record_refuses_what_is_not_a_record(tmp_path, text):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    with pytest.raises(ValueError) as info:
+        read_record(path)
+    assert str(info.value) == f"{path}: not a ci-policy metric record (schema 1)"
+
+
+def test_read_record_refuses_non_standard_constants(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text('{"schema": 1, "series": {"train/grad_norm": [[0, Infinity]]}}')
+    with pytest.raises(ValueError, match="^non-standard JSON constant Infinity$"):
+        read_record(path)
