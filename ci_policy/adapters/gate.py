@@ -15,13 +15,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ci_policy.errors import InputError, StoreUnavailable
 from ci_policy.gates.baseline import writes_baseline
-from ci_policy.gates.evaluate import ERROR, Coordinate, GateResult, GateSpec, evaluate, resolve, select, trusted
+from ci_policy.gates.evaluate import ERROR, Coordinate, GateSpec, evaluate, resolve, select
 from ci_policy.model.registry import Registration
+from ci_policy.plan.results import GateOutcome
 
 MAX_STEP = 2**63 - 1  # the stores keep steps as signed 64-bit integers
 
@@ -31,22 +32,6 @@ class RunIdentity:
     run_id: str | None = None
     run_attempt: int = 1
     commit: str | None = None
-
-
-@dataclass
-class GateOutcome:
-    file: str
-    registration: Registration
-    results: list[GateResult] = field(default_factory=list)
-    baseline: str = ""
-
-    @property
-    def trusted(self) -> bool:
-        return trusted(self.results)
-
-    @property
-    def blocking(self) -> list[GateResult]:
-        return [r for r in self.results if r.blocking]
 
 
 def specs_for(snapshot, file: str, reg: Registration) -> list[GateSpec]:

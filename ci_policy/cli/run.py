@@ -65,8 +65,9 @@ def _records_dir(args: argparse.Namespace, repo: Path) -> Path:
 
 def _gate_hook(args: argparse.Namespace, plan, repo: Path):
     """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
-    from ci_policy.adapters.gate import GateOutcome, opener, run_gate
+    from ci_policy.adapters.gate import opener, run_gate
     from ci_policy.cli.gate import run_identity
+    from ci_policy.plan.results import GateOutcome
 
     snapshot = plan.snapshot
     declared = {g.file for g in snapshot.gates}

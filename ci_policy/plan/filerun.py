@@ -48,7 +48,7 @@ class FilePlan:
     container_image: Optional[str]
     timeout_seconds: int
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, object]:
         return {"file": self.file, "hw": self.hw, "suite": self.suite, "runs_on": list(self.runs_on),
                 "container_image": self.container_image, "timeout_seconds": self.timeout_seconds}
 
@@ -67,7 +67,7 @@ def check_image_tag(tag: str, source: str = "--image-tag") -> str:
     return tag
 
 
-def resolve_file(file: str, source_root: Path, *, config_path=None, image_tag: Optional[str] = None) -> FilePlan:
+def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None = None, image_tag: Optional[str] = None) -> FilePlan:
     check_test_path(file)
     root = Path(source_root)
     if not root.is_dir():

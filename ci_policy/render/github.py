@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from ci_policy.errors import UsageError
 from ci_policy.plan.build import Plan
 from ci_policy.plan.filerun import FilePlan
+from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.text import failure
 
@@ -49,7 +49,7 @@ def plan_annotations(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def run_annotations(result: Any) -> str:
+def run_annotations(result: ShardResult) -> str:
     lines = []
     for r in result.results:
         if not r.passed:
@@ -59,7 +59,7 @@ def run_annotations(result: Any) -> str:
     return "\n".join(lines)
 
 
-def gate_annotations(outcome: Any) -> str:
+def gate_annotations(outcome: GateOutcome) -> str:
     return "\n".join(
         f"::error file={escape_property(outcome.file)}::"
         + escape_data(f"gate {r.spec.metric_key} step {'last' if r.step == -1 else r.step}: {r.verdict}: {r.message}")

@@ -7,9 +7,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ci_policy.plan.build import Plan
+from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import md_escape, mermaid_name
 from ci_policy.render.text import est_sources, failure, gate_rows, secs
 
@@ -60,7 +59,7 @@ def plan_markdown(plan: Plan) -> str:
     return "\n".join(out) + "\n"
 
 
-def run_summary_markdown(result: Any) -> str:
+def run_summary_markdown(result: ShardResult) -> str:
     out = [f"## ci-policy run: {md_escape(result.stage)} shard {result.shard}", "",
            "| File | Status | Attempts | Elapsed | Est. | |", "|---|---|---:|---:|---:|---|"]
     for r in result.results:
@@ -72,11 +71,11 @@ def run_summary_markdown(result: Any) -> str:
                    f"{last.elapsed:.1f}s | {est:g}s | {over} |")
     for reg in result.not_run:
         out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {reg.est_time:g}s | fast-fail |")
-    gates = "".join(gate_markdown(r.gate) for r in result.results if getattr(r, "gate", None) is not None)
+    gates = "".join(gate_markdown(r.gate) for r in result.results if r.gate is not None)
     return "\n".join(out) + "\n" + ("\n" + gates if gates else "")
 
 
-def gate_markdown(outcome: Any) -> str:
+def gate_markdown(outcome: GateOutcome) -> str:
     if not outcome.results:
         return ""
     out = [f"### Metric gates: {md_escape(outcome.file)}", "",

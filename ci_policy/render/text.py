@@ -8,13 +8,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Optional
+from typing import Optional
 
 from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.partition import Shard
+from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
 from ci_policy.render.escape import line_start, one_line
 
 
@@ -103,21 +104,21 @@ def est_sources(plan: Plan) -> dict[str, list[str]]:
     return out
 
 
-def _attempt_note(attempt: Any) -> str:
+def _attempt_note(attempt: Attempt) -> str:
     v = attempt.verdict
     return f"attempt {attempt.attempt}: {attempt.status}" + (f" ({v.kind}: {v.reason})" if v else "")
 
 
-def failure(r: Any) -> tuple[str, str]:
+def failure(r: FileResult) -> tuple[str, str]:
     """(status, why) of a file that did not pass: its test failed, or an enforced gate did."""
     last = r.attempts[-1]
-    if last.status == "pass" and getattr(r, "gate_failed", False):
+    if last.status == "pass" and r.gate is not None and r.gate_failed:
         n = len(r.gate.blocking)
         return "GATE-FAIL", f"{n} enforced metric gate coordinate(s) failed"
     return last.status.upper(), (f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status)
 
 
-def run_summary_text(result: Any) -> str:
+def run_summary_text(result: ShardResult) -> str:
     passed = [r for r in result.results if r.passed]
     failed = [r for r in result.results if not r.passed]
     retried = [r for r in result.results if len(r.attempts) > 1]
@@ -158,7 +159,7 @@ def _num(value: Optional[float]) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 
-def gate_rows(outcome: Any) -> list[tuple[str, ...]]:
+def gate_rows(outcome: GateOutcome) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for r in outcome.results:
         b = r.band
@@ -175,7 +176,7 @@ def gate_rows(outcome: Any) -> list[tuple[str, ...]]:
     return rows
 
 
-def gate_text(outcome: Any) -> str:
+def gate_text(outcome: GateOutcome) -> str:
     head = f"ci-policy gate: {outcome.file} ({outcome.registration.backend}, {outcome.registration.suite})"
     if not outcome.results:
         return f"{head}: {outcome.baseline}"

@@ -20,8 +20,8 @@ import zipfile
 from pathlib import Path
 
 from ci_policy.adapters.github.client import Throttle, github_requester
-from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.adapters.tuning.evidence import FileEvidence
+from ci_policy.errors import InputError, InputErrors, UsageError
 
 RUN_RE = re.compile(r"(?:https?://[^/]+/)?(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)"
                     r"(?:/actions/runs)?/(?P<run>[0-9]+)(?:/attempts/[0-9]+)?/?")

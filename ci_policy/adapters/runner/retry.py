@@ -14,17 +14,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ci_policy.config.runner import RetryRules
+from ci_policy.plan.results import Verdict
 
 REPORTED_KINDS = {"infra": True, "flaky": True, "code": False}
-
-@dataclass(frozen=True)
-class Verdict:
-    kind: str            # infra | flaky | code | timeout | unknown
-    retriable: bool
-    reason: str
 
 
 def _first_match(patterns: Sequence[str], text: str) -> str | None:

@@ -30,16 +30,17 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Protocol, cast
+from typing import IO, cast
 
-from ci_policy.adapters.runner.retry import Verdict, classify
+from ci_policy.adapters.runner.retry import classify
 from ci_policy.config.runner import RetryRules, RunnerConfig
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import StagePlan
 from ci_policy.plan.partition import Shard
+from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.records import Series, merge_records, write_record
 from ci_policy.render import escape_data, one_line
@@ -65,62 +66,6 @@ class RunOptions:
     records_dir: Path | None = None
     capture: tuple[str, ...] = ()
     gate: Callable[[Registration, Series], GateOutcome] | None = None
-
-
-class GateOutcome(Protocol):
-    """What the runner needs of a gate's outcome (`adapters.gate.GateOutcome` is one)."""
-
-    results: list[Any]
-
-    @property
-    def blocking(self) -> list[Any]: ...
-
-
-@dataclass(frozen=True)
-class Attempt:
-    attempt: int
-    status: str  # pass | fail | timeout
-    elapsed: float
-    started_at: str
-    returncode: int | None
-    verdict: Verdict | None = None
-    killed: int = 0
-
-
-@dataclass
-class FileResult:
-    registration: Registration
-    timeout: float | None
-    attempts: list[Attempt] = field(default_factory=list)
-    gate: GateOutcome | None = None  # of the passing attempt
-
-    @property
-    def file(self) -> str:
-        return self.registration.file
-
-    @property
-    def test_passed(self) -> bool:
-        return bool(self.attempts) and self.attempts[-1].status == "pass"
-
-    @property
-    def gate_failed(self) -> bool:
-        return self.gate is not None and bool(self.gate.blocking)
-
-    @property
-    def passed(self) -> bool:
-        return self.test_passed and not self.gate_failed
-
-
-@dataclass
-class ShardResult:
-    stage: str
-    shard: int
-    results: list[FileResult]
-    not_run: list[Registration]
-
-    @property
-    def ok(self) -> bool:
-        return not self.not_run and all(r.passed for r in self.results)
 
 
 def timeout_for(reg: Registration, stage_timeout: float | None, from_est: tuple[float, float] | None):

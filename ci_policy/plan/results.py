@@ -1,0 +1,88 @@
+"""What running a plan produced: attempts, file and shard results, metric-gate outcomes.
+
+- In: nothing; the suite runner (`adapters.runner`) and the gate command (`adapters.gate`)
+  build these values, the renderers (`render`) read them.
+- Out: plain result types with the few derived facts every reader needs (passed, ok,
+  trusted, blocking), so no renderer has to guess a result's shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ci_policy.gates.evaluate import GateResult, trusted
+from ci_policy.model.registry import Registration
+
+AttemptStatus = Literal["pass", "fail", "timeout"]
+FailureKind = Literal["infra", "flaky", "code", "timeout", "unknown"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: FailureKind
+    retriable: bool
+    reason: str
+
+
+@dataclass
+class GateOutcome:
+    file: str
+    registration: Registration
+    results: list[GateResult] = field(default_factory=list)
+    baseline: str = ""
+
+    @property
+    def trusted(self) -> bool:
+        return trusted(self.results)
+
+    @property
+    def blocking(self) -> list[GateResult]:
+        return [r for r in self.results if r.blocking]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    attempt: int
+    status: AttemptStatus
+    elapsed: float
+    started_at: str
+    returncode: int | None
+    verdict: Verdict | None = None
+    killed: int = 0
+
+
+@dataclass
+class FileResult:
+    registration: Registration
+    timeout: float | None
+    attempts: list[Attempt] = field(default_factory=list)
+    gate: GateOutcome | None = None  # of the passing attempt
+
+    @property
+    def file(self) -> str:
+        return self.registration.file
+
+    @property
+    def test_passed(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1].status == "pass"
+
+    @property
+    def gate_failed(self) -> bool:
+        return self.gate is not None and bool(self.gate.blocking)
+
+    @property
+    def passed(self) -> bool:
+        return self.test_passed and not self.gate_failed
+
+
+@dataclass
+class ShardResult:
+    stage: str
+    shard: int
+    results: list[FileResult]
+    not_run: list[Registration]
+
+    @property
+    def ok(self) -> bool:
+        return not self.not_run and all(r.passed for r in self.results)
