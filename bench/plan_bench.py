@@ -21,12 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from ci_policy.read.diff import Diff, Change
 from ci_policy.model.lint import lint
-from ci_policy.plan.partition import partition
-from ci_policy.plan.build import build_plan
-from ci_policy.plan.policy import Trigger
 from ci_policy.model.snapshot import load_snapshot
+from ci_policy.plan.build import build_plan
+from ci_policy.plan.partition import partition
+from ci_policy.plan.policy import Trigger
+from ci_policy.read.diff import Change, Diff
 
 LABELS = ["megatron", "fsdp", "sglang", "session", "rocm", "long"]
 STAGES = [("stage-b", "cuda", 4), ("stage-c", "cuda", 8), ("stage-r", "rocm", 4)]

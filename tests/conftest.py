@@ -6,12 +6,11 @@ import itertools
 import os
 import shutil
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
-
-import pytest
 
 import helpers
+import pytest
 from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, MINIMAL_LABELS
 
 

@@ -58,10 +58,11 @@ import shutil
 import stat
 import threading
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 MAX_BODY_BYTES = 1024 * 1024
 LEGACY_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read",
@@ -76,8 +77,8 @@ class Request:
     path: str                      # as sent, percent-encoding kept, without the query
     query: dict[str, list[str]]
     body: Any                      # the decoded JSON body, None without one
-    authorization: Optional[str]
-    host: Optional[str] = None     # the Host header as sent
+    authorization: str | None
+    host: str | None = None     # the Host header as sent
 
     @property
     def mutating(self) -> bool:
@@ -93,7 +94,7 @@ class Request:
 class Pull:
     number: int
     head_sha: str
-    body: Optional[str] = ""
+    body: str | None = ""
     head_ref: str = "feature"
     reads: int = 0
 
@@ -124,7 +125,7 @@ class TreeEntry:
     mode: str
     type: str
     sha: str
-    size: Optional[int] = None
+    size: int | None = None
 
 
 def git_blob_sha(data: bytes) -> str:
@@ -145,8 +146,8 @@ class FakeGitHub:
         self.repo_labels: set[str] = set()
         self.issue_labels: dict[int, list[str]] = {}
         self.pulls: dict[int, Pull] = {}
-        self.on_pull_read: Optional[Callable[["FakeGitHub", Pull], None]] = None
-        self.on_dispatch: Optional[Callable[["FakeGitHub", dict], None]] = None  # after the run was created
+        self.on_pull_read: Callable[[FakeGitHub, Pull], None] | None = None
+        self.on_dispatch: Callable[[FakeGitHub, dict], None] | None = None  # after the run was created
         self.runs: dict[str, list[dict]] = {}  # workflow file -> runs, any order
         self.workflows: dict[str, Workflow] = {}  # workflow file -> workflow_dispatch definition
         self.branches: dict[str, str] = {"main": "0" * 40}
@@ -164,11 +165,11 @@ class FakeGitHub:
         self.job_logs: dict[int, bytes] = {}
         self.run_artifacts: dict[int, list[dict]] = {}
         self.artifact_zips: dict[int, bytes] = {}
-        self.blob_host: Optional[str] = None  # host name of the redirects' Location; None: the API's
+        self.blob_host: str | None = None  # host name of the redirects' Location; None: the API's
         self._blob_secret = hashlib.sha1(os.urandom(16)).hexdigest()
         self._ids = itertools.count(900001)
-        self._server: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
     @property
@@ -177,7 +178,7 @@ class FakeGitHub:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "FakeGitHub":
+    def start(self) -> FakeGitHub:
         fake = self
 
         class Handler(_Handler):
@@ -200,13 +201,13 @@ class FakeGitHub:
             self._server = None
 
     # -- state helpers --------------------------------------------------------------------------
-    def add_pull(self, number: int, head_sha: str, body: Optional[str] = "", labels: tuple[str, ...] = ()) -> Pull:
+    def add_pull(self, number: int, head_sha: str, body: str | None = "", labels: tuple[str, ...] = ()) -> Pull:
         self.pulls[number] = Pull(number, head_sha, body)
         self.issue_labels[number] = list(labels)
         return self.pulls[number]
 
-    def add_run(self, workflow: str, *, head_sha: str, conclusion: Optional[str], status: str = "completed",
-                event: str = "pull_request", display_title: str = "", run_id: Optional[int] = None) -> dict:
+    def add_run(self, workflow: str, *, head_sha: str, conclusion: str | None, status: str = "completed",
+                event: str = "pull_request", display_title: str = "", run_id: int | None = None) -> dict:
         """Runs are listed newest first; a run added later is newer."""
         run_id = run_id or next(self._ids)
         run = {"id": run_id, "name": workflow, "display_title": display_title or f"run {run_id}",
@@ -243,8 +244,8 @@ class FakeGitHub:
         self.blobs[sha] = Blob(data)
         return TreeEntry(rel, mode, "blob", sha, len(data))
 
-    def add_job(self, run_id: int, name: str, log: "bytes | str", *, job_id: Optional[int] = None,
-                status: str = "completed", conclusion: Optional[str] = "success", run_attempt: int = 1,
+    def add_job(self, run_id: int, name: str, log: bytes | str, *, job_id: int | None = None,
+                status: str = "completed", conclusion: str | None = "success", run_attempt: int = 1,
                 workflow_name: str = "PR Test", head_sha: str = "0" * 40) -> dict:
         """A job of run `run_id` (listed in the order added) whose raw log is `log`."""
         job_id = job_id or next(self._ids)
@@ -263,7 +264,7 @@ class FakeGitHub:
         self.job_logs[job_id] = log.encode("utf-8") if isinstance(log, str) else bytes(log)
         return job
 
-    def add_artifact(self, run_id: int, name: str, data: bytes, *, artifact_id: Optional[int] = None,
+    def add_artifact(self, run_id: int, name: str, data: bytes, *, artifact_id: int | None = None,
                      expired: bool = False) -> dict:
         """An artifact of run `run_id` (listed in the order added) whose archive is `data`."""
         artifact_id = artifact_id or next(self._ids)
@@ -337,7 +338,7 @@ class FakeGitHub:
             return 404, _not_found()
         return 200, self._label(name)
 
-    def _issue(self, number: str) -> Optional[list[str]]:
+    def _issue(self, number: str) -> list[str] | None:
         return self.issue_labels.get(int(number)) if number.isdigit() else None
 
     def api_issue_labels(self, number, *, query, body):
@@ -474,7 +475,7 @@ class FakeGitHub:
         page = max(1, int(query.get("page", ["1"])[0]))
         return copy.deepcopy(items[(page - 1) * per_page: page * per_page])
 
-    def _find_job(self, job_id: str) -> Optional[dict]:
+    def _find_job(self, job_id: str) -> dict | None:
         return next((j for jobs in self.run_jobs.values() for j in jobs if str(j["id"]) == job_id), None)
 
     def api_run_jobs(self, run_id, *, query, body):
@@ -552,7 +553,7 @@ ROUTES: list[tuple[str, str, str]] = [
 ]
 
 
-def _match(method: str, parts: list[str]) -> Optional[tuple[str, tuple]]:
+def _match(method: str, parts: list[str]) -> tuple[str, tuple] | None:
     # Match decoded segments, so an encoded '/' inside a label name stays one segment.
     for verb, pattern, name in ROUTES:
         pat_parts = pattern.split("/")
@@ -640,7 +641,7 @@ def copy_example(dest: Path) -> Path:
 
 
 def comment_event(body: str, *, action: str = "created", login: str = "alice", user_id: int = 5001,
-                  user_type: str = "User", sender_id: Optional[int] = None, repository: str = "acme/minirl",
+                  user_type: str = "User", sender_id: int | None = None, repository: str = "acme/minirl",
                   repository_id: int = 424242, number: int = 7, comment_id: int = 3141592,
                   on_pull_request: bool = True, author_association: str = "NONE") -> dict:
     """An `issue_comment` event payload as GitHub delivers it (the fields that matter, plus some)."""
@@ -663,7 +664,7 @@ def comment_event(body: str, *, action: str = "created", login: str = "alice", u
     }
 
 
-def workflow_dispatch_definition(workflow_file: Path, run_name: Optional[str] = None) -> Workflow:
+def workflow_dispatch_definition(workflow_file: Path, run_name: str | None = None) -> Workflow:
     """The `workflow_dispatch` inputs and `run-name` of a real workflow file, as GitHub applies them.
 
     `run_name` overrides the file's `run-name` template (as YAML parses it).

@@ -28,7 +28,6 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
 
 BINDIR_ENV = "CI_POLICY_PG_BINDIR"
 UNPRIVILEGED_ACCOUNTS = ("nobody", "postgres")
@@ -108,10 +107,10 @@ def _world_traversable(path: Path) -> bool:
 class PostgresServer:
     """One throwaway server; use as a context manager or call `cleanup()`."""
 
-    def __init__(self, bindir: Optional[Path] = None, *, startup_timeout: float = 60.0) -> None:
+    def __init__(self, bindir: Path | None = None, *, startup_timeout: float = 60.0) -> None:
         self.bindir = Path(bindir) if bindir is not None else find_bindir()
         self.startup_timeout = startup_timeout
-        self._account: Optional[pwd.struct_passwd] = None
+        self._account: pwd.struct_passwd | None = None
         parent = None
         if os.geteuid() == 0:
             self._account = self._unprivileged_account()
@@ -127,8 +126,8 @@ class PostgresServer:
         self.datadir = self.base / "data"
         self.socket_dir = self.base
         self.log_path = self.base / "server.log"
-        self.port: Optional[int] = None
-        self._proc: Optional[subprocess.Popen] = None
+        self.port: int | None = None
+        self._proc: subprocess.Popen | None = None
         self._initialized = False
 
     @staticmethod
@@ -170,7 +169,7 @@ class PostgresServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         if self.running:
             return self
         if not self._initialized:
@@ -291,7 +290,7 @@ class PostgresServer:
         finally:
             shutil.rmtree(self.base, ignore_errors=True)
 
-    def __enter__(self) -> "PostgresServer":
+    def __enter__(self) -> PostgresServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -299,7 +298,7 @@ class PostgresServer:
 
     # -- addresses --------------------------------------------------------------------------------
 
-    def url(self, dbname: str = "postgres", *, user: str = SUPERUSER, password: Optional[str] = None) -> str:
+    def url(self, dbname: str = "postgres", *, user: str = SUPERUSER, password: str | None = None) -> str:
         """A TCP URL (trust authentication ignores any password given)."""
         auth = user if password is None else f"{user}:{password}"
         return f"postgresql://{auth}@127.0.0.1:{self.port}/{dbname}"

@@ -22,8 +22,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from helpers import clean_env, console_script
+
 from ci_policy.cli import main
 
 PYTHON = sys.executable

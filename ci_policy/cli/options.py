@@ -135,10 +135,10 @@ def add_shard(p: argparse.ArgumentParser) -> None:
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
+    from ci_policy.adapters.git import git_diff
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.plan.build import build_plan
     from ci_policy.plan.policy import Trigger, parse_labels_json
-    from ci_policy.adapters.git import git_diff
     from ci_policy.read.diff import Diff, read_diff_file
 
     # A workflow passes every input on one line; GitHub gives "" for a value the event lacks.

@@ -12,17 +12,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from ci_policy.config import GPU_BACKENDS, Config, Stage
-from ci_policy.read.diff import Diff
 from ci_policy.errors import UsageError
+from ci_policy.gates.requirements import invalid_files
+from ci_policy.model.registry import Registration
+from ci_policy.model.snapshot import Snapshot
 from ci_policy.plan.partition import Shard, partition
 from ci_policy.plan.policy import Policy, Trigger, is_selected, resolve, why_not_selected
-from ci_policy.model.registry import Registration
-from ci_policy.gates.requirements import invalid_files
 from ci_policy.plan.selection import Decision, StageDecision, decide
-from ci_policy.model.snapshot import Snapshot
+from ci_policy.read.diff import Diff
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ class Plan:
     def matrix(self) -> dict[str, list[int]]:
         return {s.name: [sh.index for sh in s.shards] for s in self.stages}
 
-    def stage(self, name: str) -> Optional[StagePlan]:
+    def stage(self, name: str) -> StagePlan | None:
         for s in self.stages:
             if s.name == name:
                 return s
@@ -123,7 +122,7 @@ def _stage_plan(d: StageDecision, warnings: list[str]) -> StagePlan:
     return StagePlan(d.stage, d.decision, d.reasons, tests, shards, d.not_selected, d.invalid)
 
 
-def shard_of(plan: Plan, stage_name: str, shard: Optional[int]) -> tuple[StagePlan, Optional[Shard]]:
+def shard_of(plan: Plan, stage_name: str, shard: int | None) -> tuple[StagePlan, Shard | None]:
     """The stage and shard a stage job runs; errors name what is wrong."""
     config_stage = plan.stage(stage_name)
     configured = plan.config.stage(stage_name)

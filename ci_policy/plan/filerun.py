@@ -23,16 +23,15 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-from ci_policy.read.checkout import read_text
 from ci_policy.config import IMAGE_TAG_RE, Config, load_config
 from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.model.estimates import apply as apply_estimates
 from ci_policy.model.estimates import parse_estimates
+from ci_policy.model.registry import registrations_of
+from ci_policy.read.checkout import read_text
 from ci_policy.read.labels import load_labels
 from ci_policy.read.markers import scan
-from ci_policy.model.registry import registrations_of
 
 # tests/<segment>/.../test_*.py; segments start with a word character, no '..', no shell characters.
 DEFAULT_CPU_RUNNER = "ubuntu-latest"
@@ -45,7 +44,7 @@ class FilePlan:
     hw: str
     suite: str
     runs_on: tuple[str, ...]
-    container_image: Optional[str]
+    container_image: str | None
     timeout_seconds: int
 
     def as_dict(self) -> dict[str, object]:
@@ -67,7 +66,7 @@ def check_image_tag(tag: str, source: str = "--image-tag") -> str:
     return tag
 
 
-def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None = None, image_tag: Optional[str] = None) -> FilePlan:
+def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None = None, image_tag: str | None = None) -> FilePlan:
     check_test_path(file)
     root = Path(source_root)
     if not root.is_dir():

@@ -18,16 +18,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
 
 from ci_policy.config import CADENCES, Config
 from ci_policy.errors import InputError, UsageError
 from ci_policy.gates.baseline import writes_baseline
-from ci_policy.read.strictjson import no_constants
+from ci_policy.model.registry import Registration
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.names import CI_LABEL_RE, is_ci_label
-from ci_policy.model.registry import Registration
+from ci_policy.read.strictjson import no_constants
 
 EVENTS = ("pull_request", "schedule", "workflow_dispatch", "workflow_call")
 
@@ -36,8 +36,8 @@ EVENTS = ("pull_request", "schedule", "workflow_dispatch", "workflow_call")
 class Trigger:
     event: str
     labels: tuple[str, ...] = ()
-    schedule: Optional[str] = None
-    cadence: Optional[str] = None
+    schedule: str | None = None
+    cadence: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,10 @@ class Policy:
     write_baseline: bool
     warnings: tuple[str, ...] = ()
 
-    def source_of(self, label: str) -> Optional[str]:
+    def source_of(self, label: str) -> str | None:
         return dict(self.sources).get(label)
 
-    def with_labels(self, added: Iterable[tuple[str, str]]) -> "Policy":
+    def with_labels(self, added: Iterable[tuple[str, str]]) -> Policy:
         """A copy with more included labels (auto-selection by path rules)."""
         sources = dict(self.sources)
         for label, source in added:

@@ -15,16 +15,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Iterable
-from typing import Literal, Optional
+from dataclasses import dataclass
+from typing import Literal
 
 from ci_policy.config import Rule, Stage
-from ci_policy.read.diff import Diff
-from ci_policy.read.globs import matches
-from ci_policy.plan.policy import Policy, is_selected, why_not_selected
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import Snapshot
+from ci_policy.plan.policy import Policy, is_selected, why_not_selected
+from ci_policy.read.diff import Diff
+from ci_policy.read.globs import matches
 
 MAX_PATHS_SHOWN = 5
 
@@ -76,7 +76,7 @@ def classify(path: str, snapshot: Snapshot) -> PathEffect:
 
 
 def decide(snapshot: Snapshot, policy: Policy, diff: Diff,
-           invalid_files: Optional[dict[str, str]] = None) -> tuple[Policy, tuple[StageDecision, ...]]:
+           invalid_files: dict[str, str] | None = None) -> tuple[Policy, tuple[StageDecision, ...]]:
     """`invalid_files` (file -> reason) are never scheduled; their stages list them as invalid."""
     config = snapshot.config
     invalid_files = invalid_files or {}

@@ -18,13 +18,12 @@ from __future__ import annotations
 import datetime
 import difflib
 import math
-from collections.abc import Mapping
-from typing import Any, Callable, Iterable, Literal, Optional
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
 
 import yaml
 
 from ci_policy.errors import InputError
-
 
 # A configuration is a few levels deep; PyYAML composes recursively, so unbounded
 # nesting ("[[[[...") would otherwise end in RecursionError.
@@ -67,7 +66,7 @@ class _StrictLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def compose(text: str, path: str, *, code: Optional[str] = None) -> Optional[yaml.Node]:
+def compose(text: str, path: str, *, code: str | None = None) -> yaml.Node | None:
     """Parse YAML text into a node tree; `None` for an empty document.
 
     `code` is the diagnostic code of the `InputError` raised for text that is not accepted YAML.
@@ -122,14 +121,14 @@ class Schema:
     `codes` maps each `ProblemKind` to the diagnostic code its errors carry (none if absent).
     """
 
-    def __init__(self, path: str, codes: Optional[Mapping[ProblemKind, str]] = None) -> None:
+    def __init__(self, path: str, codes: Mapping[ProblemKind, str] | None = None) -> None:
         self.path = path
         self.codes: Mapping[ProblemKind, str] = codes or {}
         self.errors: list[InputError] = []
 
     # -- errors -------------------------------------------------------------------------
-    def error(self, node: Optional[yaml.Node], where: str, message: str, hint: Optional[str] = None,
-              *, code: Optional[str] = None, kind: ProblemKind = "invalid-value") -> None:
+    def error(self, node: yaml.Node | None, where: str, message: str, hint: str | None = None,
+              *, code: str | None = None, kind: ProblemKind = "invalid-value") -> None:
         """Record a problem at `node`; `code` wins over the code of `kind`."""
         mark = node.start_mark if node is not None else None
         text = f"{where}: {message}" if where else message
@@ -151,7 +150,7 @@ class Schema:
         required: Iterable[str] = (),
         optional: Iterable[str] = (),
         open_keys: bool = False,
-    ) -> Optional[dict[str, tuple[yaml.Node, yaml.Node]]]:
+    ) -> dict[str, tuple[yaml.Node, yaml.Node]] | None:
         """Return {key: (key_node, value_node)} of a mapping, checking its keys.
 
         `open_keys` mappings (e.g. name -> value tables) skip the known-key check.
@@ -185,7 +184,7 @@ class Schema:
                            kind="missing-key")
         return out
 
-    def sequence(self, node: yaml.Node, where: str, *, non_empty: bool = False) -> Optional[list[yaml.Node]]:
+    def sequence(self, node: yaml.Node, where: str, *, non_empty: bool = False) -> list[yaml.Node] | None:
         if not isinstance(node, yaml.SequenceNode):
             self.error(node, where, f"expected a list, got {self.describe(node)}", kind="wrong-type")
             return None
@@ -250,7 +249,7 @@ class Schema:
             return INVALID
         return value
 
-    def string(self, node: yaml.Node, where: str, *, check: Optional[Callable[[str], Optional[str]]] = None) -> Any:
+    def string(self, node: yaml.Node, where: str, *, check: Callable[[str], str | None] | None = None) -> Any:
         value = self.scalar(node, where, str)
         if value is INVALID:
             return INVALID
@@ -285,7 +284,7 @@ class Schema:
         return value
 
     def string_list(self, node: yaml.Node, where: str, *, non_empty: bool = False,
-                    check: Optional[Callable[[str], Optional[str]]] = None) -> Any:
+                    check: Callable[[str], str | None] | None = None) -> Any:
         items = self.sequence(node, where, non_empty=non_empty)
         if items is None:
             return INVALID

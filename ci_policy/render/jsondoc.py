@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import asdict
-from typing import Any, Optional
+from typing import Any
 
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import Plan, StagePlan
@@ -56,7 +56,7 @@ def plan_json(plan: Plan) -> str:
     return json.dumps(plan_dict(plan), indent=2)
 
 
-def shard_files_json(stage_plan: StagePlan, shard: Optional[Shard]) -> str:
+def shard_files_json(stage_plan: StagePlan, shard: Shard | None) -> str:
     """`ci-policy list --format json`: one stage shard's files; no shard when the stage is skipped."""
     return json.dumps({"schema": JSON_SCHEMA_VERSION, "stage": stage_plan.name, "decision": stage_plan.decision,
                        "reasons": list(stage_plan.reasons), "shard": None if shard is None else shard.index,
@@ -78,7 +78,7 @@ def tune_json(proposals: Iterable[Any], balances: Iterable[Any], **done: Any) ->
                        "balance": [asdict(b) for b in balances], **done}, indent=2)
 
 
-def comment_json(status: str, message: str, exit_code: int, requests: Optional[Iterable[Any]] = None) -> str:
+def comment_json(status: str, message: str, exit_code: int, requests: Iterable[Any] | None = None) -> str:
     """`ci-policy comment --format json`: the result; in a dry run, the requests not sent."""
     out: dict[str, Any] = {"schema": JSON_SCHEMA_VERSION, "status": status, "message": message,
                            "exit_code": exit_code}

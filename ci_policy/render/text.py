@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Optional
 
 from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
@@ -43,7 +42,7 @@ def registry_text(registrations: Iterable[Registration]) -> str:
     return table(rows)
 
 
-def table(rows: Sequence[tuple[str, ...]], right: Optional[set[int]] = None) -> str:
+def table(rows: Sequence[tuple[str, ...]], right: set[int] | None = None) -> str:
     right = right or set()
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = []
@@ -155,7 +154,7 @@ def shard_header(stage_plan: StagePlan, shard: Shard) -> str:
     return "\n".join(lines)
 
 
-def _num(value: Optional[float]) -> str:
+def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.6g}"
 
 

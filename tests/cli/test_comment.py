@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from adapters.github.test_gateway import (  # noqa: F401  (gh and world are fixtures)
     COMMENT_ID,
     HEAD,
@@ -21,6 +20,7 @@ from adapters.github.test_gateway import (  # noqa: F401  (gh and world are fixt
     inputs,
     world,
 )
+
 from ci_policy.cli import main
 
 SFT = "tests/e2e/test_megatron_sft.py"

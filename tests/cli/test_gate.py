@@ -16,8 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from helpers import clean_env, console_script
+
 from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
 from ci_policy.read.records import read_record, write_record
 

@@ -15,11 +15,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
+from cli.expected import CONFIG, LABELS, LINT_TEXT, REGISTRY_JSON, REGISTRY_TEXT, lint_github, write_repo
 from helpers import clean_env, console_script
+
 from ci_policy.cli import main
 from ci_policy.cli.main import build_parser
-from cli.expected import CONFIG, LABELS, LINT_TEXT, REGISTRY_JSON, REGISTRY_TEXT, lint_github, write_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "gpu-repo"

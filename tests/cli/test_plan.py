@@ -16,8 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from helpers import clean_env, console_script
+
 from ci_policy.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
-from ci_policy.cli import main
 from cli.expected import (
     BROKEN_ERRORS,
     EXAMPLE,
@@ -18,6 +16,8 @@ from cli.expected import (
     REGISTRY_TEXT,
     write_repo,
 )
+
+from ci_policy.cli import main
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str]:

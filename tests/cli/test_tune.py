@@ -20,12 +20,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from helpers import console_script
-from ci_policy.cli import main
+
 from ci_policy.adapters.tuning.evidence import STATUSES
 from ci_policy.adapters.tuning.logs import clean_line
 from ci_policy.adapters.tuning.report import COLUMNS
+from ci_policy.cli import main
 
 EVIDENCE = Path(__file__).resolve().parents[1] / "data" / "tuning_e2e"
 WEEKLY = ["--event", "schedule", "--schedule", "0 15 * * 6"]

@@ -6,8 +6,8 @@ import os
 import re
 
 import pytest
-
 from helpers import MINIMAL_CONFIG
+
 from ci_policy import __version__
 from ci_policy.config import load_config, parse_config
 from ci_policy.config.codes import CONFIG_CODES, SCHEMA_CODES

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 from helpers import MINIMAL_CONFIG
+
 from ci_policy.config import (
     Cadences,
     Config,

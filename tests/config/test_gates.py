@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
 from helpers import MAIN_BLOCK, MINIMAL_CONFIG
+
 from ci_policy.config import GateRequirement, GatesConfig, parse_config
-from ci_policy.errors import InputError, InputErrors
 from ci_policy.config.gates import SHIPPED_DEFAULTS
-from ci_policy.sdk.metrics import DEFAULT_CAPTURE
+from ci_policy.errors import InputError, InputErrors
 from ci_policy.model.snapshot import load_snapshot
+from ci_policy.sdk.metrics import DEFAULT_CAPTURE
 
 P = ".github/ci-policy.yml"
 GATES_LINE = MINIMAL_CONFIG.count("\n") + 1  # `gates:` follows the minimal configuration

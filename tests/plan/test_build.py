@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from ci_policy.read.diff import Diff, read_diff
 from ci_policy.errors import InputError, InputErrors, UsageError
+from ci_policy.model.snapshot import load_snapshot
 from ci_policy.plan.build import build_plan, shard_of
 from ci_policy.plan.policy import Trigger
-from ci_policy.model.snapshot import load_snapshot
+from ci_policy.read.diff import Diff, read_diff
 
 MAIN = '\nif __name__ == "__main__":\n    main()\n'
 

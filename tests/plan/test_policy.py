@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ci_policy.config import parse_config
 from ci_policy.errors import InputError, UsageError
-from ci_policy.read.labels import parse_labels
+from ci_policy.model.registry import Registration
 from ci_policy.plan.policy import (
     EVENTS,
     Policy,
@@ -21,7 +21,7 @@ from ci_policy.plan.policy import (
     resolve,
     why_not_selected,
 )
-from ci_policy.model.registry import Registration
+from ci_policy.read.labels import parse_labels
 
 STAGES = """\
 version: 1

@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_policy.read.diff import Diff, read_diff
 from ci_policy.errors import InputError
+from ci_policy.model.snapshot import Snapshot, load_snapshot
 from ci_policy.plan.policy import Trigger, resolve
 from ci_policy.plan.selection import PathEffect, classify, decide
+from ci_policy.read.diff import Diff, read_diff
 from ci_policy.read.globs import matches
-from ci_policy.model.snapshot import Snapshot, load_snapshot
 
 MAIN = '\nif __name__ == "__main__":\n    main()\n'
 
