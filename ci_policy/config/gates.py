@@ -37,6 +37,7 @@ from ci_policy.config.fields import (
     strings,
 )
 from ci_policy.read.yamlnodes import INVALID, Schema
+from ci_policy.read.numbers import is_finite_number
 from ci_policy.sdk.metrics import DEFAULT_CAPTURE
 
 Reference = Literal["mean", "median"]
@@ -45,8 +46,6 @@ SessionVersion = Literal["v1", "v2"]
 SESSION_VERSIONS: tuple[SessionVersion, ...] = get_args(SessionVersion)
 # metric key -> {"steps": "last" | "all" | (step, ...), "constraint": {bound: value}}
 GateDefaults = FrozenMap[str, FrozenMap[str, Any]]
-
-from ci_policy.read.numbers import is_finite_number
 
 CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
 

@@ -66,7 +66,8 @@ def check_image_tag(tag: str, source: str = "--image-tag") -> str:
     return tag
 
 
-def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None = None, image_tag: str | None = None) -> FilePlan:
+def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None = None,
+                 image_tag: str | None = None) -> FilePlan:
     check_test_path(file)
     root = Path(source_root)
     if not root.is_dir():

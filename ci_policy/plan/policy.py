@@ -100,7 +100,9 @@ def resolve_cadence(trigger: Trigger, config: Config, raw_labels: Sequence[str])
     if trigger.event == "schedule":
         if not trigger.schedule:
             raise UsageError("a schedule event needs its cron string",
-                             source="--schedule", hint="pass --schedule \"$SCHEDULE\", with SCHEDULE set from github.event.schedule in the step's env:")
+                             source="--schedule",
+                             hint="pass --schedule \"$SCHEDULE\", with SCHEDULE set from github.event.schedule "
+                                  "in the step's env:")
         cadence = config.cadences.for_cron(trigger.schedule)
         if cadence is None:
             known = ", ".join(repr(c) for c in config.cadences.schedules) or "none"

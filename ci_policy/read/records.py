@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from typing import NoReturn
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from ci_policy.sdk.metrics import RECORD_SCHEMA, encode_value
 Series = dict[str, list[tuple[int, float]]]
 
 
-def decode_value(value) -> float:
+def decode_value(value: object) -> float:
     """The inverse of `sdk.metrics.encode_value`."""
     if isinstance(value, str):
         return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[value]
@@ -46,7 +47,7 @@ def read_record_file(path: Path) -> Series:
     return series
 
 
-def _strict_constant(name: str):
+def _strict_constant(name: str) -> NoReturn:
     raise ValueError(f"non-standard JSON constant {name}")
 
 

@@ -33,7 +33,7 @@ MAX_DEPTH = 64
 class _Refused(yaml.MarkedYAMLError):
     """Valid YAML that ci-policy does not accept."""
 
-    def __init__(self, problem: str, mark, hint: str) -> None:
+    def __init__(self, problem: str, mark: Any, hint: str) -> None:
         super().__init__(problem=problem, problem_mark=mark)
         self.hint = hint
 
@@ -41,12 +41,12 @@ class _Refused(yaml.MarkedYAMLError):
 class _StrictLoader(yaml.SafeLoader):
     _depth = 0
 
-    def compose_node(self, parent, index):  # type: ignore[override]
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise _Refused("aliases are not allowed in ci-policy configuration",
                            event.start_mark, "write each value out in full")
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         if getattr(event, "anchor", None):
             raise _Refused("anchors are not allowed in ci-policy configuration",
                            event.start_mark, "write each value out in full")

@@ -47,7 +47,8 @@ def table(rows: Sequence[tuple[str, ...]], right: set[int] | None = None) -> str
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = []
     for row in rows:
-        cells = [cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))]
+        cells = [cell.rjust(w) if i in right else cell.ljust(w)
+                 for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
         out.append("  ".join(cells).rstrip())
     return "\n".join(out)
 

@@ -16,9 +16,9 @@ import re
 from collections.abc import Sequence
 
 from ci_policy.config.runner import RetryRules
-from ci_policy.plan.results import Verdict
+from ci_policy.plan.results import FailureKind, Verdict
 
-REPORTED_KINDS = {"infra": True, "flaky": True, "code": False}
+REPORTED_KINDS: dict[FailureKind, bool] = {"infra": True, "flaky": True, "code": False}
 
 
 def _first_match(patterns: Sequence[str], text: str) -> str | None:
@@ -30,9 +30,10 @@ def _first_match(patterns: Sequence[str], text: str) -> str | None:
 
 def classify(status: str, tail: str, reported: str | None, timeouts_before: int,
              rules: RetryRules) -> Verdict:
-    if reported in REPORTED_KINDS:
-        article = "an" if reported[0] in "aeiou" else "a"
-        return Verdict(reported, REPORTED_KINDS[reported], f"the test reported {article} {reported} failure")
+    for kind, retriable in REPORTED_KINDS.items():
+        if reported == kind:
+            article = "an" if kind[0] in "aeiou" else "a"
+            return Verdict(kind, retriable, f"the test reported {article} {kind} failure")
     hit = _first_match(rules.infra, tail)
     if hit:
         return Verdict("infra", True, f"output matches infra pattern {hit!r}")

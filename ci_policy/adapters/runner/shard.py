@@ -40,7 +40,7 @@ from ci_policy.errors import InputError, InputErrors
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import StagePlan
 from ci_policy.plan.partition import Shard
-from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
+from ci_policy.plan.results import Attempt, AttemptStatus, FileResult, GateOutcome, ShardResult
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.records import Series, merge_records, write_record
 from ci_policy.render import escape_data, one_line
@@ -397,7 +397,7 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
             proc = run_process(argv, repo, env, file_result.timeout, options.kill_grace, out)
             if options.github:
                 print("::endgroup::", file=out, flush=True)
-            status = "timeout" if proc.timed_out else ("pass" if proc.returncode == 0 else "fail")
+            status: AttemptStatus = "timeout" if proc.timed_out else ("pass" if proc.returncode == 0 else "fail")
             verdict = None
             if status != "pass":
                 reported = _read_kind(kind_file)

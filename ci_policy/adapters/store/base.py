@@ -65,7 +65,7 @@ def _check_identity(identity: object) -> Identity:
                         f"got {identity!r}")
     for name, part in zip(("file", "backend", "suite", "metric_key", "written_json"), identity, strict=True):
         _text(f"identity {name}", part)
-    return identity  # type: ignore[return-value]
+    return identity
 
 
 @dataclass(frozen=True)
