@@ -34,7 +34,8 @@ STAGES = [("stage-b", "cuda", 4), ("stage-c", "cuda", 8), ("stage-r", "rocm", 4)
 
 def make_checkout(root: Path, n: int) -> list[str]:
     (root / ".github").mkdir(parents=True)
-    (root / "labels.py").write_text("KNOWN_LABELS = {" + ", ".join(f'"{name}": "{name} tests"' for name in LABELS) + "}\n")
+    known = ", ".join(f'"{name}": "{name} tests"' for name in LABELS)
+    (root / "labels.py").write_text("KNOWN_LABELS = {" + known + "}\n")
     stages = "\n".join(f"  - {{name: {name}, backend: {backend}, runs_on: [gpu], partitions: {parts}}}"
                        for name, backend, parts in STAGES)
     (root / ".github" / "ci-policy.yml").write_text(

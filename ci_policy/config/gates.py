@@ -36,8 +36,8 @@ from ci_policy.config.fields import (
     mapping_of,
     strings,
 )
-from ci_policy.read.yamlnodes import INVALID, Schema
 from ci_policy.read.numbers import is_finite_number
+from ci_policy.read.yamlnodes import INVALID, Schema
 from ci_policy.sdk.metrics import DEFAULT_CAPTURE
 
 Reference = Literal["mean", "median"]

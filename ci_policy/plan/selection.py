@@ -111,8 +111,10 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff,
         reasons = _affected_reasons(stage, diff, effects)
         sources = {(label, source) for r in selected for label in r.labels
                    if label in forcing and (source := policy.source_of(label)) is not None}
-        reasons += [f"run: requested by {src}" for src in sorted({src for label, src in sources if src == f"run-ci-{label}"})]
-        reasons += [f"run: included by {src}" for src in sorted({src for label, src in sources if src != f"run-ci-{label}"})]
+        requested = {src for label, src in sources if src == f"run-ci-{label}"}
+        reasons += [f"run: requested by {src}" for src in sorted(requested)]
+        included = {src for label, src in sources if src != f"run-ci-{label}"}
+        reasons += [f"run: included by {src}" for src in sorted(included)]
         if reasons:
             decisions.append(StageDecision(stage, "run", tuple(reasons), selected, not_selected, invalid))
         else:

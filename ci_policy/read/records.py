@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import NoReturn
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from ci_policy.sdk.metrics import RECORD_SCHEMA, encode_value
 
