@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from ci_policy import __version__
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import Diagnostic, InputError, InputErrors
 
 
 def _repo_arg(p: argparse.ArgumentParser) -> None:
@@ -571,7 +571,7 @@ def cmd_registry(args: argparse.Namespace) -> int:
     return 0
 
 
-def report_errors(errors: Sequence[InputError], fmt: str, repo: Optional[Path],
+def report_errors(errors: Sequence[Diagnostic], fmt: str, repo: Optional[Path],
                   config: Optional[str] = None) -> None:
     """The one place errors become output: annotations in github format, text otherwise."""
     from ci_policy.render import diagnostics
@@ -597,15 +597,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         report_errors(exc.errors, fmt, repo, config)
         return 1
     except InputError as exc:
-        report_errors([exc], fmt, repo, config)
+        report_errors([exc.diagnostic], fmt, repo, config)
         return 1
     except BrokenPipeError:
         return 1
     except (OSError, RecursionError, MemoryError) as exc:
-        # A checkout the core could not read (see lint.input_error): an input error, not a crash.
-        from ci_policy.model.lint import input_error
+        # A checkout the core could not read (see lint.read_failure): an input error, not a crash.
+        from ci_policy.model.lint import read_failure
 
-        report_errors([input_error(exc)], fmt, repo, config)
+        report_errors([read_failure(exc)], fmt, repo, config)
         return 1
 
 

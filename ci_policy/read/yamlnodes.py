@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import yaml
 
-from ci_policy.errors import InputError
+from ci_policy.errors import CiPolicyError, InputError
 
 
 # A configuration is a few levels deep; PyYAML composes recursively, so unbounded
@@ -27,7 +27,7 @@ from ci_policy.errors import InputError
 MAX_DEPTH = 64
 
 
-class _Refused(yaml.MarkedYAMLError):
+class _Refused(yaml.MarkedYAMLError, CiPolicyError):
     """Valid YAML that ci-policy does not accept."""
 
     def __init__(self, problem: str, mark, hint: str) -> None:

@@ -27,6 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Sequence
 
+from ci_policy.errors import CiPolicyError
+
 VERSIONS = ("v1", "v2")
 MISMATCH_TYPES = ("special_token_count", "special_token_type", "non_assistant_text", "assistant_text")
 STRICT_TYPES = ("special_token_count", "special_token_type", "non_assistant_text")
@@ -45,7 +47,7 @@ DEFAULT_CAPTURE = (
 )
 
 
-class TitoMismatchError(ValueError):
+class TitoMismatchError(CiPolicyError, ValueError):
     """A strict TITO mismatch rate is not zero in a CI test."""
 
 

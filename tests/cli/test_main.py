@@ -47,14 +47,15 @@ DISABLED_WARNING = ("register_cuda_ci for suite stage-c-4-gpu-h200 is disabled: 
 SUMMARY = "ci-policy lint: OK: 0 errors, 1 warning (17 test files, 18 registrations, 5 gates)"
 
 LINT_TEXT = (
-    f"tests/e2e/test_fsdp_checkpoint_resume.py:10:1: warning: {DISABLED_WARNING}\n"
+    f"tests/e2e/test_fsdp_checkpoint_resume.py:10:1: warning: CP905 registration-disabled: {DISABLED_WARNING}\n"
     f"{SUMMARY}\n"
 )
 
 
 def lint_github(prefix: str = "") -> str:
     return (
-        f"::warning file={prefix}tests/e2e/test_fsdp_checkpoint_resume.py,line=10,col=1::{DISABLED_WARNING}\n"
+        f"::warning file={prefix}tests/e2e/test_fsdp_checkpoint_resume.py,line=10,col=1,"
+        f"title=CP905 registration-disabled::{DISABLED_WARNING}\n"
         f"{SUMMARY}\n"
     )
 
@@ -65,6 +66,8 @@ LINT_JSON = {
     "errors": [],
     "warnings": [
         {
+            "code": "CP905",
+            "name": "registration-disabled",
             "path": "tests/e2e/test_fsdp_checkpoint_resume.py",
             "line": 10,
             "col": 1,
@@ -193,7 +196,7 @@ def test_explicit_config_inside_and_outside_the_checkout(example_repo, tmp_path,
     # Without --config the (now missing) default is an error.
     rc, out, err = run(["lint"], capsys)
     assert rc == 1
-    assert out == (".github/ci-policy.yml: configuration file .github/ci-policy.yml does not exist\n"
+    assert out == (".github/ci-policy.yml: CP403 path-missing: configuration file .github/ci-policy.yml does not exist\n"
                    "    hint: create it or point the configuration at the right configuration file\n"
                    "ci-policy lint: FAILED: 1 error, 0 warnings\n")
 
@@ -217,7 +220,7 @@ def test_github_annotation_for_a_config_outside_the_checkout(example_repo, tmp_p
 def test_github_annotation_for_a_missing_repo_names_it_once(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert run(["lint", "--repo", "nonexistent", "--format", "github"], capsys) == (
-        1, "::error file=nonexistent::repository nonexistent is not a directory "
+        1, "::error file=nonexistent,title=CP404 path-wrong-type::repository nonexistent is not a directory "
            "(hint: pass --repo with the checkout's root directory)\n"
            "ci-policy lint: FAILED: 1 error, 0 warnings\n", "")
 
@@ -254,23 +257,23 @@ def broken_repo(tmp_path) -> Path:
 
 
 BROKEN_ERRORS = """\
-tests/e2e/test_bad_label.py:3:54: register_cuda_ci: unknown label 'megatrn' (did you mean 'megatron'?); valid labels: megatron, fsdp, long
+tests/e2e/test_bad_label.py:3:54: CP227 label-unknown: register_cuda_ci: unknown label 'megatrn' (did you mean 'megatron'?); valid labels: megatron, fsdp, long
     hint: use a valid label, or add 'megatrn' with a description to KNOWN_LABELS in labels.py
-tests/e2e/test_bad_suite.py:3:22: register_cuda_ci: suite 'gpu-x' is not a configured cuda stage; did you mean 'gpu-b'?
+tests/e2e/test_bad_suite.py:3:22: CP225 suite-unknown: register_cuda_ci: suite 'gpu-x' is not a configured cuda stage; did you mean 'gpu-b'?
     hint: configured cuda stages: gpu-a, gpu-b (stages are listed in .github/ci-policy.yml)
-tests/e2e/test_no_main.py:3:1: stage gpu-b runs tests/e2e/test_no_main.py as `python FILE`, but the file has no `if __name__ == "__main__":` block that calls something, so it would exit 0 without running a test
+tests/e2e/test_no_main.py:3:1: CP222 registration-no-main-block: stage gpu-b runs tests/e2e/test_no_main.py as `python FILE`, but the file has no `if __name__ == "__main__":` block that calls something, so it would exit 0 without running a test
     hint: add `if __name__ == "__main__": unittest.main()` (or pytest.main([__file__]))
-tests/e2e/test_unregistered.py:1:1: tests/e2e/test_unregistered.py matches the discovery pattern 'test_*.py' but has no registration and is not under an implicit root, so no stage would run it
+tests/e2e/test_unregistered.py:1:1: CP231 test-file-unregistered: tests/e2e/test_unregistered.py matches the discovery pattern 'test_*.py' but has no registration and is not under an implicit root, so no stage would run it
     hint: add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level, or add an implicit root for its directory in the configuration
 """
 BROKEN_WARNINGS = """\
-.github/ci-policy.yml:8: warning: stage gpu-a has no registered test files
+.github/ci-policy.yml:8: warning: CP901 stage-without-tests: stage gpu-a has no registered test files
     hint: register tests with suite='gpu-a' or remove the stage
-.github/ci-policy.yml:10: warning: stage amd has no registered test files
+.github/ci-policy.yml:10: warning: CP901 stage-without-tests: stage amd has no registered test files
     hint: register tests with suite='amd' or remove the stage
-labels.py:1: warning: label 'fsdp' is not used by any test
+labels.py:1: warning: CP902 label-unused: label 'fsdp' is not used by any test
     hint: run-ci-fsdp selects nothing; use it in a registration or remove it
-labels.py:1: warning: label 'megatron' is not used by any test
+labels.py:1: warning: CP902 label-unused: label 'megatron' is not used by any test
     hint: run-ci-megatron selects nothing; use it in a registration or remove it
 """
 
@@ -299,15 +302,15 @@ def test_lint_json_with_errors(broken_repo, capsys):
         ("tests/e2e/test_bad_label.py", 3, 54), ("tests/e2e/test_bad_suite.py", 3, 22),
         ("tests/e2e/test_no_main.py", 3, 1), ("tests/e2e/test_unregistered.py", 1, 1)]
     assert data["errors"][0] == {
-        "path": "tests/e2e/test_bad_label.py", "line": 3, "col": 54,
+        "code": "CP227", "name": "label-unknown", "path": "tests/e2e/test_bad_label.py", "line": 3, "col": 54,
         "message": "register_cuda_ci: unknown label 'megatrn' (did you mean 'megatron'?); "
                    "valid labels: megatron, fsdp, long",
         "hint": "use a valid label, or add 'megatrn' with a description to KNOWN_LABELS in labels.py"}
-    assert [(w["path"], w["line"], w["message"]) for w in data["warnings"]] == [
-        (".github/ci-policy.yml", 8, "stage gpu-a has no registered test files"),
-        (".github/ci-policy.yml", 10, "stage amd has no registered test files"),
-        ("labels.py", 1, "label 'fsdp' is not used by any test"),
-        ("labels.py", 1, "label 'megatron' is not used by any test")]
+    assert [(w["code"], w["path"], w["line"], w["message"]) for w in data["warnings"]] == [
+        ("CP901", ".github/ci-policy.yml", 8, "stage gpu-a has no registered test files"),
+        ("CP901", ".github/ci-policy.yml", 10, "stage amd has no registered test files"),
+        ("CP902", "labels.py", 1, "label 'fsdp' is not used by any test"),
+        ("CP902", "labels.py", 1, "label 'megatron' is not used by any test")]
 
 
 def test_lint_github_with_errors(broken_repo, monkeypatch, capsys):
@@ -316,18 +319,19 @@ def test_lint_github_with_errors(broken_repo, monkeypatch, capsys):
     assert (rc, err) == (1, "")
     lines = out.splitlines()
     assert lines[0] == (
-        "::error file=tests/e2e/test_bad_label.py,line=3,col=54::register_cuda_ci: unknown label 'megatrn' "
+        "::error file=tests/e2e/test_bad_label.py,line=3,col=54,title=CP227 label-unknown::"
+        "register_cuda_ci: unknown label 'megatrn' "
         "(did you mean 'megatron'?); valid labels: megatron, fsdp, long (hint: use a valid label, or add "
         "'megatrn' with a description to KNOWN_LABELS in labels.py)")
     assert [line.split("::")[1] for line in lines[:-1]] == [
-        "error file=tests/e2e/test_bad_label.py,line=3,col=54",
-        "error file=tests/e2e/test_bad_suite.py,line=3,col=22",
-        "error file=tests/e2e/test_no_main.py,line=3,col=1",
-        "error file=tests/e2e/test_unregistered.py,line=1,col=1",
-        "warning file=.github/ci-policy.yml,line=8",
-        "warning file=.github/ci-policy.yml,line=10",
-        "warning file=labels.py,line=1",
-        "warning file=labels.py,line=1",
+        "error file=tests/e2e/test_bad_label.py,line=3,col=54,title=CP227 label-unknown",
+        "error file=tests/e2e/test_bad_suite.py,line=3,col=22,title=CP225 suite-unknown",
+        "error file=tests/e2e/test_no_main.py,line=3,col=1,title=CP222 registration-no-main-block",
+        "error file=tests/e2e/test_unregistered.py,line=1,col=1,title=CP231 test-file-unregistered",
+        "warning file=.github/ci-policy.yml,line=8,title=CP901 stage-without-tests",
+        "warning file=.github/ci-policy.yml,line=10,title=CP901 stage-without-tests",
+        "warning file=labels.py,line=1,title=CP902 label-unused",
+        "warning file=labels.py,line=1,title=CP902 label-unused",
     ]
     assert lines[-1] == "ci-policy lint: FAILED: 4 errors, 4 warnings (5 test files, 2 registrations, 0 gates)"
 
@@ -387,16 +391,16 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     a_file.write_text("")
     return {
         "missing default config": (["--repo", str(no_config)],
-                                   ".github/ci-policy.yml: configuration file .github/ci-policy.yml does not exist"),
+                                   ".github/ci-policy.yml: CP403 path-missing: configuration file .github/ci-policy.yml does not exist"),
         "missing --config": (["--repo", str(no_config), "--config", str(tmp_path / "nope.yml")],
                              f"configuration file {tmp_path / 'nope.yml'} cannot be read: No such file or directory"),
         "invalid YAML": (["--repo", str(invalid_yaml)],
                          ".github/ci-policy.yml:2:9: invalid YAML: mapping values are not allowed here"),
-        "broken labels.py": (["--repo", str(broken_labels)], "labels.py:1:16: labels file labels.py is not valid Python"),
+        "broken labels.py": (["--repo", str(broken_labels)], "labels.py:1:16: CP301 labels-syntax-error: labels file labels.py is not valid Python"),
         "labels.py without KNOWN_LABELS": (["--repo", str(no_labels)],
-                                           "labels.py:1:1: labels file labels.py does not define KNOWN_LABELS"),
+                                           "labels.py:1:1: CP302 labels-undefined: labels file labels.py does not define KNOWN_LABELS"),
         "labels_file through a regular file": (["--repo", str(through_file)],
-                                               "README/labels.py: labels file README/labels.py does not exist"),
+                                               "README/labels.py: CP403 path-missing: labels file README/labels.py does not exist"),
         "labels_file name too long": (["--repo", str(too_long)],
                                       f"cannot read {too_long / long_name}: File name too long"),
         "deeply nested labels.py": (["--repo", str(nested)], "too deeply nested"),

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from ci_policy.errors import CiPolicyError
 from ci_policy.plan.filerun import TEST_PATH_RE
 
 LABEL_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
@@ -37,7 +38,7 @@ class Command:
             self.kind, "/" + self.kind.replace("_", "-"))
 
 
-class GrammarError(ValueError):
+class GrammarError(CiPolicyError, ValueError):
     pass
 
 
