@@ -35,11 +35,11 @@ def discover(repo: Path, config: Config) -> tuple[list[str], list[Diagnostic]]:
             errors.append(exc.diagnostic)
             continue
         if st is None:
-            errors.append(Diagnostic(f"discovery root {root} does not exist", **where, code="CP403",
+            errors.append(Diagnostic(f"discovery root {root} does not exist", **where, code="CP402",
                                       hint="create the directory or remove it from discovery.roots"))
             continue
         if not stat.S_ISDIR(st.st_mode):
-            errors.append(Diagnostic(f"discovery root {root} is not a directory", **where, code="CP404"))
+            errors.append(Diagnostic(f"discovery root {root} is not a directory", **where, code="CP403"))
             continue
         _walk(repo, root, pattern, files, errors)
     # Overlapping roots walk the same directories twice: report each problem once.
@@ -51,7 +51,7 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
         entries = sorted(os.scandir(repo / rel_dir), key=lambda e: e.name)
     except OSError as exc:
         errors.append(Diagnostic(f"directory {rel_dir} cannot be read: {exc.strerror}", path=rel_dir,
-                                 code="CP405"))
+                                 code="CP404"))
         return
     for entry in entries:
         rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
@@ -66,7 +66,7 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
                 continue  # a symlinked non-test file is never read
             errors.append(Diagnostic(
                 f"{subject}; ci-policy refuses symlinks in a checkout",
-                path=rel, code="CP402", hint="replace the symlink with the real file or directory"))
+                path=rel, code="CP401", hint="replace the symlink with the real file or directory"))
             continue
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in _SKIP_DIRS:
@@ -76,7 +76,7 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
                 # A newline in a file name would start a new line (a workflow command) in logs.
                 errors.append(Diagnostic(
                     f"test file {rel!r} has control characters in its path; ci-policy refuses such names",
-                    path=repr(rel)[1:-1], code="CP408", hint="rename the file"))
+                    path=repr(rel)[1:-1], code="CP407", hint="rename the file"))
                 continue
             files.add(rel)
 

@@ -51,9 +51,9 @@ def read_failure(exc: OSError | RecursionError | MemoryError) -> Diagnostic:
     """
     if isinstance(exc, OSError):
         where = f" {exc.filename}" if exc.filename is not None else ""
-        return Diagnostic(f"cannot read{where}: {exc.strerror or exc}", code="CP405",
+        return Diagnostic(f"cannot read{where}: {exc.strerror or exc}", code="CP404",
                           hint="check the paths named in the configuration")
-    return Diagnostic("a file of the checkout is too deeply nested to parse", code="CP409",
+    return Diagnostic("a file of the checkout is too deeply nested to parse", code="CP408",
                       hint="simplify its deeply nested expressions")
 
 

@@ -55,7 +55,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
     repo = Path(repo)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
-                         code="CP404", hint="pass --repo with the checkout's root directory")
+                         code="CP403", hint="pass --repo with the checkout's root directory")
     config = _collect(load_config, repo, config_path)
     labels = _collect(load_labels, repo, config.labels_file)
 

@@ -25,8 +25,11 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 
 def check_relative(rel: str, *, field: str, path: str | None = None, line: int | None = None,
                    col: int | None = None) -> str:
-    """Validate a repo-relative POSIX path written in configuration and normalise it."""
-    where: dict[str, Any] = dict(path=path, line=line, col=col, code="CP401")
+    """Validate a repo-relative POSIX path written in configuration and normalise it.
+
+    No code of its own: the configuration reports the problem with its own location and code.
+    """
+    where: dict[str, Any] = dict(path=path, line=line, col=col)
     if not rel or rel.strip() != rel:
         raise InputError(f"{field}: expected a repo-relative path, got {rel!r}", **where,
                           hint="write a path such as tests/e2e")
@@ -72,7 +75,7 @@ def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | No
             subject = f"{what} {rel}" if shown == rel else f"{what} {rel}: directory {shown}"
             raise InputError(
                 f"{subject} is a symlink; ci-policy refuses symlinks in a checkout",
-                path=rel, code="CP402",
+                path=rel, code="CP401",
                 hint="replace the symlink with the real file or directory",
             )
     return st if parts else os.lstat(root)
@@ -82,22 +85,22 @@ def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_
     """Read a regular, symlink-free, UTF-8 file of the checkout."""
     st = check_no_symlinks(root, rel, what=what)
     if st is None:
-        raise InputError(f"{what} {rel} does not exist", path=rel, code="CP403",
+        raise InputError(f"{what} {rel} does not exist", path=rel, code="CP402",
                           hint=f"create it or point the configuration at the right {what}")
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{what} {rel} is not a regular file", path=rel, code="CP404")
+        raise InputError(f"{what} {rel} is not a regular file", path=rel, code="CP403")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(root / rel, flags)
     except OSError as exc:
         raise InputError(f"{what} {rel} cannot be read: {exc.strerror}", path=rel,
-                         code="CP405") from None
+                         code="CP404") from None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise InputError(f"{what} {rel} is not a regular file", path=rel, code="CP404")
+            raise InputError(f"{what} {rel} is not a regular file", path=rel, code="CP403")
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise InputError(f"{what} {rel} is larger than {max_bytes} bytes", path=rel, code="CP406",
+        raise InputError(f"{what} {rel} is larger than {max_bytes} bytes", path=rel, code="CP405",
                           hint="ci-policy reads checkout files as data and caps their size")
     try:
         return data.decode("utf-8")
@@ -106,4 +109,4 @@ def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_
         # Column in characters, like every other column; the bytes before the bad one decode.
         col = len(data[data.rfind(b"\n", 0, exc.start) + 1: exc.start].decode("utf-8")) + 1
         raise InputError(f"{what} {rel} is not valid UTF-8", path=rel, line=line, col=col,
-                         code="CP407", hint="save the file as UTF-8") from None
+                         code="CP406", hint="save the file as UTF-8") from None

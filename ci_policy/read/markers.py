@@ -113,7 +113,7 @@ def parse_source(text: str, path: str) -> ast.Module | Diagnostic:
                           hint="fix the syntax error", code="CP206")
     except (RecursionError, MemoryError):  # CPython's parser limits on nesting depth
         return Diagnostic(f"{path} is too deeply nested for the Python parser", path=path, line=1,
-                          col=1, hint="split the deeply nested expression", code="CP409")
+                          col=1, hint="split the deeply nested expression", code="CP408")
     except ValueError as exc:  # e.g. NUL bytes in the source
         return Diagnostic(f"{path} cannot be parsed: {exc}", path=path, line=1, col=1, code="CP206")
 

@@ -651,7 +651,7 @@ def test_missing_evidence_exits_1_with_exact_messages(work, capsys, args, stderr
 
 def test_a_bad_checkout_or_estimates_target_exits_1(work, capsys):
     assert cli(capsys, "tune", "--repo", "nowhere", "--from", "evidence") == (1, "", (
-        "nowhere: CP404 path-wrong-type: repository nowhere is not a directory\n"
+        "nowhere: CP403 path-wrong-type: repository nowhere is not a directory\n"
         "    hint: pass --repo with the checkout's root directory\n"
         "ci-policy: 1 error\n"))
     (work / "old.json").write_text('{"schema": 2, "estimates": []}')

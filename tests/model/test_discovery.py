@@ -167,7 +167,7 @@ def test_same_result_twice_and_independent_of_creation_order(tmp_path):
 
 def test_missing_root(repo):
     assert discover(repo, config("nope", "tests/e2e")) == (["tests/e2e/test_e2e.py"], [
-        Diagnostic("discovery root nope does not exist", path=CONFIG, line=3, code="CP403",
+        Diagnostic("discovery root nope does not exist", path=CONFIG, line=3, code="CP402",
                    hint="create the directory or remove it from discovery.roots")])
 
 
