@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from expected_codes import as_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from marker_calls import arbitrary_calls
 
-from expected_codes import as_json
-from ci_policy.errors import Diagnostic, InputError
+from ci_policy.errors import Diagnostic
 from ci_policy.gates.declarations import GateDeclaration, gates_of
-from ci_policy.read.markers import scan
 from ci_policy.model.snapshot import load_snapshot
+from ci_policy.read.markers import scan
 
 PATH = "tests/e2e/test_x.py"
 NAME = "register_ci_gate"

@@ -6,16 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import EXAMPLE_REPO, MAIN_BLOCK, MINIMAL_CONFIG
+
 from ci_policy.cli import main
-from ci_policy.read.diff import Diff
 from ci_policy.errors import Diagnostic
 from ci_policy.gates.requirements import invalid_files, violations
 from ci_policy.model.lint import lint
+from ci_policy.model.snapshot import load_snapshot
 from ci_policy.plan.build import build_plan
 from ci_policy.plan.policy import Trigger
-from ci_policy.model.snapshot import load_snapshot
+from ci_policy.read.diff import Diff
 
 V1 = "rollout/tito_session_mismatch_rate/v1/assistant_text"
 V2 = "rollout/tito_session_mismatch_rate/v2/assistant_text"

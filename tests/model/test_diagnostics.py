@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers import MAIN_BLOCK, MINIMAL_CONFIG, MINIMAL_LABELS, ROOT
+from helpers import MAIN_BLOCK, MINIMAL_LABELS, ROOT
 
 from ci_policy.errors import CODES, Diagnostic, include_codes
 from ci_policy.model.lint import lint

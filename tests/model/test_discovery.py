@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ci_policy.config import Config, parse_config
-from ci_policy.model.discovery import discover
 from ci_policy.errors import Diagnostic
+from ci_policy.model.discovery import discover
 
 SYMLINK_HINT = "replace the symlink with the real file or directory"
 REFUSES = "ci-policy refuses symlinks in a checkout"

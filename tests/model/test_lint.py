@@ -86,14 +86,18 @@ def test_warnings_as_json(warning_repo, capsys):
         "ok": True,
         "errors": [],
         "warnings": [
-            {"code": "CP901", "name": "stage-without-tests", "path": ".github/ci-policy.yml", "line": 10, "col": None,
+            {"code": "CP901", "name": "stage-without-tests",
+             "path": ".github/ci-policy.yml", "line": 10, "col": None,
              "message": "stage amd has no registered test files",
              "hint": "register tests with suite='amd' or remove the stage"},
-            {"code": "CP902", "name": "label-unused", "path": "labels.py", "line": 3, "col": None, "message": "label 'fsdp' is not used by any test",
+            {"code": "CP902", "name": "label-unused",
+             "path": "labels.py", "line": 3, "col": None, "message": "label 'fsdp' is not used by any test",
              "hint": "run-ci-fsdp selects nothing; use it in a registration or remove it"},
-            {"code": "CP902", "name": "label-unused", "path": "labels.py", "line": 4, "col": None, "message": "label 'long' is not used by any test",
+            {"code": "CP902", "name": "label-unused",
+             "path": "labels.py", "line": 4, "col": None, "message": "label 'long' is not used by any test",
              "hint": "run-ci-long selects nothing; use it in a registration or remove it"},
-            {"code": "CP905", "name": "registration-disabled", "path": "tests/e2e/test_off.py", "line": 3, "col": 1,
+            {"code": "CP905", "name": "registration-disabled",
+             "path": "tests/e2e/test_off.py", "line": 3, "col": 1,
              "message": "register_cuda_ci for suite gpu-b is disabled: broken on driver 580, see #12",
              "hint": None},
         ],
@@ -106,7 +110,8 @@ def test_warnings_as_github_annotations(warning_repo, monkeypatch, capsys):
     monkeypatch.chdir(warning_repo)
     assert main(["lint", "--format", "github"]) == 0
     assert capsys.readouterr() == (
-        "::warning file=.github/ci-policy.yml,line=10,title=CP901 stage-without-tests::stage amd has no registered test files "
+        "::warning file=.github/ci-policy.yml,line=10,title=CP901 stage-without-tests::"
+        "stage amd has no registered test files "
         "(hint: register tests with suite='amd' or remove the stage)\n"
         "::warning file=labels.py,line=3,title=CP902 label-unused::label 'fsdp' is not used by any test "
         "(hint: run-ci-fsdp selects nothing; use it in a registration or remove it)\n"
@@ -142,8 +147,10 @@ def test_every_disabled_registration_is_listed_with_its_reason(make_repo, capsys
     assert out == (
         ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage cpu has no registered test files\n"
         "    hint: register tests with suite='cpu' or remove the stage\n"
-        "tests/e2e/test_both.py:3:1: warning: CP905 registration-disabled: register_cuda_ci for suite gpu-a is disabled: no H200 this week\n"
-        "tests/e2e/test_both.py:4:1: warning: CP905 registration-disabled: register_rocm_ci for suite amd is disabled: MI350 driver bug #7\n"
+        "tests/e2e/test_both.py:3:1: warning: CP905 registration-disabled: "
+        "register_cuda_ci for suite gpu-a is disabled: no H200 this week\n"
+        "tests/e2e/test_both.py:4:1: warning: CP905 registration-disabled: "
+        "register_rocm_ci for suite amd is disabled: MI350 driver bug #7\n"
         "ci-policy lint: OK: 0 errors, 3 warnings (2 test files, 3 registrations, 0 gates)\n")
 
 
@@ -191,10 +198,12 @@ def test_errors_in_many_files_are_all_reported_and_sorted(make_repo, capsys):
     assert (rc, err) == (1, "")
     errors = [line for line in out.splitlines() if line.startswith("tests/")]
     assert errors == [
-        "tests/e2e/test_a.py:3:18: CP223 est-time-invalid: register_cuda_ci: est_time must be a finite non-negative number of "
+        "tests/e2e/test_a.py:3:18: CP223 est-time-invalid: "
+        "register_cuda_ci: est_time must be a finite non-negative number of "
         "seconds, got -1",
         "tests/e2e/test_m.py:3:56: CP229 nightly-invalid: register_cuda_ci: nightly must be True or False, got 'yes'",
-        "tests/e2e/test_z.py:3:1: CP228 labels-required: register_cuda_ci: a cuda registration needs at least one label "
+        "tests/e2e/test_z.py:3:1: CP228 labels-required: "
+        "register_cuda_ci: a cuda registration needs at least one label "
         "(gpu_requires_labels is true), so that a PR can select it",
     ]
     # An error's hint, when it has one, is on the next line.

@@ -8,19 +8,18 @@ import keyword
 import textwrap
 
 import pytest
+from expected_codes import as_json
+from helpers import MINIMAL_CONFIG, MINIMAL_LABELS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ci_policy.gates.declarations import gates_of
 from ci_policy.config import parse_config
 from ci_policy.errors import CODES, Diagnostic
-from ci_policy.read.labels import parse_labels
-from ci_policy.read.markers import ALL_MARKERS, NotLiteral, literal, scan
+from ci_policy.gates.declarations import gates_of
 from ci_policy.model.registry import registrations_of
 from ci_policy.model.snapshot import load_snapshot
-
-from helpers import MINIMAL_CONFIG, MINIMAL_LABELS
-from expected_codes import as_json
+from ci_policy.read.labels import parse_labels
+from ci_policy.read.markers import ALL_MARKERS, NotLiteral, literal, scan
 
 PATH = "tests/e2e/test_x.py"
 MAIN = '\nif __name__ == "__main__":\n    main()\n'

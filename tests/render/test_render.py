@@ -161,7 +161,8 @@ def test_text_format_cannot_be_injected(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert err == ""
     assert commands(out) == []
-    assert "tests/test_disabled.py:3:1: warning: CP905 registration-disabled: register_cuda_ci for suite gpu is disabled: " \
+    assert "tests/test_disabled.py:3:1: warning: CP905 registration-disabled: " \
+           "register_cuda_ci for suite gpu is disabled: " \
            "flaky 100%\\r\\n::error file=evil.py,line=1::injected\\n::stop-commands::tok\n" in out
     assert len(out.splitlines()) == 4  # error, its hint, the warning, the summary
 
@@ -207,7 +208,8 @@ def test_a_path_starting_with_a_workflow_command_cannot_start_a_line(tmp_path, m
         out = capsys.readouterr().out
         assert [c[0] for c in commands(out)] == (["error"] if fmt == "github" else [])
     assert main(["lint"]) == 1
-    assert capsys.readouterr().out.startswith(f"./{root}/test_a.py:1:1: CP231 test-file-unregistered: {root}/test_a.py matches")
+    assert capsys.readouterr().out.startswith(f"./{root}/test_a.py:1:1: CP231 test-file-unregistered: "
+                                              f"{root}/test_a.py matches")
     assert main(["registry"]) == 1
     out, err = capsys.readouterr()
     assert commands(out + err) == []
