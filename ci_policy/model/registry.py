@@ -19,7 +19,7 @@ import ast
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ci_policy.config import GPU_BACKENDS, Config
 from ci_policy.errors import Diagnostic
@@ -28,6 +28,10 @@ from ci_policy.read.markers import REGISTRATION_MARKERS, MarkerCall, Scan, bind
 
 POSITIONAL = ("est_time", "suite")
 KEYWORD_ONLY = ("labels", "nightly", "disabled")
+
+# Where a registration's est_time came from: the marker's literal, the implicit root of the
+# configuration, or the estimates file.
+EstSource = Literal["literal", "implicit", "estimates"]
 
 MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
 
@@ -44,9 +48,7 @@ class Registration:
     disabled: str | None = None
     implicit: bool = False
     col: int | None = None
-    # Where est_time came from: "literal" (the marker), "implicit" (configuration) or
-    # "estimates" (the estimates file).
-    est_source: str = "literal"
+    est_source: EstSource = "literal"
 
     @property
     def marker(self) -> str:
