@@ -191,9 +191,13 @@ class Diagnostic:
         return (self.path or "", self.line or 0, self.col or 0, self.message)
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: code, name, path, line, col, message, hint (severity is the list it is in)."""
-        return {"code": self.code, "name": self.name, "path": self.path, "line": self.line, "col": self.col,
-                "message": self.message, "hint": self.hint}
+        """The JSON form: code and name (when coded), path, line, col, message, hint.
+
+        Severity is not a field: JSON output lists errors and warnings apart.
+        """
+        coded = {"code": self.code, "name": self.name} if self.code is not None else {}
+        return {**coded, "path": self.path, "line": self.line, "col": self.col, "message": self.message,
+                "hint": self.hint}
 
     def __str__(self) -> str:
         text = f"{self.location()}: {self.message}"
@@ -259,6 +263,9 @@ class InputError(CiPolicyError):
 
     def location(self) -> str:
         return self.diagnostic.location()
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.diagnostic.as_dict()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, InputError) and self.diagnostic == other.diagnostic

@@ -92,8 +92,9 @@ def test_diagnostic_json_form():
     assert list(d.as_dict().items()) == [
         ("code", "CP201"), ("name", "marker-not-module-level"), ("path", "p.py"), ("line", 2), ("col", 3),
         ("message", "m"), ("hint", "h")]
-    assert Diagnostic("m").as_dict() == {"code": None, "name": None, "path": None, "line": None, "col": None,
-                                         "message": "m", "hint": None}
+    # Input errors of other commands (a diff, a payload) have no code: no code or name key.
+    assert Diagnostic("m").as_dict() == {"path": None, "line": None, "col": None, "message": "m", "hint": None}
+    assert InputError("m", path="p", code="CP402").as_dict() == Diagnostic("m", path="p", code="CP402").as_dict()
 
 
 @pytest.mark.parametrize("where, shown", [
