@@ -97,7 +97,7 @@ CODES: dict[str, tuple[str, str]] = {
     "CP307": ("label-duplicate", "KNOWN_LABELS: duplicate label 'fsdp' (first on line 2)"),
     "CP308": ("label-name-invalid",
               "KNOWN_LABELS: 'a b' is not a valid label name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)"),
-    "CP310": ("config-label-unknown", "cadences.nightly.labels: unknown label 'gone'; valid labels: megatron"),
+    "CP310": ("config-label-unknown", "cadences.nightly_exclude: unknown label 'gone'; valid labels: megatron"),
     "CP311": ("scope-shadows-label",
               "scopes.run-ci-fsdp: run-ci-fsdp is both a broad scope and the PR label of the known label 'fsdp'"),
     # -- CP400-CP499: discovery and checkout reads -----------------------------------------------
@@ -119,8 +119,11 @@ CODES: dict[str, tuple[str, str]] = {
     "CP423": ("estimates-entry-duplicate", "estimates[1]: tests/e2e/test_a.py / gpu-a is listed twice"),
     # -- CP500-CP599: gates ----------------------------------------------------------------------
     "CP501": ("gate-metric-key-invalid", "register_ci_gate: metric_key must be a non-empty string, got ''"),
-    "CP502": ("gate-steps-invalid", "register_ci_gate: steps must be \"last\", \"all\" or a non-empty list of ..."),
-    "CP503": ("gate-constraint-invalid", "register_ci_gate: constraint has unknown key 'rel'"),
+    "CP502": ("gate-steps-invalid",
+              "register_ci_gate: steps must be \"last\", \"all\" or a list of step indices, got 'some'"),
+    "CP503": ("gate-constraint-invalid",
+              "register_ci_gate: constraint has unknown key(s) 'rel'; accepted: rel_up, abs_floor_up, rel_down, "
+              "abs_floor_down"),
     "CP504": ("gate-enforce-invalid", "register_ci_gate: enforce must be True or False, got 1"),
     "CP505": ("gate-allowlist-reason-invalid", "register_ci_gate: allowlist_reason must be a string or None, got 1"),
     "CP510": ("gate-metric-not-captured",
