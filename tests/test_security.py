@@ -249,7 +249,7 @@ def test_audit_driver_detects_an_import_from_the_checkout(tmp_path):
 # -- symlinks, refused end to end -------------------------------------------------------------
 
 HINT = "    hint: replace the symlink with the real file or directory\n"
-DISABLED = ("tests/e2e/test_fsdp_checkpoint_resume.py:10:1: warning: register_cuda_ci for suite "
+DISABLED = ("tests/e2e/test_fsdp_checkpoint_resume.py:10:1: warning: CP905 registration-disabled: register_cuda_ci for suite "
             "stage-c-4-gpu-h200 is disabled: flaky on H200 driver 580, tracked in #1234\n")
 
 
@@ -282,7 +282,7 @@ def test_symlinked_labels_file(example_repo, capsys):
     labels = example_repo / "labels.py"
     labels.unlink()
     labels.symlink_to("/etc/passwd")
-    expected = ("labels.py: labels file labels.py is a symlink; ci-policy refuses symlinks in a checkout\n"
+    expected = ("labels.py: CP401 symlink-refused: labels file labels.py is a symlink; ci-policy refuses symlinks in a checkout\n"
                 + HINT + "ci-policy lint: FAILED: 1 error, 0 warnings\n")
     assert lint(example_repo, capsys) == (1, expected, "")
     registry_refuses(example_repo, capsys, expected.splitlines()[0])
@@ -293,7 +293,7 @@ def test_symlinked_parent_directory_of_the_labels_file(example_repo, tmp_path, c
     config = example_repo / ".github" / "ci-policy.yml"
     config.write_text(config.read_text().replace("labels_file: labels.py", "labels_file: conf/labels.py"))
     (example_repo / "conf").symlink_to(outside)
-    expected = ("conf/labels.py: labels file conf/labels.py: directory conf is a symlink; "
+    expected = ("conf/labels.py: CP401 symlink-refused: labels file conf/labels.py: directory conf is a symlink; "
                 "ci-policy refuses symlinks in a checkout\n" + HINT + "ci-policy lint: FAILED: 1 error, 0 warnings\n")
     assert lint(example_repo, capsys) == (1, expected, "")
     # The same layout with a real directory is fine: only the symlink is refused.
@@ -311,7 +311,7 @@ def test_symlinked_configuration(example_repo, tmp_path, capsys):
     config.unlink()
     config.symlink_to(real)
     assert lint(example_repo, capsys) == (1, (
-        ".github/ci-policy.yml: configuration file .github/ci-policy.yml is a symlink; "
+        ".github/ci-policy.yml: CP401 symlink-refused: configuration file .github/ci-policy.yml is a symlink; "
         "ci-policy refuses symlinks in a checkout\n" + HINT + "ci-policy lint: FAILED: 1 error, 0 warnings\n"), "")
     config.unlink()
     dot_github = tmp_path / "dot-github"
@@ -319,30 +319,30 @@ def test_symlinked_configuration(example_repo, tmp_path, capsys):
     shutil.copy(real, dot_github / "ci-policy.yml")
     (example_repo / ".github").symlink_to(dot_github)
     assert lint(example_repo, capsys) == (1, (
-        ".github/ci-policy.yml: configuration file .github/ci-policy.yml: directory .github is a symlink; "
+        ".github/ci-policy.yml: CP401 symlink-refused: configuration file .github/ci-policy.yml: directory .github is a symlink; "
         "ci-policy refuses symlinks in a checkout\n" + HINT + "ci-policy lint: FAILED: 1 error, 0 warnings\n"), "")
 
 
 UNUSED_WITHOUT_E2E = """\
-.github/ci-policy.yml:16: warning: stage stage-b-1-gpu-h200 has no registered test files
+.github/ci-policy.yml:16: warning: CP901 stage-without-tests: stage stage-b-1-gpu-h200 has no registered test files
     hint: register tests with suite='stage-b-1-gpu-h200' or remove the stage
-.github/ci-policy.yml:21: warning: stage stage-c-4-gpu-h200 has no registered test files
+.github/ci-policy.yml:21: warning: CP901 stage-without-tests: stage stage-c-4-gpu-h200 has no registered test files
     hint: register tests with suite='stage-c-4-gpu-h200' or remove the stage
-.github/ci-policy.yml:26: warning: stage stage-c-4-gpu-mi350 has no registered test files
+.github/ci-policy.yml:26: warning: CP901 stage-without-tests: stage stage-c-4-gpu-mi350 has no registered test files
     hint: register tests with suite='stage-c-4-gpu-mi350' or remove the stage
-.github/ci-policy.yml:32: warning: stage stage-d-8-gpu-gb200 has no registered test files
+.github/ci-policy.yml:32: warning: CP901 stage-without-tests: stage stage-d-8-gpu-gb200 has no registered test files
     hint: register tests with suite='stage-d-8-gpu-gb200' or remove the stage
-labels.py:8: warning: label 'megatron' is not used by any test
+labels.py:8: warning: CP902 label-unused: label 'megatron' is not used by any test
     hint: run-ci-megatron selects nothing; use it in a registration or remove it
-labels.py:9: warning: label 'fsdp' is not used by any test
+labels.py:9: warning: CP902 label-unused: label 'fsdp' is not used by any test
     hint: run-ci-fsdp selects nothing; use it in a registration or remove it
-labels.py:10: warning: label 'sglang' is not used by any test
+labels.py:10: warning: CP902 label-unused: label 'sglang' is not used by any test
     hint: run-ci-sglang selects nothing; use it in a registration or remove it
-labels.py:11: warning: label 'session' is not used by any test
+labels.py:11: warning: CP902 label-unused: label 'session' is not used by any test
     hint: run-ci-session selects nothing; use it in a registration or remove it
-labels.py:12: warning: label 'rocm' is not used by any test
+labels.py:12: warning: CP902 label-unused: label 'rocm' is not used by any test
     hint: run-ci-rocm selects nothing; use it in a registration or remove it
-labels.py:13: warning: label 'long' is not used by any test
+labels.py:13: warning: CP902 label-unused: label 'long' is not used by any test
     hint: run-ci-long selects nothing; use it in a registration or remove it
 """
 
@@ -351,7 +351,7 @@ def test_symlinked_discovery_root(example_repo, tmp_path, capsys):
     e2e = example_repo / "tests" / "e2e"
     shutil.move(str(e2e), str(tmp_path / "e2e"))
     e2e.symlink_to(tmp_path / "e2e")
-    error = "tests/e2e: discovery root tests/e2e is a symlink; ci-policy refuses symlinks in a checkout\n"
+    error = "tests/e2e: CP401 symlink-refused: discovery root tests/e2e is a symlink; ci-policy refuses symlinks in a checkout\n"
     assert lint(example_repo, capsys) == (1, error + HINT + UNUSED_WITHOUT_E2E + (
         "ci-policy lint: FAILED: 1 error, 10 warnings (4 test files, 4 registrations, 0 gates)\n"), "")
     registry_refuses(example_repo, capsys, error)
@@ -364,9 +364,9 @@ def test_symlinked_parent_of_a_discovery_root(example_repo, tmp_path, capsys):
     rc, out, err = lint(example_repo, capsys)
     assert (rc, err) == (1, "")
     assert out.startswith(
-        "tests/e2e: discovery root tests/e2e: directory tests is a symlink; ci-policy refuses symlinks in a checkout\n"
+        "tests/e2e: CP401 symlink-refused: discovery root tests/e2e: directory tests is a symlink; ci-policy refuses symlinks in a checkout\n"
         + HINT +
-        "tests/fast: discovery root tests/fast: directory tests is a symlink; ci-policy refuses symlinks in a checkout\n"
+        "tests/fast: CP401 symlink-refused: discovery root tests/fast: directory tests is a symlink; ci-policy refuses symlinks in a checkout\n"
         + HINT)
     assert out.endswith("ci-policy lint: FAILED: 2 errors, 11 warnings (0 test files, 0 registrations, 0 gates)\n")
 
@@ -380,21 +380,21 @@ def test_symlinked_test_directory_and_test_file(example_repo, tmp_path, capsys):
     rc, out, err = lint(example_repo, capsys)
     assert (rc, err) == (1, "")
     assert out == (
-        "tests/e2e/linked: directory tests/e2e/linked is a symlink; ci-policy refuses symlinks in a checkout\n"
+        "tests/e2e/linked: CP401 symlink-refused: directory tests/e2e/linked is a symlink; ci-policy refuses symlinks in a checkout\n"
         + HINT +
-        "tests/e2e/test_outside.py: test file tests/e2e/test_outside.py is a symlink; "
+        "tests/e2e/test_outside.py: CP401 symlink-refused: test file tests/e2e/test_outside.py is a symlink; "
         "ci-policy refuses symlinks in a checkout\n" + HINT +
-        "tests/e2e/test_passwd.py: test file tests/e2e/test_passwd.py is a symlink; "
+        "tests/e2e/test_passwd.py: CP401 symlink-refused: test file tests/e2e/test_passwd.py is a symlink; "
         "ci-policy refuses symlinks in a checkout\n" + HINT + DISABLED +
         "ci-policy lint: FAILED: 3 errors, 1 warning (17 test files, 18 registrations, 5 gates)\n")
     assert "root:" not in out  # /etc/passwd was never read
     registry_refuses(example_repo, capsys,
-                     "tests/e2e/linked: directory tests/e2e/linked is a symlink; ci-policy refuses symlinks")
+                     "tests/e2e/linked: CP401 symlink-refused: directory tests/e2e/linked is a symlink; ci-policy refuses symlinks")
 
 
 def test_each_symlinked_test_file_alone_fails_lint(example_repo, capsys):
     (example_repo / "tests" / "fast" / "test_passwd.py").symlink_to("/etc/passwd")
     assert lint(example_repo, capsys) == (1, (
-        "tests/fast/test_passwd.py: test file tests/fast/test_passwd.py is a symlink; "
+        "tests/fast/test_passwd.py: CP401 symlink-refused: test file tests/fast/test_passwd.py is a symlink; "
         "ci-policy refuses symlinks in a checkout\n" + HINT + DISABLED +
         "ci-policy lint: FAILED: 1 error, 1 warning (17 test files, 18 registrations, 5 gates)\n"), "")

@@ -25,7 +25,7 @@ from ci_policy import __version__
 from ci_policy.cli import comment, file_run, gate, lint, plan, registry, run, tune
 from ci_policy.cli import list as list_
 from ci_policy.cli.paths import workspace_paths
-from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError
+from ci_policy.errors import CiPolicyError, Diagnostic, InputError, InputErrors, UsageError
 
 # In the order `ci-policy --help` lists them.
 SUBCOMMANDS = (lint, registry, plan, list_, run, gate, tune, file_run, comment)
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def report_errors(errors: Sequence[InputError], args: argparse.Namespace) -> None:
+def report_errors(errors: Sequence[Diagnostic], args: argparse.Namespace) -> None:
     """Input errors: annotations in github format, text otherwise; then how many."""
     from ci_policy.render import diagnostics
 
@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report_errors(exc.errors, args)
         return exc.exit_code
     except InputError as exc:
-        report_errors([exc], args)
+        report_errors([exc.diagnostic], args)
         return exc.exit_code
     except CiPolicyError as exc:
         print(f"ci-policy {args.command}: error: {exc}", file=sys.stderr)
@@ -92,10 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 1
     except (OSError, RecursionError, MemoryError) as exc:
-        # A checkout the core could not read (see lint.input_error): an input error, not a crash.
-        from ci_policy.model.lint import input_error
+        # A checkout the core could not read (see lint.read_failure): an input error, not a crash.
+        from ci_policy.model.lint import read_failure
 
-        report_errors([input_error(exc)], args)
+        report_errors([read_failure(exc)], args)
         return 1
 
 

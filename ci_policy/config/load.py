@@ -4,12 +4,12 @@
 - Out: the parsed `Config` (see `ci_policy.config.top.parse_config`).
 - Refused: inside the checkout, what `ci_policy.read.checkout` refuses (symlinks on the
   way, non-regular and oversized files, invalid UTF-8); outside it, unreadable,
-  oversized and non-UTF-8 files. Every such error carries the code CP100.
+  oversized and non-UTF-8 files. Inside the checkout such an error keeps the code of every
+  checkout read (CP4xx); a file named outside the checkout that cannot be read is CP100.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from pathlib import Path
 
@@ -39,10 +39,8 @@ def _unreadable(message: str, display: str) -> InputError:
 
 
 def _read_checkout_file(repo: Path, rel: str) -> str:
-    try:
-        return read_text(repo, rel, what="configuration file", max_bytes=MAX_CONFIG_BYTES)
-    except InputError as exc:
-        raise InputError.of(dataclasses.replace(exc.diagnostic, code=codes.UNREADABLE)) from None
+    # A file of the checkout: its read problems keep the codes of every checkout read (CP4xx).
+    return read_text(repo, rel, what="configuration file", max_bytes=MAX_CONFIG_BYTES)
 
 
 def _read(repo: Path, config: str | Path | None) -> tuple[str, str]:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from ci_policy.config.gates import constraint_problems, steps_problems
-from ci_policy.read.markers import GATE_MARKER, Scan, bind
+from ci_policy.read.markers import GATE_MARKER, Arguments, MarkerCall, Scan, bind
 
 KEYWORDS = ("metric_key", "steps", "constraint", "enforce", "allowlist_reason")
 
@@ -30,9 +30,9 @@ class GateDeclaration:
     col: int
     metric_key: str
     steps: Any = None
-    constraint: Optional[tuple[tuple[str, float], ...]] = None
+    constraint: tuple[tuple[str, float], ...] | None = None
     enforce: bool = False
-    allowlist_reason: Optional[str] = None
+    allowlist_reason: str | None = None
     written: tuple[str, ...] = ()
 
     def written_json(self) -> str:
@@ -45,7 +45,7 @@ class GateDeclaration:
 
 
 def gates_of(scan: Scan) -> list[GateDeclaration]:
-    out = []
+    out: list[GateDeclaration] = []
     for mc in scan.calls:
         if mc.marker != GATE_MARKER:
             continue
@@ -58,20 +58,20 @@ def gates_of(scan: Scan) -> list[GateDeclaration]:
     return out
 
 
-def _declaration(scan: Scan, mc, args) -> Optional[GateDeclaration]:
+def _declaration(scan: Scan, mc: MarkerCall, args: Arguments) -> GateDeclaration | None:
     values, nodes = args.values, args.nodes
     name = GATE_MARKER
     before = len(scan.errors)
 
     key = values["metric_key"]
     if not isinstance(key, str) or not key.strip():
-        scan.error(nodes["metric_key"], f"{name}: metric_key must be a non-empty string, got {key!r}",
+        scan.error(nodes["metric_key"], "CP501", f"{name}: metric_key must be a non-empty string, got {key!r}",
                    hint='write e.g. metric_key="train/grad_norm"')
 
     steps = values.get("steps")
     if steps is not None:
         for problem in steps_problems(steps):
-            scan.error(nodes["steps"], f"{name}: {problem}")
+            scan.error(nodes["steps"], "CP502", f"{name}: {problem}")
 
     constraint = values.get("constraint")
     constraint_items = None
@@ -80,16 +80,17 @@ def _declaration(scan: Scan, mc, args) -> Optional[GateDeclaration]:
         for problem in problems:
             hint = ('write e.g. constraint={"rel_up": 0.5, "abs_floor_up": 0.1, "rel_down": 0.5}'
                     if not isinstance(constraint, dict) else None)
-            scan.error(nodes["constraint"], f"{name}: {problem}", hint=hint)
+            scan.error(nodes["constraint"], "CP503", f"{name}: {problem}", hint=hint)
         if not problems:
             constraint_items = tuple(sorted(constraint.items()))
 
     enforce = values.get("enforce", False)
     if not isinstance(enforce, bool):
-        scan.error(nodes["enforce"], f"{name}: enforce must be True or False, got {enforce!r}")
+        scan.error(nodes["enforce"], "CP504", f"{name}: enforce must be True or False, got {enforce!r}")
     reason = values.get("allowlist_reason")
     if reason is not None and not isinstance(reason, str):
-        scan.error(nodes["allowlist_reason"], f"{name}: allowlist_reason must be a string or None, got {reason!r}")
+        scan.error(nodes["allowlist_reason"], "CP505",
+                   f"{name}: allowlist_reason must be a string or None, got {reason!r}")
 
     if len(scan.errors) != before:
         return None

@@ -19,15 +19,22 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Any, Literal
 
 from ci_policy.errors import StoreUnavailable
 from ci_policy.gates.declarations import GateDeclaration
 
 LAST_STEP = -1
 
-PASS, FAIL, NO_BASELINE, ERROR = "PASS", "FAIL", "NO_BASELINE", "ERROR"
+Verdict = Literal["PASS", "FAIL", "NO_BASELINE", "ERROR"]
+PASS: Verdict = "PASS"
+FAIL: Verdict = "FAIL"
+NO_BASELINE: Verdict = "NO_BASELINE"
+ERROR: Verdict = "ERROR"
+# "last", "all", or the step indices to judge.
+Steps = Literal["last", "all"] | list[int]
 
 
 @dataclass(frozen=True)
@@ -38,10 +45,10 @@ class GateSpec:
     backend: str
     suite: str
     metric_key: str
-    steps: object
+    steps: Steps
     constraint: tuple[tuple[str, float], ...]
     enforce: bool
-    allowlist_reason: Optional[str]
+    allowlist_reason: str | None
     written: str  # canonical JSON of the literals as written
     line: int = 0
 
@@ -50,7 +57,7 @@ class GateSpec:
         return (self.file, self.backend, self.suite, self.metric_key, self.written)
 
 
-def resolve(decl: GateDeclaration, backend: str, suite: str, defaults: Mapping[str, dict]) -> GateSpec:
+def resolve(decl: GateDeclaration, backend: str, suite: str, defaults: Mapping[str, dict[str, Any]]) -> GateSpec:
     """Fill omitted `steps`/`constraint` from defaults; literals written in the file win."""
     default = defaults.get(decl.metric_key, {})
     steps = decl.steps if "steps" in decl.written and decl.steps is not None else default.get("steps")
@@ -69,8 +76,8 @@ def resolve(decl: GateDeclaration, backend: str, suite: str, defaults: Mapping[s
 class Coordinate:
     spec: GateSpec
     step: int
-    value: Optional[float]
-    error: Optional[str] = None
+    value: float | None
+    error: str | None = None
 
 
 def select(spec: GateSpec, series: Mapping[str, Sequence[tuple[int, float]]]) -> list[Coordinate]:
@@ -82,7 +89,7 @@ def select(spec: GateSpec, series: Mapping[str, Sequence[tuple[int, float]]]) ->
     for step, value in points:
         by_step.setdefault(step, []).append(value)
 
-    def coordinate(step: int, values: list[float], shown: Optional[int] = None) -> Coordinate:
+    def coordinate(step: int, values: list[float], shown: int | None = None) -> Coordinate:
         label = step if shown is None else shown
         if len(values) > 1:
             return Coordinate(spec, label, None, f"step {step} was recorded {len(values)} times")
@@ -128,10 +135,10 @@ def band(values: Sequence[float], constraint: Mapping[str, float], reference: st
 class GateResult:
     spec: GateSpec
     step: int
-    value: Optional[float]
-    verdict: str
+    value: float | None
+    verdict: Verdict
     message: str
-    band: Optional[Band] = None
+    band: Band | None = None
 
     @property
     def blocking(self) -> bool:

@@ -13,43 +13,45 @@ import fnmatch
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
-from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.config import Config
-from ci_policy.errors import InputError
+from ci_policy.errors import Diagnostic, InputError
+from ci_policy.read.checkout import check_no_symlinks
 
 _SKIP_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn"})
 
 
-def discover(repo: Path, config: Config) -> tuple[list[str], list[InputError]]:
+def discover(repo: Path, config: Config) -> tuple[list[str], list[Diagnostic]]:
     """Return (test files, errors); errors do not stop the walk."""
     files: set[str] = set()
-    errors: list[InputError] = []
+    errors: list[Diagnostic] = []
     pattern = config.discovery.pattern
     for root in config.discovery.roots:
-        where = dict(path=config.path, line=config.line_of("discovery"))
+        where: dict[str, Any] = dict(path=config.path, line=config.line_of("discovery"))
         try:
             st = check_no_symlinks(repo, root, what="discovery root")
         except InputError as exc:
-            errors.append(exc)
+            errors.append(exc.diagnostic)
             continue
         if st is None:
-            errors.append(InputError(f"discovery root {root} does not exist", **where,
+            errors.append(Diagnostic(f"discovery root {root} does not exist", **where, code="CP402",
                                       hint="create the directory or remove it from discovery.roots"))
             continue
         if not stat.S_ISDIR(st.st_mode):
-            errors.append(InputError(f"discovery root {root} is not a directory", **where))
+            errors.append(Diagnostic(f"discovery root {root} is not a directory", **where, code="CP403"))
             continue
         _walk(repo, root, pattern, files, errors)
     # Overlapping roots walk the same directories twice: report each problem once.
     return sorted(files), list(dict.fromkeys(errors))
 
 
-def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[InputError]) -> None:
+def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[Diagnostic]) -> None:
     try:
         entries = sorted(os.scandir(repo / rel_dir), key=lambda e: e.name)
     except OSError as exc:
-        errors.append(InputError(f"directory {rel_dir} cannot be read: {exc.strerror}", path=rel_dir))
+        errors.append(Diagnostic(f"directory {rel_dir} cannot be read: {exc.strerror}", path=rel_dir,
+                                 code="CP404"))
         return
     for entry in entries:
         rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
@@ -62,9 +64,9 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
                 subject = f"directory {rel} is a symlink"
             else:
                 continue  # a symlinked non-test file is never read
-            errors.append(InputError(
+            errors.append(Diagnostic(
                 f"{subject}; ci-policy refuses symlinks in a checkout",
-                path=rel, hint="replace the symlink with the real file or directory"))
+                path=rel, code="CP401", hint="replace the symlink with the real file or directory"))
             continue
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in _SKIP_DIRS:
@@ -72,14 +74,14 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
         elif entry.is_file(follow_symlinks=False) and fnmatch.fnmatchcase(entry.name, pattern):
             if not rel.isprintable():
                 # A newline in a file name would start a new line (a workflow command) in logs.
-                errors.append(InputError(
+                errors.append(Diagnostic(
                     f"test file {rel!r} has control characters in its path; ci-policy refuses such names",
-                    path=repr(rel)[1:-1], hint="rename the file"))
+                    path=repr(rel)[1:-1], code="CP407", hint="rename the file"))
                 continue
             files.add(rel)
 
 
-def _is_dir_target(entry: os.DirEntry) -> bool:
+def _is_dir_target(entry: os.DirEntry[str]) -> bool:
     # A symlink is only inspected, never traversed. (Dangling links are reported before
     # this is asked; the fallback keeps an unreadable target from being dropped silently.)
     try:

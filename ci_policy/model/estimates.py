@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Iterable
+from collections.abc import Iterable
 
+from ci_policy.errors import Diagnostic, InputError, InputErrors
+from ci_policy.model.registry import Registration
 from ci_policy.read import strictjson
 from ci_policy.read.numbers import is_finite_number
-from ci_policy.errors import InputError, InputErrors
 
 SCHEMA = 1
 
@@ -28,30 +29,32 @@ def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
         doc = strictjson.loads(text)
     except (ValueError, RecursionError) as exc:
         raise InputError(f"estimates file {path} is not valid strict JSON: {exc}", path=path,
-                          hint="regenerate it with ci-policy tune --write-estimates") from None
+                         code="CP420", hint="regenerate it with ci-policy tune --write-estimates") from None
     # `type(...) is int`: true and 1.0 compare equal to 1 but are no schema number.
     if not isinstance(doc, dict) or set(doc) != {"schema", "estimates"} or type(doc["schema"]) is not int \
             or doc["schema"] != SCHEMA:
         raise InputError(f"estimates file {path} must be {{\"schema\": {SCHEMA}, \"estimates\": [...]}}",
-                          path=path, hint="regenerate it with ci-policy tune --write-estimates")
+                         path=path, code="CP421", hint="regenerate it with ci-policy tune --write-estimates")
     if not isinstance(doc["estimates"], list):
-        raise InputError(f"estimates file {path}: estimates must be a list", path=path)
+        raise InputError(f"estimates file {path}: estimates must be a list", path=path, code="CP421")
     out: dict[tuple[str, str], float] = {}
-    errors = []
+    errors: list[Diagnostic] = []
     for i, entry in enumerate(doc["estimates"]):
         where = f"estimates[{i}]"
         if not isinstance(entry, dict) or set(entry) != {"file", "suite", "est_time"}:
-            errors.append(InputError(f"{where} must have exactly file, suite and est_time", path=path))
+            errors.append(Diagnostic(f"{where} must have exactly file, suite and est_time", path=path,
+                                     code="CP422"))
             continue
         file, suite, est = entry["file"], entry["suite"], entry["est_time"]
         if not isinstance(file, str) or not isinstance(suite, str):
-            errors.append(InputError(f"{where}: file and suite must be strings", path=path))
+            errors.append(Diagnostic(f"{where}: file and suite must be strings", path=path, code="CP422"))
             continue
         if not is_finite_number(est) or est < 0:
-            errors.append(InputError(f"{where}.est_time must be a finite number >= 0, got {est!r}", path=path))
+            errors.append(Diagnostic(f"{where}.est_time must be a finite number >= 0, got {est!r}", path=path,
+                                     code="CP422"))
             continue
         if (file, suite) in out:
-            errors.append(InputError(f"{where}: {file} / {suite} is listed twice", path=path))
+            errors.append(Diagnostic(f"{where}: {file} / {suite} is listed twice", path=path, code="CP423"))
             continue
         out[(file, suite)] = est
     if errors:
@@ -59,7 +62,8 @@ def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
     return out
 
 
-def apply(registrations: Iterable, estimates: dict[tuple[str, str], float]) -> tuple[list, list[tuple[str, str]]]:
+def apply(registrations: Iterable[Registration],
+          estimates: dict[tuple[str, str], float]) -> tuple[list[Registration], list[tuple[str, str]]]:
     """(registrations with estimates applied, estimate keys that matched no registration)."""
     used = set()
     out = []

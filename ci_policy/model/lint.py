@@ -1,48 +1,49 @@
-"""`ci-policy lint`: every problem of a checkout, errors and warnings.
+"""`ci-policy lint`: every problem of a checkout, errors and warnings, as coded diagnostics.
 
 - In: a checkout root and optional config path.
-- Out: a `LintReport` of errors (configuration, labels, discovery, registrations,
-  gate declarations) and warnings (a stage with no registrations, a label no test
-  uses, each disabled registration with its reason), all located and sorted.
-- Never raises for bad input: unusable configuration or labels become errors.
+- Out: a `LintReport` of `Diagnostic`s: errors (configuration, labels, discovery and
+  reads, registrations, gate declarations and requirements) and warnings (CP9xx: a stage
+  with no registrations, a label no test uses, a missing or stale estimates file, each
+  disabled registration with its reason), all located and sorted.
+- Never raises for bad input: unusable configuration or labels, and a checkout the
+  core cannot read at all, become errors.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
-from ci_policy.errors import InputError, InputErrors, warning
+from ci_policy.errors import Diagnostic, InputError, InputErrors, warning
 from ci_policy.gates.requirements import violations
 from ci_policy.model.snapshot import Snapshot, load_snapshot
 
 
 @dataclass(frozen=True)
 class LintReport:
-    errors: tuple[InputError, ...]
-    warnings: tuple[InputError, ...]
-    snapshot: Optional[Snapshot] = None
+    errors: tuple[Diagnostic, ...]
+    warnings: tuple[Diagnostic, ...]
+    snapshot: Snapshot | None = None
 
     @property
     def ok(self) -> bool:
         return not self.errors
 
 
-def lint(repo: Path, config_path=None) -> LintReport:
+def lint(repo: Path, config_path: str | Path | None = None) -> LintReport:
     try:
         snapshot = load_snapshot(repo, config_path)
     except InputErrors as exc:
         return LintReport(errors=exc.errors, warnings=())
     except InputError as exc:
-        return LintReport(errors=(exc,), warnings=())
+        return LintReport(errors=(exc.diagnostic,), warnings=())
     except (OSError, RecursionError, MemoryError) as exc:
-        return LintReport(errors=(input_error(exc),), warnings=())
-    errors = sorted(set(snapshot.errors) | set(violations(snapshot)), key=InputError.sort_key)
+        return LintReport(errors=(read_failure(exc),), warnings=())
+    errors = sorted(set(snapshot.errors) | set(violations(snapshot)), key=Diagnostic.sort_key)
     return LintReport(errors=tuple(errors), warnings=tuple(warnings_of(snapshot)), snapshot=snapshot)
 
 
-def input_error(exc: BaseException) -> InputError:
+def read_failure(exc: OSError | RecursionError | MemoryError) -> Diagnostic:
     """A checkout the core could not even read, as an error instead of a traceback.
 
     `OSError`: a configured path that runs through a regular file (`README.md/labels.py`).
@@ -50,37 +51,37 @@ def input_error(exc: BaseException) -> InputError:
     """
     if isinstance(exc, OSError):
         where = f" {exc.filename}" if exc.filename is not None else ""
-        return InputError(f"cannot read{where}: {exc.strerror or exc}",
-                           hint="check the paths named in the configuration")
-    return InputError("a file of the checkout is too deeply nested to parse",
-                       hint="simplify its deeply nested expressions")
+        return Diagnostic(f"cannot read{where}: {exc.strerror or exc}", code="CP404",
+                          hint="check the paths named in the configuration")
+    return Diagnostic("a file of the checkout is too deeply nested to parse", code="CP408",
+                      hint="simplify its deeply nested expressions")
 
 
-def warnings_of(snapshot: Snapshot) -> list[InputError]:
+def warnings_of(snapshot: Snapshot) -> list[Diagnostic]:
     config, labels = snapshot.config, snapshot.labels
-    out: list[InputError] = []
+    out: list[Diagnostic] = []
     used_suites = {r.suite for r in snapshot.registrations}
     for stage in config.stages:
         if stage.name not in used_suites:
             out.append(warning(f"stage {stage.name} has no registered test files",
-                               path=config.path, line=stage.line,
+                               path=config.path, line=stage.line, code="CP901",
                                hint=f"register tests with suite={stage.name!r} or remove the stage"))
     used_labels = {label for r in snapshot.registrations for label in r.labels}
     for label in labels.labels:
         if label.name not in used_labels:
             out.append(warning(f"label {label.name!r} is not used by any test",
-                               path=labels.path, line=label.line,
+                               path=labels.path, line=label.line, code="CP902",
                                hint=f"run-ci-{label.name} selects nothing; use it in a registration or remove it"))
     if snapshot.estimates_missing:
         out.append(warning(f"estimates file {config.estimates_file} does not exist yet; the est_time literals apply",
-                           path=config.path, line=config.line_of("estimates_file"),
+                           path=config.path, line=config.line_of("estimates_file"), code="CP903",
                            hint=f"create it with ci-policy tune --write-estimates {config.estimates_file}"))
     for file, suite in snapshot.unused_estimates:
         out.append(warning(f"the estimates file lists {file} for suite {suite}, which no registration matches",
-                           path=config.estimates_file,
+                           path=config.estimates_file, code="CP904",
                            hint="regenerate it with ci-policy tune --write-estimates"))
     for reg in snapshot.registrations:
         if reg.disabled is not None:
             out.append(warning(f"{reg.marker} for suite {reg.suite} is disabled: {reg.disabled}",
-                               path=reg.file, line=reg.line, col=reg.col))
-    return sorted(out, key=InputError.sort_key)
+                               path=reg.file, line=reg.line, col=reg.col, code="CP905"))
+    return sorted(out, key=Diagnostic.sort_key)

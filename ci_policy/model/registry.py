@@ -15,41 +15,44 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Literal
 
 from ci_policy.config import GPU_BACKENDS, Config
-from ci_policy.errors import InputError
+from ci_policy.errors import Diagnostic
 from ci_policy.read.labels import LabelRegistry
-from ci_policy.read.markers import MARKER_OF_BACKEND, REGISTRATION_MARKERS, Scan, bind
+from ci_policy.read.markers import MARKER_OF_BACKEND, REGISTRATION_MARKERS, MarkerCall, Scan, bind
 from ci_policy.read.numbers import is_finite_number
 
 POSITIONAL = ("est_time", "suite")
 KEYWORD_ONLY = ("labels", "nightly", "disabled")
 
+# Where a registration's est_time came from: the marker's literal, the implicit root of the
+# configuration, or the estimates file.
+EstSource = Literal["literal", "implicit", "estimates"]
+
 
 @dataclass(frozen=True)
 class Registration:
     file: str
-    line: Optional[int]
+    line: int | None
     backend: str
     suite: str
     est_time: float
     labels: tuple[str, ...] = ()
     nightly: bool = False
-    disabled: Optional[str] = None
+    disabled: str | None = None
     implicit: bool = False
-    col: Optional[int] = None
-    # Where est_time came from: "literal" (the marker), "implicit" (configuration) or
-    # "estimates" (the estimates file).
-    est_source: str = "literal"
+    col: int | None = None
+    est_source: EstSource = "literal"
 
     @property
     def marker(self) -> str:
         return MARKER_OF_BACKEND[self.backend]
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "file": self.file,
             "line": self.line,
@@ -62,7 +65,7 @@ class Registration:
             "implicit": self.implicit,
         }
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, str, str]:
         return (self.file, self.line or 0, self.backend, self.suite)
 
 
@@ -80,10 +83,11 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
     for reg in out:
         previous = seen.get((reg.backend, reg.suite))
         if previous is not None:
-            scan.errors.append(InputError(
+            scan.errors.append(Diagnostic(
                 f"{reg.marker}: {reg.file} is registered twice for suite {reg.suite!r} "
                 f"(lines {previous.line} and {reg.line}), so it would run twice",
-                path=reg.file, line=reg.line, col=reg.col, hint="keep one registration per suite"))
+                path=reg.file, line=reg.line, col=reg.col, hint="keep one registration per suite",
+                code="CP220"))
         seen.setdefault((reg.backend, reg.suite), reg)
 
     if not out and not any(mc.marker in REGISTRATION_MARKERS for mc in scan.calls):
@@ -96,25 +100,25 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
         if rule is not None and rule.cpu_only:
             for reg in out:
                 if reg.backend in GPU_BACKENDS:
-                    scan.errors.append(InputError(
+                    scan.errors.append(Diagnostic(
                         f"{reg.marker}: {reg.file} is under {rule.root}, a cpu_only implicit root; "
                         f"{reg.backend} tests cannot live there",
-                        path=reg.file, line=reg.line, col=reg.col,
+                        path=reg.file, line=reg.line, col=reg.col, code="CP221",
                         hint=f"move the file out of {rule.root} or register it for CPU"))
 
     for reg in out:
         stage = config.stage(reg.suite)
         if stage is not None and stage.runner == "python" and not scan.has_main_block:
-            scan.errors.append(InputError(
+            scan.errors.append(Diagnostic(
                 f"stage {stage.name} runs {reg.file} as `python FILE`, but the file has no "
                 "`if __name__ == \"__main__\":` block that calls something, so it would exit 0 "
                 "without running a test",
-                path=reg.file, line=reg.line or 1, col=reg.col or 1,
+                path=reg.file, line=reg.line or 1, col=reg.col or 1, code="CP222",
                 hint='add `if __name__ == "__main__": unittest.main()` (or pytest.main([__file__]))'))
     return out
 
 
-def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Optional[Registration]:
+def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegistry) -> Registration | None:
     name = mc.marker
     backend = REGISTRATION_MARKERS[name]
     args = bind(scan, mc, POSITIONAL, KEYWORD_ONLY, required=POSITIONAL)
@@ -125,12 +129,12 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
 
     est_time = values["est_time"]
     if not is_finite_number(est_time) or est_time < 0:
-        scan.error(nodes["est_time"], f"{name}: est_time must be a finite non-negative number of "
+        scan.error(nodes["est_time"], "CP223", f"{name}: est_time must be a finite non-negative number of "
                    f"seconds, got {est_time!r}", hint="write e.g. est_time=300")
 
     suite = values["suite"]
     if not isinstance(suite, str):
-        scan.error(nodes["suite"], f"{name}: suite must be a string, got {suite!r}",
+        scan.error(nodes["suite"], "CP224", f"{name}: suite must be a string, got {suite!r}",
                    hint='write e.g. suite="stage-b-1-gpu-h200"')
     else:
         stage = config.stage(suite)
@@ -139,7 +143,7 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
             close = difflib.get_close_matches(suite, valid, n=1)
             what = (f"is a {stage.backend} stage, not a {backend} stage" if stage is not None
                     else f"is not a configured {backend} stage")
-            scan.error(nodes["suite"], f"{name}: suite {suite!r} {what}"
+            scan.error(nodes["suite"], "CP225", f"{name}: suite {suite!r} {what}"
                        + (f"; did you mean {close[0]!r}?" if close else ""),
                        hint=f"configured {backend} stages: {', '.join(valid) or 'none'} "
                        f"(stages are listed in {config.path})")
@@ -149,19 +153,20 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
     labels_given = raw_labels is not None and raw_labels != []
     if raw_labels is not None:
         if not isinstance(raw_labels, list):
-            scan.error(nodes["labels"], f"{name}: labels must be a list of string literals or None, "
+            scan.error(nodes["labels"], "CP226", f"{name}: labels must be a list of string literals or None, "
                        f"got {raw_labels!r}", hint='write e.g. labels=["megatron"]')
         else:
-            elts = nodes["labels"].elts
+            labels_node = nodes["labels"]  # an ast.List: literal() gives a list for nothing else
+            elts = labels_node.elts if isinstance(labels_node, ast.List) else []
             good = []
-            for item, node in zip(raw_labels, elts):
+            for item, node in zip(raw_labels, elts, strict=True):
                 if not isinstance(item, str):
-                    scan.error(node, f"{name}: labels entries must be strings, got {item!r}")
+                    scan.error(node, "CP226", f"{name}: labels entries must be strings, got {item!r}")
                 elif item in good:
-                    scan.error(node, f"{name}: label {item!r} is listed twice")
+                    scan.error(node, "CP226", f"{name}: label {item!r} is listed twice")
                 elif item not in labels:
                     close = difflib.get_close_matches(item, labels.names, n=1)
-                    scan.error(node, f"{name}: unknown label {item!r}"
+                    scan.error(node, "CP227", f"{name}: unknown label {item!r}"
                                + (f" (did you mean {close[0]!r}?)" if close else "")
                                + f"; valid labels: {', '.join(labels.names) or 'none'}",
                                hint=f"use a valid label, or add {item!r} with a description to "
@@ -171,20 +176,20 @@ def _registration(scan: Scan, mc, config: Config, labels: LabelRegistry) -> Opti
             label_tuple = tuple(raw_labels)
     # A malformed labels value is reported above; "needs a label" is only for none given.
     if backend in GPU_BACKENDS and config.gpu_requires_labels and not labels_given:
-        scan.error(mc.call, f"{name}: a {backend} registration needs at least one label "
+        scan.error(mc.call, "CP228", f"{name}: a {backend} registration needs at least one label "
                    "(gpu_requires_labels is true), so that a PR can select it",
                    hint=f"add labels=[...] with one of: {', '.join(labels.names) or '(none defined)'}")
 
     nightly = values.get("nightly", False)
     if not isinstance(nightly, bool):
-        scan.error(nodes["nightly"], f"{name}: nightly must be True or False, got {nightly!r}")
+        scan.error(nodes["nightly"], "CP229", f"{name}: nightly must be True or False, got {nightly!r}")
 
     disabled = values.get("disabled")
     if disabled is not None and not isinstance(disabled, str):
-        scan.error(nodes["disabled"], f"{name}: disabled must be a reason string or None, got {disabled!r}",
+        scan.error(nodes["disabled"], "CP230", f"{name}: disabled must be a reason string or None, got {disabled!r}",
                    hint='write e.g. disabled="flaky on driver 580, see #1234"')
     elif isinstance(disabled, str) and not disabled.strip():
-        scan.error(nodes["disabled"], f"{name}: disabled must give a reason, got {disabled!r}",
+        scan.error(nodes["disabled"], "CP230", f"{name}: disabled must give a reason, got {disabled!r}",
                    hint='write e.g. disabled="flaky on driver 580, see #1234"')
 
     if len(scan.errors) != before:

@@ -2,27 +2,31 @@
 
 - In: the checkout root (explicit) and an optional config path.
 - Out: a frozen `Snapshot` holding the `Config`, the `LabelRegistry`, the discovered
-  test files, their registrations and gate declarations, and every error found.
-  `load_snapshot` raises `InputErrors` only when the configuration or the labels
-  file is unusable (nothing else can be checked without them); file-level problems
-  are collected in `Snapshot.errors` so `lint` can report all of them at once.
-- Reads only through `ci_policy.checkout`; never imports or executes checkout code.
+  test files, their registrations and gate declarations, and every error found as a
+  coded `Diagnostic`. `load_snapshot` raises `InputErrors` only when the configuration
+  or the labels file is unusable (nothing else can be checked without them); file-level
+  problems are collected in `Snapshot.errors` so `lint` can report all of them at once.
+- Reads only through `ci_policy.read.checkout`; never imports or executes checkout code.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Any, TypeVar
 
-from ci_policy.read.checkout import check_no_symlinks, read_text
 from ci_policy.config import Config, load_config
-from ci_policy.model.discovery import discover
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
+from ci_policy.model import estimates as estimates_mod
+from ci_policy.model.discovery import discover
+from ci_policy.model.registry import Registration, registrations_of
+from ci_policy.read.checkout import check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
 from ci_policy.read.markers import scan
-from ci_policy.model.registry import Registration, registrations_of
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -33,12 +37,12 @@ class Snapshot:
     files: tuple[str, ...]
     registrations: tuple[Registration, ...]
     gates: tuple[GateDeclaration, ...]
-    errors: tuple[InputError, ...]
+    errors: tuple[Diagnostic, ...]
     # (file, suite) entries of the estimates file that match no registration (stale).
     unused_estimates: tuple[tuple[str, str], ...] = ()
     estimates_missing: bool = False
 
-    def require_valid(self) -> "Snapshot":
+    def require_valid(self) -> Snapshot:
         if self.errors:
             raise InputErrors(self.errors)
         return self
@@ -47,11 +51,11 @@ class Snapshot:
         return tuple(r for r in self.registrations if r.file == file)
 
 
-def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snapshot:
+def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot:
     repo = Path(repo)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
-                          hint="pass --repo with the checkout's root directory")
+                         code="CP403", hint="pass --repo with the checkout's root directory")
     config = _collect(load_config, repo, config_path)
     labels = _collect(load_labels, repo, config.labels_file)
 
@@ -63,17 +67,17 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
         try:
             text = read_text(repo, file, what="test file")
         except InputError as exc:
-            errors.append(exc)
+            errors.append(exc.diagnostic)
             continue
         result = scan(text, file)
         regs = registrations_of(result, config, labels)
         gates.extend(gates_of(result))
         registrations.extend(regs)
         if not regs and not result.errors:
-            result.errors.append(InputError(
+            result.errors.append(Diagnostic(
                 f"{file} matches the discovery pattern {config.discovery.pattern!r} but has no "
                 "registration and is not under an implicit root, so no stage would run it",
-                path=file, line=1, col=1,
+                path=file, line=1, col=1, code="CP231",
                 hint="add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level, "
                      "or add an implicit root for its directory in the configuration"))
         errors.extend(result.errors)
@@ -81,13 +85,11 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
     unused_estimates: list[tuple[str, str]] = []
     estimates_missing = False
     if config.estimates_file is not None:
-        from ci_policy.model import estimates as estimates_mod
-
         try:
             # Configured before `tune --write-estimates` first wrote it: literals apply (lint warns).
             estimates_missing = check_no_symlinks(repo, config.estimates_file, what="estimates file") is None
         except InputError as exc:
-            errors.append(exc)
+            errors.append(exc.diagnostic)
             estimates_missing = True
     if config.estimates_file is not None and not estimates_missing:
         try:
@@ -96,7 +98,7 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
         except InputErrors as exc:
             errors.extend(exc.errors)
         except InputError as exc:
-            errors.append(exc)
+            errors.append(exc.diagnostic)
         else:
             registrations, unused_estimates = estimates_mod.apply(registrations, table)
     return Snapshot(
@@ -108,51 +110,51 @@ def load_snapshot(repo: Path, config_path: Optional[str | Path] = None) -> Snaps
         gates=tuple(gates),
         unused_estimates=tuple(unused_estimates),
         estimates_missing=estimates_missing,
-        errors=tuple(sorted(set(errors), key=InputError.sort_key)),
+        errors=tuple(sorted(set(errors), key=Diagnostic.sort_key)),
     )
 
 
-def _config_label_errors(config: Config, labels: LabelRegistry) -> list[InputError]:
+def _config_label_errors(config: Config, labels: LabelRegistry) -> list[Diagnostic]:
     """Labels named in the configuration must exist in the label registry."""
     errors = []
     for label, where, line in config.label_references():
         if label not in labels:
-            errors.append(InputError(
+            errors.append(Diagnostic(
                 f"{where}: unknown label {label!r}; valid labels: {', '.join(labels.names) or 'none'}",
-                path=config.path, line=line,
+                path=config.path, line=line, code="CP310",
                 hint=f"use a label defined in KNOWN_LABELS of {labels.path}"))
     for scope in config.scopes:
         name = scope.name[len("run-ci-"):]
         if name in labels:
-            errors.append(InputError(
+            errors.append(Diagnostic(
                 f"scopes.{scope.name}: {scope.name} is both a broad scope and the PR label of "
-                f"the known label {name!r}", path=config.path, line=scope.line,
+                f"the known label {name!r}", path=config.path, line=scope.line, code="CP311",
                 hint="rename the scope or the label"))
     return errors
 
 
-def _gate_errors(config: Config, gates: list[GateDeclaration]) -> list[InputError]:
+def _gate_errors(config: Config, gates: list[GateDeclaration]) -> list[Diagnostic]:
     """A declared gate must be on a captured key and complete once defaults are filled in."""
     errors = []
     defaults = config.gates.defaults
     for gate in gates:
-        where = dict(path=gate.file, line=gate.line, col=gate.col)
+        where: dict[str, Any] = dict(path=gate.file, line=gate.line, col=gate.col)
         if gate.metric_key not in config.gates.capture:
-            errors.append(InputError(
+            errors.append(Diagnostic(
                 f"register_ci_gate: metric_key {gate.metric_key!r} is not captured, so it can never be "
-                "evaluated", **where, hint=f"add it to gates.capture in {config.path}"))
+                "evaluated", **where, code="CP510", hint=f"add it to gates.capture in {config.path}"))
         # A literal None counts as not written: the default fills it.
         missing = [name for name in ("steps", "constraint")
                    if getattr(gate, name) is None and name not in defaults.get(gate.metric_key, {})]
         if missing:
-            errors.append(InputError(
+            errors.append(Diagnostic(
                 f"register_ci_gate: {' and '.join(missing)} not given and gates.defaults has none for "
-                f"{gate.metric_key!r}", **where,
+                f"{gate.metric_key!r}", **where, code="CP511",
                 hint=f"write {missing[0]}=... in the call or add a default in {config.path}"))
     return errors
 
 
-def _collect(loader, *args):
+def _collect(loader: Callable[..., T], *args: Any) -> T:
     try:
         return loader(*args)
     except InputError as exc:

@@ -2,7 +2,7 @@
 
 - In: the checkout root (an explicit path given by the caller, never the current
   directory) and a repo-relative POSIX path.
-- Out: the file's text, or a `InputError` naming the path.
+- Out: the file's text, or an `InputError` naming the path, with a CP4xx code.
 - Refused: absolute paths and `..`; a symlink at the file or at any directory between
   the root and it (a symlink could point at `/etc/passwd` or at a file of the runner);
   anything that is not a regular file; files over the size cap; bytes that are not UTF-8.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ci_policy.errors import InputError
 
@@ -22,9 +23,13 @@ from ci_policy.errors import InputError
 MAX_FILE_BYTES = 2 * 1024 * 1024
 
 
-def check_relative(rel: str, *, field: str, path: str | None = None, line=None, col=None) -> str:
-    """Validate a repo-relative POSIX path written in configuration and normalise it."""
-    where = dict(path=path, line=line, col=col)
+def check_relative(rel: str, *, field: str, path: str | None = None, line: int | None = None,
+                   col: int | None = None) -> str:
+    """Validate a repo-relative POSIX path written in configuration and normalise it.
+
+    No code of its own: the configuration reports the problem with its own location and code.
+    """
+    where: dict[str, Any] = dict(path=path, line=line, col=col)
     if not rel or rel.strip() != rel:
         raise InputError(f"{field}: expected a repo-relative path, got {rel!r}", **where,
                           hint="write a path such as tests/e2e")
@@ -44,7 +49,7 @@ def check_relative(rel: str, *, field: str, path: str | None = None, line=None, 
     return norm
 
 
-def _lstat(path: Path):
+def _lstat(path: Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a file on the way
@@ -70,7 +75,7 @@ def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | No
             subject = f"{what} {rel}" if shown == rel else f"{what} {rel}: directory {shown}"
             raise InputError(
                 f"{subject} is a symlink; ci-policy refuses symlinks in a checkout",
-                path=rel,
+                path=rel, code="CP401",
                 hint="replace the symlink with the real file or directory",
             )
     return st if parts else os.lstat(root)
@@ -80,21 +85,22 @@ def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_
     """Read a regular, symlink-free, UTF-8 file of the checkout."""
     st = check_no_symlinks(root, rel, what=what)
     if st is None:
-        raise InputError(f"{what} {rel} does not exist", path=rel,
+        raise InputError(f"{what} {rel} does not exist", path=rel, code="CP402",
                           hint=f"create it or point the configuration at the right {what}")
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{what} {rel} is not a regular file", path=rel)
+        raise InputError(f"{what} {rel} is not a regular file", path=rel, code="CP403")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(root / rel, flags)
     except OSError as exc:
-        raise InputError(f"{what} {rel} cannot be read: {exc.strerror}", path=rel) from None
+        raise InputError(f"{what} {rel} cannot be read: {exc.strerror}", path=rel,
+                         code="CP404") from None
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise InputError(f"{what} {rel} is not a regular file", path=rel)
+            raise InputError(f"{what} {rel} is not a regular file", path=rel, code="CP403")
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
-        raise InputError(f"{what} {rel} is larger than {max_bytes} bytes", path=rel,
+        raise InputError(f"{what} {rel} is larger than {max_bytes} bytes", path=rel, code="CP405",
                           hint="ci-policy reads checkout files as data and caps their size")
     try:
         return data.decode("utf-8")
@@ -103,4 +109,4 @@ def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_
         # Column in characters, like every other column; the bytes before the bad one decode.
         col = len(data[data.rfind(b"\n", 0, exc.start) + 1: exc.start].decode("utf-8")) + 1
         raise InputError(f"{what} {rel} is not valid UTF-8", path=rel, line=line, col=col,
-                          hint="save the file as UTF-8") from None
+                         code="CP406", hint="save the file as UTF-8") from None

@@ -16,13 +16,15 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ci_policy.errors import CiPolicyError
 
-class GlobError(ValueError):
-    pass
+
+class GlobError(CiPolicyError, ValueError):
+    """A glob in configuration that ci-policy cannot use; the configuration reports it located."""
 
 
 @lru_cache(maxsize=1024)
-def compile_glob(pattern: str) -> re.Pattern:
+def compile_glob(pattern: str) -> re.Pattern[str]:
     if not pattern or pattern.strip() != pattern:
         raise GlobError(f"invalid glob {pattern!r}: empty or surrounded by whitespace")
     if "\\" in pattern:
@@ -58,7 +60,8 @@ def compile_glob(pattern: str) -> re.Pattern:
 
 
 def _segment(seg: str, pattern: str) -> str:
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while i < len(seg):
         c = seg[i]
         if c == "*":

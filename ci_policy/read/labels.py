@@ -16,13 +16,13 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
 
+from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.read.checkout import read_text
 from ci_policy.read.names import NAME, NAME_RE
-from ci_policy.errors import InputError, InputErrors
 
 MAX_LABELS_BYTES = 1024 * 1024
 
@@ -46,7 +46,7 @@ class LabelRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self.names
 
-    def get(self, name: str) -> Optional[Label]:
+    def get(self, name: str) -> Label | None:
         for label in self.labels:
             if label.name == name:
                 return label
@@ -71,7 +71,7 @@ def _assigned_names(node: ast.AST) -> list[ast.Name]:
         targets = [node.target]
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
-    out = []
+    out: list[ast.Name] = []
     for target in targets:
         out.extend(n for n in ast.walk(target) if isinstance(n, ast.Name))
     return out
@@ -82,8 +82,10 @@ def _columns(text: str) -> Callable[[ast.AST], int]:
     lines = re.split(r"\r\n|\r|\n", text)
 
     def col(node: ast.AST) -> int:
-        line = lines[node.lineno - 1] if 0 < node.lineno <= len(lines) else ""
-        return len(line.encode("utf-8")[: node.col_offset].decode("utf-8", "replace")) + 1
+        lineno: int = getattr(node, "lineno", 0)
+        offset: int = getattr(node, "col_offset", 0)
+        line = lines[lineno - 1] if 0 < lineno <= len(lines) else ""
+        return len(line.encode("utf-8")[:offset].decode("utf-8", "replace")) + 1
 
     return col
 
@@ -103,10 +105,10 @@ def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
             line, offset = before.count("\n") + 1, len(before) - before.rfind("\n")
         problem = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         raise InputError(f"labels file {path} is not valid Python: {problem}", path=path,
-                          line=line, col=offset, hint="fix the syntax error") from None
+                         line=line, col=offset, hint="fix the syntax error", code="CP301") from None
     col = _columns(text)
 
-    bindings = []
+    bindings: list[ast.AST] = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             if any((a.asname or a.name) == "KNOWN_LABELS" for a in node.names):
@@ -122,63 +124,65 @@ def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
             # A comprehension has no position of its own; its target has.
             bindings.append(node.target if isinstance(node, ast.comprehension) else node)
     # ast.walk is breadth-first; report the bindings in source order.
-    bindings.sort(key=lambda b: (b.lineno, b.col_offset))
+    bindings.sort(key=lambda b: (getattr(b, "lineno", 0), getattr(b, "col_offset", 0)))
     if not bindings:
         raise InputError(f"labels file {path} does not define KNOWN_LABELS", path=path, line=1, col=1,
-                          hint='add a module-level dict literal: KNOWN_LABELS = {"name": "description"}')
+                         code="CP302", hint='add a module-level dict literal: KNOWN_LABELS = {"name": "description"}')
     if len(bindings) > 1:
-        lines = ", ".join(str(b.lineno) for b in bindings)
+        lines = ", ".join(str(getattr(b, "lineno", "?")) for b in bindings)
         raise InputError(
             f"KNOWN_LABELS is assigned {len(bindings)} times (lines {lines}); "
             "it must be assigned exactly once",
-            path=path, line=bindings[1].lineno, col=col(bindings[1]),
+            path=path, line=getattr(bindings[1], "lineno", None), col=col(bindings[1]), code="CP303",
             hint="merge the definitions into one dict literal",
         )
     node = bindings[0]
-    where = dict(path=path, line=node.lineno, col=col(node))
-    simple = (
-        (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name))
-        or (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None)
-    )
-    if not simple or node not in tree.body:
+    value: ast.expr | None = None
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        value = node.value
+    elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        value = node.value
+    if value is None or node not in tree.body:
         raise InputError(
             "KNOWN_LABELS must be a plain module-level assignment `KNOWN_LABELS = {...}`",
-            **where, hint="assign the dict literal at module level, not inside a block or by unpacking",
+            path=path, line=getattr(node, "lineno", None), col=col(node), code="CP304",
+            hint="assign the dict literal at module level, not inside a block or by unpacking",
         )
-    value = node.value
     if not isinstance(value, ast.Dict):
         raise InputError("KNOWN_LABELS must be a dict literal of label name -> description string",
-                          path=path, line=value.lineno, col=col(value),
-                          hint='write KNOWN_LABELS = {"name": "description", ...}')
-    errors: list[InputError] = []
+                         path=path, line=value.lineno, col=col(value), code="CP305",
+                         hint='write KNOWN_LABELS = {"name": "description", ...}')
+    errors: list[Diagnostic] = []
     labels: list[Label] = []
     seen: dict[str, int] = {}
-    for key, desc in zip(value.keys, value.values):
+    for key, desc in zip(value.keys, value.values, strict=True):
         if key is None:
-            errors.append(InputError("KNOWN_LABELS must not use ** unpacking", path=path,
-                                      line=desc.lineno, col=col(desc),
+            errors.append(Diagnostic("KNOWN_LABELS must not use ** unpacking", path=path,
+                                     line=desc.lineno, col=col(desc), code="CP306",
                                       hint="list every label literally"))
             continue
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
-            errors.append(InputError("KNOWN_LABELS key is not a string literal", path=path,
-                                      line=key.lineno, col=col(key),
+            errors.append(Diagnostic("KNOWN_LABELS key is not a string literal", path=path,
+                                     line=key.lineno, col=col(key), code="CP306",
                                       hint='write the label name as a plain string, e.g. "megatron"'))
             continue
         name = key.value
-        kwhere = dict(path=path, line=key.lineno, col=col(key))
+        kline, kcol = key.lineno, col(key)
         if not (isinstance(desc, ast.Constant) and isinstance(desc.value, str)):
-            errors.append(InputError(f"KNOWN_LABELS[{name!r}]: description is not a string literal",
-                                      path=path, line=desc.lineno, col=col(desc),
+            errors.append(Diagnostic(f"KNOWN_LABELS[{name!r}]: description is not a string literal",
+                                     path=path, line=desc.lineno, col=col(desc), code="CP306",
                                       hint="write the description as a plain string"))
             continue
         if name in seen:
-            errors.append(InputError(f"KNOWN_LABELS: duplicate label {name!r} (first on line {seen[name]})",
-                                      **kwhere, hint="keep one entry per label"))
+            errors.append(Diagnostic(f"KNOWN_LABELS: duplicate label {name!r} (first on line {seen[name]})",
+                                     path=path, line=kline, col=kcol, code="CP307",
+                                     hint="keep one entry per label"))
             continue
         if not NAME_RE.fullmatch(name):
-            errors.append(InputError(
+            errors.append(Diagnostic(
                 f"KNOWN_LABELS: {name!r} is not a valid label name (expected {NAME})",
-                **kwhere, hint="use letters, digits, '_', '.', '-'; PR labels are run-ci-<name>"))
+                path=path, line=kline, col=kcol, code="CP308",
+                hint="use letters, digits, '_', '.', '-'; PR labels are run-ci-<name>"))
             continue
         seen[name] = key.lineno
         labels.append(Label(name=name, description=desc.value, line=key.lineno))

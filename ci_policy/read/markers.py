@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 import difflib
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ci_policy.errors import InputError
+from ci_policy.errors import CiPolicyError, Diagnostic
 
 REGISTRATION_MARKERS = {
     "register_cpu_ci": "cpu",
@@ -36,8 +37,8 @@ GATE_MARKER = "register_ci_gate"
 ALL_MARKERS = frozenset(REGISTRATION_MARKERS) | {GATE_MARKER}
 
 
-class NotLiteral(Exception):
-    pass
+class NotLiteral(CiPolicyError):
+    """An argument that is not a literal; `bind` reports it as CP215."""
 
 
 def literal(node: ast.AST) -> Any:
@@ -55,10 +56,11 @@ def literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Tuple):
         return tuple(literal(e) for e in node.elts)
     if isinstance(node, ast.Dict):
-        if any(k is None for k in node.keys):
+        keys = [k for k in node.keys if k is not None]
+        if len(keys) != len(node.keys):  # `**mapping`
             raise NotLiteral
         try:
-            return {literal(k): literal(v) for k, v in zip(node.keys, node.values)}
+            return {literal(k): literal(v) for k, v in zip(keys, node.values, strict=True)}
         except TypeError:  # an unhashable key such as {[1]: 2} has no value
             raise NotLiteral from None
     raise NotLiteral
@@ -85,12 +87,13 @@ class Scan:
     path: str
     calls: list[MarkerCall] = field(default_factory=list)
     has_main_block: bool = False
-    errors: list[InputError] = field(default_factory=list)
+    errors: list[Diagnostic] = field(default_factory=list)
 
-    def error(self, node: ast.AST, message: str, hint: str | None = None) -> None:
-        self.errors.append(InputError(message, path=self.path, line=getattr(node, "lineno", None),
-                                       col=getattr(node, "col_offset", -1) + 1 if hasattr(node, "col_offset") else None,
-                                       hint=hint))
+    def error(self, node: ast.AST, code: str, message: str, hint: str | None = None) -> None:
+        col_offset: int | None = getattr(node, "col_offset", None)
+        self.errors.append(Diagnostic(message, path=self.path, line=getattr(node, "lineno", None),
+                                      col=col_offset + 1 if col_offset is not None else None,
+                                      hint=hint, code=code))
 
 
 def _is_main_guard(test: ast.AST) -> bool:
@@ -101,21 +104,21 @@ def _is_main_guard(test: ast.AST) -> bool:
             and any(isinstance(n, ast.Constant) and n.value == "__main__" for n in pair))
 
 
-def parse_source(text: str, path: str) -> ast.Module | InputError:
+def parse_source(text: str, path: str) -> ast.Module | Diagnostic:
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark, which Python itself accepts
         text = text[1:]
     try:
         return ast.parse(text, filename=path)
     except SyntaxError as exc:
         # Columns are 1-based; CPython reports offset 0 or None when it has no column.
-        return InputError(f"{path} is not valid Python: {exc.msg}", path=path, line=exc.lineno,
-                           col=exc.offset if exc.offset and exc.offset > 0 else None,
-                           hint="fix the syntax error")
+        return Diagnostic(f"{path} is not valid Python: {exc.msg}", path=path, line=exc.lineno,
+                          col=exc.offset if exc.offset and exc.offset > 0 else None,
+                          hint="fix the syntax error", code="CP206")
     except (RecursionError, MemoryError):  # CPython's parser limits on nesting depth
-        return InputError(f"{path} is too deeply nested for the Python parser", path=path, line=1,
-                           col=1, hint="split the deeply nested expression")
+        return Diagnostic(f"{path} is too deeply nested for the Python parser", path=path, line=1,
+                          col=1, hint="split the deeply nested expression", code="CP408")
     except ValueError as exc:  # e.g. NUL bytes in the source
-        return InputError(f"{path} cannot be parsed: {exc}", path=path, line=1, col=1)
+        return Diagnostic(f"{path} cannot be parsed: {exc}", path=path, line=1, col=1, code="CP206")
 
 
 def mentions_marker(text: str) -> bool:
@@ -134,7 +137,7 @@ def module_level_calls(tree: ast.Module, markers: frozenset[str] = ALL_MARKERS) 
 def scan(text: str, path: str) -> Scan:
     result = Scan(path=path)
     tree = parse_source(text, path)
-    if isinstance(tree, InputError):
+    if isinstance(tree, Diagnostic):
         result.errors.append(tree)
         return result
 
@@ -152,20 +155,20 @@ def scan(text: str, path: str) -> Scan:
     used = {c.marker for c in result.calls}
     for node in _nodes_that_may_mention(tree, text):
         if isinstance(node, ast.Name) and node.id in ALL_MARKERS and id(node) not in statement_calls:
-            result.error(node, _misplaced_message(tree, node, node.id),
+            result.error(node, *_misplaced(tree, node, node.id),
                          hint=f"write `{node.id}(...)` as a statement at module level, outside any block")
         elif isinstance(node, ast.Attribute) and node.attr in ALL_MARKERS:
-            result.error(node, f"{_show(node)} is not a registration: ci-policy reads only calls "
+            result.error(node, "CP203", f"{_show(node)} is not a registration: ci-policy reads only calls "
                          f"to the bare name {node.attr}",
                          hint=f"`from ci_policy import {node.attr}` and call `{node.attr}(...)` at module level")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 base = alias.name.rsplit(".", 1)[-1]
                 if base in ALL_MARKERS and alias.asname and alias.asname != base:
-                    result.error(node, f"{base} is imported as {alias.asname!r}; ci-policy reads only calls "
+                    result.error(node, "CP204", f"{base} is imported as {alias.asname!r}; ci-policy reads only calls "
                                  f"to the bare name {base}", hint=f"import it without 'as {alias.asname}'")
                 elif base in ALL_MARKERS and isinstance(node, ast.ImportFrom) and base not in used:
-                    result.error(node, f"{base} is imported but this file has no module-level "
+                    result.error(node, "CP205", f"{base} is imported but this file has no module-level "
                                  f"{base}(...) statement, so ci-policy reads no "
                                  f"{'gate' if base == GATE_MARKER else 'registration'} from it",
                                  hint=f"call {base}(...) at module level, or remove the import")
@@ -177,7 +180,7 @@ def scan(text: str, path: str) -> Scan:
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def _nodes_that_may_mention(tree: ast.Module, text: str):
+def _nodes_that_may_mention(tree: ast.Module, text: str) -> Iterator[ast.AST]:
     """Every node of the top-level statements whose source lines name a marker.
 
     A mention of a marker (a name, an attribute, an import) is an identifier, so it is
@@ -188,40 +191,42 @@ def _nodes_that_may_mention(tree: ast.Module, text: str):
               if "register_" in line and any(name in line for name in ALL_MARKERS)]
     for stmt in tree.body:
         start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
-        end = getattr(stmt, "end_lineno", None) or float("inf")
+        end: float = getattr(stmt, "end_lineno", None) or float("inf")
         i = bisect.bisect_left(marked, start)
         if i < len(marked) and marked[i] <= end:
             yield from ast.walk(stmt)
 
 
-def _misplaced_message(tree: ast.Module, target: ast.Name, name: str) -> str:
+def _misplaced(tree: ast.Module, target: ast.Name, name: str) -> tuple[str, str]:
+    """(code, message) for a marker name that is not a module-level call statement."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and node.func is target:
-            return (f"{name}(...) here is not a registration: markers are read only as "
+            return "CP201", (f"{name}(...) here is not a registration: markers are read only as "
                     "module-level expression statements (not inside a function, class, "
                     "`if`, `with`, or an assignment)")
-    return f"{name} is referenced without being called as a module-level statement, so ci-policy cannot read it"
+    return "CP202", (f"{name} is referenced without being called as a module-level statement, "
+                     "so ci-policy cannot read it")
 
 
 @dataclass(frozen=True)
 class Arguments:
     """A marker call's arguments, bound to parameter names; nodes not yet evaluated."""
 
-    values: dict
-    nodes: dict
+    values: dict[str, Any]
+    nodes: dict[str, ast.expr]
 
 
 @dataclass(frozen=True)
 class Binding:
     """A call's argument nodes bound to parameter names the way Python binds them.
 
-    `problems`: (node, message, hint, parameter) for each grammar error, in source order;
+    `problems`: (node, code, message, hint, parameter) for each grammar error, in source order;
     binding stops at the first surplus positional argument. `starred`: the call passes
     `*args` or `**kwargs` anywhere, so its arguments are not all written out.
     """
 
     nodes: dict[str, ast.expr]
-    problems: tuple[tuple[ast.AST, str, str | None, str | None], ...]
+    problems: tuple[tuple[ast.AST, str, str, str | None, str | None], ...]
     starred: bool
 
 
@@ -230,33 +235,33 @@ def bind_nodes(call: ast.Call, name: str, positional: tuple[str, ...],
     """Bind `call`'s arguments to `positional` + `keyword_only` without evaluating them."""
     known = positional + keyword_only
     nodes: dict[str, ast.expr] = {}
-    problems: list[tuple[ast.AST, str, str | None, str | None]] = []
+    problems: list[tuple[ast.AST, str, str, str | None, str | None]] = []
     for i, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
-            problems.append((arg, f"{name}: *args is not allowed; write every argument literally", None, None))
+            problems.append((arg, "CP210", f"{name}: *args is not allowed; write every argument literally", None, None))
             continue
         if i >= len(positional):
             if positional:
-                problems.append((arg, f"{name} takes at most {len(positional)} positional arguments "
+                problems.append((arg, "CP211", f"{name} takes at most {len(positional)} positional arguments "
                                  f"({', '.join(positional)}), got {len(call.args)}",
                                  f"pass {', '.join(keyword_only)} by keyword", None))
             else:
-                problems.append((arg, f"{name} takes keyword arguments only, got {len(call.args)} positional",
+                problems.append((arg, "CP211", f"{name} takes keyword arguments only, got {len(call.args)} positional",
                                  f"write {name}({known[0]}=...)", None))
             break
         nodes[positional[i]] = arg
     for kw in call.keywords:
         if kw.arg is None:
-            problems.append((kw, f"{name}: **kwargs is not allowed; write every argument literally", None, None))
+            problems.append((kw, "CP210", f"{name}: **kwargs is not allowed; write every argument literally", None, None))
             continue
         if kw.arg not in known:
             close = difflib.get_close_matches(kw.arg, known, n=1)
             suggestion = f"; did you mean {close[0]!r}?" if close else ""
-            problems.append((kw, f"{name}: unknown argument {kw.arg!r}{suggestion}",
+            problems.append((kw, "CP212", f"{name}: unknown argument {kw.arg!r}{suggestion}",
                              f"accepted arguments: {', '.join(known)}", kw.arg))
             continue
         if kw.arg in nodes:
-            problems.append((kw, f"{name}: argument {kw.arg!r} is given twice (positionally and by keyword)",
+            problems.append((kw, "CP213", f"{name}: argument {kw.arg!r} is given twice (positionally and by keyword)",
                              "pass it once", kw.arg))
             continue
         nodes[kw.arg] = kw.value
@@ -269,22 +274,22 @@ def bind(scan_: Scan, mc: MarkerCall, positional: tuple[str, ...], keyword_only:
     """Bind a call's arguments like Python would, reporting each grammar error."""
     call, name = mc.call, mc.marker
     binding = bind_nodes(call, name, positional, keyword_only)
-    for node, message, hint, _parameter in binding.problems:
-        scan_.error(node, message, hint=hint)
+    for node, code, message, hint, _parameter in binding.problems:
+        scan_.error(node, code, message, hint=hint)
     nodes = binding.nodes
     ok = not binding.problems
     if not ok:
         return None
     for req in required:
         if req not in nodes:
-            scan_.error(call, f"{name}: missing required argument {req!r}")
+            scan_.error(call, "CP214", f"{name}: missing required argument {req!r}")
             ok = False
-    values = {}
+    values: dict[str, Any] = {}
     for key, node in nodes.items():
         try:
             values[key] = literal(node)
         except NotLiteral:
-            scan_.error(node, f"{name}: {key} must be a literal, not `{_show(node)}` "
+            scan_.error(node, "CP215", f"{name}: {key} must be a literal, not `{_show(node)}` "
                         "(ci-policy reads it from source without running the file)",
                         hint=f"write the value of {key} itself (a number, string, True/False, "
                         "None, or a list or dict of those)")

@@ -9,17 +9,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
+
+from ci_policy.errors import CiPolicyError
 
 
-class DuplicateKey(ValueError):
+class DuplicateKey(CiPolicyError, ValueError):
     def __init__(self, key: str) -> None:
         super().__init__(f"duplicate key {key!r}")
         self.key = key
 
 
-def no_duplicates(pairs) -> dict:
-    out = {}
+def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
             raise DuplicateKey(key)
@@ -27,7 +29,7 @@ def no_duplicates(pairs) -> dict:
     return out
 
 
-def no_constants(name: str):
+def no_constants(name: str) -> NoReturn:
     raise ValueError(f"{name} is not allowed")
 
 

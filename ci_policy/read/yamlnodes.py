@@ -23,14 +23,14 @@ from typing import Any, Literal
 
 import yaml
 
-from ci_policy.errors import InputError
+from ci_policy.errors import CiPolicyError, InputError
 
 # A configuration is a few levels deep; PyYAML composes recursively, so unbounded
 # nesting ("[[[[...") would otherwise end in RecursionError.
 MAX_DEPTH = 64
 
 
-class _Refused(yaml.MarkedYAMLError):
+class _Refused(yaml.MarkedYAMLError, CiPolicyError):
     """Valid YAML that ci-policy does not accept."""
 
     def __init__(self, problem: str, mark: Any, hint: str) -> None:

@@ -1,6 +1,6 @@
 """Renderers: core results as text, Markdown, JSON and GitHub Actions output.
 
-- In: diagnostics and lint reports (here), registrations, plans, run results and gate
+- In: `Diagnostic`s and lint reports (here), registrations, plans, run results and gate
   outcomes (`text`, `markdown`, `jsondoc`, `github`), all core types.
 - Out: strings. No I/O here; the command line writes them.
 - Every checkout-controlled value passes `render.escape` on its way out, so a file name,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Iterable
 
-from ci_policy.errors import InputError
+from ci_policy.errors import Diagnostic
 from ci_policy.model.lint import LintReport
 from ci_policy.render.escape import escape_data, escape_property, line_start, md_escape, one_line
 from ci_policy.render.github import (
@@ -60,15 +60,25 @@ __all__ = [
 ]
 
 
-def diagnostic_text(err: InputError) -> str:
+def _code(err: Diagnostic) -> str:
+    """`CP201 marker-not-module-level`, or "" for a diagnostic without a code."""
+    if err.code is None:
+        return ""
+    return f"{err.code} {err.name}" if err.name else err.code
+
+
+def diagnostic_text(err: Diagnostic) -> str:
+    """`path:line:col: [warning: ]CODE name: message`, then an indented hint line."""
     label = "warning: " if err.severity == "warning" else ""
-    text = f"{line_start(one_line(err.location()))}: {label}{one_line(err.message)}"
+    code = f"{_code(err)}: " if err.code else ""
+    text = f"{line_start(one_line(err.location()))}: {label}{code}{one_line(err.message)}"
     if err.hint:
         text += f"\n    hint: {one_line(err.hint)}"
     return text
 
 
-def diagnostic_github(err: InputError, path_of: Callable[[str], str] = lambda p: p) -> str:
+def diagnostic_github(err: Diagnostic, path_of: Callable[[str], str] = lambda p: p) -> str:
+    """`::error file=..,line=..,col=..,title=CODE name::message (hint: ...)`."""
     props = []
     # Command-line arguments and environment variables are not files of the workspace.
     if err.path and not err.path.startswith(("--", "$")):
@@ -77,13 +87,15 @@ def diagnostic_github(err: InputError, path_of: Callable[[str], str] = lambda p:
         props.append(f"line={err.line}")
     if err.col is not None:
         props.append(f"col={err.col}")
+    if err.code is not None:
+        props.append(f"title={escape_property(_code(err))}")
     message = err.message + (f" (hint: {err.hint})" if err.hint else "")
     command = "warning" if err.severity == "warning" else "error"
     head = f"::{command} {','.join(props)}" if props else f"::{command}"
     return f"{head}::{escape_data(message)}"
 
 
-def diagnostics(errors: Iterable[InputError], fmt: str,
+def diagnostics(errors: Iterable[Diagnostic], fmt: str,
                 path_of: Callable[[str], str] = lambda p: p) -> str:
     errors = list(errors)
     if fmt == "github":

@@ -28,6 +28,8 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from ci_policy.errors import CiPolicyError
+
 VERSIONS = ("v1", "v2")
 MISMATCH_TYPES = ("special_token_count", "special_token_type", "non_assistant_text", "assistant_text")
 STRICT_TYPES = ("special_token_count", "special_token_type", "non_assistant_text")
@@ -46,7 +48,7 @@ DEFAULT_CAPTURE = (
 )
 
 
-class TitoMismatchError(ValueError):
+class TitoMismatchError(CiPolicyError, ValueError):
     """A strict TITO mismatch rate is not zero in a CI test."""
 
 

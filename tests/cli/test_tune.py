@@ -651,12 +651,12 @@ def test_missing_evidence_or_token_is_a_usage_error_with_exact_messages(work, ca
 
 def test_a_bad_checkout_or_estimates_target_exits_1(work, capsys):
     assert cli(capsys, "tune", "--repo", "nowhere", "--from", "evidence") == (1, "", (
-        "nowhere: repository nowhere is not a directory\n"
+        "nowhere: CP403 path-wrong-type: repository nowhere is not a directory\n"
         "    hint: pass --repo with the checkout's root directory\n"
         "ci-policy: 1 error\n"))
     (work / "old.json").write_text('{"schema": 2, "estimates": []}')
     assert tune(capsys, "--from", "evidence", "--write-estimates", "old.json") == (1, SUMMARY_APPLYING, (
-        'old.json: estimates file old.json must be {"schema": 1, "estimates": [...]}\n'
+        'old.json: CP421 estimates-wrong-shape: estimates file old.json must be {"schema": 1, "estimates": [...]}\n'
         "    hint: regenerate it with ci-policy tune --write-estimates\n"
         "ci-policy: 1 error\n"))
     assert (work / "old.json").read_text() == '{"schema": 2, "estimates": []}'

@@ -113,12 +113,12 @@ def load_codes(repo, config=None) -> list[tuple[str, str | None]]:
     return [(info.value.message, info.value.code)]
 
 
-def test_unreadable_files_are_cp100(tmp_path):
-    assert load_codes(tmp_path) == [(f"configuration file {P} does not exist", "CP100")]
+def test_unreadable_files_inside_the_checkout_are_checkout_reads_outside_cp100(tmp_path):
+    assert load_codes(tmp_path) == [(f"configuration file {P} does not exist", "CP402")]
     (tmp_path / ".github").mkdir()
     os.symlink("/etc/passwd", tmp_path / P)
     assert load_codes(tmp_path) == [
-        (f"configuration file {P} is a symlink; ci-policy refuses symlinks in a checkout", "CP100")]
+        (f"configuration file {P} is a symlink; ci-policy refuses symlinks in a checkout", "CP401")]
     repo = tmp_path / "repo"
     repo.mkdir()
     missing = str(tmp_path / "nowhere.yml")

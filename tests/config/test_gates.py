@@ -6,8 +6,8 @@ import pytest
 from helpers import MAIN_BLOCK, MINIMAL_CONFIG
 
 from ci_policy.config import GateRequirement, GatesConfig, parse_config
+from ci_policy.errors import Diagnostic, InputErrors
 from ci_policy.config.gates import SHIPPED_DEFAULTS
-from ci_policy.errors import InputError, InputErrors
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.sdk.metrics import DEFAULT_CAPTURE
 
@@ -304,18 +304,18 @@ def gated_repo(make_repo, *gates: str, config_gates: str = ""):
     return load_snapshot(make_repo({GATED_FILE: text}, config=MINIMAL_CONFIG + config_gates))
 
 
-def gate_error(line: int, message: str, hint: str) -> InputError:
-    return InputError(message, path=GATED_FILE, line=line, col=1, hint=hint)
+def gate_error(line: int, code: str, message: str, hint: str) -> Diagnostic:
+    return Diagnostic(message, path=GATED_FILE, line=line, col=1, hint=hint, code=code)
 
 
-def uncaptured(key: str, line: int) -> InputError:
-    return gate_error(line, f"register_ci_gate: metric_key {key!r} is not captured, so it can never be evaluated",
+def uncaptured(key: str, line: int) -> Diagnostic:
+    return gate_error(line, "CP510", f"register_ci_gate: metric_key {key!r} is not captured, so it can never be evaluated",
                       f"add it to gates.capture in {P}")
 
 
-def no_default(what: str, key: str, line: int) -> InputError:
+def no_default(what: str, key: str, line: int) -> Diagnostic:
     first = what.split(" and ")[0]
-    return gate_error(line, f"register_ci_gate: {what} not given and gates.defaults has none for {key!r}",
+    return gate_error(line, "CP511", f"register_ci_gate: {what} not given and gates.defaults has none for {key!r}",
                       f"write {first}=... in the call or add a default in {P}")
 
 

@@ -5,27 +5,28 @@ from __future__ import annotations
 import json
 
 import pytest
+from expected_codes import as_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from marker_calls import arbitrary_calls
 
-from ci_policy.errors import InputError
+from ci_policy.errors import Diagnostic
 from ci_policy.gates.declarations import GateDeclaration, gates_of
-from ci_policy.read.markers import scan
 from ci_policy.model.snapshot import load_snapshot
+from ci_policy.read.markers import scan
 
 PATH = "tests/e2e/test_x.py"
 NAME = "register_ci_gate"
 
 
 def err(line, col, message, hint=None, path=PATH):
-    return {"path": path, "line": line, "col": col, "message": message, "hint": hint}
+    return as_json(path, line, col, message, hint)
 
 
 def parse(text, path=PATH):
     result = scan(text, path)
     gates = gates_of(result)
-    return gates, [e.as_dict() for e in sorted(result.errors, key=InputError.sort_key)]
+    return gates, [e.as_dict() for e in sorted(result.errors, key=Diagnostic.sort_key)]
 
 
 def gate(metric_key="loss", written=("metric_key",), line=1, col=1, **fields):

@@ -6,16 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import EXAMPLE_REPO, MAIN_BLOCK, MINIMAL_CONFIG
+
 from ci_policy.cli import main
-from ci_policy.read.diff import Diff
-from ci_policy.errors import InputError
+from ci_policy.errors import Diagnostic
 from ci_policy.gates.requirements import invalid_files, violations
 from ci_policy.model.lint import lint
+from ci_policy.model.snapshot import load_snapshot
 from ci_policy.plan.build import build_plan
 from ci_policy.plan.policy import Trigger
-from ci_policy.model.snapshot import load_snapshot
+from ci_policy.read.diff import Diff
 
 V1 = "rollout/tito_session_mismatch_rate/v1/assistant_text"
 V2 = "rollout/tito_session_mismatch_rate/v2/assistant_text"
@@ -59,9 +59,9 @@ def lacks(file: str, version: str, key: str, rule: int = 0) -> str:
            f"register_ci_gate(metric_key={key!r})"
 
 
-def lacks_error(file: str, line: int, version: str, key: str, rule: int = 0) -> InputError:
-    return InputError(lacks(file, version, key, rule), path=file, line=line, col=1,
-                       hint=f"add `register_ci_gate(metric_key={key!r})` at module level")
+def lacks_error(file: str, line: int, version: str, key: str, rule: int = 0) -> Diagnostic:
+    return Diagnostic(lacks(file, version, key, rule), path=file, line=line, col=1, code="CP520",
+                      hint=f"add `register_ci_gate(metric_key={key!r})` at module level")
 
 
 V1_ONLY_REASON = (f"lacks the gate required for session server v2 by gates.require[0]: "
@@ -109,12 +109,12 @@ gates:
     snapshot = load_snapshot(make_repo(files, config=config))
     hint = "add `register_ci_gate(metric_key='{}')` at module level"
     assert violations(snapshot) == [
-        InputError(f"{OTHER} lacks the gate required by gates.require[0]: "
-                    "register_ci_gate(metric_key='train/grad_norm')",
-                    path=OTHER, line=3, col=1, hint=hint.format("train/grad_norm")),
-        InputError(f"{BOTH} lacks the gate required by gates.require[1]: "
-                    "register_ci_gate(metric_key='train/ppo_kl')",
-                    path=BOTH, line=3, col=1, hint=hint.format("train/ppo_kl")),
+        Diagnostic(f"{OTHER} lacks the gate required by gates.require[0]: "
+                   "register_ci_gate(metric_key='train/grad_norm')",
+                   path=OTHER, line=3, col=1, hint=hint.format("train/grad_norm"), code="CP520"),
+        Diagnostic(f"{BOTH} lacks the gate required by gates.require[1]: "
+                   "register_ci_gate(metric_key='train/ppo_kl')",
+                   path=BOTH, line=3, col=1, hint=hint.format("train/ppo_kl"), code="CP520"),
     ]
 
 
@@ -140,11 +140,11 @@ def test_lint_command_output(repo, capsys):
     assert main(["lint", "--repo", str(repo)]) == 1
     out = capsys.readouterr().out
     assert out == (
-        f"{NONE}:3:1: {lacks(NONE, 'v1', V1)}\n"
+        f"{NONE}:3:1: CP520 gate-required-missing: {lacks(NONE, 'v1', V1)}\n"
         f"    hint: add `register_ci_gate(metric_key={V1!r})` at module level\n"
-        f"{NONE}:3:1: {lacks(NONE, 'v2', V2)}\n"
+        f"{NONE}:3:1: CP520 gate-required-missing: {lacks(NONE, 'v2', V2)}\n"
         f"    hint: add `register_ci_gate(metric_key={V2!r})` at module level\n"
-        f"{V1_ONLY}:4:1: {lacks(V1_ONLY, 'v2', V2)}\n"
+        f"{V1_ONLY}:4:1: CP520 gate-required-missing: {lacks(V1_ONLY, 'v2', V2)}\n"
         f"    hint: add `register_ci_gate(metric_key={V2!r})` at module level\n"
         "ci-policy lint: FAILED: 3 errors, 0 warnings (6 test files, 6 registrations, 3 gates)\n")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ci_policy.config import Config, parse_config
+from ci_policy.errors import Diagnostic
 from ci_policy.model.discovery import discover
-from ci_policy.errors import InputError
 
 SYMLINK_HINT = "replace the symlink with the real file or directory"
 REFUSES = "ci-policy refuses symlinks in a checkout"
@@ -26,7 +26,7 @@ def config(*roots: str, pattern: str | None = None) -> Config:
     return parse_config(text, CONFIG)
 
 
-def located(errors: list[InputError]) -> list[tuple]:
+def located(errors: list[Diagnostic]) -> list[tuple]:
     return [(e.path, e.line, e.col, e.message, e.hint) for e in errors]
 
 
@@ -167,8 +167,8 @@ def test_same_result_twice_and_independent_of_creation_order(tmp_path):
 
 def test_missing_root(repo):
     assert discover(repo, config("nope", "tests/e2e")) == (["tests/e2e/test_e2e.py"], [
-        InputError("discovery root nope does not exist", path=CONFIG, line=3,
-                    hint="create the directory or remove it from discovery.roots")])
+        Diagnostic("discovery root nope does not exist", path=CONFIG, line=3, code="CP402",
+                   hint="create the directory or remove it from discovery.roots")])
 
 
 def test_root_that_is_a_file(repo):

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import MAIN_BLOCK, MINIMAL_CONFIG
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,7 +17,6 @@ from ci_policy.model.estimates import SCHEMA, apply, parse_estimates, render
 from ci_policy.model.lint import lint
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import load_snapshot
-from helpers import MAIN_BLOCK, MINIMAL_CONFIG
 
 P = ".github/ci-estimates.json"
 HINT = "regenerate it with ci-policy tune --write-estimates"
@@ -246,9 +246,11 @@ def test_lint_warns_about_stale_entries_in_text(make_repo, capsys):
     assert main(["lint", "--repo", str(repo)]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[:4] == [
-        f"{P}: warning: the estimates file lists tests/gone.py for suite gpu-a, which no registration matches",
+        f"{P}: warning: CP904 estimate-unused: "
+        "the estimates file lists tests/gone.py for suite gpu-a, which no registration matches",
         f"    hint: {HINT}",
-        f"{P}: warning: the estimates file lists tests/test_b.py for suite amd, which no registration matches",
+        f"{P}: warning: CP904 estimate-unused: "
+        "the estimates file lists tests/test_b.py for suite amd, which no registration matches",
         f"    hint: {HINT}",
     ]
 
@@ -260,10 +262,12 @@ def test_no_stale_warning_when_every_entry_matches(make_repo):
 
 @pytest.mark.parametrize("estimates, stderr", [
     ('{"schema": 1, "estimates": [{"file": "a", "suite": "s", "est_time": NaN}]}',
-     f"{P}: estimates file {P} is not valid strict JSON: NaN is not allowed\n    hint: {HINT}\n"),
+     f"{P}: CP420 estimates-invalid-json: "
+     f"estimates file {P} is not valid strict JSON: NaN is not allowed\n    hint: {HINT}\n"),
     ('{"schema": 1, "estimates": [{"file": "a", "suite": "s", "est_time": 1' + "0" * 400 + "}]}",
-     f"{P}: estimates[0].est_time must be a finite number >= 0, got 1{'0' * 400}\n"),
-    (doc(entry(), entry()), f"{P}: estimates[1]: tests/test_a.py / gpu-a is listed twice\n"),
+     f"{P}: CP422 estimates-entry-invalid: estimates[0].est_time must be a finite number >= 0, got 1{'0' * 400}\n"),
+    (doc(entry(), entry()), f"{P}: CP423 estimates-entry-duplicate: "
+                            "estimates[1]: tests/test_a.py / gpu-a is listed twice\n"),
 ])
 def test_a_bad_estimates_file_stops_the_plan_with_its_message(make_repo, capsys, estimates, stderr):
     repo = estimates_repo(make_repo, estimates)

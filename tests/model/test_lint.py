@@ -63,13 +63,13 @@ def warning_repo(make_repo) -> Path:
 
 
 WARNINGS_TEXT = """\
-.github/ci-policy.yml:10: warning: stage amd has no registered test files
+.github/ci-policy.yml:10: warning: CP901 stage-without-tests: stage amd has no registered test files
     hint: register tests with suite='amd' or remove the stage
-labels.py:3: warning: label 'fsdp' is not used by any test
+labels.py:3: warning: CP902 label-unused: label 'fsdp' is not used by any test
     hint: run-ci-fsdp selects nothing; use it in a registration or remove it
-labels.py:4: warning: label 'long' is not used by any test
+labels.py:4: warning: CP902 label-unused: label 'long' is not used by any test
     hint: run-ci-long selects nothing; use it in a registration or remove it
-tests/e2e/test_off.py:3:1: warning: register_cuda_ci for suite gpu-b is disabled: broken on driver 580, see #12
+tests/e2e/test_off.py:3:1: warning: CP905 registration-disabled: register_cuda_ci for suite gpu-b is disabled: broken on driver 580, see #12
 ci-policy lint: OK: 0 errors, 4 warnings (3 test files, 3 registrations, 0 gates)
 """
 
@@ -86,14 +86,18 @@ def test_warnings_as_json(warning_repo, capsys):
         "ok": True,
         "errors": [],
         "warnings": [
-            {"path": ".github/ci-policy.yml", "line": 10, "col": None,
+            {"code": "CP901", "name": "stage-without-tests",
+             "path": ".github/ci-policy.yml", "line": 10, "col": None,
              "message": "stage amd has no registered test files",
              "hint": "register tests with suite='amd' or remove the stage"},
-            {"path": "labels.py", "line": 3, "col": None, "message": "label 'fsdp' is not used by any test",
+            {"code": "CP902", "name": "label-unused",
+             "path": "labels.py", "line": 3, "col": None, "message": "label 'fsdp' is not used by any test",
              "hint": "run-ci-fsdp selects nothing; use it in a registration or remove it"},
-            {"path": "labels.py", "line": 4, "col": None, "message": "label 'long' is not used by any test",
+            {"code": "CP902", "name": "label-unused",
+             "path": "labels.py", "line": 4, "col": None, "message": "label 'long' is not used by any test",
              "hint": "run-ci-long selects nothing; use it in a registration or remove it"},
-            {"path": "tests/e2e/test_off.py", "line": 3, "col": 1,
+            {"code": "CP905", "name": "registration-disabled",
+             "path": "tests/e2e/test_off.py", "line": 3, "col": 1,
              "message": "register_cuda_ci for suite gpu-b is disabled: broken on driver 580, see #12",
              "hint": None},
         ],
@@ -106,13 +110,15 @@ def test_warnings_as_github_annotations(warning_repo, monkeypatch, capsys):
     monkeypatch.chdir(warning_repo)
     assert main(["lint", "--format", "github"]) == 0
     assert capsys.readouterr() == (
-        "::warning file=.github/ci-policy.yml,line=10::stage amd has no registered test files "
+        "::warning file=.github/ci-policy.yml,line=10,title=CP901 stage-without-tests::"
+        "stage amd has no registered test files "
         "(hint: register tests with suite='amd' or remove the stage)\n"
-        "::warning file=labels.py,line=3::label 'fsdp' is not used by any test "
+        "::warning file=labels.py,line=3,title=CP902 label-unused::label 'fsdp' is not used by any test "
         "(hint: run-ci-fsdp selects nothing; use it in a registration or remove it)\n"
-        "::warning file=labels.py,line=4::label 'long' is not used by any test "
+        "::warning file=labels.py,line=4,title=CP902 label-unused::label 'long' is not used by any test "
         "(hint: run-ci-long selects nothing; use it in a registration or remove it)\n"
-        "::warning file=tests/e2e/test_off.py,line=3,col=1::register_cuda_ci for suite gpu-b is disabled: "
+        "::warning file=tests/e2e/test_off.py,line=3,col=1,title=CP905 registration-disabled::"
+        "register_cuda_ci for suite gpu-b is disabled: "
         "broken on driver 580, see #12\n"
         "ci-policy lint: OK: 0 errors, 4 warnings (3 test files, 3 registrations, 0 gates)\n",
         "")
@@ -139,10 +145,12 @@ def test_every_disabled_registration_is_listed_with_its_reason(make_repo, capsys
     rc, out, err = lint(repo, capsys)
     assert (rc, err) == (0, "")
     assert out == (
-        ".github/ci-policy.yml:7: warning: stage cpu has no registered test files\n"
+        ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage cpu has no registered test files\n"
         "    hint: register tests with suite='cpu' or remove the stage\n"
-        "tests/e2e/test_both.py:3:1: warning: register_cuda_ci for suite gpu-a is disabled: no H200 this week\n"
-        "tests/e2e/test_both.py:4:1: warning: register_rocm_ci for suite amd is disabled: MI350 driver bug #7\n"
+        "tests/e2e/test_both.py:3:1: warning: CP905 registration-disabled: "
+        "register_cuda_ci for suite gpu-a is disabled: no H200 this week\n"
+        "tests/e2e/test_both.py:4:1: warning: CP905 registration-disabled: "
+        "register_rocm_ci for suite amd is disabled: MI350 driver bug #7\n"
         "ci-policy lint: OK: 0 errors, 3 warnings (2 test files, 3 registrations, 0 gates)\n")
 
 
@@ -152,11 +160,11 @@ def test_every_configuration_error_is_reported_at_once(make_repo, capsys):
         "  - {name: cpu, backend: cpu, partitons: 2}\n  - {name: amd, backend: rocm}\n")
     repo = make_repo({"tests/unit/test_ok.py": UNIT}, config=config, labels=LABELS)
     assert lint(repo, capsys) == (1, """\
-.github/ci-policy.yml:8:28: stages[1].backend: expected one of cpu, cuda, rocm, got 'cdua'
-.github/ci-policy.yml:10:12: stages[3].name: duplicate stage name 'cpu' (also stages[0])
-.github/ci-policy.yml:10:31: stages[3].partitons: unknown key; did you mean 'partitions'?
+.github/ci-policy.yml:8:28: CP105 config-invalid-value: stages[1].backend: expected one of cpu, cuda, rocm, got 'cdua'
+.github/ci-policy.yml:10:12: CP106 config-duplicate: stages[3].name: duplicate stage name 'cpu' (also stages[0])
+.github/ci-policy.yml:10:31: CP102 config-unknown-key: stages[3].partitons: unknown key; did you mean 'partitions'?
     hint: allowed keys here: backend, diff_pruned, external, name, partitions, runner, runs_on, timeout_per_file
-.github/ci-policy.yml:11:5: stages[4].runs_on: required for rocm stages that are not external
+.github/ci-policy.yml:11:5: CP103 config-missing-key: stages[4].runs_on: required for rocm stages that are not external
     hint: list the runner labels, e.g. runs_on: [h200, 4gpu]
 ci-policy lint: FAILED: 4 errors, 0 warnings
 """, "")
@@ -170,11 +178,11 @@ def test_every_label_error_is_reported_at_once(make_repo, capsys):
     labels = 'KNOWN_LABELS = {"megatron": "x", "bad name": "y", "megatron": "z", "ok": 3}\n'
     repo = make_repo({"tests/unit/test_ok.py": UNIT}, config=CONFIG, labels=labels)
     assert lint(repo, capsys) == (1, """\
-labels.py:1:34: KNOWN_LABELS: 'bad name' is not a valid label name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)
+labels.py:1:34: CP308 label-name-invalid: KNOWN_LABELS: 'bad name' is not a valid label name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)
     hint: use letters, digits, '_', '.', '-'; PR labels are run-ci-<name>
-labels.py:1:51: KNOWN_LABELS: duplicate label 'megatron' (first on line 1)
+labels.py:1:51: CP307 label-duplicate: KNOWN_LABELS: duplicate label 'megatron' (first on line 1)
     hint: keep one entry per label
-labels.py:1:74: KNOWN_LABELS['ok']: description is not a string literal
+labels.py:1:74: CP306 label-entry-not-literal: KNOWN_LABELS['ok']: description is not a string literal
     hint: write the description as a plain string
 ci-policy lint: FAILED: 3 errors, 0 warnings
 """, "")
@@ -190,10 +198,12 @@ def test_errors_in_many_files_are_all_reported_and_sorted(make_repo, capsys):
     assert (rc, err) == (1, "")
     errors = [line for line in out.splitlines() if line.startswith("tests/")]
     assert errors == [
-        "tests/e2e/test_a.py:3:18: register_cuda_ci: est_time must be a finite non-negative number of "
+        "tests/e2e/test_a.py:3:18: CP223 est-time-invalid: "
+        "register_cuda_ci: est_time must be a finite non-negative number of "
         "seconds, got -1",
-        "tests/e2e/test_m.py:3:56: register_cuda_ci: nightly must be True or False, got 'yes'",
-        "tests/e2e/test_z.py:3:1: register_cuda_ci: a cuda registration needs at least one label "
+        "tests/e2e/test_m.py:3:56: CP229 nightly-invalid: register_cuda_ci: nightly must be True or False, got 'yes'",
+        "tests/e2e/test_z.py:3:1: CP228 labels-required: "
+        "register_cuda_ci: a cuda registration needs at least one label "
         "(gpu_requires_labels is true), so that a PR can select it",
     ]
     # An error's hint, when it has one, is on the next line.
@@ -202,6 +212,6 @@ def test_errors_in_many_files_are_all_reported_and_sorted(make_repo, capsys):
         errors[0], "    hint: write e.g. est_time=300",
         errors[1],
         errors[2], "    hint: add labels=[...] with one of: megatron, fsdp, long",
-        ".github/ci-policy.yml:7: warning: stage cpu has no registered test files",
+        ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage cpu has no registered test files",
     ]
     assert lines[-1].startswith("ci-policy lint: FAILED: 3 errors, ")

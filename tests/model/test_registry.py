@@ -4,18 +4,18 @@ roots, the `python FILE` runner rule, duplicates, and the order of registrations
 from __future__ import annotations
 
 import pytest
+from expected_codes import as_json
+from helpers import MINIMAL_CONFIG, MINIMAL_LABELS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from marker_calls import arbitrary_calls
 
 from ci_policy.config import parse_config
-from ci_policy.errors import InputError
-from ci_policy.read.labels import parse_labels
-from ci_policy.read.markers import scan
+from ci_policy.errors import Diagnostic
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.snapshot import load_snapshot
-
-from helpers import MINIMAL_CONFIG, MINIMAL_LABELS
+from ci_policy.read.labels import parse_labels
+from ci_policy.read.markers import scan
 
 PATH = "tests/e2e/test_x.py"
 CONFIG = parse_config(MINIMAL_CONFIG)
@@ -25,11 +25,11 @@ NO_MAIN = '\ndef test_it():\n    assert True\n'
 
 
 def err(line, col, message, hint=None, path=PATH):
-    return {"path": path, "line": line, "col": col, "message": message, "hint": hint}
+    return as_json(path, line, col, message, hint)
 
 
 def errors_of(errors) -> list[dict]:
-    return [e.as_dict() for e in sorted(errors, key=InputError.sort_key)]
+    return [e.as_dict() for e in sorted(errors, key=Diagnostic.sort_key)]
 
 
 def parse(text, path=PATH, config=CONFIG, labels=LABELS):

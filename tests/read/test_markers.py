@@ -8,18 +8,18 @@ import keyword
 import textwrap
 
 import pytest
+from expected_codes import as_json
+from helpers import MINIMAL_CONFIG, MINIMAL_LABELS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ci_policy.gates.declarations import gates_of
 from ci_policy.config import parse_config
-from ci_policy.errors import InputError
-from ci_policy.read.labels import parse_labels
-from ci_policy.read.markers import ALL_MARKERS, NotLiteral, literal, scan
+from ci_policy.errors import CODES, Diagnostic
+from ci_policy.gates.declarations import gates_of
 from ci_policy.model.registry import registrations_of
 from ci_policy.model.snapshot import load_snapshot
-
-from helpers import MINIMAL_CONFIG, MINIMAL_LABELS
+from ci_policy.read.labels import parse_labels
+from ci_policy.read.markers import ALL_MARKERS, NotLiteral, literal, scan
 
 PATH = "tests/e2e/test_x.py"
 MAIN = '\nif __name__ == "__main__":\n    main()\n'
@@ -31,7 +31,7 @@ PLACEMENT_HINT = "write `{name}(...)` as a statement at module level, outside an
 
 
 def err(line, col, message, hint=None, path=PATH):
-    return {"path": path, "line": line, "col": col, "message": message, "hint": hint}
+    return as_json(path, line, col, message, hint)
 
 
 def misplaced(line, col, name="register_cuda_ci"):
@@ -59,7 +59,7 @@ def unused_import(line, col, name="register_cuda_ci"):
 
 
 def errors_of(result) -> list[dict]:
-    return [e.as_dict() for e in sorted(result.errors, key=InputError.sort_key)]
+    return [e.as_dict() for e in sorted(result.errors, key=Diagnostic.sort_key)]
 
 
 def src(text: str) -> str:
@@ -320,7 +320,8 @@ def check_scan(text: str, path: str) -> None:
     result = scan(text, path)
     assert result.path == path
     for e in result.errors:
-        assert isinstance(e, InputError)
+        assert isinstance(e, Diagnostic)
+        assert e.code in CODES and e.severity == "error"
         assert e.path == path and e.message
         assert e.line is None or e.line >= 1
         assert e.col is None or e.col >= 1

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from ci_policy.cli import main
-from ci_policy.errors import InputError
+from ci_policy.errors import Diagnostic
 from ci_policy.render import diagnostic_github, diagnostic_text, escape_data, escape_property
 
 CONFIG = """\
@@ -95,18 +95,35 @@ def test_escape_property():
 
 
 def test_diagnostic_github_one_command_per_diagnostic():
-    err = InputError("bad\n::error::injected", path="a,b:c.py", line=3, col=7, hint="fix\r\nit")
+    err = Diagnostic("bad\n::error::injected", path="a,b:c.py", line=3, col=7, hint="fix\r\nit")
     assert diagnostic_github(err) == "::error file=a%2Cb%3Ac.py,line=3,col=7::bad%0A::error::injected (hint: fix%0D%0Ait)"
-    warn = InputError("w", severity="warning")
+    warn = Diagnostic("w", severity="warning")
     assert diagnostic_github(warn) == "::warning::w"
-    assert diagnostic_github(InputError("m", path="p.py", line=2)) == "::error file=p.py,line=2::m"
+    assert diagnostic_github(Diagnostic("m", path="p.py", line=2)) == "::error file=p.py,line=2::m"
+
+
+def test_diagnostic_github_carries_the_code_in_the_title():
+    err = Diagnostic("m", path="p.py", line=2, col=1, code="CP201")
+    assert diagnostic_github(err) == "::error file=p.py,line=2,col=1,title=CP201 marker-not-module-level::m"
+    warn = Diagnostic("w", path="labels.py", line=1, code="CP902", severity="warning", hint="h")
+    assert diagnostic_github(warn) == "::warning file=labels.py,line=1,title=CP902 label-unused::w (hint: h)"
+    # Neither location nor title: an input error of the command line, with no code.
+    assert diagnostic_github(Diagnostic("x", path="--diff")) == "::error::x"
 
 
 def test_diagnostic_text_keeps_one_diagnostic_on_its_lines():
-    err = InputError("bad\n::error::injected\rx", path="p.py", line=3, col=7, hint="h\n::warning::w")
+    err = Diagnostic("bad\n::error::injected\rx", path="p.py", line=3, col=7, hint="h\n::warning::w")
     text = diagnostic_text(err)
     assert text == "p.py:3:7: bad\\n::error::injected\\rx\n    hint: h\\n::warning::w"
     assert commands(text) == []
+
+
+def test_diagnostic_text_shows_the_code_and_name_before_the_message():
+    err = Diagnostic("m", path="p.py", line=3, col=7, hint="h", code="CP201")
+    assert diagnostic_text(err) == "p.py:3:7: CP201 marker-not-module-level: m\n    hint: h"
+    warn = Diagnostic("w", path="labels.py", line=1, code="CP902", severity="warning")
+    assert diagnostic_text(warn) == "labels.py:1: warning: CP902 label-unused: w"
+    assert diagnostic_text(Diagnostic("u", path="--diff")) == "--diff: u"
 
 
 # -- end to end: a hostile checkout cannot inject a second workflow command ------------------
@@ -124,13 +141,16 @@ def test_github_format_cannot_be_injected(tmp_path, monkeypatch, capsys):
     disabled = f"register_cuda_ci for suite gpu is disabled: {HOSTILE_REASON}"
     # Exactly the two diagnostics, each one command, round-tripping to the original text.
     assert commands(out) == [
-        ("error", {"file": HOSTILE_FILE, "line": "1", "col": "1"}, unregistered),
-        ("warning", {"file": "tests/test_disabled.py", "line": "3", "col": "1"}, disabled),
+        ("error", {"file": HOSTILE_FILE, "line": "1", "col": "1", "title": "CP231 test-file-unregistered"},
+         unregistered),
+        ("warning", {"file": "tests/test_disabled.py", "line": "3", "col": "1",
+                     "title": "CP905 registration-disabled"}, disabled),
     ]
     assert out == (
-        "::error file=tests/test_a%2Cline=9%3A%3Ax%2541.py,line=1,col=1::"
+        "::error file=tests/test_a%2Cline=9%3A%3Ax%2541.py,line=1,col=1,title=CP231 test-file-unregistered::"
         + unregistered.replace("%", "%25") + "\n"
-        "::warning file=tests/test_disabled.py,line=3,col=1::register_cuda_ci for suite gpu is disabled: "
+        "::warning file=tests/test_disabled.py,line=3,col=1,title=CP905 registration-disabled::"
+        "register_cuda_ci for suite gpu is disabled: "
         "flaky 100%25%0D%0A::error file=evil.py,line=1::injected%0A::stop-commands::tok\n"
         "ci-policy lint: FAILED: 1 error, 1 warning (2 test files, 1 registration, 0 gates)\n")
 
@@ -141,7 +161,8 @@ def test_text_format_cannot_be_injected(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert err == ""
     assert commands(out) == []
-    assert "tests/test_disabled.py:3:1: warning: register_cuda_ci for suite gpu is disabled: " \
+    assert "tests/test_disabled.py:3:1: warning: CP905 registration-disabled: " \
+           "register_cuda_ci for suite gpu is disabled: " \
            "flaky 100%\\r\\n::error file=evil.py,line=1::injected\\n::stop-commands::tok\n" in out
     assert len(out.splitlines()) == 4  # error, its hint, the warning, the summary
 
@@ -187,7 +208,8 @@ def test_a_path_starting_with_a_workflow_command_cannot_start_a_line(tmp_path, m
         out = capsys.readouterr().out
         assert [c[0] for c in commands(out)] == (["error"] if fmt == "github" else [])
     assert main(["lint"]) == 1
-    assert capsys.readouterr().out.startswith(f"./{root}/test_a.py:1:1: {root}/test_a.py matches")
+    assert capsys.readouterr().out.startswith(f"./{root}/test_a.py:1:1: CP231 test-file-unregistered: "
+                                              f"{root}/test_a.py matches")
     assert main(["registry"]) == 1
     out, err = capsys.readouterr()
     assert commands(out + err) == []

@@ -35,7 +35,7 @@ from ci_policy.adapters.github.access import PERMISSIONS, AccessPolicy
 from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.adapters.github.grammar import Command, GrammarError, parse
 from ci_policy.config import IMAGE_TAG_RE, Config
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import CiPolicyError, InputError, InputErrors
 from ci_policy.plan.filerun import FilePlan, resolve_file
 from ci_policy.read.checkout import MAX_FILE_BYTES
 from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
@@ -44,7 +44,7 @@ RERUN_CONCLUSIONS = ("failure", "cancelled", "timed_out")
 SYMLINK_MODE = "120000"
 
 
-class ApiError(Exception):
+class ApiError(CiPolicyError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"GitHub API error {status}: {message}")
         self.status = status

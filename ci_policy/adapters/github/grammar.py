@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ci_policy.errors import CiPolicyError
 from ci_policy.plan.filerun import TEST_PATH_RE
 from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 
@@ -36,7 +37,7 @@ class Command:
             self.kind, "/" + self.kind.replace("_", "-"))
 
 
-class GrammarError(ValueError):
+class GrammarError(CiPolicyError, ValueError):
     pass
 
 

@@ -388,7 +388,7 @@ def test_test_file_changed_after_planning(make_repo, tmp_path, monkeypatch, caps
     assert out == ("Enabled 2 test(s) (est total 3s) for gpu shard 0:\n"
                    "  tests/gpu/test_gone.py (est 2s)\n  tests/gpu/test_ok.py (est 1s)\n")
     if replace == "symlink":
-        assert err == ("tests/gpu/test_gone.py: test file tests/gpu/test_gone.py is a symlink; "
+        assert err == ("tests/gpu/test_gone.py: CP401 symlink-refused: test file tests/gpu/test_gone.py is a symlink; "
                        "ci-policy refuses symlinks in a checkout\n"
                        "    hint: replace the symlink with the real file or directory\n"
                        "ci-policy: 1 error\n")
@@ -407,7 +407,8 @@ def test_a_file_name_with_a_newline_is_refused_before_anything_runs(make_repo, t
     proc = run(repo, "gpu", tmp_path / "t.jsonl", "--format", "github",
                env=clean_env(GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md")))
     assert proc.returncode == 1
-    assert proc.stdout == ("::error file=tests/gpu/test_x\\n%3A%3Aerror%3A%3Ainjected.py::test file "
+    assert proc.stdout == ("::error file=tests/gpu/test_x\\n%3A%3Aerror%3A%3Ainjected.py,"
+                           "title=CP407 path-control-characters::test file "
                            "'tests/gpu/test_x\\n::error::injected.py' has control characters in its path; "
                            "ci-policy refuses such names (hint: rename the file)\n")
     assert not any(line.startswith("::error::") for line in proc.stdout.splitlines())

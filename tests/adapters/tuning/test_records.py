@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.adapters.runner.shard import TimingsWriter
+from ci_policy.errors import Diagnostic, InputErrors
+from ci_policy.model.registry import Registration
 from ci_policy.adapters.tuning.evidence import STATUSES, FileEvidence
 from ci_policy.adapters.tuning.records import read_records
-from ci_policy.errors import InputError, InputErrors
-from ci_policy.model.registry import Registration
 from ci_policy.plan.results import Attempt, Verdict
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tuning"
@@ -98,7 +98,7 @@ def test_golden_malformed_lines_are_all_reported_with_file_line_and_field():
     assert str(info.value.errors[1]) == (
         f"{source}:3: a timing record must be a JSON object, got array [1, 2] (hint: each line of a "
         "timing-records file is one JSON object written by `ci-policy run`)")
-    assert all(isinstance(e, InputError) for e in info.value.errors)
+    assert all(isinstance(e, Diagnostic) for e in info.value.errors)
 
 
 # -- the writer's own output ------------------------------------------------------------------------------
@@ -241,7 +241,7 @@ def test_arbitrary_lines_raise_only_policy_errors(lines):
         try:
             rows = read_records(path)
         except InputErrors as exc:
-            assert exc.errors and all(isinstance(e, InputError) and e.path == path and e.line for e in exc.errors)
+            assert exc.errors and all(isinstance(e, Diagnostic) and e.path == path and e.line for e in exc.errors)
         else:
             assert all(r.status in ("passed", "timeout", "failed") and r.source == path for r in rows)
 

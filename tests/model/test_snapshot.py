@@ -1,0 +1,168 @@
+"""The snapshot of a checkout: what it holds for the example repository, `require_valid()`,
+estimates applied over the literals, and which problems stop `load_snapshot` itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import EXAMPLE_REPO, MAIN_BLOCK
+
+from ci_policy.errors import Diagnostic, InputError, InputErrors
+from ci_policy.gates.declarations import GateDeclaration
+from ci_policy.model.snapshot import Snapshot, load_snapshot
+
+H200_1, H200_4, MI350, GB200 = "stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350", "stage-d-8-gpu-gb200"
+SESSION = "tests/e2e/session_server/"
+V1 = "rollout/tito_session_mismatch_rate/v1/assistant_text"
+V2 = "rollout/tito_session_mismatch_rate/v2/assistant_text"
+
+# (file, line, col, backend, suite, est_time, labels, nightly, disabled, implicit, est_source)
+EXAMPLE_REGISTRATIONS = [
+    (SESSION + "test_session_multiturn.py", 11, 1, "cuda", H200_4, 480, ("session", "sglang"), False, None,
+     False, "literal"),
+    (SESSION + "test_session_tool_calls.py", 10, 1, "cuda", H200_1, 360, ("session",), False, None, False,
+     "literal"),
+    ("tests/e2e/test_fsdp_checkpoint_resume.py", 10, 1, "cuda", H200_4, 420, ("fsdp",), False,
+     "flaky on H200 driver 580, tracked in #1234", False, "literal"),
+    ("tests/e2e/test_fsdp_dpo_4gpu.py", 9, 1, "cuda", H200_4, 600, ("fsdp",), False, None, False, "literal"),
+    ("tests/e2e/test_fsdp_grpo.py", 9, 1, "cuda", H200_1, 240, ("fsdp",), False, None, False, "literal"),
+    ("tests/e2e/test_gb200_scaling.py", 9, 1, "cuda", GB200, 3000, ("megatron",), False, None, False, "literal"),
+    ("tests/e2e/test_megatron_long_context.py", 10, 1, "cuda", H200_4, 2400, ("megatron", "long"), False, None,
+     False, "literal"),
+    ("tests/e2e/test_megatron_nightly_convergence.py", 9, 1, "cuda", H200_4, 1500, ("megatron",), True, None,
+     False, "literal"),
+    ("tests/e2e/test_megatron_ppo_4gpu.py", 9, 1, "cuda", H200_4, 900, ("megatron",), False, None, False,
+     "literal"),
+    ("tests/e2e/test_megatron_sft.py", 9, 1, "cuda", H200_1, 300, ("megatron",), False, None, False, "literal"),
+    ("tests/e2e/test_rocm_fsdp_grpo.py", 9, 1, "cuda", H200_4, 360, ("fsdp",), False, None, False, "literal"),
+    ("tests/e2e/test_rocm_fsdp_grpo.py", 10, 1, "rocm", MI350, 480, ("fsdp", "rocm"), False, None, False,
+     "literal"),
+    ("tests/e2e/test_rocm_megatron_sft.py", 9, 1, "rocm", MI350, 540, ("megatron", "rocm"), False, None, False,
+     "literal"),
+    ("tests/e2e/test_sglang_rollout.py", 9, 1, "cuda", H200_1, 180, ("sglang",), False, None, False, "literal"),
+] + [(f"tests/fast/{name}", None, None, "cpu", "stage-a-cpu", 5, (), False, None, True, "implicit")
+     for name in ("test_advantages.py", "test_kl.py", "test_rollout.py", "test_session_protocol.py")]
+
+
+def rows(snapshot: Snapshot) -> list[tuple]:
+    return [(r.file, r.line, r.col, r.backend, r.suite, r.est_time, r.labels, r.nightly, r.disabled, r.implicit,
+             r.est_source) for r in snapshot.registrations]
+
+
+def test_the_example_repository():
+    snapshot = load_snapshot(EXAMPLE_REPO)
+    assert snapshot.repo == EXAMPLE_REPO
+    assert (snapshot.config.path, snapshot.labels.path) == (".github/ci-policy.yml", "labels.py")
+    assert snapshot.labels.names == ("megatron", "fsdp", "sglang", "session", "rocm", "long")
+    assert [s.name for s in snapshot.config.stages] == ["stage-a-cpu", H200_1, H200_4, MI350, GB200]
+    # Sorted, repo-relative; conftest.py does not match test_*.py.
+    assert snapshot.files == tuple(sorted({row[0] for row in EXAMPLE_REGISTRATIONS}))
+    assert len(snapshot.files) == 17
+    assert rows(snapshot) == EXAMPLE_REGISTRATIONS
+    assert snapshot.registrations_for("tests/e2e/test_rocm_fsdp_grpo.py") == snapshot.registrations[10:12]
+    assert snapshot.registrations_for("tests/fast/conftest.py") == ()
+    assert snapshot.gates == (
+        GateDeclaration(SESSION + "test_session_multiturn.py", 12, 1, V1, written=("metric_key",)),
+        GateDeclaration(SESSION + "test_session_multiturn.py", 13, 1, V2, written=("metric_key",)),
+        GateDeclaration(SESSION + "test_session_tool_calls.py", 11, 1, V1, written=("metric_key",)),
+        GateDeclaration(SESSION + "test_session_tool_calls.py", 12, 1, V2, written=("metric_key",)),
+        GateDeclaration(SESSION + "test_session_tool_calls.py", 13, 1, "train/grad_norm", steps="all",
+                        constraint=(("abs_floor_down", 0.05), ("abs_floor_up", 0.05), ("rel_down", 0.5),
+                                    ("rel_up", 0.5)),
+                        written=("metric_key", "steps", "constraint")),
+    )
+    assert (snapshot.errors, snapshot.unused_estimates, snapshot.estimates_missing) == ((), (), False)
+    assert snapshot.require_valid() is snapshot
+
+
+def test_require_valid_raises_with_every_error(example_repo):
+    (example_repo / "tests/e2e/test_fsdp_grpo.py").write_text(
+        'from ci_policy import register_cuda_ci\n\nregister_cuda_ci(-1, "stage-b-1-gpu-h200", labels=["fsdp"])\n'
+        + MAIN_BLOCK)
+    (example_repo / "tests/e2e/test_megatron_sft.py").write_text("x = 1\n")
+    (example_repo / "tests/e2e/test_sglang_rollout.py").write_bytes(b"\xff\n")
+    snapshot = load_snapshot(example_repo)
+    expected = (
+        Diagnostic("register_cuda_ci: est_time must be a finite non-negative number of seconds, got -1",
+                   path="tests/e2e/test_fsdp_grpo.py", line=3, col=18, hint="write e.g. est_time=300",
+                   code="CP223"),
+        Diagnostic("tests/e2e/test_megatron_sft.py matches the discovery pattern 'test_*.py' but has no "
+                   "registration and is not under an implicit root, so no stage would run it",
+                   path="tests/e2e/test_megatron_sft.py", line=1, col=1, code="CP231",
+                   hint="add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level, or add an "
+                        "implicit root for its directory in the configuration"),
+        Diagnostic("test file tests/e2e/test_sglang_rollout.py is not valid UTF-8",
+                   path="tests/e2e/test_sglang_rollout.py", line=1, col=1, hint="save the file as UTF-8",
+                   code="CP406"),
+    )
+    assert snapshot.errors == expected
+    # The valid rest is still there: a caller that can use it (lint, plan) may.
+    assert len(snapshot.registrations) == len(EXAMPLE_REGISTRATIONS) - 3
+    with pytest.raises(InputErrors) as info:
+        snapshot.require_valid()
+    assert info.value.errors == expected
+    assert str(info.value) == "\n".join(str(d) for d in expected)
+
+
+ESTIMATES = """\
+{"schema": 1, "estimates": [
+  {"file": "tests/e2e/test_fsdp_grpo.py", "suite": "stage-b-1-gpu-h200", "est_time": 275.5},
+  {"file": "tests/e2e/test_rocm_fsdp_grpo.py", "suite": "stage-c-4-gpu-mi350", "est_time": 512},
+  {"file": "tests/fast/test_kl.py", "suite": "stage-a-cpu", "est_time": 2},
+  {"file": "tests/e2e/test_gone.py", "suite": "stage-b-1-gpu-h200", "est_time": 10}
+]}
+"""
+
+
+def with_estimates(repo: Path, text: str | None) -> Path:
+    config = repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + "estimates_file: .github/ci-estimates.json\n")
+    if text is not None:
+        (repo / ".github" / "ci-estimates.json").write_text(text)
+    return repo
+
+
+def test_estimates_override_the_literals_they_list(example_repo):
+    snapshot = load_snapshot(with_estimates(example_repo, ESTIMATES))
+    estimated = {("tests/e2e/test_fsdp_grpo.py", H200_1): 275.5, ("tests/e2e/test_rocm_fsdp_grpo.py", MI350): 512,
+                 ("tests/fast/test_kl.py", "stage-a-cpu"): 2}
+    expected = []
+    for row in EXAMPLE_REGISTRATIONS:
+        est_time = estimated.get((row[0], row[4]))
+        expected.append(row if est_time is None else row[:5] + (est_time,) + row[6:10] + ("estimates",))
+    assert rows(snapshot) == expected
+    assert [row[5] for row in rows(snapshot) if row[10] == "estimates"] == [275.5, 512, 2]
+    # The CUDA registration of the same file keeps its literal: estimates are per (file, suite).
+    assert rows(snapshot)[10][5:] == (360, ("fsdp",), False, None, False, "literal")
+    assert snapshot.unused_estimates == (("tests/e2e/test_gone.py", "stage-b-1-gpu-h200"),)
+    assert (snapshot.errors, snapshot.estimates_missing) == ((), False)
+
+
+def test_a_missing_estimates_file_keeps_the_literals(example_repo):
+    snapshot = load_snapshot(with_estimates(example_repo, None))
+    assert rows(snapshot) == EXAMPLE_REGISTRATIONS
+    assert (snapshot.errors, snapshot.unused_estimates, snapshot.estimates_missing) == ((), (), True)
+
+
+def test_a_bad_estimates_file_is_an_error_and_keeps_the_literals(example_repo):
+    snapshot = load_snapshot(with_estimates(example_repo, '{"schema": 2, "estimates": []}'))
+    assert rows(snapshot) == EXAMPLE_REGISTRATIONS
+    assert snapshot.errors == (Diagnostic(
+        'estimates file .github/ci-estimates.json must be {"schema": 1, "estimates": [...]}',
+        path=".github/ci-estimates.json", hint="regenerate it with ci-policy tune --write-estimates",
+        code="CP421"),)
+
+
+def test_unusable_configuration_or_labels_stop_the_snapshot(example_repo, tmp_path):
+    with pytest.raises(InputError) as missing:
+        load_snapshot(tmp_path / "nowhere")
+    assert missing.value.diagnostic == Diagnostic(
+        f"repository {tmp_path / 'nowhere'} is not a directory", path=str(tmp_path / "nowhere"),
+        hint="pass --repo with the checkout's root directory", code="CP403")
+    (example_repo / "labels.py").write_text("LABELS = {}\n")
+    with pytest.raises(InputErrors) as labels:
+        load_snapshot(example_repo)
+    assert labels.value.errors == (Diagnostic(
+        "labels file labels.py does not define KNOWN_LABELS", path="labels.py", line=1, col=1, code="CP302",
+        hint='add a module-level dict literal: KNOWN_LABELS = {"name": "description"}'),)
