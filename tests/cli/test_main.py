@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from cli.expected import CONFIG, LABELS, write_repo
-from helpers import assert_golden, assert_run_golden, clean_env, console_script, read_golden
+from helpers import assert_run_golden, clean_env, console_script, read_golden
 
 from ci_policy.cli import main
 from ci_policy.cli.main import build_parser
