@@ -1,8 +1,8 @@
 """The bundled example and a broken checkout, shared by the tests of `lint`, `registry` and `main`
 (imported as `cli.expected`).
 
-- Their exact outputs are golden files under tests/data/golden/cli/ (lint.txt, lint.json,
-  lint-github.txt, registry.txt, registry.json, lint-broken.txt, registry-broken.stderr).
+- Their exact outputs are golden files: tests/data/golden/cli/lint/ and tests/data/golden/cli/registry/
+  (`example.*` on the example, `broken.*` on the broken checkout).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gpu-repo"
 
 def lint_github_under(prefix: str) -> str:
     """`lint --format github` on the example when the workspace holds it under PREFIX (e.g. "gpu-repo/")."""
-    return read_golden("cli/lint-github.txt").replace("::warning file=", f"::warning file={prefix}")
+    return read_golden("cli/lint/example-github.txt").replace("::warning file=", f"::warning file={prefix}")
 
 
 # -- a checkout with errors ---------------------------------------------------------------

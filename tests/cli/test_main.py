@@ -45,12 +45,12 @@ def usage_error(argv: list[str], capsys) -> str:
 
 def test_explicit_config_inside_and_outside_the_checkout(example_repo, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(example_repo)
-    assert_run_golden(run(["lint", "--config", ".github/ci-policy.yml"], capsys), 0, "cli/lint.txt")
+    assert_run_golden(run(["lint", "--config", ".github/ci-policy.yml"], capsys), 0, "cli/lint/example.txt")
     outside = tmp_path / "policy.yml"
     outside.write_text((example_repo / ".github" / "ci-policy.yml").read_text())
     (example_repo / ".github" / "ci-policy.yml").unlink()
-    assert_run_golden(run(["lint", "--config", str(outside)], capsys), 0, "cli/lint.txt")
-    assert_run_golden(run(["registry", "--config", str(outside), "--format", "json"], capsys), 0, "cli/registry.json")
+    assert_run_golden(run(["lint", "--config", str(outside)], capsys), 0, "cli/lint/example.txt")
+    assert_run_golden(run(["registry", "--config", str(outside), "--format", "json"], capsys), 0, "cli/registry/example.json")
     # Without --config the (now missing) default is an error.
     rc, out, err = run(["lint"], capsys)
     assert rc == 1
@@ -170,19 +170,19 @@ def test_usage_error_from_the_console_script(tmp_path):
 def test_console_script_lint_and_registry(example_repo):
     script = console_script()
     lint = subprocess.run([script, "lint"], capture_output=True, text=True, env=clean_env(), cwd=example_repo)
-    assert_run_golden((lint.returncode, lint.stdout, lint.stderr), 0, "cli/lint.txt")
+    assert_run_golden((lint.returncode, lint.stdout, lint.stderr), 0, "cli/lint/example.txt")
     reg = subprocess.run([script, "registry", "--repo", str(example_repo), "--format", "json"],
                          capture_output=True, text=True, env=clean_env(), cwd=example_repo.parent)
-    assert_run_golden((reg.returncode, reg.stdout, reg.stderr), 0, "cli/registry.json")
+    assert_run_golden((reg.returncode, reg.stdout, reg.stderr), 0, "cli/registry/example.json")
 
 
 def test_python_dash_m(example_repo):
     gh = subprocess.run([PYTHON, "-m", "ci_policy", "lint", "--format", "github"], capture_output=True, text=True,
                         env=clean_env(), cwd=example_repo)
-    assert_run_golden((gh.returncode, gh.stdout, gh.stderr), 0, "cli/lint-github.txt")
+    assert_run_golden((gh.returncode, gh.stdout, gh.stderr), 0, "cli/lint/example-github.txt")
     reg = subprocess.run([PYTHON, "-m", "ci_policy", "registry"], capture_output=True, text=True,
                          env=clean_env(), cwd=example_repo)
-    assert_run_golden((reg.returncode, reg.stdout, reg.stderr), 0, "cli/registry.txt")
+    assert_run_golden((reg.returncode, reg.stdout, reg.stderr), 0, "cli/registry/example.txt")
     bad = subprocess.run([PYTHON, "-m", "ci_policy", "registry", "--nope"], capture_output=True, text=True,
                          env=clean_env(), cwd=example_repo)
     assert bad.returncode == 2 and "unrecognized arguments: --nope" in bad.stderr
@@ -210,7 +210,7 @@ def test_lint_and_registry_do_not_import_adapters(tmp_path):
     result = json.loads(proc.stdout)
     # Both commands really ran (a crash before importing anything would prove nothing).
     assert result["codes"] == [0, 0]
-    assert result["out"] == read_golden("cli/lint.txt") + read_golden("cli/registry.json")
+    assert result["out"] == read_golden("cli/lint/example.txt") + read_golden("cli/registry/example.json")
     assert "ci_policy.model.lint" in result["modules"] and "ci_policy.render" in result["modules"]
     loaded = {m.split(".")[0] for m in result["modules"]}
     assert sorted(loaded & set(ADAPTER_MODULES)) == []

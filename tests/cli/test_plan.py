@@ -1,7 +1,7 @@
 """End-to-end behaviour of `ci-policy plan` and `ci-policy list` on the bundled example.
 
 Whole outputs (the Quickstart plan as text, JSON and Markdown, a docs-only PR, a nightly
-schedule) are golden files under tests/data/golden/plan/.
+schedule) are golden files under tests/data/golden/cli/plan/.
 
 Most tests call `ci_policy.cli.main([...])` in-process with capsys; the README's
 Quickstart command also runs through the installed console script in a subprocess.
@@ -153,20 +153,20 @@ def test_the_readme_quickstart_plan_command_is_the_one_tested():
 def test_quickstart_console_script():
     proc = subprocess.run([console_script(), *QUICKSTART_ARGV], cwd=ROOT, env=clean_env(),
                           capture_output=True, text=True, timeout=120, check=False)
-    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 0, "plan/quickstart.txt")
+    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 0, "cli/plan/quickstart.txt")
 
 
 def test_quickstart_text(at_root, capsys):
-    assert_run_golden(run(QUICKSTART_ARGV, capsys), 0, "plan/quickstart.txt")
-    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "text"], capsys), 0, "plan/quickstart.txt")
+    assert_run_golden(run(QUICKSTART_ARGV, capsys), 0, "cli/plan/quickstart.txt")
+    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "text"], capsys), 0, "cli/plan/quickstart.txt")
 
 
 def test_quickstart_json(at_root, capsys):
-    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "json"], capsys), 0, "plan/quickstart.json")
+    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "json"], capsys), 0, "cli/plan/quickstart.json")
 
 
 def test_quickstart_markdown(at_root, capsys):
-    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "markdown"], capsys), 0, "plan/quickstart.md")
+    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "markdown"], capsys), 0, "cli/plan/quickstart.md")
 
 
 def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
@@ -177,7 +177,7 @@ def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     rc, out, err = run(QUICKSTART_ARGV + ["--format", "github"], capsys)
     assert (rc, err) == (0, "")
-    assert out == read_golden("plan/quickstart.txt") + (f"::warning::{SFT_WARNING}\n::warning::{LONG_WARNING}\n"
+    assert out == read_golden("cli/plan/quickstart.txt") + (f"::warning::{SFT_WARNING}\n::warning::{LONG_WARNING}\n"
                                      f"::warning::{GRPO_WARNING}\n")
     text = outputs.read_text()
     assert text.startswith("previous=kept\n")
@@ -185,12 +185,12 @@ def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
     # Every value is written in the multi-line-safe `name<<DELIMITER` syntax.
     blocks = re.findall(r"^([a-z_]+)<<(ghadelimiter_[0-9a-f-]{36})\n", text, re.M)
     assert [name for name, _ in blocks] == list(QUICKSTART_OUTPUTS)
-    assert summary.read_text() == "# earlier step\n" + read_golden("plan/quickstart.md")
+    assert summary.read_text() == "# earlier step\n" + read_golden("cli/plan/quickstart.md")
     # A second run appends again; the runner's parse still sees one value per name.
     assert main(QUICKSTART_ARGV + ["--format", "github"]) == 0
     capsys.readouterr()
     assert parse_github_output(outputs.read_text()) == {"previous": "kept", **QUICKSTART_OUTPUTS}
-    assert summary.read_text() == "# earlier step\n" + read_golden("plan/quickstart.md") * 2
+    assert summary.read_text() == "# earlier step\n" + read_golden("cli/plan/quickstart.md") * 2
 
 
 # -- other plans on the example ------------------------------------------------------------
@@ -198,12 +198,12 @@ def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
 def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, monkeypatch, capsys):
     argv = ["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--labels-json", "[]",
             "--diff", docs_diff]
-    assert_run_golden(run(argv, capsys), 0, "plan/docs-only.txt")
-    assert_run_golden(run(argv + ["--format", "markdown"], capsys), 0, "plan/docs-only.md")
+    assert_run_golden(run(argv, capsys), 0, "cli/plan/docs-only.txt")
+    assert_run_golden(run(argv + ["--format", "markdown"], capsys), 0, "cli/plan/docs-only.md")
     outputs, summary = tmp_path / "output", tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert_run_golden(run(argv + ["--format", "github"], capsys), 0, "plan/docs-only.txt")
+    assert_run_golden(run(argv + ["--format", "github"], capsys), 0, "cli/plan/docs-only.txt")
     assert parse_github_output(outputs.read_text()) == {
         "cadence": "regular",
         "raw_labels": "",
@@ -214,7 +214,7 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         "cuda_image": "skip",
         "rocm_image": "skip",
     }
-    assert_golden("plan/docs-only.md", summary.read_text())
+    assert_golden("cli/plan/docs-only.md", summary.read_text())
 
 
 def test_docs_only_pr_json(at_root, docs_diff, capsys):
@@ -245,13 +245,13 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
 def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsys):
     argv = ["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", "0 15 * * 0-5",
             "--labels-json", "null", "--cadence", "", "--base", ""]
-    assert_run_golden(run(argv, capsys), 0, "plan/nightly.txt")
+    assert_run_golden(run(argv, capsys), 0, "cli/plan/nightly.txt")
     outputs, summary = tmp_path / "output", tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     rc, out, err = run(argv + ["--format", "github"], capsys)
     assert (rc, err) == (0, "")
-    nightly = read_golden("plan/nightly.txt")
+    nightly = read_golden("cli/plan/nightly.txt")
     assert out.startswith(nightly)
     assert out[len(nightly):].count("::warning::") == 2
     assert parse_github_output(outputs.read_text()) == {
@@ -319,7 +319,7 @@ def test_empty_string_inputs_mean_not_given(at_root, capsys):
     empties = ["--schedule", "", "--cadence", "", "--base", "", "--head", ""]
     assert run(base + empties, capsys) == (0, expected, "")
     # The same on the quickstart's diff: empty schedule and cadence change nothing.
-    assert_run_golden(run(QUICKSTART_ARGV + ["--schedule", "", "--cadence", ""], capsys), 0, "plan/quickstart.txt")
+    assert_run_golden(run(QUICKSTART_ARGV + ["--schedule", "", "--cadence", ""], capsys), 0, "cli/plan/quickstart.txt")
 
 
 def test_empty_schedule_on_a_schedule_event_is_an_error(at_root, capsys):

@@ -4,8 +4,8 @@ job) and a developer's local runs, a GitHub log archive of an sglang-family runn
 codes, timestamps, a retry, a cancelled job, a job without a final summary, a since-deleted
 test) and a fast-failed job log of ci-policy's own runner.
 
-Golden summary and CSV (tests/data/golden/tune/), --check exit codes, --apply as a diff of exactly the est_time
-literals, ambiguous files skipped and reported, --write-estimates and then the
+Golden summary and CSV (tests/data/golden/cli/tune/), --check exit codes, --apply as a diff of
+exactly the est_time literals, ambiguous files skipped and reported, --write-estimates and then the
 estimates-file mode through plan, list and run, and the error paths."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_AUTHOR_NAME": "ci", "GIT_AUTHOR_EMAIL": "ci@example.invalid",
            "GIT_COMMITTER_NAME": "ci", "GIT_COMMITTER_EMAIL": "ci@example.invalid"}
 
-# The golden summaries tests/data/golden/tune/summary-report.txt (without --apply/--check/--write-estimates
+# The golden summaries tests/data/golden/cli/tune/summary-report.txt (without --apply/--check/--write-estimates
 # a change is only reported) and summary-applying.txt are hand-checked
 # (tune: safety 1.25, quantile 0.9, min_samples_for_quantile 5, deadband 0.2):
 # - test_fsdp_grpo: 5 passed samples (runs 1001-1005), p90 = rank 5 = 236.207 -> 295.26 -> 296 -> 300;
@@ -113,8 +113,8 @@ def git(repo: Path, *args: str) -> str:
 
 def test_report_only_summary_and_csv_golden(work, capsys):
     before = texts(work / "gpu-repo")
-    assert_run_golden(tune(capsys, "--from", "evidence", "--csv", "tune.csv"), 0, "tune/summary-report.txt")
-    assert_golden("tune/report.csv", (work / "tune.csv").read_text(encoding="utf-8"))
+    assert_run_golden(tune(capsys, "--from", "evidence", "--csv", "tune.csv"), 0, "cli/tune/summary-report.txt")
+    assert_golden("cli/tune/report.csv", (work / "tune.csv").read_text(encoding="utf-8"))
     assert texts(work / "gpu-repo") == before  # a report changes nothing
 
 
@@ -143,7 +143,7 @@ def test_csv_has_every_column_and_status_and_cites_its_source(work, capsys):
 def test_the_csv_of_an_applying_run_differs_only_in_action_and_note(work, capsys):
     assert tune(capsys, "--from", "evidence", "--csv", "report.csv")[0] == 0
     assert_run_golden(tune(capsys, "--from", "evidence", "--csv", "check.csv", "--check"), 1,
-                      "tune/summary-applying.txt")
+                      "cli/tune/summary-applying.txt")
     report = list(csv.DictReader(io.StringIO((work / "report.csv").read_text(encoding="utf-8"))))
     check = list(csv.DictReader(io.StringIO((work / "check.csv").read_text(encoding="utf-8"))))
     assert len(report) == len(check) == 46
@@ -165,15 +165,15 @@ def test_evidence_can_be_named_file_by_file(work, capsys):
                    if p.is_file() and "stage-c-4-gpu-mi350 (1)" not in p.parent.name)
     assert len(files) == 24
     args = [a for f in files for a in ("--from", f)]
-    assert_run_golden(tune(capsys, *args, "--csv", "files.csv"), 0, "tune/summary-report.txt")
-    assert_golden("tune/report.csv", (work / "files.csv").read_text(encoding="utf-8"))
+    assert_run_golden(tune(capsys, *args, "--csv", "files.csv"), 0, "cli/tune/summary-report.txt")
+    assert_golden("cli/tune/report.csv", (work / "files.csv").read_text(encoding="utf-8"))
 
 
 # -- --check -----------------------------------------------------------------------------------------------
 
 def test_check_exits_1_when_a_proposal_would_change_a_file(work, capsys):
     before = texts(work / "gpu-repo")
-    assert_run_golden(tune(capsys, "--from", "evidence", "--check"), 1, "tune/summary-applying.txt")
+    assert_run_golden(tune(capsys, "--from", "evidence", "--check"), 1, "cli/tune/summary-applying.txt")
     assert texts(work / "gpu-repo") == before  # --check writes nothing
 
 
@@ -203,7 +203,7 @@ def test_apply_rewrites_exactly_the_est_time_literals(work, capsys):
     before = texts(repo)
 
     assert tune(capsys, "--from", "evidence", "--apply") == (
-        0, read_golden("tune/summary-applying.txt") + read_golden("tune/apply.txt"), "")
+        0, read_golden("cli/tune/summary-applying.txt") + read_golden("cli/tune/apply.txt"), "")
 
     after = texts(repo)
     changed = {rel for rel in before if after[rel] != before[rel]}
@@ -213,7 +213,7 @@ def test_apply_rewrites_exactly_the_est_time_literals(work, capsys):
         assert before[rel].count(old) == 1
         assert after[rel] == before[rel].replace(old, new)
     diff = git(repo, "diff", "-U0", "--no-color", "--no-ext-diff")
-    assert_golden("tune/git-diff.txt", "\n".join(line for line in diff.split("\n") if not line.startswith("index ")))
+    assert_golden("cli/tune/git-diff.txt", "\n".join(line for line in diff.split("\n") if not line.startswith("index ")))
     assert git(repo, "diff", "--numstat") == (
         "1\t1\ttests/e2e/test_fsdp_grpo.py\n1\t1\ttests/e2e/test_megatron_long_context.py\n"
         "1\t1\ttests/e2e/test_megatron_ppo_4gpu.py\n1\t1\ttests/e2e/test_megatron_sft.py\n"
@@ -255,7 +255,7 @@ def test_apply_skips_and_reports_ambiguous_files(work, capsys):
     code, out, err = tune(capsys, "--from", "evidence", "--apply")
     # A proposal that could not be applied fails the command: the balance shown assumed it.
     assert (code, err) == (1, "ci-policy tune: 1 proposal(s) were not applied (see above); edit them by hand\n")
-    assert out == read_golden("tune/summary-applying.txt").replace(
+    assert out == read_golden("cli/tune/summary-applying.txt").replace(
         "tests/e2e/test_fsdp_grpo.py                          cuda           5   236.207  240 -> 300           raise\n",
         "tests/e2e/test_fsdp_grpo.py                          cuda           5         -  -                    skip    "
         "2 cuda registrations (lines 9, 10)\n",
@@ -304,11 +304,11 @@ def test_write_estimates_then_plan_and_list_use_them(work, capsys):
                                                                    "tests/e2e/test_fsdp_grpo.py"]
 
     assert tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}") == (
-        0, read_golden("tune/summary-applying.txt") + f"ci-policy tune: wrote 6 estimate(s) to gpu-repo/{ESTIMATES}\n",
+        0, read_golden("cli/tune/summary-applying.txt") + f"ci-policy tune: wrote 6 estimate(s) to gpu-repo/{ESTIMATES}\n",
         "")
-    assert_golden("tune/ci-estimates.json", (repo / ESTIMATES).read_text(encoding="utf-8"))
+    assert_golden("cli/tune/ci-estimates.json", (repo / ESTIMATES).read_text(encoding="utf-8"))
     after = texts(repo)
-    assert after.pop(ESTIMATES) == read_golden("tune/ci-estimates.json")
+    assert after.pop(ESTIMATES) == read_golden("cli/tune/ci-estimates.json")
     assert after == before  # no test file is edited
     assert plan_json(capsys) == literal_plan  # not configured yet: the literals still count
 
@@ -411,7 +411,7 @@ def test_apply_is_refused_when_estimates_file_is_set(work, capsys):
     # the estimates file itself can be written
     code, out, err = tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}")
     assert (code, err) == (0, "")
-    assert_golden("tune/ci-estimates.json", (repo / ESTIMATES).read_text())
+    assert_golden("cli/tune/ci-estimates.json", (repo / ESTIMATES).read_text())
 
 
 # -- errors ----------------------------------------------------------------------------------------------------
@@ -489,7 +489,7 @@ def test_a_bad_checkout_or_estimates_target_exits_1(work, capsys):
         "    hint: pass --repo with the checkout's root directory\n"
         "ci-policy: 1 error\n"))
     (work / "old.json").write_text('{"schema": 2, "estimates": []}')
-    assert tune(capsys, "--from", "evidence", "--write-estimates", "old.json") == (1, read_golden("tune/summary-applying.txt"), (
+    assert tune(capsys, "--from", "evidence", "--write-estimates", "old.json") == (1, read_golden("cli/tune/summary-applying.txt"), (
         'old.json: estimates file old.json must be {"schema": 1, "estimates": [...]}\n'
         "    hint: regenerate it with ci-policy tune --write-estimates\n"
         "ci-policy: 1 error\n"))
@@ -515,11 +515,11 @@ def test_console_script_golden(work):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo", "--from", "evidence", "--csv", "tune.csv"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=120)
-    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 0, "tune/summary-report.txt")
-    assert_golden("tune/report.csv", (work / "tune.csv").read_text(encoding="utf-8"))
+    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 0, "cli/tune/summary-report.txt")
+    assert_golden("cli/tune/report.csv", (work / "tune.csv").read_text(encoding="utf-8"))
     proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo", "--from", "evidence", "--check"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=120)
-    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 1, "tune/summary-applying.txt")
+    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 1, "cli/tune/summary-applying.txt")
     proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo"], cwd=work, env=env, capture_output=True,
                           text=True, timeout=120)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
@@ -539,7 +539,7 @@ def test_json_report_has_every_proposal_and_the_balance(work, capsys):
     assert list(data) == ["schema", "proposals", "balance"]
     assert data["schema"] == 1
     # The same rows as the text report, in its order.
-    rows = [line.split()[:2] for line in read_golden("tune/summary-report.txt").splitlines()[1:18]]
+    rows = [line.split()[:2] for line in read_golden("cli/tune/summary-report.txt").splitlines()[1:18]]
     assert [[p["file"], p["backend"]] for p in data["proposals"]] == rows
     long_context = by_file(data)[("tests/e2e/test_megatron_long_context.py", "cuda")]
     assert {k: long_context[k] for k in ("suite", "q", "current", "proposed", "action", "reason")} == {
@@ -564,7 +564,7 @@ def test_json_check_and_write_estimates(work, capsys):
                           "--format", "json")
     assert (code, err) == (0, "")
     assert json.loads(out)["estimates_written"] == {"file": f"gpu-repo/{ESTIMATES}", "entries": 6}
-    assert_golden("tune/ci-estimates.json", (work / "gpu-repo" / ESTIMATES).read_text(encoding="utf-8"))
+    assert_golden("cli/tune/ci-estimates.json", (work / "gpu-repo" / ESTIMATES).read_text(encoding="utf-8"))
 
 
 def test_json_apply_lists_each_edit(work, capsys):
@@ -575,7 +575,7 @@ def test_json_apply_lists_each_edit(work, capsys):
     applied = [(a["file"], a["backend"], a["current"], a["proposed"], a["status"], a["reason"])
                for a in json.loads(out)["applied"]]
     expected = [re.fullmatch(r"(\S+): (\w+) \((\w+) est_time (\d+) -> (\d+)\)", line).groups()
-                for line in read_golden("tune/apply.txt").splitlines()]
+                for line in read_golden("cli/tune/apply.txt").splitlines()]
     assert applied == [(f, b, int(c), int(p), s, None) for f, s, b, c, p in expected]
     after = texts(repo)
     assert {rel for rel in before if after[rel] != before[rel]} == {rel for rel, _, _ in APPLIED}
