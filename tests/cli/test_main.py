@@ -50,7 +50,8 @@ def test_explicit_config_inside_and_outside_the_checkout(example_repo, tmp_path,
     outside.write_text((example_repo / ".github" / "ci-policy.yml").read_text())
     (example_repo / ".github" / "ci-policy.yml").unlink()
     assert_run_golden(run(["lint", "--config", str(outside)], capsys), 0, "cli/lint/example.txt")
-    assert_run_golden(run(["registry", "--config", str(outside), "--format", "json"], capsys), 0, "cli/registry/example.json")
+    assert_run_golden(run(["registry", "--config", str(outside), "--format", "json"], capsys), 0,
+                      "cli/registry/example.json")
     # Without --config the (now missing) default is an error.
     rc, out, err = run(["lint"], capsys)
     assert rc == 1
@@ -99,10 +100,12 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     invalid_yaml = repo("invalid-yaml", config="version: 1\n  stages: [\n")
     broken_labels = repo("broken-labels", labels="KNOWN_LABELS = {\n")
     no_labels = repo("no-labels", labels="LABELS = {}\n")
-    through_file = repo("through-file", config=CONFIG.replace("version: 1\n", "version: 1\nlabels_file: README/labels.py\n"))
+    through_file = repo("through-file",
+                        config=CONFIG.replace("version: 1\n", "version: 1\nlabels_file: README/labels.py\n"))
     (through_file / "README").write_text("not a directory\n")
     long_name = "a" * 300
-    too_long = repo("too-long", config=CONFIG.replace("version: 1\n", f"version: 1\nlabels_file: {long_name}/labels.py\n"))
+    too_long = repo("too-long",
+                    config=CONFIG.replace("version: 1\n", f"version: 1\nlabels_file: {long_name}/labels.py\n"))
     nested = repo("nested", labels=LABELS + "x = a" + ".b" * 300_000 + "\n")
     a_file = tmp_path / "a-file"
     a_file.write_text("")
@@ -113,7 +116,8 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
                              f"configuration file {tmp_path / 'nope.yml'} cannot be read: No such file or directory"),
         "invalid YAML": (["--repo", str(invalid_yaml)],
                          ".github/ci-policy.yml:2:9: invalid YAML: mapping values are not allowed here"),
-        "broken labels.py": (["--repo", str(broken_labels)], "labels.py:1:16: labels file labels.py is not valid Python"),
+        "broken labels.py": (["--repo", str(broken_labels)],
+                             "labels.py:1:16: labels file labels.py is not valid Python"),
         "labels.py without KNOWN_LABELS": (["--repo", str(no_labels)],
                                            "labels.py:1:1: labels file labels.py does not define KNOWN_LABELS"),
         "labels_file through a regular file": (["--repo", str(through_file)],
@@ -128,7 +132,8 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
 
 
 BAD_INPUTS = ["missing default config", "missing --config", "invalid YAML", "broken labels.py",
-              "labels.py without KNOWN_LABELS", "labels_file through a regular file", "labels_file name too long", "deeply nested labels.py",
+              "labels.py without KNOWN_LABELS", "labels_file through a regular file", "labels_file name too long",
+              "deeply nested labels.py",
               "--repo does not exist", "--repo is a file"]
 
 
@@ -234,7 +239,7 @@ def test_the_subcommands_in_order(capsys):
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: ci-policy [-h] [--version] COMMAND ...\n")
-    for name, parser in subparsers().items():
+    for name in subparsers():
         assert f"\n    {name}" in out, name
 
 

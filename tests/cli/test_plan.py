@@ -326,7 +326,8 @@ def test_empty_schedule_on_a_schedule_event_is_an_error(at_root, capsys):
     rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", ""], capsys)
     assert (rc, out) == (2, "")
     assert err == ("ci-policy plan: error: --schedule: a schedule event needs its cron string\n"
-                   '    hint: pass --schedule "$SCHEDULE", with SCHEDULE set from github.event.schedule in the step\'s env:\n')
+                   '    hint: pass --schedule "$SCHEDULE", with SCHEDULE set from github.event.schedule '
+                   "in the step's env:\n")
 
 
 def test_unknown_cron_is_an_error(at_root, capsys):

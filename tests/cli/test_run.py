@@ -542,7 +542,8 @@ def small_repo(repo_with, state):
 
 
 @pytest.mark.parametrize("stage, message", [
-    ("nope", "'nope' is not a planned stage (planned: unit, gpu, multi, other); external stages are never planned here"),
+    ("nope", "'nope' is not a planned stage (planned: unit, gpu, multi, other); "
+             "external stages are never planned here"),
     ("ext", "'ext' is an external stage: another system runs it, ci-policy never plans or runs it"),
 ], ids=["unknown-stage", "external-stage"])
 def test_unknown_or_external_stage(small_repo, tmp_path, state, stage, message):

@@ -124,7 +124,7 @@ def test_csv_has_every_column_and_status_and_cites_its_source(work, capsys):
         rows = list(csv.reader(fh))
     assert rows[0] == list(COLUMNS)
     assert [len(row) for row in rows[1:]] == [len(COLUMNS)] * 46
-    rows = [dict(zip(COLUMNS, row)) for row in rows[1:]]
+    rows = [dict(zip(COLUMNS, row, strict=True)) for row in rows[1:]]
     assert sorted({r["status"] for r in rows}) == sorted(STATUSES)
     assert {r["action"] for r in rows} == {"keep", "report_only", "skip"}
     for r in rows:
@@ -147,7 +147,7 @@ def test_the_csv_of_an_applying_run_differs_only_in_action_and_note(work, capsys
     report = list(csv.DictReader(io.StringIO((work / "report.csv").read_text(encoding="utf-8"))))
     check = list(csv.DictReader(io.StringIO((work / "check.csv").read_text(encoding="utf-8"))))
     assert len(report) == len(check) == 46
-    for r, c in zip(report, check):
+    for r, c in zip(report, check, strict=True):
         same = [k for k in COLUMNS if k not in ("action", "note")]
         assert [r[k] for k in same] == [c[k] for k in same]
         if r["action"] == "report_only":
@@ -182,9 +182,12 @@ def test_check_exits_0_when_every_proposal_is_keep_or_skip(work, capsys):
     code, out, err = tune(capsys, "--from", "evidence/run-1001/timings-stage-c-4-gpu-h200-1.jsonl", "--check")
     assert (code, err) == (0, "")
     assert out.splitlines()[:3] == [
-        "FILE                                                BACKEND  SAMPLES         Q  CURRENT -> PROPOSED  ACTION  REASON",
-        "tests/e2e/session_server/test_session_multiturn.py  cuda           1   372.184  480 -> 500           keep    within the 20% dead-band",
-        "tests/e2e/test_megatron_nightly_convergence.py      cuda           1  1387.962  1500 -> 1800         keep    within the 20% dead-band",
+        "FILE                                                BACKEND  SAMPLES         Q  CURRENT -> PROPOSED  "
+        "ACTION  REASON",
+        "tests/e2e/session_server/test_session_multiturn.py  cuda           1   372.184  480 -> 500           "
+        "keep    within the 20% dead-band",
+        "tests/e2e/test_megatron_nightly_convergence.py      cuda           1  1387.962  1500 -> 1800         "
+        "keep    within the 20% dead-band",
     ]
     assert out.endswith("\nci-policy tune: 2 keep\n")
     # failed and timed-out evidence alone proposes nothing either
@@ -213,7 +216,8 @@ def test_apply_rewrites_exactly_the_est_time_literals(work, capsys):
         assert before[rel].count(old) == 1
         assert after[rel] == before[rel].replace(old, new)
     diff = git(repo, "diff", "-U0", "--no-color", "--no-ext-diff")
-    assert_golden("cli/tune/git-diff.txt", "\n".join(line for line in diff.split("\n") if not line.startswith("index ")))
+    without_index = "\n".join(line for line in diff.split("\n") if not line.startswith("index "))
+    assert_golden("cli/tune/git-diff.txt", without_index)
     assert git(repo, "diff", "--numstat") == (
         "1\t1\ttests/e2e/test_fsdp_grpo.py\n1\t1\ttests/e2e/test_megatron_long_context.py\n"
         "1\t1\ttests/e2e/test_megatron_ppo_4gpu.py\n1\t1\ttests/e2e/test_megatron_sft.py\n"
@@ -265,7 +269,9 @@ def test_apply_skips_and_reports_ambiguous_files(work, capsys):
         "stage-c-4-gpu-h200        3            2400s              1.15           3400s             1.42\n",
         "stage-b-1-gpu-h200        2             540s              1.00            540s             1.12\n"
         "stage-c-4-gpu-h200        3            2400s              1.08           3400s             1.34\n",
-    ).replace("ci-policy tune: 4 keep, 2 lower, 4 raise, 7 skip\n", "ci-policy tune: 4 keep, 2 lower, 3 raise, 8 skip\n") + (
+    ).replace(
+        "ci-policy tune: 4 keep, 2 lower, 4 raise, 7 skip\n", "ci-policy tune: 4 keep, 2 lower, 3 raise, 8 skip\n",
+    ) + (
         "tests/e2e/test_megatron_long_context.py: changed (cuda est_time 2400 -> 3400)\n"
         "tests/e2e/test_megatron_ppo_4gpu.py: changed (cuda est_time 900 -> 700)\n"
         "tests/e2e/test_megatron_sft.py: skipped (cuda est_time 300 -> 180): "
@@ -304,7 +310,8 @@ def test_write_estimates_then_plan_and_list_use_them(work, capsys):
                                                                    "tests/e2e/test_fsdp_grpo.py"]
 
     assert tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}") == (
-        0, read_golden("cli/tune/summary-applying.txt") + f"ci-policy tune: wrote 6 estimate(s) to gpu-repo/{ESTIMATES}\n",
+        0,
+        read_golden("cli/tune/summary-applying.txt") + f"ci-policy tune: wrote 6 estimate(s) to gpu-repo/{ESTIMATES}\n",
         "")
     assert_golden("cli/tune/ci-estimates.json", (repo / ESTIMATES).read_text(encoding="utf-8"))
     after = texts(repo)
@@ -377,7 +384,8 @@ def test_write_estimates_then_plan_and_list_use_them(work, capsys):
     # tuning again from the same evidence compares against the estimates: nothing to change
     code, out, err = tune(capsys, "--from", "evidence", "--check")
     assert (code, err) == (0, "")
-    assert "tests/e2e/test_megatron_long_context.py              cuda           2  2702.561  3400 -> 3400         keep    unchanged" in out.splitlines()
+    assert ("tests/e2e/test_megatron_long_context.py              cuda           2  2702.561  3400 -> 3400         "
+            "keep    unchanged") in out.splitlines()
     assert out.endswith("\nci-policy tune: 10 keep, 7 skip\n")
     assert cli(capsys, "lint", "--repo", "gpu-repo")[0] == 0
 
@@ -489,7 +497,8 @@ def test_a_bad_checkout_or_estimates_target_exits_1(work, capsys):
         "    hint: pass --repo with the checkout's root directory\n"
         "ci-policy: 1 error\n"))
     (work / "old.json").write_text('{"schema": 2, "estimates": []}')
-    assert tune(capsys, "--from", "evidence", "--write-estimates", "old.json") == (1, read_golden("cli/tune/summary-applying.txt"), (
+    summary = read_golden("cli/tune/summary-applying.txt")
+    assert tune(capsys, "--from", "evidence", "--write-estimates", "old.json") == (1, summary, (
         'old.json: estimates file old.json must be {"schema": 1, "estimates": [...]}\n'
         "    hint: regenerate it with ci-policy tune --write-estimates\n"
         "ci-policy: 1 error\n"))
