@@ -13,6 +13,8 @@ import helpers
 import pytest
 from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, MINIMAL_LABELS
 
+pytest_plugins = ["github_world"]
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--regen-goldens", action="store_true", default=False,

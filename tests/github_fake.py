@@ -560,7 +560,7 @@ def _match(method: str, parts: list[str]) -> tuple[str, tuple] | None:
         if verb != method or len(pat_parts) != len(parts):
             continue
         args = []
-        for pat, part in zip(pat_parts, parts):
+        for pat, part in zip(pat_parts, parts, strict=True):
             m = re.fullmatch(pat, part, flags=re.DOTALL)
             if not m:
                 break

@@ -68,5 +68,22 @@ def assert_golden(name: str, actual: str) -> None:
         path.write_text(actual, encoding="utf-8", newline="")
         return
     assert path.is_file(), f"no golden file {path.relative_to(ROOT)}: run pytest --regen-goldens and review it"
-    expected = path.read_text(encoding="utf-8", newline="")
+    expected = _read(path)
     assert actual == expected, f"output differs from {path.relative_to(ROOT)} (pytest --regen-goldens rewrites it)"
+
+
+def read_golden(name: str) -> str:
+    """The golden file tests/data/golden/NAME, for an expected value built from it (e.g. with `.replace`)."""
+    return _read(GOLDEN_DIR / name)
+
+
+def _read(path: Path) -> str:
+    # newline="" keeps "\r\n" as written: a golden file is compared byte for byte
+    with open(path, encoding="utf-8", newline="") as fh:
+        return fh.read()
+
+
+def assert_run_golden(result: tuple[int, str, str], code: int, name: str, err: str = "") -> None:
+    """A `(exit code, stdout, stderr)` result: the code and stderr are exact, stdout equals the golden file NAME."""
+    assert (result[0], result[2]) == (code, err)
+    assert_golden(name, result[1])

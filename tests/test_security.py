@@ -364,9 +364,11 @@ def test_symlinked_parent_of_a_discovery_root(example_repo, tmp_path, capsys):
     rc, out, err = lint(example_repo, capsys)
     assert (rc, err) == (1, "")
     assert out.startswith(
-        "tests/e2e: CP401 symlink-refused: discovery root tests/e2e: directory tests is a symlink; ci-policy refuses symlinks in a checkout\n"
+        "tests/e2e: CP401 symlink-refused: discovery root tests/e2e: directory tests is a symlink; "
+        "ci-policy refuses symlinks in a checkout\n"
         + HINT +
-        "tests/fast: CP401 symlink-refused: discovery root tests/fast: directory tests is a symlink; ci-policy refuses symlinks in a checkout\n"
+        "tests/fast: CP401 symlink-refused: discovery root tests/fast: directory tests is a symlink; "
+        "ci-policy refuses symlinks in a checkout\n"
         + HINT)
     assert out.endswith("ci-policy lint: FAILED: 2 errors, 11 warnings (0 test files, 0 registrations, 0 gates)\n")
 

@@ -1,7 +1,7 @@
 """`ci-policy comment`: the options, the JSON format and the usage errors.
 
 What the gateway does with a command (who may do what, which requests it sends) is tested
-in tests/adapters/github/test_gateway.py; its fake GitHub and world are reused here.
+in tests/adapters/github/test_gateway.py; the fixtures `gh` and `world` come from tests/github_world.py.
 """
 
 from __future__ import annotations
@@ -9,17 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from adapters.github.test_gateway import (  # noqa: F401  (gh and world are fixtures)
-    COMMENT_ID,
-    HEAD,
-    PR,
-    REPO,
-    REPO_ID,
-    P,
-    gh,
-    inputs,
-    world,
-)
+from github_world import COMMENT_ID, HEAD, PR, REPO, REPO_ID, P, inputs
 
 from ci_policy.cli import main
 

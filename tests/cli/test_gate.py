@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import clean_env, console_script
+from helpers import assert_golden, clean_env, console_script
 
 from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
 from ci_policy.read.records import read_record, write_record
@@ -170,26 +170,8 @@ def test_empty_store_baseline_then_pass_fail_report_only_and_allowlisted(repo, s
     first = train_record(tmp_path / "first.json", 1.0, 0.01, 0.5)
     proc = gate(repo, first, store, "--format", "github", env=github)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_train.py (cuda, gpu-a)
-METRIC              STEP  VALUE  BASELINE  BAND  VERDICT      DETAIL
-train/grad_norm     last  1      -         -     NO_BASELINE  0 baseline value(s), 3 needed
-train/ppo_kl        last  0.01   -         -     NO_BASELINE  0 baseline value(s), 3 needed
-rollout/raw_reward  last  0.5    -         -     NO_BASELINE  0 baseline value(s), 3 needed
-run: trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-"""
-    assert summary.read_text() == """\
-### Metric gates: tests/gpu/test\\_train.py
-
-| Metric | Step | Value | Baseline | Band | Verdict | Detail |
-|---|---:|---:|---:|---|---|---|
-| train/grad\\_norm | last | 1 | - | - | NO\\_BASELINE | 0 baseline value(s), 3 needed |
-| train/ppo\\_kl | last | 0.01 | - | - | NO\\_BASELINE | 0 baseline value(s), 3 needed |
-| rollout/raw\\_reward | last | 0.5 | - | - | NO\\_BASELINE | 0 baseline value(s), 3 needed |
-
-Run trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-
-"""
+    assert_golden("cli/gate/no-baseline.txt", proc.stdout)
+    assert_golden("cli/gate/no-baseline.md", summary.read_text())
     assert stored_runs(store, tmp_path) == []
 
     # Three nightly runs with distinct run ids build the baseline, one value per coordinate each.
@@ -215,43 +197,15 @@ run: trusted; baseline: written (3 value(s))
     # Within every band: PASS.
     proc = gate(repo, train_record(tmp_path / "pass.json", 1.1, 0.025, 0.65), store)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_train.py (cuda, gpu-a)
-METRIC              STEP  VALUE  BASELINE    BAND          VERDICT  DETAIL
-train/grad_norm     last  1.1    1 (n=3)     [0.5, 1.5]    PASS
-train/ppo_kl        last  0.025  0.02 (n=3)  [0, 0.04]     PASS
-rollout/raw_reward  last  0.65   0.6 (n=3)   [0.42, 0.78]  PASS
-run: trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-"""
+    assert_golden("cli/gate/pass.txt", proc.stdout)
 
     # An enforced gate out of its band: FAIL, exit 1, an ::error annotation and the summary table.
     summary.unlink()
     proc = gate(repo, train_record(tmp_path / "fail.json", 2.0, 0.025, 0.65), store, "--format", "github",
                 env=github)
     assert (proc.returncode, proc.stderr) == (1, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_train.py (cuda, gpu-a)
-METRIC              STEP  VALUE  BASELINE    BAND          VERDICT  DETAIL
-train/grad_norm     last  2      1 (n=3)     [0.5, 1.5]    FAIL     2 is above the band [0.5, 1.5] (baseline mean 1 of 3)
-train/ppo_kl        last  0.025  0.02 (n=3)  [0, 0.04]     PASS
-rollout/raw_reward  last  0.65   0.6 (n=3)   [0.42, 0.78]  PASS
-run: NOT trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-FAILED: 1 enforced gate coordinate(s) failed
-::error file=tests/gpu/test_train.py::gate train/grad_norm step last: FAIL: 2 is above the band [0.5, 1.5] \
-(baseline mean 1 of 3)
-"""
-    assert summary.read_text() == """\
-### Metric gates: tests/gpu/test\\_train.py
-
-| Metric | Step | Value | Baseline | Band | Verdict | Detail |
-|---|---:|---:|---:|---|---|---|
-| train/grad\\_norm | last | 2 | 1 (n=3) | \\[0.5, 1.5\\] | FAIL | 2 is above the band \\[0.5, 1.5\\] (baseline mean 1 of 3) |
-| train/ppo\\_kl | last | 0.025 | 0.02 (n=3) | \\[0, 0.04\\] | PASS |  |
-| rollout/raw\\_reward | last | 0.65 | 0.6 (n=3) | \\[0.42, 0.78\\] | PASS |  |
-
-Run **not trusted**; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-
-"""
+    assert_golden("cli/gate/enforced-fail.txt", proc.stdout)
+    assert_golden("cli/gate/enforced-fail.md", summary.read_text())
     # Below the band fails as well.
     proc = gate(repo, train_record(tmp_path / "low.json", 0.4, 0.025, 0.65), store)
     assert proc.returncode == 1
@@ -261,28 +215,12 @@ Run **not trusted**; baseline: not written: no run id (pass --run-id, or run in 
     # A report-only gate out of its band: FAIL, shown as such, exit 0 and no annotation.
     proc = gate(repo, train_record(tmp_path / "kl.json", 1.1, 0.05, 0.65), store, "--format", "github", env=github)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_train.py (cuda, gpu-a)
-METRIC              STEP  VALUE  BASELINE    BAND          VERDICT             DETAIL
-train/grad_norm     last  1.1    1 (n=3)     [0.5, 1.5]    PASS
-train/ppo_kl        last  0.05   0.02 (n=3)  [0, 0.04]     FAIL (report only)  0.05 is above the band [0, 0.04] \
-(baseline mean 0.02 of 3)
-rollout/raw_reward  last  0.65   0.6 (n=3)   [0.42, 0.78]  PASS
-run: NOT trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-"""
+    assert_golden("cli/gate/report-only-fail.txt", proc.stdout)
 
     # An enforced but allowlisted gate out of its band: FAIL with the reason, exit 0.
     proc = gate(repo, train_record(tmp_path / "rw.json", 1.1, 0.025, 0.1), store, "--format", "github", env=github)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_train.py (cuda, gpu-a)
-METRIC              STEP  VALUE  BASELINE    BAND          VERDICT                                         DETAIL
-train/grad_norm     last  1.1    1 (n=3)     [0.5, 1.5]    PASS
-train/ppo_kl        last  0.025  0.02 (n=3)  [0, 0.04]     PASS
-rollout/raw_reward  last  0.1    0.6 (n=3)   [0.42, 0.78]  FAIL (allowlisted: reward model swap, see #42)  \
-0.1 is below the band [0.42, 0.78] (baseline mean 0.6 of 3)
-run: NOT trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-"""
+    assert_golden("cli/gate/allowlisted-fail.txt", proc.stdout)
     # Evaluating never wrote: the history is the three nightly runs.
     assert [r[0] for r in stored_runs(store, tmp_path)] == ["1000", "1001", "1002"]
     assert stored_baseline(store, tmp_path, GRAD_ID) == [1.0, 1.2, 0.8]
@@ -385,14 +323,7 @@ def test_v1_and_v2_tito_keys_are_separate_series(repo, store, tmp_path):
     # v2's rate rising to v1's level fails against v2's own history (a merged series would pass it).
     proc = gate(repo, session_record(tmp_path / "both.json", 0.25, 0.25), store, file=SESSION)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_session.py (cuda, gpu-b)
-METRIC                                                STEP  VALUE  BASELINE    BAND      VERDICT             DETAIL
-rollout/tito_session_mismatch_rate/v1/assistant_text  last  0.25   0.25 (n=3)  [0, 0.5]  PASS
-rollout/tito_session_mismatch_rate/v2/assistant_text  last  0.25   0 (n=3)     [0, 0.1]  FAIL (report only)  \
-0.25 is above the band [0, 0.1] (baseline mean 0 of 3)
-run: NOT trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-"""
+    assert_golden("cli/gate/tito-v1-and-v2.txt", proc.stdout)
 
 
 def test_editing_a_written_constraint_starts_a_new_series_and_a_default_change_does_not(make_repo, store,
@@ -454,36 +385,13 @@ def test_all_steps_and_a_step_list_with_a_missing_step(repo, store, tmp_path):
     proc = nightly(repo, steps_record(tmp_path / "missing.json", [3.0, 2.0, 1.0], range(4)), store, "9100",
                    file=STEPS)
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_steps.py (cuda, gpu-a)
-METRIC           STEP  VALUE  BASELINE    BAND        VERDICT              DETAIL
-train/grad_norm  0     3      3 (n=3)     [1.5, 4.5]  PASS
-train/grad_norm  1     2      2 (n=3)     [1, 3]      PASS
-train/grad_norm  2     1      1 (n=3)     [0.5, 1.5]  PASS
-train/ppo_kl     0     0.01   0.01 (n=3)  [0, 0.02]   PASS
-train/ppo_kl     2     0.03   0.03 (n=3)  [0, 0.06]   PASS
-train/ppo_kl     5     -      -           -           ERROR (report only)  step 5 was not recorded (recorded steps: 0, 1, 2, 3)
-run: NOT trusted; baseline: not written: the run is not trusted (a gate FAILed or ERRORed)
-"""
+    assert_golden("cli/gate/steps-all.txt", proc.stdout)
 
     # One step of an enforced "all" gate out of its own band: FAIL for that step only.
     proc = gate(repo, steps_record(tmp_path / "step1.json", [3.0, 3.5, 1.0], range(6)), store, "--format", "github",
                 file=STEPS)
     assert (proc.returncode, proc.stderr) == (1, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_steps.py (cuda, gpu-a)
-METRIC           STEP  VALUE  BASELINE    BAND        VERDICT  DETAIL
-train/grad_norm  0     3      3 (n=3)     [1.5, 4.5]  PASS
-train/grad_norm  1     3.5    2 (n=3)     [1, 3]      FAIL     3.5 is above the band [1, 3] (baseline mean 2 of 3)
-train/grad_norm  2     1      1 (n=3)     [0.5, 1.5]  PASS
-train/ppo_kl     0     0.01   0.01 (n=3)  [0, 0.02]   PASS
-train/ppo_kl     2     0.03   0.03 (n=3)  [0, 0.06]   PASS
-train/ppo_kl     5     0.06   0.06 (n=3)  [0, 0.12]   PASS
-run: NOT trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)
-FAILED: 1 enforced gate coordinate(s) failed
-::error file=tests/gpu/test_steps.py::gate train/grad_norm step 1: FAIL: 3.5 is above the band [1, 3] \
-(baseline mean 2 of 3)
-"""
+    assert_golden("cli/gate/steps-list-with-a-missing-step.txt", proc.stdout)
     assert stored_runs(store, tmp_path) == [
         (f"900{i}", 1, STEPS, "nightly", None, True, True, "written", 6) for i in range(3)] + [
         ("9100", 1, STEPS, "nightly", None, False, True, "not_trusted", 0)]
@@ -499,29 +407,7 @@ def test_unusable_steps_in_a_record_are_errors_of_their_coordinates(repo, store,
                   KL: [(0, 0.01), (2, 0.03), (5, 0.06)]}, record)
     proc = nightly(repo, record, store, "9200", "--format", "github", file=STEPS)
     assert (proc.returncode, proc.stderr) == (1, "")
-    assert proc.stdout == """\
-ci-policy gate: tests/gpu/test_steps.py (cuda, gpu-a)
-METRIC           STEP                 VALUE  BASELINE  BAND  VERDICT      DETAIL
-train/grad_norm  -3                   1      -         -     ERROR        step -3 is not a step index the metric \
-history can hold (0 to 9223372036854775807)
-train/grad_norm  0                    3      -         -     NO_BASELINE  0 baseline value(s), 3 needed
-train/grad_norm  1                    -      -         -     ERROR        step 1 was recorded 2 times
-train/grad_norm  2                    nan    -         -     ERROR        value at step 2 is not finite (nan)
-train/grad_norm  9223372036854775807  7      -         -     NO_BASELINE  0 baseline value(s), 3 needed
-train/grad_norm  9223372036854775808  1      -         -     ERROR        step 9223372036854775808 is not a step \
-index the metric history can hold (0 to 9223372036854775807)
-train/ppo_kl     0                    0.01   -         -     NO_BASELINE  0 baseline value(s), 3 needed
-train/ppo_kl     2                    0.03   -         -     NO_BASELINE  0 baseline value(s), 3 needed
-train/ppo_kl     5                    0.06   -         -     NO_BASELINE  0 baseline value(s), 3 needed
-run: NOT trusted; baseline: not written: the run is not trusted (a gate FAILed or ERRORed)
-FAILED: 4 enforced gate coordinate(s) failed
-::error file=tests/gpu/test_steps.py::gate train/grad_norm step -3: ERROR: step -3 is not a step index the metric \
-history can hold (0 to 9223372036854775807)
-::error file=tests/gpu/test_steps.py::gate train/grad_norm step 1: ERROR: step 1 was recorded 2 times
-::error file=tests/gpu/test_steps.py::gate train/grad_norm step 2: ERROR: value at step 2 is not finite (nan)
-::error file=tests/gpu/test_steps.py::gate train/grad_norm step 9223372036854775808: ERROR: step \
-9223372036854775808 is not a step index the metric history can hold (0 to 9223372036854775807)
-"""
+    assert_golden("cli/gate/unusable-steps.txt", proc.stdout)
     assert stored_runs(store, tmp_path) == [("9200", 1, STEPS, "nightly", None, False, True, "not_trusted", 0)]
 
     # A trusted run at the largest step writes it, and reads it back.
@@ -773,31 +659,7 @@ def test_only_the_passing_attempts_records_are_merged_and_gated(toy, tmp_path):
                plan={"grads": [1.0, 0.8, 0.6], "v1": 1, "v2": 0, "flaky_marker": str(marker)})
     assert (proc.returncode, proc.stderr) == (0, "")
     assert marker.exists()
-    assert mask(proc.stdout) == """\
-Enabled 1 test(s) (est total 60s) for gpu shard 0:
-  tests/gpu/test_toy.py (est 60s)
-NCCL watchdog timeout (simulated)
-[1/1] tests/gpu/test_toy.py FAIL elapsed=<T> est=60s attempt=1
-      flaky: the test reported a flaky failure; retrying
-trained [1.0, 0.8, 0.6]
-[1/1] tests/gpu/test_toy.py PASS elapsed=<T> est=60s attempt=2
-ci-policy gate: tests/gpu/test_toy.py (cuda, gpu)
-METRIC                                                STEP  VALUE  BASELINE  BAND  VERDICT      DETAIL
-train/grad_norm                                       0     1      -         -     NO_BASELINE  0 baseline value(s), 3 needed
-train/grad_norm                                       1     0.8    -         -     NO_BASELINE  0 baseline value(s), 3 needed
-train/grad_norm                                       2     0.6    -         -     NO_BASELINE  0 baseline value(s), 3 needed
-rollout/tito_session_mismatch_rate/v1/assistant_text  last  0.25   -         -     NO_BASELINE  0 baseline value(s), 3 needed
-rollout/tito_session_mismatch_rate/v2/assistant_text  last  0      -         -     NO_BASELINE  0 baseline value(s), 3 needed
-run: trusted; baseline: not written: the regular cadence does not write baselines
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (1):
-  tests/gpu/test_toy.py elapsed=<T> est=60s
-FAILED (0):
-RETRIED (1):
-  tests/gpu/test_toy.py: attempt 1: fail (flaky: the test reported a flaky failure); attempt 2: pass
-RESULT: PASS
-"""
+    assert_golden("cli/gate/run-merges-passing-attempts.txt", mask(proc.stdout))
     # The merged record: attempt 2's values only (attempt 1 logged 99.0 and 100% mismatches),
     # the trainer's and the rollout worker's files together, only the captured keys (no
     # train/loss, no other TITO rates), v1 and v2 under their own keys.
@@ -837,82 +699,15 @@ def test_nightly_runs_write_baselines_and_an_enforced_gate_fail_fails_the_run(to
     proc = run(toy, store, tmp_path, "--event", "pull_request", "--label", "nightly", "--label", "run-ci-megatron",
                plan={"grads": traces[0], "v1": 1, "v2": 0}, GITHUB_RUN_ID="104")
     assert (proc.returncode, proc.stderr) == (0, "")
-    assert mask(proc.stdout) == """\
-Enabled 1 test(s) (est total 60s) for gpu shard 0:
-  tests/gpu/test_toy.py (est 60s)
-trained [1.0, 0.8, 0.6]
-[1/1] tests/gpu/test_toy.py PASS elapsed=<T> est=60s attempt=1
-ci-policy gate: tests/gpu/test_toy.py (cuda, gpu)
-METRIC                                                STEP  VALUE  BASELINE    BAND        VERDICT  DETAIL
-train/grad_norm                                       0     1      1 (n=3)     [0.5, 1.5]  PASS
-train/grad_norm                                       1     0.8    0.8 (n=3)   [0.4, 1.2]  PASS
-train/grad_norm                                       2     0.6    0.6 (n=3)   [0.3, 0.9]  PASS
-rollout/tito_session_mismatch_rate/v1/assistant_text  last  0.25   0.25 (n=3)  [0, 0.5]    PASS
-rollout/tito_session_mismatch_rate/v2/assistant_text  last  0      0 (n=3)     [0, 0.1]    PASS
-run: trusted; baseline: not written: pull request runs never write baselines
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (1):
-  tests/gpu/test_toy.py elapsed=<T> est=60s
-FAILED (0):
-RETRIED (0):
-RESULT: PASS
-"""
+    assert_golden("cli/gate/run-nightly-baseline.txt", mask(proc.stdout))
 
     # An enforced gate out of its band: the test passed, the file is GATE-FAIL, the job fails.
     summary = tmp_path / "summary.md"
     proc = run(toy, store, tmp_path, *DISPATCH, "--format", "github", plan={"grads": [1.0, 2.0, 0.6], "v1": 1, "v2": 2},
                GITHUB_RUN_ID="105", GITHUB_STEP_SUMMARY=str(summary))
     assert (proc.returncode, proc.stderr) == (1, "")
-    assert mask(proc.stdout) == """\
-Enabled 1 test(s) (est total 60s) for gpu shard 0:
-  tests/gpu/test_toy.py (est 60s)
-::group::tests/gpu/test_toy.py (attempt 1)
-trained [1.0, 2.0, 0.6]
-::endgroup::
-[1/1] tests/gpu/test_toy.py PASS elapsed=<T> est=60s attempt=1
-ci-policy gate: tests/gpu/test_toy.py (cuda, gpu)
-METRIC                                                STEP  VALUE  BASELINE    BAND        VERDICT             DETAIL
-train/grad_norm                                       0     1      1 (n=3)     [0.5, 1.5]  PASS
-train/grad_norm                                       1     2      0.8 (n=3)   [0.4, 1.2]  FAIL                2 is above \
-the band [0.4, 1.2] (baseline mean 0.8 of 3)
-train/grad_norm                                       2     0.6    0.6 (n=3)   [0.3, 0.9]  PASS
-rollout/tito_session_mismatch_rate/v1/assistant_text  last  0.25   0.25 (n=3)  [0, 0.5]    PASS
-rollout/tito_session_mismatch_rate/v2/assistant_text  last  0.5    0 (n=3)     [0, 0.1]    FAIL (report only)  0.5 is above \
-the band [0, 0.1] (baseline mean 0 of 3)
-run: NOT trusted; baseline: not written: the regular cadence does not write baselines
-FAILED: 1 enforced gate coordinate(s) failed
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (0):
-FAILED (1):
-  tests/gpu/test_toy.py GATE-FAIL after 1 attempt(s) (1 enforced metric gate coordinate(s) failed)
-RETRIED (0):
-RESULT: FAIL
-::error file=tests/gpu/test_toy.py::tests/gpu/test_toy.py gate-fail after 1 attempt(s) (1 enforced metric gate \
-coordinate(s) failed)
-"""
-    assert mask(summary.read_text()) == """\
-## ci-policy run: gpu shard 0
-
-| File | Status | Attempts | Elapsed | Est. | |
-|---|---|---:|---:|---:|---|
-| tests/gpu/test\\_toy.py | GATE-FAIL | 1 | <T> | 60s |  |
-
-### Metric gates: tests/gpu/test\\_toy.py
-
-| Metric | Step | Value | Baseline | Band | Verdict | Detail |
-|---|---:|---:|---:|---|---|---|
-| train/grad\\_norm | 0 | 1 | 1 (n=3) | \\[0.5, 1.5\\] | PASS |  |
-| train/grad\\_norm | 1 | 2 | 0.8 (n=3) | \\[0.4, 1.2\\] | FAIL | 2 is above the band \\[0.4, 1.2\\] (baseline mean 0.8 of 3) |
-| train/grad\\_norm | 2 | 0.6 | 0.6 (n=3) | \\[0.3, 0.9\\] | PASS |  |
-| rollout/tito\\_session\\_mismatch\\_rate/v1/assistant\\_text | last | 0.25 | 0.25 (n=3) | \\[0, 0.5\\] | PASS |  |
-| rollout/tito\\_session\\_mismatch\\_rate/v2/assistant\\_text | last | 0.5 | 0 (n=3) | \\[0, 0.1\\] | FAIL (report only) | \
-0.5 is above the band \\[0, 0.1\\] (baseline mean 0 of 3) |
-
-Run **not trusted**; baseline: not written: the regular cadence does not write baselines
-
-"""
+    assert_golden("cli/gate/run-nightly-enforced-fail.txt", mask(proc.stdout))
+    assert_golden("cli/gate/run-nightly-enforced-fail.md", mask(summary.read_text()))
     # The failing run's record is still kept for inspection; only nightly runs are in the history.
     assert read_record(tmp_path / "records" / TOY_RECORD)[GRAD] == [(0, 1.0), (1, 2.0), (2, 0.6)]
     assert stored_runs(store, tmp_path)[3:] == [

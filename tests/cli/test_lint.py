@@ -6,17 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cli.expected import (
-    BROKEN_ERRORS,
-    BROKEN_WARNINGS,
-    EXAMPLE,
-    IMPORT,
-    LINT_JSON,
-    LINT_TEXT,
-    MAIN,
-    lint_github,
-    write_repo,
-)
+from cli.expected import EXAMPLE, IMPORT, MAIN, lint_github_under, write_repo
+from helpers import assert_golden, assert_run_golden, read_golden
 
 from ci_policy.cli import main
 
@@ -41,36 +32,37 @@ def broken_repo(tmp_path) -> Path:
 
 def test_lint_text_on_the_example(example_repo, monkeypatch, capsys):
     monkeypatch.chdir(example_repo)
-    assert run(["lint"], capsys) == (0, LINT_TEXT, "")
-    assert run(["lint", "--repo", ".", "--format", "text"], capsys) == (0, LINT_TEXT, "")
+    assert_run_golden(run(["lint"], capsys), 0, "cli/lint/example.txt")
+    assert_run_golden(run(["lint", "--repo", ".", "--format", "text"], capsys), 0, "cli/lint/example.txt")
 
 
 def test_lint_text_locations_are_repo_relative_from_any_directory(example_repo, monkeypatch, capsys):
     monkeypatch.chdir(example_repo.parent)
-    assert run(["lint", "--repo", "gpu-repo"], capsys) == (0, LINT_TEXT, "")
+    assert_run_golden(run(["lint", "--repo", "gpu-repo"], capsys), 0, "cli/lint/example.txt")
     # The bundled example itself, read in place.
-    assert run(["lint", "--repo", str(EXAMPLE)], capsys) == (0, LINT_TEXT, "")
+    assert_run_golden(run(["lint", "--repo", str(EXAMPLE)], capsys), 0, "cli/lint/example.txt")
 
 
 def test_lint_json_on_the_example(capsys):
     rc, out, err = run(["lint", "--repo", str(EXAMPLE), "--format", "json"], capsys)
     assert (rc, err) == (0, "")
-    assert json.loads(out) == LINT_JSON
-    assert out == json.dumps(LINT_JSON, indent=2) + "\n"
+    assert_golden("cli/lint/example.json", out)
 
 
 def test_lint_github_paths_are_relative_to_the_workspace(example_repo, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(example_repo)
-    assert run(["lint", "--format", "github"], capsys) == (0, lint_github(), "")
+    assert_run_golden(run(["lint", "--format", "github"], capsys), 0, "cli/lint/example-github.txt")
     monkeypatch.chdir(example_repo.parent)
-    assert run(["lint", "--repo", "gpu-repo", "--format", "github"], capsys) == (0, lint_github("gpu-repo/"), "")
-    assert run(["lint", "--repo", str(example_repo), "--format", "github"], capsys) == (
-        0, lint_github("gpu-repo/"), "")
+    under = lint_github_under("gpu-repo/")
+    assert under != read_golden("cli/lint/example-github.txt")
+    assert run(["lint", "--repo", "gpu-repo", "--format", "github"], capsys) == (0, under, "")
+    assert run(["lint", "--repo", str(example_repo), "--format", "github"], capsys) == (0, under, "")
     # A checkout outside the workspace keeps repo-relative paths (never ../../...).
     elsewhere = tmp_path / "workspace"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert run(["lint", "--repo", str(example_repo), "--format", "github"], capsys) == (0, lint_github(), "")
+    assert_run_golden(run(["lint", "--repo", str(example_repo), "--format", "github"], capsys), 0,
+                      "cli/lint/example-github.txt")
 
 
 def test_github_annotation_for_a_config_outside_the_checkout(example_repo, tmp_path, monkeypatch, capsys):
@@ -102,8 +94,7 @@ def test_github_annotation_for_a_missing_repo_names_it_once(tmp_path, monkeypatc
 def test_lint_reports_every_error_with_its_hint(broken_repo, capsys):
     rc, out, err = run(["lint", "--repo", str(broken_repo)], capsys)
     assert (rc, err) == (1, "")
-    assert out == (BROKEN_ERRORS + BROKEN_WARNINGS
-                   + "ci-policy lint: FAILED: 4 errors, 4 warnings (5 test files, 2 registrations, 0 gates)\n")
+    assert_golden("cli/lint/broken.txt", out)
 
 
 def test_lint_json_with_errors(broken_repo, capsys):

@@ -1,5 +1,8 @@
 """End-to-end behaviour of `ci-policy plan` and `ci-policy list` on the bundled example.
 
+Whole outputs (the Quickstart plan as text, JSON and Markdown, a docs-only PR, a nightly
+schedule) are golden files under tests/data/golden/cli/plan/.
+
 Most tests call `ci_policy.cli.main([...])` in-process with capsys; the README's
 Quickstart command also runs through the installed console script in a subprocess.
 `--format github` output is parsed back the way the Actions runner parses
@@ -16,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import clean_env, console_script
+from helpers import assert_golden, assert_run_golden, clean_env, console_script, read_golden
 
 from ci_policy.cli import main
 
@@ -37,33 +40,6 @@ LONG_WARNING = ("stage-c-4-gpu-h200: tests/e2e/test_megatron_long_context.py alo
 GRPO_WARNING = ("tests/e2e/test_fsdp_grpo.py changed but is not selected (needs one of: fsdp), "
                 "so it does not run")
 
-QUICKSTART_TEXT = """\
-ci-policy plan: pull_request, cadence regular
-PR labels: run-ci-sglang
-included labels: megatron, sglang
-diff: 3 changed file(s)
-
-STAGE                BACKEND  DECISION  TESTS  SHARDS  EST WALL  REASONS
-stage-a-cpu          cpu      RUN           4       1       20s  run: stage is not diff-pruned (4 selected)
-stage-b-1-gpu-h200   cuda     RUN           2       2      300s  run: tests/e2e/test_fsdp_grpo.py changed; \
-run: minirl/backends/megatron.py selects megatron; run: requested by run-ci-sglang
-stage-c-4-gpu-h200   cuda     RUN           3       3     2400s  run: minirl/backends/megatron.py selects megatron; \
-run: requested by run-ci-sglang
-stage-c-4-gpu-mi350  rocm     RUN           1       1      540s  run: minirl/backends/megatron.py selects megatron
-
-shards:
-  stage-a-cpu[0] est 20s: tests/fast/test_advantages.py tests/fast/test_kl.py tests/fast/test_rollout.py \
-tests/fast/test_session_protocol.py
-  stage-b-1-gpu-h200[0] est 300s: tests/e2e/test_megatron_sft.py
-  stage-b-1-gpu-h200[1] est 180s: tests/e2e/test_sglang_rollout.py
-  stage-c-4-gpu-h200[0] est 2400s: tests/e2e/test_megatron_long_context.py
-  stage-c-4-gpu-h200[1] est 900s: tests/e2e/test_megatron_ppo_4gpu.py
-  stage-c-4-gpu-h200[2] est 480s: tests/e2e/session_server/test_session_multiturn.py
-  stage-c-4-gpu-mi350[0] est 540s: tests/e2e/test_rocm_megatron_sft.py
-
-images: cuda=build, rocm=build
-""" + f"warning: {SFT_WARNING}\nwarning: {LONG_WARNING}\nwarning: {GRPO_WARNING}\n"
-
 
 def shard(index: int, est: float, *files: str) -> dict:
     return {"index": index, "est_seconds": est, "files": list(files)}
@@ -74,130 +50,6 @@ def entries(*pairs) -> list[dict]:
     return [{"file": f, "est_time": t, "est_source": "implicit" if f.startswith("tests/fast/") else "literal"}
             for f, t in pairs]
 
-
-QUICKSTART_JSON = {
-    "schema": 1,
-    "event": "pull_request",
-    "cadence": "regular",
-    "raw_labels": ["run-ci-sglang"],
-    "include_labels": ["megatron", "sglang"],
-    "bypass_fastfail": False,
-    "write_baseline": False,
-    "diff": {"available": True,
-             "files": ["docs/guide.md", "minirl/backends/megatron.py", "tests/e2e/test_fsdp_grpo.py"]},
-    "stages": [
-        {"name": "stage-a-cpu", "backend": "cpu", "decision": "run",
-         "reasons": ["run: stage is not diff-pruned (4 selected)"],
-         "runs_on": [],
-         "tests": entries(*((f, 5) for f in FAST)),
-         "shards": [shard(0, 20, *FAST)], "invalid": []},
-        {"name": "stage-b-1-gpu-h200", "backend": "cuda", "decision": "run",
-         "reasons": ["run: tests/e2e/test_fsdp_grpo.py changed",
-                     "run: minirl/backends/megatron.py selects megatron",
-                     "run: requested by run-ci-sglang"],
-         "runs_on": ["h200", "1gpu"],
-         "tests": entries(("tests/e2e/test_megatron_sft.py", 300), ("tests/e2e/test_sglang_rollout.py", 180)),
-         "shards": [shard(0, 300, "tests/e2e/test_megatron_sft.py"),
-                    shard(1, 180, "tests/e2e/test_sglang_rollout.py")], "invalid": []},
-        {"name": "stage-c-4-gpu-h200", "backend": "cuda", "decision": "run",
-         "reasons": ["run: minirl/backends/megatron.py selects megatron", "run: requested by run-ci-sglang"],
-         "runs_on": ["h200", "4gpu"],
-         "tests": entries(("tests/e2e/session_server/test_session_multiturn.py", 480),
-                           ("tests/e2e/test_megatron_long_context.py", 2400),
-                           ("tests/e2e/test_megatron_ppo_4gpu.py", 900)),
-         "shards": [shard(0, 2400, "tests/e2e/test_megatron_long_context.py"),
-                    shard(1, 900, "tests/e2e/test_megatron_ppo_4gpu.py"),
-                    shard(2, 480, "tests/e2e/session_server/test_session_multiturn.py")], "invalid": []},
-        {"name": "stage-c-4-gpu-mi350", "backend": "rocm", "decision": "run",
-         "reasons": ["run: minirl/backends/megatron.py selects megatron"],
-         "runs_on": ["mi350", "4gpu"],
-         "tests": entries(("tests/e2e/test_rocm_megatron_sft.py", 540)),
-         "shards": [shard(0, 540, "tests/e2e/test_rocm_megatron_sft.py")], "invalid": []},
-    ],
-    "skipped_stages": [],
-    "images": {"cuda": "build", "rocm": "build"},
-    "warnings": [SFT_WARNING, LONG_WARNING, GRPO_WARNING],
-}
-
-QUICKSTART_MARKDOWN = """\
-## ci-policy plan
-
-- **Event:** pull\\_request, **cadence:** regular
-- **PR labels:** run-ci-sglang
-- **Included labels:** megatron, sglang
-- **Diff:** 3 changed file(s)
-- **Images:** cuda build, rocm build
-
-| Stage | Backend | Decision | Tests | Shards | Est. wall | Reasons |
-|---|---|---|---:|---:|---:|---|
-| stage-a-cpu | cpu | \u2705 run | 4 | 1 | 20s | run: stage is not diff-pruned (4 selected) |
-| stage-b-1-gpu-h200 | cuda | \u2705 run | 2 | 2 | 300s | run: tests/e2e/test\\_fsdp\\_grpo.py changed<br>\
-run: minirl/backends/megatron.py selects megatron<br>run: requested by run-ci-sglang |
-| stage-c-4-gpu-h200 | cuda | \u2705 run | 3 | 3 | 2400s | run: minirl/backends/megatron.py selects megatron<br>\
-run: requested by run-ci-sglang |
-| stage-c-4-gpu-mi350 | rocm | \u2705 run | 1 | 1 | 540s | run: minirl/backends/megatron.py selects megatron |
-
-### stage-a-cpu
-
-```mermaid
-gantt
-    title stage-a-cpu shards (estimated seconds)
-    dateFormat X
-    axisFormat %s
-    section shard 0
-    test_advantages.py :0, 5
-    test_kl.py :5, 10
-    test_rollout.py :10, 15
-    test_session_protocol.py :15, 20
-```
-
-### stage-b-1-gpu-h200
-
-```mermaid
-gantt
-    title stage-b-1-gpu-h200 shards (estimated seconds)
-    dateFormat X
-    axisFormat %s
-    section shard 0
-    test_megatron_sft.py :0, 300
-    section shard 1
-    test_sglang_rollout.py :0, 180
-```
-
-### stage-c-4-gpu-h200
-
-```mermaid
-gantt
-    title stage-c-4-gpu-h200 shards (estimated seconds)
-    dateFormat X
-    axisFormat %s
-    section shard 0
-    test_megatron_long_context.py :0, 2400
-    section shard 1
-    test_megatron_ppo_4gpu.py :0, 900
-    section shard 2
-    test_session_multiturn.py :0, 480
-```
-
-### stage-c-4-gpu-mi350
-
-```mermaid
-gantt
-    title stage-c-4-gpu-mi350 shards (estimated seconds)
-    dateFormat X
-    axisFormat %s
-    section shard 0
-    test_rocm_megatron_sft.py :0, 540
-```
-
-**Warnings**
-
-- stage-b-1-gpu-h200: tests/e2e/test\\_megatron\\_sft.py alone (est 300s) exceeds the stage's mean shard time \
-(240s); the stage cannot finish sooner than this file
-- stage-c-4-gpu-h200: tests/e2e/test\\_megatron\\_long\\_context.py alone (est 2400s) exceeds the stage's mean \
-shard time (1260s); the stage cannot finish sooner than this file
-- tests/e2e/test\\_fsdp\\_grpo.py changed but is not selected (needs one of: fsdp), so it does not run
-"""
 
 QUICKSTART_OUTPUTS = {
     "cadence": "regular",
@@ -214,55 +66,6 @@ QUICKSTART_OUTPUTS = {
 NEEDS_B = "skip: no selected tests (its tests need one of: fsdp, megatron, session, sglang)"
 NEEDS_C = "skip: no selected tests (its tests need one of: fsdp, long, megatron, session, sglang)"
 NEEDS_MI350 = "skip: no selected tests (its tests need one of: fsdp, megatron, rocm)"
-
-DOCS_ONLY_TEXT = f"""\
-ci-policy plan: pull_request, cadence regular
-PR labels: (none)
-included labels: (none)
-diff: 2 changed file(s)
-
-STAGE                BACKEND  DECISION  TESTS  SHARDS  EST WALL  REASONS
-stage-a-cpu          cpu      RUN           4       1       20s  run: stage is not diff-pruned (4 selected)
-stage-b-1-gpu-h200   cuda     SKIP          0       0         -  {NEEDS_B}
-stage-c-4-gpu-h200   cuda     SKIP          0       0         -  {NEEDS_C}
-stage-c-4-gpu-mi350  rocm     SKIP          0       0         -  {NEEDS_MI350}
-
-shards:
-  stage-a-cpu[0] est 20s: {" ".join(FAST)}
-
-images: cuda=skip, rocm=skip
-"""
-
-DOCS_ONLY_MARKDOWN = f"""\
-## ci-policy plan
-
-- **Event:** pull\\_request, **cadence:** regular
-- **PR labels:** (none)
-- **Included labels:** (none)
-- **Diff:** 2 changed file(s)
-- **Images:** cuda skip, rocm skip
-
-| Stage | Backend | Decision | Tests | Shards | Est. wall | Reasons |
-|---|---|---|---:|---:|---:|---|
-| stage-a-cpu | cpu | \u2705 run | 4 | 1 | 20s | run: stage is not diff-pruned (4 selected) |
-| stage-b-1-gpu-h200 | cuda | \u23ed\ufe0f skip | 0 | 0 | - | {NEEDS_B} |
-| stage-c-4-gpu-h200 | cuda | \u23ed\ufe0f skip | 0 | 0 | - | {NEEDS_C} |
-| stage-c-4-gpu-mi350 | rocm | \u23ed\ufe0f skip | 0 | 0 | - | {NEEDS_MI350} |
-
-### stage-a-cpu
-
-```mermaid
-gantt
-    title stage-a-cpu shards (estimated seconds)
-    dateFormat X
-    axisFormat %s
-    section shard 0
-    test_advantages.py :0, 5
-    test_kl.py :5, 10
-    test_rollout.py :10, 15
-    test_session_protocol.py :15, 20
-```
-"""
 
 
 def run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -350,22 +153,20 @@ def test_the_readme_quickstart_plan_command_is_the_one_tested():
 def test_quickstart_console_script():
     proc = subprocess.run([console_script(), *QUICKSTART_ARGV], cwd=ROOT, env=clean_env(),
                           capture_output=True, text=True, timeout=120, check=False)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, QUICKSTART_TEXT, "")
+    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 0, "cli/plan/quickstart.txt")
 
 
 def test_quickstart_text(at_root, capsys):
-    assert run(QUICKSTART_ARGV, capsys) == (0, QUICKSTART_TEXT, "")
-    assert run(QUICKSTART_ARGV + ["--format", "text"], capsys) == (0, QUICKSTART_TEXT, "")
+    assert_run_golden(run(QUICKSTART_ARGV, capsys), 0, "cli/plan/quickstart.txt")
+    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "text"], capsys), 0, "cli/plan/quickstart.txt")
 
 
 def test_quickstart_json(at_root, capsys):
-    rc, out, err = run(QUICKSTART_ARGV + ["--format", "json"], capsys)
-    assert (rc, err) == (0, "")
-    assert json.loads(out) == QUICKSTART_JSON
+    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "json"], capsys), 0, "cli/plan/quickstart.json")
 
 
 def test_quickstart_markdown(at_root, capsys):
-    assert run(QUICKSTART_ARGV + ["--format", "markdown"], capsys) == (0, QUICKSTART_MARKDOWN, "")
+    assert_run_golden(run(QUICKSTART_ARGV + ["--format", "markdown"], capsys), 0, "cli/plan/quickstart.md")
 
 
 def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
@@ -376,7 +177,7 @@ def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     rc, out, err = run(QUICKSTART_ARGV + ["--format", "github"], capsys)
     assert (rc, err) == (0, "")
-    assert out == QUICKSTART_TEXT + (f"::warning::{SFT_WARNING}\n::warning::{LONG_WARNING}\n"
+    assert out == read_golden("cli/plan/quickstart.txt") + (f"::warning::{SFT_WARNING}\n::warning::{LONG_WARNING}\n"
                                      f"::warning::{GRPO_WARNING}\n")
     text = outputs.read_text()
     assert text.startswith("previous=kept\n")
@@ -384,12 +185,12 @@ def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
     # Every value is written in the multi-line-safe `name<<DELIMITER` syntax.
     blocks = re.findall(r"^([a-z_]+)<<(ghadelimiter_[0-9a-f-]{36})\n", text, re.M)
     assert [name for name, _ in blocks] == list(QUICKSTART_OUTPUTS)
-    assert summary.read_text() == "# earlier step\n" + QUICKSTART_MARKDOWN
+    assert summary.read_text() == "# earlier step\n" + read_golden("cli/plan/quickstart.md")
     # A second run appends again; the runner's parse still sees one value per name.
     assert main(QUICKSTART_ARGV + ["--format", "github"]) == 0
     capsys.readouterr()
     assert parse_github_output(outputs.read_text()) == {"previous": "kept", **QUICKSTART_OUTPUTS}
-    assert summary.read_text() == "# earlier step\n" + QUICKSTART_MARKDOWN * 2
+    assert summary.read_text() == "# earlier step\n" + read_golden("cli/plan/quickstart.md") * 2
 
 
 # -- other plans on the example ------------------------------------------------------------
@@ -397,12 +198,12 @@ def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
 def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, monkeypatch, capsys):
     argv = ["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--labels-json", "[]",
             "--diff", docs_diff]
-    assert run(argv, capsys) == (0, DOCS_ONLY_TEXT, "")
-    assert run(argv + ["--format", "markdown"], capsys) == (0, DOCS_ONLY_MARKDOWN, "")
+    assert_run_golden(run(argv, capsys), 0, "cli/plan/docs-only.txt")
+    assert_run_golden(run(argv + ["--format", "markdown"], capsys), 0, "cli/plan/docs-only.md")
     outputs, summary = tmp_path / "output", tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    assert run(argv + ["--format", "github"], capsys) == (0, DOCS_ONLY_TEXT, "")
+    assert_run_golden(run(argv + ["--format", "github"], capsys), 0, "cli/plan/docs-only.txt")
     assert parse_github_output(outputs.read_text()) == {
         "cadence": "regular",
         "raw_labels": "",
@@ -413,7 +214,7 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         "cuda_image": "skip",
         "rocm_image": "skip",
     }
-    assert summary.read_text() == DOCS_ONLY_MARKDOWN
+    assert_golden("cli/plan/docs-only.md", summary.read_text())
 
 
 def test_docs_only_pr_json(at_root, docs_diff, capsys):
@@ -441,49 +242,18 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
     }
 
 
-NIGHTLY_TEXT = f"""\
-ci-policy plan: schedule, cadence nightly
-PR labels: (none)
-included labels: fsdp, megatron, rocm, session, sglang
-flags: bypass-fastfail, write-baseline, admit-nightly
-
-STAGE                BACKEND  DECISION  TESTS  SHARDS  EST WALL  REASONS
-stage-a-cpu          cpu      RUN           4       1       20s  run: schedule event runs every stage with selected tests (4 selected)
-stage-b-1-gpu-h200   cuda     RUN           4       2      540s  run: schedule event runs every stage with selected tests (4 selected)
-stage-c-4-gpu-h200   cuda     RUN           6       3     2400s  run: schedule event runs every stage with selected tests (6 selected)
-stage-c-4-gpu-mi350  rocm     RUN           2       2      540s  run: schedule event runs every stage with selected tests (2 selected)
-
-shards:
-  stage-a-cpu[0] est 20s: {" ".join(FAST)}
-  stage-b-1-gpu-h200[0] est 540s: tests/e2e/session_server/test_session_tool_calls.py tests/e2e/test_sglang_rollout.py
-  stage-b-1-gpu-h200[1] est 540s: tests/e2e/test_megatron_sft.py tests/e2e/test_fsdp_grpo.py
-  stage-c-4-gpu-h200[0] est 2400s: tests/e2e/test_megatron_long_context.py
-  stage-c-4-gpu-h200[1] est 1980s: tests/e2e/test_megatron_nightly_convergence.py \
-tests/e2e/session_server/test_session_multiturn.py
-  stage-c-4-gpu-h200[2] est 1860s: tests/e2e/test_megatron_ppo_4gpu.py tests/e2e/test_fsdp_dpo_4gpu.py \
-tests/e2e/test_rocm_fsdp_grpo.py
-  stage-c-4-gpu-mi350[0] est 540s: tests/e2e/test_rocm_megatron_sft.py
-  stage-c-4-gpu-mi350[1] est 480s: tests/e2e/test_rocm_fsdp_grpo.py
-
-images: cuda=build, rocm=build
-warning: stage-c-4-gpu-h200: tests/e2e/test_megatron_long_context.py alone (est 2400s) exceeds the stage's \
-mean shard time (2080s); the stage cannot finish sooner than this file
-warning: stage-c-4-gpu-mi350: tests/e2e/test_rocm_megatron_sft.py alone (est 540s) exceeds the stage's \
-mean shard time (510s); the stage cannot finish sooner than this file
-"""
-
-
 def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsys):
     argv = ["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", "0 15 * * 0-5",
             "--labels-json", "null", "--cadence", "", "--base", ""]
-    assert run(argv, capsys) == (0, NIGHTLY_TEXT, "")
+    assert_run_golden(run(argv, capsys), 0, "cli/plan/nightly.txt")
     outputs, summary = tmp_path / "output", tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     rc, out, err = run(argv + ["--format", "github"], capsys)
     assert (rc, err) == (0, "")
-    assert out.startswith(NIGHTLY_TEXT)
-    assert out[len(NIGHTLY_TEXT):].count("::warning::") == 2
+    nightly = read_golden("cli/plan/nightly.txt")
+    assert out.startswith(nightly)
+    assert out[len(nightly):].count("::warning::") == 2
     assert parse_github_output(outputs.read_text()) == {
         "cadence": "nightly", "raw_labels": "", "bypass_fastfail": "true", "write_baseline": "true",
         "skipped_stages": "[]",
@@ -549,14 +319,15 @@ def test_empty_string_inputs_mean_not_given(at_root, capsys):
     empties = ["--schedule", "", "--cadence", "", "--base", "", "--head", ""]
     assert run(base + empties, capsys) == (0, expected, "")
     # The same on the quickstart's diff: empty schedule and cadence change nothing.
-    assert run(QUICKSTART_ARGV + ["--schedule", "", "--cadence", ""], capsys) == (0, QUICKSTART_TEXT, "")
+    assert_run_golden(run(QUICKSTART_ARGV + ["--schedule", "", "--cadence", ""], capsys), 0, "cli/plan/quickstart.txt")
 
 
 def test_empty_schedule_on_a_schedule_event_is_an_error(at_root, capsys):
     rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", ""], capsys)
     assert (rc, out) == (2, "")
     assert err == ("ci-policy plan: error: --schedule: a schedule event needs its cron string\n"
-                   '    hint: pass --schedule "$SCHEDULE", with SCHEDULE set from github.event.schedule in the step\'s env:\n')
+                   '    hint: pass --schedule "$SCHEDULE", with SCHEDULE set from github.event.schedule '
+                   "in the step's env:\n")
 
 
 def test_unknown_cron_is_an_error(at_root, capsys):

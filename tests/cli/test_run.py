@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import clean_env, console_script
+from helpers import assert_golden, clean_env, console_script
 
 CONFIG = """\
 version: 1
@@ -94,26 +94,7 @@ def test_passing_shard_prints_plan_progress_and_summary(repo_with, tmp_path):
     proc = run(repo, timings=timings)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
-    assert mask(proc.stdout) == """\
-Enabled 2 test(s) (est total 35s) for gpu shard 0:
-  tests/gpu/test_one.py (est 30s)
-  tests/gpu/test_two.py (est 5s)
-Skipped 2 registered test(s) of this stage:
-  tests/gpu/test_fsdp.py: needs one of: fsdp
-  tests/gpu/test_off.py: disabled: broken on H200, see #12
-hello from one
-[1/2] tests/gpu/test_one.py PASS elapsed=<T> est=30s attempt=1
-hello from two
-[2/2] tests/gpu/test_two.py PASS elapsed=<T> est=5s attempt=1
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (2):
-  tests/gpu/test_one.py elapsed=<T> est=30s
-  tests/gpu/test_two.py elapsed=<T> est=5s
-FAILED (0):
-RETRIED (0):
-RESULT: PASS
-"""
+    assert_golden("cli/run/passing-shard.txt", mask(proc.stdout))
     assert [(r["file"], r["status"], r["attempt"]) for r in records(timings)] == [
         ("tests/gpu/test_one.py", "pass", 1), ("tests/gpu/test_two.py", "pass", 1)]
 
@@ -123,20 +104,7 @@ def test_failing_file_fails_the_shard(repo_with, tmp_path):
     timings = tmp_path / "t.jsonl"
     proc = run(repo, timings=timings)
     assert proc.returncode == 1
-    assert mask(proc.stdout) == """\
-Enabled 1 test(s) (est total 1s) for gpu shard 0:
-  tests/gpu/test_bad.py (est 1s)
-about to fail
-[1/1] tests/gpu/test_bad.py FAIL elapsed=<T> est=1s attempt=1
-      unknown: failure not classified as retriable; not retried
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (0):
-FAILED (1):
-  tests/gpu/test_bad.py FAIL after 1 attempt(s) (unknown: failure not classified as retriable)
-RETRIED (0):
-RESULT: FAIL
-"""
+    assert_golden("cli/run/failing-file.txt", mask(proc.stdout))
     [rec] = records(timings)
     assert (rec["status"], rec["failure_kind"], rec["retriable"]) == ("fail", "unknown", False)
 
@@ -208,24 +176,7 @@ def test_infra_failure_is_retried_and_passes(repo_with, tmp_path, state):
     timings = tmp_path / "t.jsonl"
     proc = run(repo, "--max-attempts", "3", timings=timings)
     assert proc.returncode == 0, proc.stdout
-    assert mask(proc.stdout) == """\
-Enabled 1 test(s) (est total 1s) for gpu shard 0:
-  tests/gpu/test_server.py (est 1s)
-Server failed to start
-[1/1] tests/gpu/test_server.py FAIL elapsed=<T> est=1s attempt=1
-      infra: output matches infra pattern 'Server failed to start'; retrying
-server up
-[1/1] tests/gpu/test_server.py PASS elapsed=<T> est=1s attempt=2
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (1):
-  tests/gpu/test_server.py elapsed=<T> est=1s
-FAILED (0):
-RETRIED (1):
-  tests/gpu/test_server.py: attempt 1: fail (infra: output matches infra pattern 'Server failed to start'); \
-attempt 2: pass
-RESULT: PASS
-"""
+    assert_golden("cli/run/infra-failure-retried.txt", mask(proc.stdout))
     assert attempts(state) == ["1", "2"]
     assert [(r["attempt"], r["status"], r["failure_kind"], r["retriable"]) for r in records(timings)] == [
         (1, "fail", "infra", True), (2, "pass", None, None)]
@@ -351,25 +302,7 @@ time.sleep(60)
     assert time.monotonic() - start < 60  # the 60 s sleeps were cut short, not waited out
     assert proc.returncode == 1
     assert attempts(state) == ["1", "2"]
-    assert mask(proc.stdout) == """\
-Enabled 1 test(s) (est total 1s) for gpu shard 0:
-  tests/gpu/test_hang.py (est 1s)
-waiting forever
-[1/1] tests/gpu/test_hang.py TIMEOUT elapsed=<T> est=1s attempt=1 (timeout 2s) (killed 1 leftover process(es))
-      timeout: timed out (a timeout is retried once); retrying
-waiting forever
-[1/1] tests/gpu/test_hang.py TIMEOUT elapsed=<T> est=1s attempt=2 (timeout 2s) (killed 1 leftover process(es))
-      timeout: timed out again; not retried
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (0):
-FAILED (1):
-  tests/gpu/test_hang.py TIMEOUT after 2 attempt(s) (timeout: timed out again)
-RETRIED (1):
-  tests/gpu/test_hang.py: attempt 1: timeout (timeout: timed out (a timeout is retried once)); \
-attempt 2: timeout (timeout: timed out again)
-RESULT: FAIL
-"""
+    assert_golden("cli/run/timeout-retried-once.txt", mask(proc.stdout))
     recs = records(timings)
     assert [(r["status"], r["failure_kind"], r["retriable"]) for r in recs] == [
         ("timeout", "timeout", True), ("timeout", "timeout", False)]
@@ -405,21 +338,7 @@ def test_fast_fail_stops_at_the_first_failure(fail_then_pass, tmp_path, state):
     proc = run(fail_then_pass, timings=timings)
     assert proc.returncode == 1
     assert not (state / "b-ran").exists()
-    assert mask(proc.stdout).endswith("""\
-[1/2] tests/gpu/test_a_fails.py FAIL elapsed=<T> est=3s attempt=1
-      unknown: failure not classified as retriable; not retried
-ci-policy: stopping after tests/gpu/test_a_fails.py failed (fast-fail); 1 file(s) not run. \
-Use --continue-on-error to run them.
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (0):
-FAILED (1):
-  tests/gpu/test_a_fails.py FAIL after 1 attempt(s) (unknown: failure not classified as retriable)
-RETRIED (0):
-NOT RUN (1, fast-fail):
-  tests/gpu/test_b_passes.py
-RESULT: FAIL
-""")
+    assert_golden("cli/run/fast-fail.txt", mask(proc.stdout))
     assert [r["file"] for r in records(timings)] == ["tests/gpu/test_a_fails.py"]
 
 
@@ -567,45 +486,8 @@ def test_github_format_groups_annotations_and_step_summary(repo_with, tmp_path):
     proc = run(repo, "--format", "github", timings=tmp_path / "t.jsonl",
                env=clean_env(GITHUB_STEP_SUMMARY=str(summary)))
     assert proc.returncode == 1
-    assert mask(proc.stdout) == """\
-Enabled 3 test(s) (est total 100s) for gpu shard 0:
-  tests/gpu/test_ok.py (est 100s)
-  tests/gpu/test_bad.py (est 0s)
-  tests/gpu/test_zzz.py (est 0s)
-::group::tests/gpu/test_ok.py (attempt 1)
-ok output
-::endgroup::
-[1/3] tests/gpu/test_ok.py PASS elapsed=<T> est=100s attempt=1
-::group::tests/gpu/test_bad.py (attempt 1)
-boom
-::endgroup::
-[2/3] tests/gpu/test_bad.py FAIL elapsed=<T> est=0s attempt=1
-      unknown: failure not classified as retriable; not retried
-ci-policy: stopping after tests/gpu/test_bad.py failed (fast-fail); 1 file(s) not run. \
-Use --continue-on-error to run them.
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (1):
-  tests/gpu/test_ok.py elapsed=<T> est=100s
-FAILED (1):
-  tests/gpu/test_bad.py FAIL after 1 attempt(s) (unknown: failure not classified as retriable)
-RETRIED (0):
-NOT RUN (1, fast-fail):
-  tests/gpu/test_zzz.py
-RESULT: FAIL
-::error file=tests/gpu/test_bad.py::tests/gpu/test_bad.py fail after 1 attempt(s) \
-(unknown: failure not classified as retriable)
-"""
-    assert mask(summary.read_text()) == """\
-previous step
-## ci-policy run: gpu shard 0
-
-| File | Status | Attempts | Elapsed | Est. | |
-|---|---|---:|---:|---:|---|
-| tests/gpu/test\\_ok.py | PASS | 1 | <T> | 100s |  |
-| tests/gpu/test\\_bad.py | FAIL | 1 | <T> | 0s | ⚠️ over est_time |
-| tests/gpu/test\\_zzz.py | NOT RUN | 0 | - | 0s | fast-fail |
-"""
+    assert_golden("cli/run/github-format.txt", mask(proc.stdout))
+    assert_golden("cli/run/github-format-summary.md", mask(summary.read_text()))
 
 
 def test_github_format_retries_and_timeouts(repo_with, tmp_path, state):
@@ -623,14 +505,7 @@ def test_github_format_retries_and_timeouts(repo_with, tmp_path, state):
     assert out.endswith(
         "::error file=tests/gpu/test_hang.py::tests/gpu/test_hang.py timeout after 2 attempt(s) "
         "(timeout: timed out again)\n")
-    assert mask(summary.read_text()) == """\
-## ci-policy run: gpu shard 0
-
-| File | Status | Attempts | Elapsed | Est. | |
-|---|---|---:|---:|---:|---|
-| tests/gpu/test\\_server.py | PASS | 2 | <T> | 1s |  |
-| tests/gpu/test\\_hang.py | TIMEOUT | 2 | <T> | 0.5s | ⚠️ over est_time |
-"""
+    assert_golden("cli/run/github-retries-and-timeouts-summary.md", mask(summary.read_text()))
 
 
 # -- usage errors ---------------------------------------------------------------------------
@@ -653,7 +528,8 @@ def small_repo(repo_with, state):
 
 
 @pytest.mark.parametrize("stage, message", [
-    ("nope", "'nope' is not a planned stage (planned: unit, gpu, multi, other); external stages are never planned here"),
+    ("nope", "'nope' is not a planned stage (planned: unit, gpu, multi, other); "
+             "external stages are never planned here"),
     ("ext", "'ext' is an external stage: another system runs it, ci-policy never plans or runs it"),
 ], ids=["unknown-stage", "external-stage"])
 def test_unknown_or_external_stage(small_repo, tmp_path, state, stage, message):

@@ -4,8 +4,8 @@ job) and a developer's local runs, a GitHub log archive of an sglang-family runn
 codes, timestamps, a retry, a cancelled job, a job without a final summary, a since-deleted
 test) and a fast-failed job log of ci-policy's own runner.
 
-Golden summary and CSV, --check exit codes, --apply as a diff of exactly the est_time
-literals, ambiguous files skipped and reported, --write-estimates and then the
+Golden summary and CSV (tests/data/golden/cli/tune/), --check exit codes, --apply as a diff of
+exactly the est_time literals, ambiguous files skipped and reported, --write-estimates and then the
 estimates-file mode through plan, list and run, and the error paths."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import console_script
+from helpers import assert_golden, assert_run_golden, console_script, read_golden
 
 from ci_policy.adapters.tuning.evidence import STATUSES
 from ci_policy.adapters.tuning.logs import clean_line
@@ -33,9 +33,10 @@ ESTIMATES = ".github/ci-estimates.json"
 GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_AUTHOR_NAME": "ci", "GIT_AUTHOR_EMAIL": "ci@example.invalid",
            "GIT_COMMITTER_NAME": "ci", "GIT_COMMITTER_EMAIL": "ci@example.invalid"}
-IMPLICIT = "implicit registration: its est_time is configuration, not a literal"
 
-# Hand-checked (tune: safety 1.25, quantile 0.9, min_samples_for_quantile 5, deadband 0.2):
+# The golden summaries tests/data/golden/cli/tune/summary-report.txt (without --apply/--check/--write-estimates
+# a change is only reported) and summary-applying.txt are hand-checked
+# (tune: safety 1.25, quantile 0.9, min_samples_for_quantile 5, deadband 0.2):
 # - test_fsdp_grpo: 5 passed samples (runs 1001-1005), p90 = rank 5 = 236.207 -> 295.26 -> 296 -> 300;
 #   run 1006 logged 251.7 without a final summary (unknown): not a sample.
 # - test_megatron_long_context: 2650.347 and 2702.561 (run 1002's re-run); run 1002 timed out twice
@@ -55,41 +56,6 @@ IMPLICIT = "implicit registration: its est_time is configuration, not a literal"
 # - stage-c: [2400, 1500 + 480, 900 + 600 + 360] (2080 mean, 1.15) -> [3400, 1500 + 480, 700 + 600 + 500]
 #   (2393.3 mean, 1.42)
 # - mi350: [540, 480] (1.06) -> [800, 540] (1.19)
-
-SUMMARY_PROPOSALS = """\
-FILE                                                 BACKEND  SAMPLES         Q  CURRENT -> PROPOSED  ACTION{a}  REASON
-tests/e2e/session_server/test_session_multiturn.py   cuda           2   389.531  480 -> 500           keep{p}  within the 20% dead-band
-tests/e2e/session_server/test_session_tool_calls.py  cuda           0         -  360                  skip{p}  no passed sample (failed, timeout)
-tests/e2e/test_fsdp_dpo_4gpu.py                      cuda           2   470.918  600 -> 600           keep{p}  unchanged
-tests/e2e/test_fsdp_grpo.py                          cuda           5   236.207  240 -> 300           {up}
-tests/e2e/test_megatron_long_context.py              cuda           2  2702.561  2400 -> 3400         {up}
-tests/e2e/test_megatron_nightly_convergence.py       cuda           1  1387.962  1500 -> 1800         keep{p}  within the 20% dead-band
-tests/e2e/test_megatron_ppo_4gpu.py                  cuda           2   512.873  900 -> 700           {down}
-tests/e2e/test_megatron_sft.py                       cuda           3   140.693  300 -> 180           {down}
-tests/e2e/test_rocm_fsdp_grpo.py                     cuda           2   389.917  360 -> 500           {up}
-tests/e2e/test_rocm_fsdp_grpo.py                     rocm           2     603.8  480 -> 800           {up}
-tests/e2e/test_rocm_megatron_sft.py                  rocm           0         -  540                  skip{p}  no passed sample (cancelled, failed)
-tests/e2e/test_rollout_legacy.py                     cuda           1         -  -                    skip{p}  not registered for cuda
-tests/e2e/test_sglang_rollout.py                     cuda          10   142.634  180 -> 180           keep{p}  unchanged
-tests/fast/test_advantages.py                        cpu            1         -  5                    skip{p}  {implicit}
-tests/fast/test_kl.py                                cpu            1         -  5                    skip{p}  {implicit}
-tests/fast/test_rollout.py                           cpu            1         -  5                    skip{p}  {implicit}
-tests/fast/test_session_protocol.py                  cpu            1         -  5                    skip{p}  {implicit}
-
-STAGE                SHARDS  MAKESPAN BEFORE  IMBALANCE BEFORE  MAKESPAN AFTER  IMBALANCE AFTER
-stage-a-cpu               1              20s              1.00             20s             1.00
-stage-b-1-gpu-h200        2             540s              1.00            540s             1.06
-stage-c-4-gpu-h200        3            2400s              1.15           3400s             1.42
-stage-c-4-gpu-mi350       2             540s              1.06            800s             1.19
-
-"""
-# without --apply/--check/--write-estimates a change is only reported
-SUMMARY_REPORT = SUMMARY_PROPOSALS.format(
-    a=" " * 5, p=" " * 7, up="report_only  would raise", down="report_only  would lower", implicit=IMPLICIT,
-) + "ci-policy tune: 4 keep, 6 report_only, 7 skip\n"
-SUMMARY_APPLYING = SUMMARY_PROPOSALS.format(
-    a="", p="  ", up="raise", down="lower", implicit=IMPLICIT,
-) + "ci-policy tune: 4 keep, 2 lower, 4 raise, 7 skip\n"
 
 APPLIED = [
     # (file, the registration line before, after)
@@ -111,141 +77,6 @@ APPLIED = [
      'register_cuda_ci(est_time=500, suite="stage-c-4-gpu-h200", labels=["fsdp"])\n'
      'register_rocm_ci(est_time=800, suite="stage-c-4-gpu-mi350", labels=["fsdp", "rocm"])\n'),
 ]
-
-APPLY_LINES = """\
-tests/e2e/test_fsdp_grpo.py: changed (cuda est_time 240 -> 300)
-tests/e2e/test_megatron_long_context.py: changed (cuda est_time 2400 -> 3400)
-tests/e2e/test_megatron_ppo_4gpu.py: changed (cuda est_time 900 -> 700)
-tests/e2e/test_megatron_sft.py: changed (cuda est_time 300 -> 180)
-tests/e2e/test_rocm_fsdp_grpo.py: changed (cuda est_time 360 -> 500)
-tests/e2e/test_rocm_fsdp_grpo.py: changed (rocm est_time 480 -> 800)
-"""
-
-# `git diff -U0` after --apply, without its `index <blob>..<blob>` lines
-GIT_DIFF = """\
-diff --git a/tests/e2e/test_fsdp_grpo.py b/tests/e2e/test_fsdp_grpo.py
---- a/tests/e2e/test_fsdp_grpo.py
-+++ b/tests/e2e/test_fsdp_grpo.py
-@@ -9 +9 @@ from ci_policy import register_cuda_ci
--register_cuda_ci(est_time=240, suite="stage-b-1-gpu-h200", labels=["fsdp"])
-+register_cuda_ci(est_time=300, suite="stage-b-1-gpu-h200", labels=["fsdp"])
-diff --git a/tests/e2e/test_megatron_long_context.py b/tests/e2e/test_megatron_long_context.py
---- a/tests/e2e/test_megatron_long_context.py
-+++ b/tests/e2e/test_megatron_long_context.py
-@@ -10 +10 @@ from ci_policy import register_cuda_ci
--register_cuda_ci(est_time=2400, suite="stage-c-4-gpu-h200", labels=["megatron", "long"])
-+register_cuda_ci(est_time=3400, suite="stage-c-4-gpu-h200", labels=["megatron", "long"])
-diff --git a/tests/e2e/test_megatron_ppo_4gpu.py b/tests/e2e/test_megatron_ppo_4gpu.py
---- a/tests/e2e/test_megatron_ppo_4gpu.py
-+++ b/tests/e2e/test_megatron_ppo_4gpu.py
-@@ -9 +9 @@ from ci_policy import register_cuda_ci
--register_cuda_ci(900, "stage-c-4-gpu-h200", labels=["megatron"])
-+register_cuda_ci(700, "stage-c-4-gpu-h200", labels=["megatron"])
-diff --git a/tests/e2e/test_megatron_sft.py b/tests/e2e/test_megatron_sft.py
---- a/tests/e2e/test_megatron_sft.py
-+++ b/tests/e2e/test_megatron_sft.py
-@@ -9 +9 @@ from ci_policy import register_cuda_ci
--register_cuda_ci(est_time=300, suite="stage-b-1-gpu-h200", labels=["megatron"])
-+register_cuda_ci(est_time=180, suite="stage-b-1-gpu-h200", labels=["megatron"])
-diff --git a/tests/e2e/test_rocm_fsdp_grpo.py b/tests/e2e/test_rocm_fsdp_grpo.py
---- a/tests/e2e/test_rocm_fsdp_grpo.py
-+++ b/tests/e2e/test_rocm_fsdp_grpo.py
-@@ -9,2 +9,2 @@ from ci_policy import register_cuda_ci, register_rocm_ci
--register_cuda_ci(est_time=360, suite="stage-c-4-gpu-h200", labels=["fsdp"])
--register_rocm_ci(est_time=480, suite="stage-c-4-gpu-mi350", labels=["fsdp", "rocm"])
-+register_cuda_ci(est_time=500, suite="stage-c-4-gpu-h200", labels=["fsdp"])
-+register_rocm_ci(est_time=800, suite="stage-c-4-gpu-mi350", labels=["fsdp", "rocm"])
-"""
-
-ESTIMATES_JSON = """\
-{
-  "schema": 1,
-  "estimates": [
-    {
-      "file": "tests/e2e/test_fsdp_grpo.py",
-      "suite": "stage-b-1-gpu-h200",
-      "est_time": 300
-    },
-    {
-      "file": "tests/e2e/test_megatron_long_context.py",
-      "suite": "stage-c-4-gpu-h200",
-      "est_time": 3400
-    },
-    {
-      "file": "tests/e2e/test_megatron_ppo_4gpu.py",
-      "suite": "stage-c-4-gpu-h200",
-      "est_time": 700
-    },
-    {
-      "file": "tests/e2e/test_megatron_sft.py",
-      "suite": "stage-b-1-gpu-h200",
-      "est_time": 180
-    },
-    {
-      "file": "tests/e2e/test_rocm_fsdp_grpo.py",
-      "suite": "stage-c-4-gpu-h200",
-      "est_time": 500
-    },
-    {
-      "file": "tests/e2e/test_rocm_fsdp_grpo.py",
-      "suite": "stage-c-4-gpu-mi350",
-      "est_time": 800
-    }
-  ]
-}
-"""
-
-# one row per (run, job, file); `--from evidence` walks the directory in sorted order
-CSV_GOLDEN = "\n".join([
-    'run_id,job_id,job_name,stage,shard,test_file,status,elapsed_s,logged_est_s,current_est_s,proposed_est_s,action,source,line,note',
-    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,122.517,180,180,180,keep,evidence/local/timings.jsonl,1,run 1 of 5 without distinct run ids in this file; unchanged',
-    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,142.634,180,180,180,keep,evidence/local/timings.jsonl,2,run 2 of 5 without distinct run ids in this file; unchanged',
-    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,410.276,180,180,180,keep,evidence/local/timings.jsonl,3,run 3 of 5 without distinct run ids in this file; unchanged',
-    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,129.008,180,180,180,keep,evidence/local/timings.jsonl,4,run 4 of 5 without distinct run ids in this file; unchanged',
-    ',,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,133.725,180,180,180,keep,evidence/local/timings.jsonl,5,run 5 of 5 without distinct run ids in this file; unchanged',
-    '1001,,,stage-a-cpu,0,tests/fast/test_advantages.py,passed,3.104,5,5,,skip,evidence/run-1001/timings-stage-a-cpu-0.jsonl,1,"implicit registration: its est_time is configuration, not a literal"',
-    '1001,,,stage-a-cpu,0,tests/fast/test_kl.py,passed,2.371,5,5,,skip,evidence/run-1001/timings-stage-a-cpu-0.jsonl,2,"implicit registration: its est_time is configuration, not a literal"',
-    '1001,,,stage-a-cpu,0,tests/fast/test_rollout.py,passed,2.893,5,5,,skip,evidence/run-1001/timings-stage-a-cpu-0.jsonl,3,"implicit registration: its est_time is configuration, not a literal"',
-    '1001,,,stage-a-cpu,0,tests/fast/test_session_protocol.py,passed,4.215,5,5,,skip,evidence/run-1001/timings-stage-a-cpu-0.jsonl,4,"implicit registration: its est_time is configuration, not a literal"',
-    '1001,,,stage-b-1-gpu-h200,0,tests/e2e/session_server/test_session_tool_calls.py,failed,88.412,360,360,,skip,evidence/run-1001/timings-stage-b-1-gpu-h200-0.jsonl,1,"no passed sample (failed, timeout)"',
-    '1001,,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,131.246,180,180,180,keep,evidence/run-1001/timings-stage-b-1-gpu-h200-0.jsonl,2,unchanged',
-    '1001,,,stage-b-1-gpu-h200,1,tests/e2e/test_megatron_sft.py,passed,140.693,300,300,180,report_only,evidence/run-1001/timings-stage-b-1-gpu-h200-1.jsonl,2,retried: 2 attempts; would lower',
-    '1001,,,stage-b-1-gpu-h200,1,tests/e2e/test_fsdp_grpo.py,passed,214.018,240,240,300,report_only,evidence/run-1001/timings-stage-b-1-gpu-h200-1.jsonl,3,would raise',
-    '1001,,,stage-c-4-gpu-h200,0,tests/e2e/test_megatron_long_context.py,passed,2650.347,2400,2400,3400,report_only,evidence/run-1001/timings-stage-c-4-gpu-h200-0.jsonl,1,would raise',
-    '1001,,,stage-c-4-gpu-h200,1,tests/e2e/test_megatron_nightly_convergence.py,passed,1387.962,1500,1500,1800,keep,evidence/run-1001/timings-stage-c-4-gpu-h200-1.jsonl,1,within the 20% dead-band',
-    '1001,,,stage-c-4-gpu-h200,1,tests/e2e/session_server/test_session_multiturn.py,passed,372.184,480,480,500,keep,evidence/run-1001/timings-stage-c-4-gpu-h200-1.jsonl,2,within the 20% dead-band',
-    '1001,,,stage-c-4-gpu-h200,2,tests/e2e/test_megatron_ppo_4gpu.py,passed,512.873,900,900,700,report_only,evidence/run-1001/timings-stage-c-4-gpu-h200-2.jsonl,1,would lower',
-    '1001,,,stage-c-4-gpu-h200,2,tests/e2e/test_fsdp_dpo_4gpu.py,passed,455.206,600,600,600,keep,evidence/run-1001/timings-stage-c-4-gpu-h200-2.jsonl,2,unchanged',
-    '1001,,,stage-c-4-gpu-h200,2,tests/e2e/test_rocm_fsdp_grpo.py,passed,371.538,360,360,500,report_only,evidence/run-1001/timings-stage-c-4-gpu-h200-2.jsonl,3,would raise',
-    '1001,,,stage-c-4-gpu-mi350,0,tests/e2e/test_rocm_megatron_sft.py,failed,230.645,540,540,,skip,evidence/run-1001/timings-stage-c-4-gpu-mi350-0.jsonl,1,"no passed sample (cancelled, failed)"',
-    '1001,,,stage-c-4-gpu-mi350,1,tests/e2e/test_rocm_fsdp_grpo.py,passed,588.024,480,480,800,report_only,evidence/run-1001/timings-stage-c-4-gpu-mi350-1.jsonl,1,would raise',
-    '1002,,,stage-b-1-gpu-h200,0,tests/e2e/session_server/test_session_tool_calls.py,timeout,1800.094,360,360,,skip,evidence/run-1002/timings-stage-b-1-gpu-h200-0.jsonl,1,"no passed sample (failed, timeout)"',
-    '1002,,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,127.915,180,180,180,keep,evidence/run-1002/timings-stage-b-1-gpu-h200-0.jsonl,2,unchanged',
-    '1002,,,stage-b-1-gpu-h200,1,tests/e2e/test_megatron_sft.py,passed,133.027,300,300,180,report_only,evidence/run-1002/timings-stage-b-1-gpu-h200-1.jsonl,1,would lower',
-    '1002,,,stage-b-1-gpu-h200,1,tests/e2e/test_fsdp_grpo.py,passed,219.503,240,240,300,report_only,evidence/run-1002/timings-stage-b-1-gpu-h200-1.jsonl,2,would raise',
-    '1002,,,stage-c-4-gpu-h200,0,tests/e2e/test_megatron_long_context.py,timeout,3600.208,2400,2400,3400,report_only,evidence/run-1002/timings-stage-c-4-gpu-h200-0.jsonl,2,retried: 2 attempts; would raise',
-    '1002,,,stage-c-4-gpu-h200,0,tests/e2e/test_megatron_long_context.py,passed,2702.561,2400,2400,3400,report_only,evidence/run-1002/timings-stage-c-4-gpu-h200-0.jsonl,3,run attempt 2; would raise',
-    '1002,,,stage-c-4-gpu-h200,1,tests/e2e/test_megatron_ppo_4gpu.py,passed,498.144,900,900,700,report_only,evidence/run-1002/timings-stage-c-4-gpu-h200-1.jsonl,1,would lower',
-    '1002,,,stage-c-4-gpu-h200,1,tests/e2e/test_rocm_fsdp_grpo.py,passed,389.917,360,360,500,report_only,evidence/run-1002/timings-stage-c-4-gpu-h200-1.jsonl,2,would raise',
-    '1002,,,stage-c-4-gpu-h200,2,tests/e2e/test_fsdp_dpo_4gpu.py,passed,470.918,600,600,600,keep,evidence/run-1002/timings-stage-c-4-gpu-h200-2.jsonl,1,unchanged',
-    '1002,,,stage-c-4-gpu-h200,2,tests/e2e/session_server/test_session_multiturn.py,passed,389.531,480,480,500,keep,evidence/run-1002/timings-stage-c-4-gpu-h200-2.jsonl,2,within the 20% dead-band',
-    '1003,,,stage-b-1-gpu-h200,0,tests/e2e/session_server/test_session_tool_calls.py,failed,90.317,360,360,,skip,evidence/run-1003/timings-stage-b-1-gpu-h200-0.jsonl,1,"no passed sample (failed, timeout)"',
-    '1003,,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,135.402,180,180,180,keep,evidence/run-1003/timings-stage-b-1-gpu-h200-0.jsonl,2,unchanged',
-    '1003,,,stage-b-1-gpu-h200,1,tests/e2e/test_megatron_sft.py,passed,121.406,300,300,180,report_only,evidence/run-1003/timings-stage-b-1-gpu-h200-1.jsonl,1,would lower',
-    '1003,,,stage-b-1-gpu-h200,1,tests/e2e/test_fsdp_grpo.py,passed,201.344,240,240,300,report_only,evidence/run-1003/timings-stage-b-1-gpu-h200-1.jsonl,2,would raise',
-    '1004,,,stage-b-1-gpu-h200,0,tests/e2e/test_fsdp_grpo.py,passed,236.207,240,240,300,report_only,evidence/run-1004/timings-stage-b-1-gpu-h200-0.jsonl,1,would raise',
-    '1004,,,stage-b-1-gpu-h200,1,tests/e2e/test_sglang_rollout.py,passed,126.388,180,180,180,keep,evidence/run-1004/timings-stage-b-1-gpu-h200-1.jsonl,1,unchanged',
-    '1005,,,stage-b-1-gpu-h200,0,tests/e2e/test_sglang_rollout.py,passed,138.051,180,180,180,keep,evidence/run-1005/timings-stage-b-1-gpu-h200-0.jsonl,1,unchanged',
-    '1005,,,stage-b-1-gpu-h200,0,tests/e2e/test_fsdp_grpo.py,passed,208.913,240,240,300,report_only,evidence/run-1005/timings-stage-b-1-gpu-h200-0.jsonl,2,would raise',
-    '1006,,stage-c-4-gpu-mi350 (1),stage-c-4-gpu-mi350,1,tests/e2e/test_rocm_fsdp_grpo.py,passed,603.8,480,480,800,report_only,evidence/run-1006/1_stage-c-4-gpu-mi350 (1).txt,51,retried: 2 attempts; would raise',
-    '1006,,stage-c-4-gpu-mi350 (0),stage-c-4-gpu-mi350,0,tests/e2e/test_rocm_megatron_sft.py,cancelled,512.4,540,540,,skip,evidence/run-1006/2_stage-c-4-gpu-mi350 (0).txt,24,"job cancelled; no final summary; no passed sample (cancelled, failed)"',
-    '1006,,stage-b-1-gpu-h200 (1),stage-b-1-gpu-h200,1,tests/e2e/test_fsdp_grpo.py,unknown,251.7,240,240,300,report_only,evidence/run-1006/3_stage-b-1-gpu-h200 (1).txt,23,no final summary; would raise',
-    '1006,,stage-b-1-gpu-h200 (0),stage-b-1-gpu-h200,0,tests/e2e/session_server/test_session_tool_calls.py,failed,92.6,360,360,,skip,evidence/run-1006/4_stage-b-1-gpu-h200 (0).txt,55,"no passed sample (failed, timeout)"',
-    '1006,,stage-b-1-gpu-h200 (0),stage-b-1-gpu-h200,0,tests/e2e/test_rollout_legacy.py,passed,96,120,,,skip,evidence/run-1006/4_stage-b-1-gpu-h200 (0).txt,52,not registered for cuda',
-    '1007,,stage-c-4-gpu-h200 (1),stage-c-4-gpu-h200,1,tests/e2e/test_megatron_ppo_4gpu.py,failed,1480.9,900,900,700,report_only,evidence/run-1007/5_stage-c-4-gpu-h200 (1).txt,22,would lower',
-    '1007,,stage-c-4-gpu-h200 (1),stage-c-4-gpu-h200,1,tests/e2e/test_rocm_fsdp_grpo.py,not_run,,360,360,500,report_only,evidence/run-1007/5_stage-c-4-gpu-h200 (1).txt,25,fast-fail; would raise',
-]) + "\n"
-
 
 @pytest.fixture
 def work(example_repo: Path, tmp_path: Path, monkeypatch) -> Path:
@@ -282,8 +113,8 @@ def git(repo: Path, *args: str) -> str:
 
 def test_report_only_summary_and_csv_golden(work, capsys):
     before = texts(work / "gpu-repo")
-    assert tune(capsys, "--from", "evidence", "--csv", "tune.csv") == (0, SUMMARY_REPORT, "")
-    assert (work / "tune.csv").read_text(encoding="utf-8") == CSV_GOLDEN
+    assert_run_golden(tune(capsys, "--from", "evidence", "--csv", "tune.csv"), 0, "cli/tune/summary-report.txt")
+    assert_golden("cli/tune/report.csv", (work / "tune.csv").read_text(encoding="utf-8"))
     assert texts(work / "gpu-repo") == before  # a report changes nothing
 
 
@@ -293,7 +124,7 @@ def test_csv_has_every_column_and_status_and_cites_its_source(work, capsys):
         rows = list(csv.reader(fh))
     assert rows[0] == list(COLUMNS)
     assert [len(row) for row in rows[1:]] == [len(COLUMNS)] * 46
-    rows = [dict(zip(COLUMNS, row)) for row in rows[1:]]
+    rows = [dict(zip(COLUMNS, row, strict=True)) for row in rows[1:]]
     assert sorted({r["status"] for r in rows}) == sorted(STATUSES)
     assert {r["action"] for r in rows} == {"keep", "report_only", "skip"}
     for r in rows:
@@ -311,11 +142,12 @@ def test_csv_has_every_column_and_status_and_cites_its_source(work, capsys):
 
 def test_the_csv_of_an_applying_run_differs_only_in_action_and_note(work, capsys):
     assert tune(capsys, "--from", "evidence", "--csv", "report.csv")[0] == 0
-    assert tune(capsys, "--from", "evidence", "--csv", "check.csv", "--check") == (1, SUMMARY_APPLYING, "")
+    assert_run_golden(tune(capsys, "--from", "evidence", "--csv", "check.csv", "--check"), 1,
+                      "cli/tune/summary-applying.txt")
     report = list(csv.DictReader(io.StringIO((work / "report.csv").read_text(encoding="utf-8"))))
     check = list(csv.DictReader(io.StringIO((work / "check.csv").read_text(encoding="utf-8"))))
     assert len(report) == len(check) == 46
-    for r, c in zip(report, check):
+    for r, c in zip(report, check, strict=True):
         same = [k for k in COLUMNS if k not in ("action", "note")]
         assert [r[k] for k in same] == [c[k] for k in same]
         if r["action"] == "report_only":
@@ -333,15 +165,15 @@ def test_evidence_can_be_named_file_by_file(work, capsys):
                    if p.is_file() and "stage-c-4-gpu-mi350 (1)" not in p.parent.name)
     assert len(files) == 24
     args = [a for f in files for a in ("--from", f)]
-    assert tune(capsys, *args, "--csv", "files.csv") == (0, SUMMARY_REPORT, "")
-    assert (work / "files.csv").read_text(encoding="utf-8") == CSV_GOLDEN
+    assert_run_golden(tune(capsys, *args, "--csv", "files.csv"), 0, "cli/tune/summary-report.txt")
+    assert_golden("cli/tune/report.csv", (work / "files.csv").read_text(encoding="utf-8"))
 
 
 # -- --check -----------------------------------------------------------------------------------------------
 
 def test_check_exits_1_when_a_proposal_would_change_a_file(work, capsys):
     before = texts(work / "gpu-repo")
-    assert tune(capsys, "--from", "evidence", "--check") == (1, SUMMARY_APPLYING, "")
+    assert_run_golden(tune(capsys, "--from", "evidence", "--check"), 1, "cli/tune/summary-applying.txt")
     assert texts(work / "gpu-repo") == before  # --check writes nothing
 
 
@@ -350,9 +182,12 @@ def test_check_exits_0_when_every_proposal_is_keep_or_skip(work, capsys):
     code, out, err = tune(capsys, "--from", "evidence/run-1001/timings-stage-c-4-gpu-h200-1.jsonl", "--check")
     assert (code, err) == (0, "")
     assert out.splitlines()[:3] == [
-        "FILE                                                BACKEND  SAMPLES         Q  CURRENT -> PROPOSED  ACTION  REASON",
-        "tests/e2e/session_server/test_session_multiturn.py  cuda           1   372.184  480 -> 500           keep    within the 20% dead-band",
-        "tests/e2e/test_megatron_nightly_convergence.py      cuda           1  1387.962  1500 -> 1800         keep    within the 20% dead-band",
+        "FILE                                                BACKEND  SAMPLES         Q  CURRENT -> PROPOSED  "
+        "ACTION  REASON",
+        "tests/e2e/session_server/test_session_multiturn.py  cuda           1   372.184  480 -> 500           "
+        "keep    within the 20% dead-band",
+        "tests/e2e/test_megatron_nightly_convergence.py      cuda           1  1387.962  1500 -> 1800         "
+        "keep    within the 20% dead-band",
     ]
     assert out.endswith("\nci-policy tune: 2 keep\n")
     # failed and timed-out evidence alone proposes nothing either
@@ -370,7 +205,8 @@ def test_apply_rewrites_exactly_the_est_time_literals(work, capsys):
     git(repo, "commit", "-q", "-m", "base")
     before = texts(repo)
 
-    assert tune(capsys, "--from", "evidence", "--apply") == (0, SUMMARY_APPLYING + APPLY_LINES, "")
+    assert tune(capsys, "--from", "evidence", "--apply") == (
+        0, read_golden("cli/tune/summary-applying.txt") + read_golden("cli/tune/apply.txt"), "")
 
     after = texts(repo)
     changed = {rel for rel in before if after[rel] != before[rel]}
@@ -380,7 +216,8 @@ def test_apply_rewrites_exactly_the_est_time_literals(work, capsys):
         assert before[rel].count(old) == 1
         assert after[rel] == before[rel].replace(old, new)
     diff = git(repo, "diff", "-U0", "--no-color", "--no-ext-diff")
-    assert "\n".join(line for line in diff.split("\n") if not line.startswith("index ")) == GIT_DIFF
+    without_index = "\n".join(line for line in diff.split("\n") if not line.startswith("index "))
+    assert_golden("cli/tune/git-diff.txt", without_index)
     assert git(repo, "diff", "--numstat") == (
         "1\t1\ttests/e2e/test_fsdp_grpo.py\n1\t1\ttests/e2e/test_megatron_long_context.py\n"
         "1\t1\ttests/e2e/test_megatron_ppo_4gpu.py\n1\t1\ttests/e2e/test_megatron_sft.py\n"
@@ -422,7 +259,7 @@ def test_apply_skips_and_reports_ambiguous_files(work, capsys):
     code, out, err = tune(capsys, "--from", "evidence", "--apply")
     # A proposal that could not be applied fails the command: the balance shown assumed it.
     assert (code, err) == (1, "ci-policy tune: 1 proposal(s) were not applied (see above); edit them by hand\n")
-    assert out == SUMMARY_APPLYING.replace(
+    assert out == read_golden("cli/tune/summary-applying.txt").replace(
         "tests/e2e/test_fsdp_grpo.py                          cuda           5   236.207  240 -> 300           raise\n",
         "tests/e2e/test_fsdp_grpo.py                          cuda           5         -  -                    skip    "
         "2 cuda registrations (lines 9, 10)\n",
@@ -432,7 +269,9 @@ def test_apply_skips_and_reports_ambiguous_files(work, capsys):
         "stage-c-4-gpu-h200        3            2400s              1.15           3400s             1.42\n",
         "stage-b-1-gpu-h200        2             540s              1.00            540s             1.12\n"
         "stage-c-4-gpu-h200        3            2400s              1.08           3400s             1.34\n",
-    ).replace("ci-policy tune: 4 keep, 2 lower, 4 raise, 7 skip\n", "ci-policy tune: 4 keep, 2 lower, 3 raise, 8 skip\n") + (
+    ).replace(
+        "ci-policy tune: 4 keep, 2 lower, 4 raise, 7 skip\n", "ci-policy tune: 4 keep, 2 lower, 3 raise, 8 skip\n",
+    ) + (
         "tests/e2e/test_megatron_long_context.py: changed (cuda est_time 2400 -> 3400)\n"
         "tests/e2e/test_megatron_ppo_4gpu.py: changed (cuda est_time 900 -> 700)\n"
         "tests/e2e/test_megatron_sft.py: skipped (cuda est_time 300 -> 180): "
@@ -471,10 +310,12 @@ def test_write_estimates_then_plan_and_list_use_them(work, capsys):
                                                                    "tests/e2e/test_fsdp_grpo.py"]
 
     assert tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}") == (
-        0, SUMMARY_APPLYING + f"ci-policy tune: wrote 6 estimate(s) to gpu-repo/{ESTIMATES}\n", "")
-    assert (repo / ESTIMATES).read_text(encoding="utf-8") == ESTIMATES_JSON
+        0,
+        read_golden("cli/tune/summary-applying.txt") + f"ci-policy tune: wrote 6 estimate(s) to gpu-repo/{ESTIMATES}\n",
+        "")
+    assert_golden("cli/tune/ci-estimates.json", (repo / ESTIMATES).read_text(encoding="utf-8"))
     after = texts(repo)
-    assert after.pop(ESTIMATES) == ESTIMATES_JSON
+    assert after.pop(ESTIMATES) == read_golden("cli/tune/ci-estimates.json")
     assert after == before  # no test file is edited
     assert plan_json(capsys) == literal_plan  # not configured yet: the literals still count
 
@@ -543,7 +384,8 @@ def test_write_estimates_then_plan_and_list_use_them(work, capsys):
     # tuning again from the same evidence compares against the estimates: nothing to change
     code, out, err = tune(capsys, "--from", "evidence", "--check")
     assert (code, err) == (0, "")
-    assert "tests/e2e/test_megatron_long_context.py              cuda           2  2702.561  3400 -> 3400         keep    unchanged" in out.splitlines()
+    assert ("tests/e2e/test_megatron_long_context.py              cuda           2  2702.561  3400 -> 3400         "
+            "keep    unchanged") in out.splitlines()
     assert out.endswith("\nci-policy tune: 10 keep, 7 skip\n")
     assert cli(capsys, "lint", "--repo", "gpu-repo")[0] == 0
 
@@ -577,7 +419,7 @@ def test_apply_is_refused_when_estimates_file_is_set(work, capsys):
     # the estimates file itself can be written
     code, out, err = tune(capsys, "--from", "evidence", "--write-estimates", f"gpu-repo/{ESTIMATES}")
     assert (code, err) == (0, "")
-    assert (repo / ESTIMATES).read_text() == ESTIMATES_JSON
+    assert_golden("cli/tune/ci-estimates.json", (repo / ESTIMATES).read_text())
 
 
 # -- errors ----------------------------------------------------------------------------------------------------
@@ -655,7 +497,8 @@ def test_a_bad_checkout_or_estimates_target_exits_1(work, capsys):
         "    hint: pass --repo with the checkout's root directory\n"
         "ci-policy: 1 error\n"))
     (work / "old.json").write_text('{"schema": 2, "estimates": []}')
-    assert tune(capsys, "--from", "evidence", "--write-estimates", "old.json") == (1, SUMMARY_APPLYING, (
+    summary = read_golden("cli/tune/summary-applying.txt")
+    assert tune(capsys, "--from", "evidence", "--write-estimates", "old.json") == (1, summary, (
         'old.json: CP421 estimates-wrong-shape: estimates file old.json must be {"schema": 1, "estimates": [...]}\n'
         "    hint: regenerate it with ci-policy tune --write-estimates\n"
         "ci-policy: 1 error\n"))
@@ -681,11 +524,11 @@ def test_console_script_golden(work):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo", "--from", "evidence", "--csv", "tune.csv"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=120)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, SUMMARY_REPORT, "")
-    assert (work / "tune.csv").read_text(encoding="utf-8") == CSV_GOLDEN
+    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 0, "cli/tune/summary-report.txt")
+    assert_golden("cli/tune/report.csv", (work / "tune.csv").read_text(encoding="utf-8"))
     proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo", "--from", "evidence", "--check"],
                           cwd=work, env=env, capture_output=True, text=True, timeout=120)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (1, SUMMARY_APPLYING, "")
+    assert_run_golden((proc.returncode, proc.stdout, proc.stderr), 1, "cli/tune/summary-applying.txt")
     proc = subprocess.run([console_script(), "tune", "--repo", "gpu-repo"], cwd=work, env=env, capture_output=True,
                           text=True, timeout=120)
     assert (proc.returncode, proc.stdout, proc.stderr) == (
@@ -705,7 +548,7 @@ def test_json_report_has_every_proposal_and_the_balance(work, capsys):
     assert list(data) == ["schema", "proposals", "balance"]
     assert data["schema"] == 1
     # The same rows as the text report, in its order.
-    rows = [line.split()[:2] for line in SUMMARY_REPORT.splitlines()[1:18]]
+    rows = [line.split()[:2] for line in read_golden("cli/tune/summary-report.txt").splitlines()[1:18]]
     assert [[p["file"], p["backend"]] for p in data["proposals"]] == rows
     long_context = by_file(data)[("tests/e2e/test_megatron_long_context.py", "cuda")]
     assert {k: long_context[k] for k in ("suite", "q", "current", "proposed", "action", "reason")} == {
@@ -730,7 +573,7 @@ def test_json_check_and_write_estimates(work, capsys):
                           "--format", "json")
     assert (code, err) == (0, "")
     assert json.loads(out)["estimates_written"] == {"file": f"gpu-repo/{ESTIMATES}", "entries": 6}
-    assert (work / "gpu-repo" / ESTIMATES).read_text(encoding="utf-8") == ESTIMATES_JSON
+    assert_golden("cli/tune/ci-estimates.json", (work / "gpu-repo" / ESTIMATES).read_text(encoding="utf-8"))
 
 
 def test_json_apply_lists_each_edit(work, capsys):
@@ -741,7 +584,7 @@ def test_json_apply_lists_each_edit(work, capsys):
     applied = [(a["file"], a["backend"], a["current"], a["proposed"], a["status"], a["reason"])
                for a in json.loads(out)["applied"]]
     expected = [re.fullmatch(r"(\S+): (\w+) \((\w+) est_time (\d+) -> (\d+)\)", line).groups()
-                for line in APPLY_LINES.splitlines()]
+                for line in read_golden("cli/tune/apply.txt").splitlines()]
     assert applied == [(f, b, int(c), int(p), s, None) for f, s, b, c, p in expected]
     after = texts(repo)
     assert {rel for rel in before if after[rel] != before[rel]} == {rel for rel, _, _ in APPLIED}

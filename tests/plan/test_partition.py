@@ -111,7 +111,7 @@ def test_shard_properties_float_times(items, partitions, rnd):
         loads = [sum(items[f] for f in s.files) for s in shards]
         bound = sum(items.values()) / len(shards) + max(items.values())
         assert max(loads) <= bound * (1 + 1e-12)
-        for shard, load in zip(shards, loads):
+        for shard, load in zip(shards, loads, strict=True):
             assert shard.est_seconds == pytest.approx(load, abs=5e-4)
     rnd.shuffle(pairs)
     assert partition(pairs, partitions) == shards

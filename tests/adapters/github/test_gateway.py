@@ -1,6 +1,7 @@
 """`ci-policy comment` end to end: the gateway (ci_policy/adapters/github/gateway.py) through the CLI,
 talking through PyGithub to a local fake of the GitHub REST API (tests/github_fake.py).
 
+The fixtures `gh` and `world` come from tests/github_world.py (a plugin registered in conftest.py).
 Every test asserts the exact sequence of requests GitHub receives and that the token never
 appears in the output or in anything posted.
 """
@@ -9,39 +10,20 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import shutil
 import socket
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-import yaml
-from github_fake import FakeGitHub, comment_event, copy_example, git_blob_sha, workflow_dispatch_definition
+from github_fake import FakeGitHub, git_blob_sha, workflow_dispatch_definition
+from github_world import COMMENT_ID, HEAD, PR, RERUN_WORKFLOW, RUN_NAME_AS_WRITTEN, P, World, inputs
 
 from ci_policy.adapters.github.gateway import run_name
-from ci_policy.cli import main
 
-REPO, REPO_ID, PR, COMMENT_ID = "acme/minirl", 424242, 7, 3141592
-P = f"/repos/{REPO}"
-HEAD = "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"
 MOVED = "feedfacecafebeef00112233445566778899aabb"
-USERS = {  # login -> (user id, repository role)
-    "maria": (5001, "maintain"),
-    "wendy": (5002, "write"),
-    "ada": (5003, "admin"),
-    "tom": (5004, "triage"),
-    "rita": (5005, "read"),
-    "hank": (40000001, "read"),  # in the ci-helpers user_ids allowlist
-}
 USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
          "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test tests/<dir>/test_<name>.py`.")
 ALLOWED = ("run-ci-megatron, run-ci-fsdp, run-ci-sglang, run-ci-session, run-ci-rocm, run-ci-long, nightly, "
            "bypass-fastfail")
-RERUN_WORKFLOW = Path(__file__).resolve().parents[3] / "examples/gpu-repo/.github/workflows/rerun-test.yml"
-# The run-name as rerun-test.yml writes it (see test_the_rerun_workflows_run_name_is_what_the_gateway_looks_for).
-# The run-name as GitHub reads it (YAML-parsed: an unquoted " #" would start a comment).
-RUN_NAME_AS_WRITTEN = yaml.safe_load(RERUN_WORKFLOW.read_text())["run-name"]
 
 
 # -- expected requests ---------------------------------------------------------------------------------------
@@ -76,89 +58,6 @@ def dispatch(inputs: dict, ref: str = "main") -> tuple:
 
 FIND_RUN = ("GET", f"{P}/actions/workflows/rerun-test.yml/runs", {"event": "workflow_dispatch", "per_page": "20"},
             None)
-
-
-def inputs(test_file: str, *, sha: str = HEAD, image_tag: str = "v2.1", sglang_pr: str = "4242",
-           megatron_pr: str = "") -> dict:
-    return {"pull_number": str(PR), "head_sha": sha, "test_file": test_file, "image_tag": image_tag,
-            "sglang_pr": sglang_pr, "megatron_pr": megatron_pr}
-
-
-# -- the world: a fake GitHub, a trusted checkout, a PR checkout ---------------------------------------------
-
-@dataclass
-class Outcome:
-    rc: int
-    out: str
-    err: str
-
-
-class World:
-    def __init__(self, gh: FakeGitHub, tmp: Path, token: str, capsys) -> None:
-        self.gh, self.tmp, self.token, self.capsys = gh, tmp, token, capsys
-        self.trusted = copy_example(tmp / "trusted")  # the default branch: policy, config, labels
-        self.pr = copy_example(tmp / "pr")            # the PR head's files, served as its git tree
-        self.commit_pr = True
-
-    def policy(self, data: dict) -> None:
-        (self.trusted / ".github/ci-commands.json").write_text(json.dumps(data))
-
-    def example_policy(self) -> dict:
-        return json.loads((self.trusted / ".github/ci-commands.json").read_text())
-
-    def pr_bytes(self, rel: str) -> bytes:
-        return (self.pr / rel).read_bytes()
-
-    def run(self, body: str, *extra: str, login: str = "maria", **event) -> Outcome:
-        uid = USERS.get(login, (6000, None))[0]
-        event.setdefault("user_id", uid)
-        self.gh.user_ids.setdefault(login, uid)
-        (self.tmp / "event.json").write_text(json.dumps(
-            comment_event(body, login=login, repository=event.pop("repository", REPO),
-                          repository_id=event.pop("repository_id", REPO_ID), number=PR, comment_id=COMMENT_ID,
-                          **event)))
-        if self.commit_pr:
-            self.gh.add_commit(HEAD, self.pr)
-        self.capsys.readouterr()
-        rc = main(["comment", "--trusted-repo", str(self.trusted), "--event-path", str(self.tmp / "event.json"),
-                   "--repository", REPO, "--repository-id", str(REPO_ID), "--api-url", self.gh.url, *extra])
-        out, err = self.capsys.readouterr()
-        # The token goes to GitHub in the Authorization header, and nowhere else.
-        assert self.token not in out and self.token not in err
-        assert "Traceback" not in out + err
-        for request in self.gh.requests:
-            assert request.authorization == f"token {self.token}"
-            assert self.token not in json.dumps(request.body) and self.token not in request.path
-        assert self.token not in json.dumps(self.gh.comments)
-        return Outcome(rc, out, err)
-
-    def calls(self) -> list[tuple]:
-        return self.gh.calls()
-
-
-@pytest.fixture
-def gh():
-    fake = FakeGitHub("acme", "minirl").start()
-    yield fake
-    fake.stop()
-
-
-@pytest.fixture
-def world(gh: FakeGitHub, tmp_path: Path, monkeypatch, capsys) -> World:
-    token = "ghs_" + secrets.token_hex(18)
-    monkeypatch.setenv("GITHUB_TOKEN", token)
-    for name in ("GITHUB_EVENT_PATH", "GITHUB_REPOSITORY", "GITHUB_REPOSITORY_ID", "GITHUB_API_URL"):
-        monkeypatch.delenv(name, raising=False)
-    for login, (uid, role) in USERS.items():
-        gh.roles[login] = role
-        gh.user_ids[login] = uid
-    gh.default_role = "read"
-    gh.repo_labels |= {"run-ci-megatron", "run-ci-fsdp", "run-ci-sglang", "run-ci-session", "run-ci-long",
-                       "nightly", "bypass-fastfail", "documentation"}  # no run-ci-rocm
-    gh.add_pull(PR, HEAD, body="Fixes the loss.\r\n\r\nci-image-tag: v2.1\r\nci-sglang-pr: 4242\r\n",
-                labels=("documentation",))
-    gh.workflows["rerun-test.yml"] = workflow_dispatch_definition(RERUN_WORKFLOW, run_name=RUN_NAME_AS_WRITTEN)
-    return World(gh, tmp_path, token, capsys)
 
 
 def done(message: str) -> str:

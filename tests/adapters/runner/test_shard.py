@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import clean_env, console_script
+from helpers import assert_golden, clean_env, console_script
 
 from ci_policy.adapters.runner.shard import timeout_for
 from ci_policy.cli import main
@@ -177,20 +177,7 @@ def test_timeout_kills_the_whole_tree_including_a_daemon(make_repo, tmp_path, pi
     timings = tmp_path / "t.jsonl"
     proc = run(repo, "gpu", timings)
     assert proc.returncode == 1
-    assert mask(proc.stdout) == """\
-Enabled 1 test(s) (est total 1s) for gpu shard 0:
-  tests/gpu/test_tree.py (est 1s)
-spawned
-[1/1] tests/gpu/test_tree.py TIMEOUT elapsed=<T> est=1s attempt=1 (timeout 2s) (killed 3 leftover process(es))
-      timeout: timed out (a timeout is retried once)
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (0):
-FAILED (1):
-  tests/gpu/test_tree.py TIMEOUT after 1 attempt(s) (timeout: timed out (a timeout is retried once))
-RETRIED (0):
-RESULT: FAIL
-"""
+    assert_golden("adapters/runner/timeout-kills-the-tree.txt", mask(proc.stdout))
     alive = read_pids(pids, ("test", "grandchild", "daemon"))
     assert {name: is_dead(pid) for name, pid in alive.items()} == {
         "test": True, "grandchild": True, "daemon": True}
@@ -222,24 +209,7 @@ print("leftovers alive:", alive)
     timings = tmp_path / "t.jsonl"
     proc = run(repo, "gpu", timings)
     assert proc.returncode == 0, proc.stdout
-    assert mask(proc.stdout) == """\
-Enabled 2 test(s) (est total 3s) for gpu shard 0:
-  tests/gpu/test_first.py (est 2s)
-  tests/gpu/test_second.py (est 1s)
-spawned
-exiting with 0
-[1/2] tests/gpu/test_first.py PASS elapsed=<T> est=2s attempt=1 (killed 2 leftover process(es))
-leftovers alive: []
-[2/2] tests/gpu/test_second.py PASS elapsed=<T> est=1s attempt=1
-
-==== ci-policy run: gpu shard 0 ====
-PASSED (2):
-  tests/gpu/test_first.py elapsed=<T> est=2s
-  tests/gpu/test_second.py elapsed=<T> est=1s
-FAILED (0):
-RETRIED (0):
-RESULT: PASS
-"""
+    assert_golden("adapters/runner/leftovers-killed.txt", mask(proc.stdout))
     assert all(is_dead(pid) for pid in read_pids(pids, ("test", "grandchild", "daemon")).values())
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 
+from helpers import assert_golden
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -49,20 +50,7 @@ def test_csv_golden():
         # no proposal for this file and backend: the proposal columns stay empty
         ev("tests/test_z.py", "failed", 1234567.891, line=8, note='quoted "note", with a comma'),
     ]
-    assert csv_text(rows, PROPOSALS, backend_of) == (
-        "run_id,job_id,job_name,stage,shard,test_file,status,elapsed_s,logged_est_s,current_est_s,proposed_est_s,"
-        "action,source,line,note\n"
-        "101,5501,gpu-a (1),gpu-a,1,tests/test_a.py,passed,1800.312,300,300,2300,raise,run-101/3_gpu-a (1).txt,412,"
-        "retried: 2 attempts\n"
-        ",,,gpu-a,0,tests/test_a.py,passed,230.5,300,300,2300,raise,local/timings.jsonl,7,"
-        "run 2 of 2 without distinct run ids in this file\n"
-        '101,,,amd,,tests/test_a.py,timeout,3600,,480,,skip,run-101/t.jsonl,3,"no passed sample (failed, timeout)"\n'
-        '101,,,amd,0,tests/test_a.py,not_run,,,480,,skip,run-101/t.jsonl,4,'
-        '"fast-fail; no passed sample (failed, timeout)"\n'
-        "101,,,gpu-a,0,tests/test_k.py,passed,12,20.5,20.5,20,keep,run-101/t.jsonl,5,within the 20% dead-band\n"
-        f"101,,,,,tests/gone.py,cancelled,0.25,,,,skip,run-101/t.jsonl,6,job cancelled; no final summary; {UNPLACED}\n"
-        '101,,,gpu-a,0,tests/test_z.py,failed,1234567.891,,,,,run-101/t.jsonl,8,"quoted ""note"", with a comma"\n'
-    )
+    assert_golden("adapters/tuning/report.csv", csv_text(rows, PROPOSALS, backend_of))
 
 
 def test_csv_numbers_are_written_without_losing_digits():
@@ -99,19 +87,7 @@ def test_csv_has_one_row_per_evidence_row_with_every_column(rows):
 def test_summary_golden():
     balances = [StageBalance("gpu-a", 2, 550, 550 / 475, 2450.5, 2450.5 / 1450.25),
                 StageBalance("amd", 1, 480, 1.0, 480, 1.0)]
-    assert summary_text(PROPOSALS, balances) == "\n".join([
-        "FILE             BACKEND  SAMPLES         Q  CURRENT -> PROPOSED  ACTION  REASON",
-        "tests/test_a.py  cuda           2  1800.312  300 -> 2300          raise",
-        "tests/test_a.py  rocm           0         -  480                  skip    no passed sample (failed, timeout)",
-        "tests/test_k.py  cuda           1        12  20.5 -> 20           keep    within the 20% dead-band",
-        f"tests/gone.py    ?              0         -  -                    skip    {UNPLACED}",
-        "",
-        "STAGE  SHARDS  MAKESPAN BEFORE  IMBALANCE BEFORE  MAKESPAN AFTER  IMBALANCE AFTER",
-        "gpu-a       2             550s              1.16         2450.5s             1.69",
-        "amd         1             480s              1.00            480s             1.00",
-        "",
-        "ci-policy tune: 1 keep, 1 raise, 2 skip",
-    ])
+    assert_golden("adapters/tuning/summary.txt", summary_text(PROPOSALS, balances))
 
 
 def test_summary_without_evidence():
