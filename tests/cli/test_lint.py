@@ -73,18 +73,18 @@ def test_github_annotation_for_a_config_outside_the_checkout(example_repo, tmp_p
     message = "version: unsupported version 2; this ci_policy reads version 1"
     # The --config path is relative to the current directory, not to the checkout.
     assert run(["lint", "--repo", "gpu-repo", "--config", "cfgs/bad.yml", "--format", "github"], capsys) == (
-        1, f"::error file=cfgs/bad.yml,line=1,col=10::{message}\n"
+        1, f"::error file=cfgs/bad.yml,line=1,col=10,title=CP107 config-unsupported::{message}\n"
            "ci-policy lint: FAILED: 1 error, 0 warnings\n", "")
     monkeypatch.chdir(example_repo)
     assert run(["lint", "--config", "../cfgs/bad.yml", "--format", "github"], capsys) == (
-        1, f"::error file=../cfgs/bad.yml,line=1,col=10::{message}\n"
+        1, f"::error file=../cfgs/bad.yml,line=1,col=10,title=CP107 config-unsupported::{message}\n"
            "ci-policy lint: FAILED: 1 error, 0 warnings\n", "")
 
 
 def test_github_annotation_for_a_missing_repo_names_it_once(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert run(["lint", "--repo", "nonexistent", "--format", "github"], capsys) == (
-        1, "::error file=nonexistent::repository nonexistent is not a directory "
+        1, "::error file=nonexistent,title=CP403 path-wrong-type::repository nonexistent is not a directory "
            "(hint: pass --repo with the checkout's root directory)\n"
            "ci-policy lint: FAILED: 1 error, 0 warnings\n", "")
 
@@ -107,7 +107,7 @@ def test_lint_json_with_errors(broken_repo, capsys):
         ("tests/e2e/test_bad_label.py", 3, 54), ("tests/e2e/test_bad_suite.py", 3, 22),
         ("tests/e2e/test_no_main.py", 3, 1), ("tests/e2e/test_unregistered.py", 1, 1)]
     assert data["errors"][0] == {
-        "path": "tests/e2e/test_bad_label.py", "line": 3, "col": 54,
+        "code": "CP227", "name": "label-unknown", "path": "tests/e2e/test_bad_label.py", "line": 3, "col": 54,
         "message": "register_cuda_ci: unknown label 'megatrn' (did you mean 'megatron'?); "
                    "valid labels: megatron, fsdp, long",
         "hint": "use a valid label, or add 'megatrn' with a description to KNOWN_LABELS in labels.py"}
@@ -124,18 +124,19 @@ def test_lint_github_with_errors(broken_repo, monkeypatch, capsys):
     assert (rc, err) == (1, "")
     lines = out.splitlines()
     assert lines[0] == (
-        "::error file=tests/e2e/test_bad_label.py,line=3,col=54::register_cuda_ci: unknown label 'megatrn' "
+        "::error file=tests/e2e/test_bad_label.py,line=3,col=54,title=CP227 label-unknown::"
+        "register_cuda_ci: unknown label 'megatrn' "
         "(did you mean 'megatron'?); valid labels: megatron, fsdp, long (hint: use a valid label, or add "
         "'megatrn' with a description to KNOWN_LABELS in labels.py)")
     assert [line.split("::")[1] for line in lines[:-1]] == [
-        "error file=tests/e2e/test_bad_label.py,line=3,col=54",
-        "error file=tests/e2e/test_bad_suite.py,line=3,col=22",
-        "error file=tests/e2e/test_no_main.py,line=3,col=1",
-        "error file=tests/e2e/test_unregistered.py,line=1,col=1",
-        "warning file=.github/ci-policy.yml,line=8",
-        "warning file=.github/ci-policy.yml,line=10",
-        "warning file=labels.py,line=1",
-        "warning file=labels.py,line=1",
+        "error file=tests/e2e/test_bad_label.py,line=3,col=54,title=CP227 label-unknown",
+        "error file=tests/e2e/test_bad_suite.py,line=3,col=22,title=CP225 suite-unknown",
+        "error file=tests/e2e/test_no_main.py,line=3,col=1,title=CP222 registration-no-main-block",
+        "error file=tests/e2e/test_unregistered.py,line=1,col=1,title=CP231 test-file-unregistered",
+        "warning file=.github/ci-policy.yml,line=8,title=CP901 stage-without-tests",
+        "warning file=.github/ci-policy.yml,line=10,title=CP901 stage-without-tests",
+        "warning file=labels.py,line=1,title=CP902 label-unused",
+        "warning file=labels.py,line=1,title=CP902 label-unused",
     ]
     assert lines[-1] == "ci-policy lint: FAILED: 4 errors, 4 warnings (5 test files, 2 registrations, 0 gates)"
 
