@@ -13,7 +13,11 @@ fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]"
 
 "$VENV/bin/ci-policy" lint --repo .
+# The layering (import-linter's layers contract), style (ruff) and types (mypy), configured in
+# pyproject.toml; each must report nothing.
 "$VENV/bin/lint-imports"
+"$VENV/bin/ruff" check ci_policy tests bench
+"$VENV/bin/mypy"
 
 # PostgreSQL server binaries for the metric-history store tests: tests/pgserver.py starts a
 # throwaway server from them (as an unprivileged user when run as root). A machine without

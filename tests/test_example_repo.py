@@ -56,7 +56,8 @@ def test_lint_passes_with_exactly_the_expected_warnings(capsys):
     assert rc == 0
     assert (data["ok"], data["errors"]) == (True, [])
     assert data["warnings"] == [{
-        "code": "CP905", "name": "registration-disabled", "path": "tests/e2e/test_fsdp_checkpoint_resume.py", "line": 10, "col": 1,
+        "code": "CP905", "name": "registration-disabled", "path": "tests/e2e/test_fsdp_checkpoint_resume.py",
+        "line": 10, "col": 1,
         "message": "register_cuda_ci for suite stage-c-4-gpu-h200 is disabled: "
                    "flaky on H200 driver 580, tracked in #1234",
         "hint": None,

@@ -249,7 +249,8 @@ def test_audit_driver_detects_an_import_from_the_checkout(tmp_path):
 # -- symlinks, refused end to end -------------------------------------------------------------
 
 HINT = "    hint: replace the symlink with the real file or directory\n"
-DISABLED = ("tests/e2e/test_fsdp_checkpoint_resume.py:10:1: warning: CP905 registration-disabled: register_cuda_ci for suite "
+DISABLED = ("tests/e2e/test_fsdp_checkpoint_resume.py:10:1: warning: CP905 registration-disabled: "
+            "register_cuda_ci for suite "
             "stage-c-4-gpu-h200 is disabled: flaky on H200 driver 580, tracked in #1234\n")
 
 
@@ -282,7 +283,8 @@ def test_symlinked_labels_file(example_repo, capsys):
     labels = example_repo / "labels.py"
     labels.unlink()
     labels.symlink_to("/etc/passwd")
-    expected = ("labels.py: CP401 symlink-refused: labels file labels.py is a symlink; ci-policy refuses symlinks in a checkout\n"
+    expected = ("labels.py: CP401 symlink-refused: labels file labels.py is a symlink; ci-policy "
+                "refuses symlinks in a checkout\n"
                 + HINT + "ci-policy lint: FAILED: 1 error, 0 warnings\n")
     assert lint(example_repo, capsys) == (1, expected, "")
     registry_refuses(example_repo, capsys, expected.splitlines()[0])
@@ -319,7 +321,8 @@ def test_symlinked_configuration(example_repo, tmp_path, capsys):
     shutil.copy(real, dot_github / "ci-policy.yml")
     (example_repo / ".github").symlink_to(dot_github)
     assert lint(example_repo, capsys) == (1, (
-        ".github/ci-policy.yml: CP401 symlink-refused: configuration file .github/ci-policy.yml: directory .github is a symlink; "
+        ".github/ci-policy.yml: CP401 symlink-refused: configuration file .github/ci-policy.yml: "
+        "directory .github is a symlink; "
         "ci-policy refuses symlinks in a checkout\n" + HINT + "ci-policy lint: FAILED: 1 error, 0 warnings\n"), "")
 
 
@@ -351,7 +354,8 @@ def test_symlinked_discovery_root(example_repo, tmp_path, capsys):
     e2e = example_repo / "tests" / "e2e"
     shutil.move(str(e2e), str(tmp_path / "e2e"))
     e2e.symlink_to(tmp_path / "e2e")
-    error = "tests/e2e: CP401 symlink-refused: discovery root tests/e2e is a symlink; ci-policy refuses symlinks in a checkout\n"
+    error = ("tests/e2e: CP401 symlink-refused: discovery root tests/e2e is a symlink; ci-policy "
+             "refuses symlinks in a checkout\n")
     assert lint(example_repo, capsys) == (1, error + HINT + UNUSED_WITHOUT_E2E + (
         "ci-policy lint: FAILED: 1 error, 10 warnings (4 test files, 4 registrations, 0 gates)\n"), "")
     registry_refuses(example_repo, capsys, error)
@@ -382,7 +386,8 @@ def test_symlinked_test_directory_and_test_file(example_repo, tmp_path, capsys):
     rc, out, err = lint(example_repo, capsys)
     assert (rc, err) == (1, "")
     assert out == (
-        "tests/e2e/linked: CP401 symlink-refused: directory tests/e2e/linked is a symlink; ci-policy refuses symlinks in a checkout\n"
+        "tests/e2e/linked: CP401 symlink-refused: directory tests/e2e/linked is a symlink; "
+        "ci-policy refuses symlinks in a checkout\n"
         + HINT +
         "tests/e2e/test_outside.py: CP401 symlink-refused: test file tests/e2e/test_outside.py is a symlink; "
         "ci-policy refuses symlinks in a checkout\n" + HINT +
@@ -391,7 +396,8 @@ def test_symlinked_test_directory_and_test_file(example_repo, tmp_path, capsys):
         "ci-policy lint: FAILED: 3 errors, 1 warning (17 test files, 18 registrations, 5 gates)\n")
     assert "root:" not in out  # /etc/passwd was never read
     registry_refuses(example_repo, capsys,
-                     "tests/e2e/linked: CP401 symlink-refused: directory tests/e2e/linked is a symlink; ci-policy refuses symlinks")
+                     "tests/e2e/linked: CP401 symlink-refused: directory tests/e2e/linked is a "
+                     "symlink; ci-policy refuses symlinks")
 
 
 def test_each_symlinked_test_file_alone_fails_lint(example_repo, capsys):

@@ -252,7 +252,8 @@ def bind_nodes(call: ast.Call, name: str, positional: tuple[str, ...],
         nodes[positional[i]] = arg
     for kw in call.keywords:
         if kw.arg is None:
-            problems.append((kw, "CP210", f"{name}: **kwargs is not allowed; write every argument literally", None, None))
+            problems.append((kw, "CP210", f"{name}: **kwargs is not allowed; write every argument literally",
+                             None, None))
             continue
         if kw.arg not in known:
             close = difflib.get_close_matches(kw.arg, known, n=1)

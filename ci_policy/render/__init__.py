@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import json
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from ci_policy.errors import Diagnostic
 from ci_policy.model.lint import LintReport

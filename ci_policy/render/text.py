@@ -163,7 +163,7 @@ def gate_rows(outcome: GateOutcome) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for r in outcome.results:
         b = r.band
-        verdict = r.verdict
+        verdict: str = r.verdict
         if r.verdict in ("FAIL", "ERROR"):
             if r.spec.allowlist_reason is not None:
                 verdict += f" (allowlisted: {r.spec.allowlist_reason})"

@@ -55,7 +55,8 @@ def test_explicit_config_inside_and_outside_the_checkout(example_repo, tmp_path,
     # Without --config the (now missing) default is an error.
     rc, out, err = run(["lint"], capsys)
     assert rc == 1
-    assert out == (".github/ci-policy.yml: CP402 path-missing: configuration file .github/ci-policy.yml does not exist\n"
+    assert out == (".github/ci-policy.yml: CP402 path-missing: configuration file "
+                   ".github/ci-policy.yml does not exist\n"
                    "    hint: create it or point the configuration at the right configuration file\n"
                    "ci-policy lint: FAILED: 1 error, 0 warnings\n")
 
@@ -111,17 +112,21 @@ def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
     a_file.write_text("")
     return {
         "missing default config": (["--repo", str(no_config)],
-                                   ".github/ci-policy.yml: CP402 path-missing: configuration file .github/ci-policy.yml does not exist"),
+                                   ".github/ci-policy.yml: CP402 path-missing: configuration file "
+                                   ".github/ci-policy.yml does not exist"),
         "missing --config": (["--repo", str(no_config), "--config", str(tmp_path / "nope.yml")],
                              f"configuration file {tmp_path / 'nope.yml'} cannot be read: No such file or directory"),
         "invalid YAML": (["--repo", str(invalid_yaml)],
-                         ".github/ci-policy.yml:2:9: CP101 config-invalid-yaml: invalid YAML: mapping values are not allowed here"),
+                         ".github/ci-policy.yml:2:9: CP101 config-invalid-yaml: invalid YAML: "
+                         "mapping values are not allowed here"),
         "broken labels.py": (["--repo", str(broken_labels)],
                              "labels.py:1:16: CP301 labels-syntax-error: labels file labels.py is not valid Python"),
         "labels.py without KNOWN_LABELS": (["--repo", str(no_labels)],
-                                           "labels.py:1:1: CP302 labels-undefined: labels file labels.py does not define KNOWN_LABELS"),
+                                           "labels.py:1:1: CP302 labels-undefined: labels file "
+                                           "labels.py does not define KNOWN_LABELS"),
         "labels_file through a regular file": (["--repo", str(through_file)],
-                                               "README/labels.py: CP402 path-missing: labels file README/labels.py does not exist"),
+                                               "README/labels.py: CP402 path-missing: labels file "
+                                               "README/labels.py does not exist"),
         "labels_file name too long": (["--repo", str(too_long)],
                                       f"cannot read {too_long / long_name}: File name too long"),
         "deeply nested labels.py": (["--repo", str(nested)], "too deeply nested"),

@@ -6,8 +6,8 @@ import pytest
 from helpers import MAIN_BLOCK, MINIMAL_CONFIG
 
 from ci_policy.config import GateRequirement, GatesConfig, parse_config
-from ci_policy.errors import Diagnostic, InputErrors
 from ci_policy.config.gates import SHIPPED_DEFAULTS
+from ci_policy.errors import Diagnostic, InputErrors
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.sdk.metrics import DEFAULT_CAPTURE
 
@@ -309,7 +309,8 @@ def gate_error(line: int, code: str, message: str, hint: str) -> Diagnostic:
 
 
 def uncaptured(key: str, line: int) -> Diagnostic:
-    return gate_error(line, "CP510", f"register_ci_gate: metric_key {key!r} is not captured, so it can never be evaluated",
+    return gate_error(line, "CP510", f"register_ci_gate: metric_key {key!r} is not captured, so it "
+                                     "can never be evaluated",
                       f"add it to gates.capture in {P}")
 
 

@@ -6,16 +6,30 @@ import math
 import statistics
 
 import pytest
+from helpers import MINIMAL_CONFIG
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import MINIMAL_CONFIG
 from ci_policy.config import parse_config
 from ci_policy.config.gates import CONSTRAINT_KEYS, SHIPPED_DEFAULTS
 from ci_policy.gates.declarations import gates_of
-from ci_policy.gates.evaluate import (ERROR, FAIL, LAST_STEP, NO_BASELINE, PASS, Band,
-                                      Coordinate, GateResult, GateSpec, StoreUnavailable, band, evaluate,
-                                      resolve, select, trusted)
+from ci_policy.gates.evaluate import (
+    ERROR,
+    FAIL,
+    LAST_STEP,
+    NO_BASELINE,
+    PASS,
+    Band,
+    Coordinate,
+    GateResult,
+    GateSpec,
+    StoreUnavailable,
+    band,
+    evaluate,
+    resolve,
+    select,
+    trusted,
+)
 from ci_policy.read.markers import scan
 
 FILE = "tests/e2e/test_x.py"
@@ -139,7 +153,8 @@ def test_identity_ignores_literal_key_order_enforce_and_allowlist():
     a = spec_of(f'register_ci_gate(metric_key="{GRAD}", constraint={{"rel_up": 1, "rel_down": 2}})')
     b = spec_of(f'register_ci_gate(constraint={{"rel_down": 2, "rel_up": 1}}, metric_key="{GRAD}", '
                 'enforce=True, allowlist_reason="flaky, #12")')
-    assert a.identity == b.identity == (FILE, "cuda", "gpu-a", GRAD, '{"constraint":{"rel_down":2,"rel_up":1},"steps":null}')
+    written = '{"constraint":{"rel_down":2,"rel_up":1},"steps":null}'
+    assert a.identity == b.identity == (FILE, "cuda", "gpu-a", GRAD, written)
 
 
 def test_identity_separates_file_backend_suite_and_key():
@@ -162,7 +177,8 @@ def test_a_default_change_keeps_the_stored_baseline_and_an_edit_does_not(tmp_pat
                                   trusted=True, samples=[Sample(old.identity, 0, value)], write_baseline=True)
             assert outcome == "written"
         changed = config_defaults("gates:\n  defaults:\n"
-                                  f"    {GRAD}: {{steps: all, constraint: {{abs_floor_up: 0.5, abs_floor_down: 0.5}}}}\n")
+                                  f"    {GRAD}: {{steps: all, constraint: {{abs_floor_up: 0.5, "
+                                  "abs_floor_down: 0.5}}\n")
         new_default = spec_of(call, changed)
         edited = spec_of(f'register_ci_gate(metric_key="{GRAD}", steps=[0], '
                          'constraint={"abs_floor_up": 0.5, "abs_floor_down": 0.5})')

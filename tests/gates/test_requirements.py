@@ -155,7 +155,8 @@ def test_lint_passes_once_the_gates_are_declared(repo, capsys):
         f'register_ci_gate(metric_key="{V1}")\nregister_ci_gate(metric_key="{V2}")'))
     (repo / NONE).write_text(source('register_rocm_ci(est_time=20, suite="amd", labels=["long"])', V2, V1))
     assert main(["lint", "--repo", str(repo)]) == 0
-    assert capsys.readouterr().out == "ci-policy lint: OK: 0 errors, 0 warnings (6 test files, 6 registrations, 6 gates)\n"
+    assert capsys.readouterr().out == ("ci-policy lint: OK: 0 errors, 0 warnings (6 test files, 6 "
+                                       "registrations, 6 gates)\n")
 
 
 # -- plan ---------------------------------------------------------------------------------------------

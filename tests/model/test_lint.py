@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import MINIMAL_CONFIG
+from helpers import MINIMAL_CONFIG, assert_run_golden
 
 from ci_policy.cli import main
 
@@ -62,20 +62,8 @@ def warning_repo(make_repo) -> Path:
     }, config=CONFIG, labels=LABELS)
 
 
-WARNINGS_TEXT = """\
-.github/ci-policy.yml:10: warning: CP901 stage-without-tests: stage amd has no registered test files
-    hint: register tests with suite='amd' or remove the stage
-labels.py:3: warning: CP902 label-unused: label 'fsdp' is not used by any test
-    hint: run-ci-fsdp selects nothing; use it in a registration or remove it
-labels.py:4: warning: CP902 label-unused: label 'long' is not used by any test
-    hint: run-ci-long selects nothing; use it in a registration or remove it
-tests/e2e/test_off.py:3:1: warning: CP905 registration-disabled: register_cuda_ci for suite gpu-b is disabled: broken on driver 580, see #12
-ci-policy lint: OK: 0 errors, 4 warnings (3 test files, 3 registrations, 0 gates)
-"""
-
-
 def test_warnings_do_not_fail_lint(warning_repo, capsys):
-    assert lint(warning_repo, capsys) == (0, WARNINGS_TEXT, "")
+    assert_run_golden(lint(warning_repo, capsys), 0, "model/lint/warnings.txt")
 
 
 def test_warnings_as_json(warning_repo, capsys):
@@ -177,15 +165,7 @@ ci-policy lint: FAILED: 4 errors, 0 warnings
 def test_every_label_error_is_reported_at_once(make_repo, capsys):
     labels = 'KNOWN_LABELS = {"megatron": "x", "bad name": "y", "megatron": "z", "ok": 3}\n'
     repo = make_repo({"tests/unit/test_ok.py": UNIT}, config=CONFIG, labels=labels)
-    assert lint(repo, capsys) == (1, """\
-labels.py:1:34: CP308 label-name-invalid: KNOWN_LABELS: 'bad name' is not a valid label name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)
-    hint: use letters, digits, '_', '.', '-'; PR labels are run-ci-<name>
-labels.py:1:51: CP307 label-duplicate: KNOWN_LABELS: duplicate label 'megatron' (first on line 1)
-    hint: keep one entry per label
-labels.py:1:74: CP306 label-entry-not-literal: KNOWN_LABELS['ok']: description is not a string literal
-    hint: write the description as a plain string
-ci-policy lint: FAILED: 3 errors, 0 warnings
-""", "")
+    assert_run_golden(lint(repo, capsys), 1, "model/lint/label-errors.txt")
 
 
 def test_errors_in_many_files_are_all_reported_and_sorted(make_repo, capsys):

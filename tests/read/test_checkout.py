@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_policy.read.checkout import MAX_FILE_BYTES, check_no_symlinks, check_relative, read_text
 from ci_policy.errors import InputError
+from ci_policy.read.checkout import MAX_FILE_BYTES, check_no_symlinks, check_relative, read_text
 
 SYMLINK_HINT = "replace the symlink with the real file or directory"
 MISSING_HINT = "create it or point the configuration at the right file"

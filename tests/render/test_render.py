@@ -96,7 +96,8 @@ def test_escape_property():
 
 def test_diagnostic_github_one_command_per_diagnostic():
     err = Diagnostic("bad\n::error::injected", path="a,b:c.py", line=3, col=7, hint="fix\r\nit")
-    assert diagnostic_github(err) == "::error file=a%2Cb%3Ac.py,line=3,col=7::bad%0A::error::injected (hint: fix%0D%0Ait)"
+    assert diagnostic_github(err) == (
+        "::error file=a%2Cb%3Ac.py,line=3,col=7::bad%0A::error::injected (hint: fix%0D%0Ait)")
     warn = Diagnostic("w", severity="warning")
     assert diagnostic_github(warn) == "::warning::w"
     assert diagnostic_github(Diagnostic("m", path="p.py", line=2)) == "::error file=p.py,line=2::m"

@@ -108,7 +108,7 @@ class Result:
 
 def screen(event: dict, repository: str, repository_id: int) -> tuple[Context | None, str]:
     """Who may be heard at all; the reason when not."""
-    def get(*path, default=None):
+    def get(*path: str, default: Any = None) -> Any:
         value: Any = event
         for key in path:
             if not isinstance(value, dict):

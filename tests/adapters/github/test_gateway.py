@@ -133,7 +133,8 @@ def test_a_symlinked_access_policy_is_refused(world):
     policy.symlink_to(world.tmp / "elsewhere.json")
     result = world.run("/run-ci-megatron")
     assert result.rc == 1
-    assert result.err.startswith(".github/ci-commands.json: CP401 symlink-refused: access policy .github/ci-commands.json is a symlink; "
+    assert result.err.startswith(".github/ci-commands.json: CP401 symlink-refused: access policy "
+                                 ".github/ci-commands.json is a symlink; "
                                  "ci-policy refuses symlinks in a checkout\n")
     assert world.calls() == []
 

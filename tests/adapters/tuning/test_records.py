@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.adapters.runner.shard import TimingsWriter
-from ci_policy.errors import Diagnostic, InputErrors
-from ci_policy.model.registry import Registration
 from ci_policy.adapters.tuning.evidence import STATUSES, FileEvidence
 from ci_policy.adapters.tuning.records import read_records
+from ci_policy.errors import Diagnostic, InputErrors
+from ci_policy.model.registry import Registration
 from ci_policy.plan.results import Attempt, Verdict
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tuning"
