@@ -15,22 +15,8 @@ from typing import Any
 
 import yaml
 
-from ci_policy.config import codes
-from ci_policy.config.fields import (
-    REQUIRED,
-    Context,
-    Key,
-    Parser,
-    Table,
-    Values,
-    boolean,
-    choice,
-    mapping_of,
-    number,
-    relative,
-    relative_path,
-    string,
-)
+from ci_policy.config import codes, fields
+from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.stages import BACKENDS, Backend
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -47,11 +33,11 @@ def _check_pattern(value: str) -> str | None:
 
 
 IMPLICIT = Table("discovery.implicit[]", "The registration of every unregistered test file below `root`.", (
-    Key("root", relative_path(), REQUIRED, "Directory inside a discovery root; the most specific root wins."),
-    Key("backend", choice(BACKENDS), REQUIRED, "Backend of the files below it."),
-    Key("suite", string("stage name"), REQUIRED, "A configured stage of that backend."),
-    Key("est_time", number(0), REQUIRED, "Estimated seconds per file."),
-    Key("cpu_only", boolean(), False, "The files need no accelerator (backend must be cpu)."),
+    Key("root", fields.relative_path(), REQUIRED, "Directory inside a discovery root; the most specific root wins."),
+    Key("backend", fields.choice(BACKENDS), REQUIRED, "Backend of the files below it."),
+    Key("suite", fields.string("stage name"), REQUIRED, "A configured stage of that backend."),
+    Key("est_time", fields.number(0), REQUIRED, "Estimated seconds per file."),
+    Key("cpu_only", fields.boolean(), False, "The files need no accelerator (backend must be cpu)."),
 ))
 
 
@@ -110,7 +96,7 @@ def _parse_roots(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
         return INVALID
     roots: list[str] = []
     for i, item in enumerate(items):
-        value = relative(s, item, f"{where}[{i}]")
+        value = fields.relative(s, item, f"{where}[{i}]")
         if value is not INVALID:
             if value in roots:
                 s.error(item, f"{where}[{i}]", f"duplicate root {value!r}", code=codes.DUPLICATE)
@@ -124,7 +110,7 @@ def _parse_roots(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 DISCOVERY_TABLE = Table("discovery", "Where test files are found.", (
     Key("roots", Parser("non-empty list of repo-relative directories", _parse_roots), REQUIRED,
         "Directories searched for test files."),
-    Key("pattern", string("basename glob", _check_pattern), "test_*.py", "File names that are test files."),
+    Key("pattern", fields.string("basename glob", _check_pattern), "test_*.py", "File names that are test files."),
     Key("implicit", Parser("list of implicit roots", _parse_implicit, IMPLICIT), (),
         "Registrations for test files without a `register_*_ci` call.", shown_default="none"),
 ))
@@ -149,4 +135,4 @@ def _build(s: Schema, v: Values) -> Discovery:
     return Discovery(roots=v.get("roots"), pattern=v.get("pattern"), implicit=v.get("implicit"))
 
 
-DISCOVERY = mapping_of(DISCOVERY_TABLE, _build)
+DISCOVERY = fields.mapping_of(DISCOVERY_TABLE, _build)

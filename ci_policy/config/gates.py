@@ -20,22 +20,8 @@ from typing import Any, Literal, get_args
 
 import yaml
 
-from ci_policy.config import codes
-from ci_policy.config.fields import (
-    REQUIRED,
-    Context,
-    FrozenMap,
-    Key,
-    Parser,
-    Table,
-    Values,
-    check_glob,
-    choice,
-    freeze,
-    integer,
-    mapping_of,
-    strings,
-)
+from ci_policy.config import codes, fields
+from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table, Values
 from ci_policy.read.numbers import is_finite_number
 from ci_policy.read.yamlnodes import INVALID, Schema
 from ci_policy.sdk.metrics import DEFAULT_CAPTURE
@@ -49,7 +35,7 @@ GateDefaults = FrozenMap[str, FrozenMap[str, Any]]
 
 CONSTRAINT_KEYS = ("rel_up", "abs_floor_up", "rel_down", "abs_floor_down")
 
-SHIPPED_DEFAULTS: GateDefaults = freeze({
+SHIPPED_DEFAULTS: GateDefaults = fields.freeze({
     # Deliberately loose: a known trailing-newline drift makes plain-text turns mismatch.
     "rollout/tito_session_mismatch_rate/v1/assistant_text":
         {"steps": "last", "constraint": {"rel_up": 1.0, "abs_floor_up": 0.1, "rel_down": 1.0}},
@@ -156,9 +142,9 @@ def _parse_defaults(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 REQUIREMENT = Table("gates.require[]", "Every test file matching `files` must declare a gate on each key.", (
     Key("files", Parser("glob or non-empty list of globs", lambda s, n, w, c: _parse_files(s, n, w)), REQUIRED,
         "Test files the requirement applies to."),
-    Key("metric_keys", strings("non-empty list of metric keys", non_empty=True), REQUIRED,
+    Key("metric_keys", fields.strings("non-empty list of metric keys", non_empty=True), REQUIRED,
         "Keys each file must gate; `{version}` expands to every listed version."),
-    Key("versions", strings("non-empty list of " + " | ".join(SESSION_VERSIONS), non_empty=True,
+    Key("versions", fields.strings("non-empty list of " + " | ".join(SESSION_VERSIONS), non_empty=True,
                             check=lambda v: None if v in SESSION_VERSIONS else
                             f"expected one of {', '.join(SESSION_VERSIONS)}, got {v!r}"), (),
         "Session versions `{version}` expands to.", shown_default="none"),
@@ -167,9 +153,9 @@ REQUIREMENT = Table("gates.require[]", "Every test file matching `files` must de
 
 def _parse_files(s: Schema, node: yaml.Node, where: str) -> Any:
     if isinstance(node, yaml.ScalarNode):
-        one = s.string(node, where, check=check_glob)
+        one = s.string(node, where, check=fields.check_glob)
         return INVALID if one is INVALID else (one,)
-    return s.string_list(node, where, non_empty=True, check=check_glob)
+    return s.string_list(node, where, non_empty=True, check=fields.check_glob)
 
 
 @dataclass(frozen=True)
@@ -219,16 +205,16 @@ def _parse_require(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 
 
 GATES_TABLE = Table("gates", "Metric-history gates: which metrics are recorded and how they are judged.", (
-    Key("capture", strings("non-empty list of metric keys", non_empty=True), tuple(DEFAULT_CAPTURE),
+    Key("capture", fields.strings("non-empty list of metric keys", non_empty=True), tuple(DEFAULT_CAPTURE),
         "Metric keys recorded from test runs; a gate can only be on a captured key.",
         shown_default="the standard RL keys and both TITO assistant_text keys"),
     Key("defaults", Parser("mapping of metric key to a gate default", _parse_defaults, GATE_DEFAULT),
         FrozenMap(sorted(SHIPPED_DEFAULTS.items())),
         "Gate defaults by metric key, overlaid on the shipped ones; only captured keys keep one.",
         shown_default="shipped defaults for the standard RL and TITO keys"),
-    Key("window", integer(1), 10, "Number of recent baselines a value is compared with."),
-    Key("min_samples", integer(1), 3, "Fewest baselines a gate needs to judge; at most `window`."),
-    Key("reference", choice(REFERENCES), "mean", "How the baselines are reduced to the reference value."),
+    Key("window", fields.integer(1), 10, "Number of recent baselines a value is compared with."),
+    Key("min_samples", fields.integer(1), 3, "Fewest baselines a gate needs to judge; at most `window`."),
+    Key("reference", fields.choice(REFERENCES), "mean", "How the baselines are reduced to the reference value."),
     Key("require", Parser("list of gate requirements", _parse_require, REQUIREMENT), (),
         "Gates test files must declare.", shown_default="none"),
 ))
@@ -254,7 +240,7 @@ def _build(s: Schema, v: Values) -> GatesConfig:
             s.error(key_node, f"gates.defaults[{key!r}]", f"default gate key {key!r} is not captured",
                     hint="add it to gates.capture, or a gate on it could never be evaluated",
                     code=codes.INCONSISTENT)
-    merged = {**SHIPPED_DEFAULTS, **freeze(configured.values)}
+    merged = {**SHIPPED_DEFAULTS, **fields.freeze(configured.values)}
     # Shipped defaults only matter for captured keys; configured ones were checked above.
     defaults = FrozenMap((k, merged[k]) for k in sorted(merged)
                          if capture is INVALID or k in capture or k in configured.values)
@@ -271,4 +257,4 @@ def _build(s: Schema, v: Values) -> GatesConfig:
                        reference=v.get("reference"), require=v.get("require"), line=v.line)
 
 
-GATES = mapping_of(GATES_TABLE, _build)
+GATES = fields.mapping_of(GATES_TABLE, _build)

@@ -13,16 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ci_policy.config.fields import (
-    REQUIRED,
-    Key,
-    Table,
-    Values,
-    check_regex,
-    mapping_of,
-    number,
-    strings,
-)
+from ci_policy.config import fields
+from ci_policy.config.fields import REQUIRED, Key, Table, Values
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 DEFAULT_INFRA = (
@@ -51,13 +43,13 @@ DEFAULT_RETRIABLE = (
 
 REGEXES = "list of regular expressions"
 RETRY = Table("runner.retry", "Which failure output is infrastructure, never retried, or retriable.", (
-    Key("infra", strings(REGEXES, check=check_regex), DEFAULT_INFRA,
+    Key("infra", fields.strings(REGEXES, check=fields.check_regex), DEFAULT_INFRA,
         "A failure whose output matches is an infrastructure failure: retried, and reported as such.",
         shown_default="server start, NCCL, ECC, local connection, disk-full and HTTP 5xx errors"),
-    Key("never", strings(REGEXES, check=check_regex), DEFAULT_NEVER,
+    Key("never", fields.strings(REGEXES, check=fields.check_regex), DEFAULT_NEVER,
         "A failure whose output matches is never retried.",
         shown_default="syntax, import and name errors; out of GPU memory"),
-    Key("retriable", strings(REGEXES, check=check_regex), DEFAULT_RETRIABLE,
+    Key("retriable", fields.strings(REGEXES, check=fields.check_regex), DEFAULT_RETRIABLE,
         "A failure whose output matches may be retried (flaky accuracy or speed thresholds).",
         shown_default="accuracy, throughput, latency, score and speed assertions"),
 ))
@@ -76,8 +68,8 @@ def _retry(s: Schema, v: Values) -> RetryRules:
 
 
 FROM_EST_TIME = Table("runner.timeout_from_est_time", "A file's timeout derived from its est_time.", (
-    Key("factor", number(0, strict=True), REQUIRED, "Multiplies the file's est_time."),
-    Key("floor", number(0, strict=True), REQUIRED, "The smallest timeout, in seconds."),
+    Key("factor", fields.number(0, strict=True), REQUIRED, "Multiplies the file's est_time."),
+    Key("floor", fields.number(0, strict=True), REQUIRED, "The smallest timeout, in seconds."),
 ))
 
 
@@ -87,13 +79,13 @@ def _from_est_time(s: Schema, v: Values) -> Any:
 
 
 RUNNER_TABLE = Table("runner", "How `ci-policy run` retries, times out and stops test files.", (
-    Key("retry", mapping_of(RETRY, _retry), RetryRules(), "Failure classes by output.",
+    Key("retry", fields.mapping_of(RETRY, _retry), RetryRules(), "Failure classes by output.",
         shown_default="the defaults below"),
-    Key("timeout_from_est_time", mapping_of(FROM_EST_TIME, _from_est_time), None,
+    Key("timeout_from_est_time", fields.mapping_of(FROM_EST_TIME, _from_est_time), None,
         "When set, a file's timeout is `max(floor, factor * est_time)` instead of the stage's "
         "`timeout_per_file`.",
         shown_default="none: no est_time-derived timeout"),
-    Key("kill_grace", number(0), 10.0,
+    Key("kill_grace", fields.number(0), 10.0,
         "Seconds between SIGTERM and SIGKILL when a file times out or the run is interrupted."),
 ))
 
@@ -112,4 +104,4 @@ def _build(s: Schema, v: Values) -> RunnerConfig:
                         kill_grace=v.get("kill_grace"))
 
 
-RUNNER = mapping_of(RUNNER_TABLE, _build)
+RUNNER = fields.mapping_of(RUNNER_TABLE, _build)

@@ -13,27 +13,17 @@ from typing import Any, Literal, get_args
 
 import yaml
 
-from ci_policy.config.fields import (
-    REQUIRED,
-    Context,
-    Key,
-    Parser,
-    Table,
-    Values,
-    check_glob,
-    choice,
-    mapping_of,
-    strings,
-)
+from ci_policy.config import fields
+from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.read.yamlnodes import Schema
 
 ExplicitMode = Literal["run", "prune"]
 EXPLICIT_MODES: tuple[ExplicitMode, ...] = get_args(ExplicitMode)
 
 RULE = Table("selection.rules[]", "Changed paths matching `paths` affect (and select) `labels`.", (
-    Key("paths", strings("non-empty list of globs", non_empty=True, check=check_glob), REQUIRED,
+    Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), REQUIRED,
         "Globs of changed paths."),
-    Key("labels", strings("non-empty list of labels", non_empty=True), REQUIRED,
+    Key("labels", fields.strings("non-empty list of labels", non_empty=True), REQUIRED,
         "Labels those paths affect."),
 ))
 
@@ -58,11 +48,11 @@ def _parse_rules(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 
 
 SELECTION_TABLE = Table("selection", "How the diff prunes `diff_pruned` stages.", (
-    Key("no_gpu_paths", strings("list of globs", check=check_glob), (),
+    Key("no_gpu_paths", fields.strings("list of globs", check=fields.check_glob), (),
         "Changed paths that never need a GPU stage.", shown_default="none"),
     Key("rules", Parser("list of path rules", _parse_rules, RULE), (),
         "Path rules: changed paths that select labels.", shown_default="none"),
-    Key("explicit", choice(EXPLICIT_MODES), "run",
+    Key("explicit", fields.choice(EXPLICIT_MODES), "run",
         "`run`: labels and scopes asked for explicitly run their stages in full; `prune`: the diff prunes "
         "them too."),
 ))
@@ -81,4 +71,4 @@ def _build(s: Schema, v: Values) -> Selection:
                      line=v.line)
 
 
-SELECTION = mapping_of(SELECTION_TABLE, _build)
+SELECTION = fields.mapping_of(SELECTION_TABLE, _build)

@@ -15,21 +15,8 @@ from typing import Any, Literal, get_args
 
 import yaml
 
-from ci_policy.config import codes
-from ci_policy.config.fields import (
-    REQUIRED,
-    Context,
-    Key,
-    Parser,
-    Table,
-    Values,
-    boolean,
-    choice,
-    integer,
-    number,
-    string,
-    strings,
-)
+from ci_policy.config import codes, fields
+from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.read.names import NAME, NAME_RE
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -47,20 +34,20 @@ def check_name(value: str) -> str | None:
 
 
 STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test files it runs.", (
-    Key("name", string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name), REQUIRED,
+    Key("name", fields.string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name), REQUIRED,
         "Stage name, unique in the file."),
-    Key("backend", choice(BACKENDS), REQUIRED, "Hardware the stage's tests need."),
-    Key("runs_on", strings("non-empty list of runner labels", non_empty=True), (),
+    Key("backend", fields.choice(BACKENDS), REQUIRED, "Hardware the stage's tests need."),
+    Key("runs_on", fields.strings("non-empty list of runner labels", non_empty=True), (),
         "Runner labels of the stage's jobs; required for cuda/rocm stages that are not external.",
         shown_default="none"),
-    Key("partitions", integer(1), 1, "Number of runners the stage's files are split across."),
-    Key("runner", choice(RUNNERS), "pytest", "How one test file is run: `python FILE` or `pytest FILE`.",
+    Key("partitions", fields.integer(1), 1, "Number of runners the stage's files are split across."),
+    Key("runner", fields.choice(RUNNERS), "pytest", "How one test file is run: `python FILE` or `pytest FILE`.",
         shown_default="`pytest` for cpu stages, `python` otherwise"),
-    Key("timeout_per_file", number(0, strict=True), None, "Seconds one test file may run.",
+    Key("timeout_per_file", fields.number(0, strict=True), None, "Seconds one test file may run.",
         shown_default="none"),
-    Key("diff_pruned", boolean(), False, "The diff may skip the stage when no changed path affects it.",
+    Key("diff_pruned", fields.boolean(), False, "The diff may skip the stage when no changed path affects it.",
         shown_default="`true` for cuda/rocm stages, `false` for cpu"),
-    Key("external", boolean(), False, "Run by another system: listed, never planned here."),
+    Key("external", fields.boolean(), False, "Run by another system: listed, never planned here."),
 ))
 
 

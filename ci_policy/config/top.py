@@ -17,20 +17,10 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from ci_policy import __version__
-from ci_policy.config import codes
+from ci_policy.config import codes, fields
 from ci_policy.config.cadences import CADENCES_SECTION, Cadences
 from ci_policy.config.discovery import DISCOVERY, Discovery
-from ci_policy.config.fields import (
-    REQUIRED,
-    Context,
-    FrozenMap,
-    Key,
-    Parser,
-    Table,
-    boolean,
-    new_schema,
-    relative_path,
-)
+from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table
 from ci_policy.config.file_run import FILE_RUN, FileRunConfig
 from ci_policy.config.gates import GATES, GatesConfig
 from ci_policy.config.runner import RUNNER, RunnerConfig
@@ -78,8 +68,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("version", Parser(f"integer {VERSION}", _parse_version), REQUIRED, "The format version of this file."),
     Key("requires", Parser("PEP 440 version specifier", _parse_requires), None,
         "The ci_policy versions this repository works with, e.g. `>=0.1`.", shown_default="any version"),
-    Key("labels_file", relative_path(), "labels.py", "The label registry, repo-relative."),
-    Key("gpu_requires_labels", boolean(), True,
+    Key("labels_file", fields.relative_path(), "labels.py", "The label registry, repo-relative."),
+    Key("gpu_requires_labels", fields.boolean(), True,
         "A test file of a GPU stage must name at least one label."),
     Key("stages", STAGES, REQUIRED, "The CI stages, at least one."),
     Key("discovery", DISCOVERY, REQUIRED, "Where test files are found."),
@@ -95,7 +85,7 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
         shown_default="the defaults below"),
     Key("tune", TUNE, TuneConfig(), "How `ci-policy tune` turns timings into est_time proposals.",
         shown_default="the defaults below"),
-    Key("estimates_file", relative_path(), None, "est_time overrides written by `ci-policy tune --apply`.",
+    Key("estimates_file", fields.relative_path(), None, "est_time overrides written by `ci-policy tune --apply`.",
         shown_default="none"),
 ))
 
@@ -155,7 +145,7 @@ def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
     if root is None:
         raise InputErrors([InputError("configuration is empty", path=path, line=1, col=1,
                                       hint="start with 'version: 1'", code=codes.MISSING_KEY)])
-    s = new_schema(path)
+    s = fields.new_schema(path)
     top = TOP.read(s, root, "")
     if top is None or s.errors:
         raise InputErrors(s.errors)
