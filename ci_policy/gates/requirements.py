@@ -1,8 +1,9 @@
 """Required gates: session e2e tests must declare a gate for every session-server version.
 
 - In: a `Snapshot` (its config's `gates.require` rules, files and gate declarations).
-- Out: one `Diagnostic` (CP520) per (test file, missing required key), naming the file,
-  the missing key and the version it stands for.
+- Out: one `MissingGate` value per (test file, missing required key): the file, the rule,
+  the key and the version it stands for. `violations` turns them into `Diagnostic`s
+  (CP520), `invalid_files` into the plan's reasons; neither reads the other's text.
 - `lint` reports these as errors; `plan` refuses to schedule such a file (its stage
   lists it as invalid with the same reason) instead of failing the whole plan.
 """
@@ -10,6 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from ci_policy.config import Config
@@ -35,34 +37,54 @@ class Snapshot(Protocol):
     def registrations_for(self, file: str) -> Sequence[_Located]: ...
 
 
-def violations(snapshot: Snapshot) -> list[Diagnostic]:
+@dataclass(frozen=True)
+class MissingGate:
+    """A test file that lacks a gate a `gates.require` rule asks of it."""
+
+    file: str
+    line: int
+    rule: int  # index in gates.require
+    metric_key: str
+    version: str | None  # the session-server version the key stands for, if templated
+
+    @property
+    def what(self) -> str:
+        """`the gate required [for session server v2] by gates.require[i]: register_ci_gate(...)`."""
+        version = f" for session server {self.version}" if self.version else ""
+        return (f"the gate required{version} by gates.require[{self.rule}]: "
+                f"register_ci_gate(metric_key={self.metric_key!r})")
+
+    def diagnostic(self) -> Diagnostic:
+        return Diagnostic(f"{self.file} lacks {self.what}", path=self.file, line=self.line, col=1, code="CP520",
+                          hint=f"add `register_ci_gate(metric_key={self.metric_key!r})` at module level")
+
+
+def missing_gates(snapshot: Snapshot) -> list[MissingGate]:
+    """Every (test file, required key) the declarations do not cover, in rule then file order."""
     config = snapshot.config
     declared: dict[str, set[str]] = {}
     for gate in snapshot.gates:
         declared.setdefault(gate.file, set()).add(gate.metric_key)
-    out: list[Diagnostic] = []
+    out: list[MissingGate] = []
     for i, rule in enumerate(config.gates.require):
         for file in snapshot.files:
             if not any(matches(glob, file) for glob in rule.files):
                 continue
             regs = snapshot.registrations_for(file)
             line = min((r.line for r in regs if r.line is not None), default=1)
-            for key, version in rule.required_keys():
-                if key in declared.get(file, ()):
-                    continue
-                what = f" for session server {version}" if version else ""
-                out.append(Diagnostic(
-                    f"{file} lacks the gate required{what} by gates.require[{i}]: "
-                    f"register_ci_gate(metric_key={key!r})",
-                    path=file, line=line, col=1, code="CP520",
-                    hint=f"add `register_ci_gate(metric_key={key!r})` at module level"))
+            out += [MissingGate(file, line, i, key, version) for key, version in rule.required_keys()
+                    if key not in declared.get(file, ())]
     return out
 
 
+def violations(snapshot: Snapshot) -> list[Diagnostic]:
+    """The lint errors: one CP520 diagnostic per missing gate."""
+    return [missing.diagnostic() for missing in missing_gates(snapshot)]
+
+
 def invalid_files(snapshot: Snapshot) -> dict[str, str]:
-    """file -> reason, for the plan."""
+    """file -> why the plan refuses to schedule it (`lacks ...; ...`)."""
     reasons: dict[str, list[str]] = {}
-    for err in violations(snapshot):
-        file = err.path or ""
-        reasons.setdefault(file, []).append(err.message[len(f"{file} lacks "):])
+    for missing in missing_gates(snapshot):
+        reasons.setdefault(missing.file, []).append(missing.what)
     return {file: "lacks " + "; ".join(parts) for file, parts in reasons.items()}

@@ -10,7 +10,7 @@ from helpers import EXAMPLE_REPO, MAIN_BLOCK, MINIMAL_CONFIG
 
 from ci_policy.cli import main
 from ci_policy.errors import Diagnostic
-from ci_policy.gates.requirements import invalid_files, violations
+from ci_policy.gates.requirements import MissingGate, invalid_files, missing_gates, violations
 from ci_policy.model.lint import lint
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.plan.build import build_plan
@@ -86,6 +86,18 @@ def test_violations_name_each_file_and_missing_version(repo):
         lacks_error(NONE, 3, "v2", V2),
         lacks_error(V1_ONLY, 4, "v2", V2),
     ]
+
+
+def test_missing_gates_are_values_from_which_both_outputs_are_made(repo):
+    snapshot = load_snapshot(repo)
+    assert missing_gates(snapshot) == [
+        MissingGate(NONE, 3, 0, V1, "v1"),
+        MissingGate(NONE, 3, 0, V2, "v2"),
+        MissingGate(V1_ONLY, 4, 0, V2, "v2"),
+    ]
+    assert [m.diagnostic() for m in missing_gates(snapshot)] == violations(snapshot)
+    unversioned = MissingGate("tests/e2e/test_x.py", 7, 2, "train/grad_norm", None)
+    assert unversioned.what == "the gate required by gates.require[2]: register_ci_gate(metric_key='train/grad_norm')"
 
 
 def test_no_rule_no_violation(make_repo):
