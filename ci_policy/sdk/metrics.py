@@ -27,6 +27,7 @@ import secrets
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from ci_policy.errors import CiPolicyError
 
@@ -52,7 +53,7 @@ class TitoMismatchError(CiPolicyError, ValueError):
     """A strict TITO mismatch rate is not zero in a CI test."""
 
 
-def session_server_version(value) -> str:
+def session_server_version(value: object) -> str:
     if value is True:
         return "v1"
     if isinstance(value, str) and value in VERSIONS:
@@ -66,7 +67,7 @@ def rate_key(version: str, mismatch_type: str | None = None) -> str:
     return base if mismatch_type is None else f"{base}/{mismatch_type}"
 
 
-def tito_mismatch_metrics(mismatches: Sequence[Sequence[Mapping] | None], version, *,
+def tito_mismatch_metrics(mismatches: Sequence[Sequence[Mapping[str, Any]] | None], version: object, *,
                           ci_test: bool = False) -> dict[str, float]:
     v = session_server_version(version)
     samples = [m for m in mismatches if m is not None]
@@ -101,7 +102,8 @@ def tito_mismatch_metrics(mismatches: Sequence[Sequence[Mapping] | None], versio
     return out
 
 
-def rollout_metrics(mismatches_by_version: Mapping[object, Sequence], *, ci_test: bool = False) -> dict[str, float]:
+def rollout_metrics(mismatches_by_version: Mapping[object, Sequence[Sequence[Mapping[str, Any]] | None]], *,
+                    ci_test: bool = False) -> dict[str, float]:
     """`log_rollout`-style fan-out: every version's metrics under `rollout/`, kept apart."""
     out: dict[str, float] = {}
     given: dict[str, object] = {}
@@ -125,7 +127,7 @@ def encode_value(value: float) -> float | str:
     return value
 
 
-def _as_number(key: str, value) -> float:
+def _as_number(key: str, value: object) -> float:
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return float(value)
     item = getattr(value, "item", None)  # numpy / torch scalars
