@@ -8,13 +8,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-from ci_policy.errors import UsageError
+from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.plan.build import Plan
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
-from ci_policy.render.text import failure
+from ci_policy.render.text import code_title, failure
 
 
 def github_outputs(plan: Plan, delimiter: str) -> str:
@@ -78,3 +79,21 @@ def file_run_outputs(plan: FilePlan, delimiter: str) -> str:
               "container_image": plan.container_image or "", "timeout_seconds": str(plan.timeout_seconds),
               "timeout_minutes": str(-(-plan.timeout_seconds // 60) + 5)}
     return github_output_lines(values, delimiter)
+
+
+def diagnostic_github(err: Diagnostic, path_of: Callable[[str], str] = lambda p: p) -> str:
+    """`::error file=..,line=..,col=..,title=CODE name::message (hint: ...)`."""
+    props = []
+    # Command-line arguments and environment variables are not files of the workspace.
+    if err.path and not err.path.startswith(("--", "$")):
+        props.append(f"file={escape_property(path_of(err.path))}")
+    if err.line is not None:
+        props.append(f"line={err.line}")
+    if err.col is not None:
+        props.append(f"col={err.col}")
+    if err.code is not None:
+        props.append(f"title={escape_property(code_title(err))}")
+    message = err.message + (f" (hint: {err.hint})" if err.hint else "")
+    command = "warning" if err.severity == "warning" else "error"
+    head = f"::{command} {','.join(props)}" if props else f"::{command}"
+    return f"{head}::{escape_data(message)}"

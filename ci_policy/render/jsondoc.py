@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
+from ci_policy.errors import Diagnostic
+from ci_policy.model.lint import LintReport
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.filerun import FilePlan
@@ -85,3 +87,24 @@ def comment_json(status: str, message: str, exit_code: int, requests: Iterable[A
     if requests is not None:
         out["requests"] = list(requests)
     return json.dumps(out, indent=2)
+
+
+def diagnostics_json(errors: Iterable[Diagnostic]) -> str:
+    """An error's document: `{"schema", "errors": [...], "warnings": [...]}`."""
+    errors = list(errors)
+    return json.dumps({"schema": JSON_SCHEMA_VERSION,
+                       "errors": [e.as_dict() for e in errors if e.severity == "error"],
+                       "warnings": [e.as_dict() for e in errors if e.severity == "warning"]}, indent=2)
+
+
+def lint_json(report: LintReport) -> str:
+    """`ci-policy lint --format json`: ok, every error and warning, and what was read."""
+    snap = report.snapshot
+    return json.dumps({
+        "schema": JSON_SCHEMA_VERSION,
+        "ok": report.ok,
+        "errors": [e.as_dict() for e in report.errors],
+        "warnings": [w.as_dict() for w in report.warnings],
+        "files": len(snap.files) if snap else None,
+        "registrations": len(snap.registrations) if snap else None,
+    }, indent=2)

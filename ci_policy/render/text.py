@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ci_policy.errors import UsageError
+from ci_policy.errors import Diagnostic, UsageError
+from ci_policy.model.lint import LintReport
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.filerun import FilePlan
@@ -201,3 +202,31 @@ def file_run_text(plan: FilePlan) -> str:
     rows = [("file", plan.file), ("stage", f"{plan.suite} ({plan.hw})"), ("runs on", ", ".join(plan.runs_on)),
             ("image", plan.container_image or "-"), ("timeout", f"{plan.timeout_seconds}s")]
     return "\n".join(f"{name}: {one_line(value)}" for name, value in rows)
+
+
+def code_title(err: Diagnostic) -> str:
+    """`CP201 marker-not-module-level`, or "" for a diagnostic without a code."""
+    if err.code is None:
+        return ""
+    return f"{err.code} {err.name}" if err.name else err.code
+
+
+def diagnostic_text(err: Diagnostic) -> str:
+    """`path:line:col: [warning: ]CODE name: message`, then an indented hint line."""
+    label = "warning: " if err.severity == "warning" else ""
+    code = f"{code_title(err)}: " if err.code else ""
+    text = f"{line_start(one_line(err.location()))}: {label}{code}{one_line(err.message)}"
+    if err.hint:
+        text += f"\n    hint: {one_line(err.hint)}"
+    return text
+
+
+def lint_summary(report: LintReport) -> str:
+    """`ci-policy lint: OK|FAILED: N errors, N warnings (N test files, N registrations, N gates)`."""
+    snap = report.snapshot
+    counts = f"{count(len(report.errors), 'error')}, {count(len(report.warnings), 'warning')}"
+    if snap is not None:
+        counts += (f" ({count(len(snap.files), 'test file')}, "
+                   f"{count(len(snap.registrations), 'registration')}, "
+                   f"{count(len(snap.gates), 'gate')})")
+    return f"ci-policy lint: {'OK' if report.ok else 'FAILED'}: {counts}"
