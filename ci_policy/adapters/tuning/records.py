@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ci_policy.adapters.tuning.evidence import FileEvidence, stage_and_shard
@@ -55,7 +56,7 @@ def _shown(value) -> str:
 _optional_string = shapes.or_null(lambda v: isinstance(v, str))
 
 # field -> (check, what the field must be)
-CHECKS = {
+CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "file": (shapes.is_non_empty_string, "a non-empty string"),
     "stage": (shapes.or_null(shapes.is_non_empty_string), "a non-empty string or null"),
     "shard": (shapes.or_null(lambda v: shapes.is_integer(v, minimum=0)), "an integer >= 0 or null"),
