@@ -18,10 +18,11 @@ from collections.abc import Iterable
 
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.model.registry import Registration
-from ci_policy.read import strictjson
-from ci_policy.read.numbers import is_finite_number
+from ci_policy.read import shapes, strictjson
 
 SCHEMA = 1
+DOCUMENT_FIELDS = ("schema", "estimates")
+ENTRY_FIELDS = ("file", "suite", "est_time")
 
 
 def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
@@ -30,9 +31,9 @@ def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
     except (ValueError, RecursionError) as exc:
         raise InputError(f"estimates file {path} is not valid strict JSON: {exc}", path=path,
                          code="CP420", hint="regenerate it with ci-policy tune --write-estimates") from None
-    # `type(...) is int`: true and 1.0 compare equal to 1 but are no schema number.
-    if not isinstance(doc, dict) or set(doc) != {"schema", "estimates"} or type(doc["schema"]) is not int \
-            or doc["schema"] != SCHEMA:
+    # `is_integer`: true and 1.0 compare equal to 1 but are no schema number.
+    if not isinstance(doc, dict) or not shapes.fields(doc, DOCUMENT_FIELDS).ok \
+            or not shapes.is_integer(doc["schema"]) or doc["schema"] != SCHEMA:
         raise InputError(f"estimates file {path} must be {{\"schema\": {SCHEMA}, \"estimates\": [...]}}",
                          path=path, code="CP421", hint="regenerate it with ci-policy tune --write-estimates")
     if not isinstance(doc["estimates"], list):
@@ -41,7 +42,7 @@ def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
     errors: list[Diagnostic] = []
     for i, entry in enumerate(doc["estimates"]):
         where = f"estimates[{i}]"
-        if not isinstance(entry, dict) or set(entry) != {"file", "suite", "est_time"}:
+        if not isinstance(entry, dict) or not shapes.fields(entry, ENTRY_FIELDS).ok:
             errors.append(Diagnostic(f"{where} must have exactly file, suite and est_time", path=path,
                                      code="CP422"))
             continue
@@ -49,7 +50,7 @@ def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
         if not isinstance(file, str) or not isinstance(suite, str):
             errors.append(Diagnostic(f"{where}: file and suite must be strings", path=path, code="CP422"))
             continue
-        if not is_finite_number(est) or est < 0:
+        if not shapes.is_non_negative_number(est):
             errors.append(Diagnostic(f"{where}.est_time must be a finite number >= 0, got {est!r}", path=path,
                                      code="CP422"))
             continue

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ci_policy.errors import InputError, InputErrors
-from ci_policy.read import strictjson
+from ci_policy.read import shapes, strictjson
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
@@ -68,32 +68,26 @@ class _Checker:
 
     def obj(self, value: Any, where: str, required: tuple = (), optional: tuple = ()) -> dict | None:
         if not isinstance(value, dict):
-            self.fail(where, f"expected an object, got {_kind(value)}")
+            self.fail(where, f"expected an object, got {shapes.a_json_type(value)}")
             return None
-        for key in value:
-            if key not in required + optional:
-                self.fail(f"{where}.{key}", f"unknown field; allowed: {', '.join(required + optional)}")
-        for key in required:
-            if key not in value:
-                self.fail(f"{where}.{key}", "required field is missing")
+        problems = shapes.fields(value, required, optional)
+        for key in problems.unknown:
+            self.fail(f"{where}.{key}", f"unknown field; allowed: {', '.join(required + optional)}")
+        for key in problems.missing:
+            self.fail(f"{where}.{key}", "required field is missing")
         return value
 
     def strings(self, value: Any, where: str, *, non_empty: bool = False) -> tuple[str, ...] | None:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self.fail(where, f"expected an array of strings, got {_kind(value)}")
+        if not shapes.is_strings(value):
+            self.fail(where, f"expected an array of strings, got {shapes.a_json_type(value)}")
             return None
         if non_empty and not value:
             self.fail(where, "must not be empty")
             return None
-        if len(set(value)) != len(value):
+        if not shapes.is_distinct(value):
             self.fail(where, "lists an entry twice")
             return None
         return tuple(value)
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            type(None): "null", int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
 def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/ci-commands.json") -> AccessPolicy:
@@ -106,7 +100,7 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
     top = c.obj(raw, "(top level)", required=("version", "groups", "commands"))
     if top is None or c.errors:
         raise InputErrors(c.errors)
-    if type(top["version"]) is not int or top["version"] != 1:  # not True, not 1.0
+    if not shapes.is_integer(top["version"]) or top["version"] != 1:  # not True, not 1.0
         c.fail("version", f"unsupported version {top['version']!r}; expected 1")
     groups = []
     if isinstance(top["groups"], dict) and top["groups"]:
@@ -122,11 +116,11 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
                     c.fail(f"{where}.repository_permissions", f"unknown permission {p!r}; "
                            f"expected some of {', '.join(PERMISSIONS)}")
             ids = fields.get("user_ids", [])
-            if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i > 0
-                                                    for i in ids):
-                c.fail(f"{where}.user_ids", f"expected an array of positive integer user ids, got {_kind(ids)}")
+            if not isinstance(ids, list) or not all(shapes.is_integer(i, minimum=1) for i in ids):
+                c.fail(f"{where}.user_ids",
+                       f"expected an array of positive integer user ids, got {shapes.a_json_type(ids)}")
                 ids = []
-            elif len(set(ids)) != len(ids):
+            elif not shapes.is_distinct(ids):
                 c.fail(f"{where}.user_ids", "lists a user id twice")
             if not perms and not ids and len(c.errors) == before:
                 c.fail(where, "admits nobody: give repository_permissions or user_ids")
@@ -181,7 +175,8 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
                 pins = []
                 raw_pins = fields.get("pins", {})
                 if not isinstance(raw_pins, dict):
-                    c.fail(f"{where}.pins", f"expected an object of pin name -> regex, got {_kind(raw_pins)}")
+                    c.fail(f"{where}.pins",
+                           f"expected an object of pin name -> regex, got {shapes.a_json_type(raw_pins)}")
                     raw_pins = {}
                 for name, pattern in raw_pins.items():
                     if not PIN_NAME_RE.fullmatch(name) or name == "ci-image-tag":
@@ -193,14 +188,14 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
                         c.fail(f"{where}.pins.{name}", f"invalid regex: {exc}")
                         continue
                     if not isinstance(pattern, str):
-                        c.fail(f"{where}.pins.{name}", f"expected a regex string, got {_kind(pattern)}")
+                        c.fail(f"{where}.pins.{name}", f"expected a regex string, got {shapes.a_json_type(pattern)}")
                         continue
                     pins.append((name, pattern))
                 policy = CommandPolicy(group=group, workflow=wf if isinstance(wf, str) else None,
                                        ref=ref, pins=tuple(pins))
             commands.append((kind, policy))
     else:
-        c.fail("commands", f"expected an object, got {_kind(top['commands'])}")
+        c.fail("commands", f"expected an object, got {shapes.a_json_type(top['commands'])}")
     if c.errors:
         raise InputErrors(c.errors)
     return AccessPolicy(groups=tuple(groups), commands=tuple(commands))

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ci_policy.adapters.tuning.evidence import FileEvidence, stage_and_shard
 from ci_policy.errors import InputError, InputErrors
-from ci_policy.read.numbers import is_finite_number
+from ci_policy.read import shapes
 from ci_policy.read.strictjson import DuplicateKey, no_duplicates
 
 SCHEMA = 1
@@ -44,20 +45,6 @@ class _Record:
     run_attempt: str | None
 
 
-def _json_type(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _shown(value) -> str:
     try:
         text = json.dumps(value, ensure_ascii=True, allow_nan=True)
@@ -66,26 +53,19 @@ def _shown(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _finite_non_negative(value) -> bool:
-    return is_finite_number(value) and value >= 0
-
-
-def _optional_string(value) -> bool:
-    return value is None or isinstance(value, str)
-
+_optional_string = shapes.or_null(lambda v: isinstance(v, str))
 
 # field -> (check, what the field must be)
-CHECKS = {
-    "file": (lambda v: isinstance(v, str) and v != "", "a non-empty string"),
-    "stage": (lambda v: v is None or (isinstance(v, str) and v != ""), "a non-empty string or null"),
-    "shard": (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
-              "an integer >= 0 or null"),
-    "attempt": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "an integer >= 1"),
+CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "file": (shapes.is_non_empty_string, "a non-empty string"),
+    "stage": (shapes.or_null(shapes.is_non_empty_string), "a non-empty string or null"),
+    "shard": (shapes.or_null(lambda v: shapes.is_integer(v, minimum=0)), "an integer >= 0 or null"),
+    "attempt": (lambda v: shapes.is_integer(v, minimum=1), "an integer >= 1"),
     "status": (lambda v: isinstance(v, str) and v in ATTEMPT_STATUSES, "one of " + ", ".join(ATTEMPT_STATUSES)),
-    "elapsed": (_finite_non_negative, "a finite number >= 0"),
-    "est_time": (lambda v: v is None or _finite_non_negative(v), "a finite number >= 0 or null"),
+    "elapsed": (shapes.is_non_negative_number, "a finite number >= 0"),
+    "est_time": (shapes.or_null(shapes.is_non_negative_number), "a finite number >= 0 or null"),
     "failure_kind": (_optional_string, "a string or null"),
-    "retriable": (lambda v: v is None or isinstance(v, bool), "a boolean or null"),
+    "retriable": (shapes.or_null(lambda v: isinstance(v, bool)), "a boolean or null"),
     "started_at": (_optional_string, "a string or null"),
     "commit": (_optional_string, "a string or null"),
     "run_id": (_optional_string, "a string or null"),
@@ -120,24 +100,24 @@ def _parse_line(raw: bytes, lineno: int, source: str, errors: list) -> _Record |
         err(f"not valid JSON: {exc}")
         return None
     if not isinstance(data, dict):
-        err(f"a timing record must be a JSON object, got {_json_type(data)} {_shown(data)}")
+        err(f"a timing record must be a JSON object, got {shapes.json_type(data)} {_shown(data)}")
         return None
     if "schema" not in data:
         err("field 'schema': missing")
         return None
     schema = data["schema"]
-    if not (isinstance(schema, int) and not isinstance(schema, bool) and schema == SCHEMA):
+    if not (shapes.is_integer(schema) and schema == SCHEMA):
         err(f"field 'schema': unsupported timing record schema {_shown(schema)} "
             f"(this ci_policy reads schema {SCHEMA})")
         return None
-    ok = True
-    for name in REQUIRED[1:]:
-        if name not in data:
-            err(f"field {name!r}: missing")
-            ok = False
+    # Only the missing fields count: fields this reader does not know are not refused.
+    missing = shapes.fields(data, REQUIRED).missing
+    for name in missing:
+        err(f"field {name!r}: missing")
+    ok = not missing
     for name, (check, what) in CHECKS.items():
         if name in data and not check(data[name]):
-            err(f"field {name!r}: expected {what}, got {_json_type(data[name])} {_shown(data[name])}")
+            err(f"field {name!r}: expected {what}, got {shapes.json_type(data[name])} {_shown(data[name])}")
             ok = False
     if not ok:
         return None
