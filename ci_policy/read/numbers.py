@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TypeGuard
 
 
-def is_finite_number(value: object) -> bool:
+def is_finite_number(value: object) -> TypeGuard[int | float]:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
     try:

@@ -81,7 +81,7 @@ def is_non_empty_string(value: object) -> TypeGuard[str]:
 
 def is_non_negative_number(value: object) -> TypeGuard[float]:
     """A finite number >= 0 (an integer counts)."""
-    return is_finite_number(value) and value >= 0  # type: ignore[operator]  # a real number here
+    return is_finite_number(value) and value >= 0
 
 
 def is_strings(value: object) -> TypeGuard[list[str]]:
