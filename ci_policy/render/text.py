@@ -192,10 +192,7 @@ def gate_text(outcome: GateOutcome) -> str:
 def usage_error_text(command: str, err: UsageError) -> str:
     """A `UsageError`: `ci-policy COMMAND: error: SOURCE: MESSAGE`, the hint on its own line."""
     where = f"{err.source}: " if err.source else ""
-    text = f"ci-policy {command}: error: {where}{one_line(err.message)}"
-    if err.hint:
-        text += f"\n    hint: {one_line(err.hint)}"
-    return text
+    return with_hint(f"ci-policy {command}: error: {where}{one_line(err.message)}", err.hint)
 
 
 def file_run_text(plan: FilePlan) -> str:
@@ -215,10 +212,12 @@ def diagnostic_text(err: Diagnostic) -> str:
     """`path:line:col: [warning: ]CODE name: message`, then an indented hint line."""
     label = "warning: " if err.severity == "warning" else ""
     code = f"{code_title(err)}: " if err.code else ""
-    text = f"{line_start(one_line(err.location()))}: {label}{code}{one_line(err.message)}"
-    if err.hint:
-        text += f"\n    hint: {one_line(err.hint)}"
-    return text
+    return with_hint(f"{line_start(one_line(err.location()))}: {label}{code}{one_line(err.message)}", err.hint)
+
+
+def with_hint(text: str, hint: str | None) -> str:
+    """A message line, then its hint on the next line, indented: how to fix what it says."""
+    return f"{text}\n    hint: {one_line(hint)}" if hint else text
 
 
 def lint_summary(report: LintReport) -> str:
