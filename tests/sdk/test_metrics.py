@@ -518,3 +518,17 @@ def test_importing_the_sdk_loads_only_the_standard_library_and_the_sdk():
     assert [m for m in loaded if m not in ("ci_policy", "ci_policy.errors", "ci_policy.sdk")
             and not m.startswith("ci_policy.sdk.")] == []
     assert {"ci_policy.sdk.markers", "ci_policy.sdk.metrics"} <= set(loaded)
+
+
+def test_importing_a_marker_does_not_load_the_metric_producers():
+    """`import ci_policy` is paid by every command and by every test file that imports a marker."""
+    proc = run_python("""
+        import sys
+        from ci_policy import register_cuda_ci
+        import ci_policy.sdk
+        print("ci_policy.sdk.metrics" in sys.modules)
+        ci_policy.sdk.MetricRecorder
+        print("ci_policy.sdk.metrics" in sys.modules)
+    """)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "False\nTrue\n"
