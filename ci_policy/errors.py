@@ -174,6 +174,9 @@ class Diagnostic:
         return code_name(self.code)
 
     def location(self) -> str:
+        """`path:line:col` as far as known; "" for a problem that no file locates (a remote answer)."""
+        if self.path is None and self.line is None:
+            return ""
         parts = [self.path or "<input>"]
         if self.line is not None:
             parts.append(str(self.line))
@@ -194,7 +197,8 @@ class Diagnostic:
                 "hint": self.hint}
 
     def __str__(self) -> str:
-        text = f"{self.location()}: {self.message}"
+        where = self.location()
+        text = f"{where}: {self.message}" if where else self.message
         if self.hint:
             text += f" (hint: {self.hint})"
         return text

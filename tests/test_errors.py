@@ -98,7 +98,7 @@ def test_diagnostic_json_form():
 
 
 @pytest.mark.parametrize("where, shown", [
-    ({}, "<input>: m"), ({"path": "p"}, "p: m"), ({"path": "p", "line": 3}, "p:3: m"),
+    ({}, "m"), ({"path": "p"}, "p: m"), ({"path": "p", "line": 3}, "p:3: m"),
     ({"path": "p", "line": 3, "col": 4}, "p:3:4: m"), ({"path": "p", "col": 4}, "p: m"),
 ])
 def test_location(where, shown):

@@ -52,17 +52,16 @@ class FilePlan:
                 "container_image": self.container_image, "timeout_seconds": self.timeout_seconds}
 
 
-def check_test_path(path: str, source: str = "--file") -> str:
+def check_test_path(path: str) -> str:
     if not TEST_PATH_RE.fullmatch(path) or "/../" in f"/{path}/" or "/./" in f"/{path}/":
         raise InputError(f"{path!r} is not a test file path of the form tests/.../test_*.py "
-                          "(segments of letters, digits, '_', '.', '-'; no '..', no absolute path)",
-                          path=source)
+                          "(segments of letters, digits, '_', '.', '-'; no '..', no absolute path)")
     return path
 
 
-def check_image_tag(tag: str, source: str = "--image-tag") -> str:
+def check_image_tag(tag: str) -> str:
     if not IMAGE_TAG_RE.fullmatch(tag):
-        raise InputError(f"{tag!r} is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})", path=source)
+        raise InputError(f"{tag!r} is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})")
     return tag
 
 

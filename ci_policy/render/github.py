@@ -84,8 +84,7 @@ def file_run_outputs(plan: FilePlan, delimiter: str) -> str:
 def diagnostic_github(err: Diagnostic, path_of: Callable[[str], str] = lambda p: p) -> str:
     """`::error file=..,line=..,col=..,title=CODE name::message (hint: ...)`."""
     props = []
-    # Command-line arguments and environment variables are not files of the workspace.
-    if err.path and not err.path.startswith(("--", "$")):
+    if err.path:
         props.append(f"file={escape_property(path_of(err.path))}")
     if err.line is not None:
         props.append(f"line={err.line}")

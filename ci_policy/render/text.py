@@ -209,10 +209,12 @@ def code_title(err: Diagnostic) -> str:
 
 
 def diagnostic_text(err: Diagnostic) -> str:
-    """`path:line:col: [warning: ]CODE name: message`, then an indented hint line."""
+    """`path:line:col: [warning: ]CODE name: message` (no location when none is known), then the hint."""
     label = "warning: " if err.severity == "warning" else ""
     code = f"{code_title(err)}: " if err.code else ""
-    return with_hint(f"{line_start(one_line(err.location()))}: {label}{code}{one_line(err.message)}", err.hint)
+    where = err.location()
+    head = f"{line_start(one_line(where))}: " if where else ""
+    return with_hint(f"{head}{label}{code}{one_line(err.message)}", err.hint)
 
 
 def with_hint(text: str, hint: str | None) -> str:

@@ -155,7 +155,7 @@ def test_a_path_that_is_not_a_safe_test_path_is_refused_before_anything_is_read(
     assert errors_of(path, tmp_path / "missing") == [f"{path!r} {BAD_PATH}"]
     with pytest.raises(InputError) as info:
         check_test_path(path)
-    assert info.value.path == "--file"
+    assert info.value.path is None  # the option is named by the command line, not as a file
 
 
 def test_a_missing_checkout_is_refused(tmp_path):

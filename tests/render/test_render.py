@@ -108,8 +108,8 @@ def test_diagnostic_github_carries_the_code_in_the_title():
     assert diagnostic_github(err) == "::error file=p.py,line=2,col=1,title=CP201 marker-not-module-level::m"
     warn = Diagnostic("w", path="labels.py", line=1, code="CP902", severity="warning", hint="h")
     assert diagnostic_github(warn) == "::warning file=labels.py,line=1,title=CP902 label-unused::w (hint: h)"
-    # Neither location nor title: an input error of the command line, with no code.
-    assert diagnostic_github(Diagnostic("x", path="--diff")) == "::error::x"
+    # Neither location nor title: a problem no file locates (a remote answer), with no code.
+    assert diagnostic_github(Diagnostic("x")) == "::error::x"
 
 
 def test_diagnostic_text_keeps_one_diagnostic_on_its_lines():
@@ -124,7 +124,8 @@ def test_diagnostic_text_shows_the_code_and_name_before_the_message():
     assert diagnostic_text(err) == "p.py:3:7: CP201 marker-not-module-level: m\n    hint: h"
     warn = Diagnostic("w", path="labels.py", line=1, code="CP902", severity="warning")
     assert diagnostic_text(warn) == "labels.py:1: warning: CP902 label-unused: w"
-    assert diagnostic_text(Diagnostic("u", path="--diff")) == "--diff: u"
+    assert diagnostic_text(Diagnostic("u", path="pr.diff")) == "pr.diff: u"
+    assert diagnostic_text(Diagnostic("no file locates this")) == "no file locates this"
 
 
 # -- end to end: a hostile checkout cannot inject a second workflow command ------------------

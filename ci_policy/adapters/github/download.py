@@ -43,7 +43,7 @@ def _get_bytes(requester, path: str, limit: int) -> bytes:
     headers, _data = requester.requestJsonAndCheck("GET", path)  # 302: not followed by PyGithub
     location = headers.get("location")
     if not location:
-        raise InputError(f"{path}: GitHub answered without a redirect to the download", path="--github-run")
+        raise InputError(f"{path}: GitHub answered without a redirect to the download")
     out = bytearray()
     try:
         # A signed URL: no token, and no ~/.netrc credentials either (a no-op auth).
@@ -52,11 +52,11 @@ def _get_bytes(requester, path: str, limit: int) -> bytes:
             for chunk in response.iter_content(chunk_size=65536):
                 out += chunk
                 if len(out) > limit:
-                    raise InputError(f"{path}: download larger than {limit} bytes", path="--github-run")
+                    raise InputError(f"{path}: download larger than {limit} bytes")
     except requests.RequestException as exc:  # never shown: the signed URL
         what = (f"answered HTTP {exc.response.status_code}" if exc.response is not None
                 else f"failed ({type(exc).__name__})")
-        raise InputError(f"{path}: the download it redirects to {what}", path="--github-run") from None
+        raise InputError(f"{path}: the download it redirects to {what}") from None
     return bytes(out)
 
 
@@ -100,7 +100,7 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
     except GithubException as exc:
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
         raise InputError(f"GitHub API error {exc.status} while reading run {run_id} of {repo_name}: "
-                          f"{message or 'request failed'}", path="--github-run") from None
+                          f"{message or 'request failed'}") from None
     return rows
 
 
@@ -108,14 +108,14 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
     except zipfile.BadZipFile:
-        raise InputError(f"artifact {name!r} of run {run_id} is not a zip archive", path="--github-run") from None
+        raise InputError(f"artifact {name!r} of run {run_id} is not a zip archive") from None
     rows = []
     with tempfile.TemporaryDirectory(prefix="ci-policy-tune-") as tmp:
         for i, info in enumerate(archive.infolist()):
             if info.is_dir() or not info.filename.endswith(".jsonl"):
                 continue
             if info.file_size > MAX_MEMBER_BYTES:
-                raise InputError(f"artifact {name!r}: {info.filename} is too large", path="--github-run")
+                raise InputError(f"artifact {name!r}: {info.filename} is too large")
             local = Path(tmp, f"member-{i}.jsonl")  # never the member's own name
             local.write_bytes(archive.read(info))
             cite = f"{repo_name}/runs/{run_id}/artifacts/{name}/{info.filename}"

@@ -419,7 +419,7 @@ def test_an_artifact_that_is_not_a_zip_archive_is_an_error(gh, token):
     with pytest.raises(InputError) as exc:
         download_run(RUN_URL, token, gh.url)
     assert policy_error(exc.value) == {
-        "path": "--github-run", "line": None, "col": None, "hint": None,
+        "path": None, "line": None, "col": None, "hint": None,
         "message": f"artifact '{TIMINGS}' of run {RUN} is not a zip archive"}
 
 
@@ -448,7 +448,7 @@ def test_an_archive_over_the_size_limit_is_an_error(gh, token, monkeypatch):
     with pytest.raises(InputError) as exc:
         download_run(RUN_URL, token, gh.url)
     assert policy_error(exc.value) == {
-        "path": "--github-run", "line": None, "col": None, "hint": None,
+        "path": None, "line": None, "col": None, "hint": None,
         "message": f"{P}/actions/artifacts/{ART_TIMINGS}/zip: download larger than 100 bytes"}
 
 
@@ -458,7 +458,7 @@ def test_a_run_that_does_not_exist_is_an_error_without_the_token(gh, token):
     with pytest.raises(InputError) as exc:
         download_run(f"{REPO}/404404", token, gh.url)
     assert policy_error(exc.value) == {
-        "path": "--github-run", "line": None, "col": None, "hint": None,
+        "path": None, "line": None, "col": None, "hint": None,
         "message": "GitHub API error 404 while reading run 404404 of acme/minirl: Not Found"}
     assert token not in str(exc.value)
     assert seen(gh) == [api(f"{P}/actions/runs/404404/jobs", token, gh, filter="all", per_page="100", page="1")]
@@ -484,7 +484,7 @@ def test_api_and_download_errors_are_policy_errors_without_the_token(gh, token, 
     gh.fail("GET", method_path, status, message)
     with pytest.raises(InputError) as exc:
         download_run(RUN_URL, token, gh.url)
-    assert policy_error(exc.value) == {"path": "--github-run", "line": None, "col": None, "hint": None,
+    assert policy_error(exc.value) == {"path": None, "line": None, "col": None, "hint": None,
                                        "message": expected}
     assert token not in str(exc.value) and "sig=" not in str(exc.value)
     assert seen(gh)[-1][1] == method_path  # nothing was requested after the failure
@@ -552,7 +552,7 @@ def test_tune_github_run_without_a_token_is_an_error_without_requests(gh, exampl
 def test_tune_github_run_api_error_exits_1_with_the_message_and_no_token(gh, token, example_repo, capsys):
     rc = main(["tune", "--repo", str(example_repo), "--github-run", f"{REPO}/404404", "--api-url", gh.url])
     stdout, stderr = capsys.readouterr()
-    assert (rc, stdout, stderr) == (1, "", "--github-run: GitHub API error 404 while reading run 404404 of "
+    assert (rc, stdout, stderr) == (1, "", "GitHub API error 404 while reading run 404404 of "
                                            "acme/minirl: Not Found\nci-policy: 1 error\n")
     assert token not in stderr
 
