@@ -55,6 +55,11 @@ def err(text: str, needle: str, message: str, hint: str | None = None, nth: int 
     return (P, *at(text, needle, nth), message, hint)
 
 
+def coded_err(text: str, needle: str, message: str, code: str, hint: str | None = None, nth: int = 1) -> tuple:
+    """The `coded` tuple of an error at the nth `needle` of `text`."""
+    return (*err(text, needle, message, hint, nth), code)
+
+
 def stages(*items: str) -> str:
     return HEAD + "stages:\n" + "".join(f"  - {item}\n" for item in items)
 
