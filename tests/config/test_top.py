@@ -8,7 +8,7 @@ import dataclasses
 import textwrap
 
 import pytest
-from config_cases import CPU_STAGE, STAGE_KEYS_HINT, VALID, P, err, errors
+from config_cases import CPU_STAGE, STAGE_KEYS_HINT, VALID, P, coded, coded_err, err, errors, stages
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,6 +121,44 @@ def test_config_objects_are_frozen():
         config.stages[0].backend = "cuda"  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.discovery.roots = ()  # type: ignore[misc]
+
+
+def test_config_finds_a_stage_by_name_and_the_stages_of_a_backend():
+    config = parse_config(stages("{name: cpu, backend: cpu}", "{name: g1, backend: cuda, runs_on: [a]}",
+                                 "{name: g2, backend: cuda, external: true}"))
+    g1, g2 = config.stages[1], config.stages[2]
+    assert config.stage("g1") == g1
+    assert config.stage("G1") is None
+    assert config.stages_of("cuda") == (g1, g2)
+    assert config.stages_of("rocm") == ()
+
+
+def test_label_references_name_every_label_with_its_field_and_line():
+    text = VALID + textwrap.dedent("""\
+        cadences:
+          nightly_exclude: [slow]
+        scopes:
+          run-ci-all: {exclude: [big, slow]}
+        selection:
+          rules:
+            - {paths: [docs/**], labels: [docs]}
+        """)
+    assert parse_config(text).label_references() == (
+        ("slow", "cadences.nightly_exclude", 7),
+        ("big", "scopes.run-ci-all.exclude", 9),
+        ("slow", "scopes.run-ci-all.exclude", 9),
+        ("docs", "selection.rules[0].labels", 12),
+    )
+    assert parse_config(VALID).label_references() == ()
+
+
+def test_estimates_file_is_a_normalised_repo_relative_path():
+    assert parse_config(VALID).estimates_file is None
+    assert parse_config(VALID + "estimates_file: ./.github//ci-estimates.json\n").estimates_file == (
+        ".github/ci-estimates.json")
+    text = VALID + "estimates_file: /tmp/estimates.json\n"
+    assert coded(text) == [coded_err(text, "/tmp", "estimates_file: '/tmp/estimates.json' is absolute; paths "
+                                     "are relative to the repository root", "CP105", "drop the leading '/'")]
 
 
 # -- whole-file problems --------------------------------------------------------------------
