@@ -1,0 +1,162 @@
+"""`discovery:` (`ci_policy.config.discovery`): roots, pattern and implicit roots."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from config_cases import CPU_STAGE, P, discovery, err, errors
+
+from ci_policy.config import ImplicitRoot, parse_config
+
+# -- accepted forms -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("written, stored", [
+    ("[tests]", ("tests",)),
+    ("[tests/]", ("tests",)),
+    ("[./tests, e2e]", ("tests", "e2e")),
+    ("[.]", (".",)),
+    ("[b, a]", ("b", "a")),
+])
+def test_discovery_roots_are_normalised_and_keep_their_order(written, stored):
+    assert parse_config(discovery(f"discovery:\n  roots: {written}\n")).discovery.roots == stored
+
+
+def test_implicit_defaults_and_most_specific_root():
+    text = discovery(textwrap.dedent("""\
+        discovery:
+          roots: [tests]
+          implicit:
+            - {root: tests, backend: cpu, suite: cpu, est_time: 0}
+            - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
+        """))
+    disc = parse_config(text).discovery
+    broad = ImplicitRoot(root="tests", backend="cpu", suite="cpu", est_time=0, cpu_only=False, line=5)
+    narrow = ImplicitRoot(root="tests/unit", backend="cpu", suite="cpu", est_time=1, cpu_only=True, line=6)
+    assert disc.implicit == (broad, narrow)
+    assert disc.implicit_for("tests/unit/test_a.py") == narrow
+    assert disc.implicit_for("tests/unitx/test_a.py") == broad
+    assert disc.implicit_for("tests/test_a.py") == broad
+    assert disc.implicit_for("other/test_a.py") is None
+
+
+# -- refused --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body, line, col, message", [
+    ("discovery: [tests]\n", 2, 12, "discovery: expected a mapping, got a list"),
+    ("discovery:\n", 2, 11, "discovery: expected a mapping, got null"),
+    ("discovery: {}\n", 2, 12, "discovery.roots: required key is missing"),
+    ("discovery:\n  pattern: '*.py'\n", 3, 3, "discovery.roots: required key is missing"),
+    ("discovery:\n  roots: []\n", 3, 10, "discovery.roots: must not be empty"),
+    ("discovery:\n  roots: tests\n", 3, 10, "discovery.roots: expected a list, got a string ('tests')"),
+    ("discovery:\n  roots: [tests, 1]\n", 3, 18, "discovery.roots[1]: expected a string, got an integer ('1')"),
+    ("discovery:\n  roots: [tests, tests/]\n", 3, 18, "discovery.roots[1]: duplicate root 'tests'"),
+    ("discovery:\n  roots: [tests]\n  pattern: 'a/test_*.py'\n", 4, 12,
+     "discovery.pattern: 'a/test_*.py' must be a basename glob such as 'test_*.py' (no '/')"),
+    ("discovery:\n  roots: [tests]\n  pattern: 'a\\test_*.py'\n", 4, 12,
+     "discovery.pattern: 'a\\\\test_*.py' must be a basename glob such as 'test_*.py' (no '/')"),
+    ("discovery:\n  roots: [tests]\n  pattern: ''\n", 4, 12,
+     "discovery.pattern: '' must be a basename glob such as 'test_*.py' (no '/')"),
+    ("discovery:\n  roots: [tests]\n  pattern: 1\n", 4, 12,
+     "discovery.pattern: expected a string, got an integer ('1')"),
+    ("discovery:\n  roots: [tests]\n  implicit: {}\n", 4, 13, "discovery.implicit: expected a list, got a mapping"),
+    ("discovery:\n  roots: [tests]\n  implicit: [tests]\n", 4, 14,
+     "discovery.implicit[0]: expected a mapping, got a string ('tests')"),
+])
+def test_invalid_discovery(body, line, col, message):
+    assert errors(discovery(body)) == [(P, line, col, message, None)]
+
+
+@pytest.mark.parametrize("root, message, hint", [
+    ("/tests", "discovery.roots[0]: '/tests' is absolute; paths are relative to the repository root",
+     "drop the leading '/'"),
+    ("../tests", "discovery.roots[0]: '../tests' leaves the repository ('..' is not allowed)",
+     "name a path inside the repository"),
+    ("tests/../..", "discovery.roots[0]: 'tests/../..' leaves the repository ('..' is not allowed)",
+     "name a path inside the repository"),
+    ("''", "discovery.roots[0]: expected a repo-relative path, got ''", "write a path such as tests/e2e"),
+])
+def test_discovery_roots_must_be_repo_relative(root, message, hint):
+    assert errors(discovery(f"discovery:\n  roots: [{root}]\n")) == [(P, 3, 11, message, hint)]
+
+
+def test_unknown_discovery_key():
+    text = discovery("discovery:\n  roots: [tests]\n  patern: '*.py'\n")
+    assert errors(text) == [(P, 4, 3, "discovery.patern: unknown key; did you mean 'pattern'?",
+                             "allowed keys here: implicit, pattern, roots")]
+
+
+def implicit(*items: str, roots: str = "[tests]", stage_list: str = CPU_STAGE) -> str:
+    return ("version: 1\ndiscovery:\n  roots: " + roots + "\n  implicit:\n"
+            + "".join(f"    - {item}\n" for item in items) + stage_list)
+
+
+def test_implicit_requires_its_keys():
+    text = implicit("{cpu_only: true}")
+    assert errors(text) == [(P, 5, 7, f"discovery.implicit[0].{key}: required key is missing", None)
+                            for key in ("backend", "est_time", "root", "suite")]
+
+
+def test_unknown_implicit_key():
+    text = implicit("{root: tests, backend: cpu, suite: cpu, est_time: 1, estimate: 2}")
+    assert errors(text) == [err(text, "estimate", "discovery.implicit[0].estimate: unknown key; did you mean "
+                                "'est_time'?", "allowed keys here: backend, cpu_only, est_time, root, suite")]
+
+
+@pytest.mark.parametrize("item, needle, message, hint", [
+    ("{root: other, backend: cpu, suite: cpu, est_time: 1}", "other",
+     "discovery.implicit[0].root: 'other' is not inside any discovery root",
+     "list it (or a parent) under discovery.roots"),
+    ("{root: testsuite, backend: cpu, suite: cpu, est_time: 1}", "testsuite",
+     "discovery.implicit[0].root: 'testsuite' is not inside any discovery root",
+     "list it (or a parent) under discovery.roots"),
+    ("{root: /tests, backend: cpu, suite: cpu, est_time: 1}", "/tests",
+     "discovery.implicit[0].root: '/tests' is absolute; paths are relative to the repository root",
+     "drop the leading '/'"),
+    ("{root: tests, backend: tpu, suite: cpu, est_time: 1}", "tpu",
+     "discovery.implicit[0].backend: expected one of cpu, cuda, rocm, got 'tpu'", None),
+    ("{root: tests, backend: cpu, suite: nope, est_time: 1}", "nope",
+     "discovery.implicit[0].suite: 'nope' is not a configured cpu stage (configured cpu stages: cpu)", None),
+    ("{root: tests, backend: cpu, suite: 7, est_time: 1}", "7",
+     "discovery.implicit[0].suite: expected a string, got an integer ('7')", None),
+    ("{root: tests, backend: cpu, suite: cpu, est_time: -1}", "-1",
+     "discovery.implicit[0].est_time: must be at least 0, got -1", None),
+    ("{root: tests, backend: cpu, suite: cpu, est_time: true}", "true",
+     "discovery.implicit[0].est_time: expected a number, got a boolean ('true')", None),
+    ("{root: tests, backend: cpu, suite: cpu, est_time: 1, cpu_only: 1}", "1}",
+     "discovery.implicit[0].cpu_only: expected a boolean, got an integer ('1')", None),
+])
+def test_invalid_implicit_entry(item, needle, message, hint):
+    text = implicit(item)
+    assert errors(text) == [err(text, needle, message, hint)]
+
+
+def test_implicit_suite_must_be_a_stage_of_its_backend():
+    two = "stages:\n  - {name: cpu, backend: cpu}\n  - {name: g, backend: cuda, runs_on: [x]}\n"
+    text = implicit("{root: tests, backend: cuda, suite: cpu, est_time: 1}", stage_list=two)
+    assert errors(text) == [err(text, "cpu,", "discovery.implicit[0].suite: 'cpu' is not a configured cuda "
+                                "stage (configured cuda stages: g)")]
+    text = implicit("{root: tests, backend: rocm, suite: g, est_time: 1}", stage_list=two)
+    assert errors(text) == [err(text, "g,", "discovery.implicit[0].suite: 'g' is not a configured rocm "
+                                "stage (configured rocm stages: none)")]
+
+
+def test_cpu_only_implicit_root_must_be_cpu():
+    two = "stages:\n  - {name: cpu, backend: cpu}\n  - {name: g, backend: cuda, runs_on: [x]}\n"
+    text = implicit("{root: tests, backend: cuda, suite: g, est_time: 1, cpu_only: true}", stage_list=two)
+    assert errors(text) == [err(text, "cuda", "discovery.implicit[0].backend: a cpu_only root must have "
+                                "backend cpu")]
+
+
+def test_an_invalid_root_causes_no_error_about_implicit_roots():
+    text = implicit("{root: tests, backend: cpu, suite: cpu, est_time: 1}", roots="[/tests]")
+    assert errors(text) == [err(text, "/tests", "discovery.roots[0]: '/tests' is absolute; paths are relative "
+                                "to the repository root", "drop the leading '/'")]
+
+
+def test_duplicate_implicit_root():
+    text = implicit("{root: tests, backend: cpu, suite: cpu, est_time: 1}",
+                    "{root: tests/, backend: cpu, suite: cpu, est_time: 2}")
+    assert errors(text) == [(P, 6, 7, "discovery.implicit[1].root: duplicate implicit root 'tests'", None)]

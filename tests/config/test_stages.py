@@ -1,0 +1,207 @@
+"""`stages:` (`ci_policy.config.stages`): each stage's keys, defaults and errors."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from config_cases import HEAD, STAGE_KEYS_HINT, P, cpu_stage, err, errors, stages
+
+from ci_policy.config import Stage, parse_config
+
+# -- accepted forms -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend, runner, diff_pruned", [
+    ("cpu", "pytest", False),
+    ("cuda", "python", True),
+    ("rocm", "python", True),
+])
+def test_runner_and_diff_pruned_defaults_depend_on_backend(backend, runner, diff_pruned):
+    config = parse_config(stages(f"{{name: s, backend: {backend}, runs_on: [r1]}}"))
+    assert config.stages == (Stage(name="s", backend=backend, runs_on=("r1",), partitions=1, runner=runner,
+                                   timeout_per_file=None, diff_pruned=diff_pruned, external=False,
+                                   line=5),)
+
+
+@pytest.mark.parametrize("backend", ["cuda", "rocm"])
+def test_external_gpu_stage_needs_no_runs_on(backend):
+    config = parse_config(stages(f"{{name: ext, backend: {backend}, external: true}}"))
+    assert config.stages == (Stage(name="ext", backend=backend, runs_on=(), runner="python",
+                                   diff_pruned=True, external=True, line=5),)
+
+
+def test_cpu_stage_may_name_runners():
+    config = parse_config(stages("{name: cpu, backend: cpu, runs_on: [ubuntu-latest]}"))
+    assert config.stages == (cpu_stage(5, runs_on=("ubuntu-latest",)),)
+
+
+def test_block_and_flow_styles_are_equivalent():
+    flow = parse_config(stages("{name: g, backend: cuda, runs_on: [a, b], partitions: 2}"))
+    block = parse_config(HEAD + textwrap.dedent("""\
+        stages:
+          - name: g
+            backend: cuda
+            runs_on:
+              - a
+              - b
+            partitions: 2
+        """))
+    assert flow == block
+
+
+# -- refused ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, message", [
+    ("[]", "stages: must not be empty"),
+    ("{}", "stages: expected a list, got a mapping"),
+    ("cpu", "stages: expected a list, got a string ('cpu')"),
+])
+def test_stages_must_be_a_non_empty_list(value, message):
+    text = HEAD + f"stages: {value}\n"
+    assert errors(text) == [(P, 4, 9, message, None)]
+
+
+def test_stages_null():
+    text = HEAD + "stages:\n"
+    assert errors(text) == [(P, 4, 8, "stages: expected a list, got null", None)]
+
+
+def test_stage_must_be_a_mapping():
+    text = stages("cpu", "[cpu]")
+    assert errors(text) == [
+        (P, 5, 5, "stages[0]: expected a mapping, got a string ('cpu')", None),
+        (P, 6, 5, "stages[1]: expected a mapping, got a list", None),
+    ]
+
+
+def test_stage_requires_name_and_backend():
+    text = stages("{runs_on: [x]}")
+    assert errors(text) == [
+        (P, 5, 5, "stages[0].backend: required key is missing", None),
+        (P, 5, 5, "stages[0].name: required key is missing", None),
+    ]
+
+
+def test_unknown_stage_key_suggests_the_closest():
+    text = stages("{name: cpu, backend: cpu, partiton: 2}")
+    assert errors(text) == [err(text, "partiton", "stages[0].partiton: unknown key; did you mean "
+                                "'partitions'?", STAGE_KEYS_HINT)]
+
+
+@pytest.mark.parametrize("name", ["-cpu", "_cpu", ".cpu", "a b", "cpu!", "ümlaut", "''"])
+def test_stage_name_must_match_the_pattern(name):
+    text = stages(f"{{name: {name}, backend: cpu}}")
+    shown = repr(name.strip("'"))
+    assert errors(text) == [(P, 5, 12, f"stages[0].name: {shown} is not a valid name "
+                             "(expected [A-Za-z0-9][A-Za-z0-9_.-]*)", None)]
+
+
+def test_stage_name_must_be_a_string():
+    text = stages("{name: 1, backend: cpu}")
+    assert errors(text) == [(P, 5, 12, "stages[0].name: expected a string, got an integer ('1')", None)]
+
+
+def test_stage_names_are_unique():
+    text = stages("{name: a, backend: cpu}", "{name: b, backend: cpu}", "{name: a, backend: cpu}",
+                  "{name: a, backend: cpu}")
+    assert errors(text) == [
+        (P, 7, 12, "stages[2].name: duplicate stage name 'a' (also stages[0])", None),
+        (P, 8, 12, "stages[3].name: duplicate stage name 'a' (also stages[0])", None),
+    ]
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("tpu", "'tpu'"),
+    ("CUDA", "'CUDA'"),
+    ("1", "an integer ('1')"),
+    ("[cpu]", "a list"),
+    ("~", "null"),
+    ("2020-13-45", "an invalid timestamp ('2020-13-45')"),
+])
+def test_stage_backend_must_be_known(value, shown):
+    text = stages(f"{{name: s, backend: {value}}}")
+    assert errors(text) == [(P, 5, 24, f"stages[0].backend: expected one of cpu, cuda, rocm, got {shown}", None)]
+
+
+def test_the_error_names_the_stage_index():
+    text = stages("{name: a, backend: cpu}", "{name: b, backend: cpu}", "{name: c, backend: cpu}",
+                  "{name: d, backend: gpu}")
+    assert errors(text) == [err(text, "gpu", "stages[3].backend: expected one of cpu, cuda, rocm, got 'gpu'")]
+
+
+@pytest.mark.parametrize("backend", ["cuda", "rocm"])
+@pytest.mark.parametrize("external", ["", ", external: false"])
+def test_runs_on_is_required_for_non_external_gpu_stages(backend, external):
+    text = stages(f"{{name: g, backend: {backend}{external}}}")
+    assert errors(text) == [(P, 5, 5, f"stages[0].runs_on: required for {backend} stages that are not external",
+                             "list the runner labels, e.g. runs_on: [h200, 4gpu]")]
+
+
+@pytest.mark.parametrize("value, needle, message", [
+    ("[]", "[]", "stages[0].runs_on: must not be empty"),
+    ("h200", "h200", "stages[0].runs_on: expected a list, got a string ('h200')"),
+    ("[h200, 1]", "1]", "stages[0].runs_on[1]: expected a string, got an integer ('1')"),
+    ("[h200, h200]", "h200]", "stages[0].runs_on[1]: duplicate entry 'h200'"),
+])
+def test_invalid_runs_on(value, needle, message):
+    text = stages(f"{{name: g, backend: cuda, runs_on: {value}}}")
+    assert errors(text) == [err(text, needle, message)]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "stages[0].partitions: must be at least 1, got 0"),
+    ("-2", "stages[0].partitions: must be at least 1, got -2"),
+    ("true", "stages[0].partitions: expected an integer, got a boolean ('true')"),
+    ("1.5", "stages[0].partitions: expected an integer, got a number ('1.5')"),
+    ("2.0", "stages[0].partitions: expected an integer, got a number ('2.0')"),
+    ("'2'", "stages[0].partitions: expected an integer, got a string ('2')"),
+])
+def test_invalid_partitions(value, message):
+    text = stages(f"{{name: s, backend: cpu, partitions: {value}}}")
+    assert errors(text) == [(P, 5, 41, message, None)]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("bash", "stages[0].runner: expected one of python, pytest, got 'bash'"),
+    ("Pytest", "stages[0].runner: expected one of python, pytest, got 'Pytest'"),
+    ("true", "stages[0].runner: expected one of python, pytest, got a boolean ('true')"),
+])
+def test_invalid_runner(value, message):
+    text = stages(f"{{name: s, backend: cpu, runner: {value}}}")
+    assert errors(text) == [(P, 5, 37, message, None)]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "stages[0].timeout_per_file: must be greater than 0, got 0"),
+    ("0.0", "stages[0].timeout_per_file: must be greater than 0, got 0.0"),
+    ("-5", "stages[0].timeout_per_file: must be greater than 0, got -5"),
+    ("true", "stages[0].timeout_per_file: expected a number, got a boolean ('true')"),
+    ("'60'", "stages[0].timeout_per_file: expected a number, got a string ('60')"),
+    (".inf", "stages[0].timeout_per_file: expected a finite number, got '.inf'"),
+    (".nan", "stages[0].timeout_per_file: expected a finite number, got '.nan'"),
+])
+def test_invalid_timeout_per_file(value, message):
+    text = stages(f"{{name: s, backend: cpu, timeout_per_file: {value}}}")
+    assert errors(text) == [(P, 5, 47, message, None)]
+
+
+@pytest.mark.parametrize("key", ["diff_pruned", "external"])
+@pytest.mark.parametrize("value, described", [("1", "an integer ('1')"), ("'true'", "a string ('true')")])
+def test_boolean_stage_keys(key, value, described):
+    text = stages(f"{{name: s, backend: cpu, {key}: {value}}}")
+    assert errors(text) == [err(text, f"{value}}}", f"stages[0].{key}: expected a boolean, got {described}")]
+
+
+def test_every_problem_of_one_stage_is_reported():
+    text = stages("{name: -x, backend: cuda, partitions: 0, runner: sh, timeout_per_file: 0, diff_pruned: 2}")
+    assert errors(text) == [
+        (P, 5, 5, "stages[0].runs_on: required for cuda stages that are not external",
+         "list the runner labels, e.g. runs_on: [h200, 4gpu]"),
+        err(text, "-x", "stages[0].name: '-x' is not a valid name (expected [A-Za-z0-9][A-Za-z0-9_.-]*)"),
+        err(text, "0,", "stages[0].partitions: must be at least 1, got 0"),
+        err(text, "sh", "stages[0].runner: expected one of python, pytest, got 'sh'"),
+        err(text, "0, diff", "stages[0].timeout_per_file: must be greater than 0, got 0"),
+        err(text, "2}", "stages[0].diff_pruned: expected a boolean, got an integer ('2')"),
+    ]

@@ -1,0 +1,72 @@
+"""Builders shared by the tests of `ci_policy.config`: small configurations and exact error tuples."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ci_policy.config import Stage, parse_config
+from ci_policy.errors import InputError, InputErrors
+
+P = ".github/ci-policy.yml"
+STAGE_KEYS_HINT = ("allowed keys here: backend, diff_pruned, external, name, partitions, runner, "
+                   "runs_on, timeout_per_file")
+
+HEAD = "version: 1\ndiscovery:\n  roots: [tests]\n"
+CPU_STAGE = "stages:\n  - {name: cpu, backend: cpu}\n"
+VALID = HEAD + CPU_STAGE
+
+
+def caught(fn, *args, **kwargs) -> list[tuple]:
+    """(path, line, col, message, hint) of every error `fn` raises; fails if it raises none."""
+    try:
+        fn(*args, **kwargs)
+    except InputErrors as exc:
+        return [(e.path, e.line, e.col, e.message, e.hint) for e in exc.errors]
+    except InputError as exc:
+        return [(exc.path, exc.line, exc.col, exc.message, exc.hint)]
+    pytest.fail("no InputError raised")
+
+
+def errors(text: str) -> list[tuple]:
+    return caught(parse_config, text, P)
+
+
+def coded(text: str) -> list[tuple]:
+    """(path, line, col, message, hint, code) of every error `parse_config` raises for `text`."""
+    try:
+        parse_config(text, P)
+    except InputErrors as exc:
+        return [(e.path, e.line, e.col, e.message, e.hint, e.code) for e in exc.errors]
+    pytest.fail("no InputErrors raised")
+
+
+def at(text: str, needle: str, nth: int = 1) -> tuple[int, int]:
+    """1-based (line, col) of the nth occurrence of `needle` in `text`."""
+    pos = -1
+    for _ in range(nth):
+        pos = text.index(needle, pos + 1)
+    line = text.count("\n", 0, pos) + 1
+    return line, pos - (text.rfind("\n", 0, pos) + 1) + 1
+
+
+def err(text: str, needle: str, message: str, hint: str | None = None, nth: int = 1) -> tuple:
+    return (P, *at(text, needle, nth), message, hint)
+
+
+def coded_err(text: str, needle: str, message: str, code: str, hint: str | None = None, nth: int = 1) -> tuple:
+    """The `coded` tuple of an error at the nth `needle` of `text`."""
+    return (*err(text, needle, message, hint, nth), code)
+
+
+def stages(*items: str) -> str:
+    return HEAD + "stages:\n" + "".join(f"  - {item}\n" for item in items)
+
+
+def discovery(body: str) -> str:
+    return "version: 1\n" + body + CPU_STAGE
+
+
+def cpu_stage(line: int, **overrides) -> Stage:
+    return dataclasses.replace(Stage(name="cpu", backend="cpu", line=line), **overrides)
