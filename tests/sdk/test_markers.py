@@ -1,0 +1,57 @@
+"""sdk.markers: the registration markers do nothing at run time and take the documented arguments."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+import ci_policy
+from ci_policy.sdk import markers
+from ci_policy.sdk.markers import register_ci_gate, register_cpu_ci, register_cuda_ci, register_rocm_ci
+
+BACKEND_MARKERS = [register_cpu_ci, register_cuda_ci, register_rocm_ci]
+
+
+@pytest.mark.parametrize("marker", BACKEND_MARKERS)
+def test_a_backend_marker_accepts_its_documented_calls_and_returns_none(marker):
+    assert marker(300, "stage-a") is None
+    assert marker(est_time=12.5, suite="stage-b") is None
+    assert marker(60, "gpu", labels=["megatron", "fsdp"], nightly=True, disabled="flaky on h200") is None
+    assert marker(60, "gpu", labels=None, nightly=False, disabled=None) is None
+
+
+@pytest.mark.parametrize("marker", BACKEND_MARKERS)
+def test_a_backend_marker_signature(marker):
+    assert str(inspect.signature(marker)) == (
+        "(est_time: 'float', suite: 'str', *, labels: 'Sequence[str] | None' = None, "
+        "nightly: 'bool' = False, disabled: 'str | None' = None) -> 'None'")
+
+
+@pytest.mark.parametrize("marker", BACKEND_MARKERS)
+def test_a_backend_marker_refuses_undocumented_arguments(marker):
+    with pytest.raises(TypeError):
+        marker(60)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        marker(60, "gpu", ["megatron"])  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        marker(60, "gpu", label="megatron")  # type: ignore[call-arg]
+
+
+def test_the_gate_marker_accepts_its_documented_calls_and_returns_none():
+    assert register_ci_gate(metric_key="train/grad_norm") is None
+    assert register_ci_gate(metric_key="train/ppo_kl", steps="last", constraint={"max": 0.1}) is None
+    assert register_ci_gate(metric_key="k", steps=[0, 3], constraint={"rel_tol": 0.05}, enforce=True,
+                            allowlist_reason="known drift") is None
+    assert str(inspect.signature(register_ci_gate)) == (
+        "(*, metric_key: 'str', steps: 'Any' = None, constraint: 'Any' = None, enforce: 'bool' = False, "
+        "allowlist_reason: 'str | None' = None) -> 'None'")
+    with pytest.raises(TypeError):
+        register_ci_gate("train/grad_norm")  # type: ignore[misc]
+
+
+def test_the_markers_are_the_package_api():
+    assert [name for name in dir(markers) if name.startswith("register_")] == [
+        "register_ci_gate", "register_cpu_ci", "register_cuda_ci", "register_rocm_ci"]
+    for name in ("register_ci_gate", "register_cpu_ci", "register_cuda_ci", "register_rocm_ci"):
+        assert getattr(ci_policy, name) is getattr(markers, name)
