@@ -29,7 +29,7 @@ class Refused(Exception):
 class Parser(argparse.ArgumentParser):
     """A parser whose errors are raised, so a test can read the message."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         raise Refused(message)
 
 

@@ -31,11 +31,11 @@ def test_a_backend_marker_signature(marker):
 @pytest.mark.parametrize("marker", BACKEND_MARKERS)
 def test_a_backend_marker_refuses_undocumented_arguments(marker):
     with pytest.raises(TypeError):
-        marker(60)  # type: ignore[call-arg]
+        marker(60)
     with pytest.raises(TypeError):
-        marker(60, "gpu", ["megatron"])  # type: ignore[misc]
+        marker(60, "gpu", ["megatron"])
     with pytest.raises(TypeError):
-        marker(60, "gpu", label="megatron")  # type: ignore[call-arg]
+        marker(60, "gpu", label="megatron")
 
 
 def test_the_gate_marker_accepts_its_documented_calls_and_returns_none():
@@ -47,7 +47,7 @@ def test_the_gate_marker_accepts_its_documented_calls_and_returns_none():
         "(*, metric_key: 'str', steps: 'Any' = None, constraint: 'Any' = None, enforce: 'bool' = False, "
         "allowlist_reason: 'str | None' = None) -> 'None'")
     with pytest.raises(TypeError):
-        register_ci_gate("train/grad_norm")  # type: ignore[misc]
+        register_ci_gate("train/grad_norm")
 
 
 def test_the_markers_are_the_package_api():
