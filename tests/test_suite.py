@@ -17,11 +17,11 @@ def collected(marker: str, *paths: str) -> set[str]:
 
 
 def test_property_and_postgresql_tests_are_slow_and_nothing_else_is():
-    paths = ("tests/read/test_labels.py", "tests/adapters/store/test_store.py")
+    paths = ("tests/read/test_labels.py", "tests/adapters/store/test_base.py")
     slow = collected("slow", *paths)
     fast = collected("not slow", *paths)
     assert "tests/read/test_labels.py::test_any_valid_registry_round_trips" in slow  # hypothesis
-    assert "tests/adapters/store/test_store.py::test_parallel_processes_lose_nothing[postgresql]" in slow
-    assert "tests/adapters/store/test_store.py::test_parallel_processes_lose_nothing[sqlite]" in fast
+    assert "tests/adapters/store/test_base.py::test_parallel_processes_lose_nothing[postgresql]" in slow
+    assert "tests/adapters/store/test_base.py::test_parallel_processes_lose_nothing[sqlite]" in fast
     assert not slow & fast
     assert all("postgresql" not in test for test in fast)

@@ -1,4 +1,4 @@
-"""Rendering: GitHub workflow commands are escaped, and no output line can become one.
+"""The render package: its dispatchers, and end to end, no output line a checkout can turn into a command.
 
 A checkout is untrusted (a fork PR): its file names, disabled reasons and configuration
 end up in messages. Printed in a GitHub Actions step, any output line that starts with
@@ -6,17 +6,20 @@ end up in messages. Printed in a GitHub Actions step, any output line that start
 - in `--format github`, each diagnostic is exactly one `::error`/`::warning` command whose
   data escapes `%`, CR, LF and whose properties also escape `:` and `,`;
 - in text and JSON output, no untrusted value can start a line of its own.
+Each format's own renderers are tested in the module of that format (`test_escape`,
+`test_text`, `test_github`, `test_jsondoc`, `test_markdown`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
+
+from workflow_commands import commands
 
 from ci_policy.cli import main
 from ci_policy.errors import Diagnostic
-from ci_policy.render import diagnostic_github, diagnostic_text, escape_data, escape_property
+from ci_policy.render import diagnostics
 
 CONFIG = """\
 version: 1
@@ -48,84 +51,17 @@ def write_repo(root: Path) -> Path:
     return root
 
 
-# -- a minimal reader of workflow commands, as the Actions runner parses them -------------
+# -- the dispatchers -------------------------------------------------------------------------
 
-COMMAND = re.compile(r"^::(?P<name>[a-z-]+)(?: (?P<props>[^:]*))?::(?P<data>.*)$")
-
-
-def unescape_data(value: str) -> str:
-    return value.replace("%0D", "\r").replace("%0A", "\n").replace("%25", "%")
-
-
-def unescape_property(value: str) -> str:
-    return unescape_data(value.replace("%3A", ":").replace("%2C", ","))
-
-
-def commands(output: str) -> list[tuple[str, dict, str]]:
-    """Every line the runner would treat as a workflow command, parsed."""
-    out = []
-    for line in re.split(r"\r\n|\r|\n", output):
-        stripped = line.lstrip()
-        if not stripped.startswith("::"):
-            continue
-        match = COMMAND.match(stripped)
-        assert match, f"malformed workflow command: {line!r}"
-        props = {}
-        if match["props"]:
-            for item in match["props"].split(","):
-                key, _, value = item.partition("=")
-                props[key] = unescape_property(value)
-        out.append((match["name"], props, unescape_data(match["data"])))
-    return out
-
-
-# -- escaping ----------------------------------------------------------------------------
-
-def test_escape_data():
-    assert escape_data("a%b\rc\nd") == "a%25b%0Dc%0Ad"
-    # `%` first: a literal "%0A" in the input must not come back as a newline.
-    assert escape_data("%0A") == "%250A"
-    assert unescape_data(escape_data("%0A\n")) == "%0A\n"
-    assert escape_data("a::b,c:d") == "a::b,c:d"
-
-
-def test_escape_property():
-    assert escape_property("a:b,c%d\re\nf") == "a%3Ab%2Cc%25d%0De%0Af"
-    assert escape_property("::") == "%3A%3A"
-
-
-def test_diagnostic_github_one_command_per_diagnostic():
-    err = Diagnostic("bad\n::error::injected", path="a,b:c.py", line=3, col=7, hint="fix\r\nit")
-    assert diagnostic_github(err) == (
-        "::error file=a%2Cb%3Ac.py,line=3,col=7::bad%0A::error::injected (hint: fix%0D%0Ait)")
-    warn = Diagnostic("w", severity="warning")
-    assert diagnostic_github(warn) == "::warning::w"
-    assert diagnostic_github(Diagnostic("m", path="p.py", line=2)) == "::error file=p.py,line=2::m"
-
-
-def test_diagnostic_github_carries_the_code_in_the_title():
-    err = Diagnostic("m", path="p.py", line=2, col=1, code="CP201")
-    assert diagnostic_github(err) == "::error file=p.py,line=2,col=1,title=CP201 marker-not-module-level::m"
-    warn = Diagnostic("w", path="labels.py", line=1, code="CP902", severity="warning", hint="h")
-    assert diagnostic_github(warn) == "::warning file=labels.py,line=1,title=CP902 label-unused::w (hint: h)"
-    # Neither location nor title: a problem no file locates (a remote answer), with no code.
-    assert diagnostic_github(Diagnostic("x")) == "::error::x"
-
-
-def test_diagnostic_text_keeps_one_diagnostic_on_its_lines():
-    err = Diagnostic("bad\n::error::injected\rx", path="p.py", line=3, col=7, hint="h\n::warning::w")
-    text = diagnostic_text(err)
-    assert text == "p.py:3:7: bad\\n::error::injected\\rx\n    hint: h\\n::warning::w"
-    assert commands(text) == []
-
-
-def test_diagnostic_text_shows_the_code_and_name_before_the_message():
-    err = Diagnostic("m", path="p.py", line=3, col=7, hint="h", code="CP201")
-    assert diagnostic_text(err) == "p.py:3:7: CP201 marker-not-module-level: m\n    hint: h"
-    warn = Diagnostic("w", path="labels.py", line=1, code="CP902", severity="warning")
-    assert diagnostic_text(warn) == "labels.py:1: warning: CP902 label-unused: w"
-    assert diagnostic_text(Diagnostic("u", path="pr.diff")) == "pr.diff: u"
-    assert diagnostic_text(Diagnostic("no file locates this")) == "no file locates this"
+def test_diagnostics_in_each_format():
+    errors = [Diagnostic("e", path="tests/t.py", line=2, hint="h"), Diagnostic("w", severity="warning")]
+    assert diagnostics(errors, "text") == "tests/t.py:2: e\n    hint: h\nwarning: w"
+    assert diagnostics(errors, "github", lambda p: "repo/" + p) == (
+        "::error file=repo/tests/t.py,line=2::e (hint: h)\n::warning::w")
+    assert json.loads(diagnostics(iter(errors), "json")) == {
+        "schema": 1, "errors": [{"path": "tests/t.py", "line": 2, "col": None, "message": "e", "hint": "h"}],
+        "warnings": [{"path": None, "line": None, "col": None, "message": "w", "hint": None}]}
+    assert diagnostics([], "text") == ""
 
 
 # -- end to end: a hostile checkout cannot inject a second workflow command ------------------

@@ -1,6 +1,7 @@
 """est_time proposals (`ci_policy.adapters.tuning.propose`): bucket rounding, q, every action and skip
 reason with exact `Proposal` values, grouping across runs/shards/backends, the balance report,
-and property tests (rounding, monotonicity, non-passed samples, status precedence)."""
+and property tests (rounding, monotonicity, non-passed samples). The status precedence itself
+is in `test_evidence.py`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from helpers import EXAMPLE_REPO, MAIN_BLOCK, MINIMAL_CONFIG, MINIMAL_LABELS
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from ci_policy.adapters.tuning.evidence import PRECEDENCE, STATUSES, FileEvidence, strongest
+from ci_policy.adapters.tuning.evidence import STATUSES, FileEvidence
 from ci_policy.adapters.tuning.propose import (
     Proposal,
     StageBalance,
@@ -435,48 +436,6 @@ def test_non_passed_samples_never_change_a_proposal(snapshot, good, other, apply
 
 def base_samples(base, p):
     return next((b.samples for b in base if (b.file, b.backend) == (p.file, p.backend)), ())
-
-
-def test_statuses_and_their_precedence_are_the_documented_order():
-    assert STATUSES == ("passed", "timeout", "unknown", "failed", "cancelled", "not_run")
-    assert PRECEDENCE == {s: i for i, s in enumerate(STATUSES)}
-
-
-def stronger(a: str, b: str) -> bool:
-    return strongest([a, b]) == a and a != b
-
-
-@given(st.sampled_from(STATUSES), st.sampled_from(STATUSES), st.sampled_from(STATUSES))
-def test_strongest_is_a_total_order_matching_statuses(a, b, c):
-    # total and antisymmetric: exactly one of a>b, b>a, a==b
-    assert [stronger(a, b), stronger(b, a), a == b].count(True) == 1
-    # it is the order of STATUSES
-    assert stronger(a, b) == (STATUSES.index(a) < STATUSES.index(b))
-    # transitive
-    if stronger(a, b) and stronger(b, c):
-        assert stronger(a, c)
-    assert strongest([a, b]) == strongest([b, a]) in (a, b)
-    assert strongest([a, a]) == a
-
-
-@given(st.lists(st.sampled_from(STATUSES), min_size=1), st.randoms())
-def test_strongest_of_any_list_is_its_first_status_in_statuses_order(statuses, rnd):
-    expected = next(s for s in STATUSES if s in statuses)
-    assert strongest(statuses) == expected
-    shuffled = list(statuses)
-    rnd.shuffle(shuffled)
-    assert strongest(shuffled) == expected
-    assert strongest(iter(statuses)) == expected
-    half = len(statuses) // 2
-    if 0 < half:
-        assert strongest([strongest(statuses[:half]), strongest(statuses[half:])]) == expected
-
-
-def test_strongest_refuses_nothing_and_unknown_statuses():
-    with pytest.raises(ValueError):
-        strongest([])
-    with pytest.raises(KeyError):
-        strongest(["passed", "PASS"])
 
 
 # Whole seconds make q * safety a whole number often (100 * 1.1, 20 * 1.15, ...), where float noise bites.

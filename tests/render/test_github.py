@@ -1,0 +1,75 @@
+"""render.github: diagnostics, run results and gates as workflow commands; `$GITHUB_OUTPUT` blocks."""
+
+from __future__ import annotations
+
+import pytest
+from render_cases import FILE_PLAN, gate_outcome, shard_result
+from workflow_commands import commands
+
+from ci_policy.errors import Diagnostic, UsageError
+from ci_policy.render.github import (
+    diagnostic_github,
+    file_run_outputs,
+    gate_annotations,
+    github_output_lines,
+    run_annotations,
+    usage_error_github,
+)
+
+
+def test_diagnostic_github_one_command_per_diagnostic():
+    err = Diagnostic("bad\n::error::injected", path="a,b:c.py", line=3, col=7, hint="fix\r\nit")
+    assert diagnostic_github(err) == (
+        "::error file=a%2Cb%3Ac.py,line=3,col=7::bad%0A::error::injected (hint: fix%0D%0Ait)")
+    warn = Diagnostic("w", severity="warning")
+    assert diagnostic_github(warn) == "::warning::w"
+    assert diagnostic_github(Diagnostic("m", path="p.py", line=2)) == "::error file=p.py,line=2::m"
+
+
+def test_diagnostic_github_carries_the_code_in_the_title():
+    err = Diagnostic("m", path="p.py", line=2, col=1, code="CP201")
+    assert diagnostic_github(err) == "::error file=p.py,line=2,col=1,title=CP201 marker-not-module-level::m"
+    warn = Diagnostic("w", path="labels.py", line=1, code="CP902", severity="warning", hint="h")
+    assert diagnostic_github(warn) == "::warning file=labels.py,line=1,title=CP902 label-unused::w (hint: h)"
+    # Neither location nor title: a problem no file locates (a remote answer), with no code.
+    assert diagnostic_github(Diagnostic("x")) == "::error::x"
+
+
+def test_diagnostic_github_paths_go_through_path_of():
+    err = Diagnostic("m", path="tests/t.py", line=1)
+    assert diagnostic_github(err, lambda p: "repo/" + p) == "::error file=repo/tests/t.py,line=1::m"
+    # Without a path there is no file to map.
+    assert diagnostic_github(Diagnostic("m"), lambda p: "repo/" + p) == "::error::m"
+
+
+def test_usage_error_github():
+    err = UsageError("needs --base\n::x", source="--head", hint="pass --base REV")
+    assert usage_error_github("plan", err) == (
+        "::error::ci-policy plan: --head: needs --base%0A::x (hint: pass --base REV)")
+    assert usage_error_github("run", UsageError("m")) == "::error::ci-policy run: m"
+
+
+def test_run_annotations_one_error_per_file_that_did_not_pass():
+    out = run_annotations(shard_result())
+    assert out == (
+        "::error file=tests/test_a|b.py::tests/test_a|b.py gate-fail after 2 attempt(s) "
+        "(1 enforced metric gate coordinate(s) failed)\n"
+        "::error file=tests/test_slow.py::tests/test_slow.py timeout after 1 attempt(s) (timeout: killed at 20s)")
+    assert [c[0] for c in commands(out)] == ["error", "error"]
+
+
+def test_gate_annotations_only_the_blocking_coordinates():
+    assert gate_annotations(gate_outcome()) == "::error file=tests/test_a|b.py::gate train/kl step 2: FAIL: above 0.6"
+
+
+def test_github_output_lines_and_the_delimiter():
+    assert github_output_lines({"a": "1", "b": "x\ny", "c": ""}, "EOF_1") == (
+        "a<<EOF_1\n1\nEOF_1\nb<<EOF_1\nx\ny\nEOF_1\nc<<EOF_1\n\nEOF_1\n")
+    with pytest.raises(ValueError, match=r"^delimiter occurs in an output value$"):
+        github_output_lines({"a": "1", "b": "x EOF_1 y"}, "EOF_1")
+
+
+def test_file_run_outputs_round_the_timeout_up_to_minutes_plus_five():
+    assert file_run_outputs(FILE_PLAN, "D") == (
+        'hw<<D\nh200\nD\nsuite<<D\ngpu\nD\nruns_on<<D\n["self-hosted", "h200"]\nD\n'
+        "container_image<<D\nghcr.io/x/img:1\nD\ntimeout_seconds<<D\n61\nD\ntimeout_minutes<<D\n7\nD\n")

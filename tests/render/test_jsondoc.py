@@ -1,0 +1,96 @@
+"""render.jsondoc: the public JSON documents (`"schema": 1`), two-space indented, in a stable field order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from render_cases import FILE_PLAN, REG, pr_plan, write_repo
+
+from ci_policy.errors import Diagnostic
+from ci_policy.render.jsondoc import (
+    JSON_SCHEMA_VERSION,
+    comment_json,
+    diagnostics_json,
+    file_run_json,
+    plan_dict,
+    plan_json,
+    registry_json,
+    shard_files_json,
+)
+
+DIFF_REASON = "no --diff or --base was given"
+RUN_REASONS = [f"run: the diff is unavailable ({DIFF_REASON}), so every runnable stage runs",
+               "run: requested by run-ci-megatron"]
+
+
+def document(value: Any) -> str:
+    """The exact text: field order included, since `json.dumps` keeps a dict's order."""
+    return json.dumps(value, indent=2)
+
+
+def test_the_schema_version():
+    assert JSON_SCHEMA_VERSION == 1
+
+
+def test_registry_json():
+    assert registry_json([REG]) == document({"schema": 1, "registrations": [{
+        "file": "tests/test_a|b.py", "line": 3, "backend": "cuda", "suite": "gpu", "est_time": 60, "labels": [],
+        "nightly": False, "disabled": None, "implicit": False}]})
+    assert registry_json([]) == document({"schema": 1, "registrations": []})
+
+
+def test_plan_dict_and_plan_json(tmp_path):
+    plan = pr_plan(write_repo(tmp_path / "repo"), "run-ci-megatron", "bug")
+    expected = {
+        "schema": 1, "event": "pull_request", "cadence": "regular", "raw_labels": ["run-ci-megatron"],
+        "include_labels": ["megatron"], "bypass_fastfail": False, "write_baseline": False,
+        "diff": {"available": False, "files": [], "reason": DIFF_REASON},
+        "stages": [
+            {"name": "gpu", "backend": "cuda", "decision": "run", "reasons": RUN_REASONS, "runs_on": ["h200"],
+             "tests": [{"file": "tests/test_big_model.py", "est_time": 300, "est_source": "literal"},
+                       {"file": "tests/test_small.py", "est_time": 60, "est_source": "literal"}],
+             "shards": [{"index": 0, "est_seconds": 300, "files": ["tests/test_big_model.py"]},
+                        {"index": 1, "est_seconds": 60, "files": ["tests/test_small.py"]}],
+             "invalid": []},
+            {"name": "cpu", "backend": "cpu", "decision": "skip", "reasons": ["skip: no registered tests"],
+             "runs_on": ["ubuntu-latest"], "tests": [], "shards": [], "invalid": []}],
+        "skipped_stages": ["cpu"], "images": {"cuda": "build", "rocm": "skip"},
+        "warnings": [f"diff unavailable: {DIFF_REASON}",
+                     "gpu: tests/test_big_model.py alone (est 300s) exceeds the stage's mean shard time (180s); "
+                     "the stage cannot finish sooner than this file"]}
+    assert plan_dict(plan) == expected
+    assert plan_json(plan) == document(expected)
+
+
+def test_shard_files_json(tmp_path):
+    plan = pr_plan(write_repo(tmp_path / "repo"), "run-ci-megatron")
+    gpu, cpu = plan.stages
+    assert shard_files_json(gpu, gpu.shards[1]) == document({
+        "schema": 1, "stage": "gpu", "decision": "run", "reasons": RUN_REASONS, "shard": 1,
+        "files": ["tests/test_small.py"]})
+    assert shard_files_json(cpu, None) == document({
+        "schema": 1, "stage": "cpu", "decision": "skip", "reasons": ["skip: no registered tests"], "shard": None,
+        "files": []})
+
+
+def test_file_run_json():
+    assert file_run_json(FILE_PLAN) == document({
+        "file": "tests/test_a.py", "hw": "h200", "suite": "gpu", "runs_on": ["self-hosted", "h200"],
+        "container_image": "ghcr.io/x/img:1", "timeout_seconds": 61})
+
+
+def test_comment_json_lists_the_requests_only_in_a_dry_run():
+    assert comment_json("ok", "m", 0) == document({"schema": 1, "status": "ok", "message": "m", "exit_code": 0})
+    assert comment_json("dry-run", "m", 0, iter([{"a": 1}])) == document(
+        {"schema": 1, "status": "dry-run", "message": "m", "exit_code": 0, "requests": [{"a": 1}]})
+    assert json.loads(comment_json("ok", "m", 0, []))["requests"] == []
+
+
+def test_diagnostics_json_lists_errors_and_warnings_apart():
+    errors = [Diagnostic("w", severity="warning"), Diagnostic("e", path="p.py", line=1, col=2, hint="h", code="CP201")]
+    assert diagnostics_json(iter(errors)) == document({
+        "schema": 1,
+        "errors": [{"code": "CP201", "name": "marker-not-module-level", "path": "p.py", "line": 1, "col": 2,
+                    "message": "e", "hint": "h"}],
+        "warnings": [{"path": None, "line": None, "col": None, "message": "w", "hint": None}]})

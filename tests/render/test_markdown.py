@@ -1,0 +1,76 @@
+"""render.markdown: the step summary of a plan, a shard's run and its gates, every value escaped."""
+
+from __future__ import annotations
+
+from render_cases import REG, gate_outcome, pr_plan, shard_result, write_repo
+
+from ci_policy.plan.results import GateOutcome
+from ci_policy.render.markdown import gate_markdown, plan_markdown, run_summary_markdown
+
+GATES = (
+    "### Metric gates: tests/test\\_a\\|b.py\n"
+    "\n"
+    "| Metric | Step | Value | Baseline | Band | Verdict | Detail |\n"
+    "|---|---:|---:|---:|---|---|---|\n"
+    "| train/loss | last | 1.5 | 1.4 (n=5) | \\[1.2, 1.6\\] | PASS |  |\n"
+    "| train/kl | 2 | 0.75 | 0.5 (n=3) | \\[0.4, 0.6\\] | FAIL | above 0.6 |\n"
+    "| train/grad\\|norm | last | 9 | - | - | FAIL (report only) | above 2 |\n"
+    "| train/x | 0 | - | - | - | ERROR (allowlisted: known drift) | no value |\n"
+    "\n"
+    "Run **not trusted**; baseline: 5 trusted run(s)\n"
+    "\n")
+
+
+def test_gate_markdown():
+    assert gate_markdown(gate_outcome()) == GATES
+    assert gate_markdown(GateOutcome(REG.file, REG, [], baseline="no gates declared")) == ""
+
+
+def test_run_summary_markdown_then_the_gates_of_each_file():
+    assert run_summary_markdown(shard_result()) == (
+        "## ci-policy run: gpu shard 1\n"
+        "\n"
+        "| File | Status | Attempts | Elapsed | Est. | |\n"
+        "|---|---|---:|---:|---:|---|\n"
+        "| tests/test\\_quick.py | PASS | 1 | 12.5s | 20s |  |\n"
+        "| tests/test\\_a\\|b.py | GATE-FAIL | 2 | 61.0s | 60s | ⚠️ over est_time |\n"
+        "| tests/test\\_slow.py | TIMEOUT | 1 | 20.0s | 10s | ⚠️ over est_time |\n"
+        "| tests/test\\_left.py | NOT RUN | 0 | - | 30s | fast-fail |\n"
+        "\n" + GATES)
+
+
+def test_plan_markdown(tmp_path):
+    plan = pr_plan(write_repo(tmp_path / "repo"), "run-ci-megatron", "bug")
+    assert plan_markdown(plan) == (
+        "## ci-policy plan\n"
+        "\n"
+        "- **Event:** pull\\_request, **cadence:** regular\n"
+        "- **PR labels:** run-ci-megatron\n"
+        "- **Included labels:** megatron\n"
+        "- **Diff:** unavailable (no --diff or --base was given); every runnable stage runs\n"
+        "- **Images:** cuda build, rocm skip\n"
+        "\n"
+        "| Stage | Backend | Decision | Tests | Shards | Est. wall | Reasons |\n"
+        "|---|---|---|---:|---:|---:|---|\n"
+        "| gpu | cuda | ✅ run | 2 | 2 | 300s | run: the diff is unavailable (no --diff or --base was given), "
+        "so every runnable stage runs<br>run: requested by run-ci-megatron |\n"
+        "| cpu | cpu | ⏭️ skip | 0 | 0 | - | skip: no registered tests |\n"
+        "\n"
+        "### gpu\n"
+        "\n"
+        "```mermaid\n"
+        "gantt\n"
+        "    title gpu shards (estimated seconds)\n"
+        "    dateFormat X\n"
+        "    axisFormat %s\n"
+        "    section shard 0\n"
+        "    test_big_model.py :0, 300\n"
+        "    section shard 1\n"
+        "    test_small.py :0, 60\n"
+        "```\n"
+        "\n"
+        "**Warnings**\n"
+        "\n"
+        "- diff unavailable: no --diff or --base was given\n"
+        "- gpu: tests/test\\_big\\_model.py alone (est 300s) exceeds the stage's mean shard time (180s); "
+        "the stage cannot finish sooner than this file\n")
