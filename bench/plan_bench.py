@@ -4,9 +4,9 @@ Builds a synthetic checkout (N GPU test files across stages and labels, plus a d
 then times, in the same run and process:
 
 - baseline: reading and `ast.parse`-ing every test file (the least any planner must do);
-- lint:     `ci_policy.lint.lint` (configuration, labels, discovery, every registration);
-- plan:     `ci_policy.plan.build_plan` for a pull request with a diff (snapshot included);
-- shards:   `ci_policy.partition.partition` of all files into 8 shards.
+- lint:     `ci_policy.model.lint.lint` (configuration, labels, discovery, every registration);
+- plan:     `ci_policy.plan.build.build_plan` for a pull request with a diff (snapshot included);
+- shards:   `ci_policy.plan.partition.partition` of all files into 8 shards.
 
 It prints the median of several repetitions and each step's ratio to the baseline, so
 results compare across machines. Usage: python bench/plan_bench.py [--files N] [--repeat R]

@@ -1,12 +1,12 @@
 """The test registry: every registration of every discovered test file.
 
 - In: the validated `Config`, the `LabelRegistry`, and the text of each discovered file
-  (read by `ci_policy.snapshot` through `ci_policy.checkout`).
+  (read by `ci_policy.model.snapshot` through `ci_policy.read.checkout`).
 - Out: frozen `Registration`s sorted by (file, line), plus located errors.
 - Grammar (a public contract, shared with sglang-family repositories):
   `register_{cpu,cuda,rocm}_ci(est_time, suite, *, labels=None, nightly=False, disabled=None)`
   as a module-level expression statement with literal arguments only.
-- Refused, each with its own message: see `ci_policy.markers` for where a marker may
+- Refused, each with its own message: see `ci_policy.read.markers` for where a marker may
   stand, and `_registration()` for argument types, labels and suites. A file under an
   `implicit` root with no registration gets that root's registration (`implicit=True`);
   a GPU registration under a `cpu_only` root is an error. A file whose stage runs it as

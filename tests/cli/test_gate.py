@@ -1,7 +1,7 @@
 """`ci-policy gate` and the gates of `ci-policy run`, end to end, on SQLite and PostgreSQL.
 
 Every test builds a small checkout with `make_repo` (a CUDA stage, a test file declaring
-gates), writes metric records with `ci_policy.metrics.write_record` (or lets a real test
+gates), writes metric records with `ci_policy.read.records.write_record` (or lets a real test
 file record them through `MetricRecorder`), and runs the installed `ci-policy` console
 script in a subprocess against a real store: a SQLite file, or a fresh database on the
 throwaway PostgreSQL server of tests/pgserver.py. Faults are real (a killed server); the

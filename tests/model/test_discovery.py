@@ -1,4 +1,4 @@
-"""ci_policy.discovery: which files under the configured roots are test files."""
+"""ci_policy.model.discovery: which files under the configured roots are test files."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The estimates file (`ci_policy.estimates`): accepted and refused forms with exact messages,
+"""The estimates file (`ci_policy.model.estimates`): accepted and refused forms with exact messages,
 `apply()` over registrations, `render()`, the snapshot using it, and lint's stale-entry warning."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shards (`ci_policy.partition`): exact splits for small inputs, and properties."""
+"""Shards (`ci_policy.plan.partition`): exact splits for small inputs, and properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trigger policy (`ci_policy.policy`): cadence, label canonicalisation, inclusion, selection."""
+"""Trigger policy (`ci_policy.plan.policy`): cadence, label canonicalisation, inclusion, selection."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ci_policy.checkout: repo-relative paths and reading files of an untrusted checkout."""
+"""ci_policy.read.checkout: repo-relative paths and reading files of an untrusted checkout."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gitignore-style globs (`ci_policy.globs`): a match table, the refused globs, properties."""
+"""gitignore-style globs (`ci_policy.read.globs`): a match table, the refused globs, properties."""
 
 from __future__ import annotations
 

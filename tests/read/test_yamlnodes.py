@@ -1,4 +1,4 @@
-"""ci_policy.yamlnodes: strict YAML composition and the located-error `Schema` helper."""
+"""ci_policy.read.yamlnodes: strict YAML composition and the located-error `Schema` helper."""
 
 from __future__ import annotations
 
