@@ -43,20 +43,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _write_estimates(target: Path, changing) -> int:
-    """Merge the changing proposals into the estimates file; the number of entries it holds."""
-    from ci_policy.model import estimates
-
-    table: dict = {}
-    if target.exists():
-        table = estimates.parse_estimates(target.read_text(encoding="utf-8"), str(target))
-    for p in changing:
-        table[(p.file, p.suite)] = p.proposed
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(estimates.render((f, s, e) for (f, s), e in table.items()), encoding="utf-8")
-    return len(table)
-
-
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.adapters.tuning.propose import (
@@ -109,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
         rc = 1 if changing else 0
     elif args.write_estimates:
         target = Path(args.write_estimates)
-        count = _write_estimates(target, changing)
+        from ci_policy.adapters.tuning.estimates import merge_estimates
+
+        count = merge_estimates(target, changing)
         done["estimates_written"] = {"file": str(target), "entries": count}
         if not as_json:
             print(f"ci-policy tune: wrote {count} estimate(s) to {target}")
