@@ -108,7 +108,8 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
 
     for reg in out:
         stage = config.stage(reg.suite)
-        if stage is not None and stage.runner == "python" and not scan.has_main_block:
+        # A disabled registration runs nothing, so only an enabled one needs a `__main__` block.
+        if stage is not None and stage.runner == "python" and reg.disabled is None and not scan.has_main_block:
             scan.errors.append(Diagnostic(
                 f"stage {stage.name} runs {reg.file} as `python FILE`, but the file has no "
                 "`if __name__ == \"__main__\":` block that calls something, so it would exit 0 "

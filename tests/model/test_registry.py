@@ -487,6 +487,12 @@ def python_runner(stage, line=1, path=PATH):
                  'register_cuda_ci(60, "gpu-b", labels=["fsdp"])\n' + NO_MAIN,
                  [python_runner("gpu-a", 3), python_runner("gpu-b", 4)], id="one-error-per-registration"),
     pytest.param('register_cpu_ci(60, "cpu")\n' + NO_MAIN, [], id="cpu-stage-runs-pytest"),
+    # A disabled registration runs nothing: only the enabled ones of a file need the block.
+    pytest.param('register_cuda_ci(90, "gpu-a", labels=["fsdp"], disabled="flaky on H100")\n' + NO_MAIN, [],
+                 id="disabled-without-main"),
+    pytest.param('register_cuda_ci(90, "gpu-a", labels=["fsdp"], disabled="flaky on H100")\n'
+                 'register_cuda_ci(90, "gpu-b", labels=["fsdp"])\n' + NO_MAIN,
+                 [python_runner("gpu-b", 2)], id="disabled-and-enabled-without-main"),
 ])
 def test_python_runner_needs_a_main_block(make_repo, text, expected):
     snap = load_snapshot(make_repo({PATH: text}))
