@@ -21,6 +21,7 @@ _BY_MESSAGE: list[tuple[str, str]] = [
     (r" is not a registration: ci-policy reads only calls to the bare name ", "CP203"),
     (r" is imported as '", "CP204"),
     (r" is imported but this file has no module-level ", "CP205"),
+    (r" is bound here but this file has no module-level ", "CP205"),
     (r" too deeply nested ", "CP408"),
     (r" is not valid Python: | cannot be parsed: ", "CP206"),
     (r": \*args is not allowed|: \*\*kwargs is not allowed", "CP210"),

@@ -153,7 +153,7 @@ def scan(text: str, path: str) -> Scan:
     statement_calls = {id(mc.call.func) for mc in result.calls}
 
     used = {c.marker for c in result.calls}
-    for node in _nodes_that_may_mention(tree, text):
+    for node in _nodes_that_may_mention(tree, text, result, used):
         if isinstance(node, ast.Name) and node.id in ALL_MARKERS and id(node) not in statement_calls:
             result.error(node, *_misplaced(tree, node, node.id),
                          hint=f"write `{node.id}(...)` as a statement at module level, outside any block")
@@ -180,12 +180,15 @@ def scan(text: str, path: str) -> Scan:
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def _nodes_that_may_mention(tree: ast.Module, text: str) -> Iterator[ast.AST]:
+def _nodes_that_may_mention(tree: ast.Module, text: str, result: Scan, used: set[str]) -> Iterator[ast.AST]:
     """Every node of the top-level statements whose source lines name a marker.
 
     A mention of a marker (a name, an attribute, an import) is an identifier, so it is
     spelled out on the statement's own lines; statements without such text need no walk.
     This keeps scanning proportional to the marker lines, not to the whole test file.
+    A module-level rebinding of a marker (`register_cpu_ci = _load("ci").register_cpu_ci`)
+    is how some repositories import their markers: it is not walked when the file calls
+    that marker at module level, and reported as unused (CP205) when it does not.
     """
     marked = [n for n, line in enumerate(_LINE_BREAK.split(text), start=1)
               if "register_" in line and any(name in line for name in ALL_MARKERS)]
@@ -193,8 +196,29 @@ def _nodes_that_may_mention(tree: ast.Module, text: str) -> Iterator[ast.AST]:
         start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
         end: float = getattr(stmt, "end_lineno", None) or float("inf")
         i = bisect.bisect_left(marked, start)
-        if i < len(marked) and marked[i] <= end:
-            yield from ast.walk(stmt)
+        if not (i < len(marked) and marked[i] <= end):
+            continue
+        bound = _rebound_markers(stmt)
+        if bound:
+            for name in sorted(set(bound) - used):
+                kind = "gate" if name == GATE_MARKER else "registration"
+                result.error(stmt, "CP205", f"{name} is bound here but this file has no module-level "
+                             f"{name}(...) statement, so ci-policy reads no {kind} from it",
+                             hint=f"call {name}(...) at module level, or remove the binding")
+            continue
+        yield from ast.walk(stmt)
+
+
+def _rebound_markers(stmt: ast.stmt) -> tuple[str, ...]:
+    """The marker names a module-level assignment binds, when every target is one; else ()."""
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+        targets = [stmt.target]
+    else:
+        return ()
+    names = [t.id for t in targets if isinstance(t, ast.Name) and t.id in ALL_MARKERS]
+    return tuple(names) if len(names) == len(targets) else ()
 
 
 def _misplaced(tree: ast.Module, target: ast.Name, name: str) -> tuple[str, str]:

@@ -58,6 +58,12 @@ def unused_import(line, col, name="register_cuda_ci"):
                f"so ci-policy reads no {what} from it", f"call {name}(...) at module level, or remove the import")
 
 
+def unused_binding(line, col, name="register_cpu_ci"):
+    what = "gate" if name == "register_ci_gate" else "registration"
+    return err(line, col, f"{name} is bound here but this file has no module-level {name}(...) statement, "
+               f"so ci-policy reads no {what} from it", f"call {name}(...) at module level, or remove the binding")
+
+
 def errors_of(result) -> list[dict]:
     return [e.as_dict() for e in sorted(result.errors, key=Diagnostic.sort_key)]
 
@@ -86,6 +92,15 @@ ACCEPTED_PLACEMENTS = [
     pytest.param(f"from ci_policy import register_cuda_ci as register_cuda_ci\n{CALL}\n",
                  [("register_cuda_ci", 2, 1)], id="import-as-same-name"),
     pytest.param(f"import ci_policy\n{CALL}\n", [("register_cuda_ci", 2, 1)], id="module-import"),
+    # How sglang binds its markers: a module-level rebinding, then calls.
+    pytest.param('register_cpu_ci = _load_module("ci_register").register_cpu_ci\n'
+                 'register_cpu_ci(est_time=60, suite="cpu")\n', [("register_cpu_ci", 2, 1)],
+                 id="module-level-rebinding"),
+    pytest.param('register_cuda_ci: Callable = ci_register.register_cuda_ci\n' + CALL + "\n",
+                 [("register_cuda_ci", 2, 1)], id="annotated-rebinding"),
+    pytest.param('register_cpu_ci = register_cuda_ci = ci_register.load()\n'
+                 'register_cpu_ci(1, "cpu")\n' + CALL + "\n",
+                 [("register_cpu_ci", 2, 1), ("register_cuda_ci", 3, 1)], id="two-names-one-rebinding"),
 ]
 
 
@@ -142,6 +157,16 @@ REJECTED_PLACEMENTS = [
     pytest.param(f"x = 1 if True else {CALL}\n", [misplaced(1, 20)], id="inside-conditional-expression"),
     pytest.param(f"{CALL}()\n", [misplaced(1, 1)], id="result-called-again"),
     pytest.param("reg = register_cuda_ci\n", [uncalled(1, 7)], id="referenced-not-called"),
+    pytest.param('register_cpu_ci = _load_module("ci_register").register_cpu_ci\n', [unused_binding(1, 1)],
+                 id="rebound-never-called"),
+    pytest.param(src('''
+        register_cuda_ci = ci_register.register_cuda_ci
+        def setup():
+            register_cuda_ci(60, "gpu-a", labels=["fsdp"])
+        '''), [unused_binding(1, 1, "register_cuda_ci"), misplaced(3, 5)], id="rebound-called-only-in-a-function"),
+    pytest.param('register_cpu_ci = ci_register.register_cpu_ci\nregister_cpu_ci(1, "cpu")\n'
+                 'x = register_cpu_ci\n', [uncalled(3, 5, "register_cpu_ci")],
+                 id="rebinding-does-not-excuse-a-reference"),
     pytest.param("@register_cuda_ci\ndef test(): pass\n", [uncalled(1, 2)], id="used-as-decorator"),
     pytest.param("register_cuda_ci\n", [uncalled(1, 1)], id="bare-name-statement"),
     pytest.param('ci_register.register_cuda_ci(60, "gpu-a", labels=["fsdp"])\n',
