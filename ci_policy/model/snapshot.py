@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ci_policy.config import Config, load_config
+from ci_policy.config import GPU_BACKENDS, Config, load_config
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model import estimates as estimates_mod
@@ -24,7 +24,7 @@ from ci_policy.model.discovery import discover
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.read.checkout import check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
-from ci_policy.read.markers import scan
+from ci_policy.read.markers import REGISTRATION_MARKERS, MarkerCall, scan
 
 T = TypeVar("T")
 
@@ -57,12 +57,13 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")
     config = _collect(load_config, repo, config_path)
-    labels = _collect(load_labels, repo, config.labels_file)
+    labels, labels_missing = _collect(optional_labels, repo, config)
 
     files, errors = discover(repo, config)
     errors.extend(_config_label_errors(config, labels))
     registrations: list[Registration] = []
     gates: list[GateDeclaration] = []
+    marker_calls: list[tuple[str, MarkerCall]] = []  # read only to say why a missing labels file is needed
     for file in files:
         try:
             text = read_text(repo, file, what="test file")
@@ -70,6 +71,8 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
             errors.append(exc.diagnostic)
             continue
         result = scan(text, file)
+        if labels_missing:
+            marker_calls.extend((file, mc) for mc in result.calls if mc.marker in REGISTRATION_MARKERS)
         regs = registrations_of(result, config, labels)
         gates.extend(gates_of(result))
         registrations.extend(regs)
@@ -82,6 +85,8 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
                      "or add an implicit root for its directory in the configuration"))
         errors.extend(result.errors)
     errors.extend(_gate_errors(config, gates))
+    if labels_missing:
+        errors.extend(_missing_labels_errors(config, marker_calls))
     unused_estimates: list[tuple[str, str]] = []
     estimates_missing = False
     if config.estimates_file is not None:
@@ -112,6 +117,40 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
         estimates_missing=estimates_missing,
         errors=tuple(sorted(set(errors), key=Diagnostic.sort_key)),
     )
+
+
+def optional_labels(repo: Path, config: Config) -> tuple[LabelRegistry, bool]:
+    """The label registry, and whether its file is missing while the configuration does not name it.
+
+    A repository that uses no labels needs no labels file: without `labels_file` in the
+    configuration a missing `labels.py` is an empty registry (what uses labels then fails
+    in `_missing_labels_errors`). A configured `labels_file` must exist; a symlink or an
+    unreadable file is refused either way.
+    """
+    if config.line_of("labels_file") is None and check_no_symlinks(repo, config.labels_file,
+                                                                   what="labels file") is None:
+        return LabelRegistry(path=config.labels_file, labels=()), True
+    return load_labels(repo, config.labels_file), False
+
+
+def _missing_labels_errors(config: Config, calls: list[tuple[str, MarkerCall]]) -> list[Diagnostic]:
+    """What needs the labels file that does not exist: labels used, or required of GPU tests."""
+    users = [(file, mc) for file, mc in calls if any(kw.arg == "labels" for kw in mc.call.keywords)]
+    referenced = config.label_references()
+    gpu = [mc for _file, mc in calls if REGISTRATION_MARKERS[mc.marker] in GPU_BACKENDS]
+    if users:
+        file, first = users[0]
+        why = f"{len(users)} registration(s) use labels (first: {file}:{first.line})"
+    elif referenced:
+        why = f"the configuration names labels ({referenced[0][1]})"
+    elif config.gpu_requires_labels and gpu:
+        why = f"gpu_requires_labels is true and {len(gpu)} GPU registration(s) need a label"
+    else:
+        return []
+    return [Diagnostic(f"labels file {config.labels_file} does not exist, but {why}",
+                       path=config.labels_file, code="CP402",
+                       hint=f"create {config.labels_file} with KNOWN_LABELS = {{\"name\": \"description\"}}, "
+                            "or set labels_file in the configuration")]
 
 
 def _config_label_errors(config: Config, labels: LabelRegistry) -> list[Diagnostic]:

@@ -29,8 +29,8 @@ from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.model.estimates import apply as apply_estimates
 from ci_policy.model.estimates import parse_estimates
 from ci_policy.model.registry import registrations_of
+from ci_policy.model.snapshot import optional_labels
 from ci_policy.read.checkout import read_text
-from ci_policy.read.labels import load_labels
 from ci_policy.read.markers import scan
 
 # tests/<segment>/.../test_*.py; segments start with a word character, no '..', no shell characters.
@@ -74,7 +74,7 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
                          hint="pass --repo with the root of the checkout")
     config: Config = load_config(root, config_path)
     tag = check_image_tag(image_tag) if image_tag else config.file_run.default_tag
-    labels = load_labels(root, config.labels_file)
+    labels, _missing = optional_labels(root, config)  # as the plan reads it: labels.py only when used
     text = read_text(root, file, what="test file")  # refuses symlinks on every component
     in_roots = any(file.startswith(r.rstrip("/") + "/") or r == "." for r in config.discovery.roots)
     if not in_roots or not fnmatch.fnmatchcase(file.rsplit("/", 1)[-1], config.discovery.pattern):

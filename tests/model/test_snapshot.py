@@ -166,3 +166,79 @@ def test_unusable_configuration_or_labels_stop_the_snapshot(example_repo, tmp_pa
     assert labels.value.errors == (Diagnostic(
         "labels file labels.py does not define KNOWN_LABELS", path="labels.py", line=1, col=1, code="CP302",
         hint='add a module-level dict literal: KNOWN_LABELS = {"name": "description"}'),)
+
+
+# -- a labels file only when labels are used ----------------------------------------------------
+
+NO_LABELS_CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+gpu_requires_labels: false
+stages:
+  - {name: cpu, backend: cpu}
+  - {name: gpu, backend: cuda, runs_on: [h200]}
+"""
+
+
+def write_repo(root: Path, files: dict[str, str], config: str = NO_LABELS_CONFIG) -> Path:
+    for rel, text in {".github/ci-policy.yml": config, **files}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_a_repository_that_uses_no_labels_needs_no_labels_file(tmp_path):
+    repo = write_repo(tmp_path, {"tests/test_cpu.py": 'register_cpu_ci(1, "cpu")\n',
+                                 "tests/test_gpu.py": 'register_cuda_ci(60, "gpu")\n' + MAIN_BLOCK})
+    snapshot = load_snapshot(repo)
+    assert snapshot.errors == ()
+    assert (snapshot.labels.path, snapshot.labels.labels) == ("labels.py", ())
+    assert [(r.file, r.suite) for r in snapshot.registrations] == [("tests/test_cpu.py", "cpu"),
+                                                                  ("tests/test_gpu.py", "gpu")]
+
+
+HINT_LABELS = 'create labels.py with KNOWN_LABELS = {"name": "description"}, or set labels_file in the configuration'
+
+
+def test_labels_used_without_a_labels_file_say_so(tmp_path):
+    repo = write_repo(tmp_path, {"tests/test_gpu.py": 'register_cuda_ci(60, "gpu", labels=["fsdp"])\n' + MAIN_BLOCK})
+    missing = [e for e in load_snapshot(repo).errors if e.path == "labels.py"]
+    assert missing == [Diagnostic("labels file labels.py does not exist, but 1 registration(s) use labels "
+                                  "(first: tests/test_gpu.py:1)", path="labels.py", code="CP402",
+                                  hint=HINT_LABELS)]
+
+
+def test_labels_required_of_gpu_tests_without_a_labels_file_say_so(tmp_path):
+    config = NO_LABELS_CONFIG.replace("gpu_requires_labels: false\n", "")
+    repo = write_repo(tmp_path, {"tests/test_gpu.py": 'register_cuda_ci(60, "gpu")\n' + MAIN_BLOCK}, config)
+    missing = [e for e in load_snapshot(repo).errors if e.path == "labels.py"]
+    assert missing == [Diagnostic("labels file labels.py does not exist, but gpu_requires_labels is true and 1 GPU "
+                                  "registration(s) need a label", path="labels.py", code="CP402", hint=HINT_LABELS)]
+
+
+def test_labels_named_by_the_configuration_without_a_labels_file_say_so(tmp_path):
+    config = NO_LABELS_CONFIG + "cadences: {nightly_exclude: [long]}\n"
+    repo = write_repo(tmp_path, {"tests/test_cpu.py": 'register_cpu_ci(1, "cpu")\n'}, config)
+    missing = [e for e in load_snapshot(repo).errors if e.path == "labels.py"]
+    assert missing == [Diagnostic("labels file labels.py does not exist, but the configuration names labels "
+                                  "(cadences.nightly_exclude)", path="labels.py", code="CP402", hint=HINT_LABELS)]
+
+
+def test_a_configured_labels_file_must_exist(tmp_path):
+    config = NO_LABELS_CONFIG + "labels_file: ci/labels.py\n"
+    repo = write_repo(tmp_path, {"tests/test_cpu.py": 'register_cpu_ci(1, "cpu")\n'}, config)
+    with pytest.raises(InputErrors) as info:
+        load_snapshot(repo)
+    assert info.value.errors == (Diagnostic("labels file ci/labels.py does not exist", path="ci/labels.py",
+                                            code="CP402",
+                                            hint="create it or point the configuration at the right labels file"),)
+
+
+def test_a_symlinked_labels_file_is_refused_even_when_no_label_is_used(tmp_path):
+    repo = write_repo(tmp_path, {"tests/test_cpu.py": 'register_cpu_ci(1, "cpu")\n'})
+    (repo / "labels.py").symlink_to("/etc/passwd")
+    with pytest.raises(InputErrors) as info:
+        load_snapshot(repo)
+    assert [(e.code, e.path) for e in info.value.errors] == [("CP401", "labels.py")]
