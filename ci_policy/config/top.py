@@ -23,6 +23,7 @@ from ci_policy.config.discovery import DISCOVERY, Discovery
 from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table
 from ci_policy.config.file_run import FILE_RUN, FileRunConfig
 from ci_policy.config.gates import GATES, GatesConfig
+from ci_policy.config.lint import LINT, LintConfig
 from ci_policy.config.runner import RUNNER, RunnerConfig
 from ci_policy.config.scopes import SCOPES, Scope
 from ci_policy.config.selection import SELECTION, Selection
@@ -87,6 +88,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
         shown_default="the defaults below"),
     Key("estimates_file", fields.relative_path(), None, "est_time overrides written by `ci-policy tune --apply`.",
         shown_default="none"),
+    Key("lint", LINT, LintConfig(), "Diagnostics accepted under some paths (inline: `# ci-policy: ignore[CODE]`).",
+        shown_default="nothing ignored"),
 ))
 
 
@@ -107,6 +110,7 @@ class Config:
     file_run: FileRunConfig = TOP.default("file_run")
     tune: TuneConfig = TOP.default("tune")
     estimates_file: str | None = TOP.default("estimates_file")
+    lint: LintConfig = TOP.default("lint")
     # Line of each top-level key, for errors found after validation.
     lines: FrozenMap[str, int] = field(default=FrozenMap(), compare=False)
 

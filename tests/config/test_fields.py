@@ -29,6 +29,7 @@ from ci_policy.config.discovery import DISCOVERY_TABLE, IMPLICIT
 from ci_policy.config.fields import REQUIRED, FrozenMap, Key, Table, boolean, freeze, integer
 from ci_policy.config.file_run import FILE_RUN_TABLE
 from ci_policy.config.gates import GATE_DEFAULT, GATES_TABLE, REQUIREMENT
+from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfig
 from ci_policy.config.reference import _tables
 from ci_policy.config.runner import FROM_EST_TIME, RETRY, RUNNER_TABLE
 from ci_policy.config.scopes import SCOPE
@@ -54,6 +55,8 @@ SECTIONS = [
     (REQUIREMENT, GateRequirement, {"line"}),
     (FILE_RUN_TABLE, FileRunConfig, set()),
     (TUNE_TABLE, TuneConfig, set()),
+    (LINT_TABLE, LintConfig, {"line"}),
+    (IGNORE_RULE, IgnoreRule, {"line"}),
 ]
 
 
@@ -76,7 +79,7 @@ def test_every_table_is_reachable_from_the_top_level():
         ".github/ci-policy.yml", "stages[]", "discovery", "discovery.implicit[]", "cadences",
         "scopes.<run-ci-name>", "selection", "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "gates", "gates.defaults.<metric key>", "gates.require[]", "file_run",
-        "tune"]
+        "tune", "lint", "lint.ignore[]"]
     assert {id(t) for t in reached} == {id(t) for t, _c, _e in SECTIONS} | {id(FROM_EST_TIME), id(GATE_DEFAULT)}
 
 

@@ -1,0 +1,86 @@
+"""`lint:` which diagnostics a repository accepts where, like a linter's per-file ignores.
+
+- In: the `lint` mapping: `ignore`, a list of `{paths: [globs], codes: [CP201 | marker-not-module-level]}`.
+- Out: a frozen `LintConfig` whose rules name codes (a short name is resolved to its code).
+- Refused: a rule without paths or codes, an invalid glob, a code or name that is not a
+  diagnostic of `ci-policy lint` (see `ci_policy.errors.CODES`), a configuration code
+  (CP1xx: the configuration itself cannot be ignored by the configuration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from ci_policy.config import fields
+from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
+from ci_policy.errors import CODES
+from ci_policy.read.yamlnodes import INVALID, Schema
+
+_BY_NAME = {name: code for code, (name, _example) in CODES.items()}
+
+
+def code_of(value: str) -> str | None:
+    """The code a suppression names (`CP201` or `marker-not-module-level`), or None for neither."""
+    if value in CODES:
+        return value
+    return _BY_NAME.get(value)
+
+
+def _check_code(value: str) -> str | None:
+    code = code_of(value)
+    if code is None:
+        return f"{value!r} is not a diagnostic code or name of ci-policy lint (e.g. CP201 or marker-not-module-level)"
+    if code.startswith("CP1"):
+        return f"{value!r} is a configuration diagnostic; fix the configuration instead of ignoring it"
+    return None
+
+
+IGNORE_RULE = Table("lint.ignore[]", "Diagnostics accepted under some paths.", (
+    Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), REQUIRED,
+        "Globs of the files the rule covers (gitignore-style)."),
+    Key("codes", fields.strings("non-empty list of codes or names", non_empty=True, check=_check_code), REQUIRED,
+        "Diagnostic codes (`CP201`) or names (`marker-not-module-level`) accepted there."),
+))
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    """Diagnostics with one of `codes` in a file matching one of `paths` are suppressed."""
+
+    paths: tuple[str, ...]
+    codes: tuple[str, ...]  # always codes, names resolved
+    line: int | None = None
+
+
+def _parse_ignore(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    rules = []
+    for i, item in enumerate(s.sequence(node, where) or []):
+        values = IGNORE_RULE.read(s, item, f"{where}[{i}]")
+        if values is None or "paths" not in values or "codes" not in values or values.any_invalid():
+            continue
+        codes = tuple(code_of(c) or c for c in values.get("codes"))
+        rules.append(IgnoreRule(paths=values.get("paths"), codes=codes, line=values.line))
+    return tuple(rules)
+
+
+LINT_TABLE = Table("lint", "Which diagnostics the repository accepts where.", (
+    Key("ignore", Parser("list of ignore rules", _parse_ignore, IGNORE_RULE), (),
+        "Per-path ignores: diagnostics accepted in files matching the rule's paths.", shown_default="none"),
+))
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    ignore: tuple[IgnoreRule, ...] = LINT_TABLE.default("ignore")
+    line: int | None = None
+
+
+def _build(s: Schema, v: Values) -> Any:
+    ignore = v.get("ignore")
+    return INVALID if ignore is INVALID else LintConfig(ignore=ignore, line=v.line)
+
+
+LINT = fields.mapping_of(LINT_TABLE, _build)
