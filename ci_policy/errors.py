@@ -91,6 +91,10 @@ CODES: dict[str, tuple[str, str]] = {
     "CP231": ("test-file-unregistered",
               "tests/e2e/test_a.py matches the discovery pattern 'test_*.py' but has no registration and is "
               "not under an implicit root, so no stage would run it"),
+    "CP250": ("suppression-without-codes",
+              "a bare `# ci-policy: ignore` would hide every diagnostic of the line; name what it accepts"),
+    "CP251": ("suppression-unknown-code",
+              "`# ci-policy: ignore[...]` names 'CP299', not a diagnostic code or name of ci-policy lint"),
     # -- CP300-CP399: the label registry ---------------------------------------------------------
     "CP301": ("labels-syntax-error", "labels file labels.py is not valid Python: invalid syntax"),
     "CP302": ("labels-undefined", "labels file labels.py does not define KNOWN_LABELS"),
@@ -146,6 +150,7 @@ CODES: dict[str, tuple[str, str]] = {
               "estimates file ci/estimates.json does not exist yet; the est_time literals apply"),
     "CP904": ("estimate-unused",
               "the estimates file lists tests/e2e/test_gone.py for suite gpu-a, which no registration matches"),
+    "CP906": ("suppression-unused", "`# ci-policy: ignore[CP201]` suppresses nothing here"),
     "CP905": ("registration-disabled", "register_cuda_ci for suite gpu-a is disabled: flaky on driver 580"),
 }
 

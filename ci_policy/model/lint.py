@@ -17,6 +17,7 @@ from pathlib import Path
 from ci_policy.errors import Diagnostic, InputError, InputErrors, warning
 from ci_policy.gates.requirements import violations
 from ci_policy.model.snapshot import Snapshot, load_snapshot
+from ci_policy.model.suppress import apply, unused
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class LintReport:
     errors: tuple[Diagnostic, ...]
     warnings: tuple[Diagnostic, ...]
     snapshot: Snapshot | None = None
+    suppressed: tuple[Diagnostic, ...] = ()  # accepted by a suppression: counted and listed, never failing
 
     @property
     def ok(self) -> bool:
@@ -39,8 +41,14 @@ def lint(repo: Path, config_path: str | Path | None = None) -> LintReport:
         return LintReport(errors=(exc.diagnostic,), warnings=())
     except (OSError, RecursionError, MemoryError) as exc:
         return LintReport(errors=(read_failure(exc),), warnings=())
-    errors = sorted(set(snapshot.errors) | set(violations(snapshot)), key=Diagnostic.sort_key)
-    return LintReport(errors=tuple(errors), warnings=tuple(warnings_of(snapshot)), snapshot=snapshot)
+    rules = snapshot.config.lint.ignore
+    required = apply(violations(snapshot), snapshot.suppressions, rules)
+    warned = apply(warnings_of(snapshot), snapshot.suppressions, rules)
+    used = snapshot.used_suppressions | required.used | warned.used
+    errors = sorted(set(snapshot.errors) | set(required.kept), key=Diagnostic.sort_key)
+    warnings = sorted([*warned.kept, *unused(snapshot.suppressions, snapshot.config, used)], key=Diagnostic.sort_key)
+    suppressed = sorted({*snapshot.suppressed, *required.suppressed, *warned.suppressed}, key=Diagnostic.sort_key)
+    return LintReport(errors=tuple(errors), warnings=tuple(warnings), snapshot=snapshot, suppressed=tuple(suppressed))
 
 
 def read_failure(exc: OSError | RecursionError | MemoryError) -> Diagnostic:

@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ci_policy.config import GPU_BACKENDS, Config, load_config
+from ci_policy.config.lint import IgnoreRule
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model import estimates as estimates_mod
 from ci_policy.model.discovery import discover
 from ci_policy.model.registry import Registration, registrations_of
+from ci_policy.model.suppress import Suppression, apply, inline_suppressions
 from ci_policy.read.checkout import check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
 from ci_policy.read.markers import REGISTRATION_MARKERS, MarkerCall, scan
@@ -41,6 +43,11 @@ class Snapshot:
     # (file, suite) entries of the estimates file that match no registration (stale).
     unused_estimates: tuple[tuple[str, str], ...] = ()
     estimates_missing: bool = False
+    # Errors an inline suppression or a `lint.ignore` rule accepts, the inline suppressions
+    # found, and which suppressions were used (lint warns about the rest).
+    suppressed: tuple[Diagnostic, ...] = ()
+    suppressions: tuple[Suppression, ...] = ()
+    used_suppressions: frozenset[Suppression | IgnoreRule] = frozenset()
 
     def require_valid(self) -> Snapshot:
         if self.errors:
@@ -64,6 +71,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
     registrations: list[Registration] = []
     gates: list[GateDeclaration] = []
     marker_calls: list[tuple[str, MarkerCall]] = []  # read only to say why a missing labels file is needed
+    inline: list[Suppression] = []
     for file in files:
         try:
             text = read_text(repo, file, what="test file")
@@ -71,6 +79,9 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
             errors.append(exc.diagnostic)
             continue
         result = scan(text, file)
+        found, bad = inline_suppressions(text, file)
+        inline.extend(found)
+        errors.extend(bad)
         if labels_missing:
             marker_calls.extend((file, mc) for mc in result.calls if mc.marker in REGISTRATION_MARKERS)
         regs = registrations_of(result, config, labels)
@@ -106,6 +117,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
             errors.append(exc.diagnostic)
         else:
             registrations, unused_estimates = estimates_mod.apply(registrations, table)
+    applied = apply(sorted(set(errors), key=Diagnostic.sort_key), inline, config.lint.ignore)
     return Snapshot(
         repo=repo,
         config=config,
@@ -115,7 +127,10 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
         gates=tuple(gates),
         unused_estimates=tuple(unused_estimates),
         estimates_missing=estimates_missing,
-        errors=tuple(sorted(set(errors), key=Diagnostic.sort_key)),
+        errors=applied.kept,
+        suppressed=applied.suppressed,
+        suppressions=tuple(inline),
+        used_suppressions=applied.used,
     )
 
 

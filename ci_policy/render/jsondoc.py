@@ -105,6 +105,7 @@ def lint_json(report: LintReport) -> str:
         "ok": report.ok,
         "errors": [e.as_dict() for e in report.errors],
         "warnings": [w.as_dict() for w in report.warnings],
+        "suppressed": [d.as_dict() for d in report.suppressed],
         "files": len(snap.files) if snap else None,
         "registrations": len(snap.registrations) if snap else None,
     }, indent=2)

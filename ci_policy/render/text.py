@@ -226,6 +226,8 @@ def lint_summary(report: LintReport) -> str:
     """`ci-policy lint: OK|FAILED: N errors, N warnings (N test files, N registrations, N gates)`."""
     snap = report.snapshot
     counts = f"{count(len(report.errors), 'error')}, {count(len(report.warnings), 'warning')}"
+    if report.suppressed:
+        counts += f", {len(report.suppressed)} suppressed"
     if snap is not None:
         counts += (f" ({count(len(snap.files), 'test file')}, "
                    f"{count(len(snap.registrations), 'registration')}, "

@@ -101,7 +101,7 @@ def test_lint_json_with_errors(broken_repo, capsys):
     rc, out, err = run(["lint", "--repo", str(broken_repo), "--format", "json"], capsys)
     assert (rc, err) == (1, "")
     data = json.loads(out)
-    assert list(data) == ["schema", "ok", "errors", "warnings", "files", "registrations"]
+    assert list(data) == ["schema", "ok", "errors", "warnings", "suppressed", "files", "registrations"]
     assert (data["schema"], data["ok"], data["files"], data["registrations"]) == (1, False, 5, 2)
     assert [(e["path"], e["line"], e["col"]) for e in data["errors"]] == [
         ("tests/e2e/test_bad_label.py", 3, 54), ("tests/e2e/test_bad_suite.py", 3, 22),

@@ -149,6 +149,11 @@ CASES = [
     Case("CP231", {A: "x = 1\n"},
          [(A, 1, 1, f"{A} matches the discovery pattern 'test_*.py' but has no registration and is not under "
                     "an implicit root, so no stage would run it")]),
+    Case("CP250", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore')},
+         [(A, 3, 49, "a bare `# ci-policy: ignore` would hide every diagnostic of the line; name what it accepts")]),
+    Case("CP251", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore[CP299, nope]')},
+         [(A, 3, 49, "`# ci-policy: ignore[...]` names 'CP299', 'nope', not a diagnostic code or name of "
+                     "ci-policy lint")]),
     # -- CP3xx the label registry ----------------------------------------------------------------
     Case("CP301", {}, [("labels.py", 1, 16, "labels file labels.py is not valid Python: '{' was never closed")],
          labels="KNOWN_LABELS = {\n"),
@@ -246,6 +251,8 @@ CASES = [
          [(ESTIMATES, None, None, "the estimates file lists tests/e2e/test_gone.py for suite gpu-a, "
                                   "which no registration matches")],
          config=WITH_ESTIMATES),
+    Case("CP906", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore[CP201]')},
+         [(A, 3, 49, "`# ci-policy: ignore[CP201]` suppresses nothing here")]),
     Case("CP905", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"], disabled="flaky on driver 580")')},
          [(A, 3, 1, "register_cuda_ci for suite gpu-a is disabled: flaky on driver 580")]),
 ]

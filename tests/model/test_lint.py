@@ -89,6 +89,7 @@ def test_warnings_as_json(warning_repo, capsys):
              "message": "register_cuda_ci for suite gpu-b is disabled: broken on driver 580, see #12",
              "hint": None},
         ],
+        "suppressed": [],
         "files": 3,
         "registrations": 3,
     }
