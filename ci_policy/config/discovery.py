@@ -1,15 +1,21 @@
 """`discovery:` where test files are found, and the registration of unregistered ones.
 
 - In: the `discovery` mapping, and the stages parsed before it (implicit roots name one).
-- Out: a frozen `Discovery`: normalised repo-relative roots, the basename pattern, and
-  `ImplicitRoot`s.
-- Refused: roots that are absolute, leave the repository or repeat; a pattern with a `/`;
-  an implicit root outside every discovery root, listed twice, `cpu_only` with a GPU
+- Out: a frozen `Discovery`: normalised repo-relative roots, the basename pattern(s) (a
+  string, or a tuple when a list was written), each root's own pattern(s), the `exclude`
+  globs, and `ImplicitRoot`s.
+- Each `roots` entry is a path or `{path, pattern}`; a root's own pattern replaces the
+  top-level one for files below it (the most specific root wins). `exclude` globs
+  (gitignore-style, `ci_policy.read.globs`) drop paths from discovery altogether.
+- Refused: roots that are absolute, leave the repository or repeat (in either form); a
+  pattern with a `/`, an empty or repeated pattern list; an invalid exclude glob; an
+  implicit root outside every discovery root, listed twice, `cpu_only` with a GPU
   backend, or whose suite is not a configured stage of its backend.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +24,11 @@ import yaml
 from ci_policy.config import codes, fields
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.stages import BACKENDS, Backend
+from ci_policy.read.globs import compile_glob
 from ci_policy.read.yamlnodes import INVALID, Schema
+
+# One basename glob as written, or a list of them (kept as a tuple).
+Pattern = str | tuple[str, ...]
 
 
 def under(path: str, root: str) -> bool:
@@ -30,6 +40,20 @@ def _check_pattern(value: str) -> str | None:
     if not value or "/" in value or "\\" in value:
         return f"{value!r} must be a basename glob such as 'test_*.py' (no '/')"
     return None
+
+
+def _parse_pattern(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    if isinstance(node, yaml.SequenceNode):
+        return s.string_list(node, where, non_empty=True, check=_check_pattern)
+    return s.string(node, where, check=_check_pattern)
+
+
+PATTERN = Parser("basename glob or non-empty list of them", _parse_pattern)
+
+ROOT = Table("discovery.roots[]", "A root written as a mapping: a directory with its own pattern(s).", (
+    Key("path", fields.relative_path(), REQUIRED, "Directory searched for test files."),
+    Key("pattern", PATTERN, REQUIRED, "Replaces `discovery.pattern` for files below `path`."),
+))
 
 
 IMPLICIT = Table("discovery.implicit[]", "The registration of every unregistered test file below `root`.", (
@@ -56,7 +80,7 @@ class ImplicitRoot:
 def _implicit(s: Schema, v: Values, roots: Any, stages: Any) -> ImplicitRoot | None:
     before = len(s.errors)
     root, backend, suite = v.get("root"), v.get("backend"), v.get("suite")
-    if root is not INVALID and roots is not INVALID and not any(under(root, r) for r in roots):
+    if root is not INVALID and roots is not INVALID and not any(under(root, r) for r, _own in roots):
         s.error(v.value_node("root"), v.path("root"), f"{root!r} is not inside any discovery root",
                 hint="list it (or a parent) under discovery.roots", code=codes.INCONSISTENT)
     if v.get("cpu_only") is True and backend not in (INVALID, "cpu"):
@@ -94,23 +118,34 @@ def _parse_roots(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     items = s.sequence(node, where, non_empty=True)
     if items is None:
         return INVALID
-    roots: list[str] = []
+    roots: list[tuple[str, Pattern | None]] = []
     for i, item in enumerate(items):
-        value = fields.relative(s, item, f"{where}[{i}]")
-        if value is not INVALID:
-            if value in roots:
-                s.error(item, f"{where}[{i}]", f"duplicate root {value!r}", code=codes.DUPLICATE)
-            else:
-                roots.append(value)
+        pattern: Pattern | None = None
+        if isinstance(item, yaml.MappingNode):
+            values = ROOT.read(s, item, f"{where}[{i}]")
+            if values is None or any(k.name not in values for k in ROOT.keys) or values.any_invalid():
+                continue
+            value, path_node, at = values.get("path"), values.value_node("path"), f"{where}[{i}].path"
+            pattern = values.get("pattern")
+        else:
+            value, path_node, at = fields.relative(s, item, f"{where}[{i}]"), item, f"{where}[{i}]"
+            if value is INVALID:
+                continue
+        if any(value == root for root, _own in roots):
+            s.error(path_node, at, f"duplicate root {value!r}", code=codes.DUPLICATE)
+            continue
+        roots.append((value, pattern))
     # With an invalid root the list is partial: checking implicit roots against it
     # would report roots that are not wrong.
     return tuple(roots) if len(roots) == len(items) else INVALID
 
 
 DISCOVERY_TABLE = Table("discovery", "Where test files are found.", (
-    Key("roots", Parser("non-empty list of repo-relative directories", _parse_roots), REQUIRED,
-        "Directories searched for test files."),
-    Key("pattern", fields.string("basename glob", _check_pattern), "test_*.py", "File names that are test files."),
+    Key("roots", Parser("non-empty list of repo-relative directories or {path, pattern}", _parse_roots, ROOT),
+        REQUIRED, "Directories searched for test files."),
+    Key("pattern", PATTERN, "test_*.py", "File names that are test files."),
+    Key("exclude", fields.strings("list of globs", check=fields.check_glob), (),
+        "Paths dropped from discovery (e.g. `**/conftest.py`, a vendored directory).", shown_default="none"),
     Key("implicit", Parser("list of implicit roots", _parse_implicit, IMPLICIT), (),
         "Registrations for test files without a `register_*_ci` call.", shown_default="none"),
 ))
@@ -119,8 +154,37 @@ DISCOVERY_TABLE = Table("discovery", "Where test files are found.", (
 @dataclass(frozen=True)
 class Discovery:
     roots: tuple[str, ...]
-    pattern: str = DISCOVERY_TABLE.default("pattern")
+    pattern: Pattern = DISCOVERY_TABLE.default("pattern")
     implicit: tuple[ImplicitRoot, ...] = DISCOVERY_TABLE.default("implicit")
+    # (root, its own pattern(s)) for the roots written as `{path, pattern}`.
+    root_patterns: tuple[tuple[str, Pattern], ...] = ()
+    exclude: tuple[str, ...] = DISCOVERY_TABLE.default("exclude")
+
+    def pattern_for(self, file: str) -> Pattern:
+        """The pattern(s) of the most specific root containing `file` (the top-level one by default)."""
+        own = dict(self.root_patterns)
+        best = max((r for r in self.roots if under(file, r)), key=len, default=None)
+        return own.get(best, self.pattern) if best is not None else self.pattern
+
+    def name_matches(self, file: str) -> bool:
+        """Whether `file`'s basename matches the pattern(s) that apply to it."""
+        pattern = self.pattern_for(file)
+        name = file.rsplit("/", 1)[-1]
+        return any(fnmatch.fnmatchcase(name, p) for p in ((pattern,) if isinstance(pattern, str) else pattern))
+
+    def excluded(self, path: str, *, directory: bool = False) -> bool:
+        """Whether an `exclude` glob drops `path`; a dropped `directory` drops all below it.
+
+        A directory is also dropped by a glob that matches everything inside it
+        (`vendor/`, `vendor/**`), so the walk need not enter it to find that out.
+        """
+        return any(compile_glob(g).match(path) or (directory and compile_glob(g).match(path + "/"))
+                   for g in self.exclude)
+
+    def is_test_file(self, file: str) -> bool:
+        """Whether repo-relative `file` is under a root, not excluded, and matches its pattern(s)."""
+        return (any(under(file, r) for r in self.roots) and not self.excluded(file)
+                and self.name_matches(file))
 
     def implicit_for(self, file: str) -> ImplicitRoot | None:
         """The most specific implicit root containing `file`."""
@@ -132,7 +196,12 @@ class Discovery:
 
 
 def _build(s: Schema, v: Values) -> Discovery:
-    return Discovery(roots=v.get("roots"), pattern=v.get("pattern"), implicit=v.get("implicit"))
+    roots = v.get("roots")
+    if roots is INVALID:  # reported; the configuration is refused as a whole
+        return Discovery(roots=INVALID, pattern=v.get("pattern"), implicit=v.get("implicit"))
+    return Discovery(roots=tuple(r for r, _own in roots), pattern=v.get("pattern"), implicit=v.get("implicit"),
+                     root_patterns=tuple((r, own) for r, own in roots if own is not None),
+                     exclude=v.get("exclude"))
 
 
 DISCOVERY = fields.mapping_of(DISCOVERY_TABLE, _build)

@@ -1,7 +1,12 @@
 """Discovery: which files under the configured roots are test files.
 
-- In: the checkout root and `Config.discovery` (roots, basename pattern).
-- Out: sorted, repo-relative POSIX paths, identical across runs and machines.
+- In: the checkout root and `Config.discovery` (roots, basename pattern(s), each root's
+  own pattern(s), exclude globs).
+- Out: sorted, repo-relative POSIX paths, identical across runs and machines. A file
+  matches the pattern(s) of the most specific root containing it.
+- Excluded paths are skipped before anything else: an excluded file is not a test file
+  (nor an unregistered one), an excluded directory is not entered, and an excluded
+  symlink is neither followed nor reported.
 - Refused: a root that is missing or not a directory; a symlink at a root, at any
   directory between the repository root and a root, at any directory inside a root,
   or at a file matching the pattern. Symlinks are never followed.
@@ -9,13 +14,12 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
-from ci_policy.config import Config
+from ci_policy.config import Config, Discovery
 from ci_policy.errors import Diagnostic, InputError
 from ci_policy.read.checkout import check_no_symlinks
 
@@ -26,7 +30,6 @@ def discover(repo: Path, config: Config) -> tuple[list[str], list[Diagnostic]]:
     """Return (test files, errors); errors do not stop the walk."""
     files: set[str] = set()
     errors: list[Diagnostic] = []
-    pattern = config.discovery.pattern
     for root in config.discovery.roots:
         where: dict[str, Any] = dict(path=config.path, line=config.line_of("discovery"))
         try:
@@ -41,12 +44,12 @@ def discover(repo: Path, config: Config) -> tuple[list[str], list[Diagnostic]]:
         if not stat.S_ISDIR(st.st_mode):
             errors.append(Diagnostic(f"discovery root {root} is not a directory", **where, code="CP403"))
             continue
-        _walk(repo, root, pattern, files, errors)
+        _walk(repo, root, config.discovery, files, errors)
     # Overlapping roots walk the same directories twice: report each problem once.
     return sorted(files), list(dict.fromkeys(errors))
 
 
-def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[Diagnostic]) -> None:
+def _walk(repo: Path, rel_dir: str, discovery: Discovery, files: set[str], errors: list[Diagnostic]) -> None:
     try:
         entries = sorted(os.scandir(repo / rel_dir), key=lambda e: e.name)
     except OSError as exc:
@@ -55,8 +58,12 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
         return
     for entry in entries:
         rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
+        # A symlink is judged as the directory it may stand for: an excluded one is skipped
+        # unread, so there is nothing to refuse.
+        if discovery.excluded(rel, directory=entry.is_symlink() or entry.is_dir(follow_symlinks=False)):
+            continue
         if entry.is_symlink():
-            if fnmatch.fnmatchcase(entry.name, pattern):
+            if discovery.name_matches(rel):
                 subject = f"test file {rel} is a symlink"
             elif not os.path.exists(entry.path):
                 subject = f"{rel} is a dangling symlink"
@@ -70,8 +77,8 @@ def _walk(repo: Path, rel_dir: str, pattern: str, files: set[str], errors: list[
             continue
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in _SKIP_DIRS:
-                _walk(repo, rel, pattern, files, errors)
-        elif entry.is_file(follow_symlinks=False) and fnmatch.fnmatchcase(entry.name, pattern):
+                _walk(repo, rel, discovery, files, errors)
+        elif entry.is_file(follow_symlinks=False) and discovery.name_matches(rel):
             if not rel.isprintable():
                 # A newline in a file name would start a new line (a workflow command) in logs.
                 errors.append(Diagnostic(

@@ -89,7 +89,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
         registrations.extend(regs)
         if not regs and not result.errors:
             result.errors.append(Diagnostic(
-                f"{file} matches the discovery pattern {config.discovery.pattern!r} but has no "
+                f"{file} matches the discovery pattern {config.discovery.pattern_for(file)!r} but has no "
                 "registration and is not under an implicit root, so no stage would run it",
                 path=file, line=1, col=1, code="CP231",
                 hint="add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level, "

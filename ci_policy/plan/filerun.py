@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import math
 import re
 from dataclasses import dataclass
@@ -76,8 +75,7 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     tag = check_image_tag(image_tag) if image_tag else config.file_run.default_tag
     labels, _missing = optional_labels(root, config)  # as the plan reads it: labels.py only when used
     text = read_text(root, file, what="test file")  # refuses symlinks on every component
-    in_roots = any(file.startswith(r.rstrip("/") + "/") or r == "." for r in config.discovery.roots)
-    if not in_roots or not fnmatch.fnmatchcase(file.rsplit("/", 1)[-1], config.discovery.pattern):
+    if not config.discovery.is_test_file(file):
         raise InputError(f"{file} is not a discovered test file (roots: {', '.join(config.discovery.roots)}; "
                           f"pattern {config.discovery.pattern!r})", path=file)
     result = scan(text, file)

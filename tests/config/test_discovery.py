@@ -5,9 +5,9 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from config_cases import CPU_STAGE, P, discovery, err, errors
+from config_cases import CPU_STAGE, P, coded, coded_err, discovery, err, errors
 
-from ci_policy.config import ImplicitRoot, parse_config
+from ci_policy.config import Discovery, ImplicitRoot, parse_config
 
 # -- accepted forms -------------------------------------------------------------------------
 
@@ -39,6 +39,66 @@ def test_implicit_defaults_and_most_specific_root():
     assert disc.implicit_for("tests/unitx/test_a.py") == broad
     assert disc.implicit_for("tests/test_a.py") == broad
     assert disc.implicit_for("other/test_a.py") is None
+
+
+LAYOUT = discovery(textwrap.dedent("""\
+    discovery:
+      roots: [test/registered, {path: python/pkg/jit_kernel/benchmark, pattern: ["bench_*.py"]}]
+      pattern: ["test_*.py", "testing_*.py"]
+      exclude: ["**/conftest.py", "**/__init__.py", "test/registered/ascend/**"]
+    """))
+
+
+def test_layout_with_per_root_patterns_a_pattern_list_and_excludes():
+    assert parse_config(LAYOUT).discovery == Discovery(
+        roots=("test/registered", "python/pkg/jit_kernel/benchmark"),
+        pattern=("test_*.py", "testing_*.py"),
+        root_patterns=(("python/pkg/jit_kernel/benchmark", ("bench_*.py",)),),
+        exclude=("**/conftest.py", "**/__init__.py", "test/registered/ascend/**"),
+        implicit=())
+
+
+@pytest.mark.parametrize("file, pattern, is_test", [
+    ("test/registered/test_a.py", ("test_*.py", "testing_*.py"), True),
+    ("test/registered/sub/testing_b.py", ("test_*.py", "testing_*.py"), True),
+    ("test/registered/bench_a.py", ("test_*.py", "testing_*.py"), False),
+    # The root's own pattern replaces the top-level one below it.
+    ("python/pkg/jit_kernel/benchmark/bench_mm.py", ("bench_*.py",), True),
+    ("python/pkg/jit_kernel/benchmark/test_mm.py", ("bench_*.py",), False),
+    ("test/registered/conftest.py", ("test_*.py", "testing_*.py"), False),
+    ("test/registered/ascend/test_npu.py", ("test_*.py", "testing_*.py"), False),
+    ("test/registered/ascendx/test_npu.py", ("test_*.py", "testing_*.py"), True),
+    ("python/pkg/test_outside.py", ("test_*.py", "testing_*.py"), False),
+])
+def test_which_files_the_layout_makes_test_files(file, pattern, is_test):
+    disc = parse_config(LAYOUT).discovery
+    assert disc.pattern_for(file) == pattern
+    assert disc.is_test_file(file) is is_test
+
+
+def test_the_most_specific_root_gives_the_pattern():
+    text = discovery("discovery:\n  roots: [{path: tests, pattern: 'check_*.py'}, {path: tests/bench, pattern: "
+                     "'bench_*.py'}, tests/bench/plain]\n")
+    disc = parse_config(text).discovery
+    assert disc.roots == ("tests", "tests/bench", "tests/bench/plain")
+    assert disc.pattern_for("tests/check_a.py") == "check_*.py"
+    assert disc.pattern_for("tests/bench/sub/bench_a.py") == "bench_*.py"
+    assert disc.pattern_for("tests/bench/plain/test_a.py") == "test_*.py"
+    assert [disc.is_test_file(f) for f in ("tests/bench/check_a.py", "tests/bench/bench_a.py")] == [False, True]
+
+
+@pytest.mark.parametrize("path, directory, dropped", [
+    ("vendor", True, True),
+    ("vendor", False, False),  # `vendor/` names a directory only, as in gitignore
+    ("vendor/test_a.py", False, True),
+    ("a/vendor/test_a.py", False, True),  # no '/' but the trailing one: at any depth
+    ("tests/__init__.py", False, True),
+    ("__init__.py", False, True),
+    ("tests/test_init.py", False, False),
+])
+def test_exclude_globs_are_gitignore_style(path, directory, dropped):
+    disc = parse_config(discovery("discovery:\n  roots: [.]\n  exclude: [vendor/, '**/__init__.py']\n")).discovery
+    assert disc.excluded(path, directory=directory) is dropped
 
 
 # -- refused --------------------------------------------------------------------------------
@@ -82,10 +142,54 @@ def test_discovery_roots_must_be_repo_relative(root, message, hint):
     assert errors(discovery(f"discovery:\n  roots: [{root}]\n")) == [(P, 3, 11, message, hint)]
 
 
+@pytest.mark.parametrize("body, needle, message, code", [
+    ("  roots: [tests, {path: tests/, pattern: 'a_*.py'}]\n", "tests/", "discovery.roots[1].path: duplicate root "
+     "'tests'", "CP106"),
+    ("  roots: [{path: tests, pattern: 'a_*.py'}, ./tests]\n", "./tests", "discovery.roots[1]: duplicate root "
+     "'tests'", "CP106"),
+    ("  roots: [{path: tests}]\n", "{path", "discovery.roots[0].pattern: required key is missing", "CP103"),
+    ("  roots: [{path: tests, pattern: 'a/*.py'}]\n", "'a/", "discovery.roots[0].pattern: 'a/*.py' must be a "
+     "basename glob such as 'test_*.py' (no '/')", "CP105"),
+    ("  roots: [{path: tests, pattern: [a_*.py, 'b/*.py']}]\n", "'b/", "discovery.roots[0].pattern[1]: 'b/*.py' "
+     "must be a basename glob such as 'test_*.py' (no '/')", "CP105"),
+    ("  roots: [{path: tests, pattern: {a: 1}}]\n", "{a", "discovery.roots[0].pattern: expected a string, got a "
+     "mapping", "CP104"),
+    ("  roots: [tests]\n  pattern: []\n", "[]", "discovery.pattern: must not be empty", "CP105"),
+    ("  roots: [tests]\n  pattern: [test_*.py, 3]\n", "3", "discovery.pattern[1]: expected a string, got an "
+     "integer ('3')", "CP104"),
+    ("  roots: [tests]\n  pattern: [test_*.py, test_*.py]\n", "test_*.py]", "discovery.pattern[1]: duplicate "
+     "entry 'test_*.py'", "CP106"),
+    ("  roots: [tests]\n  exclude: ['vendor/**x']\n", "'vendor", "discovery.exclude[0]: invalid glob "
+     "'vendor/**x': '**' must be a whole path segment", "CP105"),
+    ("  roots: [tests]\n  exclude: [ok/**, '[z-a]']\n", "'[z", "discovery.exclude[1]: invalid glob '[z-a]': "
+     "bad character range z-a", "CP105"),
+    ("  roots: [tests]\n  exclude: '**/conftest.py'\n", "'**", "discovery.exclude: expected a list, got a "
+     "string ('**/conftest.py')", "CP104"),
+])
+def test_invalid_layout(body, needle, message, code):
+    text = discovery("discovery:\n" + body)
+    assert coded(text) == [coded_err(text, needle, message, code)]
+
+
+def test_a_root_mapping_path_is_repo_relative():
+    text = discovery("discovery:\n  roots: [{path: /tests, pattern: 'a_*.py'}]\n")
+    assert coded(text) == [coded_err(text, "/tests", "discovery.roots[0].path: '/tests' is absolute; paths are "
+                                     "relative to the repository root", "CP105", "drop the leading '/'")]
+
+
+def test_unknown_key_in_a_root_mapping():
+    text = discovery("discovery:\n  roots: [{path: tests, patterns: ['a_*.py']}]\n")
+    assert coded(text) == [
+        coded_err(text, "{path", "discovery.roots[0].pattern: required key is missing", "CP103"),
+        coded_err(text, "patterns", "discovery.roots[0].patterns: unknown key; did you mean 'pattern'?", "CP102",
+                  "allowed keys here: path, pattern"),
+    ]
+
+
 def test_unknown_discovery_key():
     text = discovery("discovery:\n  roots: [tests]\n  patern: '*.py'\n")
     assert errors(text) == [(P, 4, 3, "discovery.patern: unknown key; did you mean 'pattern'?",
-                             "allowed keys here: implicit, pattern, roots")]
+                             "allowed keys here: exclude, implicit, pattern, roots")]
 
 
 def implicit(*items: str, roots: str = "[tests]", stage_list: str = CPU_STAGE) -> str:

@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import EXAMPLE_REPO
 
-from ci_policy.config import Config, parse_config
+from ci_policy.config import Config, load_config, parse_config
 from ci_policy.errors import Diagnostic
 from ci_policy.model.discovery import discover
 
@@ -271,3 +272,163 @@ def test_every_problem_is_reported_in_one_pass(repo, outside):
         ("tests/test_passwd.py", None, None, f"test file tests/test_passwd.py is a symlink; {REFUSES}",
          SYMLINK_HINT),
     ]
+
+
+# -- layouts: per-root patterns, pattern lists, exclude ---------------------------------------
+
+
+def layout(body: str) -> Config:
+    return parse_config("version: 1\n# the discovery section starts on line 3\ndiscovery:\n" + body
+                        + "stages:\n  - {name: cpu, backend: cpu}\n", CONFIG)
+
+
+@pytest.fixture
+def monorepo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    touch(root,
+          "test/registered/__init__.py",
+          "test/registered/conftest.py",
+          "test/registered/test_a.py",
+          "test/registered/models/testing_b.py",
+          "test/registered/models/__init__.py",
+          "test/registered/models/bench_c.py",
+          "test/registered/ascend/test_npu.py",
+          "test/registered/ascend/deep/test_npu2.py",
+          "python/pkg/jit_kernel/benchmark/bench_mm.py",
+          "python/pkg/jit_kernel/benchmark/test_mm.py",
+          "python/pkg/jit_kernel/benchmark/conftest.py",
+          "python/pkg/jit_kernel/test_kernel.py")
+    return root
+
+
+ISSUE_LAYOUT = """\
+  roots: [test/registered, {path: python/pkg/jit_kernel/benchmark, pattern: ["bench_*.py"]}]
+  pattern: ["test_*.py", "testing_*.py"]
+  exclude: ["**/conftest.py", "**/__init__.py", "test/registered/ascend/**"]
+"""
+
+
+def test_the_layout_of_the_issue(monorepo):
+    assert discover(monorepo, layout(ISSUE_LAYOUT)) == ([
+        "python/pkg/jit_kernel/benchmark/bench_mm.py",
+        "test/registered/models/testing_b.py",
+        "test/registered/test_a.py",
+    ], [])
+
+
+def test_a_root_pattern_overrides_the_top_level_one_below_it(monorepo):
+    cfg = layout("  roots: [test, {path: test/registered/models, pattern: bench_*.py}]\n")
+    assert discover(monorepo, cfg) == ([
+        "test/registered/ascend/deep/test_npu2.py",
+        "test/registered/ascend/test_npu.py",
+        "test/registered/models/bench_c.py",
+        "test/registered/test_a.py",
+    ], [])
+
+
+def test_a_list_of_patterns(monorepo):
+    cfg = layout("  roots: [test/registered/models, python]\n  pattern: [testing_*.py, bench_*.py]\n")
+    assert discover(monorepo, cfg) == ([
+        "python/pkg/jit_kernel/benchmark/bench_mm.py",
+        "test/registered/models/bench_c.py",
+        "test/registered/models/testing_b.py",
+    ], [])
+
+
+@pytest.mark.parametrize("exclude, expected", [
+    ([], ["test/registered/ascend/deep/test_npu2.py", "test/registered/ascend/test_npu.py",
+          "test/registered/test_a.py"]),
+    (["ascend"], ["test/registered/test_a.py"]),
+    (["ascend/"], ["test/registered/test_a.py"]),
+    (["/test/registered/ascend/deep/"], ["test/registered/ascend/test_npu.py", "test/registered/test_a.py"]),
+    (["**/test_npu*.py"], ["test/registered/test_a.py"]),
+    (["test_a.py", "**/deep/**"], ["test/registered/ascend/test_npu.py"]),
+])
+def test_exclude_drops_files_and_directories(monorepo, exclude, expected):
+    shown = ", ".join(f"'{g}'" for g in exclude)
+    assert discover(monorepo, layout(f"  roots: [test]\n  exclude: [{shown}]\n")) == (expected, [])
+
+
+def test_excluded_conftest_and_init_files_are_not_test_files(monorepo):
+    # With `pattern: '*.py'` conftest.py and __init__.py would be test files (and unregistered).
+    cfg = layout("  roots: [test/registered/models]\n  pattern: '*.py'\n"
+                 "  exclude: ['**/conftest.py', '**/__init__.py']\n")
+    assert discover(monorepo, cfg) == (["test/registered/models/bench_c.py",
+                                        "test/registered/models/testing_b.py"], [])
+
+
+def test_an_excluded_root_finds_nothing(monorepo):
+    cfg = layout("  roots: [test/registered/ascend, python]\n  exclude: [test/registered/ascend/]\n")
+    assert discover(monorepo, cfg) == (["python/pkg/jit_kernel/benchmark/test_mm.py",
+                                        "python/pkg/jit_kernel/test_kernel.py"], [])
+
+
+def test_symlinks_below_an_excluded_directory_are_never_reached(monorepo, outside):
+    os.symlink(outside, monorepo / "test" / "registered" / "ascend" / "vendored")
+    os.symlink("/etc/passwd", monorepo / "test" / "registered" / "ascend" / "test_passwd.py")
+    cfg = layout("  roots: [test]\n  exclude: [test/registered/ascend/**]\n")
+    assert discover(monorepo, cfg) == (["test/registered/test_a.py"], [])
+
+
+def test_an_excluded_symlinked_directory_is_skipped_unfollowed_and_unreported(monorepo, outside):
+    # The vendored directory is a symlink out of the checkout: excluded, it is not read at all,
+    # so neither test_foreign.py behind it nor a refusal appears.
+    os.symlink(outside, monorepo / "test" / "vendor")
+    for glob in ("vendor", "vendor/", "test/vendor/**"):
+        cfg = layout(f"  roots: [test]\n  exclude: ['{glob}', '**/ascend/**']\n")
+        assert discover(monorepo, cfg) == (["test/registered/test_a.py"], [])
+
+
+def test_a_symlink_is_still_refused_where_no_exclude_glob_covers_it(monorepo, outside):
+    os.symlink(outside, monorepo / "test" / "vendor")
+    cfg = layout("  roots: [test/registered]\n  exclude: ['**/ascend/**', 'test/vendor/**']\n")
+    assert discover(monorepo, cfg) == (["test/registered/test_a.py"], [])
+    # `test/vendor/*.py` matches files below test/vendor, not the directory itself: it is walked.
+    cfg = layout("  roots: [test]\n  exclude: ['**/ascend/**', 'test/vendor/*.py']\n")
+    files, errors = discover(monorepo, cfg)
+    assert files == ["test/registered/test_a.py"]
+    assert located(errors) == [("test/vendor", None, None, f"directory test/vendor is a symlink; {REFUSES}",
+                                SYMLINK_HINT)]
+
+
+def test_a_symlinked_test_file_matching_a_root_pattern_is_refused(monorepo):
+    os.symlink("/etc/passwd", monorepo / "python" / "pkg" / "jit_kernel" / "benchmark" / "bench_passwd.py")
+    files, errors = discover(monorepo, layout(ISSUE_LAYOUT))
+    assert files == ["python/pkg/jit_kernel/benchmark/bench_mm.py", "test/registered/models/testing_b.py",
+                     "test/registered/test_a.py"]
+    assert located(errors) == [("python/pkg/jit_kernel/benchmark/bench_passwd.py", None, None,
+                                "test file python/pkg/jit_kernel/benchmark/bench_passwd.py is a symlink; "
+                                f"{REFUSES}", SYMLINK_HINT)]
+
+
+EXAMPLE_TESTS = [
+    "tests/e2e/session_server/test_session_multiturn.py",
+    "tests/e2e/session_server/test_session_tool_calls.py",
+    "tests/e2e/test_fsdp_checkpoint_resume.py",
+    "tests/e2e/test_fsdp_dpo_4gpu.py",
+    "tests/e2e/test_fsdp_grpo.py",
+    "tests/e2e/test_gb200_scaling.py",
+    "tests/e2e/test_megatron_long_context.py",
+    "tests/e2e/test_megatron_nightly_convergence.py",
+    "tests/e2e/test_megatron_ppo_4gpu.py",
+    "tests/e2e/test_megatron_sft.py",
+    "tests/e2e/test_rocm_fsdp_grpo.py",
+    "tests/e2e/test_rocm_megatron_sft.py",
+    "tests/e2e/test_sglang_rollout.py",
+    "tests/fast/test_advantages.py",
+    "tests/fast/test_kl.py",
+    "tests/fast/test_rollout.py",
+    "tests/fast/test_session_protocol.py",
+]
+
+
+def test_the_example_repository_is_discovered_as_before():
+    assert discover(EXAMPLE_REPO, load_config(EXAMPLE_REPO)) == (EXAMPLE_TESTS, [])
+
+
+@pytest.mark.parametrize("body", [
+    "  roots: [tests/fast, {path: tests/e2e, pattern: [test_*.py]}]\n",
+    "  roots: [tests]\n  pattern: [test_*.py, conftest.py]\n  exclude: ['**/conftest.py']\n",
+])
+def test_the_example_repository_in_the_new_forms(body):
+    assert discover(EXAMPLE_REPO, layout(body)) == (EXAMPLE_TESTS, [])
