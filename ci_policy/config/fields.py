@@ -240,6 +240,23 @@ def mapping_of(table: Table, build: Callable[[Schema, Values], Any]) -> Parser:
     return Parser("mapping (below)", parse, table)
 
 
+def list_of(table: Table, build: Callable[[Values], Any], kind: str) -> Parser:
+    """A list of mappings read with `table`; an item with a missing or invalid key is left out
+    (its errors are already reported), every other one made by `build`."""
+
+    def parse(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+        items = []
+        for i, item in enumerate(s.sequence(node, where) or []):
+            values = table.read(s, item, f"{where}[{i}]", ctx)
+            if values is None or values.any_invalid() or any(k.required and k.name not in values
+                                                             for k in table.keys):
+                continue
+            items.append(build(values))
+        return tuple(items)
+
+    return Parser(kind, parse, table)
+
+
 def check_glob(value: str) -> str | None:
     try:
         compile_glob(value)

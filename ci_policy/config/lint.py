@@ -12,10 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from ci_policy.config import fields
-from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
+from ci_policy.config.fields import REQUIRED, Key, Table, Values
 from ci_policy.errors import CODES
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -55,19 +53,12 @@ class IgnoreRule:
     line: int | None = None
 
 
-def _parse_ignore(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
-    rules = []
-    for i, item in enumerate(s.sequence(node, where) or []):
-        values = IGNORE_RULE.read(s, item, f"{where}[{i}]")
-        if values is None or "paths" not in values or "codes" not in values or values.any_invalid():
-            continue
-        codes = tuple(code_of(c) or c for c in values.get("codes"))
-        rules.append(IgnoreRule(paths=values.get("paths"), codes=codes, line=values.line))
-    return tuple(rules)
+def _ignore_rule(v: Values) -> IgnoreRule:
+    return IgnoreRule(paths=v.get("paths"), codes=tuple(code_of(c) or c for c in v.get("codes")), line=v.line)
 
 
 LINT_TABLE = Table("lint", "Which diagnostics the repository accepts where.", (
-    Key("ignore", Parser("list of ignore rules", _parse_ignore, IGNORE_RULE), (),
+    Key("ignore", fields.list_of(IGNORE_RULE, _ignore_rule, "list of ignore rules"), (),
         "Per-path ignores: diagnostics accepted in files matching the rule's paths.", shown_default="none"),
 ))
 

@@ -9,12 +9,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
-
-import yaml
+from typing import Literal, get_args
 
 from ci_policy.config import fields
-from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
+from ci_policy.config.fields import REQUIRED, Key, Table, Values
 from ci_policy.read.yamlnodes import Schema
 
 ExplicitMode = Literal["run", "prune"]
@@ -37,20 +35,11 @@ class Rule:
     line: int | None = None
 
 
-def _parse_rules(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
-    rules = []
-    for i, item in enumerate(s.sequence(node, where) or []):
-        values = RULE.read(s, item, f"{where}[{i}]")
-        if values is None or "paths" not in values or "labels" not in values or values.any_invalid():
-            continue
-        rules.append(Rule(paths=values.get("paths"), labels=values.get("labels"), line=values.line))
-    return tuple(rules)
-
-
 SELECTION_TABLE = Table("selection", "How the diff prunes `diff_pruned` stages.", (
     Key("no_gpu_paths", fields.strings("list of globs", check=fields.check_glob), (),
         "Changed paths that never need a GPU stage.", shown_default="none"),
-    Key("rules", Parser("list of path rules", _parse_rules, RULE), (),
+    Key("rules", fields.list_of(RULE, lambda v: Rule(paths=v.get("paths"), labels=v.get("labels"), line=v.line),
+                                "list of path rules"), (),
         "Path rules: changed paths that select labels.", shown_default="none"),
     Key("explicit", fields.choice(EXPLICIT_MODES), "run",
         "`run`: labels and scopes asked for explicitly run their stages in full; `prune`: the diff prunes "
