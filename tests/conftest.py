@@ -34,6 +34,14 @@ def example_repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def pr(tmp_path: Path) -> Path:
+    """An (untrusted) PR checkout: a private copy of examples/gpu-repo."""
+    dest = tmp_path / "pr"
+    shutil.copytree(EXAMPLE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    return dest
+
+
+@pytest.fixture
 def make_repo(tmp_path: Path) -> Callable[..., Path]:
     """Write a checkout from {relative path: text}; defaults give a valid config and labels."""
 

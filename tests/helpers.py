@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_REPO = ROOT / "examples" / "gpu-repo"
@@ -87,3 +88,12 @@ def assert_run_golden(result: tuple[int, str, str], code: int, name: str, err: s
     """A `(exit code, stdout, stderr)` result: the code and stderr are exact, stdout equals the golden file NAME."""
     assert (result[0], result[2]) == (code, err)
     assert_golden(name, result[1])
+
+
+def run_cli(argv: list[str], capsys: Any) -> tuple[int, str, str]:
+    """`ci-policy ARGV` in process: (exit code, stdout, stderr) as pytest's capsys caught them."""
+    from ci_policy.cli import main
+
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err

@@ -9,43 +9,22 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from filerun_cases import BAD_TAG, gpu_test, write
 
 from ci_policy.cli import main
 
 EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gpu-repo"
 BAD_PATH = ("is not a test file path of the form tests/.../test_*.py (segments of letters, digits, '_', '.', "
             "'-'; no '..', no absolute path)")
-BAD_TAG = "is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})"
 SFT = "tests/e2e/test_megatron_sft.py"
 SFT_PLAN = {"file": SFT, "hw": "cuda", "suite": "stage-b-1-gpu-h200", "runs_on": ["h200", "1gpu"],
             "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": 900}
-
-
-@pytest.fixture
-def pr(tmp_path: Path) -> Path:
-    """An (untrusted) PR checkout: a private copy of examples/gpu-repo."""
-    dest = tmp_path / "pr"
-    shutil.copytree(EXAMPLE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    return dest
-
-
-def gpu_test(register: str) -> str:
-    return (f"from ci_policy import *\n\n{register}\n\nimport unittest\n\n"
-            'if __name__ == "__main__":\n    unittest.main()\n')
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import run_cli as run
 
 from ci_policy.cli import main
 
@@ -17,12 +18,6 @@ ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART_ARGV = ["plan", "--repo", "examples/gpu-repo", "--event", "pull_request",
                    "--labels-json", '["run-ci-sglang", "documentation"]', "--diff", "examples/pr-42.diff"]
 STAGES = ["stage-a-cpu", "stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350"]
-
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def plan_json(argv: list[str], capsys) -> dict:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from cli.expected import CONFIG, LABELS, write_repo
 from helpers import assert_run_golden, clean_env, console_script, read_golden
+from helpers import run_cli as run
 
 from ci_policy.cli import main
 from ci_policy.cli.main import build_parser
@@ -26,12 +27,6 @@ EXAMPLE = ROOT / "examples" / "gpu-repo"
 PYTHON = sys.executable
 
 
-
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def usage_error(argv: list[str], capsys) -> str:

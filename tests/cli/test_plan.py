@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from helpers import assert_golden, assert_run_golden, clean_env, console_script, read_golden
+from helpers import run_cli as run
 
 from ci_policy.cli import main
 
@@ -66,12 +67,6 @@ QUICKSTART_OUTPUTS = {
 NEEDS_B = "skip: no selected tests (its tests need one of: fsdp, megatron, session, sglang)"
 NEEDS_C = "skip: no selected tests (its tests need one of: fsdp, long, megatron, session, sglang)"
 NEEDS_MI350 = "skip: no selected tests (its tests need one of: fsdp, megatron, rocm)"
-
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 

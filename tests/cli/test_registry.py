@@ -3,33 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
-from cli.expected import EXAMPLE, IMPORT, MAIN, write_repo
+from cli.expected import EXAMPLE
 from helpers import assert_golden, assert_run_golden
-
-from ci_policy.cli import main
+from helpers import run_cli as run
 
 FIELDS = ["file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit"]
-
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-@pytest.fixture
-def broken_repo(tmp_path) -> Path:
-    return write_repo(tmp_path / "repo", {
-        "tests/e2e/test_bad_label.py":
-            IMPORT + 'register_cuda_ci(est_time=60, suite="gpu-a", labels=["megatrn"])\n' + MAIN,
-        "tests/e2e/test_bad_suite.py": IMPORT + 'register_cuda_ci(60, "gpu-x", labels=["fsdp"])\n' + MAIN,
-        "tests/e2e/test_no_main.py": IMPORT + 'register_cuda_ci(60, "gpu-b", labels=["long"])\n',
-        "tests/e2e/test_unregistered.py": "x = 1\n",
-        "tests/unit/test_ok.py": "def test_ok():\n    assert True\n",
-    })
 
 
 def test_registry_json_on_the_example(capsys):

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from filerun_cases import BAD_TAG, gpu_test, write
 
 from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.plan.filerun import FilePlan, check_test_path, resolve_file
@@ -14,27 +15,6 @@ EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gpu-repo"
 SYMLINK = "is a symlink; ci-policy refuses symlinks in a checkout"
 BAD_PATH = ("is not a test file path of the form tests/.../test_*.py (segments of letters, digits, '_', '.', "
             "'-'; no '..', no absolute path)")
-BAD_TAG = "is not a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})"
-
-
-@pytest.fixture
-def pr(tmp_path: Path) -> Path:
-    """An (untrusted) PR checkout: a private copy of examples/gpu-repo."""
-    dest = tmp_path / "pr"
-    shutil.copytree(EXAMPLE_REPO, dest, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    return dest
-
-
-def gpu_test(register: str) -> str:
-    return (f"from ci_policy import *\n\n{register}\n\nimport unittest\n\n"
-            'if __name__ == "__main__":\n    unittest.main()\n')
-
-
-def write(root: Path, rel: str, text: str) -> Path:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def errors_of(file: str, root: Path, **kwargs) -> list[str]:
