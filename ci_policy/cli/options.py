@@ -10,13 +10,13 @@
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ci_policy.errors import UsageError
+from ci_policy.read.numbers import is_finite_number
 
 if TYPE_CHECKING:
     from ci_policy.plan.build import Plan
@@ -107,7 +107,7 @@ def non_negative_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value < 0:
+    if not is_finite_number(value) or value < 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return value
 
