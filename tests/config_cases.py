@@ -5,9 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from helpers import caught
 
 from ci_policy.config import Stage, parse_config
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import InputErrors
 
 P = ".github/ci-policy.yml"
 STAGE_KEYS_HINT = ("allowed keys here: backend, diff_pruned, external, name, partitions, runner, "
@@ -16,17 +17,6 @@ STAGE_KEYS_HINT = ("allowed keys here: backend, diff_pruned, external, name, par
 HEAD = "version: 1\ndiscovery:\n  roots: [tests]\n"
 CPU_STAGE = "stages:\n  - {name: cpu, backend: cpu}\n"
 VALID = HEAD + CPU_STAGE
-
-
-def caught(fn, *args, **kwargs) -> list[tuple]:
-    """(path, line, col, message, hint) of every error `fn` raises; fails if it raises none."""
-    try:
-        fn(*args, **kwargs)
-    except InputErrors as exc:
-        return [(e.path, e.line, e.col, e.message, e.hint) for e in exc.errors]
-    except InputError as exc:
-        return [(exc.path, exc.line, exc.col, exc.message, exc.hint)]
-    pytest.fail("no InputError raised")
 
 
 def errors(text: str) -> list[tuple]:

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_REPO = ROOT / "examples" / "gpu-repo"
 
@@ -97,3 +99,16 @@ def run_cli(argv: list[str], capsys: Any) -> tuple[int, str, str]:
     rc = main(argv)
     out, err = capsys.readouterr()
     return rc, out, err
+
+
+def caught(fn: Any, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+    """(path, line, col, message, hint) of every error `fn` raises; fails if it raises none."""
+    from ci_policy.errors import InputError, InputErrors
+
+    try:
+        fn(*args, **kwargs)
+    except InputErrors as exc:
+        return [(e.path, e.line, e.col, e.message, e.hint) for e in exc.errors]
+    except InputError as exc:
+        return [(exc.path, exc.line, exc.col, exc.message, exc.hint)]
+    pytest.fail("no InputError raised")

@@ -8,6 +8,7 @@ import textwrap
 import warnings
 
 import pytest
+from helpers import caught
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,16 +24,6 @@ PLAIN_HINT = "assign the dict literal at module level, not inside a block or by 
 DICT = "KNOWN_LABELS must be a dict literal of label name -> description string"
 DICT_HINT = 'write KNOWN_LABELS = {"name": "description", ...}'
 SYMLINK_HINT = "replace the symlink with the real file or directory"
-
-
-def caught(fn, *args, **kwargs) -> list[tuple]:
-    try:
-        fn(*args, **kwargs)
-    except InputErrors as exc:
-        return [(e.path, e.line, e.col, e.message, e.hint) for e in exc.errors]
-    except InputError as exc:
-        return [(exc.path, exc.line, exc.col, exc.message, exc.hint)]
-    pytest.fail("no InputError raised")
 
 
 def errors(text: str) -> list[tuple]:
