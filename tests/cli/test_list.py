@@ -102,7 +102,8 @@ def test_list_json_of_a_running_shard(at_root, capsys):
     [stage] = [s for s in plan["stages"] if s["name"] == "stage-c-4-gpu-h200"]
     assert json.loads(out) == {"schema": 1, "stage": "stage-c-4-gpu-h200", "decision": "run",
                                "reasons": stage["reasons"], "shard": 2,
-                               "files": ["tests/e2e/session_server/test_session_multiturn.py"]}
+                               "files": ["tests/e2e/session_server/test_session_multiturn.py"],
+                               "plan_complete": True, "invalid": []}
     assert out == json.dumps(json.loads(out), indent=2) + "\n"
 
 
@@ -116,7 +117,8 @@ def test_list_json_of_a_skipped_stage(at_root, tmp_path, capsys):
     rc, out, err = run(["list", *inputs, "--stage", "stage-c-4-gpu-h200", "--format", "json"], capsys)
     assert (rc, err) == (0, "")
     assert json.loads(out) == {"schema": 1, "stage": "stage-c-4-gpu-h200", "decision": "skip",
-                               "reasons": stage["reasons"], "shard": None, "files": []}
+                               "reasons": stage["reasons"], "shard": None, "files": [],
+                               "plan_complete": True, "invalid": []}
 
 
 def test_list_format_choices(at_root, capsys):

@@ -62,6 +62,8 @@ QUICKSTART_OUTPUTS = {
               '"stage-c-4-gpu-mi350":[0]}',
     "cuda_image": "build",
     "rocm_image": "build",
+    "invalid_files": "[]",
+    "plan_complete": "true",
 }
 
 NEEDS_B = "skip: no selected tests (its tests need one of: fsdp, megatron, session, sglang)"
@@ -208,6 +210,8 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[],"stage-c-4-gpu-h200":[],"stage-c-4-gpu-mi350":[]}',
         "cuda_image": "skip",
         "rocm_image": "skip",
+        "invalid_files": "[]",
+        "plan_complete": "true",
     }
     assert_golden("cli/plan/docs-only.md", summary.read_text())
 
@@ -234,6 +238,9 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
         "skipped_stages": ["stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350"],
         "images": {"cuda": "skip", "rocm": "skip"},
         "warnings": [],
+        "plan_complete": True,
+        "invalid": [],
+        "not_fully_read": [],
     }
 
 
@@ -254,7 +261,7 @@ def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsy
         "skipped_stages": "[]",
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
                   '"stage-c-4-gpu-mi350":[0,1]}',
-        "cuda_image": "build", "rocm_image": "build",
+        "cuda_image": "build", "rocm_image": "build", "invalid_files": "[]", "plan_complete": "true",
     }
 
 

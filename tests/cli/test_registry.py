@@ -26,8 +26,29 @@ def test_registry_text_is_the_default_format(example_repo, monkeypatch, capsys):
     assert_run_golden(run(["registry", "--repo", ".", "--format", "text"], capsys), 0, "cli/registry/example.txt")
 
 
-def test_registry_refuses_an_invalid_checkout_and_lists_every_error(broken_repo, capsys):
+def test_registry_lists_every_valid_registration_and_each_invalid_file_then_exits_1(broken_repo, capsys):
+    rc, out, err = run(["registry", "--repo", str(broken_repo)], capsys)
+    assert rc == 1
+    assert_golden("cli/registry/broken.txt", out)
+    assert_golden("cli/registry/broken.stderr", err)
+    rc, out, err = run(["registry", "--repo", str(broken_repo), "--format", "json"], capsys)
+    assert rc == 1
+    assert_golden("cli/registry/broken.json", out)
+    assert err == ("ci-policy registry: incomplete: 4 invalid test file(s) left out: tests/e2e/test_bad_label.py, "
+                   "tests/e2e/test_bad_suite.py, tests/e2e/test_no_main.py, tests/e2e/test_unregistered.py\n")
+    doc = json.loads(out)
+    assert [r["file"] for r in doc["registrations"]] == ["tests/unit/test_ok.py"]
+    assert doc["plan_complete"] is False
+    assert [(f["file"], [d["code"] for d in f["diagnostics"]]) for f in doc["invalid"]] == [
+        ("tests/e2e/test_bad_label.py", ["CP227"]), ("tests/e2e/test_bad_suite.py", ["CP225"]),
+        ("tests/e2e/test_no_main.py", ["CP222"]), ("tests/e2e/test_unregistered.py", ["CP231"])]
+
+
+def test_registry_still_refuses_a_configuration_error(broken_repo, capsys):
+    config = broken_repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text().replace("stages:", "stagez:", 1))
     for fmt in ("text", "json"):
         rc, out, err = run(["registry", "--repo", str(broken_repo), "--format", fmt], capsys)
         assert (rc, out) == (1, "")
-        assert_golden("cli/registry/broken.stderr", err)
+        assert err.startswith(".github/ci-policy.yml:")
+        assert err.endswith("ci-policy: 2 errors\n")
