@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from cli.expected import EXAMPLE
+from cli.partial import BAD, BAD_DIAGNOSTIC, BAD_HINT, BAD_MESSAGE, partial_repo
 from helpers import assert_golden, assert_run_golden
 from helpers import run_cli as run
 
@@ -52,3 +53,21 @@ def test_registry_still_refuses_a_configuration_error(broken_repo, capsys):
         assert (rc, out) == (1, "")
         assert err.startswith(".github/ci-policy.yml:")
         assert err.endswith("ci-policy: 2 errors\n")
+
+
+def test_registry_of_a_checkout_with_one_invalid_file(make_repo, capsys):
+    repo, _ = partial_repo(make_repo)
+    incomplete = f"ci-policy registry: incomplete: 1 invalid test file(s) left out: {BAD}\n"
+    assert run(["registry", "--repo", str(repo)], capsys) == (1, (
+        "FILE                     BACKEND  SUITE  EST  LABELS    NOTES\n"
+        "tests/e2e/test_ok.py:3   cuda     gpu-a  60s  megatron\n"
+        "tests/e2e/test_ok2.py:3  cuda     gpu-a  30s  megatron\n"
+        "tests/unit/test_u.py     cpu      cpu    1s   -         implicit\n"),
+        f"invalid (not scheduled): 1 test file\n  {BAD}\n    {BAD}:3:39: CP227 label-unknown: {BAD_MESSAGE}\n"
+        f"        hint: {BAD_HINT}\n" + incomplete)
+    rc, out, err = run(["registry", "--repo", str(repo), "--format", "json"], capsys)
+    assert (rc, err) == (1, incomplete)
+    doc = json.loads(out)
+    assert [r["file"] for r in doc["registrations"]] == ["tests/e2e/test_ok.py", "tests/e2e/test_ok2.py",
+                                                         "tests/unit/test_u.py"]
+    assert (doc["plan_complete"], doc["invalid"]) == (False, [{"file": BAD, "diagnostics": [BAD_DIAGNOSTIC]}])
