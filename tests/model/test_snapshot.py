@@ -1,5 +1,6 @@
 """The snapshot of a checkout: what it holds for the example repository, `require_valid()`,
-estimates applied over the literals, and which problems stop `load_snapshot` itself."""
+estimates applied over the literals, which problems stop `load_snapshot` itself, and
+`usable()`: which errors make one test file invalid and which stop everything."""
 
 from __future__ import annotations
 
