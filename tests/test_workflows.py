@@ -246,8 +246,8 @@ def test_the_result_script(workflow, tmp_path, plan_complete, results, code, err
            "INVALID_FILES": '["tests/e2e/test_bad.py"]' if plan_complete == "false" else "",
            "NEEDS": json.dumps({job: {"result": r, "outputs": {}} for job, r in results.items()})}
     # As GitHub runs a bash step: bash --noprofile --norc -eo pipefail.
-    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], capture_output=True, text=True, env=env, check=False,
-                          timeout=60)
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                          capture_output=True, text=True, env=env, check=False, timeout=60)
     assert (proc.returncode, proc.stdout.splitlines(), proc.stderr) == (code, errors, "")
 
 
