@@ -43,9 +43,11 @@ T = TypeVar("T")
 # left something of its file unread (a marker call, a registration, a gate, the file).
 _READ_IN_FULL = frozenset({"CP220", "CP221", "CP222", "CP231", "CP250", "CP251", "CP510", "CP511", "CP520"})
 
-# Discovery errors about one test file refused before it was read (a symlink matching the
-# pattern, a name with control characters): that file is invalid, not the whole plan.
-_REFUSED_TEST_FILE = frozenset({"CP401", "CP407"})
+# A discovery error about one test file refused before it was read (a symlink matching the
+# pattern) makes that file invalid, not the whole plan. A name with control characters
+# (CP407) stays fatal: it cannot be named faithfully in `invalid_files`, and only a
+# hostile checkout has one.
+_REFUSED_TEST_FILE = frozenset({"CP401"})
 
 
 @dataclass(frozen=True)
@@ -200,12 +202,12 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
 def classify(snapshot: Snapshot) -> Validity:
     """Sort the snapshot's errors (and unsuppressed missing required gates) by what they spoil.
 
-    - An error located in a discovered test file, or about a test file discovery refused
-      to read (CP401/CP407), makes that file invalid.
+    - An error located in a discovered test file, or about a symlinked test file discovery
+      refused to read (CP401), makes that file invalid.
     - Every other error is fatal: the configuration, the label registry (and the
       configuration's labels, CP310/CP311), a discovery root or a directory that cannot
-      be walked (tests beneath it are unknown), the estimates file (every est_time and
-      shard could change).
+      be walked (tests beneath it are unknown), a test file name with control characters
+      (CP407), the estimates file (every est_time and shard could change).
     - A file whose only errors are suppressed is valid; if a suppressed error left part of
       it unread, it is listed in `not_fully_read`.
     """

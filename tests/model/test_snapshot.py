@@ -308,6 +308,9 @@ def test_a_symlinked_test_file_is_an_invalid_file(make_repo):
      [("CP402", ".github/ci-policy.yml")]),
     # A directory symlink inside a root: the tests beneath it are unknown.
     (lambda repo: (repo / "tests/linked").symlink_to(repo / "tests/e2e"), [("CP401", "tests/linked")]),
+    # A test file name with control characters: refused, never listed as an invalid file.
+    (lambda repo: (repo / "tests/e2e/test_\n::error::x.py").write_text(GPU_A),
+     [("CP407", "tests/e2e/test_\\n::error::x.py")]),
     # A broken estimates file: every est_time, so every shard, could change.
     (lambda repo: ((repo / ".github/ci-policy.yml").write_text(
         (repo / ".github/ci-policy.yml").read_text() + "estimates_file: est.json\n"),
