@@ -122,7 +122,8 @@ def test_every_action_is_pinned_to_a_commit_sha(workflow):
 def test_every_checkout_does_not_persist_credentials(workflow):
     checkouts = [(job_id, step) for job_id, step in steps(workflow)
                  if step.get("uses", "").startswith("actions/checkout@")]
-    assert {job_id for job_id, _ in checkouts} == set(workflow["jobs"])
+    # The result job reads only the other jobs' results: it checks nothing out.
+    assert {job_id for job_id, _ in checkouts} == set(workflow["jobs"]) - {"result"}
     for job_id, step in checkouts:
         assert step.get("with", {}).get("persist-credentials") is False, job_id
 
@@ -142,6 +143,7 @@ def test_shell_variables_in_run_steps_come_from_env(workflow):
             if "run" not in step:
                 continue
             defined = set(workflow.get("env", {})) | set(job.get("env", {})) | set(step.get("env", {})) | defaults
+            defined |= set(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=", step["run"], re.MULTILINE))  # its own
             used = set(re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", step["run"]))
             assert used <= defined, (job_id, used - defined)
 
@@ -164,7 +166,7 @@ def test_plan_job_runs_ci_policy_plan_with_github_format(workflow):
     assert argv[argv.index("--repo") + 1] == "."
     step = next(s for s in plan["steps"] if "run" in s and "ci-policy plan" in s["run"])
     outputs = ("cadence", "raw_labels", "bypass_fastfail", "write_baseline", "skipped_stages", "matrix",
-               "cuda_image", "rocm_image")
+               "cuda_image", "rocm_image", "invalid_files", "plan_complete")
     assert plan["outputs"] == {name: f"${{{{ steps.{step['id']}.outputs.{name} }}}}" for name in outputs}
 
 
@@ -206,6 +208,47 @@ def test_image_jobs_follow_the_plan(workflow):
         job = workflow["jobs"][f"prepare-{backend}-image"]
         assert job["needs"] == "plan"
         assert job["if"] == f"needs.plan.outputs.{backend}_image == 'build'"
+
+
+def test_the_result_job_fails_on_an_incomplete_plan_or_any_job_that_did_not_succeed(workflow):
+    result = workflow["jobs"]["result"]
+    # Every other job, so a failed, cancelled or skipped-by-failure job cannot go unnoticed.
+    assert set(result["needs"]) == set(workflow["jobs"]) - {"result"}
+    assert (result["if"], result["permissions"], result["runs-on"]) == ("always()", {}, "ubuntu-latest")
+    [step] = result["steps"]
+    assert "uses" not in step
+    # What the plan job decided reaches the script only through env:.
+    assert step["env"] == {"PLAN_COMPLETE": "${{ needs.plan.outputs.plan_complete }}",
+                           "INVALID_FILES": "${{ needs.plan.outputs.invalid_files }}",
+                           "NEEDS": "${{ toJSON(needs) }}"}
+    script = step["run"]
+    assert 'if [ "$PLAN_COMPLETE" != "true" ]; then' in script
+    assert "$INVALID_FILES" in script.split('if [ "$PLAN_COMPLETE"', 1)[1].split("\nfi\n", 1)[0]
+    assert 'select(.value.result == "failure" or .value.result == "cancelled")' in script
+    assert script.rstrip().endswith('exit "$status"')
+
+
+@pytest.mark.parametrize("plan_complete, results, code, errors", [
+    ("true", {"stage-a-cpu": "success", "stage-b-1-gpu-h200": "skipped"}, 0, []),
+    ("false", {"stage-a-cpu": "success"}, 1,
+     ["::error::the plan is incomplete (plan_complete='false'); invalid test files, not run: "
+      '["tests/e2e/test_bad.py"]']),
+    ("true", {"stage-a-cpu": "failure", "stage-b-1-gpu-h200": "cancelled"}, 1,
+     ["::error::needed jobs did not succeed: stage-a-cpu failure,stage-b-1-gpu-h200 cancelled,"]),
+    # The plan job itself failed: no outputs at all.
+    ("", {"plan": "failure"}, 1,
+     ["::error::the plan is incomplete (plan_complete=''); invalid test files, not run: ",
+      "::error::needed jobs did not succeed: plan failure,"]),
+])
+def test_the_result_script(workflow, tmp_path, plan_complete, results, code, errors):
+    script = workflow["jobs"]["result"]["steps"][0]["run"]
+    env = {"PATH": os.environ["PATH"], "PLAN_COMPLETE": plan_complete,
+           "INVALID_FILES": '["tests/e2e/test_bad.py"]' if plan_complete == "false" else "",
+           "NEEDS": json.dumps({job: {"result": r, "outputs": {}} for job, r in results.items()})}
+    # As GitHub runs a bash step: bash --noprofile --norc -eo pipefail.
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                          capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert (proc.returncode, proc.stdout.splitlines(), proc.stderr) == (code, errors, "")
 
 
 def ci_policy_commands(path: Path) -> list[list[str]]:

@@ -2,7 +2,9 @@
 
 - In: --repo, --config, the plan inputs, --stage, --shard, --format text|json.
 - Out: text: one file per line (nothing for a skipped stage, its reasons on stderr);
-  json: the stage, shard, decision, reasons and files.
+  json: the stage, shard, decision, reasons and files, `invalid` and `plan_complete`.
+- Partial plan: the shard's files are printed as always; invalid test files are listed
+  with their diagnostics (text: on stderr) and the exit code is 1.
 - Refused: an unknown or external stage, a missing or out-of-range shard (exit 2).
 """
 
@@ -11,7 +13,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ci_policy.cli.options import add_checkout, add_format, add_plan_inputs, add_shard, plan_from_args
+from ci_policy.cli.options import (
+    add_checkout,
+    add_format,
+    add_plan_inputs,
+    add_shard,
+    plan_from_args,
+    report_incomplete,
+)
 
 NAME = "list"
 
@@ -34,11 +43,10 @@ def run(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     stage, shard = shard_of(plan, args.stage, args.shard)
     if args.format == "json":
-        print(shard_files_json(stage, shard))
-        return 0
+        print(shard_files_json(stage, shard, plan.invalid))
+        return report_incomplete(NAME, plan.invalid, section=False)
     if shard is None:
         print(f"# stage {stage.name} is skipped: {'; '.join(stage.reasons)}", file=sys.stderr)
-        return 0
-    for file in shard.files:
+    for file in shard.files if shard is not None else ():
         print(file)
-    return 0
+    return report_incomplete(NAME, plan.invalid)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -19,6 +20,7 @@ from ci_policy.errors import UsageError
 from ci_policy.read.numbers import is_finite_number
 
 if TYPE_CHECKING:
+    from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan
 
 Format = Literal["text", "json", "markdown", "github"]
@@ -90,6 +92,23 @@ def append_step_summary(markdown: str) -> None:
     if summary and markdown:
         with open(summary, "a", encoding="utf-8") as fh:
             fh.write(markdown)
+
+
+def report_incomplete(command: str, invalid: Sequence[InvalidFile], *, section: bool = True) -> int:
+    """After a command printed everything it could: the invalid test files on stderr, and its exit code.
+
+    1 when a test file is invalid (the output is partial), else 0. `section=False` when the
+    command's own output already holds the invalid files' diagnostics.
+    """
+    from ci_policy.render import invalid_text, one_line
+
+    if not invalid:
+        return 0
+    if section:
+        print(invalid_text(invalid), file=sys.stderr)
+    print(f"ci-policy {command}: incomplete: {len(invalid)} invalid test file(s) left out: "
+          + one_line(", ".join(f.file for f in invalid)), file=sys.stderr)
+    return 1
 
 
 def positive_int(text: str) -> int:

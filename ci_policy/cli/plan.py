@@ -1,17 +1,31 @@
 """`ci-policy plan`: which stages run for a trigger, labels and diff, why, and their shards.
 
 - In: --repo, --config, the plan inputs, --format text|json|markdown|github.
-- Out: the plan; in github format also $GITHUB_OUTPUT values, the job summary and
-  annotations, and exit 1 when a scheduled file is invalid.
-- Refused: bad plan inputs (exit 2, naming the option), a bad checkout (exit 1).
+- Out: the plan; in github format also $GITHUB_OUTPUT values (`plan_complete`,
+  `invalid_files` among them), the job summary and annotations.
+- A partial plan (a test file is invalid: left out, listed with its diagnostics): github
+  format exits 0 once every output is written, so the workflow goes on and its result
+  job fails on `plan_complete != 'true'`; every other format prints the whole plan and
+  exits 1.
+- Refused: bad plan inputs (exit 2, naming the option); a configuration, labels,
+  discovery or estimates-file error (exit 1, nothing planned).
 """
 
 from __future__ import annotations
 
 import argparse
 import uuid
+from pathlib import Path
 
-from ci_policy.cli.options import add_checkout, add_format, add_plan_inputs, github_file, plan_from_args
+from ci_policy.cli.options import (
+    add_checkout,
+    add_format,
+    add_plan_inputs,
+    github_file,
+    plan_from_args,
+    report_incomplete,
+)
+from ci_policy.cli.paths import workspace_paths
 
 NAME = "plan"
 
@@ -42,9 +56,8 @@ def run(args: argparse.Namespace) -> int:
             fh.write(render.plan_markdown(plan))
         print(render.plan_text(plan))
         if plan.warnings or plan.invalid:
-            print(render.plan_annotations(plan))
-        if plan.invalid:
-            return 1
+            print(render.plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
+        return 0
     else:
         print(render.plan_text(plan))
-    return 0
+    return report_incomplete(NAME, plan.invalid, section=False)

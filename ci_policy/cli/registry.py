@@ -2,7 +2,10 @@
 
 - In: --repo, --config, --format text|json.
 - Out: one row (text) or object (json) per registration, sorted by file and line.
-- Refused: a checkout with errors (exit 1; every error printed, as `lint` would).
+- Partial: an invalid test file is left out and listed with its diagnostics (json:
+  `invalid`, `plan_complete`; text: on stderr); everything else is printed, exit 1.
+- Refused: a configuration, labels, discovery or estimates-file error (exit 1; every
+  error printed, as `lint` would).
 """
 
 from __future__ import annotations
@@ -10,15 +13,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ci_policy.cli.options import add_checkout, add_format
+from ci_policy.cli.options import add_checkout, add_format, report_incomplete
 
 NAME = "registry"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="list every test registration",
-                       description="List every test registration of a valid checkout: file, backend, "
-                                   "suite, est_time, labels and notes.")
+                       description="List every test registration of a checkout: file, backend, "
+                                   "suite, est_time, labels and notes; invalid test files are listed "
+                                   "with their errors and make the exit code 1.")
     add_checkout(p)
     add_format(p, ("text", "json"))
     return p
@@ -28,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.render import registry_json, registry_text
 
-    snapshot = load_snapshot(Path(args.repo), args.config).require_valid()
-    render = registry_json if args.format == "json" else registry_text
-    print(render(snapshot.registrations))
-    return 0
+    snapshot = load_snapshot(Path(args.repo), args.config).usable()
+    if args.format == "json":
+        print(registry_json(snapshot.registrations, snapshot.invalid_files))
+        return report_incomplete(NAME, snapshot.invalid_files, section=False)
+    print(registry_text(snapshot.registrations))
+    return report_incomplete(NAME, snapshot.invalid_files)

@@ -5,6 +5,11 @@
   metric records of passing files; gates evaluated for files that declare them.
   Exit 0 when every file (and every enforced gate) passed, 1 otherwise, 143 on SIGTERM,
   130 on Ctrl-C.
+- Partial plan (a test file is invalid): the shard's own files still run and decide the
+  exit code; the invalid files are listed first with their diagnostics (github format:
+  one `::warning` naming them, since the plan job annotates each diagnostic and its
+  result job fails the workflow on `plan_complete`). Failing every shard for one broken
+  file would hide every other result.
 - The files run are exactly those `ci-policy list` prints for the same options.
 """
 
@@ -88,6 +93,13 @@ def run(args: argparse.Namespace) -> int:
 
     plan = plan_from_args(args)
     stage, shard = shard_of(plan, args.stage, args.shard)
+    if plan.invalid:
+        print(render.invalid_text(plan.invalid))
+        if args.format == "github":
+            print("::warning::" + render.escape_data(
+                f"the plan is incomplete: {len(plan.invalid)} invalid test file(s) not run: "
+                + ", ".join(f.file for f in plan.invalid) + " (see the plan job)"))
+        print(flush=True)
     if shard is None:
         print(f"Stage {stage.name} has nothing to run: {'; '.join(stage.reasons)}")
         return 0

@@ -2,10 +2,10 @@
 
 - In: a `Snapshot` (its config's `gates.require` rules, files and gate declarations).
 - Out: one `MissingGate` value per (test file, missing required key): the file, the rule,
-  the key and the version it stands for. `violations` turns them into `Diagnostic`s
-  (CP520), `invalid_files` into the plan's reasons; neither reads the other's text.
-- `lint` reports these as errors; `plan` refuses to schedule such a file (its stage
-  lists it as invalid with the same reason) instead of failing the whole plan.
+  the key and the version it stands for. `violations` turns them into `Diagnostic`s (CP520).
+- `lint` reports these as errors; the snapshot's classification (`model.snapshot.classify`)
+  makes such a file invalid, like any other error located in it, so the plan does not
+  schedule it instead of failing as a whole.
 """
 
 from __future__ import annotations
@@ -81,10 +81,3 @@ def violations(snapshot: Snapshot) -> list[Diagnostic]:
     """The lint errors: one CP520 diagnostic per missing gate."""
     return [missing.diagnostic() for missing in missing_gates(snapshot)]
 
-
-def invalid_files(snapshot: Snapshot) -> dict[str, str]:
-    """file -> why the plan refuses to schedule it (`lacks ...; ...`)."""
-    reasons: dict[str, list[str]] = {}
-    for missing in missing_gates(snapshot):
-        reasons.setdefault(missing.file, []).append(missing.what)
-    return {file: "lacks " + "; ".join(parts) for file, parts in reasons.items()}

@@ -6,13 +6,19 @@
   coded `Diagnostic`. `load_snapshot` raises `InputErrors` only when the configuration
   or the labels file is unusable (nothing else can be checked without them); file-level
   problems are collected in `Snapshot.errors` so `lint` can report all of them at once.
+- `Snapshot.usable()` is what `registry`, `plan`, `list` and `run` read: `classify` sorts
+  the errors into fatal ones (configuration, label registry, discovery outside a test
+  file, estimates file: raised as `InputErrors`, since the whole plan could be wrong) and
+  invalid test files (any error located in a discovered test file, or a missing required
+  gate: the file's registrations and gates are dropped, its diagnostics kept with it).
+  `require_valid()` (strict) still refuses any error at all.
 - Reads only through `ci_policy.read.checkout`; never imports or executes checkout code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +26,7 @@ from ci_policy.config import GPU_BACKENDS, Config, load_config
 from ci_policy.config.lint import IgnoreRule
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
+from ci_policy.gates.requirements import violations
 from ci_policy.model import estimates as estimates_mod
 from ci_policy.model.discovery import discover
 from ci_policy.model.registry import Registration, registrations_of
@@ -29,6 +36,37 @@ from ci_policy.read.labels import LabelRegistry, load_labels
 from ci_policy.read.markers import REGISTRATION_MARKERS, MarkerCall, scan
 
 T = TypeVar("T")
+
+# Suppressed errors that drop nothing: the registration stays (a duplicate, a GPU file in a
+# cpu_only root, a missing `__main__` block), nothing was there to read (an unregistered
+# file, a suppression comment), or a gate stays declared. Every other suppressed error
+# left something of its file unread (a marker call, a registration, a gate, the file).
+_READ_IN_FULL = frozenset({"CP220", "CP221", "CP222", "CP231", "CP250", "CP251", "CP510", "CP511", "CP520"})
+
+# A discovery error about one test file refused before it was read (a symlink matching the
+# pattern) makes that file invalid, not the whole plan. A name with control characters
+# (CP407) stays fatal: it cannot be named faithfully in `invalid_files`, and only a
+# hostile checkout has one.
+_REFUSED_TEST_FILE = frozenset({"CP401"})
+
+
+@dataclass(frozen=True)
+class InvalidFile:
+    """A test file the plan cannot schedule, with every error that says why."""
+
+    file: str
+    diagnostics: tuple[Diagnostic, ...]
+    suites: tuple[str, ...] = ()  # the stages of the registrations that could be read
+
+
+@dataclass(frozen=True)
+class Validity:
+    """The errors of a snapshot, sorted: what stops everything, and what one file spoils."""
+
+    fatal: tuple[Diagnostic, ...]
+    invalid: tuple[InvalidFile, ...]
+    # Valid files a suppressed error left partly unread (a registration or gate dropped).
+    not_fully_read: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -48,11 +86,38 @@ class Snapshot:
     suppressed: tuple[Diagnostic, ...] = ()
     suppressions: tuple[Suppression, ...] = ()
     used_suppressions: frozenset[Suppression | IgnoreRule] = frozenset()
+    # Set by `usable()`: the classification, once the invalid files' registrations are dropped.
+    validity: Validity | None = None
 
     def require_valid(self) -> Snapshot:
+        """This snapshot when it has no error at all; otherwise `InputErrors` with every one."""
         if self.errors:
             raise InputErrors(self.errors)
         return self
+
+    def usable(self) -> Snapshot:
+        """The snapshot without its invalid files' registrations and gates; `InputErrors` if fatal.
+
+        The result's `validity` lists the invalid files; `invalid_files` and `complete` read it.
+        """
+        if self.validity is not None:
+            return self
+        validity = classify(self)
+        if validity.fatal:
+            raise InputErrors(validity.fatal)
+        bad = {f.file for f in validity.invalid}
+        return replace(self, validity=validity,
+                       registrations=tuple(r for r in self.registrations if r.file not in bad),
+                       gates=tuple(g for g in self.gates if g.file not in bad))
+
+    @property
+    def invalid_files(self) -> tuple[InvalidFile, ...]:
+        return self.validity.invalid if self.validity is not None else ()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every discovered test file could be scheduled (see `usable()`)."""
+        return not self.invalid_files
 
     def registrations_for(self, file: str) -> tuple[Registration, ...]:
         return tuple(r for r in self.registrations if r.file == file)
@@ -132,6 +197,40 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
         suppressions=tuple(inline),
         used_suppressions=applied.used,
     )
+
+
+def classify(snapshot: Snapshot) -> Validity:
+    """Sort the snapshot's errors (and unsuppressed missing required gates) by what they spoil.
+
+    - An error located in a discovered test file, or about a symlinked test file discovery
+      refused to read (CP401), makes that file invalid.
+    - Every other error is fatal: the configuration, the label registry (and the
+      configuration's labels, CP310/CP311), a discovery root or a directory that cannot
+      be walked (tests beneath it are unknown), a test file name with control characters
+      (CP407), the estimates file (every est_time and shard could change).
+    - A file whose only errors are suppressed is valid; if a suppressed error left part of
+      it unread, it is listed in `not_fully_read`.
+    """
+    files = set(snapshot.files)
+    discovery = snapshot.config.discovery
+    required = apply(violations(snapshot), snapshot.suppressions, snapshot.config.lint.ignore).kept
+    fatal: list[Diagnostic] = []
+    by_file: dict[str, list[Diagnostic]] = {}
+    for diagnostic in sorted(set(snapshot.errors) | set(required), key=Diagnostic.sort_key):
+        path = diagnostic.path
+        if path is not None and (path in files or (diagnostic.code in _REFUSED_TEST_FILE
+                                                   and discovery.name_matches(path))):
+            by_file.setdefault(path, []).append(diagnostic)
+        else:
+            fatal.append(diagnostic)
+    suites: dict[str, set[str]] = {}
+    for reg in snapshot.registrations:
+        suites.setdefault(reg.file, set()).add(reg.suite)
+    invalid = tuple(InvalidFile(file, tuple(found), tuple(sorted(suites.get(file, ()))))
+                    for file, found in sorted(by_file.items()))
+    partly = sorted({d.path for d in snapshot.suppressed
+                     if d.path in files and d.path not in by_file and d.code not in _READ_IN_FULL})
+    return Validity(tuple(fatal), invalid, tuple(p for p in partly if p is not None))
 
 
 def optional_labels(repo: Path, config: Config) -> tuple[LabelRegistry, bool]:

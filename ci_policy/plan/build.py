@@ -1,10 +1,13 @@
 """The stage plan: trigger policy + diff-aware stage selection + balanced shards.
 
-- In: a valid `Snapshot`, a `Trigger` and a `Diff`.
+- In: a `Snapshot`, a `Trigger` and a `Diff`.
 - Out: a frozen `Plan`: the resolved `Policy` (after auto-selection), one `StagePlan`
   per planned stage (decision, reasons, selected tests, shards), the stages skipped,
   image preparation per GPU backend (`build` exactly when a stage of that backend
-  runs), and warnings.
+  runs), warnings, and the invalid test files with their diagnostics.
+- Partial: an invalid test file (`Snapshot.usable`) is left out and the plan is built
+  from every valid registration; `Plan.complete` is false. A fatal error (configuration,
+  labels, discovery, estimates file) raises `InputErrors` instead.
 - `ci-policy plan`, `ci-policy list` and `ci-policy run` all call `build_plan`, so
   every shard job computes exactly the split the plan job printed.
 """
@@ -15,9 +18,8 @@ from dataclasses import dataclass
 
 from ci_policy.config import GPU_BACKENDS, Config, Stage
 from ci_policy.errors import UsageError
-from ci_policy.gates.requirements import invalid_files
 from ci_policy.model.registry import Registration
-from ci_policy.model.snapshot import Snapshot
+from ci_policy.model.snapshot import InvalidFile, Snapshot
 from ci_policy.plan.partition import Shard, partition
 from ci_policy.plan.policy import Policy, Trigger, is_selected, resolve, why_not_selected
 from ci_policy.plan.selection import Decision, StageDecision, decide
@@ -32,7 +34,7 @@ class StagePlan:
     tests: tuple[Registration, ...]
     shards: tuple[Shard, ...]
     not_selected: tuple[tuple[Registration, str], ...] = ()
-    invalid: tuple[tuple[Registration, str], ...] = ()
+    invalid: tuple[str, ...] = ()  # invalid test files whose readable registrations name this stage
 
     @property
     def name(self) -> str:
@@ -71,9 +73,19 @@ class Plan:
         return self.snapshot.config
 
     @property
-    def invalid(self) -> tuple[tuple[str, str, str], ...]:
-        """(stage, file, reason) of every registration the plan refused to schedule."""
-        return tuple((s.name, r.file, why) for s in self.stages for r, why in s.invalid)
+    def invalid(self) -> tuple[InvalidFile, ...]:
+        """Every test file the plan could not schedule, with its diagnostics."""
+        return self.snapshot.invalid_files
+
+    @property
+    def complete(self) -> bool:
+        """False when a test file is invalid: the plan runs everything else, CI must still fail."""
+        return self.snapshot.complete
+
+    @property
+    def not_fully_read(self) -> tuple[str, ...]:
+        """Valid files a suppressed error left partly unread (a registration or gate dropped)."""
+        return self.snapshot.validity.not_fully_read if self.snapshot.validity is not None else ()
 
     @property
     def matrix(self) -> dict[str, list[int]]:
@@ -87,9 +99,9 @@ class Plan:
 
 
 def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
-    snapshot.require_valid()
+    snapshot = snapshot.usable()
     policy = resolve(trigger, snapshot.config, snapshot.labels)
-    policy, decisions = decide(snapshot, policy, diff, invalid_files(snapshot))
+    policy, decisions = decide(snapshot, policy, diff)
     warnings = list(policy.warnings)
     stages = tuple(_stage_plan(d, warnings) for d in decisions)
     images = []
@@ -104,6 +116,9 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
             if regs and not any(is_selected(r, policy) for r in regs):
                 why = "; ".join(sorted({why_not_selected(r, policy) for r in regs}))
                 warnings.append(f"{path} changed but is not selected ({why}), so it does not run")
+    for path in snapshot.validity.not_fully_read if snapshot.validity is not None else ():
+        warnings.append(f"{path} was not fully read: a suppressed error dropped part of it "
+                        "(`ci-policy lint --format json` lists the suppressed diagnostics)")
     return Plan(snapshot=snapshot, policy=policy, diff=diff, stages=stages, images=tuple(images),
                 warnings=tuple(warnings))
 

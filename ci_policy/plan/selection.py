@@ -6,10 +6,14 @@
 - pull_request, `diff_pruned` stages: the stage runs iff it is runnable (has a selected
   registration) and affected by the diff or forced by an explicit label / broad scope
   (`selection.explicit: run`). Each changed path is classified, first match wins:
-  a registered test file affects its own stages; a `selection.rules` path affects the
-  stages holding tests with the rule's labels and auto-selects those labels; a
-  `no_gpu_paths` path affects none; any other path affects every stage (fail safe).
+  an invalid test file (one the snapshot could not read or validate) affects every stage
+  (fail safe: its registrations are unknown); a registered test file affects its own
+  stages; a `selection.rules` path affects the stages holding tests with the rule's
+  labels and auto-selects those labels; a `no_gpu_paths` path affects none; any other
+  path affects every stage (fail safe).
   An unavailable diff affects every stage.
+- Invalid test files are never scheduled; each stage lists those whose readable
+  registrations name it (`StageDecision.invalid`).
 - Other events, and stages with `diff_pruned: false`, run whenever they have selected tests.
 """
 
@@ -29,7 +33,7 @@ from ci_policy.read.globs import matches
 MAX_PATHS_SHOWN = 5
 
 Decision = Literal["run", "skip"]
-PathKind = Literal["test", "rule", "no_gpu", "other"]
+PathKind = Literal["invalid", "test", "rule", "no_gpu", "other"]
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,8 @@ class StageDecision:
     reasons: tuple[str, ...]
     selected: tuple[Registration, ...]
     not_selected: tuple[tuple[Registration, str], ...] = ()
-    # Registrations refused by the plan (e.g. a required gate is missing), with the reason.
-    invalid: tuple[tuple[Registration, str], ...] = ()
+    # Invalid test files (see `Snapshot.usable`) whose readable registrations name this stage.
+    invalid: tuple[str, ...] = ()
 
 
 def _shown(items: Iterable[str]) -> str:
@@ -61,6 +65,8 @@ def _shown(items: Iterable[str]) -> str:
 
 
 def classify(path: str, snapshot: Snapshot) -> PathEffect:
+    if any(f.file == path for f in snapshot.invalid_files):
+        return PathEffect(path, "invalid")
     regs = snapshot.registrations_for(path)
     if regs:
         return PathEffect(path, "test", stages=tuple(sorted({r.suite for r in regs})))
@@ -75,11 +81,9 @@ def classify(path: str, snapshot: Snapshot) -> PathEffect:
     return PathEffect(path, "other")
 
 
-def decide(snapshot: Snapshot, policy: Policy, diff: Diff,
-           invalid_files: dict[str, str] | None = None) -> tuple[Policy, tuple[StageDecision, ...]]:
-    """`invalid_files` (file -> reason) are never scheduled; their stages list them as invalid."""
+def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tuple[StageDecision, ...]]:
+    """`snapshot` is `usable()`: its invalid files have no registrations left to select."""
     config = snapshot.config
-    invalid_files = invalid_files or {}
     pr = policy.event == "pull_request"
     effects = [classify(p, snapshot) for p in diff.files] if (pr and diff.available) else []
 
@@ -92,9 +96,8 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff,
     for stage in config.stages:
         if stage.external:
             continue
-        all_regs = [r for r in snapshot.registrations if r.suite == stage.name]
-        invalid = tuple((r, invalid_files[r.file]) for r in all_regs if r.file in invalid_files)
-        regs = [r for r in all_regs if r.file not in invalid_files]
+        regs = [r for r in snapshot.registrations if r.suite == stage.name]
+        invalid = tuple(f.file for f in snapshot.invalid_files if stage.name in f.suites)
         selected = tuple(r for r in regs if is_selected(r, policy))
         not_selected = tuple((r, why_not_selected(r, policy)) for r in regs if not is_selected(r, policy))
         if not selected:
@@ -127,10 +130,17 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff,
 def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect]) -> list[str]:
     if not diff.available:
         return [f"run: the diff is unavailable ({diff.reason}), so every runnable stage runs"]
+    everything = []
+    invalid = [e.path for e in effects if e.kind == "invalid"]
+    if invalid:
+        verb = "is an invalid test file" if len(invalid) == 1 else "are invalid test files"
+        everything.append(f"run: {_shown(invalid)} changed and {verb}, so every stage runs (fail safe)")
     other = [e.path for e in effects if e.kind == "other"]
     if other:
         verb = "matches" if len(other) == 1 else "match"
-        return [f"run: {_shown(other)} {verb} no rule, so every stage runs"]
+        everything.append(f"run: {_shown(other)} {verb} no rule, so every stage runs")
+    if everything:
+        return everything
     tests = [e.path for e in effects if e.kind == "test" and stage.name in e.stages]
     reasons = []
     if tests:

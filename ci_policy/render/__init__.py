@@ -21,6 +21,7 @@ from ci_policy.render.github import (
     gate_annotations,
     github_output_lines,
     github_outputs,
+    invalid_annotations,
     plan_annotations,
     run_annotations,
     usage_error_github,
@@ -30,6 +31,7 @@ from ci_policy.render.jsondoc import (
     comment_json,
     diagnostics_json,
     file_run_json,
+    invalid_json,
     lint_json,
     plan_dict,
     plan_json,
@@ -44,6 +46,7 @@ from ci_policy.render.text import (
     file_run_text,
     gate_rows,
     gate_text,
+    invalid_text,
     lint_summary,
     plan_text,
     registry_text,
@@ -61,6 +64,7 @@ __all__ = [
     "run_summary_markdown", "run_summary_text", "shard_header", "table",
     "comment_json", "file_run_json", "file_run_outputs", "file_run_text", "shard_files_json", "tune_json",
     "usage_error_github", "usage_error_text", "diagnostics_json", "lint_json", "lint_summary",
+    "invalid_annotations", "invalid_json", "invalid_text",
 ]
 
 

@@ -3,14 +3,17 @@
 - In: a `Plan`, a shard's run results, gate outcomes.
 - Out: `::error`/`::warning` lines whose values pass `escape_data`/`escape_property`, and
   `name<<DELIMITER` output blocks (a value containing the delimiter is refused).
+- A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
+  `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ci_policy.errors import Diagnostic, UsageError
+from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.results import GateOutcome, ShardResult
@@ -30,6 +33,8 @@ def github_outputs(plan: Plan, delimiter: str) -> str:
         "matrix": json.dumps(plan.matrix, separators=(",", ":")),
         "cuda_image": dict(plan.images)["cuda"],
         "rocm_image": dict(plan.images)["rocm"],
+        "invalid_files": json.dumps([f.file for f in plan.invalid], separators=(",", ":")),
+        "plan_complete": "true" if plan.complete else "false",
     }
     return github_output_lines(values, delimiter)
 
@@ -43,11 +48,16 @@ def github_output_lines(values: dict[str, str], delimiter: str) -> str:
     return "".join(out)
 
 
-def plan_annotations(plan: Plan) -> str:
-    lines = [f"::error file={escape_property(file)}::" + escape_data(f"{stage}: {file} is not scheduled: {why}")
-             for stage, file, why in plan.invalid]
+def plan_annotations(plan: Plan, path_of: Callable[[str], str] = lambda p: p) -> str:
+    """An `::error` per diagnostic of each invalid test file, then a `::warning` per plan warning."""
+    lines = [diagnostic_github(d, path_of) for f in plan.invalid for d in f.diagnostics]
     lines += [f"::warning::{escape_data(w)}" for w in plan.warnings]
     return "\n".join(lines)
+
+
+def invalid_annotations(invalid: Iterable[InvalidFile], path_of: Callable[[str], str] = lambda p: p) -> str:
+    """One `::error file=..,line=..,col=..` annotation per diagnostic of each invalid test file."""
+    return "\n".join(diagnostic_github(d, path_of) for f in invalid for d in f.diagnostics)
 
 
 def run_annotations(result: ShardResult) -> str:

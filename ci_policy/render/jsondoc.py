@@ -2,18 +2,21 @@
 
 - In: registrations, a `Plan`.
 - Out: JSON text (two-space indented) or the dict it is made of; field order is stable.
+- `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
+  diagnostics, in the shape `lint --format json` uses) and `plan_complete`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from ci_policy.errors import Diagnostic
 from ci_policy.model.lint import LintReport
 from ci_policy.model.registry import Registration
+from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.partition import Shard
@@ -21,9 +24,16 @@ from ci_policy.plan.partition import Shard
 JSON_SCHEMA_VERSION = 1
 
 
-def registry_json(registrations: Iterable[Registration]) -> str:
+def invalid_json(invalid: Iterable[InvalidFile]) -> list[dict[str, Any]]:
+    """`[{"file", "diagnostics": [...]}]`, each diagnostic as `lint --format json` writes it."""
+    return [{"file": f.file, "diagnostics": [d.as_dict() for d in f.diagnostics]} for f in invalid]
+
+
+def registry_json(registrations: Iterable[Registration], invalid: Iterable[InvalidFile] = ()) -> str:
+    invalid = list(invalid)
     return json.dumps({"schema": JSON_SCHEMA_VERSION,
-                       "registrations": [r.as_dict() for r in registrations]}, indent=2)
+                       "registrations": [r.as_dict() for r in registrations],
+                       "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
 
 
 def plan_dict(plan: Plan) -> dict[str, Any]:
@@ -46,11 +56,14 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
             "runs_on": list(s.stage.runs_on),
             "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source} for r in s.tests],
             "shards": [sh.as_dict() for sh in s.shards],
-            "invalid": [{"file": r.file, "reason": why} for r, why in s.invalid],
+            "invalid": list(s.invalid),
         } for s in plan.stages],
         "skipped_stages": list(plan.skipped_stages),
         "images": dict(plan.images),
         "warnings": list(plan.warnings),
+        "plan_complete": plan.complete,
+        "invalid": invalid_json(plan.invalid),
+        "not_fully_read": list(plan.not_fully_read),
     }
 
 
@@ -58,11 +71,13 @@ def plan_json(plan: Plan) -> str:
     return json.dumps(plan_dict(plan), indent=2)
 
 
-def shard_files_json(stage_plan: StagePlan, shard: Shard | None) -> str:
-    """`ci-policy list --format json`: one stage shard's files; no shard when the stage is skipped."""
+def shard_files_json(stage_plan: StagePlan, shard: Shard | None, invalid: Sequence[InvalidFile] = ()) -> str:
+    """`ci-policy list --format json`: one stage shard's files (none when the stage is skipped), and
+    the plan's invalid files."""
     return json.dumps({"schema": JSON_SCHEMA_VERSION, "stage": stage_plan.name, "decision": stage_plan.decision,
                        "reasons": list(stage_plan.reasons), "shard": None if shard is None else shard.index,
-                       "files": [] if shard is None else list(shard.files)}, indent=2)
+                       "files": [] if shard is None else list(shard.files),
+                       "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
 
 
 def file_run_json(plan: FilePlan) -> str:

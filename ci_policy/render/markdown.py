@@ -10,7 +10,7 @@ from __future__ import annotations
 from ci_policy.plan.build import Plan
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import md_escape, mermaid_name
-from ci_policy.render.text import est_sources, failure, gate_rows, secs
+from ci_policy.render.text import code_title, est_sources, failure, gate_rows, secs
 
 
 def plan_markdown(plan: Plan) -> str:
@@ -52,8 +52,14 @@ def plan_markdown(plan: Plan) -> str:
         out += ["", f"est_time from the estimates file for {len(sources['estimates'])} test(s); "
                 f"{len(sources.get('literal', []))} from literals, {len(sources.get('implicit', []))} implicit."]
     if plan.invalid:
-        out += ["", "**Invalid, not scheduled**", ""]
-        out += [f"- {md_escape(stage)}: {md_escape(file)}: {md_escape(why)}" for stage, file, why in plan.invalid]
+        out += ["", f"**Invalid, not scheduled: {len(plan.invalid)} file(s); the plan is incomplete**", ""]
+        for bad in plan.invalid:
+            stages = f" (stages: {md_escape(', '.join(bad.suites))})" if bad.suites else ""
+            out.append(f"- {md_escape(bad.file)}{stages}")
+            for d in bad.diagnostics:
+                where = f"line {d.line}: " if d.line is not None else ""
+                code = f"{md_escape(code_title(d))}: " if d.code else ""
+                out.append(f"  - {where}{code}{md_escape(d.message)}")
     if plan.warnings:
         out += ["", "**Warnings**", ""] + [f"- {md_escape(w)}" for w in plan.warnings]
     return "\n".join(out) + "\n"

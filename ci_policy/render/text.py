@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.lint import LintReport
 from ci_policy.model.registry import Registration
+from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.partition import Shard
@@ -86,12 +87,21 @@ def plan_text(plan: Plan) -> str:
             lines.append("est_time from the estimates file for: " + " ".join(sources["estimates"]))
     if plan.invalid:
         lines.append("")
-        lines.append("invalid (not scheduled):")
-        lines += [f"  {stage}: {file}: {why}" for stage, file, why in plan.invalid]
+        lines.append(invalid_text(plan.invalid))
     lines.append("")
     lines.append("images: " + ", ".join(f"{backend}={action}" for backend, action in plan.images))
     for w in plan.warnings:
         lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def invalid_text(invalid: Sequence[InvalidFile]) -> str:
+    """The partial-plan section: each invalid file (and its stages), then its diagnostics, indented."""
+    lines = [f"invalid (not scheduled): {count(len(invalid), 'test file')}"]
+    for f in invalid:
+        stages = f" (stages: {', '.join(f.suites)})" if f.suites else ""
+        lines.append(f"  {line_start(one_line(f.file))}{stages}")
+        lines += ["    " + line for d in f.diagnostics for line in diagnostic_text(d).split("\n")]
     return "\n".join(lines)
 
 

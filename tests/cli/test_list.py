@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli.partial import BAD, BAD_DIAGNOSTIC, BAD_HINT, BAD_MESSAGE, partial_repo
 from helpers import run_cli as run
 
 from ci_policy.cli import main
@@ -102,7 +103,8 @@ def test_list_json_of_a_running_shard(at_root, capsys):
     [stage] = [s for s in plan["stages"] if s["name"] == "stage-c-4-gpu-h200"]
     assert json.loads(out) == {"schema": 1, "stage": "stage-c-4-gpu-h200", "decision": "run",
                                "reasons": stage["reasons"], "shard": 2,
-                               "files": ["tests/e2e/session_server/test_session_multiturn.py"]}
+                               "files": ["tests/e2e/session_server/test_session_multiturn.py"],
+                               "plan_complete": True, "invalid": []}
     assert out == json.dumps(json.loads(out), indent=2) + "\n"
 
 
@@ -116,7 +118,8 @@ def test_list_json_of_a_skipped_stage(at_root, tmp_path, capsys):
     rc, out, err = run(["list", *inputs, "--stage", "stage-c-4-gpu-h200", "--format", "json"], capsys)
     assert (rc, err) == (0, "")
     assert json.loads(out) == {"schema": 1, "stage": "stage-c-4-gpu-h200", "decision": "skip",
-                               "reasons": stage["reasons"], "shard": None, "files": []}
+                               "reasons": stage["reasons"], "shard": None, "files": [],
+                               "plan_complete": True, "invalid": []}
 
 
 def test_list_format_choices(at_root, capsys):
@@ -124,3 +127,27 @@ def test_list_format_choices(at_root, capsys):
         main(["list", *QUICKSTART_ARGV[1:], "--stage", "stage-a-cpu", "--format", "github"])
     assert info.value.code == 2
     assert "argument --format: invalid choice: 'github' (choose from 'text', 'json')" in capsys.readouterr().err
+
+
+# -- a partial plan: one invalid test file ------------------------------------------------------------
+
+INCOMPLETE = f"ci-policy list: incomplete: 1 invalid test file(s) left out: {BAD}\n"
+SECTION = (f"invalid (not scheduled): 1 test file\n  {BAD}\n    {BAD}:3:39: CP227 label-unknown: {BAD_MESSAGE}\n"
+           f"        hint: {BAD_HINT}\n")
+
+
+def test_list_of_a_partial_plan_prints_the_shard_then_the_invalid_file_and_exits_1(make_repo, capsys):
+    repo, inputs = partial_repo(make_repo)
+    argv = ["list", "--repo", str(repo), *inputs, "--stage", "gpu-a", "--shard", "1"]
+    assert run(argv, capsys) == (1, "tests/e2e/test_ok2.py\n", SECTION + INCOMPLETE)
+    rc, out, err = run([*argv, "--format", "json"], capsys)
+    assert (rc, err) == (1, INCOMPLETE)
+    assert json.loads(out) == {
+        "schema": 1, "stage": "gpu-a", "decision": "run",
+        "reasons": [f"run: {BAD} changed and is an invalid test file, so every stage runs (fail safe)",
+                    "run: requested by run-ci-megatron"],
+        "shard": 1, "files": ["tests/e2e/test_ok2.py"],
+        "plan_complete": False, "invalid": [{"file": BAD, "diagnostics": [BAD_DIAGNOSTIC]}]}
+    # A skipped stage: nothing on stdout, its reason and the invalid file on stderr.
+    assert run(["list", "--repo", str(repo), *inputs, "--stage", "amd"], capsys) == (
+        1, "", "# stage amd is skipped: skip: no registered tests\n" + SECTION + INCOMPLETE)

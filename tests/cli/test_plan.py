@@ -19,7 +19,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import assert_golden, assert_run_golden, clean_env, console_script, read_golden
+from cli.partial import BAD, BAD_DIAGNOSTIC, BAD_HINT, BAD_MESSAGE, IMPORT, partial_repo
+from cli.partial import FILES as PARTIAL_FILES
+from helpers import MAIN_BLOCK, assert_golden, assert_run_golden, clean_env, console_script, read_golden
 from helpers import run_cli as run
 
 from ci_policy.cli import main
@@ -62,6 +64,8 @@ QUICKSTART_OUTPUTS = {
               '"stage-c-4-gpu-mi350":[0]}',
     "cuda_image": "build",
     "rocm_image": "build",
+    "invalid_files": "[]",
+    "plan_complete": "true",
 }
 
 NEEDS_B = "skip: no selected tests (its tests need one of: fsdp, megatron, session, sglang)"
@@ -208,6 +212,8 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[],"stage-c-4-gpu-h200":[],"stage-c-4-gpu-mi350":[]}',
         "cuda_image": "skip",
         "rocm_image": "skip",
+        "invalid_files": "[]",
+        "plan_complete": "true",
     }
     assert_golden("cli/plan/docs-only.md", summary.read_text())
 
@@ -234,6 +240,9 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
         "skipped_stages": ["stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350"],
         "images": {"cuda": "skip", "rocm": "skip"},
         "warnings": [],
+        "plan_complete": True,
+        "invalid": [],
+        "not_fully_read": [],
     }
 
 
@@ -254,7 +263,7 @@ def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsy
         "skipped_stages": "[]",
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
                   '"stage-c-4-gpu-mi350":[0,1]}',
-        "cuda_image": "build", "rocm_image": "build",
+        "cuda_image": "build", "rocm_image": "build", "invalid_files": "[]", "plan_complete": "true",
     }
 
 
@@ -509,3 +518,82 @@ def test_usage_error_from_the_console_script_has_no_traceback():
                           env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == f"ci-policy plan: error: --event: unknown event 'bogus'; expected one of {EVENTS}\n"
+
+
+# -- a partial plan: one invalid test file ------------------------------------------------------------
+
+@pytest.fixture
+def partial(make_repo, monkeypatch):
+    repo, inputs = partial_repo(make_repo)
+    monkeypatch.chdir(repo)
+    return ["plan", "--repo", ".", *inputs]
+
+
+def test_a_partial_plan_in_github_format_writes_every_output_and_exits_0(partial, tmp_path, monkeypatch, capsys):
+    outputs, summary = tmp_path / "output", tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rc, out, err = run([*partial, "--format", "github"], capsys)
+    assert (rc, err) == (0, "")
+    assert parse_github_output(outputs.read_text()) == {
+        "cadence": "regular", "raw_labels": "run-ci-megatron", "bypass_fastfail": "false", "write_baseline": "false",
+        "skipped_stages": '["gpu-b","amd"]', "matrix": '{"cpu":[0],"gpu-a":[0,1],"gpu-b":[],"amd":[]}',
+        "cuda_image": "build", "rocm_image": "skip",
+        "invalid_files": f'["{BAD}"]', "plan_complete": "false",
+    }
+    annotations = [line for line in out.splitlines() if line.startswith("::error")]
+    assert annotations == [
+        f"::error file={BAD},line=3,col=39,title=CP227 label-unknown::{BAD_MESSAGE} (hint: {BAD_HINT})"]
+    assert out.startswith(read_golden("cli/plan/partial.txt"))
+    assert_golden("cli/plan/partial-github.txt", out)
+    assert_golden("cli/plan/partial.md", summary.read_text())
+
+
+def test_a_partial_plan_in_json_has_invalid_and_exits_1(partial, capsys):
+    rc, out, err = run([*partial, "--format", "json"], capsys)
+    assert (rc, err) == (1, f"ci-policy plan: incomplete: 1 invalid test file(s) left out: {BAD}\n")
+    doc = json.loads(out)
+    assert (doc["plan_complete"], doc["invalid"], doc["not_fully_read"]) == (
+        False, [{"file": BAD, "diagnostics": [BAD_DIAGNOSTIC]}], [])
+    stages = {s["name"]: s for s in doc["stages"]}
+    fail_safe = f"run: {BAD} changed and is an invalid test file, so every stage runs (fail safe)"
+    # The stage of the invalid file is unknown (its only registration could not be read).
+    assert (stages["gpu-a"]["decision"], stages["gpu-a"]["reasons"], stages["gpu-a"]["invalid"]) == (
+        "run", [fail_safe, "run: requested by run-ci-megatron"], [])
+    assert [t["file"] for t in stages["gpu-a"]["tests"]] == ["tests/e2e/test_ok.py", "tests/e2e/test_ok2.py"]
+    assert_golden("cli/plan/partial.json", out)
+
+
+def test_a_partial_plan_in_text_and_markdown_lists_the_file_and_exits_1(partial, capsys):
+    err = f"ci-policy plan: incomplete: 1 invalid test file(s) left out: {BAD}\n"
+    assert_run_golden(run(partial, capsys), 1, "cli/plan/partial.txt", err=err)
+    assert_run_golden(run([*partial, "--format", "markdown"], capsys), 1, "cli/plan/partial.md", err=err)
+
+
+def test_a_configuration_error_still_stops_the_plan(partial, capsys):
+    config = Path(".github/ci-policy.yml")
+    config.write_text(config.read_text() + "cadences:\n  nightly_exclude: [gone]\n")
+    for fmt in ("text", "json", "markdown"):
+        rc, out, err = run([*partial, "--format", fmt], capsys)
+        assert (rc, out) == (1, "")
+        assert err == (".github/ci-policy.yml:12: CP310 config-label-unknown: cadences.nightly_exclude: unknown "
+                       "label 'gone'; valid labels: megatron, fsdp, long\n"
+                       "    hint: use a label defined in KNOWN_LABELS of labels.py\nci-policy: 1 error\n")
+        assert BAD not in err
+
+
+def test_a_file_a_suppressed_error_left_partly_unread_is_named(make_repo, capsys):
+    inside = (IMPORT + 'register_cuda_ci(60, "gpu-a", labels=["megatron"])\n\ndef test_runtime():\n'
+              '    register_cuda_ci(1, "gpu-b")  # ci-policy: ignore[CP201]\n' + MAIN_BLOCK)
+    repo = make_repo({**{k: v for k, v in PARTIAL_FILES.items() if k != BAD}, "tests/e2e/test_inside.py": inside})
+    warning = ("tests/e2e/test_inside.py was not fully read: a suppressed error dropped part of it "
+               "(`ci-policy lint --format json` lists the suppressed diagnostics)")
+    rc, out, err = run(["plan", "--repo", str(repo), "--event", "schedule", "--cadence", "nightly",
+                        "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    doc = json.loads(out)
+    assert (doc["plan_complete"], doc["invalid"], doc["not_fully_read"]) == (True, [], ["tests/e2e/test_inside.py"])
+    assert doc["warnings"] == [warning]
+    rc, out, err = run(["plan", "--repo", str(repo), "--event", "schedule", "--cadence", "nightly"], capsys)
+    assert (rc, err) == (0, "")
+    assert out.endswith(f"\nwarning: {warning}\n")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from cli.expected import EXAMPLE
+from cli.partial import BAD, BAD_DIAGNOSTIC, BAD_HINT, BAD_MESSAGE, partial_repo
 from helpers import assert_golden, assert_run_golden
 from helpers import run_cli as run
 
@@ -26,8 +27,47 @@ def test_registry_text_is_the_default_format(example_repo, monkeypatch, capsys):
     assert_run_golden(run(["registry", "--repo", ".", "--format", "text"], capsys), 0, "cli/registry/example.txt")
 
 
-def test_registry_refuses_an_invalid_checkout_and_lists_every_error(broken_repo, capsys):
+def test_registry_lists_every_valid_registration_and_each_invalid_file_then_exits_1(broken_repo, capsys):
+    rc, out, err = run(["registry", "--repo", str(broken_repo)], capsys)
+    assert rc == 1
+    assert_golden("cli/registry/broken.txt", out)
+    assert_golden("cli/registry/broken.stderr", err)
+    rc, out, err = run(["registry", "--repo", str(broken_repo), "--format", "json"], capsys)
+    assert rc == 1
+    assert_golden("cli/registry/broken.json", out)
+    assert err == ("ci-policy registry: incomplete: 4 invalid test file(s) left out: tests/e2e/test_bad_label.py, "
+                   "tests/e2e/test_bad_suite.py, tests/e2e/test_no_main.py, tests/e2e/test_unregistered.py\n")
+    doc = json.loads(out)
+    assert [r["file"] for r in doc["registrations"]] == ["tests/unit/test_ok.py"]
+    assert doc["plan_complete"] is False
+    assert [(f["file"], [d["code"] for d in f["diagnostics"]]) for f in doc["invalid"]] == [
+        ("tests/e2e/test_bad_label.py", ["CP227"]), ("tests/e2e/test_bad_suite.py", ["CP225"]),
+        ("tests/e2e/test_no_main.py", ["CP222"]), ("tests/e2e/test_unregistered.py", ["CP231"])]
+
+
+def test_registry_still_refuses_a_configuration_error(broken_repo, capsys):
+    config = broken_repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text().replace("stages:", "stagez:", 1))
     for fmt in ("text", "json"):
         rc, out, err = run(["registry", "--repo", str(broken_repo), "--format", fmt], capsys)
         assert (rc, out) == (1, "")
-        assert_golden("cli/registry/broken.stderr", err)
+        assert err.startswith(".github/ci-policy.yml:")
+        assert err.endswith("ci-policy: 2 errors\n")
+
+
+def test_registry_of_a_checkout_with_one_invalid_file(make_repo, capsys):
+    repo, _ = partial_repo(make_repo)
+    incomplete = f"ci-policy registry: incomplete: 1 invalid test file(s) left out: {BAD}\n"
+    assert run(["registry", "--repo", str(repo)], capsys) == (1, (
+        "FILE                     BACKEND  SUITE  EST  LABELS    NOTES\n"
+        "tests/e2e/test_ok.py:3   cuda     gpu-a  60s  megatron\n"
+        "tests/e2e/test_ok2.py:3  cuda     gpu-a  30s  megatron\n"
+        "tests/unit/test_u.py     cpu      cpu    1s   -         implicit\n"),
+        f"invalid (not scheduled): 1 test file\n  {BAD}\n    {BAD}:3:39: CP227 label-unknown: {BAD_MESSAGE}\n"
+        f"        hint: {BAD_HINT}\n" + incomplete)
+    rc, out, err = run(["registry", "--repo", str(repo), "--format", "json"], capsys)
+    assert (rc, err) == (1, incomplete)
+    doc = json.loads(out)
+    assert [r["file"] for r in doc["registrations"]] == ["tests/e2e/test_ok.py", "tests/e2e/test_ok2.py",
+                                                         "tests/unit/test_u.py"]
+    assert (doc["plan_complete"], doc["invalid"]) == (False, [{"file": BAD, "diagnostics": [BAD_DIAGNOSTIC]}])

@@ -572,3 +572,45 @@ def test_file_deleted_mid_shard_is_a_failure_not_a_pass(repo_with, tmp_path):
     assert "can't open file" in proc.stdout
     assert [(r["file"], r["status"]) for r in records(timings)] == [
         ("tests/gpu/test_first.py", "pass"), ("tests/gpu/test_second.py", "fail")]
+
+
+# -- a partial plan: the shard's own files still run ---------------------------------------------------
+
+BROKEN_MESSAGE = "register_cuda_ci: unknown label 'nosuch'; valid labels: megatron, fsdp, long"
+
+
+def test_a_partial_plan_runs_the_shard_and_lists_the_invalid_file(repo_with, tmp_path):
+    repo = repo_with({
+        "tests/gpu/test_one.py": gpu_test('print("hello from one")'),
+        "tests/gpu/test_broken.py": gpu_test("pass", labels='["nosuch"]'),
+    })
+    section = ("invalid (not scheduled): 1 test file\n"
+               "  tests/gpu/test_broken.py\n"
+               f"    tests/gpu/test_broken.py:4:51: CP227 label-unknown: {BROKEN_MESSAGE}\n"
+               "        hint: use a valid label, or add 'nosuch' with a description to KNOWN_LABELS in labels.py\n\n")
+    proc = run(repo, timings=tmp_path / "t.jsonl")
+    # The exit code is the shard's own: the plan job's result check fails the workflow on the invalid file.
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith(section + "Enabled 1 test(s) (est total 1s) for gpu shard 0:\n"
+                                  "  tests/gpu/test_one.py (est 1s)\n")
+    assert "hello from one" in proc.stdout and proc.stdout.endswith("RESULT: PASS\n")
+    # In github format: one warning naming the file (the plan job annotates each diagnostic).
+    proc = run(repo, "--format", "github", timings=tmp_path / "t.jsonl")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith(
+        section.replace("\n\n", "\n") + "::warning::the plan is incomplete: 1 invalid test file(s) not run: "
+        "tests/gpu/test_broken.py (see the plan job)\n\n")
+    # A failing file still fails the shard.
+    (repo / "tests/gpu/test_one.py").write_text(gpu_test("sys.exit(3)"))
+    assert run(repo, timings=tmp_path / "t.jsonl").returncode == 1
+
+
+def test_a_partial_plan_with_nothing_to_run_here_exits_0(repo_with, tmp_path):
+    repo = repo_with({
+        "tests/gpu/test_one.py": gpu_test("pass"),
+        "tests/gpu/test_broken.py": gpu_test("pass", labels='["nosuch"]'),
+    })
+    proc = run(repo, stage="other", timings=tmp_path / "t.jsonl")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.endswith("\nStage other has nothing to run: skip: no registered tests\n")
+    assert proc.stdout.startswith("invalid (not scheduled): 1 test file\n  tests/gpu/test_broken.py\n")

@@ -10,7 +10,7 @@ from helpers import EXAMPLE_REPO, MAIN_BLOCK, MINIMAL_CONFIG
 
 from ci_policy.cli import main
 from ci_policy.errors import Diagnostic
-from ci_policy.gates.requirements import MissingGate, invalid_files, missing_gates, violations
+from ci_policy.gates.requirements import MissingGate, missing_gates, violations
 from ci_policy.model.lint import lint
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.plan.build import build_plan
@@ -173,16 +173,35 @@ def test_lint_passes_once_the_gates_are_declared(repo, capsys):
 
 # -- plan ---------------------------------------------------------------------------------------------
 
-def test_invalid_files_gives_one_reason_per_file(repo):
-    assert invalid_files(load_snapshot(repo)) == {NONE: NONE_REASON, V1_ONLY: V1_ONLY_REASON}
+def invalid_of(snapshot) -> dict[str, tuple[Diagnostic, ...]]:
+    return {f.file: f.diagnostics for f in snapshot.usable().invalid_files}
 
 
-def test_a_file_name_containing_lacks_keeps_its_reason(make_repo):
+def test_a_file_lacking_a_required_gate_is_invalid_with_its_diagnostics(repo):
+    assert invalid_of(load_snapshot(repo)) == {
+        NONE: (lacks_error(NONE, 3, "v1", V1), lacks_error(NONE, 3, "v2", V2)),
+        V1_ONLY: (lacks_error(V1_ONLY, 4, "v2", V2),),
+    }
+
+
+def test_a_file_name_containing_lacks_keeps_its_diagnostic(make_repo):
     odd = "tests/e2e/session_server/test_a lacks b.py"
     files = {UNIT: FILES[UNIT], odd: FILES[V1_ONLY]}
     snapshot = load_snapshot(make_repo(files, config=MINIMAL_CONFIG + REQUIRE))
     assert snapshot.files == (odd, UNIT)
-    assert invalid_files(snapshot) == {odd: V1_ONLY_REASON}
+    assert invalid_of(snapshot) == {odd: (lacks_error(odd, 4, "v2", V2),)}
+
+
+def test_a_suppressed_missing_gate_does_not_make_the_file_invalid(make_repo):
+    config = MINIMAL_CONFIG + REQUIRE + """\
+lint:
+  ignore:
+    - paths: ["tests/e2e/session_server/test_v1_only.py"]
+      codes: [CP520]
+"""
+    snapshot = load_snapshot(make_repo(FILES, config=config)).usable()
+    assert [f.file for f in snapshot.invalid_files] == [NONE]
+    assert V1_ONLY in {r.file for r in snapshot.registrations}
 
 
 def test_the_plan_refuses_to_schedule_a_file_lacking_a_required_gate(repo):
@@ -192,10 +211,12 @@ def test_the_plan_refuses_to_schedule_a_file_lacking_a_required_gate(repo):
     assert gpu_a.decision == "run"
     assert [r.file for r in gpu_a.tests] == [BOTH, OTHER]
     assert sorted(f for shard in gpu_a.shards for f in shard.files) == [BOTH, OTHER]
-    assert [(r.file, why) for r, why in gpu_a.invalid] == [(V1_ONLY, V1_ONLY_REASON)]
+    assert gpu_a.invalid == (V1_ONLY,)
     assert (amd.decision, amd.tests, amd.shards) == ("skip", (), ())
-    assert [(r.file, why) for r, why in amd.invalid] == [(NONE, NONE_REASON)]
-    assert plan.invalid == (("gpu-a", V1_ONLY, V1_ONLY_REASON), ("amd", NONE, NONE_REASON))
+    assert amd.reasons == ("skip: no schedulable tests (1 invalid, listed below)",)
+    assert amd.invalid == (NONE,)
+    assert [(f.file, f.suites) for f in plan.invalid] == [(NONE, ("amd",)), (V1_ONLY, ("gpu-a",))]
+    assert plan.complete is False
     scheduled = {f for s in plan.stages for shard in s.shards for f in shard.files}
     assert scheduled == {UNIT, BOTH, OTHER, FSDP}
     assert plan.stage("gpu-b").invalid == () and plan.stage("cpu").invalid == ()
@@ -204,38 +225,59 @@ def test_the_plan_refuses_to_schedule_a_file_lacking_a_required_gate(repo):
 PLAN_ARGS = ["--event", "schedule", "--cadence", "nightly"]
 
 
-def test_plan_text_lists_invalid_files_and_exits_0(repo, capsys):
-    assert main(["plan", "--repo", str(repo), *PLAN_ARGS]) == 0
-    out = capsys.readouterr().out
-    assert ("\ninvalid (not scheduled):\n"
-            f"  gpu-a: {V1_ONLY}: {V1_ONLY_REASON}\n"
-            f"  amd: {NONE}: {NONE_REASON}\n\n") in out
+def test_plan_text_lists_invalid_files_and_exits_1(repo, capsys):
+    assert main(["plan", "--repo", str(repo), *PLAN_ARGS]) == 1
+    out, err = capsys.readouterr()
+    assert ("\ninvalid (not scheduled): 2 test files\n"
+            f"  {NONE} (stages: amd)\n"
+            f"    {NONE}:3:1: CP520 gate-required-missing: {lacks(NONE, 'v1', V1)}\n"
+            f"        hint: add `register_ci_gate(metric_key={V1!r})` at module level\n"
+            f"    {NONE}:3:1: CP520 gate-required-missing: {lacks(NONE, 'v2', V2)}\n"
+            f"        hint: add `register_ci_gate(metric_key={V2!r})` at module level\n"
+            f"  {V1_ONLY} (stages: gpu-a)\n"
+            f"    {V1_ONLY}:4:1: CP520 gate-required-missing: {lacks(V1_ONLY, 'v2', V2)}\n"
+            f"        hint: add `register_ci_gate(metric_key={V2!r})` at module level\n\n") in out
     shard_lines = [line for line in out.splitlines() if line.startswith("  gpu-a[") or line.startswith("  amd[")]
     assert shard_lines and all(V1_ONLY not in line and NONE not in line for line in shard_lines)
+    assert err == f"ci-policy plan: incomplete: 2 invalid test file(s) left out: {NONE}, {V1_ONLY}\n"
 
 
-def test_plan_json_lists_invalid_files_and_exits_0(repo, capsys):
-    assert main(["plan", "--repo", str(repo), *PLAN_ARGS, "--format", "json"]) == 0
+def test_plan_json_lists_invalid_files_and_exits_1(repo, capsys):
+    assert main(["plan", "--repo", str(repo), *PLAN_ARGS, "--format", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     stages = {s["name"]: s for s in doc["stages"]}
-    assert stages["gpu-a"]["invalid"] == [{"file": V1_ONLY, "reason": V1_ONLY_REASON}]
-    assert stages["amd"]["invalid"] == [{"file": NONE, "reason": NONE_REASON}]
+    assert stages["gpu-a"]["invalid"] == [V1_ONLY]
+    assert stages["amd"]["invalid"] == [NONE]
+    assert doc["plan_complete"] is False
+    assert doc["invalid"] == [
+        {"file": NONE, "diagnostics": [lacks_error(NONE, 3, "v1", V1).as_dict(),
+                                       lacks_error(NONE, 3, "v2", V2).as_dict()]},
+        {"file": V1_ONLY, "diagnostics": [lacks_error(V1_ONLY, 4, "v2", V2).as_dict()]},
+    ]
     assert stages["gpu-a"]["tests"] == [{"file": BOTH, "est_time": 60, "est_source": "literal"},
                                         {"file": OTHER, "est_time": 40, "est_source": "literal"}]
     assert stages["amd"]["decision"] == "skip" and stages["amd"]["shards"] == []
 
 
-def test_plan_github_annotates_invalid_files_and_exits_1(repo, capsys, tmp_path, monkeypatch):
+def test_plan_github_annotates_invalid_files_and_exits_0(repo, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "output"))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary"))
-    assert main(["plan", "--repo", str(repo), *PLAN_ARGS, "--format", "github"]) == 1
+    assert main(["plan", "--repo", str(repo), *PLAN_ARGS, "--format", "github"]) == 0
     lines = capsys.readouterr().out.splitlines()
+    title = "title=CP520 gate-required-missing"
     assert [line for line in lines if line.startswith("::error")] == [
-        f"::error file={V1_ONLY}::gpu-a: {V1_ONLY} is not scheduled: {V1_ONLY_REASON}",
-        f"::error file={NONE}::amd: {NONE} is not scheduled: {NONE_REASON}",
+        f"::error file={NONE},line=3,col=1,{title}::{lacks(NONE, 'v1', V1)} "
+        f"(hint: add `register_ci_gate(metric_key={V1!r})` at module level)",
+        f"::error file={NONE},line=3,col=1,{title}::{lacks(NONE, 'v2', V2)} "
+        f"(hint: add `register_ci_gate(metric_key={V2!r})` at module level)",
+        f"::error file={V1_ONLY},line=4,col=1,{title}::{lacks(V1_ONLY, 'v2', V2)} "
+        f"(hint: add `register_ci_gate(metric_key={V2!r})` at module level)",
     ]
-    matrix = (tmp_path / "output").read_text().split("matrix<<", 1)[1].splitlines()[1]
+    output = (tmp_path / "output").read_text()
+    matrix = output.split("matrix<<", 1)[1].splitlines()[1]
     assert json.loads(matrix) == {"cpu": [0], "gpu-a": [0, 1], "gpu-b": [0], "amd": []}
+    assert output.split("invalid_files<<", 1)[1].splitlines()[1] == json.dumps([NONE, V1_ONLY]).replace(" ", "")
+    assert output.split("plan_complete<<", 1)[1].splitlines()[1] == "false"
 
 
 def test_plan_github_exits_0_when_every_required_gate_is_declared(make_repo, capsys, tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """The snapshot of a checkout: what it holds for the example repository, `require_valid()`,
-estimates applied over the literals, and which problems stop `load_snapshot` itself."""
+estimates applied over the literals, which problems stop `load_snapshot` itself, and
+`usable()`: which errors make one test file invalid and which stop everything."""
 
 from __future__ import annotations
 
@@ -242,3 +243,100 @@ def test_a_symlinked_labels_file_is_refused_even_when_no_label_is_used(tmp_path)
     with pytest.raises(InputErrors) as info:
         load_snapshot(repo)
     assert [(e.code, e.path) for e in info.value.errors] == [("CP401", "labels.py")]
+
+
+# -- usable(): which errors make one file invalid, which stop everything ---------------------------------
+
+GPU_A = 'from ci_policy import register_cuda_ci\n\nregister_cuda_ci(60, "gpu-a", labels=["megatron"])\n' + MAIN_BLOCK
+UNREGISTERED = ("tests/e2e/test_x.py matches the discovery pattern 'test_*.py' but has no registration and is "
+                "not under an implicit root, so no stage would run it")
+
+
+def invalid(snapshot: Snapshot) -> list[tuple[str, tuple[str, ...], list[tuple[str | None, int | None]]]]:
+    return [(f.file, f.suites, [(d.code, d.line) for d in f.diagnostics]) for f in snapshot.invalid_files]
+
+
+def test_an_error_in_a_test_file_makes_only_that_file_invalid(make_repo):
+    repo = make_repo({
+        "tests/e2e/test_ok.py": GPU_A,
+        # One registration reads, the other does not: the file is invalid as a whole.
+        "tests/e2e/test_half.py": GPU_A + 'register_cuda_ci(60, "gpu-b", labels=["nosuch"])\n',
+        "tests/e2e/test_syntax.py": "def (:\n",
+        "tests/e2e/test_x.py": "x = 1\n",
+        "tests/unit/test_u.py": "def test_u():\n    pass\n",
+    })
+    snapshot = load_snapshot(repo)
+    usable = snapshot.usable()
+    assert invalid(usable) == [
+        ("tests/e2e/test_half.py", ("gpu-a",), [("CP227", 7)]),
+        ("tests/e2e/test_syntax.py", (), [("CP206", 1)]),
+        ("tests/e2e/test_x.py", (), [("CP231", 1)]),
+    ]
+    assert usable.invalid_files[2].diagnostics[0].message == UNREGISTERED
+    assert [(r.file, r.suite) for r in usable.registrations] == [("tests/e2e/test_ok.py", "gpu-a"),
+                                                                 ("tests/unit/test_u.py", "cpu")]
+    assert usable.complete is False and usable.validity is not None
+    assert usable.validity.fatal == () and usable.validity.not_fully_read == ()
+    # The errors stay whole (lint reads them), and the snapshot it came from is untouched.
+    assert usable.errors == snapshot.errors and len(snapshot.registrations) == 3
+    assert (snapshot.invalid_files, snapshot.complete) == ((), True)
+    assert usable.usable() is usable
+    with pytest.raises(InputErrors):
+        snapshot.require_valid()
+
+
+def test_a_valid_checkout_is_usable_and_complete():
+    snapshot = load_snapshot(EXAMPLE_REPO).usable()
+    assert (snapshot.complete, snapshot.invalid_files, rows(snapshot)) == (True, (), EXAMPLE_REGISTRATIONS)
+    assert snapshot.validity is not None and snapshot.validity.not_fully_read == ()
+
+
+def test_a_symlinked_test_file_is_an_invalid_file(make_repo):
+    repo = make_repo({"tests/e2e/test_ok.py": GPU_A, "elsewhere/real.py": GPU_A})
+    (repo / "tests/e2e/test_link.py").symlink_to(repo / "elsewhere/real.py")
+    assert invalid(load_snapshot(repo).usable()) == [("tests/e2e/test_link.py", (), [("CP401", None)])]
+
+
+@pytest.mark.parametrize("change, codes", [
+    # The configuration names a label the registry lacks: every selection could be wrong.
+    (lambda repo: (repo / ".github/ci-policy.yml").write_text(
+        (repo / ".github/ci-policy.yml").read_text() + "cadences:\n  nightly_exclude: [gone]\n"),
+     [("CP310", ".github/ci-policy.yml")]),
+    # A discovery root that is missing: its tests are unknown.
+    (lambda repo: (repo / ".github/ci-policy.yml").write_text(
+        (repo / ".github/ci-policy.yml").read_text().replace("roots: [tests]", "roots: [tests, gone]")),
+     [("CP402", ".github/ci-policy.yml")]),
+    # A directory symlink inside a root: the tests beneath it are unknown.
+    (lambda repo: (repo / "tests/linked").symlink_to(repo / "tests/e2e"), [("CP401", "tests/linked")]),
+    # A test file name with control characters: refused, never listed as an invalid file.
+    (lambda repo: (repo / "tests/e2e/test_\n::error::x.py").write_text(GPU_A),
+     [("CP407", "tests/e2e/test_\\n::error::x.py")]),
+    # A broken estimates file: every est_time, so every shard, could change.
+    (lambda repo: ((repo / ".github/ci-policy.yml").write_text(
+        (repo / ".github/ci-policy.yml").read_text() + "estimates_file: est.json\n"),
+        (repo / "est.json").write_text("{")), [("CP420", "est.json")]),
+])
+def test_errors_outside_test_files_stop_everything(make_repo, change, codes):
+    repo = make_repo({"tests/e2e/test_ok.py": GPU_A, "tests/e2e/test_x.py": "x = 1\n"})
+    change(repo)
+    with pytest.raises(InputErrors) as info:
+        load_snapshot(repo).usable()
+    # Only the fatal errors: the invalid file is not what stopped the plan.
+    assert [(e.code, e.path) for e in info.value.errors] == codes
+
+
+def test_a_suppressed_error_leaves_the_file_valid_but_not_fully_read(make_repo):
+    inside = ('from ci_policy import register_cuda_ci\n\nregister_cuda_ci(60, "gpu-a", labels=["megatron"])\n\n'
+              'def test_gate_runtime():\n'
+              '    register_cuda_ci(1, "gpu-b", labels=["fsdp"])  # ci-policy: ignore[CP201]\n' + MAIN_BLOCK)
+    # A duplicate registration is suppressed but drops nothing: the file is read in full.
+    twice = GPU_A + 'register_cuda_ci(60, "gpu-a", labels=["megatron"])  # ci-policy: ignore[CP220]\n'
+    snapshot = load_snapshot(make_repo({"tests/e2e/test_inside.py": inside, "tests/e2e/test_twice.py": twice}))
+    assert snapshot.errors == ()
+    assert [(d.path, d.code) for d in snapshot.suppressed] == [("tests/e2e/test_inside.py", "CP201"),
+                                                               ("tests/e2e/test_twice.py", "CP220")]
+    usable = snapshot.usable()
+    assert (usable.complete, usable.invalid_files) == (True, ())
+    assert usable.validity is not None and usable.validity.not_fully_read == ("tests/e2e/test_inside.py",)
+    assert [(r.file, r.line) for r in usable.registrations] == [
+        ("tests/e2e/test_inside.py", 3), ("tests/e2e/test_twice.py", 3), ("tests/e2e/test_twice.py", 7)]

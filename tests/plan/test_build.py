@@ -279,14 +279,34 @@ def test_plan_is_deterministic(make_repo):
                                                                                Diff.unavailable("x"))
 
 
-def test_an_invalid_checkout_is_refused_with_every_error(make_repo):
-    files = {**FILES, "tests/gpu/test_bad.py": cuda('register_cuda_ci(10, "gpu-z", labels=["megatron"])'),
-             "tests/gpu/test_bad2.py": cuda('register_cuda_ci(10, "gpu-a", labels=["nosuch"])')}
-    snapshot = load_snapshot(make_repo(files, config=CONFIG.replace("EXPLICIT", "run"), labels=LABELS))
+BAD = {"tests/gpu/test_bad.py": cuda('register_cuda_ci(10, "gpu-z", labels=["megatron"])'),
+       "tests/gpu/test_bad2.py": cuda('register_cuda_ci(10, "gpu-a", labels=["nosuch"])')}
+
+
+def test_invalid_test_files_are_left_out_of_a_partial_plan(make_repo):
+    config = CONFIG.replace("EXPLICIT", "run")
+    snapshot = load_snapshot(make_repo({**FILES, **BAD}, config=config, labels=LABELS))
+    complete = build_plan(load_snapshot(make_repo(FILES, config=config, labels=LABELS, name="complete")),
+                          Trigger("schedule", schedule="0 3 * * *"), Diff.unavailable("x"))
+    plan = build_plan(snapshot, Trigger("schedule", schedule="0 3 * * *"), Diff.unavailable("x"))
+    assert (plan.complete, complete.complete) == (False, True)
+    assert [(f.file, f.suites, [(d.code, d.line, d.col) for d in f.diagnostics]) for f in plan.invalid] == [
+        ("tests/gpu/test_bad.py", (), [("CP225", 3, 22)]),
+        ("tests/gpu/test_bad2.py", (), [("CP227", 3, 39)]),
+    ]
+    # Everything else is planned exactly as without the two broken files.
+    assert summary(plan) == summary(complete)
+    assert [s.invalid for s in plan.stages] == [() for _ in plan.stages]
+    assert plan.not_fully_read == ()
+
+
+def test_a_configuration_error_still_refuses_the_whole_plan(make_repo):
+    config = CONFIG.replace("EXPLICIT", "run").replace("cadences:\n", "cadences:\n  nightly_exclude: [gone]\n")
+    snapshot = load_snapshot(make_repo({**FILES, **BAD}, config=config, labels=LABELS))
     with pytest.raises(InputErrors) as info:
         build_plan(snapshot, Trigger("pull_request"), Diff.unavailable("x"))
-    assert [(e.path, e.message.split(":")[0]) for e in info.value.errors] == [
-        ("tests/gpu/test_bad.py", "register_cuda_ci"), ("tests/gpu/test_bad2.py", "register_cuda_ci")]
+    # Only the fatal error: the invalid files would be reported by a plan that cannot be made.
+    assert [(e.code, e.path, e.line) for e in info.value.errors] == [("CP310", ".github/ci-policy.yml", 12)]
 
 
 def test_unknown_cron_refuses_to_plan(make_repo):

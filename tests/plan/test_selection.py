@@ -442,6 +442,51 @@ def test_gpu_stage_opted_out_of_diff_pruning_always_runs(make_repo):
     assert table["gpu-a"] == NEEDS_A
 
 
+BROKEN = {
+    # A stage is known from the registration that could be read, but the file is invalid.
+    "tests/gpu/test_broken.py": cuda('register_cuda_ci(est_time=60, suite="gpu-a", labels=["megatron"])\n'
+                                     'register_cuda_ci(est_time=60, suite="amd", labels=["megatron"])'),
+    # Nothing could be read: its stages are unknown.
+    "tests/gpu/test_syntax.py": "def (:\n",
+}
+FAIL_SAFE = "run: {} changed and {}, so every stage runs (fail safe)"
+
+
+@pytest.mark.parametrize("changed, reason", [
+    (["tests/gpu/test_syntax.py"], FAIL_SAFE.format("tests/gpu/test_syntax.py", "is an invalid test file")),
+    (["tests/gpu/test_broken.py"], FAIL_SAFE.format("tests/gpu/test_broken.py", "is an invalid test file")),
+    (["tests/gpu/test_broken.py", "tests/gpu/test_syntax.py", "docs/guide.md"],
+     FAIL_SAFE.format("tests/gpu/test_broken.py, tests/gpu/test_syntax.py", "are invalid test files")),
+])
+def test_a_changed_invalid_test_file_makes_every_diff_pruned_stage_run(make_repo, changed, reason):
+    repo = make_repo({**FILES, **BROKEN}, config=CONFIG.replace("EXPLICIT", "prune"), labels=LABELS)
+    snapshot = load_snapshot(repo).usable()
+    assert [f.file for f in snapshot.invalid_files] == ["tests/gpu/test_broken.py", "tests/gpu/test_syntax.py"]
+    assert [classify(p, snapshot).kind for p in changed] == ["invalid"] * len(
+        [p for p in changed if p.startswith("tests/")]) + ["no_gpu"] * ("docs/guide.md" in changed)
+    records = [x for p in changed for x in ("M", p)]
+    _, table = outcome(snapshot, pr("run-ci-all"), diff_of(records))
+    assert table == {
+        "cpu": CPU_RUN,
+        "gpu-a": ("run", [reason], MEGA_FSDP),
+        "gpu-b": ("run", [reason], ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+        "amd": ("run", [reason], ["tests/gpu/test_amd.py"]),
+    }
+    # Unchanged, the invalid files affect nothing: a docs-only diff still skips every GPU stage.
+    _, table = outcome(snapshot, pr("run-ci-all"), diff_of(["M", "docs/guide.md"]))
+    assert [table[s][0] for s in ("gpu-a", "gpu-b", "amd")] == ["skip"] * 3
+
+
+def test_each_stage_lists_the_invalid_files_it_would_have_held(make_repo):
+    repo = make_repo({**FILES, **BROKEN}, config=CONFIG.replace("EXPLICIT", "prune"), labels=LABELS)
+    snapshot = load_snapshot(repo).usable()
+    policy = resolve(pr(), snapshot.config, snapshot.labels)
+    _, decisions = decide(snapshot, policy, diff_of(DOCS))
+    # Its gpu-a registration could be read; the one naming "amd" (not a cuda stage) could not.
+    assert {d.stage.name: d.invalid for d in decisions} == {
+        "cpu": (), "gpu-a": ("tests/gpu/test_broken.py",), "gpu-b": (), "amd": ()}
+
+
 def test_unknown_cron_is_an_error_never_another_cadence(make_repo):
     snapshot = checkout(make_repo)
     with pytest.raises(InputError) as info:

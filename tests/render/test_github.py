@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from partial_cases import HOSTILE_FILE, HOSTILE_MESSAGE, partial_plan
 from render_cases import FILE_PLAN, gate_outcome, shard_result
 from workflow_commands import commands
 
@@ -73,3 +74,26 @@ def test_file_run_outputs_round_the_timeout_up_to_minutes_plus_five():
     assert file_run_outputs(FILE_PLAN, "D") == (
         'hw<<D\nh200\nD\nsuite<<D\ngpu\nD\nruns_on<<D\n["self-hosted", "h200"]\nD\n'
         "container_image<<D\nghcr.io/x/img:1\nD\ntimeout_seconds<<D\n61\nD\ntimeout_minutes<<D\n7\nD\n")
+
+
+# -- a partial plan: invalid files, from a hostile checkout -----------------------------------------------
+
+def test_plan_annotations_one_error_per_diagnostic_of_an_invalid_file(tmp_path):
+    from ci_policy.render.github import plan_annotations
+
+    plan = partial_plan(tmp_path)
+    out = plan_annotations(plan, lambda p: "ws/" + p)
+    assert out.splitlines()[0] == ("::error file=ws/tests/a%2Cb%3Ac%25d|`*_%0A%3A%3Aerror%3A%3Apwned.py,line=3,col=7,"
+                                   "title=CP227 label-unknown::bad%0D%0A::warning::x | <b> (hint: fix it)")
+    assert [(name, props.get("file"), data) for name, props, data in commands(out)][0] == (
+        "error", "ws/" + HOSTILE_FILE, HOSTILE_MESSAGE + " (hint: fix it)")
+    assert [name for name, _, _ in commands(out)] == ["error"] + ["warning"] * len(plan.warnings)
+
+
+def test_github_outputs_of_a_partial_plan(tmp_path):
+    from ci_policy.render.github import github_outputs
+
+    out = github_outputs(partial_plan(tmp_path), "EOF")
+    assert out.endswith('invalid_files<<EOF\n["tests/a,b:c%d|`*_\\n::error::pwned.py"]\nEOF\n'
+                        "plan_complete<<EOF\nfalse\nEOF\n")
+    assert commands(out) == []

@@ -8,6 +8,7 @@ from typing import Any
 from render_cases import FILE_PLAN, REG, pr_plan, write_repo
 
 from ci_policy.errors import Diagnostic
+from ci_policy.model.snapshot import InvalidFile
 from ci_policy.render.jsondoc import (
     JSON_SCHEMA_VERSION,
     comment_json,
@@ -36,8 +37,14 @@ def test_the_schema_version():
 def test_registry_json():
     assert registry_json([REG]) == document({"schema": 1, "registrations": [{
         "file": "tests/test_a|b.py", "line": 3, "backend": "cuda", "suite": "gpu", "est_time": 60, "labels": [],
-        "nightly": False, "disabled": None, "implicit": False}]})
-    assert registry_json([]) == document({"schema": 1, "registrations": []})
+        "nightly": False, "disabled": None, "implicit": False}], "plan_complete": True, "invalid": []})
+    assert registry_json([]) == document({"schema": 1, "registrations": [], "plan_complete": True, "invalid": []})
+    bad = Diagnostic("x", path="tests/test_b.py", line=1, col=1, code="CP231")
+    assert json.loads(registry_json([], [InvalidFile("tests/test_b.py", (bad,))])) == {
+        "schema": 1, "registrations": [], "plan_complete": False,
+        "invalid": [{"file": "tests/test_b.py", "diagnostics": [
+            {"code": "CP231", "name": "test-file-unregistered", "path": "tests/test_b.py", "line": 1, "col": 1,
+             "message": "x", "hint": None}]}]}
 
 
 def test_plan_dict_and_plan_json(tmp_path):
@@ -58,7 +65,8 @@ def test_plan_dict_and_plan_json(tmp_path):
         "skipped_stages": ["cpu"], "images": {"cuda": "build", "rocm": "skip"},
         "warnings": [f"diff unavailable: {DIFF_REASON}",
                      "gpu: tests/test_big_model.py alone (est 300s) exceeds the stage's mean shard time (180s); "
-                     "the stage cannot finish sooner than this file"]}
+                     "the stage cannot finish sooner than this file"],
+        "plan_complete": True, "invalid": [], "not_fully_read": []}
     assert plan_dict(plan) == expected
     assert plan_json(plan) == document(expected)
 
@@ -68,10 +76,10 @@ def test_shard_files_json(tmp_path):
     gpu, cpu = plan.stages
     assert shard_files_json(gpu, gpu.shards[1]) == document({
         "schema": 1, "stage": "gpu", "decision": "run", "reasons": RUN_REASONS, "shard": 1,
-        "files": ["tests/test_small.py"]})
+        "files": ["tests/test_small.py"], "plan_complete": True, "invalid": []})
     assert shard_files_json(cpu, None) == document({
         "schema": 1, "stage": "cpu", "decision": "skip", "reasons": ["skip: no registered tests"], "shard": None,
-        "files": []})
+        "files": [], "plan_complete": True, "invalid": []})
 
 
 def test_file_run_json():

@@ -74,3 +74,12 @@ def test_plan_markdown(tmp_path):
         "- diff unavailable: no --diff or --base was given\n"
         "- gpu: tests/test\\_big\\_model.py alone (est 300s) exceeds the stage's mean shard time (180s); "
         "the stage cannot finish sooner than this file\n")
+
+
+def test_the_invalid_section_of_a_partial_plan_is_escaped(tmp_path):
+    from partial_cases import partial_plan
+
+    out = plan_markdown(partial_plan(tmp_path))
+    assert ("\n\n**Invalid, not scheduled: 1 file(s); the plan is incomplete**\n\n"
+            "- tests/a,b:c%d\\|\\`\\*\\_ ::error::pwned.py (stages: gpu)\n"
+            "  - line 3: CP227 label-unknown: bad  ::warning::x \\| \\<b\\>\n\n**Warnings**") in out

@@ -151,7 +151,9 @@ def test_a_path_starting_with_a_workflow_command_cannot_start_a_line(tmp_path, m
     assert main(["registry"]) == 1
     out, err = capsys.readouterr()
     assert commands(out + err) == []
-    assert err.startswith(f"./{root}/test_a.py:1:1: ")
+    assert out.splitlines()[1].startswith(f"./{root}/test_b.py:3 ")
+    assert err.startswith(f"invalid (not scheduled): 1 test file\n  ./{root}/test_a.py\n"
+                          f"    ./{root}/test_a.py:1:1: CP231 test-file-unregistered: ")
     (repo / root / "test_a.py").unlink()
     assert main(["registry"]) == 0
     out = capsys.readouterr().out

@@ -103,3 +103,19 @@ def test_gate_text():
 def test_file_run_text():
     assert file_run_text(FILE_PLAN) == ("file: tests/test_a.py\nstage: gpu (h200)\nruns on: self-hosted, h200\n"
                                         "image: ghcr.io/x/img:1\ntimeout: 61s")
+
+
+def test_the_invalid_section_of_a_partial_plan_keeps_each_value_on_its_line(tmp_path):
+    from partial_cases import partial_plan
+
+    from ci_policy.render.text import invalid_text, plan_text
+
+    plan = partial_plan(tmp_path)
+    section = ("invalid (not scheduled): 1 test file\n"
+               "  tests/a,b:c%d|`*_\\n::error::pwned.py (stages: gpu)\n"
+               "    tests/a,b:c%d|`*_\\n::error::pwned.py:3:7: CP227 label-unknown: bad\\r\\n::warning::x | <b>\n"
+               "        hint: fix it")
+    assert invalid_text(plan.invalid) == section
+    assert "\n\n" + section + "\n\nimages: " in plan_text(plan)
+    assert commands(plan_text(plan)) == []
+    assert invalid_text([]) == "invalid (not scheduled): 0 test files"
