@@ -5,7 +5,8 @@
 - Out: a table of gate verdicts; in github format also annotations and the job summary.
   Exit 1 when an enforced gate failed.
 - Refused: an unknown --cadence, a malformed $GITHUB_RUN_ATTEMPT (exit 2); an unreadable
-  record, an unregistered file (exit 1).
+  record, an unregistered file, an invalid --file (its own diagnostics), a configuration
+  or label-registry error (exit 1). Another test file's errors do not stop this file's gates.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_policy.cli.options import add_checkout, add_format, append_step_summary, positive_int
-from ci_policy.errors import InputError, UsageError
+from ci_policy.errors import InputError, InputErrors, UsageError
 
 if TYPE_CHECKING:
     from ci_policy.adapters.gate import RunIdentity
@@ -78,7 +79,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",
                          source="--cadence")
     repo = Path(args.repo)
-    snapshot = load_snapshot(repo, args.config).require_valid()
+    # Another file's error does not stop this file's gates (one broken file never stops CI
+    # for the rest); the file's own errors do, with its diagnostics.
+    snapshot = load_snapshot(repo, args.config).usable()
+    for invalid in snapshot.invalid_files:
+        if invalid.file == args.file:
+            raise InputErrors(invalid.diagnostics)
     reg = registration_for(snapshot, args.file, args.stage)
     try:
         series = read_record(Path(args.record))

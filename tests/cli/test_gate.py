@@ -714,3 +714,19 @@ def test_nightly_runs_write_baselines_and_an_enforced_gate_fail_fails_the_run(to
         ("104", 1, TOY, "nightly", None, True, False, "not_allowed", 0),
         ("105", 1, TOY, "regular", None, False, False, "not_allowed", 0)]
     assert stored_baseline(store, tmp_path, TOY_GRAD_ID, 1) == [0.8, 0.9, 0.7]
+
+
+def test_another_files_error_does_not_stop_a_files_gates_but_its_own_does(repo, tmp_path):
+    (repo / "tests/gpu/test_broken.py").write_text(
+        "from ci_policy import register_cuda_ci\n\n"
+        'register_cuda_ci(est_time="soon", suite="gpu-a", labels=["megatron"])\n' + MAIN)
+    record = train_record(tmp_path / "r.json", 1.0, 0.01, 0.5)
+    store = str(tmp_path / "h.sqlite")
+    proc = gate(repo, record, store)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith("ci-policy gate: tests/gpu/test_train.py (cuda, gpu-a)")
+    proc = gate(repo, record, store, file="tests/gpu/test_broken.py")
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == (
+        "tests/gpu/test_broken.py:3:27: CP223 est-time-invalid: register_cuda_ci: est_time must be a finite "
+        "non-negative number of seconds, got 'soon'\n    hint: write e.g. est_time=300\nci-policy: 1 error\n")
