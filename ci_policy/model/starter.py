@@ -28,6 +28,7 @@ import fnmatch
 import os
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -185,6 +186,14 @@ def _walk(repo: Path) -> _Read:
     return found
 
 
+def _holds(repo: Path, rel_dir: str, globs: tuple[str, ...]) -> bool:
+    """Whether a directory init did not read has a file named like a test file (names only, no symlinks)."""
+    for _dir, _subdirs, files in os.walk(repo / rel_dir, followlinks=False):
+        if any(fnmatch.fnmatchcase(f, g) for f in files for g in globs):
+            return True
+    return False
+
+
 def _literal(node: ast.expr | None) -> Any:
     if node is None:
         return None
@@ -309,7 +318,9 @@ class _Discovery:
     exclude: tuple[tuple[str, str], ...]  # (glob, why)
 
 
-def _discovery(registered: set[str], others: list[str], excludable: set[str], skipped: list[str]) -> _Discovery:
+def _discovery(registered: set[str], others: list[str], excludable: set[str], skipped: list[str],
+               holds: Callable[[str, tuple[str, ...]], bool]) -> _Discovery:
+    """Roots, patterns and excludes; `holds(dir, globs)`: a skipped directory has a file discovery would match."""
     globs_under: dict[str, set[str]] = defaultdict(set)
     for f in registered:
         for d in _ancestors(f):
@@ -345,8 +356,9 @@ def _discovery(registered: set[str], others: list[str], excludable: set[str], sk
 
     exclude: list[tuple[str, str]] = []
     for d in skipped:
-        if _basename(d) not in _DISCOVERY_SKIPS and any(_under(d, r) for r in roots):
-            exclude.append((f"{_escape_glob(d)}/", "not searched by init (hidden, a virtualenv, build or "
+        root = next((r for r in roots if _under(d, r)), None)
+        if _basename(d) not in _DISCOVERY_SKIPS and root is not None and holds(d, globs_of_root[root]):
+            exclude.append((f"{_escape_glob(d)}/", "not read by init (hidden, a virtualenv, build or "
                                                     "dependency directory)"))
     unregistered = [f for f in others if f in excludable
                     and any(_under(f, r) and any(fnmatch.fnmatchcase(_basename(f), g) for g in globs_of_root[r])
@@ -455,7 +467,7 @@ def starter(repo: Path) -> Starter:
                          hint="register a test first, e.g. register_cpu_ci(est_time=60, suite=\"unit\"), "
                               "as the README's marker grammar describes")
     others = [f for f in walked.python_files if f not in registered]
-    discovery = _discovery(registered, others, excludable, walked.skipped_dirs)
+    discovery = _discovery(registered, others, excludable, walked.skipped_dirs, lambda d, g: _holds(repo, d, g))
 
     by_suite: dict[str, list[Call]] = defaultdict(list)
     for call in calls:

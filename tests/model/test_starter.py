@@ -418,3 +418,16 @@ def test_a_missing_checkout_is_refused(tmp_path):
         starter(tmp_path / "nope")
     assert (info.value.diagnostic.code, info.value.diagnostic.message) == (
         "CP403", f"repository {tmp_path / 'nope'} is not a directory")
+
+
+def test_directories_init_does_not_read_are_excluded_when_they_hold_test_file_names(tmp_path):
+    write(tmp_path, {"tests/test_a.py": 'register_cpu_ci(est_time=1, suite="a")\n',
+                     "tests/.venv/pyvenv.cfg": "", "tests/.venv/lib/test_site.py": "",
+                     "tests/node_modules/pkg/test_js.py": "", "tests/build/notes.txt": "",
+                     "tests/.pytest_cache/README.md": "", "tests/__pycache__/test_a.cpython-312.pyc": ""})
+    result = starter(tmp_path)
+    assert "  exclude:\n" + "".join(
+        f'    - "{d}"  # not read by init (hidden, a virtualenv, build or dependency directory)\n'
+        for d in ("tests/.venv/", "tests/node_modules/")) in result.config_text
+    config = parse_config(result.config_text)
+    assert config.discovery.exclude == ("tests/.venv/", "tests/node_modules/")
