@@ -331,9 +331,13 @@ def _discovery(registered: set[str], others: list[str], excludable: set[str], sk
             if d in globs_under:
                 others_under[d].append(f)
 
+    counted: dict[str, int] = {}
+
     def unregistered_in(d: str) -> int:
-        globs = globs_under[d]
-        return sum(1 for f in others_under[d] if any(fnmatch.fnmatchcase(_basename(f), g) for g in globs))
+        if d not in counted:
+            globs = globs_under[d]
+            counted[d] = sum(1 for f in others_under[d] if any(fnmatch.fnmatchcase(_basename(f), g) for g in globs))
+        return counted[d]
 
     # A root climbs from a registered file's directory as long as the wider directory adds no
     # unregistered file its patterns would match: the fewest roots that need no more excludes.
