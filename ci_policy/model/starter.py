@@ -147,13 +147,12 @@ def _note(message: str, path: str | None = None, line: int | None = None, col: i
 @dataclass
 class _Read:
     python_files: list[str]
-    unreadable: set[str]
     skipped_dirs: list[str]
     notes: list[Diagnostic]
 
 
 def _walk(repo: Path) -> _Read:
-    found = _Read([], set(), [], [])
+    found = _Read([], [], [])
 
     def visit(rel_dir: str) -> None:
         try:
@@ -169,7 +168,8 @@ def _walk(repo: Path) -> _Read:
                                          path=repr(rel)[1:-1], hint="rename it"))
                 continue
             if entry.is_symlink():
-                if entry.name.endswith(".py") or not entry.name.startswith("."):
+                # Only what init would have read is worth a note: a Python file or a directory.
+                if entry.name.endswith(".py") or (not entry.name.startswith(".") and entry.is_dir()):
                     found.notes.append(_note(f"skipped {rel}: a symlink; ci-policy refuses symlinks in a checkout",
                                              path=rel, hint="replace the symlink with the real file or directory"))
                 continue
@@ -220,8 +220,9 @@ def _calls_of(rel: str, tree: ast.Module, text: str, notes: list[Diagnostic]) ->
         nodes = binding.nodes
         values = {name: _literal(node) for name, node in nodes.items()}
         for name in sorted(n for n, v in values.items() if v is NotLiteral):
+            names_suite = name == "suite" or (name in TEMPLATE_ARGUMENTS and "suite" not in values)
             notes.append(_note(f"{mc.marker}(...): {name} is not a literal"
-                               + ("; the call gives no stage" if name in ("suite", *TEMPLATE_ARGUMENTS) else ""),
+                               + ("; the call gives no stage" if names_suite else ""),
                                **where, hint=f"write the value of {name} itself"))
         suite = _suite_of(mc.marker, values, notes, where)
         est = values.get("est_time")
@@ -242,7 +243,7 @@ def _suite_of(marker: str, values: dict[str, Any], notes: list[Diagnostic], wher
     parts = [values.get(a) for a in TEMPLATE_ARGUMENTS]
     built = (SUITE_TEMPLATE.format(stage=parts[0], runner_config=parts[1])
              if all(isinstance(p, str) for p in parts) else None)
-    if suite is NotLiteral or any(p is NotLiteral for p in parts):
+    if suite is NotLiteral:
         return None  # noted by the caller
     if "suite" in values:
         if not isinstance(suite, str):
@@ -253,6 +254,8 @@ def _suite_of(marker: str, values: dict[str, Any], notes: list[Diagnostic], wher
             notes.append(_note(f"{marker}(...): suite {suite!r} differs from {SUITE_TEMPLATE!r} = {built!r}; "
                                "the suite is used", **where, hint="give either suite or stage and runner_config"))
         return suite
+    if any(p is NotLiteral for p in parts):
+        return None  # noted by the caller
     if built is None:
         given = [a for a in TEMPLATE_ARGUMENTS if a in values]
         missing = "; ".join(f"{a} is not a string" for a in given if not isinstance(values[a], str))

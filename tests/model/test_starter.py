@@ -431,3 +431,22 @@ def test_directories_init_does_not_read_are_excluded_when_they_hold_test_file_na
         for d in ("tests/.venv/", "tests/node_modules/")) in result.config_text
     config = parse_config(result.config_text)
     assert config.discovery.exclude == ("tests/.venv/", "tests/node_modules/")
+
+
+def test_a_literal_suite_wins_over_non_literal_template_arguments(tmp_path):
+    write(tmp_path, {"t/test_a.py": 'register_cuda_ci(est_time=1, suite="s", stage=STAGE)\n',
+                     "t/test_b.py": 'register_cuda_ci(est_time=1, stage=STAGE, runner_config="c")\n'})
+    result = starter(tmp_path)
+    assert [s.name for s in result.stages] == ["s"]
+    assert [(n.path, n.message) for n in result.notes] == [
+        (None, "extra argument stage has no literal value to take its type from; declared as string"),
+        ("t/test_a.py", "register_cuda_ci(...): stage is not a literal"),
+        ("t/test_b.py", "register_cuda_ci(...): stage is not a literal; the call gives no stage"),
+    ]
+
+
+def test_symlinks_to_other_files_are_skipped_without_a_note(tmp_path):
+    write(tmp_path, {"tests/test_a.py": 'register_cpu_ci(est_time=1, suite="a")\n', "README.md": ""})
+    os.symlink(tmp_path / "README.md", tmp_path / "tests" / "README.md")
+    os.symlink(tmp_path / "tests", tmp_path / ".hidden-link")
+    assert starter(tmp_path).notes == ()
