@@ -63,20 +63,19 @@ def run(args: argparse.Namespace) -> int:
         _write(repo, path, shown, text)
 
     written = lint(repo, args.config)
-    placeholder_errors = [e for e in written.errors if _is_placeholder(e, start)]
-    report = _lint_filled(repo, start, shown_config) if placeholder_errors else written
+    keys = {p.key for p in start.placeholders if p.key is not None}
+    # Lint's "runs_on required" (CP103) for a stage init left a placeholder in.
+    placeholder_errors = [e for e in written.errors
+                          if e.code == "CP103" and e.message.split(":", 1)[0] in keys]
+    filled = bool(placeholder_errors)
+    report = _lint_filled(repo, start, shown_config) if filled else written
     ok = report.ok and len(placeholder_errors) == len(written.errors)
+    shown = [s for _p, s, _t in targets]
     if args.format == "json":
-        print(_json(start, [s for _p, s, _t in targets], shown_config, report, ok))
+        print(_json(start, shown, shown_config, report, ok))
     else:
-        print(_text(start, [s for _p, s, _t in targets], shown_config, report))
+        print(_text(start, shown, shown_config, report, filled))
     return 0 if ok else 1
-
-
-def _is_placeholder(err: Diagnostic, start: Starter) -> bool:
-    # The "runs_on required" error of a stage init left a placeholder in (CP103).
-    return err.code == "CP103" and any(p.path is None and err.message.startswith(p.what.split(":")[0] + ":")
-                                       for p in start.placeholders)
 
 
 def _refuse_existing(repo: Path, targets: list[tuple[Path, str, str]], force: bool) -> None:
@@ -135,7 +134,7 @@ def _todo(start: Starter, shown_config: str) -> list[tuple[str, int, str]]:
     return [(p.path or shown_config, p.line, p.what) for p in start.placeholders]
 
 
-def _text(start: Starter, written: list[str], shown_config: str, report: LintReport) -> str:
+def _text(start: Starter, written: list[str], shown_config: str, report: LintReport, filled: bool) -> str:
     from ci_policy.render import diagnostic_text, lint_summary, one_line
 
     stages = len(start.stages)
@@ -150,7 +149,7 @@ def _text(start: Starter, written: list[str], shown_config: str, report: LintRep
         lines.extend(f"  {one_line(path)}:{line}: {one_line(what)}" for path, line, what in todo)
     lines.extend(diagnostic_text(d) for d in (*report.errors, *report.warnings))
     summary = lint_summary(report)
-    if any(p.path is None for p in start.placeholders):
+    if filled:
         summary = summary.replace("ci-policy lint:", "ci-policy lint (with runs_on filled in):", 1)
     lines.append(summary)
     return "\n".join(lines)

@@ -96,6 +96,7 @@ class Placeholder:
     path: str | None  # None: the configuration file
     line: int
     what: str
+    key: str | None = None  # the configuration key it stands for (`stages[1].runs_on`), as lint names it
 
 
 @dataclass(frozen=True)
@@ -561,9 +562,9 @@ def starter(repo: Path) -> Starter:
         if backend != "cpu":
             lines.append(f"    {RUNS_ON_PLACEHOLDER}  # TODO: the runner labels of this stage's jobs")
             line = len(lines)
-            placeholders.append(Placeholder(path=None, line=line,
-                                            what=f"stages[{index}].runs_on: the runner labels of stage "
-                                                 f"{suite} ({backend})"))
+            key = f"stages[{index}].runs_on"
+            placeholders.append(Placeholder(path=None, line=line, key=key,
+                                            what=f"{key}: the runner labels of stage {suite} ({backend})"))
         built.append(StarterStage(suite, backend, len(files), est, runner, reason, line))
     for suite, files_by_backend in conflicts:
         lines.append(f"  # no stage for suite {quote(suite)}: registered for "

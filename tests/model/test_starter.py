@@ -193,9 +193,12 @@ def test_the_builtin_dialect_gives_this_exact_configuration_and_labels_file(tmp_
         ("unit", "cpu", 2, 35, "pytest"), ("stage-b-1-gpu", "cuda", 2, 1500.5, "python"),
         ("stage-c-4-gpu", "cuda", 1, 60, "python"), ("stage-b-1-gpu-amd", "rocm", 1, 480, "python")]
     assert result.placeholders == (
-        Placeholder(None, 20, "stages[1].runs_on: the runner labels of stage stage-b-1-gpu (cuda)"),
-        Placeholder(None, 24, "stages[2].runs_on: the runner labels of stage stage-c-4-gpu (cuda)"),
-        Placeholder(None, 28, "stages[3].runs_on: the runner labels of stage stage-b-1-gpu-amd (rocm)"),
+        Placeholder(None, 20, "stages[1].runs_on: the runner labels of stage stage-b-1-gpu (cuda)",
+                    "stages[1].runs_on"),
+        Placeholder(None, 24, "stages[2].runs_on: the runner labels of stage stage-c-4-gpu (cuda)",
+                    "stages[2].runs_on"),
+        Placeholder(None, 28, "stages[3].runs_on: the runner labels of stage stage-b-1-gpu-amd (rocm)",
+                    "stages[3].runs_on"),
         Placeholder("labels.py", 4, "the description of label fsdp"),
         Placeholder("labels.py", 5, "the description of label megatron"),
         Placeholder("labels.py", 6, "the description of label rocm"),
