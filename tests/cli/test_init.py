@@ -1,0 +1,253 @@
+"""`ci-policy init`: writes the starter, refuses to overwrite, lints the result, resists hostile checkouts."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from helpers import run_cli as run
+
+MAIN = '\nif __name__ == "__main__":\n    unittest.main()\n'
+
+REPO = {
+    "tests/e2e/test_fsdp.py": "from ci_policy import register_cuda_ci, register_rocm_ci\n"
+                              'register_cuda_ci(est_time=300, suite="gpu-a", labels=["fsdp"])\n'
+                              'register_rocm_ci(480, "amd", labels=["fsdp"])\n' + MAIN,
+    "tests/e2e/test_flaky.py": "from ci_policy import register_cuda_ci\n"
+                               'register_cuda_ci(est_time=60, suite="gpu-a", labels=["long"], disabled="flaky")\n',
+    "tests/e2e/test_helpers.py": "def helper():\n    pass\n",
+    "tests/unit/test_config.py": 'from ci_policy import register_cpu_ci\nregister_cpu_ci(est_time=5, suite="unit")\n',
+}
+
+WRITTEN = """\
+ci-policy init: wrote .github/ci-policy.yml and labels.py: 3 stages for 4 registrations in 3 test files
+left to fill in (each line marked TODO):
+  .github/ci-policy.yml:18: stages[1].runs_on: the runner labels of stage gpu-a (cuda)
+  .github/ci-policy.yml:22: stages[2].runs_on: the runner labels of stage amd (rocm)
+  labels.py:4: the description of label fsdp
+  labels.py:5: the description of label long
+tests/e2e/test_flaky.py:2:1: warning: CP905 registration-disabled: register_cuda_ci for suite gpu-a is disabled: flaky
+ci-policy lint (with runs_on filled in): OK: 0 errors, 1 warning (3 test files, 4 registrations, 0 gates)
+"""
+
+LINT_PLACEHOLDERS = """\
+.github/ci-policy.yml:15:5: CP103 config-missing-key: stages[1].runs_on: required for cuda stages that are not external
+    hint: list the runner labels, e.g. runs_on: [h200, 4gpu]
+.github/ci-policy.yml:19:5: CP103 config-missing-key: stages[2].runs_on: required for rocm stages that are not external
+    hint: list the runner labels, e.g. runs_on: [h200, 4gpu]
+ci-policy lint: FAILED: 2 errors, 0 warnings
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def fill_runs_on(repo: Path, config: str = ".github/ci-policy.yml") -> None:
+    path = repo / config
+    path.write_text(path.read_text().replace("# runs_on: [...]", "runs_on: [gpu-runner]"))
+
+
+def test_init_writes_the_starter_and_lint_reports_only_the_placeholders(tmp_path, capsys):
+    repo = write(tmp_path / "repo", REPO)
+    assert run(["init", "--repo", str(repo)], capsys) == (0, WRITTEN, "")
+    config = (repo / ".github/ci-policy.yml").read_text()
+    assert config.splitlines()[17] == "    # runs_on: [...]  # TODO: the runner labels of this stage's jobs"
+    assert config.splitlines()[21] == "    # runs_on: [...]  # TODO: the runner labels of this stage's jobs"
+    assert (repo / "labels.py").read_text() == (
+        "# The label registry of ci-policy (written by `ci-policy init`): one entry per label the tests use.\n"
+        "# A PR labelled run-ci-<name> asks for the tests carrying <name>.\n"
+        "KNOWN_LABELS = {\n    'fsdp': 'TODO: describe',\n    'long': 'TODO: describe',\n}\n")
+    # What is left to fill in is exactly what lint reports...
+    assert run(["lint", "--repo", str(repo)], capsys) == (1, LINT_PLACEHOLDERS, "")
+    # ...and once runs_on is filled in, the configuration lints clean.
+    fill_runs_on(repo)
+    assert run(["lint", "--repo", str(repo)], capsys) == (0, (
+        "tests/e2e/test_flaky.py:2:1: warning: CP905 registration-disabled: register_cuda_ci for suite gpu-a is "
+        "disabled: flaky\n"
+        "ci-policy lint: OK: 0 errors, 1 warning (3 test files, 4 registrations, 0 gates)\n"), "")
+    rc, out, err = run(["registry", "--repo", str(repo), "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert [(r["file"], r["backend"], r["suite"]) for r in json.loads(out)["registrations"]] == [
+        ("tests/e2e/test_flaky.py", "cuda", "gpu-a"), ("tests/e2e/test_fsdp.py", "cuda", "gpu-a"),
+        ("tests/e2e/test_fsdp.py", "rocm", "amd"), ("tests/unit/test_config.py", "cpu", "unit")]
+
+
+def test_init_refuses_to_overwrite_without_force_and_overwrites_with_it(tmp_path, capsys):
+    repo = write(tmp_path / "repo", {**REPO, ".github/ci-policy.yml": "mine\n", "labels.py": "KNOWN_LABELS = {}\n"})
+    assert run(["init", "--repo", str(repo)], capsys) == (1, "", (
+        ".github/ci-policy.yml: .github/ci-policy.yml already exists; ci-policy init does not overwrite it without "
+        "--force\n    hint: pass --force to replace it, or move it away first\n"
+        "labels.py: labels.py already exists; ci-policy init does not overwrite it without --force\n"
+        "    hint: pass --force to replace it, or move it away first\n"
+        "ci-policy: 2 errors\n"))
+    assert (repo / ".github/ci-policy.yml").read_text() == "mine\n"
+    assert (repo / "labels.py").read_text() == "KNOWN_LABELS = {}\n"
+    assert run(["init", "--repo", str(repo), "--force"], capsys) == (0, WRITTEN, "")
+    assert (repo / ".github/ci-policy.yml").read_text().startswith("# ci-policy configuration: a starter")
+    assert "'fsdp': 'TODO: describe'" in (repo / "labels.py").read_text()
+
+
+def test_only_the_labels_file_existing_is_refused_too(tmp_path, capsys):
+    repo = write(tmp_path / "repo", {**REPO, "labels.py": "KNOWN_LABELS = {}\n"})
+    rc, out, err = run(["init", "--repo", str(repo)], capsys)
+    assert (rc, out) == (1, "")
+    assert err.startswith("labels.py: labels.py already exists;")
+    assert not (repo / ".github").exists()
+
+
+def test_without_labels_there_is_no_labels_file_and_the_result_lints_clean_once_filled(tmp_path, capsys):
+    repo = write(tmp_path / "repo", {
+        "tests/test_a.py": 'register_cuda_ci(est_time=10, suite="gpu")\n' + MAIN,
+        "tests/test_b.py": 'register_cpu_ci(est_time=1, suite="cpu")\n'})
+    assert run(["init", "--repo", str(repo)], capsys) == (0, (
+        "ci-policy init: wrote .github/ci-policy.yml: 2 stages for 2 registrations in 2 test files\n"
+        "left to fill in (each line marked TODO):\n"
+        "  .github/ci-policy.yml:16: stages[1].runs_on: the runner labels of stage gpu (cuda)\n"
+        "ci-policy lint (with runs_on filled in): OK: 0 errors, 0 warnings (2 test files, 2 registrations, "
+        "0 gates)\n"), "")
+    assert not (repo / "labels.py").exists()
+    assert "labels_file" not in (repo / ".github/ci-policy.yml").read_text()
+    fill_runs_on(repo)
+    assert run(["lint", "--repo", str(repo)], capsys)[0] == 0
+
+
+def test_a_cpu_only_checkout_has_nothing_left_to_fill_in(tmp_path, capsys):
+    repo = write(tmp_path / "repo", {"tests/test_a.py": 'register_cpu_ci(est_time=1, suite="cpu")\n'})
+    assert run(["init", "--repo", str(repo)], capsys) == (0, (
+        "ci-policy init: wrote .github/ci-policy.yml: 1 stage for 1 registration in 1 test file\n"
+        "ci-policy lint: OK: 0 errors, 0 warnings (1 test file, 1 registration, 0 gates)\n"), "")
+    assert run(["lint", "--repo", str(repo)], capsys)[0] == 0
+
+
+def test_json_output(tmp_path, capsys):
+    repo = write(tmp_path / "repo", REPO)
+    rc, out, err = run(["init", "--repo", str(repo), "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == {
+        "schema": 1, "ok": True, "written": [".github/ci-policy.yml", "labels.py"],
+        "stages": [{"name": "unit", "backend": "cpu", "files": 1, "est_time": 5, "runner": "pytest"},
+                   {"name": "gpu-a", "backend": "cuda", "files": 2, "est_time": 360, "runner": "python"},
+                   {"name": "amd", "backend": "rocm", "files": 1, "est_time": 480, "runner": "python"}],
+        "labels": ["fsdp", "long"],
+        "todo": [{"path": ".github/ci-policy.yml", "line": 18,
+                  "what": "stages[1].runs_on: the runner labels of stage gpu-a (cuda)"},
+                 {"path": ".github/ci-policy.yml", "line": 22,
+                  "what": "stages[2].runs_on: the runner labels of stage amd (rocm)"},
+                 {"path": "labels.py", "line": 4, "what": "the description of label fsdp"},
+                 {"path": "labels.py", "line": 5, "what": "the description of label long"}],
+        "notes": [], "errors": [],
+        "warnings": [{"code": "CP905", "name": "registration-disabled", "path": "tests/e2e/test_flaky.py", "line": 2,
+                      "col": 1, "message": "register_cuda_ci for suite gpu-a is disabled: flaky", "hint": None}]}
+
+
+def test_config_names_the_file_to_write(tmp_path, capsys, monkeypatch):
+    repo = write(tmp_path / "repo", {"tests/test_a.py": 'register_cuda_ci(est_time=10, suite="gpu")\n' + MAIN})
+    monkeypatch.chdir(tmp_path)
+    rc, out, _err = run(["init", "--repo", "repo", "--config", "policy/ci.yml"], capsys)
+    assert (rc, out.splitlines()[:3]) == (0, [
+        "ci-policy init: wrote policy/ci.yml: 1 stage for 1 registration in 1 test file",
+        "left to fill in (each line marked TODO):",
+        "  policy/ci.yml:13: stages[0].runs_on: the runner labels of stage gpu (cuda)"])
+    assert not (repo / ".github").exists()
+    fill_runs_on(tmp_path, "policy/ci.yml")
+    assert run(["lint", "--repo", "repo", "--config", "policy/ci.yml"], capsys)[0] == 0
+
+
+def test_other_lint_errors_are_printed_and_exit_1(tmp_path, capsys):
+    repo = write(tmp_path / "repo", {
+        "tests/test_ok.py": 'register_cuda_ci(est_time=10, suite="gpu")\n' + MAIN,
+        "tests/test_dup.py": 'register_cuda_ci(est_time=10, suite="gpu")\nregister_cuda_ci(est_time=10, suite="gpu")\n',
+    })
+    rc, out, err = run(["init", "--repo", str(repo)], capsys)
+    assert (rc, err) == (1, "")
+    assert out.splitlines()[3:] == [
+        "tests/test_dup.py:2:1: CP220 registration-duplicate: register_cuda_ci: tests/test_dup.py is registered "
+        "twice for suite 'gpu' (lines 1 and 2), so it would run twice",
+        "    hint: keep one registration per suite",
+        "ci-policy lint (with runs_on filled in): FAILED: 1 error, 0 warnings (2 test files, 3 registrations, 0 gates)"]
+    assert (repo / ".github/ci-policy.yml").is_file()  # written all the same
+
+
+# -- hostile checkouts ------------------------------------------------------------------------------
+
+def test_a_symlinked_test_file_is_not_followed_and_lint_refuses_it(tmp_path, capsys):
+    secret = write(tmp_path / "outside", {"test_secret.py": 'register_cuda_ci(est_time=1, suite="secret")\n'})
+    repo = write(tmp_path / "repo", {"tests/test_a.py": 'register_cpu_ci(est_time=1, suite="cpu")\n'})
+    os.symlink(secret / "test_secret.py", repo / "tests" / "test_link.py")
+    assert run(["init", "--repo", str(repo)], capsys) == (1, (
+        "ci-policy init: wrote .github/ci-policy.yml: 1 stage for 1 registration in 1 test file\n"
+        "tests/test_link.py: warning: skipped tests/test_link.py: a symlink; ci-policy refuses symlinks in a checkout\n"
+        "    hint: replace the symlink with the real file or directory\n"
+        "tests/test_link.py: CP401 symlink-refused: test file tests/test_link.py is a symlink; ci-policy refuses "
+        "symlinks in a checkout\n"
+        "    hint: replace the symlink with the real file or directory\n"
+        "ci-policy lint: FAILED: 1 error, 0 warnings (1 test file, 1 registration, 0 gates)\n"), "")
+    assert "secret" not in (repo / ".github/ci-policy.yml").read_text()
+
+
+def test_a_file_that_is_not_python_is_a_note_and_a_lint_error(tmp_path, capsys):
+    repo = write(tmp_path / "repo", {"tests/test_a.py": 'register_cpu_ci(est_time=1, suite="cpu")\n',
+                                     "tests/test_b.py": 'register_cpu_ci(est_time=1, suite="cpu"\n'})
+    assert run(["init", "--repo", str(repo)], capsys) == (1, (
+        "ci-policy init: wrote .github/ci-policy.yml: 1 stage for 1 registration in 1 test file\n"
+        "tests/test_b.py:1:16: warning: skipped: tests/test_b.py is not valid Python: '(' was never closed\n"
+        "    hint: fix the syntax error\n"
+        "tests/test_b.py:1:16: CP206 python-syntax-error: tests/test_b.py is not valid Python: '(' was never closed\n"
+        "    hint: fix the syntax error\n"
+        "ci-policy lint: FAILED: 1 error, 0 warnings (2 test files, 1 registration, 0 gates)\n"), "")
+
+
+def test_a_non_literal_suite_is_a_note_and_a_lint_error(tmp_path, capsys):
+    repo = write(tmp_path / "repo", {"tests/test_a.py": 'register_cpu_ci(est_time=1, suite="cpu")\n',
+                                     "tests/test_b.py": 'S = "cpu"\nregister_cpu_ci(est_time=1, suite=S)\n'})
+    assert run(["init", "--repo", str(repo)], capsys) == (1, (
+        "ci-policy init: wrote .github/ci-policy.yml: 1 stage for 2 registrations in 2 test files\n"
+        "tests/test_b.py:2:1: warning: register_cpu_ci(...): suite is not a literal; the call gives no stage\n"
+        "    hint: write the value of suite itself\n"
+        "tests/test_b.py:2:35: CP215 marker-argument-not-literal: register_cpu_ci: suite must be a literal, not `S` "
+        "(ci-policy reads it from source without running the file)\n"
+        "    hint: write the value of suite itself (a number, string, True/False, None, or a list or dict of those)\n"
+        "ci-policy lint: FAILED: 1 error, 0 warnings (2 test files, 1 registration, 0 gates)\n"), "")
+
+
+def test_a_symlinked_github_directory_is_never_written_through(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    repo = write(tmp_path / "repo", {"tests/test_a.py": 'register_cpu_ci(est_time=1, suite="cpu")\n'})
+    os.symlink(elsewhere, repo / ".github")
+    assert run(["init", "--repo", str(repo), "--force"], capsys) == (1, "", (
+        ".github/ci-policy.yml: CP401 symlink-refused: file to write .github/ci-policy.yml: directory .github is a "
+        "symlink; ci-policy refuses symlinks in a checkout\n"
+        "    hint: replace the symlink with the real file or directory\n"
+        "ci-policy: 1 error\n"))
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_symlinked_config_file_is_refused_even_with_force(tmp_path, capsys):
+    target = tmp_path / "target.yml"
+    target.write_text("keep\n")
+    repo = write(tmp_path / "repo", {"tests/test_a.py": 'register_cpu_ci(est_time=1, suite="cpu")\n'})
+    (repo / ".github").mkdir()
+    os.symlink(target, repo / ".github/ci-policy.yml")
+    rc, out, err = run(["init", "--repo", str(repo), "--force"], capsys)
+    assert (rc, out) == (1, "")
+    assert err.startswith(".github/ci-policy.yml: CP401 symlink-refused: .github/ci-policy.yml is a symlink; "
+                          "ci-policy init does not write through a symlink\n")
+    assert target.read_text() == "keep\n"
+
+
+def test_an_empty_checkout_is_a_clear_error(tmp_path, capsys):
+    repo = write(tmp_path / "repo", {"tests/test_a.py": "def test():\n    pass\n"})
+    assert run(["init", "--repo", str(repo)], capsys) == (1, "", (
+        f"{repo}: no test registrations in {repo}: no Python file calls a register_<word>_ci(...) marker as a "
+        "module-level statement\n"
+        "    hint: register a test first, e.g. register_cpu_ci(est_time=60, suite=\"unit\"), as the README's marker "
+        "grammar describes\n"
+        "ci-policy: 1 error\n"))
+    assert not (repo / ".github").exists()
