@@ -3,7 +3,7 @@
 - In: a valid `Snapshot`, a `Trigger` and a `Diff`.
 - Out: a frozen `Plan`: the resolved `Policy` (after auto-selection), one `StagePlan`
   per planned stage (decision, reasons, selected tests, shards), the stages skipped,
-  image preparation per GPU backend (`build` exactly when a stage of that backend
+  image preparation per accelerator backend (`build` exactly when a stage of that backend
   runs), and warnings.
 - `ci-policy plan`, `ci-policy list` and `ci-policy run` all call `build_plan`, so
   every shard job computes exactly the split the plan job printed.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ci_policy.config import GPU_BACKENDS, Config, Stage
+from ci_policy.config import Config, Stage
 from ci_policy.errors import UsageError
 from ci_policy.gates.requirements import invalid_files
 from ci_policy.model.registry import Registration
@@ -93,7 +93,7 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
     warnings = list(policy.warnings)
     stages = tuple(_stage_plan(d, warnings) for d in decisions)
     images = []
-    for backend in GPU_BACKENDS:
+    for backend in snapshot.config.backends.accelerators:
         runs = any(s.decision == "run" and s.stage.backend == backend for s in stages)
         images.append((backend, "build" if runs else "skip"))
     if trigger.event == "pull_request" and not diff.available:

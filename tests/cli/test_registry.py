@@ -8,7 +8,7 @@ from cli.expected import EXAMPLE
 from helpers import assert_golden, assert_run_golden
 from helpers import run_cli as run
 
-FIELDS = ["file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit"]
+FIELDS = ["file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit", "marker"]
 
 
 def test_registry_json_on_the_example(capsys):

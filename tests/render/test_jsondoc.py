@@ -36,7 +36,7 @@ def test_the_schema_version():
 def test_registry_json():
     assert registry_json([REG]) == document({"schema": 1, "registrations": [{
         "file": "tests/test_a|b.py", "line": 3, "backend": "cuda", "suite": "gpu", "est_time": 60, "labels": [],
-        "nightly": False, "disabled": None, "implicit": False}]})
+        "nightly": False, "disabled": None, "implicit": False, "marker": "register_cuda_ci"}]})
     assert registry_json([]) == document({"schema": 1, "registrations": []})
 
 
