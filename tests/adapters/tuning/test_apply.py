@@ -466,8 +466,8 @@ def test_apply_to_file_does_not_overwrite_a_file_changed_meanwhile(tmp_path, mon
     path = write(tmp_path / "test_x.py", b"register_cuda_ci(300, 'stage-c')\n")
     real_rewrite = tuning_apply.rewrite_est_time
 
-    def rewrite_while_someone_edits(source, backend, new_est):
-        result = real_rewrite(source, backend, new_est)
+    def rewrite_while_someone_edits(source, backend, new_est, marker=None):
+        result = real_rewrite(source, backend, new_est, marker)
         path.write_bytes(b"register_cuda_ci(300, 'stage-c')  # edited meanwhile\n")
         return result
 
