@@ -56,6 +56,10 @@ CODES: dict[str, tuple[str, str]] = {
               "register_cuda_ci is imported but this file has no module-level register_cuda_ci(...) "
               "statement, so ci-policy reads no registration from it"),
     "CP206": ("python-syntax-error", "tests/e2e/test_a.py is not valid Python: invalid syntax"),
+    "CP207": ("marker-undeclared",
+              "register_amd_ci(...) looks like a registration marker but the configuration does not declare it "
+              "(configured: register_cpu_ci, register_cuda_ci, register_rocm_ci), so ci-policy reads no "
+              "registration from it"),
     "CP210": ("marker-unpacked-arguments", "register_cuda_ci: *args is not allowed; write every argument literally"),
     "CP211": ("marker-positional-arguments",
               "register_cuda_ci takes at most 2 positional arguments (est_time, suite), got 3"),
@@ -66,6 +70,13 @@ CODES: dict[str, tuple[str, str]] = {
     "CP215": ("marker-argument-not-literal",
               "register_cuda_ci: est_time must be a literal, not `60 * 30` (ci-policy reads it from source "
               "without running the file)"),
+    "CP216": ("marker-extra-argument-invalid", "register_cuda_ci: runner_config must be a string, got 1"),
+    "CP217": ("suite-template-incomplete",
+              "register_cuda_ci: no suite, and the suite template '{stage}-test-{runner_config}' also needs "
+              "runner_config"),
+    "CP218": ("suite-template-mismatch",
+              "register_cuda_ci: suite 'base-b-test-small' differs from 'base-b-test-1-gpu-large', the suite the "
+              "template '{stage}-test-{runner_config}' builds from stage and runner_config"),
     "CP220": ("registration-duplicate",
               "register_cuda_ci: tests/e2e/test_a.py is registered twice for suite 'gpu-a' (lines 3 and 4), "
               "so it would run twice"),

@@ -14,6 +14,8 @@ import pytest
 from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, MINIMAL_LABELS
 
 pytest_plugins = ["github_world"]
+# tests/data holds fixture repositories (their test files are data the tests read) and goldens.
+collect_ignore = ["data"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

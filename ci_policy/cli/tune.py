@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         applied = []
         for p in changing:
             assert p.proposed is not None  # a raise or a lower always proposes a value
-            result = apply_to_file(repo / p.file, p.backend, p.proposed)
+            result = apply_to_file(repo / p.file, p.backend, p.proposed, p.marker)
             applied.append({"file": p.file, "backend": p.backend, "current": p.current, "proposed": p.proposed,
                             "status": result.status, "reason": result.reason or None})
             if not as_json:

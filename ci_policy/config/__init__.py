@@ -13,24 +13,27 @@
 
 from __future__ import annotations
 
+from ci_policy.config.backends import BUILTIN_BACKENDS, Backends
 from ci_policy.config.cadences import CADENCES, Cadence, Cadences
 from ci_policy.config.discovery import Discovery, ImplicitRoot
 from ci_policy.config.fields import FrozenMap
 from ci_policy.config.file_run import IMAGE_REPO_RE, IMAGE_TAG_RE, FileRunConfig
 from ci_policy.config.gates import REFERENCES, SESSION_VERSIONS, GateRequirement, GatesConfig, Reference
 from ci_policy.config.load import MAX_CONFIG_BYTES, load_config
+from ci_policy.config.markers import ARGUMENT_TYPES, Markers
 from ci_policy.config.runner import RetryRules, RunnerConfig
 from ci_policy.config.scopes import SCOPE_RE, Scope
 from ci_policy.config.selection import EXPLICIT_MODES, ExplicitMode, Rule, Selection
-from ci_policy.config.stages import BACKENDS, GPU_BACKENDS, RUNNERS, Backend, RunnerKind, Stage, check_name
+from ci_policy.config.stages import BACKENDS, RUNNERS, Backend, RunnerKind, Stage, check_name
 from ci_policy.config.top import DEFAULT_CONFIG, Config, parse_config
 from ci_policy.config.tune import TuneConfig
 
 __all__ = [
-    "BACKENDS", "CADENCES", "DEFAULT_CONFIG", "EXPLICIT_MODES", "GPU_BACKENDS", "IMAGE_REPO_RE", "IMAGE_TAG_RE",
+    "ARGUMENT_TYPES", "BACKENDS", "BUILTIN_BACKENDS", "CADENCES", "DEFAULT_CONFIG", "EXPLICIT_MODES",
+    "IMAGE_REPO_RE", "IMAGE_TAG_RE",
     "MAX_CONFIG_BYTES", "REFERENCES", "RUNNERS", "SCOPE_RE", "SESSION_VERSIONS",
-    "Backend", "Cadence", "Cadences", "Config", "Discovery", "ExplicitMode", "FileRunConfig", "FrozenMap",
-    "GateRequirement", "GatesConfig", "ImplicitRoot", "Reference", "RetryRules", "Rule", "RunnerConfig",
+    "Backend", "Backends", "Cadence", "Cadences", "Config", "Discovery", "ExplicitMode", "FileRunConfig", "FrozenMap",
+    "GateRequirement", "GatesConfig", "ImplicitRoot", "Markers", "Reference", "RetryRules", "Rule", "RunnerConfig",
     "RunnerKind", "Scope", "Selection", "Stage", "TuneConfig",
     "check_name", "load_config", "parse_config",
 ]

@@ -22,8 +22,9 @@ from typing import Any
 import yaml
 
 from ci_policy.config import codes, fields
+from ci_policy.config.backends import backend_parser
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
-from ci_policy.config.stages import BACKENDS, Backend
+from ci_policy.config.stages import Backend
 from ci_policy.read.globs import compile_glob
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -58,7 +59,7 @@ ROOT = Table("discovery.roots[]", "A root written as a mapping: a directory with
 
 IMPLICIT = Table("discovery.implicit[]", "The registration of every unregistered test file below `root`.", (
     Key("root", fields.relative_path(), REQUIRED, "Directory inside a discovery root; the most specific root wins."),
-    Key("backend", fields.choice(BACKENDS), REQUIRED, "Backend of the files below it."),
+    Key("backend", backend_parser(), REQUIRED, "Backend of the files below it."),
     Key("suite", fields.string("stage name"), REQUIRED, "A configured stage of that backend."),
     Key("est_time", fields.number(0), REQUIRED, "Estimated seconds per file."),
     Key("cpu_only", fields.boolean(), False, "The files need no accelerator (backend must be cpu)."),
@@ -102,7 +103,7 @@ def _implicit(s: Schema, v: Values, roots: Any, stages: Any) -> ImplicitRoot | N
 def _parse_implicit(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     implicit: list[ImplicitRoot] = []
     for i, item in enumerate(s.sequence(node, where) or []):
-        values = IMPLICIT.read(s, item, f"{where}[{i}]")
+        values = IMPLICIT.read(s, item, f"{where}[{i}]", ctx)
         # Missing required keys were reported by `read`; the rule is then incomplete.
         if values is None or any(k.required and k.name not in values for k in IMPLICIT.keys):
             continue

@@ -1,6 +1,7 @@
 """`file_run:` where `/rerun-test` runs one file: the image per backend, its tag and the timeout.
 
-- In: the `file_run` mapping; every key is optional.
+- In: the `file_run` mapping; every key is optional; `image` keys are backends (built in
+  or declared under `backends`).
 - Out: a frozen `FileRunConfig`; `image` is a read-only mapping backend -> image repository.
 - Refused: an image repository that is not one (or carries a tag), an invalid tag, a
   non-positive timeout factor or minimum.
@@ -14,8 +15,8 @@ from typing import Any
 
 import yaml
 
+from ci_policy.config.backends import backends_of
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table, Values, mapping_of, number, string
-from ci_policy.config.stages import BACKENDS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
@@ -35,7 +36,10 @@ def _check_tag(value: str) -> str | None:
 
 
 def _parse_image(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
-    table = s.mapping(node, where, optional=BACKENDS) or {}
+    backends = backends_of(ctx)
+    if backends is INVALID:
+        return INVALID
+    table = s.mapping(node, where, optional=backends.names) or {}
     image: dict[str, str] = {}
     for backend, (_key, value_node) in table.items():
         repo = s.string(value_node, f"{where}.{backend}", check=_check_repo)
@@ -45,7 +49,7 @@ def _parse_image(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 
 
 FILE_RUN_TABLE = Table("file_run", "How `/rerun-test` places one test file.", (
-    Key("image", Parser("mapping of " + " | ".join(BACKENDS) + " to an image repository (no tag)",
+    Key("image", Parser("mapping of backend (cpu | cuda | rocm | a declared one) to an image repository (no tag)",
                         _parse_image), FrozenMap(), "Container image of each backend's rerun job.",
         shown_default="none"),
     Key("default_tag", string("image tag", _check_tag), "latest", "Image tag used unless the command names one."),

@@ -32,6 +32,12 @@ EXAMPLE = """\
 version: 1
 requires: ">=0.1"
 labels_file: labels.py
+backends:
+  npu: {accelerator: true}
+markers:
+  names: {register_amd_ci: rocm, register_npu_ci: npu}
+  extra_arguments: {stage: string, runner_config: string}
+  suite: "{stage}-test-{runner_config}"
 discovery:
   roots: [tests/fast, tests/e2e]
   implicit:
@@ -43,6 +49,7 @@ stages:
     runs_on: [h200, 4gpu]
     partitions: 3
     timeout_per_file: 1800
+  - {name: base-b-test-1-npu-a3, backend: npu, runs_on: [npu-a3]}
 cadences:
   schedules: {"0 15 * * 0-5": nightly, "0 15 * * 6": weekly}
   nightly_exclude: [long]

@@ -2,10 +2,11 @@
 
 - In: the `stages` list of the configuration.
 - Out: a tuple of frozen `Stage`s in file order.
-- Refused: names outside `[A-Za-z0-9][A-Za-z0-9_.-]*` or used twice, an unknown backend or
-  runner, and a GPU stage that is not external without `runs_on`.
-- Defaults that depend on the backend: `runner` (pytest for cpu, python otherwise) and
-  `diff_pruned` (true for GPU stages).
+- Refused: names outside `[A-Za-z0-9][A-Za-z0-9_.-]*` or used twice, a backend that is
+  neither built in nor declared under `backends` (parsed before the stages), an unknown
+  runner, and an accelerator stage that is not external without `runs_on`.
+- Defaults that depend on the backend: `runner` (pytest for non-accelerator backends such
+  as cpu, python otherwise) and `diff_pruned` (true for accelerator stages).
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from typing import Any, Literal, get_args
 import yaml
 
 from ci_policy.config import codes, fields
+from ci_policy.config.backends import BUILTIN_BACKENDS, backend_parser, backends_of
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.read.names import NAME, NAME_RE
 from ci_policy.read.yamlnodes import INVALID, Schema
 
-Backend = Literal["cpu", "cuda", "rocm"]
+# A backend name: a built-in one or one declared under `backends` (`Config.backends`).
+Backend = str
 RunnerKind = Literal["python", "pytest"]
-BACKENDS: tuple[Backend, ...] = get_args(Backend)
-GPU_BACKENDS: tuple[Backend, ...] = ("cuda", "rocm")
+BACKENDS: tuple[Backend, ...] = tuple(BUILTIN_BACKENDS)
 RUNNERS: tuple[RunnerKind, ...] = get_args(RunnerKind)
 
 
@@ -36,17 +38,17 @@ def check_name(value: str) -> str | None:
 STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test files it runs.", (
     Key("name", fields.string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name), REQUIRED,
         "Stage name, unique in the file."),
-    Key("backend", fields.choice(BACKENDS), REQUIRED, "Hardware the stage's tests need."),
+    Key("backend", backend_parser(), REQUIRED, "Hardware the stage's tests need (see `backends`)."),
     Key("runs_on", fields.strings("non-empty list of runner labels", non_empty=True), (),
-        "Runner labels of the stage's jobs; required for cuda/rocm stages that are not external.",
+        "Runner labels of the stage's jobs; required for accelerator stages that are not external.",
         shown_default="none"),
     Key("partitions", fields.integer(1), 1, "Number of runners the stage's files are split across."),
     Key("runner", fields.choice(RUNNERS), "pytest", "How one test file is run: `python FILE` or `pytest FILE`.",
-        shown_default="`pytest` for cpu stages, `python` otherwise"),
+        shown_default="`pytest` for non-accelerator stages (cpu), `python` otherwise"),
     Key("timeout_per_file", fields.number(0, strict=True), None, "Seconds one test file may run.",
         shown_default="none"),
     Key("diff_pruned", fields.boolean(), False, "The diff may skip the stage when no changed path affects it.",
-        shown_default="`true` for cuda/rocm stages, `false` for cpu"),
+        shown_default="`true` for accelerator stages, `false` for cpu"),
     Key("external", fields.boolean(), False, "Run by another system: listed, never planned here."),
 ))
 
@@ -64,7 +66,7 @@ class Stage:
     line: int | None = None
 
 
-def _stage(s: Schema, v: Values, index: int, seen: dict[str, int]) -> Stage | None:
+def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context) -> Stage | None:
     """The stage of one list item, or None when any of its keys is wrong."""
     before = len(s.errors)
     name = v.get("name")
@@ -74,7 +76,8 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int]) -> Stage | No
                     code=codes.DUPLICATE)
         seen.setdefault(name, index)
     backend = v.get("backend")
-    gpu = backend in GPU_BACKENDS
+    backends = backends_of(ctx)
+    gpu = backend is not INVALID and backends is not INVALID and backends.is_accelerator(backend)
     if gpu and v.get("external") is False and "runs_on" not in v:
         s.error(v.node, v.path("runs_on"), f"required for {backend} stages that are not external",
                 hint="list the runner labels, e.g. runs_on: [h200, 4gpu]", code=codes.MISSING_KEY)
@@ -85,7 +88,7 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int]) -> Stage | No
         backend=backend,
         runs_on=v.get("runs_on"),
         partitions=v.get("partitions"),
-        runner=v.get("runner", "pytest" if backend == "cpu" else "python"),
+        runner=v.get("runner", "python" if gpu else "pytest"),
         timeout_per_file=v.get("timeout_per_file"),
         diff_pruned=v.get("diff_pruned", gpu),
         external=v.get("external"),
@@ -101,8 +104,8 @@ def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     seen: dict[str, int] = {}
     ok = True
     for i, item in enumerate(items):
-        values = STAGE.read(s, item, f"{where}[{i}]")
-        stage = None if values is None else _stage(s, values, i, seen)
+        values = STAGE.read(s, item, f"{where}[{i}]", ctx)
+        stage = None if values is None else _stage(s, values, i, seen, ctx)
         if stage is None:
             ok = False
         else:

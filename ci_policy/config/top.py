@@ -18,12 +18,14 @@ from packaging.version import Version
 
 from ci_policy import __version__
 from ci_policy.config import codes, fields
+from ci_policy.config.backends import BACKENDS_SECTION, Backends
 from ci_policy.config.cadences import CADENCES_SECTION, Cadences
 from ci_policy.config.discovery import DISCOVERY, Discovery
 from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table
 from ci_policy.config.file_run import FILE_RUN, FileRunConfig
 from ci_policy.config.gates import GATES, GatesConfig
 from ci_policy.config.lint import LINT, LintConfig
+from ci_policy.config.markers import MARKERS, Markers
 from ci_policy.config.runner import RUNNER, RunnerConfig
 from ci_policy.config.scopes import SCOPES, Scope
 from ci_policy.config.selection import SELECTION, Selection
@@ -64,14 +66,20 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
     return requires
 
 
-# Table order is parse order: `discovery` checks its implicit roots against the stages.
+# Table order is parse order: `markers` maps names to the `backends` declared before it,
+# `stages` check their backend against them, `discovery` checks its implicit roots against
+# the stages, and `file_run` its image keys against the backends.
 TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("version", Parser(f"integer {VERSION}", _parse_version), REQUIRED, "The format version of this file."),
     Key("requires", Parser("PEP 440 version specifier", _parse_requires), None,
         "The ci_policy versions this repository works with, e.g. `>=0.1`.", shown_default="any version"),
     Key("labels_file", fields.relative_path(), "labels.py", "The label registry, repo-relative."),
     Key("gpu_requires_labels", fields.boolean(), True,
-        "A test file of a GPU stage must name at least one label."),
+        "A test file of an accelerator stage must name at least one label."),
+    Key("backends", BACKENDS_SECTION, Backends(), "Backends beyond the built-in cpu, cuda and rocm.",
+        shown_default="cpu, cuda, rocm"),
+    Key("markers", MARKERS, Markers(), "The marker dialect: more marker names, extra arguments, a suite template.",
+        shown_default="the built-in markers"),
     Key("stages", STAGES, REQUIRED, "The CI stages, at least one."),
     Key("discovery", DISCOVERY, REQUIRED, "Where test files are found."),
     Key("cadences", CADENCES_SECTION, Cadences(), "Which scheduled run is which cadence.",
@@ -102,6 +110,8 @@ class Config:
     requires: str | None = TOP.default("requires")
     labels_file: str = TOP.default("labels_file")
     gpu_requires_labels: bool = TOP.default("gpu_requires_labels")
+    backends: Backends = TOP.default("backends")
+    markers: Markers = TOP.default("markers")
     cadences: Cadences = TOP.default("cadences")
     scopes: tuple[Scope, ...] = TOP.default("scopes")
     selection: Selection = TOP.default("selection")
@@ -122,6 +132,9 @@ class Config:
 
     def stages_of(self, backend: Backend | str) -> tuple[Stage, ...]:
         return tuple(s for s in self.stages if s.backend == backend)
+
+    def is_accelerator(self, backend: str) -> bool:
+        return self.backends.is_accelerator(backend)
 
     def line_of(self, key: str) -> int | None:
         return self.lines.get(key)

@@ -5,7 +5,11 @@
 - Out: frozen `Registration`s sorted by (file, line), plus located errors.
 - Grammar (a public contract, shared with sglang-family repositories):
   `register_{cpu,cuda,rocm}_ci(est_time, suite, *, labels=None, nightly=False, disabled=None)`
-  as a module-level expression statement with literal arguments only.
+  as a module-level expression statement with literal arguments only, plus the dialect of
+  the configuration (`markers`): more marker names (each mapped to a backend), extra
+  keyword arguments with a type, and a suite template that makes `suite` optional.
+- A `Registration` remembers the marker name it was written with (`register_amd_ci`);
+  an implicit one has none.
 - Refused, each with its own message: see `ci_policy.read.markers` for where a marker may
   stand, and `_registration()` for argument types, labels and suites. A file under an
   `implicit` root with no registration gets that root's registration (`implicit=True`);
@@ -17,17 +21,42 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ci_policy.config import GPU_BACKENDS, Config
+from ci_policy.config import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.read.labels import LabelRegistry
-from ci_policy.read.markers import MARKER_OF_BACKEND, REGISTRATION_MARKERS, MarkerCall, Scan, bind
+from ci_policy.read.markers import KEYWORD_ONLY, MARKER_OF_BACKEND, POSITIONAL, MarkerCall, Scan, bind
 from ci_policy.read.numbers import is_finite_number
 
-POSITIONAL = ("est_time", "suite")
-KEYWORD_ONLY = ("labels", "nightly", "disabled")
+__all__ = ["KEYWORD_ONLY", "POSITIONAL", "Registration", "registrations_of"]
+
+def _is_string(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _is_integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_boolean(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _is_strings(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+# An extra argument's type (`markers.extra_arguments`): its check, and how a message names it.
+_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "string": (_is_string, "a string"),
+    "integer": (_is_integer, "an integer"),
+    "number": (is_finite_number, "a finite number"),
+    "boolean": (_is_boolean, "True or False"),
+    "strings": (_is_strings, "a list of strings"),
+}
 
 # Where a registration's est_time came from: the marker's literal, the implicit root of the
 # configuration, or the estimates file.
@@ -47,10 +76,13 @@ class Registration:
     implicit: bool = False
     col: int | None = None
     est_source: EstSource = "literal"
+    # The marker name the call was written with; None for an implicit registration. Left
+    # out, a written registration gets its backend's built-in marker name.
+    marker: str | None = None
 
-    @property
-    def marker(self) -> str:
-        return MARKER_OF_BACKEND[self.backend]
+    def __post_init__(self) -> None:
+        if self.marker is None and not self.implicit:
+            object.__setattr__(self, "marker", MARKER_OF_BACKEND.get(self.backend, f"register_{self.backend}_ci"))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -63,6 +95,7 @@ class Registration:
             "nightly": self.nightly,
             "disabled": self.disabled,
             "implicit": self.implicit,
+            "marker": self.marker,
         }
 
     def sort_key(self) -> tuple[str, int, str, str]:
@@ -72,8 +105,9 @@ class Registration:
 def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[Registration]:
     """Parse and validate the registration calls of one scanned file (errors go to `scan.errors`)."""
     out: list[Registration] = []
+    names = config.markers.names
     for mc in scan.calls:
-        if mc.marker not in REGISTRATION_MARKERS:
+        if mc.marker not in names:
             continue
         reg = _registration(scan, mc, config, labels)
         if reg is not None:
@@ -90,7 +124,8 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
                 code="CP220"))
         seen.setdefault((reg.backend, reg.suite), reg)
 
-    if not out and not any(mc.marker in REGISTRATION_MARKERS for mc in scan.calls):
+    # A call of an undeclared dialect is a marker call too: it is reported, never made implicit.
+    if not out and not scan.undeclared and not any(mc.marker in names for mc in scan.calls):
         rule = config.discovery.implicit_for(scan.path)
         if rule is not None:
             out.append(Registration(file=scan.path, line=None, backend=rule.backend, suite=rule.suite,
@@ -99,7 +134,7 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
         rule = config.discovery.implicit_for(scan.path)
         if rule is not None and rule.cpu_only:
             for reg in out:
-                if reg.backend in GPU_BACKENDS:
+                if config.backends.is_accelerator(reg.backend):
                     scan.errors.append(Diagnostic(
                         f"{reg.marker}: {reg.file} is under {rule.root}, a cpu_only implicit root; "
                         f"{reg.backend} tests cannot live there",
@@ -121,8 +156,11 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
 
 def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegistry) -> Registration | None:
     name = mc.marker
-    backend = REGISTRATION_MARKERS[name]
-    args = bind(scan, mc, POSITIONAL, KEYWORD_ONLY, required=POSITIONAL)
+    backend = config.markers.names[name]
+    extra = config.markers.extra_arguments
+    template = config.markers.suite
+    required = ("est_time",) if template is not None else POSITIONAL
+    args = bind(scan, mc, POSITIONAL, KEYWORD_ONLY + tuple(extra), required=required)
     if args is None:
         return None
     values, nodes = args.values, args.nodes
@@ -133,9 +171,36 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
         scan.error(nodes["est_time"], "CP223", f"{name}: est_time must be a finite non-negative number of "
                    f"seconds, got {est_time!r}", hint="write e.g. est_time=300")
 
-    suite = values["suite"]
+    bad = set()
+    for arg, kind in extra.items():
+        check, what = _TYPES[kind]
+        if arg in values and not check(values[arg]):
+            bad.add(arg)
+            scan.error(nodes[arg], "CP216", f"{name}: {arg} must be {what}, got {values[arg]!r}",
+                       hint=f"markers.extra_arguments in {config.path} declares {arg} as {kind}")
+
+    suite = values.get("suite")
+    suite_node: ast.AST = nodes.get("suite", mc.call)
+    if template is not None:
+        fields = config.markers.suite_fields
+        missing = [f for f in fields if f not in values]
+        built = template.format(**{f: values[f] for f in fields}) if not missing else None
+        if bad & set(fields):
+            return None  # reported above; a suite built from a wrong value would only add noise
+        if "suite" not in values and built is None:
+            scan.error(mc.call, "CP217", f"{name}: no suite, and the suite template {template!r} also needs "
+                       f"{', '.join(missing)}", hint=f"pass suite=... or {'=..., '.join(missing)}=...")
+            return None
+        if "suite" not in values:
+            suite = built
+        elif built is not None and isinstance(suite, str) and built != suite:
+            scan.error(nodes["suite"], "CP218", f"{name}: suite {suite!r} differs from {built!r}, the suite "
+                       f"the template {template!r} builds from {' and '.join(fields)}",
+                       hint="give suite or the template's arguments, or make them agree")
+            return None
+
     if not isinstance(suite, str):
-        scan.error(nodes["suite"], "CP224", f"{name}: suite must be a string, got {suite!r}",
+        scan.error(suite_node, "CP224", f"{name}: suite must be a string, got {suite!r}",
                    hint='write e.g. suite="stage-b-1-gpu-h200"')
     else:
         stage = config.stage(suite)
@@ -144,7 +209,7 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
             close = difflib.get_close_matches(suite, valid, n=1)
             what = (f"is a {stage.backend} stage, not a {backend} stage" if stage is not None
                     else f"is not a configured {backend} stage")
-            scan.error(nodes["suite"], "CP225", f"{name}: suite {suite!r} {what}"
+            scan.error(suite_node, "CP225", f"{name}: suite {suite!r} {what}"
                        + (f"; did you mean {close[0]!r}?" if close else ""),
                        hint=f"configured {backend} stages: {', '.join(valid) or 'none'} "
                        f"(stages are listed in {config.path})")
@@ -176,7 +241,7 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
                     good.append(item)
             label_tuple = tuple(raw_labels)
     # A malformed labels value is reported above; "needs a label" is only for none given.
-    if backend in GPU_BACKENDS and config.gpu_requires_labels and not labels_given:
+    if config.backends.is_accelerator(backend) and config.gpu_requires_labels and not labels_given:
         scan.error(mc.call, "CP228", f"{name}: a {backend} registration needs at least one label "
                    "(gpu_requires_labels is true), so that a PR can select it",
                    hint=f"add labels=[...] with one of: {', '.join(labels.names) or '(none defined)'}")
@@ -193,7 +258,7 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
         scan.error(nodes["disabled"], "CP230", f"{name}: disabled must give a reason, got {disabled!r}",
                    hint='write e.g. disabled="flaky on driver 580, see #1234"')
 
-    if len(scan.errors) != before:
+    if len(scan.errors) != before or not isinstance(suite, str):
         return None
     return Registration(file=scan.path, line=mc.line, col=mc.col, backend=backend, suite=suite,
-                        est_time=est_time, labels=label_tuple, nightly=nightly, disabled=disabled)
+                        est_time=est_time, labels=label_tuple, nightly=nightly, disabled=disabled, marker=name)

@@ -17,12 +17,13 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ci_policy.config import GPU_BACKENDS, Config, load_config
+from ci_policy.config import Config, load_config
 from ci_policy.config.lint import IgnoreRule
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
@@ -33,7 +34,7 @@ from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
 from ci_policy.read.checkout import check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
-from ci_policy.read.markers import REGISTRATION_MARKERS, MarkerCall, scan
+from ci_policy.read.markers import MarkerCall, scan
 
 T = TypeVar("T")
 
@@ -143,21 +144,22 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
         except InputError as exc:
             errors.append(exc.diagnostic)
             continue
-        result = scan(text, file)
+        result = scan(text, file, frozenset(config.markers.names))
         found, bad = inline_suppressions(text, file)
         inline.extend(found)
         errors.extend(bad)
         if labels_missing:
-            marker_calls.extend((file, mc) for mc in result.calls if mc.marker in REGISTRATION_MARKERS)
+            marker_calls.extend((file, mc) for mc in result.calls if mc.marker in config.markers.names)
         regs = registrations_of(result, config, labels)
         gates.extend(gates_of(result))
         registrations.extend(regs)
-        if not regs and not result.errors:
+        # A file whose marker calls are of an undeclared dialect already has CP207 for each.
+        if not regs and not result.errors and not result.undeclared:
             result.errors.append(Diagnostic(
-                f"{file} matches the discovery pattern {config.discovery.pattern_for(file)!r} but has no "
+                f"{file} matches the discovery pattern {_matched_pattern(config, file)!r} but has no "
                 "registration and is not under an implicit root, so no stage would run it",
                 path=file, line=1, col=1, code="CP231",
-                hint="add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level, "
+                hint=f"add {'/'.join(config.markers.names)}(...) at module level, "
                      "or add an implicit root for its directory in the configuration"))
         errors.extend(result.errors)
     errors.extend(_gate_errors(config, gates))
@@ -233,6 +235,15 @@ def classify(snapshot: Snapshot) -> Validity:
     return Validity(tuple(fatal), invalid, tuple(p for p in partly if p is not None))
 
 
+def _matched_pattern(config: Config, file: str) -> str:
+    """The pattern of `file`'s root its name matches (the first, when a list holds several)."""
+    pattern = config.discovery.pattern_for(file)
+    if isinstance(pattern, str):
+        return pattern
+    name = file.rsplit("/", 1)[-1]
+    return next((p for p in pattern if fnmatch.fnmatchcase(name, p)), pattern[0])
+
+
 def optional_labels(repo: Path, config: Config) -> tuple[LabelRegistry, bool]:
     """The label registry, and whether its file is missing while the configuration does not name it.
 
@@ -251,7 +262,7 @@ def _missing_labels_errors(config: Config, calls: list[tuple[str, MarkerCall]]) 
     """What needs the labels file that does not exist: labels used, or required of GPU tests."""
     users = [(file, mc) for file, mc in calls if any(kw.arg == "labels" for kw in mc.call.keywords)]
     referenced = config.label_references()
-    gpu = [mc for _file, mc in calls if REGISTRATION_MARKERS[mc.marker] in GPU_BACKENDS]
+    gpu = [mc for _file, mc in calls if config.is_accelerator(config.markers.names[mc.marker])]
     if users:
         file, first = users[0]
         why = f"{len(users)} registration(s) use labels (first: {file}:{first.line})"

@@ -3,7 +3,7 @@
 - In: a `Snapshot`, a `Trigger` and a `Diff`.
 - Out: a frozen `Plan`: the resolved `Policy` (after auto-selection), one `StagePlan`
   per planned stage (decision, reasons, selected tests, shards), the stages skipped,
-  image preparation per GPU backend (`build` exactly when a stage of that backend
+  image preparation per accelerator backend (`build` exactly when a stage of that backend
   runs), warnings, and the invalid test files with their diagnostics.
 - Partial: an invalid test file (`Snapshot.usable`) is left out and the plan is built
   from every valid registration; `Plan.complete` is false. A fatal error (configuration,
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ci_policy.config import GPU_BACKENDS, Config, Stage
+from ci_policy.config import Config, Stage
 from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile, Snapshot
@@ -105,7 +105,7 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
     warnings = list(policy.warnings)
     stages = tuple(_stage_plan(d, warnings) for d in decisions)
     images = []
-    for backend in GPU_BACKENDS:
+    for backend in snapshot.config.backends.accelerators:
         runs = any(s.decision == "run" and s.stage.backend == backend for s in stages)
         images.append((backend, "build" if runs else "skip"))
     if trigger.event == "pull_request" and not diff.available:

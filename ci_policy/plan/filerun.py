@@ -78,7 +78,7 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     if not config.discovery.is_test_file(file):
         raise InputError(f"{file} is not a discovered test file (roots: {', '.join(config.discovery.roots)}; "
                           f"pattern {config.discovery.pattern!r})", path=file)
-    result = scan(text, file)
+    result = scan(text, file, frozenset(config.markers.names))
     regs = registrations_of(result, config, labels)
     if config.estimates_file:
         # The estimates file travels with the tests it times (the checkout's own).

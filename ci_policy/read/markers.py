@@ -1,15 +1,17 @@
 """Finding marker calls in a test file's source, with `ast` only.
 
-- In: the text of one test file and its repo-relative path.
-- Out: a `Scan`: the module-level marker call statements (registration markers
-  `register_cpu_ci`/`register_cuda_ci`/`register_rocm_ci` and the gate marker
-  `register_ci_gate`), whether the file has an `if __name__ == "__main__":` block that
-  calls something, and grammar errors.
+- In: the text of one test file, its repo-relative path, and the registration marker
+  names of the repository's dialect (default: the built-ins `register_cpu_ci`,
+  `register_cuda_ci`, `register_rocm_ci`; `markers.names` adds more).
+- Out: a `Scan`: the module-level marker call statements (registration markers and the
+  gate marker `register_ci_gate`), whether the file has an `if __name__ == "__main__":`
+  block that calls something, and grammar errors.
 - Refused (errors, never silent skips): a syntax error; a marker called anywhere but
   as a module-level expression statement (inside a function, an `if`, an assignment);
   a marker called as an attribute (`ci_register.register_cuda_ci(...)`) or through an
   alias (`import register_cuda_ci as reg`); a marker referenced without being called;
-  a marker imported but never used for a registration.
+  a marker imported but never used for a registration; a module-level call statement of
+  a name shaped like a marker (`register_<word>_ci`) that the dialect does not declare.
 - `literal()` evaluates an argument only when it is a literal; nothing is executed.
 - Shared with the est_time rewrite (`adapters.tuning.apply`): `module_level_calls` (which
   calls count) and `bind_nodes` (arguments bound to parameters, not evaluated).
@@ -35,6 +37,13 @@ REGISTRATION_MARKERS = {
 MARKER_OF_BACKEND = {backend: marker for marker, backend in REGISTRATION_MARKERS.items()}
 GATE_MARKER = "register_ci_gate"
 ALL_MARKERS = frozenset(REGISTRATION_MARKERS) | {GATE_MARKER}
+BUILTIN_NAMES = frozenset(REGISTRATION_MARKERS)
+# What a registration marker name looks like, declared or not.
+MARKER_NAME_RE = re.compile(r"register_[A-Za-z0-9_]+_ci")
+# The parameters of every registration marker; a dialect may add keyword-only ones.
+POSITIONAL = ("est_time", "suite")
+KEYWORD_ONLY = ("labels", "nightly", "disabled")
+BUILTIN_PARAMETERS = POSITIONAL + KEYWORD_ONLY
 
 
 class NotLiteral(CiPolicyError):
@@ -86,6 +95,8 @@ class MarkerCall:
 class Scan:
     path: str
     calls: list[MarkerCall] = field(default_factory=list)
+    # Module-level calls of names shaped like a marker that the dialect does not declare.
+    undeclared: list[MarkerCall] = field(default_factory=list)
     has_main_block: bool = False
     errors: list[Diagnostic] = field(default_factory=list)
 
@@ -121,9 +132,10 @@ def parse_source(text: str, path: str) -> ast.Module | Diagnostic:
         return Diagnostic(f"{path} cannot be parsed: {exc}", path=path, line=1, col=1, code="CP206")
 
 
-def mentions_marker(text: str) -> bool:
-    """Cheap pre-check: only files naming a marker need an AST walk for markers."""
-    return any(name in text for name in ALL_MARKERS)
+def mentions_marker(text: str, names: frozenset[str] = BUILTIN_NAMES) -> bool:
+    """Cheap pre-check: only files naming a marker (or a name shaped like one) need an AST walk."""
+    return "register_" in text and (GATE_MARKER in text or any(name in text for name in names)
+                                    or MARKER_NAME_RE.search(text) is not None)
 
 
 def module_level_calls(tree: ast.Module, markers: frozenset[str] = ALL_MARKERS) -> list[MarkerCall]:
@@ -134,7 +146,17 @@ def module_level_calls(tree: ast.Module, markers: frozenset[str] = ALL_MARKERS) 
             and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id in markers]
 
 
-def scan(text: str, path: str) -> Scan:
+def _undeclared_calls(tree: ast.Module, markers: frozenset[str]) -> list[MarkerCall]:
+    """Module-level call statements of a bare name shaped like a marker that is not in `markers`."""
+    shaped = {stmt.value.func.id for stmt in tree.body
+              if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+              and isinstance(stmt.value.func, ast.Name) and MARKER_NAME_RE.fullmatch(stmt.value.func.id)}
+    return module_level_calls(tree, frozenset(shaped - markers)) if shaped - markers else []
+
+
+def scan(text: str, path: str, names: frozenset[str] = BUILTIN_NAMES) -> Scan:
+    """Scan one file; `names` are the registration markers of the dialect (see the module doc)."""
+    markers = frozenset(names) | {GATE_MARKER}
     result = Scan(path=path)
     tree = parse_source(text, path)
     if isinstance(tree, Diagnostic):
@@ -146,28 +168,35 @@ def scan(text: str, path: str) -> Scan:
             if any(isinstance(n, ast.Call) for s in stmt.body for n in ast.walk(s)):
                 result.has_main_block = True
 
-    if not mentions_marker(text):
+    if not mentions_marker(text, names):
         return result
 
-    result.calls.extend(module_level_calls(tree))
+    result.calls.extend(module_level_calls(tree, markers))
+    for mc in _undeclared_calls(tree, markers):
+        result.undeclared.append(mc)
+        result.error(mc.call, "CP207", f"{mc.marker}(...) looks like a registration marker but the configuration "
+                     f"does not declare it (configured: {', '.join(sorted(names))}), so ci-policy reads no "
+                     "registration from it",
+                     hint=f"declare it: markers: {{names: {{{mc.marker}: BACKEND}}}} in the configuration, "
+                     "with BACKEND one of its backends")
     statement_calls = {id(mc.call.func) for mc in result.calls}
 
     used = {c.marker for c in result.calls}
-    for node in _nodes_that_may_mention(tree, text, result, used):
-        if isinstance(node, ast.Name) and node.id in ALL_MARKERS and id(node) not in statement_calls:
+    for node in _nodes_that_may_mention(tree, text, result, used, markers):
+        if isinstance(node, ast.Name) and node.id in markers and id(node) not in statement_calls:
             result.error(node, *_misplaced(tree, node, node.id),
                          hint=f"write `{node.id}(...)` as a statement at module level, outside any block")
-        elif isinstance(node, ast.Attribute) and node.attr in ALL_MARKERS:
+        elif isinstance(node, ast.Attribute) and node.attr in markers:
             result.error(node, "CP203", f"{_show(node)} is not a registration: ci-policy reads only calls "
                          f"to the bare name {node.attr}",
                          hint=f"`from ci_policy import {node.attr}` and call `{node.attr}(...)` at module level")
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 base = alias.name.rsplit(".", 1)[-1]
-                if base in ALL_MARKERS and alias.asname and alias.asname != base:
+                if base in markers and alias.asname and alias.asname != base:
                     result.error(node, "CP204", f"{base} is imported as {alias.asname!r}; ci-policy reads only calls "
                                  f"to the bare name {base}", hint=f"import it without 'as {alias.asname}'")
-                elif base in ALL_MARKERS and isinstance(node, ast.ImportFrom) and base not in used:
+                elif base in markers and isinstance(node, ast.ImportFrom) and base not in used:
                     result.error(node, "CP205", f"{base} is imported but this file has no module-level "
                                  f"{base}(...) statement, so ci-policy reads no "
                                  f"{'gate' if base == GATE_MARKER else 'registration'} from it",
@@ -180,7 +209,8 @@ def scan(text: str, path: str) -> Scan:
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
-def _nodes_that_may_mention(tree: ast.Module, text: str, result: Scan, used: set[str]) -> Iterator[ast.AST]:
+def _nodes_that_may_mention(tree: ast.Module, text: str, result: Scan, used: set[str],
+                            markers: frozenset[str] = ALL_MARKERS) -> Iterator[ast.AST]:
     """Every node of the top-level statements whose source lines name a marker.
 
     A mention of a marker (a name, an attribute, an import) is an identifier, so it is
@@ -191,14 +221,14 @@ def _nodes_that_may_mention(tree: ast.Module, text: str, result: Scan, used: set
     that marker at module level, and reported as unused (CP205) when it does not.
     """
     marked = [n for n, line in enumerate(_LINE_BREAK.split(text), start=1)
-              if "register_" in line and any(name in line for name in ALL_MARKERS)]
+              if "register_" in line and any(name in line for name in markers)]
     for stmt in tree.body:
         start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
         end: float = getattr(stmt, "end_lineno", None) or float("inf")
         i = bisect.bisect_left(marked, start)
         if not (i < len(marked) and marked[i] <= end):
             continue
-        bound = _rebound_markers(stmt)
+        bound = _rebound_markers(stmt, markers)
         if bound:
             for name in sorted(set(bound) - used):
                 kind = "gate" if name == GATE_MARKER else "registration"
@@ -209,7 +239,7 @@ def _nodes_that_may_mention(tree: ast.Module, text: str, result: Scan, used: set
         yield from ast.walk(stmt)
 
 
-def _rebound_markers(stmt: ast.stmt) -> tuple[str, ...]:
+def _rebound_markers(stmt: ast.stmt, markers: frozenset[str]) -> tuple[str, ...]:
     """The marker names a module-level assignment binds, when every target is one; else ()."""
     if isinstance(stmt, ast.Assign):
         targets = stmt.targets
@@ -217,7 +247,7 @@ def _rebound_markers(stmt: ast.stmt) -> tuple[str, ...]:
         targets = [stmt.target]
     else:
         return ()
-    names = [t.id for t in targets if isinstance(t, ast.Name) and t.id in ALL_MARKERS]
+    names = [t.id for t in targets if isinstance(t, ast.Name) and t.id in markers]
     return tuple(names) if len(names) == len(targets) else ()
 
 
@@ -282,8 +312,10 @@ def bind_nodes(call: ast.Call, name: str, positional: tuple[str, ...],
         if kw.arg not in known:
             close = difflib.get_close_matches(kw.arg, known, n=1)
             suggestion = f"; did you mean {close[0]!r}?" if close else ""
+            declare = ("" if name == GATE_MARKER else "; to accept another, declare it in the configuration: "
+                       f"markers: {{extra_arguments: {{{kw.arg}: string}}}}")
             problems.append((kw, "CP212", f"{name}: unknown argument {kw.arg!r}{suggestion}",
-                             f"accepted arguments: {', '.join(known)}", kw.arg))
+                             f"accepted arguments: {', '.join(known)}{declare}", kw.arg))
             continue
         if kw.arg in nodes:
             problems.append((kw, "CP213", f"{name}: argument {kw.arg!r} is given twice (positionally and by keyword)",

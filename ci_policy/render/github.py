@@ -31,8 +31,8 @@ def github_outputs(plan: Plan, delimiter: str) -> str:
         "write_baseline": "true" if policy.write_baseline else "false",
         "skipped_stages": json.dumps(list(plan.skipped_stages), separators=(",", ":")),
         "matrix": json.dumps(plan.matrix, separators=(",", ":")),
-        "cuda_image": dict(plan.images)["cuda"],
-        "rocm_image": dict(plan.images)["rocm"],
+        # One `<backend>_image` per accelerator backend (cuda_image and rocm_image always).
+        **{f"{backend}_image": action for backend, action in plan.images},
         "invalid_files": json.dumps([f.file for f in plan.invalid], separators=(",", ":")),
         "plan_complete": "true" if plan.complete else "false",
     }

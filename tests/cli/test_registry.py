@@ -9,7 +9,7 @@ from cli.partial import BAD, BAD_DIAGNOSTIC, BAD_HINT, BAD_MESSAGE, partial_repo
 from helpers import assert_golden, assert_run_golden
 from helpers import run_cli as run
 
-FIELDS = ["file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit"]
+FIELDS = ["file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit", "marker"]
 
 
 def test_registry_json_on_the_example(capsys):

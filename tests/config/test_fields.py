@@ -24,12 +24,14 @@ from ci_policy.config import (
     TuneConfig,
     parse_config,
 )
+from ci_policy.config.backends import BACKEND
 from ci_policy.config.cadences import CADENCES_TABLE
 from ci_policy.config.discovery import DISCOVERY_TABLE, IMPLICIT, ROOT
 from ci_policy.config.fields import REQUIRED, FrozenMap, Key, Table, boolean, freeze, integer
 from ci_policy.config.file_run import FILE_RUN_TABLE
 from ci_policy.config.gates import GATE_DEFAULT, GATES_TABLE, REQUIREMENT
 from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfig
+from ci_policy.config.markers import MARKERS_TABLE, Markers
 from ci_policy.config.reference import _tables
 from ci_policy.config.runner import FROM_EST_TIME, RETRY, RUNNER_TABLE
 from ci_policy.config.scopes import SCOPE
@@ -42,6 +44,7 @@ from ci_policy.read.yamlnodes import Schema, compose
 # table -> (its dataclass, the dataclass fields that are not configuration keys)
 SECTIONS = [
     (TOP, Config, {"path", "lines"}),
+    (MARKERS_TABLE, Markers, {"line"}),
     (STAGE, Stage, {"line"}),
     (DISCOVERY_TABLE, Discovery, {"root_patterns"}),
     (IMPLICIT, ImplicitRoot, {"line"}),
@@ -76,12 +79,14 @@ def test_a_dataclass_has_one_field_per_key_with_the_tables_default(table, cls, e
 def test_every_table_is_reachable_from_the_top_level():
     reached = list(_tables(TOP))
     assert [t.title for t in reached] == [
-        ".github/ci-policy.yml", "stages[]", "discovery", "discovery.roots[]", "discovery.implicit[]",
+        ".github/ci-policy.yml", "backends.<name>", "markers", "stages[]", "discovery", "discovery.roots[]",
+        "discovery.implicit[]",
         "cadences", "scopes.<run-ci-name>", "selection", "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "gates", "gates.defaults.<metric key>", "gates.require[]", "file_run",
         "tune", "lint", "lint.ignore[]"]
     # Tables without a dataclass of their own: a `{path, pattern}` root is a pair in `Discovery`.
-    without_class = {id(FROM_EST_TIME), id(GATE_DEFAULT), id(ROOT)}
+    # A declared backend is one entry of `Backends.accelerator`.
+    without_class = {id(FROM_EST_TIME), id(GATE_DEFAULT), id(ROOT), id(BACKEND)}
     assert {id(t) for t in reached} == {id(t) for t, _c, _e in SECTIONS} | without_class
 
 

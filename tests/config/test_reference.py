@@ -25,12 +25,19 @@ def test_every_key_appears_in_the_reference_with_its_default():
         for key in table.keys:
             assert f"\n| `{key.name}` | " in text
     assert "| `window` | integer >= 1 | `10` | Number of recent baselines a value is compared with. |" in text
-    assert "| `backend` | cpu \\| cuda \\| rocm | required | Hardware the stage's tests need. |" in text
+    assert ("| `backend` | cpu \\| cuda \\| rocm \\| a declared backend | required | "
+            "Hardware the stage's tests need (see `backends`). |") in text
 
 
 def test_the_example_is_a_valid_configuration():
     config = parse_config(EXAMPLE)
-    assert [s.name for s in config.stages] == ["stage-a-cpu", "stage-c-4-gpu-h200"]
+    assert [(s.name, s.backend) for s in config.stages] == [
+        ("stage-a-cpu", "cpu"), ("stage-c-4-gpu-h200", "cuda"), ("base-b-test-1-npu-a3", "npu")]
+    assert config.backends.accelerators == ("cuda", "rocm", "npu")
+    assert dict(config.markers.names) == {"register_cpu_ci": "cpu", "register_cuda_ci": "cuda",
+                                          "register_rocm_ci": "rocm", "register_amd_ci": "rocm",
+                                          "register_npu_ci": "npu"}
+    assert config.markers.suite_fields == ("stage", "runner_config")
     assert config.cadences.for_cron("0 15 * * 6") == "weekly"
 
 

@@ -112,23 +112,28 @@ def test_stage_names_are_unique():
     ]
 
 
-@pytest.mark.parametrize("value, shown", [
-    ("tpu", "'tpu'"),
-    ("CUDA", "'CUDA'"),
-    ("1", "an integer ('1')"),
-    ("[cpu]", "a list"),
-    ("~", "null"),
-    ("2020-13-45", "an invalid timestamp ('2020-13-45')"),
+DECLARE = "declare it in the configuration: backends: {{{}: {{accelerator: true}}}}"
+
+
+@pytest.mark.parametrize("value, shown, hint", [
+    ("tpu", "'tpu'", "did you mean 'cpu'? Otherwise, " + DECLARE.format("tpu")),
+    ("gaudi", "'gaudi'", DECLARE.format("gaudi")),
+    ("CUDA", "'CUDA'", "use one of cpu, cuda, rocm (a declared backend is named [a-z][a-z0-9_]*)"),
+    ("1", "an integer ('1')", None),
+    ("[cpu]", "a list", None),
+    ("~", "null", None),
+    ("2020-13-45", "an invalid timestamp ('2020-13-45')", None),
 ])
-def test_stage_backend_must_be_known(value, shown):
+def test_stage_backend_must_be_known(value, shown, hint):
     text = stages(f"{{name: s, backend: {value}}}")
-    assert errors(text) == [(P, 5, 24, f"stages[0].backend: expected one of cpu, cuda, rocm, got {shown}", None)]
+    assert errors(text) == [(P, 5, 24, f"stages[0].backend: expected one of cpu, cuda, rocm, got {shown}", hint)]
 
 
 def test_the_error_names_the_stage_index():
     text = stages("{name: a, backend: cpu}", "{name: b, backend: cpu}", "{name: c, backend: cpu}",
                   "{name: d, backend: gpu}")
-    assert errors(text) == [err(text, "gpu", "stages[3].backend: expected one of cpu, cuda, rocm, got 'gpu'")]
+    assert errors(text) == [err(text, "gpu", "stages[3].backend: expected one of cpu, cuda, rocm, got 'gpu'",
+                                "did you mean 'cpu'? Otherwise, " + DECLARE.format("gpu"))]
 
 
 @pytest.mark.parametrize("backend", ["cuda", "rocm"])

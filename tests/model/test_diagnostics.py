@@ -76,6 +76,11 @@ def symlink(target: str, link: str) -> Callable[[Path], None]:
     return make
 
 
+DIALECT_CONFIG = SMALL_CONFIG + """\
+markers:
+  extra_arguments: {stage: string, runner_config: string}
+  suite: "{stage}-{runner_config}"
+"""
 ESTIMATES = ".github/ci-estimates.json"
 WITH_ESTIMATES = SMALL_CONFIG + f"estimates_file: {ESTIMATES}\n"
 NESTED = "x = " + "-" * 100_000 + "1\n"
@@ -104,6 +109,11 @@ CASES = [
          [(A, 1, 1, "register_cuda_ci is imported but this file has no module-level register_cuda_ci(...) "
                     "statement, so ci-policy reads no registration from it")]),
     Case("CP206", {A: "def f(:\n"}, [(A, 1, 7, f"{A} is not valid Python: invalid syntax")]),
+    Case("CP207", {A: "from sglang.test.ci.ci_register import register_amd_ci\n\n"
+                      'register_amd_ci(est_time=600, suite="gpu-a")\n'},
+         [(A, 3, 1, "register_amd_ci(...) looks like a registration marker but the configuration does not declare "
+                    "it (configured: register_cpu_ci, register_cuda_ci, register_rocm_ci), so ci-policy reads no "
+                    "registration from it")]),
     Case("CP210", {A: cuda("register_cuda_ci(*args)")},
          [(A, 3, 18, "register_cuda_ci: *args is not allowed; write every argument literally")]),
     Case("CP211", {A: cuda('register_cuda_ci(60, "gpu-a", ["fsdp"])')},
@@ -117,6 +127,14 @@ CASES = [
     Case("CP215", {A: cuda('register_cuda_ci(60 * 30, "gpu-a", labels=["fsdp"])')},
          [(A, 3, 18, "register_cuda_ci: est_time must be a literal, not `60 * 30` (ci-policy reads it from "
                      "source without running the file)")]),
+    Case("CP216", {A: cuda('register_cuda_ci(60, stage="gpu", runner_config=1, labels=["fsdp"])')},
+         [(A, 3, 49, "register_cuda_ci: runner_config must be a string, got 1")], config=DIALECT_CONFIG),
+    Case("CP217", {A: cuda('register_cuda_ci(60, stage="gpu", labels=["fsdp"])')},
+         [(A, 3, 1, "register_cuda_ci: no suite, and the suite template '{stage}-{runner_config}' also needs "
+                    "runner_config")], config=DIALECT_CONFIG),
+    Case("CP218", {A: cuda('register_cuda_ci(60, "gpu-b", stage="gpu", runner_config="a", labels=["fsdp"])')},
+         [(A, 3, 22, "register_cuda_ci: suite 'gpu-b' differs from 'gpu-a', the suite the template "
+                     "'{stage}-{runner_config}' builds from stage and runner_config")], config=DIALECT_CONFIG),
     Case("CP220", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])\n'
                            'register_cuda_ci(30, "gpu-a", labels=["fsdp"])')},
          [(A, 4, 1, f"register_cuda_ci: {A} is registered twice for suite 'gpu-a' (lines 3 and 4), "

@@ -150,6 +150,7 @@ def test_every_configuration_error_is_reported_at_once(make_repo, capsys):
     repo = make_repo({"tests/unit/test_ok.py": UNIT}, config=config, labels=LABELS)
     assert lint(repo, capsys) == (1, """\
 .github/ci-policy.yml:8:28: CP105 config-invalid-value: stages[1].backend: expected one of cpu, cuda, rocm, got 'cdua'
+    hint: did you mean 'cuda'? Otherwise, declare it in the configuration: backends: {cdua: {accelerator: true}}
 .github/ci-policy.yml:10:12: CP106 config-duplicate: stages[3].name: duplicate stage name 'cpu' (also stages[0])
 .github/ci-policy.yml:10:31: CP102 config-unknown-key: stages[3].partitons: unknown key; did you mean 'partitions'?
     hint: allowed keys here: backend, diff_pruned, external, name, partitions, runner, runs_on, timeout_per_file

@@ -176,10 +176,14 @@ REJECTED = [
                       "pass it once")], id="suite-twice"),
     pytest.param('register_cpu_ci(1, "cpu", lables=["long"])',
                  [err(1, 27, "register_cpu_ci: unknown argument 'lables'; did you mean 'labels'?",
-                      "accepted arguments: est_time, suite, labels, nightly, disabled")], id="misspelt-argument"),
+                      "accepted arguments: est_time, suite, labels, nightly, disabled; to accept another, declare "
+                      "it in the configuration: markers: {extra_arguments: {lables: string}}")],
+                 id="misspelt-argument"),
     pytest.param('register_cpu_ci(1, "cpu", timeout=5)',
                  [err(1, 27, "register_cpu_ci: unknown argument 'timeout'",
-                      "accepted arguments: est_time, suite, labels, nightly, disabled")], id="unknown-argument"),
+                      "accepted arguments: est_time, suite, labels, nightly, disabled; to accept another, declare "
+                      "it in the configuration: markers: {extra_arguments: {timeout: string}}")],
+                 id="unknown-argument"),
     pytest.param('register_cpu_ci(1)', [err(1, 1, "register_cpu_ci: missing required argument 'suite'")],
                  id="missing-suite"),
     pytest.param('register_cpu_ci(suite="cpu")',
@@ -674,3 +678,177 @@ def test_every_registration_call_yields_a_registration_or_an_error(calls):
     for line in range(1, len(calls) + 1):
         assert any(r.line == line for r in regs) or any(e["line"] == line for e in errors), calls[line - 1]
     assert all(e["path"] == PATH and e["line"] is not None and e["col"] >= 1 for e in errors)
+
+
+# ---------------------------------------------------------------------------
+# Dialects: configured marker names, extra arguments, the suite template.
+# ---------------------------------------------------------------------------
+
+DIALECT_TEXT = """\
+version: 1
+backends: {npu: {accelerator: true}}
+markers:
+  names: {register_amd_ci: rocm, register_npu_ci: npu}
+  extra_arguments: {stage: string, runner_config: string, in_process_group: string, gpus: integer,
+                    ratio: number, eager: boolean, tags: strings}
+  suite: "{stage}-test-{runner_config}"
+discovery:
+  roots: [tests]
+  pattern: [test_*.py, testing_*.py]
+  implicit:
+    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
+stages:
+  - {name: cpu, backend: cpu}
+  - {name: base-b-test-1-gpu-large, backend: cuda, runs_on: [h200]}
+  - {name: amd, backend: rocm, runs_on: [mi350]}
+  - {name: amd-2, backend: rocm, runs_on: [mi350]}
+  - {name: npu-a3, backend: npu, runs_on: [a3]}
+"""
+DIALECT = parse_config(DIALECT_TEXT)
+LARGE = "base-b-test-1-gpu-large"
+
+
+def dialect(text, path=PATH):
+    result = scan(text, path, frozenset(DIALECT.markers.names))
+    return registrations_of(result, DIALECT, LABELS), errors_of(result.errors)
+
+
+def marked(line, backend, suite, est_time, marker, **kw):
+    return Registration(file=PATH, line=line, col=1, backend=backend, suite=suite, est_time=est_time,
+                        marker=marker, **kw)
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param('register_amd_ci(600, "amd", labels=["fsdp"], nightly=True)',
+                 [marked(1, "rocm", "amd", 600, "register_amd_ci", labels=("fsdp",), nightly=True)], id="amd"),
+    pytest.param('register_npu_ci(est_time=400, suite="npu-a3", labels=["fsdp"])',
+                 [marked(1, "npu", "npu-a3", 400, "register_npu_ci", labels=("fsdp",))], id="npu"),
+    pytest.param('register_cuda_ci(est_time=300, stage="base-b", runner_config="1-gpu-large", labels=["fsdp"])',
+                 [marked(1, "cuda", LARGE, 300, "register_cuda_ci", labels=("fsdp",))], id="suite-from-template"),
+    pytest.param('register_cuda_ci(300, stage="base-b", runner_config="1-gpu-large", labels=["fsdp"])',
+                 [marked(1, "cuda", LARGE, 300, "register_cuda_ci", labels=("fsdp",))],
+                 id="est-time-positional-alone"),
+    pytest.param(f'register_cuda_ci(300, "{LARGE}", stage="base-b", runner_config="1-gpu-large", labels=["fsdp"])',
+                 [marked(1, "cuda", LARGE, 300, "register_cuda_ci", labels=("fsdp",))], id="suite-and-template-agree"),
+    pytest.param(f'register_cuda_ci(300, "{LARGE}", stage="other", labels=["fsdp"])',
+                 [marked(1, "cuda", LARGE, 300, "register_cuda_ci", labels=("fsdp",))],
+                 id="suite-and-part-of-the-template"),
+    pytest.param(f'register_cuda_ci(60, "{LARGE}", labels=["fsdp"], in_process_group="kernels", gpus=2, '
+                 'ratio=0.5, eager=False, tags=["a", "b"])',
+                 [marked(1, "cuda", LARGE, 60, "register_cuda_ci", labels=("fsdp",))], id="every-extra-type"),
+    pytest.param('register_cpu_ci(1, "cpu")\nregister_amd_ci(2, "amd", labels=["long"])\n'
+                 'register_rocm_ci(3, "amd-2", labels=["long"], disabled="old")\n',
+                 [marked(1, "cpu", "cpu", 1, "register_cpu_ci"),
+                  marked(2, "rocm", "amd", 2, "register_amd_ci", labels=("long",)),
+                  marked(3, "rocm", "amd-2", 3, "register_rocm_ci", labels=("long",), disabled="old")],
+                 id="several-names-of-one-backend"),
+])
+def test_accepted_dialect_registration(text, expected):
+    regs, errors = dialect(text + MAIN)
+    assert (regs, errors) == (expected, [])
+    assert [r.marker for r in regs] == [r.marker for r in expected]
+
+
+TEMPLATE = "'{stage}-test-{runner_config}'"
+
+
+@pytest.mark.parametrize("text, expected", [
+    pytest.param('register_cuda_ci(1, stage="base-b", runner_config=1, labels=["fsdp"])',
+                 [err(1, 51, "register_cuda_ci: runner_config must be a string, got 1",
+                      f"markers.extra_arguments in {DIALECT.path} declares runner_config as string")],
+                 id="string"),
+    pytest.param(f'register_cuda_ci(1, "{LARGE}", gpus=True, labels=["fsdp"])',
+                 [err(1, 53, "register_cuda_ci: gpus must be an integer, got True",
+                      f"markers.extra_arguments in {DIALECT.path} declares gpus as integer")], id="integer"),
+    pytest.param(f'register_cuda_ci(1, "{LARGE}", ratio="x", labels=["fsdp"])',
+                 [err(1, 54, "register_cuda_ci: ratio must be a finite number, got 'x'",
+                      f"markers.extra_arguments in {DIALECT.path} declares ratio as number")], id="number"),
+    pytest.param(f'register_cuda_ci(1, "{LARGE}", eager=1, labels=["fsdp"])',
+                 [err(1, 54, "register_cuda_ci: eager must be True or False, got 1",
+                      f"markers.extra_arguments in {DIALECT.path} declares eager as boolean")], id="boolean"),
+    pytest.param(f'register_cuda_ci(1, "{LARGE}", tags=["a", 1], labels=["fsdp"])',
+                 [err(1, 53, "register_cuda_ci: tags must be a list of strings, got ['a', 1]",
+                      f"markers.extra_arguments in {DIALECT.path} declares tags as strings")], id="strings"),
+    pytest.param(f'register_cuda_ci(1, "{LARGE}", in_process_group=GROUP, labels=["fsdp"])',
+                 [err(1, 65, "register_cuda_ci: in_process_group must be a literal, not `GROUP` (ci-policy reads "
+                      "it from source without running the file)", "write the value of in_process_group itself (a "
+                      "number, string, True/False, None, or a list or dict of those)")], id="not-literal"),
+    pytest.param(f'register_cuda_ci(1, "{LARGE}", timeout=5, labels=["fsdp"])',
+                 [err(1, 48, "register_cuda_ci: unknown argument 'timeout'",
+                      "accepted arguments: est_time, suite, labels, nightly, disabled, stage, runner_config, "
+                      "in_process_group, gpus, ratio, eager, tags; to accept another, declare it in the "
+                      "configuration: markers: {extra_arguments: {timeout: string}}")], id="undeclared-extra"),
+    pytest.param('register_cuda_ci(1, stage="base-b", labels=["fsdp"])',
+                 [err(1, 1, f"register_cuda_ci: no suite, and the suite template {TEMPLATE} also needs runner_config",
+                      "pass suite=... or runner_config=...")], id="template-incomplete"),
+    pytest.param('register_cuda_ci(1, labels=["fsdp"])',
+                 [err(1, 1, f"register_cuda_ci: no suite, and the suite template {TEMPLATE} also needs stage, "
+                      "runner_config", "pass suite=... or stage=..., runner_config=...")], id="template-empty"),
+    pytest.param('register_cuda_ci(suite="x", labels=["fsdp"])',
+                 [err(1, 1, "register_cuda_ci: missing required argument 'est_time'")], id="est-time-still-required"),
+    pytest.param(f'register_cuda_ci(1, "{LARGE}", stage="base-a", runner_config="1-gpu-large", labels=["fsdp"])',
+                 [err(1, 21, f"register_cuda_ci: suite '{LARGE}' differs from 'base-a-test-1-gpu-large', the suite "
+                      f"the template {TEMPLATE} builds from stage and runner_config",
+                      "give suite or the template's arguments, or make them agree")], id="template-mismatch"),
+    pytest.param('register_cuda_ci(1, stage="base-a", runner_config="1-gpu-large", labels=["fsdp"])',
+                 [err(1, 1, "register_cuda_ci: suite 'base-a-test-1-gpu-large' is not a configured cuda stage; "
+                      f"did you mean '{LARGE}'?", f"configured cuda stages: {LARGE} (stages are listed in "
+                      f"{DIALECT.path})")], id="template-suite-not-a-stage"),
+    pytest.param('register_npu_ci(1, "npu-a3")',
+                 [err(1, 1, "register_npu_ci: a npu registration needs at least one label (gpu_requires_labels "
+                      "is true), so that a PR can select it", "add labels=[...] with one of: megatron, fsdp, long")],
+                 id="accelerator-needs-a-label"),
+    pytest.param('register_amd_ci(1, "npu-a3", labels=["fsdp"])',
+                 [err(1, 20, "register_amd_ci: suite 'npu-a3' is a npu stage, not a rocm stage",
+                      f"configured rocm stages: amd, amd-2 (stages are listed in {DIALECT.path})")],
+                 id="stage-of-another-backend"),
+])
+def test_rejected_dialect_registration(text, expected):
+    regs, errors = dialect(text + MAIN)
+    assert (regs, errors) == ([], expected)
+
+
+def test_a_registration_remembers_its_marker_and_the_json_registry_shows_it(make_repo):
+    snap = load_snapshot(make_repo({
+        PATH: 'register_amd_ci(2, "amd", labels=["long"])\n' + MAIN, "tests/unit/test_u.py": NO_MAIN,
+    }, config=DIALECT_TEXT))
+    assert snap.errors == ()
+    assert [r.as_dict() for r in snap.registrations] == [
+        {"file": PATH, "line": 1, "backend": "rocm", "suite": "amd", "est_time": 2, "labels": ["long"],
+         "nightly": False, "disabled": None, "implicit": False, "marker": "register_amd_ci"},
+        {"file": "tests/unit/test_u.py", "line": None, "backend": "cpu", "suite": "cpu", "est_time": 1,
+         "labels": [], "nightly": False, "disabled": None, "implicit": True, "marker": None}]
+    # Left out, a written registration gets its backend's built-in marker name.
+    assert reg(1, "rocm", "amd", 2).marker == "register_rocm_ci"
+
+
+def test_an_accelerator_registration_of_a_declared_backend_is_refused_under_a_cpu_only_root(make_repo):
+    path = "tests/unit/test_u.py"
+    snap = load_snapshot(make_repo({path: 'register_npu_ci(1, "npu-a3", labels=["fsdp"])\n' + MAIN},
+                                   config=DIALECT_TEXT))
+    assert errors_of(snap.errors) == [err(1, 1, f"register_npu_ci: {path} is under tests/unit, a cpu_only implicit "
+                                             "root; npu tests cannot live there",
+                                             "move the file out of tests/unit or register it for CPU", path=path)]
+
+
+def test_a_file_whose_markers_are_all_undeclared_gets_that_error_and_no_unregistered_error(make_repo):
+    text = 'from ci import register_xpu_ci\n\nregister_xpu_ci(est_time=200, suite="per-commit-xpu")\n' + MAIN
+    snap = load_snapshot(make_repo({PATH: text, "tests/unit/test_u.py": text}, config=DIALECT_TEXT))
+    configured = "register_amd_ci, register_cpu_ci, register_cuda_ci, register_npu_ci, register_rocm_ci"
+    assert errors_of(snap.errors) == [
+        err(3, 1, f"register_xpu_ci(...) looks like a registration marker but the configuration does not declare it "
+            f"(configured: {configured}), so ci-policy reads no registration from it",
+            "declare it: markers: {names: {register_xpu_ci: BACKEND}} in the configuration, with BACKEND one of its "
+            "backends", path=path) for path in (PATH, "tests/unit/test_u.py")]
+    # Under an implicit root too, a file with an undeclared marker is not given the root's registration.
+    assert snap.registrations == ()
+
+
+def test_the_unregistered_error_shows_the_pattern_the_file_matched_and_the_configured_markers(make_repo):
+    path = "tests/e2e/testing_x.py"
+    snap = load_snapshot(make_repo({path: NO_MAIN}, config=DIALECT_TEXT))
+    assert errors_of(snap.errors) == [err(
+        1, 1, f"{path} matches the discovery pattern 'testing_*.py' but has no registration and is not under an "
+        "implicit root, so no stage would run it",
+        "add register_cpu_ci/register_cuda_ci/register_rocm_ci/register_amd_ci/register_npu_ci(...) at module "
+        "level, or add an implicit root for its directory in the configuration", path=path)]

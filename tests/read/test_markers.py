@@ -19,7 +19,7 @@ from ci_policy.gates.declarations import gates_of
 from ci_policy.model.registry import registrations_of
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.read.labels import parse_labels
-from ci_policy.read.markers import ALL_MARKERS, NotLiteral, literal, scan
+from ci_policy.read.markers import ALL_MARKERS, MARKER_NAME_RE, NotLiteral, literal, mentions_marker, scan
 
 PATH = "tests/e2e/test_x.py"
 MAIN = '\nif __name__ == "__main__":\n    main()\n'
@@ -370,7 +370,7 @@ def test_scan_never_raises_on_marker_like_text(text, path):
 
 
 identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,24}", fullmatch=True).filter(
-    lambda n: not keyword.iskeyword(n) and n not in ALL_MARKERS)
+    lambda n: not keyword.iskeyword(n) and n not in ALL_MARKERS and not MARKER_NAME_RE.fullmatch(n))
 
 
 @settings(max_examples=200)
@@ -394,3 +394,77 @@ def test_only_the_exact_marker_names_are_markers(name):
 def test_every_misplaced_mention_is_found(source, line):
     result = scan(source, "tests/e2e/test_x.py")
     assert [e.line for e in result.errors] == [line]
+
+
+# -- dialects: the registration marker names a repository configures ---------------------------
+
+DIALECT = frozenset({"register_cpu_ci", "register_cuda_ci", "register_rocm_ci", "register_amd_ci"})
+BUILT_INS = "register_cpu_ci, register_cuda_ci, register_rocm_ci"
+
+
+def undeclared(line, col, name, configured=BUILT_INS):
+    return err(line, col, f"{name}(...) looks like a registration marker but the configuration does not declare it "
+               f"(configured: {configured}), so ci-policy reads no registration from it",
+               f"declare it: markers: {{names: {{{name}: BACKEND}}}} in the configuration, with BACKEND one of "
+               "its backends")
+
+
+def test_a_configured_marker_name_is_read_like_the_built_ins():
+    text = ('from sglang.test.ci.ci_register import register_amd_ci, register_cuda_ci\n\n'
+            'register_cuda_ci(est_time=1, suite="a")\nregister_amd_ci(est_time=2, suite="b", nightly=True)\n')
+    result = scan(text, PATH, DIALECT)
+    assert errors_of(result) == []
+    assert [(c.marker, c.line, c.col) for c in result.calls] == [("register_cuda_ci", 3, 1), ("register_amd_ci", 4, 1)]
+
+
+def test_a_configured_marker_name_gets_every_placement_check():
+    text = ("from ci import register_amd_ci as amd\nimport ci\nfrom ci import register_amd_ci\n"
+            "def f():\n    register_amd_ci(1, 'b')\nci.register_amd_ci(1, 'b')\nx = register_amd_ci\n")
+    assert errors_of(scan(text, PATH, DIALECT)) == [
+        aliased(1, 1, "amd", "register_amd_ci"), unused_import(3, 1, "register_amd_ci"),
+        misplaced(5, 5, "register_amd_ci"), attribute(6, 1, "ci.register_amd_ci", "register_amd_ci"),
+        uncalled(7, 5, "register_amd_ci")]
+
+
+def test_a_configured_name_rebound_at_module_level_is_fine_when_called():
+    text = 'register_amd_ci = _load_module("ci_register").register_amd_ci\n\nregister_amd_ci(1, "b")\n'
+    result = scan(text, PATH, DIALECT)
+    assert (errors_of(result), [c.marker for c in result.calls]) == ([], ["register_amd_ci"])
+
+
+def test_a_module_level_call_of_an_undeclared_marker_is_an_error_never_a_skip():
+    text = ("from sglang.test.ci.ci_register import register_npu_ci, register_amd_ci\n\n"
+            'register_amd_ci(est_time=600, suite="amd", nightly=True)\n'
+            'register_npu_ci(est_time=400, suite="npu")\n')
+    result = scan(text, PATH)
+    assert errors_of(result) == [undeclared(3, 1, "register_amd_ci"), undeclared(4, 1, "register_npu_ci")]
+    assert (result.calls, [c.marker for c in result.undeclared]) == ([], ["register_amd_ci", "register_npu_ci"])
+    # Declared, the same call is a registration marker call; the other stays undeclared.
+    result = scan(text, PATH, DIALECT)
+    assert errors_of(result) == [undeclared(4, 1, "register_npu_ci",
+                                            "register_amd_ci, register_cpu_ci, register_cuda_ci, register_rocm_ci")]
+    assert [c.marker for c in result.calls] == ["register_amd_ci"]
+
+
+@pytest.mark.parametrize("text", [
+    pytest.param("def f():\n    register_npu_ci(1, 'x')\n", id="inside-a-function"),
+    pytest.param("x = register_npu_ci(1, 'x')\n", id="in-an-assignment"),
+    pytest.param("ci.register_npu_ci(1, 'x')\n", id="attribute-call"),
+    pytest.param("from ci import register_npu_ci\nregister_npu_ci\n", id="not-called"),
+    pytest.param("register_npu(1, 'x')\nregister_ci_gates(1)\nmy_register_npu_ci(1)\n", id="other-names"),
+])
+def test_only_module_level_call_statements_of_marker_shaped_names_are_undeclared_markers(text):
+    result = scan(text, PATH)
+    assert (errors_of(result), result.undeclared) == ([], [])
+
+
+@pytest.mark.parametrize("text, names, expected", [
+    ("register_cuda_ci(1, 'a')", DIALECT, True),
+    ("register_amd_ci(1, 'a')", DIALECT, True),
+    ("register_amd_ci(1, 'a')", frozenset(), True),  # shaped like a marker: scanned, to report it
+    ("register_ci_gate(metric_key='a')", frozenset(), True),
+    ("registered = 1\nregister(1)", DIALECT, False),
+    ("x = 1", DIALECT, False),
+])
+def test_mentions_marker_is_a_cheap_pre_check_that_misses_no_marker(text, names, expected):
+    assert mentions_marker(text, names) is expected

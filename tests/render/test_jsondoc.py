@@ -37,7 +37,8 @@ def test_the_schema_version():
 def test_registry_json():
     assert registry_json([REG]) == document({"schema": 1, "registrations": [{
         "file": "tests/test_a|b.py", "line": 3, "backend": "cuda", "suite": "gpu", "est_time": 60, "labels": [],
-        "nightly": False, "disabled": None, "implicit": False}], "plan_complete": True, "invalid": []})
+        "nightly": False, "disabled": None, "implicit": False, "marker": "register_cuda_ci"}],
+        "plan_complete": True, "invalid": []})
     assert registry_json([]) == document({"schema": 1, "registrations": [], "plan_complete": True, "invalid": []})
     bad = Diagnostic("x", path="tests/test_b.py", line=1, col=1, code="CP231")
     assert json.loads(registry_json([], [InvalidFile("tests/test_b.py", (bad,))])) == {

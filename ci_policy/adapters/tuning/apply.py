@@ -1,10 +1,11 @@
 """Literal-only edits of `est_time` in a test file's registration (`ci-policy tune --apply`).
 
-- In: a test file's text (or its path) and a backend (`cpu`, `cuda`, `rocm`) and a new
-  est_time in whole seconds.
+- In: a test file's text (or its path), a backend and a new est_time in whole seconds,
+  and the marker name the registration is written with (`register_amd_ci` in a dialect
+  that declares it; default: the backend's built-in `register_<backend>_ci`).
 - Out: an `EditResult` with status `changed`, `unchanged` (the literal already has that
   value, e.g. `1_800` or `1.8e3` for 1800), or `skipped` with a reason.
-- The edit: in the ONE module-level `register_<backend>_ci(...)` expression statement
+- The edit: in the ONE module-level `<marker>(...)` expression statement
   (bare name; found and bound by `read.markers`, as lint finds and binds it), the numeric
   literal of `est_time` (first positional argument or `est_time=`) is replaced by the new value written as a
   plain decimal integer (`2000`). libcst performs the rewrite; the result is then checked
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import TypeGuard, cast
 
 from ci_policy.model.registry import KEYWORD_ONLY, POSITIONAL
-from ci_policy.read.markers import MARKER_OF_BACKEND, bind_nodes, module_level_calls
+from ci_policy.read.markers import MARKER_NAME_RE, MARKER_OF_BACKEND, bind_nodes, module_level_calls
 
 BOM = "\ufeff"
 
@@ -97,12 +98,14 @@ class EditResult:
     reason: str | None = None
 
 
-def _check_arguments(backend: str, new_est: int) -> str:
-    if backend not in MARKER_OF_BACKEND:
+def _check_arguments(backend: str, new_est: int, marker: str | None = None) -> str:
+    if marker is not None and not MARKER_NAME_RE.fullmatch(marker):
+        raise ValueError(f"{marker!r} is not a registration marker name (register_<word>_ci)")
+    if marker is None and backend not in MARKER_OF_BACKEND:
         raise ValueError(f"unknown backend {backend!r}; expected one of {', '.join(sorted(MARKER_OF_BACKEND))}")
     if isinstance(new_est, bool) or not isinstance(new_est, int) or new_est < 0:
         raise ValueError(f"new_est must be a non-negative int number of seconds, got {new_est!r}")
-    return MARKER_OF_BACKEND[backend]
+    return marker if marker is not None else MARKER_OF_BACKEND[backend]
 
 
 def _skip(source: str | None, reason: str, *, old: str | None = None,
@@ -231,9 +234,9 @@ def _registration_est_time(tree: ast.Module, marker: str) -> ast.expr | None:
     return None if isinstance(found, _Refused) else found
 
 
-def rewrite_est_time(source: str, backend: str, new_est: int) -> EditResult:
+def rewrite_est_time(source: str, backend: str, new_est: int, marker: str | None = None) -> EditResult:
     """Set est_time of the one `backend` registration in `source` to `new_est` (see the module doc)."""
-    marker = _check_arguments(backend, new_est)
+    marker = _check_arguments(backend, new_est, marker)
     bom = BOM if source.startswith(BOM) else ""
     text = source[len(bom):]
 
@@ -355,13 +358,13 @@ def _write_atomically(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
-def apply_to_file(path: Path, backend: str, new_est: int) -> EditResult:
+def apply_to_file(path: Path, backend: str, new_est: int, marker: str | None = None) -> EditResult:
     """`rewrite_est_time` on a file, written back atomically (same mode) only when changed.
 
     A symlink at `path` is refused (lstat, then open with O_NOFOLLOW), and so is a file
     that changed between the read and the write.
     """
-    _check_arguments(backend, new_est)
+    _check_arguments(backend, new_est, marker)
     path = Path(path)
     read = _read_no_follow(path)
     if isinstance(read, _Refused):
@@ -371,7 +374,7 @@ def apply_to_file(path: Path, backend: str, new_est: int) -> EditResult:
     if isinstance(decoded, _Refused):
         return _skip(None, decoded.reason)
     text, codec = decoded
-    result = rewrite_est_time(text, backend, new_est)
+    result = rewrite_est_time(text, backend, new_est, marker)
     if result.status != CHANGED or result.source is None:
         return result
 

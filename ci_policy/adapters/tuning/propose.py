@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from ci_policy.adapters.tuning.evidence import FileEvidence
@@ -66,6 +66,8 @@ class Proposal:
     proposed: int | None
     action: str
     reason: str = ""
+    # The marker the registration is written with (`register_amd_ci`), for `--apply`.
+    marker: str | None = field(default=None, compare=False)
 
     @property
     def changes(self) -> bool:
@@ -127,7 +129,9 @@ def propose(evidence: Iterable[FileEvidence], snapshot, tune: TuneConfig, *, app
             groups.setdefault((row.file, backend), []).append(row)
     out = []
     for (file, backend), rows in sorted(groups.items()):
-        out.append(_proposal(file, backend, rows, snapshot, tune, applying))
+        proposal = _proposal(file, backend, rows, snapshot, tune, applying)
+        regs = [r for r in snapshot.registrations_for(file) if r.backend == backend]
+        out.append(replace(proposal, marker=regs[0].marker) if len(regs) == 1 else proposal)
     for file in sorted(unplaced):
         if any((file, b) in groups for b in ("cpu", "cuda", "rocm")):
             continue

@@ -160,6 +160,24 @@ def test_only_the_matching_backend_changes():
     assert (result.old, result.line) == ("400", 2)
 
 
+def test_the_marker_the_registration_was_written_with_is_rewritten():
+    # A dialect may map several names to one backend: only the named marker's call moves.
+    source = ('register_amd_ci(est_time=600, suite="stage-b-test-1-gpu-small-amd", nightly=True)\n'
+              'register_cuda_ci(est_time=300, stage="base-b", runner_config="1-gpu-large")\n')
+    result = rewrite_est_time(source, "rocm", 900, "register_amd_ci")
+    assert result == EditResult("changed", source.replace("est_time=600", "est_time=900"), old="600", line=1)
+    result = rewrite_est_time(source, "cuda", 240, "register_cuda_ci")
+    assert result.source == source.replace("est_time=300", "est_time=240")
+    # Without the marker name, the backend's built-in marker is the one looked for.
+    assert rewrite_est_time(source, "rocm", 900).reason == "no register_rocm_ci(...) registration in this file"
+
+
+@pytest.mark.parametrize("marker", ["register_ci_gate", "amd", "register_amd"])
+def test_a_marker_that_is_no_registration_marker_name_is_a_programming_error(marker):
+    with pytest.raises(ValueError, match="is not a registration marker name"):
+        rewrite_est_time("register_amd_ci(1, 's')\n", "rocm", 2, marker)
+
+
 def test_a_float_becomes_a_plain_integer():
     check_rewrite("register_cuda_ci(@@EST@@, 'stage-c')\n", "1800.5", new_est=1801)
     check_rewrite("register_cuda_ci(@@EST@@, 'stage-c')\n", ".5", new_est=12)
@@ -466,8 +484,8 @@ def test_apply_to_file_does_not_overwrite_a_file_changed_meanwhile(tmp_path, mon
     path = write(tmp_path / "test_x.py", b"register_cuda_ci(300, 'stage-c')\n")
     real_rewrite = tuning_apply.rewrite_est_time
 
-    def rewrite_while_someone_edits(source, backend, new_est):
-        result = real_rewrite(source, backend, new_est)
+    def rewrite_while_someone_edits(source, backend, new_est, marker=None):
+        result = real_rewrite(source, backend, new_est, marker)
         path.write_bytes(b"register_cuda_ci(300, 'stage-c')  # edited meanwhile\n")
         return result
 

@@ -1,0 +1,145 @@
+"""A repository shaped like sglang (`tests/data/sglang-repo`), read as it is written.
+
+- Its dialect: `register_amd_ci`, `register_npu_ci`, `register_xpu_ci` declared in
+  `markers.names`, NPU and XPU declared in `backends`, suites built from
+  `stage=`/`runner_config=` by `markers.suite`, `in_process_group=` as an extra argument,
+  a module-level rebinding of `register_cpu_ci`, files with two and three
+  registrations, a disabled file without a `__main__` block, a benchmark root with its
+  own pattern, and `conftest.py`/`__init__.py`/a vendored directory excluded.
+- `lint` reports nothing, `registry` reads every registration with its suite and marker,
+  `plan` plans a pull request with an image entry per accelerator backend.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from cli.test_plan import parse_github_output
+from helpers import ROOT, assert_golden
+from helpers import run_cli as run
+
+REPO = ROOT / "tests" / "data" / "sglang-repo"
+
+
+def test_lint_reports_nothing(capsys):
+    assert run(["lint", "--repo", str(REPO)], capsys) == (
+        0, "ci-policy lint: OK: 0 errors, 0 warnings, 1 suppressed (11 test files, 14 registrations, 0 gates)\n",
+        "")
+
+
+def test_registry_reads_every_registration_with_its_suite_and_marker(capsys):
+    rc, out, err = run(["registry", "--repo", str(REPO), "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert_golden("sglang/registry.json", out)
+    rows = [(r["file"], r["line"], r["backend"], r["suite"], r["marker"], r["nightly"], r["disabled"])
+            for r in json.loads(out)["registrations"]]
+    assert rows == [
+        ("python/pkg/jit_kernel/benchmark/bench_rmsnorm.py", 3, "cuda", "stage-b-kernel-benchmark-1-gpu-large",
+         "register_cuda_ci", False, None),
+        ("test/registered/amd/test_amd_nightly.py", 5, "rocm", "stage-b-test-1-gpu-small-amd", "register_amd_ci",
+         True, None),
+        ("test/registered/core/test_base_b_engine.py", 5, "cuda", "base-b-test-1-gpu-large", "register_cuda_ci",
+         False, None),
+        ("test/registered/core/test_flaky_h100.py", 4, "cuda", "stage-b-test-1-gpu-large", "register_cuda_ci",
+         False, "flaky on H100"),
+        ("test/registered/core/test_srt_engine.py", 5, "cuda", "stage-b-test-1-gpu-large", "register_cuda_ci",
+         False, None),
+        ("test/registered/core/test_three_backends.py", 5, "cuda", "base-b-test-1-gpu-large", "register_cuda_ci",
+         False, None),
+        ("test/registered/core/test_three_backends.py", 6, "rocm", "stage-b-test-1-gpu-small-amd",
+         "register_amd_ci", True, None),
+        ("test/registered/core/test_three_backends.py", 7, "npu", "nightly-1-npu-a3", "register_npu_ci", True, None),
+        ("test/registered/core/test_two_backends.py", 5, "cuda", "stage-b-test-1-gpu-large", "register_cuda_ci",
+         False, None),
+        ("test/registered/core/test_two_backends.py", 6, "rocm", "stage-b-test-1-gpu-small-amd", "register_amd_ci",
+         False, None),
+        ("test/registered/cpu/test_cpu_utils.py", 16, "cpu", "stage-a-cpu-only", "register_cpu_ci", False, None),
+        ("test/registered/kernels/test_fused_moe.py", 5, "cuda", "stage-b-test-1-gpu-small", "register_cuda_ci",
+         False, None),
+        ("test/registered/npu/test_npu_attention.py", 5, "npu", "nightly-1-npu-a3", "register_npu_ci", True, None),
+        ("test/registered/xpu/test_xpu_basic.py", 5, "xpu", "per-commit-xpu", "register_xpu_ci", False, None),
+    ]
+
+
+def test_plan_of_a_pull_request_prepares_an_image_per_accelerator_backend(tmp_path, monkeypatch, capsys):
+    diff = tmp_path / "pr.diff"
+    diff.write_bytes(b"A\0test/registered/xpu/test_xpu_basic.py\0M\0docs/index.md\0")
+    argv = ["plan", "--repo", str(REPO), "--event", "pull_request", "--diff", str(diff)]
+    rc, out, err = run(argv + ["--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    plan = json.loads(out)
+    assert plan["images"] == {"cuda": "skip", "rocm": "skip", "npu": "skip", "xpu": "build"}
+    assert [(s["name"], s["decision"], s["reasons"]) for s in plan["stages"]] == [
+        ("stage-a-cpu-only", "run", ["run: stage is not diff-pruned (1 selected)"]),
+        *[(name, "skip", ["skip: the diff touches only docs/index.md, test/registered/xpu/test_xpu_basic.py"])
+          for name in ("stage-b-test-1-gpu-small", "stage-b-test-1-gpu-large", "base-b-test-1-gpu-large",
+                       "stage-b-kernel-benchmark-1-gpu-large", "stage-b-test-1-gpu-small-amd")],
+        ("nightly-1-npu-a3", "skip", ["skip: no selected tests (its tests are nightly-only; the regular cadence "
+                                      "does not admit them)"]),
+        ("per-commit-xpu", "run", ["run: test/registered/xpu/test_xpu_basic.py changed"]),
+    ]
+
+    outputs = tmp_path / "output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    rc, _out, err = run(argv + ["--format", "github"], capsys)
+    assert (rc, err) == (0, "")
+    values = parse_github_output(outputs.read_text())
+    assert {k: v for k, v in values.items() if k.endswith("_image") or k == "matrix"} == {
+        "matrix": '{"stage-a-cpu-only":[0],"stage-b-test-1-gpu-small":[],"stage-b-test-1-gpu-large":[],'
+                  '"base-b-test-1-gpu-large":[],"stage-b-kernel-benchmark-1-gpu-large":[],'
+                  '"stage-b-test-1-gpu-small-amd":[],"nightly-1-npu-a3":[],"per-commit-xpu":[0]}',
+        "cuda_image": "skip", "rocm_image": "skip", "npu_image": "skip", "xpu_image": "build"}
+
+
+def test_plan_of_a_manual_run_runs_every_stage_of_the_regular_cadence(capsys):
+    rc, out, err = run(["plan", "--repo", str(REPO), "--event", "workflow_dispatch", "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    plan = json.loads(out)
+    assert plan["images"] == {"cuda": "build", "rocm": "build", "npu": "skip", "xpu": "build"}
+    shards = {s["name"]: [sh["files"] for sh in s["shards"]] for s in plan["stages"]}
+    assert shards["base-b-test-1-gpu-large"] == [["test/registered/core/test_base_b_engine.py",
+                                                  "test/registered/core/test_three_backends.py"]]
+    assert shards["stage-b-test-1-gpu-small-amd"] == [["test/registered/core/test_two_backends.py"]]
+
+
+def test_without_its_dialect_every_undeclared_marker_is_an_error(tmp_path, capsys):
+    repo = tmp_path / "sglang"
+    shutil.copytree(REPO, repo)
+    config = repo / ".github" / "ci-policy.yml"
+    text = config.read_text()
+    config.write_text(text.replace("  names: {register_amd_ci: rocm, register_npu_ci: npu, register_xpu_ci: xpu}\n",
+                                   "  names: {register_amd_ci: rocm, register_npu_ci: npu}\n"))
+    rc, out, err = run(["lint", "--repo", str(repo)], capsys)
+    configured = "register_amd_ci, register_cpu_ci, register_cuda_ci, register_npu_ci, register_rocm_ci"
+    assert (rc, out, err) == (1, (
+        "test/registered/xpu/test_xpu_basic.py:5:1: CP207 marker-undeclared: register_xpu_ci(...) looks like a "
+        f"registration marker but the configuration does not declare it (configured: {configured}), so ci-policy "
+        "reads no registration from it\n"
+        "    hint: declare it: markers: {names: {register_xpu_ci: BACKEND}} in the configuration, with BACKEND one "
+        "of its backends\n"
+        ".github/ci-policy.yml:24: warning: CP901 stage-without-tests: stage per-commit-xpu has no registered "
+        "test files\n"
+        "    hint: register tests with suite='per-commit-xpu' or remove the stage\n"
+        "ci-policy lint: FAILED: 1 error, 1 warning, 1 suppressed (11 test files, 13 registrations, 0 gates)\n"),
+        "")
+
+
+def test_tune_apply_rewrites_the_est_time_of_a_register_amd_ci_call(tmp_path, capsys):
+    repo = tmp_path / "sglang"
+    shutil.copytree(REPO, repo)
+    record = {"schema": 1, "file": "test/registered/amd/test_amd_nightly.py", "stage": "stage-b-test-1-gpu-small-amd",
+              "shard": 0, "attempt": 1, "status": "pass", "elapsed": 900.0, "est_time": 600, "failure_kind": None,
+              "retriable": None, "started_at": "2026-11-30T04:40:00Z", "commit": None, "run_id": None,
+              "run_attempt": None}
+    timings = tmp_path / "timings.jsonl"
+    timings.write_text(json.dumps(record) + "\n")
+    rc, out, err = run(["tune", "--repo", str(repo), "--from", str(timings), "--apply", "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out)["applied"] == [
+        {"file": "test/registered/amd/test_amd_nightly.py", "backend": "rocm", "current": 600, "proposed": 1200,
+         "status": "changed", "reason": None}]
+    before = (REPO / "test/registered/amd/test_amd_nightly.py").read_text()
+    assert (repo / "test/registered/amd/test_amd_nightly.py").read_text() == before.replace(
+        'register_amd_ci(est_time=600,', 'register_amd_ci(est_time=1200,')
