@@ -290,3 +290,32 @@ def test_the_workflows_name_the_checkout_with_repo_and_the_trusted_one_with_trus
     [file_run] = by_command["file-run"]
     assert file_run[file_run.index("--repo") + 1] == "pr"
     assert file_run[file_run.index("--config") + 1] == "trusted/.github/ci-policy.yml"
+
+
+
+ACCEPTED_PATHS = ["tests/e2e/test_x.py", "test/registered/core/test_srt_engine.py",
+                  "python/pkg/jit_kernel/benchmark/bench_rmsnorm.py", "test_top.py",
+                  "tests/" + "a" * 239 + "/test_x.py"]  # 255 characters
+REFUSED_PATHS = ["tests/../labels.py", "/etc/test_x.py", ".github/test_x.py", "tests/.hidden/test_x.py",
+                 "tests//test_x.py", "tests/e2e/$(id)/test_x.py", "tests/e2e/test_x.py;id", "tests/e2e/test_x.sh", "",
+                 "tests/" + "a" * 240 + "/test_x.py", "tests/e2e/test_\u00fcn.py", "tests/e2e/test_x.py\nid"]
+
+
+@pytest.mark.parametrize("path, accepted", [(p, True) for p in ACCEPTED_PATHS] + [(p, False) for p in REFUSED_PATHS])
+def test_the_rerun_workflow_accepts_exactly_the_paths_file_run_accepts(path, accepted):
+    """The workflow checks its input before anything runs; it agrees with check_test_path."""
+    from ci_policy.errors import InputError
+    from ci_policy.plan.filerun import check_test_path
+
+    jobs = yaml.safe_load((EXAMPLE / ".github" / "workflows" / "rerun-test.yml").read_text())["jobs"]
+    [step] = [s for j in jobs.values() for s in j.get("steps", []) if s.get("name") == "Validate the inputs"]
+    env = {"PATH": os.environ["PATH"], "PULL_NUMBER": "7", "HEAD_SHA": "a" * 40, "TEST_FILE": path,
+           "IMAGE_TAG": "", "SGLANG_PR": "", "MEGATRON_PR": ""}
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                          capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert (proc.returncode, proc.stdout) == ((0, "") if accepted else (1, "::error::invalid test_file\n"))
+    if accepted:
+        assert check_test_path(path) == path
+    else:
+        with pytest.raises(InputError):
+            check_test_path(path)

@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_repo(p)
     add_config(p, help="the trusted configuration file (default: DIR/.github/ci-policy.yml)")
     p.add_argument("--file", required=True, type=_test_path, metavar="PATH",
-                   help="the test file, repo-relative: tests/.../test_*.py")
+                   help="the test file, repo-relative: DIR/.../FILE.py, a discovered test file")
     p.add_argument("--image-tag", default=None, type=_image_tag, metavar="TAG",
                    help="container image tag (default, or when empty: the configured file_run.default_tag)")
     add_format(p, ("json", "text", "github"), default="json")

@@ -9,8 +9,9 @@
   and the label allowlist from the checkout's own `labels.py` by `ast`, so a PR that adds
   a label and a test using it can be rerun. Imports nothing of the checkout, and only
   ci_policy's core dependencies.
-- Refused, each with its own error: a path that is not `tests/.../test_*.py` of safe
-  segments; a symlink anywhere on the path; a file outside the discovery roots; an
+- Refused, each with its own error: a path that is not a repo-relative `.py` path of safe
+  segments (`TEST_PATH_RE`); a symlink anywhere on the path; a file that is not a
+  discovered test file (roots, patterns, excludes of the configuration); an
   unregistered file; several enabled registrations; a disabled registration; a
   registration to an external stage; an invalid image tag. An explicit file request
   ignores labels and cadence.
@@ -32,9 +33,13 @@ from ci_policy.model.snapshot import optional_labels
 from ci_policy.read.checkout import read_text
 from ci_policy.read.markers import scan
 
-# tests/<segment>/.../test_*.py; segments start with a word character, no '..', no shell characters.
 DEFAULT_CPU_RUNNER = "ubuntu-latest"
-TEST_PATH_RE = re.compile(r"tests(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*/test_[A-Za-z0-9_.-]*\.py")
+# A repo-relative `.py` path of safe segments: each starts with a word character (so no '.',
+# '..' or hidden segment), no shell or Markdown characters, no absolute path. The layout is
+# not assumed (`tests/`, `test/registered/`, `bench_*.py`): whether the path is a test file
+# is the checkout's discovery configuration's to say, after this check.
+TEST_PATH_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*\.py")
+MAX_TEST_PATH = 255
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,10 @@ class FilePlan:
 
 
 def check_test_path(path: str) -> str:
-    if not TEST_PATH_RE.fullmatch(path) or "/../" in f"/{path}/" or "/./" in f"/{path}/":
-        raise InputError(f"{path!r} is not a test file path of the form tests/.../test_*.py "
-                          "(segments of letters, digits, '_', '.', '-'; no '..', no absolute path)")
+    if len(path) > MAX_TEST_PATH or not TEST_PATH_RE.fullmatch(path):
+        raise InputError(f"{path!r} is not a repo-relative test file path DIR/.../NAME.py "
+                          "(segments of letters, digits, '_', '.', '-', each starting with a letter, digit "
+                          f"or '_'; at most {MAX_TEST_PATH} characters)")
     return path
 
 
@@ -76,8 +82,10 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     labels, _missing = optional_labels(root, config)  # as the plan reads it: labels.py only when used
     text = read_text(root, file, what="test file")  # refuses symlinks on every component
     if not config.discovery.is_test_file(file):
+        pattern = config.discovery.pattern
+        shown = ", ".join(map(repr, pattern)) if isinstance(pattern, tuple) else repr(pattern)
         raise InputError(f"{file} is not a discovered test file (roots: {', '.join(config.discovery.roots)}; "
-                          f"pattern {config.discovery.pattern!r})", path=file)
+                          f"pattern {shown})", path=file)
     result = scan(text, file, frozenset(config.markers.names))
     regs = registrations_of(result, config, labels)
     if config.estimates_file:
@@ -89,7 +97,7 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
         raise InputErrors(result.errors)
     if not regs:
         raise InputError(f"{file} is not registered for any stage", path=file,
-                          hint="add register_cpu_ci/register_cuda_ci/register_rocm_ci(...) at module level")
+                          hint=f"add {'/'.join(sorted(config.markers.names))}(...) at module level")
     enabled = [r for r in regs if r.disabled is None]
     if not enabled:
         raise InputError(f"{file} is disabled: {regs[0].disabled}", path=file, line=regs[0].line,

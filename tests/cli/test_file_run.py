@@ -20,8 +20,8 @@ from filerun_cases import BAD_TAG, gpu_test, write
 from ci_policy.cli import main
 
 EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gpu-repo"
-BAD_PATH = ("is not a test file path of the form tests/.../test_*.py (segments of letters, digits, '_', '.', "
-            "'-'; no '..', no absolute path)")
+BAD_PATH = ("is not a repo-relative test file path DIR/.../NAME.py (segments of letters, digits, '_', '.', '-', "
+            "each starting with a letter, digit or '_'; at most 255 characters)")
 SFT = "tests/e2e/test_megatron_sft.py"
 SFT_PLAN = {"file": SFT, "hw": "cuda", "suite": "stage-b-1-gpu-h200", "runs_on": ["h200", "1gpu"],
             "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": 900}
@@ -73,7 +73,7 @@ def test_the_checkout_defaults_to_the_current_directory(pr, monkeypatch, capsys)
 
 # -- usage errors: exit 2, before the checkout is read ------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["tests/../labels.py", "/etc/test_passwd.py", "src/test_a.py", ""])
+@pytest.mark.parametrize("path", ["tests/../labels.py", "/etc/test_passwd.py", "src/.hidden/test_a.py", ""])
 def test_a_file_that_is_not_a_test_path_is_a_usage_error(tmp_path, capsys, path):
     err = usage_error(capsys, "--file", path, "--repo", str(tmp_path / "missing"))
     assert err.endswith(f"ci-policy file-run: error: argument --file: {path!r} {BAD_PATH}\n")

@@ -13,8 +13,8 @@ from ci_policy.plan.filerun import FilePlan, check_test_path, resolve_file
 
 EXAMPLE_REPO = Path(__file__).resolve().parents[2] / "examples" / "gpu-repo"
 SYMLINK = "is a symlink; ci-policy refuses symlinks in a checkout"
-BAD_PATH = ("is not a test file path of the form tests/.../test_*.py (segments of letters, digits, '_', '.', "
-            "'-'; no '..', no absolute path)")
+BAD_PATH = ("is not a repo-relative test file path DIR/.../NAME.py (segments of letters, digits, '_', '.', '-', "
+            "each starting with a letter, digit or '_'; at most 255 characters)")
 
 
 def errors_of(file: str, root: Path, **kwargs) -> list[str]:
@@ -126,9 +126,9 @@ def test_an_empty_tag_means_the_configured_default(pr):
 
 @pytest.mark.parametrize("path", [
     "tests/../labels.py", "tests/e2e/../../x/test_a.py", "tests/./e2e/test_a.py", "/etc/test_passwd.py",
-    "/tests/e2e/test_a.py", "tests/e2e/test_a.sh", "tests/e2e/a_test.py", "src/test_a.py", "tests/e2e/test a.py",
+    "/tests/e2e/test_a.py", "tests/e2e/test_a.sh", "../test_a.py", ".github/test_a.py", "tests/e2e/test a.py",
     "tests/e2e/$(id)/test_a.py", "tests/e2e/test_a.py;id", "tests\\e2e\\test_a.py", "tests//test_a.py", "",
-    "tests/e2e/test_a.py\n", "tests/.git/test_a.py",
+    "tests/e2e/test_a.py\n", "tests/.git/test_a.py", "tests/" + "a" * 242 + "/test_a.py",
 ])
 def test_a_path_that_is_not_a_safe_test_path_is_refused_before_anything_is_read(tmp_path, path):
     # tmp_path has no configuration: the path is checked first.
@@ -243,6 +243,13 @@ def test_a_file_outside_the_discovery_roots_is_refused(pr):
         "tests/other/test_a.py is not a discovered test file (roots: tests/fast, tests/e2e; pattern 'test_*.py')"]
 
 
+@pytest.mark.parametrize("path", ["src/test_a.py", "tests/e2e/a_test.py"])
+def test_a_safe_path_outside_discovery_is_refused_by_the_checkouts_configuration(pr, path):
+    write(pr, path, gpu_test('register_cuda_ci(1, "stage-b-1-gpu-h200", labels=["fsdp"])'))
+    assert errors_of(path, pr) == [
+        f"{path} is not a discovered test file (roots: tests/fast, tests/e2e; pattern 'test_*.py')"]
+
+
 def test_a_file_with_several_enabled_registrations_is_refused(pr):
     assert errors_of("tests/e2e/test_rocm_fsdp_grpo.py", pr) == [
         "tests/e2e/test_rocm_fsdp_grpo.py has 2 enabled registrations (cuda stage-c-4-gpu-h200 (line 9), "
@@ -312,3 +319,31 @@ def test_the_checkout_is_read_as_data_and_never_executed(pr, tmp_path):
           gpu_test('register_cuda_ci(est_time=10, suite="stage-b-1-gpu-h200", labels=["sglang"])') + payload)
     assert resolve_file("tests/e2e/test_payload.py", pr).suite == "stage-b-1-gpu-h200"
     assert not marker.exists()
+
+
+# -- a repository in its own marker dialect ----------------------------------------------------------
+
+SGLANG = Path(__file__).resolve().parents[1] / "data" / "sglang-repo"
+
+
+def test_a_file_of_a_declared_accelerator_backend_resolves_to_its_stage(tmp_path):
+    assert resolve_file("test/registered/npu/test_npu_attention.py", SGLANG).as_dict() == {
+        "file": "test/registered/npu/test_npu_attention.py", "hw": "npu", "suite": "nightly-1-npu-a3",
+        "runs_on": ["linux-aarch64-a3-2"], "container_image": "docker.io/lmsysorg/sglang-npu:latest",
+        "timeout_seconds": 1200}
+
+
+def test_the_refusals_name_the_dialects_markers_and_every_pattern(tmp_path):
+    repo = tmp_path / "sglang"
+    shutil.copytree(SGLANG, repo)
+    write(repo, "test/registered/core/test_plain.py", "def test_nothing():\n    pass\n")
+    with pytest.raises(InputError) as info:
+        resolve_file("test/registered/core/test_plain.py", repo)
+    assert (info.value.message, info.value.hint) == (
+        "test/registered/core/test_plain.py is not registered for any stage",
+        "add register_amd_ci/register_cpu_ci/register_cuda_ci/register_npu_ci/register_rocm_ci/register_xpu_ci(...) "
+        "at module level")
+    write(repo, "test/other/test_a.py", "def test_nothing():\n    pass\n")
+    assert errors_of("test/other/test_a.py", repo) == [
+        "test/other/test_a.py is not a discovered test file (roots: test/registered, "
+        "python/pkg/jit_kernel/benchmark; pattern 'test_*.py')"]

@@ -4,8 +4,9 @@
 - Out: a `Command`, `None` for an ordinary comment (no API call is made for it), or a
   `GrammarError` for a body that mentions a command but is not exactly one.
 - Accepted, as the whole trimmed body: `/run-ci-<name>`, `/bypass-fastfail`,
-  `/clear-labels`, `/rerun-failed-ci`, `/rerun-test <path>` with `<path>` a
-  `tests/.../test_*.py` path of safe segments. Nothing is normalised: a look-alike slash
+  `/clear-labels`, `/rerun-failed-ci`, `/rerun-test <path>` with `<path>` a repo-relative
+  `DIR/.../NAME.py` path of safe segments (the checkout's discovery configuration then
+  decides whether it is a test file). Nothing is normalised: a look-alike slash
   (U+2215, U+FF0F, ...) is not a slash, and a second line is a second command.
 """
 
@@ -15,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from ci_policy.errors import CiPolicyError
-from ci_policy.plan.filerun import TEST_PATH_RE
+from ci_policy.plan.filerun import MAX_TEST_PATH, TEST_PATH_RE
 from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 
 COMMAND_RE = re.compile(
@@ -24,7 +25,7 @@ COMMAND_RE = re.compile(
 MARKERS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test")
 
 USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test tests/<dir>/test_<name>.py`.")
+         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`.")
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,9 @@ def parse(body: str) -> Command | None:
     if m.group("simple"):
         return Command(m.group("simple").replace("-", "_"))
     path = m.group("path")
-    if not TEST_PATH_RE.fullmatch(path) or ".." in path.split("/"):
-        raise GrammarError(f"`{_shown(path)}` is not a test file path of the form tests/.../test_*.py. {USAGE}")
+    if len(path) > MAX_TEST_PATH or not TEST_PATH_RE.fullmatch(path):
+        raise GrammarError(f"`{_shown(path)}` is not a repo-relative test file path of safe segments "
+                           f"(letters, digits, '_', '.', '-'; no '..') ending in .py. {USAGE}")
     return Command("rerun_test", path)
 
 

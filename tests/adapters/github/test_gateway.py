@@ -21,7 +21,7 @@ from ci_policy.adapters.github.gateway import run_name
 
 MOVED = "feedfacecafebeef00112233445566778899aabb"
 USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test tests/<dir>/test_<name>.py`.")
+         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`.")
 ALLOWED = ("run-ci-megatron, run-ci-fsdp, run-ci-sglang, run-ci-session, run-ci-rocm, run-ci-long, nightly, "
            "bypass-fastfail")
 
@@ -303,7 +303,8 @@ def test_more_than_one_command_gets_the_usage_and_nothing_else(world, body):
 def test_an_unsafe_rerun_path_gets_a_reply_and_nothing_else(world, path, shown):
     result = world.run(f"/rerun-test {path}", login="maria")
     assert (result.rc, result.out) == (0, "ci-policy comment: refused: not exactly one command\n")
-    assert world.calls() == [reply(f"`{shown}` is not a test file path of the form tests/.../test_*.py. {USAGE}")]
+    assert world.calls() == [reply(f"`{shown}` is not a repo-relative test file path of safe segments (letters, "
+                                   f"digits, '_', '.', '-'; no '..') ending in .py. {USAGE}")]
 
 
 # -- clearing labels -----------------------------------------------------------------------------------------

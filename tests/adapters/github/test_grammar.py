@@ -7,12 +7,13 @@ import pytest
 from ci_policy.adapters.github.grammar import USAGE, Command, GrammarError, parse
 
 USAGE_TEXT = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-              "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test tests/<dir>/test_<name>.py`.")
+              "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`.")
 NOT_ONE = f"this comment is not exactly one command. {USAGE_TEXT}"
 
 
 def bad_path(shown: str) -> str:
-    return f"`{shown}` is not a test file path of the form tests/.../test_*.py. {USAGE_TEXT}"
+    return (f"`{shown}` is not a repo-relative test file path of safe segments (letters, digits, '_', '.', '-'; "
+            f"no '..') ending in .py. {USAGE_TEXT}")
 
 
 def test_usage_text_names_every_accepted_form():
@@ -35,6 +36,13 @@ def test_usage_text_names_every_accepted_form():
     ("/rerun-test tests/_a/0b/c.d-e/test_x.y-z_.py", Command("rerun_test", "tests/_a/0b/c.d-e/test_x.y-z_.py")),
     ("/rerun-test tests/e2e/test_.py", Command("rerun_test", "tests/e2e/test_.py")),
     (" /rerun-test tests/e2e/test_a.py\t\r\n", Command("rerun_test", "tests/e2e/test_a.py")),
+    # Any layout: the checkout's discovery configuration decides what is a test file.
+    ("/rerun-test test/registered/core/test_srt_engine.py",
+     Command("rerun_test", "test/registered/core/test_srt_engine.py")),
+    ("/rerun-test python/pkg/jit_kernel/benchmark/bench_rmsnorm.py",
+     Command("rerun_test", "python/pkg/jit_kernel/benchmark/bench_rmsnorm.py")),
+    ("/rerun-test src/test_x.py", Command("rerun_test", "src/test_x.py")),
+    ("/rerun-test test_top.py", Command("rerun_test", "test_top.py")),
 ])
 def test_exactly_one_command_is_parsed(body, command):
     assert parse(body) == command
@@ -107,8 +115,8 @@ def test_a_body_with_a_marker_that_is_not_exactly_one_command_is_refused(body):
     ("/etc/test_x.py", "/etc/test_x.py"),
     ("/tests/e2e/test_x.py", "/tests/e2e/test_x.py"),
     ("../tests/test_x.py", "../tests/test_x.py"),
-    ("src/test_x.py", "src/test_x.py"),
-    ("tests/e2e/conftest.py", "tests/e2e/conftest.py"),
+    (".github/test_x.py", ".github/test_x.py"),
+    ("tests/e2e/.test_x.py", "tests/e2e/.test_x.py"),
     ("tests/e2e/test_x.pyc", "tests/e2e/test_x.pyc"),
     ("tests/e2e/test_x", "tests/e2e/test_x"),
     ("tests", "tests"),
@@ -126,6 +134,7 @@ def test_a_body_with_a_marker_that_is_not_exactly_one_command_is_refused(body):
     ("@acme/maintainers", "?acme/maintainers"),
     ("[x](https://evil.example)", "?x??https?//evil.example?"),
     ("tests/" + "a" * 200 + "/test_$.py", "tests/" + "a" * 114),   # echoed at most 120 characters
+    ("tests/" + "a" * 242 + "/test_x.py", "tests/" + "a" * 114),   # 256 characters: longer than any checkout path
 ])
 def test_rerun_test_paths_are_checked_and_echoed_without_unsafe_characters(path, shown):
     with pytest.raises(GrammarError) as info:
