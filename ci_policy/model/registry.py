@@ -57,6 +57,13 @@ _TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "boolean": (_is_boolean, "True or False"),
     "strings": (_is_strings, "a list of strings"),
 }
+# The narrowest first: `True` is also an integer and `1` also a number.
+_NARROWEST_FIRST = ("boolean", "integer", "number", "string", "strings")
+
+
+def argument_type(value: Any) -> str | None:
+    """The narrowest `markers.extra_arguments` type that accepts a literal, or None (`ci-policy init`)."""
+    return next((t for t in _NARROWEST_FIRST if _TYPES[t][0](value)), None)
 
 # Where a registration's est_time came from: the marker's literal, the implicit root of the
 # configuration, or the estimates file.

@@ -11,13 +11,15 @@
   executed. Not entered: hidden directories (`.git`, `.venv`), virtualenvs (a
   `pyvenv.cfg`), `node_modules`, `__pycache__`, `site-packages`, `build`, `dist`,
   `*.egg-info`. Symlinks are never followed: a symlinked file or directory is a note.
-- Inferred: the markers (`register_<word>_ci` called as a module-level statement, mapped
-  to a backend by name; names beyond the three built-in ones and backends beyond cpu,
-  cuda and rocm are declared), the extra arguments with their types, the suite template
+- Inferred: the markers (any name lint reads as one, `register_<word>_ci`, called as a
+  module-level statement; its backend is the word lowercased, `amd` -> rocm; names beyond
+  the three built-in ones and backends beyond cpu, cuda and rocm are declared), the
+  extra arguments with their types, the suite template
   when `stage=`/`runner_config=` appear, one stage per suite, the discovery roots,
   patterns and excludes that cover exactly the registered files, the labels used.
-- Not guessed: a suite registered for two backends (no stage; a note), an argument
-  that is not a literal (the call gives no stage; lint reports it once configured).
+- Not guessed: a suite registered for two backends (no stage; a note), a marker whose
+  word is no backend name (`register_9x_ci`: a note), an argument that is not a literal
+  (the call gives no stage; lint reports it once configured).
 - Refused: a checkout with no marker call at all (`InputError`).
 """
 
@@ -33,22 +35,34 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ci_policy.config.backends import BACKEND_NAME_RE
+from ci_policy.config.backends import BUILTIN_BACKENDS as BUILTIN_BACKEND_MAP
 from ci_policy.errors import Diagnostic, InputError, warning
+from ci_policy.model.registry import argument_type
 from ci_policy.read.checkout import read_text
-from ci_policy.read.markers import NotLiteral, bind_nodes, literal, module_level_calls, parse_source, scan
+from ci_policy.read.markers import (
+    KEYWORD_ONLY,
+    MARKER_NAME_RE,
+    POSITIONAL,
+    REGISTRATION_MARKERS,
+    NotLiteral,
+    bind_nodes,
+    literal,
+    module_level_calls,
+    parse_source,
+    scan,
+)
 from ci_policy.read.numbers import is_finite_number
 
-MARKER_RE = re.compile(r"register_([a-z][a-z0-9]*)_ci")
-_MARKER_IN_TEXT = re.compile(r"\bregister_[a-z][a-z0-9]*_ci\b")
+# Any name lint would read as a marker (`MARKER_NAME_RE`), so init finds whatever lint would flag.
+_MARKER_IN_TEXT = re.compile(r"\bregister_[A-Za-z0-9_]+_ci\b")
 # The marker words whose backend is not the word itself.
 WORD_BACKENDS = {"amd": "rocm"}
-BUILTIN_MARKERS = {"register_cpu_ci": "cpu", "register_cuda_ci": "cuda", "register_rocm_ci": "rocm"}
-BUILTIN_BACKENDS = ("cpu", "cuda", "rocm")
+BUILTIN_MARKERS = REGISTRATION_MARKERS
+BUILTIN_BACKENDS = tuple(BUILTIN_BACKEND_MAP)
 # Accelerators whose marker names sglang-family repositories use; any other word is declared
 # an accelerator too, with a comment naming the marker it came from.
 KNOWN_ACCELERATORS = ("npu", "xpu")
-POSITIONAL = ("est_time", "suite")
-KEYWORD_ONLY = ("labels", "nightly", "disabled")
 TEMPLATE_ARGUMENTS = ("stage", "runner_config")
 SUITE_TEMPLATE = "{stage}-test-{runner_config}"
 LABELS_FILE = "labels.py"
@@ -131,11 +145,13 @@ def quote(value: str) -> str:
     return "".join(out)
 
 
-def backend_of(marker: str) -> str:
-    match = MARKER_RE.fullmatch(marker)
-    assert match is not None, marker
-    word = match.group(1)
-    return WORD_BACKENDS.get(word, word)
+def backend_of(marker: str) -> str | None:
+    """The backend a marker name implies (`register_amd_ci` -> rocm), or None when its word is no backend name."""
+    if marker in BUILTIN_MARKERS:
+        return BUILTIN_MARKERS[marker]
+    word = marker[len("register_"):-len("_ci")].lower()
+    backend = WORD_BACKENDS.get(word, word)
+    return backend if BACKEND_NAME_RE.fullmatch(backend) else None
 
 
 def _note(message: str, path: str | None = None, line: int | None = None, col: int | None = None,
@@ -206,11 +222,17 @@ def _literal(node: ast.expr | None) -> Any:
 
 def _calls_of(rel: str, tree: ast.Module, text: str, notes: list[Diagnostic]) -> tuple[list[Call], bool]:
     """The readable marker calls of a file, and whether it has any marker call at all."""
-    names = frozenset(n for n in _MARKER_IN_TEXT.findall(text) if MARKER_RE.fullmatch(n))
+    names = frozenset(n for n in _MARKER_IN_TEXT.findall(text) if MARKER_NAME_RE.fullmatch(n))
     out: list[Call] = []
     found = module_level_calls(tree, names)
     for mc in found:
         where: dict[str, Any] = dict(path=rel, line=mc.line, col=mc.col)
+        backend = backend_of(mc.marker)
+        if backend is None:
+            notes.append(_note(f"{mc.marker}(...): no backend name can be read from the marker's name; "
+                               "the call gives no stage", **where,
+                               hint=f"declare a backend and map it in markers.names: {{{mc.marker}: BACKEND}}"))
+            continue
         extra_names = tuple(k.arg for k in mc.call.keywords
                             if k.arg is not None and k.arg not in POSITIONAL + KEYWORD_ONLY)
         binding = bind_nodes(mc.call, mc.marker, POSITIONAL, KEYWORD_ONLY + extra_names)
@@ -230,7 +252,7 @@ def _calls_of(rel: str, tree: ast.Module, text: str, notes: list[Diagnostic]) ->
         labels = values.get("labels")
         disabled = values.get("disabled")
         out.append(Call(
-            file=rel, line=mc.line, marker=mc.marker, backend=backend_of(mc.marker), suite=suite,
+            file=rel, line=mc.line, marker=mc.marker, backend=backend, suite=suite,
             est_time=est if is_finite_number(est) and est >= 0 else None,
             labels=tuple(x for x in labels if isinstance(x, str)) if isinstance(labels, list) else (),
             disabled=isinstance(disabled, str) and bool(disabled.strip()),
@@ -384,25 +406,11 @@ def _discovery(registered: set[str], others: list[str], excludable: set[str], sk
                       pattern=pattern, exclude=tuple(exclude))
 
 
-def _type_of(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list) and all(isinstance(x, str) for x in value):
-        return "strings"
-    return None
-
-
 def _extra_arguments(calls: list[Call], names: set[str], notes: list[Diagnostic]) -> dict[str, str]:
     types: dict[str, Counter[str]] = {n: Counter() for n in names}
     for call in calls:
         for name, value in call.extra:
-            kind = _type_of(value)
+            kind = argument_type(value)
             if kind is not None:
                 types[name][kind] += 1
             elif value is not None:
@@ -496,8 +504,8 @@ def starter(repo: Path) -> Starter:
         stages.append((suite, backends[0], group))
     stages.sort(key=lambda s: (_backend_order(s[1]), s[0]))
 
-    markers_used = sorted({c.marker for c in calls})
-    names = {m: backend_of(m) for m in markers_used if m not in BUILTIN_MARKERS}
+    # Each call's backend came from its marker's name, so a marker has one backend.
+    names = {c.marker: c.backend for c in sorted(calls, key=lambda c: c.marker) if c.marker not in BUILTIN_MARKERS}
     backends = sorted({b for b in names.values() if b not in BUILTIN_BACKENDS})
     markers_of = {b: sorted(m for m, mb in names.items() if mb == b) for b in backends}
     extra_names = {n for c in calls for n in c.extra_names}

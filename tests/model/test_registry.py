@@ -12,7 +12,7 @@ from marker_calls import arbitrary_calls
 
 from ci_policy.config import parse_config
 from ci_policy.errors import Diagnostic
-from ci_policy.model.registry import Registration, registrations_of
+from ci_policy.model.registry import Registration, argument_type, registrations_of
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.read.labels import parse_labels
 from ci_policy.read.markers import scan
@@ -852,3 +852,11 @@ def test_the_unregistered_error_shows_the_pattern_the_file_matched_and_the_confi
         "implicit root, so no stage would run it",
         "add register_cpu_ci/register_cuda_ci/register_rocm_ci/register_amd_ci/register_npu_ci(...) at module "
         "level, or add an implicit root for its directory in the configuration", path=path)]
+
+
+@pytest.mark.parametrize("value, kind", [
+    (True, "boolean"), (3, "integer"), (0.5, "number"), (float("inf"), None), ("x", "string"),
+    (["a", "b"], "strings"), ([], "strings"), ([1], None), ({"k": 1}, None), (None, None),
+])
+def test_argument_type_is_the_narrowest_extra_argument_type_that_accepts_a_literal(value, kind):
+    assert argument_type(value) == kind

@@ -17,6 +17,7 @@ import yaml
 
 from ci_policy.config import parse_config
 from ci_policy.errors import Diagnostic, InputError
+from ci_policy.model.lint import lint
 from ci_policy.model.starter import Placeholder, quote, starter
 
 MAIN = '\nif __name__ == "__main__":\n    unittest.main()\n'
@@ -453,3 +454,27 @@ def test_symlinks_to_other_files_are_skipped_without_a_note(tmp_path):
     os.symlink(tmp_path / "README.md", tmp_path / "tests" / "README.md")
     os.symlink(tmp_path / "tests", tmp_path / ".hidden-link")
     assert starter(tmp_path).notes == ()
+
+
+def test_every_name_lint_reads_as_a_marker_is_found_and_its_backend_read_or_noted(tmp_path):
+    write(tmp_path, {
+        "t/test_a.py": 'register_Gaudi_ci(est_time=1, suite="hpu-a")\n',
+        "t/test_b.py": 'register_my_tpu_ci(est_time=1, suite="tpu-b")\n',
+        "t/test_c.py": 'register_9x_ci(est_time=1, suite="c")\n',
+    })
+    result = starter(tmp_path)
+    data = yaml.safe_load(result.config_text)
+    assert data["backends"] == {"gaudi": {"accelerator": True}, "my_tpu": {"accelerator": True}}
+    assert data["markers"] == {"names": {"register_Gaudi_ci": "gaudi", "register_my_tpu_ci": "my_tpu"}}
+    assert [(n.path, n.line, n.message, n.hint) for n in result.notes] == [
+        ("t/test_c.py", 1, "register_9x_ci(...): no backend name can be read from the marker's name; the call "
+                           "gives no stage",
+         "declare a backend and map it in markers.names: {register_9x_ci: BACKEND}"),
+    ]
+    # What init wrote declares what lint reads: once runs_on is filled in, the one marker init could
+    # not name a backend for is all that is left, as lint's undeclared-marker error.
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "ci-policy.yml").write_text(result.filled("gpu"))
+    report = lint(tmp_path)
+    assert [(d.code, d.path, d.line, d.col) for d in report.errors] == [("CP207", "t/test_c.py", 1, 1)]
+    assert report.snapshot is not None and len(report.snapshot.registrations) == 2
