@@ -43,9 +43,9 @@ def test_schedules_map_cron_expressions_to_cadences():
      "cadences.nightly_exclude: expected a list, got a string ('slow')", "CP104", None),
     ("cadences: {nightly_exclude: [a, a]}\n", "a]",
      "cadences.nightly_exclude[1]: duplicate entry 'a'", "CP106", None),
-    ("cadences: {nightly: [slow]}\n", "nightly",
-     "cadences.nightly: unknown key; did you mean 'nightly_exclude'?", "CP102",
-     "allowed keys here: nightly_exclude, schedules"),
+    ("cadences: {nightly_exlude: [slow]}\n", "nightly",
+     "cadences.nightly_exlude: unknown key; did you mean 'nightly_exclude'?", "CP102",
+     "allowed keys here: merge_group, nightly_exclude, nightly_selects, schedules"),
 ])
 def test_invalid_cadences(section, needle, message, code, hint):
     text = VALID + section
