@@ -479,7 +479,7 @@ def test_unknown_revision_makes_the_diff_unavailable(git_repo, capsys):
 
 # -- usage errors: exit 2, the option named, nothing on stdout -------------------------------
 
-EVENTS = "pull_request, schedule, workflow_dispatch, workflow_call"
+EVENTS = "pull_request, schedule, workflow_dispatch, workflow_call, push, merge_group"
 CADENCES = "regular, nightly, weekly, release"
 
 
@@ -507,9 +507,9 @@ def test_usage_errors_exit_2_naming_the_option(at_root, capsys, extra, stderr):
 def test_usage_error_in_github_format_is_also_an_annotation(at_root, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary"))
-    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "push", "--format", "github"], capsys)
-    assert (rc, err) == (2, f"ci-policy plan: error: --event: unknown event 'push'; expected one of {EVENTS}\n")
-    assert out == f"::error::ci-policy plan: --event: unknown event 'push'; expected one of {EVENTS}\n"
+    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "release", "--format", "github"], capsys)
+    assert (rc, err) == (2, f"ci-policy plan: error: --event: unknown event 'release'; expected one of {EVENTS}\n")
+    assert out == f"::error::ci-policy plan: --event: unknown event 'release'; expected one of {EVENTS}\n"
     assert not (tmp_path / "out").exists() and not (tmp_path / "summary").exists()
 
 

@@ -198,11 +198,11 @@ def test_the_spec_yaml_is_loaded_as_written():
 
 # -- errors ---------------------------------------------------------------------------------
 
-EVENT_LIST = "pull_request, schedule, workflow_dispatch, workflow_call"
+EVENT_LIST = "pull_request, schedule, workflow_dispatch, workflow_call, push, merge_group"
 CADENCE_LIST = "regular, nightly, weekly, release"
 
 ERRORS = [
-    pytest.param("push", None, None, SPEC, f"unknown event 'push'; expected one of {EVENT_LIST}",
+    pytest.param("release", None, None, SPEC, f"unknown event 'release'; expected one of {EVENT_LIST}",
                  "--event", id="unknown-event"),
     pytest.param("", None, None, SPEC, f"unknown event ''; expected one of {EVENT_LIST}",
                  "--event", id="empty-event"),
@@ -375,6 +375,15 @@ FLAGS = [
     ("workflow_call", "nightly", True, True, True),
     ("workflow_call", "weekly", True, True, True),
     ("workflow_call", "release", True, True, False),
+    ("push", "regular", False, False, False),
+    ("push", "nightly", True, True, True),
+    ("push", "weekly", True, True, True),
+    ("push", "release", True, True, False),
+    # A merge queue entry is not merged yet: it never writes baselines.
+    ("merge_group", "regular", False, False, False),
+    ("merge_group", "nightly", True, True, False),
+    ("merge_group", "weekly", True, True, False),
+    ("merge_group", "release", True, True, False),
 ]
 
 
