@@ -168,9 +168,9 @@ class Cadences:
         return entry.cadence if isinstance(entry, Schedule) else entry
 
     def schedule_for(self, cron: str) -> Schedule | None:
-        """The stage choice of `cron`, when its entry is a mapping (None: it plans every stage)."""
+        """The stage choice of `cron`, when its entry chooses stages (None: it plans every stage)."""
         entry = self.schedules.get(cron)
-        return entry if isinstance(entry, Schedule) else None
+        return entry if isinstance(entry, Schedule) and (entry.backends or entry.stages) else None
 
 
 def _build(s: Schema, v: Values) -> Cadences:

@@ -86,7 +86,8 @@ def test_every_table_is_reachable_from_the_top_level():
     assert [t.title for t in reached] == [
         ".github/ci-policy.yml", "backends.<name>", "markers", "stages[]", "discovery", "discovery.roots[]",
         "discovery.implicit[]",
-        "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "pull_request", "selection", "selection.rules[]", "runner", "runner.retry",
+        "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "pull_request", "selection",
+        "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "gates", "gates.defaults.<metric key>", "gates.require[]", "file_run",
         "tune", "lint", "lint.ignore[]"]
     # Tables without a dataclass of their own: a `{path, pattern}` root is a pair in `Discovery`.
