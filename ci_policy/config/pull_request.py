@@ -8,10 +8,14 @@
 - Refused: an empty list, and a label GitHub could not carry: empty, longer than 50
   characters (GitHub's limit), with control characters, or with leading or trailing
   whitespace (GitHub strips it).
+- `gate_near_misses`: gate labels one edit (or only letter case) away from a label
+  ci-policy knows or from another gate label, for `lint`'s warning: a misspelt gate would
+  otherwise skip its stages on every PR without any error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ci_policy.config import fields
@@ -57,3 +61,50 @@ def _build(s: Schema, v: Values) -> PullRequest:
 
 
 PULL_REQUEST = fields.mapping_of(PULL_REQUEST_TABLE, _build)
+
+
+# A gate label as the configuration names it: (label, field, line).
+GateReference = tuple[str, str, int | None]
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """One substitution, insertion, deletion or swap of neighbours apart, ignoring letter case.
+
+    A digit for a digit does not count: `run-ci-h100` and `run-ci-h200` are variants, not typos.
+    """
+    a, b = a.lower(), b.lower()
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        swapped = a[i:i + 2] == b[i:i + 2][::-1] and a[i + 2:] == b[i + 2:]
+        replaced = a[i + 1:] == b[i + 1:] and not (a[i].isdigit() and b[i].isdigit())
+        return swapped or replaced
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    return longer[i + 1:] == shorter[i:]
+
+
+def gate_near_misses(gates: Sequence[GateReference], known: Iterable[str]) -> list[tuple[str, str, str, int | None]]:
+    """(label, the label it nearly is, field, line) for each gate label that looks misspelt.
+
+    `known` are the PR labels ci-policy reads (`run-ci-<known label>`, scopes, workflow-only
+    labels); a gate label equal to one of them is fine. Against another gate label, only the
+    one named less often is reported (both when named equally often).
+    """
+    known = set(known)
+    uses: dict[str, int] = {}
+    for label, _field, _line in gates:
+        uses[label] = uses.get(label, 0) + 1
+    out = []
+    for label, field, line in gates:
+        if label in known:
+            continue
+        near = sorted(k for k in known if _one_edit(label, k))
+        near += sorted(g for g in uses if g != label and uses[g] >= uses[label] and _one_edit(label, g))
+        if near:
+            out.append((label, near[0], field, line))
+    return out

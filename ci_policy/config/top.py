@@ -150,6 +150,14 @@ class Config:
                 return scope
         return None
 
+    def gate_references(self) -> tuple[tuple[str, str, int | None], ...]:
+        """(raw PR label, field, line) for every label a label gate names."""
+        refs = [(label, "pull_request.require_labels", self.pull_request.line)
+                for label in self.pull_request.require_labels]
+        for i, stage in enumerate(self.stages):
+            refs += [(label, f"stages[{i}].requires_labels", stage.line) for label in stage.requires_labels]
+        return tuple(refs)
+
     def label_references(self) -> tuple[tuple[str, str, int | None], ...]:
         """(label, field, line) for every label name the configuration mentions."""
         refs = [(label, "cadences.nightly_exclude", self.cadences.line)
