@@ -91,11 +91,11 @@ def warnings_of(snapshot: Snapshot) -> list[Diagnostic]:
                            path=config.estimates_file, code="CP904",
                            hint="regenerate it with ci-policy tune --write-estimates"))
     known_pr_labels = [f"run-ci-{name}" for name in labels.names] + [s.name for s in config.scopes]
-    for label, near, field, line in gate_near_misses(config.gate_references(),
-                                                     [*known_pr_labels, *WORKFLOW_ONLY_LABELS]):
-        out.append(warning(f"{field}: gate label {label!r} is one edit from {near!r}",
+    for gate, near, field, line in gate_near_misses(config.gate_references(),
+                                                    [*known_pr_labels, *WORKFLOW_ONLY_LABELS]):
+        out.append(warning(f"{field}: gate label {gate!r} is one edit from {near!r}",
                            path=config.path, line=line, code="CP907",
-                           hint=f"a PR must carry exactly {label!r} to open this gate; correct it if you meant "
+                           hint=f"a PR must carry exactly {gate!r} to open this gate; correct it if you meant "
                                 f"{near!r}"))
     for reg in snapshot.registrations:
         if reg.disabled is not None:
