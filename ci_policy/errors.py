@@ -163,6 +163,8 @@ CODES: dict[str, tuple[str, str]] = {
               "the estimates file lists tests/e2e/test_gone.py for suite gpu-a, which no registration matches"),
     "CP906": ("suppression-unused", "`# ci-policy: ignore[CP201]` suppresses nothing here"),
     "CP905": ("registration-disabled", "register_cuda_ci for suite gpu-a is disabled: flaky on driver 580"),
+    "CP907": ("gate-label-near-miss",
+              "stages[2].requires_labels: gate label 'run-ci-extar' is one edit from 'run-ci-extra'"),
 }
 
 

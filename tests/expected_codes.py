@@ -82,6 +82,7 @@ _BY_MESSAGE: list[tuple[str, str]] = [
     (r"^label '.*' is not used by any test$", "CP902"),
     (r"^the estimates file lists .* which no registration matches$", "CP904"),
     (r"^register_\w+_ci for suite \S+ is disabled: ", "CP905"),
+    (r": gate label '.*' is one edit from '.*'$", "CP907"),
 ]
 
 

@@ -41,7 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="regular, nightly, weekly or release (default regular); nightly and weekly runs "
                         "write baselines, regular and release never do")
     p.add_argument("--event", default=None, metavar="EVENT",
-                   help="the triggering event (default $GITHUB_EVENT_NAME); pull_request never writes")
+                   help="the triggering event (default $GITHUB_EVENT_NAME); pull_request and merge_group never "
+                        "write")
     p.add_argument("--run-id", default=None, metavar="ID", help="the workflow run id (default $GITHUB_RUN_ID)")
     p.add_argument("--run-attempt", type=positive_int, default=None, metavar="N",
                    help="the run attempt (default $GITHUB_RUN_ATTEMPT, else 1)")

@@ -136,15 +136,20 @@ def non_negative_float(text: str) -> float:
 def add_plan_inputs(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("plan inputs", "what triggered the workflow; an empty value means not given")
     g.add_argument("--event", required=True, metavar="EVENT",
-                   help="the triggering event: pull_request, schedule, workflow_dispatch or workflow_call")
+                   help="the triggering event: pull_request, push, merge_group, schedule, workflow_dispatch "
+                        "or workflow_call")
     g.add_argument("--labels-json", metavar="JSON",
                    help="the PR labels as a JSON array (toJSON(github.event.pull_request.labels.*.name))")
     g.add_argument("--label", action="append", default=None, metavar="L", help="a PR label (repeatable)")
     g.add_argument("--schedule", metavar="CRON", help="the schedule's cron (schedule events)")
     g.add_argument("--cadence", metavar="C", help="cadence override: regular, nightly, weekly or release")
     g.add_argument("--diff", metavar="FILE", help="output of git diff --name-status -z -M BASE HEAD")
-    g.add_argument("--base", metavar="REV", help="run git diff against this base revision")
-    g.add_argument("--head", metavar="REV", help="head revision for --base (default: HEAD)")
+    g.add_argument("--base", metavar="REV", help="run git diff against this base revision (a push: "
+                   "github.event.before; a merge queue: github.event.merge_group.base_sha)")
+    g.add_argument("--head", metavar="REV", help="head revision for --base (default: HEAD; a push: "
+                   "github.event.after; a merge queue: github.event.merge_group.head_sha)")
+    g.add_argument("--forced", metavar="BOOL", help="push events: github.event.forced (true or false); "
+                   "the diff of a force push is unavailable, so every runnable stage runs")
 
 
 def add_shard(p: argparse.ArgumentParser) -> None:
@@ -157,13 +162,19 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     from ci_policy.adapters.git import git_diff
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.plan.build import build_plan
-    from ci_policy.plan.policy import Trigger, parse_labels_json
+    from ci_policy.plan.policy import Trigger, parse_labels_json, push_diff_unavailable
     from ci_policy.read.diff import Diff, read_diff_file
 
     # A workflow passes every input on one line; GitHub gives "" for a value the event lacks.
-    for name in ("schedule", "cadence", "base", "head"):
+    for name in ("schedule", "cadence", "base", "head", "forced"):
         if getattr(args, name) == "":
             setattr(args, name, None)
+    if args.forced not in (None, "true", "false"):
+        raise UsageError(f"expected true or false, got {args.forced!r}", source="--forced",
+                         hint="pass ${{ github.event.forced }}")
+    if args.forced == "true" and args.event != "push":
+        raise UsageError(f"only a push is forced, not a {args.event} event", source="--forced",
+                         hint="pass --forced only with --event push")
     if args.head and not args.base:
         raise UsageError("needs --base", source="--head", hint="pass --base REV, or --diff FILE without --head")
     if args.diff and args.base:
@@ -173,7 +184,10 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
     repo = Path(args.repo)
     snapshot = load_snapshot(repo, args.config)
-    if args.diff:
+    untrusted = push_diff_unavailable(args.base, args.head, args.forced == "true")
+    if untrusted is not None:
+        diff = Diff.unavailable(untrusted)
+    elif args.diff:
         diff = read_diff_file(Path(args.diff))
     elif args.base:
         diff = git_diff(repo, args.base, args.head or "HEAD")

@@ -14,13 +14,14 @@
 from __future__ import annotations
 
 from ci_policy.config.backends import BUILTIN_BACKENDS, Backends
-from ci_policy.config.cadences import CADENCES, Cadence, Cadences
+from ci_policy.config.cadences import CADENCES, NIGHTLY_SELECTS, Cadence, Cadences, NightlySelects, Schedule
 from ci_policy.config.discovery import Discovery, ImplicitRoot
 from ci_policy.config.fields import FrozenMap
 from ci_policy.config.file_run import IMAGE_REPO_RE, IMAGE_TAG_RE, FileRunConfig
 from ci_policy.config.gates import REFERENCES, SESSION_VERSIONS, GateRequirement, GatesConfig, Reference
 from ci_policy.config.load import MAX_CONFIG_BYTES, load_config
 from ci_policy.config.markers import ARGUMENT_TYPES, Markers
+from ci_policy.config.pull_request import PullRequest
 from ci_policy.config.runner import RetryRules, RunnerConfig
 from ci_policy.config.scopes import SCOPE_RE, Scope
 from ci_policy.config.selection import EXPLICIT_MODES, ExplicitMode, Rule, Selection
@@ -31,9 +32,10 @@ from ci_policy.config.tune import TuneConfig
 __all__ = [
     "ARGUMENT_TYPES", "BACKENDS", "BUILTIN_BACKENDS", "CADENCES", "DEFAULT_CONFIG", "EXPLICIT_MODES",
     "IMAGE_REPO_RE", "IMAGE_TAG_RE",
-    "MAX_CONFIG_BYTES", "REFERENCES", "RUNNERS", "SCOPE_RE", "SESSION_VERSIONS",
+    "MAX_CONFIG_BYTES", "NIGHTLY_SELECTS", "REFERENCES", "RUNNERS", "SCOPE_RE", "SESSION_VERSIONS",
     "Backend", "Backends", "Cadence", "Cadences", "Config", "Discovery", "ExplicitMode", "FileRunConfig", "FrozenMap",
-    "GateRequirement", "GatesConfig", "ImplicitRoot", "Markers", "Reference", "RetryRules", "Rule", "RunnerConfig",
-    "RunnerKind", "Scope", "Selection", "Stage", "TuneConfig",
+    "GateRequirement", "GatesConfig", "ImplicitRoot", "Markers", "NightlySelects",
+    "PullRequest", "Reference", "RetryRules", "Rule", "RunnerConfig",
+    "RunnerKind", "Schedule", "Scope", "Selection", "Stage", "TuneConfig",
     "check_name", "load_config", "parse_config",
 ]

@@ -18,7 +18,9 @@ import yaml
 
 from ci_policy.config import codes, fields
 from ci_policy.config.backends import BUILTIN_BACKENDS, backend_parser, backends_of
+from ci_policy.config.cadences import CADENCES, Cadence, cadence_list
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
+from ci_policy.config.pull_request import gate_labels
 from ci_policy.read.names import NAME, NAME_RE
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -50,6 +52,11 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("diff_pruned", fields.boolean(), False, "The diff may skip the stage when no changed path affects it.",
         shown_default="`true` for accelerator stages, `false` for cpu"),
     Key("external", fields.boolean(), False, "Run by another system: listed, never planned here."),
+    Key("requires_labels", gate_labels("non-empty list of raw PR labels"), (),
+        "On a pull request, the stage runs only when the PR carries every one of these labels.",
+        shown_default="none"),
+    Key("cadences", cadence_list(), CADENCES, "The cadences the stage runs in; skipped in the others.",
+        shown_default="every cadence"),
 ))
 
 
@@ -63,6 +70,8 @@ class Stage:
     timeout_per_file: float | None = STAGE.default("timeout_per_file")
     diff_pruned: bool = STAGE.default("diff_pruned")
     external: bool = STAGE.default("external")
+    requires_labels: tuple[str, ...] = STAGE.default("requires_labels")
+    cadences: tuple[Cadence, ...] = STAGE.default("cadences")
     line: int | None = None
 
 
@@ -92,6 +101,8 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
         timeout_per_file=v.get("timeout_per_file"),
         diff_pruned=v.get("diff_pruned", gpu),
         external=v.get("external"),
+        requires_labels=v.get("requires_labels"),
+        cadences=v.get("cadences"),
         line=v.line,
     )
 

@@ -26,6 +26,7 @@ from ci_policy.config.file_run import FILE_RUN, FileRunConfig
 from ci_policy.config.gates import GATES, GatesConfig
 from ci_policy.config.lint import LINT, LintConfig
 from ci_policy.config.markers import MARKERS, Markers
+from ci_policy.config.pull_request import PULL_REQUEST, PullRequest
 from ci_policy.config.runner import RUNNER, RunnerConfig
 from ci_policy.config.scopes import SCOPES, Scope
 from ci_policy.config.selection import SELECTION, Selection
@@ -68,7 +69,8 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 
 # Table order is parse order: `markers` maps names to the `backends` declared before it,
 # `stages` check their backend against them, `discovery` checks its implicit roots against
-# the stages, and `file_run` its image keys against the backends.
+# the stages, `cadences` its schedules against the backends and stages, and `file_run` its
+# image keys against the backends.
 TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("version", Parser(f"integer {VERSION}", _parse_version), REQUIRED, "The format version of this file."),
     Key("requires", Parser("PEP 440 version specifier", _parse_requires), None,
@@ -85,6 +87,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("cadences", CADENCES_SECTION, Cadences(), "Which scheduled run is which cadence.",
         shown_default="no schedules"),
     Key("scopes", SCOPES, (), "Broad-scope PR labels (`run-ci-all`).", shown_default="none"),
+    Key("pull_request", PULL_REQUEST, PullRequest(), "What a pull request must carry before its stages run.",
+        shown_default="no label gate"),
     Key("selection", SELECTION, Selection(), "How the diff selects and prunes stages.",
         shown_default="the defaults below"),
     Key("runner", RUNNER, RunnerConfig(), "How `ci-policy run` retries, times out and stops files.",
@@ -114,6 +118,7 @@ class Config:
     markers: Markers = TOP.default("markers")
     cadences: Cadences = TOP.default("cadences")
     scopes: tuple[Scope, ...] = TOP.default("scopes")
+    pull_request: PullRequest = TOP.default("pull_request")
     selection: Selection = TOP.default("selection")
     runner: RunnerConfig = TOP.default("runner")
     gates: GatesConfig = TOP.default("gates")
@@ -144,6 +149,14 @@ class Config:
             if scope.name == name:
                 return scope
         return None
+
+    def gate_references(self) -> tuple[tuple[str, str, int | None], ...]:
+        """(raw PR label, field, line) for every label a label gate names."""
+        refs = [(label, "pull_request.require_labels", self.pull_request.line)
+                for label in self.pull_request.require_labels]
+        for i, stage in enumerate(self.stages):
+            refs += [(label, f"stages[{i}].requires_labels", stage.line) for label in stage.requires_labels]
+        return tuple(refs)
 
     def label_references(self) -> tuple[tuple[str, str, int | None], ...]:
         """(label, field, line) for every label name the configuration mentions."""

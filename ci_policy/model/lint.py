@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_policy.config.pull_request import gate_near_misses
 from ci_policy.errors import Diagnostic, InputError, InputErrors, warning
 from ci_policy.gates.requirements import violations
 from ci_policy.model.snapshot import Snapshot, load_snapshot
 from ci_policy.model.suppress import apply, unused
+from ci_policy.read.names import WORKFLOW_ONLY_LABELS
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,13 @@ def warnings_of(snapshot: Snapshot) -> list[Diagnostic]:
         out.append(warning(f"the estimates file lists {file} for suite {suite}, which no registration matches",
                            path=config.estimates_file, code="CP904",
                            hint="regenerate it with ci-policy tune --write-estimates"))
+    known_pr_labels = [f"run-ci-{name}" for name in labels.names] + [s.name for s in config.scopes]
+    for gate, near, field, line in gate_near_misses(config.gate_references(),
+                                                    [*known_pr_labels, *WORKFLOW_ONLY_LABELS]):
+        out.append(warning(f"{field}: gate label {gate!r} is one edit from {near!r}",
+                           path=config.path, line=line, code="CP907",
+                           hint=f"a PR must carry exactly {gate!r} to open this gate; correct it if you meant "
+                                f"{near!r}"))
     for reg in snapshot.registrations:
         if reg.disabled is not None:
             out.append(warning(f"{reg.marker} for suite {reg.suite} is disabled: {reg.disabled}",

@@ -21,7 +21,7 @@ from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile, Snapshot
 from ci_policy.plan.partition import Shard, partition
-from ci_policy.plan.policy import Policy, Trigger, is_selected, resolve, why_not_selected
+from ci_policy.plan.policy import DIFF_EVENTS, Policy, Trigger, resolve, selects, why_not
 from ci_policy.plan.selection import Decision, StageDecision, decide
 from ci_policy.read.diff import Diff
 
@@ -108,13 +108,13 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
     for backend in snapshot.config.backends.accelerators:
         runs = any(s.decision == "run" and s.stage.backend == backend for s in stages)
         images.append((backend, "build" if runs else "skip"))
-    if trigger.event == "pull_request" and not diff.available:
+    if trigger.event in DIFF_EVENTS and not diff.available:
         warnings.insert(0, f"diff unavailable: {diff.reason}")
-    if trigger.event == "pull_request" and diff.available:
+    if trigger.event in DIFF_EVENTS and diff.available:
         for path in diff.files:
             regs = snapshot.registrations_for(path)
-            if regs and not any(is_selected(r, policy) for r in regs):
-                why = "; ".join(sorted({why_not_selected(r, policy) for r in regs}))
+            if regs and not any(selects(r, policy) for r in regs):
+                why = "; ".join(sorted({why_not(r, policy) for r in regs}))
                 warnings.append(f"{path} changed but is not selected ({why}), so it does not run")
     for path in snapshot.validity.not_fully_read if snapshot.validity is not None else ():
         warnings.append(f"{path} was not fully read: a suppressed error dropped part of it "

@@ -1,27 +1,36 @@
 """Trigger policy: from event, schedule, PR labels and cadence override to what is included.
 
-- In: the event name (`pull_request`, `schedule`, `workflow_dispatch`, `workflow_call`),
-  the schedule's cron, the PR labels (the JSON array GitHub gives, or a list), an
-  optional cadence override (a `workflow_call` input; it wins over the trigger), the
-  `Config` and the `LabelRegistry`.
+- In: the event name (`EVENTS`), the schedule's cron, the PR labels (the JSON array GitHub
+  gives, or a list), an optional cadence override (a `workflow_call` input; it wins over
+  the trigger), the `Config` and the `LabelRegistry`.
 - Out: a frozen `Policy`: `cadence`, canonical `raw_labels`, `include_labels` with the
-  source of each, `admit_nightly`, `bypass_fastfail`, `write_baseline`, warnings.
+  source of each, `admit_nightly`, `bypass_fastfail`, `write_baseline`, warnings; for the
+  stage-level rules also every PR label as given (`pr_labels`), `nightly_only` and the
+  cron's `Schedule` when it chooses stages.
 - Rules: PR labels keep only `run-ci-<name>` (`read.names`: name `[A-Za-z0-9][A-Za-z0-9_.-]*`) and
   the workflow-only labels `nightly` and `bypass-fastfail`; a `nightly` label means the
   nightly cadence. Precedence of broad inclusion: `run-ci-all` > weekly/release >
   nightly > other broad scopes; explicit `run-ci-<known label>` labels are unioned in
-  last, so an explicit request always wins over a scope's exclusion.
+  last, so an explicit request always wins over a scope's exclusion. A `merge_group`
+  event has the cadence `cadences.merge_group`; `push` and `merge_group` carry no labels.
+- Stage-level rules (`held_back`, called by stage selection before any test is looked at):
+  a schedule that chooses stages, the stage's own cadences, then on pull requests the label
+  gates (`pull_request.require_labels` for accelerator stages, `stages[].requires_labels`),
+  which compare the raw PR labels, never their canonical form.
 - Refused: an unknown event, an unknown cron (never silently another cadence's), an
-  unknown cadence, a labels JSON that is not an array of strings.
+  unknown cadence, a labels JSON that is not an array of strings, labels on an event that
+  has none.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ci_policy.config import CADENCES, Config
+from ci_policy.config import CADENCES, Config, Schedule, Stage
+from ci_policy.config.cadences import SPLIT_CADENCES
 from ci_policy.errors import InputError, UsageError
 from ci_policy.gates.baseline import writes_baseline
 from ci_policy.model.registry import Registration
@@ -29,7 +38,13 @@ from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.names import CI_LABEL_RE, is_ci_label
 from ci_policy.read.strictjson import no_constants
 
-EVENTS = ("pull_request", "schedule", "workflow_dispatch", "workflow_call")
+EVENTS = ("pull_request", "schedule", "workflow_dispatch", "workflow_call", "push", "merge_group")
+# Events whose diff prunes `diff_pruned` stages: a pull request, a branch push, a merge queue entry.
+DIFF_EVENTS = ("pull_request", "push", "merge_group")
+# Events that carry no PR labels at all.
+UNLABELLED_EVENTS = ("push", "merge_group")
+# `github.event.before` of a push that created a branch (SHA-1 and SHA-256 repositories).
+ZERO_SHA_RE = re.compile(r"0{40}|0{64}")
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,12 @@ class Policy:
     bypass_fastfail: bool
     write_baseline: bool
     warnings: tuple[str, ...] = ()
+    # Every PR label as given, for the label gates (`raw_labels` keeps only the canonical ones).
+    pr_labels: tuple[str, ...] = ()
+    # `cadences.nightly_selects: nightly_only` on a nightly or weekly run: only nightly tests.
+    nightly_only: bool = False
+    # The cron's entry when it chooses the stages it plans.
+    schedule: Schedule | None = None
 
     def source_of(self, label: str) -> str | None:
         return dict(self.sources).get(label)
@@ -61,10 +82,7 @@ class Policy:
         sources = dict(self.sources)
         for label, source in added:
             sources.setdefault(label, source)
-        return Policy(event=self.event, cadence=self.cadence, raw_labels=self.raw_labels,
-                      include_labels=tuple(sorted(sources)), sources=tuple(sorted(sources.items())),
-                      admit_nightly=self.admit_nightly, bypass_fastfail=self.bypass_fastfail,
-                      write_baseline=self.write_baseline, warnings=self.warnings)
+        return replace(self, include_labels=tuple(sorted(sources)), sources=tuple(sorted(sources.items())))
 
 
 def parse_labels_json(text: str, source: str = "--labels-json") -> tuple[str, ...]:
@@ -112,10 +130,24 @@ def resolve_cadence(trigger: Trigger, config: Config, raw_labels: Sequence[str])
         return cadence
     if trigger.event == "pull_request" and "nightly" in raw_labels:
         return "nightly"
+    if trigger.event == "merge_group":
+        return config.cadences.merge_group
     return "regular"
 
 
+def gate_labels(config: Config) -> tuple[str, ...]:
+    """Every raw PR label a label gate names (`pull_request.require_labels`, `stages[].requires_labels`)."""
+    named = set(config.pull_request.require_labels)
+    for stage in config.stages:
+        named.update(stage.requires_labels)
+    return tuple(sorted(named))
+
+
 def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
+    if trigger.event in UNLABELLED_EVENTS and trigger.labels:
+        raise UsageError(f"a {trigger.event} event carries no PR labels, got {', '.join(trigger.labels)[:200]}",
+                         source="--labels-json/--label",
+                         hint="pass PR labels only for pull_request events (an empty array or null is fine)")
     raw = canonical_labels(trigger.labels)
     cadence = resolve_cadence(trigger, config, raw)
     known = labels.names
@@ -124,6 +156,7 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
     def every_label_but(exclude: Iterable[str]) -> set[str]:
         return set(known) - set(exclude)
 
+    gates = gate_labels(config)
     sources: dict[str, str] = {}
     requested_scopes = [s for s in config.scopes if s.name in raw]
     all_scope = config.scope("run-ci-all")
@@ -149,7 +182,7 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
         name = m.group(1)
         if name in known:
             sources[name] = label  # an explicit request wins over any scope's exclusion
-        elif config.scope(label) is None:
+        elif config.scope(label) is None and label not in gates:
             warnings.append(f"PR label {label} names no known label or scope; it selects nothing")
 
     admit_nightly = cadence in ("nightly", "weekly", "release")
@@ -163,6 +196,10 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
         bypass_fastfail=admit_nightly or "bypass-fastfail" in raw,
         write_baseline=writes_baseline(cadence, trigger.event)[0],
         warnings=tuple(warnings),
+        pr_labels=tuple(sorted(set(trigger.labels))),
+        nightly_only=config.cadences.nightly_selects == "nightly_only" and cadence in SPLIT_CADENCES,
+        schedule=(config.cadences.schedule_for(trigger.schedule)
+                  if trigger.event == "schedule" and trigger.schedule else None),
     )
 
 
@@ -181,3 +218,64 @@ def why_not_selected(reg: Registration, policy: Policy) -> str:
     if reg.nightly and not policy.admit_nightly:
         return f"nightly-only; the {policy.cadence} cadence does not admit nightly tests"
     return f"needs one of: {', '.join(reg.labels)}"
+
+
+# -- stage-level rules: which stages this trigger may plan at all ------------------------------
+
+def held_back(stage: Stage, policy: Policy, config: Config) -> tuple[str, ...]:
+    """Why the trigger does not plan `stage` (skip reasons, without `skip: `), or () when it may.
+
+    In order, the first that applies: the cron's schedule does not choose the stage; the
+    cadence is not one of the stage's cadences; on a pull request, the label gates (both
+    reasons when both gates are missing labels).
+    """
+    schedule = policy.schedule
+    if schedule is not None and not schedule.plans(stage.name, stage.backend):
+        return (f"not in this schedule (cadences.schedules[{schedule.cron!r}] plans only {schedule.describe()})",)
+    if policy.cadence not in stage.cadences:
+        return (f"the {policy.cadence} cadence is not one of the stage's cadences ({', '.join(stage.cadences)})",)
+    if policy.event != "pull_request":
+        return ()
+    reasons = []
+    required = config.pull_request.require_labels
+    if required and config.is_accelerator(stage.backend) and not set(required) & set(policy.pr_labels):
+        if len(required) == 1:
+            reasons.append(f"the PR lacks the label {required[0]}, which accelerator stages need "
+                           "(pull_request.require_labels)")
+        else:
+            reasons.append(f"the PR lacks the labels {', '.join(required)}, one of which accelerator stages need "
+                           "(pull_request.require_labels)")
+    missing = [label for label in stage.requires_labels if label not in policy.pr_labels]
+    if missing:
+        noun = "label" if len(missing) == 1 else "labels"
+        reasons.append(f"the PR lacks the {noun} {', '.join(missing)}, which the stage requires (requires_labels)")
+    return tuple(reasons)
+
+
+def nightly_split(reg: Registration, policy: Policy) -> str | None:
+    """Why `cadences.nightly_selects: nightly_only` leaves out an enabled per-commit test, or None."""
+    if policy.nightly_only and not reg.nightly and reg.disabled is None:
+        return (f"not nightly; the {policy.cadence} cadence selects only nightly tests "
+                "(cadences.nightly_selects: nightly_only)")
+    return None
+
+
+def selects(reg: Registration, policy: Policy) -> bool:
+    """`is_selected`, and not left out by the nightly split."""
+    return is_selected(reg, policy) and nightly_split(reg, policy) is None
+
+
+def why_not(reg: Registration, policy: Policy) -> str:
+    """Why `selects` is false: the nightly split, else `why_not_selected`."""
+    return nightly_split(reg, policy) or why_not_selected(reg, policy)
+
+
+def push_diff_unavailable(before: str | None, after: str | None, forced: bool) -> str | None:
+    """Why a push's `before..after` diff cannot be trusted (a new branch, a deleted one, a force push), or None."""
+    if before is not None and ZERO_SHA_RE.fullmatch(before):
+        return "the push created the branch (its before commit is the zero SHA), so there is no base to diff against"
+    if after is not None and ZERO_SHA_RE.fullmatch(after):
+        return "the push deleted the branch (its after commit is the zero SHA)"
+    if forced:
+        return "a force push: the before commit need not be an ancestor of the pushed one"
+    return None

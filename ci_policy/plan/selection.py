@@ -14,6 +14,9 @@
   An unavailable diff affects every stage.
 - Invalid test files are never scheduled; each stage lists those whose readable
   registrations name it (`StageDecision.invalid`).
+- Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not
+  one of its cadences, a pull request without its gate labels.
+- `push` and `merge_group` are pruned by their diff as pull requests are (`DIFF_EVENTS`).
 - Other events, and stages with `diff_pruned: false`, run whenever they have selected tests.
 """
 
@@ -26,7 +29,7 @@ from typing import Literal
 from ci_policy.config import Rule, Stage
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import Snapshot
-from ci_policy.plan.policy import Policy, is_selected, why_not_selected
+from ci_policy.plan.policy import DIFF_EVENTS, Policy, held_back, selects, why_not
 from ci_policy.read.diff import Diff
 from ci_policy.read.globs import matches
 
@@ -84,7 +87,7 @@ def classify(path: str, snapshot: Snapshot) -> PathEffect:
 def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tuple[StageDecision, ...]]:
     """`snapshot` is `usable()`: its invalid files have no registrations left to select."""
     config = snapshot.config
-    pr = policy.event == "pull_request"
+    pr = policy.event in DIFF_EVENTS  # a pull request, or a push or merge queue entry pruned alike
     effects = [classify(p, snapshot) for p in diff.files] if (pr and diff.available) else []
 
     # Labels of explicit requests and broad scopes force their stages; auto-selected ones do not.
@@ -98,8 +101,13 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             continue
         regs = [r for r in snapshot.registrations if r.suite == stage.name]
         invalid = tuple(f.file for f in snapshot.invalid_files if stage.name in f.suites)
-        selected = tuple(r for r in regs if is_selected(r, policy))
-        not_selected = tuple((r, why_not_selected(r, policy)) for r in regs if not is_selected(r, policy))
+        selected = tuple(r for r in regs if selects(r, policy))
+        not_selected = tuple((r, why_not(r, policy)) for r in regs if not selects(r, policy))
+        held = held_back(stage, policy, config)
+        if held:
+            decisions.append(StageDecision(stage, "skip", tuple(f"skip: {h}" for h in held), selected,
+                                           not_selected, invalid))
+            continue
         if not selected:
             reason = (f"no schedulable tests ({len(invalid)} invalid, listed below)" if invalid and not regs
                       else _no_tests_reason(regs, policy))
@@ -108,6 +116,9 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         if not (pr and stage.diff_pruned):
             why = (f"{policy.event} event runs every stage with selected tests" if not pr
                    else "stage is not diff-pruned")
+            if policy.schedule is not None:
+                why = (f"schedule event runs every stage of cadences.schedules[{policy.schedule.cron!r}] "
+                       f"({policy.schedule.describe()}) with selected tests")
             decisions.append(StageDecision(stage, "run", (f"run: {why} ({len(selected)} selected)",),
                                            selected, not_selected, invalid))
             continue
@@ -161,6 +172,11 @@ def _no_tests_reason(regs: list[Registration], policy: Policy) -> str:
     eligible = [r for r in enabled if not r.nightly or policy.admit_nightly]
     if not eligible:
         return f"no selected tests (its tests are nightly-only; the {policy.cadence} cadence does not admit them)"
+    if policy.nightly_only:
+        eligible = [r for r in eligible if r.nightly]
+        if not eligible:
+            return (f"no selected tests (none of its tests is nightly; the {policy.cadence} cadence selects only "
+                    "nightly tests: cadences.nightly_selects: nightly_only)")
     needs = sorted({label for r in eligible for label in r.labels})
     return f"no selected tests (its tests need one of: {', '.join(needs)})"
 

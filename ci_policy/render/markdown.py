@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from ci_policy.plan.build import Plan
+from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import md_escape, mermaid_name
 from ci_policy.render.text import code_title, est_sources, failure, gate_rows, secs
@@ -21,7 +22,7 @@ def plan_markdown(plan: Plan) -> str:
     out.append(f"- **Included labels:** {md_escape(', '.join(policy.include_labels)) or '(none)'}")
     if plan.diff.available:
         out.append(f"- **Diff:** {len(plan.diff.files)} changed file(s)")
-    elif policy.event == "pull_request":
+    elif policy.event in DIFF_EVENTS:
         out.append(f"- **Diff:** unavailable ({md_escape(plan.diff.reason)}); every runnable stage runs")
     out.append("- **Images:** " + ", ".join(f"{b} {a}" for b, a in plan.images))
     out.append("")

@@ -16,6 +16,7 @@ from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.partition import Shard
+from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
 from ci_policy.render.escape import line_start, one_line
 
@@ -67,7 +68,7 @@ def plan_text(plan: Plan) -> str:
         lines.append(f"flags: {', '.join(flags)}")
     if plan.diff.available:
         lines.append(f"diff: {len(plan.diff.files)} changed file(s)")
-    elif policy.event == "pull_request":
+    elif policy.event in DIFF_EVENTS:
         lines.append(f"diff: unavailable ({plan.diff.reason})")
     lines.append("")
     rows: list[tuple[str, ...]] = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL", "REASONS")]

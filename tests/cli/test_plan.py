@@ -479,7 +479,7 @@ def test_unknown_revision_makes_the_diff_unavailable(git_repo, capsys):
 
 # -- usage errors: exit 2, the option named, nothing on stdout -------------------------------
 
-EVENTS = "pull_request, schedule, workflow_dispatch, workflow_call"
+EVENTS = "pull_request, schedule, workflow_dispatch, workflow_call, push, merge_group"
 CADENCES = "regular, nightly, weekly, release"
 
 
@@ -507,9 +507,9 @@ def test_usage_errors_exit_2_naming_the_option(at_root, capsys, extra, stderr):
 def test_usage_error_in_github_format_is_also_an_annotation(at_root, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary"))
-    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "push", "--format", "github"], capsys)
-    assert (rc, err) == (2, f"ci-policy plan: error: --event: unknown event 'push'; expected one of {EVENTS}\n")
-    assert out == f"::error::ci-policy plan: --event: unknown event 'push'; expected one of {EVENTS}\n"
+    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "release", "--format", "github"], capsys)
+    assert (rc, err) == (2, f"ci-policy plan: error: --event: unknown event 'release'; expected one of {EVENTS}\n")
+    assert out == f"::error::ci-policy plan: --event: unknown event 'release'; expected one of {EVENTS}\n"
     assert not (tmp_path / "out").exists() and not (tmp_path / "summary").exists()
 
 
@@ -597,3 +597,123 @@ def test_a_file_a_suppressed_error_left_partly_unread_is_named(make_repo, capsys
     rc, out, err = run(["plan", "--repo", str(repo), "--event", "schedule", "--cadence", "nightly"], capsys)
     assert (rc, err) == (0, "")
     assert out.endswith(f"\nwarning: {warning}\n")
+
+
+# -- push and merge_group: pruned by their diff, which a new branch or a force push makes unavailable --
+
+NEW_BRANCH = "the push created the branch (its before commit is the zero SHA), so there is no base to diff against"
+FORCED = "a force push: the before commit need not be an ancestor of the pushed one"
+
+
+@pytest.mark.parametrize("event", ["push", "merge_group"])
+def test_push_and_merge_group_are_pruned_by_their_diff(git_repo, capsys, event):
+    plan = plan_json(["plan", "--repo", str(git_repo), "--event", event, "--cadence", "nightly",
+                      "--base", "HEAD~1", "--head", "HEAD", "--forced", ""], capsys)
+    assert (plan["event"], plan["cadence"], plan["raw_labels"]) == (event, "nightly", [])
+    assert plan["diff"] == {"available": True, "files": ["docs/guide.md"]}
+    assert decisions(plan) == {
+        "stage-a-cpu": ("run", ["run: stage is not diff-pruned (4 selected)"]),
+        "stage-b-1-gpu-h200": ("skip", ["skip: the diff touches only docs/guide.md"]),
+        "stage-c-4-gpu-h200": ("skip", ["skip: the diff touches only docs/guide.md"]),
+        "stage-c-4-gpu-mi350": ("skip", ["skip: the diff touches only docs/guide.md"]),
+    }
+    # A merge queue entry is not merged yet: it never writes baselines; a push to a branch may.
+    assert plan["write_baseline"] is (event == "push")
+
+
+@pytest.mark.parametrize("extra, reason", [
+    (["--base", "0" * 40, "--head", "HEAD"], NEW_BRANCH),
+    (["--base", "HEAD~1", "--head", "HEAD", "--forced", "true"], FORCED),
+    (["--forced", "true"], FORCED),
+])
+def test_a_new_branch_or_a_force_push_has_no_diff_and_every_runnable_stage_runs(git_repo, capsys, extra, reason):
+    argv = ["plan", "--repo", str(git_repo), "--event", "push", "--cadence", "nightly", *extra]
+    plan = plan_json(argv, capsys)
+    assert plan["diff"] == {"available": False, "files": [], "reason": reason}
+    assert plan["warnings"][0] == f"diff unavailable: {reason}"
+    run_reason = f"run: the diff is unavailable ({reason}), so every runnable stage runs"
+    assert decisions(plan) == {
+        "stage-a-cpu": ("run", ["run: stage is not diff-pruned (4 selected)"]),
+        "stage-b-1-gpu-h200": ("run", [run_reason]),
+        "stage-c-4-gpu-h200": ("run", [run_reason]),
+        "stage-c-4-gpu-mi350": ("run", [run_reason]),
+    }
+    rc, out, err = run(argv, capsys)
+    assert (rc, err) == (0, "")
+    assert f"diff: unavailable ({reason})\n" in out and f"warning: diff unavailable: {reason}\n" in out
+
+
+@pytest.mark.parametrize("extra, stderr", [
+    (["--event", "pull_request", "--forced", "true"],
+     "--forced: only a push is forced, not a pull_request event\n    hint: pass --forced only with --event push\n"),
+    (["--event", "push", "--forced", "yes"],
+     "--forced: expected true or false, got 'yes'\n    hint: pass ${{ github.event.forced }}\n"),
+    (["--event", "push", "--label", "run-ci-all"],
+     "--labels-json/--label: a push event carries no PR labels, got run-ci-all\n"
+     "    hint: pass PR labels only for pull_request events (an empty array or null is fine)\n"),
+    (["--event", "merge_group", "--labels-json", '["run-ci"]'],
+     "--labels-json/--label: a merge_group event carries no PR labels, got run-ci\n"
+     "    hint: pass PR labels only for pull_request events (an empty array or null is fine)\n"),
+])
+def test_push_input_usage_errors(at_root, capsys, extra, stderr):
+    assert run(["plan", "--repo", "examples/gpu-repo", *extra], capsys) == (2, "", "ci-policy plan: error: " + stderr)
+
+
+def test_empty_labels_are_fine_on_a_push(at_root, capsys):
+    rc, out, _ = run(["plan", "--repo", "examples/gpu-repo", "--event", "push", "--labels-json", "null",
+                      "--forced", "false", "--format", "json"], capsys)
+    assert rc == 0 and json.loads(out)["diff"] == {"available": False, "files": [],
+                                                   "reason": "no --diff or --base was given"}
+
+
+# -- label gates, in every output format --------------------------------------------------------------
+
+GATED_EXAMPLE = """\
+pull_request:
+  require_labels: [run-ci]
+"""
+REQUIRE = "skip: the PR lacks the label run-ci, which accelerator stages need (pull_request.require_labels)"
+EXTRA = "skip: the PR lacks the label run-ci-extra, which the stage requires (requires_labels)"
+
+
+@pytest.fixture
+def gated_repo(example_repo, monkeypatch) -> Path:
+    config = example_repo / ".github" / "ci-policy.yml"
+    text = config.read_text()
+    old = "    partitions: 2\n    timeout_per_file: 3600\n"
+    assert text.count(old) == 1  # the mi350 stage
+    config.write_text(text.replace(old, old + "    requires_labels: [run-ci-extra]\n") + GATED_EXAMPLE)
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    return example_repo
+
+
+@pytest.mark.parametrize("labels, expected", [
+    ([], {"stage-a-cpu": "run", "stage-b-1-gpu-h200": REQUIRE, "stage-c-4-gpu-h200": REQUIRE,
+          "stage-c-4-gpu-mi350": f"{REQUIRE}; {EXTRA}"}),
+    (["run-ci"], {"stage-a-cpu": "run", "stage-b-1-gpu-h200": "run", "stage-c-4-gpu-h200": "run",
+                  "stage-c-4-gpu-mi350": EXTRA}),
+    (["run-ci", "run-ci-extra"], {"stage-a-cpu": "run", "stage-b-1-gpu-h200": "run", "stage-c-4-gpu-h200": "run",
+                                  "stage-c-4-gpu-mi350": "run"}),
+])
+def test_gate_reasons_in_every_format(gated_repo, tmp_path, monkeypatch, capsys, labels, expected):
+    argv = ["plan", "--repo", str(gated_repo), "--event", "pull_request", "--labels-json",
+            json.dumps(["run-ci-all", *labels])]
+    plan = plan_json(argv, capsys)
+    got = {name: "run" if decision == "run" else "; ".join(reasons)
+           for name, (decision, reasons) in decisions(plan).items()}
+    assert got == expected
+    # The canonical labels are unchanged; gate labels are not reported as selecting nothing.
+    assert plan["raw_labels"] == ["run-ci-all", *(["run-ci-extra"] if "run-ci-extra" in labels else [])]
+    assert not any("names no known label" in w for w in plan["warnings"])
+    skipped = [reason for reason in expected.values() if reason != "run"]
+    rc, text, _ = run(argv, capsys)
+    assert rc == 0 and all(reason in text for reason in skipped)
+    rc, markdown, _ = run([*argv, "--format", "markdown"], capsys)
+    assert rc == 0 and all(reason.replace("; ", "<br>").replace("_", "\\_") in markdown for reason in skipped)
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary"))
+    rc, _, _ = run([*argv, "--format", "github"], capsys)
+    assert rc == 0 and (tmp_path / "summary").read_text() == markdown
+    outputs = parse_github_output((tmp_path / "out").read_text())
+    assert json.loads(outputs["skipped_stages"]) == [name for name, r in expected.items() if r != "run"]

@@ -15,9 +15,11 @@ from ci_policy.config import (
     GateRequirement,
     GatesConfig,
     ImplicitRoot,
+    PullRequest,
     RetryRules,
     Rule,
     RunnerConfig,
+    Schedule,
     Scope,
     Selection,
     Stage,
@@ -25,13 +27,14 @@ from ci_policy.config import (
     parse_config,
 )
 from ci_policy.config.backends import BACKEND
-from ci_policy.config.cadences import CADENCES_TABLE
+from ci_policy.config.cadences import CADENCES_TABLE, SCHEDULE
 from ci_policy.config.discovery import DISCOVERY_TABLE, IMPLICIT, ROOT
 from ci_policy.config.fields import REQUIRED, FrozenMap, Key, Table, boolean, freeze, integer
 from ci_policy.config.file_run import FILE_RUN_TABLE
 from ci_policy.config.gates import GATE_DEFAULT, GATES_TABLE, REQUIREMENT
 from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfig
 from ci_policy.config.markers import MARKERS_TABLE, Markers
+from ci_policy.config.pull_request import PULL_REQUEST_TABLE
 from ci_policy.config.reference import _tables
 from ci_policy.config.runner import FROM_EST_TIME, RETRY, RUNNER_TABLE
 from ci_policy.config.scopes import SCOPE
@@ -49,6 +52,8 @@ SECTIONS = [
     (DISCOVERY_TABLE, Discovery, {"root_patterns"}),
     (IMPLICIT, ImplicitRoot, {"line"}),
     (CADENCES_TABLE, Cadences, {"line"}),
+    (SCHEDULE, Schedule, {"cron", "line"}),
+    (PULL_REQUEST_TABLE, PullRequest, {"line"}),
     (SCOPE, Scope, {"name", "line"}),
     (SELECTION_TABLE, Selection, {"line"}),
     (RULE, Rule, {"line"}),
@@ -81,7 +86,8 @@ def test_every_table_is_reachable_from_the_top_level():
     assert [t.title for t in reached] == [
         ".github/ci-policy.yml", "backends.<name>", "markers", "stages[]", "discovery", "discovery.roots[]",
         "discovery.implicit[]",
-        "cadences", "scopes.<run-ci-name>", "selection", "selection.rules[]", "runner", "runner.retry",
+        "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "pull_request", "selection",
+        "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "gates", "gates.defaults.<metric key>", "gates.require[]", "file_run",
         "tune", "lint", "lint.ignore[]"]
     # Tables without a dataclass of their own: a `{path, pattern}` root is a pair in `Discovery`.

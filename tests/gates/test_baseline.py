@@ -8,7 +8,7 @@ from ci_policy.config import CADENCES
 from ci_policy.gates.baseline import WRITING_CADENCES, writes_baseline
 
 PR_EVENTS = ("pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment")
-OTHER_EVENTS = ("schedule", "workflow_dispatch", "workflow_call", None)
+OTHER_EVENTS = ("schedule", "workflow_dispatch", "workflow_call", "push", None)
 
 
 def test_the_writing_cadences_are_nightly_and_weekly():
@@ -32,6 +32,11 @@ def test_nightly_and_weekly_schedule_and_dispatch_runs_write(cadence, event):
 @pytest.mark.parametrize("cadence", ["regular", "release"])
 def test_never_for_regular_or_release(cadence, event):
     assert writes_baseline(cadence, event) == (False, f"the {cadence} cadence does not write baselines")
+
+
+@pytest.mark.parametrize("cadence", CADENCES)
+def test_never_for_a_merge_queue_entry(cadence):
+    assert writes_baseline(cadence, "merge_group") == (False, "merge queue runs never write baselines")
 
 
 @pytest.mark.parametrize("cadence, event, expected", [

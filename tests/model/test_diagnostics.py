@@ -273,6 +273,9 @@ CASES = [
          [(A, 3, 49, "`# ci-policy: ignore[CP201]` suppresses nothing here")]),
     Case("CP905", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"], disabled="flaky on driver 580")')},
          [(A, 3, 1, "register_cuda_ci for suite gpu-a is disabled: flaky on driver 580")]),
+    Case("CP907", {}, [(CONFIG_PATH, 10, None, "pull_request.require_labels: gate label 'run-ci-fsdq' is one edit "
+                                               "from 'run-ci-fsdp'")],
+         config=SMALL_CONFIG + "pull_request: {require_labels: [run-ci-fsdq]}\n"),
 ]
 CASES_BY_CODE = {case.code: case for case in CASES}
 

@@ -16,9 +16,14 @@ from ci_policy.plan.policy import (
     Policy,
     Trigger,
     canonical_labels,
+    held_back,
     is_selected,
+    nightly_split,
     parse_labels_json,
+    push_diff_unavailable,
     resolve,
+    selects,
+    why_not,
     why_not_selected,
 )
 from ci_policy.read.labels import parse_labels
@@ -198,11 +203,11 @@ def test_the_spec_yaml_is_loaded_as_written():
 
 # -- errors ---------------------------------------------------------------------------------
 
-EVENT_LIST = "pull_request, schedule, workflow_dispatch, workflow_call"
+EVENT_LIST = "pull_request, schedule, workflow_dispatch, workflow_call, push, merge_group"
 CADENCE_LIST = "regular, nightly, weekly, release"
 
 ERRORS = [
-    pytest.param("push", None, None, SPEC, f"unknown event 'push'; expected one of {EVENT_LIST}",
+    pytest.param("release", None, None, SPEC, f"unknown event 'release'; expected one of {EVENT_LIST}",
                  "--event", id="unknown-event"),
     pytest.param("", None, None, SPEC, f"unknown event ''; expected one of {EVENT_LIST}",
                  "--event", id="empty-event"),
@@ -375,6 +380,15 @@ FLAGS = [
     ("workflow_call", "nightly", True, True, True),
     ("workflow_call", "weekly", True, True, True),
     ("workflow_call", "release", True, True, False),
+    ("push", "regular", False, False, False),
+    ("push", "nightly", True, True, True),
+    ("push", "weekly", True, True, True),
+    ("push", "release", True, True, False),
+    # A merge queue entry is not merged yet: it never writes baselines.
+    ("merge_group", "regular", False, False, False),
+    ("merge_group", "nightly", True, True, False),
+    ("merge_group", "weekly", True, True, False),
+    ("merge_group", "release", True, True, False),
 ]
 
 
@@ -488,3 +502,130 @@ def test_selection_through_resolve(trigger, selected_files):
     ]
     p = resolve(Trigger(**{**trigger, "labels": tuple(trigger.get("labels", ()))}), SPEC, LABELS)
     assert [r.file for r in regs if is_selected(r, p)] == selected_files
+
+
+# -- push and merge_group -----------------------------------------------------------------------
+
+MERGE_NIGHTLY = parse_config(STAGES + "cadences: {merge_group: nightly, nightly_exclude: [long]}\n")
+
+
+@pytest.mark.parametrize("event, config, cadence, include", [
+    ("push", SPEC, "regular", ()),
+    ("merge_group", SPEC, "regular", ()),
+    ("merge_group", MERGE_NIGHTLY, "nightly", NO_LONG),
+    ("push", MERGE_NIGHTLY, "regular", ()),
+])
+def test_push_and_merge_group_cadences(event, config, cadence, include):
+    p = policy(event, config=config)
+    assert (p.event, p.cadence, p.include_labels, p.raw_labels, p.pr_labels) == (event, cadence, include, (), ())
+    # A merge queue entry is not merged yet: it never writes baselines, whatever its cadence.
+    assert p.write_baseline is False
+
+
+def test_the_cadence_override_wins_for_a_merge_queue_entry():
+    assert policy("merge_group", cadence="weekly", config=MERGE_NIGHTLY).cadence == "weekly"
+
+
+@pytest.mark.parametrize("event", ["push", "merge_group"])
+def test_push_and_merge_group_carry_no_labels(event):
+    with pytest.raises(UsageError) as info:
+        policy(event, ["run-ci-megatron", "run-ci"])
+    assert (info.value.source, info.value.message, info.value.hint) == (
+        "--labels-json/--label", f"a {event} event carries no PR labels, got run-ci-megatron, run-ci",
+        "pass PR labels only for pull_request events (an empty array or null is fine)")
+
+
+ZERO = "0" * 40
+
+
+@pytest.mark.parametrize("before, after, forced, why", [
+    ("a" * 40, "b" * 40, False, None),
+    (None, None, False, None),
+    (ZERO, "b" * 40, False,
+     "the push created the branch (its before commit is the zero SHA), so there is no base to diff against"),
+    ("0" * 64, "b" * 64, False,
+     "the push created the branch (its before commit is the zero SHA), so there is no base to diff against"),
+    ("a" * 40, ZERO, False, "the push deleted the branch (its after commit is the zero SHA)"),
+    ("a" * 40, "b" * 40, True, "a force push: the before commit need not be an ancestor of the pushed one"),
+    ("0" * 39, "b" * 40, False, None),
+])
+def test_push_diff_unavailable(before, after, forced, why):
+    assert push_diff_unavailable(before, after, forced) == why
+
+
+# -- stage-level rules: held_back and the nightly split ------------------------------------------
+
+GATED = parse_config("""\
+version: 1
+discovery:
+  roots: [tests]
+stages:
+  - {name: cpu, backend: cpu}
+  - {name: cpu-extra, backend: cpu, requires_labels: [run-ci-extra, extra two]}
+  - {name: gpu, backend: cuda, runs_on: [h200]}
+  - {name: gpu-extra, backend: cuda, runs_on: [h200], requires_labels: [run-ci-extra]}
+  - {name: gpu-nightly, backend: cuda, runs_on: [h200], cadences: [nightly]}
+pull_request: {require_labels: [run-ci]}
+cadences:
+  schedules: {"0 1 * * *": {cadence: nightly, backends: [cuda], stages: ["*-nightly", "gpu"]}}
+  nightly_selects: nightly_only
+""")
+NO_GATE = "the PR lacks the label run-ci, which accelerator stages need (pull_request.require_labels)"
+
+
+def gated(event: str, labels=(), schedule=None, cadence=None) -> dict[str, tuple[str, ...]]:
+    p = resolve(Trigger(event=event, labels=tuple(labels), schedule=schedule, cadence=cadence), GATED, LABELS)
+    return {stage.name: held_back(stage, p, GATED) for stage in GATED.stages}
+
+
+@pytest.mark.parametrize("event, labels, schedule, expected", [
+    ("pull_request", [], None, {
+        "cpu": (), "cpu-extra": ("the PR lacks the labels run-ci-extra, extra two, which the stage requires "
+                                 "(requires_labels)",),
+        "gpu": (NO_GATE,),
+        "gpu-extra": (NO_GATE, "the PR lacks the label run-ci-extra, which the stage requires (requires_labels)"),
+        "gpu-nightly": ("the regular cadence is not one of the stage's cadences (nightly)",)}),
+    ("pull_request", ["run-ci", "extra two"], None, {
+        "cpu": (), "cpu-extra": ("the PR lacks the label run-ci-extra, which the stage requires (requires_labels)",),
+        "gpu": (), "gpu-extra": ("the PR lacks the label run-ci-extra, which the stage requires (requires_labels)",),
+        "gpu-nightly": ("the regular cadence is not one of the stage's cadences (nightly)",)}),
+    ("pull_request", ["run-ci", "run-ci-extra", "extra two", "nightly"], None, {
+        "cpu": (), "cpu-extra": (), "gpu": (), "gpu-extra": (), "gpu-nightly": ()}),
+    ("workflow_dispatch", [], None, {
+        "cpu": (), "cpu-extra": (), "gpu": (), "gpu-extra": (),
+        "gpu-nightly": ("the regular cadence is not one of the stage's cadences (nightly)",)}),
+    ("schedule", [], "0 1 * * *", {
+        "cpu": ("not in this schedule (cadences.schedules['0 1 * * *'] plans only cuda stages matching "
+                "*-nightly, gpu)",),
+        "cpu-extra": ("not in this schedule (cadences.schedules['0 1 * * *'] plans only cuda stages matching "
+                      "*-nightly, gpu)",),
+        "gpu": (),
+        "gpu-extra": ("not in this schedule (cadences.schedules['0 1 * * *'] plans only cuda stages matching "
+                      "*-nightly, gpu)",),
+        "gpu-nightly": ()}),
+])
+def test_held_back(event, labels, schedule, expected):
+    assert gated(event, labels, schedule) == expected
+
+
+def test_gate_labels_are_kept_raw_and_do_not_warn():
+    p = resolve(Trigger(event="pull_request", labels=("run-ci", "run-ci-extra", "run-ci-nosuch", "run-ci")),
+                GATED, LABELS)
+    assert p.pr_labels == ("run-ci", "run-ci-extra", "run-ci-nosuch")
+    assert p.raw_labels == ("run-ci-extra", "run-ci-nosuch")  # canonical, as before
+    assert p.warnings == ("PR label run-ci-nosuch names no known label or scope; it selects nothing",)
+
+
+@pytest.mark.parametrize("cadence, nightly_only", [
+    ("regular", False), ("nightly", True), ("weekly", True), ("release", False)])
+def test_nightly_only_splits_nightly_and_weekly_runs(cadence, nightly_only):
+    p = resolve(Trigger(event="workflow_call", cadence=cadence), GATED, LABELS)
+    assert p.nightly_only is nightly_only
+    assert resolve(Trigger(event="workflow_call", cadence=cadence), SPEC, LABELS).nightly_only is False
+    per_commit, nightly, disabled = reg(), reg(nightly=True), reg(disabled="broken")
+    split = f"not nightly; the {cadence} cadence selects only nightly tests (cadences.nightly_selects: nightly_only)"
+    assert nightly_split(per_commit, p) == (split if nightly_only else None)
+    assert (selects(per_commit, p), why_not(per_commit, p) if nightly_only else None) == (
+        (False, split) if nightly_only else (True, None))
+    assert nightly_split(nightly, p) is None and selects(nightly, p) is (cadence != "regular")
+    assert nightly_split(disabled, p) is None and why_not(disabled, p) == "disabled: broken"

@@ -591,3 +591,258 @@ def test_selection_agrees_with_the_rules_restated(snapshots, explicit, trigger, 
     assert {name: (decision, files) for name, (decision, _, files) in table.items()} == expected
     for decision, reasons, _ in table.values():
         assert reasons and all(r.startswith(f"{decision}: ") for r in reasons)
+
+
+# -- stage-level rules: label gates, stage cadences, exclusive nightly, schedules, push and merge queue --
+
+GATED_CONFIG = """\
+version: 1
+gpu_requires_labels: false
+discovery:
+  roots: [tests]
+  implicit:
+    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
+stages:
+  - {name: cpu, backend: cpu}
+  - {name: gpu-a, backend: cuda, runs_on: [h200]}
+  - {name: extra-a, backend: cuda, runs_on: [h200], requires_labels: [run-ci-extra]}
+  - {name: nightly-gpu, backend: cuda, runs_on: [h200], cadences: [nightly, weekly]}
+  - {name: amd, backend: rocm, runs_on: [mi350]}
+  - {name: nightly-amd, backend: rocm, runs_on: [mi350], cadences: [nightly]}
+pull_request:
+  require_labels: [run-ci, high priority]
+cadences:
+  schedules:
+    "0 3 * * *": {cadence: nightly, stages: ["nightly-*"]}
+    "0 */6 * * *": {cadence: regular, backends: [rocm]}
+    "0 4 * * 6": weekly
+  nightly_selects: nightly_only
+selection:
+  no_gpu_paths: ["docs/**"]
+"""
+
+
+def rocm(call: str) -> str:
+    return "from ci_policy import register_rocm_ci\n\n" + call + "\n" + MAIN
+
+
+GATED_FILES = {
+    "tests/unit/test_cpu.py": "def test_ok():\n    assert True\n",
+    "tests/gpu/test_a.py": cuda('register_cuda_ci(est_time=100, suite="gpu-a")'),
+    "tests/gpu/test_a_nightly.py": cuda('register_cuda_ci(est_time=100, suite="gpu-a", nightly=True)'),
+    "tests/gpu/test_extra.py": cuda('register_cuda_ci(est_time=100, suite="extra-a")'),
+    "tests/gpu/test_nightly_gpu.py": cuda('register_cuda_ci(est_time=100, suite="nightly-gpu", nightly=True)'),
+    "tests/gpu/test_amd.py": rocm('register_rocm_ci(est_time=100, suite="amd")'),
+    "tests/gpu/test_nightly_amd.py": rocm('register_rocm_ci(est_time=100, suite="nightly-amd", nightly=True)'),
+}
+
+GATE = "skip: the PR lacks the labels run-ci, high priority, one of which accelerator stages need " \
+       "(pull_request.require_labels)"
+EXTRA = "skip: the PR lacks the label run-ci-extra, which the stage requires (requires_labels)"
+NOT_REGULAR = "skip: the regular cadence is not one of the stage's cadences (nightly, weekly)"
+NOT_REGULAR_AMD = "skip: the regular cadence is not one of the stage's cadences (nightly)"
+CPU = ("run", ["run: stage is not diff-pruned (1 selected)"], ["tests/unit/test_cpu.py"])
+SRC = ["M", "src/x.py"]
+FANS_OUT = "run: src/x.py matches no rule, so every stage runs"
+DOC = ["M", "docs/a.md"]
+DOC_ONLY = "skip: the diff touches only docs/a.md"
+A = ["tests/gpu/test_a.py"]
+A_NIGHTLY = ["tests/gpu/test_a_nightly.py"]
+EXTRA_FILES = ["tests/gpu/test_extra.py"]
+AMD = ["tests/gpu/test_amd.py"]
+NIGHTLY_SCHEDULE = "skip: not in this schedule (cadences.schedules['0 3 * * *'] plans only stages matching nightly-*)"
+AMD_SCHEDULE = "skip: not in this schedule (cadences.schedules['0 */6 * * *'] plans only rocm stages)"
+NOT_NIGHTLY = ("skip: no selected tests (none of its tests is nightly; the weekly cadence selects only nightly "
+               "tests: cadences.nightly_selects: nightly_only)")
+
+
+def in_schedule(cron: str, chosen: str, n: int) -> str:
+    return f"run: schedule event runs every stage of cadences.schedules[{cron!r}] ({chosen}) with selected tests " \
+           f"({n} selected)"
+
+
+GATED_CASES = [
+    pytest.param(
+        pr(), SRC,
+        {"cpu": CPU, "gpu-a": ("skip", [GATE], A), "extra-a": ("skip", [GATE, EXTRA], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("skip", [GATE], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="pr-without-a-gate-label-runs-no-accelerator-stage"),
+    pytest.param(
+        pr("run-ci"), SRC,
+        {"cpu": CPU, "gpu-a": ("run", [FANS_OUT], A), "extra-a": ("skip", [EXTRA], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("run", [FANS_OUT], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="one-of-the-required-labels-opens-the-gate"),
+    pytest.param(
+        pr("run-ci-extra", "high priority"), SRC,
+        {"cpu": CPU, "gpu-a": ("run", [FANS_OUT], A), "extra-a": ("run", [FANS_OUT], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("run", [FANS_OUT], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="a-gated-stage-runs-with-all-of-its-labels"),
+    pytest.param(
+        pr("run-ci-extra"), SRC,
+        {"cpu": CPU, "gpu-a": ("skip", [GATE], A), "extra-a": ("skip", [GATE], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("skip", [GATE], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="the-stage-gate-does-not-open-the-pull-request-gate"),
+    pytest.param(
+        pr("run-ci", "run-ci-extra"), DOC,
+        {"cpu": CPU, "gpu-a": ("skip", [DOC_ONLY], A), "extra-a": ("skip", [DOC_ONLY], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("skip", [DOC_ONLY], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="an-open-gate-still-lets-the-diff-prune"),
+    pytest.param(
+        pr("Run-CI", "run-ci "), SRC,
+        {"cpu": CPU, "gpu-a": ("skip", [GATE], A), "extra-a": ("skip", [GATE, EXTRA], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("skip", [GATE], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="gate-labels-compare-exactly"),
+    pytest.param(
+        pr("run-ci", "nightly"), SRC,
+        {"cpu": ("skip", ["skip: no selected tests (none of its tests is nightly; the nightly cadence selects "
+                          "only nightly tests: cadences.nightly_selects: nightly_only)"], []),
+         "gpu-a": ("run", [FANS_OUT], A_NIGHTLY), "extra-a": ("skip", [EXTRA], []),
+         "nightly-gpu": ("run", [FANS_OUT], ["tests/gpu/test_nightly_gpu.py"]),
+         "amd": ("skip", ["skip: no selected tests (none of its tests is nightly; the nightly cadence selects "
+                          "only nightly tests: cadences.nightly_selects: nightly_only)"], []),
+         "nightly-amd": ("run", [FANS_OUT], ["tests/gpu/test_nightly_amd.py"])},
+        id="a-nightly-pr-selects-only-nightly-tests"),
+    pytest.param(
+        Trigger(event="schedule", schedule="0 3 * * *"), None,
+        {"cpu": ("skip", [NIGHTLY_SCHEDULE], []), "gpu-a": ("skip", [NIGHTLY_SCHEDULE], A_NIGHTLY),
+         "extra-a": ("skip", [NIGHTLY_SCHEDULE], []),
+         "nightly-gpu": ("run", [in_schedule("0 3 * * *", "stages matching nightly-*", 1)],
+                         ["tests/gpu/test_nightly_gpu.py"]),
+         "amd": ("skip", [NIGHTLY_SCHEDULE], []),
+         "nightly-amd": ("run", [in_schedule("0 3 * * *", "stages matching nightly-*", 1)],
+                         ["tests/gpu/test_nightly_amd.py"])},
+        id="the-nightly-cron-plans-only-nightly-suites"),
+    pytest.param(
+        Trigger(event="schedule", schedule="0 */6 * * *"), None,
+        {"cpu": ("skip", [AMD_SCHEDULE], ["tests/unit/test_cpu.py"]), "gpu-a": ("skip", [AMD_SCHEDULE], A),
+         "extra-a": ("skip", [AMD_SCHEDULE], EXTRA_FILES), "nightly-gpu": ("skip", [AMD_SCHEDULE], []),
+         "amd": ("run", [in_schedule("0 */6 * * *", "rocm stages", 1)], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="the-amd-cron-plans-only-rocm-stages"),
+    pytest.param(
+        Trigger(event="schedule", schedule="0 4 * * 6"), None,
+        {"cpu": ("skip", [NOT_NIGHTLY], []),
+         "gpu-a": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"], A_NIGHTLY),
+         "extra-a": ("skip", [NOT_NIGHTLY], []),
+         "nightly-gpu": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"],
+                         ["tests/gpu/test_nightly_gpu.py"]),
+         "amd": ("skip", [NOT_NIGHTLY], []),
+         "nightly-amd": ("skip", ["skip: the weekly cadence is not one of the stage's cadences (nightly)"],
+                         ["tests/gpu/test_nightly_amd.py"])},
+        id="a-plain-weekly-cron-plans-every-stage-of-its-cadences"),
+    pytest.param(
+        Trigger(event="workflow_dispatch"), DOC,
+        {"cpu": ("run", ["run: workflow_dispatch event runs every stage with selected tests (1 selected)"],
+                 ["tests/unit/test_cpu.py"]),
+         "gpu-a": ("run", ["run: workflow_dispatch event runs every stage with selected tests (1 selected)"], A),
+         "extra-a": ("run", ["run: workflow_dispatch event runs every stage with selected tests (1 selected)"],
+                     EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []),
+         "amd": ("run", ["run: workflow_dispatch event runs every stage with selected tests (1 selected)"], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="label-gates-apply-to-pull-requests-only"),
+    pytest.param(
+        Trigger(event="push"), DOC,
+        {"cpu": CPU, "gpu-a": ("skip", [DOC_ONLY], A), "extra-a": ("skip", [DOC_ONLY], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("skip", [DOC_ONLY], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="a-push-is-pruned-by-its-diff"),
+    pytest.param(
+        Trigger(event="push"), None,
+        {"cpu": CPU,
+         "gpu-a": ("run", ["run: the diff is unavailable (pr.diff: the diff is empty), so every runnable stage runs"],
+                   A),
+         "extra-a": ("run", ["run: the diff is unavailable (pr.diff: the diff is empty), so every runnable stage "
+                             "runs"], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []),
+         "amd": ("run", ["run: the diff is unavailable (pr.diff: the diff is empty), so every runnable stage runs"],
+                 AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="a-push-without-a-diff-runs-every-runnable-stage"),
+    pytest.param(
+        Trigger(event="merge_group"), ["M", "tests/gpu/test_amd.py"],
+        {"cpu": CPU, "gpu-a": ("skip", ["skip: the diff touches only tests/gpu/test_amd.py"], A),
+         "extra-a": ("skip", ["skip: the diff touches only tests/gpu/test_amd.py"], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []),
+         "amd": ("run", ["run: tests/gpu/test_amd.py changed"], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="a-merge-queue-entry-is-pruned-by-its-diff-without-label-gates"),
+]
+
+
+@pytest.mark.parametrize("trigger, records, expected", GATED_CASES)
+def test_stage_level_rules(make_repo, trigger, records, expected):
+    snapshot = load_snapshot(make_repo(GATED_FILES, config=GATED_CONFIG, labels=None)).require_valid()
+    policy, table = outcome(snapshot, trigger, diff_of(records))
+    assert table == {name: (decision, reasons, files) for name, (decision, reasons, files) in expected.items()}
+    # Gate labels shaped like run-ci-<name> are not reported as labels that select nothing.
+    assert policy.warnings == ()
+
+
+def test_why_a_test_is_not_selected_by_the_nightly_split(make_repo):
+    snapshot = load_snapshot(make_repo(GATED_FILES, config=GATED_CONFIG, labels=None)).require_valid()
+    policy = resolve(Trigger(event="schedule", schedule="0 4 * * 6"), snapshot.config, snapshot.labels)
+    _, decisions = decide(snapshot, policy, diff_of(None))
+    gpu_a = next(d for d in decisions if d.stage.name == "gpu-a")
+    assert [(r.file, why) for r, why in gpu_a.not_selected] == [
+        ("tests/gpu/test_a.py", "not nightly; the weekly cadence selects only nightly tests "
+                                "(cadences.nightly_selects: nightly_only)")]
+
+
+def test_a_release_run_is_not_split(make_repo):
+    snapshot = load_snapshot(make_repo(GATED_FILES, config=GATED_CONFIG, labels=None)).require_valid()
+    _, table = outcome(snapshot, Trigger(event="workflow_call", cadence="release"), diff_of(None))
+    assert table["gpu-a"] == ("run", ["run: workflow_call event runs every stage with selected tests (2 selected)"],
+                              ["tests/gpu/test_a.py", "tests/gpu/test_a_nightly.py"])
+    assert table["nightly-gpu"] == ("skip", ["skip: the release cadence is not one of the stage's cadences "
+                                             "(nightly, weekly)"], ["tests/gpu/test_nightly_gpu.py"])
+
+
+# The new keys written out at their defaults: every plan must be the same as without them.
+DEFAULTS_SPELLED_OUT = """\
+pull_request: {}
+"""
+
+
+def with_defaults(config: str) -> str:
+    """CONFIG with every new key at its default: stage cadences, nightly_selects, merge_group, a mapping schedule."""
+    every = "cadences: [regular, nightly, weekly, release]"
+    config = config.replace("partitions: 2}", f"partitions: 2, {every}}}")
+    config = config.replace("runs_on: [mi350]}", f"runs_on: [mi350], {every}}}")
+    config = config.replace("{name: cpu, backend: cpu}", f"{{name: cpu, backend: cpu, {every}}}")
+    config = config.replace('"0 3 * * *": nightly', '"0 3 * * *": {cadence: nightly}')
+    config = config.replace("  nightly_exclude: [long]\n",
+                            "  nightly_exclude: [long]\n  nightly_selects: all\n  merge_group: regular\n")
+    assert config.count(every) == 4 and "nightly_selects" in config and "{cadence: nightly}" in config
+    return config + DEFAULTS_SPELLED_OUT
+
+
+@pytest.fixture(scope="module")
+def default_snapshots(tmp_path_factory) -> dict[str, Snapshot]:
+    out = {}
+    for name, config in (("plain", CONFIG), ("spelled", with_defaults(CONFIG))):
+        for explicit in ("run", "prune"):
+            repo = tmp_path_factory.mktemp(f"{name}-{explicit}")
+            files = {**FILES, ".github/ci-policy.yml": config.replace("EXPLICIT", explicit), "labels.py": LABELS}
+            for rel, text in files.items():
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                (repo / rel).write_text(text)
+            out[f"{name}-{explicit}"] = load_snapshot(repo).require_valid()
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(explicit=st.sampled_from(["run", "prune"]),
+       trigger=st.one_of(TRIGGER, st.sampled_from([Trigger(event="push"), Trigger(event="merge_group")])),
+       records=st.one_of(st.none(), st.lists(RECORD, min_size=1, max_size=5)))
+def test_the_new_keys_at_their_defaults_change_no_decision(default_snapshots, explicit, trigger, records):
+    diff = diff_of(None if records is None else [field for record in records for field in record])
+    plain = outcome(default_snapshots[f"plain-{explicit}"], trigger, diff)
+    spelled = outcome(default_snapshots[f"spelled-{explicit}"], trigger, diff)
+    assert spelled == plain
