@@ -8,7 +8,6 @@ import string
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pathspec import GitIgnoreSpec
 
 from ci_policy.read.globs import GlobError, compile_glob, deciding_glob, matches, matches_any
