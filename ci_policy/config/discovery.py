@@ -184,8 +184,10 @@ class Discovery:
         if not self.exclude:
             return False
         parts = path.split("/")
-        dirs = ["/".join(parts[:i]) + "/" for i in range(1, len(parts) + (1 if directory else 0))]
-        return matches_any(self.exclude, path) or any(matches_any(self.exclude, d) for d in dirs)
+        above = ["/".join(parts[:i]) + "/" for i in range(1, len(parts))]
+        # The trailing '/' says "a directory", so that `!vendor/keep/` can take one back.
+        return (matches_any(self.exclude, path + "/" if directory else path)
+                or any(matches_any(self.exclude, d) for d in above))
 
     def is_test_file(self, file: str) -> bool:
         """Whether repo-relative `file` is under a root, not excluded, and matches its pattern(s)."""
