@@ -1,4 +1,4 @@
-"""gitignore-style path globs, matched by the `pathspec` library (`GitIgnoreSpec`).
+r"""gitignore-style path globs, matched by the `pathspec` library (`GitIgnoreSpec`).
 
 - In: a glob, or a list of globs, from configuration (e.g. `docs/**`, `**/*.md`, `*.md`,
   `/setup.py`, `!docs/api/**`), and repo-relative POSIX paths.
@@ -13,7 +13,8 @@
   leading `!` negates. One deliberate difference from pathspec, as in git's own
   `wildmatch`: a character class never matches `/` (pathspec's `a[!x]b` matches `a/b`).
 - Refused (`GlobError`, which the configuration reports located): an empty glob or one
-  surrounded by whitespace, a backslash, a glob that matches nothing (`/`, `!`), `**`
+  surrounded by whitespace, a backslash (except gitignore's `\!` and `\#` for a leading
+  `!` or `#` that is part of the name), a glob that matches nothing (`/`, `!`), `**`
   inside a segment (`a**b`), an unclosed `[`, a bad range (`[z-a]`), and a leading `#`
   (a comment in gitignore: it would match nothing).
 """
@@ -86,11 +87,13 @@ def _check(pattern: str) -> None:
 
     if not pattern or pattern.strip() != pattern:
         raise bad("empty or surrounded by whitespace")
-    if "\\" in pattern:
+    # gitignore's escapes of a leading '!' or '#' are the one use of a backslash.
+    literal_start = pattern[:2] in ("\\!", "\\#")
+    if "\\" in (pattern[2:] if literal_start else pattern):
         raise bad("backslashes are not supported")
     if pattern.startswith("#"):
         raise bad("a leading '#' makes a comment in gitignore, which matches nothing; write [#] for the character")
-    body = pattern[1:] if pattern.startswith("!") else pattern
+    body = pattern[1:] if pattern.startswith("!") or literal_start else pattern
     if not body.strip("/"):
         raise bad("matches nothing")
     for seg in body.split("/"):

@@ -120,6 +120,8 @@ INVALID = [
     ("#notes.md", "invalid glob '#notes.md': a leading '#' makes a comment in gitignore, which matches nothing; "
                   "write [#] for the character"),
     ("!a**", "invalid glob '!a**': '**' must be a whole path segment"),
+    ("\\!a\\b", "invalid glob '\\\\!a\\\\b': backslashes are not supported"),
+    ("a/\\!b", "invalid glob 'a/\\\\!b': backslashes are not supported"),
 ]
 
 
@@ -190,6 +192,11 @@ LIST_TABLE = [
     ((), "anything", None),
     (("src/**", "!*.md", "!*.txt"), "src/a.py", "src/**"),
     (("src/**", "!*.md", "!*.txt"), "src/a.txt", None),
+    # gitignore's escapes: a name that starts with '!' or '#'
+    (("\\!important/",), "!important/a.py", "\\!important/"),
+    (("\\!important/",), "important/a.py", None),
+    (("\\#notes.md",), "docs/#notes.md", "\\#notes.md"),
+    (("\\!",), "a/!", "\\!"),
 ]
 
 
