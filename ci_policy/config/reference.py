@@ -80,8 +80,9 @@ everything below, and a character class never matches `/`. A list of globs reads
 `.gitignore`: a glob starting with `!` takes back what earlier ones matched, and the last
 matching glob wins (`["docs/**", "!docs/api/**"]`). In `discovery.exclude`, as in git, a
 `!` glob cannot bring back a file of an excluded directory (exclude `vendor/*` and
-`!vendor/keep/`, not `vendor/**`). A leading `#`, a backslash and `**` inside a segment
-are refused."""
+`!vendor/keep/`, not `vendor/**`). A name that starts with `!` or `#` is written `\\!`
+or `\\#`, as in gitignore; a bare leading `#` (a comment there), any other backslash and
+`**` inside a segment are refused."""
 
 
 def _tables(table: Table) -> Iterator[Table]:
