@@ -130,8 +130,10 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
                                            selected, not_selected, invalid))
             continue
         reasons = _affected_reasons(stage, diff, effects, owning)
+        # A broad inclusion that excludes one of a test's labels did not include that test.
         sources = {(label, source) for r in selected for label in r.labels
-                   if label in forcing and (source := policy.source_of(label)) is not None}
+                   if label in forcing and (source := policy.source_of(label)) is not None
+                   and source not in {s for _label, s in exclusions(r, policy)}}
         requested = {src for label, src in sources if src == f"run-ci-{label}"}
         reasons += [f"run: requested by {src}" for src in sorted(requested)]
         included = {src for label, src in sources if src != f"run-ci-{label}"}

@@ -149,7 +149,8 @@ CASES = [
         {"amd", "fsdp", "long", "megatron", "spare"},
         {"cpu": CPU_RUN,
          "gpu-a": ("run", ["run: included by run-ci-image"], MEGA_FSDP),
-         "gpu-b": ("run", ["run: requested by run-ci-long", "run: included by run-ci-image"],
+         # run-ci-image excludes long: it includes neither test of gpu-b, run-ci-long selects both.
+         "gpu-b": ("run", ["run: requested by run-ci-long"],
                    ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
          "amd": ("run", ["run: included by run-ci-image"], ["tests/gpu/test_amd.py"])},
         id="explicit-label-beats-scope-exclusion"),
@@ -714,3 +715,14 @@ def test_a_rule_path_under_a_stages_paths_affects_both(make_repo):
     _, table = outcome(snapshot, pr(), diff_of(["M", "src/kernels/shared/x.py"]))
     assert table["kern"] == ("run", ["run: src/kernels/shared/x.py matches a selection rule for stages kern",
                                      "run: src/kernels/shared/x.py changed under its paths (src/kernels/**)"], KERN)
+
+
+def test_an_excluding_scope_is_not_named_as_including_a_test_it_excludes(make_repo):
+    snapshot = checkout(make_repo, "run")
+    _, table = outcome(snapshot, pr("nightly", "run-ci-megatron"), diff_of(DOCS))
+    # test_mega_long.py runs for run-ci-megatron; the nightly cadence takes in only test_nightly.py.
+    assert table["gpu-b"] == ("run", ["run: requested by run-ci-megatron", "run: included by the nightly cadence"],
+                              ["tests/gpu/test_mega_long.py", "tests/gpu/test_nightly.py"])
+    _, table = outcome(snapshot, pr("run-ci-image", "run-ci-long"), diff_of(DOCS))
+    assert table["gpu-b"] == ("run", ["run: requested by run-ci-long"],
+                              ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"])
