@@ -61,9 +61,6 @@ class Rule:
     stages: tuple[str, ...] = ()
     line: int | None = None
 
-    def targets(self, stage: str) -> bool:
-        return any(fnmatch.fnmatchcase(stage, glob) for glob in self.stages)
-
 
 def _parse_rules(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     rules = []
