@@ -64,7 +64,8 @@ def _class_without_slash(regex: str) -> str:
         while regex[j] != "]":
             j += 1
         inner = "".join(ch if ch == "-" else re.escape(ch) for ch in regex[start:j])
-        out.append(f"(?!/)[{'^' if negate else ''}{inner}]")
+        # A group, so that a quantifier after the class (`[^/]*` of a `*`) applies to both.
+        out.append(f"(?:(?!/)[{'^' if negate else ''}{inner}])")
         i = j + 1
     return "".join(out)
 

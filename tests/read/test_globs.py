@@ -51,6 +51,8 @@ MATCH_TABLE = [
     ("tests", "src/tests/test_a.py", True),  # everything inside a matched directory
     ("tests", "testsuite/a.py", False),
     ("*.md", "notes.md/inner.py", True),  # a directory named *.md: everything inside
+    ("src*", "src/a.py", True),  # `*` matching nothing, then a directory's '/'
+    ("src/a?*", "src/a/b.py", False),
     ("docs/*", "docs/a/b.md", True),
     # a leading '/' anchors to the root
     ("/setup.py", "setup.py", True),
