@@ -11,7 +11,7 @@ from ci_policy.config import Stage, parse_config
 from ci_policy.errors import InputErrors
 
 P = ".github/ci-policy.yml"
-STAGE_KEYS_HINT = ("allowed keys here: backend, cadences, diff_pruned, external, name, partitions, "
+STAGE_KEYS_HINT = ("allowed keys here: backend, cadences, diff_pruned, external, name, partitions, paths, "
                    "requires_labels, runner, runs_on, timeout_per_file")
 
 HEAD = "version: 1\ndiscovery:\n  roots: [tests]\n"

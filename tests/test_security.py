@@ -1,7 +1,7 @@
 """The hostile checkout: ci-policy reads a fork PR's files as data and nothing else.
 
 Every file a checkout controls that Python might import or execute (labels.py, conftest.py,
-sitecustomize.py, usercustomize.py, a .pth file, a `yaml.py` and a `packaging/` shadowing
+sitecustomize.py, usercustomize.py, a .pth file, a `yaml.py`, a `packaging/` and a `pathspec/` shadowing
 ci_policy's dependencies, every test file) tries side effects at import: write a sentinel
 file outside the checkout, spawn processes with os.system and subprocess. `lint` and
 `registry` run with the checkout as the current directory, through the console script,
@@ -66,6 +66,7 @@ def make_hostile(checkout: Path, sentinels: Path) -> list[str]:
     append("packaging/__init__.py", "packaging")
     append("packaging/version.py", "packaging-version")
     append("packaging/specifiers.py", "packaging-specifiers")
+    append("pathspec/__init__.py", "pathspec")
     append("minirl/__init__.py", "minirl")
     # Appended after the `if __name__ == "__main__":` block: still module level, and the
     # registrations keep their line numbers.

@@ -6,7 +6,8 @@
   globs, and `ImplicitRoot`s.
 - Each `roots` entry is a path or `{path, pattern}`; a root's own pattern replaces the
   top-level one for files below it (the most specific root wins). `exclude` globs
-  (gitignore-style, `ci_policy.read.globs`) drop paths from discovery altogether.
+  (gitignore-style with `!` negation, `ci_policy.read.globs`) drop paths from discovery
+  altogether.
 - Refused: roots that are absolute, leave the repository or repeat (in either form); a
   pattern with a `/`, an empty or repeated pattern list; an invalid exclude glob; an
   implicit root outside every discovery root, listed twice, `cpu_only` with a GPU
@@ -25,7 +26,7 @@ from ci_policy.config import codes, fields
 from ci_policy.config.backends import backend_parser
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.stages import Backend
-from ci_policy.read.globs import compile_glob
+from ci_policy.read.globs import matches_any
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 # One basename glob as written, or a list of them (kept as a tuple).
@@ -174,13 +175,19 @@ class Discovery:
         return any(fnmatch.fnmatchcase(name, p) for p in ((pattern,) if isinstance(pattern, str) else pattern))
 
     def excluded(self, path: str, *, directory: bool = False) -> bool:
-        """Whether an `exclude` glob drops `path`; a dropped `directory` drops all below it.
+        """Whether `exclude` (read as a .gitignore: the last matching glob wins) drops `path`.
 
-        A directory is also dropped by a glob that matches everything inside it
-        (`vendor/`, `vendor/**`), so the walk need not enter it to find that out.
+        A dropped directory drops all below it, as in git, where a `!glob` cannot bring back a
+        file of an excluded directory: so the walk need not enter one. A directory is also
+        dropped by a glob that matches everything inside it (`vendor/`, `vendor/**`).
         """
-        return any(compile_glob(g).match(path) or (directory and compile_glob(g).match(path + "/"))
-                   for g in self.exclude)
+        if not self.exclude:
+            return False
+        parts = path.split("/")
+        above = ["/".join(parts[:i]) + "/" for i in range(1, len(parts))]
+        # The trailing '/' says "a directory", so that `!vendor/keep/` can take one back.
+        return (matches_any(self.exclude, path + "/" if directory else path)
+                or any(matches_any(self.exclude, d) for d in above))
 
     def is_test_file(self, file: str) -> bool:
         """Whether repo-relative `file` is under a root, not excluded, and matches its pattern(s)."""

@@ -73,9 +73,16 @@ estimates_file: .github/ci-estimates.json
 """
 
 GLOBS = """\
-Globs are gitignore-style: `*` stays within a path segment, `**` crosses directories
-(`**/*.md` matches `README.md` at the root), a pattern without `/` matches at any
-depth, a trailing `/` or `/**` matches everything below."""
+Globs are gitignore-style, matched by the `pathspec` library (`GitIgnoreSpec`): `*` stays
+within a path segment, `**` crosses directories (`**/*.md` matches `README.md` at the
+root), a pattern without `/` matches at any depth, a trailing `/` or `/**` matches
+everything below, and a character class never matches `/`. A list of globs reads like a
+`.gitignore`: a glob starting with `!` takes back what earlier ones matched, and the last
+matching glob wins (`["docs/**", "!docs/api/**"]`). In `discovery.exclude`, as in git, a
+`!` glob cannot bring back a file of an excluded directory (exclude `vendor/*` and
+`!vendor/keep/`, not `vendor/**`). A name that starts with `!` or `#` is written `\\!`
+or `\\#`, as in gitignore; a bare leading `#` (a comment there), any other backslash and
+`**` inside a segment are refused."""
 
 
 def _tables(table: Table) -> Iterator[Table]:

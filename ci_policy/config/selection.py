@@ -1,46 +1,89 @@
 """`selection:` how the diff of a pull request selects and prunes stages.
 
-- In: the `selection` mapping.
+- In: the `selection` mapping, and the stages parsed before it (rules may name them).
 - Out: a frozen `Selection`: globs of paths that never need a GPU, path rules that
-  select labels, and whether explicitly requested labels still run pruned stages.
-- Refused: invalid globs, a rule without paths or labels, an unknown explicit mode.
+  select labels and/or affect stages (stage-name globs), and whether explicitly requested
+  labels still run pruned stages.
+- Refused: invalid globs, a rule without paths, a rule with neither labels nor stages, a
+  stage-name glob that matches no configured stage, an unknown explicit mode.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from ci_policy.config import fields
-from ci_policy.config.fields import REQUIRED, Key, Table, Values
-from ci_policy.read.yamlnodes import Schema
+import yaml
+
+from ci_policy.config import codes, fields
+from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
+from ci_policy.read.yamlnodes import INVALID, Schema
 
 ExplicitMode = Literal["run", "prune"]
 EXPLICIT_MODES: tuple[ExplicitMode, ...] = get_args(ExplicitMode)
 
-RULE = Table("selection.rules[]", "Changed paths matching `paths` affect (and select) `labels`.", (
+
+def _parse_stage_globs(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    globs = s.string_list(node, where, non_empty=True)
+    stages = ctx.get("stages")
+    if globs is INVALID or not isinstance(stages, tuple):  # stages invalid: reported there
+        return globs
+    names = [stage.name for stage in stages]
+    for i, glob in enumerate(globs):
+        if not fnmatch.filter(names, glob):
+            s.error(node.value[i], f"{where}[{i}]", f"{glob!r} matches no configured stage",
+                    hint="name a stage, or a glob such as 'jit-kernel-*' (fnmatch: `*`, `?`, `[...]`)",
+                    code=codes.INVALID_VALUE)
+            return INVALID
+    return globs
+
+
+RULE = Table("selection.rules[]", "Changed paths matching `paths` affect (and select) `labels`, and affect "
+             "`stages`.", (
     Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), REQUIRED,
         "Globs of changed paths."),
-    Key("labels", fields.strings("non-empty list of labels", non_empty=True), REQUIRED,
-        "Labels those paths affect."),
+    Key("labels", fields.strings("non-empty list of labels", non_empty=True), (),
+        "Labels those paths affect and select.", shown_default="none (then `stages` is required)"),
+    Key("stages", Parser("non-empty list of stage-name globs", _parse_stage_globs), (),
+        "Stages those paths affect (`jit-kernel-*`); their tests are still selected by label.",
+        shown_default="none (then `labels` is required)"),
 ))
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A path rule: changed paths matching `paths` affect (and auto-select) `labels`."""
+    """A path rule: changed paths matching `paths` affect (and auto-select) `labels`, and affect `stages`."""
 
     paths: tuple[str, ...]
-    labels: tuple[str, ...]
+    labels: tuple[str, ...] = ()
+    # Stage-name globs (fnmatch), e.g. "jit-kernel-*".
+    stages: tuple[str, ...] = ()
     line: int | None = None
+
+
+def _parse_rules(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    rules = []
+    for i, item in enumerate(s.sequence(node, where) or []):
+        at = f"{where}[{i}]"
+        values = RULE.read(s, item, at, ctx)
+        if values is None or values.any_invalid() or "paths" not in values:
+            continue
+        if "labels" not in values and "stages" not in values:
+            s.error(item, at, "a rule needs labels or stages: the paths would affect nothing",
+                    hint="add labels: [...] (tests to select) or stages: [...] (stages to affect)",
+                    code=codes.MISSING_KEY)
+            continue
+        rules.append(Rule(paths=values.get("paths"), labels=values.get("labels"), stages=values.get("stages"),
+                          line=values.line))
+    return tuple(rules)
 
 
 SELECTION_TABLE = Table("selection", "How the diff prunes `diff_pruned` stages.", (
     Key("no_gpu_paths", fields.strings("list of globs", check=fields.check_glob), (),
         "Changed paths that never need a GPU stage.", shown_default="none"),
-    Key("rules", fields.list_of(RULE, lambda v: Rule(paths=v.get("paths"), labels=v.get("labels"), line=v.line),
-                                "list of path rules"), (),
-        "Path rules: changed paths that select labels.", shown_default="none"),
+    Key("rules", Parser("list of path rules", _parse_rules, RULE), (),
+        "Path rules: changed paths that select labels or affect stages.", shown_default="none"),
     Key("explicit", fields.choice(EXPLICIT_MODES), "run",
         "`run`: labels and scopes asked for explicitly run their stages in full; `prune`: the diff prunes "
         "them too."),

@@ -4,7 +4,8 @@
 - Out: a tuple of frozen `Stage`s in file order.
 - Refused: names outside `[A-Za-z0-9][A-Za-z0-9_.-]*` or used twice, a backend that is
   neither built in nor declared under `backends` (parsed before the stages), an unknown
-  runner, and an accelerator stage that is not external without `runs_on`.
+  runner, an accelerator stage that is not external without `runs_on`, and `paths` (the
+  globs a stage owns) on a stage that is not diff-pruned.
 - Defaults that depend on the backend: `runner` (pytest for non-accelerator backends such
   as cpu, python otherwise) and `diff_pruned` (true for accelerator stages).
 """
@@ -57,6 +58,9 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
         shown_default="none"),
     Key("cadences", cadence_list(), CADENCES, "The cadences the stage runs in; skipped in the others.",
         shown_default="every cadence"),
+    Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), (),
+        "The paths the stage owns: a change under them affects it, and a path no rule knows does not.",
+        shown_default="none: every unknown path affects the stage"),
 ))
 
 
@@ -72,6 +76,7 @@ class Stage:
     external: bool = STAGE.default("external")
     requires_labels: tuple[str, ...] = STAGE.default("requires_labels")
     cadences: tuple[Cadence, ...] = STAGE.default("cadences")
+    paths: tuple[str, ...] = STAGE.default("paths")
     line: int | None = None
 
 
@@ -90,6 +95,10 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
     if gpu and v.get("external") is False and "runs_on" not in v:
         s.error(v.node, v.path("runs_on"), f"required for {backend} stages that are not external",
                 hint="list the runner labels, e.g. runs_on: [h200, 4gpu]", code=codes.MISSING_KEY)
+    if "paths" in v and v.get("diff_pruned", gpu) is False:
+        s.error(v.value_node("paths"), v.path("paths"), "has no effect: the stage is not diff-pruned, so it "
+                "runs whenever it has selected tests", hint="set diff_pruned: true, or remove paths",
+                code=codes.INCONSISTENT)
     if v.any_invalid() or len(s.errors) != before:
         return None
     return Stage(
@@ -103,6 +112,7 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
         external=v.get("external"),
         requires_labels=v.get("requires_labels"),
         cadences=v.get("cadences"),
+        paths=v.get("paths"),
         line=v.line,
     )
 

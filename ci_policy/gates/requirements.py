@@ -17,7 +17,7 @@ from typing import Protocol
 from ci_policy.config import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.gates.declarations import GateDeclaration
-from ci_policy.read.globs import matches
+from ci_policy.read.globs import matches_any
 
 
 class _Located(Protocol):
@@ -68,7 +68,7 @@ def missing_gates(snapshot: Snapshot) -> list[MissingGate]:
     out: list[MissingGate] = []
     for i, rule in enumerate(config.gates.require):
         for file in snapshot.files:
-            if not any(matches(glob, file) for glob in rule.files):
+            if not matches_any(rule.files, file):
                 continue
             regs = snapshot.registrations_for(file)
             line = min((r.line for r in regs if r.line is not None), default=1)

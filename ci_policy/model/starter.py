@@ -308,6 +308,11 @@ def _escape_glob(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
+def _leading_literal(glob: str) -> str:
+    # A leading '!' negates and a leading '#' comments in gitignore-style globs: escape a name's own.
+    return "\\" + glob if glob[:1] in ("!", "#") else glob
+
+
 def _parent(path: str) -> str:
     return str(PurePosixPath(path).parent) if "/" in path else "."
 
@@ -388,7 +393,7 @@ def _discovery(registered: set[str], others: list[str], excludable: set[str], sk
     for d in skipped:
         root = next((r for r in roots if _under(d, r)), None)
         if _basename(d) not in _DISCOVERY_SKIPS and root is not None and holds(d, globs_of_root[root]):
-            exclude.append((f"{_escape_glob(d)}/", "not read by init (hidden, a virtualenv, build or "
+            exclude.append((_leading_literal(f"{_escape_glob(d)}/"), "not read by init (hidden, a virtualenv, build or "
                                                     "dependency directory)"))
     unregistered = [f for f in others if f in excludable
                     and any(_under(f, r) and any(fnmatch.fnmatchcase(_basename(f), g) for g in globs_of_root[r])
@@ -401,7 +406,7 @@ def _discovery(registered: set[str], others: list[str], excludable: set[str], sk
         exclude.append((f"**/{_escape_glob(name)}", why))
     for f in sorted(unregistered):
         if _basename(f) not in repeated:
-            exclude.append((_escape_glob(f) if "/" in f else f"/{_escape_glob(f)}", why))
+            exclude.append((_leading_literal(_escape_glob(f)) if "/" in f else f"/{_escape_glob(f)}", why))
     return _Discovery(roots=tuple((r, None if globs_of_root[r] == pattern else globs_of_root[r]) for r in roots),
                       pattern=pattern, exclude=tuple(exclude))
 

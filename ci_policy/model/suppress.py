@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ci_policy.config import Config
 from ci_policy.config.lint import IgnoreRule, code_of
 from ci_policy.errors import Diagnostic
-from ci_policy.read.globs import matches
+from ci_policy.read.globs import matches_any
 
 COMMENT_RE = re.compile(r"#\s*ci-policy:\s*ignore\b(\[[^\]]*\])?")
 
@@ -123,7 +123,7 @@ def apply(diagnostics: Iterable[Diagnostic], inline: Sequence[Suppression], rule
     for diagnostic in diagnostics:
         by: list[Suppression | IgnoreRule] = [s for s in inline if s.covers(diagnostic)]
         by += [r for r in rules if diagnostic.code in r.codes and diagnostic.path is not None
-               and any(matches(glob, diagnostic.path) for glob in r.paths)]
+               and matches_any(r.paths, diagnostic.path)]
         if by:
             suppressed.append(diagnostic)
             used.update(by)

@@ -4,9 +4,10 @@
   gives, or a list), an optional cadence override (a `workflow_call` input; it wins over
   the trigger), the `Config` and the `LabelRegistry`.
 - Out: a frozen `Policy`: `cadence`, canonical `raw_labels`, `include_labels` with the
-  source of each, `admit_nightly`, `bypass_fastfail`, `write_baseline`, warnings; for the
-  stage-level rules also every PR label as given (`pr_labels`), `nightly_only` and the
-  cron's `Schedule` when it chooses stages.
+  source of each, the broad inclusions in effect with the labels each excludes,
+  `admit_nightly`, `bypass_fastfail`, `write_baseline`, warnings; for the stage-level
+  rules also every PR label as given (`pr_labels`), `nightly_only` and the cron's
+  `Schedule` when it chooses stages.
 - Rules: PR labels keep only `run-ci-<name>` (`read.names`: name `[A-Za-z0-9][A-Za-z0-9_.-]*`) and
   the workflow-only labels `nightly` and `bypass-fastfail`; a `nightly` label means the
   nightly cadence. Precedence of broad inclusion: `run-ci-all` > weekly/release >
@@ -17,6 +18,10 @@
   a schedule that chooses stages, the stage's own cadences, then on pull requests the label
   gates (`pull_request.require_labels` for accelerator stages, `stages[].requires_labels`),
   which compare the raw PR labels, never their canonical form.
+- Exclusion means exclusion: a broad inclusion (the nightly cadence, a scope) never selects
+  a registration that carries a label it excludes, even when it includes another of its
+  labels; an explicit `run-ci-<label>` (or a path rule's label) for one of its labels
+  still selects it.
 - Refused: an unknown event, an unknown cron (never silently another cadence's), an
   unknown cadence, a labels JSON that is not an array of strings, labels on an event that
   has none.
@@ -73,6 +78,9 @@ class Policy:
     nightly_only: bool = False
     # The cron's entry when it chooses the stages it plans.
     schedule: Schedule | None = None
+    # (broad source, the labels it excludes) for each broad inclusion in effect, in `sources`' words:
+    # (("the nightly cadence", ("long",)),), or one entry per requested scope.
+    broad: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def source_of(self, label: str) -> str | None:
         return dict(self.sources).get(label)
@@ -160,18 +168,22 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
     sources: dict[str, str] = {}
     requested_scopes = [s for s in config.scopes if s.name in raw]
     all_scope = config.scope("run-ci-all")
+    excluded: tuple[str, ...] = ()
     if all_scope is not None and all_scope.name in raw:
-        base, why = every_label_but(all_scope.exclude), "run-ci-all"
+        base, why, excluded = every_label_but(all_scope.exclude), "run-ci-all", all_scope.exclude
     elif cadence in ("weekly", "release"):
         base, why = set(known), f"the {cadence} cadence"
     elif cadence == "nightly":
         base, why = every_label_but(config.cadences.nightly_exclude), "the nightly cadence"
+        excluded = config.cadences.nightly_exclude
     else:
         base, why = None, ""
     for label in sorted(base or ()):
         sources[label] = why
+    broad = [(why, excluded)] if base is not None else []
     if base is None:
         for scope in requested_scopes:
+            broad.append((scope.name, scope.exclude))
             for label in sorted(every_label_but(scope.exclude)):
                 sources.setdefault(label, scope.name)
 
@@ -200,16 +212,44 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
         nightly_only=config.cadences.nightly_selects == "nightly_only" and cadence in SPLIT_CADENCES,
         schedule=(config.cadences.schedule_for(trigger.schedule)
                   if trigger.event == "schedule" and trigger.schedule else None),
+        broad=tuple(broad),
     )
 
 
 def is_selected(reg: Registration, policy: Policy) -> bool:
-    """Not disabled, cadence-eligible, and unlabelled (always on) or sharing an included label."""
+    """Not disabled, cadence-eligible, and unlabelled (always on) or included (see `_included`)."""
     if reg.disabled is not None:
         return False
     if reg.nightly and not policy.admit_nightly:
         return False
-    return not reg.labels or any(label in policy.include_labels for label in reg.labels)
+    return not reg.labels or _included(reg, policy)
+
+
+def _included(reg: Registration, policy: Policy) -> bool:
+    """A label of `reg` asked for by name (explicitly, or by a path rule), or a broad inclusion
+    that includes one of its labels and excludes none."""
+    labels = set(reg.labels)
+    if not labels & set(policy.include_labels):
+        return False
+    broad = dict(policy.broad)
+    if any((source := policy.source_of(label)) is not None and source not in broad for label in labels):
+        return True
+    return any(not labels & set(excluded) for _source, excluded in policy.broad)
+
+
+def exclusions(reg: Registration, policy: Policy) -> tuple[tuple[str, str], ...]:
+    """(label, broad source) for each label of `reg` a broad inclusion in effect excludes."""
+    return tuple((label, source) for source, excluded in policy.broad for label in reg.labels if label in excluded)
+
+
+def exclusion_text(pairs: Iterable[tuple[str, str]]) -> str:
+    """`carries long, which the nightly cadence excludes` (one clause per source)."""
+    by_source: dict[str, list[str]] = {}
+    for label, source in pairs:
+        if label not in by_source.setdefault(source, []):
+            by_source[source].append(label)
+    return "; ".join(f"carries {', '.join(sorted(labels))}, which {source} excludes"
+                     for source, labels in by_source.items())
 
 
 def why_not_selected(reg: Registration, policy: Policy) -> str:
@@ -217,6 +257,8 @@ def why_not_selected(reg: Registration, policy: Policy) -> str:
         return f"disabled: {reg.disabled}"
     if reg.nightly and not policy.admit_nightly:
         return f"nightly-only; the {policy.cadence} cadence does not admit nightly tests"
+    if set(reg.labels) & set(policy.include_labels) and (pairs := exclusions(reg, policy)):
+        return exclusion_text(pairs)
     return f"needs one of: {', '.join(reg.labels)}"
 
 

@@ -6,11 +6,13 @@
 - pull_request, `diff_pruned` stages: the stage runs iff it is runnable (has a selected
   registration) and affected by the diff or forced by an explicit label / broad scope
   (`selection.explicit: run`). Each changed path is classified, first match wins:
-  an invalid test file (one the snapshot could not read or validate) affects every stage
-  (fail safe: its registrations are unknown); a registered test file affects its own
-  stages; a `selection.rules` path affects the stages holding tests with the rule's
-  labels and auto-selects those labels; a `no_gpu_paths` path affects none; any other
-  path affects every stage (fail safe).
+  an invalid test file (one the snapshot could not read or validate) affects every stage,
+  path-owned ones too (fail safe: its registrations are unknown); a registered test file
+  affects its own stages; a path matching `selection.rules` or a stage's `paths` affects
+  the stages holding tests with the rules' labels (and auto-selects those labels), the
+  stages the rules name (`stages`, name globs) and the stages owning it; a `no_gpu_paths`
+  path affects none; any other path affects every stage without `paths` (fail safe; a
+  stage that declares `paths` owns its paths and is not reached by unknown ones).
   An unavailable diff affects every stage.
 - Invalid test files are never scheduled; each stage lists those whose readable
   registrations name it (`StageDecision.invalid`).
@@ -22,6 +24,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -29,24 +32,31 @@ from typing import Literal
 from ci_policy.config import Rule, Stage
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import Snapshot
-from ci_policy.plan.policy import DIFF_EVENTS, Policy, held_back, selects, why_not
+from ci_policy.plan.policy import DIFF_EVENTS, Policy, exclusion_text, exclusions, held_back, selects, why_not
 from ci_policy.read.diff import Diff
-from ci_policy.read.globs import matches
+from ci_policy.read.globs import deciding_glob, matches_any
 
 MAX_PATHS_SHOWN = 5
 
 Decision = Literal["run", "skip"]
-PathKind = Literal["invalid", "test", "rule", "no_gpu", "other"]
+PathKind = Literal["invalid", "test", "rule", "owned", "no_gpu", "other"]
 
 
 @dataclass(frozen=True)
 class PathEffect:
-    """What one changed path does: affects some stages, none, or all."""
+    """What one changed path does: affects some stages, none, or all.
+
+    `stages`: a test file's own stages, or the stages holding tests with a rule's `labels`.
+    """
 
     path: str
     kind: PathKind
     stages: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
+    # (stage, the stage-name glob of a matching rule that names it)
+    targeted: tuple[tuple[str, str], ...] = ()
+    # (stage, the glob of its `paths` that decided the match): the stages owning the path
+    owned_by: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,13 +83,20 @@ def classify(path: str, snapshot: Snapshot) -> PathEffect:
     regs = snapshot.registrations_for(path)
     if regs:
         return PathEffect(path, "test", stages=tuple(sorted({r.suite for r in regs})))
-    selection = snapshot.config.selection
-    matched: list[Rule] = [rule for rule in selection.rules if any(matches(g, path) for g in rule.paths)]
+    config = snapshot.config
+    selection = config.selection
+    owned_by = tuple((stage.name, glob) for stage in config.stages
+                     if stage.paths and (glob := deciding_glob(stage.paths, path)) is not None)
+    matched: list[Rule] = [rule for rule in selection.rules if matches_any(rule.paths, path)]
     if matched:
         labels = tuple(sorted({label for rule in matched for label in rule.labels}))
         stages = tuple(sorted({r.suite for r in snapshot.registrations if set(r.labels) & set(labels)}))
-        return PathEffect(path, "rule", stages=stages, labels=labels)
-    if any(matches(g, path) for g in selection.no_gpu_paths):
+        targeted = tuple(sorted({(stage.name, glob) for rule in matched for glob in rule.stages
+                                 for stage in config.stages if fnmatch.fnmatchcase(stage.name, glob)}))
+        return PathEffect(path, "rule", stages=stages, labels=labels, targeted=targeted, owned_by=owned_by)
+    if owned_by:
+        return PathEffect(path, "owned", owned_by=owned_by)
+    if matches_any(selection.no_gpu_paths, path):
         return PathEffect(path, "no_gpu")
     return PathEffect(path, "other")
 
@@ -89,6 +106,7 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
     config = snapshot.config
     pr = policy.event in DIFF_EVENTS  # a pull request, or a push or merge queue entry pruned alike
     effects = [classify(p, snapshot) for p in diff.files] if (pr and diff.available) else []
+    owning = any(stage.paths for stage in config.stages if not stage.external)
 
     # Labels of explicit requests and broad scopes force their stages; auto-selected ones do not.
     forcing = set(policy.include_labels) if config.selection.explicit == "run" else set()
@@ -122,9 +140,11 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             decisions.append(StageDecision(stage, "run", (f"run: {why} ({len(selected)} selected)",),
                                            selected, not_selected, invalid))
             continue
-        reasons = _affected_reasons(stage, diff, effects)
+        reasons = _affected_reasons(stage, diff, effects, owning)
+        # A broad inclusion that excludes one of a test's labels did not include that test.
         sources = {(label, source) for r in selected for label in r.labels
-                   if label in forcing and (source := policy.source_of(label)) is not None}
+                   if label in forcing and (source := policy.source_of(label)) is not None
+                   and source not in {s for _label, s in exclusions(r, policy)}}
         requested = {src for label, src in sources if src == f"run-ci-{label}"}
         reasons += [f"run: requested by {src}" for src in sorted(requested)]
         included = {src for label, src in sources if src != f"run-ci-{label}"}
@@ -132,13 +152,13 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         if reasons:
             decisions.append(StageDecision(stage, "run", tuple(reasons), selected, not_selected, invalid))
         else:
-            touched = [e.path for e in effects]
-            decisions.append(StageDecision(stage, "skip", (f"skip: the diff touches only {_shown(touched)}",),
+            decisions.append(StageDecision(stage, "skip", (_untouched_reason(stage, effects),),
                                            selected, not_selected, invalid))
     return policy, tuple(decisions)
 
 
-def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect]) -> list[str]:
+def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect], owning: bool) -> list[str]:
+    """`owning`: some planned stage declares `paths`, so unknown paths reach only the others."""
     if not diff.available:
         return [f"run: the diff is unavailable ({diff.reason}), so every runnable stage runs"]
     everything = []
@@ -147,9 +167,13 @@ def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect]) -> li
         verb = "is an invalid test file" if len(invalid) == 1 else "are invalid test files"
         everything.append(f"run: {_shown(invalid)} changed and {verb}, so every stage runs (fail safe)")
     other = [e.path for e in effects if e.kind == "other"]
-    if other:
+    if other and not stage.paths:
         verb = "matches" if len(other) == 1 else "match"
-        everything.append(f"run: {_shown(other)} {verb} no rule, so every stage runs")
+        if owning:
+            everything.append(f"run: {_shown(other)} {verb} no rule and no stage's paths, so every stage "
+                              "without paths runs")
+        else:
+            everything.append(f"run: {_shown(other)} {verb} no rule, so every stage runs")
     if everything:
         return everything
     tests = [e.path for e in effects if e.kind == "test" and stage.name in e.stages]
@@ -160,7 +184,29 @@ def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect]) -> li
     if ruled:
         labels = sorted({label for e in ruled for label in e.labels})
         reasons.append(f"run: {_shown(e.path for e in ruled)} selects {', '.join(labels)}")
+    for glob, paths in _by_glob(effects, stage.name, "targeted").items():
+        verb = "matches" if len(paths) == 1 else "match"
+        reasons.append(f"run: {_shown(paths)} {verb} a selection rule for stages {glob}")
+    for glob, paths in _by_glob(effects, stage.name, "owned_by").items():
+        reasons.append(f"run: {_shown(paths)} changed under its paths ({glob})")
     return reasons
+
+
+def _by_glob(effects: list[PathEffect], stage: str, field: Literal["targeted", "owned_by"]) -> dict[str, list[str]]:
+    """glob -> the changed paths that reach `stage` through it, in glob then diff order."""
+    out: dict[str, list[str]] = {}
+    for e in effects:
+        for name, glob in getattr(e, field):
+            if name == stage:
+                out.setdefault(glob, []).append(e.path)
+    return dict(sorted(out.items()))
+
+
+def _untouched_reason(stage: Stage, effects: list[PathEffect]) -> str:
+    touched = _shown(e.path for e in effects)
+    if stage.paths:
+        return f"skip: the diff touches only {touched}: none of its test files, nothing under its paths"
+    return f"skip: the diff touches only {touched}"
 
 
 def _no_tests_reason(regs: list[Registration], policy: Policy) -> str:
@@ -177,6 +223,13 @@ def _no_tests_reason(regs: list[Registration], policy: Policy) -> str:
         if not eligible:
             return (f"no selected tests (none of its tests is nightly; the {policy.cadence} cadence selects only "
                     "nightly tests: cadences.nightly_selects: nightly_only)")
-    needs = sorted({label for r in eligible for label in r.labels})
-    return f"no selected tests (its tests need one of: {', '.join(needs)})"
+    # Tests a broad inclusion would take but for a label it excludes (exclusion means exclusion).
+    excluded = [r for r in eligible if set(r.labels) & set(policy.include_labels) and exclusions(r, policy)]
+    needs = sorted({label for r in eligible if r not in excluded for label in r.labels})
+    if not excluded:
+        return f"no selected tests (its tests need one of: {', '.join(needs)})"
+    why = exclusion_text(pair for r in excluded for pair in exclusions(r, policy))
+    if not needs:
+        return f"no selected tests (its tests: {why})"
+    return f"no selected tests (its tests need one of: {', '.join(needs)}, or: {why})"
 

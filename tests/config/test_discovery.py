@@ -101,6 +101,30 @@ def test_exclude_globs_are_gitignore_style(path, directory, dropped):
     assert disc.excluded(path, directory=directory) is dropped
 
 
+@pytest.mark.parametrize("path, directory, dropped", [
+    ("vendor", True, False),  # `vendor/*` matches what is inside, so the walk enters vendor
+    ("vendor/other", True, True),
+    ("vendor/other/test_a.py", False, True),
+    ("vendor/keep", True, False),  # brought back by the negation
+    ("vendor/keep/test_a.py", False, False),
+    ("vendor/keep/conftest.py", False, True),  # a later glob drops it again: the last match wins
+    ("vendor/test_top.py", False, True),
+])
+def test_exclude_reads_like_a_gitignore_with_negation(path, directory, dropped):
+    disc = parse_config(discovery("discovery:\n  roots: [.]\n  exclude: ['vendor/*', '!vendor/keep/', "
+                                  "'**/conftest.py']\n")).discovery
+    assert disc.excluded(path, directory=directory) is dropped
+    assert disc.is_test_file(path) is (not dropped and not directory and path.rsplit("/", 1)[-1].startswith("test_"))
+
+
+def test_a_negation_cannot_bring_back_a_file_of_an_excluded_directory():
+    # As in git: `vendor/**` drops the directory vendor/keep itself, so nothing below it comes back.
+    disc = parse_config(discovery("discovery:\n  roots: [.]\n  exclude: ['vendor/**', '!vendor/keep/**']\n")).discovery
+    assert disc.excluded("vendor", directory=True)
+    assert disc.excluded("vendor/keep/test_a.py")
+    assert not disc.is_test_file("vendor/keep/test_a.py")
+
+
 # -- refused --------------------------------------------------------------------------------
 
 

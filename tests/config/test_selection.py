@@ -46,10 +46,34 @@ def test_every_selection_key_set():
     ("selection:\n  rules:\n    - {paths: [], labels: [a]}\n", "[],",
      "selection.rules[0].paths: must not be empty", "CP105", None),
     ("selection:\n  rules:\n    - {paths: [a]}\n", "{paths",
-     "selection.rules[0].labels: required key is missing", "CP103", None),
+     "selection.rules[0]: a rule needs labels or stages: the paths would affect nothing", "CP103",
+     "add labels: [...] (tests to select) or stages: [...] (stages to affect)"),
+    ("selection:\n  rules:\n    - {labels: [core]}\n", "{labels",
+     "selection.rules[0].paths: required key is missing", "CP103", None),
+    ("selection:\n  rules:\n    - {paths: [a], stages: [gpu-*]}\n", "gpu-*",
+     "selection.rules[0].stages[0]: 'gpu-*' matches no configured stage", "CP105",
+     "name a stage, or a glob such as 'jit-kernel-*' (fnmatch: `*`, `?`, `[...]`)"),
+    ("selection:\n  rules:\n    - {paths: [a], stages: []}\n", "[]}",
+     "selection.rules[0].stages: must not be empty", "CP105", None),
+    ("selection:\n  rules:\n    - {paths: ['!'], stages: [cpu]}\n", "'!'",
+     "selection.rules[0].paths[0]: invalid glob '!': matches nothing", "CP105", None),
     ("selection: {rules: {paths: [a]}}\n", "{paths",
      "selection.rules: expected a list, got a mapping", "CP104", None),
 ])
 def test_invalid_selection(section, needle, message, code, hint):
     text = VALID + section
     assert coded(text) == [coded_err(text, needle, message, code, hint)]
+
+
+def test_a_rule_may_target_stages_with_or_without_labels():
+    text = ("version: 1\ndiscovery:\n  roots: [tests]\nstages:\n"
+            "  - {name: jit-kernel-a, backend: cuda, runs_on: [r]}\n"
+            "  - {name: jit-kernel-b, backend: cuda, runs_on: [r]}\n"
+            "  - {name: cpu, backend: cpu}\n"
+            "selection:\n"
+            "  rules:\n"
+            "    - {paths: ['pkg/jit_kernel/**'], stages: ['jit-kernel-*']}\n"
+            "    - {paths: ['csrc/**'], labels: [core], stages: [cpu, 'jit-kernel-[ab]']}\n")
+    rules = parse_config(text).selection.rules
+    assert rules == (Rule(paths=("pkg/jit_kernel/**",), stages=("jit-kernel-*",), line=10),
+                     Rule(paths=("csrc/**",), labels=("core",), stages=("cpu", "jit-kernel-[ab]"), line=11))

@@ -210,3 +210,33 @@ def test_every_problem_of_one_stage_is_reported():
         err(text, "0, diff", "stages[0].timeout_per_file: must be greater than 0, got 0"),
         err(text, "2}", "stages[0].diff_pruned: expected a boolean, got an integer ('2')"),
     ]
+
+
+# -- paths: the globs a stage owns ----------------------------------------------------------
+
+
+def test_a_stage_may_own_paths():
+    config = parse_config(stages("{name: k, backend: cuda, runs_on: [r], paths: ['pkg/jit_kernel/**', '!**/*.md']}",
+                                 "{name: cpu, backend: cpu, diff_pruned: true, paths: [src/]}",
+                                 "{name: g, backend: cuda, runs_on: [r]}"))
+    assert [(s.name, s.paths) for s in config.stages] == [
+        ("k", ("pkg/jit_kernel/**", "!**/*.md")), ("cpu", ("src/",)), ("g", ())]
+
+
+@pytest.mark.parametrize("item, needle, message, hint", [
+    ("{name: cpu, backend: cpu, paths: [src/]}", "[src/]",
+     "stages[0].paths: has no effect: the stage is not diff-pruned, so it runs whenever it has selected tests",
+     "set diff_pruned: true, or remove paths"),
+    ("{name: g, backend: cuda, runs_on: [r], diff_pruned: false, paths: [src/]}", "[src/]",
+     "stages[0].paths: has no effect: the stage is not diff-pruned, so it runs whenever it has selected tests",
+     "set diff_pruned: true, or remove paths"),
+    ("{name: g, backend: cuda, runs_on: [r], paths: []}", "[]", "stages[0].paths: must not be empty", None),
+    ("{name: g, backend: cuda, runs_on: [r], paths: ['a**']}", "'a**'",
+     "stages[0].paths[0]: invalid glob 'a**': '**' must be a whole path segment", None),
+    ("{name: g, backend: cuda, runs_on: [r], paths: ['#x']}", "'#x'",
+     "stages[0].paths[0]: invalid glob '#x': a leading '#' makes a comment in gitignore, which matches nothing; "
+     "write [#] for the character", None),
+])
+def test_invalid_stage_paths(item, needle, message, hint):
+    text = stages(item)
+    assert errors(text) == [err(text, needle, message, hint)]

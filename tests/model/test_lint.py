@@ -153,7 +153,7 @@ def test_every_configuration_error_is_reported_at_once(make_repo, capsys):
     hint: did you mean 'cuda'? Otherwise, declare it in the configuration: backends: {cdua: {accelerator: true}}
 .github/ci-policy.yml:10:12: CP106 config-duplicate: stages[3].name: duplicate stage name 'cpu' (also stages[0])
 .github/ci-policy.yml:10:31: CP102 config-unknown-key: stages[3].partitons: unknown key; did you mean 'partitions'?
-    hint: allowed keys here: backend, cadences, diff_pruned, external, name, partitions, requires_labels, \
+    hint: allowed keys here: backend, cadences, diff_pruned, external, name, partitions, paths, requires_labels, \
 runner, runs_on, timeout_per_file
 .github/ci-policy.yml:11:5: CP103 config-missing-key: stages[4].runs_on: required for rocm stages that are not external
     hint: list the runner labels, e.g. runs_on: [h200, 4gpu]

@@ -286,6 +286,16 @@ def test_a_lone_unregistered_file_is_excluded_by_its_path_and_a_root_file_anchor
             if config.discovery.excluded(f)] == ["test_[x].py", "tests/deep/test_z.py"]
 
 
+def test_an_exclude_of_a_path_starting_with_a_bang_or_a_hash_is_escaped(tmp_path):
+    # Unescaped, `!x/...` would negate and `#x/...` would be a comment in a gitignore-style glob.
+    write(tmp_path, {"!x/test_a.py": "", "!x/test_b.py": 'register_cpu_ci(est_time=1, suite="a")\n',
+                     "#y/test_c.py": "", "#y/test_d.py": 'register_cpu_ci(est_time=1, suite="a")\n'})
+    config = parse_config(starter(tmp_path).config_text)
+    assert config.discovery.exclude == ("\\!x/test_a.py", "\\#y/test_c.py")
+    assert [f for f in ("!x/test_a.py", "!x/test_b.py", "#y/test_c.py", "#y/test_d.py")
+            if config.discovery.excluded(f)] == ["!x/test_a.py", "#y/test_c.py"]
+
+
 def test_roots_merge_siblings_and_stop_below_unregistered_files(tmp_path):
     write(tmp_path, {"test/registered/a/test_1.py": 'register_cpu_ci(est_time=1, suite="a")\n',
                      "test/registered/b/c/test_2.py": 'register_cpu_ci(est_time=1, suite="a")\n',

@@ -629,3 +629,61 @@ def test_nightly_only_splits_nightly_and_weekly_runs(cadence, nightly_only):
         (False, split) if nightly_only else (True, None))
     assert nightly_split(nightly, p) is None and selects(nightly, p) is (cadence != "regular")
     assert nightly_split(disabled, p) is None and why_not(disabled, p) == "disabled: broken"
+
+
+# -- exclusion means exclusion ----------------------------------------------------------------
+
+MEGA_LONG = Registration("gpu-megatron-long", 1, "cuda", "gpu", 1, labels=("megatron", "long"))
+
+
+@pytest.mark.parametrize("config, trigger, selected, why_not", [
+    # The nightly cadence includes megatron but excludes long: [megatron, long] is not its to run.
+    (SPEC, Trigger("schedule", schedule=NIGHTLY_CRON), False, "carries long, which the nightly cadence excludes"),
+    (SPEC, Trigger("pull_request", labels=("nightly",)), False, "carries long, which the nightly cadence excludes"),
+    (SPEC, Trigger("pull_request", labels=("run-ci-image",)), False, "carries long, which run-ci-image excludes"),
+    # An explicit request for one of its labels still selects it, whichever label it names.
+    (SPEC, Trigger("pull_request", labels=("nightly", "run-ci-long")), True, None),
+    (SPEC, Trigger("pull_request", labels=("nightly", "run-ci-megatron")), True, None),
+    (SPEC, Trigger("pull_request", labels=("run-ci-image", "run-ci-megatron")), True, None),
+    # Broad inclusions that exclude nothing of it still take it in.
+    (SPEC, Trigger("schedule", schedule=WEEKLY_CRON), True, None),
+    (SPEC, Trigger("pull_request", labels=("run-ci-all",)), True, None),
+    (SPEC, Trigger("pull_request", labels=("run-ci-all", "run-ci-image")), True, None),  # run-ci-all wins
+    # Of two requested scopes, one that excludes none of its labels selects it.
+    (ALT, Trigger("pull_request", labels=("run-ci-image", "run-ci-gpu")), True, None),
+    (ALT, Trigger("pull_request", labels=("run-ci-image",)), False, "carries long, which run-ci-image excludes"),
+    (ALT, Trigger("pull_request", labels=("nightly",)), False, "carries long, which the nightly cadence excludes"),
+    # Nothing includes it at all: the old reason.
+    (SPEC, Trigger("pull_request"), False, "needs one of: megatron, long"),
+])
+def test_a_broad_inclusion_never_selects_a_test_carrying_a_label_it_excludes(config, trigger, selected, why_not):
+    p = resolve(trigger, config, LABELS)
+    assert is_selected(MEGA_LONG, p) is selected
+    if why_not is not None:
+        assert why_not_selected(MEGA_LONG, p) == why_not
+
+
+def test_each_broad_inclusion_in_effect_keeps_what_it_excludes():
+    assert resolve(Trigger("pull_request", labels=("nightly",)), SPEC, LABELS).broad == (
+        ("the nightly cadence", ("long",)),)
+    assert resolve(Trigger("pull_request", labels=("run-ci-image", "run-ci-gpu")), ALT, LABELS).broad == (
+        ("run-ci-image", ("long",)), ("run-ci-gpu", ("sglang",)))
+    assert resolve(Trigger("schedule", schedule=WEEKLY_CRON), SPEC, LABELS).broad == (("the weekly cadence", ()),)
+    assert resolve(Trigger("pull_request", labels=("run-ci-megatron",)), SPEC, LABELS).broad == ()
+
+
+def test_a_path_rule_label_selects_like_an_explicit_request():
+    p = resolve(Trigger("pull_request", labels=("run-ci-image",)), SPEC, LABELS)
+    assert not is_selected(MEGA_LONG, p)
+    # long is excluded by the scope; a rule's auto-selection of long names it, as run-ci-long would.
+    assert is_selected(MEGA_LONG, p.with_labels([("long", "a change to src/long.py")]))
+    # megatron is already the scope's: auto-selecting it again adds nothing.
+    assert not is_selected(MEGA_LONG, p.with_labels([("megatron", "a change to src/megatron.py")]))
+
+
+def test_both_exclusions_are_named_when_two_sources_exclude():
+    two = Registration("x", 1, "cuda", "gpu", 1, labels=("megatron", "long", "sglang"))
+    p = resolve(Trigger("pull_request", labels=("run-ci-image", "run-ci-gpu")), ALT, LABELS)
+    assert not is_selected(two, p)
+    assert why_not_selected(two, p) == ("carries long, which run-ci-image excludes; "
+                                        "carries sglang, which run-ci-gpu excludes")

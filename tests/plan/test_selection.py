@@ -139,7 +139,9 @@ CASES = [
         {"amd", "fsdp", "megatron", "spare"},
         {"cpu": CPU_RUN,
          "gpu-a": ("run", ["run: included by run-ci-image"], MEGA_FSDP),
-         "gpu-b": ("run", ["run: included by run-ci-image"], ["tests/gpu/test_mega_long.py"]),
+         # Exclusion means exclusion: [megatron, long] is not taken in for its megatron.
+         "gpu-b": ("skip", ["skip: no selected tests (its tests need one of: long, or: carries long, which "
+                            "run-ci-image excludes)"], []),
          "amd": ("run", ["run: included by run-ci-image"], ["tests/gpu/test_amd.py"])},
         id="broad-scope-excludes-long-and-forces-its-stages"),
     pytest.param(
@@ -147,7 +149,8 @@ CASES = [
         {"amd", "fsdp", "long", "megatron", "spare"},
         {"cpu": CPU_RUN,
          "gpu-a": ("run", ["run: included by run-ci-image"], MEGA_FSDP),
-         "gpu-b": ("run", ["run: requested by run-ci-long", "run: included by run-ci-image"],
+         # run-ci-image excludes long: it includes neither test of gpu-b, run-ci-long selects both.
+         "gpu-b": ("run", ["run: requested by run-ci-long"],
                    ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
          "amd": ("run", ["run: included by run-ci-image"], ["tests/gpu/test_amd.py"])},
         id="explicit-label-beats-scope-exclusion"),
@@ -281,8 +284,7 @@ CASES = [
         {"amd", "fsdp", "megatron", "spare"},
         {"cpu": CPU_RUN,
          "gpu-a": ("run", ["run: included by the nightly cadence"], MEGA_FSDP),
-         "gpu-b": ("run", ["run: included by the nightly cadence"],
-                   ["tests/gpu/test_mega_long.py", "tests/gpu/test_nightly.py"]),
+         "gpu-b": ("run", ["run: included by the nightly cadence"], ["tests/gpu/test_nightly.py"]),
          "amd": ("run", ["run: included by the nightly cadence"], ["tests/gpu/test_amd.py"])},
         id="nightly-pr-label-admits-nightly-tests"),
     pytest.param(
@@ -297,8 +299,8 @@ CASES = [
         {"cpu": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"],
                  ["tests/unit/test_cpu.py"]),
          "gpu-a": ("run", ["run: schedule event runs every stage with selected tests (2 selected)"], MEGA_FSDP),
-         "gpu-b": ("run", ["run: schedule event runs every stage with selected tests (2 selected)"],
-                   ["tests/gpu/test_mega_long.py", "tests/gpu/test_nightly.py"]),
+         "gpu-b": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"],
+                   ["tests/gpu/test_nightly.py"]),
          "amd": ("run", ["run: schedule event runs every stage with selected tests (1 selected)"],
                  ["tests/gpu/test_amd.py"])},
         id="nightly-schedule"),
@@ -532,10 +534,23 @@ def spec_outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
             else:
                 affected = every | affected
     admit = policy.cadence in ("nightly", "weekly", "release")
+    # Asked for by name: an explicit run-ci-<label>, or a label a path rule selected.
+    named = {label[len("run-ci-"):] for label in policy.raw_labels} | (include - set(policy.include_labels))
+    # The labels each broad inclusion in effect excludes (exclusion means exclusion).
+    if "run-ci-all" in policy.raw_labels:
+        broad = [set(config.scope("run-ci-all").exclude)]
+    elif policy.cadence in ("weekly", "release"):
+        broad = [set()]
+    elif policy.cadence == "nightly":
+        broad = [set(config.cadences.nightly_exclude)]
+    else:
+        broad = [set(s.exclude) for s in config.scopes if s.name in policy.raw_labels]
 
     def selected(r) -> bool:
+        labels = set(r.labels)
         return (r.disabled is None and (admit or not r.nightly)
-                and (not r.labels or bool(set(r.labels) & include)))
+                and (not r.labels or bool(labels & include & named)
+                     or (bool(labels & include) and any(not labels & excluded for excluded in broad))))
 
     table = {}
     for stage in config.stages:
@@ -846,3 +861,123 @@ def test_the_new_keys_at_their_defaults_change_no_decision(default_snapshots, ex
     plain = outcome(default_snapshots[f"plain-{explicit}"], trigger, diff)
     spelled = outcome(default_snapshots[f"spelled-{explicit}"], trigger, diff)
     assert spelled == plain
+
+
+# -- stages owned by paths, rules that target stages ------------------------------------------
+
+OWNED_CONFIG = CONFIG.replace("EXPLICIT", "prune").replace(
+    "version: 1\n", "version: 1\ngpu_requires_labels: false\n").replace(
+    "  - {name: ext,",
+    "  - {name: kern, backend: cuda, runs_on: [h200], paths: ['src/kernels/**', '!src/kernels/**/*.md']}\n"
+    "  - {name: jit-a, backend: cuda, runs_on: [h200]}\n"
+    "  - {name: ext,").replace(
+    "    - {paths: [\"src/unused/**\"], labels: [spare]}\n",
+    "    - {paths: [\"src/unused/**\"], labels: [spare]}\n"
+    "    - {paths: [\"csrc/**\"], stages: [\"jit-*\"]}\n"
+    "    - {paths: [\"src/shared/**\"], labels: [fsdp], stages: [kern]}\n")
+OWNED_FILES = {
+    **FILES,
+    "tests/gpu/test_kern.py": cuda('register_cuda_ci(est_time=60, suite="kern")'),
+    "tests/gpu/test_jit.py": cuda('register_cuda_ci(est_time=60, suite="jit-a")'),
+}
+KERN = ["tests/gpu/test_kern.py"]
+JIT = ["tests/gpu/test_jit.py"]
+B_ALL = ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]
+AMD = ["tests/gpu/test_amd.py"]
+NOT_KERN = "none of its test files, nothing under its paths"
+
+
+def skipped(paths: str, files: list[str], owned: bool = False) -> tuple:
+    return ("skip", [f"skip: the diff touches only {paths}" + (f": {NOT_KERN}" if owned else "")], files)
+
+
+@pytest.mark.parametrize("labels, records, expected", [
+    pytest.param(("run-ci-all",), ["M", "src/kernels/a.cu"], {
+        "gpu-a": skipped("src/kernels/a.cu", MEGA_FSDP), "gpu-b": skipped("src/kernels/a.cu", B_ALL),
+        "amd": skipped("src/kernels/a.cu", AMD),
+        "kern": ("run", ["run: src/kernels/a.cu changed under its paths (src/kernels/**)"], KERN),
+        "jit-a": skipped("src/kernels/a.cu", JIT)},
+        id="an-owned-path-affects-its-stage-and-is-not-unknown-to-the-others"),
+    pytest.param(("run-ci-all",), ["M", "src/model.py", "M", "setup.py"], {
+        **{stage: ("run", ["run: setup.py, src/model.py match no rule and no stage's paths, so every stage "
+                           "without paths runs"], files)
+           for stage, files in (("gpu-a", MEGA_FSDP), ("gpu-b", B_ALL), ("amd", AMD), ("jit-a", JIT))},
+        "kern": skipped("setup.py, src/model.py", KERN, owned=True)},
+        id="an-unknown-path-does-not-reach-a-path-owned-stage"),
+    pytest.param(("run-ci-all",), ["M", "src/kernels/README.md"], {
+        "gpu-a": skipped("src/kernels/README.md", MEGA_FSDP), "gpu-b": skipped("src/kernels/README.md", B_ALL),
+        "amd": skipped("src/kernels/README.md", AMD), "kern": skipped("src/kernels/README.md", KERN, owned=True),
+        "jit-a": skipped("src/kernels/README.md", JIT)},
+        id="a-negated-glob-gives-the-path-back-to-no-gpu-paths"),
+    pytest.param((), ["M", "tests/gpu/test_kern.py", "M", "docs/guide.md"], {
+        "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD,
+        "kern": ("run", ["run: tests/gpu/test_kern.py changed"], KERN),
+        "jit-a": skipped("docs/guide.md, tests/gpu/test_kern.py", JIT)},
+        id="its-own-test-file-affects-a-path-owned-stage"),
+    pytest.param((), None, {
+        "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD,
+        "kern": ("run", ["run: the diff is unavailable (pr.diff: the diff is empty), so every runnable stage "
+                         "runs"], KERN),
+        "jit-a": ("run", ["run: the diff is unavailable (pr.diff: the diff is empty), so every runnable stage "
+                          "runs"], JIT)},
+        id="an-unavailable-diff-still-runs-a-path-owned-stage"),
+    pytest.param((), ["M", "csrc/x.cu", "A", "csrc/y.cu"], {
+        "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD,
+        "kern": skipped("csrc/x.cu, csrc/y.cu", KERN, owned=True),
+        "jit-a": ("run", ["run: csrc/x.cu, csrc/y.cu match a selection rule for stages jit-*"], JIT)},
+        id="a-rule-targets-stages-by-name-glob"),
+    pytest.param((), ["M", "src/shared/util.py"], {
+        "gpu-a": ("run", ["run: src/shared/util.py selects fsdp"], ["tests/gpu/test_fsdp.py"]),
+        "gpu-b": NEEDS_B,
+        "amd": ("run", ["run: src/shared/util.py selects fsdp"], AMD),
+        "kern": ("run", ["run: src/shared/util.py matches a selection rule for stages kern"], KERN),
+        "jit-a": skipped("src/shared/util.py", JIT)},
+        id="a-rule-with-labels-and-stages-does-both"),
+])
+def test_path_owned_stages_and_stage_rules(make_repo, labels, records, expected):
+    snapshot = load_snapshot(make_repo(OWNED_FILES, config=OWNED_CONFIG, labels=LABELS)).require_valid()
+    _, table = outcome(snapshot, pr(*labels), diff_of(records))
+    assert table == {"cpu": CPU_RUN, **expected}
+
+
+def test_an_invalid_test_file_still_reaches_a_path_owned_stage(make_repo):
+    files = {**OWNED_FILES, "tests/gpu/test_syntax.py": "def (:\n"}
+    snapshot = load_snapshot(make_repo(files, config=OWNED_CONFIG, labels=LABELS)).usable()
+    _, table = outcome(snapshot, pr(), diff_of(["M", "tests/gpu/test_syntax.py"]))
+    assert table["kern"] == ("run", [FAIL_SAFE.format("tests/gpu/test_syntax.py", "is an invalid test file")], KERN)
+
+
+@pytest.mark.parametrize("path, effect", [
+    ("src/kernels/a.cu", PathEffect("src/kernels/a.cu", "owned", owned_by=(("kern", "src/kernels/**"),))),
+    ("src/kernels/README.md", PathEffect("src/kernels/README.md", "no_gpu")),
+    ("csrc/x.cu", PathEffect("csrc/x.cu", "rule", targeted=(("jit-a", "jit-*"),))),
+    ("src/shared/x.py", PathEffect("src/shared/x.py", "rule", stages=("amd", "gpu-a", "gpu-b"), labels=("fsdp",),
+                                   targeted=(("kern", "kern"),))),
+    ("tests/gpu/test_kern.py", PathEffect("tests/gpu/test_kern.py", "test", stages=("kern",))),
+    ("src/model.py", PathEffect("src/model.py", "other")),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_classify_owned_and_targeted_paths(make_repo, path, effect):
+    snapshot = load_snapshot(make_repo(OWNED_FILES, config=OWNED_CONFIG, labels=LABELS)).require_valid()
+    assert classify(path, snapshot) == effect
+
+
+def test_a_rule_path_under_a_stages_paths_affects_both(make_repo):
+    config = OWNED_CONFIG.replace('"src/shared/**"', '"src/kernels/shared/**"')
+    snapshot = load_snapshot(make_repo(OWNED_FILES, config=config, labels=LABELS)).require_valid()
+    assert classify("src/kernels/shared/x.py", snapshot) == PathEffect(
+        "src/kernels/shared/x.py", "rule", stages=("amd", "gpu-a", "gpu-b"), labels=("fsdp",),
+        targeted=(("kern", "kern"),), owned_by=(("kern", "src/kernels/**"),))
+    _, table = outcome(snapshot, pr(), diff_of(["M", "src/kernels/shared/x.py"]))
+    assert table["kern"] == ("run", ["run: src/kernels/shared/x.py matches a selection rule for stages kern",
+                                     "run: src/kernels/shared/x.py changed under its paths (src/kernels/**)"], KERN)
+
+
+def test_an_excluding_scope_is_not_named_as_including_a_test_it_excludes(make_repo):
+    snapshot = checkout(make_repo, "run")
+    _, table = outcome(snapshot, pr("nightly", "run-ci-megatron"), diff_of(DOCS))
+    # test_mega_long.py runs for run-ci-megatron; the nightly cadence takes in only test_nightly.py.
+    assert table["gpu-b"] == ("run", ["run: requested by run-ci-megatron", "run: included by the nightly cadence"],
+                              ["tests/gpu/test_mega_long.py", "tests/gpu/test_nightly.py"])
+    _, table = outcome(snapshot, pr("run-ci-image", "run-ci-long"), diff_of(DOCS))
+    assert table["gpu-b"] == ("run", ["run: requested by run-ci-long"],
+                              ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"])

@@ -1,4 +1,4 @@
-"""gitignore-style globs (`ci_policy.read.globs`): a match table, the refused globs, properties."""
+"""gitignore-style globs (`ci_policy.read.globs`): a match table, negation, the refused globs, properties."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import string
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pathspec import GitIgnoreSpec
 
-from ci_policy.read.globs import GlobError, compile_glob, matches
+from ci_policy.read.globs import GlobError, compile_glob, deciding_glob, matches, matches_any
 
 # (pattern, path, expected)
 MATCH_TABLE = [
@@ -50,6 +51,8 @@ MATCH_TABLE = [
     ("tests", "src/tests/test_a.py", True),  # everything inside a matched directory
     ("tests", "testsuite/a.py", False),
     ("*.md", "notes.md/inner.py", True),  # a directory named *.md: everything inside
+    ("src*", "src/a.py", True),  # `*` matching nothing, then a directory's '/'
+    ("src/a?*", "src/a/b.py", False),
     ("docs/*", "docs/a/b.md", True),
     # a leading '/' anchors to the root
     ("/setup.py", "setup.py", True),
@@ -114,6 +117,13 @@ INVALID = [
     ("[!]", "invalid glob '[!]': unclosed '['"),
     ("a[/]b", "invalid glob 'a[/]b': unclosed '['"),
     ("[z-a]", "invalid glob '[z-a]': bad character range z-a"),
+    ("!", "invalid glob '!': matches nothing"),
+    ("!/", "invalid glob '!/': matches nothing"),
+    ("#notes.md", "invalid glob '#notes.md': a leading '#' makes a comment in gitignore, which matches nothing; "
+                  "write [#] for the character"),
+    ("!a**", "invalid glob '!a**': '**' must be a whole path segment"),
+    ("\\!a\\b", "invalid glob '\\\\!a\\\\b': backslashes are not supported"),
+    ("a/\\!b", "invalid glob 'a/\\\\!b': backslashes are not supported"),
 ]
 
 
@@ -166,3 +176,81 @@ def test_star_never_crosses_a_directory(directory, name):
     assert not matches(f"{directory}/*/leaf", f"{directory}/{name}/{name}/leaf")
     assert matches(f"{directory}/**/leaf", f"{directory}/{name}/{name}/leaf")
     assert matches(f"{directory}/?", f"{directory}/{name}") is (len(name) == 1)
+
+
+# -- lists of globs: gitignore's negation, the last match wins ------------------------------
+
+# (globs, path, the deciding glob or None)
+LIST_TABLE = [
+    (("docs/**", "!docs/api/**"), "docs/guide.md", "docs/**"),
+    (("docs/**", "!docs/api/**"), "docs/api/x.md", None),
+    (("docs/**", "!docs/api/**", "docs/api/index.md"), "docs/api/index.md", "docs/api/index.md"),
+    (("!docs/api/**", "docs/**"), "docs/api/x.md", "docs/**"),  # the last match wins, not the negation
+    (("*.md", "!README.md"), "pkg/README.md", None),
+    (("*.md", "!/README.md"), "pkg/README.md", "*.md"),  # the negation is anchored to the root
+    (("*.md", "!/README.md"), "README.md", None),
+    (("!docs/**",), "docs/a.md", None),  # a lone negation matches nothing
+    (("a/", "b/"), "b/c.py", "b/"),
+    ((), "anything", None),
+    (("src/**", "!*.md", "!*.txt"), "src/a.py", "src/**"),
+    (("src/**", "!*.md", "!*.txt"), "src/a.txt", None),
+    # gitignore's escapes: a name that starts with '!' or '#'
+    (("\\!important/",), "!important/a.py", "\\!important/"),
+    (("\\!important/",), "important/a.py", None),
+    (("\\#notes.md",), "docs/#notes.md", "\\#notes.md"),
+    (("\\!",), "a/!", "\\!"),
+]
+
+
+@pytest.mark.parametrize("globs, path, decided", LIST_TABLE, ids=[f"{g}|{p}" for g, p, _ in LIST_TABLE])
+def test_a_list_of_globs_reads_like_a_gitignore(globs, path, decided):
+    assert deciding_glob(globs, path) == decided
+    assert matches_any(globs, path) is (decided is not None)
+    assert matches_any(list(globs), path) is (decided is not None)
+
+
+def test_a_negation_alone_matches_nothing():
+    assert not matches("!docs/**", "docs/a.md")
+    assert not matches("!docs/**", "src/a.py")
+
+
+# -- agreement with pathspec ------------------------------------------------------------------
+
+NO_CLASS_CHARS = "*?!/.az"
+LIST_GLOB = st.text(alphabet=NO_CLASS_CHARS, min_size=1, max_size=8)
+PATH_SEGMENT = st.sampled_from(["a", "z", "az", "a.z", "za", "!a", ".a", "aa.z"])
+PATH = st.lists(PATH_SEGMENT, min_size=1, max_size=4).map("/".join)
+
+
+def valid(glob: str) -> bool:
+    try:
+        compile_glob(glob)
+    except GlobError:
+        return False
+    return True
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(LIST_GLOB.filter(valid), min_size=1, max_size=4), PATH)
+def test_the_matcher_is_pathspecs_gitignore_spec(globs, path):
+    """Every glob ci-policy accepts means what pathspec's `GitIgnoreSpec` says, lists included.
+
+    Character classes are left out here: they are the one deliberate difference (below).
+    """
+    assert matches_any(globs, path) is GitIgnoreSpec.from_lines(globs).match_file(path)
+
+
+CLASS_GLOB = st.text(alphabet="[]!^-+0az*/", min_size=1, max_size=8)
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # pathspec's own regex of "[[]"
+@settings(max_examples=800, deadline=None)
+@given(CLASS_GLOB.filter(valid), st.text(alphabet="+-./0az", min_size=1, max_size=8))
+def test_a_class_differs_from_pathspec_only_by_never_matching_a_slash(glob, path):
+    ours = matches(glob, path)
+    theirs = GitIgnoreSpec.from_lines([glob]).match_file(path)
+    if ours is not theirs:
+        assert theirs and not ours and "/" in path and "[" in glob
+    # Without a '/' for a class to take, both always agree.
+    flat = path.replace("/", ".")
+    assert matches(glob, flat) is GitIgnoreSpec.from_lines([glob]).match_file(flat)
