@@ -26,6 +26,7 @@ from ci_policy.config.file_run import FILE_RUN, FileRunConfig
 from ci_policy.config.gates import GATES, GatesConfig
 from ci_policy.config.lint import LINT, LintConfig
 from ci_policy.config.markers import MARKERS, Markers
+from ci_policy.config.pull_request import PULL_REQUEST, PullRequest
 from ci_policy.config.runner import RUNNER, RunnerConfig
 from ci_policy.config.scopes import SCOPES, Scope
 from ci_policy.config.selection import SELECTION, Selection
@@ -68,7 +69,8 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 
 # Table order is parse order: `markers` maps names to the `backends` declared before it,
 # `stages` check their backend against them, `discovery` checks its implicit roots against
-# the stages, and `file_run` its image keys against the backends.
+# the stages, and `file_run` its image keys against the backends; a stage's
+# `max_parallel.priority` needs the `pull_request` labels before it.
 TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("version", Parser(f"integer {VERSION}", _parse_version), REQUIRED, "The format version of this file."),
     Key("requires", Parser("PEP 440 version specifier", _parse_requires), None,
@@ -80,6 +82,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
         shown_default="cpu, cuda, rocm"),
     Key("markers", MARKERS, Markers(), "The marker dialect: more marker names, extra arguments, a suite template.",
         shown_default="the built-in markers"),
+    Key("pull_request", PULL_REQUEST, PullRequest(), "What raw PR labels mean to the plan.",
+        shown_default="the defaults below"),
     Key("stages", STAGES, REQUIRED, "The CI stages, at least one."),
     Key("discovery", DISCOVERY, REQUIRED, "Where test files are found."),
     Key("cadences", CADENCES_SECTION, Cadences(), "Which scheduled run is which cadence.",
@@ -112,6 +116,7 @@ class Config:
     gpu_requires_labels: bool = TOP.default("gpu_requires_labels")
     backends: Backends = TOP.default("backends")
     markers: Markers = TOP.default("markers")
+    pull_request: PullRequest = TOP.default("pull_request")
     cadences: Cadences = TOP.default("cadences")
     scopes: tuple[Scope, ...] = TOP.default("scopes")
     selection: Selection = TOP.default("selection")

@@ -2,6 +2,8 @@
 
 - In: registrations, a `Plan`.
 - Out: JSON text (two-space indented) or the dict it is made of; field order is stable.
+- A plan stage carries `shards_reason` (with `partitions: auto`) and `max_parallel` with
+  `max_parallel_reason` (with `max_parallel`) only when the stage configures them.
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
   diagnostics, in the shape `lint --format json` uses) and `plan_complete`.
 """
@@ -36,6 +38,26 @@ def registry_json(registrations: Iterable[Registration], invalid: Iterable[Inval
                        "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
 
 
+def stage_dict(s: StagePlan) -> dict[str, Any]:
+    """One stage of the plan document; the sizing keys only where the stage configures them."""
+    out: dict[str, Any] = {
+        "name": s.name,
+        "backend": s.stage.backend,
+        "decision": s.decision,
+        "reasons": list(s.reasons),
+        "runs_on": list(s.stage.runs_on),
+        "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source} for r in s.tests],
+        "shards": [sh.as_dict() for sh in s.shards],
+        "invalid": list(s.invalid),
+    }
+    if s.shards_reason is not None:  # partitions: auto
+        out["shards_reason"] = s.shards_reason
+    if s.max_parallel is not None:
+        out["max_parallel"] = s.max_parallel
+        out["max_parallel_reason"] = s.max_parallel_reason
+    return out
+
+
 def plan_dict(plan: Plan) -> dict[str, Any]:
     policy = plan.policy
     return {
@@ -48,16 +70,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         "write_baseline": policy.write_baseline,
         "diff": {"available": plan.diff.available, "files": list(plan.diff.files),
                  **({} if plan.diff.available else {"reason": plan.diff.reason})},
-        "stages": [{
-            "name": s.name,
-            "backend": s.stage.backend,
-            "decision": s.decision,
-            "reasons": list(s.reasons),
-            "runs_on": list(s.stage.runs_on),
-            "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source} for r in s.tests],
-            "shards": [sh.as_dict() for sh in s.shards],
-            "invalid": list(s.invalid),
-        } for s in plan.stages],
+        "stages": [stage_dict(s) for s in plan.stages],
         "skipped_stages": list(plan.skipped_stages),
         "images": dict(plan.images),
         "warnings": list(plan.warnings),

@@ -73,7 +73,7 @@ def plan_text(plan: Plan) -> str:
     rows: list[tuple[str, ...]] = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL", "REASONS")]
     for s in plan.stages:
         rows.append((s.name, s.stage.backend, s.decision.upper(), str(len(s.tests)), str(len(s.shards)),
-                     secs(s.wall_seconds) if s.decision == "run" else "-", "; ".join(s.reasons)))
+                     secs(s.wall_seconds) if s.decision == "run" else "-", "; ".join(s.reasons + s.notes)))
     lines.append(table(rows, right={3, 4, 5}))
     running = [s for s in plan.stages if s.decision == "run"]
     if running:

@@ -62,6 +62,8 @@ QUICKSTART_OUTPUTS = {
     "skipped_stages": "[]",
     "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
               '"stage-c-4-gpu-mi350":[0]}',
+    # No stage sets max_parallel: each stage's limit is its shard count (at least 1).
+    "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":2,"stage-c-4-gpu-h200":3,"stage-c-4-gpu-mi350":1}',
     "cuda_image": "build",
     "rocm_image": "build",
     "invalid_files": "[]",
@@ -210,6 +212,7 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         "write_baseline": "false",
         "skipped_stages": '["stage-b-1-gpu-h200","stage-c-4-gpu-h200","stage-c-4-gpu-mi350"]',
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[],"stage-c-4-gpu-h200":[],"stage-c-4-gpu-mi350":[]}',
+        "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":1,"stage-c-4-gpu-h200":1,"stage-c-4-gpu-mi350":1}',
         "cuda_image": "skip",
         "rocm_image": "skip",
         "invalid_files": "[]",
@@ -263,6 +266,7 @@ def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsy
         "skipped_stages": "[]",
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
                   '"stage-c-4-gpu-mi350":[0,1]}',
+        "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":2,"stage-c-4-gpu-h200":3,"stage-c-4-gpu-mi350":2}',
         "cuda_image": "build", "rocm_image": "build", "invalid_files": "[]", "plan_complete": "true",
     }
 
@@ -538,6 +542,7 @@ def test_a_partial_plan_in_github_format_writes_every_output_and_exits_0(partial
     assert parse_github_output(outputs.read_text()) == {
         "cadence": "regular", "raw_labels": "run-ci-megatron", "bypass_fastfail": "false", "write_baseline": "false",
         "skipped_stages": '["gpu-b","amd"]', "matrix": '{"cpu":[0],"gpu-a":[0,1],"gpu-b":[],"amd":[]}',
+        "max_parallel": '{"cpu":1,"gpu-a":2,"gpu-b":1,"amd":1}',
         "cuda_image": "build", "rocm_image": "skip",
         "invalid_files": f'["{BAD}"]', "plan_complete": "false",
     }

@@ -32,11 +32,12 @@ from ci_policy.config.file_run import FILE_RUN_TABLE
 from ci_policy.config.gates import GATE_DEFAULT, GATES_TABLE, REQUIREMENT
 from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfig
 from ci_policy.config.markers import MARKERS_TABLE, Markers
+from ci_policy.config.pull_request import PULL_REQUEST_TABLE, PullRequest
 from ci_policy.config.reference import _tables
 from ci_policy.config.runner import FROM_EST_TIME, RETRY, RUNNER_TABLE
 from ci_policy.config.scopes import SCOPE
 from ci_policy.config.selection import RULE, SELECTION_TABLE
-from ci_policy.config.stages import STAGE
+from ci_policy.config.stages import MAX_PARALLEL_TABLE, STAGE, MaxParallel
 from ci_policy.config.top import TOP
 from ci_policy.config.tune import TUNE_TABLE
 from ci_policy.read.yamlnodes import Schema, compose
@@ -45,7 +46,9 @@ from ci_policy.read.yamlnodes import Schema, compose
 SECTIONS = [
     (TOP, Config, {"path", "lines"}),
     (MARKERS_TABLE, Markers, {"line"}),
+    (PULL_REQUEST_TABLE, PullRequest, {"line"}),
     (STAGE, Stage, {"line"}),
+    (MAX_PARALLEL_TABLE, MaxParallel, set()),
     (DISCOVERY_TABLE, Discovery, {"root_patterns"}),
     (IMPLICIT, ImplicitRoot, {"line"}),
     (CADENCES_TABLE, Cadences, {"line"}),
@@ -79,7 +82,8 @@ def test_a_dataclass_has_one_field_per_key_with_the_tables_default(table, cls, e
 def test_every_table_is_reachable_from_the_top_level():
     reached = list(_tables(TOP))
     assert [t.title for t in reached] == [
-        ".github/ci-policy.yml", "backends.<name>", "markers", "stages[]", "discovery", "discovery.roots[]",
+        ".github/ci-policy.yml", "backends.<name>", "markers", "pull_request", "stages[]", "stages[].max_parallel",
+        "discovery", "discovery.roots[]",
         "discovery.implicit[]",
         "cadences", "scopes.<run-ci-name>", "selection", "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "gates", "gates.defaults.<metric key>", "gates.require[]", "file_run",
