@@ -20,6 +20,7 @@ from ci_policy.model.lint import LintReport
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.plan.explain import Explanation
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.partition import Shard
 
@@ -82,6 +83,25 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
 
 def plan_json(plan: Plan) -> str:
     return json.dumps(plan_dict(plan), indent=2)
+
+
+def explain_json(explanation: Explanation, plan: Plan) -> str:
+    """`plan --explain FILE --format json`: the file's status and each of its stages."""
+    e = explanation
+    return json.dumps({
+        "schema": JSON_SCHEMA_VERSION,
+        "file": e.file,
+        "event": plan.policy.event,
+        "cadence": plan.policy.cadence,
+        "status": e.status,
+        "summary": e.summary,
+        "changed": e.changed,
+        "stages": [{"stage": s.stage, "backend": s.backend, "line": s.line, "decision": s.decision,
+                    "reasons": list(s.reasons), "selected": s.selected, "why": s.why, "est_time": s.est_time,
+                    "est_source": s.est_source, "shard": s.shard, "shards": s.shards} for s in e.stages],
+        "invalid_stages": list(e.invalid_stages),
+        "diagnostics": [d.as_dict() for d in e.diagnostics],
+    }, indent=2)
 
 
 def shard_files_json(stage_plan: StagePlan, shard: Shard | None, invalid: Sequence[InvalidFile] = ()) -> str:

@@ -602,3 +602,46 @@ def test_a_file_a_suppressed_error_left_partly_unread_is_named(make_repo, capsys
     rc, out, err = run(["plan", "--repo", str(repo), "--event", "schedule", "--cadence", "nightly"], capsys)
     assert (rc, err) == (0, "")
     assert out.endswith(f"\nwarning: {warning}\n")
+
+
+# -- plan --explain FILE ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("file, golden", [
+    ("tests/e2e/test_megatron_sft.py", "explain-selected"),
+    ("tests/e2e/test_fsdp_grpo.py", "explain-not-selected"),
+    ("./docs/guide.md", "explain-not-a-test-file"),
+])
+def test_explain_text_and_json(at_root, capsys, file, golden):
+    argv = [*QUICKSTART_ARGV, "--explain", file]
+    assert_run_golden(run(argv, capsys), 0, f"cli/plan/{golden}.txt")
+    rc, out, err = run([*argv, "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert_golden(f"cli/plan/{golden}.json", out)
+    doc = json.loads(out)
+    assert (doc["schema"], doc["file"], doc["event"], doc["cadence"]) == (1, file.removeprefix("./"),
+                                                                           "pull_request", "regular")
+
+
+def test_explain_an_invalid_file_lists_its_diagnostics_and_exits_0(make_repo, capsys):
+    repo, inputs = partial_repo(make_repo)
+    rc, out, err = run(["plan", "--repo", str(repo), *inputs, "--explain", BAD], capsys)
+    assert (rc, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[1] == f"{BAD} is an invalid test file: never scheduled until its error is fixed"
+    assert BAD_MESSAGE in out and f"hint: {BAD_HINT}" in out
+    rc, out, err = run(["plan", "--repo", str(repo), *inputs, "--explain", BAD, "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert (rc, doc["status"], doc["changed"], doc["stages"], doc["diagnostics"]) == (
+        0, "invalid", True, [], [BAD_DIAGNOSTIC])
+
+
+@pytest.mark.parametrize("extra, stderr", [
+    (["--explain", "/etc/passwd"], "--explain: path: '/etc/passwd' is absolute; paths are relative to the "
+                                   "repository root\n    hint: drop the leading '/'\n"),
+    (["--explain", "../x.py"], "--explain: path: '../x.py' leaves the repository ('..' is not allowed)\n"
+                               "    hint: name a path inside the repository\n"),
+    (["--explain", "tests/e2e/test_megatron_sft.py", "--format", "markdown"],
+     "--explain: explains in text or json, not markdown\n    hint: pass --format text or --format json\n"),
+])
+def test_explain_usage_errors(at_root, capsys, extra, stderr):
+    assert run([*QUICKSTART_ARGV, *extra], capsys) == (2, "", "ci-policy plan: error: " + stderr)
