@@ -166,7 +166,7 @@ def test_plan_job_runs_ci_policy_plan_with_github_format(workflow):
     assert argv[argv.index("--repo") + 1] == "."
     step = next(s for s in plan["steps"] if "run" in s and "ci-policy plan" in s["run"])
     outputs = ("cadence", "raw_labels", "bypass_fastfail", "write_baseline", "skipped_stages", "matrix",
-               "cuda_image", "rocm_image", "invalid_files", "plan_complete")
+               "max_parallel", "cuda_image", "rocm_image", "invalid_files", "plan_complete")
     assert plan["outputs"] == {name: f"${{{{ steps.{step['id']}.outputs.{name} }}}}" for name in outputs}
 
 
@@ -186,6 +186,9 @@ def test_each_stage_job_reads_the_plan(workflow, config):
         assert "skipped_stages" in job["if"], name
         assert job["if"] == f"${{{{ !contains(fromJSON(needs.plan.outputs.skipped_stages), '{name}') }}}}"
         assert job["strategy"]["matrix"]["shard"] == f"${{{{ fromJSON(needs.plan.outputs.matrix)['{name}'] }}}}"
+        # The plan's parallelism, from its own output: `matrix` keeps the shape workflows read.
+        assert job["strategy"]["max-parallel"] == (
+            f"${{{{ fromJSON(needs.plan.outputs.max_parallel)['{name}'] }}}}")
         if stage.backend == "cpu":
             assert job["runs-on"] == "ubuntu-latest", name
         else:

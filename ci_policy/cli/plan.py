@@ -7,8 +7,12 @@
   format exits 0 once every output is written, so the workflow goes on and its result
   job fails on `plan_complete != 'true'`; every other format prints the whole plan and
   exits 1.
+- `--explain FILE` (text or json): instead of the plan, why one file runs where it runs
+  (`ci_policy.plan.explain`); exit 0 whatever the file's status, since the explanation is
+  the whole answer.
 - Refused: bad plan inputs (exit 2, naming the option); a configuration, labels,
-  discovery or estimates-file error (exit 1, nothing planned).
+  discovery or estimates-file error (exit 1, nothing planned); `--explain` with a path
+  that is not repo-relative, or with markdown or github format (exit 2).
 """
 
 from __future__ import annotations
@@ -37,12 +41,38 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_checkout(p)
     add_plan_inputs(p)
     add_format(p, ("text", "json", "markdown", "github"))
+    p.add_argument("--explain", metavar="FILE", default=None,
+                   help="instead of the plan, explain one repo-relative test file: each stage it is registered "
+                        "to, the rule that selected or skipped it, its shard (text or json)")
     return p
+
+
+def _explain_path(value: str) -> str:
+    from ci_policy.errors import InputError, UsageError
+    from ci_policy.read.checkout import check_relative
+
+    try:
+        return check_relative(value, field="path")
+    except InputError as exc:
+        raise UsageError(exc.message, source="--explain", hint=exc.hint) from None
 
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
+    from ci_policy.errors import UsageError
 
+    if args.explain is not None:
+        if args.format not in ("text", "json"):
+            raise UsageError(f"explains in text or json, not {args.format}", source="--explain",
+                             hint="pass --format text or --format json")
+        file = _explain_path(args.explain)
+        plan = plan_from_args(args)
+        from ci_policy.plan.explain import explain
+
+        explanation = explain(plan, file)
+        print(render.explain_json(explanation, plan) if args.format == "json"
+              else render.explain_text(explanation, plan))
+        return 0
     plan = plan_from_args(args)
     if args.format == "json":
         print(render.plan_json(plan))

@@ -1,7 +1,9 @@
-"""`pull_request:` what a pull request must carry before its accelerator stages run.
+"""`pull_request:` what a pull request must carry before its accelerator stages run, and
+which of its labels raise a stage's parallelism.
 
 - In: the optional `pull_request` mapping; `require_labels` is a list of raw PR labels.
-- Out: a frozen `PullRequest`; `require_labels` empty means no gate (today's behaviour).
+- Out: a frozen `PullRequest`; `require_labels` empty means no gate (today's behaviour);
+  `priority_labels` raise a stage's `max_parallel.priority`.
 - Gate labels are raw GitHub label names compared exactly as the PR carries them (`run-ci`,
   `high priority`), not entries of the label registry: they never select tests.
   `gate_label` is the parser for them (also `stages[].requires_labels`).
@@ -41,10 +43,14 @@ def gate_labels(kind: str) -> fields.Parser:
     return fields.strings(kind, non_empty=True, check=check_gate_label)
 
 
-PULL_REQUEST_TABLE = Table("pull_request", "What a pull request must carry before its stages run.", (
+PULL_REQUEST_TABLE = Table("pull_request", "What a pull request must carry before its stages run, and which PR "
+                           "labels raise parallelism.", (
     Key("require_labels", gate_labels("non-empty list of raw PR labels"), (),
         "No accelerator stage runs on a pull request that carries none of these labels.",
         shown_default="none: no gate"),
+    Key("priority_labels", fields.strings("list of raw PR labels", check=check_gate_label), (),
+        "PR labels (as written on GitHub, e.g. `high priority`) that raise a stage's `max_parallel.priority`.",
+        shown_default="none"),
 ))
 
 
@@ -53,11 +59,13 @@ class PullRequest:
     """`pull_request:` the labels a PR needs before any accelerator stage runs."""
 
     require_labels: tuple[str, ...] = PULL_REQUEST_TABLE.default("require_labels")
+    priority_labels: tuple[str, ...] = PULL_REQUEST_TABLE.default("priority_labels")
     line: int | None = None
 
 
 def _build(s: Schema, v: Values) -> PullRequest:
-    return PullRequest(require_labels=v.get("require_labels"), line=v.line)
+    return PullRequest(require_labels=v.get("require_labels"), priority_labels=v.get("priority_labels"),
+                       line=v.line)
 
 
 PULL_REQUEST = fields.mapping_of(PULL_REQUEST_TABLE, _build)

@@ -8,6 +8,11 @@
   globs a stage owns) on a stage that is not diff-pruned.
 - Defaults that depend on the backend: `runner` (pytest for non-accelerator backends such
   as cpu, python otherwise) and `diff_pruned` (true for accelerator stages).
+- Shards and parallelism: `partitions` is a count or `auto` (sized from the selected
+  est_time by `shard_seconds`, at most `max_partitions`); `auto` without `shard_seconds`,
+  and `shard_seconds`/`max_partitions` without `auto`, are refused. `max_parallel` is a
+  number or `{default, priority, schedule}`; `priority` and `schedule` may only raise
+  `default`, and `priority` needs `pull_request.priority_labels`.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from ci_policy.config import codes, fields
 from ci_policy.config.backends import BUILTIN_BACKENDS, backend_parser, backends_of
 from ci_policy.config.cadences import CADENCES, Cadence, cadence_list
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
-from ci_policy.config.pull_request import gate_labels
+from ci_policy.config.pull_request import PullRequest, gate_labels
 from ci_policy.read.names import NAME, NAME_RE
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -30,6 +35,61 @@ Backend = str
 RunnerKind = Literal["python", "pytest"]
 BACKENDS: tuple[Backend, ...] = tuple(BUILTIN_BACKENDS)
 RUNNERS: tuple[RunnerKind, ...] = get_args(RunnerKind)
+
+
+AUTO = "auto"
+
+
+def _parse_partitions(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":str") and node.value == AUTO:
+        return AUTO
+    return s.number(node, where, minimum=1, integer=True)
+
+
+MAX_PARALLEL_TABLE = Table("stages[].max_parallel", "How many shards of the stage run at once, as a mapping.", (
+    Key("default", fields.integer(1), REQUIRED, "The limit when nothing raises it."),
+    Key("priority", fields.integer(1), None,
+        "The limit on a pull request carrying one of `pull_request.priority_labels`.", shown_default="none"),
+    Key("schedule", fields.integer(1), None, "The limit on a `schedule` event.", shown_default="none"),
+))
+
+
+@dataclass(frozen=True)
+class MaxParallel:
+    """`max_parallel`: shards run at once; `priority` and `schedule` raise `default`."""
+
+    default: int
+    priority: int | None = MAX_PARALLEL_TABLE.default("priority")
+    schedule: int | None = MAX_PARALLEL_TABLE.default("schedule")
+
+
+def _parse_max_parallel(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    if not isinstance(node, yaml.MappingNode):
+        value = s.number(node, where, minimum=1, integer=True)
+        return INVALID if value is INVALID else MaxParallel(default=value)
+    values = MAX_PARALLEL_TABLE.read(s, node, where, ctx)
+    if values is None or values.any_invalid() or "default" not in values:
+        return INVALID
+    default = values.get("default")
+    ok = True
+    for name, when in (("priority", "a priority label"), ("schedule", "a schedule event")):
+        raised = values.get(name)
+        if raised is not None and raised < default:
+            s.error(values.value_node(name), values.path(name),
+                    f"must not be below max_parallel.default ({default}), got {raised}: {when} raises the "
+                    "limit, never lowers it", hint=f"set it to at least {default}, or lower default",
+                    code=codes.INCONSISTENT)
+            ok = False
+    pull_request = ctx.get("pull_request", PullRequest())
+    if values.get("priority") is not None and pull_request is not INVALID and not pull_request.priority_labels:
+        s.error(values.value_node("priority"), values.path("priority"),
+                "no PR label can raise the limit: pull_request.priority_labels is empty",
+                hint="list the labels, e.g. pull_request: {priority_labels: [high priority]}",
+                code=codes.INCONSISTENT)
+        ok = False
+    if not ok:
+        return INVALID
+    return MaxParallel(default=default, priority=values.get("priority"), schedule=values.get("schedule"))
 
 
 def check_name(value: str) -> str | None:
@@ -45,7 +105,16 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("runs_on", fields.strings("non-empty list of runner labels", non_empty=True), (),
         "Runner labels of the stage's jobs; required for accelerator stages that are not external.",
         shown_default="none"),
-    Key("partitions", fields.integer(1), 1, "Number of runners the stage's files are split across."),
+    Key("partitions", Parser("integer >= 1 | auto", _parse_partitions), 1,
+        "Number of runners the stage's files are split across; `auto`: sized by `shard_seconds`."),
+    Key("shard_seconds", fields.number(0, strict=True), None,
+        "With `partitions: auto`: selected est_time per shard, so `ceil(sum / shard_seconds)` shards.",
+        shown_default="none"),
+    Key("max_partitions", fields.integer(1), None, "With `partitions: auto`: the most shards.",
+        shown_default="no limit"),
+    Key("max_parallel", Parser("integer >= 1 or mapping (below)", _parse_max_parallel, MAX_PARALLEL_TABLE), None,
+        "Shards run at once (`strategy.max-parallel`), from the `max_parallel` output.",
+        shown_default="no limit"),
     Key("runner", fields.choice(RUNNERS), "pytest", "How one test file is run: `python FILE` or `pytest FILE`.",
         shown_default="`pytest` for non-accelerator stages (cpu), `python` otherwise"),
     Key("timeout_per_file", fields.number(0, strict=True), None, "Seconds one test file may run.",
@@ -69,7 +138,10 @@ class Stage:
     name: str
     backend: Backend
     runs_on: tuple[str, ...] = STAGE.default("runs_on")
-    partitions: int = STAGE.default("partitions")
+    partitions: int | Literal["auto"] = STAGE.default("partitions")
+    shard_seconds: float | None = STAGE.default("shard_seconds")
+    max_partitions: int | None = STAGE.default("max_partitions")
+    max_parallel: MaxParallel | None = STAGE.default("max_parallel")
     runner: RunnerKind = STAGE.default("runner")
     timeout_per_file: float | None = STAGE.default("timeout_per_file")
     diff_pruned: bool = STAGE.default("diff_pruned")
@@ -99,13 +171,26 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
         s.error(v.value_node("paths"), v.path("paths"), "has no effect: the stage is not diff-pruned, so it "
                 "runs whenever it has selected tests", hint="set diff_pruned: true, or remove paths",
                 code=codes.INCONSISTENT)
+    partitions = v.get("partitions")
+    if partitions == AUTO and "shard_seconds" not in v:
+        s.error(v.value_node("partitions"), v.path("shard_seconds"), "required with partitions: auto",
+                hint="give the selected est_time per shard, e.g. shard_seconds: 1800", code=codes.MISSING_KEY)
+    for key in ("shard_seconds", "max_partitions"):
+        if key in v and partitions is not INVALID and partitions != AUTO:
+            s.error(v.value_node(key), v.path(key), f"applies only with partitions: auto "
+                    f"(partitions is {partitions})",
+                    hint=f"write partitions: auto to size the shards from est_time, or remove {key}",
+                    code=codes.INCONSISTENT)
     if v.any_invalid() or len(s.errors) != before:
         return None
     return Stage(
         name=name,
         backend=backend,
         runs_on=v.get("runs_on"),
-        partitions=v.get("partitions"),
+        partitions=partitions,
+        shard_seconds=v.get("shard_seconds"),
+        max_partitions=v.get("max_partitions"),
+        max_parallel=v.get("max_parallel"),
         runner=v.get("runner", "python" if gpu else "pytest"),
         timeout_per_file=v.get("timeout_per_file"),
         diff_pruned=v.get("diff_pruned", gpu),

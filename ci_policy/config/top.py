@@ -70,7 +70,8 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 # Table order is parse order: `markers` maps names to the `backends` declared before it,
 # `stages` check their backend against them, `discovery` checks its implicit roots against
 # the stages, `cadences` its schedules against the backends and stages, and `file_run` its
-# image keys against the backends.
+# image keys against the backends; a stage's `max_parallel.priority` needs the
+# `pull_request` labels before it.
 TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("version", Parser(f"integer {VERSION}", _parse_version), REQUIRED, "The format version of this file."),
     Key("requires", Parser("PEP 440 version specifier", _parse_requires), None,
@@ -82,13 +83,14 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
         shown_default="cpu, cuda, rocm"),
     Key("markers", MARKERS, Markers(), "The marker dialect: more marker names, extra arguments, a suite template.",
         shown_default="the built-in markers"),
+    Key("pull_request", PULL_REQUEST, PullRequest(),
+        "What a pull request must carry before its stages run, and which PR labels raise parallelism.",
+        shown_default="no label gate, no priority labels"),
     Key("stages", STAGES, REQUIRED, "The CI stages, at least one."),
     Key("discovery", DISCOVERY, REQUIRED, "Where test files are found."),
     Key("cadences", CADENCES_SECTION, Cadences(), "Which scheduled run is which cadence.",
         shown_default="no schedules"),
     Key("scopes", SCOPES, (), "Broad-scope PR labels (`run-ci-all`).", shown_default="none"),
-    Key("pull_request", PULL_REQUEST, PullRequest(), "What a pull request must carry before its stages run.",
-        shown_default="no label gate"),
     Key("selection", SELECTION, Selection(), "How the diff selects and prunes stages.",
         shown_default="the defaults below"),
     Key("runner", RUNNER, RunnerConfig(), "How `ci-policy run` retries, times out and stops files.",
@@ -116,9 +118,9 @@ class Config:
     gpu_requires_labels: bool = TOP.default("gpu_requires_labels")
     backends: Backends = TOP.default("backends")
     markers: Markers = TOP.default("markers")
+    pull_request: PullRequest = TOP.default("pull_request")
     cadences: Cadences = TOP.default("cadences")
     scopes: tuple[Scope, ...] = TOP.default("scopes")
-    pull_request: PullRequest = TOP.default("pull_request")
     selection: Selection = TOP.default("selection")
     runner: RunnerConfig = TOP.default("runner")
     gates: GatesConfig = TOP.default("gates")

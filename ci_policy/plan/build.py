@@ -8,6 +8,12 @@
 - Partial: an invalid test file (`Snapshot.usable`) is left out and the plan is built
   from every valid registration; `Plan.complete` is false. A fatal error (configuration,
   labels, discovery, estimates file) raises `InputErrors` instead.
+- Shards: a fixed `partitions`, or `partitions: auto` sized from the selected est_time
+  (`plan.partition.stage_shards`, with its reason). Parallelism: a stage's `max_parallel`
+  (`default`, raised by `priority` on a pull request carrying a raw PR label of
+  `pull_request.priority_labels`, or by `schedule` on a schedule event), with its reason;
+  `Plan.max_parallel` gives every planned stage a limit for `strategy.max-parallel` (its
+  shard count, at least 1, when the stage sets none).
 - `ci-policy plan`, `ci-policy list` and `ci-policy run` all call `build_plan`, so
   every shard job computes exactly the split the plan job printed.
 """
@@ -20,7 +26,7 @@ from ci_policy.config import Config, Stage
 from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile, Snapshot
-from ci_policy.plan.partition import Shard, partition
+from ci_policy.plan.partition import Shard, stage_shards
 from ci_policy.plan.policy import DIFF_EVENTS, Policy, Trigger, resolve, selects, why_not
 from ci_policy.plan.selection import Decision, StageDecision, decide
 from ci_policy.read.diff import Diff
@@ -35,6 +41,17 @@ class StagePlan:
     shards: tuple[Shard, ...]
     not_selected: tuple[tuple[Registration, str], ...] = ()
     invalid: tuple[str, ...] = ()  # invalid test files whose readable registrations name this stage
+    # Why this many shards (`partitions: auto` only) and the stage's parallelism (`max_parallel` only).
+    shards_reason: str | None = None
+    max_parallel: int | None = None
+    max_parallel_reason: str | None = None
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The reasons of a running stage's size: its shard count and parallelism, when configured."""
+        if self.decision != "run":
+            return ()
+        return tuple(n for n in (self.shards_reason, self.max_parallel_reason) if n is not None)
 
     @property
     def name(self) -> str:
@@ -91,6 +108,12 @@ class Plan:
     def matrix(self) -> dict[str, list[int]]:
         return {s.name: [sh.index for sh in s.shards] for s in self.stages}
 
+    @property
+    def max_parallel(self) -> dict[str, int]:
+        """Each planned stage's `strategy.max-parallel`: its `max_parallel`, else its shard count (at least 1)."""
+        return {s.name: s.max_parallel if s.max_parallel is not None else max(1, len(s.shards))
+                for s in self.stages}
+
     def stage(self, name: str) -> StagePlan | None:
         for s in self.stages:
             if s.name == name:
@@ -103,7 +126,7 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
     policy = resolve(trigger, snapshot.config, snapshot.labels)
     policy, decisions = decide(snapshot, policy, diff)
     warnings = list(policy.warnings)
-    stages = tuple(_stage_plan(d, warnings) for d in decisions)
+    stages = tuple(_stage_plan(d, warnings, trigger, snapshot.config) for d in decisions)
     images = []
     for backend in snapshot.config.backends.accelerators:
         runs = any(s.decision == "run" and s.stage.backend == backend for s in stages)
@@ -123,18 +146,40 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
                 warnings=tuple(warnings))
 
 
-def _stage_plan(d: StageDecision, warnings: list[str]) -> StagePlan:
+def max_parallel_of(stage: Stage, trigger: Trigger, config: Config) -> tuple[int, str] | None:
+    """The stage's limit of shards run at once and its reason; None when the stage sets none.
+
+    Priority labels are raw PR labels (`high priority`), read from the trigger: the policy
+    keeps only the canonical `run-ci-*` ones.
+    """
+    limit = stage.max_parallel
+    if limit is None:
+        return None
+    if trigger.event == "pull_request" and limit.priority is not None:
+        raised = [label for label in config.pull_request.priority_labels if label in trigger.labels]
+        if raised:
+            return limit.priority, f"max_parallel {limit.priority}: raised by the PR label {raised[0]}"
+    if trigger.event == "schedule" and limit.schedule is not None:
+        return limit.schedule, f"max_parallel {limit.schedule}: raised for a schedule event"
+    return limit.default, f"max_parallel {limit.default}: the stage's limit"
+
+
+def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config: Config) -> StagePlan:
+    parallel = max_parallel_of(d.stage, trigger, config)
+    max_parallel, max_parallel_reason = parallel if parallel is not None else (None, None)
     if d.decision == "skip":
-        return StagePlan(d.stage, d.decision, d.reasons, (), (), d.not_selected, d.invalid)
+        return StagePlan(d.stage, d.decision, d.reasons, (), (), d.not_selected, d.invalid,
+                         max_parallel=max_parallel, max_parallel_reason=max_parallel_reason)
     tests = tuple(sorted(d.selected, key=lambda r: r.file))
-    shards = partition(((r.file, r.est_time) for r in tests), d.stage.partitions)
+    shards, shards_reason = stage_shards(d.stage, ((r.file, r.est_time) for r in tests))
     if len(shards) > 1:
         mean = sum(s.est_seconds for s in shards) / len(shards)
         for r in tests:
             if r.est_time > mean:
                 warnings.append(f"{d.stage.name}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
                                 f"mean shard time ({mean:g}s); the stage cannot finish sooner than this file")
-    return StagePlan(d.stage, d.decision, d.reasons, tests, shards, d.not_selected, d.invalid)
+    return StagePlan(d.stage, d.decision, d.reasons, tests, shards, d.not_selected, d.invalid,
+                     shards_reason, max_parallel, max_parallel_reason)
 
 
 def shard_of(plan: Plan, stage_name: str, shard: int | None) -> tuple[StagePlan, Shard | None]:

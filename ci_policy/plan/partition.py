@@ -7,13 +7,22 @@
   plan job and every shard job compute exactly the same split.
 - Bound (list scheduling): the most loaded shard carries at most
   `sum/shards + max(est_time)`.
+- `partitions: auto` (`stage_shards`): `clamp(ceil(sum / shard_seconds), 1, max_partitions)`
+  shards for the selected files (disabled files are never selected, so they never count),
+  then at most one per file; the count comes with its reason
+  (`3 shards: 1730s selected / 600s per shard`). The division is exact on the decimal
+  values (a sum of 1200s with 600s per shard is 2 shards, never 3 by rounding).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from fractions import Fraction
+
+from ci_policy.config import Stage
 
 
 @dataclass(frozen=True)
@@ -63,3 +72,47 @@ def imbalance(shards: tuple[Shard, ...]) -> float:
         return 1.0
     mean = sum(s.est_seconds for s in shards) / len(shards)
     return makespan(shards) / mean if mean else 1.0
+
+
+def auto_count(total: float, shard_seconds: float, max_partitions: int | None = None) -> int:
+    """`clamp(ceil(total / shard_seconds), 1, max_partitions)`, exact on the decimal values."""
+    if shard_seconds <= 0:
+        raise ValueError(f"shard_seconds must be > 0, got {shard_seconds}")
+    raw = math.ceil(Fraction(repr(_tidy(total))) / Fraction(repr(shard_seconds)))
+    count = max(raw, 1)
+    return count if max_partitions is None else min(count, max_partitions)
+
+
+def _seconds(value: float) -> str:
+    """Every digit of a sum or a configured value (`:g` would print 1234567 as 1.23457e+06)."""
+    return repr(_tidy(value))
+
+
+def _shards_word(n: int) -> str:
+    return f"{n} shard" + ("" if n == 1 else "s")
+
+
+def stage_shards(stage: Stage, items: Iterable[tuple[str, float]]) -> tuple[tuple[Shard, ...], str | None]:
+    """A stage's shards of the selected (file, est_time) pairs, and why that many when `partitions: auto`.
+
+    A fixed `partitions` needs no reason (the configuration states it): the reason is None.
+    """
+    items = list(items)
+    if stage.partitions != "auto":
+        return partition(items, stage.partitions), None
+    if stage.shard_seconds is None:
+        raise ValueError(f"stage {stage.name}: partitions: auto needs shard_seconds")
+    total = _tidy(math.fsum(est for _, est in items))
+    raw = math.ceil(Fraction(repr(total)) / Fraction(repr(stage.shard_seconds)))
+    count = auto_count(total, stage.shard_seconds, stage.max_partitions)
+    shards = partition(items, count)
+    if not shards:
+        return shards, None
+    reason = f"{_shards_word(len(shards))}: {_seconds(total)}s selected / {_seconds(stage.shard_seconds)}s per shard"
+    if raw < 1:
+        reason += " (at least 1)"
+    elif count < raw:
+        reason += f" = {raw}, capped by max_partitions {stage.max_partitions}"
+    elif len(shards) < count:
+        reason += f" = {count}, but only {len(items)} selected " + ("file" if len(items) == 1 else "files")
+    return shards, reason

@@ -30,6 +30,7 @@ from ci_policy.render.jsondoc import (
     JSON_SCHEMA_VERSION,
     comment_json,
     diagnostics_json,
+    explain_json,
     file_run_json,
     invalid_json,
     lint_json,
@@ -43,6 +44,7 @@ from ci_policy.render.markdown import gate_markdown, plan_markdown, run_summary_
 from ci_policy.render.text import (
     diagnostic_text,
     est_sources,
+    explain_text,
     file_run_text,
     gate_rows,
     gate_text,
@@ -64,7 +66,7 @@ __all__ = [
     "run_summary_markdown", "run_summary_text", "shard_header", "table",
     "comment_json", "file_run_json", "file_run_outputs", "file_run_text", "shard_files_json", "tune_json",
     "usage_error_github", "usage_error_text", "diagnostics_json", "lint_json", "lint_summary",
-    "invalid_annotations", "invalid_json", "invalid_text",
+    "invalid_annotations", "invalid_json", "invalid_text", "explain_json", "explain_text",
 ]
 
 

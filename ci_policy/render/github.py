@@ -3,6 +3,8 @@
 - In: a `Plan`, a shard's run results, gate outcomes.
 - Out: `::error`/`::warning` lines whose values pass `escape_data`/`escape_property`, and
   `name<<DELIMITER` output blocks (a value containing the delimiter is refused).
+- `max_parallel` (`{"stage": N}`, every planned stage) sits beside `matrix`, whose shape
+  workflows read and which stays as it is.
 - A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
   `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
 """
@@ -31,6 +33,8 @@ def github_outputs(plan: Plan, delimiter: str) -> str:
         "write_baseline": "true" if policy.write_baseline else "false",
         "skipped_stages": json.dumps(list(plan.skipped_stages), separators=(",", ":")),
         "matrix": json.dumps(plan.matrix, separators=(",", ":")),
+        # For `strategy.max-parallel`: a separate output, so `matrix` keeps its shape.
+        "max_parallel": json.dumps(plan.max_parallel, separators=(",", ":")),
         # One `<backend>_image` per accelerator backend (cuda_image and rocm_image always).
         **{f"{backend}_image": action for backend, action in plan.images},
         "invalid_files": json.dumps([f.file for f in plan.invalid], separators=(",", ":")),

@@ -2,6 +2,8 @@
 
 - In: registrations, a `Plan`.
 - Out: JSON text (two-space indented) or the dict it is made of; field order is stable.
+- A plan stage carries `shards_reason` (with `partitions: auto`) and `max_parallel` with
+  `max_parallel_reason` (with `max_parallel`) only when the stage configures them.
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
   diagnostics, in the shape `lint --format json` uses) and `plan_complete`.
 """
@@ -18,6 +20,7 @@ from ci_policy.model.lint import LintReport
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.plan.explain import Explanation
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.partition import Shard
 
@@ -36,6 +39,26 @@ def registry_json(registrations: Iterable[Registration], invalid: Iterable[Inval
                        "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
 
 
+def stage_dict(s: StagePlan) -> dict[str, Any]:
+    """One stage of the plan document; the sizing keys only where the stage configures them."""
+    out: dict[str, Any] = {
+        "name": s.name,
+        "backend": s.stage.backend,
+        "decision": s.decision,
+        "reasons": list(s.reasons),
+        "runs_on": list(s.stage.runs_on),
+        "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source} for r in s.tests],
+        "shards": [sh.as_dict() for sh in s.shards],
+        "invalid": list(s.invalid),
+    }
+    if s.shards_reason is not None:  # partitions: auto
+        out["shards_reason"] = s.shards_reason
+    if s.max_parallel is not None:
+        out["max_parallel"] = s.max_parallel
+        out["max_parallel_reason"] = s.max_parallel_reason
+    return out
+
+
 def plan_dict(plan: Plan) -> dict[str, Any]:
     policy = plan.policy
     return {
@@ -48,16 +71,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         "write_baseline": policy.write_baseline,
         "diff": {"available": plan.diff.available, "files": list(plan.diff.files),
                  **({} if plan.diff.available else {"reason": plan.diff.reason})},
-        "stages": [{
-            "name": s.name,
-            "backend": s.stage.backend,
-            "decision": s.decision,
-            "reasons": list(s.reasons),
-            "runs_on": list(s.stage.runs_on),
-            "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source} for r in s.tests],
-            "shards": [sh.as_dict() for sh in s.shards],
-            "invalid": list(s.invalid),
-        } for s in plan.stages],
+        "stages": [stage_dict(s) for s in plan.stages],
         "skipped_stages": list(plan.skipped_stages),
         "images": dict(plan.images),
         "warnings": list(plan.warnings),
@@ -69,6 +83,25 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
 
 def plan_json(plan: Plan) -> str:
     return json.dumps(plan_dict(plan), indent=2)
+
+
+def explain_json(explanation: Explanation, plan: Plan) -> str:
+    """`plan --explain FILE --format json`: the file's status and each of its stages."""
+    e = explanation
+    return json.dumps({
+        "schema": JSON_SCHEMA_VERSION,
+        "file": e.file,
+        "event": plan.policy.event,
+        "cadence": plan.policy.cadence,
+        "status": e.status,
+        "summary": e.summary,
+        "changed": e.changed,
+        "stages": [{"stage": s.stage, "backend": s.backend, "line": s.line, "decision": s.decision,
+                    "reasons": list(s.reasons), "selected": s.selected, "why": s.why, "est_time": s.est_time,
+                    "est_source": s.est_source, "shard": s.shard, "shards": s.shards} for s in e.stages],
+        "invalid_stages": list(e.invalid_stages),
+        "diagnostics": [d.as_dict() for d in e.diagnostics],
+    }, indent=2)
 
 
 def shard_files_json(stage_plan: StagePlan, shard: Shard | None, invalid: Sequence[InvalidFile] = ()) -> str:

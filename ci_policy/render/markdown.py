@@ -32,7 +32,7 @@ def plan_markdown(plan: Plan) -> str:
         mark = "✅ run" if s.decision == "run" else "⏭️ skip"
         wall = secs(s.wall_seconds) if s.decision == "run" else "-"
         out.append(f"| {md_escape(s.name)} | {s.stage.backend} | {mark} | {len(s.tests)} | {len(s.shards)} "
-                   f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons)} |")
+                   f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons + s.notes)} |")
     for s in plan.stages:
         if s.decision != "run" or not s.shards:
             continue

@@ -14,6 +14,7 @@ from ci_policy.model.lint import LintReport
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.plan.explain import Explanation
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import DIFF_EVENTS
@@ -74,7 +75,7 @@ def plan_text(plan: Plan) -> str:
     rows: list[tuple[str, ...]] = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL", "REASONS")]
     for s in plan.stages:
         rows.append((s.name, s.stage.backend, s.decision.upper(), str(len(s.tests)), str(len(s.shards)),
-                     secs(s.wall_seconds) if s.decision == "run" else "-", "; ".join(s.reasons)))
+                     secs(s.wall_seconds) if s.decision == "run" else "-", "; ".join(s.reasons + s.notes)))
     lines.append(table(rows, right={3, 4, 5}))
     running = [s for s in plan.stages if s.decision == "run"]
     if running:
@@ -93,6 +94,26 @@ def plan_text(plan: Plan) -> str:
     lines.append("images: " + ", ".join(f"{backend}={action}" for backend, action in plan.images))
     for w in plan.warnings:
         lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def explain_text(explanation: Explanation, plan: Plan) -> str:
+    """`plan --explain FILE`: the file's status, then each stage it is registered to and why."""
+    e = explanation
+    changed = {True: "; changed in this diff", False: "; not changed in this diff", None: ""}[e.changed]
+    lines = [f"ci-policy plan --explain: {plan.policy.event}, cadence {plan.policy.cadence}{changed}",
+             line_start(one_line(e.summary))]
+    for s in e.stages:
+        where = "implicit" if s.line is None else f"line {s.line}"
+        lines.append(f"  {s.stage} ({s.backend}, {where}): {s.decision.upper()}")
+        lines += [f"    stage: {one_line(r)}" for r in s.reasons]
+        lines.append(f"    file: {one_line(s.why)}")
+        source = ", from the estimates file" if s.est_source == "estimates" else ""
+        runs = f"; shard {s.shard} of {s.shards}" if s.shard is not None else ""
+        lines.append(f"    est_time {secs(s.est_time)}{source}{runs}")
+    if e.invalid_stages:
+        lines.append(f"  stages its readable registrations name: {', '.join(e.invalid_stages)}")
+    lines += ["  " + line for d in e.diagnostics for line in diagnostic_text(d).split("\n")]
     return "\n".join(lines)
 
 

@@ -62,6 +62,8 @@ QUICKSTART_OUTPUTS = {
     "skipped_stages": "[]",
     "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
               '"stage-c-4-gpu-mi350":[0]}',
+    # No stage sets max_parallel: each stage's limit is its shard count (at least 1).
+    "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":2,"stage-c-4-gpu-h200":3,"stage-c-4-gpu-mi350":1}',
     "cuda_image": "build",
     "rocm_image": "build",
     "invalid_files": "[]",
@@ -210,6 +212,7 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         "write_baseline": "false",
         "skipped_stages": '["stage-b-1-gpu-h200","stage-c-4-gpu-h200","stage-c-4-gpu-mi350"]',
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[],"stage-c-4-gpu-h200":[],"stage-c-4-gpu-mi350":[]}',
+        "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":1,"stage-c-4-gpu-h200":1,"stage-c-4-gpu-mi350":1}',
         "cuda_image": "skip",
         "rocm_image": "skip",
         "invalid_files": "[]",
@@ -263,6 +266,7 @@ def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsy
         "skipped_stages": "[]",
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
                   '"stage-c-4-gpu-mi350":[0,1]}',
+        "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":2,"stage-c-4-gpu-h200":3,"stage-c-4-gpu-mi350":2}',
         "cuda_image": "build", "rocm_image": "build", "invalid_files": "[]", "plan_complete": "true",
     }
 
@@ -538,6 +542,7 @@ def test_a_partial_plan_in_github_format_writes_every_output_and_exits_0(partial
     assert parse_github_output(outputs.read_text()) == {
         "cadence": "regular", "raw_labels": "run-ci-megatron", "bypass_fastfail": "false", "write_baseline": "false",
         "skipped_stages": '["gpu-b","amd"]', "matrix": '{"cpu":[0],"gpu-a":[0,1],"gpu-b":[],"amd":[]}',
+        "max_parallel": '{"cpu":1,"gpu-a":2,"gpu-b":1,"amd":1}',
         "cuda_image": "build", "rocm_image": "skip",
         "invalid_files": f'["{BAD}"]', "plan_complete": "false",
     }
@@ -717,3 +722,46 @@ def test_gate_reasons_in_every_format(gated_repo, tmp_path, monkeypatch, capsys,
     assert rc == 0 and (tmp_path / "summary").read_text() == markdown
     outputs = parse_github_output((tmp_path / "out").read_text())
     assert json.loads(outputs["skipped_stages"]) == [name for name, r in expected.items() if r != "run"]
+
+
+# -- plan --explain FILE ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("file, golden", [
+    ("tests/e2e/test_megatron_sft.py", "explain-selected"),
+    ("tests/e2e/test_fsdp_grpo.py", "explain-not-selected"),
+    ("./docs/guide.md", "explain-not-a-test-file"),
+])
+def test_explain_text_and_json(at_root, capsys, file, golden):
+    argv = [*QUICKSTART_ARGV, "--explain", file]
+    assert_run_golden(run(argv, capsys), 0, f"cli/plan/{golden}.txt")
+    rc, out, err = run([*argv, "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert_golden(f"cli/plan/{golden}.json", out)
+    doc = json.loads(out)
+    assert (doc["schema"], doc["file"], doc["event"], doc["cadence"]) == (1, file.removeprefix("./"),
+                                                                           "pull_request", "regular")
+
+
+def test_explain_an_invalid_file_lists_its_diagnostics_and_exits_0(make_repo, capsys):
+    repo, inputs = partial_repo(make_repo)
+    rc, out, err = run(["plan", "--repo", str(repo), *inputs, "--explain", BAD], capsys)
+    assert (rc, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[1] == f"{BAD} is an invalid test file: never scheduled until its error is fixed"
+    assert BAD_MESSAGE in out and f"hint: {BAD_HINT}" in out
+    rc, out, err = run(["plan", "--repo", str(repo), *inputs, "--explain", BAD, "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert (rc, doc["status"], doc["changed"], doc["stages"], doc["diagnostics"]) == (
+        0, "invalid", True, [], [BAD_DIAGNOSTIC])
+
+
+@pytest.mark.parametrize("extra, stderr", [
+    (["--explain", "/etc/passwd"], "--explain: path: '/etc/passwd' is absolute; paths are relative to the "
+                                   "repository root\n    hint: drop the leading '/'\n"),
+    (["--explain", "../x.py"], "--explain: path: '../x.py' leaves the repository ('..' is not allowed)\n"
+                               "    hint: name a path inside the repository\n"),
+    (["--explain", "tests/e2e/test_megatron_sft.py", "--format", "markdown"],
+     "--explain: explains in text or json, not markdown\n    hint: pass --format text or --format json\n"),
+])
+def test_explain_usage_errors(at_root, capsys, extra, stderr):
+    assert run([*QUICKSTART_ARGV, *extra], capsys) == (2, "", "ci-policy plan: error: " + stderr)

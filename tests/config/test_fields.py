@@ -39,7 +39,7 @@ from ci_policy.config.reference import _tables
 from ci_policy.config.runner import FROM_EST_TIME, RETRY, RUNNER_TABLE
 from ci_policy.config.scopes import SCOPE
 from ci_policy.config.selection import RULE, SELECTION_TABLE
-from ci_policy.config.stages import STAGE
+from ci_policy.config.stages import MAX_PARALLEL_TABLE, STAGE, MaxParallel
 from ci_policy.config.top import TOP
 from ci_policy.config.tune import TUNE_TABLE
 from ci_policy.read.yamlnodes import Schema, compose
@@ -48,12 +48,13 @@ from ci_policy.read.yamlnodes import Schema, compose
 SECTIONS = [
     (TOP, Config, {"path", "lines"}),
     (MARKERS_TABLE, Markers, {"line"}),
+    (PULL_REQUEST_TABLE, PullRequest, {"line"}),
     (STAGE, Stage, {"line"}),
+    (MAX_PARALLEL_TABLE, MaxParallel, set()),
     (DISCOVERY_TABLE, Discovery, {"root_patterns"}),
     (IMPLICIT, ImplicitRoot, {"line"}),
     (CADENCES_TABLE, Cadences, {"line"}),
     (SCHEDULE, Schedule, {"cron", "line"}),
-    (PULL_REQUEST_TABLE, PullRequest, {"line"}),
     (SCOPE, Scope, {"name", "line"}),
     (SELECTION_TABLE, Selection, {"line"}),
     (RULE, Rule, {"line"}),
@@ -84,9 +85,10 @@ def test_a_dataclass_has_one_field_per_key_with_the_tables_default(table, cls, e
 def test_every_table_is_reachable_from_the_top_level():
     reached = list(_tables(TOP))
     assert [t.title for t in reached] == [
-        ".github/ci-policy.yml", "backends.<name>", "markers", "stages[]", "discovery", "discovery.roots[]",
+        ".github/ci-policy.yml", "backends.<name>", "markers", "pull_request", "stages[]", "stages[].max_parallel",
+        "discovery", "discovery.roots[]",
         "discovery.implicit[]",
-        "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "pull_request", "selection",
+        "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "selection",
         "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "gates", "gates.defaults.<metric key>", "gates.require[]", "file_run",
         "tune", "lint", "lint.ignore[]"]

@@ -51,7 +51,7 @@ LONG = "x" * 51
 ])
 def test_invalid_pull_request(section, needle, message, code):
     text = VALID + section
-    hint = "allowed keys here: require_labels" if code == "CP102" else None
+    hint = "allowed keys here: priority_labels, require_labels" if code == "CP102" else None
     assert coded(text) == [coded_err(text, needle, message, code, hint)]
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-from config_cases import HEAD, STAGE_KEYS_HINT, P, cpu_stage, err, errors, stages
+from config_cases import HEAD, STAGE_KEYS_HINT, P, coded, coded_err, cpu_stage, err, errors, stages
 
 from ci_policy.config import Stage, parse_config
+from ci_policy.config.pull_request import PullRequest
+from ci_policy.config.stages import MaxParallel
 
 # -- accepted forms -------------------------------------------------------------------------
 
@@ -240,3 +242,73 @@ def test_a_stage_may_own_paths():
 def test_invalid_stage_paths(item, needle, message, hint):
     text = stages(item)
     assert errors(text) == [err(text, needle, message, hint)]
+
+
+# -- partitions: auto, shard_seconds, max_partitions, max_parallel ------------------------------
+
+
+def test_partitions_auto_with_shard_seconds_and_max_partitions():
+    config = parse_config(stages("{name: s, backend: cpu, partitions: auto, shard_seconds: 600, max_partitions: 4}",
+                                 "{name: t, backend: cpu, partitions: auto, shard_seconds: 0.5}"))
+    assert config.stages == (cpu_stage(5, name="s", partitions="auto", shard_seconds=600, max_partitions=4),
+                             cpu_stage(6, name="t", partitions="auto", shard_seconds=0.5))
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("3", MaxParallel(default=3)),
+    ("{default: 2}", MaxParallel(default=2)),
+    ("{default: 2, schedule: 8}", MaxParallel(default=2, schedule=8)),
+    ("{default: 2, priority: 2, schedule: 2}", MaxParallel(default=2, priority=2, schedule=2)),
+])
+def test_max_parallel_as_a_number_or_a_mapping(value, expected):
+    text = HEAD + "pull_request: {priority_labels: [high priority, urgent]}\n" + "stages:\n" + \
+        f"  - {{name: s, backend: cpu, max_parallel: {value}}}\n"
+    config = parse_config(text)
+    assert config.stages == (cpu_stage(6, name="s", max_parallel=expected),)
+    assert config.pull_request == PullRequest(priority_labels=("high priority", "urgent"), line=4)
+
+
+def test_pull_request_defaults_to_no_priority_labels():
+    assert parse_config(stages("{name: s, backend: cpu}")).pull_request == PullRequest()
+
+
+SIZING_ERRORS = [
+    ("{name: s, backend: cpu, partitions: auto}", "auto}",
+     "stages[0].shard_seconds: required with partitions: auto", "CP103",
+     "give the selected est_time per shard, e.g. shard_seconds: 1800"),
+    ("{name: s, backend: cpu, shard_seconds: 600}", "600}",
+     "stages[0].shard_seconds: applies only with partitions: auto (partitions is 1)", "CP108",
+     "write partitions: auto to size the shards from est_time, or remove shard_seconds"),
+    ("{name: s, backend: cpu, partitions: 2, max_partitions: 4}", "4}",
+     "stages[0].max_partitions: applies only with partitions: auto (partitions is 2)", "CP108",
+     "write partitions: auto to size the shards from est_time, or remove max_partitions"),
+    ("{name: s, backend: cpu, partitions: auto, shard_seconds: 0}", "0}",
+     "stages[0].shard_seconds: must be greater than 0, got 0", "CP105", None),
+    ("{name: s, backend: cpu, partitions: auto, shard_seconds: 60, max_partitions: 0}", "0}",
+     "stages[0].max_partitions: must be at least 1, got 0", "CP105", None),
+    ("{name: s, backend: cpu, partitions: Auto}", "Auto}",
+     "stages[0].partitions: expected an integer, got a string ('Auto')", "CP104", None),
+    ("{name: s, backend: cpu, max_parallel: 0}", "0}", "stages[0].max_parallel: must be at least 1, got 0",
+     "CP105", None),
+    ("{name: s, backend: cpu, max_parallel: {priority: 3}}", "{priority",
+     "stages[0].max_parallel.default: required key is missing", "CP103", None),
+    ("{name: s, backend: cpu, max_parallel: {default: 3, schedule: 2}}", "2}",
+     "stages[0].max_parallel.schedule: must not be below max_parallel.default (3), got 2: a schedule event "
+     "raises the limit, never lowers it", "CP108", "set it to at least 3, or lower default"),
+    ("{name: s, backend: cpu, max_parallel: {default: 3, priority: 4}}", "4}",
+     "stages[0].max_parallel.priority: no PR label can raise the limit: pull_request.priority_labels is empty",
+     "CP108", "list the labels, e.g. pull_request: {priority_labels: [high priority]}"),
+]
+
+
+@pytest.mark.parametrize("item, needle, message, code, hint", SIZING_ERRORS)
+def test_invalid_shard_sizing_and_parallelism(item, needle, message, code, hint):
+    text = stages(item)
+    assert coded(text) == [coded_err(text, needle, message, code, hint)]
+
+
+def test_a_priority_label_is_checked_like_a_gate_label():
+    text = HEAD + "pull_request: {priority_labels: [' ']}\n" + "stages:\n  - {name: s, backend: cpu}\n"
+    message = ("pull_request.priority_labels[0]: ' ' has leading or trailing whitespace, which GitHub strips "
+               "from a label")
+    assert coded(text) == [coded_err(text, "' '", message, "CP105")]

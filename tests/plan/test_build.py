@@ -314,3 +314,81 @@ def test_unknown_cron_refuses_to_plan(make_repo):
         build_plan(snapshot_of(make_repo), Trigger("schedule", schedule="0 4 * * *"), Diff.unavailable("x"))
     assert info.value.message == ("--schedule: cron '0 4 * * *' is not listed in cadences.schedules "
                                   "(listed: '0 3 * * *')")
+
+
+# -- partitions: auto and max_parallel -----------------------------------------------------------
+
+SIZED = (CONFIG.replace("EXPLICIT", "run")
+         .replace("{name: gpu-a, backend: cuda, runs_on: [h200], partitions: 3}",
+                  "{name: gpu-a, backend: cuda, runs_on: [h200], partitions: auto, shard_seconds: 600, "
+                  "max_partitions: 2, max_parallel: {default: 1, priority: 3, schedule: 2}}")
+         .replace("{name: amd, backend: rocm, runs_on: [mi350], partitions: 2}",
+                  "{name: amd, backend: rocm, runs_on: [mi350], partitions: 2, max_parallel: 1}")
+         .replace("stages:\n", "pull_request: {priority_labels: [high priority]}\nstages:\n"))
+
+
+def sizing(plan) -> dict:
+    return {s.name: (s.decision, len(s.shards), s.shards_reason, s.max_parallel, s.max_parallel_reason, s.notes)
+            for s in plan.stages}
+
+
+@pytest.mark.parametrize("trigger, records, expected, max_parallel", [
+    pytest.param(
+        Trigger("pull_request", labels=("run-ci-fsdp",)), ["M", "setup.py"],
+        {"cpu": ("run", 1, None, None, None, ()),
+         "gpu-a": ("run", 1, "1 shard: 300s selected / 600s per shard", 1, "max_parallel 1: the stage's limit",
+                   ("1 shard: 300s selected / 600s per shard", "max_parallel 1: the stage's limit")),
+         "amd": ("run", 1, None, 1, "max_parallel 1: the stage's limit", ("max_parallel 1: the stage's limit",))},
+        {"cpu": 1, "gpu-a": 1, "amd": 1},
+        id="one-short-test-gets-one-shard"),
+    pytest.param(
+        Trigger("pull_request", labels=("run-ci-megatron", "high priority", "run-ci-fsdp")), ["M", "setup.py"],
+        {"cpu": ("run", 1, None, None, None, ()),
+         "gpu-a": ("run", 2, "2 shards: 1800s selected / 600s per shard = 3, capped by max_partitions 2", 3,
+                   "max_parallel 3: raised by the PR label high priority",
+                   ("2 shards: 1800s selected / 600s per shard = 3, capped by max_partitions 2",
+                    "max_parallel 3: raised by the PR label high priority")),
+         "amd": ("run", 1, None, 1, "max_parallel 1: the stage's limit", ("max_parallel 1: the stage's limit",))},
+        {"cpu": 1, "gpu-a": 3, "amd": 1},
+        id="priority-label-raises-max-parallel"),
+    pytest.param(
+        Trigger("pull_request", labels=("high priority",)), ["M", "docs/a.md"],
+        {"cpu": ("run", 1, None, None, None, ()),
+         "gpu-a": ("skip", 0, None, 3, "max_parallel 3: raised by the PR label high priority", ()),
+         "amd": ("skip", 0, None, 1, "max_parallel 1: the stage's limit", ())},
+        {"cpu": 1, "gpu-a": 3, "amd": 1},
+        id="skipped-stages-keep-their-limit-without-notes"),
+    pytest.param(
+        Trigger("schedule", schedule="0 3 * * *", labels=("high priority",)), None,
+        {"cpu": ("run", 1, None, None, None, ()),
+         "gpu-a": ("run", 2, "2 shards: 1800s selected / 600s per shard = 3, capped by max_partitions 2", 2,
+                   "max_parallel 2: raised for a schedule event",
+                   ("2 shards: 1800s selected / 600s per shard = 3, capped by max_partitions 2",
+                    "max_parallel 2: raised for a schedule event")),
+         "amd": ("run", 2, None, 1, "max_parallel 1: the stage's limit", ("max_parallel 1: the stage's limit",))},
+        {"cpu": 1, "gpu-a": 2, "amd": 1},
+        id="a-schedule-raises-max-parallel-and-labels-do-not"),
+    pytest.param(
+        Trigger("workflow_dispatch", labels=("run-ci-megatron", "high priority")), None,
+        {"cpu": ("run", 1, None, None, None, ()),
+         "gpu-a": ("run", 2, "2 shards: 1500s selected / 600s per shard = 3, capped by max_partitions 2", 1,
+                   "max_parallel 1: the stage's limit",
+                   ("2 shards: 1500s selected / 600s per shard = 3, capped by max_partitions 2",
+                    "max_parallel 1: the stage's limit")),
+         "amd": ("skip", 0, None, 1, "max_parallel 1: the stage's limit", ())},
+        {"cpu": 1, "gpu-a": 1, "amd": 1},
+        id="priority-labels-count-only-on-pull-requests"),
+])
+def test_auto_shards_and_max_parallel(make_repo, trigger, records, expected, max_parallel):
+    snapshot = load_snapshot(make_repo(FILES, config=SIZED, labels=LABELS))
+    plan = build_plan(snapshot, trigger, diff_of(records))
+    assert sizing(plan) == expected
+    assert plan.max_parallel == max_parallel
+
+
+def test_without_the_new_keys_no_stage_has_sizing_reasons(make_repo):
+    plan = build_plan(snapshot_of(make_repo), Trigger("schedule", schedule="0 3 * * *"), Diff.unavailable("x"))
+    assert {s.name: (s.shards_reason, s.max_parallel, s.max_parallel_reason, s.notes) for s in plan.stages} == {
+        "cpu": (None, None, None, ()), "gpu-a": (None, None, None, ()), "amd": (None, None, None, ())}
+    # Unlimited: each stage may run all of its shards at once.
+    assert plan.max_parallel == {"cpu": 1, "gpu-a": 3, "amd": 2}

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_policy.plan.partition import Shard, imbalance, makespan, partition
+from ci_policy.config import Stage
+from ci_policy.plan.partition import Shard, _tidy, auto_count, imbalance, makespan, partition, stage_shards
 
 # (items, partitions, expected shards as (est_seconds, files))
 EXACT = [
@@ -115,3 +118,95 @@ def test_shard_properties_float_times(items, partitions, rnd):
             assert shard.est_seconds == pytest.approx(load, abs=5e-4)
     rnd.shuffle(pairs)
     assert partition(pairs, partitions) == shards
+
+
+# -- partitions: auto ----------------------------------------------------------------------------
+
+def auto_stage(shard_seconds: float, max_partitions: int | None = None) -> Stage:
+    return Stage(name="s", backend="cuda", partitions="auto", shard_seconds=shard_seconds,
+                 max_partitions=max_partitions)
+
+
+AUTO = [
+    pytest.param([("a", 1000), ("b", 430), ("c", 300)], 600, None,
+                 [(1000, ("a",)), (430, ("b",)), (300, ("c",))], "3 shards: 1730s selected / 600s per shard",
+                 id="ceil-of-the-selected-sum"),
+    pytest.param([("a", 120), ("b", 60)], 600, 8, [(180, ("a", "b"))], "1 shard: 180s selected / 600s per shard",
+                 id="two-short-tests-get-one-runner-not-eight"),
+    pytest.param([("a", 600), ("b", 600)], 600, None, [(600, ("a",)), (600, ("b",))],
+                 "2 shards: 1200s selected / 600s per shard", id="an-exact-multiple-adds-no-shard"),
+    pytest.param([("a", 0.1), ("b", 0.2)], 0.1, None, [(0.2, ("b",)), (0.1, ("a",))],
+                 "2 shards: 0.3s selected / 0.1s per shard = 3, but only 2 selected files",
+                 id="exact-on-decimals-and-at-most-one-shard-per-file"),
+    pytest.param([("a", 0), ("b", 0)], 600, None, [(0, ("a", "b"))],
+                 "1 shard: 0s selected / 600s per shard (at least 1)",
+                 id="zero-seconds-is-still-one-shard"),
+    pytest.param([(f"t{i}", 1000) for i in range(10)], 600, 4,
+                 [(3000, ("t0", "t4", "t8")), (3000, ("t1", "t5", "t9")), (2000, ("t2", "t6")),
+                  (2000, ("t3", "t7"))],
+                 "4 shards: 10000s selected / 600s per shard = 17, capped by max_partitions 4", id="capped"),
+    pytest.param([("a", 2000)], 600, None, [(2000, ("a",))],
+                 "1 shard: 2000s selected / 600s per shard = 4, but only 1 selected file", id="one-long-file"),
+]
+
+
+@pytest.mark.parametrize("items, shard_seconds, max_partitions, expected, reason", AUTO)
+def test_auto_shards_and_their_reason(items, shard_seconds, max_partitions, expected, reason):
+    shards, why = stage_shards(auto_stage(shard_seconds, max_partitions), items)
+    assert [(s.est_seconds, s.files) for s in shards] == expected
+    assert why == reason
+
+
+def test_no_selected_file_no_shard_and_no_reason():
+    assert stage_shards(auto_stage(600), []) == ((), None)
+
+
+def test_a_fixed_partition_count_has_no_reason():
+    shards, why = stage_shards(Stage(name="s", backend="cpu", partitions=2), [("a", 5), ("b", 3)])
+    assert (shards, why) == (partition([("a", 5), ("b", 3)], 2), None)
+
+
+def test_auto_count_refuses_a_non_positive_shard_seconds():
+    with pytest.raises(ValueError) as info:
+        auto_count(10, 0)
+    assert str(info.value) == "shard_seconds must be > 0, got 0"
+
+
+@settings(max_examples=300, deadline=None)
+@given(INT_ITEMS, st.integers(min_value=1, max_value=5000), st.one_of(st.none(), PARTITIONS))
+def test_auto_count_properties(items, shard_seconds, max_partitions):
+    total = sum(items.values())
+    count = auto_count(total, shard_seconds, max_partitions)
+    # clamp(ceil(sum / S), 1, max_partitions), in exact integer arithmetic.
+    expected = max(1, -(-total // shard_seconds))
+    assert count == (expected if max_partitions is None else min(expected, max_partitions))
+    if max_partitions is None or count < max_partitions:
+        # Enough shards: each carries at most S on average, and one fewer would not be.
+        assert total <= count * shard_seconds
+        assert count == 1 or total > (count - 1) * shard_seconds
+    shards, why = stage_shards(auto_stage(shard_seconds, max_partitions), list(items.items()))
+    check_shards(items, count, shards)
+    assert (why is None) == (not items)
+    if items:
+        assert why.startswith(f"{len(shards)} shard{'' if len(shards) == 1 else 's'}: {total}s selected / "
+                              f"{shard_seconds}s per shard")
+    # More seconds per shard never means more shards.
+    assert auto_count(total, shard_seconds + 1, max_partitions) <= count
+
+
+@settings(max_examples=200, deadline=None)
+@given(FLOAT_ITEMS, st.floats(min_value=0.001, max_value=1e5, allow_nan=False, allow_infinity=False))
+def test_auto_count_with_float_times_is_the_ceiling_of_the_tidied_sum(items, shard_seconds):
+    from fractions import Fraction
+
+    total = _tidy(math.fsum(items.values()))
+    count = auto_count(total, shard_seconds)
+    exact = Fraction(repr(total)) / Fraction(repr(shard_seconds))
+    assert count == max(1, math.ceil(exact))
+    assert count - 1 < max(exact, 1) <= count
+
+
+def test_large_sums_print_every_digit():
+    items = [(f"t{i}", 123456.5) for i in range(10)]
+    assert stage_shards(auto_stage(100000), items)[1] == ("10 shards: 1234565s selected / 100000s per shard = 13, "
+                                                         "but only 10 selected files")

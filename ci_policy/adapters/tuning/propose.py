@@ -24,7 +24,7 @@ from decimal import Decimal
 
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.config import TuneConfig
-from ci_policy.plan.partition import imbalance, makespan, partition
+from ci_policy.plan.partition import imbalance, makespan, stage_shards
 
 RAISE, LOWER, KEEP, SKIP, REPORT_ONLY = "raise", "lower", "keep", "skip", "report_only"
 
@@ -191,8 +191,9 @@ def balance(snapshot, proposals: list[Proposal]) -> list[StageBalance]:
         regs = [r for r in snapshot.registrations if r.suite == stage.name and r.disabled is None]
         if not regs:
             continue
-        before = partition(((r.file, r.est_time) for r in regs), stage.partitions)
-        after = partition(((r.file, new.get((r.file, r.backend), r.est_time)) for r in regs), stage.partitions)
+        # `partitions: auto` sizes the stage from its est_time: before and after may differ in count.
+        before = stage_shards(stage, ((r.file, r.est_time) for r in regs))[0]
+        after = stage_shards(stage, ((r.file, new.get((r.file, r.backend), r.est_time)) for r in regs))[0]
         out.append(StageBalance(stage.name, len(before), makespan(before), imbalance(before),
                                 makespan(after), imbalance(after)))
     return out
