@@ -1,5 +1,9 @@
 """Plans of configurations without the newer stage-policy keys keep the behaviour they had.
 
+The property test writes those keys out at their defaults (stage cadences, the nightly
+split, the merge-queue cadence, schedule entries as mappings, priority labels) for random
+checkouts and checks the plan document is the same, field for field.
+
 Each case of `compat_cases` (a random checkout, trigger and diff built from a seed) is
 planned by `ci-policy plan --format json`; the outcome is compared with the one recorded
 in `tests/data/golden/plan/compat.json` before the stage-policy keys (gated stages,
@@ -13,16 +17,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compat_cases import case
+from compat_cases import Case, case
 from helpers import assert_golden, read_golden
 from helpers import run_cli as run
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 SEEDS = range(200)
 GOLDEN = "plan/compat.json"
 
 
-def outcome(seed: int, root, capsys) -> dict[str, Any]:
-    c = case(seed)
+def outcome(seed: int, root, capsys, c: Case | None = None) -> dict[str, Any]:
+    c = c or case(seed)
+    root.mkdir(parents=True, exist_ok=True)
     repo = c.write(root / f"repo-{seed}")
     argv = ["plan", "--repo", str(repo), "--format", "json", "--event", c.event]
     argv += [arg for label in c.labels for arg in ("--label", label)]
@@ -70,3 +77,26 @@ def test_the_corpus_covers_what_it_is_for():
     decisions = {s["decision"] for p in plans for s in p["stages"]}
     assert decisions == {"run", "skip"}
     assert any(o["rc"] == 1 and not o["plan"]["plan_complete"] for o in recorded.values())
+
+
+def spelled_out(config_text: str) -> str:
+    """The same configuration with every stage-policy key that can be written at its default, written."""
+    config = json.loads(config_text)
+    config.setdefault("cadences", {}).update({"nightly_selects": "all", "merge_group": "regular"})
+    schedules = config["cadences"].get("schedules", {})
+    config["cadences"]["schedules"] = {cron: {"cadence": cadence} for cron, cadence in schedules.items()}
+    config["pull_request"] = {"priority_labels": []}
+    for stage in config["stages"]:
+        stage["cadences"] = ["regular", "nightly", "weekly", "release"]
+    return json.dumps(config, indent=1) + "\n"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(min_value=0, max_value=10**9))
+def test_the_new_keys_at_their_defaults_plan_the_same_json(tmp_path_factory, capsys, seed):
+    root = tmp_path_factory.mktemp("compat")
+    plain = outcome(seed, root, capsys)
+    c = case(seed)
+    c.files[".github/ci-policy.yml"] = spelled_out(c.files[".github/ci-policy.yml"])
+    explicit = outcome(seed, root / "explicit", capsys, c)
+    assert explicit == plain
