@@ -5,18 +5,31 @@
   (`cadences: [nightly]`) and `cadences.nightly_selects: nightly_only`, a kernel stage
   owned by `python/pkg/jit_kernel/**` (`paths`), an AMD-only six-hourly cron (a schedule
   that chooses `backends: [rocm]`), and an AMD stage sized by `partitions: auto`.
+- The checkout is `tests/data/sglang-repo` (the same test files) with this directory laid
+  over it: its own configuration and an extra suite's test file.
 - Each scenario asserts every stage's decision and reasons, as `plan --format json` gives them.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
 from helpers import run_cli as run
 
-REPO = ROOT / "tests" / "data" / "sglang-ci-repo"
+OVERLAY = ROOT / "tests" / "data" / "sglang-ci-repo"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sglang-ci") / "repo"
+    shutil.copytree(ROOT / "tests" / "data" / "sglang-repo", root)
+    shutil.copytree(OVERLAY, root, dirs_exist_ok=True)
+    return root
+
 STAGES = ("stage-a-cpu-only", "stage-b-test-1-gpu-small", "stage-b-test-1-gpu-large", "base-b-test-1-gpu-large",
           "stage-b-kernel-benchmark-1-gpu-large", "stage-b-test-1-gpu-small-amd", "nightly-1-npu-a3",
           "per-commit-xpu", "extra-a-test-1-gpu")
@@ -27,8 +40,8 @@ NO_EXTRA = "skip: the PR lacks the label run-ci-extra, which the stage requires 
 AMD_CRON = "0 */6 * * *"
 
 
-def plan(tmp_path, capsys, *args: str, diff: str | None = None) -> dict:
-    argv = ["plan", "--repo", str(REPO), "--format", "json", *args]
+def plan(repo: Path, tmp_path, capsys, *args: str, diff: str | None = None) -> dict:
+    argv = ["plan", "--repo", str(repo), "--format", "json", *args]
     if diff is not None:
         (tmp_path / "pr.diff").write_bytes(f"M\0{diff}\0".encode())
         argv += ["--diff", str(tmp_path / "pr.diff")]
@@ -41,13 +54,13 @@ def decisions(doc: dict) -> dict[str, tuple[str, list[str]]]:
     return {s["name"]: (s["decision"], s["reasons"]) for s in doc["stages"]}
 
 
-def test_the_repository_lints_clean(capsys):
-    assert run(["lint", "--repo", str(REPO)], capsys) == (
+def test_the_repository_lints_clean(repo, capsys):
+    assert run(["lint", "--repo", str(repo)], capsys) == (
         0, "ci-policy lint: OK: 0 errors, 0 warnings, 1 suppressed (12 test files, 15 registrations, 0 gates)\n", "")
 
 
-def test_a_docs_change_plans_nothing(tmp_path, capsys):
-    doc = plan(tmp_path, capsys, "--event", "pull_request", "--label", "run-ci", diff="docs/guide.md")
+def test_a_docs_change_plans_nothing(repo, tmp_path, capsys):
+    doc = plan(repo, tmp_path, capsys, "--event", "pull_request", "--label", "run-ci", diff="docs/guide.md")
     only_docs = "skip: the diff touches only docs/guide.md"
     assert decisions(doc) == {
         **{name: ("skip", [only_docs]) for name in STAGES},
@@ -58,9 +71,9 @@ def test_a_docs_change_plans_nothing(tmp_path, capsys):
     assert doc["images"] == {"cuda": "skip", "rocm": "skip", "npu": "skip", "xpu": "skip"}
 
 
-def test_a_kernel_change_plans_the_kernel_stage_and_not_the_nightly_suites(tmp_path, capsys):
+def test_a_kernel_change_plans_the_kernel_stage_and_not_the_nightly_suites(repo, tmp_path, capsys):
     changed = "python/pkg/jit_kernel/benchmark/utils.py"
-    doc = plan(tmp_path, capsys, "--event", "pull_request", "--label", "run-ci", diff=changed)
+    doc = plan(repo, tmp_path, capsys, "--event", "pull_request", "--label", "run-ci", diff=changed)
     owned = f"skip: the diff touches only {changed}"
     assert decisions(doc) == {
         **{name: ("skip", [owned]) for name in STAGES},
@@ -70,8 +83,8 @@ def test_a_kernel_change_plans_the_kernel_stage_and_not_the_nightly_suites(tmp_p
     }
 
 
-def test_a_source_change_without_run_ci_plans_no_accelerator_stage(tmp_path, capsys):
-    doc = plan(tmp_path, capsys, "--event", "pull_request", diff="python/pkg/srt/server.py")
+def test_a_source_change_without_run_ci_plans_no_accelerator_stage(repo, tmp_path, capsys):
+    doc = plan(repo, tmp_path, capsys, "--event", "pull_request", diff="python/pkg/srt/server.py")
     assert decisions(doc) == {
         **{name: ("skip", [NO_RUN_CI]) for name in STAGES},
         "stage-a-cpu-only": ("run", ["run: python/pkg/srt/server.py matches no rule and no stage's paths, so every "
@@ -81,15 +94,15 @@ def test_a_source_change_without_run_ci_plans_no_accelerator_stage(tmp_path, cap
     }
 
 
-def test_with_run_ci_and_run_ci_extra_a_source_change_plans_every_per_commit_stage(tmp_path, capsys):
-    doc = plan(tmp_path, capsys, "--event", "pull_request", "--label", "run-ci", "--label", "run-ci-extra",
+def test_with_run_ci_and_run_ci_extra_a_source_change_plans_every_per_commit_stage(repo, tmp_path, capsys):
+    doc = plan(repo, tmp_path, capsys, "--event", "pull_request", "--label", "run-ci", "--label", "run-ci-extra",
                diff="python/pkg/srt/server.py")
     running = {name for name, (decision, _) in decisions(doc).items() if decision == "run"}
     assert running == set(STAGES) - {KERNEL, NPU}
 
 
-def test_the_nightly_cron_plans_only_nightly_suites(tmp_path, capsys):
-    doc = plan(tmp_path, capsys, "--event", "schedule", "--schedule", "0 0 * * *")
+def test_the_nightly_cron_plans_only_nightly_suites(repo, tmp_path, capsys):
+    doc = plan(repo, tmp_path, capsys, "--event", "schedule", "--schedule", "0 0 * * *")
     none_nightly = ("skip: no selected tests (none of its tests is nightly; the nightly cadence selects only "
                     "nightly tests: cadences.nightly_selects: nightly_only)")
     assert decisions(doc) == {
@@ -103,8 +116,8 @@ def test_the_nightly_cron_plans_only_nightly_suites(tmp_path, capsys):
 
 
 def test_the_amd_cron_plans_only_rocm_stages_and_auto_partitions_give_one_shard_for_one_short_test(
-        tmp_path, capsys):
-    doc = plan(tmp_path, capsys, "--event", "schedule", "--schedule", AMD_CRON)
+        repo, tmp_path, capsys):
+    doc = plan(repo, tmp_path, capsys, "--event", "schedule", "--schedule", AMD_CRON)
     elsewhere = f"skip: not in this schedule (cadences.schedules[{AMD_CRON!r}] plans only rocm stages)"
     assert decisions(doc) == {
         **{name: ("skip", [elsewhere]) for name in STAGES},
@@ -121,7 +134,7 @@ def test_the_amd_cron_plans_only_rocm_stages_and_auto_partitions_give_one_shard_
     (AMD_CRON, 1, "1 shard: 240s selected / 300s per shard"),
     ("0 0 * * *", 2, "2 shards: 1200s selected / 300s per shard = 4, but only 2 selected files"),
 ])
-def test_auto_partitions_follow_the_selected_est_time(tmp_path, capsys, cron, shards, reason):
-    doc = plan(tmp_path, capsys, "--event", "schedule", "--schedule", cron)
+def test_auto_partitions_follow_the_selected_est_time(repo, tmp_path, capsys, cron, shards, reason):
+    doc = plan(repo, tmp_path, capsys, "--event", "schedule", "--schedule", cron)
     [amd] = [s for s in doc["stages"] if s["name"] == AMD]
     assert (len(amd["shards"]), amd["shards_reason"]) == (shards, reason)

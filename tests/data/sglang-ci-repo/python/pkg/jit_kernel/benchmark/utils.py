@@ -1,2 +1,0 @@
-def timer():
-    return 0.0
