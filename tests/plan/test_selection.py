@@ -883,7 +883,6 @@ OWNED_FILES = {
 KERN = ["tests/gpu/test_kern.py"]
 JIT = ["tests/gpu/test_jit.py"]
 B_ALL = ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]
-AMD = ["tests/gpu/test_amd.py"]
 NOT_KERN = "none of its test files, nothing under its paths"
 
 
