@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal, get_args
@@ -32,20 +33,25 @@ NIGHTLY_SELECTS: tuple[NightlySelects, ...] = get_args(NightlySelects)
 SPLIT_CADENCES: tuple[Cadence, ...] = ("nightly", "weekly")
 
 
+def _unique_items(s: Schema, items: list[yaml.Node], where: str, read: Callable[[yaml.Node, str], Any]) -> Any:
+    """The items read one by one, or INVALID at the first bad or repeated one (reported there)."""
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        value = read(item, f"{where}[{i}]")
+        if value is INVALID:
+            return INVALID
+        if value in out:
+            s.error(item, f"{where}[{i}]", f"duplicate entry {value!r}", kind="duplicate")
+            return INVALID
+        out.append(value)
+    return tuple(out)
+
+
 def _parse_cadence_list(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     items = s.sequence(node, where, non_empty=True)
     if items is None:
         return INVALID
-    out: list[Cadence] = []
-    for i, item in enumerate(items):
-        cadence = s.choice(item, f"{where}[{i}]", CADENCES)
-        if cadence is INVALID:
-            return INVALID
-        if cadence in out:
-            s.error(item, f"{where}[{i}]", f"duplicate entry {cadence!r}", kind="duplicate")
-            return INVALID
-        out.append(cadence)
-    return tuple(out)
+    return _unique_items(s, items, where, lambda item, at: s.choice(item, at, CADENCES))
 
 
 def cadence_list() -> Parser:
@@ -57,16 +63,7 @@ def _parse_backend_list(s: Schema, node: yaml.Node, where: str, ctx: Context) ->
     backends = backends_of(ctx)
     if items is None or backends is INVALID:  # a wrong `backends` is reported where it is declared
         return INVALID
-    out: list[str] = []
-    for i, item in enumerate(items):
-        name = check_backend(s, item, f"{where}[{i}]", backends)
-        if name is INVALID:
-            return INVALID
-        if name in out:
-            s.error(item, f"{where}[{i}]", f"duplicate entry {name!r}", kind="duplicate")
-            return INVALID
-        out.append(name)
-    return tuple(out)
+    return _unique_items(s, items, where, lambda item, at: check_backend(s, item, at, backends))
 
 
 SCHEDULE = Table("cadences.schedules.<cron>", "A schedule written as a mapping: its cadence and the stages it plans "
