@@ -112,7 +112,10 @@ def _parse_schedule(s: Schema, node: yaml.Node, at: str, cron: str, ctx: Context
                     f"{glob!r} matches no stage", hint="a glob matches whole stage names, e.g. 'nightly-*'",
                     code=codes.INVALID_VALUE)
             return INVALID
-    if not any(schedule.plans(stage.name, stage.backend) for stage in stages if not stage.external):
+    # A mapping without `backends` or `stages` is the plain `cron: cadence` form spelled out and
+    # is accepted wherever that form is, even when every stage is external.
+    narrowed = bool(schedule.backends or schedule.stages)
+    if narrowed and not any(schedule.plans(stage.name, stage.backend) for stage in stages if not stage.external):
         s.error(node, at, f"plans no stage: no stage that is not external is one of the {schedule.describe()}",
                 hint="name backends and stage globs that some stage matches", code=codes.INCONSISTENT)
         return INVALID

@@ -152,3 +152,15 @@ def test_a_schedule_is_not_checked_against_stages_that_are_wrong():
     text = (stages("{name: cpu, backend: gpu}")
             + "cadences: {schedules: {'0 3 * * *': {cadence: nightly, stages: [x]}}}\n")
     assert [e[3] for e in coded(text)] == ["stages[0].backend: expected one of cpu, cuda, rocm, got 'gpu'"]
+
+
+def test_a_schedule_mapping_with_only_a_cadence_is_the_plain_form_even_when_every_stage_is_external():
+    # `cron: weekly` is accepted with only external stages, so `cron: {cadence: weekly}` must be too.
+    external = stages("{name: ext-amd, backend: rocm, external: true}")
+    plain = parse_config(external + "cadences: {schedules: {'0 3 * * *': weekly}}\n")
+    spelled = parse_config(external + "cadences: {schedules: {'0 3 * * *': {cadence: weekly}}}\n")
+    assert plain.cadences.schedules["0 3 * * *"] == "weekly"
+    assert spelled.cadences.schedules["0 3 * * *"] == Schedule(cron="0 3 * * *", cadence="weekly", line=6)
+    narrowed = external + "cadences: {schedules: {'0 3 * * *': {cadence: weekly, backends: [rocm]}}}\n"
+    assert [e[3] for e in coded(narrowed)] == [
+        "cadences.schedules['0 3 * * *']: plans no stage: no stage that is not external is one of the rocm stages"]
