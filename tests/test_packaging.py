@@ -1,0 +1,67 @@
+"""The distributions `python -m build` makes (scripts/test.sh also runs `twine check --strict`).
+
+- The sdist carries every file the test suite reads: the whole checkout but its VCS and cache
+  files, so its tests run from the unpacked sdist.
+- The wheel carries the package, its console script and the license, nothing else.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Never shipped: version control, caches, local environments and build output.
+LOCAL = {".git", ".gitignore", ".venv", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache", "__pycache__",
+         "build", "dist", ".ci-policy"}
+
+
+def checkout_files() -> set[str]:
+    found = set()
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        if path.is_file() and not LOCAL & set(rel.parts) and not rel.parts[0].endswith(".egg-info") \
+                and path.suffix not in (".pyc", ".pyo") and rel.as_posix() not in ("PKG-INFO", "setup.cfg"):
+            found.add(rel.as_posix())
+    return found
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
+                          capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+@pytest.mark.slow
+def test_the_sdist_carries_every_file_of_the_checkout(dist):
+    [sdist] = dist.glob("ci_policy-0.1.0.tar.gz")
+    with tarfile.open(sdist) as archive:
+        members = {m.name.split("/", 1)[1] for m in archive.getmembers() if m.isfile()}
+    generated = {"PKG-INFO", "setup.cfg"} | {m for m in members if m.startswith("ci_policy.egg-info/")}
+    assert members - generated == checkout_files()
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_package_the_console_script_and_the_license(dist):
+    [wheel] = dist.glob("ci_policy-0.1.0-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    info = "ci_policy-0.1.0.dist-info/"
+    assert {n.split("/", 1)[0] for n in names} == {"ci_policy", info.rstrip("/")}
+    assert sorted(n for n in names if n.startswith(info)) == [
+        info + name
+        for name in ("METADATA", "RECORD", "WHEEL", "entry_points.txt", "licenses/LICENSE", "top_level.txt")]
+    package = {n for n in names if n.startswith("ci_policy/")}
+    assert package == {p.relative_to(ROOT).as_posix() for p in (ROOT / "ci_policy").rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts}
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(info + "METADATA").decode()
+    assert "License-Expression: Apache-2.0\n" in metadata and "License-File: LICENSE\n" in metadata
