@@ -60,7 +60,7 @@ def test_the_offered_extras_are_pyprojects_and_each_has_a_lock_file():
         import tomli as tomllib
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     assert sorted(set(extras) - {"test"}) == sorted(EXTRAS)
-    assert sorted(p.stem for p in REQUIREMENTS.glob("*.txt")) == sorted(["base", "build", *EXTRAS])
+    assert sorted(p.stem for p in REQUIREMENTS.glob("*.txt")) == sorted(["base", "build", "release", *EXTRAS])
     assert "(known: github, tune, postgres)" in ACTION["runs"]["steps"][0]["run"]
 
 
