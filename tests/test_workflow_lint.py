@@ -38,6 +38,8 @@ PERSONAS = ["regular", "pedantic", "auditor"]
 SUPPRESSED = {
     # The venv's bin directory, created by the step itself, is appended to GITHUB_PATH.
     ".github/actions/setup/action.yml": ["github-env"],
+    # This repository's CI runs the checked-out commit's own setup action (`./`).
+    ".github/workflows/ci.yml": ["self-repository", "self-repository"],
     # issue_comment is the trigger comment commands need; nothing from the PR or comment runs.
     "examples/gpu-repo/.github/workflows/comment-command.yml": ["dangerous-triggers"],
     # GPU stages have no GitHub-hosted runner: they run on the repository's own machines.
