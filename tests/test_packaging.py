@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tarfile
@@ -16,18 +17,24 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# Never shipped: version control, caches, local environments and build output.
-LOCAL = {".git", ".gitignore", ".venv", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache", "__pycache__",
-         "build", "dist", ".ci-policy"}
+# Never shipped: version control, caches, local environments and build output; at the top level
+# every hidden entry but the workflows and actions (.github) and the CI entry point (.ci).
+LOCAL = {".pytest_cache", ".hypothesis", "__pycache__", "build", "dist"}
+SHIPPED_HIDDEN = {".github", ".ci"}
 
 
 def checkout_files() -> set[str]:
     found = set()
-    for path in ROOT.rglob("*"):
-        rel = path.relative_to(ROOT)
-        if path.is_file() and not LOCAL & set(rel.parts) and not rel.parts[0].endswith(".egg-info") \
-                and path.suffix not in (".pyc", ".pyo") and rel.as_posix() not in ("PKG-INFO", "setup.cfg"):
-            found.add(rel.as_posix())
+    for directory, dirs, files in os.walk(ROOT):
+        here = Path(directory).relative_to(ROOT)
+        dirs[:] = [d for d in dirs if d not in LOCAL and not (
+            here == Path(".") and (d.startswith(".") and d not in SHIPPED_HIDDEN or d.endswith(".egg-info")))]
+        for name in files:
+            rel = (here / name).as_posix()
+            if name.endswith((".pyc", ".pyo")) or here == Path(".") and (name.startswith(".") or
+                                                                       name in ("PKG-INFO", "setup.cfg")):
+                continue
+            found.add(rel)
     return found
 
 
