@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: create a virtualenv, install ci_policy with its
-# test dependencies, dogfood `ci-policy lint` on this repository, then run pytest.
+# test dependencies, dogfood `ci-policy lint` on this repository, build and check the sdist and
+# wheel, install the Debian packages the tests need (shellcheck, PostgreSQL), then run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +19,48 @@ fi
 "$VENV/bin/lint-imports"
 "$VENV/bin/ruff" check ci_policy tests bench
 "$VENV/bin/mypy"
+
+# Debian packages the tests need, installed when missing: as root, else through sudo, else a
+# clear error (the tests fail, never skip, without them).
+apt_install() {
+  local package=$1 what=$2 why=$3 otherwise=$4 sudo apt_log
+  if [ "$(id -u)" -eq 0 ]; then
+    sudo=()
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "scripts/test.sh: $what is not installed and this user can neither apt-get install it" \
+         "(not root, no sudo): $otherwise" >&2
+    exit 1
+  fi
+  echo "scripts/test.sh: installing $what (apt-get install $package) $why" >&2
+  apt_log=$(mktemp)
+  if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+         "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$package"; } \
+       >"$apt_log" 2>&1; then
+    cat "$apt_log" >&2
+    echo "scripts/test.sh: installing $package failed" >&2
+    exit 1
+  fi
+  rm -f "$apt_log"
+}
+
+# The distributions: an sdist and a wheel that build and whose metadata PyPI would accept
+# (twine check --strict), built into a temporary directory and printed only on failure.
+dist=$(mktemp -d)
+build_log="$dist/build.log"
+if ! "$VENV/bin/python" -m build --sdist --wheel --outdir "$dist" . >"$build_log" 2>&1 ||
+   ! "$VENV/bin/twine" check --strict "$dist"/*.whl "$dist"/*.tar.gz >>"$build_log" 2>&1; then
+  cat "$build_log" >&2
+  echo "scripts/test.sh: building or checking the sdist and wheel failed" >&2
+  exit 1
+fi
+rm -rf "$dist"
+
+# Debian's shellcheck, for the run: blocks of every workflow and action (tests/test_workflow_lint.py).
+if ! command -v shellcheck >/dev/null 2>&1; then
+  apt_install shellcheck "shellcheck" "for the workflow lint tests" "install Debian's shellcheck package"
+fi
 
 # PostgreSQL server binaries for the metric-history store tests: tests/pgserver.py starts a
 # throwaway server from them (as an unprivileged user when run as root). A machine without
@@ -49,25 +92,8 @@ pg_server_bindir() {
   return 1
 }
 if ! CI_POLICY_PG_BINDIR=$(pg_server_bindir); then
-  if [ "$(id -u)" -eq 0 ]; then
-    SUDO=
-  elif command -v sudo >/dev/null 2>&1; then
-    SUDO=sudo
-  else
-    echo "scripts/test.sh: the PostgreSQL server is not installed and this user can neither apt-get install it" \
-         "(not root, no sudo): install the postgresql package or set CI_POLICY_PG_BINDIR" >&2
-    exit 1
-  fi
-  echo "scripts/test.sh: installing the PostgreSQL server (apt-get install postgresql) for the store tests" >&2
-  apt_log=$(mktemp)
-  if ! { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-         $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql; } \
-       >"$apt_log" 2>&1; then
-    cat "$apt_log" >&2
-    echo "scripts/test.sh: installing PostgreSQL failed" >&2
-    exit 1
-  fi
-  rm -f "$apt_log"
+  apt_install postgresql "the PostgreSQL server" "for the store tests" \
+    "install the postgresql package or set CI_POLICY_PG_BINDIR"
   if ! CI_POLICY_PG_BINDIR=$(pg_server_bindir); then
     echo "scripts/test.sh: PostgreSQL was installed, but no initdb/postgres was found" >&2
     exit 1

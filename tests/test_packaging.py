@@ -1,0 +1,74 @@
+"""The distributions `python -m build` makes (scripts/test.sh also runs `twine check --strict`).
+
+- The sdist carries every file the test suite reads: the whole checkout but its VCS and cache
+  files, so its tests run from the unpacked sdist.
+- The wheel carries the package, its console script and the license, nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Never shipped: version control, caches, local environments and build output; at the top level
+# every hidden entry but the workflows and actions (.github) and the CI entry point (.ci).
+LOCAL = {".pytest_cache", ".hypothesis", "__pycache__", "build", "dist"}
+SHIPPED_HIDDEN = {".github", ".ci"}
+
+
+def checkout_files() -> set[str]:
+    found = set()
+    for directory, dirs, files in os.walk(ROOT):
+        here = Path(directory).relative_to(ROOT)
+        dirs[:] = [d for d in dirs if d not in LOCAL and not (
+            here == Path(".") and (d.startswith(".") and d not in SHIPPED_HIDDEN or d.endswith(".egg-info")))]
+        for name in files:
+            rel = (here / name).as_posix()
+            if name.endswith((".pyc", ".pyo")) or here == Path(".") and (name.startswith(".") or
+                                                                       name in ("PKG-INFO", "setup.cfg")):
+                continue
+            found.add(rel)
+    return found
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
+                          capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+@pytest.mark.slow
+def test_the_sdist_carries_every_file_of_the_checkout(dist):
+    [sdist] = dist.glob("ci_policy-0.1.0.tar.gz")
+    with tarfile.open(sdist) as archive:
+        members = {m.name.split("/", 1)[1] for m in archive.getmembers() if m.isfile()}
+    generated = {"PKG-INFO", "setup.cfg"} | {m for m in members if m.startswith("ci_policy.egg-info/")}
+    assert members - generated == checkout_files()
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_package_the_console_script_and_the_license(dist):
+    [wheel] = dist.glob("ci_policy-0.1.0-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    info = "ci_policy-0.1.0.dist-info/"
+    assert {n.split("/", 1)[0] for n in names} == {"ci_policy", info.rstrip("/")}
+    assert sorted(n for n in names if n.startswith(info)) == [
+        info + name
+        for name in ("METADATA", "RECORD", "WHEEL", "entry_points.txt", "licenses/LICENSE", "top_level.txt")]
+    package = {n for n in names if n.startswith("ci_policy/")}
+    assert package == {p.relative_to(ROOT).as_posix() for p in (ROOT / "ci_policy").rglob("*")
+                       if p.is_file() and "__pycache__" not in p.parts}
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(info + "METADATA").decode()
+    assert "License-Expression: Apache-2.0\n" in metadata and "License-File: LICENSE\n" in metadata

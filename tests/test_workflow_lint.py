@@ -1,0 +1,230 @@
+"""Every workflow and action of this repository and of examples/gpu-repo, linted.
+
+- Discovered by glob (`.github/workflows/*.yml|yaml`, `.github/actions/**/action.yml|yaml`),
+  so a file added anywhere there is covered without touching this test.
+- zizmor `--offline` with each persona (regular, pedantic, auditor) reports no finding; with
+  `--no-ignores` (auditor, the widest persona) it reports exactly the idents SUPPRESSED lists for
+  that file, and every inline `# zizmor: ignore[...]` is justified by a comment on its line or
+  the line before.
+- check-jsonschema validates workflows against `vendor.github-workflows` and actions against
+  `vendor.github-actions`.
+- Every `run:` block is bash, holds no `${{ }}` expression (values arrive through `env:`), and
+  passes shellcheck.
+- Workflows declare top-level `permissions: {}`; every `uses:` is a local `./` path or pinned to
+  a 40-hex commit SHA with a `# vX.Y.Z` comment; every `actions/checkout` sets
+  `persist-credentials: false`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+PERSONAS = ["regular", "pedantic", "auditor"]
+
+# The only findings silenced by an inline `# zizmor: ignore[...]`, each justified there. Keys are
+# paths relative to the repository root; values the idents `--no-ignores` reports, sorted.
+SUPPRESSED = {
+    # The venv's bin directory, created by the step itself, is appended to GITHUB_PATH.
+    ".github/actions/setup/action.yml": ["github-env"],
+    # This repository's CI runs the checked-out commit's own setup action (`./`).
+    ".github/workflows/ci.yml": ["self-repository", "self-repository"],
+    # issue_comment is the trigger comment commands need; nothing from the PR or comment runs.
+    "examples/gpu-repo/.github/workflows/comment-command.yml": ["dangerous-triggers"],
+    # GPU stages have no GitHub-hosted runner: they run on the repository's own machines.
+    "examples/gpu-repo/.github/workflows/pr-test.yml": ["self-hosted-runner"] * 5,
+    # A rerun's container tag is a validated pin that cannot be a digest.
+    "examples/gpu-repo/.github/workflows/rerun-test.yml": ["unpinned-images"],
+}
+
+
+def discover() -> list[Path]:
+    found: list[Path] = []
+    for base in (ROOT, ROOT / "examples" / "gpu-repo"):
+        for pattern in ("workflows/*.yml", "workflows/*.yaml", "actions/**/action.yml", "actions/**/action.yaml"):
+            found += sorted((base / ".github").glob(pattern))
+    return found
+
+
+FILES = discover()
+WORKFLOWS = [p for p in FILES if p.parent.name == "workflows"]
+
+
+def rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def params(paths: list[Path]) -> list:
+    return [pytest.param(p, id=rel(p)) for p in paths]
+
+
+def tool(name: str) -> str:
+    path = BIN / name
+    assert path.exists(), f"{name} is not installed next to the test interpreter"
+    return str(path)
+
+
+def tool_env() -> dict[str, str]:
+    # No ZIZMOR_* settings (a token, a persona) from the developer's shell.
+    return {k: v for k, v in os.environ.items() if not k.startswith("ZIZMOR_")}
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def test_the_known_workflows_and_actions_are_discovered():
+    names = {rel(p) for p in FILES}
+    assert {".github/workflows/ci.yml", ".github/workflows/release.yml", ".github/actions/setup/action.yml",
+            "examples/gpu-repo/.github/workflows/comment-command.yml"} <= names
+    assert set(SUPPRESSED) <= names, "SUPPRESSED names a file that no longer exists"
+
+
+# -- zizmor -----------------------------------------------------------------------------------------
+
+def zizmor(path: Path, *flags: str) -> list[str]:
+    proc = subprocess.run([tool("zizmor"), "--offline", "--no-progress", "--color", "never", "--format", "json",
+                           "--no-exit-codes", *flags, str(path)],
+                          capture_output=True, text=True, timeout=300, check=False, env=tool_env(), cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    findings = json.loads(proc.stdout) if proc.stdout.strip() else []
+    return sorted(f["ident"] for f in findings)
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+@pytest.mark.parametrize("path", params(FILES))
+def test_zizmor_reports_nothing(path, persona):
+    assert zizmor(path, "--persona", persona) == []
+
+
+@pytest.mark.parametrize("path", params(FILES))
+def test_zizmor_without_ignores_reports_exactly_the_suppressed_findings(path):
+    assert zizmor(path, "--persona", "auditor", "--no-ignores", "--no-config") == SUPPRESSED.get(rel(path), [])
+
+
+IGNORE = re.compile(r"#\s*zizmor:\s*ignore\[([^\]]*)\]")
+
+
+@pytest.mark.parametrize("path", params(FILES))
+def test_every_zizmor_ignore_is_justified_by_a_comment(path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    ignored = []
+    for number, line in enumerate(lines):
+        match = IGNORE.search(line)
+        if not match:
+            continue
+        ignored += [ident.strip() for ident in match.group(1).split(",")]
+        before = line[:match.start()]
+        same_line = line[match.end():].strip(" \t#-:;,") or (
+            "#" in before and before.split("#", 1)[1].strip(" \t#-:;,"))
+        # Or the comment block right above it, or above the bare key(s) that contain it (`container:`).
+        above = number - 1
+        while above >= 0 and re.fullmatch(r"\s*[\w-]+:\s*", lines[above]):
+            above -= 1
+        previous = lines[above].strip() if above >= 0 else ""
+        previous_line = previous.startswith("#") and "zizmor:" not in previous and previous.strip("# \t")
+        assert same_line or previous_line, f"{rel(path)}:{number + 1}: no comment justifies {match.group(0)!r}"
+    assert sorted(set(ignored)) == sorted(set(SUPPRESSED.get(rel(path), [])))
+
+
+# -- schemas ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", params(FILES))
+def test_the_file_matches_githubs_schema(path):
+    schema = "vendor.github-workflows" if path in WORKFLOWS else "vendor.github-actions"
+    proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", schema, str(path)],
+                          capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "ok -- validation done"), proc.stdout + proc.stderr
+
+
+# -- run blocks -------------------------------------------------------------------------------------
+
+def run_blocks(path: Path) -> Iterator[tuple[str, str | None, str]]:
+    """(where, shell, script) of every run: step of a workflow or composite action."""
+    data = load(path)
+    if path in WORKFLOWS:
+        default = (data.get("defaults") or {}).get("run", {}).get("shell")
+        for job_id, job in data["jobs"].items():
+            job_default = (job.get("defaults") or {}).get("run", {}).get("shell", default)
+            for index, step in enumerate(job.get("steps", [])):
+                if "run" in step:
+                    yield f"jobs.{job_id}.steps[{index}]", step.get("shell", job_default), step["run"]
+    else:
+        for index, step in enumerate(data["runs"].get("steps", [])):
+            if "run" in step:
+                yield f"runs.steps[{index}]", step.get("shell"), step["run"]
+
+
+RUN_FILES = [p for p in FILES if list(run_blocks(p))]
+
+
+def test_shellcheck_is_installed():
+    assert shutil.which("shellcheck"), "shellcheck is missing: scripts/test.sh installs Debian's shellcheck package"
+
+
+@pytest.mark.parametrize("path", params(RUN_FILES))
+def test_every_run_block_is_bash_without_expressions_and_passes_shellcheck(path):
+    for where, shell, script in run_blocks(path):
+        # GitHub runs a step without `shell:` with bash on Linux runners; a composite step names it.
+        assert shell in (None, "bash") if path in WORKFLOWS else shell == "bash", (where, shell)
+        assert "${{" not in script, f"{rel(path)} {where}: an expression inside run: (pass it through env:)"
+        proc = subprocess.run(["shellcheck", "--shell=bash", "--format=gcc", "-"], input=script,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert (proc.returncode, proc.stdout) == (0, ""), f"{rel(path)} {where}:\n{proc.stdout}{proc.stderr}"
+
+
+# -- permissions, pins, checkouts -------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", params(WORKFLOWS))
+def test_top_level_permissions_are_empty(path):
+    assert load(path)["permissions"] == {}
+
+
+def steps(path: Path) -> Iterator[dict]:
+    data = load(path)
+    if path in WORKFLOWS:
+        for job in data["jobs"].values():
+            yield from job.get("steps", [])
+    else:
+        yield from data["runs"].get("steps", [])
+
+
+def uses(path: Path) -> list[str]:
+    found = [step["uses"] for step in steps(path) if "uses" in step]
+    if path in WORKFLOWS:
+        found += [job["uses"] for job in load(path)["jobs"].values() if "uses" in job]
+    return found
+
+
+PINNED = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_./-]+@[0-9a-f]{40}")
+VERSION_COMMENT = re.compile(r"#\s*v\d+(\.\d+){0,2}\b")
+
+
+@pytest.mark.parametrize("path", params([p for p in FILES if uses(p)]))
+def test_every_uses_is_local_or_pinned_to_a_commit_with_its_version(path):
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for ref in uses(path):
+        if ref.startswith("./"):
+            continue
+        assert PINNED.fullmatch(ref), f"{rel(path)}: {ref} is not pinned to a commit SHA"
+        written = [line for line in lines if re.search(r"\buses:\s*" + re.escape(ref) + r"(\s|$)", line)]
+        assert written and all(VERSION_COMMENT.search(line.split(ref, 1)[1]) for line in written), (
+            f"{rel(path)}: {ref} has no `# vX.Y.Z` comment")
+
+
+@pytest.mark.parametrize("path", params(FILES))
+def test_every_checkout_does_not_persist_credentials(path):
+    for step in steps(path):
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert (step.get("with") or {}).get("persist-credentials") is False, (rel(path), step)
