@@ -586,7 +586,8 @@ def _rollup(results: list[str]) -> str:
 def simulate(workflow: dict, event: Event, *,
              step_outputs: Mapping[str, Mapping[str, dict]] | None = None,
              hooks: Mapping[tuple[str, str], StepHook] | None = None,
-             results: Mapping[str, Callable[[dict | None], str | None]] | None = None) -> Simulation:
+             results: Mapping[str, Callable[[dict | None], str | None]] | None = None,
+             kept: Mapping[str, JobResult] | None = None) -> Simulation:
     """Which jobs run, where, with what; see the module docstring.
 
     - step_outputs: job id -> step id -> outputs of that step (every matrix entry).
@@ -594,8 +595,10 @@ def simulate(workflow: dict, event: Event, *,
       `env` and `with` and the job's `matrix`; it replaces step_outputs for that step.
     - results: job id -> f(matrix entry or None) -> a result forced on that entry
       (`failure`, `cancelled`) or None to keep what its steps gave.
+    - kept: jobs of an earlier attempt that "Re-run failed jobs" does not run again: their
+      results and outputs stand as they were.
     """
-    step_outputs, hooks, results = step_outputs or {}, hooks or {}, results or {}
+    step_outputs, hooks, results, kept = step_outputs or {}, hooks or {}, results or {}, kept or {}
     github = {"event_name": event.name, "event": event.payload, "ref": "refs/heads/main", "sha": "f" * 40,
               "repository": "octo/gpu-repo", "run_id": "1001", "run_attempt": "1", "workflow": "PR Test",
               "server_url": "https://github.com", "actor": "octocat", "token": "***", **event.github}
@@ -613,6 +616,9 @@ def simulate(workflow: dict, event: Event, *,
 
     for job_id in _order(jobs):
         job = jobs[job_id]
+        if job_id in kept:
+            done[job_id] = kept[job_id]
+            continue
         ups = [done[a].result for a in ancestors(job_id)]
         status = Status(success=all(r == "success" for r in ups), failure="failure" in ups,
                         cancelled=event.cancelled)
