@@ -401,6 +401,9 @@ def prepare_workspace(s: Scenario, workspace: Path) -> None:
     and the diff `ci-policy pull-request` wrote."""
     repo = workspace / "repo"
     shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    # The sparse checkout of the base commit's configuration, for an untrusted head.
+    (workspace / "trusted" / ".github").mkdir(parents=True)
+    shutil.copy(EXAMPLE_REPO / ".github" / "ci-policy.yml", workspace / "trusted" / ".github" / "ci-policy.yml")
     for rel, text in s.repo_patch.items():
         (repo / rel).write_text(text)
     (workspace / "ci-policy-plan").mkdir()
@@ -458,7 +461,7 @@ def check_stage_jobs_follow_the_plan(sim: Simulation) -> None:
 
 def plan_inputs_of(env: dict) -> dict:
     return {k: env[k] for k in ("EVENT_NAME", "LABELS_JSON", "SCHEDULE", "CADENCE", "DIFF_FILE", "BASE_REV",
-                                "HEAD_REV", "FORCED", "TRUST")}
+                                "HEAD_REV", "FORCED", "TRUST", "CONFIG")}
 
 
 def results(sim: Simulation) -> dict[str, str]:
@@ -550,6 +553,27 @@ def test_an_unapproved_fork_pr_runs_no_accelerator_job_and_builds_no_image(tmp_p
     assert sim.jobs["images"].result == "skipped"
     assert {run.matrix["backend"] for run in stage_runs(sim)} <= {"cpu"}
     assert sim.jobs["result"].result == "success"
+
+
+CONFIG_CHECKOUT = "Check out the configuration of the base commit"
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_an_untrusted_head_is_planned_and_run_with_the_base_commits_configuration(tmp_path, name):
+    """A fork's own configuration would choose the runners, images and container options of
+    the jobs that run its code; only a trusted or approved head's configuration is read."""
+    sim = pipeline(SCENARIOS[name], tmp_path)
+    untrusted = name == "fork-unapproved"
+    jobs = [sim.jobs["plan"].runs[0], *stage_runs(sim)]
+    assert len(jobs) > 1 or name == "docs-only"
+    for run in jobs:
+        checkout = run.step(CONFIG_CHECKOUT)
+        assert checkout.ran is untrusted
+        if untrusted:
+            assert checkout.with_ == {"ref": BASE, "path": "trusted", "sparse-checkout": ".github/ci-policy.yml",
+                                      "sparse-checkout-cone-mode": False, "persist-credentials": False}
+    expected = "trusted/.github/ci-policy.yml" if untrusted else "repo/.github/ci-policy.yml"
+    assert sim.jobs["plan"].runs[0].step("plan").env["CONFIG"] == expected
 
 
 def test_the_image_job_refuses_an_untrusted_head_whatever_the_plan_says(tmp_path):
@@ -681,6 +705,19 @@ def test_the_inputs_step_refuses_a_multi_line_value(tmp_path):
     env = {"EVENT_NAME": "workflow_dispatch", "HEAD_COMMIT": HEAD, "CADENCE": "nightly\nforged=1"}
     outcome, outputs = run_step(step, env, tmp_path)
     assert (outcome, "forged" in outputs) == ("failure", False)
+
+
+@pytest.mark.parametrize("trust, base, ok", [("untrusted", BASE, True), ("approved", "", True),
+                                             ("untrusted", "", False), ("untrusted", "main", False),
+                                             ("maybe", BASE, False)])
+def test_the_inputs_step_needs_a_known_trust_and_a_base_commit_for_an_untrusted_head(tmp_path, trust, base, ok):
+    step = next(st for st in load(PIPELINE)["jobs"]["plan"]["steps"] if st.get("id") == "inputs")
+    env = {"EVENT_NAME": "pull_request", "PR_HEAD_SHA": HEAD, "PR_LABELS_JSON": "[]", "PR_TRUST": trust,
+           "PR_BASE_SHA": base}
+    outcome, outputs = run_step(step, env, tmp_path)
+    assert outcome == ("success" if ok else "failure")
+    if ok:
+        assert (outputs["trust"], outputs["config_ref"]) == (trust, base if trust == "untrusted" else "")
 
 
 def test_the_inputs_step_refuses_a_head_that_is_not_a_commit_sha(tmp_path):
