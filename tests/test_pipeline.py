@@ -1,0 +1,826 @@
+"""The reusable PR pipeline (.github/workflows/pr-pipeline.yml), evaluated as GitHub would run it,
+and the expression evaluator that does it (tests/workflow_eval.py).
+
+- Each scenario is one run: the caller's event (examples/gpu-repo's pr-test.yml, its `with:`
+  and `secrets:` evaluated), what `ci-policy pull-request` reads, and the plan. The plan is
+  the workflow's own `ci-policy plan` line run on the example repository when this
+  ci_policy has the contract's plan options (`--trust`), else the outputs the contract
+  gives for it; every assertion about stage jobs is made against the plan's outputs.
+- The workflow's bash steps that decide something (the plan inputs, the pin and image
+  checks) run in bash; `ci-policy result`'s rule is the contract's, written here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import EXAMPLE_REPO, clean_env, console_script
+from workflow_eval import (
+    Event,
+    ExpressionError,
+    JobRun,
+    Simulation,
+    Status,
+    call_inputs,
+    condition,
+    evaluate,
+    expand_matrix,
+    interpolate,
+    loose_equal,
+    simulate,
+    to_string,
+    truthy,
+    workflow_triggers,
+)
+
+CTX = {
+    "github": {"event_name": "pull_request", "event": {"action": "labeled", "pull_request": {"number": 7}},
+               "run_attempt": "2"},
+    "inputs": {"pull-request": "", "ci-policy-ref": "a" * 40},
+    "needs": {"plan": {"result": "success", "outputs": {"trust": "approved", "matrix": '{"include": [{"a": 1}]}',
+                                                        "empty": ""}}},
+    "matrix": {"stage": "gpu-a", "lane": 0, "runs_on": ["h200", "1gpu"]},
+    "steps": {"pr": {"outcome": "success", "outputs": {"head_sha": "b" * 40}}},
+    "secrets": {"metrics-store-url": "postgresql://w"},
+    "vars": {},
+}
+
+
+# -- the evaluator ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("expression, value", [
+    ("null", None), ("true", True), ("false", False), ("42", 42.0), ("-1.5", -1.5), ("0xff", 255.0),
+    ("1e3", 1000.0), ("'it''s'", "it's"), ("''", ""),
+    ("github.event_name", "pull_request"), ("github.EVENT_NAME", "pull_request"),
+    ("github.event.pull_request.number", 7), ("github.event.nothing.deeper", None),
+    ("inputs.pull-request", ""), ("inputs['ci-policy-ref']", "a" * 40), ("matrix.runs_on[1]", "1gpu"),
+    ("matrix.runs_on[2]", None), ("steps.pr.outputs.head_sha", "b" * 40), ("secrets.metrics-store-url", "postgresql://w"),
+    ("needs.plan.outputs.missing", None),
+])
+def test_literals_contexts_and_property_access(expression, value):
+    assert evaluate(expression, CTX) == value
+
+
+@pytest.mark.parametrize("expression, value", [
+    # && and || give one of their operands, as on GitHub.
+    ("'' || 'x'", "x"), ("'a' || 'x'", "a"), ("'a' && 'b'", "b"), ("0 && 'b'", 0.0), ("null || null", None),
+    ("inputs.pull-request || github.event.pull_request.number || 'run'", 7),
+    ("github.event.action == 'synchronize' && 'cancel' || 'wait'", "wait"),
+    # ! binds tighter than ==, == tighter than &&, && tighter than ||.
+    ("!true == false", True), ("true || false && false", True), ("(true || false) && false", False),
+    ("!(1 == 2)", True), ("!''", True), ("!'false'", False),
+])
+def test_operators_and_precedence(expression, value):
+    assert evaluate(expression, CTX) == value
+
+
+@pytest.mark.parametrize("a, b, equal", [
+    ("abc", "ABC", True),  # strings ignore case
+    ("1", 1, True), ("", 0, True), ("", None, True), (None, 0, True), (True, 1, True), ("true", True, False),
+    ("x", 0, False), ("0x10", 16, True), (" 2 ", 2, True), (math.nan, math.nan, False),
+    ([], [], False), ({}, None, False), ("null", None, False),
+])
+def test_loose_equality(a, b, equal):
+    assert loose_equal(a, b) is equal
+    assert loose_equal(b, a) is equal
+
+
+@pytest.mark.parametrize("value, expected", [
+    (None, False), (False, False), (0, False), (0.0, False), (math.nan, False), ("", False),
+    ("false", True), ("0", True), ([], True), ({}, True), (-1, True),
+])
+def test_truthiness(value, expected):
+    assert truthy(value) is expected
+
+
+@pytest.mark.parametrize("value, text", [(None, ""), (True, "true"), (3.0, "3"), (2.5, "2.5"), ([1], "Array"),
+                                         ({}, "Object"), ("s", "s")])
+def test_to_string(value, text):
+    assert to_string(value) == text
+
+
+@pytest.mark.parametrize("expression, value", [
+    ("contains(fromJSON('[\"a\", \"B\"]'), 'b')", True), ("contains(fromJSON('[\"a\"]'), 'c')", False),
+    ("contains('Hello world', 'WORLD')", True), ("contains(fromJSON('[1, 2]'), '2')", True),
+    ("startsWith('ghcr.io/o/i:x', 'GHCR.IO/')", True), ("startsWith('', 'a')", False),
+    ("fromJSON(needs.plan.outputs.matrix).include[0].a", 1), ("fromJSON('true')", True),
+    ("toJSON(fromJSON('{\"a\": [1]}'))", '{\n  "a": [\n    1\n  ]\n}'), ("toJSON('x')", '"x"'),
+    ("format('refs/heads/{0}', 'main')", "refs/heads/main"), ("format('{1}{0}{{}}', 'a', 'b')", "ba{}"),
+    ("join(fromJSON('[\"a\", 1, true]'), ' ')", "a 1 true"), ("join(fromJSON('[\"a\", \"b\"]'))", "a,b"),
+    ("join('x', '-')", "x"),
+])
+def test_functions(expression, value):
+    assert evaluate(expression, CTX) == value
+
+
+@pytest.mark.parametrize("status, values", [
+    (Status(), {"always()": True, "success()": True, "failure()": False, "cancelled()": False}),
+    (Status(success=False, failure=True), {"always()": True, "success()": False, "failure()": True,
+                                            "cancelled()": False}),
+    (Status(cancelled=True), {"always()": True, "success()": False, "failure()": False, "cancelled()": True}),
+])
+def test_status_functions(status, values):
+    assert {e: evaluate(e, CTX, status) for e in values} == values
+
+
+@pytest.mark.parametrize("text, status, expected", [
+    (None, Status(), True), (None, Status(success=False, failure=True), False),
+    # Without a status function, an `if` is `success() && (...)`.
+    ("needs.plan.outputs.trust != 'untrusted'", Status(), True),
+    ("needs.plan.outputs.trust != 'untrusted'", Status(success=False, failure=True), False),
+    ("always() && needs.plan.outputs.trust == 'approved'", Status(success=False, failure=True), True),
+    ("${{ !cancelled() }}", Status(success=False, failure=True), True),
+    ("${{ !cancelled() }}", Status(cancelled=True), False),
+    ("${{ needs.plan.outputs.empty }}", Status(), False),
+    (True, Status(), True),
+])
+def test_conditions(text, status, expected):
+    assert condition(text, CTX, status) is expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("${{ matrix.runs_on }}", ["h200", "1gpu"]),  # a lone expression keeps its type
+    ("${{ matrix.lane }}", 0),
+    ("lane ${{ matrix.lane }} of ${{ matrix.stage }}", "lane 0 of gpu-a"),
+    ("t-${{ github.run_attempt }}", "t-2"),
+    ("${{ format('}}{0}', 'x') }}", "}x"),  # `}}` inside a string literal does not end the expression
+    ({"a": ["${{ matrix.stage }}", 3]}, {"a": ["gpu-a", 3]}),
+    ("plain", "plain"),
+])
+def test_interpolation(value, expected):
+    assert interpolate(value, CTX) == expected
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("1 < 2", "operator '<' is not supported"), ("a.b", "context 'a' is not supported"),
+    ("env.X", "context 'env' is not supported"), ("hashFiles('x')", "function hashFiles() is not supported"),
+    ("github.event.labels.*.name", "operator '*' is not supported"), ("(true", "expected )"),
+    ("true false", "unexpected 'false'"), ("'open", "cannot read"), ("", "empty expression"),
+    ("contains('a')", "contains() takes 2..2 arguments, got 1"), ("fromJSON('')", "fromJSON: not JSON"),
+    ("format('{1}', 'a')", "format: invalid placeholder"), ("github.", "expected more"),
+])
+def test_unsupported_or_malformed_expressions_are_refused(expression, message):
+    with pytest.raises(ExpressionError, match=message.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        evaluate(expression, CTX)
+
+
+def test_unterminated_or_mixed_interpolation_is_refused():
+    with pytest.raises(ExpressionError, match="unterminated"):
+        interpolate("${{ github.sha", CTX)
+    with pytest.raises(ExpressionError, match="always true on GitHub"):
+        condition("x ${{ false }}", CTX, Status())
+
+
+@pytest.mark.parametrize("matrix, combos", [
+    ({"include": [{"a": 1}, {"a": 2}]}, [{"a": 1}, {"a": 2}]),
+    ({"os": ["x", "y"], "v": [1, 2], "exclude": [{"os": "y", "v": 1}]},
+     [{"os": "x", "v": 1}, {"os": "x", "v": 2}, {"os": "y", "v": 2}]),
+    # include: merged where it changes no original value, else its own combination.
+    ({"os": ["x", "y"], "include": [{"os": "x", "extra": True}, {"os": "z"}, {"color": "g"}]},
+     [{"os": "x", "extra": True, "color": "g"}, {"os": "y", "color": "g"}, {"os": "z"}]),
+])
+def test_matrix_expansion(matrix, combos):
+    assert expand_matrix(matrix) == combos
+
+
+@pytest.mark.parametrize("matrix, message", [
+    ({"include": []}, "no combination"), ({"os": []}, "non-empty list"), ("x", "must be a mapping"),
+    ({"include": ["x"]}, "must be a mapping"), ({"include": [{"i": i} for i in range(257)]}, "256"),
+])
+def test_impossible_matrices_fail_as_on_github(matrix, message):
+    with pytest.raises(ExpressionError, match=message):
+        expand_matrix(matrix)
+
+
+def test_simulate_resolves_needs_and_skips_what_a_failure_skips():
+    workflow = {"jobs": {
+        "c": {"needs": ["b"], "runs-on": "x", "steps": []},
+        "b": {"needs": "a", "runs-on": "x", "steps": []},
+        "a": {"runs-on": "x", "steps": [{"id": "s"}]},
+        "d": {"needs": ["a", "c"], "if": "always()", "runs-on": "x", "steps": []},
+        "e": {"needs": ["a", "c"], "if": "failure()", "runs-on": "x", "steps": []},
+    }}
+    sim = simulate(workflow, Event("push"), hooks={("a", "s"): lambda step: ("failure", {})})
+    assert {j: r.result for j, r in sim.jobs.items()} == {
+        "a": "failure", "b": "skipped", "c": "skipped", "d": "success", "e": "success"}
+    with pytest.raises(ExpressionError, match="unknown jobs"):
+        simulate({"jobs": {"a": {"needs": "z", "runs-on": "x"}, "z": {"needs": "y", "runs-on": "x"}}}, Event("push"))
+    with pytest.raises(ExpressionError, match="cycle"):
+        simulate({"jobs": {"a": {"needs": "z", "runs-on": "x"}, "z": {"needs": "a", "runs-on": "x"}}}, Event("push"))
+
+
+# -- the pipeline, evaluated ---------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE = ROOT / ".github" / "workflows" / "pr-pipeline.yml"
+CALLER = EXAMPLE_REPO / ".github" / "workflows" / "pr-test.yml"
+HEAD = "a" * 40
+BASE = "b" * 40
+PR_DIFF = "ci-policy-plan/pr.diff"
+SECRETS = {"CI_POLICY_METRICS_STORE_URL": "postgresql://writer@store/metrics",
+           "CI_POLICY_METRICS_STORE_READ_URL": "postgresql://reader@store/metrics"}
+CUDA_OPTIONS = "--gpus all"
+ROCM_OPTIONS = "--device /dev/kfd --device /dev/dri --group-add video --group-add render"
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def real_plan_supported() -> bool:
+    """Whether this ci_policy's `plan` has the contract's options (the engine slice has landed)."""
+    from ci_policy.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return "--trust" in sub.choices["plan"].format_help()
+
+
+PLAN_SOURCE = "real" if real_plan_supported() else "contract"
+
+
+def read_github_output(text: str) -> dict[str, str]:
+    """`name=value` and `name<<DELIMITER ... DELIMITER` lines, as the runner reads $GITHUB_OUTPUT."""
+    out, lines = {}, iter(text.splitlines())
+    for line in lines:
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            value = []
+            for more in lines:
+                if more == delimiter:
+                    break
+                value.append(more)
+            out[name] = "\n".join(value)
+        elif line:
+            name, value = line.split("=", 1)
+            out[name] = value
+    return out
+
+
+def run_step(step: dict, env: dict, cwd: Path) -> tuple[str, dict]:
+    """A `run:` step as the runner runs it (bash -eo pipefail), in `cwd`, with its evaluated env."""
+    output = cwd / f"github-output-{len(list(cwd.glob('github-output-*')))}"
+    output.write_text("")
+    full = {"PATH": f"{Path(console_script()).parent}{os.pathsep}{os.environ['PATH']}",
+            **{k: to_string(v) for k, v in env.items()},
+            "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(cwd / "summary.md")}
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+                          cwd=cwd, env=clean_env(**full), capture_output=True, text=True, timeout=120, check=False)
+    return ("success" if proc.returncode == 0 else "failure"), read_github_output(output.read_text())
+
+
+def result_rule(plan_complete: str, needs: dict) -> tuple[int, list[str]]:
+    """The contract's rule for `ci-policy result` (that command is built by another slice):
+    exit 1 with one reason per problem when the plan is incomplete or missing, or a needed
+    job failed or was cancelled; else 0 (every stage skipped is a pass)."""
+    reasons = []
+    if plan_complete != "true":
+        reasons.append(f"the plan is incomplete (plan_complete={plan_complete!r})")
+    reasons += [f"{job} {n['result']}" for job, n in needs.items() if n["result"] in ("failure", "cancelled")]
+    return (1 if reasons else 0), reasons
+
+
+def result_step(step: dict) -> tuple[str, dict]:
+    """The result job's `ci-policy result` step, on what the workflow passes it."""
+    code, _ = result_rule(step["env"]["PLAN_COMPLETE"], json.loads(step["env"]["NEEDS"]))
+    return ("success" if code == 0 else "failure"), {}
+
+
+def entry(stage: str, lane: int, shards: str, backend: str, runs_on: list[str], image: str = "",
+          timeout: int = 60) -> dict:
+    options = {"cuda": CUDA_OPTIONS, "rocm": ROCM_OPTIONS}.get(backend, "")
+    return {"stage": stage, "lane": lane, "shards": shards, "backend": backend, "runs_on": runs_on,
+            "image": image, "container_options": options, "timeout_minutes": timeout}
+
+
+CPU = [entry("stage-a-cpu", 0, "0", "cpu", ["ubuntu-latest"], timeout=30)]
+GPU = [entry("stage-b-1-gpu-h200", 0, "0", "cuda", ["h200", "1gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 45),
+       entry("stage-c-4-gpu-h200", 0, "0", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 75),
+       entry("stage-c-4-gpu-h200", 1, "1", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 75),
+       entry("stage-c-4-gpu-mi350", 0, "0", "rocm", ["mi350", "4gpu"], f"ghcr.io/minirl/ci-rocm:{HEAD}", 75)]
+IMAGES = [{"backend": "cuda", "image": f"ghcr.io/minirl/ci-cuda:{HEAD}", "dockerfile": "docker/cuda.Dockerfile",
+           "context": "."},
+          {"backend": "rocm", "image": f"ghcr.io/minirl/ci-rocm:{HEAD}", "dockerfile": "docker/rocm.Dockerfile",
+           "context": "."}]
+
+
+def contract_outputs(entries: list[dict], *, images: list[dict] | None = None, trust: str = "trusted",
+                     complete: bool = True, write_baseline: bool = False, cadence: str = "regular") -> dict:
+    """What `ci-policy plan --format github` writes, by the contract, for examples/gpu-repo."""
+    return {"cadence": cadence, "write_baseline": "true" if write_baseline else "false", "trust": trust,
+            "stage_matrix": json.dumps({"include": entries}), "has_stage_jobs": "true" if entries else "false",
+            "images_to_build": json.dumps(images or []), "plan_complete": "true" if complete else "false",
+            "invalid_files": "[]" if complete else '["tests/e2e/test_broken.py"]'}
+
+
+def pull_request_event(action: str, *, fork: bool = False, labels: tuple[str, ...] = ()) -> dict:
+    head_repo = "someone/gpu-repo" if fork else "octo/gpu-repo"
+    return {"action": action, "number": 42,
+            "pull_request": {"number": 42, "head": {"sha": HEAD, "repo": {"full_name": head_repo}},
+                             "base": {"sha": BASE, "repo": {"full_name": "octo/gpu-repo"}},
+                             "author_association": "CONTRIBUTOR" if fork else "MEMBER",
+                             "labels": [{"name": n} for n in labels]},
+            "repository": {"full_name": "octo/gpu-repo", "default_branch": "main"}}
+
+
+@dataclass
+class Scenario:
+    """One run of the pipeline: its trigger, what `ci-policy pull-request` reads, the checkout
+    and diff the plan reads, and the plan the contract gives for them."""
+
+    event: str
+    payload: dict
+    dispatch: dict  # the caller's workflow_dispatch inputs
+    pr: dict | None  # `ci-policy pull-request` outputs (None: no PR)
+    diff: bytes | None
+    plan: dict  # contract outputs of `ci-policy plan --format github`
+    repo_patch: dict[str, str] = field(default_factory=dict)  # files changed in the checkout (real plan)
+    github: dict = field(default_factory=dict)
+
+
+def pr_outputs(trust: str, labels: tuple[str, ...], diff: bool = True) -> dict:
+    return {"number": "42", "head_sha": HEAD, "base_sha": BASE, "labels_json": json.dumps(list(labels)),
+            "trust": trust, "diff_file": PR_DIFF if diff else ""}
+
+
+MEGATRON = ("run-ci-megatron",)
+MEGATRON_DIFF = b"M\0minirl/backends/megatron.py\0"
+DOCS_DIFF = b"M\0docs/guide.md\0"
+# With the CPU stage diff-pruned, a docs-only change runs no stage at all.
+CPU_PRUNED = {".github/ci-policy.yml": (EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text().replace(
+    "    backend: cpu\n    runner: pytest\n", "    backend: cpu\n    runner: pytest\n    diff_pruned: true\n")}
+BROKEN = {"tests/e2e/test_broken.py": "register_cuda_ci(est_time=1, suite=\n"}
+
+SCENARIOS = {
+    "docs-only": Scenario("pull_request", pull_request_event("synchronize"), {}, pr_outputs("trusted", ()),
+                          DOCS_DIFF, contract_outputs([]), CPU_PRUNED),
+    "megatron": Scenario("pull_request", pull_request_event("labeled", labels=MEGATRON), {},
+                         pr_outputs("trusted", MEGATRON), MEGATRON_DIFF, contract_outputs(CPU + GPU, images=IMAGES)),
+    "partial": Scenario("pull_request", pull_request_event("synchronize", labels=MEGATRON), {},
+                        pr_outputs("trusted", MEGATRON), MEGATRON_DIFF,
+                        contract_outputs(CPU + GPU, images=IMAGES, complete=False), BROKEN),
+    "fork-unapproved": Scenario("pull_request", pull_request_event("opened", fork=True, labels=MEGATRON), {},
+                                pr_outputs("untrusted", MEGATRON), MEGATRON_DIFF,
+                                contract_outputs(CPU, trust="untrusted")),
+    # An approved head: the gateway dispatched the caller with the PR number after /ok-to-test.
+    "fork-approved": Scenario("workflow_dispatch", {"inputs": {"pull-request": "42"}}, {"pull-request": "42"},
+                              pr_outputs("approved", MEGATRON), MEGATRON_DIFF,
+                              contract_outputs(CPU + GPU, images=IMAGES, trust="approved")),
+    "nightly": Scenario("schedule", {"schedule": "0 15 * * 0-5"}, {}, None, None,
+                        contract_outputs(CPU + GPU, images=IMAGES, write_baseline=True, cadence="nightly"),
+                        github={"sha": HEAD}),
+}
+
+
+def caller_event(s: Scenario, run_attempt: str = "1") -> Event:
+    """The pipeline's view of the run: the caller's `with:` and `secrets:` evaluated for the event."""
+    caller = load(CALLER)
+    [job] = caller["jobs"].values()
+    github = {"event_name": s.event, "event": s.payload, "ref": "refs/heads/main", "sha": HEAD,
+              "run_attempt": run_attempt, **s.github}
+    ctx = {"github": github, "inputs": {"pull-request": "", "cadence": "", **s.dispatch}, "secrets": SECRETS,
+           "vars": {}}
+    given = interpolate(job["with"], ctx)
+    secrets = interpolate(job["secrets"], ctx)
+    return Event(s.event, s.payload, call_inputs(load(PIPELINE), given), secrets, github=github)
+
+
+def prepare_workspace(s: Scenario, workspace: Path) -> None:
+    """The runner's workspace after the plan job's checkouts: the scenario's checkout at `repo`,
+    and the diff `ci-policy pull-request` wrote."""
+    repo = workspace / "repo"
+    shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    # The sparse checkout of the base commit's configuration, for an untrusted head.
+    (workspace / "trusted" / ".github").mkdir(parents=True)
+    shutil.copy(EXAMPLE_REPO / ".github" / "ci-policy.yml", workspace / "trusted" / ".github" / "ci-policy.yml")
+    for rel, text in s.repo_patch.items():
+        (repo / rel).write_text(text)
+    (workspace / "ci-policy-plan").mkdir()
+    if s.diff is not None:
+        (workspace / PR_DIFF).write_bytes(s.diff)
+
+
+def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], str | None] | None = None,
+             run_attempt: str = "1", plan_fails: bool = False) -> Simulation:
+    prepare_workspace(s, workspace)
+
+    def plan_step(step: dict) -> tuple[str, dict]:
+        """The workflow's own `ci-policy plan` line when this ci_policy has the contract's
+        options, else the contract's outputs for the scenario."""
+        if plan_fails:
+            return "failure", {}
+        if PLAN_SOURCE == "real":
+            return run_step(step["step"], step["env"], workspace)
+        return "success", s.plan
+
+    pr = s.pr or {}
+    return simulate(load(PIPELINE), caller_event(s, run_attempt),
+                    step_outputs={"plan": {"pr-event": pr, "pr-number": pr}},
+                    hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], workspace),
+                           ("plan", "plan"): plan_step,
+                           ("images", "image"): lambda step: run_step(step["step"], step["env"], workspace),
+                           ("result", "result"): result_step},
+                    results={"stages": stage_results} if stage_results else None)
+
+
+def planned_entries(sim: Simulation) -> list[dict]:
+    return json.loads(sim.jobs["plan"].outputs["stage_matrix"])["include"]
+
+
+def stage_runs(sim: Simulation) -> list[JobRun]:
+    return sim.jobs["stages"].runs
+
+
+def check_stage_jobs_follow_the_plan(sim: Simulation) -> None:
+    """Each lane of the plan is one stage job: its name, runners, container and timeout."""
+    entries = planned_entries(sim)
+    assert [run.matrix for run in stage_runs(sim)] == entries
+    for run, e in zip(stage_runs(sim), entries, strict=True):
+        assert run.name == f"{e['stage']} (lane {e['lane']})"
+        assert run.runs_on == e["runs_on"]
+        assert run.timeout_minutes == e["timeout_minutes"]
+        ghcr = e["image"].startswith("ghcr.io/")
+        assert run.container == {"image": e["image"], "options": e["container_options"],
+                                 "credentials": {"username": "octocat" if ghcr else "",
+                                                 "password": "***" if ghcr else ""}}
+        assert e["container_options"] == {"cuda": CUDA_OPTIONS, "rocm": ROCM_OPTIONS}.get(e["backend"], "")
+        step = run.step("Run the lane's shards")
+        assert (step.env["STAGE"], step.env["SHARDS"], step.env["PYTHON"]) == (e["stage"], e["shards"], "python3")
+
+
+def plan_inputs_of(env: dict) -> dict:
+    return {k: env[k] for k in ("EVENT_NAME", "LABELS_JSON", "SCHEDULE", "CADENCE", "DIFF_FILE", "BASE_REV",
+                                "HEAD_REV", "FORCED", "TRUST", "CONFIG")}
+
+
+def results(sim: Simulation) -> dict[str, str]:
+    return {job: r.result for job, r in sim.jobs.items()}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path):
+    s = SCENARIOS[name]
+    sim = pipeline(s, tmp_path)
+    check_stage_jobs_follow_the_plan(sim)
+    plan_step = sim.jobs["plan"].runs[0].step("plan")
+    # The repository is checked out, planned and run at the head SHA.
+    assert sim.jobs["plan"].runs[0].step("Check out the repository under test").with_["ref"] == HEAD
+    assert plan_step.env["HEAD_SHA"] == HEAD
+    for run in stage_runs(sim):
+        assert run.step("Check out the repository under test").with_["ref"] == HEAD
+        assert plan_inputs_of(run.step("Run the lane's shards").env) == plan_inputs_of(plan_step.env)
+        fetch = run.step("Fetch the planned diff")
+        assert fetch.ran is (s.diff is not None)
+        if fetch.ran:
+            assert fetch.with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan"}
+
+
+def test_a_docs_only_pr_runs_no_stage_job_and_passes(tmp_path):
+    sim = pipeline(SCENARIOS["docs-only"], tmp_path)
+    assert sim.jobs["plan"].outputs["has_stage_jobs"] == "false"
+    assert results(sim) == {"plan": "success", "images": "skipped", "stages": "skipped", "result": "success"}
+    # A run on a pull_request event reports no commit status: its check is `pr-test / result`.
+    assert not sim.jobs["result"].runs[0].step("Report the result on the pull request head").ran
+
+
+def test_a_pr_that_selects_gpu_tests_builds_its_images_and_runs_every_lane(tmp_path):
+    sim = pipeline(SCENARIOS["megatron"], tmp_path)
+    plan = sim.jobs["plan"].outputs
+    assert results(sim) == {"plan": "success", "images": "success" if plan["images_to_build"] != "[]" else "skipped",
+                            "stages": "success", "result": "success"}
+    assert {e["backend"] for e in planned_entries(sim)} >= {"cuda", "rocm"}
+    images = json.loads(plan["images_to_build"])
+    assert [run.matrix for run in sim.jobs["images"].runs] == images
+    for run in sim.jobs["images"].runs:
+        assert run.runs_on == ["self-hosted", "image-builder"]
+        assert run.matrix["image"].endswith(f":{HEAD}")
+        assert run.step("Check out the repository at the head SHA").with_["ref"] == HEAD
+        assert run.step("Log in to the registry").with_ == {"registry": "ghcr.io", "username": "octocat",
+                                                            "password": "***"}
+        build = run.step("Build and push the image")
+        assert build.env == {"IMAGE": run.matrix["image"], "DOCKERFILE": run.matrix["dockerfile"],
+                             "CONTEXT": run.matrix["context"]}
+
+
+def test_an_incomplete_plan_fails_the_result_though_every_job_passed(tmp_path):
+    sim = pipeline(SCENARIOS["partial"], tmp_path)
+    assert sim.jobs["plan"].outputs["plan_complete"] == "false"
+    assert (sim.jobs["stages"].result, sim.jobs["result"].result) == ("success", "failure")
+
+
+def test_a_failed_plan_job_skips_every_other_job_and_fails_the_result(tmp_path):
+    sim = pipeline(SCENARIOS["megatron"], tmp_path, plan_fails=True)
+    assert results(sim) == {"plan": "failure", "images": "skipped", "stages": "skipped", "result": "failure"}
+
+
+@pytest.mark.parametrize("outcome", ["failure", "cancelled"])
+def test_one_failed_or_cancelled_lane_fails_the_result_and_the_other_lanes_run(tmp_path, outcome):
+    workflow = load(PIPELINE)
+    assert workflow["jobs"]["stages"]["strategy"]["fail-fast"] is False
+    sim = pipeline(SCENARIOS["megatron"], tmp_path,
+                   stage_results=lambda e: outcome if (e["stage"], e["lane"]) == ("stage-c-4-gpu-h200", 1) else None)
+    lanes = {(r.matrix["stage"], r.matrix["lane"]): r.result for r in stage_runs(sim)}
+    assert lanes.pop(("stage-c-4-gpu-h200", 1)) == outcome
+    assert lanes and set(lanes.values()) == {"success"}
+    assert (sim.jobs["stages"].result, sim.jobs["result"].result) == (outcome, "failure")
+
+
+def test_a_failed_image_build_skips_the_stages_and_fails_the_result(tmp_path):
+    s = SCENARIOS["megatron"]
+    prepare_workspace(s, tmp_path)
+    sim = simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"pr-event": s.pr, "plan": s.plan}},
+                   hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path),
+                          ("result", "result"): result_step},
+                   results={"images": lambda e: "failure" if e["backend"] == "rocm" else None})
+    assert results(sim) == {"plan": "success", "images": "failure", "stages": "skipped", "result": "failure"}
+
+
+def test_an_unapproved_fork_pr_runs_no_accelerator_job_and_builds_no_image(tmp_path):
+    sim = pipeline(SCENARIOS["fork-unapproved"], tmp_path)
+    plan = sim.jobs["plan"].outputs
+    assert plan["trust"] == "untrusted"
+    assert sim.jobs["images"].result == "skipped"
+    assert {run.matrix["backend"] for run in stage_runs(sim)} <= {"cpu"}
+    assert sim.jobs["result"].result == "success"
+
+
+CONFIG_CHECKOUT = "Check out the configuration of the base commit"
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_an_untrusted_head_is_planned_and_run_with_the_base_commits_configuration(tmp_path, name):
+    """A fork's own configuration would choose the runners, images and container options of
+    the jobs that run its code; only a trusted or approved head's configuration is read."""
+    sim = pipeline(SCENARIOS[name], tmp_path)
+    untrusted = name == "fork-unapproved"
+    jobs = [sim.jobs["plan"].runs[0], *stage_runs(sim)]
+    assert len(jobs) > 1 or name == "docs-only"
+    for run in jobs:
+        checkout = run.step(CONFIG_CHECKOUT)
+        assert checkout.ran is untrusted
+        if untrusted:
+            assert checkout.with_ == {"ref": BASE, "path": "trusted", "sparse-checkout": ".github/ci-policy.yml",
+                                      "sparse-checkout-cone-mode": False, "persist-credentials": False}
+    expected = "trusted/.github/ci-policy.yml" if untrusted else "repo/.github/ci-policy.yml"
+    assert sim.jobs["plan"].runs[0].step("plan").env["CONFIG"] == expected
+
+
+def test_the_image_job_refuses_an_untrusted_head_whatever_the_plan_says(tmp_path):
+    s = SCENARIOS["fork-unapproved"]
+    prepare_workspace(s, tmp_path)
+    plan = contract_outputs(CPU + GPU, images=IMAGES, trust="untrusted")
+    sim = simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"pr-event": s.pr, "plan": plan}},
+                   hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path)})
+    assert sim.jobs["images"].result == "skipped"
+
+
+def test_an_approved_fork_head_runs_its_gpu_lanes_and_reports_on_the_pr_head(tmp_path):
+    sim = pipeline(SCENARIOS["fork-approved"], tmp_path)
+    plan_run = sim.jobs["plan"].runs[0]
+    # Dispatched with the PR number: the PR is read through the API, planned as a pull request.
+    assert (plan_run.step("pr-event").ran, plan_run.step("pr-number").ran) == (False, True)
+    assert plan_run.step("pr-number").env == {"GITHUB_TOKEN": "***", "PULL_NUMBER": "42"}
+    assert plan_run.step("plan").env["EVENT_NAME"] == "pull_request"
+    assert sim.jobs["plan"].outputs["trust"] == "approved"
+    assert {"cuda", "rocm"} <= {run.matrix["backend"] for run in stage_runs(sim)}
+    assert results(sim)["result"] == "success"
+    report = sim.jobs["result"].runs[0].step("Report the result on the pull request head")
+    assert report.ran
+    assert report.env == {"GITHUB_TOKEN": "***", "HEAD_SHA": HEAD, "STATE": "success",
+                          "DESCRIPTION": "every planned job passed or was skipped with a reason",
+                          "RUN_URL": "https://github.com/octo/gpu-repo/actions/runs/1001"}
+
+
+def test_a_dispatched_run_reports_a_failure_on_the_pr_head(tmp_path):
+    sim = pipeline(SCENARIOS["fork-approved"], tmp_path, stage_results=lambda e: "failure")
+    report = sim.jobs["result"].runs[0].step("Report the result on the pull request head")
+    assert (sim.jobs["result"].result, report.ran, report.env["STATE"]) == ("failure", True, "failure")
+    assert report.env["DESCRIPTION"] == "the plan is incomplete, or a job failed or was cancelled"
+
+
+def store_urls(sim: Simulation) -> set[str]:
+    return {run.step("Run the lane's shards").env["CI_POLICY_DATABASE_URL"] for run in stage_runs(sim)}
+
+
+def test_only_a_baseline_writing_schedule_gets_the_write_store(tmp_path):
+    sim = pipeline(SCENARIOS["nightly"], tmp_path)
+    assert sim.jobs["plan"].outputs["write_baseline"] == "true"
+    assert store_urls(sim) == {SECRETS["CI_POLICY_METRICS_STORE_URL"]}
+    plan_env = sim.jobs["plan"].runs[0].step("plan").env
+    assert (plan_env["EVENT_NAME"], plan_env["SCHEDULE"], plan_env["TRUST"]) == ("schedule", "0 15 * * 0-5",
+                                                                                 "trusted")
+
+
+@pytest.mark.parametrize("name", ["megatron", "fork-approved", "partial"])
+def test_pull_request_stage_jobs_get_the_read_only_store(tmp_path, name):
+    assert store_urls(pipeline(SCENARIOS[name], tmp_path)) == {SECRETS["CI_POLICY_METRICS_STORE_READ_URL"]}
+
+
+def test_a_pr_plan_that_says_write_baseline_still_gets_the_read_only_store(tmp_path):
+    s = SCENARIOS["megatron"]
+    prepare_workspace(s, tmp_path)
+    plan = contract_outputs(CPU, write_baseline=True)
+    sim = simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"pr-event": s.pr, "plan": plan}},
+                   hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path)})
+    assert store_urls(sim) == {SECRETS["CI_POLICY_METRICS_STORE_READ_URL"]}
+
+
+@pytest.mark.parametrize("ref, expected", [("refs/heads/main", "CI_POLICY_METRICS_STORE_URL"),
+                                           ("refs/heads/feature", "CI_POLICY_METRICS_STORE_READ_URL")])
+def test_a_push_gets_the_write_store_only_on_the_default_branch(tmp_path, ref, expected):
+    s = Scenario("push", {"before": BASE, "after": HEAD, "forced": False,
+                          "repository": {"default_branch": "main"}}, {}, None, None,
+                 contract_outputs(CPU, write_baseline=True), github={"ref": ref})
+    prepare_workspace(s, tmp_path)
+    sim = simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"plan": s.plan}},
+                   hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path)})
+    assert store_urls(sim) == {SECRETS[expected]}
+    # A push is planned from its own before..after range, in the plan job and every stage job alike.
+    env = stage_runs(sim)[0].step("Run the lane's shards").env
+    assert (env["EVENT_NAME"], env["BASE_REV"], env["HEAD_REV"], env["FORCED"], env["DIFF_FILE"]) == (
+        "push", BASE, HEAD, "false", "")
+
+
+@pytest.mark.parametrize("action, cancels", [("synchronize", True), ("labeled", False), ("unlabeled", False),
+                                             ("opened", False), ("reopened", False)])
+def test_only_a_new_push_cancels_the_running_pipeline(action, cancels):
+    s = Scenario("pull_request", pull_request_event(action), {}, None, None, {})
+    sim = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}}, caller_event(s))
+    assert sim.concurrency == {"group": "ci-policy-PR Test-42", "cancel-in-progress": cancels}
+
+
+def test_a_dispatched_run_waits_in_its_prs_group_and_a_schedule_has_its_own():
+    dispatched = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}},
+                          caller_event(SCENARIOS["fork-approved"]))
+    scheduled = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}}, caller_event(SCENARIOS["nightly"]))
+    assert dispatched.concurrency == {"group": "ci-policy-PR Test-42", "cancel-in-progress": False}
+    assert scheduled.concurrency == {"group": "ci-policy-PR Test-1001", "cancel-in-progress": False}
+
+
+def artifact_names(sim: Simulation) -> list[str]:
+    return [step.with_["name"] for job in sim.jobs.values() for run in job.runs for step in run.steps
+            if step.ran and step.step.get("uses", "").startswith("actions/upload-artifact@")]
+
+
+def test_artifact_names_are_unique_and_end_in_the_run_attempt(tmp_path):
+    first_run = pipeline(SCENARIOS["megatron"], tmp_path / "1")
+    first = artifact_names(first_run)
+    second = artifact_names(pipeline(SCENARIOS["megatron"], tmp_path / "2", run_attempt="2"))
+    # The plan's diff, and one timing upload per stage lane.
+    assert len(first) == len(set(first)) == 1 + len(planned_entries(first_run))
+    assert "ci-policy-plan-1" in first
+    assert all(name.endswith("-1") for name in first) and all(name.endswith("-2") for name in second)
+    assert not set(first) & set(second)
+
+
+def test_a_rerun_of_failed_lanes_fetches_the_diff_of_the_plan_jobs_attempt(tmp_path):
+    """Re-running failed jobs keeps the plan job, its outputs and its artifact from attempt 1."""
+    s = SCENARIOS["megatron"]
+    first = pipeline(s, tmp_path, stage_results=lambda e: "failure" if e["lane"] == 1 else None)
+    assert first.jobs["result"].result == "failure"
+    second = simulate(load(PIPELINE), caller_event(s, run_attempt="2"),
+                      kept={job: first.jobs[job] for job in ("plan", "images")},
+                      hooks={("result", "result"): result_step})
+    assert second.jobs["result"].result == "success"
+    for run in stage_runs(second):
+        assert run.step("Fetch the planned diff").with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan"}
+        assert run.step("Upload the timing records").with_["name"].endswith("-2")
+
+
+# -- the inputs step, as bash runs it -------------------------------------------------------------
+
+def test_the_inputs_step_refuses_a_multi_line_value(tmp_path):
+    step = next(st for st in load(PIPELINE)["jobs"]["plan"]["steps"] if st.get("id") == "inputs")
+    env = {"EVENT_NAME": "workflow_dispatch", "HEAD_COMMIT": HEAD, "CADENCE": "nightly\nforged=1"}
+    outcome, outputs = run_step(step, env, tmp_path)
+    assert (outcome, "forged" in outputs) == ("failure", False)
+
+
+@pytest.mark.parametrize("trust, base, ok", [("untrusted", BASE, True), ("approved", "", True),
+                                             ("untrusted", "", False), ("untrusted", "main", False),
+                                             ("maybe", BASE, False)])
+def test_the_inputs_step_needs_a_known_trust_and_a_base_commit_for_an_untrusted_head(tmp_path, trust, base, ok):
+    step = next(st for st in load(PIPELINE)["jobs"]["plan"]["steps"] if st.get("id") == "inputs")
+    env = {"EVENT_NAME": "pull_request", "PR_HEAD_SHA": HEAD, "PR_LABELS_JSON": "[]", "PR_TRUST": trust,
+           "PR_BASE_SHA": base}
+    outcome, outputs = run_step(step, env, tmp_path)
+    assert outcome == ("success" if ok else "failure")
+    if ok:
+        assert (outputs["trust"], outputs["config_ref"]) == (trust, base if trust == "untrusted" else "")
+
+
+def test_the_inputs_step_refuses_a_head_that_is_not_a_commit_sha(tmp_path):
+    step = next(st for st in load(PIPELINE)["jobs"]["plan"]["steps"] if st.get("id") == "inputs")
+    outcome, _ = run_step(step, {"EVENT_NAME": "pull_request", "PR_HEAD_SHA": "main"}, tmp_path)
+    assert outcome == "failure"
+
+
+@pytest.mark.parametrize("ref, ok", [("a" * 40, True), ("A" * 40, False), ("v1.0.0", False), ("a" * 39, False),
+                                     ("main", False)])
+def test_the_plan_job_refuses_a_ci_policy_ref_that_is_not_a_full_sha(tmp_path, ref, ok):
+    step = load(PIPELINE)["jobs"]["plan"]["steps"][0]
+    assert step["name"] == "Check the ci-policy pin"
+    assert run_step(step, {"CI_POLICY_REF": ref}, tmp_path)[0] == ("success" if ok else "failure")
+
+
+@pytest.mark.parametrize("image, dockerfile, context, ok", [
+    (f"ghcr.io/minirl/ci-cuda:{HEAD}", "docker/cuda.Dockerfile", ".", True),
+    (f"ghcr.io/minirl/ci-cuda:{BASE}", "docker/cuda.Dockerfile", ".", False),  # not the head SHA
+    (f"docker.io/minirl/ci-cuda:{HEAD}", "docker/cuda.Dockerfile", ".", False),
+    (f"ghcr.io/minirl/ci-cuda:{HEAD}", "../outside/Dockerfile", ".", False),
+    (f"ghcr.io/minirl/ci-cuda:{HEAD}", "docker/cuda.Dockerfile", "/", False),
+    (f"ghcr.io/minirl/ci-cuda:{HEAD}", "docker/cuda.Dockerfile", "a/../..", False),
+])
+def test_the_image_job_builds_only_a_head_tagged_ghcr_image_from_inside_the_checkout(tmp_path, image, dockerfile,
+                                                                                      context, ok):
+    step = next(st for st in load(PIPELINE)["jobs"]["images"]["steps"] if st.get("id") == "image")
+    outcome, outputs = run_step(step, {"IMAGE": image, "HEAD_SHA": HEAD, "DOCKERFILE": dockerfile,
+                                       "CONTEXT": context}, tmp_path)
+    assert (outcome, outputs) == (("success", {"registry": "ghcr.io"}) if ok else ("failure", {}))
+
+
+# -- the example caller, and the files as GitHub reads them ----------------------------------------
+
+def test_the_example_caller_pins_the_pipeline_and_ci_policy_to_one_commit():
+    [job] = load(CALLER)["jobs"].values()
+    path, _, sha = job["uses"].partition("@")
+    assert path == "ci-policy/ci-policy/.github/workflows/pr-pipeline.yml"
+    assert re.fullmatch(r"[0-9a-f]{40}", sha) and job["with"]["ci-policy-ref"] == sha
+    # Quoted, so YAML cannot read an all-digit SHA as a number.
+    assert f'ci-policy-ref: "{sha}"' in CALLER.read_text(encoding="utf-8")
+
+
+GRANTS = {"none": 0, "read": 1, "write": 2}
+
+
+def test_the_example_caller_grants_what_the_pipeline_jobs_ask_and_passes_its_secrets():
+    [job] = load(CALLER)["jobs"].values()
+    pipeline_ = load(PIPELINE)
+    needed: dict[str, str] = {}
+    for j in pipeline_["jobs"].values():
+        for scope, grant in j["permissions"].items():
+            if GRANTS[grant] > GRANTS[needed.get(scope, "none")]:
+                needed[scope] = grant
+    assert job["permissions"] == needed
+    declared = workflow_triggers(pipeline_)["workflow_call"]["secrets"]
+    assert set(job["secrets"]) == set(declared)
+    assert not any(spec["required"] for spec in declared.values())
+
+
+def test_the_example_caller_runs_on_the_events_the_pipeline_handles():
+    on = workflow_triggers(load(CALLER))
+    assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
+    config = yaml.safe_load((EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text(encoding="utf-8"))
+    assert [c["cron"] for c in on["schedule"]] == list(config["cadences"]["schedules"])
+    assert set(on["workflow_dispatch"]["inputs"]) == {"pull-request", "cadence"}
+
+
+@pytest.mark.parametrize("path", [PIPELINE, CALLER], ids=["pr-pipeline.yml", "pr-test.yml"])
+def test_every_run_block_passes_shellcheck(path):
+    shellcheck = shutil.which("shellcheck")
+    assert shellcheck, "shellcheck is not installed (apt-get install shellcheck)"
+    scripts = [(job_id, step["run"]) for job_id, job in load(path)["jobs"].items()
+               for step in job.get("steps", []) if "run" in step]
+    assert scripts or path == CALLER
+    for job_id, script in scripts:
+        proc = subprocess.run([shellcheck, "--shell=bash", "-"], input=script, capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert proc.returncode == 0, (job_id, proc.stdout)
+
+
+@pytest.mark.parametrize("persona", ["regular", "pedantic", "auditor"])
+def test_zizmor_finds_nothing_with_each_persona(persona):
+    zizmor = Path(sys.executable).parent / "zizmor"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZIZMOR_")}
+    proc = subprocess.run([str(zizmor), "--offline", "--no-progress", "--color", "never", "--persona", persona,
+                           str(PIPELINE), str(CALLER)], capture_output=True, text=True, timeout=300, check=False,
+                          env=env, cwd=ROOT)
+    assert proc.returncode == 0 and "No findings to report." in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_every_inline_zizmor_suppression_is_justified_by_a_comment():
+    lines = PIPELINE.read_text(encoding="utf-8").splitlines()
+    suppressed = [i for i, line in enumerate(lines) if "# zizmor: ignore[" in line]
+    assert len(suppressed) == 5
+    for i in suppressed:
+        assert lines[i - 1].strip().startswith("#"), lines[i]
+
+
+def test_the_readme_shows_the_example_caller_as_it_is():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The PR pipeline\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```yaml\n", 1)[1].split("```\n", 1)[0]
+    assert block == CALLER.read_text(encoding="utf-8")
+    assert readme.index("## Adopting ci_policy (GitHub Actions)") < readme.index("### The PR pipeline") \
+        < readme.index("## Security model")
