@@ -4,7 +4,6 @@ tests/test_workflow_lint.py; how the pipeline's jobs run for each plan is tests/
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
