@@ -28,6 +28,7 @@ def github_outputs(plan: Plan, delimiter: str) -> str:
     policy = plan.policy
     values = {
         "cadence": policy.cadence,
+        "trust": policy.trust,
         "raw_labels": " ".join(policy.raw_labels),
         "bypass_fastfail": "true" if policy.bypass_fastfail else "false",
         "write_baseline": "true" if policy.write_baseline else "false",

@@ -17,7 +17,8 @@ from ci_policy.render.text import code_title, est_sources, failure, gate_rows, s
 def plan_markdown(plan: Plan) -> str:
     policy = plan.policy
     out = ["## ci-policy plan", ""]
-    out.append(f"- **Event:** {md_escape(policy.event)}, **cadence:** {md_escape(policy.cadence)}")
+    out.append(f"- **Event:** {md_escape(policy.event)}, **cadence:** {md_escape(policy.cadence)}, "
+               f"**trust:** {policy.trust}")
     out.append(f"- **PR labels:** {md_escape(' '.join(policy.raw_labels)) or '(none)'}")
     out.append(f"- **Included labels:** {md_escape(', '.join(policy.include_labels)) or '(none)'}")
     if plan.diff.available:

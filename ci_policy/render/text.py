@@ -59,7 +59,7 @@ def table(rows: Sequence[tuple[str, ...]], right: set[int] | None = None) -> str
 
 def plan_text(plan: Plan) -> str:
     policy = plan.policy
-    lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}"]
+    lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}, trust {policy.trust}"]
     lines.append(f"PR labels: {' '.join(policy.raw_labels) or '(none)'}")
     lines.append(f"included labels: {', '.join(policy.include_labels) or '(none)'}")
     flags = [name for name, on in (("bypass-fastfail", policy.bypass_fastfail),
@@ -101,7 +101,8 @@ def explain_text(explanation: Explanation, plan: Plan) -> str:
     """`plan --explain FILE`: the file's status, then each stage it is registered to and why."""
     e = explanation
     changed = {True: "; changed in this diff", False: "; not changed in this diff", None: ""}[e.changed]
-    lines = [f"ci-policy plan --explain: {plan.policy.event}, cadence {plan.policy.cadence}{changed}",
+    lines = [f"ci-policy plan --explain: {plan.policy.event}, cadence {plan.policy.cadence}, "
+             f"trust {plan.policy.trust}{changed}",
              line_start(one_line(e.summary))]
     for s in e.stages:
         where = "implicit" if s.line is None else f"line {s.line}"

@@ -56,6 +56,7 @@ def entries(*pairs) -> list[dict]:
 
 QUICKSTART_OUTPUTS = {
     "cadence": "regular",
+    "trust": "trusted",
     "raw_labels": "run-ci-sglang",
     "bypass_fastfail": "false",
     "write_baseline": "false",
@@ -207,6 +208,7 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
     assert_run_golden(run(argv + ["--format", "github"], capsys), 0, "cli/plan/docs-only.txt")
     assert parse_github_output(outputs.read_text()) == {
         "cadence": "regular",
+        "trust": "trusted",
         "raw_labels": "",
         "bypass_fastfail": "false",
         "write_baseline": "false",
@@ -226,7 +228,8 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
                         "--format", "json"], capsys)
     assert (rc, err) == (0, "")
     assert json.loads(out) == {
-        "schema": 1, "event": "pull_request", "cadence": "regular", "raw_labels": [], "include_labels": [],
+        "schema": 1, "event": "pull_request", "cadence": "regular", "trust": "trusted", "raw_labels": [],
+        "include_labels": [],
         "bypass_fastfail": False, "write_baseline": False,
         "diff": {"available": True, "files": ["README.md", "docs/guide.md"]},
         "stages": [
@@ -262,7 +265,7 @@ def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsy
     assert out.startswith(nightly)
     assert out[len(nightly):].count("::warning::") == 2
     assert parse_github_output(outputs.read_text()) == {
-        "cadence": "nightly", "raw_labels": "", "bypass_fastfail": "true", "write_baseline": "true",
+        "cadence": "nightly", "trust": "trusted", "raw_labels": "", "bypass_fastfail": "true", "write_baseline": "true",
         "skipped_stages": "[]",
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
                   '"stage-c-4-gpu-mi350":[0,1]}',
@@ -540,7 +543,8 @@ def test_a_partial_plan_in_github_format_writes_every_output_and_exits_0(partial
     rc, out, err = run([*partial, "--format", "github"], capsys)
     assert (rc, err) == (0, "")
     assert parse_github_output(outputs.read_text()) == {
-        "cadence": "regular", "raw_labels": "run-ci-megatron", "bypass_fastfail": "false", "write_baseline": "false",
+        "cadence": "regular", "trust": "trusted", "raw_labels": "run-ci-megatron",
+        "bypass_fastfail": "false", "write_baseline": "false",
         "skipped_stages": '["gpu-b","amd"]', "matrix": '{"cpu":[0],"gpu-a":[0,1],"gpu-b":[],"amd":[]}',
         "max_parallel": '{"cpu":1,"gpu-a":2,"gpu-b":1,"amd":1}',
         "cuda_image": "build", "rocm_image": "skip",

@@ -51,7 +51,8 @@ def test_registry_json():
 def test_plan_dict_and_plan_json(tmp_path):
     plan = pr_plan(write_repo(tmp_path / "repo"), "run-ci-megatron", "bug")
     expected = {
-        "schema": 1, "event": "pull_request", "cadence": "regular", "raw_labels": ["run-ci-megatron"],
+        "schema": 1, "event": "pull_request", "cadence": "regular", "trust": "trusted",
+        "raw_labels": ["run-ci-megatron"],
         "include_labels": ["megatron"], "bypass_fastfail": False, "write_baseline": False,
         "diff": {"available": False, "files": [], "reason": DIFF_REASON},
         "stages": [
