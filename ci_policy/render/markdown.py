@@ -68,7 +68,7 @@ def plan_markdown(plan: Plan) -> str:
 
 
 def run_summary_markdown(result: ShardResult) -> str:
-    out = [f"## ci-policy run: {md_escape(result.stage)} shard {result.shard}", "",
+    out = [f"## ci-policy run: {md_escape(result.stage)} {result.shard_label}", "",
            "| File | Status | Attempts | Elapsed | Est. | |", "|---|---|---:|---:|---:|---|"]
     for r in result.results:
         last = r.attempts[-1]

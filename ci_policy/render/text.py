@@ -156,7 +156,7 @@ def run_summary_text(result: ShardResult) -> str:
     passed = [r for r in result.results if r.passed]
     failed = [r for r in result.results if not r.passed]
     retried = [r for r in result.results if len(r.attempts) > 1]
-    lines = ["", f"==== ci-policy run: {result.stage} shard {result.shard} ===="]
+    lines = ["", f"==== ci-policy run: {result.stage} {result.shard_label} ===="]
     lines.append(f"PASSED ({len(passed)}):")
     for r in passed:
         last = r.attempts[-1]
