@@ -25,6 +25,7 @@ from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.explain import Explanation
 from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.jobs import stage_jobs
+from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.partition import Shard
 
 JSON_SCHEMA_VERSION = 1
@@ -165,3 +166,10 @@ def lint_json(report: LintReport) -> str:
         "files": len(snap.files) if snap else None,
         "registrations": len(snap.registrations) if snap else None,
     }, indent=2)
+
+
+def outcome_json(outcome: Outcome, plan_complete: bool | None) -> str:
+    """`ci-policy result --format json`: `{"schema", "ok", "plan_complete", "jobs", "failures", "summary"}`."""
+    return json.dumps({"schema": JSON_SCHEMA_VERSION, "ok": outcome.ok, "plan_complete": plan_complete,
+                       "jobs": {job.name: job.result for job in outcome.jobs},
+                       "failures": list(outcome.failures), "summary": outcome.summary}, indent=2)

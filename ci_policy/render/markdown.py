@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from ci_policy.plan.build import Plan
+from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import md_escape, mermaid_name
@@ -93,3 +94,12 @@ def gate_markdown(outcome: GateOutcome) -> str:
     out += ["", f"Run {'trusted' if outcome.trusted else '**not trusted**'}; baseline: "
             f"{md_escape(outcome.baseline)}", ""]
     return "\n".join(out) + "\n"
+
+
+def outcome_markdown(outcome: Outcome) -> str:
+    """`ci-policy result`'s job summary: each needed job's result, then the reasons or why it passed."""
+    lines = [f"## ci-policy result: {'✅ pass' if outcome.ok else '❌ fail'}", "", "| Job | Result |", "|---|---|"]
+    lines += [f"| {md_escape(job.name)} | {job.result} |" for job in outcome.jobs]
+    lines.append("")
+    lines += [f"- {md_escape(reason)}" for reason in outcome.failures] or [md_escape(outcome.summary)]
+    return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.explain import Explanation
 from ci_policy.plan.filerun import FilePlan
+from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
@@ -266,3 +267,13 @@ def lint_summary(report: LintReport) -> str:
                    f"{count(len(snap.registrations), 'registration')}, "
                    f"{count(len(snap.gates), 'gate')})")
     return f"ci-policy lint: {'OK' if report.ok else 'FAILED'}: {counts}"
+
+
+def outcome_text(outcome: Outcome) -> str:
+    """`ci-policy result`: PASS or FAIL, each needed job's result, then the reasons or why it passed."""
+    lines = [f"ci-policy result: {'PASS' if outcome.ok else 'FAIL'}"]
+    lines += [f"  {one_line(job.name)}: {job.result}" for job in outcome.jobs]
+    lines += [f"fail: {one_line(reason)}" for reason in outcome.failures]
+    if outcome.ok:
+        lines.append(f"pass: {one_line(outcome.summary)}")
+    return "\n".join(lines)
