@@ -148,6 +148,10 @@ def add_plan_inputs(p: argparse.ArgumentParser) -> None:
                    "github.event.before; a merge queue: github.event.merge_group.base_sha)")
     g.add_argument("--head", metavar="REV", help="head revision for --base (default: HEAD; a push: "
                    "github.event.after; a merge queue: github.event.merge_group.head_sha)")
+    g.add_argument("--trust", default="trusted", metavar="T",
+                   help="how far the head commit is trusted: trusted (default), approved (a maintainer approved "
+                        "this commit) or untrusted (accelerator stages are skipped); the trust output of "
+                        "ci-policy pull-request")
     g.add_argument("--forced", metavar="BOOL", help="push events: github.event.forced (true or false); "
                    "the diff of a force push is unavailable, so every runnable stage runs")
 
@@ -162,13 +166,17 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     from ci_policy.adapters.git import git_diff
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.plan.build import build_plan
-    from ci_policy.plan.policy import Trigger, parse_labels_json, push_diff_unavailable
+    from ci_policy.plan.policy import TRUSTS, Trigger, parse_labels_json, push_diff_unavailable
     from ci_policy.read.diff import Diff, read_diff_file
 
     # A workflow passes every input on one line; GitHub gives "" for a value the event lacks.
     for name in ("schedule", "cadence", "base", "head", "forced"):
         if getattr(args, name) == "":
             setattr(args, name, None)
+    if args.trust not in TRUSTS:
+        # An empty value too: a workflow whose trust step failed must not run as trusted.
+        raise UsageError(f"expected one of {', '.join(TRUSTS)}, got {args.trust!r}", source="--trust",
+                         hint="pass the trust output of ci-policy pull-request")
     if args.forced not in (None, "true", "false"):
         raise UsageError(f"expected true or false, got {args.forced!r}", source="--forced",
                          hint="pass ${{ github.event.forced }}")
@@ -193,5 +201,6 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         diff = git_diff(repo, args.base, args.head or "HEAD")
     else:
         diff = Diff.unavailable("no --diff or --base was given")
-    trigger = Trigger(event=args.event, labels=labels, schedule=args.schedule, cadence=args.cadence)
+    trigger = Trigger(event=args.event, labels=labels, schedule=args.schedule, cadence=args.cadence,
+                      trust=args.trust)
     return build_plan(snapshot, trigger, diff)

@@ -7,10 +7,12 @@
   format exits 0 once every output is written, so the workflow goes on and its result
   job fails on `plan_complete != 'true'`; every other format prints the whole plan and
   exits 1.
+- `--head-sha SHA` (a full commit SHA, or empty): the tag of the images the plan builds, in
+  the stage jobs of the json and github formats (`ci_policy.plan.jobs`).
 - `--explain FILE` (text or json): instead of the plan, why one file runs where it runs
   (`ci_policy.plan.explain`); exit 0 whatever the file's status, since the explanation is
   the whole answer.
-- Refused: bad plan inputs (exit 2, naming the option); a configuration, labels,
+- Refused: bad plan inputs or a malformed `--head-sha` (exit 2, naming the option); a configuration, labels,
   discovery or estimates-file error (exit 1, nothing planned); `--explain` with a path
   that is not repo-relative, or with markdown or github format (exit 2).
 """
@@ -18,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import uuid
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from ci_policy.cli.options import (
 from ci_policy.cli.paths import workspace_paths
 
 NAME = "plan"
+HEAD_SHA_RE = re.compile(r"[0-9a-f]{40}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -41,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_checkout(p)
     add_plan_inputs(p)
     add_format(p, ("text", "json", "markdown", "github"))
+    p.add_argument("--head-sha", default="", metavar="SHA",
+                   help="the head commit's full SHA (40 hex digits): tags the images the plan builds "
+                        "(stage_matrix, images_to_build); empty: no image is built")
     p.add_argument("--explain", metavar="FILE", default=None,
                    help="instead of the plan, explain one repo-relative test file: each stage it is registered "
                         "to, the rule that selected or skipped it, its shard (text or json)")
@@ -57,10 +64,22 @@ def _explain_path(value: str) -> str:
         raise UsageError(exc.message, source="--explain", hint=exc.hint) from None
 
 
+def _head_sha(value: str) -> str | None:
+    from ci_policy.errors import UsageError
+
+    if value == "":
+        return None
+    if not HEAD_SHA_RE.fullmatch(value):
+        raise UsageError(f"expected a full commit SHA (40 lower-case hex digits), got {value[:80]!r}",
+                         source="--head-sha", hint="pass the pull request's head SHA, or nothing")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.errors import UsageError
 
+    head_sha = _head_sha(args.head_sha)
     if args.explain is not None:
         if args.format not in ("text", "json"):
             raise UsageError(f"explains in text or json, not {args.format}", source="--explain",
@@ -75,13 +94,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     plan = plan_from_args(args)
     if args.format == "json":
-        print(render.plan_json(plan))
+        print(render.plan_json(plan, head_sha))
     elif args.format == "markdown":
         print(render.plan_markdown(plan), end="")
     elif args.format == "github":
         outputs, summary = github_file("GITHUB_OUTPUT"), github_file("GITHUB_STEP_SUMMARY")
         with outputs.open("a", encoding="utf-8") as fh:
-            fh.write(render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
+            fh.write(render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(render.plan_markdown(plan))
         print(render.plan_text(plan))

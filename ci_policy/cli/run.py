@@ -1,6 +1,7 @@
-"""`ci-policy run`: run the files of one stage shard on this runner.
+"""`ci-policy run`: run the files of one stage shard (or several, in turn) on this runner.
 
-- In: --repo, --config, the plan inputs, --stage, --shard, retry and output options.
+- In: --repo, --config, the plan inputs, --stage, --shard or --shards, --python, retry and
+  output options.
 - Out: the shard's header, each file's output, a summary; timing records and the merged
   metric records of passing files; gates evaluated for files that declare them.
   Exit 0 when every file (and every enforced gate) passed, 1 otherwise, 143 on SIGTERM,
@@ -11,6 +12,13 @@
   result job fails the workflow on `plan_complete`). Failing every shard for one broken
   file would hide every other result.
 - The files run are exactly those `ci-policy list` prints for the same options.
+- `--shards "0 2"` (a stage job's lane, `plan.jobs`): the shards one after another, each with
+  its header and its timing records; one summary and one exit status for them all. Fast-fail
+  (unless bypassed) stops the later shards too; their files are listed as not run.
+- `--python PATH`: the interpreter the tests run with (the adopting repository's
+  environment, not ci_policy's); default: the one running ci-policy.
+- Refused (exit 2): `--shard` with `--shards`; a `--shards` that is not distinct shard
+  indices of the stage; a `--python` that is not an executable.
 """
 
 from __future__ import annotations
@@ -41,6 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "evaluating the metric gates of files that declare them.")
     add_checkout(p)
     add_shard(p)
+    p.add_argument("--shards", default=None, metavar="'I J ...'",
+                   help="several shard indices, space-separated, run one after another with one summary "
+                        "(a lane of the plan's stage_matrix); not with --shard")
+    p.add_argument("--python", default=None, metavar="PATH",
+                   help="the Python interpreter that runs the tests (default: the one running ci-policy)")
     add_plan_inputs(p)
     p.add_argument("--continue-on-error", action="store_true",
                    help="run every file even after one failed (default: stop at the first failure)")
@@ -86,13 +99,67 @@ def _gate_hook(args: argparse.Namespace, plan, repo: Path):
     return hook
 
 
+def _shard_indices(args: argparse.Namespace) -> list[int] | None:
+    """The indices `--shards` names, in order; None without it."""
+    from ci_policy.errors import UsageError
+
+    if args.shards is None:
+        return None
+    if args.shard is not None:
+        raise UsageError("pass either --shard or --shards, not both", source="--shards")
+    words = args.shards.split()
+    if not words or not all(w.isascii() and w.isdigit() for w in words):
+        raise UsageError(f"expected shard indices separated by spaces, got {args.shards!r}", source="--shards",
+                         hint="pass the shards of a stage_matrix entry, e.g. --shards \"0 2\"")
+    indices = [int(w) for w in words]
+    if len(set(indices)) != len(indices):
+        raise UsageError(f"a shard is named twice in {args.shards!r}", source="--shards")
+    return indices
+
+
+def _python(value: str | None) -> str:
+    import shutil
+
+    from ci_policy.errors import UsageError
+
+    if value is None:
+        return sys.executable
+    found = shutil.which(value)
+    if found is None:
+        raise UsageError(f"{value!r} is not an executable file or a command on PATH", source="--python",
+                         hint="pass the interpreter of the repository's test environment, e.g. .venv/bin/python")
+    return found
+
+
+def _shard_of(plan, stage: str, index: int):
+    """`shard_of` for one index of `--shards`; its errors name that option."""
+    from ci_policy.errors import UsageError
+    from ci_policy.plan.build import shard_of
+
+    try:
+        return shard_of(plan, stage, index)
+    except UsageError as exc:
+        if exc.source != "--shard":
+            raise
+        raise UsageError(exc.message, source="--shards", hint=exc.hint) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.adapters.runner.shard import RunOptions, Terminated, run_shard
     from ci_policy.plan.build import shard_of
+    from ci_policy.plan.results import combined
 
+    indices = _shard_indices(args)
+    python = _python(args.python)
     plan = plan_from_args(args)
-    stage, shard = shard_of(plan, args.stage, args.shard)
+    if indices is None:
+        stage, shard = shard_of(plan, args.stage, args.shard)
+        shards = [] if shard is None else [shard]
+    else:
+        picked = [_shard_of(plan, args.stage, index) for index in indices]
+        stage = picked[0][0]
+        shards = [shard for _stage, shard in picked if shard is not None]
     if plan.invalid:
         print(render.invalid_text(plan.invalid))
         if args.format == "github":
@@ -100,12 +167,11 @@ def run(args: argparse.Namespace) -> int:
                 f"the plan is incomplete: {len(plan.invalid)} invalid test file(s) not run: "
                 + ", ".join(f.file for f in plan.invalid) + " (see the plan job)"))
         print(flush=True)
-    if shard is None:
+    if not shards:
         print(f"Stage {stage.name} has nothing to run: {'; '.join(stage.reasons)}")
         return 0
     repo = Path(args.repo)
     runner_config = plan.config.runner
-    print(render.shard_header(stage, shard), flush=True)
     options = RunOptions(
         max_attempts=args.max_attempts,
         retry_wait=args.retry_wait,
@@ -117,9 +183,20 @@ def run(args: argparse.Namespace) -> int:
         records_dir=_records_dir(args, repo),
         capture=plan.config.gates.capture,
         gate=_gate_hook(args, plan, repo),
+        python=python,
     )
+    fast_fail = not (options.continue_on_error or options.bypass_fastfail)
+    results = []
     try:
-        result = run_shard(repo, stage, shard, runner_config.retry, options, runner_config.timeout_from_est_time)
+        for i, shard in enumerate(shards):
+            print(render.shard_header(stage, shard), flush=True)
+            results.append(run_shard(repo, stage, shard, runner_config.retry, options,
+                                     runner_config.timeout_from_est_time))
+            if fast_fail and not results[-1].ok and i + 1 < len(shards):
+                print(f"ci-policy: stopping after shard {shard.index} failed (fast-fail); shard(s) "
+                      f"{' '.join(str(s.index) for s in shards[i + 1:])} not run. Use --continue-on-error "
+                      "to run them.", flush=True)
+                break
     except Terminated:
         print("ci-policy run: terminated (SIGTERM); the running test and its processes were killed",
               file=sys.stderr)
@@ -127,6 +204,12 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("ci-policy run: interrupted; the running test and its processes were killed", file=sys.stderr)
         return 130
+    if indices is None:
+        result = results[0]
+    else:
+        regs = {r.file: r for r in stage.tests}
+        skipped = [regs[f] for shard in shards[len(results):] for f in shard.files]
+        result = combined(tuple(s.index for s in shards), results, skipped)
     print(render.run_summary_text(result), flush=True)
     if args.format == "github":
         annotations = render.run_annotations(result)

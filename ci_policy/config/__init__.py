@@ -19,6 +19,7 @@ from ci_policy.config.discovery import Discovery, ImplicitRoot
 from ci_policy.config.fields import FrozenMap
 from ci_policy.config.file_run import IMAGE_REPO_RE, IMAGE_TAG_RE, FileRunConfig
 from ci_policy.config.gates import REFERENCES, SESSION_VERSIONS, GateRequirement, GatesConfig, Reference
+from ci_policy.config.images import ImageBuild
 from ci_policy.config.load import MAX_CONFIG_BYTES, load_config
 from ci_policy.config.markers import ARGUMENT_TYPES, Markers
 from ci_policy.config.pull_request import PullRequest
@@ -34,7 +35,7 @@ __all__ = [
     "IMAGE_REPO_RE", "IMAGE_TAG_RE",
     "MAX_CONFIG_BYTES", "NIGHTLY_SELECTS", "REFERENCES", "RUNNERS", "SCOPE_RE", "SESSION_VERSIONS",
     "Backend", "Backends", "Cadence", "Cadences", "Config", "Discovery", "ExplicitMode", "FileRunConfig", "FrozenMap",
-    "GateRequirement", "GatesConfig", "ImplicitRoot", "Markers", "NightlySelects",
+    "GateRequirement", "GatesConfig", "ImageBuild", "ImplicitRoot", "Markers", "NightlySelects",
     "PullRequest", "Reference", "RetryRules", "Rule", "RunnerConfig",
     "RunnerKind", "Schedule", "Scope", "Selection", "Stage", "TuneConfig",
     "check_name", "load_config", "parse_config",

@@ -23,7 +23,8 @@ IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 IMAGE_REPO_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*")
 
 
-def _check_repo(value: str) -> str | None:
+def check_repo(value: str) -> str | None:
+    """Why `value` is not an image repository without a tag, or None (also `images.<backend>`)."""
     if IMAGE_REPO_RE.fullmatch(value):
         return None
     return f"{value!r} is not an image repository (e.g. ghcr.io/org/ci-cuda, without a tag)"
@@ -42,7 +43,7 @@ def _parse_image(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     table = s.mapping(node, where, optional=backends.names) or {}
     image: dict[str, str] = {}
     for backend, (_key, value_node) in table.items():
-        repo = s.string(value_node, f"{where}.{backend}", check=_check_repo)
+        repo = s.string(value_node, f"{where}.{backend}", check=check_repo)
         if repo is not INVALID:
             image[backend] = repo
     return FrozenMap(image)

@@ -69,6 +69,8 @@ gates:
        metric_keys: ["rollout/tito_session_mismatch_rate/{version}/assistant_text"], versions: [v1, v2]}
 file_run:
   image: {cuda: ghcr.io/org/ci-cuda, rocm: ghcr.io/org/ci-rocm}
+images:
+  cuda: {repository: ghcr.io/org/ci-cuda, dockerfile: docker/cuda.Dockerfile}
 estimates_file: .github/ci-estimates.json
 """
 

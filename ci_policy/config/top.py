@@ -24,6 +24,7 @@ from ci_policy.config.discovery import DISCOVERY, Discovery
 from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table
 from ci_policy.config.file_run import FILE_RUN, FileRunConfig
 from ci_policy.config.gates import GATES, GatesConfig
+from ci_policy.config.images import IMAGES, ImageBuild
 from ci_policy.config.lint import LINT, LintConfig
 from ci_policy.config.markers import MARKERS, Markers
 from ci_policy.config.pull_request import PULL_REQUEST, PullRequest
@@ -69,8 +70,8 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 
 # Table order is parse order: `markers` maps names to the `backends` declared before it,
 # `stages` check their backend against them, `discovery` checks its implicit roots against
-# the stages, `cadences` its schedules against the backends and stages, and `file_run` its
-# image keys against the backends; a stage's `max_parallel.priority` needs the
+# the stages, `cadences` its schedules against the backends and stages, and `file_run` and
+# `images` their keys against the backends; a stage's `max_parallel.priority` needs the
 # `pull_request` labels before it.
 TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("version", Parser(f"integer {VERSION}", _parse_version), REQUIRED, "The format version of this file."),
@@ -98,6 +99,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("gates", GATES, GatesConfig(), "Metric-history gates.", shown_default="the defaults below"),
     Key("file_run", FILE_RUN, FileRunConfig(), "How `/rerun-test` places one file.",
         shown_default="the defaults below"),
+    Key("images", IMAGES, FrozenMap(), "The CI image of each backend, built by the plan when its stages run.",
+        shown_default="none: stages run without a container"),
     Key("tune", TUNE, TuneConfig(), "How `ci-policy tune` turns timings into est_time proposals.",
         shown_default="the defaults below"),
     Key("estimates_file", fields.relative_path(), None, "est_time overrides written by `ci-policy tune --apply`.",
@@ -125,6 +128,7 @@ class Config:
     runner: RunnerConfig = TOP.default("runner")
     gates: GatesConfig = TOP.default("gates")
     file_run: FileRunConfig = TOP.default("file_run")
+    images: FrozenMap[str, ImageBuild] = TOP.default("images")
     tune: TuneConfig = TOP.default("tune")
     estimates_file: str | None = TOP.default("estimates_file")
     lint: LintConfig = TOP.default("lint")

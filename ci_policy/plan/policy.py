@@ -14,15 +14,20 @@
   nightly > other broad scopes; explicit `run-ci-<known label>` labels are unioned in
   last, so an explicit request always wins over a scope's exclusion. A `merge_group`
   event has the cadence `cadences.merge_group`; `push` and `merge_group` carry no labels.
+- Trust (`TRUSTS`, default `trusted`): whether the head commit may run on accelerator
+  runners. `untrusted` (an outside contributor's head no maintainer approved) holds back
+  every accelerator stage; `approved` and `untrusted` also stop path rules from
+  auto-selecting labels (stage selection), so only labels a maintainer set select tests.
 - Stage-level rules (`held_back`, called by stage selection before any test is looked at):
-  a schedule that chooses stages, the stage's own cadences, then on pull requests the label
-  gates (`pull_request.require_labels` for accelerator stages, `stages[].requires_labels`),
-  which compare the raw PR labels, never their canonical form.
+  a schedule that chooses stages, the stage's own cadences, an untrusted head (accelerator
+  stages only, before the label gates so that no label can override it), then on pull
+  requests the label gates (`pull_request.require_labels` for accelerator stages,
+  `stages[].requires_labels`), which compare the raw PR labels, never their canonical form.
 - Exclusion means exclusion: a broad inclusion (the nightly cadence, a scope) never selects
   a registration that carries a label it excludes, even when it includes another of its
   labels; an explicit `run-ci-<label>` (or a path rule's label) for one of its labels
   still selects it.
-- Refused: an unknown event, an unknown cron (never silently another cadence's), an
+- Refused: an unknown trust, an unknown event, an unknown cron (never silently another cadence's), an
   unknown cadence, a labels JSON that is not an array of strings, labels on an event that
   has none.
 """
@@ -50,6 +55,11 @@ DIFF_EVENTS = ("pull_request", "push", "merge_group")
 UNLABELLED_EVENTS = ("push", "merge_group")
 # `github.event.before` of a push that created a branch (SHA-1 and SHA-256 repositories).
 ZERO_SHA_RE = re.compile(r"0{40}|0{64}")
+# How far the head commit is trusted: `trusted` (a branch of the base repository, or an author
+# with write access), `approved` (a maintainer approved exactly this commit), `untrusted`.
+TRUSTS = ("trusted", "untrusted", "approved")
+# The skip reason of every accelerator stage of an untrusted head.
+UNTRUSTED_REASON = "untrusted head not approved"
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,7 @@ class Trigger:
     labels: tuple[str, ...] = ()
     schedule: str | None = None
     cadence: str | None = None
+    trust: str = "trusted"
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,14 @@ class Policy:
     # (broad source, the labels it excludes) for each broad inclusion in effect, in `sources`' words:
     # (("the nightly cadence", ("long",)),), or one entry per requested scope.
     broad: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # `TRUSTS`: what the head commit may run (see `held_back` and stage selection).
+    trust: str = "trusted"
+
+    @property
+    def auto_selects(self) -> bool:
+        """Whether path rules may select labels: only for a trusted head, never one a maintainer
+        merely approved (its labels say what the maintainer agreed to run)."""
+        return self.trust == "trusted"
 
     def source_of(self, label: str) -> str | None:
         return dict(self.sources).get(label)
@@ -152,6 +171,9 @@ def gate_labels(config: Config) -> tuple[str, ...]:
 
 
 def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
+    if trigger.trust not in TRUSTS:
+        raise UsageError(f"unknown trust {trigger.trust!r}; expected one of {', '.join(TRUSTS)}", source="--trust",
+                         hint="pass the trust output of ci-policy pull-request")
     if trigger.event in UNLABELLED_EVENTS and trigger.labels:
         raise UsageError(f"a {trigger.event} event carries no PR labels, got {', '.join(trigger.labels)[:200]}",
                          source="--labels-json/--label",
@@ -213,6 +235,7 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
         schedule=(config.cadences.schedule_for(trigger.schedule)
                   if trigger.event == "schedule" and trigger.schedule else None),
         broad=tuple(broad),
+        trust=trigger.trust,
     )
 
 
@@ -268,14 +291,17 @@ def held_back(stage: Stage, policy: Policy, config: Config) -> tuple[str, ...]:
     """Why the trigger does not plan `stage` (skip reasons, without `skip: `), or () when it may.
 
     In order, the first that applies: the cron's schedule does not choose the stage; the
-    cadence is not one of the stage's cadences; on a pull request, the label gates (both
-    reasons when both gates are missing labels).
+    cadence is not one of the stage's cadences; an untrusted head and an accelerator stage
+    (whatever the event and labels: a label on a fork PR is no maintainer's approval); on a
+    pull request, the label gates (both reasons when both gates are missing labels).
     """
     schedule = policy.schedule
     if schedule is not None and not schedule.plans(stage.name, stage.backend):
         return (f"not in this schedule (cadences.schedules[{schedule.cron!r}] plans only {schedule.describe()})",)
     if policy.cadence not in stage.cadences:
         return (f"the {policy.cadence} cadence is not one of the stage's cadences ({', '.join(stage.cadences)})",)
+    if policy.trust == "untrusted" and config.is_accelerator(stage.backend):
+        return (UNTRUSTED_REASON,)
     if policy.event != "pull_request":
         return ()
     reasons = []

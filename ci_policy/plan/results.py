@@ -82,7 +82,25 @@ class ShardResult:
     shard: int
     results: list[FileResult]
     not_run: list[Registration]
+    # Every shard this result covers, when one job ran several one after another (`run --shards`).
+    shards: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.not_run and all(r.passed for r in self.results)
+
+    @property
+    def shard_label(self) -> str:
+        """`shard 0`, or `shards 0 2` for several."""
+        if len(self.shards) > 1:
+            return "shards " + " ".join(str(i) for i in self.shards)
+        return f"shard {self.shard}"
+
+
+def combined(shards: tuple[int, ...], results: list[ShardResult], skipped: list[Registration]) -> ShardResult:
+    """One result for the `shards` of a stage run one after another (`results`, in order; at least
+    one); `skipped`: the files of the shards that fast-fail left unrun."""
+    return ShardResult(stage=results[0].stage, shard=shards[0],
+                       results=[r for result in results for r in result.results],
+                       not_run=[reg for result in results for reg in result.not_run] + skipped,
+                       shards=shards)

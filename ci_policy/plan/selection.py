@@ -17,7 +17,8 @@
 - Invalid test files are never scheduled; each stage lists those whose readable
   registrations name it (`StageDecision.invalid`).
 - Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not
-  one of its cadences, a pull request without its gate labels.
+  one of its cadences, an untrusted head (accelerator stages), a pull request without its
+  gate labels.
 - `push` and `merge_group` are pruned by their diff as pull requests are (`DIFF_EVENTS`).
 - Other events, and stages with `diff_pruned: false`, run whenever they have selected tests.
 """
@@ -110,7 +111,9 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
 
     # Labels of explicit requests and broad scopes force their stages; auto-selected ones do not.
     forcing = set(policy.include_labels) if config.selection.explicit == "run" else set()
-    auto = [(label, f"a change to {e.path}") for e in effects if e.kind == "rule" for label in e.labels]
+    # A fork's diff must not choose what runs on accelerator runners: a maintainer's labels do.
+    auto = [(label, f"a change to {e.path}") for e in effects if e.kind == "rule" for label in e.labels
+            if policy.auto_selects]
     policy = policy.with_labels(auto)
 
     decisions = []

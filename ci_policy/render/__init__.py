@@ -34,13 +34,14 @@ from ci_policy.render.jsondoc import (
     file_run_json,
     invalid_json,
     lint_json,
+    outcome_json,
     plan_dict,
     plan_json,
     registry_json,
     shard_files_json,
     tune_json,
 )
-from ci_policy.render.markdown import gate_markdown, plan_markdown, run_summary_markdown
+from ci_policy.render.markdown import gate_markdown, outcome_markdown, plan_markdown, run_summary_markdown
 from ci_policy.render.text import (
     diagnostic_text,
     est_sources,
@@ -50,6 +51,7 @@ from ci_policy.render.text import (
     gate_text,
     invalid_text,
     lint_summary,
+    outcome_text,
     plan_text,
     registry_text,
     run_summary_text,
@@ -67,6 +69,7 @@ __all__ = [
     "comment_json", "file_run_json", "file_run_outputs", "file_run_text", "shard_files_json", "tune_json",
     "usage_error_github", "usage_error_text", "diagnostics_json", "lint_json", "lint_summary",
     "invalid_annotations", "invalid_json", "invalid_text", "explain_json", "explain_text",
+    "outcome_json", "outcome_markdown", "outcome_text",
 ]
 
 

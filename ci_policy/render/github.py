@@ -5,6 +5,9 @@
   `name<<DELIMITER` output blocks (a value containing the delimiter is refused).
 - `max_parallel` (`{"stage": N}`, every planned stage) sits beside `matrix`, whose shape
   workflows read and which stays as it is.
+- `trust`; the stage jobs (`plan.jobs`): `stage_matrix` (`{"include": [entry, ...]}`, one
+  entry per lane), `has_stage_jobs` (`true`/`false`) and `images_to_build` (a JSON list),
+  tagged with the head SHA given (none: no image is built).
 - A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
   `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
 """
@@ -18,16 +21,19 @@ from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan
 from ci_policy.plan.filerun import FilePlan
+from ci_policy.plan.jobs import stage_jobs
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.text import code_title, failure
 
 
-def github_outputs(plan: Plan, delimiter: str) -> str:
+def github_outputs(plan: Plan, delimiter: str, head_sha: str | None = None) -> str:
     """`$GITHUB_OUTPUT` lines in the multi-line-safe `name<<DELIMITER` syntax."""
     policy = plan.policy
+    jobs = stage_jobs(plan, head_sha)
     values = {
         "cadence": policy.cadence,
+        "trust": policy.trust,
         "raw_labels": " ".join(policy.raw_labels),
         "bypass_fastfail": "true" if policy.bypass_fastfail else "false",
         "write_baseline": "true" if policy.write_baseline else "false",
@@ -37,6 +43,9 @@ def github_outputs(plan: Plan, delimiter: str) -> str:
         "max_parallel": json.dumps(plan.max_parallel, separators=(",", ":")),
         # One `<backend>_image` per accelerator backend (cuda_image and rocm_image always).
         **{f"{backend}_image": action for backend, action in plan.images},
+        "stage_matrix": json.dumps(jobs.matrix(), separators=(",", ":")),
+        "has_stage_jobs": "true" if jobs.has_stage_jobs else "false",
+        "images_to_build": json.dumps([b.as_dict() for b in jobs.images_to_build], separators=(",", ":")),
         "invalid_files": json.dumps([f.file for f in plan.invalid], separators=(",", ":")),
         "plan_complete": "true" if plan.complete else "false",
     }

@@ -2,6 +2,8 @@
 
 - In: registrations, a `Plan`.
 - Out: JSON text (two-space indented) or the dict it is made of; field order is stable.
+- A plan carries its stage jobs (`plan.jobs`): `jobs` (one entry per lane) and
+  `images_to_build`, tagged with the head SHA given.
 - A plan stage carries `shards_reason` (with `partitions: auto`) and `max_parallel` with
   `max_parallel_reason` (with `max_parallel`) only when the stage configures them.
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
@@ -22,6 +24,8 @@ from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.explain import Explanation
 from ci_policy.plan.filerun import FilePlan
+from ci_policy.plan.jobs import stage_jobs
+from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.partition import Shard
 
 JSON_SCHEMA_VERSION = 1
@@ -59,12 +63,14 @@ def stage_dict(s: StagePlan) -> dict[str, Any]:
     return out
 
 
-def plan_dict(plan: Plan) -> dict[str, Any]:
+def plan_dict(plan: Plan, head_sha: str | None = None) -> dict[str, Any]:
     policy = plan.policy
+    jobs = stage_jobs(plan, head_sha)
     return {
         "schema": JSON_SCHEMA_VERSION,
         "event": policy.event,
         "cadence": policy.cadence,
+        "trust": policy.trust,
         "raw_labels": list(policy.raw_labels),
         "include_labels": list(policy.include_labels),
         "bypass_fastfail": policy.bypass_fastfail,
@@ -74,6 +80,8 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         "stages": [stage_dict(s) for s in plan.stages],
         "skipped_stages": list(plan.skipped_stages),
         "images": dict(plan.images),
+        "jobs": [e.as_dict() for e in jobs.entries],
+        "images_to_build": [b.as_dict() for b in jobs.images_to_build],
         "warnings": list(plan.warnings),
         "plan_complete": plan.complete,
         "invalid": invalid_json(plan.invalid),
@@ -81,8 +89,8 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
     }
 
 
-def plan_json(plan: Plan) -> str:
-    return json.dumps(plan_dict(plan), indent=2)
+def plan_json(plan: Plan, head_sha: str | None = None) -> str:
+    return json.dumps(plan_dict(plan, head_sha), indent=2)
 
 
 def explain_json(explanation: Explanation, plan: Plan) -> str:
@@ -93,6 +101,7 @@ def explain_json(explanation: Explanation, plan: Plan) -> str:
         "file": e.file,
         "event": plan.policy.event,
         "cadence": plan.policy.cadence,
+        "trust": plan.policy.trust,
         "status": e.status,
         "summary": e.summary,
         "changed": e.changed,
@@ -157,3 +166,10 @@ def lint_json(report: LintReport) -> str:
         "files": len(snap.files) if snap else None,
         "registrations": len(snap.registrations) if snap else None,
     }, indent=2)
+
+
+def outcome_json(outcome: Outcome, plan_complete: bool | None) -> str:
+    """`ci-policy result --format json`: `{"schema", "ok", "plan_complete", "jobs", "failures", "summary"}`."""
+    return json.dumps({"schema": JSON_SCHEMA_VERSION, "ok": outcome.ok, "plan_complete": plan_complete,
+                       "jobs": {job.name: job.result for job in outcome.jobs},
+                       "failures": list(outcome.failures), "summary": outcome.summary}, indent=2)

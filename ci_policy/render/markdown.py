@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from ci_policy.plan.build import Plan
+from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import md_escape, mermaid_name
@@ -17,7 +18,8 @@ from ci_policy.render.text import code_title, est_sources, failure, gate_rows, s
 def plan_markdown(plan: Plan) -> str:
     policy = plan.policy
     out = ["## ci-policy plan", ""]
-    out.append(f"- **Event:** {md_escape(policy.event)}, **cadence:** {md_escape(policy.cadence)}")
+    out.append(f"- **Event:** {md_escape(policy.event)}, **cadence:** {md_escape(policy.cadence)}, "
+               f"**trust:** {policy.trust}")
     out.append(f"- **PR labels:** {md_escape(' '.join(policy.raw_labels)) or '(none)'}")
     out.append(f"- **Included labels:** {md_escape(', '.join(policy.include_labels)) or '(none)'}")
     if plan.diff.available:
@@ -67,7 +69,7 @@ def plan_markdown(plan: Plan) -> str:
 
 
 def run_summary_markdown(result: ShardResult) -> str:
-    out = [f"## ci-policy run: {md_escape(result.stage)} shard {result.shard}", "",
+    out = [f"## ci-policy run: {md_escape(result.stage)} {result.shard_label}", "",
            "| File | Status | Attempts | Elapsed | Est. | |", "|---|---|---:|---:|---:|---|"]
     for r in result.results:
         last = r.attempts[-1]
@@ -92,3 +94,12 @@ def gate_markdown(outcome: GateOutcome) -> str:
     out += ["", f"Run {'trusted' if outcome.trusted else '**not trusted**'}; baseline: "
             f"{md_escape(outcome.baseline)}", ""]
     return "\n".join(out) + "\n"
+
+
+def outcome_markdown(outcome: Outcome) -> str:
+    """`ci-policy result`'s job summary: each needed job's result, then the reasons or why it passed."""
+    lines = [f"## ci-policy result: {'✅ pass' if outcome.ok else '❌ fail'}", "", "| Job | Result |", "|---|---|"]
+    lines += [f"| {md_escape(job.name)} | {job.result} |" for job in outcome.jobs]
+    lines.append("")
+    lines += [f"- {md_escape(reason)}" for reason in outcome.failures] or [md_escape(outcome.summary)]
+    return "\n".join(lines) + "\n"

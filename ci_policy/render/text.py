@@ -16,6 +16,7 @@ from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.explain import Explanation
 from ci_policy.plan.filerun import FilePlan
+from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
@@ -59,7 +60,7 @@ def table(rows: Sequence[tuple[str, ...]], right: set[int] | None = None) -> str
 
 def plan_text(plan: Plan) -> str:
     policy = plan.policy
-    lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}"]
+    lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}, trust {policy.trust}"]
     lines.append(f"PR labels: {' '.join(policy.raw_labels) or '(none)'}")
     lines.append(f"included labels: {', '.join(policy.include_labels) or '(none)'}")
     flags = [name for name, on in (("bypass-fastfail", policy.bypass_fastfail),
@@ -101,7 +102,8 @@ def explain_text(explanation: Explanation, plan: Plan) -> str:
     """`plan --explain FILE`: the file's status, then each stage it is registered to and why."""
     e = explanation
     changed = {True: "; changed in this diff", False: "; not changed in this diff", None: ""}[e.changed]
-    lines = [f"ci-policy plan --explain: {plan.policy.event}, cadence {plan.policy.cadence}{changed}",
+    lines = [f"ci-policy plan --explain: {plan.policy.event}, cadence {plan.policy.cadence}, "
+             f"trust {plan.policy.trust}{changed}",
              line_start(one_line(e.summary))]
     for s in e.stages:
         where = "implicit" if s.line is None else f"line {s.line}"
@@ -155,7 +157,7 @@ def run_summary_text(result: ShardResult) -> str:
     passed = [r for r in result.results if r.passed]
     failed = [r for r in result.results if not r.passed]
     retried = [r for r in result.results if len(r.attempts) > 1]
-    lines = ["", f"==== ci-policy run: {result.stage} shard {result.shard} ===="]
+    lines = ["", f"==== ci-policy run: {result.stage} {result.shard_label} ===="]
     lines.append(f"PASSED ({len(passed)}):")
     for r in passed:
         last = r.attempts[-1]
@@ -265,3 +267,13 @@ def lint_summary(report: LintReport) -> str:
                    f"{count(len(snap.registrations), 'registration')}, "
                    f"{count(len(snap.gates), 'gate')})")
     return f"ci-policy lint: {'OK' if report.ok else 'FAILED'}: {counts}"
+
+
+def outcome_text(outcome: Outcome) -> str:
+    """`ci-policy result`: PASS or FAIL, each needed job's result, then the reasons or why it passed."""
+    lines = [f"ci-policy result: {'PASS' if outcome.ok else 'FAIL'}"]
+    lines += [f"  {one_line(job.name)}: {job.result}" for job in outcome.jobs]
+    lines += [f"fail: {one_line(reason)}" for reason in outcome.failures]
+    if outcome.ok:
+        lines.append(f"pass: {one_line(outcome.summary)}")
+    return "\n".join(lines)

@@ -54,8 +54,34 @@ def entries(*pairs) -> list[dict]:
             for f, t in pairs]
 
 
+GPUS = "--gpus all"
+ROCM_DEVICES = "--device /dev/kfd --device /dev/dri --group-add video --group-add render"
+CUDA_LATEST, ROCM_LATEST = "ghcr.io/minirl/ci-cuda:latest", "ghcr.io/minirl/ci-rocm:latest"
+H200_1, H200_4, MI350_4 = ["h200", "1gpu"], ["h200", "4gpu"], ["mi350", "4gpu"]
+
+
+def job(stage: str, lane: int, shards: str, backend: str, runs_on: list[str], image: str, options: str,
+        minutes: int) -> dict:
+    return {"stage": stage, "lane": lane, "shards": shards, "backend": backend, "runs_on": runs_on, "image": image,
+            "container_options": options, "timeout_minutes": minutes}
+
+
+def compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+# The cpu stage sets no timeout_per_file: its job gets GitHub's default 360 minutes.
+CPU_JOB = job("stage-a-cpu", 0, "0", "cpu", ["ubuntu-latest"], "", "", 360)
+QUICKSTART_JOBS = [
+    CPU_JOB,
+    *(job("stage-b-1-gpu-h200", i, str(i), "cuda", H200_1, CUDA_LATEST, GPUS, 40) for i in range(2)),
+    *(job("stage-c-4-gpu-h200", i, str(i), "cuda", H200_4, CUDA_LATEST, GPUS, 70) for i in range(3)),
+    job("stage-c-4-gpu-mi350", 0, "0", "rocm", MI350_4, ROCM_LATEST, ROCM_DEVICES, 70),
+]
+
 QUICKSTART_OUTPUTS = {
     "cadence": "regular",
+    "trust": "trusted",
     "raw_labels": "run-ci-sglang",
     "bypass_fastfail": "false",
     "write_baseline": "false",
@@ -66,6 +92,10 @@ QUICKSTART_OUTPUTS = {
     "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":2,"stage-c-4-gpu-h200":3,"stage-c-4-gpu-mi350":1}',
     "cuda_image": "build",
     "rocm_image": "build",
+    # Without --head-sha nothing is built: the stage jobs run in the images' default tag.
+    "stage_matrix": compact({"include": QUICKSTART_JOBS}),
+    "has_stage_jobs": "true",
+    "images_to_build": "[]",
     "invalid_files": "[]",
     "plan_complete": "true",
 }
@@ -207,6 +237,7 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
     assert_run_golden(run(argv + ["--format", "github"], capsys), 0, "cli/plan/docs-only.txt")
     assert parse_github_output(outputs.read_text()) == {
         "cadence": "regular",
+        "trust": "trusted",
         "raw_labels": "",
         "bypass_fastfail": "false",
         "write_baseline": "false",
@@ -215,6 +246,9 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":1,"stage-c-4-gpu-h200":1,"stage-c-4-gpu-mi350":1}',
         "cuda_image": "skip",
         "rocm_image": "skip",
+        "stage_matrix": compact({"include": [CPU_JOB]}),
+        "has_stage_jobs": "true",
+        "images_to_build": "[]",
         "invalid_files": "[]",
         "plan_complete": "true",
     }
@@ -226,7 +260,8 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
                         "--format", "json"], capsys)
     assert (rc, err) == (0, "")
     assert json.loads(out) == {
-        "schema": 1, "event": "pull_request", "cadence": "regular", "raw_labels": [], "include_labels": [],
+        "schema": 1, "event": "pull_request", "cadence": "regular", "trust": "trusted", "raw_labels": [],
+        "include_labels": [],
         "bypass_fastfail": False, "write_baseline": False,
         "diff": {"available": True, "files": ["README.md", "docs/guide.md"]},
         "stages": [
@@ -242,6 +277,8 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
         ],
         "skipped_stages": ["stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350"],
         "images": {"cuda": "skip", "rocm": "skip"},
+        "jobs": [CPU_JOB],
+        "images_to_build": [],
         "warnings": [],
         "plan_complete": True,
         "invalid": [],
@@ -262,12 +299,22 @@ def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsy
     assert out.startswith(nightly)
     assert out[len(nightly):].count("::warning::") == 2
     assert parse_github_output(outputs.read_text()) == {
-        "cadence": "nightly", "raw_labels": "", "bypass_fastfail": "true", "write_baseline": "true",
+        "cadence": "nightly", "trust": "trusted", "raw_labels": "", "bypass_fastfail": "true", "write_baseline": "true",
         "skipped_stages": "[]",
         "matrix": '{"stage-a-cpu":[0],"stage-b-1-gpu-h200":[0,1],"stage-c-4-gpu-h200":[0,1,2],'
                   '"stage-c-4-gpu-mi350":[0,1]}',
         "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":2,"stage-c-4-gpu-h200":3,"stage-c-4-gpu-mi350":2}',
-        "cuda_image": "build", "rocm_image": "build", "invalid_files": "[]", "plan_complete": "true",
+        "cuda_image": "build", "rocm_image": "build",
+        # Two files of 1800s (stage-b) or 3600s (stage-c, mi350) at most per shard.
+        "stage_matrix": compact({"include": [
+            CPU_JOB,
+            *(job("stage-b-1-gpu-h200", i, str(i), "cuda", H200_1, CUDA_LATEST, GPUS, 70) for i in range(2)),
+            job("stage-c-4-gpu-h200", 0, "0", "cuda", H200_4, CUDA_LATEST, GPUS, 70),
+            *(job("stage-c-4-gpu-h200", i, str(i), "cuda", H200_4, CUDA_LATEST, GPUS, 130) for i in (1, 2)),
+            *(job("stage-c-4-gpu-mi350", i, str(i), "rocm", MI350_4, ROCM_LATEST, ROCM_DEVICES, 70)
+              for i in range(2))]}),
+        "has_stage_jobs": "true", "images_to_build": "[]",
+        "invalid_files": "[]", "plan_complete": "true",
     }
 
 
@@ -540,10 +587,16 @@ def test_a_partial_plan_in_github_format_writes_every_output_and_exits_0(partial
     rc, out, err = run([*partial, "--format", "github"], capsys)
     assert (rc, err) == (0, "")
     assert parse_github_output(outputs.read_text()) == {
-        "cadence": "regular", "raw_labels": "run-ci-megatron", "bypass_fastfail": "false", "write_baseline": "false",
+        "cadence": "regular", "trust": "trusted", "raw_labels": "run-ci-megatron",
+        "bypass_fastfail": "false", "write_baseline": "false",
         "skipped_stages": '["gpu-b","amd"]', "matrix": '{"cpu":[0],"gpu-a":[0,1],"gpu-b":[],"amd":[]}',
         "max_parallel": '{"cpu":1,"gpu-a":2,"gpu-b":1,"amd":1}',
         "cuda_image": "build", "rocm_image": "skip",
+        # No image is configured and no stage sets a time limit: no container, GitHub's default timeout.
+        "stage_matrix": compact({"include": [
+            job("cpu", 0, "0", "cpu", ["ubuntu-latest"], "", "", 360),
+            *(job("gpu-a", i, str(i), "cuda", ["h200"], "", GPUS, 360) for i in range(2))]}),
+        "has_stage_jobs": "true", "images_to_build": "[]",
         "invalid_files": f'["{BAD}"]', "plan_complete": "false",
     }
     annotations = [line for line in out.splitlines() if line.startswith("::error")]

@@ -64,7 +64,7 @@ def test_a_stage_of_an_undeclared_backend_says_how_to_declare_it():
     ("backends: {cuda: {accelerator: false}}\n", "cuda", "backends.cuda: cuda is built in with accelerator: true "
      "and cannot be redeclared differently", "CP108", "remove cuda from backends"),
     ("backends: {npu: {acelerator: true}}\n", "acelerator", "backends.npu.acelerator: unknown key; did you mean "
-     "'accelerator'?", "CP102", "allowed keys here: accelerator"),
+     "'accelerator'?", "CP102", "allowed keys here: accelerator, container_options"),
     ("backends: {npu: {accelerator: 1}}\n", "1}", "backends.npu.accelerator: expected a boolean, got an integer "
      "('1')", "CP104", None),
     ("backends: [npu]\n", "[npu]", "backends: expected a mapping, got a list", "CP104", None),

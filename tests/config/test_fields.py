@@ -32,6 +32,7 @@ from ci_policy.config.discovery import DISCOVERY_TABLE, IMPLICIT, ROOT
 from ci_policy.config.fields import REQUIRED, FrozenMap, Key, Table, boolean, freeze, integer
 from ci_policy.config.file_run import FILE_RUN_TABLE
 from ci_policy.config.gates import GATE_DEFAULT, GATES_TABLE, REQUIREMENT
+from ci_policy.config.images import IMAGE, ImageBuild
 from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfig
 from ci_policy.config.markers import MARKERS_TABLE, Markers
 from ci_policy.config.pull_request import PULL_REQUEST_TABLE
@@ -63,6 +64,7 @@ SECTIONS = [
     (GATES_TABLE, GatesConfig, {"line"}),
     (REQUIREMENT, GateRequirement, {"line"}),
     (FILE_RUN_TABLE, FileRunConfig, set()),
+    (IMAGE, ImageBuild, set()),
     (TUNE_TABLE, TuneConfig, set()),
     (LINT_TABLE, LintConfig, {"line"}),
     (IGNORE_RULE, IgnoreRule, {"line"}),
@@ -91,7 +93,7 @@ def test_every_table_is_reachable_from_the_top_level():
         "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "selection",
         "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "gates", "gates.defaults.<metric key>", "gates.require[]", "file_run",
-        "tune", "lint", "lint.ignore[]"]
+        "images.<backend>", "tune", "lint", "lint.ignore[]"]
     # Tables without a dataclass of their own: a `{path, pattern}` root is a pair in `Discovery`.
     # A declared backend is one entry of `Backends.accelerator`.
     without_class = {id(FROM_EST_TIME), id(GATE_DEFAULT), id(ROOT), id(BACKEND)}

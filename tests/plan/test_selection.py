@@ -9,6 +9,8 @@ planned stage. A property test then compares `decide` with the rules restated di
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -515,6 +517,8 @@ def spec_outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
     policy = resolve(trigger, snapshot.config, snapshot.labels)
     include = set(policy.include_labels)
     pr = trigger.event == "pull_request"
+    # Only a trusted head lets a path rule select labels; an untrusted one runs no accelerator stage.
+    auto = trigger.trust == "trusted"
     every = {s.name for s in config.stages}
     affected: set[str] = set()
     if pr and not diff.available:
@@ -528,7 +532,8 @@ def spec_outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
                 affected |= {r.suite for r in snapshot.registrations if r.file == path}
             elif rule_labels:
                 affected |= {r.suite for r in snapshot.registrations if set(r.labels) & rule_labels}
-                include |= rule_labels
+                if auto:
+                    include |= rule_labels
             elif any(matches(g, path) for g in config.selection.no_gpu_paths):
                 pass
             else:
@@ -561,6 +566,8 @@ def spec_outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
             set(r.labels) & set(policy.include_labels)
             for r in snapshot.registrations if r.suite == stage.name and selected(r))
         runs = bool(chosen) and (not pr or not stage.diff_pruned or stage.name in affected or forced)
+        if trigger.trust == "untrusted" and stage.backend != "cpu":
+            runs = False
         table[stage.name] = ("run" if runs else "skip", chosen)
     return sorted(include), table
 
@@ -596,9 +603,11 @@ def snapshots(tmp_path_factory) -> dict[str, Snapshot]:
 
 @settings(max_examples=400, deadline=None)
 @given(explicit=st.sampled_from(["run", "prune"]), trigger=TRIGGER,
-       records=st.one_of(st.none(), st.lists(RECORD, min_size=1, max_size=5)))
-def test_selection_agrees_with_the_rules_restated(snapshots, explicit, trigger, records):
+       records=st.one_of(st.none(), st.lists(RECORD, min_size=1, max_size=5)),
+       trust=st.sampled_from(["trusted", "trusted", "approved", "untrusted"]))
+def test_selection_agrees_with_the_rules_restated(snapshots, explicit, trigger, records, trust):
     snapshot = snapshots[explicit]
+    trigger = replace(trigger, trust=trust)
     diff = diff_of(None if records is None else [field for record in records for field in record])
     include, expected = spec_outcome(snapshot, trigger, diff)
     policy, table = outcome(snapshot, trigger, diff)

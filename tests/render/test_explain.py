@@ -14,7 +14,7 @@ from ci_policy.render.text import explain_text
 def test_explain_text_of_a_registered_file(tmp_path):
     plan = pr_plan(write_repo(tmp_path), "run-ci-megatron")
     assert explain_text(explain(plan, "tests/test_small.py"), plan) == (
-        "ci-policy plan --explain: pull_request, cadence regular\n"
+        "ci-policy plan --explain: pull_request, cadence regular, trust trusted\n"
         "tests/test_small.py is registered to 1 stage (gpu); it runs in gpu\n"
         "  gpu (cuda, line 3): RUN\n"
         "    stage: run: the diff is unavailable (no --diff or --base was given), so every runnable stage runs\n"
@@ -36,6 +36,7 @@ def test_explain_json_of_a_file_no_stage_selects(tmp_path):
     doc = json.loads(explain_json(explain(plan, "tests/test_small.py"), plan))
     assert doc == {
         "schema": 1, "file": "tests/test_small.py", "event": "pull_request", "cadence": "regular",
+        "trust": "trusted",
         "status": "registered", "summary": "tests/test_small.py is registered to 1 stage (gpu); it runs in no stage",
         "changed": None,
         "stages": [{"stage": "gpu", "backend": "cuda", "line": 3, "decision": "skip",

@@ -51,7 +51,8 @@ def test_registry_json():
 def test_plan_dict_and_plan_json(tmp_path):
     plan = pr_plan(write_repo(tmp_path / "repo"), "run-ci-megatron", "bug")
     expected = {
-        "schema": 1, "event": "pull_request", "cadence": "regular", "raw_labels": ["run-ci-megatron"],
+        "schema": 1, "event": "pull_request", "cadence": "regular", "trust": "trusted",
+        "raw_labels": ["run-ci-megatron"],
         "include_labels": ["megatron"], "bypass_fastfail": False, "write_baseline": False,
         "diff": {"available": False, "files": [], "reason": DIFF_REASON},
         "stages": [
@@ -64,6 +65,9 @@ def test_plan_dict_and_plan_json(tmp_path):
             {"name": "cpu", "backend": "cpu", "decision": "skip", "reasons": ["skip: no registered tests"],
              "runs_on": ["ubuntu-latest"], "tests": [], "shards": [], "invalid": []}],
         "skipped_stages": ["cpu"], "images": {"cuda": "build", "rocm": "skip"},
+        "jobs": [{"stage": "gpu", "lane": i, "shards": str(i), "backend": "cuda", "runs_on": ["h200"], "image": "",
+                  "container_options": "--gpus all", "timeout_minutes": 360} for i in range(2)],
+        "images_to_build": [],
         "warnings": [f"diff unavailable: {DIFF_REASON}",
                      "gpu: tests/test_big_model.py alone (est 300s) exceeds the stage's mean shard time (180s); "
                      "the stage cannot finish sooner than this file"],

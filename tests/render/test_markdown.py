@@ -44,7 +44,7 @@ def test_plan_markdown(tmp_path):
     assert plan_markdown(plan) == (
         "## ci-policy plan\n"
         "\n"
-        "- **Event:** pull\\_request, **cadence:** regular\n"
+        "- **Event:** pull\\_request, **cadence:** regular, **trust:** trusted\n"
         "- **PR labels:** run-ci-megatron\n"
         "- **Included labels:** megatron\n"
         "- **Diff:** unavailable (no --diff or --base was given); every runnable stage runs\n"

@@ -41,6 +41,7 @@ from ci_policy.model.registry import Registration
 from ci_policy.plan.build import StagePlan
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.results import Attempt, AttemptStatus, FileResult, GateOutcome, ShardResult
+from ci_policy.plan.timeouts import timeout_for
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.records import Series, merge_records, write_record
 from ci_policy.render import escape_data, one_line
@@ -66,14 +67,6 @@ class RunOptions:
     records_dir: Path | None = None
     capture: tuple[str, ...] = ()
     gate: Callable[[Registration, Series], GateOutcome] | None = None
-
-
-def timeout_for(reg: Registration, stage_timeout: float | None, from_est: tuple[float, float] | None):
-    """`max(floor, factor * est_time)` when configured, else the stage's timeout_per_file."""
-    if from_est is not None:
-        factor, floor = from_est
-        return max(floor, factor * reg.est_time)
-    return stage_timeout
 
 
 def check_files(repo: Path, regs: list[Registration]) -> None:

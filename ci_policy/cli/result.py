@@ -1,0 +1,53 @@
+"""`ci-policy result`: the pipeline's result job, the one check a maintainer requires.
+
+- In: --plan-complete (the plan job's output: true, false, or empty when it wrote none),
+  --needs-json (GitHub's `toJSON(needs)`), --format text|json|github.
+- Out: the outcome (`ci_policy.plan.outcome`): each needed job's result, then the reasons
+  to fail or why it passes. github format: the text, one `::error` per reason, and the job
+  summary. Exit 1 on any reason to fail, 0 otherwise.
+- Reads no checkout: `--repo` is accepted, as by every subcommand, and unused.
+- Refused (exit 2): a --plan-complete other than true, false or empty; a --needs-json that
+  is empty, not JSON, or not GitHub's shape of needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ci_policy.cli.options import add_format, add_repo, append_step_summary
+
+NAME = "result"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help="decide the pipeline's result from the plan and its jobs' results",
+                       description="Decide a pipeline's result, as its required result job: fail when the plan "
+                                   "is missing or partial or a needed job failed or was cancelled; pass when "
+                                   "every job succeeded or was skipped, saying why.")
+    add_repo(p, help="accepted as by every subcommand; result reads no checkout")
+    p.add_argument("--plan-complete", required=True, metavar="BOOL",
+                   help="the plan job's plan_complete output: true, false, or empty when the plan job wrote none")
+    p.add_argument("--needs-json", required=True, metavar="JSON",
+                   help="the needed jobs' results as GitHub gives them: toJSON(needs)")
+    add_format(p, ("text", "json", "github"))
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ci_policy.errors import UsageError
+    from ci_policy.plan.outcome import outcome, parse_needs, parse_plan_complete
+    from ci_policy.render import escape_data, outcome_json, outcome_markdown, outcome_text
+
+    plan_complete = parse_plan_complete(args.plan_complete)
+    if not args.needs_json.strip():
+        raise UsageError("is empty", source="--needs-json", hint="pass ${{ toJSON(needs) }} through an env: variable")
+    result = outcome(plan_complete, parse_needs(args.needs_json))
+    if args.format == "json":
+        print(outcome_json(result, plan_complete))
+    else:
+        print(outcome_text(result))
+    if args.format == "github":
+        for reason in result.failures:
+            print(f"::error::{escape_data(reason)}")
+        append_step_summary(outcome_markdown(result))
+    return 0 if result.ok else 1

@@ -1,0 +1,136 @@
+"""The outcome of a pipeline run: what its one required check (`ci-policy result`) decides.
+
+- In: the plan job's `plan_complete` output (`true`, `false`, or None when the plan job
+  wrote none) and GitHub's `toJSON(needs)`: job id -> `{"result", "outputs"}`.
+- Out: a frozen `Outcome`: `ok`, one reason per failure, each job's result, and a
+  one-line summary.
+- Fails, one reason each: a missing plan (no `plan_complete`), a partial plan
+  (`plan_complete` false; the invalid files named when a job's outputs list them in
+  `invalid_files`), every needed job whose result is `failure` or `cancelled`.
+- Passes otherwise, saying why: every job succeeded or was skipped; when no job but the plan
+  job (the one with a `plan_complete` output, else the one named `plan`) ran, "every stage
+  skipped", with the jobs skipped and the stages the plan skipped
+  (a job's `skipped_stages` output). A skipped job is a decision the plan explained, never a
+  failure.
+- Refused (`UsageError`, exit 2): `needs` that is not an object of jobs, each with a known
+  `result` and, when given, an `outputs` object of strings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ci_policy.errors import UsageError
+from ci_policy.read.strictjson import no_constants
+
+RESULTS = ("success", "failure", "cancelled", "skipped")
+NEEDS_HINT = "pass ${{ toJSON(needs) }} through an env: variable"
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    result: str
+    outputs: tuple[tuple[str, str], ...] = ()
+
+    def output(self, name: str) -> str | None:
+        return dict(self.outputs).get(name)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    failures: tuple[str, ...]
+    jobs: tuple[Job, ...]
+    summary: str
+
+    def with_result(self, result: str) -> tuple[str, ...]:
+        return tuple(job.name for job in self.jobs if job.result == result)
+
+
+def parse_needs(text: str, source: str = "--needs-json") -> tuple[Job, ...]:
+    """GitHub's `toJSON(needs)`, in its order; every error names the key at fault."""
+    try:
+        value = json.loads(text, parse_constant=no_constants)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"not valid JSON: {exc}", source=source, hint=NEEDS_HINT) from None
+    if not isinstance(value, dict):
+        raise UsageError(f"expected a JSON object of job id -> {{result, outputs}}, got {text[:80]!r}",
+                         source=source, hint=NEEDS_HINT)
+    jobs = []
+    for name, job in value.items():
+        if not isinstance(job, dict):
+            raise UsageError(f"{name}: expected an object with a result, got {json.dumps(job)[:80]}",
+                             source=source, hint=NEEDS_HINT)
+        result = job.get("result")
+        if result not in RESULTS:
+            raise UsageError(f"{name}.result: expected one of {', '.join(RESULTS)}, got {json.dumps(result)[:80]}",
+                             source=source, hint=NEEDS_HINT)
+        outputs = job.get("outputs", {})
+        if not isinstance(outputs, dict) or not all(isinstance(v, str) for v in outputs.values()):
+            raise UsageError(f"{name}.outputs: expected an object of strings, got {json.dumps(outputs)[:80]}",
+                             source=source, hint=NEEDS_HINT)
+        jobs.append(Job(name, result, tuple(outputs.items())))
+    return tuple(jobs)
+
+
+def _names(jobs: tuple[Job, ...], output: str) -> list[str]:
+    """The names a job's JSON-list output holds (`skipped_stages`, `invalid_files`); unreadable: none."""
+    for job in jobs:
+        text = job.output(output)
+        if not text:
+            continue
+        try:
+            value: Any = json.loads(text, parse_constant=no_constants)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+    return []
+
+
+def outcome(plan_complete: bool | None, jobs: tuple[Job, ...]) -> Outcome:
+    failures = []
+    if plan_complete is None:
+        failures.append("the plan is missing: the plan job wrote no plan_complete output, so nothing says "
+                        "which stages had to run")
+    elif not plan_complete:
+        invalid = _names(jobs, "invalid_files")
+        named = f": {len(invalid)} invalid test file(s) not scheduled: {', '.join(invalid)}" if invalid else ""
+        failures.append(f"the plan is partial{named} (see the plan job's annotations)")
+    for job in jobs:
+        if job.result == "failure":
+            failures.append(f"job {job.name} failed")
+        elif job.result == "cancelled":
+            failures.append(f"job {job.name} was cancelled")
+    if failures:
+        return Outcome(False, tuple(failures), jobs, f"{len(failures)} reason(s) to fail")
+    ran = [job.name for job in jobs if job.result == "success"]
+    skipped = [job.name for job in jobs if job.result == "skipped"]
+    # The plan job: the one with a plan_complete output (or, without outputs, named plan).
+    planners = {job.name for job in jobs if job.output("plan_complete") is not None} or {"plan"}
+    if skipped and not set(ran) - planners:
+        # Only the plan ran: what ran nothing is the plan's decision, with its reasons in its summary.
+        why = [f"jobs skipped: {', '.join(skipped)}"]
+        stages = _names(jobs, "skipped_stages")
+        if stages:
+            why.append(f"stages the plan skipped: {', '.join(stages)}")
+        return Outcome(True, (), jobs, "every stage skipped: " + "; ".join(why))
+    if not jobs:
+        return Outcome(True, (), jobs, "no job was needed")
+    summary = f"every needed job succeeded ({', '.join(ran)})"
+    if skipped:
+        summary += f" or was skipped ({', '.join(skipped)})"
+    return Outcome(True, (), jobs, summary)
+
+
+def parse_plan_complete(value: str) -> bool | None:
+    """`true`/`false`; "" (the output of a plan job that did not finish) is None."""
+    if value == "":
+        return None
+    if value not in ("true", "false"):
+        raise UsageError(f"expected true, false or empty, got {value[:80]!r}", source="--plan-complete",
+                         hint="pass ${{ needs.plan.outputs.plan_complete }}")
+    return value == "true"

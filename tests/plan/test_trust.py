@@ -1,0 +1,244 @@
+"""Trust: what an untrusted, approved or trusted head commit may run.
+
+Over the selection tests' checkouts (`test_selection.checkout`, the gated one): each row
+gives the trust, the trigger and the diff, and the exact decision, reasons and selected
+files of every planned stage. A property then checks, on random labels, events and diffs,
+that an untrusted head never runs an accelerator stage nor builds an image.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from plan.test_selection import (
+    A_NIGHTLY,
+    CONFIG,
+    CPU,
+    CPU_RUN,
+    EXTRA,
+    EXTRA_FILES,
+    FILES,
+    GATE,
+    GATED_CONFIG,
+    GATED_FILES,
+    LABELS,
+    MEGA,
+    NEEDS_A,
+    NEEDS_AMD,
+    NEEDS_B,
+    NIGHTLY_SCHEDULE,
+    NOT_REGULAR,
+    NOT_REGULAR_AMD,
+    PATHS,
+    PR_LABELS,
+    RECORD,
+    A,
+    checkout,
+    diff_of,
+    in_schedule,
+    outcome,
+    pr,
+)
+
+from ci_policy.errors import UsageError
+from ci_policy.model.snapshot import Snapshot, load_snapshot
+from ci_policy.plan.build import build_plan
+from ci_policy.plan.policy import UNTRUSTED_REASON, Trigger, resolve
+
+UNTRUSTED = f"skip: {UNTRUSTED_REASON}"
+MEGA_RULE = ["M", "src/megatron/x.py"]
+MEGA_LONG = ["tests/gpu/test_mega_long.py"]
+NO_DIFF = "run: the diff is unavailable (pr.diff: the diff is empty), so every runnable stage runs"
+
+
+def trusting(trigger: Trigger, trust: str) -> Trigger:
+    return replace(trigger, trust=trust)
+
+
+def test_untrusted_reason_is_the_documented_text():
+    assert UNTRUSTED == "skip: untrusted head not approved"
+
+
+SELECTION_CASES = [
+    pytest.param(
+        "trusted", pr(), MEGA_RULE, {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: src/megatron/x.py selects megatron"], MEGA),
+         "gpu-b": ("run", ["run: src/megatron/x.py selects megatron"], MEGA_LONG),
+         "amd": NEEDS_AMD},
+        id="trusted-a-rule-path-selects-its-labels"),
+    pytest.param(
+        "approved", pr(), MEGA_RULE, set(),
+        {"cpu": CPU_RUN, "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD},
+        id="approved-a-rule-path-selects-nothing"),
+    pytest.param(
+        "untrusted", pr(), MEGA_RULE, set(),
+        {"cpu": CPU_RUN, "gpu-a": ("skip", [UNTRUSTED], []), "gpu-b": ("skip", [UNTRUSTED], []),
+         "amd": ("skip", [UNTRUSTED], [])},
+        id="untrusted-a-rule-path-selects-nothing-and-gpu-stages-are-held-back"),
+    pytest.param(
+        "approved", pr("run-ci-megatron"), MEGA_RULE, {"megatron"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: src/megatron/x.py selects megatron", "run: requested by run-ci-megatron"], MEGA),
+         "gpu-b": ("run", ["run: src/megatron/x.py selects megatron", "run: requested by run-ci-megatron"],
+                   MEGA_LONG),
+         "amd": NEEDS_AMD},
+        id="approved-the-labels-select-and-the-rule-path-still-affects"),
+    pytest.param(
+        "untrusted", pr("run-ci-megatron", "run-ci-all"), ["M", "src/model.py"],
+        {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("skip", [UNTRUSTED], ["tests/gpu/test_fsdp.py", "tests/gpu/test_mega.py"]),
+         "gpu-b": ("skip", [UNTRUSTED], ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("skip", [UNTRUSTED], ["tests/gpu/test_amd.py"])},
+        id="untrusted-no-label-overrides-the-hold"),
+    pytest.param(
+        "approved", pr("run-ci-all"), None, {"amd", "fsdp", "long", "megatron", "spare"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", [NO_DIFF, "run: included by run-ci-all"],
+                   ["tests/gpu/test_fsdp.py", "tests/gpu/test_mega.py"]),
+         "gpu-b": ("run", [NO_DIFF, "run: included by run-ci-all"],
+                   ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+         "amd": ("run", [NO_DIFF, "run: included by run-ci-all"], ["tests/gpu/test_amd.py"])},
+        id="approved-runs-like-trusted-with-labels"),
+]
+
+
+@pytest.mark.parametrize("trust, trigger, records, include, expected", SELECTION_CASES)
+def test_trust_and_path_rules(make_repo, trust, trigger, records, include, expected):
+    snapshot = checkout(make_repo)
+    policy, table = outcome(snapshot, trusting(trigger, trust), diff_of(records))
+    assert (policy.trust, set(policy.include_labels)) == (trust, include)
+    assert table == expected
+
+
+SRC = ["M", "src/x.py"]
+FANS_OUT = "run: src/x.py matches no rule, so every stage runs"
+AMD = ["tests/gpu/test_amd.py"]
+
+GATED_TRUST_CASES = [
+    pytest.param(
+        "untrusted", pr(), SRC,
+        {"cpu": CPU, "gpu-a": ("skip", [UNTRUSTED], A), "extra-a": ("skip", [UNTRUSTED], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("skip", [UNTRUSTED], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="untrusted-comes-after-the-cadence-and-before-the-label-gates"),
+    pytest.param(
+        "untrusted", pr("run-ci", "run-ci-extra"), SRC,
+        {"cpu": CPU, "gpu-a": ("skip", [UNTRUSTED], A), "extra-a": ("skip", [UNTRUSTED], EXTRA_FILES),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("skip", [UNTRUSTED], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="untrusted-the-gate-labels-do-not-open-anything"),
+    pytest.param(
+        "approved", pr(), SRC,
+        {"cpu": CPU, "gpu-a": ("skip", [GATE], A), "extra-a": ("skip", [GATE, EXTRA], ["tests/gpu/test_extra.py"]),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("skip", [GATE], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="approved-still-needs-the-gate-labels"),
+    pytest.param(
+        "approved", pr("run-ci"), SRC,
+        {"cpu": CPU, "gpu-a": ("run", [FANS_OUT], A), "extra-a": ("skip", [EXTRA], ["tests/gpu/test_extra.py"]),
+         "nightly-gpu": ("skip", [NOT_REGULAR], []), "amd": ("run", [FANS_OUT], AMD),
+         "nightly-amd": ("skip", [NOT_REGULAR_AMD], [])},
+        id="approved-with-the-gate-label-runs"),
+    pytest.param(
+        "untrusted", Trigger(event="schedule", schedule="0 3 * * *"), None,
+        {"cpu": ("skip", [NIGHTLY_SCHEDULE], []), "gpu-a": ("skip", [NIGHTLY_SCHEDULE], A_NIGHTLY),
+         "extra-a": ("skip", [NIGHTLY_SCHEDULE], []),
+         "nightly-gpu": ("skip", [UNTRUSTED], ["tests/gpu/test_nightly_gpu.py"]),
+         "amd": ("skip", [NIGHTLY_SCHEDULE], []),
+         "nightly-amd": ("skip", [UNTRUSTED], ["tests/gpu/test_nightly_amd.py"])},
+        id="untrusted-the-schedule-reason-comes-first"),
+    pytest.param(
+        "approved", Trigger(event="schedule", schedule="0 3 * * *"), None,
+        {"cpu": ("skip", [NIGHTLY_SCHEDULE], []), "gpu-a": ("skip", [NIGHTLY_SCHEDULE], A_NIGHTLY),
+         "extra-a": ("skip", [NIGHTLY_SCHEDULE], []),
+         "nightly-gpu": ("run", [in_schedule("0 3 * * *", "stages matching nightly-*", 1)],
+                         ["tests/gpu/test_nightly_gpu.py"]),
+         "amd": ("skip", [NIGHTLY_SCHEDULE], []),
+         "nightly-amd": ("run", [in_schedule("0 3 * * *", "stages matching nightly-*", 1)],
+                         ["tests/gpu/test_nightly_amd.py"])},
+        id="approved-a-schedule-runs-as-trusted"),
+]
+
+
+@pytest.mark.parametrize("trust, trigger, records, expected", GATED_TRUST_CASES)
+def test_trust_and_stage_level_rules(make_repo, trust, trigger, records, expected):
+    snapshot = load_snapshot(make_repo(GATED_FILES, config=GATED_CONFIG, labels=None)).require_valid()
+    _policy, table = outcome(snapshot, trusting(trigger, trust), diff_of(records))
+    assert table == expected
+
+
+def test_the_default_trust_is_trusted(make_repo):
+    snapshot = checkout(make_repo)
+    assert Trigger(event="pull_request").trust == "trusted"
+    assert resolve(pr(), snapshot.config, snapshot.labels).trust == "trusted"
+
+
+def test_an_unknown_trust_is_a_usage_error(make_repo):
+    snapshot = checkout(make_repo)
+    with pytest.raises(UsageError) as info:
+        resolve(Trigger(event="pull_request", trust="maybe"), snapshot.config, snapshot.labels)
+    assert (info.value.source, info.value.message, info.value.hint) == (
+        "--trust", "unknown trust 'maybe'; expected one of trusted, untrusted, approved",
+        "pass the trust output of ci-policy pull-request")
+
+
+def test_untrusted_images_are_skipped(make_repo):
+    snapshot = checkout(make_repo)
+    for trust, images in (("trusted", (("cuda", "build"), ("rocm", "build"))),
+                          ("untrusted", (("cuda", "skip"), ("rocm", "skip")))):
+        plan = build_plan(snapshot, Trigger(event="pull_request", labels=("run-ci-all",), trust=trust),
+                          diff_of(["M", "src/model.py"]))
+        assert plan.images == images
+
+
+# -- the property: nothing an untrusted PR carries runs on an accelerator ---------------------
+
+@pytest.fixture(scope="module")
+def trust_snapshots(tmp_path_factory) -> dict[str, Snapshot]:
+    out = {}
+    for name, files in (("selection", {**FILES, ".github/ci-policy.yml": CONFIG.replace("EXPLICIT", "run"),
+                                       "labels.py": LABELS}),
+                        ("gated", {**GATED_FILES, ".github/ci-policy.yml": GATED_CONFIG})):
+        repo = tmp_path_factory.mktemp(name)
+        for rel, text in files.items():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_text(text)
+        out[name] = load_snapshot(repo).require_valid()
+    return out
+
+
+UNTRUSTED_TRIGGER = st.one_of(
+    st.lists(st.sampled_from([*PR_LABELS, "run-ci", "high priority", "run-ci-extra"]), max_size=5).map(
+        lambda labels: Trigger(event="pull_request", labels=tuple(labels), trust="untrusted")),
+    st.sampled_from([Trigger(event="schedule", schedule="0 3 * * *", trust="untrusted"),
+                     Trigger(event="workflow_dispatch", trust="untrusted"),
+                     Trigger(event="push", trust="untrusted"),
+                     Trigger(event="workflow_call", cadence="release", trust="untrusted")]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(which=st.sampled_from(["selection", "gated"]), trigger=UNTRUSTED_TRIGGER,
+       records=st.one_of(st.none(), st.lists(RECORD, min_size=1, max_size=5)),
+       extra=st.lists(st.sampled_from(PATHS), max_size=3))
+def test_untrusted_never_runs_an_accelerator_stage_or_builds_an_image(trust_snapshots, which, trigger, records,
+                                                                       extra):
+    snapshot = trust_snapshots[which]
+    if trigger.event == "schedule" and which == "selection":
+        trigger = replace(trigger, schedule="0 4 * * 6")
+    fields = None if records is None else [f for record in records for f in record] + \
+        [f for path in extra for f in ("M", path)]
+    plan = build_plan(snapshot, trigger, diff_of(fields))
+    assert all(action == "skip" for _backend, action in plan.images)
+    for stage in plan.stages:
+        if snapshot.config.is_accelerator(stage.stage.backend):
+            assert stage.decision == "skip" and stage.shards == ()
+            assert len(stage.reasons) == 1
+            assert stage.reasons[0] in (UNTRUSTED, NIGHTLY_SCHEDULE) or "cadence is not one of" in stage.reasons[0]
+    assert plan.policy.sources == tuple((label, source) for label, source in plan.policy.sources
+                                        if not source.startswith("a change to "))
