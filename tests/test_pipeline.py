@@ -3,16 +3,15 @@ and the expression evaluator that does it (tests/workflow_eval.py).
 
 - Each scenario is one run: the caller's event (examples/gpu-repo's pr-test.yml, its `with:`
   and `secrets:` evaluated), what `ci-policy pull-request` reads, and the plan. The plan is
-  the workflow's own `ci-policy plan` line run on the example repository when this
-  ci_policy has the contract's plan options (`--trust`), else the outputs the contract
-  gives for it; every assertion about stage jobs is made against the plan's outputs.
+  the workflow's own `ci-policy plan` line run on the example repository, whose outputs
+  must be exactly the scenario's expected ones; every assertion about stage jobs is made
+  against the plan's outputs.
 - The workflow's bash steps that decide something (the plan inputs, the pin and image
-  checks) run in bash; `ci-policy result`'s rule is the contract's, written here.
+  checks) run in bash; the result job is decided by `ci-policy result`'s own rule.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -239,17 +238,6 @@ def load(path: Path) -> dict:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def real_plan_supported() -> bool:
-    """Whether this ci_policy's `plan` has the contract's options (the engine slice has landed)."""
-    from ci_policy.cli.main import build_parser
-
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return "--trust" in sub.choices["plan"].format_help()
-
-
-PLAN_SOURCE = "real" if real_plan_supported() else "contract"
-
-
 def read_github_output(text: str) -> dict[str, str]:
     """`name=value` and `name<<DELIMITER ... DELIMITER` lines, as the runner reads $GITHUB_OUTPUT."""
     out, lines = {}, iter(text.splitlines())
@@ -280,21 +268,13 @@ def run_step(step: dict, env: dict, cwd: Path) -> tuple[str, dict]:
     return ("success" if proc.returncode == 0 else "failure"), read_github_output(output.read_text())
 
 
-def result_rule(plan_complete: str, needs: dict) -> tuple[int, list[str]]:
-    """The contract's rule for `ci-policy result` (that command is built by another slice):
-    exit 1 with one reason per problem when the plan is incomplete or missing, or a needed
-    job failed or was cancelled; else 0 (every stage skipped is a pass)."""
-    reasons = []
-    if plan_complete != "true":
-        reasons.append(f"the plan is incomplete (plan_complete={plan_complete!r})")
-    reasons += [f"{job} {n['result']}" for job, n in needs.items() if n["result"] in ("failure", "cancelled")]
-    return (1 if reasons else 0), reasons
-
-
 def result_step(step: dict) -> tuple[str, dict]:
-    """The result job's `ci-policy result` step, on what the workflow passes it."""
-    code, _ = result_rule(step["env"]["PLAN_COMPLETE"], json.loads(step["env"]["NEEDS"]))
-    return ("success" if code == 0 else "failure"), {}
+    """The result job's `ci-policy result` step, decided by the command's own rule on what the
+    workflow passes it."""
+    from ci_policy.plan.outcome import outcome, parse_needs, parse_plan_complete
+
+    decided = outcome(parse_plan_complete(step["env"]["PLAN_COMPLETE"]), parse_needs(step["env"]["NEEDS"]))
+    return ("success" if decided.ok else "failure"), {}
 
 
 def entry(stage: str, lane: int, shards: str, backend: str, runs_on: list[str], image: str = "",
@@ -304,11 +284,21 @@ def entry(stage: str, lane: int, shards: str, backend: str, runs_on: list[str], 
             "image": image, "container_options": options, "timeout_minutes": timeout}
 
 
-CPU = [entry("stage-a-cpu", 0, "0", "cpu", ["ubuntu-latest"], timeout=30)]
-GPU = [entry("stage-b-1-gpu-h200", 0, "0", "cuda", ["h200", "1gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 45),
-       entry("stage-c-4-gpu-h200", 0, "0", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 75),
-       entry("stage-c-4-gpu-h200", 1, "1", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 75),
-       entry("stage-c-4-gpu-mi350", 0, "0", "rocm", ["mi350", "4gpu"], f"ghcr.io/minirl/ci-rocm:{HEAD}", 75)]
+# Timeouts: the lane's per-file limits summed, in minutes, plus 10; none configured: GitHub's 360.
+CPU = [entry("stage-a-cpu", 0, "0", "cpu", ["ubuntu-latest"], timeout=360)]
+GPU = [entry("stage-b-1-gpu-h200", 0, "0", "cuda", ["h200", "1gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 40),
+       entry("stage-c-4-gpu-h200", 0, "0", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 70),
+       entry("stage-c-4-gpu-h200", 1, "1", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 70),
+       entry("stage-c-4-gpu-mi350", 0, "0", "rocm", ["mi350", "4gpu"], f"ghcr.io/minirl/ci-rocm:{HEAD}", 70)]
+# The nightly cadence runs every registered file: each stage fills all of its shards.
+NIGHTLY = CPU + [
+    entry("stage-b-1-gpu-h200", 0, "0", "cuda", ["h200", "1gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 70),
+    entry("stage-b-1-gpu-h200", 1, "1", "cuda", ["h200", "1gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 70),
+    entry("stage-c-4-gpu-h200", 0, "0", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 70),
+    entry("stage-c-4-gpu-h200", 1, "1", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 130),
+    entry("stage-c-4-gpu-h200", 2, "2", "cuda", ["h200", "4gpu"], f"ghcr.io/minirl/ci-cuda:{HEAD}", 130),
+    entry("stage-c-4-gpu-mi350", 0, "0", "rocm", ["mi350", "4gpu"], f"ghcr.io/minirl/ci-rocm:{HEAD}", 70),
+    entry("stage-c-4-gpu-mi350", 1, "1", "rocm", ["mi350", "4gpu"], f"ghcr.io/minirl/ci-rocm:{HEAD}", 70)]
 IMAGES = [{"backend": "cuda", "image": f"ghcr.io/minirl/ci-cuda:{HEAD}", "dockerfile": "docker/cuda.Dockerfile",
            "context": "."},
           {"backend": "rocm", "image": f"ghcr.io/minirl/ci-rocm:{HEAD}", "dockerfile": "docker/rocm.Dockerfile",
@@ -378,7 +368,7 @@ SCENARIOS = {
                               pr_outputs("approved", MEGATRON), MEGATRON_DIFF,
                               contract_outputs(CPU + GPU, images=IMAGES, trust="approved")),
     "nightly": Scenario("schedule", {"schedule": "0 15 * * 0-5"}, {}, None, None,
-                        contract_outputs(CPU + GPU, images=IMAGES, write_baseline=True, cadence="nightly"),
+                        contract_outputs(NIGHTLY, images=IMAGES, write_baseline=True, cadence="nightly"),
                         github={"sha": HEAD}),
 }
 
@@ -411,18 +401,25 @@ def prepare_workspace(s: Scenario, workspace: Path) -> None:
         (workspace / PR_DIFF).write_bytes(s.diff)
 
 
+JSON_OUTPUTS = {"stage_matrix", "images_to_build", "invalid_files"}
+
+
+def decoded(name: str, value: str | None) -> object:
+    return json.loads(value) if name in JSON_OUTPUTS and value is not None else value
+
+
 def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], str | None] | None = None,
              run_attempt: str = "1", plan_fails: bool = False) -> Simulation:
     prepare_workspace(s, workspace)
 
     def plan_step(step: dict) -> tuple[str, dict]:
-        """The workflow's own `ci-policy plan` line when this ci_policy has the contract's
-        options, else the contract's outputs for the scenario."""
+        """The workflow's own `ci-policy plan` line; its outputs are the scenario's expected ones."""
         if plan_fails:
             return "failure", {}
-        if PLAN_SOURCE == "real":
-            return run_step(step["step"], step["env"], workspace)
-        return "success", s.plan
+        status, outputs = run_step(step["step"], step["env"], workspace)
+        assert {name: decoded(name, outputs.get(name)) for name in s.plan} == \
+            {name: decoded(name, value) for name, value in s.plan.items()}
+        return status, outputs
 
     pr = s.pr or {}
     return simulate(load(PIPELINE), caller_event(s, run_attempt),
