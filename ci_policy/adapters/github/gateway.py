@@ -75,6 +75,22 @@ class Api:
     def get(self, path: str, params: dict | None = None) -> Any:
         return self._call("GET", path, params=params)
 
+    def get_text(self, path: str, accept: str) -> str:
+        """A GET whose answer is not JSON (a diff): the text, or ApiError for an error status."""
+        from requests import RequestException
+
+        try:
+            status, _headers, output = self._requester.requestJson("GET", path, headers={"Accept": accept})
+        except (RequestException, ValueError) as exc:
+            raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
+        if status >= 400:
+            try:
+                message = json.loads(output).get("message")
+            except (ValueError, AttributeError):
+                message = None
+            raise ApiError(status, message if isinstance(message, str) else "request failed")
+        return output
+
     def mutate(self, method: str, path: str, body: dict | None = None) -> Any:
         if self.dry_run:
             print(json.dumps({"method": method, "path": path, "body": body}, sort_keys=True), file=self.out)
