@@ -9,6 +9,9 @@
   `accelerator: false`: a repository declares a backend for hardware it must schedule.
 - Refused: a name outside `[a-z][a-z0-9_]*` (it becomes part of `register_<name>_ci`
   and of the `<name>_image` output), and a built-in redeclared differently.
+- `DEFAULT_CONTAINER_OPTIONS`: the `docker run` options a backend's container needs to
+  see its devices (cuda: `--gpus all`; rocm: the KFD and DRI devices and the video and
+  render groups); "" for cpu and any other backend.
 - `backend_parser` reads a backend name elsewhere (`stages[].backend`, implicit roots),
   checked against the backends parsed before it.
 """
@@ -30,6 +33,12 @@ BACKEND_NAME = r"[a-z][a-z0-9_]*"
 BACKEND_NAME_RE = re.compile(BACKEND_NAME)
 # Name -> accelerator, for the backends every configuration has.
 BUILTIN_BACKENDS: FrozenMap[str, bool] = FrozenMap({"cpu": False, "cuda": True, "rocm": True})
+# The container options that give a job's container its backend's devices.
+DEFAULT_CONTAINER_OPTIONS: FrozenMap[str, str] = FrozenMap({
+    "cpu": "",
+    "cuda": "--gpus all",
+    "rocm": "--device /dev/kfd --device /dev/dri --group-add video --group-add render",
+})
 
 BACKEND = Table("backends.<name>", "A declared backend (null keeps the defaults): an accelerator unless it says "
                 "`accelerator: false`.", (
