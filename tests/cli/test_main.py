@@ -225,7 +225,7 @@ def test_lint_and_registry_do_not_import_adapters(tmp_path):
 # -- help: every subcommand is described, every option explained -----------------------------
 
 SUBCOMMANDS = ["init", "lint", "registry", "plan", "list", "run", "gate", "tune", "file-run", "comment",
-               "pull-request"]
+               "pull-request", "report-status"]
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
