@@ -39,7 +39,10 @@
 - Actions runs (`add_job`, `add_artifact`): jobs per run id with their raw text logs, and
   artifacts per run id with their zip bytes (any bytes: a test may serve a non-zip).
 - Every request is recorded: method, raw path, decoded query, JSON body, Authorization,
-  and the Host header.
+  the Host header and the Accept header.
+- Pull requests carry their head repository (a fork unless set to the base), the author's
+  association and a unified diff; commit statuses are kept per SHA and combined as GitHub
+  does (the latest per context).
 - Bounded: request bodies over 1 MiB are refused, at most `max_requests` requests are
   served (then 503), every socket has a timeout, and `stop()` (the fixture) shuts the
   server down and joins its thread.
