@@ -61,7 +61,7 @@ def _payload_pull(path: str) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy.adapters.github.gateway import Api, github_api
-    from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, needs_api, pull_request_of
+    from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, pull_request_of
     from ci_policy.render.escape import escape_data, one_line
     from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
 
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(f"the pull request is to {pull.base_repository}, not to {repository}",
                              path=args.event_path)
         repository = repository or pull.base_repository
-    decision = decide(client() if needs_api(pull) else None, pull)
+    decision = decide(client, pull)
     diff_file = ""
     if args.diff_out:
         data, why = fetch_diff(client(), pull.base_repository, pull.number)

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ci_policy.adapters.github.gateway import Api, ApiError
@@ -77,16 +78,13 @@ def approval_state(api: Api, repository: str, sha: str) -> str | None:
     return None
 
 
-def decide(api: Api | None, pull: PullRequest) -> TrustDecision:
-    """The PR's trust; `api` None only works for a PR whose origin makes it trusted."""
+def decide(client: Callable[[], Api], pull: PullRequest) -> TrustDecision:
+    """The PR's trust. `client` is called only when the approval status must be read: a PR
+    trusted by its origin needs no request (and its pull_request run may have no token)."""
     origin = trusted_origin(pull.head_repository, pull.base_repository, pull.author_association)
-    if origin is not None or api is None:
+    if origin is not None:
         return decide_trust(origin, None, pull.head_sha)
-    return decide_trust(None, approval_state(api, pull.base_repository, pull.head_sha), pull.head_sha)
-
-
-def needs_api(pull: PullRequest) -> bool:
-    return trusted_origin(pull.head_repository, pull.base_repository, pull.author_association) is None
+    return decide_trust(None, approval_state(client(), pull.base_repository, pull.head_sha), pull.head_sha)
 
 
 def fetch_diff(api: Api, repository: str, number: int) -> tuple[bytes | None, str]:
