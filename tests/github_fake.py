@@ -9,7 +9,9 @@
     DELETE /repos/{o}/{r}/issues/{n}/labels/{name}
     POST   /repos/{o}/{r}/issues/{n}/comments
     POST   /repos/{o}/{r}/issues/comments/{id}/reactions
-    GET    /repos/{o}/{r}/pulls/{n}
+    GET    /repos/{o}/{r}/pulls/{n}                 (Accept: application/vnd.github.diff: the unified
+                                                    diff, or 406 when the PR has none: too large)
+    POST   /repos/{o}/{r}/statuses/{sha}            GET /repos/{o}/{r}/commits/{sha}/status (combined)
     GET    /repos/{o}/{r}/actions/workflows/{wf}/runs
     POST   /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs
     POST   /repos/{o}/{r}/actions/workflows/{wf}/dispatches
@@ -37,7 +39,10 @@
 - Actions runs (`add_job`, `add_artifact`): jobs per run id with their raw text logs, and
   artifacts per run id with their zip bytes (any bytes: a test may serve a non-zip).
 - Every request is recorded: method, raw path, decoded query, JSON body, Authorization,
-  and the Host header.
+  the Host header and the Accept header.
+- Pull requests carry their head repository (a fork unless set to the base), the author's
+  association and a unified diff; commit statuses are kept per SHA and combined as GitHub
+  does (the latest per context).
 - Bounded: request bodies over 1 MiB are refused, at most `max_requests` requests are
   served (then 503), every socket has a timeout, and `stop()` (the fixture) shuts the
   server down and joins its thread.
@@ -79,6 +84,7 @@ class Request:
     body: Any                      # the decoded JSON body, None without one
     authorization: str | None
     host: str | None = None     # the Host header as sent
+    accept: str | None = None   # the Accept header as sent (a diff is asked for by media type)
 
     @property
     def mutating(self) -> bool:
@@ -97,6 +103,10 @@ class Pull:
     body: str | None = ""
     head_ref: str = "feature"
     reads: int = 0
+    head_repository: str | None = None   # None: a fork ("contributor/<repo>"); set to the base for a branch
+    author_association: str = "CONTRIBUTOR"
+    diff: str | None = None              # the unified diff; None: GitHub refuses it (406, too large)
+    head_repo_deleted: bool = False
 
 
 @dataclass
@@ -159,6 +169,7 @@ class FakeGitHub:
         self.reactions: list[dict] = []
         self.dispatches: list[dict] = []
         self.reruns: list[int] = []
+        self.statuses: dict[str, list[dict]] = {}  # commit sha -> commit statuses, oldest first
         # GitHub Actions runs: run id -> jobs (GitHub's job objects), job id -> raw log,
         # run id -> artifacts (GitHub's artifact objects), artifact id -> zip bytes.
         self.run_jobs: dict[int, list[dict]] = {}
@@ -394,13 +405,25 @@ class FakeGitHub:
         pull = self.pulls.get(int(number)) if number.isdigit() else None
         if pull is None:
             return 404, _not_found()
+        if self.requests[-1].accept == "application/vnd.github.diff":  # the request being served
+            if pull.diff is None:
+                return 406, {"message": "Sorry, the diff exceeded the maximum number of files (300). Consider "
+                             "using 'List pull requests files' API or locally cloning the repository instead.",
+                             "errors": [{"resource": "PullRequest", "field": "diff", "code": "too_large"}],
+                             "documentation_url": "https://docs.github.com/rest/pulls/pulls#list-pull-requests-files",
+                             "status": "406"}
+            return 200, Raw(pull.diff.encode(), (("Content-Type", "text/plain; charset=utf-8"),))
         pull.reads += 1
+        head_repo = None if pull.head_repo_deleted else {
+            "full_name": pull.head_repository or f"contributor/{self.repo}"}
         data = {"number": pull.number, "state": "open", "title": "a change", "body": pull.body,
                 "html_url": f"https://github.com/{self.owner}/{self.repo}/pull/{pull.number}",
                 "head": {"sha": pull.head_sha, "ref": pull.head_ref, "label": f"contributor:{pull.head_ref}",
-                         "repo": {"full_name": f"contributor/{self.repo}"}},
+                         "repo": head_repo},
                 "base": {"sha": self.branches["main"], "ref": "main",
                          "repo": {"full_name": f"{self.owner}/{self.repo}"}},
+                "labels": [self._label(n) for n in self.issue_labels.get(pull.number, [])],
+                "author_association": pull.author_association,
                 "user": self._user("contributor")}
         if self.on_pull_read is not None:
             self.on_pull_read(self, pull)  # the head may move after this read
@@ -445,6 +468,33 @@ class FakeGitHub:
         if self.on_dispatch is not None:
             self.on_dispatch(self, run)
         return 204, None
+
+    def api_create_status(self, sha, *, query, body):
+        if not isinstance(body, dict) or body.get("state") not in ("error", "failure", "pending", "success"):
+            return 422, {"message": "Validation Failed",
+                         "errors": [{"resource": "Status", "field": "state", "code": "custom"}]}
+        sid = next(self._ids)
+        status = {"id": sid, "node_id": f"SC_{sid}", "state": body["state"],
+                  "context": body.get("context") or "default", "description": body.get("description"),
+                  "target_url": body.get("target_url"),
+                  "url": f"https://api.github.com/repos/{self.owner}/{self.repo}/statuses/{sha}",
+                  "created_at": "2026-11-30T07:00:00Z", "updated_at": "2026-11-30T07:00:00Z",
+                  "creator": {**self._user("github-actions[bot]"), "type": "Bot"}}
+        self.statuses.setdefault(sha, []).append(status)
+        return 201, copy.deepcopy(status)
+
+    def api_combined_status(self, sha, *, query, body):
+        """The latest status of each context on `sha`, newest first, as GitHub combines them."""
+        latest: dict[str, dict] = {}
+        for status in self.statuses.get(sha, []):
+            latest.pop(status["context"], None)
+            latest[status["context"]] = status
+        statuses = list(reversed(latest.values()))
+        states = {s["state"] for s in statuses}
+        state = ("failure" if states & {"failure", "error"} else "pending" if states - {"success"} or not statuses
+                 else "success")
+        return 200, {"state": state, "sha": sha, "total_count": len(statuses),
+                     "statuses": copy.deepcopy(self._page(statuses, query))}
 
     def api_tree(self, sha, *, query, body):
         tree = self.trees.get(sha)
@@ -544,6 +594,8 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"actions/workflows/(.+)/runs", "runs"),
     ("POST", r"actions/runs/(\d+)/rerun-failed-jobs", "rerun_failed"),
     ("POST", r"actions/workflows/(.+)/dispatches", "dispatch"),
+    ("POST", r"statuses/([0-9a-f]{40})", "create_status"),
+    ("GET", r"commits/([0-9a-f]{40})/status", "combined_status"),
     ("GET", r"git/trees/([0-9a-f]{40})", "tree"),
     ("GET", r"git/blobs/([0-9a-f]{40})", "blob"),
     ("GET", r"actions/runs/(\d+)/jobs", "run_jobs"),
@@ -601,7 +653,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(503, {"message": "the fake GitHub served too many requests"})
                 return
             fake.requests.append(Request(self.command, split.path, query, body, self.headers.get("Authorization"),
-                                         self.headers.get("Host")))
+                                         self.headers.get("Host"), self.headers.get("Accept")))
             failure = fake.failures.get((self.command, split.path))
             if failure is not None:
                 status, data = failure[0], {"message": failure[1]}

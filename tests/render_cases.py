@@ -23,7 +23,7 @@ SLOW = Registration(file="tests/test_slow.py", line=4, backend="cuda", suite="gp
 QUICK = Registration(file="tests/test_quick.py", line=6, backend="cuda", suite="gpu", est_time=20)
 LEFT = Registration(file="tests/test_left.py", line=5, backend="cuda", suite="gpu", est_time=30)
 FILE_PLAN = FilePlan(file="tests/test_a.py", hw="h200", suite="gpu", runs_on=("self-hosted", "h200"),
-                     container_image="ghcr.io/x/img:1", timeout_seconds=61)
+                     container_image="ghcr.io/x/img:1", timeout_seconds=61, container_options="--gpus all")
 
 
 def spec(key: str, *, enforce: bool = True, allowlist_reason: str | None = None) -> GateSpec:

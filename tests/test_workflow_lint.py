@@ -47,8 +47,10 @@ SUPPRESSED = {
     # digest is unknown to the plan; images are built on the repository's own builder.
     ".github/workflows/pr-pipeline.yml": ["self-hosted-runner", "self-repository", "self-repository",
                                           "self-repository", "unpinned-images"],
-    # A rerun's container tag is a validated pin that cannot be a digest.
-    "examples/gpu-repo/.github/workflows/rerun-test.yml": ["unpinned-images"],
+    # The gateway's and the rerun's setup action is the checkout of ci-policy at the pinned ref;
+    # a rerun's container tag is a validated pin that cannot be a digest.
+    ".github/workflows/comment-gateway.yml": ["self-repository"] * 4,
+    ".github/workflows/rerun-test.yml": ["self-repository", "self-repository", "unpinned-images"],
 }
 
 

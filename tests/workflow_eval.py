@@ -18,14 +18,10 @@
   `name`, `runs-on`, `container`, `timeout-minutes` and steps (`if`, `env`, `with`).
   What the steps would do is given by the test: step outputs, or a hook per step that
   decides its outcome and outputs (e.g. running a bash step, or `ci-policy result`'s rule).
-- `contract_parser()`: ci-policy's command line with the options issue 13's contract
-  adds (for commands other slices build), so a workflow's `ci-policy` lines can be parsed
-  before and after those slices land.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import math
@@ -667,47 +663,3 @@ def simulate(workflow: dict, event: Event, *,
                                interpolate(job.get("timeout-minutes"), jctx), steps, result))
         done[job_id] = JobResult(job_id, _rollup([r.result for r in runs]), runs, outputs)
     return Simulation(done, concurrency)
-
-
-# -- the ci-policy commands of a workflow -------------------------------------------------------
-
-# What issue 13's contract adds to ci-policy's command line (other slices build it): the
-# options and subcommands a workflow may already pass. Once they land, the installed parser
-# has them and nothing here is added.
-CONTRACT_OPTIONS = {
-    "plan": {"--trust": {}, "--head-sha": {}},
-    "list": {"--trust": {}},
-    "run": {"--trust": {}, "--shards": {}, "--python": {}},
-}
-CONTRACT_COMMANDS = {
-    "pull-request": {"--repo": {}, "--event-path": {}, "--number": {"type": int}, "--repository": {},
-                     "--api-url": {}, "--diff-out": {},
-                     "--format": {"choices": ("text", "json", "github")}},
-    "report-status": {"--sha": {"required": True}, "--context": {"required": True},
-                      "--state": {"required": True, "choices": ("pending", "success", "failure", "error")},
-                      "--description": {"required": True}, "--target-url": {}, "--repository": {},
-                      "--api-url": {}, "--repo": {}, "--format": {"choices": ("text", "json")}},
-    "result": {"--plan-complete": {"required": True}, "--needs-json": {"required": True}, "--repo": {},
-               "--format": {"choices": ("text", "json", "github")}},
-}
-
-
-def contract_parser() -> argparse.ArgumentParser:
-    """ci-policy's parser, with the contract's options where the installed one lacks them."""
-    from ci_policy.cli.main import Parser, build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for command, options in CONTRACT_OPTIONS.items():
-        p = sub.choices[command]
-        for flag, spec in options.items():
-            if flag not in p._option_string_actions:
-                p.add_argument(flag, **spec)
-    for command, options in CONTRACT_COMMANDS.items():
-        if command not in sub.choices:
-            p = sub.add_parser(command)
-            assert isinstance(p, Parser)
-            for flag, spec in options.items():
-                p.add_argument(flag, **spec)
-            p.set_defaults(func=None)
-    return parser

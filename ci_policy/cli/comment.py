@@ -2,7 +2,9 @@
 
 - In: --trusted-repo (the default-branch checkout holding the access policy, the
   configuration and the labels; never the PR's), --event-path (the event payload), the
-  configured repository, a token, --commands (the kinds this job may carry out),
+  configured repository, a token and its kind (--token-kind: a GitHub App's token, whose
+  label events start workflow runs, or the job's token, after whose label commands the
+  gateway dispatches the PR pipeline), --commands (the kinds this job may carry out),
   --dry-run, --format text|json.
 - Out: the result (ignored, refused, done or failed) and its message; in dry-run every
   mutating request, printed instead of sent (JSON lines in text format, a list in json).
@@ -43,9 +45,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--repository-id", default=None, type=int, metavar="ID",
                    help="its numeric id (default $GITHUB_REPOSITORY_ID)")
     add_token(p, "for the GitHub API")
+    p.add_argument("--token-kind", choices=("github-token", "app"), default="github-token",
+                   help="app: a GitHub App's token, whose label events start the pull_request workflow; "
+                        "github-token (default): the job's token, whose events start no run, so label commands "
+                        "also dispatch the pipeline workflow of .github/ci-commands.json")
     p.add_argument("--commands", default=None, metavar="KINDS",
                    help="comma-separated command kinds this job handles (add_label, clear_labels, "
-                        "rerun_failed_ci, rerun_test); others are ignored. Default: all")
+                        "rerun_failed_ci, rerun_test, ok_to_test); others are ignored. Default: all")
     p.add_argument("--dry-run", action="store_true",
                    help="print every mutating API request instead of sending it")
     add_format(p, ("text", "json"))
@@ -80,14 +86,14 @@ def _repository(args: argparse.Namespace) -> tuple[str, int]:
 
 
 def _kinds(text: str | None) -> frozenset[str] | None:
-    from ci_policy.adapters.github.access import COMMANDS
+    from ci_policy.adapters.github.access import KINDS
 
     if not text:
         return None
     kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
-    unknown = sorted(kinds - set(COMMANDS))
+    unknown = sorted(kinds - set(KINDS))
     if unknown:
-        raise UsageError(f"unknown command kind(s) {', '.join(unknown)}; expected some of {', '.join(COMMANDS)}",
+        raise UsageError(f"unknown command kind(s) {', '.join(unknown)}; expected some of {', '.join(KINDS)}",
                          source="--commands")
     return kinds
 
@@ -122,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
     requests: io.StringIO | None = io.StringIO() if as_json else None
     api = github_api(secret, api_url(args), dry_run=args.dry_run, out=requests or sys.stdout)
     config_path = Path(args.config) if args.config else repo / DEFAULT_CONFIG
-    result = Gateway(api, access, config, config_path, kinds=kinds).handle(event, repository, repository_id)
+    gateway = Gateway(api, access, config, config_path, kinds=kinds, token_kind=args.token_kind)
+    result = gateway.handle(event, repository, repository_id)
     if as_json:
         sent: list[Any] | None = None
         if args.dry_run and requests is not None:

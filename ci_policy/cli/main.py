@@ -22,13 +22,27 @@ from pathlib import Path
 from typing import Any
 
 from ci_policy import __version__
-from ci_policy.cli import comment, file_run, gate, init, lint, plan, registry, result, run, tune
+from ci_policy.cli import (
+    comment,
+    file_run,
+    gate,
+    init,
+    lint,
+    plan,
+    pull_request,
+    registry,
+    report_status,
+    result,
+    run,
+    tune,
+)
 from ci_policy.cli import list as list_
 from ci_policy.cli.paths import workspace_paths
 from ci_policy.errors import CiPolicyError, Diagnostic, InputError, InputErrors, UsageError
 
 # In the order `ci-policy --help` lists them.
-SUBCOMMANDS = (init, lint, registry, plan, list_, run, result, gate, tune, file_run, comment)
+SUBCOMMANDS = (init, lint, registry, plan, list_, run, result, gate, tune, file_run, comment, pull_request,
+               report_status)
 
 
 class Parser(argparse.ArgumentParser):

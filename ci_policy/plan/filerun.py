@@ -3,7 +3,8 @@
 - In: a repo-relative test path, the source root of an (untrusted) checkout, optional
   trusted configuration (default: the checkout's own), and an optional image tag.
 - Out: a `FilePlan`: `hw` (cpu/cuda/rocm), `suite`, `runs_on` (from the stage config, so
-  ROCm files are rerunnable too), `container_image` and `timeout_seconds`
+  ROCm files are rerunnable too), `container_image`, `container_options` (the backend's
+  devices: `backends.<name>.container_options`, else `DEFAULT_CONTAINER_OPTIONS`) and `timeout_seconds`
   (`max(file_run.min_timeout, ceil(file_run.timeout_factor * est_time))`).
 - Reads the checkout only as data: the file's registration through the marker parser,
   and the label allowlist from the checkout's own `labels.py` by `ast`, so a PR that adds
@@ -50,10 +51,12 @@ class FilePlan:
     runs_on: tuple[str, ...]
     container_image: str | None
     timeout_seconds: int
+    container_options: str = ""
 
     def as_dict(self) -> dict[str, object]:
         return {"file": self.file, "hw": self.hw, "suite": self.suite, "runs_on": list(self.runs_on),
-                "container_image": self.container_image, "timeout_seconds": self.timeout_seconds}
+                "container_image": self.container_image, "container_options": self.container_options,
+                "timeout_seconds": self.timeout_seconds}
 
 
 def check_test_path(path: str) -> str:
@@ -119,4 +122,5 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     # CPU stages usually name no runner labels; a hosted runner runs them.
     runs_on = stage.runs_on or (DEFAULT_CPU_RUNNER,)
     return FilePlan(file=file, hw=reg.backend, suite=reg.suite, runs_on=runs_on,
-                    container_image=f"{repo}:{tag}" if repo else None, timeout_seconds=int(math.ceil(timeout)))
+                    container_image=f"{repo}:{tag}" if repo else None, timeout_seconds=int(math.ceil(timeout)),
+                    container_options=config.backends.container_options_for(reg.backend))

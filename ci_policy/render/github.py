@@ -99,7 +99,8 @@ def usage_error_github(command: str, err: UsageError) -> str:
 def file_run_outputs(plan: FilePlan, delimiter: str) -> str:
     """`$GITHUB_OUTPUT` for the job that reruns one file; its timeout is rounded up to minutes, plus 5."""
     values = {"hw": plan.hw, "suite": plan.suite, "runs_on": json.dumps(list(plan.runs_on)),
-              "container_image": plan.container_image or "", "timeout_seconds": str(plan.timeout_seconds),
+              "container_image": plan.container_image or "", "container_options": plan.container_options,
+              "timeout_seconds": str(plan.timeout_seconds),
               "timeout_minutes": str(-(-plan.timeout_seconds // 60) + 5)}
     return github_output_lines(values, delimiter)
 

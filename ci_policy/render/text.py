@@ -231,7 +231,8 @@ def usage_error_text(command: str, err: UsageError) -> str:
 
 def file_run_text(plan: FilePlan) -> str:
     rows = [("file", plan.file), ("stage", f"{plan.suite} ({plan.hw})"), ("runs on", ", ".join(plan.runs_on)),
-            ("image", plan.container_image or "-"), ("timeout", f"{plan.timeout_seconds}s")]
+            ("image", plan.container_image or "-"), ("container options", plan.container_options or "-"),
+            ("timeout", f"{plan.timeout_seconds}s")]
     return "\n".join(f"{name}: {one_line(value)}" for name, value in rows)
 
 

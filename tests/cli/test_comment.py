@@ -19,7 +19,8 @@ SFT = "tests/e2e/test_megatron_sft.py"
 def test_json_of_a_command_carried_out(world):
     result = world.run("/run-ci-megatron", "--format", "json", login="maria")
     assert (result.rc, result.err) == (0, "")
-    assert json.loads(result.out) == {"schema": 1, "status": "done", "message": "added run-ci-megatron",
+    assert json.loads(result.out) == {"schema": 1, "status": "done",
+                                      "message": f"added run-ci-megatron; dispatched pr-test.yml for #{PR}",
                                       "exit_code": 0}
     assert result.out == json.dumps(json.loads(result.out), indent=2) + "\n"
 
@@ -47,8 +48,10 @@ def test_json_of_a_dry_run_lists_the_requests_not_sent(world):
 
 def test_text_of_a_dry_run_keeps_requests_on_stdout_and_the_result_on_stderr(world):
     result = world.run("/run-ci-megatron", "--dry-run", login="maria")
-    assert result.err == "ci-policy comment: done: added run-ci-megatron\n"
-    assert [json.loads(line)["method"] for line in result.out.splitlines()] == ["POST", "POST"]
+    assert result.err == f"ci-policy comment: done: added run-ci-megatron; dispatched pr-test.yml for #{PR}\n"
+    assert [(json.loads(line)["method"], json.loads(line)["path"]) for line in result.out.splitlines()] == [
+        ("POST", f"{P}/issues/{PR}/labels"), ("POST", f"{P}/actions/workflows/pr-test.yml/dispatches"),
+        ("POST", f"{P}/issues/comments/{COMMENT_ID}/reactions")]
 
 
 # -- usage errors: exit 2, before any request ----------------------------------------------------------------

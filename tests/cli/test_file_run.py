@@ -24,7 +24,8 @@ BAD_PATH = ("is not a repo-relative test file path DIR/.../NAME.py (segments of 
             "each starting with a letter, digit or '_'; at most 255 characters)")
 SFT = "tests/e2e/test_megatron_sft.py"
 SFT_PLAN = {"file": SFT, "hw": "cuda", "suite": "stage-b-1-gpu-h200", "runs_on": ["h200", "1gpu"],
-            "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": 900}
+            "container_image": "ghcr.io/minirl/ci-cuda:latest", "container_options": "--gpus all",
+            "timeout_seconds": 900}
 
 
 def cli(capsys, *args: str) -> tuple[int, str, str]:
@@ -59,6 +60,7 @@ def test_text_format(pr, capsys):
         "stage: stage-b-1-gpu-h200 (cuda)\n"
         "runs on: h200, 1gpu\n"
         "image: ghcr.io/minirl/ci-cuda:latest\n"
+        "container options: --gpus all\n"
         "timeout: 900s\n"), "")
     rc, out, _err = cli(capsys, "--file", "tests/fast/test_kl.py", "--repo", str(pr), "--format", "text")
     assert (rc, out.splitlines()[2:4]) == (0, ["runs on: ubuntu-latest", "image: -"])
@@ -112,13 +114,16 @@ def outputs(path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("file, tag, expected", [
     ("tests/e2e/test_megatron_sft.py", "latest",
      {"hw": "cuda", "suite": "stage-b-1-gpu-h200", "runs_on": '["h200", "1gpu"]',
-      "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": "900", "timeout_minutes": "20"}),
+      "container_image": "ghcr.io/minirl/ci-cuda:latest", "container_options": "--gpus all",
+      "timeout_seconds": "900", "timeout_minutes": "20"}),
     ("tests/e2e/test_rocm_megatron_sft.py", "rocm-7",
      {"hw": "rocm", "suite": "stage-c-4-gpu-mi350", "runs_on": '["mi350", "4gpu"]',
-      "container_image": "ghcr.io/minirl/ci-rocm:rocm-7", "timeout_seconds": "1620", "timeout_minutes": "32"}),
+      "container_image": "ghcr.io/minirl/ci-rocm:rocm-7",
+      "container_options": "--device /dev/kfd --device /dev/dri --group-add video --group-add render",
+      "timeout_seconds": "1620", "timeout_minutes": "32"}),
     ("tests/fast/test_kl.py", "latest",
      {"hw": "cpu", "suite": "stage-a-cpu", "runs_on": '["ubuntu-latest"]', "container_image": "",
-      "timeout_seconds": "900", "timeout_minutes": "20"}),
+      "container_options": "", "timeout_seconds": "900", "timeout_minutes": "20"}),
 ])
 def test_format_github_writes_the_step_outputs(pr, tmp_path, monkeypatch, capsys, file, tag, expected):
     out_file = tmp_path / "github_output"

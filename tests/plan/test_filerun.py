@@ -29,13 +29,15 @@ def errors_of(file: str, root: Path, **kwargs) -> list[str]:
 def test_a_cuda_file_resolves_to_its_stage_runners_image_and_timeout(pr):
     assert resolve_file("tests/e2e/test_megatron_sft.py", pr).as_dict() == {
         "file": "tests/e2e/test_megatron_sft.py", "hw": "cuda", "suite": "stage-b-1-gpu-h200",
-        "runs_on": ["h200", "1gpu"], "container_image": "ghcr.io/minirl/ci-cuda:latest", "timeout_seconds": 900}
+        "runs_on": ["h200", "1gpu"], "container_image": "ghcr.io/minirl/ci-cuda:latest",
+        "container_options": "--gpus all", "timeout_seconds": 900}
 
 
 def test_a_rocm_file_runs_on_the_rocm_stage_runners(pr):
     assert resolve_file("tests/e2e/test_rocm_megatron_sft.py", pr, image_tag="rocm6.4") == FilePlan(
         file="tests/e2e/test_rocm_megatron_sft.py", hw="rocm", suite="stage-c-4-gpu-mi350",
-        runs_on=("mi350", "4gpu"), container_image="ghcr.io/minirl/ci-rocm:rocm6.4", timeout_seconds=1620)
+        runs_on=("mi350", "4gpu"), container_image="ghcr.io/minirl/ci-rocm:rocm6.4", timeout_seconds=1620,
+        container_options="--device /dev/kfd --device /dev/dri --group-add video --group-add render")
 
 
 def test_a_cpu_file_without_runner_labels_runs_on_ubuntu_latest_without_an_image(pr):
@@ -100,7 +102,7 @@ def test_without_a_file_run_section_the_defaults_apply(make_repo):
     repo = make_repo({"tests/gpu/test_a.py": gpu_test('register_cuda_ci(400, "gpu-b", labels=["fsdp"])')})
     assert resolve_file("tests/gpu/test_a.py", repo) == FilePlan(
         file="tests/gpu/test_a.py", hw="cuda", suite="gpu-b", runs_on=("h200", "4gpu"), container_image=None,
-        timeout_seconds=1200)  # factor 3, minimum 900
+        timeout_seconds=1200, container_options="--gpus all")  # factor 3, minimum 900
 
 
 # -- the image tag -------------------------------------------------------------------------------------------
@@ -297,7 +299,7 @@ def test_a_pr_that_adds_a_label_and_a_test_using_it_can_be_rerun(pr, tmp_path):
     (pr / "labels.py").write_text(labels)
     assert resolve_file("tests/e2e/test_vllm_rollout.py", pr, config_path=trusted_config) == FilePlan(
         file="tests/e2e/test_vllm_rollout.py", hw="cuda", suite="stage-b-1-gpu-h200", runs_on=("h200", "1gpu"),
-        container_image="ghcr.io/minirl/ci-cuda:latest", timeout_seconds=1500)
+        container_image="ghcr.io/minirl/ci-cuda:latest", timeout_seconds=1500, container_options="--gpus all")
 
 
 def test_the_trusted_configuration_decides_the_runners_not_the_checkouts(pr, tmp_path):
@@ -330,7 +332,7 @@ def test_a_file_of_a_declared_accelerator_backend_resolves_to_its_stage(tmp_path
     assert resolve_file("test/registered/npu/test_npu_attention.py", SGLANG).as_dict() == {
         "file": "test/registered/npu/test_npu_attention.py", "hw": "npu", "suite": "nightly-1-npu-a3",
         "runs_on": ["linux-aarch64-a3-2"], "container_image": "docker.io/lmsysorg/sglang-npu:latest",
-        "timeout_seconds": 1200}
+        "container_options": "", "timeout_seconds": 1200}  # a declared backend's devices are its own to give
 
 
 def test_the_refusals_name_the_dialects_markers_and_every_pattern(tmp_path):

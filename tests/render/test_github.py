@@ -73,7 +73,8 @@ def test_github_output_lines_and_the_delimiter():
 def test_file_run_outputs_round_the_timeout_up_to_minutes_plus_five():
     assert file_run_outputs(FILE_PLAN, "D") == (
         'hw<<D\nh200\nD\nsuite<<D\ngpu\nD\nruns_on<<D\n["self-hosted", "h200"]\nD\n'
-        "container_image<<D\nghcr.io/x/img:1\nD\ntimeout_seconds<<D\n61\nD\ntimeout_minutes<<D\n7\nD\n")
+        "container_image<<D\nghcr.io/x/img:1\nD\ncontainer_options<<D\n--gpus all\nD\ntimeout_seconds<<D\n61\nD\n"
+        "timeout_minutes<<D\n7\nD\n")
 
 
 # -- a partial plan: invalid files, from a hostile checkout -----------------------------------------------

@@ -90,7 +90,7 @@ def test_shard_files_json(tmp_path):
 def test_file_run_json():
     assert file_run_json(FILE_PLAN) == document({
         "file": "tests/test_a.py", "hw": "h200", "suite": "gpu", "runs_on": ["self-hosted", "h200"],
-        "container_image": "ghcr.io/x/img:1", "timeout_seconds": 61})
+        "container_image": "ghcr.io/x/img:1", "container_options": "--gpus all", "timeout_seconds": 61})
 
 
 def test_comment_json_lists_the_requests_only_in_a_dry_run():

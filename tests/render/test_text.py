@@ -102,7 +102,7 @@ def test_gate_text():
 
 def test_file_run_text():
     assert file_run_text(FILE_PLAN) == ("file: tests/test_a.py\nstage: gpu (h200)\nruns on: self-hosted, h200\n"
-                                        "image: ghcr.io/x/img:1\ntimeout: 61s")
+                                        "image: ghcr.io/x/img:1\ncontainer options: --gpus all\ntimeout: 61s")
 
 
 def test_the_invalid_section_of_a_partial_plan_keeps_each_value_on_its_line(tmp_path):

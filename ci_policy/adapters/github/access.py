@@ -2,11 +2,15 @@
 
 - In: the JSON text, read from the trusted default-branch checkout (never from the PR),
   and the trusted label registry.
-- Out: a frozen `AccessPolicy`: groups (repository permissions and user ids) and, per
-  command, the group allowed to use it plus its settings.
+- Out: a frozen `AccessPolicy`: groups (repository permissions and user ids), per
+  command, the group allowed to use it plus its settings, and the pipeline workflow
+  (`"pipeline": {"workflow": "pr-test.yml"}`) the commands that start a run dispatch.
+- `/ok-to-test` is not configured here: it needs write, maintain or admin permission
+  (`APPROVERS`), whatever the groups say.
 - Refused: duplicate keys, NaN/Infinity, unknown fields, wrong types, a group that does
   not exist, an `allowed_labels` entry that is neither `run-ci-<known label>` nor a
-  workflow-only label, a pin pattern that is not a valid anchored regex.
+  workflow-only label, a pin pattern that is not a valid anchored regex, `rerun_failed_ci`
+  without a pipeline workflow to dispatch.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
 PERMISSIONS = ("admin", "maintain", "write", "triage", "read")
 COMMANDS = ("add_label", "clear_labels", "rerun_failed_ci", "rerun_test")
+# Every command kind a gateway job may carry out: the configured ones and /ok-to-test.
+KINDS = (*COMMANDS, "ok_to_test")
+# Who may approve an outside contributor's head for CI: people who could push it themselves.
+APPROVERS = ("admin", "maintain", "write")
 WORKFLOW_FILE_RE = re.compile(r"[A-Za-z0-9_.-]+\.ya?ml")
 PIN_NAME_RE = re.compile(r"ci-[a-z0-9][a-z0-9-]*")
 
@@ -40,7 +48,6 @@ class Group:
 class CommandPolicy:
     group: str
     allowed_labels: tuple[str, ...] = ()
-    workflows: tuple[str, ...] = ()          # rerun_failed_ci
     workflow: str | None = None           # rerun_test: the workflow_dispatch workflow file
     ref: str | None = None                # rerun_test: branch to dispatch on (default branch if None)
     pins: tuple[tuple[str, str], ...] = ()   # rerun_test: PR-body pin name -> full-match regex
@@ -50,12 +57,18 @@ class CommandPolicy:
 class AccessPolicy:
     groups: tuple[Group, ...]
     commands: tuple[tuple[str, CommandPolicy], ...]
+    pipeline_workflow: str | None = None  # the workflow_dispatch file of the PR pipeline's caller
 
     def command(self, kind: str) -> CommandPolicy | None:
         return dict(self.commands).get(kind)
 
     def group(self, name: str) -> Group:
         return next(g for g in self.groups if g.name == name)
+
+    def admits_anywhere(self, permission: str, user_id: int) -> bool:
+        """May this commenter use some command (so a malformed one deserves a reply)?"""
+        return permission in APPROVERS or any(
+            self.group(policy.group).admits(permission, user_id) for _kind, policy in self.commands)
 
 
 class _Checker:
@@ -97,7 +110,7 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
         raise InputError(f"{path} is not valid strict JSON: {exc}", path=path,
                           hint="fix the JSON; duplicate keys, NaN and Infinity are refused") from None
     c = _Checker(path)
-    top = c.obj(raw, "(top level)", required=("version", "groups", "commands"))
+    top = c.obj(raw, "(top level)", required=("version", "groups", "commands"), optional=("pipeline",))
     if top is None or c.errors:
         raise InputErrors(c.errors)
     if not shapes.is_integer(top["version"]) or top["version"] != 1:  # not True, not 1.0
@@ -132,7 +145,7 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
     spec = {
         "add_label": (("group", "allowed_labels"), ()),
         "clear_labels": (("group",), ()),
-        "rerun_failed_ci": (("group", "workflows"), ()),
+        "rerun_failed_ci": (("group",), ()),
         "rerun_test": (("group", "workflow"), ("ref", "pins")),
     }
     if isinstance(top["commands"], dict):
@@ -159,12 +172,9 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
                                f"workflow-only label ({', '.join(WORKFLOW_ONLY_LABELS)})",
                                hint=f"known labels are in {labels.path}")
                 policy = CommandPolicy(group=group, allowed_labels=allowed)
-            elif kind == "rerun_failed_ci":
-                workflows = c.strings(fields["workflows"], f"{where}.workflows", non_empty=True) or ()
-                for wf in workflows:
-                    if not WORKFLOW_FILE_RE.fullmatch(wf):
-                        c.fail(f"{where}.workflows", f"{wf!r} is not a workflow file name like pr-test.yml")
-                policy = CommandPolicy(group=group, workflows=workflows)
+            elif kind == "rerun_failed_ci" and "pipeline" not in top:
+                c.fail(where, "starts a fresh pipeline run, but no pipeline workflow is configured",
+                       hint='add "pipeline": {"workflow": "<the PR pipeline caller, e.g. pr-test.yml>"}')
             elif kind == "rerun_test":
                 wf = fields["workflow"]
                 if not isinstance(wf, str) or not WORKFLOW_FILE_RE.fullmatch(wf):
@@ -196,6 +206,15 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
             commands.append((kind, policy))
     else:
         c.fail("commands", f"expected an object, got {shapes.a_json_type(top['commands'])}")
+    pipeline_workflow = None
+    if "pipeline" in top:
+        pipeline = c.obj(top["pipeline"], "pipeline", required=("workflow",))
+        wf = pipeline.get("workflow") if pipeline is not None else None
+        if pipeline is not None and "workflow" in pipeline:
+            if isinstance(wf, str) and WORKFLOW_FILE_RE.fullmatch(wf):
+                pipeline_workflow = wf
+            else:
+                c.fail("pipeline.workflow", f"{wf!r} is not a workflow file name like pr-test.yml")
     if c.errors:
         raise InputErrors(c.errors)
-    return AccessPolicy(groups=tuple(groups), commands=tuple(commands))
+    return AccessPolicy(groups=tuple(groups), commands=tuple(commands), pipeline_workflow=pipeline_workflow)

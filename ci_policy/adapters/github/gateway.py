@@ -11,7 +11,20 @@
   Anything else is ignored with a one-line reason and no API call.
 - Authorisation asks `GET /repos/{owner}/{repo}/collaborators/{user}/permission`, never
   `author_association` or the actor's name; an unauthorised command gets a reply and
-  makes no other mutating request.
+  makes no other mutating request. A malformed or disabled command gets a reply only
+  when its author may use some command; anyone else's is ignored without one.
+- Starting runs: a label command with an App token (`token_kind="app"`) only adds the
+  label (its `labeled` event starts the caller's pull_request workflow); with the job's
+  token, whose events start no run, it then dispatches the pipeline workflow of the
+  access policy (`POST .../actions/workflows/{file}/dispatches`, ref the default branch,
+  inputs `{"pull-request": "<n>"}`). `/rerun-failed-ci` always dispatches a fresh run:
+  an old run's payload carries its own event's labels and head.
+- `/ok-to-test <sha prefix>` (write, maintain or admin permission only): the prefix must
+  match the PR's current head, else a reply names the head and nothing is written; then
+  a `ci-policy/ok-to-test` success status on exactly that SHA (naming the approver), and
+  the pipeline is dispatched.
+- `/rerun-test` of an outside contributor's head (`plan.trust`) runs only when that head
+  carries the approval status.
 - `/rerun-test` reads the PR head SHA at comment time and resolves the file from that
   commit's tree as data (the Git trees/blobs API; symlinks refused) with the trusted
   configuration and the PR's own `labels.py`, then dispatches the rerun workflow with
@@ -31,16 +44,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from ci_policy.adapters.github.access import PERMISSIONS, AccessPolicy
+from ci_policy.adapters.github.access import APPROVERS, PERMISSIONS, AccessPolicy
 from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.adapters.github.grammar import Command, GrammarError, parse
 from ci_policy.config import IMAGE_TAG_RE, Config
 from ci_policy.errors import CiPolicyError, InputError, InputErrors
 from ci_policy.plan.filerun import FilePlan, resolve_file
+from ci_policy.plan.trust import APPROVAL_CONTEXT
 from ci_policy.read.checkout import MAX_FILE_BYTES
 from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
-RERUN_CONCLUSIONS = ("failure", "cancelled", "timed_out")
+NO_PIPELINE = '.github/ci-commands.json names no pipeline workflow ("pipeline": {"workflow": ...})'
 SYMLINK_MODE = "120000"
 
 
@@ -75,6 +89,22 @@ class Api:
     def get(self, path: str, params: dict | None = None) -> Any:
         return self._call("GET", path, params=params)
 
+    def get_text(self, path: str, accept: str) -> str:
+        """A GET whose answer is not JSON (a diff): the text, or ApiError for an error status."""
+        from requests import RequestException
+
+        try:
+            status, _headers, output = self._requester.requestJson("GET", path, headers={"Accept": accept})
+        except (RequestException, ValueError) as exc:
+            raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
+        if status >= 400:
+            try:
+                message = json.loads(output).get("message")
+            except (ValueError, AttributeError):
+                message = None
+            raise ApiError(status, message if isinstance(message, str) else "request failed")
+        return output
+
     def mutate(self, method: str, path: str, body: dict | None = None) -> Any:
         if self.dry_run:
             print(json.dumps({"method": method, "path": path, "body": body}, sort_keys=True), file=self.out)
@@ -96,6 +126,7 @@ class Context:
     user_login: str
     user_id: int
     default_branch: str
+    comment_url: str = ""
 
 
 @dataclass
@@ -133,7 +164,9 @@ def screen(event: dict, repository: str, repository_id: int) -> tuple[Context | 
         return None, "the event has no issue number or comment id"
     return Context(repository=repository, repository_id=repository_id, pull_number=number,
                    comment_id=comment_id, user_login=str(get("comment", "user", "login", default="")),
-                   user_id=user_id, default_branch=str(get("repository", "default_branch", default="main"))), ""
+                   user_id=user_id, default_branch=str(get("repository", "default_branch", default="main")),
+                   comment_url=url if isinstance(url := get("comment", "html_url"), str)
+                   and url.startswith("https://") else ""), ""
 
 
 def policy_key(command: Command) -> str:
@@ -142,10 +175,13 @@ def policy_key(command: Command) -> str:
 
 class Gateway:
     def __init__(self, api: Api, access: AccessPolicy, config: Config, config_path: Path, *,
-                 kinds: frozenset[str] | None = None,
+                 kinds: frozenset[str] | None = None, token_kind: str = "github-token",
                  poll: Callable[[float], None] = time.sleep, poll_attempts: int = 5) -> None:
         # `kinds`: the policy commands this job may carry out (its token is scoped to them).
         self.kinds = kinds
+        # `token_kind`: "app" (a GitHub App token: its label events start workflow runs) or
+        # "github-token" (the job's token: its events start none, so the gateway dispatches).
+        self.token_kind = token_kind
         self.api = api
         self.access = access
         self.config = config
@@ -178,14 +214,22 @@ class Gateway:
         try:
             command = parse(body if isinstance(body, str) else "")
         except GrammarError as exc:
+            # Only someone who may use a command hears about a malformed one: anyone else's
+            # comment is ignored without a reply (a bot reply is an amplifier).
+            if not self.access.admits_anywhere(self.permission(ctx), ctx.user_id):
+                return Result("ignored", "not exactly one command, from a commenter who may use none")
             self.reply(ctx, None, str(exc))
             return Result("refused", "not exactly one command")
         if command is None:
             return Result("ignored", "not a command")
         if self.kinds is not None and policy_key(command) not in self.kinds:
             return Result("ignored", f"{command} is handled by another job")
+        if command.kind == "ok_to_test":
+            return self._approve(ctx, command)
         policy = self.access.command(policy_key(command))
         if policy is None:
+            if not self.access.admits_anywhere(self.permission(ctx), ctx.user_id):
+                return Result("ignored", f"{command} is not enabled, from a commenter who may use no command")
             self.reply(ctx, command, f"`{command}` is not enabled for this repository.")
             return Result("refused", f"{command} is not enabled")
         try:
@@ -232,8 +276,29 @@ class Gateway:
             self.reply(ctx, command, f"the label `{label}` does not exist in this repository.")
             return Result("refused", f"label {label} does not exist")
         self.api.mutate("POST", f"/repos/{ctx.repository}/issues/{ctx.pull_number}/labels", {"labels": [label]})
+        if self.token_kind == "app":
+            # The App's label event starts the caller's pull_request workflow by itself.
+            self.react(ctx)
+            return Result("done", f"added {label}")
+        started = self.start_pipeline(ctx)
         self.react(ctx)
-        return Result("done", f"added {label}")
+        if started is None:
+            self.reply(ctx, command, f"added `{label}`, but no run was started: {NO_PIPELINE}.")
+            return Result("done", f"added {label}; no pipeline workflow to dispatch")
+        return Result("done", f"added {label}; dispatched {started} for #{ctx.pull_number}")
+
+    def start_pipeline(self, ctx: Context) -> str | None:
+        """Dispatch a fresh run of the PR pipeline for this PR; the workflow file, or None without one.
+
+        The run reads the PR's current head and labels through the API (`pull-request --number`),
+        so it never sees an old event's labels, and reports `ci-policy/result` on that head.
+        """
+        workflow = self.access.pipeline_workflow
+        if workflow is None:
+            return None
+        self.api.mutate("POST", f"/repos/{ctx.repository}/actions/workflows/{workflow}/dispatches",
+                        {"ref": ctx.default_branch, "inputs": {"pull-request": str(ctx.pull_number)}})
+        return workflow
 
     def do_add_label(self, ctx, command, policy) -> Result:
         return self._add(ctx, command, policy, command.argument)
@@ -255,35 +320,73 @@ class Gateway:
             self.reply(ctx, command, "there were no CI labels to remove.")
         return Result("done", f"removed {len(removed)} CI label(s)" + (f": {', '.join(removed)}" if removed else ""))
 
-    def head(self, ctx: Context) -> tuple[str, str]:
+    def head(self, ctx: Context) -> tuple[str, str, dict]:
+        """The PR's head SHA, its body and the whole answer."""
         pull = self.api.get(f"/repos/{ctx.repository}/pulls/{ctx.pull_number}")
         sha = ((pull or {}).get("head") or {}).get("sha")
         if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
             raise ApiError(0, "the pull request has no valid head SHA")
-        return sha, (pull.get("body") or "")
+        return sha, (pull.get("body") or ""), pull
 
     def do_rerun_failed_ci(self, ctx, command, policy) -> Result:
-        sha, _body = self.head(ctx)
-        rerun, untouched = [], []
-        for wf in policy.workflows:
-            runs = self.api.get(f"/repos/{ctx.repository}/actions/workflows/{wf}/runs",
-                                {"head_sha": sha, "per_page": 1})
-            latest = ((runs or {}).get("workflow_runs") or [None])[0]
-            if not latest:
-                untouched.append(f"{wf}: no run for {sha[:12]}")
-            elif latest.get("conclusion") in RERUN_CONCLUSIONS:
-                self.api.mutate("POST", f"/repos/{ctx.repository}/actions/runs/{int(latest['id'])}/rerun-failed-jobs")
-                rerun.append(f"{wf} run {int(latest['id'])}")
-            else:
-                untouched.append(f"{wf}: latest run is {latest.get('status')}/{latest.get('conclusion')}")
+        # Never a re-run of an old run: its payload carries the labels and head of its own event.
+        workflow = self.start_pipeline(ctx)
+        if workflow is None:  # the access policy refuses rerun_failed_ci without one; kept for safety
+            self.reply(ctx, command, f"no run was started: {NO_PIPELINE}.")
+            return Result("refused", "no pipeline workflow to dispatch")
         self.react(ctx)
-        if not rerun:
-            self.reply(ctx, command, "nothing to rerun: " + "; ".join(untouched) + ".")
-        return Result("done", "rerun: " + (", ".join(rerun) or "nothing")
-                      + (f"; not rerun: {'; '.join(untouched)}" if untouched else ""))
+        return Result("done", f"dispatched {workflow} for #{ctx.pull_number}")
+
+    # -- /ok-to-test ----------------------------------------------------------------------
+    def _approve(self, ctx: Context, command: Command) -> Result:
+        try:
+            permission = self.permission(ctx)
+            if permission not in APPROVERS:
+                self.reply(ctx, command, f"@{ctx.user_login} is not allowed to use `/ok-to-test` (it needs "
+                           f"{', '.join(APPROVERS)} permission; yours is {permission}).")
+                return Result("refused", f"{ctx.user_login} ({permission}) may not approve")
+            pull = self.api.get(f"/repos/{ctx.repository}/pulls/{ctx.pull_number}")
+            sha = ((pull or {}).get("head") or {}).get("sha")
+            if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+                raise ApiError(0, "the pull request has no valid head SHA")
+            prefix = command.argument or ""
+            if not sha.startswith(prefix):
+                # The head moved after the maintainer looked (or they named another commit):
+                # an approval is for the code they reviewed, so nothing is written.
+                self.reply(ctx, command, f"`{prefix}` is not the pull request's current head, `{sha}`. Review "
+                           f"the new commits, then comment `/ok-to-test {sha[:12]}`.")
+                return Result("refused", f"{prefix} is not the current head {sha}")
+            status = {"state": "success", "context": APPROVAL_CONTEXT,
+                      "description": f"approved by {ctx.user_login}"[:140]}
+            if ctx.comment_url:
+                status["target_url"] = ctx.comment_url
+            self.api.mutate("POST", f"/repos/{ctx.repository}/statuses/{sha}", status)
+            workflow = self.start_pipeline(ctx)
+            self.react(ctx)
+            started = f" Started `{workflow}`." if workflow else f" No run was started: {NO_PIPELINE}."
+            self.reply(ctx, command, f"Approved `{sha}` for CI (`{APPROVAL_CONTEXT}` on that commit; a new "
+                       f"push needs a new approval).{started}")
+            return Result("done", f"approved {sha}" + (f"; dispatched {workflow} for #{ctx.pull_number}"
+                                                       if workflow else "; no pipeline workflow to dispatch"))
+        except ApiError as exc:
+            self.reply(ctx, command, f"`{command}` failed: {exc}.")
+            return Result("failed", str(exc), exit_code=1)
 
     def do_rerun_test(self, ctx, command, policy) -> Result:
-        sha, pr_body = self.head(ctx)  # the SHA at comment time is the one that runs
+        # Imported here: `pulls` builds on this module's Api.
+        from ci_policy.adapters.github.pulls import decide, pull_request_of
+
+        sha, pr_body, pull = self.head(ctx)  # the SHA at comment time is the one that runs
+        try:
+            trust = decide(lambda: self.api, pull_request_of(pull, f"pull request #{ctx.pull_number}"))
+        except InputError as exc:
+            raise ApiError(0, exc.message) from None
+        if trust.trust == "untrusted":
+            # An outside contributor's code reaches an accelerator runner only once a maintainer
+            # approved exactly this head (`/ok-to-test`), as in the pipeline.
+            self.reply(ctx, command, f"`{sha}` is an outside contributor's head that is not approved for CI: a "
+                       f"maintainer reviews it and comments `/ok-to-test {sha[:12]}` first.")
+            return Result("refused", f"untrusted head {sha} not approved")
         try:
             pins = pins_from_body(pr_body, policy.pins)
             plan = self.resolve_at(ctx, sha, command.argument, pins.get("ci-image-tag"))

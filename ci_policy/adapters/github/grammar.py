@@ -4,7 +4,8 @@
 - Out: a `Command`, `None` for an ordinary comment (no API call is made for it), or a
   `GrammarError` for a body that mentions a command but is not exactly one.
 - Accepted, as the whole trimmed body: `/run-ci-<name>`, `/bypass-fastfail`,
-  `/clear-labels`, `/rerun-failed-ci`, `/rerun-test <path>` with `<path>` a repo-relative
+  `/clear-labels`, `/rerun-failed-ci`, `/ok-to-test <sha>` with `<sha>` 7 to 40 lower-case
+  hex digits (a prefix of the head being approved), `/rerun-test <path>` with `<path>` a repo-relative
   `DIR/.../NAME.py` path of safe segments (the checkout's discovery configuration then
   decides whether it is a test file). Nothing is normalised: a look-alike slash
   (U+2215, U+FF0F, ...) is not a slash, and a second line is a second command.
@@ -21,20 +22,22 @@ from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 
 COMMAND_RE = re.compile(
     rf"/(?:(?P<label>{CI_LABEL_PREFIX}{NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
-    rf"|rerun-test (?P<path>\S+))")
-MARKERS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test")
+    rf"|rerun-test (?P<path>\S+)|ok-to-test (?P<sha>\S+))")
+MARKERS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test", "/ok-to-test")
+SHA_PREFIX_RE = re.compile(r"[0-9a-f]{7,40}")
 
 USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`.")
+         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`, `/ok-to-test <head sha>`.")
 
 
 @dataclass(frozen=True)
 class Command:
-    kind: str  # add_label | bypass_fastfail | clear_labels | rerun_failed_ci | rerun_test
+    kind: str  # add_label | bypass_fastfail | clear_labels | rerun_failed_ci | rerun_test | ok_to_test
     argument: str | None = None
 
     def __str__(self) -> str:
-        return {"add_label": f"/{self.argument}", "rerun_test": f"/rerun-test {self.argument}"}.get(
+        return {"add_label": f"/{self.argument}", "rerun_test": f"/rerun-test {self.argument}",
+                "ok_to_test": f"/ok-to-test {self.argument}"}.get(
             self.kind, "/" + self.kind.replace("_", "-"))
 
 
@@ -53,6 +56,11 @@ def parse(body: str) -> Command | None:
         return Command("add_label", m.group("label"))
     if m.group("simple"):
         return Command(m.group("simple").replace("-", "_"))
+    if m.group("sha") is not None:
+        sha = m.group("sha")
+        if not SHA_PREFIX_RE.fullmatch(sha):
+            raise GrammarError(f"`{_shown(sha)}` is not a commit SHA prefix (7 to 40 lower-case hex digits). {USAGE}")
+        return Command("ok_to_test", sha)
     path = m.group("path")
     if len(path) > MAX_TEST_PATH or not TEST_PATH_RE.fullmatch(path):
         raise GrammarError(f"`{_shown(path)}` is not a repo-relative test file path of safe segments "

@@ -22,10 +22,11 @@ VALID = {
         "maintainers": {"repository_permissions": ["admin", "maintain", "write"]},
         "helpers": {"repository_permissions": ["triage"], "user_ids": [40000001, 7]},
     },
+    "pipeline": {"workflow": "pr-test.yaml"},
     "commands": {
         "add_label": {"group": "helpers", "allowed_labels": ["run-ci-megatron", "nightly", "bypass-fastfail"]},
         "clear_labels": {"group": "helpers"},
-        "rerun_failed_ci": {"group": "maintainers", "workflows": ["pr-test.yml", "lint.yaml"]},
+        "rerun_failed_ci": {"group": "maintainers"},
         "rerun_test": {"group": "maintainers", "workflow": "rerun-test.yml", "ref": "release/v1.2",
                        "pins": {"ci-sglang-pr": "[0-9]{1,7}"}},
     },
@@ -56,17 +57,19 @@ def test_the_example_policy_parses_to_its_groups_and_commands():
                 "run-ci-megatron", "run-ci-fsdp", "run-ci-sglang", "run-ci-session", "run-ci-rocm",
                 "run-ci-long", "nightly", "bypass-fastfail"))),
             ("clear_labels", CommandPolicy(group="ci-helpers")),
-            ("rerun_failed_ci", CommandPolicy(group="maintainers", workflows=("pr-test.yml",))),
+            ("rerun_failed_ci", CommandPolicy(group="maintainers")),
             ("rerun_test", CommandPolicy(group="maintainers", workflow="rerun-test.yml", ref=None,
                                          pins=(("ci-sglang-pr", "[0-9]{1,7}"), ("ci-megatron-pr", "[0-9]{1,7}")))),
-        ))
+        ),
+        pipeline_workflow="pr-test.yml")
 
 
 def test_a_full_policy_keeps_every_setting_and_admits_by_role_or_user_id():
     policy = parse_access_policy(json.dumps(VALID), LABELS)
     assert policy.command("rerun_test") == CommandPolicy(group="maintainers", workflow="rerun-test.yml",
                                                          ref="release/v1.2", pins=(("ci-sglang-pr", "[0-9]{1,7}"),))
-    assert policy.command("rerun_failed_ci").workflows == ("pr-test.yml", "lint.yaml")
+    assert policy.command("rerun_failed_ci") == CommandPolicy(group="maintainers")
+    assert policy.pipeline_workflow == "pr-test.yaml"
     assert policy.command("bypass_fastfail") is None
     helpers = policy.group("helpers")
     assert helpers.admits("triage", 1) and helpers.admits("read", 40000001) and helpers.admits("none", 7)
@@ -105,7 +108,7 @@ def test_text_that_is_not_strict_json_is_refused(text, message):
     ("policy", ["(top level): expected an object, got a string"]),
     ({}, ["(top level).commands: required field is missing", "(top level).groups: required field is missing",
           "(top level).version: required field is missing"]),
-    ({**VALID, "extra": 1}, ["(top level).extra: unknown field; allowed: version, groups, commands"]),
+    ({**VALID, "extra": 1}, ["(top level).extra: unknown field; allowed: version, groups, commands, pipeline"]),
     ({**VALID, "version": 2}, ["version: unsupported version 2; expected 1"]),
     ({**VALID, "version": "1"}, ["version: unsupported version '1'; expected 1"]),
     ({**VALID, "version": True}, ["version: unsupported version True; expected 1"]),
@@ -199,11 +202,16 @@ C = "commands"
     ((C, "add_label", "allowed_labels"), ["megatron", "run-ci-", "run-ci-Megatron", "documentation"],
      [f"commands.add_label.allowed_labels: {label!r} is neither run-ci-<known label> nor a workflow-only "
       "label (nightly, bypass-fastfail)" for label in ("megatron", "run-ci-", "run-ci-Megatron", "documentation")]),
-    ((C, "rerun_failed_ci", "workflows"), _DELETE, ["commands.rerun_failed_ci.workflows: required field is missing"]),
-    ((C, "rerun_failed_ci", "workflows"), [], ["commands.rerun_failed_ci.workflows: must not be empty"]),
-    ((C, "rerun_failed_ci", "workflows"), ["pr-test", "../evil.yml", "a b.yml", ".github/workflows/x.yml"],
-     [f"commands.rerun_failed_ci.workflows: {wf!r} is not a workflow file name like pr-test.yml"
-      for wf in ("pr-test", "../evil.yml", "a b.yml", ".github/workflows/x.yml")]),
+    # A re-run of an old run would see its event's old labels: the command dispatches the pipeline instead.
+    ((C, "rerun_failed_ci", "workflows"), ["pr-test.yml"],
+     ["commands.rerun_failed_ci.workflows: unknown field; allowed: group"]),
+    (("pipeline",), _DELETE, ["commands.rerun_failed_ci: starts a fresh pipeline run, but no pipeline workflow is "
+                              "configured"]),
+    (("pipeline",), "pr-test.yml", ["pipeline: expected an object, got a string"]),
+    (("pipeline", "workflow"), _DELETE, ["pipeline.workflow: required field is missing"]),
+    (("pipeline", "ref"), "main", ["pipeline.ref: unknown field; allowed: workflow"]),
+    (("pipeline", "workflow"), "../evil.yml", ["pipeline.workflow: '../evil.yml' is not a workflow file name like "
+                                               "pr-test.yml"]),
     ((C, "rerun_test", "workflow"), _DELETE, ["commands.rerun_test.workflow: required field is missing"]),
     ((C, "rerun_test", "workflow"), "rerun test.yml",
      ["commands.rerun_test.workflow: 'rerun test.yml' is not a workflow file name like rerun-test.yml"]),

@@ -21,7 +21,7 @@ from ci_policy.adapters.github.gateway import run_name
 
 MOVED = "feedfacecafebeef00112233445566778899aabb"
 USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`.")
+         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`, `/ok-to-test <head sha>`.")
 ALLOWED = ("run-ci-megatron, run-ci-fsdp, run-ci-sglang, run-ci-session, run-ci-rocm, run-ci-long, nightly, "
            "bypass-fastfail")
 
@@ -54,6 +54,12 @@ def get_label(name: str) -> tuple:
 
 def dispatch(inputs: dict, ref: str = "main") -> tuple:
     return ("POST", f"{P}/actions/workflows/rerun-test.yml/dispatches", {}, {"ref": ref, "inputs": inputs})
+
+
+def start_pipeline(number: int = PR) -> tuple:
+    """The dispatch that starts a fresh run of the PR pipeline (pr-test.yml) for the PR."""
+    return ("POST", f"{P}/actions/workflows/pr-test.yml/dispatches", {},
+            {"ref": "main", "inputs": {"pull-request": str(number)}})
 
 
 FIND_RUN = ("GET", f"{P}/actions/workflows/rerun-test.yml/runs", {"event": "workflow_dispatch", "per_page": "20"},
@@ -111,7 +117,7 @@ def test_an_unknown_command_kind_is_a_usage_error(world):
     result = world.run("/clear-labels", "--commands", "clear_labels,bypass_fastfail")
     assert (result.rc, result.out) == (2, "")
     assert result.err == ("ci-policy comment: error: --commands: unknown command kind(s) bypass_fastfail; "
-                          "expected some of add_label, clear_labels, rerun_failed_ci, rerun_test\n")
+                          "expected some of add_label, clear_labels, rerun_failed_ci, rerun_test, ok_to_test\n")
     assert world.calls() == []
 
 
@@ -142,8 +148,8 @@ def test_a_symlinked_access_policy_is_refused(world):
 # -- adding labels -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("login", ["maria", "wendy", "ada", "tom"])
-def test_a_helper_adds_an_allowed_existing_label(world, login):
-    result = world.run("/run-ci-megatron", login=login)
+def test_a_helper_adds_an_allowed_existing_label_with_an_app_token_whose_label_event_starts_the_run(world, login):
+    result = world.run("/run-ci-megatron", "--token-kind", "app", login=login)
     assert (result.rc, result.out, result.err) == (0, done("added run-ci-megatron"), "")
     assert world.calls() == [
         perm(login),
@@ -152,19 +158,56 @@ def test_a_helper_adds_an_allowed_existing_label(world, login):
         REACT,
     ]
     assert world.gh.issue_labels[PR] == ["documentation", "run-ci-megatron"]
+    assert world.gh.comments == [] and world.gh.dispatches == []
+
+
+@pytest.mark.parametrize("token_kind", [(), ("--token-kind", "github-token")])
+def test_with_the_job_token_a_label_command_adds_the_label_then_dispatches_the_pipeline(world, token_kind):
+    # The job token's label event starts no workflow run: the gateway starts one, which reads
+    # the PR's labels (now with run-ci-megatron) and head through the API.
+    result = world.run("/run-ci-megatron", *token_kind, login="tom")
+    assert (result.rc, result.out, result.err) == (0, done(f"added run-ci-megatron; dispatched pr-test.yml for #{PR}"),
+                                                   "")
+    assert world.calls() == [
+        perm("tom"),
+        get_label("run-ci-megatron"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
+        start_pipeline(),
+        REACT,
+    ]
+    assert world.gh.dispatches == [{"workflow": "pr-test.yml", "ref": "main", "inputs": {"pull-request": "7"}}]
     assert world.gh.comments == []
 
 
+def test_with_the_job_token_and_no_pipeline_workflow_the_label_is_added_and_the_reply_says_no_run_started(world):
+    data = world.example_policy()
+    del data["pipeline"], data["commands"]["rerun_failed_ci"]
+    world.policy(data)
+    result = world.run("/run-ci-megatron", login="tom")
+    assert (result.rc, result.out) == (0, done("added run-ci-megatron; no pipeline workflow to dispatch"))
+    assert world.calls() == [
+        perm("tom"), get_label("run-ci-megatron"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}), REACT,
+        reply('> /run-ci-megatron\n\nadded `run-ci-megatron`, but no run was started: .github/ci-commands.json '
+              'names no pipeline workflow ("pipeline": {"workflow": ...}).')]
+
+
 def test_bypass_fastfail_adds_its_workflow_label(world):
-    result = world.run("  /bypass-fastfail\r\n", login="tom")
+    result = world.run("  /bypass-fastfail\r\n", "--token-kind", "app", login="tom")
     assert (result.rc, result.out) == (0, done("added bypass-fastfail"))
     assert world.calls() == [
         perm("tom"), get_label("bypass-fastfail"),
         ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), REACT]
+    world.gh.requests.clear()
+    result = world.run("/bypass-fastfail", login="tom")
+    assert (result.rc, result.out) == (0, done(f"added bypass-fastfail; dispatched pr-test.yml for #{PR}"))
+    assert world.calls() == [
+        perm("tom"), get_label("bypass-fastfail"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), start_pipeline(), REACT]
 
 
 def test_a_read_only_user_on_the_user_id_allowlist_may_add_labels(world):
-    result = world.run("/run-ci-fsdp", login="hank")
+    result = world.run("/run-ci-fsdp", "--token-kind", "app", login="hank")
     assert (result.rc, result.out) == (0, done("added run-ci-fsdp"))
     assert world.calls() == [perm("hank"), get_label("run-ci-fsdp"),
                              ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-fsdp"]}), REACT]
@@ -214,14 +257,9 @@ def test_the_role_decides_not_the_legacy_permission_field(world):
     data = world.example_policy()
     data["groups"]["maintainers"]["repository_permissions"] = ["admin", "maintain"]
     world.policy(data)
-    run = world.gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="success")
     result = world.run("/rerun-failed-ci", login="maria")  # maintain: legacy permission "write"
-    assert result.out == done("rerun: nothing; not rerun: pr-test.yml: latest run is completed/success")
-    assert world.calls() == [perm("maria"), PULL, ("GET", f"{P}/actions/workflows/pr-test.yml/runs",
-                                                   {"head_sha": HEAD, "per_page": "1"}, None), REACT,
-                             reply("> /rerun-failed-ci\n\nnothing to rerun: pr-test.yml: latest run is "
-                                   "completed/success.")]
-    assert run["conclusion"] == "success"
+    assert result.out == done(f"dispatched pr-test.yml for #{PR}")
+    assert world.calls() == [perm("maria"), start_pipeline(), REACT]
     world.gh.requests.clear()
     result = world.run("/rerun-failed-ci", login="wendy")
     assert result.out == "ci-policy comment: refused: wendy (write) is not in group maintainers\n"
@@ -269,13 +307,24 @@ def test_an_allowed_label_that_does_not_exist_is_not_created(world):
     assert "run-ci-rocm" not in world.gh.repo_labels
 
 
-def test_a_command_the_policy_does_not_configure_is_refused_before_the_permission_check(world):
+def test_a_command_the_policy_does_not_configure_is_refused_to_those_who_may_use_another(world):
     data = world.example_policy()
     del data["commands"]["clear_labels"]
     world.policy(data)
     result = world.run("/clear-labels", login="ada")
     assert (result.rc, result.out) == (0, "ci-policy comment: refused: /clear-labels is not enabled\n")
-    assert world.calls() == [reply("> /clear-labels\n\n`/clear-labels` is not enabled for this repository.")]
+    assert world.calls() == [perm("ada"),
+                             reply("> /clear-labels\n\n`/clear-labels` is not enabled for this repository.")]
+
+
+def test_a_command_the_policy_does_not_configure_is_ignored_from_anyone_else(world):
+    data = world.example_policy()
+    del data["commands"]["clear_labels"]
+    world.policy(data)
+    result = world.run("/clear-labels", login="rita")
+    assert (result.rc, result.out) == (
+        0, "ci-policy comment: ignored: /clear-labels is not enabled, from a commenter who may use no command\n")
+    assert world.calls() == [perm("rita")]
 
 
 # -- comments that are not exactly one command ---------------------------------------------------------------
@@ -288,9 +337,20 @@ def test_a_command_the_policy_does_not_configure_is_refused_before_the_permissio
     "please /rerun-failed-ci",
 ])
 def test_more_than_one_command_gets_the_usage_and_nothing_else(world, body):
-    result = world.run(body, login="rita")
+    result = world.run(body, login="hank")  # read permission, but on the ci-helpers allowlist
     assert (result.rc, result.out) == (0, "ci-policy comment: refused: not exactly one command\n")
-    assert world.calls() == [reply(f"this comment is not exactly one command. {USAGE}")]
+    assert world.calls() == [perm("hank"), reply(f"this comment is not exactly one command. {USAGE}")]
+
+
+@pytest.mark.parametrize("login", ["rita", "mallory"])
+@pytest.mark.parametrize("body", ["/run-ci-megatron /run-ci-fsdp", "/rerun-test ../x.py", "/ok-to-test HEAD",
+                                  "please /rerun-failed-ci"])
+def test_a_malformed_command_from_someone_who_may_use_none_gets_no_reply(world, login, body):
+    result = world.run(body, login=login)
+    assert (result.rc, result.out, result.err) == (
+        0, "ci-policy comment: ignored: not exactly one command, from a commenter who may use none\n", "")
+    assert world.calls() == [perm(login)]
+    assert world.gh.comments == []
 
 
 @pytest.mark.parametrize("path, shown", [
@@ -303,7 +363,8 @@ def test_more_than_one_command_gets_the_usage_and_nothing_else(world, body):
 def test_an_unsafe_rerun_path_gets_a_reply_and_nothing_else(world, path, shown):
     result = world.run(f"/rerun-test {path}", login="maria")
     assert (result.rc, result.out) == (0, "ci-policy comment: refused: not exactly one command\n")
-    assert world.calls() == [reply(f"`{shown}` is not a repo-relative test file path of safe segments (letters, "
+    assert world.calls() == [perm("maria"),
+                             reply(f"`{shown}` is not a repo-relative test file path of safe segments (letters, "
                                    f"digits, '_', '.', '-'; no '..') ending in .py. {USAGE}")]
 
 
@@ -340,45 +401,28 @@ def test_clear_labels_without_ci_labels_reacts_and_says_so(world):
 
 # -- rerunning failed jobs -----------------------------------------------------------------------------------
 
-def test_rerun_failed_ci_reruns_only_failed_cancelled_or_timed_out_latest_runs_of_the_head(world):
-    data = world.example_policy()
-    workflows = ["pr-test.yml", "lint.yml", "docs.yml", "gpu.yml", "rocm.yml", "nightly.yml", "bench.yml"]
-    data["commands"]["rerun_failed_ci"]["workflows"] = workflows
-    world.policy(data)
+@pytest.mark.parametrize("token_kind", ["github-token", "app"])
+def test_rerun_failed_ci_dispatches_a_fresh_pipeline_run_never_a_rerun_of_an_old_one(world, token_kind):
+    # An old run's payload carries the labels and head of its own event; a fresh run reads them now.
     gh = world.gh
-    gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")            # superseded
-    gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="success")            # latest: fine
-    gh.add_run("lint.yml", head_sha=HEAD, conclusion="success")
-    lint = gh.add_run("lint.yml", head_sha=HEAD, conclusion="failure")        # latest: failed
-    gh.add_run("lint.yml", head_sha=MOVED, conclusion="success")              # another commit
-    docs = gh.add_run("docs.yml", head_sha=HEAD, conclusion="cancelled")
-    gpu = gh.add_run("gpu.yml", head_sha=HEAD, conclusion="timed_out")
-    gh.add_run("rocm.yml", head_sha=HEAD, conclusion=None, status="in_progress")
-    gh.add_run("nightly.yml", head_sha=MOVED, conclusion="failure")           # not for this head
-    gh.add_run("bench.yml", head_sha=HEAD, conclusion="action_required")
+    failed = gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")
+    result = world.run("/rerun-failed-ci", "--token-kind", token_kind, login="wendy")
+    assert (result.rc, result.out, result.err) == (0, done(f"dispatched pr-test.yml for #{PR}"), "")
+    assert world.calls() == [perm("wendy"), start_pipeline(), REACT]
+    assert gh.reruns == [] and failed["conclusion"] == "failure"
+    assert [(r["event"], r["status"]) for r in gh.runs["pr-test.yml"]] == [("pull_request", "completed"),
+                                                                          ("workflow_dispatch", "queued")]
+
+
+def test_a_failed_dispatch_is_reported(world):
+    world.gh.fail("POST", f"{P}/actions/workflows/pr-test.yml/dispatches", 422,
+                  "Workflow does not have 'workflow_dispatch' trigger")
     result = world.run("/rerun-failed-ci", login="wendy")
-    assert (result.rc, result.err) == (0, "")
-    assert result.out == done(
-        f"rerun: lint.yml run {lint['id']}, docs.yml run {docs['id']}, gpu.yml run {gpu['id']}; not rerun: "
-        f"pr-test.yml: latest run is completed/success; rocm.yml: latest run is in_progress/None; "
-        f"nightly.yml: no run for {HEAD[:12]}; bench.yml: latest run is completed/action_required")
-
-    def runs(wf):
-        return ("GET", f"{P}/actions/workflows/{wf}/runs", {"head_sha": HEAD, "per_page": "1"}, None)
-
-    def rerun(run):
-        return ("POST", f"{P}/actions/runs/{run['id']}/rerun-failed-jobs", {}, None)
-
-    assert world.calls() == [
-        perm("wendy"), PULL,
-        runs("pr-test.yml"),
-        runs("lint.yml"), rerun(lint),
-        runs("docs.yml"), rerun(docs),
-        runs("gpu.yml"), rerun(gpu),
-        runs("rocm.yml"), runs("nightly.yml"), runs("bench.yml"),
-        REACT,
-    ]
-    assert gh.reruns == [lint["id"], docs["id"], gpu["id"]]
+    assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 422: Workflow does not have "
+                                          "'workflow_dispatch' trigger\n")
+    assert world.calls() == [perm("wendy"), start_pipeline(), reply(
+        "> /rerun-failed-ci\n\n`/rerun-failed-ci` failed: GitHub API error 422: Workflow does not have "
+        "'workflow_dispatch' trigger.")]
 
 
 # -- rerunning one test file ---------------------------------------------------------------------------------

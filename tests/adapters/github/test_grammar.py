@@ -7,7 +7,7 @@ import pytest
 from ci_policy.adapters.github.grammar import USAGE, Command, GrammarError, parse
 
 USAGE_TEXT = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-              "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`.")
+              "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`, `/ok-to-test <head sha>`.")
 NOT_ONE = f"this comment is not exactly one command. {USAGE_TEXT}"
 
 
@@ -152,3 +152,32 @@ def test_rerun_test_paths_are_checked_and_echoed_without_unsafe_characters(path,
 def test_a_command_prints_as_it_is_written(command, text):
     assert str(command) == text
     assert parse(text) == command
+
+
+# -- /ok-to-test <sha prefix> ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sha", ["1a2b3c4", "1a2b3c4d5e6f", "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"])
+def test_ok_to_test_takes_a_sha_prefix_of_7_to_40_hex_digits(sha):
+    assert parse(f" /ok-to-test {sha}\r\n") == Command("ok_to_test", sha)
+    assert str(Command("ok_to_test", sha)) == f"/ok-to-test {sha}"
+
+
+@pytest.mark.parametrize("sha, shown", [
+    ("1a2b3c", "1a2b3c"),                                          # 6 digits: too short to name a commit
+    ("1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b0", "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b0"),
+    ("1A2B3C4D", "1A2B3C4D"),                                      # git prints lower case; so do we
+    ("HEAD", "HEAD"),
+    ("main", "main"),
+    ("1a2b3c4;id", "1a2b3c4?id"),
+])
+def test_ok_to_test_refuses_anything_but_a_sha_prefix(sha, shown):
+    with pytest.raises(GrammarError) as info:
+        parse(f"/ok-to-test {sha}")
+    assert str(info.value) == (f"`{shown}` is not a commit SHA prefix (7 to 40 lower-case hex digits). {USAGE_TEXT}")
+
+
+@pytest.mark.parametrize("body", ["/ok-to-test", "/ok-to-test ", "/ok-to-test  1a2b3c4", "/ok-to-test 1a2b3c4 x"])
+def test_ok_to_test_without_exactly_one_argument_is_not_one_command(body):
+    with pytest.raises(GrammarError) as info:
+        parse(body)
+    assert str(info.value) == NOT_ONE

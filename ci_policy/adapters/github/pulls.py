@@ -1,0 +1,99 @@
+"""`ci-policy pull-request`: a pull request as the pipeline needs it (an adapter, through PyGithub).
+
+- In: a `pull_request` event payload, or a PR number read through the API
+  (`GET /repos/{o}/{r}/pulls/{n}`, so a dispatched run sees the PR's current head and
+  labels); the configured repository; an `Api` client.
+- Out: a `plan.trust.PullRequest` (number, head and base SHA, labels, head and base repository,
+  `author_association`), its `TrustDecision` (`plan.trust`; the approval status is read
+  with `GET /repos/{o}/{r}/commits/{head sha}/status`, only for a PR whose origin does not
+  already make it trusted) and, on request, its diff: the API's unified diff
+  (`Accept: application/vnd.github.diff`) turned into the name-status bytes
+  `plan --diff` reads (`read.unified`).
+- A diff the API does not give (too large, an error) or cannot be read is unavailable
+  with a reason, never an empty diff: the plan then runs every runnable stage.
+- Refused (InputError): a payload or API answer without a number, 40-hex head and base
+  SHAs or base repository.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ci_policy.adapters.github.gateway import Api, ApiError
+from ci_policy.errors import InputError
+from ci_policy.plan.trust import APPROVAL_CONTEXT, PullRequest, TrustDecision, decide_trust, trusted_origin
+from ci_policy.read.unified import name_status_from_unified
+
+SHA_RE = re.compile(r"[0-9a-f]{40}")
+DIFF_MEDIA_TYPE = "application/vnd.github.diff"
+
+
+def _get(data: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def pull_request_of(data: Any, what: str, path: str | None = None) -> PullRequest:
+    """The fields of a pull request object (an event's `pull_request`, or the API's answer)."""
+    number, head, base = _get(data, "number"), _get(data, "head", "sha"), _get(data, "base", "sha")
+    base_repository = _get(data, "base", "repo", "full_name")
+    problems = []
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        problems.append("no pull request number")
+    for name, sha in (("head", head), ("base", base)):
+        if not isinstance(sha, str) or not SHA_RE.fullmatch(sha):
+            problems.append(f"no 40-hex {name} SHA")
+    if not isinstance(base_repository, str):
+        problems.append("no base repository")
+    if problems:
+        raise InputError(f"{what}: {', '.join(problems)}", path=path,
+                         hint="pass the payload of a pull_request event, or --number N")
+    labels = tuple(name for name in (_get(lab, "name") for lab in _get(data, "labels") or [])
+                   if isinstance(name, str))
+    head_repository = _get(data, "head", "repo", "full_name")
+    association = _get(data, "author_association")
+    return PullRequest(number=number, head_sha=head, base_sha=base, labels=labels,
+                       head_repository=head_repository if isinstance(head_repository, str) else None,
+                       base_repository=base_repository,
+                       author_association=association if isinstance(association, str) else None)
+
+
+def fetch_pull_request(api: Api, repository: str, number: int) -> PullRequest:
+    data = api.get(f"/repos/{repository}/pulls/{number}")
+    return pull_request_of(data, f"the API's pull request {repository}#{number}")
+
+
+def approval_state(api: Api, repository: str, sha: str) -> str | None:
+    """The state of the latest `ci-policy/ok-to-test` status on exactly `sha` (None: none)."""
+    data = api.get(f"/repos/{repository}/commits/{sha}/status", {"per_page": 100})
+    for status in _get(data, "statuses") or []:  # the combined status: the latest one per context
+        if _get(status, "context") == APPROVAL_CONTEXT:
+            state = _get(status, "state")
+            return state if isinstance(state, str) else None
+    return None
+
+
+def decide(client: Callable[[], Api], pull: PullRequest) -> TrustDecision:
+    """The PR's trust. `client` is called only when the approval status must be read: a PR
+    trusted by its origin needs no request (and its pull_request run may have no token)."""
+    origin = trusted_origin(pull.head_repository, pull.base_repository, pull.author_association)
+    if origin is not None:
+        return decide_trust(origin, None, pull.head_sha)
+    return decide_trust(None, approval_state(client(), pull.base_repository, pull.head_sha), pull.head_sha)
+
+
+def fetch_diff(api: Api, repository: str, number: int) -> tuple[bytes | None, str]:
+    """The PR's changes as name-status bytes, or (None, why they are unavailable)."""
+    try:
+        text = api.get_text(f"/repos/{repository}/pulls/{number}", DIFF_MEDIA_TYPE)
+    except ApiError as exc:
+        return None, f"the API gave no diff for #{number}: {exc}"
+    try:
+        return name_status_from_unified(text, f"the diff of #{number}"), ""
+    except InputError as exc:
+        return None, exc.message
