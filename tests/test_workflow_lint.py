@@ -47,6 +47,8 @@ SUPPRESSED = {
     # digest is unknown to the plan; images are built on the repository's own builder.
     ".github/workflows/pr-pipeline.yml": ["self-hosted-runner", "self-repository", "self-repository",
                                           "self-repository", "unpinned-images"],
+    # The tune job's setup action is the checkout of ci-policy at the pinned ref, as in the pipeline.
+    ".github/workflows/tune.yml": ["self-repository"],
     # A rerun's container tag is a validated pin that cannot be a digest.
     "examples/gpu-repo/.github/workflows/rerun-test.yml": ["unpinned-images"],
 }

@@ -147,7 +147,7 @@ def test_every_ci_policy_command_in_a_workflow_parses(workflow):
 
     # Typed options get a value of their type in place of the step's variable.
     values = {"$SHARD": "0", "$TEST_FILE": "tests/e2e/test_x.py", "$IMAGE_TAG": "v1", "$PULL_NUMBER": "7",
-              "$STATE": "failure"}
+              "$STATE": "failure", "$RUNS": "10"}
     commands = ci_policy_commands(workflow)
     for argv in commands:
         args = contract_parser().parse_args([values.get(a, a) for a in argv[1:]])  # exits 2 on a bad flag
@@ -162,7 +162,9 @@ def test_the_workflows_name_the_checkout_with_repo_and_the_trusted_one_with_trus
         for argv in ci_policy_commands(path):
             by_command.setdefault(argv[1], []).append(argv)
     assert sorted(by_command) == ["comment", "file-run", "lint", "plan", "pull-request", "report-status", "result",
-                                  "run"]
+                                  "run", "tune"]
+    [tune] = by_command["tune"]
+    assert tune[tune.index("--repo") + 1] == "repo"
     for argv in by_command["comment"]:
         assert argv[argv.index("--trusted-repo") + 1] == "." and "--repo" not in argv
     [file_run] = by_command["file-run"]

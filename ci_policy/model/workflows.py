@@ -42,7 +42,7 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "pr-pipeline": (*COMMON_INPUTS, "pull-request", "cadence", "python"),
     "comment-gateway": (*COMMON_INPUTS, "app-id"),
     "rerun-test": COMMON_INPUTS,
-    "tune": (*COMMON_INPUTS, "workflow", "runs", "python"),
+    "tune": (*COMMON_INPUTS, "workflow", "runs", "estimates-file", "python"),
 }
 READ_SECRET, WRITE_SECRET = "metrics-store-read-url", "metrics-store-url"
 WRITING_TRIGGERS = ("schedule", "push")
