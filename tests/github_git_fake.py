@@ -52,6 +52,8 @@ class GitFakeGitHub(FakeGitHub):
                           artifact: bytes | None = None) -> dict:
         run = self.add_run(workflow, head_sha=f"{run_id:040d}", conclusion="success", event=event, run_id=run_id)
         run["head_branch"] = run["branch"] = branch
+        n = len(self.runs[workflow])  # a later run is newer, at any count
+        run["created_at"] = f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
         self.run_jobs.setdefault(run_id, [])
         if artifact is not None:
             self.add_artifact(run_id, f"ci-policy-timings-{run_id}", artifact, artifact_id=run_id + 7)

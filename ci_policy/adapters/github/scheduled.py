@@ -3,7 +3,7 @@ the one pull request that proposes the estimates (an adapter, through PyGithub's
 
 - `scheduled_runs(...)`: the last N completed runs of `FILE` on the branch (default: the
   repository's default branch) whose event is `schedule` (`push` too only when asked),
-  newest first. The API is asked with `event`, `branch` and `status` filters and every
+  newest first (in pages of 100). The API is asked with the `event`, `branch` and `status` filters; every
   run it answers is checked again here: a `pull_request` run is never read, whatever the
   API returns (a PR's code must not move the estimates of the default branch).
 - `open_or_update_pr(...)`: commits the changed files on top of the default branch's head
@@ -53,15 +53,23 @@ def scheduled_runs(requester: Any, repository: str, workflow: str, branch: str, 
                    include_push: bool = False) -> list[ScheduledRun]:
     events = (*READ_EVENTS, PUSH) if include_push else READ_EVENTS
     found: list[ScheduledRun] = []
+    per_page = min(count, 100)
     for event in events:
-        data = _call(requester, "GET", f"/repos/{repository}/actions/workflows/{quote(workflow, safe='')}/runs",
-                     parameters={"branch": branch, "event": event, "status": "completed",
-                                 "per_page": min(count, 100)})
-        for run in data.get("workflow_runs") or []:
-            # Checked again: only the asked event, on the asked branch, completed.
-            if run.get("event") == event and run.get("head_branch") == branch and run.get("status") == "completed":
-                found.append(ScheduledRun(int(run["id"]), event, str(run.get("head_sha", "")),
-                                          str(run.get("created_at", ""))))
+        kept = 0
+        for page in range(1, -(-count // per_page) + 1):
+            data = _call(requester, "GET", f"/repos/{repository}/actions/workflows/{quote(workflow, safe='')}/runs",
+                         parameters={"branch": branch, "event": event, "status": "completed",
+                                     "per_page": per_page, "page": page})
+            batch = data.get("workflow_runs") or []
+            for run in batch:
+                # Checked again: only the asked event, on the asked branch, completed.
+                if (run.get("event") == event and run.get("head_branch") == branch
+                        and run.get("status") == "completed"):
+                    found.append(ScheduledRun(int(run["id"]), event, str(run.get("head_sha", "")),
+                                              str(run.get("created_at", ""))))
+                    kept += 1
+            if len(batch) < per_page or kept >= count:
+                break
     found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
     return found[:count]
 

@@ -126,7 +126,7 @@ def test_first_run_creates_the_branch_and_the_pull_request_second_updates_them(e
     assert calls == [
         ("GET", P, {}, None),
         ("GET", f"{P}/actions/workflows/{WORKFLOW}/runs",
-         {"branch": "main", "event": "schedule", "status": "completed", "per_page": "2"}, None),
+         {"branch": "main", "event": "schedule", "status": "completed", "per_page": "2", "page": "1"}, None),
         *reads_of_run(1003), *reads_of_run(1002),
         *pr_requests(gh, tree, commit, first=True, estimates=estimates, evidence=evidence, body=body)]
     assert all(c[0] == "GET" for c in gh.calls() if c[1].startswith("/_blob/"))
@@ -168,9 +168,9 @@ def test_push_runs_only_when_asked(example_repo, gh, token, capsys):
     assert out.startswith(f"ci-policy tune: 2 completed schedule or push run(s) of {WORKFLOW} on main: 2003, 1003\n")
     assert api_calls(gh)[:2] == [
         ("GET", f"{P}/actions/workflows/{WORKFLOW}/runs",
-         {"branch": "main", "event": "schedule", "status": "completed", "per_page": "2"}, None),
+         {"branch": "main", "event": "schedule", "status": "completed", "per_page": "2", "page": "1"}, None),
         ("GET", f"{P}/actions/workflows/{WORKFLOW}/runs",
-         {"branch": "main", "event": "push", "status": "completed", "per_page": "2"}, None)]
+         {"branch": "main", "event": "push", "status": "completed", "per_page": "2", "page": "1"}, None)]
     assert {c[1] for c in gh.calls()} >= {f"{P}/actions/runs/2003/jobs", f"{P}/actions/runs/1003/jobs"}
     assert not any(f"/runs/{r}/" in c[1] for c in gh.calls() for r in (1001, 1002, 2001, 2002))
 
@@ -226,3 +226,19 @@ def test_github_runs_usage_errors(example_repo, gh, token, capsys, monkeypatch):
         2, "", "ci-policy tune: error: $GITHUB_TOKEN: is empty: --github-runs needs a token\n"
                "    hint: set GITHUB_TOKEN, or name another variable with --token-env\n")
     assert gh.requests == []
+
+
+def test_more_than_a_page_of_runs(example_repo, gh, token, capsys):
+    for run_id in range(3001, 3104):  # 103 scheduled runs, no evidence in them
+        gh.add_scheduled_run(WORKFLOW, run_id)
+    gh.max_requests = 1000
+    code = main(["tune", "--repo", str(example_repo), "--api-url", gh.url, "--github-runs", "101", "--workflow",
+                 WORKFLOW, "--from", str(EVIDENCE / "run-1001")])
+    out, _err = capsys.readouterr()
+    assert code == 0
+    assert out.startswith(f"ci-policy tune: 101 completed schedule run(s) of {WORKFLOW} on main: 3103, 3102, ")
+    lists = [c for c in gh.calls() if c[1].endswith(f"/workflows/{WORKFLOW}/runs")]
+    assert [c[2]["page"] for c in lists] == ["1", "2"]
+    assert {c[2]["per_page"] for c in lists} == {"100"}
+    read = {int(c[1].split("/")[-2]) for c in gh.calls() if c[1].endswith("/jobs")}
+    assert read == set(range(3003, 3104))
