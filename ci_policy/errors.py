@@ -176,6 +176,7 @@ CODES: dict[str, tuple[str, str]] = {
               "jobs.gpu-c: `ci-policy run --stage gpu-c` names no configured stage (configured: cpu, gpu-a, gpu-b)"),
     "CP608": ("stage-runs-on-mismatch",
               "jobs.gpu-a.runs-on: [self-hosted, h100] does not match stage gpu-a's runs_on [h200]"),
+    "CP609": ("reusable-input-missing", "jobs.tune.with.workflow: missing; tune.yml requires it"),
     "CP901": ("stage-without-tests", "stage gpu-b has no registered test files"),
     "CP902": ("label-unused", "label 'long' is not used by any test"),
     "CP903": ("estimates-file-missing",

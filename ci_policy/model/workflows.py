@@ -6,7 +6,8 @@
   the field at fault:
   - a job calling a ci_policy reusable workflow (`OWNER/ci-policy/.github/workflows/NAME.yml@REF`):
     REF is a full 40-hex commit SHA (CP602), `with.ci-policy-ref` equals it (CP603), every
-    `with` input is one the workflow declares (CP604), and a `pr-pipeline.yml` call of a
+    `with` input is one the workflow declares (CP604) and every required one is given
+    (CP609), and a `pr-pipeline.yml` call of a
     checkout that declares gates passes the store secrets it needs (CP605):
     `metrics-store-read-url`, plus `metrics-store-url` when the caller runs on `schedule`
     or `push` (the runs that write baselines);
@@ -29,6 +30,7 @@ from ci_policy.read.workflows import Job, Located, Workflow
 REF_NOT_SHA = "CP602"
 REF_MISMATCH = "CP603"
 INPUT_UNKNOWN = "CP604"
+INPUT_MISSING = "CP609"
 SECRET_MISSING = "CP605"
 STAGE_JOB_MISSING = "CP606"
 STAGE_UNKNOWN = "CP607"
@@ -37,12 +39,19 @@ RUNS_ON_MISMATCH = "CP608"
 _REUSABLE = re.compile(r"^[^/@\s]+/ci-policy/\.github/workflows/([A-Za-z0-9_.-]+)\.ya?ml@(.*)$")
 _SHA = re.compile(r"[0-9a-f]{40}")
 COMMON_INPUTS = ("ci-policy-ref", "ci-policy-repository")
-# The inputs each reusable workflow of this repository declares (.github/workflows/*.yml).
+# The inputs each reusable workflow of this repository declares (.github/workflows/NAME.yml;
+# tests/model/test_lint_workflows.py compares them), and which of them are required.
 INPUTS: dict[str, tuple[str, ...]] = {
     "pr-pipeline": (*COMMON_INPUTS, "pull-request", "cadence", "python"),
-    "comment-gateway": (*COMMON_INPUTS, "app-id"),
-    "rerun-test": COMMON_INPUTS,
+    "comment-gateway": (*COMMON_INPUTS, "app-id", "python"),
+    "rerun-test": (*COMMON_INPUTS, "pull-request", "file", "head-sha", "image-tag", "python"),
     "tune": (*COMMON_INPUTS, "workflow", "runs", "estimates-file", "python"),
+}
+REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
+    "pr-pipeline": ("ci-policy-ref",),
+    "comment-gateway": ("ci-policy-ref",),
+    "rerun-test": ("ci-policy-ref", "pull-request", "file"),
+    "tune": ("ci-policy-ref", "workflow"),
 }
 READ_SECRET, WRITE_SECRET = "metrics-store-read-url", "metrics-store-url"
 WRITING_TRIGGERS = ("schedule", "push")
@@ -122,6 +131,11 @@ def _reusable_call(workflow: Workflow, job: Job, name: str, ref: str, has_gates:
                     f"{field}.with.{key}: {name}.yml has no input {key!r} (inputs: {', '.join(known)})",
                     path=workflow.path, line=located.line, col=located.col, code=INPUT_UNKNOWN,
                     hint="remove it or correct its name"))
+        for key in REQUIRED_INPUTS.get(name, ()):
+            if key != "ci-policy-ref" and key not in inputs:
+                out.append(Diagnostic(
+                    f"{field}.with.{key}: missing; {name}.yml requires it", path=workflow.path, line=uses.line,
+                    col=uses.col, code=INPUT_MISSING, hint=f"add with: {{{key}: ...}}"))
     if name == "pr-pipeline" and has_gates and not isinstance(job.secrets, str):
         passed = dict(job.secrets)
         needed = [READ_SECRET] + ([WRITE_SECRET] if set(workflow.triggers) & set(WRITING_TRIGGERS) else [])

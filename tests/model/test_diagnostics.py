@@ -310,6 +310,8 @@ CASES = [
     Case("CP608", {WORKFLOW: stage_jobs(("cpu", "ubuntu-latest"), ("gpu-a", "[self-hosted, h100]"),
                                         ("gpu-b", "[self-hosted, h200]"))},
          [(WORKFLOW, 8, 14, "jobs.gpu-a.runs-on: [self-hosted, h100] does not match stage gpu-a's runs_on [h200]")]),
+    Case("CP609", {WORKFLOW: caller(SHA1, SHA1).replace("pr-pipeline.yml", "tune.yml")},
+         [(WORKFLOW, 4, 11, "jobs.ci.with.workflow: missing; tune.yml requires it")]),
     Case("CP906", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore[CP201]')},
          [(A, 3, 49, "`# ci-policy: ignore[CP201]` suppresses nothing here")]),
     Case("CP905", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"], disabled="flaky on driver 580")')},

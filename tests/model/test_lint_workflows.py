@@ -14,11 +14,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import ROOT
 
 from ci_policy.config import load_config
 from ci_policy.errors import InputErrors
 from ci_policy.model.lint import lint
+from ci_policy.model.workflows import INPUTS, REQUIRED_INPUTS
 from ci_policy.read.workflows import read_workflows
 
 FIXTURES = ROOT / "tests" / "data" / "workflows"
@@ -83,6 +85,22 @@ def test_a_drifted_caller(make_repo):
                                 "called at"),
         (path, 18, 11, "CP603", "jobs.tune.with.ci-policy-ref: missing; tune.yml needs the commit it was called at"),
     ]
+
+
+REUSABLE = sorted(p for p in (ROOT / ".github" / "workflows").glob("*.yml") if p.stem in INPUTS)
+
+
+@pytest.mark.parametrize("path", REUSABLE, ids=[p.name for p in REUSABLE])
+def test_the_input_tables_are_the_reusable_workflows_inputs(path):
+    doc = yaml.safe_load(path.read_text())
+    inputs = doc[True]["workflow_call"]["inputs"]
+    assert INPUTS[path.stem] == tuple(inputs)
+    assert REQUIRED_INPUTS[path.stem] == tuple(k for k, v in inputs.items() if v.get("required"))
+
+
+def test_the_tables_cover_the_same_workflows():
+    assert sorted(INPUTS) == sorted(REQUIRED_INPUTS)
+    assert {"pr-pipeline", "tune"} <= {p.stem for p in REUSABLE}
 
 
 def test_store_secrets_are_needed_only_when_gates_are_declared(make_repo):
