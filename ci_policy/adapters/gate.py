@@ -60,7 +60,8 @@ def registration_for(snapshot, file: str, stage: str | None) -> Registration:
 
 def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: str | None,
              run: RunIdentity) -> GateOutcome:
-    """Evaluate `reg.file`'s gates on `series`; `store_opener()` returns a MetricHistoryStore."""
+    """Evaluate `reg.file`'s gates on `series`; `store_opener(write=...)` returns a MetricHistoryStore,
+    opened to write only when this run may write baselines."""
     from ci_policy.adapters.store import DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey, Sample
 
     outcome = GateOutcome(file=reg.file, registration=reg)
@@ -150,7 +151,7 @@ def baseline_store_problem(url: str | None) -> UsageError | None:
 
 
 def opener(url: str | None, repo: Path):
-    """A deferred `open_store(write=...)`, so a store failure becomes ERROR verdicts, not a crash;
+    """A deferred `open_store` (read-only unless `write`), so a store failure becomes ERROR verdicts, not a crash;
     only a store a baseline may not be written to raises (`UsageError`)."""
     def open_it(*, write: bool):
         from ci_policy.adapters.store import open_store
