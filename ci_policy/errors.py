@@ -6,7 +6,8 @@
 - `CODES`: code -> (short name, one-line example message). One code per kind of
   problem, not per message; a code never changes meaning once published:
   CP1xx configuration, CP2xx markers and registrations, CP3xx the label registry,
-  CP4xx discovery and checkout reads (and the estimates file), CP5xx gates, CP9xx warnings.
+  CP4xx discovery and checkout reads (and the estimates file), CP5xx gates, CP6xx the
+  GitHub Actions workflows, CP9xx warnings.
 - `CiPolicyError`: the base of every exception ci_policy raises. Each subclass carries
   the exit code the command line gives it:
   - `InputError` (1): raised to stop at one bad input; carries one `Diagnostic`.
@@ -155,6 +156,27 @@ CODES: dict[str, tuple[str, str]] = {
               "tests/e2e/session_server/test_s.py lacks the gate required for session server v1 by "
               "gates.require[0]: register_ci_gate(metric_key='rollout/...')"),
     # -- CP900-CP999: warnings -------------------------------------------------------------------
+    # -- CP600-CP699: the GitHub Actions workflows, read as data (model/workflows.py) ------------
+    "CP601": ("workflow-invalid-yaml", "workflow .github/workflows/ci.yml is not valid YAML: mapping values are "
+                                       "not allowed here"),
+    "CP602": ("reusable-ref-not-sha",
+              "jobs.ci.uses: pr-pipeline.yml is called at 'main', not a full commit SHA"),
+    "CP603": ("reusable-ref-mismatch",
+              "jobs.ci.with.ci-policy-ref: '2222222222222222222222222222222222222222' differs from the ref "
+              "pr-pipeline.yml is called at ('1111111111111111111111111111111111111111')"),
+    "CP604": ("reusable-input-unknown",
+              "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: ci-policy-ref, "
+              "ci-policy-repository, pull-request, cadence, python)"),
+    "CP605": ("pipeline-secret-missing",
+              "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates and gates read "
+              "their baselines from it"),
+    "CP606": ("stage-job-missing",
+              "stage gpu-b has no job running `ci-policy run --stage gpu-b` in .github/workflows/ci.yml"),
+    "CP607": ("stage-job-unknown",
+              "jobs.gpu-c: `ci-policy run --stage gpu-c` names no configured stage (configured: cpu, gpu-a, gpu-b)"),
+    "CP608": ("stage-runs-on-mismatch",
+              "jobs.gpu-a.runs-on: [self-hosted, h100] does not match stage gpu-a's runs_on [h200]"),
+    "CP609": ("reusable-input-missing", "jobs.tune.with.workflow: missing; tune.yml requires it"),
     "CP901": ("stage-without-tests", "stage gpu-b has no registered test files"),
     "CP902": ("label-unused", "label 'long' is not used by any test"),
     "CP903": ("estimates-file-missing",

@@ -7,18 +7,26 @@
   happened to the baseline, and whether the job must fail (an enforced, non-allowlisted
   FAIL or ERROR).
 - A store that cannot be opened or read turns every coordinate into ERROR with the
-  reason: nothing is ever reported as a pass without a comparison.
+  reason: nothing is ever reported as a pass without a comparison. A run that may not
+  write opens the store read-only: a store that does not exist is such an ERROR (naming
+  the store, its password redacted), never a new empty database.
 - Baselines are written only when `gates.baseline.writes_baseline` allows it (nightly,
   weekly; never a pull request or a release), only for trusted runs, only with a run id,
-  and only for the first attempt of a run (see `MetricHistoryStore.write`).
+  and only for the first attempt of a run (see `MetricHistoryStore.write`); a run that may
+  not write never writes to the store at all (PR jobs hold read-only credentials).
+- A run that may write needs an explicit shared store (`--store` or
+  `$CI_POLICY_DATABASE_URL`), and never a SQLite file while `GITHUB_ACTIONS=true` (the
+  workspace is thrown away): `baseline_store_problem` says why, and the opener raises it
+  as a `UsageError`; the commands check it before running anything.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_policy.errors import InputError, StoreUnavailable
+from ci_policy.errors import InputError, StoreUnavailable, UsageError
 from ci_policy.gates.baseline import writes_baseline
 from ci_policy.gates.evaluate import ERROR, Coordinate, GateSpec, evaluate, resolve, select
 from ci_policy.model.registry import Registration
@@ -52,7 +60,8 @@ def registration_for(snapshot, file: str, stage: str | None) -> Registration:
 
 def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: str | None,
              run: RunIdentity) -> GateOutcome:
-    """Evaluate `reg.file`'s gates on `series`; `store_opener()` returns a MetricHistoryStore."""
+    """Evaluate `reg.file`'s gates on `series`; `store_opener(write=...)` returns a MetricHistoryStore,
+    opened to write only when this run may write baselines."""
     from ci_policy.adapters.store import DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey, Sample
 
     outcome = GateOutcome(file=reg.file, registration=reg)
@@ -62,9 +71,11 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
         return outcome
     coords = [_storable(c) for spec in specs for c in select(spec, series)]
     gates_cfg = snapshot.config.gates
+    allowed, why_not = writes_baseline(cadence, event)
+    writing = allowed and run.run_id is not None
     store = None
     try:
-        store = store_opener()
+        store = store_opener(write=writing)
     except StoreUnavailable as exc:
         reason = str(exc)
 
@@ -77,9 +88,10 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
     try:
         outcome.results = evaluate(coords, baseline, min_samples=gates_cfg.min_samples,
                                    reference=gates_cfg.reference)
-        allowed, why_not = writes_baseline(cadence, event)
         if store is None:
             outcome.baseline = "not written: metric history unavailable"
+        elif not allowed:
+            outcome.baseline = f"not written: {why_not}"
         elif run.run_id is None:
             outcome.baseline = "not written: no run id (pass --run-id, or run in GitHub Actions)"
         else:
@@ -89,7 +101,7 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
                          backend=reg.backend, suite=reg.suite)
             try:
                 status = store.write(key, cadence=cadence, commit=run.commit, trusted=outcome.trusted,
-                                     samples=samples, write_baseline=allowed)
+                                     samples=samples, write_baseline=True)
             except StoreUnavailable as exc:
                 outcome.baseline = f"not written: metric history unavailable: {exc}"
             else:
@@ -116,13 +128,40 @@ def _storable(c: Coordinate) -> Coordinate:
     return c
 
 
+def baseline_store_problem(url: str | None) -> UsageError | None:
+    """Why a baseline-writing run may not write into the store `url` (else
+    `$CI_POLICY_DATABASE_URL`), or None when it may."""
+    from ci_policy.adapters.store import DATABASE_URL_ENV, redact_url, store_kind
+
+    source = "--store"
+    if not url:
+        url, source = os.environ.get(DATABASE_URL_ENV) or None, f"${DATABASE_URL_ENV}"
+    if url is None:
+        return UsageError("writing a baseline needs an explicit shared metric store, and none is configured "
+                          "(the checkout's default SQLite file is only read)", source="--store",
+                          hint=f"pass --store URL or set ${DATABASE_URL_ENV}; in GitHub Actions, a PostgreSQL "
+                               "URL from a secret")
+    if store_kind(url) == "sqlite" and os.environ.get("GITHUB_ACTIONS") == "true":
+        return UsageError(f"writing a baseline into the local SQLite file {redact_url(url)} while "
+                          "GITHUB_ACTIONS=true: the file is thrown away with the runner's workspace",
+                          source=source,
+                          hint="configure a PostgreSQL store: keep its URL in a repository secret and pass it "
+                               f"as ${DATABASE_URL_ENV} (see the README, \"The metric store in CI\")")
+    return None
+
+
 def opener(url: str | None, repo: Path):
-    """A deferred `open_store`, so a store failure becomes ERROR verdicts, not a crash."""
-    def open_it():
+    """A deferred `open_store` (read-only unless `write`), so a store failure becomes ERROR verdicts, not a crash;
+    only a store a baseline may not be written to raises (`UsageError`)."""
+    def open_it(*, write: bool):
         from ci_policy.adapters.store import open_store
 
+        if write:
+            problem = baseline_store_problem(url)
+            if problem is not None:
+                raise problem
         try:
-            return open_store(url, default_path=repo / ".ci-policy" / "metrics.sqlite")
+            return open_store(url, default_path=repo / ".ci-policy" / "metrics.sqlite", read_only=not write)
         except InputError as exc:
             raise StoreUnavailable(exc.message) from None
     return open_it

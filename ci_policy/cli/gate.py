@@ -4,7 +4,8 @@
   --store, --cadence, --event and the run's identity (options, else $GITHUB_* variables).
 - Out: a table of gate verdicts; in github format also annotations and the job summary.
   Exit 1 when an enforced gate failed.
-- Refused: an unknown --cadence, a malformed $GITHUB_RUN_ATTEMPT (exit 2); an unreadable
+- Refused: an unknown --cadence, a malformed $GITHUB_RUN_ATTEMPT, a baseline-writing run
+  without an explicit shared store or into a SQLite file under GitHub Actions (exit 2); an unreadable
   record, an unregistered file, an invalid --file (its own diagnostics), a configuration
   or label-registry error (exit 1). Another test file's errors do not stop this file's gates.
 """
@@ -35,8 +36,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--record", required=True, metavar="R", help="the run's merged metric record (JSON)")
     p.add_argument("--stage", metavar="S", help="the stage, when the file is registered for several")
     p.add_argument("--store", metavar="URL",
-                   help="sqlite path or postgresql:// URL (default $CI_POLICY_DATABASE_URL, "
-                        "else DIR/.ci-policy/metrics.sqlite)")
+                   help="sqlite path or postgresql:// URL (default $CI_POLICY_DATABASE_URL, else "
+                        "DIR/.ci-policy/metrics.sqlite, read only); a baseline-writing run needs one of the two")
     p.add_argument("--cadence", default="regular", metavar="C",
                    help="regular, nightly, weekly or release (default regular); nightly and weekly runs "
                         "write baselines, regular and release never do")
@@ -71,14 +72,21 @@ def run_identity(run_id: str | None = None, run_attempt: int | None = None,
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
-    from ci_policy.adapters.gate import opener, registration_for, run_gate
+    from ci_policy.adapters.gate import baseline_store_problem, opener, registration_for, run_gate
     from ci_policy.config import CADENCES
+    from ci_policy.gates.baseline import writes_baseline
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.read.records import read_record
 
     if args.cadence not in CADENCES:
         raise UsageError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",
                          source="--cadence")
+    event = args.event or os.environ.get("GITHUB_EVENT_NAME")
+    identity = run_identity(args.run_id, args.run_attempt, args.commit)
+    if identity.run_id is not None and writes_baseline(args.cadence, event)[0]:
+        problem = baseline_store_problem(args.store)
+        if problem is not None:
+            raise problem
     repo = Path(args.repo)
     # Another file's error does not stop this file's gates (one broken file never stops CI
     # for the rest); the file's own errors do, with its diagnostics.
@@ -92,9 +100,8 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
         raise InputError(f"--record: {args.record} is not a readable metric record: {exc}",
                          path=args.record, hint="pass the record ci-policy run merged for this file") from None
-    outcome = run_gate(snapshot, reg, series, opener(args.store, repo), cadence=args.cadence,
-                       event=args.event or os.environ.get("GITHUB_EVENT_NAME"),
-                       run=run_identity(args.run_id, args.run_attempt, args.commit))
+    outcome = run_gate(snapshot, reg, series, opener(args.store, repo), cadence=args.cadence, event=event,
+                       run=identity)
     print(render.gate_text(outcome))
     if args.format == "github":
         annotations = render.gate_annotations(outcome)

@@ -18,7 +18,9 @@
 - `--python PATH`: the interpreter the tests run with (the adopting repository's
   environment, not ci_policy's); default: the one running ci-policy.
 - Refused (exit 2): `--shard` with `--shards`; a `--shards` that is not distinct shard
-  indices of the stage; a `--python` that is not an executable.
+  indices of the stage; a `--python` that is not an executable; before any file runs, a
+  baseline-writing run of a checkout that declares gates without an explicit shared store,
+  or into a SQLite file under GitHub Actions.
 """
 
 from __future__ import annotations
@@ -68,8 +70,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="merged metric records of passing files (default $RUNNER_TEMP/ci-policy-records, "
                         "else .ci-policy/records)")
     p.add_argument("--store", default=None, metavar="URL",
-                   help="metric history for gates: sqlite path or postgresql:// URL "
-                        "(default $CI_POLICY_DATABASE_URL, else DIR/.ci-policy/metrics.sqlite)")
+                   help="metric history for gates: sqlite path or postgresql:// URL (default "
+                        "$CI_POLICY_DATABASE_URL, else DIR/.ci-policy/metrics.sqlite, read only); a "
+                        "baseline-writing run needs one of the two")
     add_format(p, ("text", "github"))
     return p
 
@@ -83,13 +86,18 @@ def _records_dir(args: argparse.Namespace, repo: Path) -> Path:
 
 def _gate_hook(args: argparse.Namespace, plan, repo: Path):
     """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
-    from ci_policy.adapters.gate import opener, run_gate
+    from ci_policy.adapters.gate import baseline_store_problem, opener, run_gate
     from ci_policy.cli.gate import run_identity
     from ci_policy.plan.results import GateOutcome
 
     snapshot = plan.snapshot
     declared = {g.file for g in snapshot.gates}
     identity = run_identity()
+    # Refused before any test runs, not after the shard's hours of GPU time.
+    if declared and identity.run_id is not None and plan.policy.write_baseline:
+        problem = baseline_store_problem(args.store)
+        if problem is not None:
+            raise problem
 
     def hook(reg, series):
         if reg.file not in declared:

@@ -1,22 +1,31 @@
 """`ci-policy tune`: propose est_time values from the timings of past runs.
 
-- In: --repo, --config, evidence (--from files or directories, --github-run runs), a
-  mode (report, --check, --apply, --write-estimates), --csv, --format text|json.
+- In: --repo, --config, evidence (--from files or directories, --github-run runs,
+  --github-runs N --workflow FILE: the last N completed `schedule` runs of that workflow
+  on the default branch, or --branch; `push` runs too only with --include-push; never a
+  pull_request run), a mode (report, --check, --apply, --write-estimates), --csv,
+  --open-pr, --format text|json.
 - Out: the proposals and each stage's shard balance before and after; with --apply the
-  est_time literals rewritten, with --write-estimates the estimates file. Exit 1 when
-  --check finds a change, or when --apply could not make an edit.
-- Refused (exit 2): no evidence, a token missing for --github-run, a malformed run,
-  --apply in a repository that keeps est_time in an estimates file.
+  est_time literals rewritten, with --write-estimates the estimates file; with --open-pr
+  also one pull request (branch `ci-policy/tune-estimates`, force-updated) holding the
+  estimates file and the CSV evidence, opened or updated, and none when the estimates
+  file did not change. Exit 1 when --check finds a change, or when --apply could not
+  make an edit.
+- Refused (exit 2): no evidence, a token missing for --github-run(s) or --open-pr, a
+  malformed run, --workflow without --github-runs (and back), --open-pr without
+  --write-estimates or with an estimates file outside the checkout, no repository for
+  --github-runs/--open-pr, --apply in a repository that keeps est_time in an estimates file.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ci_policy.cli.options import add_checkout, add_format, add_token, api_url, token
+from ci_policy.cli.options import add_checkout, add_format, add_token, api_url, positive_int, token
 from ci_policy.errors import UsageError
 
 NAME = "tune"
@@ -32,15 +41,56 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="timing records (*.jsonl) or job logs (*.txt, *.log), files or directories; repeatable")
     p.add_argument("--github-run", action="append", default=[], metavar="OWNER/REPO/RUN_ID",
                    help="download a run's job logs and timing artifacts (or give its URL); repeatable")
-    add_token(p, "for --github-run")
+    p.add_argument("--github-runs", type=positive_int, default=None, metavar="N",
+                   help="read the last N completed scheduled runs of --workflow on the default branch")
+    p.add_argument("--workflow", default=None, metavar="FILE",
+                   help="the workflow file name whose runs --github-runs reads (e.g. pr-test.yml)")
+    p.add_argument("--branch", default=None, metavar="B",
+                   help="the branch of those runs (default: the repository's default branch)")
+    p.add_argument("--include-push", action="store_true",
+                   help="read push runs of that branch too (default: schedule runs only; never pull requests)")
+    p.add_argument("--repository", default=None, metavar="OWNER/REPO",
+                   help="for --github-runs and --open-pr (default $GITHUB_REPOSITORY)")
+    add_token(p, "for --github-run, --github-runs and --open-pr")
     p.add_argument("--csv", default=None, metavar="OUT", help="one row per (run, job, file), citing its source")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--apply", action="store_true", help="rewrite the est_time literals (libcst)")
     mode.add_argument("--check", action="store_true", help="exit 1 when a proposal would change a file")
     mode.add_argument("--write-estimates", default=None, metavar="FILE",
                       help="write the proposals to a JSON estimates file instead of editing tests")
+    p.add_argument("--open-pr", action="store_true",
+                   help="with --write-estimates: open or update one pull request (branch ci-policy/tune-estimates) "
+                        "with the estimates file and the CSV evidence")
     add_format(p, ("text", "json"))
     return p
+
+
+def _repository(args: argparse.Namespace, needed_for: str) -> str:
+    value = args.repository or os.environ.get("GITHUB_REPOSITORY") or ""
+    parts = value.split("/")
+    if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
+        raise UsageError(f"{needed_for} needs OWNER/REPO, got {value!r}", source="--repository",
+                         hint="pass --repository OWNER/REPO, or run in GitHub Actions ($GITHUB_REPOSITORY)")
+    return value
+
+
+def _check_github_options(args: argparse.Namespace, repo: Path) -> str | None:
+    """Refuse inconsistent options before any request; the estimates file's repo-relative path."""
+    if (args.github_runs is None) != (args.workflow is None):
+        raise UsageError("--github-runs and --workflow go together", source="--workflow" if args.workflow is None
+                         else "--github-runs", hint="e.g. --github-runs 10 --workflow pr-test.yml")
+    if args.github_runs is None and (args.branch or args.include_push):
+        raise UsageError("only applies to --github-runs", source="--branch" if args.branch else "--include-push")
+    if not args.open_pr:
+        return None
+    if not args.write_estimates:
+        raise UsageError("needs --write-estimates FILE (the estimates file the pull request changes)",
+                         source="--open-pr")
+    target = os.path.relpath(os.path.abspath(args.write_estimates), os.path.abspath(repo))
+    if target.startswith(".."):
+        raise UsageError(f"{args.write_estimates} is outside the checkout {repo}; the pull request changes a file "
+                         "of the repository", source="--write-estimates")
+    return Path(target).as_posix()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,15 +108,22 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.adapters.tuning.sources import collect
     from ci_policy.model.snapshot import load_snapshot
 
-    if not args.sources and not args.github_run:
-        raise UsageError("no evidence", source="--from", hint="pass --from PATH or --github-run RUN")
-    if args.github_run:
-        from ci_policy.adapters.github.download import download_run, parse_run
-
-        for spec in args.github_run:  # every run is checked before anything is read or requested
-            parse_run(spec)
-        secret = token(args, "--github-run")
+    if not args.sources and not args.github_run and args.github_runs is None:
+        raise UsageError("no evidence", source="--from",
+                         hint="pass --from PATH or --github-run RUN")
     repo = Path(args.repo)
+    estimates_rel = _check_github_options(args, repo)
+    from ci_policy.adapters.github.download import download_run, parse_run
+
+    secret = ""
+    for spec in args.github_run:  # every run is checked before anything is read or requested
+        parse_run(spec)
+    repository = None
+    if args.github_runs is not None or args.open_pr:
+        repository = _repository(args, "--github-runs" if args.github_runs is not None else "--open-pr")
+    if args.github_run or repository is not None:
+        secret = token(args, "--github-run" if args.github_run else
+                       "--github-runs" if args.github_runs is not None else "--open-pr")
     snapshot = load_snapshot(repo, args.config).require_valid()
     config = snapshot.config
     if args.apply and config.estimates_file:
@@ -74,16 +131,38 @@ def run(args: argparse.Namespace) -> int:
                          "--apply would edit literals the plan does not use", source="--apply",
                          hint=f"use --write-estimates {config.estimates_file}")
     evidence = collect([Path(p) for p in args.sources])
-    if args.github_run:
-        for spec in args.github_run:
-            evidence += download_run(spec, secret, api_url(args))
+    for spec in args.github_run:
+        evidence += download_run(spec, secret, api_url(args))
+    requester = None
+    base = args.branch
+    base_for_pr = ""
+    runs_read: list[int] = []
+    if repository is not None:
+        from ci_policy.adapters.github.client import github_requester
+        from ci_policy.adapters.github.scheduled import default_branch, scheduled_runs
+
+        requester = github_requester(secret, api_url(args), timeout=60)
+        if base is None or args.open_pr:
+            default = default_branch(requester, repository)
+            base = base or default
+            base_for_pr = default
+        if args.github_runs is not None:
+            runs = scheduled_runs(requester, repository, args.workflow, base, args.github_runs,
+                                  include_push=args.include_push)
+            runs_read = [r.id for r in runs]
+            events = "schedule or push" if args.include_push else "schedule"
+            print(f"ci-policy tune: {len(runs)} completed {events} run(s) of {args.workflow} on {base}"
+                  + (f": {', '.join(str(i) for i in runs_read)}" if runs else ""),
+                  file=sys.stderr if args.format == "json" else sys.stdout)
+            for r in runs:
+                evidence += download_run(f"{repository}/{r.id}", secret, api_url(args))
     evidence = normalise_paths(evidence, snapshot.files)
     counted = deduplicate(evidence)
     applying = bool(args.apply or args.check or args.write_estimates)
     proposals = propose(counted, snapshot, config.tune, applying=applying)
+    evidence_csv = csv_text(evidence, proposals, lambda row: backend_of(row, snapshot) or "?", counted=counted)
     if args.csv:
-        Path(args.csv).write_text(csv_text(evidence, proposals, lambda row: backend_of(row, snapshot) or "?",
-                                           counted=counted), encoding="utf-8")
+        Path(args.csv).write_text(evidence_csv, encoding="utf-8")
     balances = balance(snapshot, proposals)
     as_json = args.format == "json"
     done: dict[str, Any] = {}
@@ -97,10 +176,21 @@ def run(args: argparse.Namespace) -> int:
         target = Path(args.write_estimates)
         from ci_policy.adapters.tuning.estimates import merge_estimates
 
+        before = target.read_text(encoding="utf-8") if target.is_file() else None
         count = merge_estimates(target, changing)
         done["estimates_written"] = {"file": str(target), "entries": count}
         if not as_json:
             print(f"ci-policy tune: wrote {count} estimate(s) to {target}")
+        if args.open_pr:
+            assert requester is not None and repository is not None and estimates_rel is not None
+            after = target.read_text(encoding="utf-8")
+            done["pull_request"] = _pull_request(requester, repository, base_for_pr, estimates_rel, before, after,
+                                                 evidence_csv, summary_text(proposals, balances), runs_read,
+                                                 len(changing))
+            if not as_json:
+                pr = done["pull_request"]
+                print(f"ci-policy tune: {pr['action']} pull request #{pr['number']} {pr['url']}" if pr["number"]
+                      else "ci-policy tune: the estimates file did not change; no pull request")
     elif args.apply:
         from ci_policy.adapters.tuning.apply import apply_to_file
 
@@ -123,3 +213,24 @@ def run(args: argparse.Namespace) -> int:
     if as_json:
         print(render.tune_json(proposals, balances, **done))
     return rc
+
+
+def _pull_request(requester: Any, repository: str, base: str, estimates_rel: str, before: str | None, after: str,
+                  evidence_csv: str, summary: str, runs: list[int], changes: int) -> dict[str, Any]:
+    """Open or update the one tune pull request; nothing when the estimates file did not change."""
+    from ci_policy.adapters.github.scheduled import PR_BRANCH, open_or_update_pr
+
+    if not changes or after == before:
+        return {"action": "none", "number": None, "url": None, "branch": PR_BRANCH}
+    evidence_rel = Path(estimates_rel).with_suffix(".evidence.csv").as_posix()
+    cited = ", ".join(str(r) for r in runs) or "the evidence given"
+    body = (f"est_time estimates from the timings of runs {cited}.\n\n"
+            f"- `{estimates_rel}`: {changes} estimate(s) changed\n"
+            f"- `{evidence_rel}`: one row per (run, job, file), citing its source\n\n"
+            f"```\n{summary}\n```\n\nWritten by `ci-policy tune --open-pr`; this branch is force-updated by "
+            "each scheduled tune run.\n")
+    action, number, url = open_or_update_pr(
+        requester, repository, base, [(estimates_rel, after), (evidence_rel, evidence_csv)],
+        title="ci-policy: update est_time estimates", body=body,
+        message=f"ci-policy tune: update {estimates_rel} from runs {cited}")
+    return {"action": action, "number": number, "url": url, "branch": PR_BRANCH}

@@ -1,7 +1,10 @@
 """`lint:` which diagnostics a repository accepts where, like a linter's per-file ignores.
 
-- In: the `lint` mapping: `ignore`, a list of `{paths: [globs], codes: [CP201 | marker-not-module-level]}`.
-- Out: a frozen `LintConfig` whose rules name codes (a short name is resolved to its code).
+- In: the `lint` mapping: `ignore`, a list of `{paths: [globs], codes: [CP201 | marker-not-module-level]}`;
+  `workflows`, the repo-relative directory of the GitHub Actions workflows lint reads
+  (default `.github/workflows`), or `false` to read none.
+- Out: a frozen `LintConfig` whose rules name codes (a short name is resolved to its code)
+  and whose `workflows` is a normalised path or None.
 - Refused: a rule without paths or codes, an invalid glob, a code or name that is not a
   diagnostic of `ci-policy lint` (see `ci_policy.errors.CODES`), a configuration code
   (CP1xx: the configuration itself cannot be ignored by the configuration).
@@ -16,6 +19,20 @@ from ci_policy.config import fields
 from ci_policy.config.fields import REQUIRED, Key, Table, Values
 from ci_policy.errors import CODES
 from ci_policy.read.yamlnodes import INVALID, Schema
+
+DEFAULT_WORKFLOWS = ".github/workflows"
+
+
+def _workflows(s: Schema, node: Any, where: str) -> Any:
+    """`false` (read no workflows) or a repo-relative directory."""
+    if getattr(node, "tag", None) == "tag:yaml.org,2002:bool":
+        value = s.scalar(node, where, bool)
+        if value is False:
+            return None
+        s.error(node, where, "expected a repo-relative directory or false, got true",
+                "omit the key to read .github/workflows, or write false to read no workflows")
+        return INVALID
+    return fields.relative(s, node, where)
 
 _BY_NAME = {name: code for code, (name, _example) in CODES.items()}
 
@@ -60,18 +77,24 @@ def _ignore_rule(v: Values) -> IgnoreRule:
 LINT_TABLE = Table("lint", "Which diagnostics the repository accepts where.", (
     Key("ignore", fields.list_of(IGNORE_RULE, _ignore_rule, "list of ignore rules"), (),
         "Per-path ignores: diagnostics accepted in files matching the rule's paths.", shown_default="none"),
+    Key("workflows", fields.Parser("repo-relative directory or false", lambda s, n, w, c: _workflows(s, n, w)),
+        DEFAULT_WORKFLOWS, "The GitHub Actions workflows lint checks against the stages (CP6xx); false "
+        "reads none."),
 ))
 
 
 @dataclass(frozen=True)
 class LintConfig:
     ignore: tuple[IgnoreRule, ...] = LINT_TABLE.default("ignore")
+    workflows: str | None = LINT_TABLE.default("workflows")
     line: int | None = None
 
 
 def _build(s: Schema, v: Values) -> Any:
-    ignore = v.get("ignore")
-    return INVALID if ignore is INVALID else LintConfig(ignore=ignore, line=v.line)
+    ignore, workflows = v.get("ignore"), v.get("workflows")
+    if INVALID in (ignore, workflows):
+        return INVALID
+    return LintConfig(ignore=ignore, workflows=workflows, line=v.line)
 
 
 LINT = fields.mapping_of(LINT_TABLE, _build)

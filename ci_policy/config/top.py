@@ -105,8 +105,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
         shown_default="the defaults below"),
     Key("estimates_file", fields.relative_path(), None, "est_time overrides written by `ci-policy tune --apply`.",
         shown_default="none"),
-    Key("lint", LINT, LintConfig(), "Diagnostics accepted under some paths (inline: `# ci-policy: ignore[CODE]`).",
-        shown_default="nothing ignored"),
+    Key("lint", LINT, LintConfig(), "Diagnostics accepted under some paths (inline: `# ci-policy: ignore[CODE]`), "
+        "and the workflows lint reads.", shown_default="nothing ignored, `.github/workflows` read"),
 ))
 
 

@@ -4,7 +4,9 @@
 - Out: a `LintReport` of `Diagnostic`s: errors (configuration, labels, discovery and
   reads, registrations, gate declarations and requirements) and warnings (CP9xx: a stage
   with no registrations, a label no test uses, a missing or stale estimates file, each
-  disabled registration with its reason), all located and sorted.
+  disabled registration with its reason), all located and sorted; and the GitHub Actions
+  workflows of `lint.workflows` read as data and checked against the stages (CP6xx, see
+  `ci_policy.model.workflows`).
 - Never raises for bad input: unusable configuration or labels, and a checkout the
   core cannot read at all, become errors.
 """
@@ -19,7 +21,9 @@ from ci_policy.errors import Diagnostic, InputError, InputErrors, warning
 from ci_policy.gates.requirements import violations
 from ci_policy.model.snapshot import Snapshot, load_snapshot
 from ci_policy.model.suppress import apply, unused
+from ci_policy.model.workflows import workflow_diagnostics
 from ci_policy.read.names import WORKFLOW_ONLY_LABELS
+from ci_policy.read.workflows import read_workflows
 
 
 @dataclass(frozen=True)
@@ -44,13 +48,22 @@ def lint(repo: Path, config_path: str | Path | None = None) -> LintReport:
     except (OSError, RecursionError, MemoryError) as exc:
         return LintReport(errors=(read_failure(exc),), warnings=())
     rules = snapshot.config.lint.ignore
-    required = apply(violations(snapshot), snapshot.suppressions, rules)
+    required = apply([*violations(snapshot), *workflow_problems(repo, snapshot)], snapshot.suppressions, rules)
     warned = apply(warnings_of(snapshot), snapshot.suppressions, rules)
     used = snapshot.used_suppressions | required.used | warned.used
     errors = sorted(set(snapshot.errors) | set(required.kept), key=Diagnostic.sort_key)
     warnings = sorted([*warned.kept, *unused(snapshot.suppressions, snapshot.config, used)], key=Diagnostic.sort_key)
     suppressed = sorted({*snapshot.suppressed, *required.suppressed, *warned.suppressed}, key=Diagnostic.sort_key)
     return LintReport(errors=tuple(errors), warnings=tuple(warnings), snapshot=snapshot, suppressed=tuple(suppressed))
+
+
+def workflow_problems(repo: Path, snapshot: Snapshot) -> list[Diagnostic]:
+    """The CP6xx errors of the workflows `lint.workflows` names (none when it is false)."""
+    directory = snapshot.config.lint.workflows
+    if directory is None:
+        return []
+    workflows, problems = read_workflows(repo, directory)
+    return [*problems, *workflow_diagnostics(snapshot.config, bool(snapshot.gates), workflows)]
 
 
 def read_failure(exc: OSError | RecursionError | MemoryError) -> Diagnostic:

@@ -68,6 +68,12 @@ def snapshot(repo):
     return load_snapshot(repo).require_valid()
 
 
+def create(url) -> str:
+    """An empty store at `url`, created as a baseline-writing run would (a read never creates one)."""
+    open_store(url, default_path=Path("unused.sqlite")).close()
+    return url
+
+
 def gate(snapshot, values: dict, url, *, cadence="nightly", event="schedule", run_id="1", attempt=1,
          file=TRAIN, open_store_=None):
     reg = registration_for(snapshot, file, None)
@@ -158,15 +164,14 @@ def test_verdicts_trust_blocking_and_what_is_recorded(snapshot, tmp_path):
         assert [(r["run_id"], r["cadence"], r["commit"], r["trusted"], r["outcome"], r["samples"])
                 for r in store.runs()] == [
             ("1", "nightly", "abc", True, "written", 4), ("2", "nightly", "abc", True, "written", 4),
-            ("3", "nightly", "abc", True, "written", 4), ("4", "regular", "abc", True, "not_allowed", 0),
-            ("5", "nightly", "abc", False, "not_trusted", 0)]
+            ("3", "nightly", "abc", True, "written", 4), ("5", "nightly", "abc", False, "not_trusted", 0)]
         spec_id = first.results[0].spec.identity
         assert store.baseline(spec_id, -1, 10) == [1.0, 1.2, 0.8]
     assert not (tmp_path / "unused.db").exists()
 
 
 def test_no_run_id_records_nothing(snapshot, tmp_path):
-    url = str(tmp_path / "h.sqlite")
+    url = create(str(tmp_path / "h.sqlite"))
     outcome = gate(snapshot, series(1.0), url, run_id=None)
     assert outcome.baseline == "not written: no run id (pass --run-id, or run in GitHub Actions)"
     with open_store(url, default_path=tmp_path / "unused.db") as store:
@@ -178,7 +183,7 @@ def test_a_file_without_gates_never_opens_the_store(make_repo):
                       'register_cuda_ci(est_time=5, suite="gpu-a", labels=["megatron"])\n' + MAIN}, config=CONFIG)
     snapshot = load_snapshot(repo).require_valid()
 
-    def never():
+    def never(**_):
         raise AssertionError("the store was opened for a file without gates")
 
     outcome = gate(snapshot, {}, None, file="tests/gpu/test_plain.py", open_store_=never)
@@ -261,17 +266,27 @@ def test_a_write_that_fails_keeps_the_verdicts_and_says_so(snapshot, tmp_path):
         assert [r["run_id"] for r in store.runs()] == ["100", "101", "102"]  # the write was one transaction
 
 
-def test_the_default_store_is_in_the_checkout_unless_the_environment_names_one(snapshot, tmp_path, monkeypatch):
-    outcome = gate(snapshot, series(1.0), None)
-    assert outcome.baseline == "written (4 value(s))"
+def test_the_default_store_is_read_from_the_checkout_unless_the_environment_names_one(snapshot, tmp_path,
+                                                                                     monkeypatch):
     default = snapshot.repo / ".ci-policy" / "metrics.sqlite"
-    with open_store(str(default), default_path=tmp_path / "unused.db") as store:
-        assert [r["run_id"] for r in store.runs()] == ["1"]
+    # Read, never created: a missing default store is an ERROR naming it.
+    outcome = gate(snapshot, series(1.0), None, cadence="regular", event="workflow_dispatch")
+    assert {(r.verdict, r.message) for r in outcome.results} == {
+        ("ERROR", f"metric history unavailable: SQLite metric history {default}: does not exist (a read never "
+                  "creates one; point --store or $CI_POLICY_DATABASE_URL at the shared store)")}
+    assert not default.exists() and not default.parent.exists()
+    default.parent.mkdir()
+    create(str(default))
+    outcome = gate(snapshot, series(1.0), None, cadence="regular", event="workflow_dispatch")
+    assert ([r.verdict for r in outcome.results], outcome.baseline) == (
+        ["NO_BASELINE"] * 4, "not written: the regular cadence does not write baselines")
     monkeypatch.setenv(DATABASE_URL_ENV, f"sqlite://{tmp_path / 'env.sqlite'}")
     outcome = gate(snapshot, series(1.0), None, run_id="2")
     assert outcome.baseline == "written (4 value(s))"
     with open_store(None, default_path=tmp_path / "unused.db") as store:
         assert [r["run_id"] for r in store.runs()] == ["2"]
+    with open_store(str(default), default_path=tmp_path / "unused.db") as store:
+        assert store.runs() == []
 
 
 @pytest.mark.parametrize("fault", ["stop", "kill"])
@@ -284,8 +299,8 @@ def test_a_postgres_server_lost_after_the_store_opened(fault, snapshot, postgres
 
     lost = []
 
-    def open_then_lose():
-        store = opener(url, snapshot.repo)()  # opened and migrated: the server was up
+    def open_then_lose(*, write):
+        store = opener(url, snapshot.repo)(write=write)  # opened and migrated: the server was up
         getattr(postgres_server, fault)()
         lost.append(fault)
         return store

@@ -45,5 +45,5 @@ def test_code_of():
 ])
 def test_invalid_lint_section(section, needle, message, code):
     text = VALID + section
-    hint = "allowed keys here: ignore" if code == "CP102" else None
+    hint = "allowed keys here: ignore, workflows" if code == "CP102" else None
     assert coded(text) == [coded_err(text, needle, message, code, hint)]

@@ -57,6 +57,24 @@ class Case:
     expected_at: Callable[[Path], list[tuple[str | None, int | None, int | None, str]]] | None = None
 
 
+WORKFLOW = ".github/workflows/ci.yml"
+SHA1 = "1111111111111111111111111111111111111111"
+
+
+def caller(ref: str, pinned: str) -> str:
+    """A workflow calling the reusable pipeline at `ref` with `ci-policy-ref: pinned`."""
+    return ("on: pull_request\njobs:\n  ci:\n"
+            f"    uses: ci-policy/ci-policy/.github/workflows/pr-pipeline.yml@{ref}\n"
+            f'    with:\n      ci-policy-ref: "{pinned}"\n')
+
+
+def stage_jobs(*jobs: tuple[str, str]) -> str:
+    """A hand-written workflow: one job per (stage, runs-on), each running its stage."""
+    return "on: pull_request\njobs:\n" + "".join(
+        f"  {stage}:\n    runs-on: {runs_on}\n    steps:\n      - run: ci-policy run --stage {stage}\n"
+        for stage, runs_on in jobs)
+
+
 def cuda(call: str, main: bool = True) -> str:
     return CUDA + call + "\n" + (MAIN_BLOCK if main else "")
 
@@ -269,6 +287,31 @@ CASES = [
          [(ESTIMATES, None, None, "the estimates file lists tests/e2e/test_gone.py for suite gpu-a, "
                                   "which no registration matches")],
          config=WITH_ESTIMATES),
+    Case("CP601", {WORKFLOW: "on: [push\njobs: {}\n"},
+         [(WORKFLOW, 2, 5, f"workflow {WORKFLOW} is not valid YAML: expected ',' or ']', but got ':'")]),
+    Case("CP602", {WORKFLOW: caller("main", "1111111111111111111111111111111111111111")},
+         [(WORKFLOW, 4, 11, "jobs.ci.uses: pr-pipeline.yml is called at 'main', not a full commit SHA")]),
+    Case("CP603", {WORKFLOW: caller(SHA1, "2222222222222222222222222222222222222222")},
+         [(WORKFLOW, 6, 22, f"jobs.ci.with.ci-policy-ref: '2222222222222222222222222222222222222222' differs from "
+                            f"the ref pr-pipeline.yml is called at ('{SHA1}')")]),
+    Case("CP604", {WORKFLOW: caller(SHA1, SHA1) + "      cadance: nightly\n"},
+         [(WORKFLOW, 7, 16, "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: ci-policy-ref, "
+                            "ci-policy-repository, pull-request, cadence, python)")]),
+    Case("CP605", {WORKFLOW: caller(SHA1, SHA1), A: GATE + CUDA + 'register_cuda_ci(60, "gpu-a", labels=["fsdp"])\n'
+                   'register_ci_gate(metric_key="train/grad_norm")\n' + MAIN_BLOCK},
+         [(WORKFLOW, 3, 3, "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates and "
+                           "gates read their baselines from it")]),
+    Case("CP606", {WORKFLOW: stage_jobs(("cpu", "ubuntu-latest"), ("gpu-a", "[self-hosted, h200]"))},
+         [(CONFIG_PATH, 9, None, f"stage gpu-b has no job running `ci-policy run --stage gpu-b` in {WORKFLOW}")]),
+    Case("CP607", {WORKFLOW: stage_jobs(("cpu", "ubuntu-latest"), ("gpu-a", "[self-hosted, h200]"),
+                                        ("gpu-b", "[self-hosted, h200]"), ("gpu-c", "[self-hosted, h200]"))},
+         [(WORKFLOW, 18, 14, "jobs.gpu-c: `ci-policy run --stage gpu-c` names no configured stage (configured: cpu, "
+                             "gpu-a, gpu-b)")]),
+    Case("CP608", {WORKFLOW: stage_jobs(("cpu", "ubuntu-latest"), ("gpu-a", "[self-hosted, h100]"),
+                                        ("gpu-b", "[self-hosted, h200]"))},
+         [(WORKFLOW, 8, 14, "jobs.gpu-a.runs-on: [self-hosted, h100] does not match stage gpu-a's runs_on [h200]")]),
+    Case("CP609", {WORKFLOW: caller(SHA1, SHA1).replace("pr-pipeline.yml", "tune.yml")},
+         [(WORKFLOW, 4, 11, "jobs.ci.with.workflow: missing; tune.yml requires it")]),
     Case("CP906", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore[CP201]')},
          [(A, 3, 49, "`# ci-policy: ignore[CP201]` suppresses nothing here")]),
     Case("CP905", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"], disabled="flaky on driver 580")')},
@@ -326,12 +369,12 @@ def test_each_code_is_emitted_exactly_as_documented(tmp_path, case):
 # -- the registry itself ---------------------------------------------------------------------------
 
 RANGES = {"CP2": "markers and registrations", "CP3": "the label registry",
-          "CP4": "discovery and checkout reads", "CP5": "gates", "CP9": "warnings"}
+          "CP4": "discovery and checkout reads", "CP5": "gates", "CP6": "workflows", "CP9": "warnings"}
 
 
 def test_codes_are_well_formed_and_names_unique():
     for code, (name, example) in CODES.items():
-        assert re.fullmatch(r"CP[1-59]\d\d", code), code
+        assert re.fullmatch(r"CP[1-69]\d\d", code), code
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name), name
         assert example and "\n" not in example
     names = [name for name, _ in CODES.values()]

@@ -24,8 +24,9 @@ import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-from ci_policy.errors import InputError
+from ci_policy.errors import InputError, StoreUnavailable
 from ci_policy.gates.evaluate import LAST_STEP
 from ci_policy.read.numbers import is_finite_number
 
@@ -109,6 +110,11 @@ class MetricHistoryStore(abc.ABC):
     @abc.abstractmethod
     def migrate(self) -> None:
         """Apply missing schema versions; idempotent; safe when several processes migrate at once."""
+
+    @abc.abstractmethod
+    def check_readable(self) -> None:
+        """Refuse (`StoreUnavailable`) a store that holds no metric history schema, and a schema
+        newer than this code (`InputError`), without creating or changing anything."""
 
     @abc.abstractmethod
     def baseline(self, identity: Identity, step: int, window: int) -> list[float]:
@@ -261,6 +267,26 @@ class _SQLStore(MetricHistoryStore):
                     tx.run(statement)
                 tx.run("INSERT INTO schema_migrations (version) VALUES (?)", (version,))
 
+    #: SQL returning one row when the table named by the parameter exists.
+    TABLE_EXISTS_SQL = ""
+
+    @abc.abstractmethod
+    def _name(self) -> str:
+        """The store as messages show it (a file path, or a URL without its password)."""
+
+    def check_readable(self) -> None:
+        latest = self.latest_version
+        with self._transaction("read") as tx:
+            applied = ([int(v) for (v,) in tx.rows("SELECT version FROM schema_migrations")]
+                       if tx.rows(self.TABLE_EXISTS_SQL, ("schema_migrations",)) else [])
+        if not applied:
+            raise StoreUnavailable(f"{self._name()}: holds no metric history (no baseline was ever written to it; "
+                                   "a read never creates one)")
+        if max(applied) > latest:
+            raise InputError(
+                f"the metric history store has schema version {max(applied)}, newer than the {latest} this "
+                "ci_policy knows", hint="upgrade ci-policy on every job that uses this store")
+
     def schema_versions(self) -> list[int]:
         """The applied schema versions, ascending (for maintainers and tests)."""
         with self._transaction("read") as tx:
@@ -359,3 +385,43 @@ def lock_key(parts: Sequence[str]) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
+
+
+def redact_url(url: str) -> str:
+    """`url` with the password of its user info and any `password=` option replaced by ***."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split(":", 1)[0] + "://***"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hosts = netloc.rpartition("@")
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{hosts}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="/:*,")
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url  # nothing to hide: shown as written (urlunsplit would drop an empty host's //)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str, params: dict | None = None) -> tuple[str, ...]:
+    """Every spelling of the passwords in `url`, for scrubbing error messages."""
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        if ":" in userinfo:
+            found.append(userinfo.split(":", 1)[1])
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() == "password"]
+        found += [v for k, v in (p.split("=", 1) for p in parts.query.split("&") if "=" in p)
+                  if k.lower() == "password"]
+    except ValueError:
+        pass
+    if params and params.get("password"):
+        found.append(str(params["password"]))
+    found += [unquote(s) for s in found]
+    return tuple(sorted({s for s in found if s}, key=len, reverse=True))

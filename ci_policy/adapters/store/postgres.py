@@ -19,12 +19,21 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from ci_policy.adapters.store.base import Dialect, _SQLStore, _Tx, lock_key, migrations, one_line, schema_migrations_ddl
+from ci_policy.adapters.store.base import (
+    Dialect,
+    _SQLStore,
+    _Tx,
+    lock_key,
+    migrations,
+    one_line,
+    redact_url,
+    schema_migrations_ddl,
+    url_secrets,
+)
 from ci_policy.errors import InputError, StoreUnavailable
 
 MIGRATION_LOCK = 0x63695F706F6C6963  # "ci_polic": one bigint key for the whole store
@@ -37,44 +46,6 @@ POSTGRES = Dialect(
     timestamp="TIMESTAMPTZ NOT NULL DEFAULT now()",
     finite_real="DOUBLE PRECISION NOT NULL CHECK ({name} NOT IN ('NaN', 'Infinity', '-Infinity'))",
 )
-
-
-def redact_url(url: str) -> str:
-    """`url` with the password of its user info and any `password=` option replaced by ***."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url.split(":", 1)[0] + "://***"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hosts = netloc.rpartition("@")
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{hosts}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="/:*,")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def url_secrets(url: str, params: dict | None = None) -> tuple[str, ...]:
-    """Every spelling of the passwords in `url`, for scrubbing error messages."""
-    found: list[str] = []
-    try:
-        parts = urlsplit(url)
-        userinfo = parts.netloc.rpartition("@")[0]
-        if ":" in userinfo:
-            found.append(userinfo.split(":", 1)[1])
-        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() == "password"]
-        found += [v for k, v in (p.split("=", 1) for p in parts.query.split("&") if "=" in p)
-                  if k.lower() == "password"]
-    except ValueError:
-        pass
-    if params and params.get("password"):
-        found.append(str(params["password"]))
-    found += [unquote(s) for s in found]
-    return tuple(sorted({s for s in found if s}, key=len, reverse=True))
 
 
 class _PostgresTx(_Tx):
@@ -126,8 +97,13 @@ class PostgresStore(_SQLStore):
         self._conn: psycopg.Connection | None = None
         self._closed = False
 
+    TABLE_EXISTS_SQL = "SELECT 1 WHERE to_regclass(?::text) IS NOT NULL"
+
     def __repr__(self) -> str:
         return f"PostgresStore({self.safe_url!r})"
+
+    def _name(self) -> str:
+        return f"PostgreSQL metric history {self.safe_url}"
 
     def _message(self, exc: BaseException) -> str:
         diag = getattr(exc, "diag", None)

@@ -1,6 +1,7 @@
 """The metric-history store in one SQLite file, for a single runner or a shared disk.
 
-- In: a file path (its directory must exist).
+- In: a file path (its directory must exist); `create=False` refuses a missing file
+  instead of creating an empty one (reads never create a store).
 - Out: a `MetricHistoryStore` (the contract's logic lives in `base._SQLStore`; this module
   supplies the dialect and the transactions).
 - Transactions: WAL mode, a busy timeout (default 30 s), `BEGIN IMMEDIATE` for writes and
@@ -57,10 +58,14 @@ class SQLiteStore(_SQLStore):
     MIGRATIONS = migrations(SQLITE)
     SCHEMA_MIGRATIONS_DDL = schema_migrations_ddl(SQLITE)
 
-    def __init__(self, path: os.PathLike | str, *, busy_timeout: float = 30.0) -> None:
+    def __init__(self, path: os.PathLike | str, *, busy_timeout: float = 30.0, create: bool = True) -> None:
         self.path = Path(os.path.abspath(os.fspath(path)))
         self.busy_timeout = float(busy_timeout)
         self._conn: sqlite3.Connection | None = None
+        if not create and not self.path.exists():
+            # sqlite3.connect would create an empty file: a read must not invent a history.
+            raise StoreUnavailable(f"SQLite metric history {self.path}: does not exist (a read never creates "
+                                   "one; point --store or $CI_POLICY_DATABASE_URL at the shared store)")
         parent = self.path.parent
         if not parent.is_dir():
             existing = next(p for p in (parent, *parent.parents) if p.exists())
@@ -75,15 +80,21 @@ class SQLiteStore(_SQLStore):
             raise StoreUnavailable(self._message(exc)) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            self._enable_wal(conn)
+            if create:  # switching to WAL writes the file: a read leaves it as it is
+                self._enable_wal(conn)
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             conn.close()
             raise StoreUnavailable(self._message(exc)) from exc
         self._conn = conn
 
+    TABLE_EXISTS_SQL = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
+
+    def _name(self) -> str:
+        return f"SQLite metric history {self.path}"
 
     def _enable_wal(self, conn: sqlite3.Connection) -> None:
         """Switch to WAL; the switch reports "locked" at once, without the busy handler, while

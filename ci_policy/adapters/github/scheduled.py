@@ -1,0 +1,113 @@
+"""`tune --github-runs N --workflow FILE`: the evidence of a workflow's scheduled runs, and
+the one pull request that proposes the estimates (an adapter, through PyGithub's requester).
+
+- `scheduled_runs(...)`: the last N completed runs of `FILE` on the branch (default: the
+  repository's default branch) whose event is `schedule` (`push` too only when asked),
+  newest first (in pages of 100). The API is asked with the `event`, `branch` and `status` filters; every
+  run it answers is checked again here: a `pull_request` run is never read, whatever the
+  API returns (a PR's code must not move the estimates of the default branch).
+- `open_or_update_pr(...)`: commits the changed files on top of the default branch's head
+  through the git data API (blobs, a tree on the head's tree, a commit), points the fixed
+  branch `ci-policy/tune-estimates` at it (created, or force-updated), then edits the open
+  pull request of that branch or opens one. Returns ("opened" | "updated", number, url).
+- Errors: an API failure is an `InputError` naming the request; nothing is retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from ci_policy.errors import InputError
+
+PR_BRANCH = "ci-policy/tune-estimates"
+READ_EVENTS = ("schedule",)
+PUSH = "push"
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    id: int
+    event: str
+    head_sha: str
+    created_at: str
+
+
+def _call(requester: Any, method: str, path: str, **kw: Any) -> Any:
+    from github import GithubException
+
+    try:
+        return requester.requestJsonAndCheck(method, path, **kw)[1]
+    except GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        raise InputError(f"GitHub API error {exc.status} on {method} {path}: {message or 'request failed'}") from None
+
+
+def default_branch(requester: Any, repository: str) -> str:
+    return str(_call(requester, "GET", f"/repos/{repository}")["default_branch"])
+
+
+def scheduled_runs(requester: Any, repository: str, workflow: str, branch: str, count: int, *,
+                   include_push: bool = False) -> list[ScheduledRun]:
+    events = (*READ_EVENTS, PUSH) if include_push else READ_EVENTS
+    found: list[ScheduledRun] = []
+    per_page = min(count, 100)
+    for event in events:
+        kept = 0
+        for page in range(1, -(-count // per_page) + 1):
+            data = _call(requester, "GET", f"/repos/{repository}/actions/workflows/{quote(workflow, safe='')}/runs",
+                         parameters={"branch": branch, "event": event, "status": "completed",
+                                     "per_page": per_page, "page": page})
+            batch = data.get("workflow_runs") or []
+            for run in batch:
+                # Checked again: only the asked event, on the asked branch, completed.
+                if (run.get("event") == event and run.get("head_branch") == branch
+                        and run.get("status") == "completed"):
+                    found.append(ScheduledRun(int(run["id"]), event, str(run.get("head_sha", "")),
+                                              str(run.get("created_at", ""))))
+                    kept += 1
+            if len(batch) < per_page or kept >= count:
+                break
+    found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+    return found[:count]
+
+
+def open_or_update_pr(requester: Any, repository: str, base: str, files: Sequence[tuple[str, str]], *,
+                      title: str, body: str, message: str) -> tuple[str, int, str]:
+    """Commit `files` ((repo-relative path, text)) on `base`'s head, on `PR_BRANCH`, with one PR."""
+    owner = repository.split("/", 1)[0]
+    head = _call(requester, "GET", f"/repos/{repository}/git/ref/heads/{quote(base)}")["object"]["sha"]
+    base_tree = _call(requester, "GET", f"/repos/{repository}/git/commits/{head}")["tree"]["sha"]
+    entries = []
+    for path, text in files:
+        blob = _call(requester, "POST", f"/repos/{repository}/git/blobs",
+                     input={"content": text, "encoding": "utf-8"})
+        entries.append({"path": path, "mode": "100644", "type": "blob", "sha": blob["sha"]})
+    tree = _call(requester, "POST", f"/repos/{repository}/git/trees", input={"base_tree": base_tree, "tree": entries})
+    commit = _call(requester, "POST", f"/repos/{repository}/git/commits",
+                   input={"message": message, "tree": tree["sha"], "parents": [head]})
+    from github import GithubException
+
+    ref_path = f"/repos/{repository}/git/ref/heads/{PR_BRANCH}"
+    try:
+        requester.requestJsonAndCheck("GET", ref_path)
+    except GithubException as exc:
+        if exc.status != 404:
+            raise InputError(f"GitHub API error {exc.status} on GET {ref_path}") from None
+        _call(requester, "POST", f"/repos/{repository}/git/refs",
+              input={"ref": f"refs/heads/{PR_BRANCH}", "sha": commit["sha"]})
+    else:
+        # The branch holds only this job's commits: force-updated onto the new head.
+        _call(requester, "PATCH", f"/repos/{repository}/git/refs/heads/{PR_BRANCH}",
+              input={"sha": commit["sha"], "force": True})
+    pulls = _call(requester, "GET", f"/repos/{repository}/pulls",
+                  parameters={"state": "open", "head": f"{owner}:{PR_BRANCH}", "base": base})
+    if pulls:
+        number = int(pulls[0]["number"])
+        pull = _call(requester, "PATCH", f"/repos/{repository}/pulls/{number}", input={"title": title, "body": body})
+        return "updated", number, str(pull.get("html_url", ""))
+    pull = _call(requester, "POST", f"/repos/{repository}/pulls",
+                 input={"title": title, "head": PR_BRANCH, "base": base, "body": body})
+    return "opened", int(pull["number"]), str(pull.get("html_url", ""))

@@ -1,0 +1,152 @@
+"""`lint`'s checks of the GitHub Actions workflows against the configuration (CP6xx).
+
+- In: the validated `Config`, whether the checkout declares metric gates, and the
+  `Workflow`s read as data by `ci_policy.read.workflows`.
+- Out: `workflow_diagnostics(...)`: sorted error `Diagnostic`s, each with file, line and
+  the field at fault:
+  - a job calling a ci_policy reusable workflow (`OWNER/ci-policy/.github/workflows/NAME.yml@REF`):
+    REF is a full 40-hex commit SHA (CP602), `with.ci-policy-ref` equals it (CP603), every
+    `with` input is one the workflow declares (CP604) and every required one is given
+    (CP609), and a `pr-pipeline.yml` call of a
+    checkout that declares gates passes the store secrets it needs (CP605):
+    `metrics-store-read-url`, plus `metrics-store-url` when the caller runs on `schedule`
+    or `push` (the runs that write baselines);
+  - hand-written stage jobs (a `run:` step with `ci-policy run --stage X`): X is a
+    configured stage (CP607), the job's `runs-on` equals the stage's `runs_on` as a set,
+    `self-hosted` aside (CP608), and, when no workflow calls the reusable pipeline and
+    every `--stage` is static, every non-external stage has a job (CP606, at the stage).
+- A `runs-on` or `--stage` decided at run time (an expression, a variable) is not compared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ci_policy.config import Config
+from ci_policy.errors import Diagnostic
+from ci_policy.read.workflows import Job, Located, Workflow
+
+REF_NOT_SHA = "CP602"
+REF_MISMATCH = "CP603"
+INPUT_UNKNOWN = "CP604"
+INPUT_MISSING = "CP609"
+SECRET_MISSING = "CP605"
+STAGE_JOB_MISSING = "CP606"
+STAGE_UNKNOWN = "CP607"
+RUNS_ON_MISMATCH = "CP608"
+
+_REUSABLE = re.compile(r"^[^/@\s]+/ci-policy/\.github/workflows/([A-Za-z0-9_.-]+)\.ya?ml@(.*)$")
+_SHA = re.compile(r"[0-9a-f]{40}")
+COMMON_INPUTS = ("ci-policy-ref", "ci-policy-repository")
+# The inputs each reusable workflow of this repository declares (.github/workflows/NAME.yml;
+# tests/model/test_lint_workflows.py compares them), and which of them are required.
+INPUTS: dict[str, tuple[str, ...]] = {
+    "pr-pipeline": (*COMMON_INPUTS, "pull-request", "cadence", "python"),
+    "comment-gateway": (*COMMON_INPUTS, "app-id", "python"),
+    "rerun-test": (*COMMON_INPUTS, "pull-request", "file", "head-sha", "image-tag", "python"),
+    "tune": (*COMMON_INPUTS, "workflow", "runs", "estimates-file", "python"),
+}
+REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
+    "pr-pipeline": ("ci-policy-ref",),
+    "comment-gateway": ("ci-policy-ref",),
+    "rerun-test": ("ci-policy-ref", "pull-request", "file"),
+    "tune": ("ci-policy-ref", "workflow"),
+}
+READ_SECRET, WRITE_SECRET = "metrics-store-read-url", "metrics-store-url"
+WRITING_TRIGGERS = ("schedule", "push")
+
+
+def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Workflow]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    calls_pipeline = False
+    for workflow in workflows:
+        for job in workflow.jobs:
+            if job.uses is not None:
+                match = _REUSABLE.match(job.uses.value)
+                if match is not None:
+                    calls_pipeline |= match.group(1) == "pr-pipeline"
+                    out += _reusable_call(workflow, job, match.group(1), match.group(2), has_gates)
+    stages = {stage.name: stage for stage in config.stages}
+    runs = [(workflow, job, run) for workflow in workflows for job in workflow.jobs for run in job.stage_runs]
+    for workflow, job, run in runs:
+        if run.stage is None:
+            continue
+        stage = stages.get(run.stage)
+        if stage is None:
+            out.append(Diagnostic(
+                f"jobs.{job.id}: `ci-policy run --stage {run.stage}` names no configured stage "
+                f"(configured: {', '.join(stages)})", path=workflow.path, line=run.line, col=run.col,
+                code=STAGE_UNKNOWN, hint="rename the job or the --stage to a stage of the configuration"))
+            continue
+        if stage.external or not stage.runs_on or job.runs_on is None or job.runs_on_at is None:
+            continue
+        if set(job.runs_on) - {"self-hosted"} != set(stage.runs_on) - {"self-hosted"}:
+            expected = ", ".join(["self-hosted", *stage.runs_on])
+            out.append(Diagnostic(
+                f"jobs.{job.id}.runs-on: [{', '.join(job.runs_on)}] does not match stage {stage.name}'s runs_on "
+                f"[{', '.join(stage.runs_on)}]", path=workflow.path, line=job.runs_on_at.line,
+                col=job.runs_on_at.col, code=RUNS_ON_MISMATCH,
+                hint=f"write runs-on: [{expected}], or change the stage's runs_on"))
+    static = [run.stage for _w, _j, run in runs]
+    if runs and not calls_pipeline and None not in static:
+        where = sorted({workflow.path for workflow, _j, _r in runs})
+        for stage in config.stages:
+            if not stage.external and stage.name not in static:
+                out.append(Diagnostic(
+                    f"stage {stage.name} has no job running `ci-policy run --stage {stage.name}` in "
+                    f"{', '.join(where)}", path=config.path, line=stage.line, code=STAGE_JOB_MISSING,
+                    hint=f"add a job for it (runs-on: [{', '.join(['self-hosted', *stage.runs_on])}]), call the "
+                         "reusable pr-pipeline.yml, or mark the stage external"))
+    return sorted(out, key=Diagnostic.sort_key)
+
+
+def _reusable_call(workflow: Workflow, job: Job, name: str, ref: str, has_gates: bool) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    uses = job.uses
+    assert uses is not None
+    field = f"jobs.{job.id}"
+    if not _SHA.fullmatch(ref):
+        out.append(Diagnostic(
+            f"{field}.uses: {name}.yml is called at {ref!r}, not a full commit SHA", path=workflow.path,
+            line=uses.line, col=uses.col, code=REF_NOT_SHA,
+            hint="pin the reusable workflow by its 40-hex commit SHA (a tag or branch can move)"))
+    inputs = dict(job.with_)
+    pinned: Located | None = inputs.get("ci-policy-ref")
+    if pinned is None:
+        out.append(Diagnostic(
+            f"{field}.with.ci-policy-ref: missing; {name}.yml needs the commit it was called at", path=workflow.path,
+            line=uses.line, col=uses.col, code=REF_MISMATCH,
+            hint=f'add with: {{ci-policy-ref: "{ref}"}} (quoted), the same SHA as in uses'))
+    elif pinned.value != ref:
+        out.append(Diagnostic(
+            f"{field}.with.ci-policy-ref: {pinned.value!r} differs from the ref {name}.yml is called at ({ref!r})",
+            path=workflow.path, line=pinned.line, col=pinned.col, code=REF_MISMATCH,
+            hint="pass the same SHA as in uses, so the workflow installs the ci_policy it was written for"))
+    known = INPUTS.get(name)
+    if known is not None:
+        for key, located in job.with_:
+            if key not in known:
+                out.append(Diagnostic(
+                    f"{field}.with.{key}: {name}.yml has no input {key!r} (inputs: {', '.join(known)})",
+                    path=workflow.path, line=located.line, col=located.col, code=INPUT_UNKNOWN,
+                    hint="remove it or correct its name"))
+        for key in REQUIRED_INPUTS.get(name, ()):
+            if key != "ci-policy-ref" and key not in inputs:
+                out.append(Diagnostic(
+                    f"{field}.with.{key}: missing; {name}.yml requires it", path=workflow.path, line=uses.line,
+                    col=uses.col, code=INPUT_MISSING, hint=f"add with: {{{key}: ...}}"))
+    if name == "pr-pipeline" and has_gates and not isinstance(job.secrets, str):
+        passed = dict(job.secrets)
+        needed = [READ_SECRET] + ([WRITE_SECRET] if set(workflow.triggers) & set(WRITING_TRIGGERS) else [])
+        for secret in needed:
+            if secret not in passed:
+                why = ("gates read their baselines from it" if secret == READ_SECRET
+                       else f"its {'/'.join(sorted(set(workflow.triggers) & set(WRITING_TRIGGERS)))} runs write "
+                            "the baselines")
+                out.append(Diagnostic(
+                    f"{field}.secrets.{secret}: missing; the checkout declares metric gates and {why}",
+                    path=workflow.path, line=job.line, col=job.col, code=SECRET_MISSING,
+                    hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, "
+                         "\"The metric store in CI\")"))
+    return out

@@ -1,0 +1,213 @@
+"""`ci-policy lint` reads the checkout's GitHub Actions workflows as data (CP6xx).
+
+Each test lays fixture workflows of tests/data/workflows into a generated checkout and
+asserts the exact diagnostics: file, line, column, code and message. The workflows are
+only parsed (nothing is executed); a symlink is refused like any checkout read; the
+`lint.workflows` key points elsewhere or turns the reading off.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import ROOT
+
+from ci_policy.config import load_config
+from ci_policy.errors import InputErrors
+from ci_policy.model.lint import lint
+from ci_policy.model.workflows import INPUTS, REQUIRED_INPUTS
+from ci_policy.read.workflows import read_workflows
+
+FIXTURES = ROOT / "tests" / "data" / "workflows"
+CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+  implicit:
+    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
+stages:
+  - {name: cpu, backend: cpu}
+  - {name: gpu-a, backend: cuda, runs_on: [h200]}
+  - {name: gpu-b, backend: cuda, runs_on: [h200]}
+"""
+MAIN = '\nif __name__ == "__main__":\n    main()\n'
+FILES = {
+    "tests/unit/test_ok.py": "def test_ok():\n    pass\n",
+    "tests/e2e/test_a.py": 'from ci_policy import register_ci_gate, register_cuda_ci\n\n'
+                           'register_cuda_ci(60, "gpu-a", labels=["fsdp"])\n'
+                           'register_ci_gate(metric_key="train/grad_norm")\n' + MAIN,
+    "tests/e2e/test_b.py": 'from ci_policy import register_cuda_ci\n\nregister_cuda_ci(60, "gpu-b", labels=["fsdp"])\n'
+                           + MAIN,
+}
+LABELS = 'KNOWN_LABELS = {"fsdp": "FSDP backend"}\n'
+WF = ".github/workflows"
+
+
+_names = itertools.count()
+
+
+def checkout(make_repo, *workflows: str, config: str = CONFIG, directory: str = WF) -> Path:
+    repo = make_repo(FILES, config=config, name=f"repo{next(_names)}")
+    (repo / "labels.py").write_text(LABELS)
+    (repo / directory).mkdir(parents=True, exist_ok=True)
+    for name in workflows:
+        shutil.copy(FIXTURES / name, repo / directory / name)
+    return repo
+
+
+def found(repo: Path) -> list[tuple]:
+    report = lint(repo)
+    return [(d.path, d.line, d.col, d.code, d.message) for d in report.errors + report.warnings]
+
+
+def test_a_pinned_caller_is_clean(make_repo):
+    assert found(checkout(make_repo, "caller-pinned.yml")) == []
+
+
+def test_a_drifted_caller(make_repo):
+    path = f"{WF}/caller-drift.yml"
+    assert found(checkout(make_repo, "caller-drift.yml")) == [
+        (path, 9, 3, "CP605", "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates "
+                              "and gates read their baselines from it"),
+        (path, 9, 3, "CP605", "jobs.ci.secrets.metrics-store-url: missing; the checkout declares metric gates and "
+                              "its schedule runs write the baselines"),
+        (path, 10, 11, "CP602", "jobs.ci.uses: pr-pipeline.yml is called at 'main', not a full commit SHA"),
+        (path, 12, 22, "CP603", "jobs.ci.with.ci-policy-ref: '2222222222222222222222222222222222222222' differs "
+                                "from the ref pr-pipeline.yml is called at ('main')"),
+        (path, 13, 16, "CP604", "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: "
+                                "ci-policy-ref, ci-policy-repository, pull-request, cadence, python)"),
+        (path, 15, 11, "CP603", "jobs.fork-ci.with.ci-policy-ref: missing; pr-pipeline.yml needs the commit it was "
+                                "called at"),
+        (path, 18, 11, "CP603", "jobs.tune.with.ci-policy-ref: missing; tune.yml needs the commit it was called at"),
+    ]
+
+
+REUSABLE = sorted(p for p in (ROOT / ".github" / "workflows").glob("*.yml") if p.stem in INPUTS)
+
+
+@pytest.mark.parametrize("path", REUSABLE, ids=[p.name for p in REUSABLE])
+def test_the_input_tables_are_the_reusable_workflows_inputs(path):
+    doc = yaml.safe_load(path.read_text())
+    inputs = doc[True]["workflow_call"]["inputs"]
+    assert INPUTS[path.stem] == tuple(inputs)
+    assert REQUIRED_INPUTS[path.stem] == tuple(k for k, v in inputs.items() if v.get("required"))
+
+
+def test_the_tables_cover_the_same_workflows():
+    assert sorted(INPUTS) == sorted(REQUIRED_INPUTS)
+    assert {"pr-pipeline", "tune"} <= {p.stem for p in REUSABLE}
+
+
+def test_store_secrets_are_needed_only_when_gates_are_declared(make_repo):
+    repo = checkout(make_repo, "caller-drift.yml")
+    (repo / "tests/e2e/test_a.py").write_text(FILES["tests/e2e/test_a.py"].replace(
+        'register_ci_gate(metric_key="train/grad_norm")\n', "").replace("register_ci_gate, ", ""))
+    assert [code for _p, _l, _c, code, _m in found(repo)] == ["CP602", "CP603", "CP604", "CP603", "CP603"]
+
+
+def test_hand_written_stage_jobs(make_repo):
+    path = f"{WF}/hand-written.yml"
+    assert found(checkout(make_repo, "hand-written.yml")) == [
+        (".github/ci-policy.yml", 9, None, "CP606",
+         f"stage gpu-b has no job running `ci-policy run --stage gpu-b` in {path}"),
+        (path, 11, 14, "CP608", "jobs.gpu-a.runs-on: [self-hosted, h100] does not match stage gpu-a's runs_on "
+                                "[h200]"),
+        (path, 27, 14, "CP607", "jobs.gpu-c: `ci-policy run --stage gpu-c` names no configured stage (configured: "
+                                "cpu, gpu-a, gpu-b)"),
+    ]
+    report = lint(checkout(make_repo, "hand-written.yml"))
+    [missing] = [d for d in report.errors if d.code == "CP606"]
+    assert missing.hint == ("add a job for it (runs-on: [self-hosted, h200]), call the reusable pr-pipeline.yml, "
+                            "or mark the stage external")
+
+
+def test_stage_runs_are_found_in_every_script_form(make_repo):
+    repo = checkout(make_repo, "hand-written.yml")
+    workflows, problems = read_workflows(repo, WF)
+    assert problems == []
+    [workflow] = workflows
+    assert workflow.triggers == ("pull_request",)
+    assert [(j.id, j.runs_on, [(r.stage, r.line, r.col) for r in j.stage_runs]) for j in workflow.jobs] == [
+        ("cpu", ("ubuntu-latest",), [("cpu", 9, 14)]),
+        ("gpu-a", ("self-hosted", "h100"), [("gpu-a", 15, None)]),
+        ("gpu-a-again", ("h200", "self-hosted"), [("gpu-a", 23, None)]),
+        ("gpu-c", ("self-hosted", "h200"), [("gpu-c", 27, 14)]),
+    ]
+
+
+def test_a_dynamic_stage_or_runs_on_is_not_compared(make_repo):
+    repo = checkout(make_repo)
+    (repo / WF / "matrix.yml").write_text(
+        "on: pull_request\njobs:\n  stage:\n    runs-on: ${{ matrix.runs_on }}\n    steps:\n"
+        '      - run: ci-policy run --stage "${{ matrix.stage }}"\n'
+        "  gpu-a:\n    runs-on: ${{ fromJSON(inputs.runs_on) }}\n    steps:\n"
+        "      - run: ci-policy run --stage gpu-a\n")
+    assert found(repo) == []
+
+
+def test_an_external_stage_needs_no_job(make_repo):
+    config = CONFIG.replace("{name: gpu-b, backend: cuda, runs_on: [h200]}",
+                            "{name: gpu-b, backend: cuda, external: true}")
+    repo = checkout(make_repo, "hand-written.yml", config=config)
+    assert [code for _p, _l, _c, code, _m in found(repo)] == ["CP608", "CP607"]
+
+
+def test_invalid_yaml_and_symlinks_are_refused(make_repo, tmp_path):
+    repo = checkout(make_repo, "broken.yml")
+    outside = tmp_path / "outside.yml"
+    outside.write_text("on: push\n")
+    os.symlink(outside, repo / WF / "linked.yml")
+    assert found(repo) == [
+        (f"{WF}/broken.yml", 2, 5, "CP601", f"workflow {WF}/broken.yml is not valid YAML: expected ',' or ']', "
+                                            "but got ':'"),
+        (f"{WF}/linked.yml", None, None, "CP401", f"workflow {WF}/linked.yml is a symlink; ci-policy refuses "
+                                                  "symlinks in a checkout"),
+    ]
+    repo = checkout(make_repo)
+    shutil.rmtree(repo / WF)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(FIXTURES / "hand-written.yml", elsewhere / "hand-written.yml")
+    os.symlink(elsewhere, repo / WF)
+    assert found(repo) == [(WF, None, None, "CP401", f"workflows directory {WF} is a symlink; ci-policy refuses "
+                                                     "symlinks in a checkout")]
+
+
+def test_lint_workflows_points_elsewhere_or_turns_the_check_off(make_repo):
+    repo = checkout(make_repo, "hand-written.yml", config=CONFIG + "lint: {workflows: ci/workflows}\n",
+                    directory="ci/workflows")
+    assert [(p, code) for p, _l, _c, code, _m in found(repo)] == [
+        (".github/ci-policy.yml", "CP606"), ("ci/workflows/hand-written.yml", "CP608"),
+        ("ci/workflows/hand-written.yml", "CP607")]
+    repo = checkout(make_repo, "hand-written.yml", "broken.yml", config=CONFIG + "lint:\n  workflows: false\n")
+    assert found(repo) == []
+    # A missing directory holds no workflow.
+    repo = checkout(make_repo, config=CONFIG + "lint: {workflows: nowhere}\n")
+    assert found(repo) == []
+
+
+def test_lint_workflows_accepts_a_directory_or_false(make_repo):
+    repo = checkout(make_repo, config=CONFIG + "lint: {workflows: true}\n")
+    with pytest.raises(InputErrors) as caught:
+        load_config(repo)
+    assert [(d.line, d.code, d.message) for d in caught.value.errors] == [
+        (10, "CP105", "lint.workflows: expected a repo-relative directory or false, got true")]
+    repo = checkout(make_repo, config=CONFIG + "lint: {workflows: ../outside}\n")
+    with pytest.raises(InputErrors) as caught:
+        load_config(repo)
+    assert [(d.line, d.message) for d in caught.value.errors] == [
+        (10, "lint.workflows: '../outside' leaves the repository ('..' is not allowed)")]
+
+
+def test_lint_ignore_accepts_workflow_codes(make_repo):
+    repo = checkout(make_repo, "hand-written.yml",
+                    config=CONFIG + "lint:\n  ignore:\n    - {paths: ['.github/workflows/**'], codes: [CP607, "
+                                    "stage-runs-on-mismatch]}\n")
+    report = lint(repo)
+    assert [d.code for d in report.errors] == ["CP606"]
+    assert [d.code for d in report.suppressed] == ["CP608", "CP607"]

@@ -1,0 +1,123 @@
+"""The reusable scheduled-tuning workflow (.github/workflows/tune.yml) and the example's weekly
+caller (examples/gpu-repo/.github/workflows/tune.yml).
+
+- Structure: `workflow_call` only, the CONTRACT inputs plus `workflow`, `runs` and
+  `estimates-file`; one job with exactly `actions: read`, `contents: write` and
+  `pull-requests: write`; ci_policy checked out at the pinned commit into `.ci-policy-src`
+  and installed by its setup action; the default branch checked out as data into `repo`
+  (never run); every untrusted value reaches `run:` through `env:`; actions pinned by SHA.
+- The caller: weekly schedule and workflow_dispatch, the reusable workflow and
+  `ci-policy-ref` pinned to the same commit, only inputs the workflow declares (the same
+  table `ci-policy lint` checks callers with).
+- zizmor with each persona, the workflow schema and shellcheck cover both files with every
+  other workflow (tests/test_workflow_lint.py; the one suppression is listed there).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from ci_policy.model.workflows import INPUTS
+
+ROOT = Path(__file__).resolve().parents[1]
+TUNE = ROOT / ".github" / "workflows" / "tune.yml"
+CALLER = ROOT / "examples" / "gpu-repo" / ".github" / "workflows" / "tune.yml"
+SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def load(path: Path) -> dict:
+    doc = yaml.safe_load(path.read_text())
+    doc["on"] = doc.pop(True)  # YAML 1.1 reads the key `on` as true
+    return doc
+
+
+def steps() -> list[dict]:
+    return load(TUNE)["jobs"]["tune"]["steps"]
+
+
+def test_the_reusable_workflow_takes_the_contract_inputs():
+    doc = load(TUNE)
+    assert list(doc["on"]) == ["workflow_call"]
+    inputs = doc["on"]["workflow_call"]["inputs"]
+    assert {name: (spec["type"], spec["required"], spec.get("default")) for name, spec in inputs.items()} == {
+        "ci-policy-ref": ("string", True, None),
+        "ci-policy-repository": ("string", False, "ci-policy/ci-policy"),
+        "workflow": ("string", True, None),
+        "runs": ("number", False, 10),
+        "estimates-file": ("string", False, ".github/ci-estimates.json"),
+        "python": ("string", False, "python3"),
+    }
+    assert tuple(inputs) == INPUTS["tune"]  # the table lint checks callers against
+    assert "secrets" not in doc["on"]["workflow_call"]
+
+
+def test_least_privilege_and_one_job():
+    doc = load(TUNE)
+    assert doc["permissions"] == {}
+    assert list(doc["jobs"]) == ["tune"]
+    job = doc["jobs"]["tune"]
+    assert job["permissions"] == {"actions": "read", "contents": "write", "pull-requests": "write"}
+    assert job["runs-on"] == "ubuntu-latest"
+    assert doc["concurrency"] == {"group": "ci-policy-tune-${{ github.workflow }}", "cancel-in-progress": False}
+
+
+def test_ci_policy_is_installed_from_the_pinned_commit_and_the_checkout_is_only_data():
+    s = steps()
+    uses = [(step.get("uses"), step.get("with")) for step in s if "uses" in step]
+    assert uses == [
+        ("actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
+         {"repository": "${{ inputs.ci-policy-repository }}", "ref": "${{ inputs.ci-policy-ref }}",
+          "path": ".ci-policy-src", "persist-credentials": False}),
+        ("./.ci-policy-src/.github/actions/setup", {"extras": "github,tune", "python": "${{ inputs.python }}"}),
+        ("actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
+         {"ref": "${{ github.event.repository.default_branch }}", "path": "repo", "persist-credentials": False}),
+    ]
+    # The pinned ref is checked before anything is checked out.
+    assert "CI_POLICY_REF" in s[0]["env"] and "^[0-9a-f]{40}$" in s[0]["run"]
+    [tune] = [step for step in s if "ci-policy tune" in step.get("run", "")]
+    assert tune["run"] == (
+        'ci-policy tune --repo repo --github-runs "$RUNS" --workflow "$PIPELINE_WORKFLOW" '
+        '--write-estimates "repo/$ESTIMATES_FILE" --open-pr --csv "$RUNNER_TEMP/ci-policy-tune-evidence.csv"')
+    assert tune["env"] == {"GITHUB_TOKEN": "${{ github.token }}", "PIPELINE_WORKFLOW": "${{ inputs.workflow }}",
+                           "RUNS": "${{ inputs.runs }}", "ESTIMATES_FILE": "${{ inputs.estimates-file }}"}
+    for step in s:
+        assert "${{" not in step.get("run", "")
+        assert "repo/" not in (step.get("uses") or "")
+        # Nothing of the checkout is executed: `repo` is only ever an argument of ci-policy.
+        assert not re.search(r"(^|[\s;&|(])(\./)?repo/\S*\.(sh|py)\b", step.get("run", ""))
+
+
+def test_external_actions_are_pinned_by_sha_with_a_version_comment():
+    text = TUNE.read_text()
+    for line in text.splitlines():
+        match = re.search(r"uses: ([^\s#]+)", line)
+        if match and not match.group(1).startswith("./"):
+            ref = match.group(1).split("@", 1)[1]
+            assert SHA.fullmatch(ref), line
+            assert re.search(r"# v\d+\.\d+\.\d+$", line), line
+
+
+def test_the_example_caller_is_weekly_pinned_and_consistent():
+    doc = load(CALLER)
+    assert doc["on"] == {"schedule": [{"cron": "17 4 * * 1"}], "workflow_dispatch": None}
+    assert doc["permissions"] == {}
+    [(job_id, job)] = doc["jobs"].items()
+    uses, ref = job["uses"].split("@")  # the `# v0.1.0` comment is YAML, not part of the value
+    assert uses == "ci-policy/ci-policy/.github/workflows/tune.yml"
+    assert ref == "1111111111111111111111111111111111111111"
+    assert job["with"]["ci-policy-ref"] == ref
+    assert '"1111111111111111111111111111111111111111"' in CALLER.read_text()  # quoted: a string
+    assert set(job["with"]) <= set(INPUTS["tune"])
+    assert job["with"]["workflow"] == "pr-test.yml"
+    assert job["permissions"] == {"actions": "read", "contents": "write", "pull-requests": "write"}
+    assert "secrets" not in job
+
+
+def test_lint_finds_the_example_caller_consistent():
+    from ci_policy.model.lint import lint
+
+    report = lint(ROOT / "examples" / "gpu-repo")
+    assert [d for d in report.errors if d.code is not None and d.code.startswith("CP6")] == []
