@@ -34,7 +34,8 @@ COMMENT_CALLER = CALLERS / "comment-command.yml"
 RERUN_CALLER = CALLERS / "rerun-test.yml"
 FILES = [GATEWAY, RERUN, COMMENT_CALLER, RERUN_CALLER]
 PARAMS = [pytest.param(p, id=p.relative_to(ROOT).as_posix()) for p in FILES]
-PLACEHOLDER = "1" * 40
+# The commit of ci-policy the example callers pin (tests/test_workflow_lint.py checks it exists here).
+PIN = re.search(r"@([0-9a-f]{40})", (CALLERS / "pr-test.yml").read_text(encoding="utf-8")).group(1)
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
 SETUP = "./.ci-policy-src/.github/actions/setup"
 
@@ -152,7 +153,7 @@ def test_callers_pin_the_reusable_workflow_and_ci_policy_at_one_quoted_commit(ca
     doc = load(caller)
     [job] = doc["jobs"].values()
     m = re.fullmatch(rf"ci-policy/ci-policy/\.github/workflows/{re.escape(reusable)}@([0-9a-f]{{40}})", job["uses"])
-    assert m and m.group(1) == PLACEHOLDER
+    assert m and m.group(1) == PIN
     assert job["with"]["ci-policy-ref"] == m.group(1)
     # Quoted, so YAML never reads an all-digit SHA as a number.
     assert f'ci-policy-ref: "{m.group(1)}"' in caller.read_text(encoding="utf-8")
@@ -169,7 +170,7 @@ def test_the_comment_caller_passes_the_app_only_through_a_variable_and_a_secret(
     doc = load(COMMENT_CALLER)
     job = doc["jobs"]["gateway"]
     assert on(doc) == {"issue_comment": {"types": ["created"]}}
-    assert job["with"] == {"ci-policy-ref": PLACEHOLDER, "app-id": "${{ vars.CI_POLICY_APP_ID }}"}
+    assert job["with"] == {"ci-policy-ref": PIN, "app-id": "${{ vars.CI_POLICY_APP_ID }}"}
     assert job["secrets"] == {"app-private-key": "${{ secrets.CI_POLICY_APP_PRIVATE_KEY }}"}
 
 
@@ -186,7 +187,7 @@ def test_the_rerun_caller_takes_what_the_gateway_dispatches_and_keeps_the_run_na
                                                                                   "test_file"}
     assert definition.run_name(sent) == run_name(7, "tests/e2e/test_x.py", sent["head_sha"])
     job = load(RERUN_CALLER)["jobs"]["rerun"]
-    assert job["with"] == {"ci-policy-ref": PLACEHOLDER, "pull-request": "${{ inputs.pull_number }}",
+    assert job["with"] == {"ci-policy-ref": PIN, "pull-request": "${{ inputs.pull_number }}",
                            "head-sha": "${{ inputs.head_sha }}", "file": "${{ inputs.test_file }}",
                            "image-tag": "${{ inputs.image_tag }}"}
 

@@ -235,3 +235,29 @@ def test_every_checkout_does_not_persist_credentials(path):
     for step in steps(path):
         if step.get("uses", "").startswith("actions/checkout@"):
             assert (step.get("with") or {}).get("persist-credentials") is False, (rel(path), step)
+
+
+# -- the example repository calls the reusable workflows as an adopting repository would ------
+
+CALLS_THIS_REPOSITORY = re.compile(r"ci-policy/ci-policy/(\.github/workflows/[a-z-]+\.yml)@([0-9a-f]{40})")
+
+
+def test_the_example_callers_pin_one_commit_of_this_repository_that_holds_what_they_call():
+    """Every `uses:` of the example names a reusable workflow at a commit of this repository's
+    history where that file exists, the same commit for every caller, passed again (quoted) as
+    `ci-policy-ref`: a caller pinned to a commit that does not exist would fail on GitHub."""
+    callers = sorted((ROOT / "examples" / "gpu-repo" / ".github" / "workflows").glob("*.yml"))
+    pins = set()
+    for path in callers:
+        text = path.read_text(encoding="utf-8")
+        for job_id, job in yaml.safe_load(text)["jobs"].items():
+            match = CALLS_THIS_REPOSITORY.fullmatch(job.get("uses", ""))
+            assert match, f"{rel(path)}: job {job_id} does not call a reusable workflow of ci-policy"
+            workflow, sha = match.groups()
+            pins.add(sha)
+            assert job["with"]["ci-policy-ref"] == sha, f"{rel(path)}: ci-policy-ref differs from the pin"
+            assert f'ci-policy-ref: "{sha}"' in text, f"{rel(path)}: ci-policy-ref is not quoted"
+            proc = subprocess.run(["git", "cat-file", "-e", f"{sha}:{workflow}"], cwd=ROOT, capture_output=True,
+                                  text=True, check=False, timeout=60)
+            assert proc.returncode == 0, f"{rel(path)}: {workflow} does not exist at {sha}: {proc.stderr}"
+    assert len(callers) == 4 and len(pins) == 1, pins
