@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ci_policy.read.shapes import json_type
+
 CONTEXTS = ("needs", "inputs", "github", "matrix", "steps", "secrets", "vars")
 STATUS_FUNCTIONS = ("always", "success", "failure", "cancelled")
 FUNCTIONS = STATUS_FUNCTIONS + ("contains", "startsWith", "fromJSON", "toJSON", "format", "join")
@@ -42,19 +44,10 @@ class ExpressionError(Exception):
 # -- values, as GitHub converts them ---------------------------------------------------------
 
 def kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    raise ExpressionError(f"not a value of an expression: {value!r}")
+    try:
+        return json_type(value)
+    except TypeError:
+        raise ExpressionError(f"not a value of an expression: {value!r}") from None
 
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")

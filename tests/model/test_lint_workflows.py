@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import ROOT
+from model.test_diagnostics import SMALL_CONFIG
 
 from ci_policy.config import load_config
 from ci_policy.errors import InputErrors
@@ -24,17 +25,8 @@ from ci_policy.model.workflows import INPUTS, REQUIRED_INPUTS
 from ci_policy.read.workflows import read_workflows
 
 FIXTURES = ROOT / "tests" / "data" / "workflows"
-CONFIG = """\
-version: 1
-discovery:
-  roots: [tests]
-  implicit:
-    - {root: tests/unit, backend: cpu, suite: cpu, est_time: 1, cpu_only: true}
-stages:
-  - {name: cpu, backend: cpu}
-  - {name: gpu-a, backend: cuda, runs_on: [h200]}
-  - {name: gpu-b, backend: cuda, runs_on: [h200]}
-"""
+# The diagnostics tests' two-stage configuration: a CPU stage and two CUDA stages on [h200].
+CONFIG = SMALL_CONFIG
 MAIN = '\nif __name__ == "__main__":\n    main()\n'
 FILES = {
     "tests/unit/test_ok.py": "def test_ok():\n    pass\n",
