@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import add_checkout, add_format, append_step_summary, positive_int
 from ci_policy.errors import InputError, InputErrors, UsageError
 
@@ -106,6 +107,6 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "github":
         annotations = render.gate_annotations(outcome)
         if annotations:
-            print(annotations)
+            write_commands(annotations)
         append_step_summary(render.gate_markdown(outcome))
     return 1 if outcome.blocking else 0

@@ -30,6 +30,7 @@ import os
 import sys
 from pathlib import Path
 
+from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import (
     add_checkout,
     add_format,
@@ -171,12 +172,12 @@ def run(args: argparse.Namespace) -> int:
     if plan.invalid:
         print(render.invalid_text(plan.invalid))
         if args.format == "github":
-            print("::warning::" + render.escape_data(
+            write_commands("::warning::" + render.escape_data(
                 f"the plan is incomplete: {len(plan.invalid)} invalid test file(s) not run: "
                 + ", ".join(f.file for f in plan.invalid) + " (see the plan job)"))
         print(flush=True)
     if not shards:
-        print(f"Stage {stage.name} has nothing to run: {'; '.join(stage.reasons)}")
+        print(f"Stage {stage.name} has nothing to run: {render.one_line('; '.join(stage.reasons))}")
         return 0
     repo = Path(args.repo)
     runner_config = plan.config.runner
@@ -222,6 +223,6 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "github":
         annotations = render.run_annotations(result)
         if annotations:
-            print(annotations)
+            write_commands(annotations)
         append_step_summary(render.run_summary_markdown(result))
     return 0 if result.ok else 1

@@ -2,7 +2,9 @@
 
 - In: the checkout root, the `StagePlan` and `Shard` from `ci_policy.plan` (the same
   code as `ci-policy plan`/`list`), retry rules, timeouts and `RunOptions`.
-- Out: a `ShardResult`; progress lines and the tests' live output on `out`; one JSON
+- Out: a `ShardResult`; progress lines and the tests' live output on `out` (default: the
+  `sys.stdout` of the call, under GitHub the console guard, which neutralises workflow
+  commands in the tests' output too; `::group::` lines go through `write_commands`); one JSON
   line per attempt appended (and flushed, fsynced) to the timings file, so a runner
   killed mid-shard keeps every finished record.
 - Each file runs as `python FILE` or `python -m pytest FILE` (the stage's `runner`),
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
 
+from ci_policy.adapters.console import write_commands
 from ci_policy.adapters.runner.retry import classify
 from ci_policy.config.runner import RetryRules, RunnerConfig
 from ci_policy.errors import InputError, InputErrors
@@ -339,7 +342,9 @@ def _on_sigterm(signum, frame):
 
 def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules,
               options: RunOptions, from_est: tuple[float, float] | None = None,
-              out: IO[str] = sys.stdout) -> ShardResult:
+              out: IO[str] | None = None) -> ShardResult:
+    # The stream at call time: under GitHub it is the console guard `cli.main` installed.
+    out = sys.stdout if out is None else out
     regs_by_file = {r.file: r for r in stage_plan.tests}
     regs = [regs_by_file[f] for f in shard.files]
     check_files(repo, regs)
@@ -386,10 +391,12 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
                 env.update({RECORD_DIR_ENV: str(record_dir), CAPTURE_ENV: json.dumps(list(options.capture))})
             started = _now()
             if options.github:
-                print(f"::group::{escape_data(f'{reg.file} (attempt {attempt})')}", file=out, flush=True)
+                write_commands(f"::group::{escape_data(f'{reg.file} (attempt {attempt})')}", out)
+                out.flush()
             proc = run_process(argv, repo, env, file_result.timeout, options.kill_grace, out)
             if options.github:
-                print("::endgroup::", file=out, flush=True)
+                write_commands("::endgroup::", out)
+                out.flush()
             status: AttemptStatus = "timeout" if proc.timed_out else ("pass" if proc.returncode == 0 else "fail")
             verdict = None
             if status != "pass":
@@ -413,10 +420,10 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
                 return
             assert verdict is not None  # every attempt that did not pass was classified
             if not verdict.retriable or attempt == options.max_attempts:
-                print(f"      {verdict.kind}: {verdict.reason}"
+                print(f"      {verdict.kind}: {one_line(verdict.reason)}"
                       + ("" if verdict.retriable else "; not retried"), file=out, flush=True)
                 return
-            print(f"      {verdict.kind}: {verdict.reason}; retrying"
+            print(f"      {verdict.kind}: {one_line(verdict.reason)}; retrying"
                   + (f" in {options.retry_wait:g}s" if options.retry_wait else ""), file=out, flush=True)
             if options.retry_wait:
                 time.sleep(options.retry_wait)
