@@ -7,7 +7,8 @@
 - Out: a `Verdict(kind, retriable, reason)`.
 - Order: the test's own report wins; then the regex lists, checked infra-retriable,
   never, retriable; then a timeout is retriable once. Anything unclassified is not retried:
-  a retry should only hide what a retry can fix.
+  a retry should only hide what a retry can fix. An unclassified death by signal names the
+  signal (`killed by SIGSEGV`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _first_match(patterns: Sequence[str], text: str) -> str | None:
 
 
 def classify(status: str, tail: str, reported: str | None, timeouts_before: int,
-             rules: RetryRules) -> Verdict:
+             rules: RetryRules, killed_by: str | None = None) -> Verdict:
     for kind, retriable in REPORTED_KINDS.items():
         if reported == kind:
             article = "an" if kind[0] in "aeiou" else "a"
@@ -47,4 +48,6 @@ def classify(status: str, tail: str, reported: str | None, timeouts_before: int,
         if timeouts_before == 0:
             return Verdict("timeout", True, "timed out (a timeout is retried once)")
         return Verdict("timeout", False, "timed out again")
+    if killed_by is not None:
+        return Verdict("unknown", False, f"killed by {killed_by}, not classified as retriable")
     return Verdict("unknown", False, "failure not classified as retriable")

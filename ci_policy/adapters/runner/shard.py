@@ -7,10 +7,16 @@
   killed mid-shard keeps every finished record.
 - Each file runs as `python FILE` or `python -m pytest FILE` (the stage's `runner`),
   from the checkout root, in its own session/process group, without a shell.
-- On timeout: SIGTERM to the process group and to every descendant, SIGKILL after the
-  grace period. The runner makes itself a child subreaper (Linux), so double-forked
-  daemons are reparented to it and killed too; leftovers of a test that exited are
-  killed the same way, so no process a test started outlives its attempt.
+- On timeout: SIGTERM to every process of the attempt, then after the grace period its
+  cgroup's `cgroup.kill` (where cgroup v2 is delegated to us) and freeze-then-kill of the
+  runner's descendants (it is a child subreaper) and the test's session and process group
+  (`procs`); leftovers of a test that exited are killed the same way, so no process a test
+  started outlives its attempt. A watchdog kills the attempt if the runner itself is killed;
+  SIGTERM/SIGINT during a kill hurry it and never abort it.
+- `elapsed` ends when the test's main process exits or times out (never the kill grace); a
+  test killed by a signal is reported with the signal's name (`killed by SIGKILL`).
+- A timing or metric record that cannot be written (a full disk, EIO, a read-only file
+  system) is a warning of the result (`ShardResult.warnings`), and the shard goes on.
 - Refused before anything runs: a missing, non-regular or symlinked test file.
 """
 
@@ -18,8 +24,8 @@ from __future__ import annotations
 
 import codecs
 import collections
-import ctypes
 import datetime
+import errno
 import io
 import json
 import os
@@ -34,6 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
 
+from ci_policy.adapters.runner import procs
+from ci_policy.adapters.runner.procs import Watchdog, become_subreaper, proc_table
 from ci_policy.adapters.runner.retry import classify
 from ci_policy.config.runner import RetryRules, RunnerConfig
 from ci_policy.errors import InputError, InputErrors
@@ -49,7 +57,6 @@ from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV
 
 TAIL_BYTES = 64 * 1024
 FAILURE_KIND_ENV = "CI_POLICY_FAILURE_KIND_FILE"
-PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True)
@@ -85,113 +92,73 @@ def check_files(repo: Path, regs: list[Registration]) -> None:
         raise InputErrors(errors)
 
 
+class Terminated(BaseException):
+    """The runner received SIGTERM (a cancelled job); the running test is killed on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 # -- processes ---------------------------------------------------------------------------
 
-def become_subreaper() -> bool:
-    """Orphaned descendants (double-forked daemons) get reparented to us, so we can kill them."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _proc_table() -> dict[int, tuple[int, str]]:
-    """pid -> (ppid, state) from /proc; empty where /proc does not exist."""
-    table: dict[int, tuple[int, str]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        # The command name may contain spaces and parentheses: split after the last ')'.
-        rest = data[data.rfind(")") + 2:].split()
-        if len(rest) >= 2:
-            table[int(name)] = (int(rest[1]), rest[0])
-    return table
-
-
 def descendants(root: int, exclude: frozenset[int] = frozenset()) -> set[int]:
-    table = _proc_table()
-    children: dict[int, list[int]] = collections.defaultdict(list)
-    for pid, (ppid, state) in table.items():
-        if state != "Z":
-            children[ppid].append(pid)
-    out, stack = set(), [root]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in out and child not in exclude:
-                out.add(child)
-                stack.append(child)
-    return out
+    """The live descendants of `root` (the runner's own, before an attempt: its watchdog)."""
+    table = proc_table()
+    return {p for p in procs.descendants(table, [root], exclude) if not procs.dead(table[p][3])}
 
 
-def _alive(pid: int) -> bool:
-    state = _proc_table().get(pid)
-    if state is not None:
-        return state[1] != "Z"
+def signal_name(returncode: int | None) -> str | None:
+    """`SIGKILL` for a process that died of signal 9 (a negative return code), else None."""
+    if returncode is None or returncode >= 0:
+        return None
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not Path("/proc").is_dir()
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
 
 
-def _signal(pids, pgid: int | None, sig: int) -> None:
-    if pgid is not None:
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _reap(pids) -> None:
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-
-
-def kill_tree(pgid: int | None, keep: frozenset[int], grace: float) -> int:
-    """SIGTERM the group and every descendant of this process, SIGKILL what remains."""
+def _attempt_selector(main: int, keep: frozenset[int]) -> Callable[[procs.Table], set[int]]:
+    """The attempt's processes: the runner's descendants (it is a subreaper) and the test's session
+    and process group, with theirs; never the runner, its watchdog or what ran before the attempt."""
     me = os.getpid()
-    targets = descendants(me, keep)
-    if not targets and pgid is None:
+    spare = keep | {me}
+
+    def select(table: procs.Table) -> set[int]:
+        found = procs.descendants(table, [me], spare)
+        grouped = {p for p, (_ppid, pgid, sid, _state) in table.items()
+                   if main in (pgid, sid) and p not in spare}
+        return found | grouped | procs.descendants(table, grouped, spare)
+    return select
+
+
+def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int], grace: float,
+                 hurried: Callable[[], bool]) -> int:
+    """SIGTERM every process of the attempt, wait up to `grace` (less when hurried), then kill
+    its cgroup and freeze-then-kill what is left; returns how many processes were signalled."""
+    select = _attempt_selector(main.pid, keep)
+    live = {p for p in select(proc_table()) if p != main.pid or main.poll() is None}
+    if group is not None:
+        live |= procs.cgroup_pids(group)
+    if not live:
+        if group is not None:
+            procs.remove_cgroup(group)
         return 0
-    _signal(targets, pgid, signal.SIGTERM)
+    procs.signal_all(live, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        _reap(targets)
-        targets |= descendants(me, keep)
-        if not any(_alive(p) for p in targets):
+    while time.monotonic() < deadline and not hurried():
+        main.poll()
+        procs.reap(live - {main.pid})
+        table = proc_table()
+        live |= select(table)
+        if not any(not procs.dead(table.get(p, (0, 0, 0, "X"))[3]) for p in live):
             break
         time.sleep(0.05)
-    survivors = {p for p in targets | descendants(me, keep) if _alive(p)}
-    if survivors or pgid is not None:
-        _signal(survivors, pgid, signal.SIGKILL)
-    for _ in range(100):
-        _reap(targets | survivors)
-        if not any(_alive(p) for p in survivors):
-            break
-        time.sleep(0.02)
-    return len(targets)
+    held = procs.kill_cgroup(group) | procs.freeze_and_kill(select)
+    main.wait()
+    # Reaped by pid, never by waitpid(-1): that could take the watchdog or the test's own status.
+    procs.wait_gone(held - {main.pid}, procs.reap)
+    return len(live | held)
 
 
 def _echo(out: IO[str], text: str) -> None:
@@ -219,12 +186,33 @@ class ProcessResult:
     killed: int
 
 
+@dataclass
+class Containment:
+    """What every attempt of a shard shares: the cgroup to nest attempts in, and the watchdog."""
+
+    cgroups: Path | None = None
+    watchdog: Watchdog | None = None
+
+
 def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, grace: float,
-                out: IO[str]) -> ProcessResult:
+                out: IO[str], contain: Containment | None = None) -> ProcessResult:
+    contain = contain or Containment()
     keep = frozenset(descendants(os.getpid()))
+    ident = procs.attempt_id()
+    env = {**env, procs.ATTEMPT_ENV: ident}
+    group = procs.make_cgroup(contain.cgroups, f"ci-policy-{ident}")
+    watchdog = contain.watchdog
+    if watchdog is not None:
+        watchdog.send(f"A {ident} {group or '-'}")
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=procs.join_cgroup(group))
+    if watchdog is not None:
+        watchdog.send(f"P {proc.pid}")
+    if group is not None and proc.pid not in procs.cgroup_pids(group):
+        procs.remove_cgroup(group)  # the move failed (not delegated after all): freeze-then-kill only
+        group = None
     tail: collections.deque[bytes] = collections.deque()
     size = [0]
     # A read may end inside a multi-byte UTF-8 character: decode incrementally.
@@ -247,21 +235,23 @@ def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, gr
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     timed_out = False
+    interrupted: BaseException | None = None
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-    finally:
-        killed = kill_tree(proc.pid, keep | {os.getpid()}, grace) if timed_out else 0
-        if not timed_out:
-            # The test exited; anything it left behind (servers, daemons) goes too.
-            killed = kill_tree(None, keep | {os.getpid()}, grace)
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        proc.wait()
+    except (Terminated, KeyboardInterrupt) as exc:
+        interrupted = exc
+    # The test's time ends when its main process exits or is timed out, not after the kill grace.
     elapsed = time.monotonic() - start
+    # The test exited: anything it left behind (servers, daemons) goes too. Timed out or
+    # interrupted: the test itself goes. Signals that arrive meanwhile only hurry the kill.
+    with procs.KillGuard(Terminated, reraise=interrupted is None) as guard:
+        killed = kill_attempt(proc, group, keep, grace, guard.hurried)
+    if watchdog is not None:
+        watchdog.send("D")
+    if interrupted is not None:
+        raise interrupted
     reader.join(timeout=5)
     if last[0] != b"\n":
         # Output without a final newline must not swallow what follows (`::endgroup::`,
@@ -286,16 +276,26 @@ def default_timings_path(repo: Path) -> Path:
 
 
 class TimingsWriter:
-    """Appends one JSON line per attempt; flushed and fsynced before the next attempt starts."""
+    """Appends one JSON line per attempt, fsynced before the next attempt starts.
+
+    A record that cannot be written (ENOSPC, EIO, EROFS, ...) is returned as a warning instead
+    of stopping the shard: losing a timing record must not lose the remaining tests' results.
+    """
 
     def __init__(self, path: Path, stage: str, shard: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.stage = stage
         self.shard = shard
-        self._fh = open(path, "a", encoding="utf-8")
+        self._fd: int | None = None
 
-    def write(self, reg: Registration, attempt: Attempt) -> dict:
+    def _open(self) -> int:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        return self._fd
+
+    def write(self, reg: Registration, attempt: Attempt) -> str | None:
+        """Appends the attempt's record; the warning when it could not be written, else None."""
         record = {
             "schema": 1,
             "file": reg.file,
@@ -312,13 +312,28 @@ class TimingsWriter:
             "run_id": os.environ.get("GITHUB_RUN_ID"),
             "run_attempt": os.environ.get("GITHUB_RUN_ATTEMPT"),
         }
-        self._fh.write(json.dumps(record, sort_keys=False) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        return record
+        data = (json.dumps(record, sort_keys=False) + "\n").encode()
+        try:
+            fd = self._open()
+            # One write of the whole line to an O_APPEND file: never interleaved, never buffered.
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+            os.fsync(fd)
+        except OSError as exc:
+            return write_warning("timing record", self.path, reg.file, attempt.attempt, exc)
+        return None
 
     def close(self) -> None:
-        self._fh.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def write_warning(what: str, path: Path, file: str, attempt: int, exc: OSError) -> str:
+    """`cannot write the timing record of F attempt N to PATH: No space left on device (ENOSPC)`."""
+    name = errno.errorcode.get(exc.errno or 0, "")
+    reason = (exc.strerror or str(exc)) + (f" ({name})" if name else "")
+    return f"cannot write the {what} of {one_line(file)} attempt {attempt} to {one_line(str(path))}: {reason}"
 
 
 def _fmt_s(value: float) -> str:
@@ -329,14 +344,6 @@ def _est(value: float) -> str:
     return f"{value:g}s"
 
 
-class Terminated(BaseException):
-    """The runner received SIGTERM (a cancelled job); the running test is killed on the way out."""
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated()
-
-
 def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules,
               options: RunOptions, from_est: tuple[float, float] | None = None,
               out: IO[str] = sys.stdout) -> ShardResult:
@@ -344,6 +351,10 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
     regs = [regs_by_file[f] for f in shard.files]
     check_files(repo, regs)
     become_subreaper()
+    # Forked before the first test's output thread starts, and before the SIGTERM handler.
+    watchdog = Watchdog()
+    watchdog.start()
+    contain = Containment(cgroups=procs.cgroup_base(), watchdog=watchdog)
     timings = TimingsWriter(options.timings_out or default_timings_path(repo), stage_plan.name, shard.index)
     result = ShardResult(stage=stage_plan.name, shard=shard.index, results=[], not_run=[])
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
@@ -356,7 +367,8 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
         for i, reg in enumerate(regs, start=1):
             file_result = FileResult(reg, timeout_for(reg, stage_plan.stage.timeout_per_file, from_est))
             result.results.append(file_result)
-            _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out)
+            _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out,
+                      contain, result.warnings)
             if not file_result.passed and fast_fail and i < total:
                 result.not_run = regs[i:]
                 print(f"ci-policy: stopping after {one_line(reg.file)} failed (fast-fail); "
@@ -365,12 +377,14 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
                 break
     finally:
         timings.close()
+        watchdog.stop()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     return result
 
 
-def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out) -> None:
+def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out, contain,
+              warnings) -> None:
     argv = ([options.python, reg.file] if stage_plan.stage.runner == "python"
             else [options.python, "-m", "pytest", reg.file])
     timeouts = 0
@@ -387,29 +401,36 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
             started = _now()
             if options.github:
                 print(f"::group::{escape_data(f'{reg.file} (attempt {attempt})')}", file=out, flush=True)
-            proc = run_process(argv, repo, env, file_result.timeout, options.kill_grace, out)
+            proc = run_process(argv, repo, env, file_result.timeout, options.kill_grace, out, contain)
             if options.github:
                 print("::endgroup::", file=out, flush=True)
             status: AttemptStatus = "timeout" if proc.timed_out else ("pass" if proc.returncode == 0 else "fail")
             verdict = None
             if status != "pass":
                 reported = _read_kind(kind_file)
-                verdict = classify(status, proc.tail, reported, timeouts, rules)
+                verdict = classify(status, proc.tail, reported, timeouts, rules, signal_name(proc.returncode))
                 timeouts += status == "timeout"
             attempt_rec = Attempt(attempt=attempt, status=status, elapsed=proc.elapsed, started_at=started,
                                   returncode=proc.returncode, verdict=verdict, killed=proc.killed)
             file_result.attempts.append(attempt_rec)
-            timings.write(reg, attempt_rec)
+            problem = timings.write(reg, attempt_rec)
             line = (f"[{i}/{total}] {one_line(reg.file)} {status.upper()} elapsed={_fmt_s(proc.elapsed)} "
                     f"est={_est(reg.est_time)} attempt={attempt}")
             if proc.timed_out:
                 line += f" (timeout {file_result.timeout:g}s)"
+            killed_by = signal_name(proc.returncode)
+            if killed_by:
+                line += f" (killed by {killed_by})"
             if proc.killed:
                 line += f" (killed {proc.killed} leftover process(es))"
             print(line, file=out, flush=True)
+            if problem is not None:
+                warnings.append(problem)
+                print(f"      warning: {problem}", file=out, flush=True)
             if status == "pass":
                 if options.records_dir is not None:
-                    _merge_and_gate(reg, record_dir, options.records_dir, file_result, options, out)
+                    _merge_and_gate(reg, record_dir, options.records_dir, file_result, options, out, warnings,
+                                    attempt)
                 return
             assert verdict is not None  # every attempt that did not pass was classified
             if not verdict.retriable or attempt == options.max_attempts:
@@ -427,7 +448,7 @@ def record_path(records_dir: Path, file: str) -> Path:
 
 
 def _merge_and_gate(reg, record_dir: Path, records_dir: Path, file_result: FileResult, options: RunOptions,
-                    out) -> None:
+                    out, warnings: list[str], attempt: int) -> None:
     """Only a passing attempt's records are merged (failed attempts' never are), then gated."""
     from ci_policy import render
 
@@ -436,7 +457,14 @@ def _merge_and_gate(reg, record_dir: Path, records_dir: Path, file_result: FileR
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"      metrics: the record of {one_line(reg.file)} is unreadable: {exc}", file=out, flush=True)
         series = {}
-    write_record(series, record_path(records_dir, reg.file))
+    target = record_path(records_dir, reg.file)
+    try:
+        write_record(series, target)
+    except OSError as exc:
+        # The gate still sees the series; only the file handed to later steps is missing.
+        problem = write_warning("metric record", target, reg.file, attempt, exc)
+        warnings.append(problem)
+        print(f"      warning: {problem}", file=out, flush=True)
     if options.gate is not None:
         file_result.gate = options.gate(reg, series)
         if file_result.gate.results:
