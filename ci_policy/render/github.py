@@ -80,6 +80,7 @@ def run_annotations(result: ShardResult) -> str:
             status, why = failure(r)
             lines.append(f"::error file={escape_property(r.file)}::"
                          + escape_data(f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why})"))
+    lines += ["::warning::" + escape_data(w) for w in result.warnings]
     return "\n".join(lines)
 
 
