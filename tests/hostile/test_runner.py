@@ -179,6 +179,13 @@ def test_a_second_signal_during_the_kill_grace_finishes_the_kill(checkout, conta
     try:
         lines = [runner.stdout.readline() for _ in range(3)]
         assert lines[-1] == "ready\n"
+        # Hopper generations the runner adopted (a subreaper) are reaped while the test runs:
+        # unreaped, each would keep its pid.
+        time.sleep(1.5)
+        zombies = [p for p, (ppid, _g, _s, state) in procs.proc_table().items()
+                   if ppid == runner.pid and state == "Z"]
+        hops = int((repo / "pids" / "hops").read_text())
+        assert hops >= 50 and len(zombies) < hops / 4, (hops, len(zombies))
         began = time.monotonic()
         runner.send_signal(sig)
         deadline = time.monotonic() + 20

@@ -56,6 +56,7 @@ from ci_policy.render import escape_data, one_line
 from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV
 
 TAIL_BYTES = 64 * 1024
+REAP_INTERVAL = 0.1  # seconds between sweeps for adopted zombies while a test runs
 FAILURE_KIND_ENV = "CI_POLICY_FAILURE_KIND_FILE"
 
 
@@ -177,6 +178,24 @@ def _echo(out: IO[str], text: str) -> None:
         pass
 
 
+def _wait(proc: subprocess.Popen, timeout: float | None, keep: frozenset[int]) -> None:
+    """`proc.wait(timeout)`, reaping meanwhile the zombies the runner adopts as a subreaper: a
+    PID hopper leaves hundreds a second, which unreaped would use up the pid space."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    me = os.getpid()
+    while True:
+        step = REAP_INTERVAL if deadline is None else min(REAP_INTERVAL, max(0.0, deadline - time.monotonic()))
+        try:
+            proc.wait(timeout=step)
+            return
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+        # By pid, never waitpid(-1): the test's own status belongs to `proc`, the watchdog's to its owner.
+        procs.reap(p for p, (ppid, _pgid, _sid, state) in proc_table().items()
+                   if ppid == me and state == "Z" and p != proc.pid and p not in keep)
+
+
 @dataclass(frozen=True)
 class ProcessResult:
     returncode: int | None
@@ -237,7 +256,7 @@ def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, gr
     timed_out = False
     interrupted: BaseException | None = None
     try:
-        proc.wait(timeout=timeout)
+        _wait(proc, timeout, keep)
     except subprocess.TimeoutExpired:
         timed_out = True
     except (Terminated, KeyboardInterrupt) as exc:
