@@ -5,7 +5,8 @@
 - Out: the shard's header, each file's output, a summary; timing records and the merged
   metric records of passing files; gates evaluated for files that declare them.
   Exit 0 when every file (and every enforced gate) passed, 1 otherwise, 143 on SIGTERM,
-  130 on Ctrl-C.
+  130 on Ctrl-C (a second one during the kill only hurries it). A record that cannot be
+  written (a full disk) is a warning of the summary, never the exit code.
 - Partial plan (a test file is invalid): the shard's own files still run and decide the
   exit code; the invalid files are listed first with their diagnostics (github format:
   one `::warning` naming them, since the plan job annotates each diagnostic and its
