@@ -11,6 +11,7 @@ freeze-then-kill (`CI_POLICY_CGROUPS=0`) everywhere.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -148,8 +149,9 @@ def test_a_pid_hopper_of_a_timed_out_test_is_killed(checkout, containment):
         "RESULT: FAIL",
     ]
     assert gone(str(repo)) == []
-    # The test's time stops at its timeout, not after the kill grace.
-    assert '"elapsed": 1.0' in (repo / "timings.jsonl").read_text()
+    # The test's time stops at its timeout, not after the 0.5 s kill grace.
+    [record] = [json.loads(line) for line in (repo / "timings.jsonl").read_text().splitlines()]
+    assert 1.0 <= record["elapsed"] < 1.4
 
 
 @linux_only

@@ -133,12 +133,25 @@ def _attempt_selector(main: int, keep: frozenset[int]) -> Callable[[procs.Table]
     return select
 
 
+def _signal_group(main: subprocess.Popen, sig: int) -> None:
+    """Signal the test's process group while its leader is unreaped (so its id cannot have been
+    reused), or at any time where there is no /proc to find the group's members by."""
+    if main.returncode is not None and Path("/proc/self").is_dir():
+        return
+    try:
+        os.killpg(main.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int], grace: float,
                  hurried: Callable[[], bool]) -> int:
     """SIGTERM every process of the attempt, wait up to `grace` (less when hurried), then kill
     its cgroup and freeze-then-kill what is left; returns how many processes were signalled."""
     select = _attempt_selector(main.pid, keep)
-    live = {p for p in select(proc_table()) if p != main.pid or main.poll() is None}
+    live = {p for p in select(proc_table()) if p != main.pid}
+    if main.poll() is None:
+        live.add(main.pid)
     if group is not None:
         live |= procs.cgroup_pids(group)
     if not live:
@@ -146,6 +159,7 @@ def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int
             procs.remove_cgroup(group)
         return 0
     procs.signal_all(live, signal.SIGTERM)
+    _signal_group(main, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and not hurried():
         main.poll()
@@ -156,6 +170,7 @@ def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int
             break
         time.sleep(0.05)
     held = procs.kill_cgroup(group) | procs.freeze_and_kill(select)
+    _signal_group(main, signal.SIGKILL)  # without /proc (not Linux), the test's group is all there is
     main.wait()
     # Reaped by pid, never by waitpid(-1): that could take the watchdog or the test's own status.
     procs.wait_gone(held - {main.pid}, procs.reap)
