@@ -149,7 +149,12 @@ def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int
     """SIGTERM every process of the attempt, wait up to `grace` (less when hurried), then kill
     its cgroup and freeze-then-kill what is left; returns how many processes were signalled."""
     select = _attempt_selector(main.pid, keep)
-    live = {p for p in select(proc_table()) if p != main.pid}
+
+    def alive(table: procs.Table) -> set[int]:
+        # Zombies are dead already (the ones adopted are reaped below): not counted as killed.
+        return {p for p in select(table) if p != main.pid and not procs.dead(table[p][3])}
+
+    live = alive(proc_table())
     if main.poll() is None:
         live.add(main.pid)
     if group is not None:
@@ -157,6 +162,7 @@ def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int
     if not live:
         if group is not None:
             procs.remove_cgroup(group)
+        reap_adopted(keep | {main.pid})
         return 0
     procs.signal_all(live, signal.SIGTERM)
     _signal_group(main, signal.SIGTERM)
@@ -165,7 +171,7 @@ def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int
         main.poll()
         procs.reap(live - {main.pid})
         table = proc_table()
-        live |= select(table)
+        live |= alive(table)
         if not any(not procs.dead(table.get(p, (0, 0, 0, "X"))[3]) for p in live):
             break
         time.sleep(0.05)
@@ -174,6 +180,7 @@ def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int
     main.wait()
     # Reaped by pid, never by waitpid(-1): that could take the watchdog or the test's own status.
     procs.wait_gone(held - {main.pid}, procs.reap)
+    reap_adopted(keep)
     return len(live | held)
 
 
@@ -197,7 +204,6 @@ def _wait(proc: subprocess.Popen, timeout: float | None, keep: frozenset[int]) -
     """`proc.wait(timeout)`, reaping meanwhile the zombies the runner adopts as a subreaper: a
     PID hopper leaves hundreds a second, which unreaped would use up the pid space."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    me = os.getpid()
     while True:
         step = REAP_INTERVAL if deadline is None else min(REAP_INTERVAL, max(0.0, deadline - time.monotonic()))
         try:
@@ -206,9 +212,15 @@ def _wait(proc: subprocess.Popen, timeout: float | None, keep: frozenset[int]) -
         except subprocess.TimeoutExpired:
             if deadline is not None and time.monotonic() >= deadline:
                 raise
-        # By pid, never waitpid(-1): the test's own status belongs to `proc`, the watchdog's to its owner.
-        procs.reap(p for p, (ppid, _pgid, _sid, state) in proc_table().items()
-                   if ppid == me and state == "Z" and p != proc.pid and p not in keep)
+        reap_adopted(keep | {proc.pid})
+
+
+def reap_adopted(spare: frozenset[int]) -> None:
+    """Reap the zombie children of the runner, except `spare`: by pid, never waitpid(-1), since
+    the test's own status belongs to its `Popen` and the watchdog's to its owner."""
+    me = os.getpid()
+    procs.reap(p for p, (ppid, _pgid, _sid, state) in proc_table().items()
+               if ppid == me and state == "Z" and p not in spare)
 
 
 @dataclass(frozen=True)
