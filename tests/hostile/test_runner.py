@@ -125,6 +125,13 @@ def test_a_pid_hopper_left_by_a_passing_test_is_killed(checkout, containment):
         "RESULT: PASS",
     ]
     assert gone(str(repo)) == []
+    cgroup = (repo / "pids" / "cgroup").read_text()
+    if procs.CGROUPS_ENV in containment:
+        assert "/ci-policy-" not in cgroup
+    else:  # the attempt ran in a cgroup of its own, removed once it was killed
+        assert re.fullmatch(r"0::.*/ci-policy-\d+-[0-9a-f]{16}", cgroup)
+        base = procs.cgroup_base()
+        assert base is not None and not (base / cgroup.rsplit("/", 1)[1]).exists()
 
 
 @linux_only
