@@ -397,9 +397,11 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
     regs = [regs_by_file[f] for f in shard.files]
     check_files(repo, regs)
     become_subreaper()
+    before = frozenset(descendants(os.getpid()))
     # Forked before the first test's output thread starts, and before the SIGTERM handler.
     watchdog = Watchdog()
     watchdog.start()
+    spare = before | ({watchdog.pid} if watchdog.pid is not None else set())
     contain = Containment(cgroups=procs.cgroup_base(), watchdog=watchdog)
     timings = TimingsWriter(options.timings_out or default_timings_path(repo), stage_plan.name, shard.index)
     result = ShardResult(stage=stage_plan.name, shard=shard.index, results=[], not_run=[])
@@ -409,6 +411,7 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
     # keep its GPU. Terminated unwinds through run_process, which kills the test's tree.
     previous = (signal.signal(signal.SIGTERM, _on_sigterm)
                 if threading.current_thread() is threading.main_thread() else None)
+    interrupted = False
     try:
         for i, reg in enumerate(regs, start=1):
             file_result = FileResult(reg, timeout_for(reg, stage_plan.stage.timeout_per_file, from_est))
@@ -421,12 +424,34 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
                       f"{len(result.not_run)} file(s) not run. Use --continue-on-error to run them.",
                       file=out, flush=True)
                 break
+    except (Terminated, KeyboardInterrupt):
+        interrupted = True
+        raise
     finally:
-        timings.close()
-        watchdog.stop()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        try:
+            # A signal between an attempt's end and its kill would skip that kill: whatever any
+            # attempt left is swept once more before the runner goes on or exits.
+            with procs.KillGuard(Terminated, reraise=not interrupted):
+                sweep(spare)
+        finally:
+            timings.close()
+            watchdog.stop()
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
     return result
+
+
+def sweep(spare: frozenset[int]) -> int:
+    """Freeze-then-kill every live descendant of the runner but `spare`; how many there were."""
+    me = os.getpid()
+
+    def select(table: procs.Table) -> set[int]:
+        return {p for p in procs.descendants(table, [me], spare) if not procs.dead(table[p][3])}
+
+    held = procs.freeze_and_kill(select) if select(proc_table()) else set()
+    procs.wait_gone(held, procs.reap)
+    reap_adopted(spare)
+    return len(held)
 
 
 def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out, contain,

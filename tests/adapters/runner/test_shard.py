@@ -389,3 +389,23 @@ def test_a_file_name_with_a_newline_is_refused_before_anything_runs(make_repo, t
     assert not any(line.startswith("::error::") for line in proc.stdout.splitlines())
     assert "ran" not in proc.stdout
     assert not (tmp_path / "t.jsonl").exists()
+
+
+# -- the final sweep of a shard ----------------------------------------------------------------------
+
+@linux_only
+def test_the_sweep_kills_every_descendant_but_the_spared_ones():
+    from ci_policy.adapters.runner.shard import descendants, sweep
+
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    spared = subprocess.Popen(sleeper)
+    try:
+        spare = frozenset(descendants(os.getpid()))
+        left = subprocess.Popen(sleeper)
+        assert sweep(spare) == 1
+        assert is_dead(left.pid) and not is_dead(spared.pid)
+        assert sweep(spare) == 0
+        left.wait()  # already reaped by the sweep: only Popen's bookkeeping is left
+    finally:
+        spared.kill()
+        spared.wait()
