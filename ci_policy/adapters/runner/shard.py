@@ -4,9 +4,14 @@
   code as `ci-policy plan`/`list`), retry rules, timeouts and `RunOptions`.
 - Out: a `ShardResult`; progress lines and the tests' live output on `out`; one JSON
   line per attempt appended (and flushed, fsynced) to the timings file, so a runner
-  killed mid-shard keeps every finished record.
+  killed mid-shard keeps every finished record. The timings file is outside the checkout
+  by default, never named in a test's environment, and whatever a test changed in it is
+  undone before the next record and at the end of the shard (`TimingsWriter`), with a
+  warning.
 - Each file runs as `python FILE` or `python -m pytest FILE` (the stage's `runner`),
-  from the checkout root, in its own session/process group, without a shell.
+  from the checkout root, in its own session/process group, without a shell, with the
+  environment `runner.env` allows (`ci_policy.config.runner.child_env`): no token, password,
+  Actions runtime variable or store URL, and not `$RUNNER_TEMP` (where the timings go).
 - On timeout: SIGTERM to the process group and to every descendant, SIGKILL after the
   grace period. The runner makes itself a child subreaper (Linux), so double-forked
   daemons are reparented to it and killed too; leftovers of a test that exited are
@@ -18,12 +23,14 @@ from __future__ import annotations
 
 import codecs
 import collections
+import contextlib
 import ctypes
 import datetime
 import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -35,7 +42,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from ci_policy.adapters.runner.retry import classify
-from ci_policy.config.runner import RetryRules, RunnerConfig
+from ci_policy.config.runner import EnvRules, RetryRules, RunnerConfig, child_env
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import StagePlan
@@ -62,6 +69,8 @@ class RunOptions:
     timings_out: Path | None = None
     kill_grace: float = RunnerConfig.kill_grace
     python: str = sys.executable
+    # Which of the runner's variables a test sees (never a token, password or the store URL).
+    env: EnvRules = EnvRules()
     # Metric capture: every attempt gets its own CI_POLICY_RECORD_DIR; the passing
     # attempt's files are merged into records_dir/<file>.json and handed to `gate`.
     records_dir: Path | None = None
@@ -279,21 +288,80 @@ def _now() -> str:
 
 
 def default_timings_path(repo: Path) -> Path:
+    """`$RUNNER_TEMP/ci-policy-timings.jsonl`, else the user's cache directory: never the
+    checkout, where a test (or the PR itself) writes."""
     runner_temp = os.environ.get("RUNNER_TEMP")
     if runner_temp:
         return Path(runner_temp) / "ci-policy-timings.jsonl"
-    return repo / ".ci-policy" / "timings.jsonl"
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "ci-policy" / "timings.jsonl"
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of the regular file `path` (b"" when missing); None for anything else (a
+    symbolic link, a FIFO), which is never followed or read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return b""
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        return fh.read()
 
 
 class TimingsWriter:
-    """Appends one JSON line per attempt; flushed and fsynced before the next attempt starts."""
+    """Appends one JSON line per attempt; flushed and fsynced before the next attempt starts.
+
+    The tests run as the same user and could write the file (finding: a test appended forged
+    records to steer `tune`). So the writer keeps the bytes the file must hold (what was there
+    when it opened, plus its own records) and, before each record and on close, when no test
+    process is left, compares the file with them; anything else (a line added or edited, the
+    file replaced or linked elsewhere) is undone by rewriting the file, and counted in
+    `restored`.
+    """
 
     def __init__(self, path: Path, stage: str, shard: int) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.stage = stage
         self.shard = shard
-        self._fh = open(path, "a", encoding="utf-8")
+        self.restored = 0
+        before = _read_regular(path)
+        self._expected = b"" if before is None else before
+        if before is None:
+            self._restore()
+        self._fh = open(path, "ab")
+
+    def _restore(self) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=".ci-policy-timings-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self._expected)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def _check(self) -> bool:
+        """Whether the file held exactly the expected bytes; restored when not."""
+        current = _read_regular(self.path)
+        try:
+            same_file = os.path.samestat(os.lstat(self.path), os.fstat(self._fh.fileno()))
+        except OSError:
+            same_file = False
+        if current == self._expected and same_file:
+            return True
+        self._fh.close()
+        self._restore()
+        self._fh = open(self.path, "ab")
+        self.restored += 1
+        return False
 
     def write(self, reg: Registration, attempt: Attempt) -> dict:
         record = {
@@ -312,13 +380,20 @@ class TimingsWriter:
             "run_id": os.environ.get("GITHUB_RUN_ID"),
             "run_attempt": os.environ.get("GITHUB_RUN_ATTEMPT"),
         }
-        self._fh.write(json.dumps(record, sort_keys=False) + "\n")
+        self._check()
+        line = (json.dumps(record, sort_keys=False) + "\n").encode("utf-8")
+        self._fh.write(line)
         self._fh.flush()
         os.fsync(self._fh.fileno())
+        self._expected += line
         return record
 
-    def close(self) -> None:
-        self._fh.close()
+    def close(self) -> bool:
+        """Closes the file; False when it had been changed by something else since the last record."""
+        try:
+            return self._check()
+        finally:
+            self._fh.close()
 
 
 def _fmt_s(value: float) -> str:
@@ -367,6 +442,10 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
         timings.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if timings.restored:
+            print(f"ci-policy: warning: the timing records {timings.path} were changed by something other than "
+                  f"the runner (a test?) {timings.restored} time(s); the runner's records were restored",
+                  file=out, flush=True)
     return result
 
 
@@ -377,7 +456,7 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
     with tempfile.TemporaryDirectory(prefix="ci-policy-") as tmp:
         for attempt in range(1, options.max_attempts + 1):
             kind_file = Path(tmp, f"failure-kind-{attempt}")
-            env = dict(os.environ)
+            env = child_env(os.environ, options.env)
             env.update({FAILURE_KIND_ENV: str(kind_file), "CI_POLICY_STAGE": stage_plan.name,
                         "CI_POLICY_SHARD": str(shard.index), "CI_POLICY_ATTEMPT": str(attempt)})
             record_dir = Path(tmp, f"record-{attempt}")
