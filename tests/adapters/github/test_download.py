@@ -211,7 +211,10 @@ def gh():
 
 
 def add_run(gh: FakeGitHub) -> None:
-    """Run RUN: three jobs (one cancelled, one without a final summary) and three artifacts."""
+    """Run RUN (a scheduled run of the default branch): three jobs (one cancelled, one without a final
+    summary) and three artifacts."""
+    gh.add_run("pr-test.yml", head_sha="1" * 40, conclusion="success", event="schedule", run_id=RUN,
+               head_branch="main")
     gh.add_job(RUN, NAME_C, LOG_C, job_id=JOB_C, conclusion="success")
     gh.add_job(RUN, NAME_MI, LOG_MI, job_id=JOB_MI, conclusion="cancelled")
     gh.add_job(RUN, NAME_B, LOG_B, job_id=JOB_B, conclusion="failure")
@@ -500,7 +503,8 @@ def test_tune_github_run_end_to_end(gh, token, example_repo, tmp_path, capsys):
     stdout, stderr = capsys.readouterr()
     assert (rc, stderr) == (0, "")
     assert token not in stdout
-    assert seen(gh) == run_requests(gh, token)
+    # The run's metadata first (is it a run tune may trust?), then its logs and artifacts.
+    assert seen(gh) == [api(P, token, gh), api(f"{P}/actions/runs/{RUN}", token, gh), *run_requests(gh, token)]
 
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert [(r["run_id"], r["job_id"], r["stage"], r["shard"], r["test_file"], r["status"], r["elapsed_s"],
@@ -516,6 +520,7 @@ def test_tune_github_run_end_to_end(gh, token, example_repo, tmp_path, capsys):
     ]
     # The job's log line and the same attempt's timing record are one sample, not two: the
     # record (exact to the millisecond) is counted, the log row stays in the CSV, noted.
+    assert {r["origin"] for r in rows} == {"github schedule on main"}
     assert all(r["note"].endswith("also in the timing records; counted once") for r in rows if r["source"] == SRC_C)
     assert not any("counted once" in r["note"] for r in rows if r["source"] == SRC_T)
     assert stdout.splitlines()[:6] == [
@@ -552,8 +557,8 @@ def test_tune_github_run_without_a_token_is_an_error_without_requests(gh, exampl
 def test_tune_github_run_api_error_exits_1_with_the_message_and_no_token(gh, token, example_repo, capsys):
     rc = main(["tune", "--repo", str(example_repo), "--github-run", f"{REPO}/404404", "--api-url", gh.url])
     stdout, stderr = capsys.readouterr()
-    assert (rc, stdout, stderr) == (1, "", "GitHub API error 404 while reading run 404404 of "
-                                           "acme/minirl: Not Found\nci-policy: 1 error\n")
+    assert (rc, stdout, stderr) == (1, "", "GitHub API error 404 on GET /repos/acme/minirl/actions/runs/404404: "
+                                           "Not Found\nci-policy: 1 error\n")
     assert token not in stderr
 
 
