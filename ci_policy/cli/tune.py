@@ -145,11 +145,9 @@ def run(args: argparse.Namespace) -> int:
                          hint=f"use --write-estimates {config.estimates_file}")
     warnings: list = []
     evidence = collect([Path(p) for p in args.sources], warnings)
-    for warning in warnings:
-        print(render.diagnostic_text(warning), file=sys.stderr)
     for spec, trust in _trusted_runs(args, secret):
         evidence += [dataclasses.replace(row, origin=trust.origin)
-                     for row in download_run(spec, secret, api_url(args))]
+                     for row in download_run(spec, secret, api_url(args), warnings=warnings)]
     requester = None
     base = args.branch
     base_for_pr = ""
@@ -173,7 +171,10 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr if args.format == "json" else sys.stdout)
             for r in runs:
                 evidence += [dataclasses.replace(row, origin=f"github {r.event} on {base}")
-                             for row in download_run(f"{repository}/{r.id}", secret, api_url(args))]
+                             for row in download_run(f"{repository}/{r.id}", secret, api_url(args),
+                                                     warnings=warnings)]
+    for warning in warnings:
+        print(render.diagnostic_text(warning), file=sys.stderr)
     evidence = normalise_paths(evidence, snapshot.files)
     counted = deduplicate(evidence)
     applying = bool(args.apply or args.check or args.write_estimates)

@@ -285,13 +285,13 @@ def gh():
     fake.stop()
 
 
-def add_corpus_run(gh: FakeGitHub, name: str) -> dict:
+def add_corpus_run(gh: FakeGitHub, name: str, member: str = "run-artifact-timings.jsonl") -> dict:
     meta = json.loads((CORPUS / name).read_text(encoding="utf-8"))
     gh.runs.setdefault("pr-test.yml", []).append(meta)
     gh.run_jobs.setdefault(meta["id"], [])
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("timings.jsonl", (CORPUS / "run-artifact-timings.jsonl").read_text(encoding="utf-8"))
+        zf.writestr("timings.jsonl", (CORPUS / member).read_text(encoding="utf-8"))
     gh.add_artifact(meta["id"], "ci-policy-timings-stage-b-1-gpu-h200-0", archive.getvalue(),
                     artifact_id=meta["id"] + 1)
     return meta
@@ -384,6 +384,26 @@ def test_a_torn_last_line_drops_that_line_only(example_repo, capsys, name, rc, s
         return
     used = {p["file"]: str(len(p["samples"])) for p in json.loads(out)["proposals"] if p["samples"]}
     assert used == samples
+
+
+def test_a_torn_last_line_of_a_downloaded_timing_file_drops_that_line_only(gh, example_repo, tmp_path, capsys,
+                                                                          monkeypatch):
+    # finding 9: the runner was killed mid-write, and the job uploaded its timing file anyway.
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    meta = add_corpus_run(gh, "run-schedule-main.json", "torn-final-line.jsonl")
+    out = tmp_path / "evidence.csv"
+    rc = main(["tune", "--repo", str(example_repo), "--github-run", f"acme/minirl/{meta['id']}", "--api-url", gh.url,
+               "--csv", str(out)])
+    _stdout, stderr = capsys.readouterr()
+    member = f"acme/minirl/runs/{meta['id']}/artifacts/ci-policy-timings-stage-b-1-gpu-h200-0/timings.jsonl"
+    assert (rc, stderr) == (0, f"{member}:3: warning: the last line has no newline and is not a valid record (not "
+                               "valid JSON: Unterminated string starting at (column 57)): a torn write; dropped 1 "
+                               "line, used the 2 complete record(s) before it\n"
+                               "    hint: the runner was stopped while writing it; the records before it are "
+                               "complete\n")
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert [(r["test_file"], r["elapsed_s"], r["source"], r["line"]) for r in rows] == [
+        ("tests/e2e/test_fsdp_grpo.py", "250.5", member, "1"), ("tests/e2e/test_megatron_sft.py", "140.25", member, "2")]
 
 
 def test_every_corpus_file_is_used_by_a_case():

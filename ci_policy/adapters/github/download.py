@@ -4,7 +4,8 @@
   optionally `/attempts/N`), a token and the API base URL.
 - Out: `FileEvidence` rows: one log per job (`GET .../actions/jobs/{id}/logs`, redirect
   followed; every page of jobs and of artifacts) parsed by `logs.read_log` with the job's
-  name (stage and shard), and every `*.jsonl` member of the run's artifacts parsed by `records.read_records`.
+  name (stage and shard), and every `*.jsonl` member of the run's artifacts parsed by `records.read_records`
+  (a torn last line of a member is a warning citing the member, as for a local file).
 - Zip members are read as bytes; their names are never used as paths.
 - The redirects to blob storage are followed here, not by PyGithub (which refuses hosts
   outside github.com/githubusercontent.com with an AssertionError), and never carry the
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import tempfile
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.adapters.tuning.evidence import FileEvidence
-from ci_policy.errors import InputError, InputErrors, UsageError
+from ci_policy.errors import Diagnostic, InputError, InputErrors, UsageError
 
 RUN_RE = re.compile(r"(?:https?://[^/]+/)?(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)"
                     r"(?:/actions/runs)?/(?P<run>[0-9]+)(?:/attempts/[0-9]+)?/?")
@@ -73,8 +75,10 @@ def _pages(requester, path: str, key: str, parameters: dict) -> list:
         page += 1
 
 
-def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | None = None) -> list[FileEvidence]:
-    """Every row of the run `spec`; `throttle` None keeps PyGithub's pauses (see `client`)."""
+def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | None = None,
+                 warnings: list[Diagnostic] | None = None) -> list[FileEvidence]:
+    """Every row of the run `spec`; `throttle` None keeps PyGithub's pauses (see `client`); a torn
+    last line of a timing file is a warning into `warnings`, when given (see `records.py`)."""
     from github import GithubException
 
     from ci_policy.adapters.tuning.logs import read_log
@@ -96,7 +100,8 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
                 continue
             blob = _get_bytes(requester, f"/repos/{repo_name}/actions/artifacts/{int(artifact['id'])}/zip",
                               MAX_ARCHIVE_BYTES)
-            rows += _records_of_archive(blob, repo_name, run_id, str(artifact.get("name", "")), read_records)
+            rows += _records_of_archive(blob, repo_name, run_id, str(artifact.get("name", "")), read_records,
+                                        warnings)
     except GithubException as exc:
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
         raise InputError(f"GitHub API error {exc.status} while reading run {run_id} of {repo_name}: "
@@ -104,7 +109,8 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
     return rows
 
 
-def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, read_records) -> list[FileEvidence]:
+def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, read_records,
+                        warnings: list[Diagnostic] | None = None) -> list[FileEvidence]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
     except zipfile.BadZipFile:
@@ -119,17 +125,18 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
             local = Path(tmp, f"member-{i}.jsonl")  # never the member's own name
             local.write_bytes(archive.read(info))
             cite = f"{repo_name}/runs/{run_id}/artifacts/{name}/{info.filename}"
+            torn: list[Diagnostic] | None = None if warnings is None else []
             try:
-                found = read_records(local, run_id=str(run_id), job_name=name)
+                found = read_records(local, run_id=str(run_id), job_name=name, warnings=torn)
             except InputErrors as exc:  # cite the member, not the temporary file
                 raise InputErrors([InputError(e.message, path=cite, line=e.line, col=e.col, hint=e.hint)
                                     for e in exc.errors]) from None
+            if warnings is not None and torn:
+                warnings += [dataclasses.replace(warning, path=cite) for warning in torn]
             for row in found:
                 rows.append(_cite(row, cite))
     return rows
 
 
 def _cite(row: FileEvidence, source: str) -> FileEvidence:
-    import dataclasses
-
     return dataclasses.replace(row, source=source)
