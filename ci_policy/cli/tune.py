@@ -9,7 +9,8 @@
   `schedule` or `push` run on the default branch. Another run (a pull request's, a
   branch's) ran code nobody reviewed whose tests could write its timing artifacts; it is
   refused (exit 1, before anything is downloaded) unless `--allow-untrusted-runs` is given,
-  and its rows are then marked `(untrusted)` in the CSV's `origin` column.
+  and its rows are then marked `(untrusted)` in the CSV's `origin` column. Likewise
+  `--github-runs` with a `--branch` that is not the default branch (exit 2).
 - A torn last line of a timing-records file (see `records.py`) is dropped with a warning on
   stderr; the file's complete records are used.
 - Out: the proposals and each stage's shard balance before and after; with --apply the
@@ -59,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="read push runs of that branch too (default: schedule runs only; never pull requests)")
     p.add_argument("--allow-untrusted-runs", action="store_true",
                    help="let --github-run read a run that is not a schedule or push run of the default branch "
-                        "(a pull request's): RISK: its tests could have written the timings it reports")
+                        "(a pull request's), and --github-runs the runs of another --branch: RISK: their tests "
+                        "could have written the timings they report")
     p.add_argument("--repository", default=None, metavar="OWNER/REPO",
                    help="for --github-runs and --open-pr (default $GITHUB_REPOSITORY)")
     add_token(p, "for --github-run, --github-runs and --open-pr")
@@ -92,8 +94,8 @@ def _check_github_options(args: argparse.Namespace, repo: Path) -> str | None:
                          else "--github-runs", hint="e.g. --github-runs 10 --workflow pr-test.yml")
     if args.github_runs is None and (args.branch or args.include_push):
         raise UsageError("only applies to --github-runs", source="--branch" if args.branch else "--include-push")
-    if args.allow_untrusted_runs and not args.github_run:
-        raise UsageError("only applies to --github-run", source="--allow-untrusted-runs")
+    if args.allow_untrusted_runs and not args.github_run and args.github_runs is None:
+        raise UsageError("only applies to --github-run and --github-runs", source="--allow-untrusted-runs")
     if not args.open_pr:
         return None
     if not args.write_estimates:
@@ -157,10 +159,16 @@ def run(args: argparse.Namespace) -> int:
         from ci_policy.adapters.github.scheduled import default_branch, scheduled_runs
 
         requester = github_requester(secret, api_url(args), timeout=60)
-        if base is None or args.open_pr:
+        if base is None or args.open_pr or args.github_runs is not None:
             default = default_branch(requester, repository)
             base = base or default
             base_for_pr = default
+            if args.github_runs is not None and base != default and not args.allow_untrusted_runs:
+                # Another branch's runs ran code nobody reviewed: their tests wrote the timings.
+                raise UsageError(f"{base} is not the default branch {default}: its runs ran code nobody reviewed, "
+                                 "whose tests could have written the timings they report", source="--branch",
+                                 hint="read the default branch's runs (leave out --branch), or pass "
+                                      "--allow-untrusted-runs to read these anyway")
         if args.github_runs is not None:
             runs = scheduled_runs(requester, repository, args.workflow, base, args.github_runs,
                                   include_push=args.include_push)
@@ -170,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
                   + (f": {', '.join(str(i) for i in runs_read)}" if runs else ""),
                   file=sys.stderr if args.format == "json" else sys.stdout)
             for r in runs:
-                evidence += [dataclasses.replace(row, origin=f"github {r.event} on {base}")
+                origin = f"github {r.event} on {base}" + ("" if base == base_for_pr else " (untrusted)")
+                evidence += [dataclasses.replace(row, origin=origin)
                              for row in download_run(f"{repository}/{r.id}", secret, api_url(args),
                                                      warnings=warnings)]
     for warning in warnings:

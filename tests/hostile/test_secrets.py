@@ -287,6 +287,7 @@ def gh():
 
 def add_corpus_run(gh: FakeGitHub, name: str, member: str = "run-artifact-timings.jsonl") -> dict:
     meta = json.loads((CORPUS / name).read_text(encoding="utf-8"))
+    meta["branch"] = meta["head_branch"]  # the field the fake's `branch` filter matches
     gh.runs.setdefault("pr-test.yml", []).append(meta)
     gh.run_jobs.setdefault(meta["id"], [])
     archive = io.BytesIO()
@@ -332,11 +333,36 @@ def test_tune_reads_a_github_run_only_when_it_can_trust_it(gh, example_repo, tmp
     assert not out.exists()
 
 
+@pytest.mark.parametrize("allow", [False, True], ids=["default", "allow-untrusted-runs"])
+def test_tune_reads_the_runs_of_another_branch_only_when_told(gh, example_repo, tmp_path, capsys, monkeypatch, allow):
+    # finding 4: --github-runs --branch B reads the scheduled runs of a branch nobody reviewed.
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    meta = add_corpus_run(gh, "run-push-feature.json")
+    meta["event"] = "schedule"
+    out = tmp_path / "evidence.csv"
+    rc = main(["tune", "--repo", str(example_repo), "--github-runs", "1", "--workflow", "pr-test.yml", "--branch",
+               "feature", "--repository", "acme/minirl", "--api-url", gh.url, "--csv", str(out),
+               *(["--allow-untrusted-runs"] if allow else [])])
+    stdout, stderr = capsys.readouterr()
+    if not allow:
+        assert (rc, stdout, stderr) == (
+            2, "", "ci-policy tune: error: --branch: feature is not the default branch main: its runs ran code "
+                   "nobody reviewed, whose tests could have written the timings they report\n"
+                   "    hint: read the default branch's runs (leave out --branch), or pass --allow-untrusted-runs to "
+                   "read these anyway\n")
+        assert requests(gh) == [("GET", "/repos/acme/minirl")]
+        return
+    assert (rc, stderr) == (0, "")
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert [(r["test_file"], r["origin"]) for r in rows] == [
+        ("tests/e2e/test_fsdp_grpo.py", "github schedule on feature (untrusted)")]
+
+
 def test_allow_untrusted_runs_only_applies_to_github_run(example_repo, capsys):
     rc = main(["tune", "--repo", str(example_repo), "--from", str(CORPUS / "torn-final-line.jsonl"),
                "--allow-untrusted-runs"])
     assert (rc, *capsys.readouterr()) == (2, "", "ci-policy tune: error: --allow-untrusted-runs: only applies to "
-                                                 "--github-run\n")
+                                                 "--github-run and --github-runs\n")
 
 
 def test_local_evidence_says_it_is_local(example_repo, tmp_path, capsys):
