@@ -429,7 +429,8 @@ def test_a_torn_last_line_of_a_downloaded_timing_file_drops_that_line_only(gh, e
                                "complete\n")
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert [(r["test_file"], r["elapsed_s"], r["source"], r["line"]) for r in rows] == [
-        ("tests/e2e/test_fsdp_grpo.py", "250.5", member, "1"), ("tests/e2e/test_megatron_sft.py", "140.25", member, "2")]
+        ("tests/e2e/test_fsdp_grpo.py", "250.5", member, "1"),
+        ("tests/e2e/test_megatron_sft.py", "140.25", member, "2")]
 
 
 def test_every_corpus_file_is_used_by_a_case():
