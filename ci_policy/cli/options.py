@@ -189,6 +189,11 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         raise UsageError("pass either --diff or --base, not both", source="--diff")
     if args.labels_json is not None and args.label:
         raise UsageError("pass either --labels-json or --label, not both", source="--labels-json")
+    if args.diff and not Path(args.diff).exists():
+        # A mistyped path is the caller's error: read as an unavailable diff, it would
+        # silently run every stage. A workflow passes "" (no --diff) when it has none.
+        raise UsageError(f"{args.diff} does not exist", source="--diff",
+                         hint="pass the file `git diff --name-status -z -M BASE HEAD` wrote, or omit --diff")
     labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
     repo = Path(args.repo)
     snapshot = load_snapshot(repo, args.config)
