@@ -15,6 +15,7 @@ from typing import Any
 
 from ci_policy.config import fields
 from ci_policy.config.fields import REQUIRED, Key, Table, Values
+from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 DEFAULT_INFRA = (
@@ -68,8 +69,8 @@ def _retry(s: Schema, v: Values) -> RetryRules:
 
 
 FROM_EST_TIME = Table("runner.timeout_from_est_time", "A file's timeout derived from its est_time.", (
-    Key("factor", fields.number(0, strict=True), REQUIRED, "Multiplies the file's est_time."),
-    Key("floor", fields.number(0, strict=True), REQUIRED, "The smallest timeout, in seconds."),
+    Key("factor", fields.number(0, MAX_FACTOR, strict=True), REQUIRED, "Multiplies the file's est_time."),
+    Key("floor", fields.number(0, MAX_SECONDS, strict=True), REQUIRED, "The smallest timeout, in seconds."),
 ))
 
 
@@ -78,14 +79,17 @@ def _from_est_time(s: Schema, v: Values) -> Any:
     return None if INVALID in (factor, floor) else (factor, floor)
 
 
+# The wait between SIGTERM and SIGKILL: long enough for a clean shutdown, never a second timeout.
+MAX_KILL_GRACE = 3600
+
 RUNNER_TABLE = Table("runner", "How `ci-policy run` retries, times out and stops test files.", (
     Key("retry", fields.mapping_of(RETRY, _retry), RetryRules(), "Failure classes by output.",
         shown_default="the defaults below"),
     Key("timeout_from_est_time", fields.mapping_of(FROM_EST_TIME, _from_est_time), None,
-        "When set, a file's timeout is `max(floor, factor * est_time)` instead of the stage's "
-        "`timeout_per_file`.",
+        "When set, a file's timeout is `max(floor, factor * est_time)`, at most the stage's "
+        "`timeout_per_file` when it has one.",
         shown_default="none: no est_time-derived timeout"),
-    Key("kill_grace", fields.number(0), 10.0,
+    Key("kill_grace", fields.number(0, MAX_KILL_GRACE), 10.0,
         "Seconds between SIGTERM and SIGKILL when a file times out or the run is interrupted."),
 ))
 

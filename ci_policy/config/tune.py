@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ci_policy.config.fields import Key, Table, Values, integer, mapping_of, number
+from ci_policy.read.numbers import MAX_FACTOR
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 TUNE_TABLE = Table("tune", "How recorded timings become est_time proposals.", (
-    Key("safety", number(1), 1.25, "Factor the observed time is multiplied by before rounding up to a bucket."),
+    Key("safety", number(1, MAX_FACTOR), 1.25,
+        "Factor the observed time is multiplied by before rounding up to a bucket."),
     Key("quantile", number(0, strict=True), 0.9, "Nearest-rank quantile of the passed samples, at most 1."),
     Key("min_samples_for_quantile", integer(1), 5, "Fewest samples for the quantile; fewer use the maximum."),
     Key("deadband", number(0), 0.2, "Relative change within which the estimate is kept (a fraction below 1)."),

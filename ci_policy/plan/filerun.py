@@ -5,7 +5,8 @@
 - Out: a `FilePlan`: `hw` (cpu/cuda/rocm), `suite`, `runs_on` (from the stage config, so
   ROCm files are rerunnable too), `container_image`, `container_options` (the backend's
   devices: `backends.<name>.container_options`, else `DEFAULT_CONTAINER_OPTIONS`) and `timeout_seconds`
-  (`max(file_run.min_timeout, ceil(file_run.timeout_factor * est_time))`).
+  (`max(file_run.min_timeout, ceil(file_run.timeout_factor * est_time))`, at most the
+  stage's `timeout_per_file`).
 - Reads the checkout only as data: the file's registration through the marker parser,
   and the label allowlist from the checkout's own `labels.py` by `ast`, so a PR that adds
   a label and a test using it can be rerun. Imports nothing of the checkout, and only
@@ -13,7 +14,8 @@
 - Refused, each with its own error: a path that is not a repo-relative `.py` path of safe
   segments (`TEST_PATH_RE`); a symlink anywhere on the path; a file that is not a
   discovered test file (roots, patterns, excludes of the configuration); an
-  unregistered file; several enabled registrations; a disabled registration; a
+  unregistered file; a file that lacks a gate `gates.require` asks of it (CP520, as the plan
+  refuses it); several enabled registrations; a disabled registration; a
   registration to an external stage; an invalid image tag. An explicit file request
   ignores labels and cadence.
 """
@@ -22,15 +24,20 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ci_policy.config import IMAGE_TAG_RE, Config, load_config
 from ci_policy.errors import InputError, InputErrors, UsageError
+from ci_policy.gates.declarations import GateDeclaration, gates_of
+from ci_policy.gates.requirements import violations
 from ci_policy.model.estimates import apply as apply_estimates
 from ci_policy.model.estimates import parse_estimates
-from ci_policy.model.registry import registrations_of
+from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.snapshot import optional_labels
+from ci_policy.model.suppress import apply as apply_suppressions
+from ci_policy.model.suppress import inline_suppressions
 from ci_policy.read.checkout import read_text
 from ci_policy.read.markers import scan
 
@@ -57,6 +64,19 @@ class FilePlan:
         return {"file": self.file, "hw": self.hw, "suite": self.suite, "runs_on": list(self.runs_on),
                 "container_image": self.container_image, "container_options": self.container_options,
                 "timeout_seconds": self.timeout_seconds}
+
+
+@dataclass(frozen=True)
+class _OneFile:
+    """One test file as `gates.requirements` reads a snapshot."""
+
+    config: Config
+    files: tuple[str, ...]
+    gates: tuple[GateDeclaration, ...]
+    registrations: tuple[Registration, ...]
+
+    def registrations_for(self, file: str) -> Sequence[Registration]:
+        return [r for r in self.registrations if r.file == file]
 
 
 def check_test_path(path: str) -> str:
@@ -91,6 +111,7 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
                           f"pattern {shown})", path=file)
     result = scan(text, file, frozenset(config.markers.names))
     regs = registrations_of(result, config, labels)
+    gates = tuple(gates_of(result))  # a gate declaration that cannot be read is an error of the file
     if config.estimates_file:
         # The estimates file travels with the tests it times (the checkout's own).
         table = parse_estimates(read_text(root, config.estimates_file, what="estimates file"),
@@ -98,6 +119,12 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
         regs, _unused = apply_estimates(regs, table)
     if result.errors:
         raise InputErrors(result.errors)
+    # A required gate the file lacks makes it invalid for the plan, so it is refused here too,
+    # with the same diagnostic (CP520) and the same suppressions.
+    view = _OneFile(config=config, files=(file,), gates=gates, registrations=tuple(regs))
+    missing = apply_suppressions(violations(view), inline_suppressions(text, file)[0], config.lint.ignore).kept
+    if missing:
+        raise InputErrors(missing)
     if not regs:
         raise InputError(f"{file} is not registered for any stage", path=file,
                           hint=f"add {'/'.join(sorted(config.markers.names))}(...) at module level")
@@ -118,6 +145,9 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     # round() first: 0.1 * 30 is 3.0000000000000004 in binary floating point, not 3.
     timeout = max(config.file_run.min_timeout,
                   math.ceil(round(config.file_run.timeout_factor * reg.est_time, 6)))
+    if stage.timeout_per_file is not None:
+        # Capped by the stage's own limit: a rerun never gets longer than a pipeline run.
+        timeout = min(timeout, stage.timeout_per_file)
     repo = config.file_run.image_for(reg.backend)
     # CPU stages usually name no runner labels; a hosted runner runs them.
     runs_on = stage.runs_on or (DEFAULT_CPU_RUNNER,)

@@ -50,10 +50,11 @@ def test_a_cpu_file_without_runner_labels_runs_on_ubuntu_latest_without_an_image
 def test_an_explicit_request_ignores_cadence_and_labels(pr):
     # nightly=True: never planned on a regular PR, but an explicit file request runs it.
     plan = resolve_file("tests/e2e/test_megatron_nightly_convergence.py", pr)
-    assert (plan.suite, plan.timeout_seconds) == ("stage-c-4-gpu-h200", 4500)
+    # 3 * 1500 s, capped by the stage's own timeout_per_file (finding 5).
+    assert (plan.suite, plan.timeout_seconds) == ("stage-c-4-gpu-h200", 3600)
     # labels=["megatron", "long"]: long is excluded from nightly; irrelevant here.
     plan = resolve_file("tests/e2e/test_megatron_long_context.py", pr)
-    assert (plan.suite, plan.runs_on, plan.timeout_seconds) == ("stage-c-4-gpu-h200", ("h200", "4gpu"), 7200)
+    assert (plan.suite, plan.runs_on, plan.timeout_seconds) == ("stage-c-4-gpu-h200", ("h200", "4gpu"), 3600)
 
 
 TIMING_CONFIG = """\
@@ -281,6 +282,33 @@ def test_an_invalid_registration_is_refused_with_the_marker_error(pr):
                                                 'labels=["fsdp"])'))
     (message,) = errors_of("tests/e2e/test_bad.py", pr)
     assert message.startswith("register_cuda_ci: est_time")
+
+
+MULTITURN = "tests/e2e/session_server/test_session_multiturn.py"
+V2_GATE = 'register_ci_gate(metric_key="rollout/tito_session_mismatch_rate/v2/assistant_text")\n'
+
+
+def test_a_session_file_without_a_required_gate_is_refused_as_the_plan_refuses_it(pr):
+    # finding 10: file-run (so /rerun-test) planned a file the plan leaves out.
+    path = pr / MULTITURN
+    path.write_text(path.read_text().replace(V2_GATE, "", 1))
+    with pytest.raises(InputErrors) as info:
+        resolve_file(MULTITURN, pr)
+    assert [(e.code, e.path, e.line, e.message, e.hint) for e in info.value.errors] == [
+        ("CP520", MULTITURN, 11, f"{MULTITURN} lacks the gate required for session server v2 by gates.require[0]: "
+         "register_ci_gate(metric_key='rollout/tito_session_mismatch_rate/v2/assistant_text')",
+         "add `register_ci_gate(metric_key='rollout/tito_session_mismatch_rate/v2/assistant_text')` at module level")]
+    from ci_policy.model.snapshot import classify, load_snapshot
+    (invalid,) = classify(load_snapshot(pr)).invalid
+    assert (invalid.file, invalid.diagnostics) == (MULTITURN, info.value.errors)
+
+
+def test_a_suppressed_missing_gate_is_not_refused(pr):
+    path = pr / MULTITURN
+    path.write_text(path.read_text().replace(
+        V2_GATE, "", 1).replace('labels=["session", "sglang"])', 'labels=["session", "sglang"])  '
+                                '# ci-policy: ignore[CP520] v2 lands next week', 1))
+    assert resolve_file(MULTITURN, pr).suite == "stage-c-4-gpu-h200"
 
 
 # -- labels come from the checkout's own labels.py ----------------------------------------------------------
