@@ -139,7 +139,8 @@ def test_every_ci_policy_command_in_a_workflow_parses(workflow):
     from ci_policy.cli.main import build_parser
 
     # Typed options get a value of their type in place of the step's variable.
-    values = {"$SHARD": "0", "$TEST_FILE": "tests/e2e/test_x.py", "$IMAGE_TAG": "v1", "$PULL_NUMBER": "7",
+    values = {"$SHARD": "0", "$TEST_FILE": "tests/e2e/test_x.py", "$IMAGE_TAG": "v1", "$TEST_STAGE": "gpu",
+              "$PULL_NUMBER": "7",
               "$STATE": "failure", "$TOKEN_KIND": "app", "$PULL_REQUEST": "7", "$HEAD_SHA": "a" * 40,
               "$RUN_URL": "https://github.com/o/r/actions/runs/1", "$RUNS": "10"}
     commands = ci_policy_commands(workflow)

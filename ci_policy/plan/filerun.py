@@ -15,8 +15,12 @@
   segments (`TEST_PATH_RE`); a symlink anywhere on the path; a file that is not a
   discovered test file (roots, patterns, excludes of the configuration); an
   unregistered file; a file that lacks a gate `gates.require` asks of it (CP520, as the plan
-  refuses it); several enabled registrations; a disabled registration; a
-  registration to an external stage; an invalid image tag. An explicit file request
+  refuses it); a disabled registration; a registration to an external stage; an invalid
+  image tag.
+- Which registration: the one of `backend` and/or `stage` when given (else refused, listing
+  the file's registrations); with neither, the one enabled registration to a stage that
+  ci-policy runs (external stages left out), and when there are several, refused listing
+  them, so the command names one (`/rerun-test FILE STAGE`). An explicit file request
   ignores labels and cadence.
 """
 
@@ -93,8 +97,18 @@ def check_image_tag(tag: str) -> str:
     return tag
 
 
+def _choices(regs: Sequence[Registration]) -> str:
+    return ", ".join(f"{r.backend} {r.suite} (line {r.line})" for r in regs)
+
+
+def _external(config: Config, reg: Registration) -> bool:
+    stage = config.stage(reg.suite)
+    return stage is not None and stage.external
+
+
 def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None = None,
-                 image_tag: str | None = None) -> FilePlan:
+                 image_tag: str | None = None, backend: str | None = None,
+                 stage: str | None = None) -> FilePlan:
     check_test_path(file)
     root = Path(source_root)
     if not root.is_dir():
@@ -132,25 +146,36 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     if not enabled:
         raise InputError(f"{file} is disabled: {regs[0].disabled}", path=file, line=regs[0].line,
                           hint="re-enable the registration to rerun it")
-    if len(enabled) > 1:
-        where = ", ".join(f"{r.backend} {r.suite} (line {r.line})" for r in enabled)
-        raise InputError(f"{file} has {len(enabled)} enabled registrations ({where}); "
-                          "/rerun-test needs exactly one", path=file, line=enabled[1].line)
-    reg = enabled[0]
-    stage = config.stage(reg.suite)
-    assert stage is not None  # registrations_of validated the suite
-    if stage.external:
-        raise InputError(f"{file} is registered to {stage.name}, an external stage that ci-policy "
+    chosen = [r for r in enabled if backend in (None, r.backend) and stage in (None, r.suite)]
+    if not chosen:
+        asked = " ".join(f"{what} {name}" for what, name in (("backend", backend), ("stage", stage)) if name)
+        raise InputError(f"{file} has no enabled registration for {asked}; its registrations: "
+                          f"{_choices(enabled)}", path=file, line=enabled[0].line,
+                          hint=f"name one of: {', '.join(sorted({r.suite for r in enabled}))}")
+    runnable = [r for r in chosen if not _external(config, r)]
+    if not runnable:
+        reg = chosen[0]
+        raise InputError(f"{file} is registered to {reg.suite}, an external stage that ci-policy "
                           "does not run", path=file, line=reg.line)
+    if len(runnable) > 1:
+        # Several stages could run it (a CUDA and a ROCm registration): the command names one.
+        raise InputError(f"{file} has {len(runnable)} registrations that can run ({_choices(runnable)}); "
+                          "name the backend or stage to rerun", path=file, line=runnable[1].line,
+                          hint=f"/rerun-test {file} STAGE, with STAGE one of: "
+                          f"{', '.join(r.suite for r in runnable)} (or the backend: "
+                          f"{', '.join(r.backend for r in runnable)})")
+    reg = runnable[0]
+    stage_config = config.stage(reg.suite)
+    assert stage_config is not None  # registrations_of validated the suite
     # round() first: 0.1 * 30 is 3.0000000000000004 in binary floating point, not 3.
     timeout = max(config.file_run.min_timeout,
                   math.ceil(round(config.file_run.timeout_factor * reg.est_time, 6)))
-    if stage.timeout_per_file is not None:
+    if stage_config.timeout_per_file is not None:
         # Capped by the stage's own limit: a rerun never gets longer than a pipeline run.
-        timeout = min(timeout, stage.timeout_per_file)
+        timeout = min(timeout, stage_config.timeout_per_file)
     repo = config.file_run.image_for(reg.backend)
     # CPU stages usually name no runner labels; a hosted runner runs them.
-    runs_on = stage.runs_on or (DEFAULT_CPU_RUNNER,)
+    runs_on = stage_config.runs_on or (DEFAULT_CPU_RUNNER,)
     return FilePlan(file=file, hw=reg.backend, suite=reg.suite, runs_on=runs_on,
                     container_image=f"{repo}:{tag}" if repo else None, timeout_seconds=int(math.ceil(timeout)),
                     container_options=config.backends.container_options_for(reg.backend))

@@ -253,10 +253,49 @@ def test_a_safe_path_outside_discovery_is_refused_by_the_checkouts_configuration
         f"{path} is not a discovered test file (roots: tests/fast, tests/e2e; pattern 'test_*.py')"]
 
 
-def test_a_file_with_several_enabled_registrations_is_refused(pr):
-    assert errors_of("tests/e2e/test_rocm_fsdp_grpo.py", pr) == [
-        "tests/e2e/test_rocm_fsdp_grpo.py has 2 enabled registrations (cuda stage-c-4-gpu-h200 (line 9), "
-        "rocm stage-c-4-gpu-mi350 (line 10)); /rerun-test needs exactly one"]
+ROCM_FSDP = "tests/e2e/test_rocm_fsdp_grpo.py"
+
+
+def test_a_file_with_several_runnable_registrations_is_refused_listing_the_choices(pr):
+    with pytest.raises(InputError) as info:
+        resolve_file(ROCM_FSDP, pr)
+    assert (info.value.line, info.value.message, info.value.hint) == (
+        10, f"{ROCM_FSDP} has 2 registrations that can run (cuda stage-c-4-gpu-h200 (line 9), "
+        "rocm stage-c-4-gpu-mi350 (line 10)); name the backend or stage to rerun",
+        f"/rerun-test {ROCM_FSDP} STAGE, with STAGE one of: stage-c-4-gpu-h200, stage-c-4-gpu-mi350 "
+        "(or the backend: cuda, rocm)")
+
+
+@pytest.mark.parametrize("choice, suite", [
+    ({"backend": "rocm"}, "stage-c-4-gpu-mi350"),
+    ({"backend": "cuda"}, "stage-c-4-gpu-h200"),
+    ({"stage": "stage-c-4-gpu-mi350"}, "stage-c-4-gpu-mi350"),
+    ({"backend": "cuda", "stage": "stage-c-4-gpu-h200"}, "stage-c-4-gpu-h200"),
+])
+def test_a_backend_or_stage_picks_one_registration(pr, choice, suite):
+    # finding 10: /rerun-test <file> [backend|stage]
+    assert resolve_file(ROCM_FSDP, pr, **choice).suite == suite
+
+
+def test_a_backend_or_stage_without_a_registration_is_refused_listing_them(pr):
+    assert errors_of(ROCM_FSDP, pr, backend="cpu") == [
+        f"{ROCM_FSDP} has no enabled registration for backend cpu; its registrations: cuda stage-c-4-gpu-h200 "
+        "(line 9), rocm stage-c-4-gpu-mi350 (line 10)"]
+    assert errors_of(ROCM_FSDP, pr, backend="rocm", stage="stage-c-4-gpu-h200") == [
+        f"{ROCM_FSDP} has no enabled registration for backend rocm stage stage-c-4-gpu-h200; its registrations: "
+        "cuda stage-c-4-gpu-h200 (line 9), rocm stage-c-4-gpu-mi350 (line 10)"]
+
+
+def test_the_one_registration_beside_an_external_one_is_picked(pr):
+    path = pr / "tests/e2e/test_megatron_sft.py"
+    text = path.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("register_cuda_ci("))
+    path.write_text(text.replace(line, line + '\nregister_cuda_ci(est_time=60, suite="stage-d-8-gpu-gb200", '
+                                 'labels=["megatron"])', 1))
+    assert resolve_file("tests/e2e/test_megatron_sft.py", pr).suite == "stage-b-1-gpu-h200"
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr, stage="stage-d-8-gpu-gb200") == [
+        "tests/e2e/test_megatron_sft.py is registered to stage-d-8-gpu-gb200, an external stage that ci-policy "
+        "does not run"]
 
 
 def test_one_enabled_registration_beside_a_disabled_one_is_the_one_that_runs(pr):
