@@ -50,11 +50,12 @@ def reg(est_time: float) -> Registration:
     (30, 1800, None, 1800),            # the stage's timeout_per_file
     (30, None, None, None),            # no timeout at all
     (30, 2.5, None, 2.5),
-    (30, 1800, (2, 10), 60),           # factor * est_time wins over the stage's timeout
+    (30, 1800, (2, 10), 60),           # factor * est_time, below the stage's timeout
     (3, 1800, (2, 10), 10),            # the floor
     (5, None, (2, 10), 10),            # factor * est_time == floor
     (0, None, (1.5, 0.5), 0.5),        # est_time 0 still gets the floor
-    (100, 5, (1.5, 0), 150.0),
+    (100, 5, (1.5, 0), 5),             # capped by the stage's own timeout_per_file (finding 5)
+    (100, None, (1.5, 0), 150.0),
     (0.75, 2, (2, 1), 1.5),
 ])
 def test_timeout_for(est, stage_timeout, from_est, expected):
