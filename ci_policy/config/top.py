@@ -4,7 +4,8 @@
 - Out: a frozen `Config`, or `InputErrors` listing every problem, each located at
   `file:line:col` with its field path and a diagnostic code (`ci_policy.config.codes`).
 - Refused: an empty file, a version other than 1, a `requires` specifier the installed
-  ci_policy does not satisfy, and whatever a section refuses.
+  ci_policy does not satisfy or longer than `MAX_REQUIRES` characters (checked before it is
+  parsed), and whatever a section refuses.
 """
 
 from __future__ import annotations
