@@ -59,9 +59,10 @@ def registration_for(snapshot, file: str, stage: str | None) -> Registration:
 
 
 def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: str | None,
-             run: RunIdentity) -> GateOutcome:
-    """Evaluate `reg.file`'s gates on `series`; `store_opener(write=...)` returns a MetricHistoryStore,
-    opened to write only when this run may write baselines."""
+             run: RunIdentity, problems=None) -> GateOutcome:
+    """Evaluate `reg.file`'s gates on `series` (a gate whose metric has `problems` is ERROR);
+    `store_opener(write=...)` returns a MetricHistoryStore, opened to write only when this run
+    may write baselines."""
     from ci_policy.adapters.store import DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey, Sample
 
     outcome = GateOutcome(file=reg.file, registration=reg)
@@ -69,7 +70,7 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
     if not specs:
         outcome.baseline = "no gates declared"
         return outcome
-    coords = [_storable(c) for spec in specs for c in select(spec, series)]
+    coords = [_storable(c) for spec in specs for c in select(spec, series, problems)]
     gates_cfg = snapshot.config.gates
     allowed, why_not = writes_baseline(cadence, event)
     writing = allowed and run.run_id is not None

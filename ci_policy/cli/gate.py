@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.config import CADENCES
     from ci_policy.gates.baseline import writes_baseline
     from ci_policy.model.snapshot import load_snapshot
-    from ci_policy.read.records import read_record
+    from ci_policy.read.records import load_record
 
     if args.cadence not in CADENCES:
         raise UsageError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",
@@ -96,12 +96,12 @@ def run(args: argparse.Namespace) -> int:
             raise InputErrors(invalid.diagnostics)
     reg = registration_for(snapshot, args.file, args.stage)
     try:
-        series = read_record(Path(args.record))
-    except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
+        series, problems = load_record(Path(args.record))
+    except (OSError, ValueError) as exc:
         raise InputError(f"--record: {args.record} is not a readable metric record: {exc}",
                          path=args.record, hint="pass the record ci-policy run merged for this file") from None
     outcome = run_gate(snapshot, reg, series, opener(args.store, repo), cadence=args.cadence, event=event,
-                       run=identity)
+                       run=identity, problems=problems)
     print(render.gate_text(outcome))
     if args.format == "github":
         annotations = render.gate_annotations(outcome)

@@ -99,11 +99,11 @@ def _gate_hook(args: argparse.Namespace, plan, repo: Path):
         if problem is not None:
             raise problem
 
-    def hook(reg, series):
+    def hook(reg, series, problems=None):
         if reg.file not in declared:
             return GateOutcome(file=reg.file, registration=reg, baseline="no gates declared")
         return run_gate(snapshot, reg, series, opener(args.store, repo), cadence=plan.policy.cadence,
-                        event=plan.policy.event, run=identity)
+                        event=plan.policy.event, run=identity, problems=problems)
     return hook
 
 

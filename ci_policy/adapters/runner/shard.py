@@ -43,7 +43,7 @@ from ci_policy.plan.partition import Shard
 from ci_policy.plan.results import Attempt, AttemptStatus, FileResult, GateOutcome, ShardResult
 from ci_policy.plan.timeouts import timeout_for
 from ci_policy.read.checkout import check_no_symlinks
-from ci_policy.read.records import Series, merge_records, write_record
+from ci_policy.read.records import Problems, Series, merge_record_dir, write_record
 from ci_policy.render import escape_data, one_line
 from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV
 
@@ -66,7 +66,7 @@ class RunOptions:
     # attempt's files are merged into records_dir/<file>.json and handed to `gate`.
     records_dir: Path | None = None
     capture: tuple[str, ...] = ()
-    gate: Callable[[Registration, Series], GateOutcome] | None = None
+    gate: Callable[[Registration, Series, Problems], GateOutcome] | None = None
 
 
 def check_files(repo: Path, regs: list[Registration]) -> None:
@@ -431,14 +431,17 @@ def _merge_and_gate(reg, record_dir: Path, records_dir: Path, file_result: FileR
     """Only a passing attempt's records are merged (failed attempts' never are), then gated."""
     from ci_policy import render
 
-    try:
-        series = merge_records(record_dir)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"      metrics: the record of {one_line(reg.file)} is unreadable: {exc}", file=out, flush=True)
-        series = {}
-    write_record(series, record_path(records_dir, reg.file))
+    # A record the code under test wrote wrong is that file's problem (its gates ERROR),
+    # never an exception that loses the rest of the shard.
+    series, problems = merge_record_dir(record_dir)
+    if problems:
+        count = sum(len(m) for m in problems.values())
+        first = next(iter(problems.values()))[0]
+        print(f"      metrics: the record of {one_line(reg.file)} has {count} problem(s): {one_line(first)}",
+              file=out, flush=True)
+    write_record(series, record_path(records_dir, reg.file), problems)
     if options.gate is not None:
-        file_result.gate = options.gate(reg, series)
+        file_result.gate = options.gate(reg, series, problems)
         if file_result.gate.results:
             print(render.gate_text(file_result.gate), file=out, flush=True)
 
