@@ -27,6 +27,15 @@ def pytest_configure(config: pytest.Config) -> None:
     helpers.REGENERATE = bool(config.getoption("--regen-goldens"))
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh $XDG_STATE_HOME per test (the default metric store lives there), inherited by
+    the CLI subprocesses: no test reads or leaves a store in the user's state directory."""
+    path = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(path))
+    return path
+
+
 @pytest.fixture
 def example_repo(tmp_path: Path) -> Path:
     """A private copy of examples/gpu-repo that a test may modify."""

@@ -37,7 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--stage", metavar="S", help="the stage, when the file is registered for several")
     p.add_argument("--store", metavar="URL",
                    help="sqlite path or postgresql:// URL (default $CI_POLICY_DATABASE_URL, else "
-                        "DIR/.ci-policy/metrics.sqlite, read only); a baseline-writing run needs one of the two")
+                        "the checkout's SQLite file in $XDG_STATE_HOME/ci-policy/, read only); a baseline-writing "
+                        "run needs one of the two")
     p.add_argument("--cadence", default="regular", metavar="C",
                    help="regular, nightly, weekly or release (default regular); nightly and weekly runs "
                         "write baselines, regular and release never do")
@@ -72,7 +73,13 @@ def run_identity(run_id: str | None = None, run_attempt: int | None = None,
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
-    from ci_policy.adapters.gate import baseline_store_problem, opener, registration_for, run_gate
+    from ci_policy.adapters.gate import (
+        baseline_store_problem,
+        check_store_location,
+        opener,
+        registration_for,
+        run_gate,
+    )
     from ci_policy.config import CADENCES
     from ci_policy.gates.baseline import writes_baseline
     from ci_policy.model.snapshot import load_snapshot
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cadence not in CADENCES:
         raise UsageError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",
                          source="--cadence")
+    check_store_location(args.store)
     event = args.event or os.environ.get("GITHUB_EVENT_NAME")
     identity = run_identity(args.run_id, args.run_attempt, args.commit)
     if identity.run_id is not None and writes_baseline(args.cadence, event)[0]:

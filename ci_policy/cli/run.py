@@ -71,7 +71,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "else .ci-policy/records)")
     p.add_argument("--store", default=None, metavar="URL",
                    help="metric history for gates: sqlite path or postgresql:// URL (default "
-                        "$CI_POLICY_DATABASE_URL, else DIR/.ci-policy/metrics.sqlite, read only); a "
+                        "$CI_POLICY_DATABASE_URL, else the checkout's SQLite file in $XDG_STATE_HOME/ci-policy/, "
+                        "read only); a "
                         "baseline-writing run needs one of the two")
     add_format(p, ("text", "github"))
     return p
@@ -86,10 +87,11 @@ def _records_dir(args: argparse.Namespace, repo: Path) -> Path:
 
 def _gate_hook(args: argparse.Namespace, plan, repo: Path):
     """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
-    from ci_policy.adapters.gate import baseline_store_problem, opener, run_gate
+    from ci_policy.adapters.gate import baseline_store_problem, check_store_location, opener, run_gate
     from ci_policy.cli.gate import run_identity
     from ci_policy.plan.results import GateOutcome
 
+    check_store_location(args.store)
     snapshot = plan.snapshot
     declared = {g.file for g in snapshot.gates}
     identity = run_identity()

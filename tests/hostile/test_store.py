@@ -180,3 +180,127 @@ def test_a_shard_whose_tests_write_hostile_records_runs_every_file_and_errors_on
     assert list(problems) == ["train/ppo_kl"]
     assert json.loads((records / "tests__gpu__test_d_good.py.json").read_text()) == {
         "schema": 1, "series": {GRAD: [[0, 1.0], [1, 2.0], [2, 3.0]], "train/ppo_kl": [[0, 0.1], [1, 0.1], [2, 0.1]]}}
+
+
+# -- finding 7: store locations -------------------------------------------------------------------
+
+PASSWORD = "hunter2"
+NOT_SHOWN = "(the value is not shown: it may hold a password)"
+FORMS_HINT = ("hint: write postgresql://USER@HOST[:PORT]/DATABASE, sqlite:///absolute/path.sqlite, "
+              "sqlite:relative/path.sqlite, or a file path ending in .sqlite, .sqlite3 or .db")
+NEITHER = ("is neither a store URL nor a SQLite file path (a path ends in .sqlite, .sqlite3 or .db and holds no '=', "
+           "'@', whitespace or control characters; a libpq keyword string is not accepted)")
+PG_HINT = ("hint: write postgresql://USER@HOST[:PORT]/DATABASE, with reserved characters of the password "
+           "percent-encoded (or the password in $PGPASSWORD or ~/.pgpass)")
+SQLITE_HINT = "hint: write sqlite:///absolute/path.sqlite or sqlite:relative/path.sqlite"
+
+LOCATION_CASES = [
+    # (store location, message after the source, hint line)
+    (f"host=db.example user=ci password={PASSWORD} dbname=metrics", NEITHER, FORMS_HINT),  # finding 7: libpq string
+    (f"password={PASSWORD}", NEITHER, FORMS_HINT),  # finding 7: a libpq keyword without spaces
+    (f"postgresql://ci:{PASSWORD}@[::1/db", "is not a valid postgresql:// URL", PG_HINT),  # finding 7: malformed URL
+    (f"postgres://ci:{PASSWORD}@db:port/metrics", "is not a valid postgres:// URL", PG_HINT),  # finding 7: bad port
+    (f"sqlite://user:{PASSWORD}@host/x.db",  # finding 7: a sqlite URL with a user and password
+     "is a sqlite URL with a host or user; a sqlite URL names a local file only", SQLITE_HINT),
+    (f"sqlite:user:{PASSWORD}@host/x.db",
+     "is a sqlite URL with '@', '?' or '='; a sqlite URL names a local file only", SQLITE_HINT),
+    (f"ci:{PASSWORD}@db.example/metrics.db", "is neither a store URL nor a SQLite file path", FORMS_HINT),
+    ("metrics", NEITHER, FORMS_HINT),  # finding 7: a bare word is not a file path form
+    (f"history-{PASSWORD}.sqlite\r\n::warning::x.db", NEITHER, FORMS_HINT),  # finding 7: control characters
+]
+
+
+@pytest.mark.parametrize("location, message, hint", LOCATION_CASES, ids=[str(i) for i in range(len(LOCATION_CASES))])
+@pytest.mark.parametrize("given_as", ["--store", "$CI_POLICY_DATABASE_URL"])
+def test_a_store_location_that_is_not_one_is_a_usage_error_that_never_echoes_it(make_repo, tmp_path, location,
+                                                                              message, hint, given_as):
+    repo = make_repo({"tests/gpu/test_good.py": GOOD}, config=STORE_CONFIG)
+    record = tmp_path / "record.json"
+    record.write_text('{"schema": 1, "series": {}}\n')
+    store = ["--store", location] if given_as == "--store" else []
+    env = {} if given_as == "--store" else {"CI_POLICY_DATABASE_URL": location}
+    before = sorted(p.name for p in repo.iterdir())
+    gate = cli(repo, "gate", "--file", "tests/gpu/test_good.py", "--record", str(record), *store, **env)
+    run = cli(repo, "run", "--stage", "gpu", "--event", "workflow_dispatch", "--label", "run-ci-megatron",
+              "--records-out", str(tmp_path / "records"), "--timings-out", str(tmp_path / "t.jsonl"), *store, **env)
+    for command, proc in (("gate", gate), ("run", run)):
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr == f"ci-policy {command}: error: {given_as}: {message} {NOT_SHOWN}\n    {hint}\n"
+        assert PASSWORD not in proc.stderr
+    assert not (tmp_path / "records").exists() and not (tmp_path / "t.jsonl").exists()  # refused before any test
+    assert sorted(p.name for p in repo.iterdir()) == before  # no SQLite file created in the working directory
+
+
+def test_the_default_store_is_outside_the_checkout_and_a_pr_supplied_one_is_never_read(make_repo, tmp_path,
+                                                                                       state_home):
+    # finding 7: a PR adds .ci-policy/metrics.sqlite with a fabricated baseline of 1000; the
+    # gate reads the default store in the state directory instead (here: missing, an ERROR).
+    from ci_policy.adapters.store import RunKey, Sample, default_store_path
+
+    repo = make_repo({"tests/gpu/test_good.py": GOOD}, config=STORE_CONFIG)
+    planted = repo / ".ci-policy" / "metrics.sqlite"
+    planted.parent.mkdir()
+    identity = ("tests/gpu/test_good.py", "cuda", "gpu", "train/ppo_kl", '{"constraint":null,"steps":"last"}')
+    with open_store(str(planted), default_path=tmp_path / "unused.sqlite") as store:
+        for run_id in ("1", "2", "3"):
+            store.write(RunKey(run_id, 1, "tests/gpu/test_good.py", "cuda", "gpu"), cadence="nightly", commit=None,
+                        trusted=True, samples=[Sample(identity, -1, 1000.0)], write_baseline=True)
+    record = tmp_path / "record.json"
+    record.write_text('{"schema": 1, "series": {"train/ppo_kl": [[0, 1000.0]]}}\n')
+    default = default_store_path(repo)
+    assert default.parent.parent == state_home / "ci-policy"
+    proc = cli(repo, "gate", "--file", "tests/gpu/test_good.py", "--record", str(record))
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert (f"train/ppo_kl     last  1000   -         -     ERROR    metric history unavailable: SQLite metric "
+            f"history {default}: does not exist") in proc.stdout
+    assert "PASS" not in proc.stdout
+
+
+@pytest.mark.parametrize("link", ["ci-policy", "key", "file"])
+def test_a_symlink_on_the_default_stores_path_is_refused(make_repo, tmp_path, state_home, link):
+    # finding 7: the default store's path must hold no symbolic link (a link could lead it
+    # into a checkout, to a PR-supplied history).
+    from ci_policy.adapters.store import default_store_path
+
+    repo = make_repo({"tests/gpu/test_good.py": GOOD}, config=STORE_CONFIG)
+    default = default_store_path(repo)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    open_store(str(elsewhere / "metrics.sqlite"), default_path=tmp_path / "unused.sqlite").close()
+    if link == "ci-policy":
+        (elsewhere / default.parent.name).mkdir()
+        (elsewhere / default.parent.name / "metrics.sqlite").symlink_to(elsewhere / "metrics.sqlite")
+        default.parent.parent.symlink_to(elsewhere)
+        linked = default.parent.parent
+    elif link == "key":
+        default.parent.parent.mkdir(parents=True)
+        default.parent.symlink_to(elsewhere)
+        linked = default.parent
+    else:
+        default.parent.mkdir(parents=True)
+        default.symlink_to(elsewhere / "metrics.sqlite")
+        linked = default
+    record = tmp_path / "record.json"
+    record.write_text('{"schema": 1, "series": {"train/ppo_kl": [[0, 1.0]]}}\n')
+    proc = cli(repo, "gate", "--file", "tests/gpu/test_good.py", "--record", str(record))
+    assert (proc.returncode, proc.stderr) == (1, "")
+    assert (f"ERROR    metric history unavailable: SQLite metric history {default}: {linked} is a symbolic link; "
+            "the default metric store refuses symbolic links on its path\n") in proc.stdout
+
+
+@pytest.mark.parametrize("url, error", [
+    # finding 7: libpq's own text never carries the password (an option libpq refuses, a refused connection)
+    (f"postgresql://ci:{PASSWORD}@127.0.0.1:9/db?badoption={PASSWORD}",
+     'InputError: invalid PostgreSQL URL postgresql://ci:***@127.0.0.1:9/db?badoption=***: invalid URI query '
+     'parameter: "badoption"'),
+    (f"postgresql://ci:{PASSWORD}@127.0.0.1:9/db?connect_timeout=1&password={PASSWORD}",
+     "StoreUnavailable: PostgreSQL metric history postgresql://ci:***@127.0.0.1:9/db?connect_timeout=1&password=***: "
+     'connection failed: connection to server at "127.0.0.1", port 9 failed: Connection refused Is the server '
+     "running on that host and accepting TCP/IP connections?"),
+])
+def test_psycopg_errors_are_redacted(tmp_path, url, error):
+    from ci_policy.errors import CiPolicyError
+
+    with pytest.raises(CiPolicyError) as caught:
+        open_store(url, default_path=tmp_path / "unused.sqlite", read_only=True)
+    assert f"{type(caught.value).__name__}: {caught.value}" == error
