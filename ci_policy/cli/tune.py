@@ -5,6 +5,8 @@
   on the default branch, or --branch; `push` runs too only with --include-push; never a
   pull_request run), a mode (report, --check, --apply, --write-estimates), --csv,
   --open-pr, --format text|json.
+- An artifact archive that cannot be read within the `tune` table's expansion caps is
+  skipped; each is one warning on stderr naming the artifact and why.
 - Out: the proposals and each stage's shard balance before and after; with --apply the
   est_time literals rewritten, with --write-estimates the estimates file; with --open-pr
   also one pull request (branch `ci-policy/tune-estimates`, force-updated) holding the
@@ -131,8 +133,14 @@ def run(args: argparse.Namespace) -> int:
                          "--apply would edit literals the plan does not use", source="--apply",
                          hint=f"use --write-estimates {config.estimates_file}")
     evidence = collect([Path(p) for p in args.sources])
+    archives_skipped: list = []  # each a warning naming the artifact and why
+
+    def download(spec: str) -> list:
+        return download_run(spec, secret, api_url(args), archive_max_bytes=config.tune.archive_max_bytes,
+                            run_max_bytes=config.tune.run_max_bytes, warnings=archives_skipped)
+
     for spec in args.github_run:
-        evidence += download_run(spec, secret, api_url(args))
+        evidence += download(spec)
     requester = None
     base = args.branch
     base_for_pr = ""
@@ -155,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
                   + (f": {', '.join(str(i) for i in runs_read)}" if runs else ""),
                   file=sys.stderr if args.format == "json" else sys.stdout)
             for r in runs:
-                evidence += download_run(f"{repository}/{r.id}", secret, api_url(args))
+                evidence += download(f"{repository}/{r.id}")
+    for diagnostic in archives_skipped:
+        print(render.diagnostic_text(diagnostic), file=sys.stderr)
     evidence = normalise_paths(evidence, snapshot.files)
     counted = deduplicate(evidence)
     applying = bool(args.apply or args.check or args.write_estimates)

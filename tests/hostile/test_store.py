@@ -304,3 +304,144 @@ def test_psycopg_errors_are_redacted(tmp_path, url, error):
     with pytest.raises(CiPolicyError) as caught:
         open_store(url, default_path=tmp_path / "unused.sqlite", read_only=True)
     assert f"{type(caught.value).__name__}: {caught.value}" == error
+
+
+# -- finding 6: archives `tune --github-run` reads ---------------------------------------------------
+
+RECORD_LINE = json.dumps({"schema": 1, "file": "tests/gpu/test_good.py", "stage": "gpu", "shard": 0, "attempt": 1,
+                          "status": "pass", "elapsed": 12.5, "run_id": "7"}) + "\n"
+
+
+def archive(members: dict[str, bytes], *, compression: int = 0) -> bytes:
+    """A zip archive written by the test (tiny bytes, no binary committed)."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def patched(blob: bytes, *, local: int, central: int, value: bytes) -> bytes:
+    """`blob` with `value` written at offset `local` of its first local header and `central`
+    of its first central directory entry (a forged header field)."""
+    out = bytearray(blob)
+    lh, cd = out.index(b"PK\x03\x04"), out.index(b"PK\x01\x02")
+    out[lh + local:lh + local + len(value)] = value
+    out[cd + central:cd + central + len(value)] = value
+    return bytes(out)
+
+
+def bad_crc() -> bytes:
+    blob = bytearray(archive({"t.jsonl": RECORD_LINE.encode()}))
+    blob[blob.index(b'"tests/gpu')] ^= 0x01  # one byte of the stored member changed: its CRC no longer matches
+    return bytes(blob)
+
+
+BOMB = archive({"bomb.jsonl": b"\n" * (3 * 1024 * 1024)}, compression=8)  # ~3 KiB expanding to 3 MiB
+SKIP_HINT = "none of its timing records are used; the run's other artifacts and job logs are"
+
+ARCHIVE_CASES = [
+    # (case, archive bytes, why it is skipped)
+    ("bad-crc", bad_crc(), "member 't.jsonl': Bad CRC-32 for file 't.jsonl'"),  # finding 6: a bad CRC
+    ("false-size", patched(archive({"t.jsonl": RECORD_LINE.encode()}), local=22, central=24,  # finding 6
+                           value=(10).to_bytes(4, "little")), "member 't.jsonl': Bad CRC-32 for file 't.jsonl'"),
+    ("encrypted", patched(archive({"t.jsonl": RECORD_LINE.encode()}), local=6, central=8,  # finding 6
+                          value=b"\x01\x00"), "member 't.jsonl' is encrypted"),
+    ("deflate64", patched(archive({"t.jsonl": RECORD_LINE.encode()}), local=8, central=10,  # finding 6
+                          value=b"\x09\x00"),
+     "member 't.jsonl': unsupported (That compression method is not supported)"),
+    ("truncated", archive({"t.jsonl": RECORD_LINE.encode()})[:60],  # finding 6: a truncated download
+     "not a readable zip archive (File is not a zip file)"),
+    ("not-a-zip", b"<html>Service Unavailable</html>\n", "not a readable zip archive (File is not a zip file)"),
+    ("bomb", BOMB,  # finding 6: 1.47 MB expanding to 1.51 GB, in small: past the archive's cap
+     "expands to more than tune.archive_max_bytes (1048576 bytes) at member 'bomb.jsonl'"),
+    ("control-name", archive({"a\r\n::warning::x.jsonl": b"\n" * (2 * 1024 * 1024)}),
+     "expands to more than tune.archive_max_bytes (1048576 bytes) at member 'a??::warning::x.jsonl'"),
+]
+
+
+@pytest.mark.parametrize("case, blob, why", ARCHIVE_CASES, ids=[c[0] for c in ARCHIVE_CASES])
+def test_a_hostile_archive_is_skipped_with_the_reason_never_a_traceback(tmp_path, monkeypatch, case, blob, why):
+    import tempfile
+
+    from ci_policy.adapters.github import download
+    from ci_policy.adapters.tuning.records import read_records
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    budget = download.ExpansionBudget(archive_max_bytes=1024 * 1024, run_max_bytes=4 * 1024 * 1024)
+    with pytest.raises(download.ArchiveSkipped) as caught:
+        download._records_of_archive(blob, "acme/minirl", 7, "timings", read_records, budget)
+    assert str(caught.value) == why
+    assert list(tmp_path.iterdir()) == []  # nothing left expanded on disk
+
+
+def test_the_runs_archives_share_one_expansion_budget_and_one_member_is_on_disk_at_a_time(tmp_path, monkeypatch):
+    # finding 6: a cap per run as well as per archive; members are streamed one at a time.
+    import tempfile
+
+    from ci_policy.adapters.github import download
+    from ci_policy.adapters.tuning import records
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    on_disk = []
+
+    def spy(path, **kwargs):
+        on_disk.append(sorted(p.name for p in tmp_path.rglob("*") if p.is_file()))
+        return records.read_records(path, **kwargs)
+
+    padded = (RECORD_LINE + "\n" * (600 * 1024)).encode()
+    budget = download.ExpansionBudget(archive_max_bytes=2 * 1024 * 1024, run_max_bytes=1024 * 1024)
+    rows = download._records_of_archive(archive({"a.jsonl": padded}), "acme/minirl", 7, "first", spy, budget)
+    assert [(r.file, r.status, r.elapsed, r.source) for r in rows] == [
+        ("tests/gpu/test_good.py", "passed", 12.5, "acme/minirl/runs/7/artifacts/first/a.jsonl")]
+    assert budget.run_used == len(padded)
+    with pytest.raises(download.ArchiveSkipped) as caught:
+        download._records_of_archive(archive({"b.jsonl": padded}), "acme/minirl", 7, "second", spy, budget)
+    assert str(caught.value) == ("the run's archives expand to more than tune.run_max_bytes (1048576 bytes) at "
+                                 "member 'b.jsonl'")
+    assert on_disk == [["member.jsonl"]]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_archive_with_too_many_members_is_skipped(monkeypatch):
+    from ci_policy.adapters.github import download
+    from ci_policy.adapters.tuning.records import read_records
+
+    monkeypatch.setattr(download, "MAX_MEMBERS", 3)
+    blob = archive({f"{i}.jsonl": RECORD_LINE.encode() for i in range(4)})
+    with pytest.raises(download.ArchiveSkipped) as caught:
+        download._records_of_archive(blob, "acme/minirl", 7, "many", read_records)
+    assert str(caught.value) == "more than 3 members"
+
+
+def test_the_expansion_caps_are_tune_configuration_keys(tmp_path):
+    from ci_policy.config.top import parse_config
+
+    config = parse_config(STORE_CONFIG + "tune: {archive_max_bytes: 1000, run_max_bytes: 5000}\n")
+    assert (config.tune.archive_max_bytes, config.tune.run_max_bytes) == (1000, 5000)
+    default = parse_config(STORE_CONFIG)
+    assert (default.tune.archive_max_bytes, default.tune.run_max_bytes) == (256 * 1024 * 1024, 1024 * 1024 * 1024)
+
+
+def test_tune_says_which_archive_it_skipped_and_uses_the_others(gh, example_repo, monkeypatch, capsys):
+    # finding 6, end to end: a zip bomb among a run's artifacts is one warning; the rest is read.
+    from ci_policy.cli import main
+
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_" + "0" * 36)
+    monkeypatch.delenv("GITHUB_API_URL", raising=False)
+    (example_repo / ".github" / "ci-policy.yml").write_text(
+        (example_repo / ".github" / "ci-policy.yml").read_text() + "\ntune: {archive_max_bytes: 1048576}\n")
+    gh.run_jobs[7] = []
+    gh.add_artifact(7, "bomb", BOMB, artifact_id=901)
+    gh.add_artifact(7, "timings", archive({"t.jsonl": RECORD_LINE.encode()}), artifact_id=902)
+    rc = main(["tune", "--repo", str(example_repo), "--github-run", "acme/minirl/7", "--api-url", gh.url,
+               "--format", "json"])
+    stdout, stderr = capsys.readouterr()
+    assert rc == 0
+    assert stderr == ("acme/minirl/runs/7/artifacts/bomb: warning: artifact 'bomb' of run 7 skipped: expands to more "
+                      "than tune.archive_max_bytes (1048576 bytes) at member 'bomb.jsonl'\n"
+                      f"    hint: {SKIP_HINT}\n")
+    assert json.loads(stdout)["schema"] == 1

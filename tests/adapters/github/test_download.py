@@ -386,6 +386,7 @@ def test_zip_member_names_are_never_paths(gh, token, tmp_path, monkeypatch):
     def spy(path, **kwargs):
         read_paths.append(Path(path))
         assert Path(path).read_text(encoding="utf-8") == TIMINGS_JSONL  # the member's bytes, as written
+        assert list(Path(path).parent.iterdir()) == [Path(path)]  # one member on disk at a time
         return real_read_records(path, **kwargs)
 
     monkeypatch.setattr(records, "read_records", spy)
@@ -405,22 +406,24 @@ def test_zip_member_names_are_never_paths(gh, token, tmp_path, monkeypatch):
         ("tests/e2e/test_fsdp_dpo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 3, "evil"),
         ("tests/e2e/test_rocm_fsdp_grpo.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 4, "evil"),
     ]
-    # Each member was written to a file of the run's own temporary directory, under a name of
-    # ours, and read from there; the directory is gone afterwards and nothing else was created.
+    # Each member was streamed to a file of the run's own temporary directory, under a name of
+    # ours, read from there and deleted before the next; the directory is gone afterwards and
+    # nothing else was created.
     assert [(p.parent.parent, p.parent.name.startswith("ci-policy-tune-"), p.name) for p in read_paths] == [
-        (base, True, "member-0.jsonl"), (base, True, "member-1.jsonl")]
+        (base, True, "member.jsonl"), (base, True, "member.jsonl")]
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
     assert list(base.iterdir()) == []
 
 
-def test_an_artifact_that_is_not_a_zip_archive_is_an_error(gh, token):
+def test_an_artifact_that_is_not_a_zip_archive_is_skipped_with_a_warning(gh, token):
     gh.run_jobs[RUN] = []
     gh.add_artifact(RUN, TIMINGS, b"<html><body>Service Unavailable</body></html>\n", artifact_id=ART_TIMINGS)
-    with pytest.raises(InputError) as exc:
-        download_run(RUN_URL, token, gh.url)
-    assert policy_error(exc.value) == {
-        "path": None, "line": None, "col": None, "hint": None,
-        "message": f"artifact '{TIMINGS}' of run {RUN} is not a zip archive"}
+    warnings: list = []
+    assert download_run(RUN_URL, token, gh.url, warnings=warnings) == []
+    assert [(w.severity, w.path, w.message, w.hint) for w in warnings] == [(
+        "warning", f"{REPO}/runs/{RUN}/artifacts/{TIMINGS}",
+        f"artifact '{TIMINGS}' of run {RUN} skipped: not a readable zip archive (File is not a zip file)",
+        "none of its timing records are used; the run's other artifacts and job logs are")]
 
 
 def test_malformed_records_in_an_artifact_cite_the_member_not_a_temporary_file(gh, token):
