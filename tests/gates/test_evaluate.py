@@ -444,3 +444,14 @@ def test_blocking(verdict, enforce, allowlist_reason, blocking):
     assert result(verdict, enforce, allowlist_reason).blocking is blocking
     # Allowlisting never makes a run trusted.
     assert trusted([result(verdict, enforce, allowlist_reason)]) is (verdict not in (FAIL, ERROR))
+
+
+def test_a_problem_of_the_record_is_one_error_for_its_metric_or_for_every_metric():
+    spec = spec_with("all")
+    series = {GRAD: [(0, 1.0)]}
+    assert select(spec, series, {"train/ppo_kl": ["m.jsonl:2: train/ppo_kl at step 3 was not recorded: x"]}) == [
+        Coordinate(spec, 0, 1.0)]
+    assert select(spec, series, {GRAD: ["m.jsonl:2: a", "m.jsonl:3: b"]}) == [
+        Coordinate(spec, LAST_STEP, None, "unusable metric record: m.jsonl:2: a (and 1 more)")]
+    assert select(spec, series, {"": ["m.jsonl:1: expected a JSON object, got array [1]"]}) == [
+        Coordinate(spec, LAST_STEP, None, "unusable metric record: m.jsonl:1: expected a JSON object, got array [1]")]
