@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.adapters.tuning.evidence import FileEvidence
-from ci_policy.errors import Diagnostic, InputError, InputErrors, UsageError, warning
+from ci_policy.errors import CiPolicyError, Diagnostic, InputError, InputErrors, UsageError, warning
 
 RUN_RE = re.compile(r"(?:https?://[^/]+/)?(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)"
                     r"(?:/actions/runs)?/(?P<run>[0-9]+)(?:/attempts/[0-9]+)?/?")
@@ -44,7 +44,7 @@ ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,
                   zlib.error, ValueError, OSError)
 
 
-class ArchiveSkipped(Exception):
+class ArchiveSkipped(CiPolicyError):
     """An archive that is not read; the message says why."""
 
 
