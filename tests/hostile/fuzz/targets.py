@@ -318,6 +318,43 @@ def run_workflows(data: bytes) -> str:
     return f"ok: {sum(len(w.jobs) for w in workflows)} job(s), problems {[d.code for d in problems]}"
 
 
+def _event(data: bytes) -> object:
+    import json
+
+    return json.loads(_text(data))  # GitHub wrote the payload's syntax; a PR, its values
+
+
+def run_pull_request(data: bytes) -> str:
+    """A pull_request event's `pull_request` object (or the API's answer) as `pull-request` reads it."""
+    from ci_policy.adapters.github.pulls import pull_request_of
+
+    try:
+        pull = pull_request_of(_event(data), "event payload", "event.json")
+    except (CiPolicyError, ValueError, RecursionError) as exc:  # ValueError, RecursionError: json's own
+        return _refused(exc)
+    return f"ok: #{pull.number} labels {list(pull.labels)}"
+
+
+def run_comment_event(data: bytes) -> str:
+    """An issue_comment event as the comment gateway screens it, then its body's command."""
+    from ci_policy.adapters.github.gateway import screen
+    from ci_policy.adapters.github.grammar import parse
+
+    try:
+        event = _event(data)
+    except (ValueError, RecursionError) as exc:
+        return _refused(exc)
+    if not isinstance(event, dict):
+        return "not an object"  # the command line refuses it before screening (cli/comment.py)
+    context, reason = screen(event, "o/r", 1)
+    body = event.get("comment", {}).get("body") if isinstance(event.get("comment"), dict) else None
+    try:
+        command = parse(body) if isinstance(body, str) else None
+    except CiPolicyError as exc:
+        return _refused(exc)
+    return f"ok: {context is not None} {reason!r} {command}"
+
+
 def run_archive(data: bytes) -> str:
     """A run's artifact as `tune --github-run` reads it (only called here: the store slice owns it)."""
     from ci_policy.adapters.github.download import _records_of_archive
@@ -358,6 +395,17 @@ UNIFIED_TOKENS = ("diff --git ", "a/x b/x\n", "new file mode 100644\n", "deleted
                   "similarity index 999%\n", "@@ -1 +1 @@\n", '"a/\\303\\251"', '"\\777"', "\\q", "Binary files ")
 COMMENT_TOKENS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test ",
                   "/ok-to-test ", "abcdef0", "tests/e2e/test_a.py", "\u2215", "\uff0f", "megatron")
+
+
+PULL = ('{"number": 42, "head": {"sha": "' + "a" * 40 + '", "repo": {"full_name": "fork/r"}}, "base": {"sha": "'
+        + "b" * 40 + '", "repo": {"full_name": "o/r"}}, "labels": [{"name": "run-ci-megatron"}], '
+        '"author_association": "CONTRIBUTOR"}')
+COMMENT = ('{"action": "created", "issue": {"number": 42, "pull_request": {"url": "x"}}, "comment": {"id": 7, '
+           '"body": "/run-ci-megatron", "html_url": "https://github.com/o/r/pull/42#c7", "user": {"type": "User", '
+           '"id": 5, "login": "dev"}}, "sender": {"id": 5}, "repository": {"full_name": "o/r", "id": 1, '
+           '"default_branch": "main"}}')
+EVENT_TOKENS = ('"labels": ', '"number": ', '"sha": ', '"user": ', '"id": ', '"body": ', '"type": "Bot"', "5",
+                '"x"', "[5]", "{}")
 
 
 def _unified_seed() -> str:
@@ -431,4 +479,6 @@ TARGETS: dict[str, Target] = {t.name: Target(t.name, quiet(t.run), t.strategy, t
     Target("workflows", run_workflows, lambda: texts(_seeds("*.yml", "tests/data/workflows", "examples"),
                                                      WORKFLOW_TOKENS), ".yml"),
     Target("archive", run_archive, _archive, ".zip"),
+    Target("pull_request", run_pull_request, lambda: texts((PULL,), JSON_TOKENS + EVENT_TOKENS), ".json"),
+    Target("comment_event", run_comment_event, lambda: texts((COMMENT,), JSON_TOKENS + EVENT_TOKENS), ".json"),
 )}
