@@ -7,9 +7,10 @@
 - `test_corpus` (not slow): every input a fuzz run found to crash a parser, kept under
   `tests/hostile/fuzz/<target>/`, replayed with its exact expected outcome.
 - `test_corpus_not_fixed_here`: crashes in readers another change of issue 14 hardens
-  (archives and metric records: the store slice), kept as strict xfails naming the
-  finding, so they turn into failures the day the reader is fixed and the case must get
-  its exact outcome here.
+  (numbers in the configuration: the numbers slice; archives and metric records: the
+  store slice), kept as strict xfails naming the finding, so they turn into failures the
+  day the reader is fixed and the case must get its exact outcome in `CASES`; the bounded
+  run of such a target is a strict xfail for the same reason.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def test_fuzz_target(name, request):
     # 18 targets x 40 examples stay under 60 s on 2 cores; scripts/fuzz.py runs longer.
     target = TARGETS[name]
     if name in ELSEWHERE:
-        # Derandomized, the bounded run meets the known crash every time; fixed, it passes.
+        # Its corpus (replayed first, below) meets the known crash on every run; fixed, it passes.
         request.applymarker(pytest.mark.xfail(strict=True, reason=ELSEWHERE[name]))
 
     @settings(max_examples=40, deadline=None, database=None, derandomize=True,
