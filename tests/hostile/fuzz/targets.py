@@ -14,8 +14,10 @@ able to comment on one) controls.
 
 from __future__ import annotations
 
+import atexit
 import io
 import re
+import shutil
 import tempfile
 import warnings
 import zipfile
@@ -131,8 +133,10 @@ def _scratch() -> Path:
 
 @cache
 def _scratch_dir() -> str:
-    # One directory per process, reused: the readers of files take a path.
-    return tempfile.mkdtemp(prefix="ci-policy-fuzz-")
+    # One directory per process, reused: the readers of files take a path. Removed at exit.
+    path = tempfile.mkdtemp(prefix="ci-policy-fuzz-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def _file(name: str, data: bytes) -> Path:
