@@ -27,6 +27,22 @@ def pytest_configure(config: pytest.Config) -> None:
     helpers.REGENERATE = bool(config.getoption("--regen-goldens"))
 
 
+@pytest.fixture(autouse=True)
+def state_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh $XDG_STATE_HOME per test (the default metric store lives there), inherited by
+    the CLI subprocesses: no test reads or leaves a store in the user's state directory."""
+    path = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(path))
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ci-policy run` keeps its timing records in the user's cache directory outside Actions:
+    each test gets its own (inherited by the subprocesses it starts), never the real one."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
 @pytest.fixture
 def example_repo(tmp_path: Path) -> Path:
     """A private copy of examples/gpu-repo that a test may modify."""

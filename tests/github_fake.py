@@ -17,6 +17,8 @@
     POST   /repos/{o}/{r}/actions/workflows/{wf}/dispatches
     GET    /repos/{o}/{r}/git/trees/{sha}?recursive=1
     GET    /repos/{o}/{r}/git/blobs/{sha}
+    GET    /repos/{o}/{r}                                (default_branch)
+    GET    /repos/{o}/{r}/actions/runs/{id}              (a run added with add_run: event, head_branch)
     GET    /repos/{o}/{r}/actions/runs/{id}/jobs         (?filter=latest|all, per_page, page)
     GET    /repos/{o}/{r}/actions/jobs/{job_id}/logs     -> 302 to a signed /_blob/logs/... URL
     GET    /repos/{o}/{r}/actions/runs/{id}/artifacts    (per_page, page)
@@ -161,6 +163,7 @@ class FakeGitHub:
         self.runs: dict[str, list[dict]] = {}  # workflow file -> runs, any order
         self.workflows: dict[str, Workflow] = {}  # workflow file -> workflow_dispatch definition
         self.branches: dict[str, str] = {"main": "0" * 40}
+        self.default_branch = "main"
         self.trees: dict[str, list[TreeEntry]] = {}  # commit sha -> recursive tree
         self.blobs: dict[str, Blob] = {}
         self.truncated: set[str] = set()
@@ -218,7 +221,8 @@ class FakeGitHub:
         return self.pulls[number]
 
     def add_run(self, workflow: str, *, head_sha: str, conclusion: str | None, status: str = "completed",
-                event: str = "pull_request", display_title: str = "", run_id: int | None = None) -> dict:
+                event: str = "pull_request", display_title: str = "", run_id: int | None = None,
+                head_branch: str | None = None) -> dict:
         """Runs are listed newest first; a run added later is newer."""
         run_id = run_id or next(self._ids)
         run = {"id": run_id, "name": workflow, "display_title": display_title or f"run {run_id}",
@@ -226,6 +230,8 @@ class FakeGitHub:
                "run_attempt": 1, "path": f".github/workflows/{workflow}",
                "html_url": f"https://github.com/{self.owner}/{self.repo}/actions/runs/{run_id}",
                "created_at": f"2026-01-01T00:00:{len(self.runs.get(workflow, [])):02d}Z"}
+        if head_branch is not None:
+            run["head_branch"] = run["branch"] = head_branch
         self.runs.setdefault(workflow, []).append(run)
         return run
 
@@ -317,6 +323,8 @@ class FakeGitHub:
         prefix = f"/repos/{self.owner}/{self.repo}/"
         if method == "GET" and raw_path.startswith("/_blob/"):
             return self._blob(raw_path, query)
+        if method == "GET" and raw_path == prefix[:-1]:
+            return 200, {"id": 424242, "full_name": f"{self.owner}/{self.repo}", "default_branch": self.default_branch}
         if not raw_path.startswith(prefix):
             return 404, _not_found()
         parts = [urllib.parse.unquote(p) for p in raw_path[len(prefix):].split("/")]
@@ -440,6 +448,13 @@ class FakeGitHub:
         page = int(query.get("page", ["1"])[0])
         return 200, {"total_count": len(runs),
                      "workflow_runs": copy.deepcopy(runs[(page - 1) * per_page: page * per_page])}
+
+    def api_run(self, run_id, *, query, body):
+        for runs in self.runs.values():
+            for run in runs:
+                if run["id"] == int(run_id):
+                    return 200, copy.deepcopy(run)
+        return 404, _not_found()
 
     def api_rerun_failed(self, run_id, *, query, body):
         if not run_id.isdigit() or not any(r["id"] == int(run_id) for rs in self.runs.values() for r in rs):
@@ -598,6 +613,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"commits/([0-9a-f]{40})/status", "combined_status"),
     ("GET", r"git/trees/([0-9a-f]{40})", "tree"),
     ("GET", r"git/blobs/([0-9a-f]{40})", "blob"),
+    ("GET", r"actions/runs/(\d+)", "run"),
     ("GET", r"actions/runs/(\d+)/jobs", "run_jobs"),
     ("GET", r"actions/jobs/(\d+)/logs", "job_logs"),
     ("GET", r"actions/runs/(\d+)/artifacts", "run_artifacts"),

@@ -182,14 +182,15 @@ def test_the_rerun_caller_takes_what_the_gateway_dispatches_and_keeps_the_run_na
 
     definition = workflow_dispatch_definition(RERUN_CALLER)
     sent = inputs("tests/e2e/test_x.py")
-    assert set(sent) == set(definition.inputs)
+    # `stage` is sent only when the command names a backend or stage.
+    assert set(sent) | {"stage"} == set(definition.inputs)
     assert {name for name, required in definition.inputs.items() if required} == {"pull_number", "head_sha",
                                                                                   "test_file"}
     assert definition.run_name(sent) == run_name(7, "tests/e2e/test_x.py", sent["head_sha"])
     job = load(RERUN_CALLER)["jobs"]["rerun"]
     assert job["with"] == {"ci-policy-ref": PIN, "pull-request": "${{ inputs.pull_number }}",
                            "head-sha": "${{ inputs.head_sha }}", "file": "${{ inputs.test_file }}",
-                           "image-tag": "${{ inputs.image_tag }}"}
+                           "stage": "${{ inputs.stage }}", "image-tag": "${{ inputs.image_tag }}"}
 
 
 # -- the reusable workflows --------------------------------------------------------------------------------------
@@ -220,7 +221,7 @@ def test_the_rerun_inputs():
     assert {k: (v["type"], v.get("required", False), v.get("default")) for k, v in call["inputs"].items()} == {
         "ci-policy-ref": ("string", True, None), "ci-policy-repository": ("string", False, "ci-policy/ci-policy"),
         "pull-request": ("string", True, None), "file": ("string", True, None), "head-sha": ("string", False, ""),
-        "image-tag": ("string", False, ""), "python": ("string", False, "python3")}
+        "stage": ("string", False, ""), "image-tag": ("string", False, ""), "python": ("string", False, "python3")}
 
 
 GATEWAY_JOBS = {
@@ -328,7 +329,8 @@ def ci_policy_lines(script: str) -> list[str]:
 def test_every_ci_policy_command_of_the_workflows_parses_with_the_values_it_gets():
     from ci_policy.cli.main import build_parser
 
-    values = {"$TEST_FILE": "tests/e2e/test_x.py", "$IMAGE_TAG": "v1", "$TOKEN_KIND": "app", "$PULL_REQUEST": "7",
+    values = {"$TEST_FILE": "tests/e2e/test_x.py", "$IMAGE_TAG": "v1", "$TEST_STAGE": "",
+              "$TOKEN_KIND": "app", "$PULL_REQUEST": "7",
               "$HEAD_SHA": "a" * 40, "${REQUESTED_SHA:-$HEAD_SHA}": "b" * 40, "$state": "success",
               "$RUN_URL": "https://github.com/acme/minirl/actions/runs/1"}
     found = []

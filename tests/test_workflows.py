@@ -139,7 +139,8 @@ def test_every_ci_policy_command_in_a_workflow_parses(workflow):
     from ci_policy.cli.main import build_parser
 
     # Typed options get a value of their type in place of the step's variable.
-    values = {"$SHARD": "0", "$TEST_FILE": "tests/e2e/test_x.py", "$IMAGE_TAG": "v1", "$PULL_NUMBER": "7",
+    values = {"$SHARD": "0", "$TEST_FILE": "tests/e2e/test_x.py", "$IMAGE_TAG": "v1", "$TEST_STAGE": "gpu",
+              "$PULL_NUMBER": "7",
               "$STATE": "failure", "$TOKEN_KIND": "app", "$PULL_REQUEST": "7", "$HEAD_SHA": "a" * 40,
               "$RUN_URL": "https://github.com/o/r/actions/runs/1", "$RUNS": "10"}
     commands = ci_policy_commands(workflow)
@@ -148,3 +149,42 @@ def test_every_ci_policy_command_in_a_workflow_parses(workflow):
         assert args.command == argv[1]
     expected = {"pr-test.yml": 0, "pr-pipeline.yml": 6, "ci.yml": 3}
     assert len(commands) == expected.get(workflow.name, len(commands)), commands
+
+
+# -- installers never run inside a checkout (issue 14, finding 10) ----------------------------
+
+INSTALLER_RE = re.compile(r"-m (?:pip|venv)\b")
+SETUP_ACTION_FILE = ROOT / ".github" / "actions" / "setup" / "action.yml"
+
+
+def run_steps_of(path: Path) -> list[tuple[str, dict]]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if "runs" in data:  # a composite action
+        return [("runs", step) for step in data["runs"]["steps"]]
+    return [(job_id, step) for job_id, job in data["jobs"].items() for step in job.get("steps", [])]
+
+
+@pytest.mark.parametrize("path", [*workflows(), SETUP_ACTION_FILE],
+                         ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_installers_run_isolated_from_outside_the_checkout(path):
+    """`python -m pip` in a checkout imports its `pip/` package: run from RUNNER_TEMP, with -I."""
+    for job_id, step in run_steps_of(path):
+        script = step.get("run", "")
+        lines = script.splitlines()
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith("#") or not INSTALLER_RE.search(line):
+                continue
+            assert re.search(r"\s-I -m (?:pip|venv)\b", line), (path.name, job_id, line)
+            outside = step.get("working-directory") == "${{ runner.temp }}"
+            cds = [entry for entry in lines[:i] if re.match(r"\s*cd ", entry)]
+            if cds:
+                outside = re.match(r'\s*cd "\$(?:RUNNER_TEMP|root)"', cds[-1]) is not None
+            assert outside, (path.name, job_id, line)
+
+
+def test_the_installer_rule_sees_every_installer():
+    found = [(p.name, line.strip()) for p in [*workflows(), SETUP_ACTION_FILE] for _job, step in run_steps_of(p)
+             for line in step.get("run", "").splitlines()
+             if INSTALLER_RE.search(line) and not line.lstrip().startswith("#")]
+    assert sorted(name for name, _line in found) == ["action.yml", "action.yml", "ci.yml", "release.yml",
+                                                     "release.yml", "rerun-test.yml", "rerun-test.yml"]

@@ -6,6 +6,9 @@
 - Out: a `GateOutcome`: one verdict per coordinate, whether the run is trusted, what
   happened to the baseline, and whether the job must fail (an enforced, non-allowlisted
   FAIL or ERROR).
+- A store location that is not one of the accepted forms is refused before anything runs
+  (`check_store_location`, a `UsageError` that never shows the value); without one, the
+  default store is the SQLite file outside the checkout (`store.default_store_path`).
 - A store that cannot be opened or read turns every coordinate into ERROR with the
   reason: nothing is ever reported as a pass without a comparison. A run that may not
   write opens the store read-only: a store that does not exist is such an ERROR (naming
@@ -59,9 +62,10 @@ def registration_for(snapshot, file: str, stage: str | None) -> Registration:
 
 
 def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str, event: str | None,
-             run: RunIdentity) -> GateOutcome:
-    """Evaluate `reg.file`'s gates on `series`; `store_opener(write=...)` returns a MetricHistoryStore,
-    opened to write only when this run may write baselines."""
+             run: RunIdentity, problems=None) -> GateOutcome:
+    """Evaluate `reg.file`'s gates on `series` (a gate whose metric has `problems` is ERROR);
+    `store_opener(write=...)` returns a MetricHistoryStore, opened to write only when this run
+    may write baselines."""
     from ci_policy.adapters.store import DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey, Sample
 
     outcome = GateOutcome(file=reg.file, registration=reg)
@@ -69,7 +73,7 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
     if not specs:
         outcome.baseline = "no gates declared"
         return outcome
-    coords = [_storable(c) for spec in specs for c in select(spec, series)]
+    coords = [_storable(c) for spec in specs for c in select(spec, series, problems)]
     gates_cfg = snapshot.config.gates
     allowed, why_not = writes_baseline(cadence, event)
     writing = allowed and run.run_id is not None
@@ -131,17 +135,17 @@ def _storable(c: Coordinate) -> Coordinate:
 def baseline_store_problem(url: str | None) -> UsageError | None:
     """Why a baseline-writing run may not write into the store `url` (else
     `$CI_POLICY_DATABASE_URL`), or None when it may."""
-    from ci_policy.adapters.store import DATABASE_URL_ENV, redact_url, store_kind
+    from ci_policy.adapters.store import DATABASE_URL_ENV, parse_location, redact_url
 
     source = "--store"
     if not url:
         url, source = os.environ.get(DATABASE_URL_ENV) or None, f"${DATABASE_URL_ENV}"
     if url is None:
         return UsageError("writing a baseline needs an explicit shared metric store, and none is configured "
-                          "(the checkout's default SQLite file is only read)", source="--store",
+                          "(the default SQLite file is only read)", source="--store",
                           hint=f"pass --store URL or set ${DATABASE_URL_ENV}; in GitHub Actions, a PostgreSQL "
                                "URL from a secret")
-    if store_kind(url) == "sqlite" and os.environ.get("GITHUB_ACTIONS") == "true":
+    if parse_location(url, source).kind == "sqlite" and os.environ.get("GITHUB_ACTIONS") == "true":
         return UsageError(f"writing a baseline into the local SQLite file {redact_url(url)} while "
                           "GITHUB_ACTIONS=true: the file is thrown away with the runner's workspace",
                           source=source,
@@ -150,18 +154,29 @@ def baseline_store_problem(url: str | None) -> UsageError | None:
     return None
 
 
+def check_store_location(url: str | None) -> None:
+    """Refuse (`UsageError`, the value never shown) a `--store` or `$CI_POLICY_DATABASE_URL`
+    that is not a store location, before any test runs or any store is opened."""
+    from ci_policy.adapters.store import DATABASE_URL_ENV, parse_location
+
+    if url:
+        parse_location(url, "--store")
+    elif os.environ.get(DATABASE_URL_ENV):
+        parse_location(os.environ[DATABASE_URL_ENV], f"${DATABASE_URL_ENV}")
+
+
 def opener(url: str | None, repo: Path):
     """A deferred `open_store` (read-only unless `write`), so a store failure becomes ERROR verdicts, not a crash;
     only a store a baseline may not be written to raises (`UsageError`)."""
     def open_it(*, write: bool):
-        from ci_policy.adapters.store import open_store
+        from ci_policy.adapters.store import default_store_path, open_store
 
         if write:
             problem = baseline_store_problem(url)
             if problem is not None:
                 raise problem
         try:
-            return open_store(url, default_path=repo / ".ci-policy" / "metrics.sqlite", read_only=not write)
+            return open_store(url, default_path=default_store_path(repo), read_only=not write)
         except InputError as exc:
             raise StoreUnavailable(exc.message) from None
     return open_it

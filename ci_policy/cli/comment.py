@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.config import DEFAULT_CONFIG, load_config
     from ci_policy.read.checkout import read_text
     from ci_policy.read.labels import load_labels
-    from ci_policy.render import comment_json
+    from ci_policy.render import comment_json, one_line
 
     repo = Path(args.trusted_repo)
     event_path = args.event_path or os.environ.get("GITHUB_EVENT_PATH")
@@ -136,5 +136,6 @@ def run(args: argparse.Namespace) -> int:
             sent = [json.loads(line) for line in requests.getvalue().splitlines() if line]
         print(comment_json(result.status, result.message, result.exit_code, sent))
     else:
-        print(f"ci-policy comment: {result.status}: {result.message}", file=sys.stderr if args.dry_run else sys.stdout)
+        print(f"ci-policy comment: {result.status}: {one_line(result.message)}",
+              file=sys.stderr if args.dry_run else sys.stdout)
     return result.exit_code

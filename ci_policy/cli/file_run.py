@@ -1,7 +1,7 @@
 """`ci-policy file-run`: where `/rerun-test` runs one test file of a checkout.
 
-- In: --repo (the checkout, read as data), --file, --config, --image-tag, --format
-  json|text|github.
+- In: --repo (the checkout, read as data), --file, --backend/--stage (which registration,
+  when the file has several), --config, --image-tag, --format json|text|github.
 - Out: the file's stage, runner labels, container image and timeout; in github format
   also $GITHUB_OUTPUT values for the job that runs it.
 - Refused: a --file that is not a test path or an --image-tag that is not a tag (exit 2,
@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import uuid
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ci_policy.cli.options import add_config, add_format, add_repo, github_file
 from ci_policy.errors import InputError
 
 NAME = "file-run"
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 def _test_path(text: str) -> str:
@@ -40,6 +42,15 @@ def _image_tag(text: str) -> str | None:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
+def _name(text: str) -> str | None:
+    if not text:  # a workflow input left blank
+        return None
+    if not NAME_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a backend or stage name "
+                                         "([A-Za-z0-9][A-Za-z0-9_.-]*, at most 100 characters)")
+    return text
+
+
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help="resolve where /rerun-test runs one test file of a checkout",
                        description="Resolve the stage, runners, container image and timeout that "
@@ -48,6 +59,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_config(p, help="the trusted configuration file (default: DIR/.github/ci-policy.yml)")
     p.add_argument("--file", required=True, type=_test_path, metavar="PATH",
                    help="the test file, repo-relative: DIR/.../FILE.py, a discovered test file")
+    p.add_argument("--backend", default=None, type=_name, metavar="B",
+                   help="rerun the file's registration of this backend (empty: not given)")
+    p.add_argument("--stage", default=None, type=_name, metavar="S",
+                   help="rerun the file's registration of this stage (empty: not given); needed when "
+                        "several stages that ci-policy runs register the file")
     p.add_argument("--image-tag", default=None, type=_image_tag, metavar="TAG",
                    help="container image tag (default, or when empty: the configured file_run.default_tag)")
     add_format(p, ("json", "text", "github"), default="json")
@@ -58,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.plan.filerun import resolve_file
 
-    plan = resolve_file(args.file, Path(args.repo), config_path=args.config, image_tag=args.image_tag)
+    plan = resolve_file(args.file, Path(args.repo), config_path=args.config, image_tag=args.image_tag,
+                        backend=args.backend, stage=args.stage)
     if args.format == "github":
         with github_file("GITHUB_OUTPUT").open("a", encoding="utf-8") as fh:
             fh.write(render.file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))

@@ -4,7 +4,8 @@
   --store, --cadence, --event and the run's identity (options, else $GITHUB_* variables).
 - Out: a table of gate verdicts; in github format also annotations and the job summary.
   Exit 1 when an enforced gate failed.
-- Refused: an unknown --cadence, a malformed $GITHUB_RUN_ATTEMPT, a baseline-writing run
+- Refused: a --store URL holding a password (use --store-file or $CI_POLICY_DATABASE_URL), an
+  unknown --cadence, a malformed $GITHUB_RUN_ATTEMPT, a baseline-writing run
   without an explicit shared store or into a SQLite file under GitHub Actions (exit 2); an unreadable
   record, an unregistered file, an invalid --file (its own diagnostics), a configuration
   or label-registry error (exit 1). Another test file's errors do not stop this file's gates.
@@ -17,7 +18,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ci_policy.cli.options import add_checkout, add_format, append_step_summary, positive_int
+from ci_policy.adapters.console import write_commands
+from ci_policy.cli.options import add_checkout, add_format, add_store, append_step_summary, positive_int, store_url
 from ci_policy.errors import InputError, InputErrors, UsageError
 
 if TYPE_CHECKING:
@@ -35,9 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--file", required=True, metavar="F", help="the registered test file (repo-relative)")
     p.add_argument("--record", required=True, metavar="R", help="the run's merged metric record (JSON)")
     p.add_argument("--stage", metavar="S", help="the stage, when the file is registered for several")
-    p.add_argument("--store", metavar="URL",
-                   help="sqlite path or postgresql:// URL (default $CI_POLICY_DATABASE_URL, else "
-                        "DIR/.ci-policy/metrics.sqlite, read only); a baseline-writing run needs one of the two")
+    add_store(p)
     p.add_argument("--cadence", default="regular", metavar="C",
                    help="regular, nightly, weekly or release (default regular); nightly and weekly runs "
                         "write baselines, regular and release never do")
@@ -72,19 +72,27 @@ def run_identity(run_id: str | None = None, run_attempt: int | None = None,
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
-    from ci_policy.adapters.gate import baseline_store_problem, opener, registration_for, run_gate
+    from ci_policy.adapters.gate import (
+        baseline_store_problem,
+        check_store_location,
+        opener,
+        registration_for,
+        run_gate,
+    )
     from ci_policy.config import CADENCES
     from ci_policy.gates.baseline import writes_baseline
     from ci_policy.model.snapshot import load_snapshot
-    from ci_policy.read.records import read_record
+    from ci_policy.read.records import load_record
 
     if args.cadence not in CADENCES:
         raise UsageError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",
                          source="--cadence")
+    store = store_url(args)
+    check_store_location(store)
     event = args.event or os.environ.get("GITHUB_EVENT_NAME")
     identity = run_identity(args.run_id, args.run_attempt, args.commit)
     if identity.run_id is not None and writes_baseline(args.cadence, event)[0]:
-        problem = baseline_store_problem(args.store)
+        problem = baseline_store_problem(store)
         if problem is not None:
             raise problem
     repo = Path(args.repo)
@@ -96,16 +104,16 @@ def run(args: argparse.Namespace) -> int:
             raise InputErrors(invalid.diagnostics)
     reg = registration_for(snapshot, args.file, args.stage)
     try:
-        series = read_record(Path(args.record))
-    except (OSError, ValueError, KeyError, TypeError, OverflowError) as exc:
+        series, problems = load_record(Path(args.record))
+    except (OSError, ValueError) as exc:
         raise InputError(f"--record: {args.record} is not a readable metric record: {exc}",
                          path=args.record, hint="pass the record ci-policy run merged for this file") from None
-    outcome = run_gate(snapshot, reg, series, opener(args.store, repo), cadence=args.cadence, event=event,
-                       run=identity)
+    outcome = run_gate(snapshot, reg, series, opener(store, repo), cadence=args.cadence, event=event,
+                       run=identity, problems=problems)
     print(render.gate_text(outcome))
     if args.format == "github":
         annotations = render.gate_annotations(outcome)
         if annotations:
-            print(annotations)
+            write_commands(annotations)
         append_step_summary(render.gate_markdown(outcome))
     return 1 if outcome.blocking else 0

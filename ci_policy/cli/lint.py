@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import add_checkout, add_format
 from ci_policy.cli.paths import workspace_paths
 
@@ -31,5 +32,9 @@ def run(args: argparse.Namespace) -> int:
 
     repo = Path(args.repo)
     report = lint(repo, args.config)
-    print(lint_report(report, args.format, workspace_paths(repo, args.config)))
+    text = lint_report(report, args.format, workspace_paths(repo, args.config))
+    if args.format == "github":
+        write_commands(text)
+    else:
+        print(text)
     return 0 if report.ok else 1

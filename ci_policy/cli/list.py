@@ -38,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy.plan.build import shard_of
-    from ci_policy.render import shard_files_json
+    from ci_policy.render import line_start, one_line, shard_files_json
 
     plan = plan_from_args(args)
     stage, shard = shard_of(plan, args.stage, args.shard)
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         print(shard_files_json(stage, shard, plan.invalid))
         return report_incomplete(NAME, plan.invalid, section=False)
     if shard is None:
-        print(f"# stage {stage.name} is skipped: {'; '.join(stage.reasons)}", file=sys.stderr)
+        print(f"# stage {stage.name} is skipped: {one_line('; '.join(stage.reasons))}", file=sys.stderr)
     for file in shard.files if shard is not None else ():
-        print(file)
+        print(line_start(one_line(file)))
     return report_incomplete(NAME, plan.invalid)

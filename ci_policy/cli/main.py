@@ -8,6 +8,9 @@
   - `InputError`/`InputErrors` (bad input): exit 1, every diagnostic located, with its
     hint: text on stderr, or `::error` annotations in github format.
   - an unreadable checkout (OSError and kin) is an input error too; a closed pipe exits 1.
+- Output: under GitHub Actions (`GITHUB_ACTIONS=true`) or in github format, stdout and
+  stderr pass `adapters.console.guarded` for the whole command; workflow commands are
+  written only with `adapters.console.write_commands`.
 - Each subcommand lives in its own module with `add_parser(subparsers)` and
   `run(args) -> int`; adapters (PyGithub, libcst, database drivers) are imported only
   inside the subcommands that need them.
@@ -16,12 +19,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ci_policy import __version__
+from ci_policy.adapters.console import guarded, write_commands
 from ci_policy.cli import (
     comment,
     file_run,
@@ -72,7 +77,7 @@ def report_errors(errors: Sequence[Diagnostic], args: argparse.Namespace) -> Non
     if args.format == "github":
         repo = getattr(args, "repo", None) or getattr(args, "trusted_repo", None)
         path_of = workspace_paths(Path(repo), args.config) if repo else (lambda p: p)
-        print(diagnostics(errors, "github", path_of))
+        write_commands(diagnostics(errors, "github", path_of))
     else:
         print(diagnostics(errors, "text"), file=sys.stderr)
     n = len(errors)
@@ -83,12 +88,20 @@ def report_usage(err: UsageError, args: argparse.Namespace) -> None:
     from ci_policy.render import usage_error_github, usage_error_text
 
     if args.format == "github":
-        print(usage_error_github(args.command, err))
+        write_commands(usage_error_github(args.command, err))
     print(usage_error_text(args.command, err), file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    # Under GitHub Actions every line of both streams is parsed for workflow commands,
+    # argparse's own errors (which quote the arguments) included: one guard for all of it.
+    with guarded(os.environ.get("GITHUB_ACTIONS") == "true"):
+        args = build_parser().parse_args(argv)
+        with guarded(getattr(args, "format", None) == "github"):
+            return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except UsageError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,6 +72,43 @@ def token(args: argparse.Namespace, needed_for: str) -> str:
         raise UsageError(f"is empty: {needed_for} needs a token", source=f"${args.token_env}",
                          hint=f"set {args.token_env}, or name another variable with --token-env")
     return value
+
+
+def add_store(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--store", default=None, metavar="URL",
+                       help="metric history for gates: sqlite path or postgresql:// URL without a password (default "
+                            "$CI_POLICY_DATABASE_URL, else the checkout's SQLite file in "
+                            "$XDG_STATE_HOME/ci-policy/, read only); a baseline-writing run needs an explicit store")
+    group.add_argument("--store-file", default=None, metavar="FILE",
+                       help="a file holding the store URL (one line), for a URL with a password: a command "
+                            "line is readable by every process of the machine, the tests included")
+
+
+# A password in a URL's user info (`user:pw@`), or a `password=` parameter or libpq keyword.
+_URL_PASSWORD = re.compile(r"://[^/@?#]*:[^/@?#]*@|password\s*=", re.IGNORECASE)
+
+
+def store_url(args: argparse.Namespace) -> str | None:
+    """The store `--store` or `--store-file` names, None for neither; never echoes a URL."""
+    if args.store_file is not None:
+        try:
+            with open(args.store_file, encoding="utf-8") as fh:
+                lines = fh.read().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
+            raise UsageError(f"cannot read {args.store_file}: {reason}", source="--store-file",
+                             hint="write the store URL on the first line of the file") from None
+        urls = [line.strip() for line in lines if line.strip()]
+        if len(urls) != 1:
+            raise UsageError(f"{args.store_file} must hold exactly one store URL, found {len(urls)} non-empty "
+                             "lines", source="--store-file", hint="write the store URL on one line")
+        return urls[0]
+    if args.store is not None and _URL_PASSWORD.search(args.store):
+        raise UsageError("the store URL holds a password, and a command line is readable by every process "
+                         "of the machine (a test reads it from /proc)", source="--store",
+                         hint="pass the URL as $CI_POLICY_DATABASE_URL or in a file with --store-file FILE")
+    return args.store or None
 
 
 def api_url(args: argparse.Namespace) -> str:
@@ -189,6 +227,11 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         raise UsageError("pass either --diff or --base, not both", source="--diff")
     if args.labels_json is not None and args.label:
         raise UsageError("pass either --labels-json or --label, not both", source="--labels-json")
+    if args.diff and not Path(args.diff).exists():
+        # A mistyped path is the caller's error: read as an unavailable diff, it would
+        # silently run every stage. A workflow passes "" (no --diff) when it has none.
+        raise UsageError(f"{args.diff} does not exist", source="--diff",
+                         hint="pass the file `git diff --name-status -z -M BASE HEAD` wrote, or omit --diff")
     labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
     repo = Path(args.repo)
     snapshot = load_snapshot(repo, args.config)

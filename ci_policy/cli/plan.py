@@ -24,6 +24,7 @@ import re
 import uuid
 from pathlib import Path
 
+from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import (
     add_checkout,
     add_format,
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             fh.write(render.plan_markdown(plan))
         print(render.plan_text(plan))
         if plan.warnings or plan.invalid:
-            print(render.plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
+            write_commands(render.plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
         return 0
     else:
         print(render.plan_text(plan))

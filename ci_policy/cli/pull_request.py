@@ -23,6 +23,7 @@ import sys
 import uuid
 from pathlib import Path
 
+from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, github_file, positive_int, token
 from ci_policy.errors import InputError, UsageError
 
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         if data is None:
             message = f"the diff is unavailable, so every runnable stage runs: {why}"
             if args.format == "github":
-                print(f"::warning::{escape_data('ci-policy pull-request: ' + message)}")
+                write_commands(f"::warning::{escape_data('ci-policy pull-request: ' + message)}")
             else:
                 print(f"ci-policy pull-request: warning: {one_line(message)}", file=sys.stderr)
         else:

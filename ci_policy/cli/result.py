@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import add_format, add_repo, append_step_summary
 
 NAME = "result"
@@ -48,6 +49,6 @@ def run(args: argparse.Namespace) -> int:
         print(outcome_text(result))
     if args.format == "github":
         for reason in result.failures:
-            print(f"::error::{escape_data(reason)}")
+            write_commands(f"::error::{escape_data(reason)}")
         append_step_summary(outcome_markdown(result))
     return 0 if result.ok else 1

@@ -5,7 +5,8 @@
 - Out: the shard's header, each file's output, a summary; timing records and the merged
   metric records of passing files; gates evaluated for files that declare them.
   Exit 0 when every file (and every enforced gate) passed, 1 otherwise, 143 on SIGTERM,
-  130 on Ctrl-C.
+  130 on Ctrl-C (a second one during the kill only hurries it). A record that cannot be
+  written (a full disk) is a warning of the summary, never the exit code.
 - Partial plan (a test file is invalid): the shard's own files still run and decide the
   exit code; the invalid files are listed first with their diagnostics (github format:
   one `::warning` naming them, since the plan job annotates each diagnostic and its
@@ -17,8 +18,10 @@
   (unless bypassed) stops the later shards too; their files are listed as not run.
 - `--python PATH`: the interpreter the tests run with (the adopting repository's
   environment, not ci_policy's); default: the one running ci-policy.
-- Refused (exit 2): `--shard` with `--shards`; a `--shards` that is not distinct shard
-  indices of the stage; a `--python` that is not an executable; before any file runs, a
+- Refused (exit 2): `--shard` with `--shards`; a `--timings-out` inside the checkout; a
+  `--store` URL holding a password (a test could read it from /proc; `--store-file` or
+  `$CI_POLICY_DATABASE_URL` carry it); a `--shards` that is not distinct shard indices of
+  the stage; a `--python` that is not an executable; before any file runs, a
   baseline-writing run of a checkout that declares gates without an explicit shared store,
   or into a SQLite file under GitHub Actions.
 """
@@ -30,15 +33,18 @@ import os
 import sys
 from pathlib import Path
 
+from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import (
     add_checkout,
     add_format,
     add_plan_inputs,
     add_shard,
+    add_store,
     append_step_summary,
     non_negative_float,
     plan_from_args,
     positive_int,
+    store_url,
 )
 
 NAME = "run"
@@ -64,15 +70,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--retry-wait", type=non_negative_float, default=0.0, metavar="SECONDS",
                    help="seconds to wait before a retry (default 0)")
     p.add_argument("--timings-out", default=None, metavar="FILE",
-                   help="JSONL timing records (default $RUNNER_TEMP/ci-policy-timings.jsonl, "
-                        "else .ci-policy/timings.jsonl)")
+                   help="JSONL timing records, outside the checkout (default "
+                        "$RUNNER_TEMP/ci-policy-timings.jsonl, else ~/.cache/ci-policy/timings.jsonl)")
     p.add_argument("--records-out", default=None, metavar="DIR",
                    help="merged metric records of passing files (default $RUNNER_TEMP/ci-policy-records, "
                         "else .ci-policy/records)")
-    p.add_argument("--store", default=None, metavar="URL",
-                   help="metric history for gates: sqlite path or postgresql:// URL (default "
-                        "$CI_POLICY_DATABASE_URL, else DIR/.ci-policy/metrics.sqlite, read only); a "
-                        "baseline-writing run needs one of the two")
+    add_store(p)
     add_format(p, ("text", "github"))
     return p
 
@@ -84,26 +87,27 @@ def _records_dir(args: argparse.Namespace, repo: Path) -> Path:
     return Path(runner_temp) / "ci-policy-records" if runner_temp else repo / ".ci-policy" / "records"
 
 
-def _gate_hook(args: argparse.Namespace, plan, repo: Path):
+def _gate_hook(store: str | None, plan, repo: Path):
     """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
-    from ci_policy.adapters.gate import baseline_store_problem, opener, run_gate
+    from ci_policy.adapters.gate import baseline_store_problem, check_store_location, opener, run_gate
     from ci_policy.cli.gate import run_identity
     from ci_policy.plan.results import GateOutcome
 
+    check_store_location(store)
     snapshot = plan.snapshot
     declared = {g.file for g in snapshot.gates}
     identity = run_identity()
     # Refused before any test runs, not after the shard's hours of GPU time.
     if declared and identity.run_id is not None and plan.policy.write_baseline:
-        problem = baseline_store_problem(args.store)
+        problem = baseline_store_problem(store)
         if problem is not None:
             raise problem
 
-    def hook(reg, series):
+    def hook(reg, series, problems=None):
         if reg.file not in declared:
             return GateOutcome(file=reg.file, registration=reg, baseline="no gates declared")
-        return run_gate(snapshot, reg, series, opener(args.store, repo), cadence=plan.policy.cadence,
-                        event=plan.policy.event, run=identity)
+        return run_gate(snapshot, reg, series, opener(store, repo), cadence=plan.policy.cadence,
+                        event=plan.policy.event, run=identity, problems=problems)
     return hook
 
 
@@ -123,6 +127,20 @@ def _shard_indices(args: argparse.Namespace) -> list[int] | None:
     if len(set(indices)) != len(indices):
         raise UsageError(f"a shard is named twice in {args.shards!r}", source="--shards")
     return indices
+
+
+def _timings_out(value: str | None, repo: Path) -> Path | None:
+    """`--timings-out`, refused inside the checkout: the tests write there (so does the PR)."""
+    from ci_policy.errors import UsageError
+
+    if value is None:
+        return None
+    inside = os.path.relpath(os.path.realpath(value), os.path.realpath(repo))
+    if not inside.startswith(".."):
+        raise UsageError(f"{value} is inside the checkout {repo}, where the tests can write; the timing records "
+                         "are evidence for `ci-policy tune`", source="--timings-out",
+                         hint="write them outside the checkout, e.g. $RUNNER_TEMP/ci-policy-timings.jsonl")
+    return Path(value)
 
 
 def _python(value: str | None) -> str:
@@ -154,12 +172,15 @@ def _shard_of(plan, stage: str, index: int):
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
+    from ci_policy.adapters.runner.environment import hide_from_tests
     from ci_policy.adapters.runner.shard import RunOptions, Terminated, run_shard
     from ci_policy.plan.build import shard_of
     from ci_policy.plan.results import combined
 
     indices = _shard_indices(args)
     python = _python(args.python)
+    store = store_url(args)
+    timings_out = _timings_out(args.timings_out, Path(args.repo))
     plan = plan_from_args(args)
     if indices is None:
         stage, shard = shard_of(plan, args.stage, args.shard)
@@ -171,12 +192,12 @@ def run(args: argparse.Namespace) -> int:
     if plan.invalid:
         print(render.invalid_text(plan.invalid))
         if args.format == "github":
-            print("::warning::" + render.escape_data(
+            write_commands("::warning::" + render.escape_data(
                 f"the plan is incomplete: {len(plan.invalid)} invalid test file(s) not run: "
                 + ", ".join(f.file for f in plan.invalid) + " (see the plan job)"))
         print(flush=True)
     if not shards:
-        print(f"Stage {stage.name} has nothing to run: {'; '.join(stage.reasons)}")
+        print(f"Stage {stage.name} has nothing to run: {render.one_line('; '.join(stage.reasons))}")
         return 0
     repo = Path(args.repo)
     runner_config = plan.config.runner
@@ -186,14 +207,17 @@ def run(args: argparse.Namespace) -> int:
         continue_on_error=args.continue_on_error,
         bypass_fastfail=plan.policy.bypass_fastfail,
         github=args.format == "github",
-        timings_out=Path(args.timings_out) if args.timings_out else None,
+        timings_out=timings_out,
         kill_grace=runner_config.kill_grace,
+        env=runner_config.env,
         records_dir=_records_dir(args, repo),
         capture=plan.config.gates.capture,
-        gate=_gate_hook(args, plan, repo),
+        gate=_gate_hook(store, plan, repo),
         python=python,
     )
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
+    # The tests' environment leaves out every secret; the runner's own /proc/<pid>/environ must too.
+    hide_from_tests()
     results = []
     try:
         for i, shard in enumerate(shards):
@@ -222,6 +246,6 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "github":
         annotations = render.run_annotations(result)
         if annotations:
-            print(annotations)
+            write_commands(annotations)
         append_step_summary(render.run_summary_markdown(result))
     return 0 if result.ok else 1

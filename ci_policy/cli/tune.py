@@ -5,6 +5,16 @@
   on the default branch, or --branch; `push` runs too only with --include-push; never a
   pull_request run), a mode (report, --check, --apply, --write-estimates), --csv,
   --open-pr, --format text|json.
+- An artifact archive that cannot be read within the `tune` table's expansion caps is
+  skipped; each is one warning on stderr naming the artifact and why.
+- `--github-run` reads only runs it can trust, by the run's metadata from the API: a
+  `schedule` or `push` run on the default branch. Another run (a pull request's, a
+  branch's) ran code nobody reviewed whose tests could write its timing artifacts; it is
+  refused (exit 1, before anything is downloaded) unless `--allow-untrusted-runs` is given,
+  and its rows are then marked `(untrusted)` in the CSV's `origin` column. Likewise
+  `--github-runs` with a `--branch` that is not the default branch (exit 2).
+- A torn last line of a timing-records file (see `records.py`) is dropped with a warning on
+  stderr; the file's complete records are used.
 - Out: the proposals and each stage's shard balance before and after; with --apply the
   est_time literals rewritten, with --write-estimates the estimates file; with --open-pr
   also one pull request (branch `ci-policy/tune-estimates`, force-updated) holding the
@@ -20,6 +30,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -49,6 +60,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the branch of those runs (default: the repository's default branch)")
     p.add_argument("--include-push", action="store_true",
                    help="read push runs of that branch too (default: schedule runs only; never pull requests)")
+    p.add_argument("--allow-untrusted-runs", action="store_true",
+                   help="let --github-run read a run that is not a schedule or push run of the default branch "
+                        "(a pull request's), and --github-runs the runs of another --branch: RISK: their tests "
+                        "could have written the timings they report")
     p.add_argument("--repository", default=None, metavar="OWNER/REPO",
                    help="for --github-runs and --open-pr (default $GITHUB_REPOSITORY)")
     add_token(p, "for --github-run, --github-runs and --open-pr")
@@ -81,6 +96,8 @@ def _check_github_options(args: argparse.Namespace, repo: Path) -> str | None:
                          else "--github-runs", hint="e.g. --github-runs 10 --workflow pr-test.yml")
     if args.github_runs is None and (args.branch or args.include_push):
         raise UsageError("only applies to --github-runs", source="--branch" if args.branch else "--include-push")
+    if args.allow_untrusted_runs and not args.github_run and args.github_runs is None:
+        raise UsageError("only applies to --github-run and --github-runs", source="--allow-untrusted-runs")
     if not args.open_pr:
         return None
     if not args.write_estimates:
@@ -130,9 +147,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"this repository keeps est_time in {config.estimates_file} (estimates_file); "
                          "--apply would edit literals the plan does not use", source="--apply",
                          hint=f"use --write-estimates {config.estimates_file}")
-    evidence = collect([Path(p) for p in args.sources])
-    for spec in args.github_run:
-        evidence += download_run(spec, secret, api_url(args))
+    warnings: list = []  # each a warning naming the file, archive or artifact and why
+    evidence = collect([Path(p) for p in args.sources], warnings)
+
+    def download(spec: str) -> list:
+        return download_run(spec, secret, api_url(args), archive_max_bytes=config.tune.archive_max_bytes,
+                            run_max_bytes=config.tune.run_max_bytes, warnings=warnings)
+
+    for spec, trust in _trusted_runs(args, secret):
+        evidence += [dataclasses.replace(row, origin=trust.origin) for row in download(spec)]
     requester = None
     base = args.branch
     base_for_pr = ""
@@ -142,10 +165,16 @@ def run(args: argparse.Namespace) -> int:
         from ci_policy.adapters.github.scheduled import default_branch, scheduled_runs
 
         requester = github_requester(secret, api_url(args), timeout=60)
-        if base is None or args.open_pr:
+        if base is None or args.open_pr or args.github_runs is not None:
             default = default_branch(requester, repository)
             base = base or default
             base_for_pr = default
+            if args.github_runs is not None and base != default and not args.allow_untrusted_runs:
+                # Another branch's runs ran code nobody reviewed: their tests wrote the timings.
+                raise UsageError(f"{base} is not the default branch {default}: its runs ran code nobody reviewed, "
+                                 "whose tests could have written the timings they report", source="--branch",
+                                 hint="read the default branch's runs (leave out --branch), or pass "
+                                      "--allow-untrusted-runs to read these anyway")
         if args.github_runs is not None:
             runs = scheduled_runs(requester, repository, args.workflow, base, args.github_runs,
                                   include_push=args.include_push)
@@ -155,7 +184,10 @@ def run(args: argparse.Namespace) -> int:
                   + (f": {', '.join(str(i) for i in runs_read)}" if runs else ""),
                   file=sys.stderr if args.format == "json" else sys.stdout)
             for r in runs:
-                evidence += download_run(f"{repository}/{r.id}", secret, api_url(args))
+                origin = f"github {r.event} on {base}" + ("" if base == base_for_pr else " (untrusted)")
+                evidence += [dataclasses.replace(row, origin=origin) for row in download(f"{repository}/{r.id}")]
+    for warning in warnings:
+        print(render.diagnostic_text(warning), file=sys.stderr)
     evidence = normalise_paths(evidence, snapshot.files)
     counted = deduplicate(evidence)
     applying = bool(args.apply or args.check or args.write_estimates)
@@ -213,6 +245,36 @@ def run(args: argparse.Namespace) -> int:
     if as_json:
         print(render.tune_json(proposals, balances, **done))
     return rc
+
+
+def _trusted_runs(args: argparse.Namespace, secret: str) -> list[tuple[str, Any]]:
+    """Each `--github-run` with its trust; every run is checked before any is downloaded."""
+    from ci_policy.adapters.github.client import github_requester
+    from ci_policy.adapters.github.download import parse_run
+    from ci_policy.adapters.github.scheduled import default_branch, run_trust
+    from ci_policy.errors import InputError, InputErrors
+
+    if not args.github_run:
+        return []
+    requester = github_requester(secret, api_url(args), timeout=60)
+    defaults: dict[str, str] = {}
+    found, errors = [], []
+    for spec in args.github_run:
+        repository, run_id = parse_run(spec)
+        if repository not in defaults:
+            defaults[repository] = default_branch(requester, repository)
+        trust = run_trust(requester, repository, run_id, defaults[repository])
+        if not trust.trusted and not args.allow_untrusted_runs:
+            errors.append(InputError(
+                f"run {run_id} of {repository} is a {trust.event or '?'} run on {trust.branch or '?'}, not a schedule "
+                f"or push run on the default branch {defaults[repository]}: its tests could have written the "
+                "timings it reports", path=spec,
+                hint="read scheduled runs (--github-runs N --workflow FILE), or pass --allow-untrusted-runs to "
+                     "read this one anyway"))
+        found.append((spec, trust))
+    if errors:
+        raise InputErrors(errors)
+    return found
 
 
 def _pull_request(requester: Any, repository: str, base: str, estimates_rel: str, before: str | None, after: str,

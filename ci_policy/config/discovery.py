@@ -27,6 +27,7 @@ from ci_policy.config.backends import backend_parser
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.stages import Backend
 from ci_policy.read.globs import matches_any
+from ci_policy.read.numbers import MAX_EST_TIME
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 # One basename glob as written, or a list of them (kept as a tuple).
@@ -62,7 +63,7 @@ IMPLICIT = Table("discovery.implicit[]", "The registration of every unregistered
     Key("root", fields.relative_path(), REQUIRED, "Directory inside a discovery root; the most specific root wins."),
     Key("backend", backend_parser(), REQUIRED, "Backend of the files below it."),
     Key("suite", fields.string("stage name"), REQUIRED, "A configured stage of that backend."),
-    Key("est_time", fields.number(0), REQUIRED, "Estimated seconds per file."),
+    Key("est_time", fields.number(0, MAX_EST_TIME), REQUIRED, "Estimated seconds per file."),
     Key("cpu_only", fields.boolean(), False, "The files need no accelerator (backend must be cpu)."),
 ))
 
@@ -91,7 +92,8 @@ def _implicit(s: Schema, v: Values, roots: Any, stages: Any) -> ImplicitRoot | N
     if suite is not INVALID and backend is not INVALID and stages is not INVALID:
         stage = next((st for st in stages if st.name == suite), None)
         if stage is None or stage.backend != backend:
-            names = ", ".join(st.name for st in stages if st.backend == backend) or "none"
+            # A stage without a valid name is reported where it is defined; only named ones are listed.
+            names = ", ".join(st.name for st in stages if st.backend == backend and isinstance(st.name, str)) or "none"
             s.error(v.value_node("suite"), v.path("suite"),
                     f"{suite!r} is not a configured {backend} stage (configured {backend} stages: {names})",
                     code=codes.INCONSISTENT)

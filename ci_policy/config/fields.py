@@ -6,6 +6,8 @@
   duplicate) and parses every present key with its parser, in table order, into `Values`;
   the section's build function then applies the cross-field checks and makes the dataclass.
   `ci_policy.config.reference` renders the same tables as the README reference.
+- Every number key has a range (`integer`, `number`: `ci_policy.read.numbers`), shown in the
+  reference and in the hint of an out-of-range value.
 - Also here: `FrozenMap`, the read-only (and hashable) mapping the sections store, and the
   parsers shared by several sections.
 """
@@ -24,6 +26,7 @@ from ci_policy.config.codes import SCHEMA_CODES
 from ci_policy.errors import InputError
 from ci_policy.read.checkout import check_relative
 from ci_policy.read.globs import GlobError, compile_glob
+from ci_policy.read.numbers import MAX_COUNT, MAX_NUMBER, number_range
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 K = TypeVar("K")
@@ -192,13 +195,14 @@ def boolean() -> Parser:
     return Parser("boolean", lambda s, n, w, c: s.scalar(n, w, bool))
 
 
-def integer(minimum: int) -> Parser:
-    return Parser(f"integer >= {minimum}", lambda s, n, w, c: s.number(n, w, minimum=minimum, integer=True))
+def integer(minimum: int, maximum: int = MAX_COUNT) -> Parser:
+    return Parser(f"integer in {number_range(minimum, maximum)}",
+                  lambda s, n, w, c: s.number(n, w, minimum=minimum, maximum=maximum, integer=True))
 
 
-def number(minimum: float = 0.0, *, strict: bool = False) -> Parser:
-    kind = f"number > {minimum:g}" if strict else f"number >= {minimum:g}"
-    return Parser(kind, lambda s, n, w, c: s.number(n, w, minimum=minimum, strict=strict))
+def number(minimum: float = 0.0, maximum: float = MAX_NUMBER, *, strict: bool = False) -> Parser:
+    kind = f"number in {number_range(minimum, maximum, strict=strict)}"
+    return Parser(kind, lambda s, n, w, c: s.number(n, w, minimum=minimum, maximum=maximum, strict=strict))
 
 
 def string(kind: str = "string", check: Check | None = None) -> Parser:

@@ -17,6 +17,7 @@ import yaml
 
 from ci_policy.config.backends import backends_of
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table, Values, mapping_of, number, string
+from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
@@ -54,9 +55,9 @@ FILE_RUN_TABLE = Table("file_run", "How `/rerun-test` places one test file.", (
                         _parse_image), FrozenMap(), "Container image of each backend's rerun job.",
         shown_default="none"),
     Key("default_tag", string("image tag", _check_tag), "latest", "Image tag used unless the command names one."),
-    Key("timeout_factor", number(0, strict=True), 3.0,
-        "Timeout = `max(min_timeout, ceil(timeout_factor * est_time))`."),
-    Key("min_timeout", number(0, strict=True), 900.0, "The smallest timeout, in seconds."),
+    Key("timeout_factor", number(0, MAX_FACTOR, strict=True), 3.0,
+        "Timeout = `max(min_timeout, ceil(timeout_factor * est_time))`, at most the stage's `timeout_per_file`."),
+    Key("min_timeout", number(0, MAX_SECONDS, strict=True), 900.0, "The smallest timeout, in seconds."),
 ))
 
 

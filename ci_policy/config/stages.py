@@ -28,6 +28,7 @@ from ci_policy.config.cadences import CADENCES, Cadence, cadence_list
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.pull_request import PullRequest, gate_labels
 from ci_policy.read.names import NAME, NAME_RE
+from ci_policy.read.numbers import MAX_COUNT, MAX_SECONDS, number_range
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 # A backend name: a built-in one or one declared under `backends` (`Config.backends`).
@@ -43,7 +44,7 @@ AUTO = "auto"
 def _parse_partitions(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":str") and node.value == AUTO:
         return AUTO
-    return s.number(node, where, minimum=1, integer=True)
+    return s.number(node, where, minimum=1, maximum=MAX_COUNT, integer=True)
 
 
 MAX_PARALLEL_TABLE = Table("stages[].max_parallel", "How many shards of the stage run at once, as a mapping.", (
@@ -65,7 +66,7 @@ class MaxParallel:
 
 def _parse_max_parallel(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     if not isinstance(node, yaml.MappingNode):
-        value = s.number(node, where, minimum=1, integer=True)
+        value = s.number(node, where, minimum=1, maximum=MAX_COUNT, integer=True)
         return INVALID if value is INVALID else MaxParallel(default=value)
     values = MAX_PARALLEL_TABLE.read(s, node, where, ctx)
     if values is None or values.any_invalid() or "default" not in values:
@@ -105,19 +106,20 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("runs_on", fields.strings("non-empty list of runner labels", non_empty=True), (),
         "Runner labels of the stage's jobs; required for accelerator stages that are not external.",
         shown_default="none"),
-    Key("partitions", Parser("integer >= 1 | auto", _parse_partitions), 1,
+    Key("partitions", Parser(f"integer in {number_range(1, MAX_COUNT)} | auto", _parse_partitions), 1,
         "Number of runners the stage's files are split across; `auto`: sized by `shard_seconds`."),
-    Key("shard_seconds", fields.number(0, strict=True), None,
+    Key("shard_seconds", fields.number(0, MAX_SECONDS, strict=True), None,
         "With `partitions: auto`: selected est_time per shard, so `ceil(sum / shard_seconds)` shards.",
         shown_default="none"),
     Key("max_partitions", fields.integer(1), None, "With `partitions: auto`: the most shards.",
         shown_default="no limit"),
-    Key("max_parallel", Parser("integer >= 1 or mapping (below)", _parse_max_parallel, MAX_PARALLEL_TABLE), None,
+    Key("max_parallel", Parser(f"integer in {number_range(1, MAX_COUNT)} or mapping (below)", _parse_max_parallel,
+                               MAX_PARALLEL_TABLE), None,
         "Shards run at once (`strategy.max-parallel`), from the `max_parallel` output.",
         shown_default="no limit"),
     Key("runner", fields.choice(RUNNERS), "pytest", "How one test file is run: `python FILE` or `pytest FILE`.",
         shown_default="`pytest` for non-accelerator stages (cpu), `python` otherwise"),
-    Key("timeout_per_file", fields.number(0, strict=True), None, "Seconds one test file may run.",
+    Key("timeout_per_file", fields.number(0, MAX_SECONDS, strict=True), None, "Seconds one test file may run.",
         shown_default="none"),
     Key("diff_pruned", fields.boolean(), False, "The diff may skip the stage when no changed path affects it.",
         shown_default="`true` for accelerator stages, `false` for cpu"),

@@ -4,7 +4,8 @@
 - Out: a frozen `Config`, or `InputErrors` listing every problem, each located at
   `file:line:col` with its field path and a diagnostic code (`ci_policy.config.codes`).
 - Refused: an empty file, a version other than 1, a `requires` specifier the installed
-  ci_policy does not satisfy, and whatever a section refuses.
+  ci_policy does not satisfy or longer than `MAX_REQUIRES` characters (checked before it is
+  parsed), and whatever a section refuses.
 """
 
 from __future__ import annotations
@@ -49,9 +50,19 @@ def _parse_version(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     return version
 
 
+# A real specifier (`>=0.1,<2`) is a few dozen characters.
+MAX_REQUIRES = 200
+
+
 def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     requires = s.string(node, where)
     if requires is INVALID:
+        return INVALID
+    if len(requires) > MAX_REQUIRES:
+        # Checked before parsing: `packaging` converts each release segment with int(), which
+        # refuses (ValueError) a segment of more than 4,300 digits.
+        s.error(node, where, f"the version specifier has {len(requires)} characters, more than {MAX_REQUIRES}",
+                hint="write a PEP 440 specifier such as '>=0.1'")
         return INVALID
     try:
         if not requires.strip():  # SpecifierSet("") would accept every version

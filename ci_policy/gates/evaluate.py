@@ -7,8 +7,12 @@
   `min_samples` values: never shown as a pass) or ERROR (selection failed, or the
   store was unreachable), with the band and the baseline it was judged against.
 - Selection: `last` is one coordinate (step -1, the last point); `all` is one per
-  step; a step list selects those steps. A missing step, a step recorded twice, a
-  non-finite selected value, or a missing metric is an ERROR for that coordinate.
+  step; a step list selects those steps. A missing step, a non-finite selected value,
+  or a missing metric is an ERROR for that coordinate. A problem of the record for the
+  gate's metric (or for the whole record: `problems[""]`, e.g. a file that is not a
+  record, or a value the recorder could not record) is one ERROR naming it.
+- Duplicate steps (parent and child processes logging the same step): identical values
+  are one point; differing values are an ERROR for that step naming every value.
 - Band: `[ref - max(rel_down*|ref|, abs_floor_down), ref + max(rel_up*|ref|, abs_floor_up)]`,
   `ref` the mean (or median) of the baseline values.
 - A run is trusted iff no coordinate is FAIL or ERROR; only trusted runs may become
@@ -80,7 +84,12 @@ class Coordinate:
     error: str | None = None
 
 
-def select(spec: GateSpec, series: Mapping[str, Sequence[tuple[int, float]]]) -> list[Coordinate]:
+def select(spec: GateSpec, series: Mapping[str, Sequence[tuple[int, float]]],
+           problems: Mapping[str, Sequence[str]] | None = None) -> list[Coordinate]:
+    found = [*(problems or {}).get("", ()), *(problems or {}).get(spec.metric_key, ())]
+    if found:
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        return [Coordinate(spec, LAST_STEP, None, f"unusable metric record: {found[0]}{more}")]
     points = series.get(spec.metric_key)
     if not points:
         return [Coordinate(spec, LAST_STEP if spec.steps == "last" else LAST_STEP, None,
@@ -91,8 +100,10 @@ def select(spec: GateSpec, series: Mapping[str, Sequence[tuple[int, float]]]) ->
 
     def coordinate(step: int, values: list[float], shown: int | None = None) -> Coordinate:
         label = step if shown is None else shown
-        if len(values) > 1:
-            return Coordinate(spec, label, None, f"step {step} was recorded {len(values)} times")
+        distinct = list(dict.fromkeys(repr(v) for v in values))  # repr: NaN equals NaN here
+        if len(distinct) > 1:
+            return Coordinate(spec, label, None, f"step {step} was recorded {len(values)} times with "
+                                                 f"different values: {', '.join(distinct)}")
         if not math.isfinite(values[0]):
             return Coordinate(spec, label, values[0], f"value at step {step} is not finite ({values[0]})")
         return Coordinate(spec, label, values[0])

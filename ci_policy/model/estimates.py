@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.model.registry import Registration
 from ci_policy.read import shapes, strictjson
+from ci_policy.read.numbers import MAX_EST_TIME, number_range
 
 SCHEMA = 1
 DOCUMENT_FIELDS = ("schema", "estimates")
@@ -53,6 +54,11 @@ def parse_estimates(text: str, path: str) -> dict[tuple[str, str], float]:
         if not shapes.is_non_negative_number(est):
             errors.append(Diagnostic(f"{where}.est_time must be a finite number >= 0, got {est!r}", path=path,
                                      code="CP422"))
+            continue
+        if est > MAX_EST_TIME:
+            errors.append(Diagnostic(f"{where}.est_time must be at most {MAX_EST_TIME} seconds (7 days), "
+                                     f"got {est!r}", path=path, code="CP422",
+                                     hint=f"the range is {number_range(0, MAX_EST_TIME)}"))
             continue
         if (file, suite) in out:
             errors.append(Diagnostic(f"{where}: {file} / {suite} is listed twice", path=path, code="CP423"))

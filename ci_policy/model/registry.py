@@ -29,7 +29,7 @@ from ci_policy.config import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.markers import KEYWORD_ONLY, MARKER_OF_BACKEND, POSITIONAL, MarkerCall, Scan, bind
-from ci_policy.read.numbers import is_finite_number
+from ci_policy.read.numbers import MAX_EST_TIME, is_finite_number, number_range
 
 __all__ = ["KEYWORD_ONLY", "POSITIONAL", "Registration", "registrations_of"]
 
@@ -161,6 +161,15 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
     return out
 
 
+EST_TIME_RANGE = number_range(0, MAX_EST_TIME)
+
+
+def _shown_number(value: object) -> str:
+    """A literal as a message shows it: a 400-digit integer is shortened, not printed whole."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+
+
 def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegistry) -> Registration | None:
     name = mc.marker
     backend = config.markers.names[name]
@@ -176,7 +185,10 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
     est_time = values["est_time"]
     if not is_finite_number(est_time) or est_time < 0:
         scan.error(nodes["est_time"], "CP223", f"{name}: est_time must be a finite non-negative number of "
-                   f"seconds, got {est_time!r}", hint="write e.g. est_time=300")
+                   f"seconds, got {_shown_number(est_time)}", hint="write e.g. est_time=300")
+    elif est_time > MAX_EST_TIME:
+        scan.error(nodes["est_time"], "CP223", f"{name}: est_time must be at most {MAX_EST_TIME} seconds "
+                   f"(7 days), got {_shown_number(est_time)}", hint=f"the range is {EST_TIME_RANGE}")
 
     bad = set()
     for arg, kind in extra.items():

@@ -19,6 +19,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -97,7 +98,9 @@ def _comments(text: str) -> list[tuple[int, int, str]]:
 def _statement_spans(text: str) -> dict[int, int]:
     """First line -> last line of every statement (the longest one starting on a line)."""
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():  # a SyntaxWarning would print a checkout's text (read.markers)
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     spans: dict[int, int] = {}

@@ -44,7 +44,7 @@ COMMON_INPUTS = ("ci-policy-ref", "ci-policy-repository")
 INPUTS: dict[str, tuple[str, ...]] = {
     "pr-pipeline": (*COMMON_INPUTS, "pull-request", "cadence", "python"),
     "comment-gateway": (*COMMON_INPUTS, "app-id", "python"),
-    "rerun-test": (*COMMON_INPUTS, "pull-request", "file", "head-sha", "image-tag", "python"),
+    "rerun-test": (*COMMON_INPUTS, "pull-request", "file", "head-sha", "stage", "image-tag", "python"),
     "tune": (*COMMON_INPUTS, "workflow", "runs", "estimates-file", "python"),
 }
 REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {

@@ -5,7 +5,8 @@
 - Out: a `FilePlan`: `hw` (cpu/cuda/rocm), `suite`, `runs_on` (from the stage config, so
   ROCm files are rerunnable too), `container_image`, `container_options` (the backend's
   devices: `backends.<name>.container_options`, else `DEFAULT_CONTAINER_OPTIONS`) and `timeout_seconds`
-  (`max(file_run.min_timeout, ceil(file_run.timeout_factor * est_time))`).
+  (`max(file_run.min_timeout, ceil(file_run.timeout_factor * est_time))`, at most the
+  stage's `timeout_per_file`).
 - Reads the checkout only as data: the file's registration through the marker parser,
   and the label allowlist from the checkout's own `labels.py` by `ast`, so a PR that adds
   a label and a test using it can be rerun. Imports nothing of the checkout, and only
@@ -13,8 +14,13 @@
 - Refused, each with its own error: a path that is not a repo-relative `.py` path of safe
   segments (`TEST_PATH_RE`); a symlink anywhere on the path; a file that is not a
   discovered test file (roots, patterns, excludes of the configuration); an
-  unregistered file; several enabled registrations; a disabled registration; a
-  registration to an external stage; an invalid image tag. An explicit file request
+  unregistered file; a file that lacks a gate `gates.require` asks of it (CP520, as the plan
+  refuses it); a disabled registration; a registration to an external stage; an invalid
+  image tag.
+- Which registration: the one of `backend` and/or `stage` when given (else refused, listing
+  the file's registrations); with neither, the one enabled registration to a stage that
+  ci-policy runs (external stages left out), and when there are several, refused listing
+  them, so the command names one (`/rerun-test FILE STAGE`). An explicit file request
   ignores labels and cadence.
 """
 
@@ -22,15 +28,20 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ci_policy.config import IMAGE_TAG_RE, Config, load_config
 from ci_policy.errors import InputError, InputErrors, UsageError
+from ci_policy.gates.declarations import GateDeclaration, gates_of
+from ci_policy.gates.requirements import violations
 from ci_policy.model.estimates import apply as apply_estimates
 from ci_policy.model.estimates import parse_estimates
-from ci_policy.model.registry import registrations_of
+from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.snapshot import optional_labels
+from ci_policy.model.suppress import apply as apply_suppressions
+from ci_policy.model.suppress import inline_suppressions
 from ci_policy.read.checkout import read_text
 from ci_policy.read.markers import scan
 
@@ -59,6 +70,19 @@ class FilePlan:
                 "timeout_seconds": self.timeout_seconds}
 
 
+@dataclass(frozen=True)
+class _OneFile:
+    """One test file as `gates.requirements` reads a snapshot."""
+
+    config: Config
+    files: tuple[str, ...]
+    gates: tuple[GateDeclaration, ...]
+    registrations: tuple[Registration, ...]
+
+    def registrations_for(self, file: str) -> Sequence[Registration]:
+        return [r for r in self.registrations if r.file == file]
+
+
 def check_test_path(path: str) -> str:
     if len(path) > MAX_TEST_PATH or not TEST_PATH_RE.fullmatch(path):
         raise InputError(f"{path!r} is not a repo-relative test file path DIR/.../NAME.py "
@@ -73,8 +97,18 @@ def check_image_tag(tag: str) -> str:
     return tag
 
 
+def _choices(regs: Sequence[Registration]) -> str:
+    return ", ".join(f"{r.backend} {r.suite} (line {r.line})" for r in regs)
+
+
+def _external(config: Config, reg: Registration) -> bool:
+    stage = config.stage(reg.suite)
+    return stage is not None and stage.external
+
+
 def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None = None,
-                 image_tag: str | None = None) -> FilePlan:
+                 image_tag: str | None = None, backend: str | None = None,
+                 stage: str | None = None) -> FilePlan:
     check_test_path(file)
     root = Path(source_root)
     if not root.is_dir():
@@ -91,6 +125,7 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
                           f"pattern {shown})", path=file)
     result = scan(text, file, frozenset(config.markers.names))
     regs = registrations_of(result, config, labels)
+    gates = tuple(gates_of(result))  # a gate declaration that cannot be read is an error of the file
     if config.estimates_file:
         # The estimates file travels with the tests it times (the checkout's own).
         table = parse_estimates(read_text(root, config.estimates_file, what="estimates file"),
@@ -98,6 +133,12 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
         regs, _unused = apply_estimates(regs, table)
     if result.errors:
         raise InputErrors(result.errors)
+    # A required gate the file lacks makes it invalid for the plan, so it is refused here too,
+    # with the same diagnostic (CP520) and the same suppressions.
+    view = _OneFile(config=config, files=(file,), gates=gates, registrations=tuple(regs))
+    missing = apply_suppressions(violations(view), inline_suppressions(text, file)[0], config.lint.ignore).kept
+    if missing:
+        raise InputErrors(missing)
     if not regs:
         raise InputError(f"{file} is not registered for any stage", path=file,
                           hint=f"add {'/'.join(sorted(config.markers.names))}(...) at module level")
@@ -105,22 +146,36 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     if not enabled:
         raise InputError(f"{file} is disabled: {regs[0].disabled}", path=file, line=regs[0].line,
                           hint="re-enable the registration to rerun it")
-    if len(enabled) > 1:
-        where = ", ".join(f"{r.backend} {r.suite} (line {r.line})" for r in enabled)
-        raise InputError(f"{file} has {len(enabled)} enabled registrations ({where}); "
-                          "/rerun-test needs exactly one", path=file, line=enabled[1].line)
-    reg = enabled[0]
-    stage = config.stage(reg.suite)
-    assert stage is not None  # registrations_of validated the suite
-    if stage.external:
-        raise InputError(f"{file} is registered to {stage.name}, an external stage that ci-policy "
+    chosen = [r for r in enabled if backend in (None, r.backend) and stage in (None, r.suite)]
+    if not chosen:
+        asked = " ".join(f"{what} {name}" for what, name in (("backend", backend), ("stage", stage)) if name)
+        raise InputError(f"{file} has no enabled registration for {asked}; its registrations: "
+                          f"{_choices(enabled)}", path=file, line=enabled[0].line,
+                          hint=f"name one of: {', '.join(sorted({r.suite for r in enabled}))}")
+    runnable = [r for r in chosen if not _external(config, r)]
+    if not runnable:
+        reg = chosen[0]
+        raise InputError(f"{file} is registered to {reg.suite}, an external stage that ci-policy "
                           "does not run", path=file, line=reg.line)
+    if len(runnable) > 1:
+        # Several stages could run it (a CUDA and a ROCm registration): the command names one.
+        raise InputError(f"{file} has {len(runnable)} registrations that can run ({_choices(runnable)}); "
+                          "name the backend or stage to rerun", path=file, line=runnable[1].line,
+                          hint=f"/rerun-test {file} STAGE, with STAGE one of: "
+                          f"{', '.join(r.suite for r in runnable)} (or the backend: "
+                          f"{', '.join(r.backend for r in runnable)})")
+    reg = runnable[0]
+    stage_config = config.stage(reg.suite)
+    assert stage_config is not None  # registrations_of validated the suite
     # round() first: 0.1 * 30 is 3.0000000000000004 in binary floating point, not 3.
     timeout = max(config.file_run.min_timeout,
                   math.ceil(round(config.file_run.timeout_factor * reg.est_time, 6)))
+    if stage_config.timeout_per_file is not None:
+        # Capped by the stage's own limit: a rerun never gets longer than a pipeline run.
+        timeout = min(timeout, stage_config.timeout_per_file)
     repo = config.file_run.image_for(reg.backend)
     # CPU stages usually name no runner labels; a hosted runner runs them.
-    runs_on = stage.runs_on or (DEFAULT_CPU_RUNNER,)
+    runs_on = stage_config.runs_on or (DEFAULT_CPU_RUNNER,)
     return FilePlan(file=file, hw=reg.backend, suite=reg.suite, runs_on=runs_on,
                     container_image=f"{repo}:{tag}" if repo else None, timeout_seconds=int(math.ceil(timeout)),
                     container_options=config.backends.container_options_for(reg.backend))

@@ -84,6 +84,8 @@ class ShardResult:
     not_run: list[Registration]
     # Every shard this result covers, when one job ran several one after another (`run --shards`).
     shards: tuple[int, ...] = ()
+    # What the runner could not do without failing a test: records it could not write (a full disk).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -103,4 +105,4 @@ def combined(shards: tuple[int, ...], results: list[ShardResult], skipped: list[
     return ShardResult(stage=results[0].stage, shard=shards[0],
                        results=[r for result in results for r in result.results],
                        not_run=[reg for result in results for reg in result.not_run] + skipped,
-                       shards=shards)
+                       shards=shards, warnings=[w for result in results for w in result.warnings])

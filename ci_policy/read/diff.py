@@ -5,8 +5,9 @@
   (`read_diff_file`, for `--diff FILE`).
 - Out: a `Diff`: `available` with the sorted changed paths (both paths of a rename or
   copy), or unavailable with the reason.
-- Nothing is guessed: an empty, truncated, malformed or non-UTF-8 diff, or an unreadable
-  file, is "unavailable" and makes every runnable stage run; never "no changes".
+- Nothing is guessed: an empty, truncated, malformed or non-UTF-8 diff, a path with
+  control characters (`CONTROL_RE`: CR, LF, bidi controls ...), or an
+  unreadable file, is "unavailable" and makes every runnable stage run; never "no changes".
   `parse_name_status` raises only `InputError`.
 """
 
@@ -20,6 +21,9 @@ from ci_policy.errors import InputError
 
 STATUS_RE = re.compile(r"([ACDMRTUXB])([0-9]{0,3})")
 TWO_PATHS = frozenset("RC")
+# Refused in a path: C0 controls but the tab (CR and LF end a log line), DEL, C1 controls,
+# the Unicode line and paragraph separators, and the bidi embeddings, overrides and isolates.
+CONTROL_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,13 @@ def parse_name_status(data: bytes, source: str = "diff") -> tuple[Change, ...]:
             raise fail(f"the diff is truncated: record {len(changes) + 1} ({status}) "
                        f"needs {count} path(s)")
         for path in paths:
-            if not path or path.startswith("/") or "\n" in path or ".." in path.split("/"):
+            if not path or path.startswith("/") or ".." in path.split("/"):
                 raise fail(f"invalid path {path!r} in record {len(changes) + 1}")
+            if CONTROL_RE.search(path):
+                # A CR or LF would end the line the path is printed on (a workflow command
+                # of the PR's choosing could follow); a bidi control would reorder it.
+                raise fail(f"path {path!r} in record {len(changes) + 1} has control characters; "
+                           "ci-policy refuses such names")
         changes.append(Change(status=letter, paths=tuple(paths)))
         i += 1 + count
     return tuple(changes)

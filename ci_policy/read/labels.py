@@ -7,7 +7,8 @@
   the root and it being a symlink; a syntax error; no module-level `KNOWN_LABELS`;
   two or more assignments to it (anywhere in the file); a value that is not a dict
   literal; a non-literal key or description; a duplicate key; a name not matching
-  `[A-Za-z0-9][A-Za-z0-9_.-]*`.
+  `[A-Za-z0-9][A-Za-z0-9_.-]*`; a file nested too deeply for the Python parser (CP408,
+  as for a test file).
 - The file is never imported: a fork PR controls it.
 """
 
@@ -106,6 +107,9 @@ def parse_labels(text: str, path: str = "labels.py") -> LabelRegistry:
         problem = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         raise InputError(f"labels file {path} is not valid Python: {problem}", path=path,
                          line=line, col=offset, hint="fix the syntax error", code="CP301") from None
+    except (RecursionError, MemoryError):  # CPython's parser limits on nesting depth
+        raise InputError(f"labels file {path} is too deeply nested for the Python parser", path=path, line=1,
+                         col=1, hint="KNOWN_LABELS is a flat dict literal; remove the nesting", code="CP408") from None
     col = _columns(text)
 
     bindings: list[ast.AST] = []

@@ -13,6 +13,8 @@
   a marker imported but never used for a registration; a module-level call statement of
   a name shaped like a marker (`register_<word>_ci`) that the dialect does not declare.
 - `literal()` evaluates an argument only when it is a literal; nothing is executed.
+- Silent: the parser's warnings (`SyntaxWarning`) are neither errors nor shown; shown,
+  they would echo a line of the file to stderr.
 - Shared with the est_time rewrite (`adapters.tuning.apply`): `module_level_calls` (which
   calls count) and `bind_nodes` (arguments bound to parameters, not evaluated).
 """
@@ -23,6 +25,7 @@ import ast
 import bisect
 import difflib
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,7 +122,12 @@ def parse_source(text: str, path: str) -> ast.Module | Diagnostic:
     if text.startswith("\ufeff"):  # a UTF-8 byte order mark, which Python itself accepts
         text = text[1:]
     try:
-        return ast.parse(text, filename=path)
+        # Python's display of a SyntaxWarning (`0x1for`, an invalid escape) echoes the offending
+        # source line to stderr, where the Actions runner reads workflow commands: a checkout
+        # would choose a line of the job's log. Warnings are not errors here; none is shown.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
     except SyntaxError as exc:
         # Columns are 1-based; CPython reports offset 0 or None when it has no column.
         return Diagnostic(f"{path} is not valid Python: {exc.msg}", path=path, line=exc.lineno,

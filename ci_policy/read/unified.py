@@ -67,7 +67,7 @@ def _header_path(rest: str, source: str) -> str:
     if rest.startswith('"'):
         first, tail = _unquote(rest, source)
         return _path(first, "a/", source) if tail.startswith(" ") else _path(rest, "a/", source)
-    if rest.endswith('"'):  # only the second path needed quoting: the first is unquoted and the same
+    if rest.endswith('"') and ' "' in rest:  # only the second path needed quoting: the first is the same
         return _path(rest[:rest.index(' "')], "a/", source)
     n, odd = divmod(len(rest) - 5, 2)
     path = rest[2:2 + n]

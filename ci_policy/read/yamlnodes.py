@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import datetime
 import difflib
-import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import yaml
 
 from ci_policy.errors import CiPolicyError, InputError
+from ci_policy.read.numbers import MAX_NUMBER, MAX_NUMBER_TEXT, is_finite_number, number_range, shown_bound
 
 # A configuration is a few levels deep; PyYAML composes recursively, so unbounded
 # nesting ("[[[[...") would otherwise end in RecursionError.
@@ -270,16 +270,27 @@ class Schema:
         return value
 
     def number(self, node: yaml.Node, where: str, *, minimum: float = 0.0, strict: bool = False,
-               integer: bool = False) -> Any:
+               integer: bool = False, maximum: float = MAX_NUMBER) -> Any:
+        shown_range = number_range(minimum, maximum, strict=strict)
+        hint = f"the range is {shown_range}"
+        if isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_NUMBER_TEXT:
+            # Checked before converting: int() of a 400-digit literal is slow and overflows later.
+            self.error(node, where, f"expected a number in {shown_range}, got a scalar of {len(node.value)} "
+                       f"characters", hint=hint)
+            return INVALID
         value = self.scalar(node, where, int) if integer else self.scalar(node, where, int, float)
         if value is INVALID:
             return INVALID
-        if not math.isfinite(value):
+        if not is_finite_number(value):
             self.error(node, where, f"expected a finite number, got {node.value!r}")
             return INVALID
         if value < minimum or (strict and value == minimum):
             bound = f"greater than {minimum:g}" if strict else f"at least {minimum:g}"
             self.error(node, where, f"must be {bound}, got {node.value}")
+            return INVALID
+        if value > maximum:
+            self.error(node, where, f"must be at most {shown_bound(maximum)}, "
+                       f"got {node.value}", hint=hint)
             return INVALID
         return value
 

@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 
 from ci_policy.errors import Diagnostic, UsageError
@@ -24,6 +23,7 @@ from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.jobs import stage_jobs
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
+from ci_policy.render.jsondoc import dumps
 from ci_policy.render.text import code_title, failure
 
 
@@ -37,16 +37,16 @@ def github_outputs(plan: Plan, delimiter: str, head_sha: str | None = None) -> s
         "raw_labels": " ".join(policy.raw_labels),
         "bypass_fastfail": "true" if policy.bypass_fastfail else "false",
         "write_baseline": "true" if policy.write_baseline else "false",
-        "skipped_stages": json.dumps(list(plan.skipped_stages), separators=(",", ":")),
-        "matrix": json.dumps(plan.matrix, separators=(",", ":")),
+        "skipped_stages": dumps(list(plan.skipped_stages), separators=(",", ":")),
+        "matrix": dumps(plan.matrix, separators=(",", ":")),
         # For `strategy.max-parallel`: a separate output, so `matrix` keeps its shape.
-        "max_parallel": json.dumps(plan.max_parallel, separators=(",", ":")),
+        "max_parallel": dumps(plan.max_parallel, separators=(",", ":")),
         # One `<backend>_image` per accelerator backend (cuda_image and rocm_image always).
         **{f"{backend}_image": action for backend, action in plan.images},
-        "stage_matrix": json.dumps(jobs.matrix(), separators=(",", ":")),
+        "stage_matrix": dumps(jobs.matrix(), separators=(",", ":")),
         "has_stage_jobs": "true" if jobs.has_stage_jobs else "false",
-        "images_to_build": json.dumps([b.as_dict() for b in jobs.images_to_build], separators=(",", ":")),
-        "invalid_files": json.dumps([f.file for f in plan.invalid], separators=(",", ":")),
+        "images_to_build": dumps([b.as_dict() for b in jobs.images_to_build], separators=(",", ":")),
+        "invalid_files": dumps([f.file for f in plan.invalid], separators=(",", ":")),
         "plan_complete": "true" if plan.complete else "false",
     }
     return github_output_lines(values, delimiter)
@@ -80,6 +80,7 @@ def run_annotations(result: ShardResult) -> str:
             status, why = failure(r)
             lines.append(f"::error file={escape_property(r.file)}::"
                          + escape_data(f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why})"))
+    lines += ["::warning::" + escape_data(w) for w in result.warnings]
     return "\n".join(lines)
 
 
@@ -98,7 +99,7 @@ def usage_error_github(command: str, err: UsageError) -> str:
 
 def file_run_outputs(plan: FilePlan, delimiter: str) -> str:
     """`$GITHUB_OUTPUT` for the job that reruns one file; its timeout is rounded up to minutes, plus 5."""
-    values = {"hw": plan.hw, "suite": plan.suite, "runs_on": json.dumps(list(plan.runs_on)),
+    values = {"hw": plan.hw, "suite": plan.suite, "runs_on": dumps(list(plan.runs_on)),
               "container_image": plan.container_image or "", "container_options": plan.container_options,
               "timeout_seconds": str(plan.timeout_seconds),
               "timeout_minutes": str(-(-plan.timeout_seconds // 60) + 5)}

@@ -8,6 +8,8 @@
   `max_parallel_reason` (with `max_parallel`) only when the stage configures them.
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
   diagnostics, in the shape `lint --format json` uses) and `plan_complete`.
+- Strict JSON only: every document goes through `dumps`, which never writes `NaN` or
+  `Infinity` (every number read has a range: `ci_policy.read.numbers`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ from ci_policy.plan.partition import Shard
 JSON_SCHEMA_VERSION = 1
 
 
+def dumps(value: Any, **options: Any) -> str:
+    """`json.dumps` that refuses NaN and Infinity: JSON has neither, so a value out of its
+    range stops here (ValueError) rather than printing a document no parser accepts."""
+    return json.dumps(value, allow_nan=False, **options)
+
+
 def invalid_json(invalid: Iterable[InvalidFile]) -> list[dict[str, Any]]:
     """`[{"file", "diagnostics": [...]}]`, each diagnostic as `lint --format json` writes it."""
     return [{"file": f.file, "diagnostics": [d.as_dict() for d in f.diagnostics]} for f in invalid]
@@ -38,7 +46,7 @@ def invalid_json(invalid: Iterable[InvalidFile]) -> list[dict[str, Any]]:
 
 def registry_json(registrations: Iterable[Registration], invalid: Iterable[InvalidFile] = ()) -> str:
     invalid = list(invalid)
-    return json.dumps({"schema": JSON_SCHEMA_VERSION,
+    return dumps({"schema": JSON_SCHEMA_VERSION,
                        "registrations": [r.as_dict() for r in registrations],
                        "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
 
@@ -90,13 +98,13 @@ def plan_dict(plan: Plan, head_sha: str | None = None) -> dict[str, Any]:
 
 
 def plan_json(plan: Plan, head_sha: str | None = None) -> str:
-    return json.dumps(plan_dict(plan, head_sha), indent=2)
+    return dumps(plan_dict(plan, head_sha), indent=2)
 
 
 def explain_json(explanation: Explanation, plan: Plan) -> str:
     """`plan --explain FILE --format json`: the file's status and each of its stages."""
     e = explanation
-    return json.dumps({
+    return dumps({
         "schema": JSON_SCHEMA_VERSION,
         "file": e.file,
         "event": plan.policy.event,
@@ -116,14 +124,14 @@ def explain_json(explanation: Explanation, plan: Plan) -> str:
 def shard_files_json(stage_plan: StagePlan, shard: Shard | None, invalid: Sequence[InvalidFile] = ()) -> str:
     """`ci-policy list --format json`: one stage shard's files (none when the stage is skipped), and
     the plan's invalid files."""
-    return json.dumps({"schema": JSON_SCHEMA_VERSION, "stage": stage_plan.name, "decision": stage_plan.decision,
+    return dumps({"schema": JSON_SCHEMA_VERSION, "stage": stage_plan.name, "decision": stage_plan.decision,
                        "reasons": list(stage_plan.reasons), "shard": None if shard is None else shard.index,
                        "files": [] if shard is None else list(shard.files),
                        "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
 
 
 def file_run_json(plan: FilePlan) -> str:
-    return json.dumps(plan.as_dict(), indent=2)
+    return dumps(plan.as_dict(), indent=2)
 
 
 def tune_json(proposals: Iterable[Any], balances: Iterable[Any], **done: Any) -> str:
@@ -133,7 +141,7 @@ def tune_json(proposals: Iterable[Any], balances: Iterable[Any], **done: Any) ->
         out = asdict(p)
         out["samples"] = list(p.samples)
         return out
-    return json.dumps({"schema": JSON_SCHEMA_VERSION, "proposals": [proposal(p) for p in proposals],
+    return dumps({"schema": JSON_SCHEMA_VERSION, "proposals": [proposal(p) for p in proposals],
                        "balance": [asdict(b) for b in balances], **done}, indent=2)
 
 
@@ -143,13 +151,13 @@ def comment_json(status: str, message: str, exit_code: int, requests: Iterable[A
                            "exit_code": exit_code}
     if requests is not None:
         out["requests"] = list(requests)
-    return json.dumps(out, indent=2)
+    return dumps(out, indent=2)
 
 
 def diagnostics_json(errors: Iterable[Diagnostic]) -> str:
     """An error's document: `{"schema", "errors": [...], "warnings": [...]}`."""
     errors = list(errors)
-    return json.dumps({"schema": JSON_SCHEMA_VERSION,
+    return dumps({"schema": JSON_SCHEMA_VERSION,
                        "errors": [e.as_dict() for e in errors if e.severity == "error"],
                        "warnings": [e.as_dict() for e in errors if e.severity == "warning"]}, indent=2)
 
@@ -157,7 +165,7 @@ def diagnostics_json(errors: Iterable[Diagnostic]) -> str:
 def lint_json(report: LintReport) -> str:
     """`ci-policy lint --format json`: ok, every error and warning, and what was read."""
     snap = report.snapshot
-    return json.dumps({
+    return dumps({
         "schema": JSON_SCHEMA_VERSION,
         "ok": report.ok,
         "errors": [e.as_dict() for e in report.errors],
@@ -170,6 +178,6 @@ def lint_json(report: LintReport) -> str:
 
 def outcome_json(outcome: Outcome, plan_complete: bool | None) -> str:
     """`ci-policy result --format json`: `{"schema", "ok", "plan_complete", "jobs", "failures", "summary"}`."""
-    return json.dumps({"schema": JSON_SCHEMA_VERSION, "ok": outcome.ok, "plan_complete": plan_complete,
+    return dumps({"schema": JSON_SCHEMA_VERSION, "ok": outcome.ok, "plan_complete": plan_complete,
                        "jobs": {job.name: job.result for job in outcome.jobs},
                        "failures": list(outcome.failures), "summary": outcome.summary}, indent=2)

@@ -80,6 +80,8 @@ def run_summary_markdown(result: ShardResult) -> str:
                    f"{last.elapsed:.1f}s | {est:g}s | {over} |")
     for reg in result.not_run:
         out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {reg.est_time:g}s | fast-fail |")
+    if result.warnings:
+        out += ["", *(f"- ⚠️ {md_escape(w)}" for w in result.warnings)]
     gates = "".join(gate_markdown(r.gate) for r in result.results if r.gate is not None)
     return "\n".join(out) + "\n" + ("\n" + gates if gates else "")
 

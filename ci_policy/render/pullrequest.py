@@ -10,23 +10,21 @@
 
 from __future__ import annotations
 
-import json
-
 from ci_policy.plan.trust import PullRequest, TrustDecision
 from ci_policy.render.escape import one_line
 from ci_policy.render.github import github_output_lines
-from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION
+from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION, dumps
 
 
 def pull_request_outputs(pull: PullRequest, decision: TrustDecision, diff_file: str, delimiter: str) -> str:
     return github_output_lines({
         "number": str(pull.number), "head_sha": pull.head_sha, "base_sha": pull.base_sha,
-        "labels_json": json.dumps(list(pull.labels), separators=(",", ":")), "trust": decision.trust,
+        "labels_json": dumps(list(pull.labels), separators=(",", ":")), "trust": decision.trust,
         "diff_file": diff_file}, delimiter)
 
 
 def pull_request_json(pull: PullRequest, decision: TrustDecision, diff_file: str) -> str:
-    return json.dumps({"schema": JSON_SCHEMA_VERSION, "number": pull.number, "head_sha": pull.head_sha,
+    return dumps({"schema": JSON_SCHEMA_VERSION, "number": pull.number, "head_sha": pull.head_sha,
                        "base_sha": pull.base_sha, "labels": list(pull.labels), "trust": decision.trust,
                        "trust_reason": decision.reason, "diff_file": diff_file}, indent=2)
 

@@ -172,6 +172,9 @@ def run_summary_text(result: ShardResult) -> str:
     if result.not_run:
         lines.append(f"NOT RUN ({len(result.not_run)}, fast-fail):")
         lines += [f"  {reg.file}" for reg in result.not_run]
+    if result.warnings:
+        lines.append(f"WARNINGS ({len(result.warnings)}):")
+        lines += [f"  {w}" for w in result.warnings]
     lines.append("RESULT: " + ("PASS" if result.ok else "FAIL"))
     return "\n".join(lines)
 

@@ -12,7 +12,10 @@ Imported by the code under test (a training loop), never by `lint`/`plan`.
 - `MetricRecorder`: active only when `$CI_POLICY_RECORD_DIR` is set; captures only
   whitelisted keys; each process writes its own file, atomically rewritten on every
   `log()`; non-finite values stored as "NaN"/"Infinity"/"-Infinity" (strict JSON,
-  `encode_value`).
+  `encode_value`). `log()` never raises into the training loop: a whitelisted value that
+  is not a number (`None`, `"1.0"`, `True`) or a bad step is kept as an error marker
+  `[step or null, reason]` under the key's `"errors"`, which the gate reports as an ERROR
+  naming the key and the step; a file it cannot write is one warning on stderr.
 - Standard library only. Reading and merging what the recorders wrote is the runner's
   side: `ci_policy.read.records`.
 """
@@ -24,6 +27,7 @@ import math
 import numbers
 import os
 import secrets
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -135,7 +139,15 @@ def _as_number(key: str, value: object) -> float:
         inner = item()
         if isinstance(inner, numbers.Real) and not isinstance(inner, bool):
             return float(inner)
-    raise TypeError(f"metric {key!r} must be a number, got {type(value).__name__} {value!r}")
+    raise TypeError(f"metric {key!r} must be a number, got {type(value).__name__} {_safe_repr(value)}")
+
+
+def _safe_repr(value: object) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a foreign object's __repr__
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class MetricRecorder:
@@ -145,7 +157,9 @@ class MetricRecorder:
         self.directory = Path(directory) if directory else None
         self.capture = frozenset(capture)
         self.series: dict[str, list[tuple[int, float]]] = {}
+        self.errors: dict[str, list[tuple[int | None, str]]] = {}
         self._pid = os.getpid()
+        self._warned = False
         self.path = self._new_path() if self.directory else None
 
     def _new_path(self) -> Path:
@@ -165,29 +179,56 @@ class MetricRecorder:
         return self.directory is not None
 
     def log(self, metrics: Mapping[str, object], step: int) -> None:
+        """Record the whitelisted keys of `metrics` at `step`; never raises (see the module)."""
         if not self.active:
             return
         if os.getpid() != self._pid:
             # A forked child: its own file, without the points the parent already wrote.
             self._pid = os.getpid()
             self.series = {}
+            self.errors = {}
             self.path = self._new_path()
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise TypeError(f"step must be an int >= 0, got {step!r}")
-        captured = {k: _as_number(k, v) for k, v in metrics.items() if k in self.capture}
-        if not captured:
+        try:
+            items = [(k, v) for k, v in metrics.items() if isinstance(k, str) and k in self.capture]
+        except Exception as exc:  # noqa: BLE001 - a training loop must never die of its metrics
+            self._warn(f"log() got metrics that are not a mapping of str keys: {type(exc).__name__}: {exc}")
             return
-        for key, value in captured.items():
-            self.series.setdefault(key, []).append((step, value))
-        self._write()
+        if not items:
+            return
+        good_step = not isinstance(step, bool) and isinstance(step, int) and step >= 0
+        for key, value in items:
+            if not good_step:
+                self.errors.setdefault(key, []).append((None, f"step must be an int >= 0, got {_safe_repr(step)}"))
+                continue
+            try:
+                number = _as_number(key, value)
+            except Exception as exc:  # noqa: BLE001 - `.item()` of a foreign object may raise anything
+                self.errors.setdefault(key, []).append((step, str(exc)[:200]))
+            else:
+                self.series.setdefault(key, []).append((step, number))
+        self._write_or_warn()
+
+    def _write_or_warn(self) -> None:
+        try:
+            self._write()
+        except (OSError, ValueError) as exc:
+            self._warn(f"cannot write {self.path}: {exc}")
+
+    def _warn(self, message: str) -> None:
+        if not self._warned:  # once per process: a loop logging every step must not flood the log
+            self._warned = True
+            print(f"ci_policy MetricRecorder: {message}", file=sys.stderr)
 
     def _write(self) -> None:
         assert self.directory is not None and self.path is not None
         self.directory.mkdir(parents=True, exist_ok=True)
         lines = [json.dumps({"schema": RECORD_SCHEMA, "pid": os.getpid()})]
-        for key in sorted(self.series):
-            points = [[step, encode_value(value)] for step, value in self.series[key]]
-            lines.append(json.dumps({"key": key, "points": points}, allow_nan=False))
+        for key in sorted({*self.series, *self.errors}):
+            line: dict[str, object] = {"key": key,
+                                       "points": [[step, encode_value(v)] for step, v in self.series.get(key, [])]}
+            if key in self.errors:
+                line["errors"] = [list(e) for e in self.errors[key]]
+            lines.append(json.dumps(line, allow_nan=False))
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".jsonl")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")

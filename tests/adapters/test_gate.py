@@ -16,8 +16,8 @@ import pytest
 
 from ci_policy import render
 from ci_policy.adapters.gate import MAX_STEP, RunIdentity, opener, registration_for, run_gate, specs_for
-from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
-from ci_policy.errors import InputError
+from ci_policy.adapters.store import DATABASE_URL_ENV, default_store_path, open_store
+from ci_policy.errors import InputError, UsageError
 from ci_policy.model.snapshot import load_snapshot
 
 CONFIG = """\
@@ -231,13 +231,12 @@ def test_steps_the_store_cannot_hold_are_errors(snapshot, tmp_path):
 
 # -- faults ---------------------------------------------------------------------------------------------
 
-def test_a_url_the_store_refuses_is_an_error_for_every_coordinate(snapshot, tmp_path):
-    outcome = gate(snapshot, series(1.0), "mysql://ci:hunter2@db.example/metrics")
-    assert [(r.verdict, r.message) for r in outcome.results] == [
-        ("ERROR", "metric history unavailable: unsupported metric history URL scheme 'mysql'")] * 4
-    assert outcome.baseline == "not written: metric history unavailable"
-    assert [r.spec.metric_key for r in outcome.blocking] == [GRAD]
-    assert "hunter2" not in render.gate_text(outcome)
+def test_a_url_that_is_not_a_store_location_is_a_usage_error(snapshot, tmp_path):
+    with pytest.raises(UsageError) as caught:
+        gate(snapshot, series(1.0), "mysql://ci:hunter2@db.example/metrics")
+    assert (caught.value.source, caught.value.message) == (
+        "--store", "unsupported metric history URL scheme 'mysql'")
+    assert "hunter2" not in f"{caught.value.message} {caught.value.hint}"
 
 
 def test_a_schema_newer_than_this_code_is_an_error_for_every_coordinate(snapshot, tmp_path):
@@ -266,16 +265,17 @@ def test_a_write_that_fails_keeps_the_verdicts_and_says_so(snapshot, tmp_path):
         assert [r["run_id"] for r in store.runs()] == ["100", "101", "102"]  # the write was one transaction
 
 
-def test_the_default_store_is_read_from_the_checkout_unless_the_environment_names_one(snapshot, tmp_path,
-                                                                                     monkeypatch):
-    default = snapshot.repo / ".ci-policy" / "metrics.sqlite"
+def test_the_default_store_is_read_from_the_state_directory_unless_the_environment_names_one(
+        snapshot, tmp_path, monkeypatch, state_home):
+    default = default_store_path(snapshot.repo)
+    assert default.parent.parent == state_home / "ci-policy"
     # Read, never created: a missing default store is an ERROR naming it.
     outcome = gate(snapshot, series(1.0), None, cadence="regular", event="workflow_dispatch")
     assert {(r.verdict, r.message) for r in outcome.results} == {
         ("ERROR", f"metric history unavailable: SQLite metric history {default}: does not exist (a read never "
                   "creates one; point --store or $CI_POLICY_DATABASE_URL at the shared store)")}
     assert not default.exists() and not default.parent.exists()
-    default.parent.mkdir()
+    default.parent.mkdir(parents=True)
     create(str(default))
     outcome = gate(snapshot, series(1.0), None, cadence="regular", event="workflow_dispatch")
     assert ([r.verdict for r in outcome.results], outcome.baseline) == (

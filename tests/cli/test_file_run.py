@@ -206,3 +206,31 @@ def test_the_module_check_sees_an_adapter_that_was_imported(pr, tmp_path):
     _plan, status = run_checked(pr, tmp_path, preload="github,libcst,psycopg")
     assert status["rc"] == 0
     assert {"github", "libcst", "psycopg", "requests"} <= set(status["loaded"])
+
+
+# -- which registration: --backend / --stage (issue 14, finding 10) -------------------------------------------
+
+ROCM_FSDP = "tests/e2e/test_rocm_fsdp_grpo.py"
+
+
+@pytest.mark.parametrize("choice, suite", [
+    (["--backend", "rocm"], "stage-c-4-gpu-mi350"),
+    (["--stage", "stage-c-4-gpu-h200"], "stage-c-4-gpu-h200"),
+    (["--stage", "", "--backend", "cuda"], "stage-c-4-gpu-h200"),  # a blank workflow input is not given
+])
+def test_a_backend_or_stage_picks_the_registration(pr, capsys, choice, suite):
+    rc, out, err = cli(capsys, "--file", ROCM_FSDP, "--repo", str(pr), *choice)
+    assert (rc, err, json.loads(out)["suite"]) == (0, "", suite)
+
+
+def test_without_a_choice_several_registrations_are_refused_listing_them(pr, capsys):
+    assert cli(capsys, "--file", ROCM_FSDP, "--repo", str(pr)) == (
+        1, "", f"{ROCM_FSDP}:10: {ROCM_FSDP} has 2 registrations that can run (cuda stage-c-4-gpu-h200 (line 9), "
+        "rocm stage-c-4-gpu-mi350 (line 10)); name the backend or stage to rerun\n"
+        f"    hint: /rerun-test {ROCM_FSDP} STAGE, with STAGE one of: stage-c-4-gpu-h200, stage-c-4-gpu-mi350 "
+        "(or the backend: cuda, rocm)\nci-policy: 1 error\n")
+
+
+def test_a_stage_that_is_not_a_name_is_a_usage_error(capsys):
+    assert "argument --stage: '$(id)' is not a backend or stage name" in usage_error(
+        capsys, "--file", ROCM_FSDP, "--stage", "$(id)")

@@ -543,6 +543,10 @@ CADENCES = "regular, nightly, weekly, release"
      "--diff: pass either --diff or --base, not both\n"),
     (["--event", "pull_request", "--labels-json", "[]", "--label", "run-ci-all"],
      "--labels-json: pass either --labels-json or --label, not both\n"),
+    # finding 10: a --diff naming no file is the caller's mistake, not an unavailable diff
+    (["--event", "pull_request", "--diff", "examples/no-such.diff"],
+     "--diff: examples/no-such.diff does not exist\n"
+     "    hint: pass the file `git diff --name-status -z -M BASE HEAD` wrote, or omit --diff\n"),
     (["--event", "workflow_call", "--cadence", "hourly"],
      f"--cadence: unknown cadence 'hourly'; expected one of {CADENCES}\n"),
     (["--event", "schedule", "--schedule", "0 15 * * 6", "--cadence", "Nightly"],

@@ -245,7 +245,8 @@ if os.environ["CI_POLICY_ATTEMPT"] == "1":
     assert (rec["failure_kind"], rec["retriable"]) == ("code", False)
 
 
-def test_reported_infra_kind_makes_an_unmatched_failure_retriable(repo_with, tmp_path, state):
+def test_a_reported_infra_kind_never_buys_a_retry(repo_with, tmp_path, state):
+    # Finding 4 of issue 14: a PR's test forced its own retries by writing `infra`.
     body = f"""\
 with open({str(state / "attempts")!r}, "a") as fh:
     fh.write(os.environ["CI_POLICY_ATTEMPT"] + "\\n")
@@ -258,11 +259,12 @@ if os.environ["CI_POLICY_ATTEMPT"] == "1":
     repo = repo_with({"tests/gpu/test_kind.py": gpu_test(body)})
     timings = tmp_path / "t.jsonl"
     proc = run(repo, "--max-attempts", "3", timings=timings)
-    assert proc.returncode == 0, proc.stdout
-    assert attempts(state) == ["1", "2"]
-    assert "      infra: the test reported an infra failure; retrying\n" in proc.stdout
+    assert proc.returncode == 1, proc.stdout
+    assert attempts(state) == ["1"]
+    assert ("      unknown: failure not classified as retriable (the test reported an infra failure, which alone "
+            "never earns a retry); not retried\n") in proc.stdout
     assert [(r["status"], r["failure_kind"], r["retriable"]) for r in records(timings)] == [
-        ("fail", "infra", True), ("pass", None, None)]
+        ("fail", "unknown", False)]
 
 
 def test_configured_retry_lists_replace_the_defaults(repo_with, tmp_path, state):
@@ -424,8 +426,11 @@ def test_default_timings_path_and_appending(repo_with, tmp_path):
     assert run(repo, env=clean_env(RUNNER_TEMP=str(runner_temp))).returncode == 0
     assert [r["file"] for r in records(runner_temp / "ci-policy-timings.jsonl")] == ["tests/gpu/test_ok.py"] * 2
     assert not (repo / ".ci-policy").exists()
-    assert run(repo).returncode == 0
-    assert [r["status"] for r in records(repo / ".ci-policy" / "timings.jsonl")] == ["pass"]
+    # Outside Actions: the user's cache directory, never the checkout, where the tests write.
+    cache = tmp_path / "cache"
+    assert run(repo, env=clean_env(XDG_CACHE_HOME=str(cache))).returncode == 0
+    assert [r["status"] for r in records(cache / "ci-policy" / "timings.jsonl")] == ["pass"]
+    assert not (repo / ".ci-policy" / "timings.jsonl").exists()
 
 
 # -- run runs what list prints; empty shards ---------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import clean_env, console_script
 
-from ci_policy.adapters.store import open_store
+from ci_policy.adapters.store import default_store_path, open_store
 from ci_policy.read.records import write_record
 
 CONFIG = """\
@@ -37,7 +37,7 @@ if __name__ == "__main__":
 """
 PASSWORD_IN_URL = "s3cr3t%2FPa55%40word"
 NO_STORE = ("ci-policy gate: error: --store: writing a baseline needs an explicit shared metric store, and none is "
-            "configured (the checkout's default SQLite file is only read)\n"
+            "configured (the default SQLite file is only read)\n"
             "    hint: pass --store URL or set $CI_POLICY_DATABASE_URL; in GitHub Actions, a PostgreSQL URL "
             "from a secret\n")
 
@@ -89,8 +89,8 @@ def test_a_read_of_a_missing_store_is_an_error_verdict_naming_it(repo, record, t
     # The default store of the checkout is read the same way, and not created either.
     proc = gate(repo, record, "--event", "pull_request", "--cadence", "nightly", "--run-id", "7")
     assert proc.returncode == 1
-    assert f"SQLite metric history {repo / '.ci-policy' / 'metrics.sqlite'}: does not exist" in proc.stdout
-    assert not (repo / ".ci-policy").exists()
+    assert f"SQLite metric history {default_store_path(repo)}: does not exist" in proc.stdout
+    assert not (repo / ".ci-policy").exists() and not default_store_path(repo).parent.exists()
 
 
 def test_a_read_of_a_postgres_database_without_history_names_it_redacted(repo, record, postgres_database):

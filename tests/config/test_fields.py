@@ -37,7 +37,7 @@ from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfi
 from ci_policy.config.markers import MARKERS_TABLE, Markers
 from ci_policy.config.pull_request import PULL_REQUEST_TABLE
 from ci_policy.config.reference import _tables
-from ci_policy.config.runner import FROM_EST_TIME, RETRY, RUNNER_TABLE
+from ci_policy.config.runner import ENV, FROM_EST_TIME, RETRY, RUNNER_TABLE, EnvRules
 from ci_policy.config.scopes import SCOPE
 from ci_policy.config.selection import RULE, SELECTION_TABLE
 from ci_policy.config.stages import MAX_PARALLEL_TABLE, STAGE, MaxParallel
@@ -61,6 +61,7 @@ SECTIONS = [
     (RULE, Rule, {"line"}),
     (RUNNER_TABLE, RunnerConfig, set()),
     (RETRY, RetryRules, set()),
+    (ENV, EnvRules, set()),
     (GATES_TABLE, GatesConfig, {"line"}),
     (REQUIREMENT, GateRequirement, {"line"}),
     (FILE_RUN_TABLE, FileRunConfig, set()),
@@ -92,7 +93,8 @@ def test_every_table_is_reachable_from_the_top_level():
         "discovery.implicit[]",
         "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "selection",
         "selection.rules[]", "runner", "runner.retry",
-        "runner.timeout_from_est_time", "gates", "gates.defaults.<metric key>", "gates.require[]", "file_run",
+        "runner.timeout_from_est_time", "runner.env", "gates", "gates.defaults.<metric key>", "gates.require[]",
+        "file_run",
         "images.<backend>", "tune", "lint", "lint.ignore[]"]
     # Tables without a dataclass of their own: a `{path, pattern}` root is a pair in `Discovery`.
     # A declared backend is one entry of `Backends.accelerator`.

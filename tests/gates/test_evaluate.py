@@ -236,11 +236,21 @@ def test_a_missing_step_lists_at_most_ten_recorded_steps():
 
 
 @pytest.mark.parametrize("steps, expected_step", [([1], 1), ("all", 1), ("last", LAST_STEP)])
-def test_a_duplicate_step_is_an_error(steps, expected_step):
+def test_a_duplicate_step_with_differing_values_is_an_error_naming_them(steps, expected_step):
     spec = spec_with(steps)
-    series = {GRAD: [(0, 1.0), (1, 2.0), (1, 2.0)]}
+    series = {GRAD: [(0, 1.0), (1, 2.0), (1, 3.0), (1, 2.0)]}
     got = [c for c in select(spec, series) if c.error]
-    assert got == [Coordinate(spec, expected_step, None, "step 1 was recorded 2 times")]
+    assert got == [Coordinate(spec, expected_step, None, "step 1 was recorded 3 times with different values: 2.0, 3.0")]
+
+
+@pytest.mark.parametrize("steps, expected_step", [([1], 1), ("all", 1), ("last", LAST_STEP)])
+@pytest.mark.parametrize("value", [2.0, math.nan])
+def test_a_duplicate_step_with_identical_values_is_one_point(steps, expected_step, value):
+    # Parent and child processes logging the same step: the merge rule of gates.evaluate.
+    spec = spec_with(steps)
+    [coordinate] = [c for c in select(spec, {GRAD: [(0, 1.0), (1, value), (1, value)]}) if c.step == expected_step]
+    assert coordinate.value is not None and repr(coordinate.value) == repr(value)
+    assert coordinate.error == (None if value == 2.0 else "value at step 1 is not finite (nan)")
 
 
 @pytest.mark.parametrize("value, shown", [(math.nan, "nan"), (math.inf, "inf"), (-math.inf, "-inf")])
@@ -392,11 +402,11 @@ def test_no_baseline_is_never_a_pass_even_for_the_reference_value():
 
 def test_select_then_evaluate_a_whole_series():
     spec = spec_with([0, 1, 2, 3])
-    series = {GRAD: [(0, 1.0), (1, 1.0), (1, 1.0), (2, math.nan)]}
+    series = {GRAD: [(0, 1.0), (1, 1.0), (1, 1.5), (2, math.nan)]}
     results = evaluate(select(spec, series), Baselines({0: [1.0] * 3}), min_samples=3)
     assert [(r.step, r.verdict, r.message) for r in results] == [
         (0, PASS, "within band"),
-        (1, ERROR, "step 1 was recorded 2 times"),
+        (1, ERROR, "step 1 was recorded 2 times with different values: 1.0, 1.5"),
         (2, ERROR, "value at step 2 is not finite (nan)"),
         (3, ERROR, "step 3 was not recorded (recorded steps: 0, 1, 2)"),
     ]
@@ -434,3 +444,14 @@ def test_blocking(verdict, enforce, allowlist_reason, blocking):
     assert result(verdict, enforce, allowlist_reason).blocking is blocking
     # Allowlisting never makes a run trusted.
     assert trusted([result(verdict, enforce, allowlist_reason)]) is (verdict not in (FAIL, ERROR))
+
+
+def test_a_problem_of_the_record_is_one_error_for_its_metric_or_for_every_metric():
+    spec = spec_with("all")
+    series = {GRAD: [(0, 1.0)]}
+    assert select(spec, series, {"train/ppo_kl": ["m.jsonl:2: train/ppo_kl at step 3 was not recorded: x"]}) == [
+        Coordinate(spec, 0, 1.0)]
+    assert select(spec, series, {GRAD: ["m.jsonl:2: a", "m.jsonl:3: b"]}) == [
+        Coordinate(spec, LAST_STEP, None, "unusable metric record: m.jsonl:2: a (and 1 more)")]
+    assert select(spec, series, {"": ["m.jsonl:1: expected a JSON object, got array [1]"]}) == [
+        Coordinate(spec, LAST_STEP, None, "unusable metric record: m.jsonl:1: expected a JSON object, got array [1]")]

@@ -65,7 +65,7 @@ ACCEPTED = [
     pytest.param('register_cpu_ci(0, "cpu")', [reg(1, "cpu", "cpu", 0)], id="zero"),
     pytest.param('register_cpu_ci(-0, "cpu")', [reg(1, "cpu", "cpu", 0)], id="minus-zero-int"),
     pytest.param('register_cpu_ci(-0.0, "cpu")', [reg(1, "cpu", "cpu", 0.0)], id="minus-zero-float"),
-    pytest.param('register_cpu_ci(1e300, "cpu")', [reg(1, "cpu", "cpu", 1e300)], id="large-finite"),
+    pytest.param('register_cpu_ci(604800, "cpu")', [reg(1, "cpu", "cpu", 604800)], id="seven-days"),
     pytest.param('register_cpu_ci(60, "cpu", labels=None)', [reg(1, "cpu", "cpu", 60)], id="cpu-labels-none"),
     pytest.param('register_cpu_ci(60, "cpu", labels=[])', [reg(1, "cpu", "cpu", 60)], id="cpu-labels-empty"),
     pytest.param('register_cpu_ci(60, "cpu", labels=["long"])', [reg(1, "cpu", "cpu", 60, ("long",))],
@@ -217,7 +217,15 @@ REJECTED = [
     pytest.param('register_cpu_ci(-0.5, "cpu")', [bad_est("-0.5")], id="est-time-negative-float"),
     pytest.param('register_cpu_ci(1e999, "cpu")', [bad_est("inf")], id="est-time-infinite"),
     pytest.param('register_cpu_ci(-1e999, "cpu")', [bad_est("-inf")], id="est-time-minus-infinite"),
-    pytest.param(f'register_cpu_ci({HUGE}, "cpu")', [bad_est(HUGE)], id="est-time-too-large-for-a-float"),
+    pytest.param(f'register_cpu_ci({HUGE}, "cpu")', [bad_est(HUGE[:20] + f"... ({len(HUGE)} characters)")],
+                 id="est-time-too-large-for-a-float"),
+    # finding 5: finite but beyond 7 days
+    pytest.param('register_cpu_ci(1e300, "cpu")', [err(1, 17, "register_cpu_ci: est_time must be at most 604800 "
+                                                   "seconds (7 days), got 1e+300", "the range is [0, 604800]")],
+                 id="est-time-1e300"),
+    pytest.param('register_cpu_ci(604800.5, "cpu")', [err(1, 17, "register_cpu_ci: est_time must be at most 604800 "
+                                                      "seconds (7 days), got 604800.5", "the range is [0, 604800]")],
+                 id="est-time-just-over-7-days"),
     # suite
     pytest.param('register_cpu_ci(1, 3)', [err(1, 20, "register_cpu_ci: suite must be a string, got 3", SUITE_HINT)],
                  id="suite-int"),
@@ -598,7 +606,8 @@ MARKER = {"cpu": "register_cpu_ci", "cuda": "register_cuda_ci", "rocm": "registe
 
 @st.composite
 def est_times(draw):
-    value = draw(st.integers(0, 10**15) | st.floats(min_value=0.0, allow_nan=False, allow_infinity=False))
+    # Valid est_times are in [0, 604800] (7 days); larger ones are refused (finding 5).
+    value = draw(st.integers(0, 604800) | st.floats(min_value=0.0, max_value=604800.0, allow_nan=False))
     forms = [repr(value), "+" + repr(value)]
     if isinstance(value, int):
         forms += [f"{value:_}", hex(value)]

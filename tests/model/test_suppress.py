@@ -101,3 +101,14 @@ def test_a_suppressed_error_still_drops_its_registration(make_repo):
     report = lint(repo)
     assert [d.code for d in report.suppressed] == ["CP225"]
     assert report.snapshot is not None and report.snapshot.registrations_for("tests/e2e/test_a.py") == ()
+
+
+def test_reading_statement_spans_shows_no_syntax_warning():
+    # A shown SyntaxWarning echoes a line of the checkout's file to stderr (see read.markers).
+    import warnings
+
+    text = 'x = [0x1for x in y]  # ci-policy: ignore[CP201]\n'
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        found, bad = inline_suppressions(text, "tests/test_w.py")
+    assert ([(s.line, s.codes) for s in found], bad, shown) == ([(1, ("CP201",))], [], [])

@@ -50,10 +50,11 @@ def test_a_cpu_file_without_runner_labels_runs_on_ubuntu_latest_without_an_image
 def test_an_explicit_request_ignores_cadence_and_labels(pr):
     # nightly=True: never planned on a regular PR, but an explicit file request runs it.
     plan = resolve_file("tests/e2e/test_megatron_nightly_convergence.py", pr)
-    assert (plan.suite, plan.timeout_seconds) == ("stage-c-4-gpu-h200", 4500)
+    # 3 * 1500 s, capped by the stage's own timeout_per_file (finding 5).
+    assert (plan.suite, plan.timeout_seconds) == ("stage-c-4-gpu-h200", 3600)
     # labels=["megatron", "long"]: long is excluded from nightly; irrelevant here.
     plan = resolve_file("tests/e2e/test_megatron_long_context.py", pr)
-    assert (plan.suite, plan.runs_on, plan.timeout_seconds) == ("stage-c-4-gpu-h200", ("h200", "4gpu"), 7200)
+    assert (plan.suite, plan.runs_on, plan.timeout_seconds) == ("stage-c-4-gpu-h200", ("h200", "4gpu"), 3600)
 
 
 TIMING_CONFIG = """\
@@ -252,10 +253,49 @@ def test_a_safe_path_outside_discovery_is_refused_by_the_checkouts_configuration
         f"{path} is not a discovered test file (roots: tests/fast, tests/e2e; pattern 'test_*.py')"]
 
 
-def test_a_file_with_several_enabled_registrations_is_refused(pr):
-    assert errors_of("tests/e2e/test_rocm_fsdp_grpo.py", pr) == [
-        "tests/e2e/test_rocm_fsdp_grpo.py has 2 enabled registrations (cuda stage-c-4-gpu-h200 (line 9), "
-        "rocm stage-c-4-gpu-mi350 (line 10)); /rerun-test needs exactly one"]
+ROCM_FSDP = "tests/e2e/test_rocm_fsdp_grpo.py"
+
+
+def test_a_file_with_several_runnable_registrations_is_refused_listing_the_choices(pr):
+    with pytest.raises(InputError) as info:
+        resolve_file(ROCM_FSDP, pr)
+    assert (info.value.line, info.value.message, info.value.hint) == (
+        10, f"{ROCM_FSDP} has 2 registrations that can run (cuda stage-c-4-gpu-h200 (line 9), "
+        "rocm stage-c-4-gpu-mi350 (line 10)); name the backend or stage to rerun",
+        f"/rerun-test {ROCM_FSDP} STAGE, with STAGE one of: stage-c-4-gpu-h200, stage-c-4-gpu-mi350 "
+        "(or the backend: cuda, rocm)")
+
+
+@pytest.mark.parametrize("choice, suite", [
+    ({"backend": "rocm"}, "stage-c-4-gpu-mi350"),
+    ({"backend": "cuda"}, "stage-c-4-gpu-h200"),
+    ({"stage": "stage-c-4-gpu-mi350"}, "stage-c-4-gpu-mi350"),
+    ({"backend": "cuda", "stage": "stage-c-4-gpu-h200"}, "stage-c-4-gpu-h200"),
+])
+def test_a_backend_or_stage_picks_one_registration(pr, choice, suite):
+    # finding 10: /rerun-test <file> [backend|stage]
+    assert resolve_file(ROCM_FSDP, pr, **choice).suite == suite
+
+
+def test_a_backend_or_stage_without_a_registration_is_refused_listing_them(pr):
+    assert errors_of(ROCM_FSDP, pr, backend="cpu") == [
+        f"{ROCM_FSDP} has no enabled registration for backend cpu; its registrations: cuda stage-c-4-gpu-h200 "
+        "(line 9), rocm stage-c-4-gpu-mi350 (line 10)"]
+    assert errors_of(ROCM_FSDP, pr, backend="rocm", stage="stage-c-4-gpu-h200") == [
+        f"{ROCM_FSDP} has no enabled registration for backend rocm stage stage-c-4-gpu-h200; its registrations: "
+        "cuda stage-c-4-gpu-h200 (line 9), rocm stage-c-4-gpu-mi350 (line 10)"]
+
+
+def test_the_one_registration_beside_an_external_one_is_picked(pr):
+    path = pr / "tests/e2e/test_megatron_sft.py"
+    text = path.read_text()
+    line = next(x for x in text.splitlines() if x.startswith("register_cuda_ci("))
+    path.write_text(text.replace(line, line + '\nregister_cuda_ci(est_time=60, suite="stage-d-8-gpu-gb200", '
+                                 'labels=["megatron"])', 1))
+    assert resolve_file("tests/e2e/test_megatron_sft.py", pr).suite == "stage-b-1-gpu-h200"
+    assert errors_of("tests/e2e/test_megatron_sft.py", pr, stage="stage-d-8-gpu-gb200") == [
+        "tests/e2e/test_megatron_sft.py is registered to stage-d-8-gpu-gb200, an external stage that ci-policy "
+        "does not run"]
 
 
 def test_one_enabled_registration_beside_a_disabled_one_is_the_one_that_runs(pr):
@@ -281,6 +321,33 @@ def test_an_invalid_registration_is_refused_with_the_marker_error(pr):
                                                 'labels=["fsdp"])'))
     (message,) = errors_of("tests/e2e/test_bad.py", pr)
     assert message.startswith("register_cuda_ci: est_time")
+
+
+MULTITURN = "tests/e2e/session_server/test_session_multiturn.py"
+V2_GATE = 'register_ci_gate(metric_key="rollout/tito_session_mismatch_rate/v2/assistant_text")\n'
+
+
+def test_a_session_file_without_a_required_gate_is_refused_as_the_plan_refuses_it(pr):
+    # finding 10: file-run (so /rerun-test) planned a file the plan leaves out.
+    path = pr / MULTITURN
+    path.write_text(path.read_text().replace(V2_GATE, "", 1))
+    with pytest.raises(InputErrors) as info:
+        resolve_file(MULTITURN, pr)
+    assert [(e.code, e.path, e.line, e.message, e.hint) for e in info.value.errors] == [
+        ("CP520", MULTITURN, 11, f"{MULTITURN} lacks the gate required for session server v2 by gates.require[0]: "
+         "register_ci_gate(metric_key='rollout/tito_session_mismatch_rate/v2/assistant_text')",
+         "add `register_ci_gate(metric_key='rollout/tito_session_mismatch_rate/v2/assistant_text')` at module level")]
+    from ci_policy.model.snapshot import classify, load_snapshot
+    (invalid,) = classify(load_snapshot(pr)).invalid
+    assert (invalid.file, invalid.diagnostics) == (MULTITURN, info.value.errors)
+
+
+def test_a_suppressed_missing_gate_is_not_refused(pr):
+    path = pr / MULTITURN
+    path.write_text(path.read_text().replace(
+        V2_GATE, "", 1).replace('labels=["session", "sglang"])', 'labels=["session", "sglang"])  '
+                                '# ci-policy: ignore[CP520] v2 lands next week', 1))
+    assert resolve_file(MULTITURN, pr).suite == "stage-c-4-gpu-h200"
 
 
 # -- labels come from the checkout's own labels.py ----------------------------------------------------------

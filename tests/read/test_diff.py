@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.errors import InputError
-from ci_policy.read.diff import Change, Diff, parse_name_status, read_diff, read_diff_file
+from ci_policy.read.diff import CONTROL_RE, Change, Diff, parse_name_status, read_diff, read_diff_file
 
 HINT = "produce it with: git diff --name-status -z -M BASE HEAD"
 
@@ -87,7 +87,18 @@ UNAVAILABLE = [
     pytest.param(b"M\0a/../b.py\0", "pr.diff: invalid path 'a/../b.py' in record 1", id="dotdot"),
     pytest.param(b"R100\0ok.py\0../up.py\0", "pr.diff: invalid path '../up.py' in record 1",
                  id="dotdot-second-path"),
-    pytest.param(b"M\0a\nb.py\0", "pr.diff: invalid path 'a\\nb.py' in record 1", id="newline-in-path"),
+    pytest.param(b"M\0a\nb.py\0", "pr.diff: path 'a\\nb.py' in record 1 has control characters; ci-policy "
+                 "refuses such names", id="newline-in-path"),
+    # finding 1 of issue 14: a CR is a line break to the Actions runner, a bidi control reorders the line.
+    pytest.param(b"M\0a.py\0M\0a\r::set-output name=x::1.py\0",
+                 "pr.diff: path 'a\\r::set-output name=x::1.py' in record 2 has control characters; ci-policy "
+                 "refuses such names", id="cr-in-path"),
+    pytest.param("M\0docs/\u202egnp.py\0".encode(),
+                 "pr.diff: path 'docs/\\u202egnp.py' in record 1 has control characters; ci-policy "
+                 "refuses such names", id="bidi-in-path"),
+    pytest.param("R100\0a.py\0b\u2066.py\0".encode(),
+                 "pr.diff: path 'b\\u2066.py' in record 1 has control characters; ci-policy "
+                 "refuses such names", id="isolate-in-second-path"),
     pytest.param(b"M\0\xff.py\0", "pr.diff: the diff is not valid UTF-8 (byte 2)", id="not-utf8"),
     pytest.param(b"M\0a.py\0M\0\xed\xa0\x80\0", "pr.diff: the diff is not valid UTF-8 (byte 9)",
                  id="utf8-surrogate"),
@@ -152,7 +163,7 @@ def test_read_diff_never_raises(data):
 SEGMENT = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\0/\n"),
     min_size=1, max_size=8,
-).filter(lambda s: s != "..")
+).filter(lambda s: s != ".." and not CONTROL_RE.search(s))  # control characters: see UNAVAILABLE
 PATH = st.lists(SEGMENT, min_size=1, max_size=4).map("/".join)
 SINGLE = st.tuples(st.sampled_from("ADMTUXB"), st.just(""), PATH.map(lambda p: (p,)))
 DOUBLE = st.tuples(st.sampled_from("RC"), st.integers(0, 100).map(str), st.tuples(PATH, PATH))

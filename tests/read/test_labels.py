@@ -299,6 +299,16 @@ def test_syntax_errors(text, line, col, problem):
                                               "fix the syntax error")]
 
 
+@pytest.mark.parametrize("text", ["1e308" + "{" * 300, "KNOWN_LABELS = " + "-" * 200_000 + "1\n"])
+def test_nesting_past_the_parser_limits_is_located(text):
+    # CPython's parser gives up with MemoryError or RecursionError, not SyntaxError.
+    with pytest.raises(InputError) as info:
+        parse_labels(text, L)
+    assert (info.value.path, info.value.line, info.value.col, info.value.message, info.value.hint,
+            info.value.code) == (L, 1, 1, f"labels file {L} is too deeply nested for the Python parser",
+                                 "KNOWN_LABELS is a flat dict literal; remove the nesting", "CP408")
+
+
 def test_syntax_error_column_does_not_depend_on_the_current_directory(tmp_path, monkeypatch):
     # CPython computes the column from the file named in ast.parse, if it finds one.
     (tmp_path / L).write_text("# something else entirely, with ü ü ü ü\n")

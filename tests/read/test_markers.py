@@ -468,3 +468,18 @@ def test_only_module_level_call_statements_of_marker_shaped_names_are_undeclared
 ])
 def test_mentions_marker_is_a_cheap_pre_check_that_misses_no_marker(text, names, expected):
     assert mentions_marker(text, names) is expected
+
+
+
+@pytest.mark.parametrize("action", ["error", "always"])
+def test_syntax_warnings_are_neither_errors_nor_shown(action):
+    # Shown, a SyntaxWarning prints the offending line (read back from the path): the line
+    # `  x = ...; "::warning ...::..."` on stderr would be a workflow command. Under "error"
+    # it would turn into a SyntaxError, and the file into an invalid one.
+    import warnings
+
+    line = 'x = [0x1for x in y]; "::warning title=pwned::injected"\n'
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter(action)
+        result = scan(line, "tests/test_w.py")
+    assert (result.calls, result.errors, shown) == ([], [], [])

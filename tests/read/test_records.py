@@ -55,15 +55,17 @@ def test_merge_refuses_non_standard_json_and_unknown_schemas(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "metrics-1-aaaaaaaaaaaa.jsonl").write_text(
         '{"schema": 1, "pid": 1}\n{"key": "train/grad_norm", "points": [[0, NaN]]}\n')
-    with pytest.raises(ValueError, match="^non-standard JSON constant NaN$"):
+    with pytest.raises(ValueError, match="^metrics-1-aaaaaaaaaaaa.jsonl:2: not valid JSON: non-standard JSON "
+                                         "constant NaN$"):
         merge_records(tmp_path / "a")
     (tmp_path / "b").mkdir()
     write_process_file(tmp_path / "b" / "metrics-1-aaaaaaaaaaaa.jsonl", {"train/grad_norm": [[0, 1.0]]}, schema=2)
-    with pytest.raises(ValueError, match=r"metrics-1-aaaaaaaaaaaa\.jsonl: unsupported record schema 2$"):
+    with pytest.raises(ValueError, match=r"^metrics-1-aaaaaaaaaaaa\.jsonl:1: unsupported record schema 2$"):
         merge_records(tmp_path / "b")
     (tmp_path / "c").mkdir()
     write_process_file(tmp_path / "c" / "metrics-1-aaaaaaaaaaaa.jsonl", {"train/grad_norm": [[0, True]]})
-    with pytest.raises(ValueError, match="^not a metric value: True$"):
+    with pytest.raises(ValueError, match="^metrics-1-aaaaaaaaaaaa.jsonl:2: train/grad_norm: not a metric value: "
+                                         "true$"):
         merge_records(tmp_path / "c")
 
 

@@ -45,6 +45,8 @@ def test_quoted_paths_are_unquoted_as_git_quotes_them():
     ('diff --git "a/x\\q" "b/x"\n', "diff: unknown escape \\q in a quoted path"),
     ("diff --git a/../etc/passwd b/../etc/passwd\n", "diff: invalid path '../etc/passwd' in record 1"),
     ("diff --git a/x b/y\nrename from x\n", "diff: a R record without both paths"),
+    # A closing quote without an opening one (found by fuzzing: it raised ValueError).
+    ('diff --git b/x.py"\n', "diff: cannot read the path of diff --git 'b/x.py\"'"),
 ])
 def test_what_cannot_be_read_is_refused(text, message):
     with pytest.raises(InputError) as info:

@@ -59,6 +59,16 @@ def test_run_annotations_one_error_per_file_that_did_not_pass():
     assert [c[0] for c in commands(out)] == ["error", "error"]
 
 
+def test_run_annotations_one_warning_per_record_not_written():
+    result = shard_result()
+    result.warnings = ["cannot write the timing record of tests/x.py attempt 1 to /full\n::error::x: "
+                       "No space left on device (ENOSPC)"]
+    out = run_annotations(result)
+    assert out.splitlines()[-1] == ("::warning::cannot write the timing record of tests/x.py attempt 1 to "
+                                    "/full%0A::error::x: No space left on device (ENOSPC)")
+    assert [c[0] for c in commands(out)] == ["error", "error", "warning"]
+
+
 def test_gate_annotations_only_the_blocking_coordinates():
     assert gate_annotations(gate_outcome()) == "::error file=tests/test_a|b.py::gate train/kl step 2: FAIL: above 0.6"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from render_cases import FILE_PLAN, REG, pr_plan, write_repo
 
 from ci_policy.errors import Diagnostic
@@ -13,6 +14,7 @@ from ci_policy.render.jsondoc import (
     JSON_SCHEMA_VERSION,
     comment_json,
     diagnostics_json,
+    dumps,
     file_run_json,
     plan_dict,
     plan_json,
@@ -107,3 +109,11 @@ def test_diagnostics_json_lists_errors_and_warnings_apart():
         "errors": [{"code": "CP201", "name": "marker-not-module-level", "path": "p.py", "line": 1, "col": 2,
                     "message": "e", "hint": "h"}],
         "warnings": [{"path": None, "line": None, "col": None, "message": "w", "hint": None}]})
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), {"est_time": [float("inf")]}])
+def test_json_output_never_holds_nan_or_infinity(value):
+    # finding 5: plan --format json printed Infinity, which no JSON parser accepts.
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        dumps(value)
+    assert dumps({"est_time": 604800.0}) == '{"est_time": 604800.0}'

@@ -39,6 +39,15 @@ def test_run_summary_markdown_then_the_gates_of_each_file():
         "\n" + GATES)
 
 
+def test_run_summary_markdown_lists_the_records_not_written_after_the_table():
+    result = shard_result()
+    result.warnings = ["cannot write the timing record of tests/a|b.py attempt 1 to t.jsonl: "
+                       "No space left on device (ENOSPC)"]
+    assert run_summary_markdown(result).split("\n\n")[2] == (
+        "- ⚠️ cannot write the timing record of tests/a\\|b.py attempt 1 to t.jsonl: "
+        "No space left on device (ENOSPC)")
+
+
 def test_plan_markdown(tmp_path):
     plan = pr_plan(write_repo(tmp_path / "repo"), "run-ci-megatron", "bug")
     assert plan_markdown(plan) == (

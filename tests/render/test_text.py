@@ -86,6 +86,18 @@ def test_run_summary_text():
         "RESULT: FAIL")
 
 
+def test_run_summary_text_lists_the_records_not_written_before_the_result():
+    result = shard_result()
+    result.warnings = ["cannot write the timing record of tests/test_quick.py attempt 1 to t.jsonl: "
+                       "No space left on device (ENOSPC)", "cannot write the metric record of b"]
+    assert run_summary_text(result).splitlines()[-4:] == [
+        "WARNINGS (2):",
+        "  cannot write the timing record of tests/test_quick.py attempt 1 to t.jsonl: "
+        "No space left on device (ENOSPC)",
+        "  cannot write the metric record of b",
+        "RESULT: FAIL"]
+
+
 def test_gate_text():
     assert gate_text(gate_outcome()) == (
         "ci-policy gate: tests/test_a|b.py (cuda, gpu)\n"

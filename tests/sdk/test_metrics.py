@@ -293,18 +293,15 @@ def test_recorder_captures_only_whitelisted_keys(tmp_path):
     ("1.5", "str '1.5'"), (None, "NoneType None"), (True, "bool True"), (False, "bool False"),
     ([1.0], "list [1.0]"), ({"v": 1.0}, "dict {'v': 1.0}"),
 ])
-def test_recorder_refuses_a_non_numeric_whitelisted_value(tmp_path, value, shown_value):
+def test_recorder_keeps_a_non_numeric_whitelisted_value_as_an_error_marker(tmp_path, value, shown_value):
     rec = MetricRecorder(tmp_path)
     rec.log({"train/grad_norm": 1.0}, 0)
-    before = only_file(tmp_path).read_text()
-    with pytest.raises(TypeError) as info:
-        rec.log({"train/ppo_kl": 0.5, "train/grad_norm": value}, 1)
-    assert str(info.value) == f"metric 'train/grad_norm' must be a number, got {shown_value}"
-    # Nothing of the refused call is kept, in memory or on disk.
-    assert only_file(tmp_path).read_text() == before
+    rec.log({"train/ppo_kl": 0.5, "train/grad_norm": value}, 1)  # never raises into the training loop
     rec.log({"train/ppo_kl": 0.25}, 2)
-    assert strict_lines(only_file(tmp_path))[1:] == [{"key": "train/grad_norm", "points": [[0, 1.0]]},
-                                                     {"key": "train/ppo_kl", "points": [[2, 0.25]]}]
+    assert strict_lines(only_file(tmp_path))[1:] == [
+        {"key": "train/grad_norm", "points": [[0, 1.0]],
+         "errors": [[1, f"metric 'train/grad_norm' must be a number, got {shown_value}"]]},
+        {"key": "train/ppo_kl", "points": [[1, 0.5], [2, 0.25]]}]
 
 
 def test_recorder_accepts_real_numbers_and_scalar_objects(tmp_path):
@@ -322,19 +319,33 @@ def test_recorder_accepts_real_numbers_and_scalar_objects(tmp_path):
         {"key": "train/grad_norm", "points": [[0, 3.0]]},
         {"key": "train/ppo_kl", "points": [[0, 0.25]]},
     ]
-    with pytest.raises(TypeError, match=r"^metric 'train/ppo_kl' must be a number, got Scalar "):
-        rec.log({"train/ppo_kl": Scalar(True)}, 1)
-    with pytest.raises(TypeError, match=r"^metric 'train/ppo_kl' must be a number, got Scalar "):
-        rec.log({"train/ppo_kl": Scalar("0.5")}, 1)
+    rec.log({"train/ppo_kl": Scalar(True)}, 1)
+    rec.log({"train/ppo_kl": Scalar("0.5")}, 2)
+    [kl] = [line for line in strict_lines(only_file(tmp_path)) if line.get("key") == "train/ppo_kl"]
+    assert kl["points"] == [[0, 0.25]]
+    assert [(step, reason.split(" <")[0]) for step, reason in kl["errors"]] == [
+        (1, "metric 'train/ppo_kl' must be a number, got Scalar"),
+        (2, "metric 'train/ppo_kl' must be a number, got Scalar")]
 
 
 @pytest.mark.parametrize("step", [-1, True, 1.0, "3", None])
-def test_recorder_refuses_a_bad_step(tmp_path, step):
+def test_recorder_keeps_a_bad_step_as_an_error_marker(tmp_path, step):
     rec = MetricRecorder(tmp_path)
-    with pytest.raises(TypeError) as info:
-        rec.log({"train/grad_norm": 1.0}, step)
-    assert str(info.value) == f"step must be an int >= 0, got {step!r}"
-    assert list(tmp_path.iterdir()) == []
+    rec.log({"train/grad_norm": 1.0, "train/loss": 2.0}, step)  # never raises into the training loop
+    assert strict_lines(only_file(tmp_path))[1:] == [
+        {"key": "train/grad_norm", "points": [], "errors": [[None, f"step must be an int >= 0, got {step!r}"]]}]
+
+
+def test_recorder_never_raises_for_what_it_cannot_write_or_read(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    rec = MetricRecorder(blocker / "records")  # its directory cannot be created
+    rec.log({"train/grad_norm": 1.0}, 0)
+    rec.log({"train/grad_norm": 2.0}, 1)
+    rec.log(None, 2)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == (f"ci_policy MetricRecorder: cannot write {rec.path}: "
+                                       f"[Errno 20] Not a directory: '{blocker / 'records'}'\n")
+    assert rec.series == {"train/grad_norm": [(0, 1.0), (1, 2.0)]}
 
 
 def test_recorder_stores_non_finite_values_as_strict_json_strings(tmp_path):

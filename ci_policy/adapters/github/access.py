@@ -9,7 +9,8 @@
   (`APPROVERS`), whatever the groups say.
 - Refused: duplicate keys, NaN/Infinity, unknown fields, wrong types, a group that does
   not exist, an `allowed_labels` entry that is neither `run-ci-<known label>` nor a
-  workflow-only label, a pin pattern that is not a valid anchored regex, `rerun_failed_ci`
+  workflow-only label, a pin pattern that is not a valid regex or is longer than
+  `MAX_PIN_PATTERN` characters or repeats more than `MAX_PIN_REPEAT` times (`a{9999999999}`), `rerun_failed_ci`
   without a pipeline workflow to dispatch.
 """
 
@@ -69,6 +70,30 @@ class AccessPolicy:
         """May this commenter use some command (so a malformed one deserves a reply)?"""
         return permission in APPROVERS or any(
             self.group(policy.group).admits(permission, user_id) for _kind, policy in self.commands)
+
+
+# A pin pattern is matched against one line of a PR body: a short value such as a PR
+# number or a tag. Bounding it keeps `re` from overflowing (`a{9999999999}`) or compiling
+# a huge program from a trusted but mistaken policy.
+MAX_PIN_PATTERN = 256
+MAX_PIN_REPEAT = 1000
+_REPEAT_RE = re.compile(r"\{(\d*)(?:,(\d*))?\}")
+
+
+def pin_pattern_problem(pattern: str) -> str | None:
+    """Why `pattern` is not an acceptable pin regex, or None."""
+    if len(pattern) > MAX_PIN_PATTERN:
+        return f"the pattern has {len(pattern)} characters, more than {MAX_PIN_PATTERN}"
+    for m in _REPEAT_RE.finditer(pattern):
+        for count in m.groups():
+            # Compared as text first: int() of a long digit string is itself slow.
+            if count and (len(count) > len(str(MAX_PIN_REPEAT)) or int(count) > MAX_PIN_REPEAT):
+                return f"repetition count {count[:20]} in {m.group(0)[:40]!r} is larger than {MAX_PIN_REPEAT}"
+    try:
+        re.compile(pattern)
+    except (re.error, OverflowError, RecursionError) as exc:
+        return f"invalid regex: {exc}"
+    return None
 
 
 class _Checker:
@@ -192,10 +217,11 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
                     if not PIN_NAME_RE.fullmatch(name) or name == "ci-image-tag":
                         c.fail(f"{where}.pins.{name}", "pin names look like ci-<name> (ci-image-tag is built in)")
                         continue
-                    try:
-                        re.compile(pattern) if isinstance(pattern, str) else None
-                    except re.error as exc:
-                        c.fail(f"{where}.pins.{name}", f"invalid regex: {exc}")
+                    problem = pin_pattern_problem(pattern) if isinstance(pattern, str) else None
+                    if problem:
+                        c.fail(f"{where}.pins.{name}", problem,
+                               hint=f"a pin pattern has at most {MAX_PIN_PATTERN} characters and repetition "
+                               f"counts of at most {MAX_PIN_REPEAT}, e.g. [0-9]{{1,7}}")
                         continue
                     if not isinstance(pattern, str):
                         c.fail(f"{where}.pins.{name}", f"expected a regex string, got {shapes.a_json_type(pattern)}")

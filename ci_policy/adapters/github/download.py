@@ -4,8 +4,17 @@
   optionally `/attempts/N`), a token and the API base URL.
 - Out: `FileEvidence` rows: one log per job (`GET .../actions/jobs/{id}/logs`, redirect
   followed; every page of jobs and of artifacts) parsed by `logs.read_log` with the job's
-  name (stage and shard), and every `*.jsonl` member of the run's artifacts parsed by `records.read_records`.
-- Zip members are read as bytes; their names are never used as paths.
+  name (stage and shard), and every `*.jsonl` member of the run's artifacts parsed by `records.read_records`
+  (a torn last line of a member is a warning citing the member, as for a local file).
+- Zip members are streamed, one at a time, with a running byte budget: a member is
+  counted by the bytes it really expands to (never its declared size) against
+  `MAX_MEMBER_BYTES`, the archive's total against `tune.archive_max_bytes`, and the run's
+  artifacts together against `tune.run_max_bytes`; each member passes through one
+  temporary file that is deleted before the next is read. Member names are never paths.
+- Every archive problem (not a zip, truncated, a bad CRC, a false size, encrypted
+  members, an unsupported compression such as deflate64, too many members, a budget
+  exceeded: a zip bomb) skips that whole archive (none of its rows are used) with a
+  warning naming the artifact and the member, appended to `warnings`; never a traceback.
 - The redirects to blob storage are followed here, not by PyGithub (which refuses hosts
   outside github.com/githubusercontent.com with an AssertionError), and never carry the
   token: the Location is a signed URL.
@@ -13,20 +22,41 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import tempfile
 import zipfile
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_policy.adapters.github.client import Throttle, github_requester
 from ci_policy.adapters.tuning.evidence import FileEvidence
-from ci_policy.errors import InputError, InputErrors, UsageError
+from ci_policy.errors import CiPolicyError, Diagnostic, InputError, InputErrors, UsageError, warning
 
 RUN_RE = re.compile(r"(?:https?://[^/]+/)?(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)"
                     r"(?:/actions/runs)?/(?P<run>[0-9]+)(?:/attempts/[0-9]+)?/?")
-MAX_ARCHIVE_BYTES = 256 * 1024 * 1024
-MAX_MEMBER_BYTES = 64 * 1024 * 1024
+MAX_ARCHIVE_BYTES = 256 * 1024 * 1024  # one artifact's download (compressed)
+MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one member, expanded; also one job log
+MAX_MEMBERS = 10_000
+CHUNK = 64 * 1024
+# What zipfile and zlib raise for a damaged, encrypted or unsupported archive.
+ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError,
+                  zlib.error, ValueError, OSError)
+
+
+class ArchiveSkipped(CiPolicyError):
+    """An archive that is not read; the message says why."""
+
+
+@dataclass
+class ExpansionBudget:
+    """The bytes archives may still expand to: per archive, and for the run's archives together."""
+
+    archive_max_bytes: int = 256 * 1024 * 1024
+    run_max_bytes: int = 1024 * 1024 * 1024
+    run_used: int = field(default=0)
 
 
 def parse_run(text: str) -> tuple[str, int]:
@@ -73,8 +103,11 @@ def _pages(requester, path: str, key: str, parameters: dict) -> list:
         page += 1
 
 
-def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | None = None) -> list[FileEvidence]:
-    """Every row of the run `spec`; `throttle` None keeps PyGithub's pauses (see `client`)."""
+def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | None = None,
+                 archive_max_bytes: int = 256 * 1024 * 1024, run_max_bytes: int = 1024 * 1024 * 1024,
+                 warnings: list[Diagnostic] | None = None) -> list[FileEvidence]:
+    """Every row of the run `spec`; `throttle` None keeps PyGithub's pauses (see `client`);
+    each archive skipped is a warning appended to `warnings`."""
     from github import GithubException
 
     from ci_policy.adapters.tuning.logs import read_log
@@ -83,6 +116,8 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
     repo_name, run_id = parse_run(spec)
     requester = github_requester(token, base_url, timeout=60, throttle=throttle)
     rows: list[FileEvidence] = []
+    budget = ExpansionBudget(archive_max_bytes=archive_max_bytes, run_max_bytes=run_max_bytes)
+    skipped = warnings if warnings is not None else []
     try:
         jobs = _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/jobs", "jobs", {"filter": "all"})
         for job in jobs:
@@ -96,7 +131,14 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
                 continue
             blob = _get_bytes(requester, f"/repos/{repo_name}/actions/artifacts/{int(artifact['id'])}/zip",
                               MAX_ARCHIVE_BYTES)
-            rows += _records_of_archive(blob, repo_name, run_id, str(artifact.get("name", "")), read_records)
+            name = str(artifact.get("name", ""))
+            try:
+                rows += _records_of_archive(blob, repo_name, run_id, name, read_records, budget, warnings)
+            except ArchiveSkipped as exc:
+                skipped.append(warning(f"artifact {name!r} of run {run_id} skipped: {exc}",
+                                       path=f"{repo_name}/runs/{run_id}/artifacts/{name}",
+                                       hint="none of its timing records are used; the run's other "
+                                            "artifacts and job logs are"))
     except GithubException as exc:
         message = exc.data.get("message") if isinstance(exc.data, dict) else None
         raise InputError(f"GitHub API error {exc.status} while reading run {run_id} of {repo_name}: "
@@ -104,29 +146,80 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
     return rows
 
 
-def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, read_records) -> list[FileEvidence]:
+def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, read_records,
+                        budget: ExpansionBudget | None = None,
+                        warnings: list[Diagnostic] | None = None) -> list[FileEvidence]:
+    """The rows of every `*.jsonl` member; raises `ArchiveSkipped` for any archive problem; a
+    torn last line of a member is a warning citing the member, appended to `warnings`."""
+    budget = budget if budget is not None else ExpansionBudget()
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
-    except zipfile.BadZipFile:
-        raise InputError(f"artifact {name!r} of run {run_id} is not a zip archive") from None
-    rows = []
+        members = [i for i in archive.infolist() if not i.is_dir() and i.filename.endswith(".jsonl")]
+    except ARCHIVE_ERRORS as exc:
+        raise ArchiveSkipped(f"not a readable zip archive ({_reason(exc)})") from None
+    if len(archive.infolist()) > MAX_MEMBERS:
+        raise ArchiveSkipped(f"more than {MAX_MEMBERS} members")
+    rows: list[FileEvidence] = []
+    expanded = 0
     with tempfile.TemporaryDirectory(prefix="ci-policy-tune-") as tmp:
-        for i, info in enumerate(archive.infolist()):
-            if info.is_dir() or not info.filename.endswith(".jsonl"):
-                continue
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise InputError(f"artifact {name!r}: {info.filename} is too large")
-            local = Path(tmp, f"member-{i}.jsonl")  # never the member's own name
-            local.write_bytes(archive.read(info))
-            cite = f"{repo_name}/runs/{run_id}/artifacts/{name}/{info.filename}"
+        local = Path(tmp, "member.jsonl")  # never the member's own name; one member at a time
+        for info in members:
+            member = _shown_name(info.filename)
+            if info.flag_bits & 0x1:
+                raise ArchiveSkipped(f"member {member} is encrypted")
             try:
-                found = read_records(local, run_id=str(run_id), job_name=name)
+                size = _expand(archive, info, local, member, name, expanded, budget)
+            except ARCHIVE_ERRORS as exc:
+                raise ArchiveSkipped(f"member {member}: {_reason(exc)}") from None
+            expanded += size
+            budget.run_used += size
+            cite = f"{repo_name}/runs/{run_id}/artifacts/{name}/{info.filename}"
+            torn: list[Diagnostic] | None = None if warnings is None else []
+            try:
+                found = read_records(local, run_id=str(run_id), job_name=name, warnings=torn)
             except InputErrors as exc:  # cite the member, not the temporary file
                 raise InputErrors([InputError(e.message, path=cite, line=e.line, col=e.col, hint=e.hint)
                                     for e in exc.errors]) from None
+            finally:
+                local.unlink(missing_ok=True)
+            if warnings is not None and torn:
+                warnings += [dataclasses.replace(w, path=cite) for w in torn]
             for row in found:
                 rows.append(_cite(row, cite))
     return rows
+
+
+def _expand(archive: zipfile.ZipFile, info: zipfile.ZipInfo, local: Path, member: str, name: str,
+            expanded: int, budget: ExpansionBudget) -> int:
+    """Stream one member into `local`, counting the bytes it really expands to."""
+    size = 0
+    with archive.open(info) as src, open(local, "wb") as dst:
+        while chunk := src.read(CHUNK):
+            size += len(chunk)
+            if size > MAX_MEMBER_BYTES:
+                raise ArchiveSkipped(f"member {member} expands to more than {MAX_MEMBER_BYTES} bytes")
+            if expanded + size > budget.archive_max_bytes:
+                raise ArchiveSkipped(f"expands to more than tune.archive_max_bytes ({budget.archive_max_bytes} "
+                                     f"bytes) at member {member}")
+            if budget.run_used + size > budget.run_max_bytes:
+                raise ArchiveSkipped(f"the run's archives expand to more than tune.run_max_bytes "
+                                     f"({budget.run_max_bytes} bytes) at member {member}")
+            dst.write(chunk)
+    return size
+
+
+def _shown_name(name: str) -> str:
+    text = "".join(ch if ch.isprintable() else "?" for ch in name)
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, NotImplementedError):
+        return f"unsupported ({exc})"
+    if isinstance(exc, RuntimeError) and "encrypted" in str(exc):
+        return "encrypted"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _cite(row: FileEvidence, source: str) -> FileEvidence:

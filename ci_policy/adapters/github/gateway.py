@@ -389,7 +389,7 @@ class Gateway:
             return Result("refused", f"untrusted head {sha} not approved")
         try:
             pins = pins_from_body(pr_body, policy.pins)
-            plan = self.resolve_at(ctx, sha, command.argument, pins.get("ci-image-tag"))
+            plan = self.resolve_at(ctx, sha, command.argument, pins.get("ci-image-tag"), command.target)
         except (InputError, InputErrors) as exc:
             errors = exc.errors if isinstance(exc, InputErrors) else (exc,)
             text = "; ".join(e.message for e in errors)
@@ -399,6 +399,9 @@ class Gateway:
             return Result("refused", text)
         inputs = {"pull_number": str(ctx.pull_number), "head_sha": sha, "test_file": plan.file,
                   "image_tag": pins.get("ci-image-tag", "")}
+        if command.target:
+            # The stage the gateway resolved: the rerun workflow resolves the same registration.
+            inputs["stage"] = plan.suite
         for name, _pattern in policy.pins:
             inputs[pin_input(name)] = pins.get(name, "")
         ref = policy.ref or ctx.default_branch
@@ -412,8 +415,10 @@ class Gateway:
         return Result("done", f"dispatched {policy.workflow} for {plan.file} at {sha}",
                       details={"inputs": inputs, "plan": plan.as_dict()})
 
-    def resolve_at(self, ctx: Context, sha: str, file: str, image_tag: str | None) -> FilePlan:
-        """Resolve `file` at commit `sha` from the PR's tree, read as data."""
+    def resolve_at(self, ctx: Context, sha: str, file: str, image_tag: str | None,
+                   choice: str | None = None) -> FilePlan:
+        """Resolve `file` at commit `sha` from the PR's tree, read as data; `choice`: the backend or
+        stage the command named."""
         tree = self.api.get(f"/repos/{ctx.repository}/git/trees/{sha}", {"recursive": "1"}) or {}
         if tree.get("truncated"):
             raise InputError("the pull request's tree is too large to read through the API", path=file)
@@ -444,7 +449,11 @@ class Gateway:
                 target = Path(tmp, path)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-            return resolve_file(file, Path(tmp), config_path=self.config_path, image_tag=image_tag)
+            # The choice names a stage of the trusted configuration, else a backend.
+            is_stage = choice is not None and self.config.stage(choice) is not None
+            return resolve_file(file, Path(tmp), config_path=self.config_path, image_tag=image_tag,
+                                stage=choice if is_stage else None,
+                                backend=choice if choice is not None and not is_stage else None)
 
     def find_run(self, ctx: Context, workflow: str, name: str) -> str:
         page = f"https://github.com/{ctx.repository}/actions/workflows/{workflow}"

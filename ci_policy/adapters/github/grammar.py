@@ -5,9 +5,10 @@
   `GrammarError` for a body that mentions a command but is not exactly one.
 - Accepted, as the whole trimmed body: `/run-ci-<name>`, `/bypass-fastfail`,
   `/clear-labels`, `/rerun-failed-ci`, `/ok-to-test <sha>` with `<sha>` 7 to 40 lower-case
-  hex digits (a prefix of the head being approved), `/rerun-test <path>` with `<path>` a repo-relative
+  hex digits (a prefix of the head being approved), `/rerun-test <path> [<target>]` with `<path>` a repo-relative
   `DIR/.../NAME.py` path of safe segments (the checkout's discovery configuration then
-  decides whether it is a test file). Nothing is normalised: a look-alike slash
+  decides whether it is a test file) and `<target>` an optional backend or stage name
+  (which registration to rerun when the file has several). Nothing is normalised: a look-alike slash
   (U+2215, U+FF0F, ...) is not a slash, and a second line is a second command.
 """
 
@@ -20,23 +21,29 @@ from ci_policy.errors import CiPolicyError
 from ci_policy.plan.filerun import MAX_TEST_PATH, TEST_PATH_RE
 from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 
+# A backend or stage name, as the configuration spells them; anything else after the path
+# makes the comment "not exactly one command".
+TARGET = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
 COMMAND_RE = re.compile(
     rf"/(?:(?P<label>{CI_LABEL_PREFIX}{NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
-    rf"|rerun-test (?P<path>\S+)|ok-to-test (?P<sha>\S+))")
+    rf"|rerun-test (?P<path>\S+)(?: (?P<target>{TARGET}))?|ok-to-test (?P<sha>\S+))")
 MARKERS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test", "/ok-to-test")
 SHA_PREFIX_RE = re.compile(r"[0-9a-f]{7,40}")
 
 USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`, `/ok-to-test <head sha>`.")
+         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py [backend or stage]`, "
+         "`/ok-to-test <head sha>`.")
 
 
 @dataclass(frozen=True)
 class Command:
     kind: str  # add_label | bypass_fastfail | clear_labels | rerun_failed_ci | rerun_test | ok_to_test
     argument: str | None = None
+    target: str | None = None  # rerun_test: the backend or stage named after the path
 
     def __str__(self) -> str:
-        return {"add_label": f"/{self.argument}", "rerun_test": f"/rerun-test {self.argument}",
+        rerun = f"/rerun-test {self.argument}" + (f" {self.target}" if self.target else "")
+        return {"add_label": f"/{self.argument}", "rerun_test": rerun,
                 "ok_to_test": f"/ok-to-test {self.argument}"}.get(
             self.kind, "/" + self.kind.replace("_", "-"))
 
@@ -65,7 +72,7 @@ def parse(body: str) -> Command | None:
     if len(path) > MAX_TEST_PATH or not TEST_PATH_RE.fullmatch(path):
         raise GrammarError(f"`{_shown(path)}` is not a repo-relative test file path of safe segments "
                            f"(letters, digits, '_', '.', '-'; no '..') ending in .py. {USAGE}")
-    return Command("rerun_test", path)
+    return Command("rerun_test", path, m.group("target"))
 
 
 def _shown(text: str) -> str:

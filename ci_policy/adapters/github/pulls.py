@@ -50,11 +50,13 @@ def pull_request_of(data: Any, what: str, path: str | None = None) -> PullReques
             problems.append(f"no 40-hex {name} SHA")
     if not isinstance(base_repository, str):
         problems.append("no base repository")
+    listed = _get(data, "labels")
+    if listed is not None and not isinstance(listed, list):
+        problems.append("labels is not a list")
     if problems:
         raise InputError(f"{what}: {', '.join(problems)}", path=path,
                          hint="pass the payload of a pull_request event, or --number N")
-    labels = tuple(name for name in (_get(lab, "name") for lab in _get(data, "labels") or [])
-                   if isinstance(name, str))
+    labels = tuple(name for name in (_get(lab, "name") for lab in listed or []) if isinstance(name, str))
     head_repository = _get(data, "head", "repo", "full_name")
     association = _get(data, "author_association")
     return PullRequest(number=number, head_sha=head, base_sha=base, labels=labels,

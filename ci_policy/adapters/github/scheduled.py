@@ -6,6 +6,11 @@ the one pull request that proposes the estimates (an adapter, through PyGithub's
   newest first (in pages of 100). The API is asked with the `event`, `branch` and `status` filters; every
   run it answers is checked again here: a `pull_request` run is never read, whatever the
   API returns (a PR's code must not move the estimates of the default branch).
+- `run_trust(...)`: what `tune --github-run` may read, by the run's own metadata
+  (`GET /repos/{repo}/actions/runs/{id}`): a `schedule` or `push` run on the default branch
+  is trusted; any other (a pull request's, a branch's, a dispatch's) ran code nobody
+  reviewed, whose tests could have written its timing artifacts, so tune refuses it unless
+  told `--allow-untrusted-runs`.
 - `open_or_update_pr(...)`: commits the changed files on top of the default branch's head
   through the git data API (blobs, a tree on the head's tree, a commit), points the fixed
   branch `ci-policy/tune-estimates` at it (created, or force-updated), then edits the open
@@ -72,6 +77,28 @@ def scheduled_runs(requester: Any, repository: str, workflow: str, branch: str, 
                 break
     found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
     return found[:count]
+
+
+TRUSTED_EVENTS = ("schedule", PUSH)
+
+
+@dataclass(frozen=True)
+class RunTrust:
+    id: int
+    event: str
+    branch: str
+    trusted: bool
+
+    @property
+    def origin(self) -> str:
+        """Where a sample of this run came from, for the evidence CSV."""
+        return f"github {self.event} on {self.branch or '?'}" + ("" if self.trusted else " (untrusted)")
+
+
+def run_trust(requester: Any, repository: str, run_id: int, default: str) -> RunTrust:
+    run = _call(requester, "GET", f"/repos/{repository}/actions/runs/{run_id}")
+    event, branch = str(run.get("event") or ""), str(run.get("head_branch") or "")
+    return RunTrust(run_id, event, branch, event in TRUSTED_EVENTS and branch == default)
 
 
 def open_or_update_pr(requester: Any, repository: str, base: str, files: Sequence[tuple[str, str]], *,

@@ -2,15 +2,28 @@
 
 - In: the checkout root, the `StagePlan` and `Shard` from `ci_policy.plan` (the same
   code as `ci-policy plan`/`list`), retry rules, timeouts and `RunOptions`.
-- Out: a `ShardResult`; progress lines and the tests' live output on `out`; one JSON
+- Out: a `ShardResult`; progress lines and the tests' live output on `out` (default: the
+  `sys.stdout` of the call, under GitHub the console guard, which neutralises workflow
+  commands in the tests' output too; `::group::` lines go through `write_commands`); one JSON
   line per attempt appended (and flushed, fsynced) to the timings file, so a runner
-  killed mid-shard keeps every finished record.
+  killed mid-shard keeps every finished record. The timings file is outside the checkout
+  by default, never named in a test's environment, and whatever a test changed in it is
+  undone before the next record and at the end of the shard (`TimingsWriter`), with a
+  warning.
 - Each file runs as `python FILE` or `python -m pytest FILE` (the stage's `runner`),
-  from the checkout root, in its own session/process group, without a shell.
-- On timeout: SIGTERM to the process group and to every descendant, SIGKILL after the
-  grace period. The runner makes itself a child subreaper (Linux), so double-forked
-  daemons are reparented to it and killed too; leftovers of a test that exited are
-  killed the same way, so no process a test started outlives its attempt.
+  from the checkout root, in its own session/process group, without a shell, with the
+  environment `runner.env` allows (`ci_policy.config.runner.child_env`): no token, password,
+  Actions runtime variable or store URL, and not `$RUNNER_TEMP` (where the timings go).
+- On timeout: SIGTERM to every process of the attempt, then after the grace period its
+  cgroup's `cgroup.kill` (where cgroup v2 is delegated to us) and freeze-then-kill of the
+  runner's descendants (it is a child subreaper) and the test's session and process group
+  (`procs`); leftovers of a test that exited are killed the same way, so no process a test
+  started outlives its attempt. A watchdog kills the attempt if the runner itself is killed;
+  SIGTERM/SIGINT during a kill hurry it and never abort it.
+- `elapsed` ends when the test's main process exits or times out (never the kill grace); a
+  test killed by a signal is reported with the signal's name (`killed by SIGKILL`).
+- A timing or metric record that cannot be written (a full disk, EIO, a read-only file
+  system) is a warning of the result (`ShardResult.warnings`), and the shard goes on.
 - Refused before anything runs: a missing, non-regular or symlinked test file.
 """
 
@@ -18,12 +31,14 @@ from __future__ import annotations
 
 import codecs
 import collections
-import ctypes
+import contextlib
 import datetime
+import errno
 import io
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,8 +49,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, cast
 
+from ci_policy.adapters.console import write_commands
+from ci_policy.adapters.runner import procs
+from ci_policy.adapters.runner.procs import Watchdog, become_subreaper, proc_table
 from ci_policy.adapters.runner.retry import classify
-from ci_policy.config.runner import RetryRules, RunnerConfig
+from ci_policy.config.runner import EnvRules, RetryRules, RunnerConfig, child_env
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import StagePlan
@@ -43,13 +61,13 @@ from ci_policy.plan.partition import Shard
 from ci_policy.plan.results import Attempt, AttemptStatus, FileResult, GateOutcome, ShardResult
 from ci_policy.plan.timeouts import timeout_for
 from ci_policy.read.checkout import check_no_symlinks
-from ci_policy.read.records import Series, merge_records, write_record
+from ci_policy.read.records import Problems, Series, merge_record_dir, write_record
 from ci_policy.render import escape_data, one_line
 from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV
 
 TAIL_BYTES = 64 * 1024
+REAP_INTERVAL = 0.1  # seconds between sweeps for adopted zombies while a test runs
 FAILURE_KIND_ENV = "CI_POLICY_FAILURE_KIND_FILE"
-PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass(frozen=True)
@@ -62,11 +80,13 @@ class RunOptions:
     timings_out: Path | None = None
     kill_grace: float = RunnerConfig.kill_grace
     python: str = sys.executable
+    # Which of the runner's variables a test sees (never a token, password or the store URL).
+    env: EnvRules = EnvRules()
     # Metric capture: every attempt gets its own CI_POLICY_RECORD_DIR; the passing
     # attempt's files are merged into records_dir/<file>.json and handed to `gate`.
     records_dir: Path | None = None
     capture: tuple[str, ...] = ()
-    gate: Callable[[Registration, Series], GateOutcome] | None = None
+    gate: Callable[[Registration, Series, Problems], GateOutcome] | None = None
 
 
 def check_files(repo: Path, regs: list[Registration]) -> None:
@@ -85,113 +105,95 @@ def check_files(repo: Path, regs: list[Registration]) -> None:
         raise InputErrors(errors)
 
 
+class Terminated(BaseException):
+    """The runner received SIGTERM (a cancelled job); the running test is killed on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 # -- processes ---------------------------------------------------------------------------
 
-def become_subreaper() -> bool:
-    """Orphaned descendants (double-forked daemons) get reparented to us, so we can kill them."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _proc_table() -> dict[int, tuple[int, str]]:
-    """pid -> (ppid, state) from /proc; empty where /proc does not exist."""
-    table: dict[int, tuple[int, str]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                data = fh.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        # The command name may contain spaces and parentheses: split after the last ')'.
-        rest = data[data.rfind(")") + 2:].split()
-        if len(rest) >= 2:
-            table[int(name)] = (int(rest[1]), rest[0])
-    return table
-
-
 def descendants(root: int, exclude: frozenset[int] = frozenset()) -> set[int]:
-    table = _proc_table()
-    children: dict[int, list[int]] = collections.defaultdict(list)
-    for pid, (ppid, state) in table.items():
-        if state != "Z":
-            children[ppid].append(pid)
-    out, stack = set(), [root]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in out and child not in exclude:
-                out.add(child)
-                stack.append(child)
-    return out
+    """The live descendants of `root` (the runner's own, before an attempt: its watchdog)."""
+    table = proc_table()
+    return {p for p in procs.descendants(table, [root], exclude) if not procs.dead(table[p][3])}
 
 
-def _alive(pid: int) -> bool:
-    state = _proc_table().get(pid)
-    if state is not None:
-        return state[1] != "Z"
+def signal_name(returncode: int | None) -> str | None:
+    """`SIGKILL` for a process that died of signal 9 (a negative return code), else None."""
+    if returncode is None or returncode >= 0:
+        return None
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not Path("/proc").is_dir()
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
 
 
-def _signal(pids, pgid: int | None, sig: int) -> None:
-    if pgid is not None:
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _reap(pids) -> None:
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-
-
-def kill_tree(pgid: int | None, keep: frozenset[int], grace: float) -> int:
-    """SIGTERM the group and every descendant of this process, SIGKILL what remains."""
+def _attempt_selector(main: int, keep: frozenset[int]) -> Callable[[procs.Table], set[int]]:
+    """The attempt's processes: the runner's descendants (it is a subreaper) and the test's session
+    and process group, with theirs; never the runner, its watchdog or what ran before the attempt."""
     me = os.getpid()
-    targets = descendants(me, keep)
-    if not targets and pgid is None:
+    spare = keep | {me}
+
+    def select(table: procs.Table) -> set[int]:
+        found = procs.descendants(table, [me], spare)
+        grouped = {p for p, (_ppid, pgid, sid, _state) in table.items()
+                   if main in (pgid, sid) and p not in spare}
+        return found | grouped | procs.descendants(table, grouped, spare)
+    return select
+
+
+def _signal_group(main: subprocess.Popen, sig: int) -> None:
+    """Signal the test's process group while its leader is unreaped (so its id cannot have been
+    reused), or at any time where there is no /proc to find the group's members by."""
+    if main.returncode is not None and Path("/proc/self").is_dir():
+        return
+    try:
+        os.killpg(main.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int], grace: float,
+                 hurried: Callable[[], bool]) -> int:
+    """SIGTERM every process of the attempt, wait up to `grace` (less when hurried), then kill
+    its cgroup and freeze-then-kill what is left; returns how many processes were signalled."""
+    select = _attempt_selector(main.pid, keep)
+
+    def alive(table: procs.Table) -> set[int]:
+        # Zombies are dead already (the ones adopted are reaped below): not counted as killed.
+        return {p for p in select(table) if p != main.pid and not procs.dead(table[p][3])}
+
+    live = alive(proc_table())
+    if main.poll() is None:
+        live.add(main.pid)
+    if group is not None:
+        live |= procs.cgroup_pids(group)
+    if not live:
+        if group is not None:
+            procs.remove_cgroup(group)
+        reap_adopted(keep | {main.pid})
         return 0
-    _signal(targets, pgid, signal.SIGTERM)
+    procs.signal_all(live, signal.SIGTERM)
+    _signal_group(main, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        _reap(targets)
-        targets |= descendants(me, keep)
-        if not any(_alive(p) for p in targets):
+    while time.monotonic() < deadline and not hurried():
+        main.poll()
+        procs.reap(live - {main.pid})
+        table = proc_table()
+        live |= alive(table)
+        if not any(not procs.dead(table.get(p, (0, 0, 0, "X"))[3]) for p in live):
             break
         time.sleep(0.05)
-    survivors = {p for p in targets | descendants(me, keep) if _alive(p)}
-    if survivors or pgid is not None:
-        _signal(survivors, pgid, signal.SIGKILL)
-    for _ in range(100):
-        _reap(targets | survivors)
-        if not any(_alive(p) for p in survivors):
-            break
-        time.sleep(0.02)
-    return len(targets)
+    held = procs.kill_cgroup(group) | procs.freeze_and_kill(select)
+    _signal_group(main, signal.SIGKILL)  # without /proc (not Linux), the test's group is all there is
+    main.wait()
+    # Reaped by pid, never by waitpid(-1): that could take the watchdog or the test's own status.
+    procs.wait_gone(held - {main.pid}, procs.reap)
+    reap_adopted(keep)
+    return len(live | held)
 
 
 def _echo(out: IO[str], text: str) -> None:
@@ -210,6 +212,29 @@ def _echo(out: IO[str], text: str) -> None:
         pass
 
 
+def _wait(proc: subprocess.Popen, timeout: float | None, keep: frozenset[int]) -> None:
+    """`proc.wait(timeout)`, reaping meanwhile the zombies the runner adopts as a subreaper: a
+    PID hopper leaves hundreds a second, which unreaped would use up the pid space."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = REAP_INTERVAL if deadline is None else min(REAP_INTERVAL, max(0.0, deadline - time.monotonic()))
+        try:
+            proc.wait(timeout=step)
+            return
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
+        reap_adopted(keep | {proc.pid})
+
+
+def reap_adopted(spare: frozenset[int]) -> None:
+    """Reap the zombie children of the runner, except `spare`: by pid, never waitpid(-1), since
+    the test's own status belongs to its `Popen` and the watchdog's to its owner."""
+    me = os.getpid()
+    procs.reap(p for p, (ppid, _pgid, _sid, state) in proc_table().items()
+               if ppid == me and state == "Z" and p not in spare)
+
+
 @dataclass(frozen=True)
 class ProcessResult:
     returncode: int | None
@@ -219,12 +244,33 @@ class ProcessResult:
     killed: int
 
 
+@dataclass
+class Containment:
+    """What every attempt of a shard shares: the cgroup to nest attempts in, and the watchdog."""
+
+    cgroups: Path | None = None
+    watchdog: Watchdog | None = None
+
+
 def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, grace: float,
-                out: IO[str]) -> ProcessResult:
+                out: IO[str], contain: Containment | None = None) -> ProcessResult:
+    contain = contain or Containment()
     keep = frozenset(descendants(os.getpid()))
+    ident = procs.attempt_id()
+    env = {**env, procs.ATTEMPT_ENV: ident}
+    group = procs.make_cgroup(contain.cgroups, f"ci-policy-{ident}")
+    watchdog = contain.watchdog
+    if watchdog is not None:
+        watchdog.send(f"A {ident} {group or '-'}")
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=procs.join_cgroup(group))
+    if watchdog is not None:
+        watchdog.send(f"P {proc.pid}")
+    if group is not None and proc.pid not in procs.cgroup_pids(group):
+        procs.remove_cgroup(group)  # the move failed (not delegated after all): freeze-then-kill only
+        group = None
     tail: collections.deque[bytes] = collections.deque()
     size = [0]
     # A read may end inside a multi-byte UTF-8 character: decode incrementally.
@@ -247,21 +293,23 @@ def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, gr
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     timed_out = False
+    interrupted: BaseException | None = None
     try:
-        proc.wait(timeout=timeout)
+        _wait(proc, timeout, keep)
     except subprocess.TimeoutExpired:
         timed_out = True
-    finally:
-        killed = kill_tree(proc.pid, keep | {os.getpid()}, grace) if timed_out else 0
-        if not timed_out:
-            # The test exited; anything it left behind (servers, daemons) goes too.
-            killed = kill_tree(None, keep | {os.getpid()}, grace)
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        proc.wait()
+    except (Terminated, KeyboardInterrupt) as exc:
+        interrupted = exc
+    # The test's time ends when its main process exits or is timed out, not after the kill grace.
     elapsed = time.monotonic() - start
+    # The test exited: anything it left behind (servers, daemons) goes too. Timed out or
+    # interrupted: the test itself goes. Signals that arrive meanwhile only hurry the kill.
+    with procs.KillGuard(Terminated, reraise=interrupted is None) as guard:
+        killed = kill_attempt(proc, group, keep, grace, guard.hurried)
+    if watchdog is not None:
+        watchdog.send("D")
+    if interrupted is not None:
+        raise interrupted
     reader.join(timeout=5)
     if last[0] != b"\n":
         # Output without a final newline must not swallow what follows (`::endgroup::`,
@@ -279,23 +327,110 @@ def _now() -> str:
 
 
 def default_timings_path(repo: Path) -> Path:
+    """`$RUNNER_TEMP/ci-policy-timings.jsonl`, else the user's cache directory: never the
+    checkout, where a test (or the PR itself) writes."""
     runner_temp = os.environ.get("RUNNER_TEMP")
     if runner_temp:
         return Path(runner_temp) / "ci-policy-timings.jsonl"
-    return repo / ".ci-policy" / "timings.jsonl"
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "ci-policy" / "timings.jsonl"
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of the regular file `path` (b"" when missing); None for anything else (a
+    symbolic link, a FIFO), which is never followed or read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return b""
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        return fh.read()
 
 
 class TimingsWriter:
-    """Appends one JSON line per attempt; flushed and fsynced before the next attempt starts."""
+    """Appends one JSON line per attempt, fsynced before the next attempt starts.
+
+    The tests run as the same user and could write the file (finding: a test appended forged
+    records to steer `tune`). So the writer keeps the bytes the file must hold (what was there
+    when it opened, plus its own records) and, before each record and on close, when no test
+    process is left, compares the file with them; anything else (a line added or edited, the
+    file replaced or linked elsewhere) is undone by rewriting the file, and counted in
+    `restored`. A path that is a device or a FIFO when the shard starts (e.g. `/dev/full`) is
+    only appended to, never replaced.
+
+    A record that cannot be written (ENOSPC, EIO, EROFS, ...) is returned as a warning instead
+    of stopping the shard: losing a timing record must not lose the remaining tests' results.
+    """
 
     def __init__(self, path: Path, stage: str, shard: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.stage = stage
         self.shard = shard
-        self._fh = open(path, "a", encoding="utf-8")
+        self.restored = 0
+        self._fh: IO[bytes] | None = None
+        self._fd: int | None = None
+        self._expected = b""
+        self._guarded = True
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            before = _read_regular(path)
+            if before is None and not path.is_symlink():
+                self._guarded = False  # a device or FIFO the caller named: append only
+                return
+            self._expected = b"" if before is None else before
+            if before is None:
+                self._restore()
+            self._fh = open(path, "ab")
+        except OSError:
+            self._guarded = False  # each write reports the error as a warning
 
-    def write(self, reg: Registration, attempt: Attempt) -> dict:
+    def _open(self) -> int:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        return self._fd
+
+    def _restore(self) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=".ci-policy-timings-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(self._expected)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def _check(self) -> bool:
+        """Whether the file held exactly the expected bytes; restored when not."""
+        assert self._fh is not None
+        current = _read_regular(self.path)
+        try:
+            same_file = os.path.samestat(os.lstat(self.path), os.fstat(self._fh.fileno()))
+        except OSError:
+            same_file = False
+        if current == self._expected and same_file:
+            return True
+        self._fh.close()
+        self._restore()
+        self._fh = open(self.path, "ab")
+        self.restored += 1
+        return False
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        return self._fd
+
+    def write(self, reg: Registration, attempt: Attempt) -> str | None:
+        """Appends the attempt's record; the warning when it could not be written, else None."""
         record = {
             "schema": 1,
             "file": reg.file,
@@ -312,13 +447,46 @@ class TimingsWriter:
             "run_id": os.environ.get("GITHUB_RUN_ID"),
             "run_attempt": os.environ.get("GITHUB_RUN_ATTEMPT"),
         }
-        self._fh.write(json.dumps(record, sort_keys=False) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        return record
+        data = (json.dumps(record, sort_keys=False) + "\n").encode("utf-8")
+        try:
+            if self._guarded and self._fh is not None:
+                self._check()
+                self._fh.write(data)
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+                self._expected += data
+            else:
+                fd = self._open()
+                # One write of the whole line to an O_APPEND file: never interleaved, never buffered.
+                if os.write(fd, data) != len(data):
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+                os.fsync(fd)
+        except OSError as exc:
+            return write_warning("timing record", self.path, reg.file, attempt.attempt, exc)
+        return None
 
-    def close(self) -> None:
-        self._fh.close()
+    def close(self) -> bool:
+        """Closes the file; False when it had been changed by something else since the last record."""
+        unchanged = True
+        if self._fh is not None:
+            try:
+                unchanged = self._check()
+            except OSError:
+                unchanged = False
+            finally:
+                self._fh.close()
+                self._fh = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        return unchanged
+
+
+def write_warning(what: str, path: Path, file: str, attempt: int, exc: OSError) -> str:
+    """`cannot write the timing record of F attempt N to PATH: No space left on device (ENOSPC)`."""
+    name = errno.errorcode.get(exc.errno or 0, "")
+    reason = (exc.strerror or str(exc)) + (f" ({name})" if name else "")
+    return f"cannot write the {what} of {one_line(file)} attempt {attempt} to {one_line(str(path))}: {reason}"
 
 
 def _fmt_s(value: float) -> str:
@@ -329,21 +497,21 @@ def _est(value: float) -> str:
     return f"{value:g}s"
 
 
-class Terminated(BaseException):
-    """The runner received SIGTERM (a cancelled job); the running test is killed on the way out."""
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated()
-
-
 def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules,
               options: RunOptions, from_est: tuple[float, float] | None = None,
-              out: IO[str] = sys.stdout) -> ShardResult:
+              out: IO[str] | None = None) -> ShardResult:
+    # The stream at call time: under GitHub it is the console guard `cli.main` installed.
+    out = sys.stdout if out is None else out
     regs_by_file = {r.file: r for r in stage_plan.tests}
     regs = [regs_by_file[f] for f in shard.files]
     check_files(repo, regs)
     become_subreaper()
+    before = frozenset(descendants(os.getpid()))
+    # Forked before the first test's output thread starts, and before the SIGTERM handler.
+    watchdog = Watchdog()
+    watchdog.start()
+    spare = before | ({watchdog.pid} if watchdog.pid is not None else set())
+    contain = Containment(cgroups=procs.cgroup_base(), watchdog=watchdog)
     timings = TimingsWriter(options.timings_out or default_timings_path(repo), stage_plan.name, shard.index)
     result = ShardResult(stage=stage_plan.name, shard=shard.index, results=[], not_run=[])
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
@@ -352,32 +520,62 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
     # keep its GPU. Terminated unwinds through run_process, which kills the test's tree.
     previous = (signal.signal(signal.SIGTERM, _on_sigterm)
                 if threading.current_thread() is threading.main_thread() else None)
+    interrupted = False
     try:
         for i, reg in enumerate(regs, start=1):
             file_result = FileResult(reg, timeout_for(reg, stage_plan.stage.timeout_per_file, from_est))
             result.results.append(file_result)
-            _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out)
+            _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out,
+                      contain, result.warnings)
             if not file_result.passed and fast_fail and i < total:
                 result.not_run = regs[i:]
                 print(f"ci-policy: stopping after {one_line(reg.file)} failed (fast-fail); "
                       f"{len(result.not_run)} file(s) not run. Use --continue-on-error to run them.",
                       file=out, flush=True)
                 break
+    except (Terminated, KeyboardInterrupt):
+        interrupted = True
+        raise
     finally:
-        timings.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        try:
+            # A signal between an attempt's end and its kill would skip that kill: whatever any
+            # attempt left is swept once more before the runner goes on or exits.
+            with procs.KillGuard(Terminated, reraise=not interrupted):
+                sweep(spare)
+        finally:
+            timings.close()
+            watchdog.stop()
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+    if timings.restored:
+        print(f"ci-policy: warning: the timing records {timings.path} were changed by something other than "
+              f"the runner (a test?) {timings.restored} time(s); the runner's records were restored",
+              file=out, flush=True)
     return result
 
 
-def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out) -> None:
+def sweep(spare: frozenset[int]) -> int:
+    """Freeze-then-kill every live descendant of the runner but `spare`; how many there were."""
+    me = os.getpid()
+
+    def select(table: procs.Table) -> set[int]:
+        return {p for p in procs.descendants(table, [me], spare) if not procs.dead(table[p][3])}
+
+    held = procs.freeze_and_kill(select) if select(proc_table()) else set()
+    procs.wait_gone(held, procs.reap)
+    reap_adopted(spare)
+    return len(held)
+
+
+def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out, contain,
+              warnings) -> None:
     argv = ([options.python, reg.file] if stage_plan.stage.runner == "python"
             else [options.python, "-m", "pytest", reg.file])
     timeouts = 0
     with tempfile.TemporaryDirectory(prefix="ci-policy-") as tmp:
         for attempt in range(1, options.max_attempts + 1):
             kind_file = Path(tmp, f"failure-kind-{attempt}")
-            env = dict(os.environ)
+            env = child_env(os.environ, options.env)
             env.update({FAILURE_KIND_ENV: str(kind_file), "CI_POLICY_STAGE": stage_plan.name,
                         "CI_POLICY_SHARD": str(shard.index), "CI_POLICY_ATTEMPT": str(attempt)})
             record_dir = Path(tmp, f"record-{attempt}")
@@ -386,37 +584,46 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
                 env.update({RECORD_DIR_ENV: str(record_dir), CAPTURE_ENV: json.dumps(list(options.capture))})
             started = _now()
             if options.github:
-                print(f"::group::{escape_data(f'{reg.file} (attempt {attempt})')}", file=out, flush=True)
-            proc = run_process(argv, repo, env, file_result.timeout, options.kill_grace, out)
+                write_commands(f"::group::{escape_data(f'{reg.file} (attempt {attempt})')}", out)
+                out.flush()
+            proc = run_process(argv, repo, env, file_result.timeout, options.kill_grace, out, contain)
             if options.github:
-                print("::endgroup::", file=out, flush=True)
+                write_commands("::endgroup::", out)
+                out.flush()
             status: AttemptStatus = "timeout" if proc.timed_out else ("pass" if proc.returncode == 0 else "fail")
             verdict = None
             if status != "pass":
                 reported = _read_kind(kind_file)
-                verdict = classify(status, proc.tail, reported, timeouts, rules)
+                verdict = classify(status, proc.tail, reported, timeouts, rules, signal_name(proc.returncode))
                 timeouts += status == "timeout"
             attempt_rec = Attempt(attempt=attempt, status=status, elapsed=proc.elapsed, started_at=started,
                                   returncode=proc.returncode, verdict=verdict, killed=proc.killed)
             file_result.attempts.append(attempt_rec)
-            timings.write(reg, attempt_rec)
+            problem = timings.write(reg, attempt_rec)
             line = (f"[{i}/{total}] {one_line(reg.file)} {status.upper()} elapsed={_fmt_s(proc.elapsed)} "
                     f"est={_est(reg.est_time)} attempt={attempt}")
             if proc.timed_out:
                 line += f" (timeout {file_result.timeout:g}s)"
+            killed_by = signal_name(proc.returncode)
+            if killed_by:
+                line += f" (killed by {killed_by})"
             if proc.killed:
                 line += f" (killed {proc.killed} leftover process(es))"
             print(line, file=out, flush=True)
+            if problem is not None:
+                warnings.append(problem)
+                print(f"      warning: {problem}", file=out, flush=True)
             if status == "pass":
                 if options.records_dir is not None:
-                    _merge_and_gate(reg, record_dir, options.records_dir, file_result, options, out)
+                    _merge_and_gate(reg, record_dir, options.records_dir, file_result, options, out, warnings,
+                                    attempt)
                 return
             assert verdict is not None  # every attempt that did not pass was classified
             if not verdict.retriable or attempt == options.max_attempts:
-                print(f"      {verdict.kind}: {verdict.reason}"
+                print(f"      {verdict.kind}: {one_line(verdict.reason)}"
                       + ("" if verdict.retriable else "; not retried"), file=out, flush=True)
                 return
-            print(f"      {verdict.kind}: {verdict.reason}; retrying"
+            print(f"      {verdict.kind}: {one_line(verdict.reason)}; retrying"
                   + (f" in {options.retry_wait:g}s" if options.retry_wait else ""), file=out, flush=True)
             if options.retry_wait:
                 time.sleep(options.retry_wait)
@@ -427,18 +634,28 @@ def record_path(records_dir: Path, file: str) -> Path:
 
 
 def _merge_and_gate(reg, record_dir: Path, records_dir: Path, file_result: FileResult, options: RunOptions,
-                    out) -> None:
+                    out, warnings: list[str], attempt: int) -> None:
     """Only a passing attempt's records are merged (failed attempts' never are), then gated."""
     from ci_policy import render
 
+    # A record the code under test wrote wrong is that file's problem (its gates ERROR),
+    # never an exception that loses the rest of the shard.
+    series, problems = merge_record_dir(record_dir)
+    if problems:
+        count = sum(len(m) for m in problems.values())
+        first = next(iter(problems.values()))[0]
+        print(f"      metrics: the record of {one_line(reg.file)} has {count} problem(s): {one_line(first)}",
+              file=out, flush=True)
+    target = record_path(records_dir, reg.file)
     try:
-        series = merge_records(record_dir)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"      metrics: the record of {one_line(reg.file)} is unreadable: {exc}", file=out, flush=True)
-        series = {}
-    write_record(series, record_path(records_dir, reg.file))
+        write_record(series, target, problems)
+    except OSError as exc:
+        # The gate still sees the series; only the file handed to later steps is missing.
+        problem = write_warning("metric record", target, reg.file, attempt, exc)
+        warnings.append(problem)
+        print(f"      warning: {problem}", file=out, flush=True)
     if options.gate is not None:
-        file_result.gate = options.gate(reg, series)
+        file_result.gate = options.gate(reg, series, problems)
         if file_result.gate.results:
             print(render.gate_text(file_result.gate), file=out, flush=True)
 

@@ -8,7 +8,7 @@
   a store-wide advisory lock; inserts use `ON CONFLICT DO NOTHING`.
 - Failures: `connect_timeout` (default 10 s) and TCP keepalives unless the URL sets them, a
   `lock_timeout`; every psycopg error becomes `StoreUnavailable` naming the URL with its
-  password replaced by ***. A broken connection is replaced on the next call.
+  password replaced by *** (wherever it stands in the URL). A broken connection is replaced on the next call.
 - Adapter: imported only by `open_store` (the package's `__init__`) when a PostgreSQL URL
   is opened.
 """
@@ -48,6 +48,12 @@ POSTGRES = Dialect(
 )
 
 
+def _scrub(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:  # longest first (`url_secrets`)
+        text = text.replace(secret, "***")
+    return text
+
+
 class _PostgresTx(_Tx):
     def __init__(self, cur: psycopg.Cursor) -> None:
         self.cur = cur
@@ -79,13 +85,15 @@ class PostgresStore(_SQLStore):
     SCHEMA_MIGRATIONS_DDL = schema_migrations_ddl(POSTGRES)
 
     def __init__(self, url: str, *, connect_timeout: int = 10, lock_timeout: float = 30.0) -> None:
-        self.safe_url = redact_url(url)
         self._secrets = url_secrets(url)
+        # The password may also stand elsewhere in the URL (another option's value): scrubbed too.
+        self.safe_url = _scrub(redact_url(url), self._secrets)
         try:
             params = conninfo_to_dict(url)
         except psycopg.Error as exc:
             raise InputError(f"invalid PostgreSQL URL {self.safe_url}: {one_line(str(exc), self._secrets)}") from exc
         self._secrets = url_secrets(url, params)
+        self.safe_url = _scrub(self.safe_url, self._secrets)
         self._url = url
         self._kwargs: dict[str, Any] = {}
         defaults = {"connect_timeout": int(connect_timeout), "keepalives": 1, "keepalives_idle": 30,

@@ -5,7 +5,9 @@
 - Out: `FileEvidence` rows, each with exactly one status, in this precedence: passed,
   timeout, unknown (a timing record but no final summary), failed, cancelled, not_run.
   With retries only the passing attempt's elapsed time counts.
-- Every row cites where it came from (`source` file and `line`), for the CSV.
+- Every row cites where it came from (`source` file and `line`), for the CSV, and the
+  evidence it belongs to (`origin`): `local` for `--from` files, `github EVENT on BRANCH`
+  for a downloaded run, marked `(untrusted)` when it was read with `--allow-untrusted-runs`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class FileEvidence:
     source: str
     line: int
     note: str = ""
+    origin: str = "local"
 
     @property
     def passed(self) -> bool:

@@ -8,7 +8,8 @@
   cancel a raise.
 - `q` is the max of the passed samples when there are fewer than
   `min_samples_for_quantile`, else their nearest-rank `quantile`; `raw = ceil(q * safety)`
-  rounded UP to a bucket (10 s buckets up to 200 s, 100 s above; never down).
+  rounded UP to a bucket (10 s buckets up to 200 s, 100 s above; never down), and at most
+  `MAX_EST_TIME` (7 days), the most an est_time may be.
 - Actions: raise, lower, keep (also inside the dead-band, so estimates do not churn),
   skip with a reason (no passed sample; several registrations of the same backend; an
   implicit registration, whose est_time is configuration, not a literal),
@@ -25,6 +26,7 @@ from decimal import Decimal
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.config import TuneConfig
 from ci_policy.plan.partition import imbalance, makespan, stage_shards
+from ci_policy.read.numbers import MAX_EST_TIME
 
 RAISE, LOWER, KEEP, SKIP, REPORT_ONLY = "raise", "lower", "keep", "skip", "report_only"
 
@@ -52,7 +54,9 @@ def q_of(samples: list[float], tune: TuneConfig) -> float:
 def proposed_for(samples: list[float], tune: TuneConfig) -> tuple[float, int]:
     q = q_of(samples, tune)
     # Decimal, not float: 100 * 1.1 is 110.00000000000001 in floats, and its ceil would be 111.
-    return q, bucket(math.ceil(Decimal(repr(q)) * Decimal(repr(tune.safety))))
+    # Capped before bucketing: a proposal is an est_time, so never above MAX_EST_TIME (which
+    # lint would refuse), however long a recorded sample claims to be.
+    return q, bucket(min(math.ceil(Decimal(repr(q)) * Decimal(repr(tune.safety))), MAX_EST_TIME))
 
 
 @dataclass(frozen=True)

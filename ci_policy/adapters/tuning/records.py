@@ -11,6 +11,10 @@
   start again (attempt 1 after attempt 2) begin a new row.
 - Every malformed line, unknown schema and wrongly typed field is a `InputError` naming
   the file, the line and the field; all of them are raised together as `InputErrors`.
+- Except a torn last line (no newline after it, and not a valid record: the runner was
+  killed, or the disk filled, mid-write; the runner ends every record with a newline):
+  it is dropped, every complete record before it is used, and a warning naming the file
+  and the line says so (into `warnings`, when given; without it the line is an error).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ci_policy.adapters.tuning.evidence import FileEvidence, stage_and_shard
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.read import shapes
 from ci_policy.read.strictjson import DuplicateKey, no_duplicates
 
@@ -138,7 +142,7 @@ def _decide(records: list[_Record]) -> tuple[str, _Record]:
 
 
 def read_records(path: str | os.PathLike[str], *, run_id: str | None = None, job_id: str = "",
-                 job_name: str = "") -> list[FileEvidence]:
+                 job_name: str = "", warnings: list[Diagnostic] | None = None) -> list[FileEvidence]:
     """The rows of one timing-records file; `run_id` is used where a record has none."""
     source = os.fspath(path)
     try:
@@ -148,10 +152,24 @@ def read_records(path: str | os.PathLike[str], *, run_id: str | None = None, job
         raise InputErrors([InputError(f"cannot read timing records: {exc.strerror or exc}", path=source)]) from None
     errors: list[InputError] = []
     records = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+    lines = data.split(b"\n")
+    for lineno, raw in enumerate(lines[:-1], start=1):
         record = _parse_line(raw.rstrip(b"\r"), lineno, source, errors)
         if record is not None:
             records.append(record)
+    # The piece after the last newline: empty for a complete file.
+    last: list[InputError] = []
+    record = _parse_line(lines[-1].rstrip(b"\r"), len(lines), source, last)
+    if record is not None:
+        records.append(record)
+    elif last and warnings is not None:
+        warnings.append(Diagnostic(
+            f"the last line has no newline and is not a valid record ({last[0].message}): a torn write; "
+            f"dropped 1 line, used the {len(records)} complete record(s) before it", path=source,
+            line=len(lines), severity="warning",
+            hint="the runner was stopped while writing it; the records before it are complete"))
+    else:
+        errors += last
     if errors:
         raise InputErrors(errors)
 

@@ -2,8 +2,9 @@
 
 - In: `FileEvidence` rows, `Proposal`s and `StageBalance`s.
 - Out: CSV text with the columns `run_id,job_id,job_name,stage,shard,test_file,status,
-  elapsed_s,logged_est_s,current_est_s,proposed_est_s,action,source,line,note`
-  (`source`/`line` cite the record or log line each row came from), and a text summary:
+  elapsed_s,logged_est_s,current_est_s,proposed_est_s,action,source,line,note,origin`
+  (`source`/`line` cite the record or log line each row came from, `origin` the evidence:
+  `local`, or the run's event and branch), and a text summary:
   per file `samples, q, current -> proposed, action`; per stage the estimated shard
   makespan and imbalance (max/mean) before and after.
 """
@@ -19,7 +20,7 @@ from ci_policy.adapters.tuning.propose import Proposal, StageBalance
 from ci_policy.render import table
 
 COLUMNS = ("run_id", "job_id", "job_name", "stage", "shard", "test_file", "status", "elapsed_s",
-           "logged_est_s", "current_est_s", "proposed_est_s", "action", "source", "line", "note")
+           "logged_est_s", "current_est_s", "proposed_est_s", "action", "source", "line", "note", "origin")
 
 
 def _n(value) -> str:
@@ -45,7 +46,8 @@ def csv_text(evidence: Iterable[FileEvidence], proposals: list[Proposal], backen
                   _n(p.proposed if p else None), p.action if p else "", row.source, row.line,
                   "; ".join(x for x in (row.note, p.reason if p else "",
                                         "" if counted_ids is None or id(row) in counted_ids
-                                        else "also in the timing records; counted once") if x)]
+                                        else "also in the timing records; counted once") if x),
+                  row.origin]
         # csv quotes \n but not a lone \r, which would split the row for most readers.
         writer.writerow([str(f).replace("\r", " ") for f in fields])
     return out.getvalue()

@@ -9,7 +9,8 @@
   same lines would count twice).
 - run_id: from the nearest enclosing directory named `run-<id>`, if any (a record's own
   run_id wins).
-- Out: all rows, in walk order. Every problem (a missing path, an unknown file type, a
+- Out: all rows, in walk order; warnings (a torn last line of a timing-records file, see
+  `records.py`) into the `warnings` list given. Every problem (a missing path, an unknown file type, a
   symbolic link met while walking, an unreadable file, malformed records) is a
   `InputError`; all of them are raised together as `InputErrors`, never skipped.
 """
@@ -25,7 +26,7 @@ from typing import Union
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.adapters.tuning.logs import read_log
 from ci_policy.adapters.tuning.records import read_records
-from ci_policy.errors import InputError, InputErrors
+from ci_policy.errors import Diagnostic, InputError, InputErrors
 
 RECORD_SUFFIXES = (".jsonl",)
 LOG_SUFFIXES = (".txt", ".log")
@@ -51,11 +52,11 @@ def job_name_of(path: str) -> str:
     return m.group("job") if m else ""
 
 
-def read_file(path: str) -> list[FileEvidence]:
+def read_file(path: str, warnings: list[Diagnostic] | None = None) -> list[FileEvidence]:
     """The rows of one evidence file; raises InputErrors."""
     lower = path.lower()
     if lower.endswith(RECORD_SUFFIXES):
-        return read_records(path, run_id=run_id_of(path))
+        return read_records(path, run_id=run_id_of(path), warnings=warnings)
     if lower.endswith(LOG_SUFFIXES):
         try:
             with open(path, "rb") as fh:
@@ -69,14 +70,14 @@ def read_file(path: str) -> list[FileEvidence]:
                                          "files to read")])
 
 
-def _read_into(path: str, rows: list, errors: list) -> None:
+def _read_into(path: str, rows: list, errors: list, warnings: list | None) -> None:
     try:
-        rows += read_file(path)
+        rows += read_file(path, warnings)
     except InputErrors as exc:
         errors += exc.errors
 
 
-def _walk(directory: str, rows: list, errors: list) -> None:
+def _walk(directory: str, rows: list, errors: list, warnings: list | None) -> None:
     try:
         with os.scandir(directory) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -93,16 +94,16 @@ def _walk(directory: str, rows: list, errors: list) -> None:
                                           hint="give the link's target as a path of its own"))
             elif entry.is_dir(follow_symlinks=False):
                 if entry.name not in job_logs:
-                    _walk(path, rows, errors)
+                    _walk(path, rows, errors, warnings)
             elif entry.is_file(follow_symlinks=False):
-                _read_into(path, rows, errors)
+                _read_into(path, rows, errors, warnings)
             else:
                 errors.append(InputError("not a regular file or directory", path=path))
         except OSError as exc:
             errors.append(InputError(f"cannot read: {exc.strerror or exc}", path=path))
 
 
-def collect(paths: Iterable[PathLike]) -> list[FileEvidence]:
+def collect(paths: Iterable[PathLike], warnings: list[Diagnostic] | None = None) -> list[FileEvidence]:
     """The rows of every evidence file under `paths`; raises InputErrors listing every problem."""
     rows: list[FileEvidence] = []
     errors: list[InputError] = []
@@ -111,9 +112,9 @@ def collect(paths: Iterable[PathLike]) -> list[FileEvidence]:
         if not os.path.lexists(path):
             errors.append(InputError("no such evidence file or directory", path=path))
         elif os.path.isdir(path):
-            _walk(path, rows, errors)
+            _walk(path, rows, errors, warnings)
         elif os.path.isfile(path):
-            _read_into(path, rows, errors)
+            _read_into(path, rows, errors, warnings)
         else:
             errors.append(InputError("not a regular file or directory", path=path))
     if errors:

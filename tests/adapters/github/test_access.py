@@ -231,6 +231,13 @@ C = "commands"
      ["commands.rerun_test.pins.CI-SGLANG: pin names look like ci-<name> (ci-image-tag is built in)"]),
     ((C, "rerun_test", "pins"), {"ci-sglang-pr": "[0-9"},
      ["commands.rerun_test.pins.ci-sglang-pr: invalid regex: unterminated character set at position 0"]),
+    # finding 10: a repetition count that overflows `re`, and one that is merely huge
+    ((C, "rerun_test", "pins"), {"ci-sglang-pr": "a{9999999999}"},
+     ["commands.rerun_test.pins.ci-sglang-pr: repetition count 9999999999 in '{9999999999}' is larger than 1000"]),
+    ((C, "rerun_test", "pins"), {"ci-sglang-pr": "[0-9]{1,1001}"},
+     ["commands.rerun_test.pins.ci-sglang-pr: repetition count 1001 in '{1,1001}' is larger than 1000"]),
+    ((C, "rerun_test", "pins"), {"ci-sglang-pr": "x" * 257},
+     ["commands.rerun_test.pins.ci-sglang-pr: the pattern has 257 characters, more than 256"]),
     ((C, "rerun_test", "pins"), {"ci-sglang-pr": 7},
      ["commands.rerun_test.pins.ci-sglang-pr: expected a regex string, got a number"]),
 ])
@@ -243,6 +250,15 @@ def test_an_unknown_label_names_the_trusted_label_file_in_its_hint():
         parse_access_policy(edited(_set((C, "add_label", "allowed_labels"), ["run-ci-gpu"])), LABELS)
     (error,) = info.value.errors
     assert error.hint == "known labels are in labels.py"
+
+
+def test_a_pin_pattern_error_states_the_bounds_in_its_hint():
+    with pytest.raises(InputErrors) as info:
+        parse_access_policy(edited(_set((C, "rerun_test", "pins"), {"ci-x": "a{,99999}"})), LABELS)
+    (error,) = info.value.errors
+    assert (error.message, error.hint) == (
+        "commands.rerun_test.pins.ci-x: repetition count 99999 in '{,99999}' is larger than 1000",
+        "a pin pattern has at most 256 characters and repetition counts of at most 1000, e.g. [0-9]{1,7}")
 
 
 def test_every_error_is_reported_at_once():

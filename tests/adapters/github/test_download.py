@@ -211,7 +211,10 @@ def gh():
 
 
 def add_run(gh: FakeGitHub) -> None:
-    """Run RUN: three jobs (one cancelled, one without a final summary) and three artifacts."""
+    """Run RUN (a scheduled run of the default branch): three jobs (one cancelled, one without a final
+    summary) and three artifacts."""
+    gh.add_run("pr-test.yml", head_sha="1" * 40, conclusion="success", event="schedule", run_id=RUN,
+               head_branch="main")
     gh.add_job(RUN, NAME_C, LOG_C, job_id=JOB_C, conclusion="success")
     gh.add_job(RUN, NAME_MI, LOG_MI, job_id=JOB_MI, conclusion="cancelled")
     gh.add_job(RUN, NAME_B, LOG_B, job_id=JOB_B, conclusion="failure")
@@ -386,6 +389,7 @@ def test_zip_member_names_are_never_paths(gh, token, tmp_path, monkeypatch):
     def spy(path, **kwargs):
         read_paths.append(Path(path))
         assert Path(path).read_text(encoding="utf-8") == TIMINGS_JSONL  # the member's bytes, as written
+        assert list(Path(path).parent.iterdir()) == [Path(path)]  # one member on disk at a time
         return real_read_records(path, **kwargs)
 
     monkeypatch.setattr(records, "read_records", spy)
@@ -405,22 +409,24 @@ def test_zip_member_names_are_never_paths(gh, token, tmp_path, monkeypatch):
         ("tests/e2e/test_fsdp_dpo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 3, "evil"),
         ("tests/e2e/test_rocm_fsdp_grpo.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 4, "evil"),
     ]
-    # Each member was written to a file of the run's own temporary directory, under a name of
-    # ours, and read from there; the directory is gone afterwards and nothing else was created.
+    # Each member was streamed to a file of the run's own temporary directory, under a name of
+    # ours, read from there and deleted before the next; the directory is gone afterwards and
+    # nothing else was created.
     assert [(p.parent.parent, p.parent.name.startswith("ci-policy-tune-"), p.name) for p in read_paths] == [
-        (base, True, "member-0.jsonl"), (base, True, "member-1.jsonl")]
+        (base, True, "member.jsonl"), (base, True, "member.jsonl")]
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
     assert list(base.iterdir()) == []
 
 
-def test_an_artifact_that_is_not_a_zip_archive_is_an_error(gh, token):
+def test_an_artifact_that_is_not_a_zip_archive_is_skipped_with_a_warning(gh, token):
     gh.run_jobs[RUN] = []
     gh.add_artifact(RUN, TIMINGS, b"<html><body>Service Unavailable</body></html>\n", artifact_id=ART_TIMINGS)
-    with pytest.raises(InputError) as exc:
-        download_run(RUN_URL, token, gh.url)
-    assert policy_error(exc.value) == {
-        "path": None, "line": None, "col": None, "hint": None,
-        "message": f"artifact '{TIMINGS}' of run {RUN} is not a zip archive"}
+    warnings: list = []
+    assert download_run(RUN_URL, token, gh.url, warnings=warnings) == []
+    assert [(w.severity, w.path, w.message, w.hint) for w in warnings] == [(
+        "warning", f"{REPO}/runs/{RUN}/artifacts/{TIMINGS}",
+        f"artifact '{TIMINGS}' of run {RUN} skipped: not a readable zip archive (File is not a zip file)",
+        "none of its timing records are used; the run's other artifacts and job logs are")]
 
 
 def test_malformed_records_in_an_artifact_cite_the_member_not_a_temporary_file(gh, token):
@@ -500,7 +506,8 @@ def test_tune_github_run_end_to_end(gh, token, example_repo, tmp_path, capsys):
     stdout, stderr = capsys.readouterr()
     assert (rc, stderr) == (0, "")
     assert token not in stdout
-    assert seen(gh) == run_requests(gh, token)
+    # The run's metadata first (is it a run tune may trust?), then its logs and artifacts.
+    assert seen(gh) == [api(P, token, gh), api(f"{P}/actions/runs/{RUN}", token, gh), *run_requests(gh, token)]
 
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert [(r["run_id"], r["job_id"], r["stage"], r["shard"], r["test_file"], r["status"], r["elapsed_s"],
@@ -516,6 +523,7 @@ def test_tune_github_run_end_to_end(gh, token, example_repo, tmp_path, capsys):
     ]
     # The job's log line and the same attempt's timing record are one sample, not two: the
     # record (exact to the millisecond) is counted, the log row stays in the CSV, noted.
+    assert {r["origin"] for r in rows} == {"github schedule on main"}
     assert all(r["note"].endswith("also in the timing records; counted once") for r in rows if r["source"] == SRC_C)
     assert not any("counted once" in r["note"] for r in rows if r["source"] == SRC_T)
     assert stdout.splitlines()[:6] == [
@@ -552,8 +560,8 @@ def test_tune_github_run_without_a_token_is_an_error_without_requests(gh, exampl
 def test_tune_github_run_api_error_exits_1_with_the_message_and_no_token(gh, token, example_repo, capsys):
     rc = main(["tune", "--repo", str(example_repo), "--github-run", f"{REPO}/404404", "--api-url", gh.url])
     stdout, stderr = capsys.readouterr()
-    assert (rc, stdout, stderr) == (1, "", "GitHub API error 404 while reading run 404404 of "
-                                           "acme/minirl: Not Found\nci-policy: 1 error\n")
+    assert (rc, stdout, stderr) == (1, "", "GitHub API error 404 on GET /repos/acme/minirl/actions/runs/404404: "
+                                           "Not Found\nci-policy: 1 error\n")
     assert token not in stderr
 
 

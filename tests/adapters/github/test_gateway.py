@@ -21,7 +21,8 @@ from ci_policy.adapters.github.gateway import run_name
 
 MOVED = "feedfacecafebeef00112233445566778899aabb"
 USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`, `/ok-to-test <head sha>`.")
+         "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py [backend or stage]`, "
+         "`/ok-to-test <head sha>`.")
 ALLOWED = ("run-ci-megatron, run-ci-fsdp, run-ci-sglang, run-ci-session, run-ci-rocm, run-ci-long, nightly, "
            "bypass-fastfail")
 
@@ -492,6 +493,20 @@ def test_rerun_test_dispatches_on_the_configured_ref_without_pins(world):
                                        login="ada", ref="ci/rerun")
 
 
+@pytest.mark.parametrize("target", ["rocm", "stage-c-4-gpu-mi350"])
+def test_a_named_backend_or_stage_picks_the_registration_and_is_dispatched_as_its_stage(world, target):
+    # finding 10: /rerun-test <file> [backend|stage]
+    file = "tests/e2e/test_rocm_fsdp_grpo.py"
+    result = world.run(f"/rerun-test {file} {target}")
+    assert result.out == done(f"dispatched rerun-test.yml for {file} at {HEAD}")
+    sent = {**inputs(file), "stage": "stage-c-4-gpu-mi350"}
+    calls = world.calls()
+    assert calls[5] == dispatch({k: sent[k] for k in ("pull_number", "head_sha", "test_file", "image_tag", "stage",
+                                                       "sglang_pr", "megatron_pr")}, "main")
+    assert calls[-1][-1]["body"].startswith(f"> /rerun-test {file} {target}\n\nRerunning `{file}` (rocm, "
+                                            "stage-c-4-gpu-mi350) on [mi350, 4gpu]")
+
+
 def test_a_pr_that_adds_a_label_and_a_test_using_it_can_rerun_that_test(world):
     labels = world.pr / "labels.py"
     labels.write_text(labels.read_text().replace('"long":', '"vllm": "vLLM rollout",\n    "long":'))
@@ -549,8 +564,8 @@ def test_a_file_missing_from_the_head_is_not_dispatched(world):
 
 
 @pytest.mark.parametrize("file, reason", [
-    ("tests/e2e/test_rocm_fsdp_grpo.py", "tests/e2e/test_rocm_fsdp_grpo.py has 2 enabled registrations (cuda "
-     "stage-c-4-gpu-h200 (line 9), rocm stage-c-4-gpu-mi350 (line 10)); /rerun-test needs exactly one"),
+    ("tests/e2e/test_rocm_fsdp_grpo.py", "tests/e2e/test_rocm_fsdp_grpo.py has 2 registrations that can run (cuda "
+     "stage-c-4-gpu-h200 (line 9), rocm stage-c-4-gpu-mi350 (line 10)); name the backend or stage to rerun"),
     ("tests/e2e/test_fsdp_checkpoint_resume.py", "tests/e2e/test_fsdp_checkpoint_resume.py is disabled: flaky on "
      "H200 driver 580, tracked in #1234"),
     ("tests/e2e/test_gb200_scaling.py", "tests/e2e/test_gb200_scaling.py is registered to stage-d-8-gpu-gb200, an "
@@ -736,7 +751,8 @@ def test_dry_run_of_a_refusal_prints_the_reply(world):
 
 def test_the_dispatch_inputs_are_exactly_the_rerun_workflows_inputs():
     definition = workflow_dispatch_definition(RERUN_WORKFLOW)
-    assert set(definition.inputs) == set(inputs("tests/e2e/test_a.py"))
+    # `stage` is sent only when the command names a backend or stage (optional, like the pins).
+    assert set(definition.inputs) == set(inputs("tests/e2e/test_a.py")) | {"stage"}
     assert {name for name, required in definition.inputs.items() if required} == {"pull_number", "head_sha",
                                                                                    "test_file"}
 

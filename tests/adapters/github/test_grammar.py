@@ -7,7 +7,8 @@ import pytest
 from ci_policy.adapters.github.grammar import USAGE, Command, GrammarError, parse
 
 USAGE_TEXT = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
-              "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py`, `/ok-to-test <head sha>`.")
+              "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py [backend or stage]`, "
+         "`/ok-to-test <head sha>`.")
 NOT_ONE = f"this comment is not exactly one command. {USAGE_TEXT}"
 
 
@@ -43,6 +44,11 @@ def test_usage_text_names_every_accepted_form():
      Command("rerun_test", "python/pkg/jit_kernel/benchmark/bench_rmsnorm.py")),
     ("/rerun-test src/test_x.py", Command("rerun_test", "src/test_x.py")),
     ("/rerun-test test_top.py", Command("rerun_test", "test_top.py")),
+    # finding 10: an optional backend or stage names the registration to rerun
+    ("/rerun-test tests/e2e/test_rocm_fsdp_grpo.py rocm",
+     Command("rerun_test", "tests/e2e/test_rocm_fsdp_grpo.py", "rocm")),
+    ("/rerun-test tests/e2e/test_rocm_fsdp_grpo.py stage-c-4-gpu-mi350",
+     Command("rerun_test", "tests/e2e/test_rocm_fsdp_grpo.py", "stage-c-4-gpu-mi350")),
 ])
 def test_exactly_one_command_is_parsed(body, command):
     assert parse(body) == command

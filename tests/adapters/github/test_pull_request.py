@@ -282,6 +282,16 @@ def test_a_payload_without_shas(capsys, gh, tmp_path, token):
                    "ci-policy: 1 error\n")
 
 
+@pytest.mark.parametrize("labels", [5, True, "run-ci-megatron", {"name": "run-ci-megatron"}])
+def test_a_payload_whose_labels_are_not_a_list(capsys, gh, tmp_path, token, labels):
+    # Found by fuzzing: a number or a boolean here raised TypeError.
+    rc, out, err = run(capsys, gh, tmp_path, token, payload=event(labels=labels))
+    assert (rc, out) == (1, "")
+    assert err == (f"{tmp_path}/event.json: the event payload's pull_request: labels is not a list\n"
+                   "    hint: pass the payload of a pull_request event, or --number N\nci-policy: 1 error\n")
+    assert gh.calls() == []
+
+
 def test_a_payload_for_another_repository(capsys, gh, tmp_path, token):
     rc, _out, err = run(capsys, gh, tmp_path, token, "--repository", "evil/minirl", payload=event())
     assert rc == 1

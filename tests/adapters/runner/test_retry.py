@@ -1,7 +1,9 @@
 """Retry classification (`ci_policy.adapters.runner.retry.classify`): exact verdicts, table-driven.
 
-Order under test: the test's own report, then the regex lists (infra, never,
-retriable), then "a timeout is retried once"; anything else is not retried.
+Order under test: the test's own report of `code`, then the regex lists (infra, never,
+retriable), then "a timeout is retried once"; anything else is not retried. A test's
+report of `infra` or `flaky` never makes a failure retriable (finding 4 of issue 14: a PR's
+test bought itself retries by writing `infra`).
 """
 
 from __future__ import annotations
@@ -52,15 +54,20 @@ CASES = [
      Verdict("code", False, "output matches never-retry pattern 'CUDA out of memory'")),
     ("module-not-found", "fail", "ModuleNotFoundError: No module named 'megatron'\n", None, 0,
      Verdict("code", False, "output matches never-retry pattern 'ModuleNotFoundError'")),
-    # The test's own report wins over every regex.
+    # The test's report of a code failure wins over every regex (it can only stop retries).
     ("reported-code-beats-infra", "fail", "Server failed to start\n", "code", 0,
      Verdict("code", False, "the test reported a code failure")),
-    ("reported-infra-beats-never", "fail", "ImportError: x\n", "infra", 0,
-     Verdict("infra", True, "the test reported an infra failure")),
+    # A report of infra or flaky never earns a retry: the output decides, the report is named.
+    ("reported-infra-does-not-beat-never", "fail", "ImportError: x\n", "infra", 0,
+     Verdict("code", False, f"{IMPORT} (the test reported an infra failure, which alone never earns a retry)")),
     ("reported-infra-unmatched", "fail", "something odd happened\n", "infra", 0,
-     Verdict("infra", True, "the test reported an infra failure")),
+     Verdict("unknown", False, "failure not classified as retriable (the test reported an infra failure, "
+                               "which alone never earns a retry)")),
+    ("reported-infra-with-infra-output", "fail", "Server failed to start\n", "infra", 0,
+     Verdict("infra", True, f"{SERVER} (the test reported an infra failure, which alone never earns a retry)")),
     ("reported-flaky", "fail", "", "flaky", 0,
-     Verdict("flaky", True, "the test reported a flaky failure")),
+     Verdict("unknown", False, "failure not classified as retriable (the test reported a flaky failure, "
+                               "which alone never earns a retry)")),
     ("reported-unknown-kind-ignored", "fail", "Server failed to start\n", "banana", 0,
      Verdict("infra", True, SERVER)),
     ("reported-unknown-kind-unmatched", "fail", "boom\n", "banana", 0,
@@ -121,7 +128,10 @@ def test_empty_rules_leave_only_reports_and_the_timeout_rule():
         Verdict("unknown", False, "failure not classified as retriable")
     assert classify("timeout", "ImportError\n", None, 0, rules) == \
         Verdict("timeout", True, "timed out (a timeout is retried once)")
-    assert classify("fail", "", "flaky", 0, rules) == Verdict("flaky", True, "the test reported a flaky failure")
+    assert classify("fail", "", "flaky", 0, rules) == Verdict(
+        "unknown", False, "failure not classified as retriable (the test reported a flaky failure, which alone "
+                          "never earns a retry)")
+    assert classify("fail", "", "code", 0, rules) == Verdict("code", False, "the test reported a code failure")
 
 
 def test_default_rules_are_the_documented_lists():

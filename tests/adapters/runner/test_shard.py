@@ -50,11 +50,12 @@ def reg(est_time: float) -> Registration:
     (30, 1800, None, 1800),            # the stage's timeout_per_file
     (30, None, None, None),            # no timeout at all
     (30, 2.5, None, 2.5),
-    (30, 1800, (2, 10), 60),           # factor * est_time wins over the stage's timeout
+    (30, 1800, (2, 10), 60),           # factor * est_time, below the stage's timeout
     (3, 1800, (2, 10), 10),            # the floor
     (5, None, (2, 10), 10),            # factor * est_time == floor
     (0, None, (1.5, 0.5), 0.5),        # est_time 0 still gets the floor
-    (100, 5, (1.5, 0), 150.0),
+    (100, 5, (1.5, 0), 5),             # capped by the stage's own timeout_per_file (finding 5)
+    (100, None, (1.5, 0), 150.0),
     (0.75, 2, (2, 1), 1.5),
 ])
 def test_timeout_for(est, stage_timeout, from_est, expected):
@@ -175,7 +176,9 @@ def spawner(pid_dir: Path, tail: str, est: float = 1) -> str:
 def test_timeout_kills_the_whole_tree_including_a_daemon(make_repo, tmp_path, pids):
     repo = make_repo({"tests/gpu/test_tree.py": spawner(pids, "time.sleep(60)")}, config=CONFIG)
     timings = tmp_path / "t.jsonl"
+    began = time.monotonic()
     proc = run(repo, "gpu", timings)
+    took = time.monotonic() - began
     assert proc.returncode == 1
     assert_golden("adapters/runner/timeout-kills-the-tree.txt", mask(proc.stdout))
     alive = read_pids(pids, ("test", "grandchild", "daemon"))
@@ -183,8 +186,10 @@ def test_timeout_kills_the_whole_tree_including_a_daemon(make_repo, tmp_path, pi
         "test": True, "grandchild": True, "daemon": True}
     [rec] = records(timings)
     assert rec["status"] == "timeout"
+    # The test's time stops at its 2s timeout; the kill grace is not the test's time.
+    assert 2.0 <= rec["elapsed"] < 2.5
     # SIGTERM at 2s; the daemon ignores it, so SIGKILL follows after the 1s grace period.
-    assert 3.0 <= rec["elapsed"] < 60  # SIGKILL came after the grace period; the sleep never finished
+    assert 3.0 <= took < 60
 
 
 @linux_only
@@ -214,7 +219,7 @@ print("leftovers alive:", alive)
 
 
 @linux_only
-def test_records_survive_a_runner_killed_mid_shard(make_repo, tmp_path, pids):
+def test_records_survive_a_runner_killed_mid_shard_and_its_test_is_killed(make_repo, tmp_path, pids):
     sleeper = f"""\
 PIDS = {str(pids)!r}
 with open(os.path.join(PIDS, "sleeper.tmp"), "w") as fh:
@@ -247,8 +252,11 @@ time.sleep(60)
             "schema": 1, "file": "tests/long/test_fast.py", "stage": "long", "shard": 0, "attempt": 1,
             "status": "pass", "elapsed": "<T>", "est_time": 5, "failure_kind": None, "retriable": None,
             "started_at": "<S>", "commit": "feed", "run_id": None, "run_attempt": None}
-        # The runner died with SIGKILL: its test is still running, and this test cleans it up.
-        assert not is_dead(sleeper_pid)
+        # The runner died with SIGKILL; its watchdog killed the running test, and says so.
+        deadline = time.monotonic() + 10
+        while not (is_dead(sleeper_pid) and "runner died" in (tmp_path / "runner.log").read_text()):
+            assert time.monotonic() < deadline, "the watchdog did not kill the test"
+            time.sleep(0.02)
     finally:
         if runner.poll() is None:
             runner.kill()
@@ -256,10 +264,8 @@ time.sleep(60)
         log.close()
         if sleeper_pid is not None:
             kill_if_alive(sleeper_pid)
-    deadline = time.monotonic() + 5
-    while not is_dead(sleeper_pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert is_dead(sleeper_pid)
+    assert (tmp_path / "runner.log").read_text().endswith(
+        "ci-policy run: the runner died; the processes of its running test were killed\n")
 
 
 # -- live output -------------------------------------------------------------------------------
@@ -384,3 +390,23 @@ def test_a_file_name_with_a_newline_is_refused_before_anything_runs(make_repo, t
     assert not any(line.startswith("::error::") for line in proc.stdout.splitlines())
     assert "ran" not in proc.stdout
     assert not (tmp_path / "t.jsonl").exists()
+
+
+# -- the final sweep of a shard ----------------------------------------------------------------------
+
+@linux_only
+def test_the_sweep_kills_every_descendant_but_the_spared_ones():
+    from ci_policy.adapters.runner.shard import descendants, sweep
+
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+    spared = subprocess.Popen(sleeper)
+    try:
+        spare = frozenset(descendants(os.getpid()))
+        left = subprocess.Popen(sleeper)
+        assert sweep(spare) == 1
+        assert is_dead(left.pid) and not is_dead(spared.pid)
+        assert sweep(spare) == 0
+        left.wait()  # already reaped by the sweep: only Popen's bookkeeping is left
+    finally:
+        spared.kill()
+        spared.wait()

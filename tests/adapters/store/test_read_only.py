@@ -16,7 +16,7 @@ import pytest
 from store_cases import GRAD, PASSWORD, PASSWORD_IN_URL, key, write
 
 from ci_policy.adapters.store import DATABASE_URL_ENV, Sample, open_store, redact_url, store_kind
-from ci_policy.errors import InputError, StoreUnavailable
+from ci_policy.errors import InputError, StoreUnavailable, UsageError
 
 MISSING = "does not exist (a read never creates one; point --store or $CI_POLICY_DATABASE_URL at the shared store)"
 NO_HISTORY = "holds no metric history (no baseline was ever written to it; a read never creates one)"
@@ -69,15 +69,19 @@ def test_a_schema_newer_than_this_code_is_refused_on_read(tmp_path):
 
 
 def test_sqlite_url_errors_never_show_a_password(tmp_path):
-    with pytest.raises(InputError) as caught:
+    with pytest.raises(UsageError) as caught:
         open_store(f"sqlite://ci:{PASSWORD_IN_URL}@db/h.sqlite", default_path=tmp_path / "unused.sqlite")
-    assert caught.value.message == "a sqlite URL takes no host: 'sqlite://ci:***@db/h.sqlite'"
+    assert caught.value.message == ("is a sqlite URL with a host or user; a sqlite URL names a local file only "
+                                    "(the value is not shown: it may hold a password)")
 
 
 def test_store_kind_and_redact_url():
     assert [store_kind(u) for u in ("h.sqlite", "/abs/h.sqlite", "sqlite:rel.db", "sqlite:///abs.db",
-                                    "postgresql://db/m", "POSTGRES://db/m", "mysql://db/m")] == [
-        "sqlite", "sqlite", "sqlite", "sqlite", "postgresql", "postgresql", "mysql"]
+                                    "postgresql://db/m", "POSTGRES://db/m")] == [
+        "sqlite", "sqlite", "sqlite", "sqlite", "postgresql", "postgresql"]
+    with pytest.raises(UsageError) as caught:
+        store_kind("mysql://db/m")
+    assert caught.value.message == "unsupported metric history URL scheme 'mysql'"
     assert redact_url(f"postgresql://ci:{PASSWORD_IN_URL}@db/m?password=x&sslmode=require") == (
         "postgresql://ci:***@db/m?password=***&sslmode=require")
 

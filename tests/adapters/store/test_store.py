@@ -16,24 +16,31 @@ from pathlib import Path
 import pytest
 
 from ci_policy.adapters.store import open_store
-from ci_policy.errors import InputError
+from ci_policy.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 # -- open_store -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("url, message", [
-    ("mysql://ci:hunter2@db.example/metrics", "unsupported metric history URL scheme 'mysql'"),
-    ("file:///var/lib/history.db", "unsupported metric history URL scheme 'file'"),
-    ("sqlite://dbhost/history.db", "a sqlite URL takes no host: 'sqlite://dbhost/history.db'"),
-    ("sqlite:", "the sqlite URL 'sqlite:' names no file"),
+NOT_SHOWN = "(the value is not shown: it may hold a password)"
+SQLITE_HINT = "write sqlite:///absolute/path.sqlite or sqlite:relative/path.sqlite"
+
+
+@pytest.mark.parametrize("url, message, hint", [
+    ("mysql://ci:hunter2@db.example/metrics", "unsupported metric history URL scheme 'mysql'", None),
+    ("file:///var/lib/history.db", "unsupported metric history URL scheme 'file'", None),
+    ("sqlite://dbhost/history.db",
+     f"is a sqlite URL with a host or user; a sqlite URL names a local file only {NOT_SHOWN}", SQLITE_HINT),
+    ("sqlite:", f"is a sqlite URL that names no file {NOT_SHOWN}", SQLITE_HINT),
 ])
-def test_open_store_refuses_other_urls(url, message, tmp_path):
-    with pytest.raises(InputError) as err:
+def test_open_store_refuses_other_urls(url, message, hint, tmp_path):
+    with pytest.raises(UsageError) as err:
         open_store(url, default_path=tmp_path / "unused.db")
-    assert err.value.message == message
-    assert "hunter2" not in str(err.value)
+    assert (err.value.source, err.value.message) == ("--store", message)
+    if hint is not None:
+        assert err.value.hint == hint
+    assert "hunter2" not in str(err.value) + str(err.value.hint)
     assert not (tmp_path / "unused.db").exists()
 
 
@@ -56,7 +63,7 @@ def test_without_psycopg_a_postgres_url_says_what_to_install(tmp_path):
         import sys
         sys.modules["psycopg"] = None  # as if psycopg were not installed
         from pathlib import Path
-        from ci_policy.errors import InputError
+        from ci_policy.errors import InputError, UsageError
         from ci_policy.adapters.store import open_store
         store = open_store(sys.argv[1], default_path=Path(sys.argv[1]))
         print(type(store).__name__, store.schema_versions())

@@ -133,6 +133,10 @@ def test_q_is_the_max_below_min_samples_else_the_p90(samples, q):
     ([100.0, 200.0, 300.0], TuneConfig(quantile=0.5, min_samples_for_quantile=4), (300.0, 400)),
     ([80.0], TuneConfig(safety=1.0), (80.0, 80)),
     ([80.0], TuneConfig(safety=2), (80.0, 160)),
+    # finding 5: never above 7 days (lint's range), however long a sample claims to be
+    ([604000.0], TUNE, (604000.0, 604800)),
+    ([1e308], TUNE, (1e308, 604800)),
+    ([1.7e308], TuneConfig(safety=100), (1.7e308, 604800)),
 ])
 def test_proposed_for(samples, tune, expected):
     assert proposed_for(samples, tune) == expected

