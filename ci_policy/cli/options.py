@@ -104,6 +104,10 @@ def store_url(args: argparse.Namespace) -> str | None:
             raise UsageError(f"{args.store_file} must hold exactly one store URL, found {len(urls)} non-empty "
                              "lines", source="--store-file", hint="write the store URL on one line")
         return urls[0]
+    if args.store is not None:
+        from ci_policy.adapters.store import parse_location
+
+        parse_location(args.store, "--store")  # a value that is no store location at all is the first thing to fix
     if args.store is not None and _URL_PASSWORD.search(args.store):
         raise UsageError("the store URL holds a password, and a command line is readable by every process "
                          "of the machine (a test reads it from /proc)", source="--store",

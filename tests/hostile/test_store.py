@@ -434,6 +434,8 @@ def test_tune_says_which_archive_it_skipped_and_uses_the_others(gh, example_repo
     monkeypatch.delenv("GITHUB_API_URL", raising=False)
     (example_repo / ".github" / "ci-policy.yml").write_text(
         (example_repo / ".github" / "ci-policy.yml").read_text() + "\ntune: {archive_max_bytes: 1048576}\n")
+    gh.add_run("tune.yml", head_sha="a" * 40, conclusion="success", event="schedule", run_id=7,
+               head_branch="main")  # a run tune trusts: scheduled, on the default branch
     gh.run_jobs[7] = []
     gh.add_artifact(7, "bomb", BOMB, artifact_id=901)
     gh.add_artifact(7, "timings", archive({"t.jsonl": RECORD_LINE.encode()}), artifact_id=902)
