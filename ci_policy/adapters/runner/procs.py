@@ -40,28 +40,65 @@ FREEZE_LIMIT = 10.0
 Table = dict[int, tuple[int, int, int, str]]  # pid -> (ppid, pgid, sid, state)
 
 
-def become_subreaper() -> bool:
-    """Orphaned descendants (double-forked daemons) get reparented to us, so we can kill them."""
+PR_GET_CHILD_SUBREAPER = 37
+
+
+def set_subreaper(on: bool) -> bool | None:
+    """Orphaned descendants (double-forked daemons) get reparented to us, so we can kill them.
+
+    Returns whether this process was a subreaper before (None where that is unknown), so a
+    caller that runs inside a longer-lived process (a test session) can put it back: a
+    subreaper left on would adopt, and never reap, every orphan of the rest of its life.
+    """
     if not sys.platform.startswith("linux"):
-        return False
+        return None
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+        was = ctypes.c_int(0)
+        before = bool(was.value) if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0) == 0 else None
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) != 0:
+            return None
+        return before
     except (OSError, AttributeError):
-        return False
+        return None
+
+
+# A scan lists /proc, then reads each process; a process born after the listing is caught by
+# listing again and reading only the new pids, at most this many more times.
+RELIST_ROUNDS = 8
 
 
 def proc_table(skip: Iterable[int] = ()) -> Table:
-    """pid -> (ppid, pgid, sid, state) from /proc, leaving out `skip`; empty without /proc."""
+    """pid -> (ppid, pgid, sid, state) from /proc, leaving out `skip`; empty without /proc.
+
+    /proc is not a snapshot: a PID hopper's generation lives about 2 ms, and on a machine with
+    thousands of processes the listing's newest pids (the hopper's) are read last, by when the
+    generation listed has exited and the next was not listed. So the scan lists /proc again
+    and reads only the pids that are new, until a listing holds none (or RELIST_ROUNDS): those
+    reads take microseconds, and catch the live generation.
+    """
     table: Table = {}
-    skipped = set(skip)
+    seen = set(skip)
     try:
         names = os.listdir("/proc")
     except OSError:
         return table
-    for name in names:
-        if not name.isdigit() or int(name) in skipped:
-            continue
+    for _ in range(RELIST_ROUNDS + 1):
+        fresh = [int(n) for n in names if n.isdigit() and int(n) not in seen]
+        if not fresh:
+            break
+        seen.update(fresh)
+        _read_stats(sorted(fresh, reverse=True), table)  # newest first: the shortest-lived
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            break
+    return table
+
+
+def _read_stats(pids: Iterable[int], table: Table) -> None:
+    for pid in pids:
+        name = str(pid)
         try:
             fd = os.open(f"/proc/{name}/stat", os.O_RDONLY)
             try:
@@ -73,8 +110,7 @@ def proc_table(skip: Iterable[int] = ()) -> Table:
         # The command name may contain spaces and parentheses: split after the last ')'.
         rest = data[data.rfind(")") + 2:].split()
         if len(rest) >= 4:
-            table[int(name)] = (int(rest[1]), int(rest[2]), int(rest[3]), rest[0])
-    return table
+            table[pid] = (int(rest[1]), int(rest[2]), int(rest[3]), rest[0])
 
 
 def dead(state: str | None) -> bool:

@@ -51,7 +51,7 @@ from typing import IO, cast
 
 from ci_policy.adapters.console import write_commands
 from ci_policy.adapters.runner import procs
-from ci_policy.adapters.runner.procs import Watchdog, become_subreaper, proc_table
+from ci_policy.adapters.runner.procs import Watchdog, proc_table, set_subreaper
 from ci_policy.adapters.runner.retry import classify
 from ci_policy.config.runner import EnvRules, RetryRules, RunnerConfig, child_env
 from ci_policy.errors import InputError, InputErrors
@@ -505,7 +505,7 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
     regs_by_file = {r.file: r for r in stage_plan.tests}
     regs = [regs_by_file[f] for f in shard.files]
     check_files(repo, regs)
-    become_subreaper()
+    was_subreaper = set_subreaper(True)
     before = frozenset(descendants(os.getpid()))
     # Forked before the first test's output thread starts, and before the SIGTERM handler.
     watchdog = Watchdog()
@@ -545,6 +545,8 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
         finally:
             timings.close()
             watchdog.stop()
+            if was_subreaper is False:  # everything adopted is reaped: back to how the caller was
+                set_subreaper(False)
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
     if timings.restored:
