@@ -246,3 +246,18 @@ def test_generated_names_inject_nothing(repo, capsys, name):
             assert injected(out) == [] and injected(err) == [], (command, rc)
     finally:
         shutil.rmtree(target)
+
+
+COMMENT = st.tuples(st.sampled_from(["/rerun-test ", "/rerun-test tests/e2e/", "/rerun-stage ", "/", ""]),
+                    TEXT, st.sampled_from(["", " cuda", " rocm", " gpu", "\n", "\r\n/rerun-test x"])).map("".join)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=COMMENT)
+def test_generated_comment_bodies_inject_nothing(world, monkeypatch, body):
+    # finding 1 through `ci-policy comment`: whatever a commenter writes (and it is echoed in
+    # refusals and replies), stdout and stderr hold no command ci-policy did not write.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    result = world.run(body, "--dry-run", login="maria")
+    assert "Traceback" not in result.out + result.err
+    assert injected(result.out) == [] and injected(result.err) == [], (body, result)
