@@ -423,12 +423,6 @@ class TimingsWriter:
         self.restored += 1
         return False
 
-    def _open(self) -> int:
-        if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        return self._fd
-
     def write(self, reg: Registration, attempt: Attempt) -> str | None:
         """Appends the attempt's record; the warning when it could not be written, else None."""
         record = {
