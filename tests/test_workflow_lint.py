@@ -260,4 +260,16 @@ def test_the_example_callers_pin_one_commit_of_this_repository_that_holds_what_t
             proc = subprocess.run(["git", "cat-file", "-e", f"{sha}:{workflow}"], cwd=ROOT, capture_output=True,
                                   text=True, check=False, timeout=60)
             assert proc.returncode == 0, f"{rel(path)}: {workflow} does not exist at {sha}: {proc.stderr}"
+            # What the caller passes is what the workflow takes at that commit: an input it
+            # does not declare is an error on GitHub, a required one left out too.
+            shown = subprocess.run(["git", "show", f"{sha}:{workflow}"], cwd=ROOT, capture_output=True, text=True,
+                                   check=True, timeout=60).stdout
+            call = yaml.safe_load(shown)[True]["workflow_call"]  # YAML 1.1 reads the key `on` as True
+            declared = call.get("inputs") or {}
+            assert set(job["with"]) <= set(declared), (rel(path), sha, set(job["with"]) - set(declared))
+            required = {name for name, spec in declared.items() if spec.get("required")}
+            assert required <= set(job["with"]), (rel(path), sha, required - set(job["with"]))
+            secrets = call.get("secrets") or {}
+            passed = job.get("secrets") or {}
+            assert passed == "inherit" or set(passed) <= set(secrets), (rel(path), sha, passed)
     assert len(callers) == 4 and len(pins) == 1, pins
