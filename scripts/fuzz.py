@@ -24,11 +24,12 @@ inputs; found -> where it went):
     target now fails on any warning).
   pull_request 3,900: nothing random; a seed mutated by hand while writing the target
     (labels: 5) raised TypeError -> refused as "labels is not a list".
-  config 4,832: OverflowError from a 400-digit integer (finding 5, slice numbers).
-  metric_records 3,817: AttributeError, KeyError (finding 8, slice store).
+  config 4,832: OverflowError from a 400-digit integer (finding 5).
+  metric_records 3,817: AttributeError, KeyError (finding 8).
   archive 4,901: BadZipFile, zlib.error, OSError, EOFError, RuntimeError (encrypted),
-    NotImplementedError (finding 6, slice store).
-The crashes left to other slices are strict xfails in tests/hostile/test_fuzz.py.
+    NotImplementedError (finding 6).
+Every crashing input is kept and replayed with its exact expected outcome by
+tests/hostile/test_fuzz.py.
 """
 
 from __future__ import annotations

@@ -360,7 +360,7 @@ def run_comment_event(data: bytes) -> str:
 
 
 def run_archive(data: bytes) -> str:
-    """A run's artifact as `tune --github-run` reads it (only called here: the store slice owns it)."""
+    """A run's artifact as `tune --github-run` reads it."""
     from ci_policy.adapters.github.download import _records_of_archive
     from ci_policy.adapters.tuning.records import read_records
 
