@@ -17,6 +17,7 @@ from ci_policy.model.estimates import SCHEMA, apply, parse_estimates, render
 from ci_policy.model.lint import lint
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import load_snapshot
+from ci_policy.read.numbers import MAX_EST_TIME
 
 P = ".github/ci-estimates.json"
 HINT = "regenerate it with ci-policy tune --write-estimates"
@@ -175,7 +176,7 @@ def test_render_golden_sorted():
 
 
 @given(st.dictionaries(st.tuples(st.text(min_size=1, max_size=10), st.text(min_size=1, max_size=10)),
-                       st.integers(0, 10**6) | st.floats(0, 1e9, allow_nan=False), max_size=6))
+                       st.integers(0, MAX_EST_TIME) | st.floats(0, MAX_EST_TIME, allow_nan=False), max_size=6))
 def test_render_then_parse_round_trips(table):
     assert parse_estimates(render((f, s, e) for (f, s), e in table.items()), P) == table
 
