@@ -254,9 +254,7 @@ def run_requests(gh: FakeGitHub, token: str, host: str = "127.0.0.1") -> list[tu
         api(f"{P}/actions/runs/{RUN}/artifacts", token, gh, per_page="100", page="1"),
         api(f"{P}/actions/artifacts/{ART_TIMINGS}/zip", token, gh),
         blob(f"/_blob/artifacts/{ART_TIMINGS}.zip", gh, host),
-        # the expired artifact is never downloaded
-        api(f"{P}/actions/artifacts/{ART_REPORTS}/zip", token, gh),
-        blob(f"/_blob/artifacts/{ART_REPORTS}.zip", gh, host),
+        # the expired artifact and the test reports (not a timing artifact) are never downloaded
     ]
 
 
@@ -321,7 +319,7 @@ def test_a_runs_job_logs_and_timing_artifacts_become_exact_rows_through_exact_re
     assert seen(gh) == run_requests(gh, token)
     # The redirects were followed to the signed URLs the API answered with; the token went to
     # the API only, never to the blob storage.
-    assert [r.authorization for r in gh.requests if r.path.startswith("/_blob/")] == [None] * 5
+    assert [r.authorization for r in gh.requests if r.path.startswith("/_blob/")] == [None] * 4
     assert all(r.authorization == f"token {token}" for r in gh.requests if r.path.startswith(P))
 
 
@@ -395,19 +393,21 @@ def test_zip_member_names_are_never_paths(gh, token, tmp_path, monkeypatch):
     monkeypatch.setattr(records, "read_records", spy)
     evil = "../../evil.jsonl"
     gh.run_jobs[RUN] = []
-    gh.add_artifact(RUN, "evil", zip_of({evil: TIMINGS_JSONL, "x/../../../evil2.jsonl": TIMINGS_JSONL}),
-                    artifact_id=ART_TIMINGS)
+    gh.add_artifact(RUN, "ci-policy-timings-evil",
+                    zip_of({evil: TIMINGS_JSONL, "x/../../../evil2.jsonl": TIMINGS_JSONL}), artifact_id=ART_TIMINGS)
     before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
 
     rows = download_run(RUN_URL, token, gh.url)
 
+    EVIL = "ci-policy-timings-evil"  # noqa: N806
+    evil2 = f"{REPO}/runs/{RUN}/artifacts/{EVIL}/x/../../../evil2.jsonl"
     assert [(r.file, r.source, r.line, r.job_name) for r in rows] == [
-        ("tests/e2e/test_megatron_ppo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/{evil}", 2, "evil"),
-        ("tests/e2e/test_fsdp_dpo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/{evil}", 3, "evil"),
-        ("tests/e2e/test_rocm_fsdp_grpo.py", f"{REPO}/runs/{RUN}/artifacts/evil/{evil}", 4, "evil"),
-        ("tests/e2e/test_megatron_ppo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 2, "evil"),
-        ("tests/e2e/test_fsdp_dpo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 3, "evil"),
-        ("tests/e2e/test_rocm_fsdp_grpo.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 4, "evil"),
+        ("tests/e2e/test_megatron_ppo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/ci-policy-timings-evil/{evil}", 2, EVIL),
+        ("tests/e2e/test_fsdp_dpo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/ci-policy-timings-evil/{evil}", 3, EVIL),
+        ("tests/e2e/test_rocm_fsdp_grpo.py", f"{REPO}/runs/{RUN}/artifacts/ci-policy-timings-evil/{evil}", 4, EVIL),
+        ("tests/e2e/test_megatron_ppo_4gpu.py", evil2, 2, EVIL),
+        ("tests/e2e/test_fsdp_dpo_4gpu.py", evil2, 3, EVIL),
+        ("tests/e2e/test_rocm_fsdp_grpo.py", evil2, 4, EVIL),
     ]
     # Each member was streamed to a file of the run's own temporary directory, under a name of
     # ours, read from there and deleted before the next; the directory is gone afterwards and
@@ -447,15 +447,46 @@ def test_malformed_records_in_an_artifact_cite_the_member_not_a_temporary_file(g
     ]
 
 
-def test_an_archive_over_the_size_limit_is_an_error(gh, token, monkeypatch):
-    monkeypatch.setattr(download, "MAX_ARCHIVE_BYTES", 100)
+@pytest.mark.parametrize("listed", [True, False], ids=["by-its-listed-size", "by-its-download"])
+def test_an_artifact_over_the_download_cap_is_skipped_with_a_warning_and_the_run_goes_on(gh, token, monkeypatch,
+                                                                                          listed):
+    add_run(gh)
+    big = zip_of({"ci-policy-timings.jsonl": TIMINGS_JSONL})
+    monkeypatch.setattr(download, "MAX_ARCHIVE_BYTES", len(big) - 1)
+    gh.run_artifacts[RUN] = []
+    gh.add_artifact(RUN, TIMINGS, big, artifact_id=ART_TIMINGS)
+    if not listed:  # the listing understates it: the download itself crosses the cap
+        gh.run_artifacts[RUN][0]["size_in_bytes"] = 100
+    small = zip_of({"ci-policy-timings.jsonl": TIMINGS_JSONL.splitlines(keepends=True)[1]})
+    gh.add_artifact(RUN, "ci-policy-timings-small", small, artifact_id=ART_REPORTS)
+    warnings: list = []
+    steps: list = []
+    rows = download_run(RUN_URL, token, gh.url, warnings=warnings, progress=steps.append)
+    # The job logs and the other artifact are still read.
+    assert {r.source for r in rows} == {SRC_C, SRC_MI, SRC_B,
+                                       f"{REPO}/runs/{RUN}/artifacts/ci-policy-timings-small/ci-policy-timings.jsonl"}
+    what = f"{len(big)} bytes" if listed else "its download"
+    assert [(w.severity, w.path, w.message, w.hint) for w in warnings] == [(
+        "warning", f"{REPO}/runs/{RUN}/artifacts/{TIMINGS}",
+        f"artifact '{TIMINGS}' of run {RUN} skipped: {what} is over the {len(big) - 1}-byte cap of one artifact "
+        "download", "none of its timing records are used; the run's other artifacts and job logs are")]
+    downloaded = [r.path for r in gh.requests if r.path.startswith(f"{P}/actions/artifacts/")]
+    assert downloaded == ([] if listed else [f"{P}/actions/artifacts/{ART_TIMINGS}/zip"]) + [
+        f"{P}/actions/artifacts/{ART_REPORTS}/zip"]
+    assert [(s.kind, s.index, s.count, s.name, s.size) for s in steps] == [
+        ("log", 1, 3, NAME_C, None), ("log", 2, 3, NAME_MI, None), ("log", 3, 3, NAME_B, None),
+        *([] if listed else [("artifact", 1, 2, TIMINGS, 100)]),
+        ("artifact", 2, 2, "ci-policy-timings-small", len(small))]
+
+
+def test_only_timing_artifacts_are_downloaded(gh, token):
     gh.run_jobs[RUN] = []
-    gh.add_artifact(RUN, TIMINGS, zip_of({"ci-policy-timings.jsonl": TIMINGS_JSONL}), artifact_id=ART_TIMINGS)
-    with pytest.raises(InputError) as exc:
-        download_run(RUN_URL, token, gh.url)
-    assert policy_error(exc.value) == {
-        "path": None, "line": None, "col": None, "hint": None,
-        "message": f"{P}/actions/artifacts/{ART_TIMINGS}/zip: download larger than 100 bytes"}
+    for artifact_id, name in ((2400000011, "test-reports-stage-c"), (2400000012, "ci-policy-plan-1"),
+                              (2400000013, "dist-1"), (ART_TIMINGS, TIMINGS)):
+        gh.add_artifact(RUN, name, zip_of({"ci-policy-timings.jsonl": TIMINGS_JSONL}), artifact_id=artifact_id)
+    assert len(download_run(RUN_URL, token, gh.url)) == 3
+    assert [r.path for r in gh.requests if r.path.startswith(f"{P}/actions/artifacts/")] == [
+        f"{P}/actions/artifacts/{ART_TIMINGS}/zip"]
 
 
 # -- API and download errors ---------------------------------------------------------------------------------
@@ -504,7 +535,9 @@ def test_tune_github_run_end_to_end(gh, token, example_repo, tmp_path, capsys):
     rc = main(["tune", "--repo", str(example_repo), "--github-run", f"{RUN_URL}/attempts/1", "--api-url", gh.url,
                "--csv", str(out)])
     stdout, stderr = capsys.readouterr()
-    assert (rc, stderr) == (0, "")
+    # Not a terminal: one line per timing artifact downloaded, on stderr.
+    size = len(gh.artifact_zips[ART_TIMINGS])
+    assert (rc, stderr) == (0, f"ci-policy tune: run {RUN}: timing artifact 1/1 '{TIMINGS}' ({size} bytes)\n")
     assert token not in stdout
     # The run's metadata first (is it a run tune may trust?), then its logs and artifacts.
     assert seen(gh) == [api(P, token, gh), api(f"{P}/actions/runs/{RUN}", token, gh), *run_requests(gh, token)]
@@ -572,3 +605,4 @@ def test_tune_github_run_rejects_a_bad_run_without_requests(gh, token, example_r
     assert stderr == (f"ci-policy tune: error: --github-run: '{RUN_URL}/job/{JOB_C}' is not OWNER/REPO/RUN_ID "
                       f"or a run URL\n    hint: {HINT}\n")
     assert gh.requests == []
+
