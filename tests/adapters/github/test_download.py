@@ -26,7 +26,7 @@ from ci_policy.adapters.github.download import download_run, parse_run
 from ci_policy.adapters.tuning import records
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.cli import main
-from ci_policy.errors import InputError, InputErrors, UsageError
+from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError
 
 REPO = "acme/minirl"
 P = f"/repos/{REPO}"
@@ -606,3 +606,96 @@ def test_tune_github_run_rejects_a_bad_run_without_requests(gh, token, example_r
                       f"or a run URL\n    hint: {HINT}\n")
     assert gh.requests == []
 
+
+# -- transient failures: PyGithub's retry, bounded ------------------------------------------------------------
+
+JOBS = f"{P}/actions/runs/{RUN}/jobs"
+JOBS_QUERY = {"filter": "all", "per_page": "100", "page": "1"}
+
+
+def retried(path: str, answers: list[str], whens: list[str], of: int = 5) -> str:
+    return "".join(f"ci-policy: GitHub API request GET {path} answered {answer}; attempt {n} of {of} {when}\n"
+                   for n, (answer, when) in enumerate(zip(answers, whens, strict=True), 2))
+
+
+def test_two_502s_are_retried_with_backoff_and_the_run_is_read(gh, token, github_sleeps, capsys):
+    add_run(gh)
+    gh.fail_next("GET", JOBS, 502, 502, message="Server Error")
+    assert download_run(RUN_URL, token, gh.url) == EXPECTED_ROWS
+    assert seen(gh) == [api(JOBS, token, gh, **JOBS_QUERY)] * 2 + run_requests(gh, token)
+    assert github_sleeps == [2.0]  # no wait before the first retry, 2 s before the second
+    assert capsys.readouterr() == ("", retried(JOBS, ["HTTP 502", "HTTP 502"], ["now", "after 2s"]))
+
+
+@pytest.mark.parametrize("retry_after, status, sleeps, answer, when", [
+    (7, 403, [7.0], "HTTP 403, Retry-After 7", "after 7s"),
+    (7, 429, [7.0], "HTTP 429, Retry-After 7", "after 7s"),
+    (None, 403, [60.0], "HTTP 403", "after 60s"),  # no Retry-After: PyGithub's 60 s for a secondary rate limit
+], ids=["403-retry-after", "429-retry-after", "403-without-retry-after"])
+def test_a_secondary_rate_limit_is_waited_out_as_github_asks(gh, token, github_sleeps, capsys, retry_after, status,
+                                                             sleeps, answer, when):
+    add_run(gh)
+    gh.rate_limit_next("GET", f"{P}/actions/runs/{RUN}/artifacts", retry_after, status=status)
+    assert download_run(RUN_URL, token, gh.url) == EXPECTED_ROWS
+    requests = run_requests(gh, token)
+    at = requests.index(api(f"{P}/actions/runs/{RUN}/artifacts", token, gh, per_page="100", page="1"))
+    assert seen(gh) == requests[:at + 1] + requests[at:]
+    assert github_sleeps == sleeps
+    assert capsys.readouterr() == ("", retried(f"{P}/actions/runs/{RUN}/artifacts", [answer], [when]))
+
+
+def test_a_request_that_keeps_failing_gives_up_after_5_attempts_with_a_clear_error(gh, token, github_sleeps,
+                                                                                   example_repo, capsys):
+    add_run(gh)
+    gh.fail("GET", JOBS, 502, "Server Error")
+    rc = main(["tune", "--repo", str(example_repo), "--github-run", RUN_URL, "--api-url", gh.url])
+    stdout, stderr = capsys.readouterr()
+    assert (rc, stdout, stderr) == (1, "", retried(JOBS, ["HTTP 502"] * 4, ["now", "after 2s", "after 4s", "after 8s"])
+                                    + f"ci-policy tune: error: GitHub API request GET {JOBS} gave up after 5 "
+                                      "attempts (last answer: HTTP 502); waited 14s between them\n")
+    assert github_sleeps == [2.0, 4.0, 8.0]
+    assert seen(gh) == [api(P, token, gh), api(f"{P}/actions/runs/{RUN}", token, gh)] + [
+        api(JOBS, token, gh, **JOBS_QUERY)] * 5
+    assert token not in stderr
+
+
+def test_a_wait_longer_than_the_limit_is_not_begun(gh, token, github_sleeps, example_repo, capsys):
+    add_run(gh)
+    gh.rate_limit_next("GET", JOBS, 600)
+    rc = main(["tune", "--repo", str(example_repo), "--github-run", RUN_URL, "--api-url", gh.url])
+    stdout, stderr = capsys.readouterr()
+    assert (rc, stdout, stderr) == (
+        1, "", f"ci-policy tune: error: GitHub API request GET {JOBS} gave up after 1 attempt (last answer: HTTP 403, "
+               "Retry-After 600); waiting 600s more would pass the limit of 120s in all ($CI_POLICY_GITHUB_MAX_WAIT)\n")
+    assert github_sleeps == []
+    assert seen(gh)[-1] == api(JOBS, token, gh, **JOBS_QUERY)
+
+
+def test_the_wait_limit_counts_every_wait_of_a_request(gh, token, github_sleeps, monkeypatch):
+    monkeypatch.setenv("CI_POLICY_GITHUB_MAX_WAIT", "5")
+    add_run(gh)
+    gh.fail_next("GET", JOBS, 502, 502, 502)  # waits 0 s, 2 s, then 4 s would make 6 s
+    with pytest.raises(CiPolicyError) as exc:
+        download_run(RUN_URL, token, gh.url)
+    assert str(exc.value) == (f"GitHub API request GET {JOBS} gave up after 3 attempts (last answer: HTTP 502); "
+                              "waited 2s between them; waiting 4s more would pass the limit of 5s in all "
+                              "($CI_POLICY_GITHUB_MAX_WAIT)")
+    assert github_sleeps == [2.0]
+
+
+def test_a_longer_wait_limit_waits_out_a_long_retry_after(gh, token, github_sleeps, monkeypatch):
+    monkeypatch.setenv("CI_POLICY_GITHUB_MAX_WAIT", "900")
+    add_run(gh)
+    gh.rate_limit_next("GET", JOBS, 600)
+    assert download_run(RUN_URL, token, gh.url) == EXPECTED_ROWS
+    assert github_sleeps == [600.0]
+
+
+@pytest.mark.parametrize("value", ["-1", "3601", "soon", "nan"])
+def test_a_bad_wait_limit_is_a_usage_error_before_any_request(gh, token, example_repo, monkeypatch, capsys, value):
+    monkeypatch.setenv("CI_POLICY_GITHUB_MAX_WAIT", value)
+    rc = main(["tune", "--repo", str(example_repo), "--github-run", RUN_URL, "--api-url", gh.url])
+    assert (rc, capsys.readouterr()) == (2, (
+        "", f"ci-policy tune: error: $CI_POLICY_GITHUB_MAX_WAIT: must be a number of seconds in [0, 3600], got "
+            f"{value!r}\n    hint: the longest a GitHub API request may wait in all between its attempts\n"))
+    assert gh.requests == []
