@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # every hidden entry but the workflows and actions (.github) and the CI entry point (.ci).
 LOCAL = {".pytest_cache", ".hypothesis", "__pycache__", "build", "dist"}
 SHIPPED_HIDDEN = {".github", ".ci"}
+SHIPPED_HIDDEN_FILES = {".pre-commit-hooks.yaml"}  # the pre-commit hook, which its test reads
 
 
 def checkout_files() -> set[str]:
@@ -32,8 +33,8 @@ def checkout_files() -> set[str]:
             here == Path(".") and (d.startswith(".") and d not in SHIPPED_HIDDEN or d.endswith(".egg-info")))]
         for name in files:
             rel = (here / name).as_posix()
-            if name.endswith((".pyc", ".pyo")) or here == Path(".") and (name.startswith(".") or
-                                                                       name in ("PKG-INFO", "setup.cfg")):
+            if name.endswith((".pyc", ".pyo")) or here == Path(".") and (
+                    name.startswith(".") and name not in SHIPPED_HIDDEN_FILES or name in ("PKG-INFO", "setup.cfg")):
                 continue
             found.add(rel)
     return found
