@@ -43,6 +43,18 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
 
 
+@pytest.fixture(autouse=True)
+def github_sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The waits of the GitHub client's retries, recorded instead of slept: no test waits for a
+    backoff, and a retry test asserts exactly how long the client would have waited."""
+    from ci_policy.adapters.github import client
+
+    slept: list[float] = []
+    monkeypatch.setattr(client, "SLEEP", slept.append)
+    monkeypatch.delenv(client.MAX_WAIT_ENV, raising=False)
+    return slept
+
+
 @pytest.fixture
 def example_repo(tmp_path: Path) -> Path:
     """A private copy of examples/gpu-repo that a test may modify."""

@@ -72,6 +72,9 @@ from pathlib import Path
 from typing import Any
 
 MAX_BODY_BYTES = 1024 * 1024
+SECONDARY_RATE_LIMIT = ("You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+                        "If you reach out to GitHub Support for help, please include the request ID "
+                        "DEAD:BEEF:1234567:89ABCDE:6745A1B2.")
 LEGACY_PERMISSION = {"admin": "admin", "maintain": "write", "write": "write", "triage": "read",
                      "read": "read", "none": "none"}
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,6 +171,8 @@ class FakeGitHub:
         self.blobs: dict[str, Blob] = {}
         self.truncated: set[str] = set()
         self.failures: dict[tuple[str, str], tuple[int, str]] = {}  # (method, raw path) -> (status, message)
+        # (method, raw path) -> answers served once each, in order, before the real one.
+        self.transient: dict[tuple[str, str], list[tuple[int, dict, tuple[tuple[str, str], ...]]]] = {}
         self.comments: list[dict] = []
         self.reactions: list[dict] = []
         self.dispatches: list[dict] = []
@@ -310,6 +315,18 @@ class FakeGitHub:
 
     def fail(self, method: str, path: str, status: int = 500, message: str = "Internal Server Error") -> None:
         self.failures[(method, path)] = (status, message)
+
+    def fail_next(self, method: str, path: str, *statuses: int, message: str = "Server Error") -> None:
+        """The next len(statuses) requests of (method, path) get these error answers, then the real one."""
+        self.transient.setdefault((method, path), []).extend((status, {"message": message}, ()) for status in statuses)
+
+    def rate_limit_next(self, method: str, path: str, retry_after: int | None = None, *, status: int = 403) -> None:
+        """The next request of (method, path) hits GitHub's secondary rate limit (with `Retry-After`
+        seconds when given), as GitHub answers it."""
+        headers = (("Retry-After", str(retry_after)),) if retry_after is not None else ()
+        self.transient.setdefault((method, path), []).append((status, {
+            "message": SECONDARY_RATE_LIMIT,
+            "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}, headers))
 
     @property
     def mutating(self) -> list[Request]:
@@ -671,7 +688,12 @@ class _Handler(BaseHTTPRequestHandler):
             fake.requests.append(Request(self.command, split.path, query, body, self.headers.get("Authorization"),
                                          self.headers.get("Host"), self.headers.get("Accept")))
             failure = fake.failures.get((self.command, split.path))
-            if failure is not None:
+            transient = fake.transient.get((self.command, split.path))
+            if transient:
+                status, message, headers = transient.pop(0)
+                payload = json.dumps(message).encode()
+                data = Raw(payload, (("Content-Type", "application/json; charset=utf-8"), *headers))
+            elif failure is not None:
                 status, data = failure[0], {"message": failure[1]}
             else:
                 try:

@@ -2,7 +2,8 @@
 
 - The sdist carries every file the test suite reads: the whole checkout but its VCS and cache
   files, so its tests run from the unpacked sdist.
-- The wheel carries the package, its console script and the license, nothing else.
+- The wheel carries the package (with its PEP 561 `py.typed` marker), its console script and the
+  license, nothing else; its metadata has the classifiers and project URLs PyPI shows.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # every hidden entry but the workflows and actions (.github) and the CI entry point (.ci).
 LOCAL = {".pytest_cache", ".hypothesis", "__pycache__", "build", "dist"}
 SHIPPED_HIDDEN = {".github", ".ci"}
+SHIPPED_HIDDEN_FILES = {".pre-commit-hooks.yaml"}  # the pre-commit hook, which its test reads
 
 
 def checkout_files() -> set[str]:
@@ -31,8 +33,8 @@ def checkout_files() -> set[str]:
             here == Path(".") and (d.startswith(".") and d not in SHIPPED_HIDDEN or d.endswith(".egg-info")))]
         for name in files:
             rel = (here / name).as_posix()
-            if name.endswith((".pyc", ".pyo")) or here == Path(".") and (name.startswith(".") or
-                                                                       name in ("PKG-INFO", "setup.cfg")):
+            if name.endswith((".pyc", ".pyo")) or here == Path(".") and (
+                    name.startswith(".") and name not in SHIPPED_HIDDEN_FILES or name in ("PKG-INFO", "setup.cfg")):
                 continue
             found.add(rel)
     return found
@@ -57,7 +59,7 @@ def test_the_sdist_carries_every_file_of_the_checkout(dist):
 
 
 @pytest.mark.slow
-def test_the_wheel_carries_the_package_the_console_script_and_the_license(dist):
+def test_the_wheel_carries_the_typed_package_the_console_script_and_the_license(dist):
     [wheel] = dist.glob("ci_policy-0.1.0-py3-none-any.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
@@ -67,8 +69,18 @@ def test_the_wheel_carries_the_package_the_console_script_and_the_license(dist):
         info + name
         for name in ("METADATA", "RECORD", "WHEEL", "entry_points.txt", "licenses/LICENSE", "top_level.txt")]
     package = {n for n in names if n.startswith("ci_policy/")}
+    assert "ci_policy/py.typed" in package
     assert package == {p.relative_to(ROOT).as_posix() for p in (ROOT / "ci_policy").rglob("*")
                        if p.is_file() and "__pycache__" not in p.parts}
     with zipfile.ZipFile(wheel) as archive:
         metadata = archive.read(info + "METADATA").decode()
     assert "License-Expression: Apache-2.0\n" in metadata and "License-File: LICENSE\n" in metadata
+    header = metadata.split("\n\n", 1)[0].splitlines()
+    assert [line for line in header if line.startswith("Project-URL: ")] == [
+        "Project-URL: Homepage, https://github.com/ci-policy/ci-policy",
+        "Project-URL: Source, https://github.com/ci-policy/ci-policy",
+        "Project-URL: Issues, https://github.com/ci-policy/ci-policy/issues",
+        "Project-URL: Changelog, https://github.com/ci-policy/ci-policy/blob/main/CHANGELOG.md"]
+    classifiers = [line.removeprefix("Classifier: ") for line in header if line.startswith("Classifier: ")]
+    assert "Typing :: Typed" in classifiers and "Programming Language :: Python :: 3.10" in classifiers
+    assert len(classifiers) == 13

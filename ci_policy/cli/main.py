@@ -11,6 +11,9 @@
 - Output: under GitHub Actions (`GITHUB_ACTIONS=true`) or in github format, stdout and
   stderr pass `adapters.console.guarded` for the whole command; workflow commands are
   written only with `adapters.console.write_commands`.
+- A subcommand whose adapters need an extra that is not installed (`extras.missing_extra`)
+  prints one line naming it (`ci-policy tune: error: this command needs the 'tune' extra:
+  pip install 'ci-policy[tune]'`) and exits 2, before any other output.
 - Each subcommand lives in its own module with `add_parser(subparsers)` and
   `run(args) -> int`; adapters (PyGithub, libcst, database drivers) are imported only
   inside the subcommands that need them.
@@ -102,6 +105,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    from ci_policy.cli.extras import missing_extra
+
+    missing = missing_extra(args)
+    if missing is not None:
+        print(f"ci-policy {args.command}: error: {missing}", file=sys.stderr)
+        return UsageError.exit_code
     try:
         return int(args.func(args))
     except UsageError as exc:

@@ -13,6 +13,11 @@
   refused (exit 1, before anything is downloaded) unless `--allow-untrusted-runs` is given,
   and its rows are then marked `(untrusted)` in the CSV's `origin` column. Likewise
   `--github-runs` with a `--branch` that is not the default branch (exit 2).
+- `--github-run(s)` shows its downloads on stderr: on a terminal one line that updates
+  (`ci-policy tune: run ID: job log 2/40 NAME`, then each timing artifact), cleared when the
+  downloads are done; otherwise one line per timing artifact (`ci-policy tune: run ID: timing
+  artifact 1/3 'NAME' (BYTES bytes)`). Only timing artifacts and job logs are downloaded; one
+  over its cap is a warning, not the end of the run (see `adapters.github.download`).
 - A torn last line of a timing-records file (see `records.py`) is dropped with a warning on
   stderr; the file's complete records are used.
 - Out: the proposals and each stage's shard balance before and after; with --apply the
@@ -78,6 +83,38 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "with the estimates file and the CSV evidence")
     add_format(p, ("text", "json"))
     return p
+
+
+class Progress:
+    """The downloads of `--github-run(s)` on `stream`: one updating line on a terminal, else one
+    line per timing artifact."""
+
+    def __init__(self, stream: Any) -> None:
+        from ci_policy.adapters.console import GuardedStream
+
+        self.stream = stream
+        # A guarded stream (GitHub Actions) reads a CR as a line break: never an updating line there.
+        self.tty = bool(stream.isatty()) and not isinstance(stream, GuardedStream)
+        self.showing = False
+
+    def __call__(self, step: Any) -> None:
+        from ci_policy.adapters.github.download import shown_name
+
+        what = "job log" if step.kind == "log" else "timing artifact"
+        line = f"ci-policy tune: run {step.run_id}: {what} {step.index}/{step.count} {shown_name(step.name)}"
+        if self.tty:
+            self.stream.write("\r\x1b[K" + line)
+            self.stream.flush()
+            self.showing = True
+        elif step.kind == "artifact":
+            size = "" if step.size is None else f" ({step.size} bytes)"
+            print(line + size, file=self.stream, flush=True)
+
+    def done(self) -> None:
+        if self.showing:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.showing = False
 
 
 def _repository(args: argparse.Namespace, needed_for: str) -> str:
@@ -149,10 +186,14 @@ def run(args: argparse.Namespace) -> int:
                          hint=f"use --write-estimates {config.estimates_file}")
     warnings: list = []  # each a warning naming the file, archive or artifact and why
     evidence = collect([Path(p) for p in args.sources], warnings)
+    progress = Progress(sys.stderr)
 
     def download(spec: str) -> list:
-        return download_run(spec, secret, api_url(args), archive_max_bytes=config.tune.archive_max_bytes,
-                            run_max_bytes=config.tune.run_max_bytes, warnings=warnings)
+        try:
+            return download_run(spec, secret, api_url(args), archive_max_bytes=config.tune.archive_max_bytes,
+                                run_max_bytes=config.tune.run_max_bytes, warnings=warnings, progress=progress)
+        finally:
+            progress.done()
 
     for spec, trust in _trusted_runs(args, secret):
         evidence += [dataclasses.replace(row, origin=trust.origin) for row in download(spec)]

@@ -588,3 +588,30 @@ def test_json_apply_lists_each_edit(work, capsys):
     assert applied == [(f, b, int(c), int(p), s, None) for f, s, b, c, p in expected]
     after = texts(repo)
     assert {rel for rel in before if after[rel] != before[rel]} == {rel for rel, _, _ in APPLIED}
+
+
+# -- the downloads' progress ----------------------------------------------------------------------------------
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_downloads_show_one_updating_line_on_a_terminal_and_one_line_per_artifact_otherwise():
+    from ci_policy.adapters.github.download import Step
+    from ci_policy.cli.tune import Progress
+
+    steps = [Step(7, "log", 1, 2, "stage-a (shard 0)"), Step(7, "log", 2, 2, "stage-b\r(shard 1)"),
+             Step(7, "artifact", 1, 1, "ci-policy-timings-stage-a-0", 1234)]
+    terminal, log = Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        progress = Progress(stream)
+        for step in steps:
+            progress(step)
+        progress.done()
+    assert terminal.getvalue() == (
+        "\r\x1b[Kci-policy tune: run 7: job log 1/2 'stage-a (shard 0)'"
+        "\r\x1b[Kci-policy tune: run 7: job log 2/2 'stage-b?(shard 1)'"
+        "\r\x1b[Kci-policy tune: run 7: timing artifact 1/1 'ci-policy-timings-stage-a-0'"
+        "\r\x1b[K")
+    assert log.getvalue() == "ci-policy tune: run 7: timing artifact 1/1 'ci-policy-timings-stage-a-0' (1234 bytes)\n"

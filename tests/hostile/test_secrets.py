@@ -299,6 +299,13 @@ def add_corpus_run(gh: FakeGitHub, name: str, member: str = "run-artifact-timing
     return meta
 
 
+def downloaded(gh: FakeGitHub, meta: dict) -> str:
+    """tune's line on stderr (not a terminal) for the one timing artifact of the corpus run."""
+    size = len(gh.artifact_zips[meta["id"] + 1])
+    return (f"ci-policy tune: run {meta['id']}: timing artifact 1/1 'ci-policy-timings-stage-b-1-gpu-h200-0' "
+            f"({size} bytes)\n")
+
+
 def requests(gh: FakeGitHub) -> list[tuple[str, str]]:
     return [(r.method, r.path) for r in gh.requests if not r.path.startswith("/_blob/")]
 
@@ -315,7 +322,7 @@ def test_tune_reads_a_github_run_only_when_it_can_trust_it(gh, example_repo, tmp
     stdout, stderr = capsys.readouterr()
     checks = [("GET", "/repos/acme/minirl"), ("GET", f"/repos/acme/minirl/actions/runs/{meta['id']}")]
     if trusted or allow:
-        assert (rc, stderr) == (0, "")
+        assert (rc, stderr) == (0, downloaded(gh, meta))
         assert requests(gh) == [*checks, ("GET", f"/repos/acme/minirl/actions/runs/{meta['id']}/jobs"),
                                 ("GET", f"/repos/acme/minirl/actions/runs/{meta['id']}/artifacts"),
                                 ("GET", f"/repos/acme/minirl/actions/artifacts/{meta['id'] + 1}/zip")]
@@ -353,7 +360,7 @@ def test_tune_reads_the_runs_of_another_branch_only_when_told(gh, example_repo, 
                    "read these anyway\n")
         assert requests(gh) == [("GET", "/repos/acme/minirl")]
         return
-    assert (rc, stderr) == (0, "")
+    assert (rc, stderr) == (0, downloaded(gh, meta))
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     assert [(r["test_file"], r["origin"]) for r in rows] == [
         ("tests/e2e/test_fsdp_grpo.py", "github schedule on feature (untrusted)")]
@@ -423,9 +430,9 @@ def test_a_torn_last_line_of_a_downloaded_timing_file_drops_that_line_only(gh, e
                "--csv", str(out)])
     _stdout, stderr = capsys.readouterr()
     member = f"acme/minirl/runs/{meta['id']}/artifacts/ci-policy-timings-stage-b-1-gpu-h200-0/timings.jsonl"
-    assert (rc, stderr) == (0, f"{member}:3: warning: the last line has no newline and is not a valid record (not "
-                               "valid JSON: Unterminated string starting at (column 57)): a torn write; dropped 1 "
-                               "line, used the 2 complete record(s) before it\n"
+    assert (rc, stderr) == (0, downloaded(gh, meta) + f"{member}:3: warning: the last line has no newline and is "
+                               "not a valid record (not valid JSON: Unterminated string starting at (column 57)): "
+                               "a torn write; dropped 1 line, used the 2 complete record(s) before it\n"
                                "    hint: the runner was stopped while writing it; the records before it are "
                                "complete\n")
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))

@@ -437,13 +437,17 @@ def test_tune_says_which_archive_it_skipped_and_uses_the_others(gh, example_repo
     gh.add_run("tune.yml", head_sha="a" * 40, conclusion="success", event="schedule", run_id=7,
                head_branch="main")  # a run tune trusts: scheduled, on the default branch
     gh.run_jobs[7] = []
-    gh.add_artifact(7, "bomb", BOMB, artifact_id=901)
-    gh.add_artifact(7, "timings", archive({"t.jsonl": RECORD_LINE.encode()}), artifact_id=902)
+    gh.add_artifact(7, "ci-policy-timings-bomb", BOMB, artifact_id=901)
+    gh.add_artifact(7, "ci-policy-timings-0", archive({"t.jsonl": RECORD_LINE.encode()}), artifact_id=902)
     rc = main(["tune", "--repo", str(example_repo), "--github-run", "acme/minirl/7", "--api-url", gh.url,
                "--format", "json"])
     stdout, stderr = capsys.readouterr()
     assert rc == 0
-    assert stderr == ("acme/minirl/runs/7/artifacts/bomb: warning: artifact 'bomb' of run 7 skipped: expands to more "
-                      "than tune.archive_max_bytes (1048576 bytes) at member 'bomb.jsonl'\n"
+    assert stderr == (f"ci-policy tune: run 7: timing artifact 1/2 'ci-policy-timings-bomb' ({len(BOMB)} bytes)\n"
+                      "ci-policy tune: run 7: timing artifact 2/2 'ci-policy-timings-0' "
+                      f"({len(gh.artifact_zips[902])} bytes)\n"
+                      "acme/minirl/runs/7/artifacts/ci-policy-timings-bomb: warning: artifact 'ci-policy-timings-bomb' "
+                      "of run 7 skipped: expands to more than tune.archive_max_bytes (1048576 bytes) at member "
+                      "'bomb.jsonl'\n"
                       f"    hint: {SKIP_HINT}\n")
     assert json.loads(stdout)["schema"] == 1

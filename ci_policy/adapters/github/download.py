@@ -4,8 +4,17 @@
   optionally `/attempts/N`), a token and the API base URL.
 - Out: `FileEvidence` rows: one log per job (`GET .../actions/jobs/{id}/logs`, redirect
   followed; every page of jobs and of artifacts) parsed by `logs.read_log` with the job's
-  name (stage and shard), and every `*.jsonl` member of the run's artifacts parsed by `records.read_records`
-  (a torn last line of a member is a warning citing the member, as for a local file).
+  name (stage and shard), and every `*.jsonl` member of the run's timing artifacts parsed by
+  `records.read_records` (a torn last line of a member is a warning citing the member, as for a
+  local file).
+- Only timing artifacts are downloaded: those whose name starts with `TIMINGS_PREFIX`
+  (`ci-policy-timings`, as the workflows upload them), not expired. Test reports, images,
+  wheels and the other artifacts of a run are never fetched.
+- An artifact over `MAX_ARCHIVE_BYTES` (by its listed `size_in_bytes`, or by what its download
+  turns out to be) and a job log over `MAX_MEMBER_BYTES` are skipped with a warning appended to
+  `warnings`; the run's other logs and artifacts are still read.
+- `progress`, when given, is called with a `Step` before each job log and each artifact is
+  downloaded (the command line shows it).
 - Zip members are streamed, one at a time, with a running byte budget: a member is
   counted by the bytes it really expands to (never its declared size) against
   `MAX_MEMBER_BYTES`, the archive's total against `tune.archive_max_bytes`, and the run's
@@ -28,6 +37,7 @@ import re
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,8 +56,28 @@ ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,
                   zlib.error, ValueError, OSError)
 
 
+TIMINGS_PREFIX = "ci-policy-timings"
+
+
 class ArchiveSkipped(CiPolicyError):
     """An archive that is not read; the message says why."""
+
+
+class TooLarge(InputError):
+    """A download larger than its cap."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One download of a run: job log `index` of `count` (kind "log") or timing artifact (kind
+    "artifact", with its listed size in bytes)."""
+
+    run_id: int
+    kind: str
+    index: int
+    count: int
+    name: str
+    size: int | None = None
 
 
 @dataclass
@@ -82,7 +112,7 @@ def _get_bytes(requester, path: str, limit: int) -> bytes:
             for chunk in response.iter_content(chunk_size=65536):
                 out += chunk
                 if len(out) > limit:
-                    raise InputError(f"{path}: download larger than {limit} bytes")
+                    raise TooLarge(f"{path}: download larger than {limit} bytes")
     except requests.RequestException as exc:  # never shown: the signed URL
         what = (f"answered HTTP {exc.response.status_code}" if exc.response is not None
                 else f"failed ({type(exc).__name__})")
@@ -105,9 +135,10 @@ def _pages(requester, path: str, key: str, parameters: dict) -> list:
 
 def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | None = None,
                  archive_max_bytes: int = 256 * 1024 * 1024, run_max_bytes: int = 1024 * 1024 * 1024,
-                 warnings: list[Diagnostic] | None = None) -> list[FileEvidence]:
+                 warnings: list[Diagnostic] | None = None,
+                 progress: Callable[[Step], None] | None = None) -> list[FileEvidence]:
     """Every row of the run `spec`; `throttle` None keeps PyGithub's pauses (see `client`);
-    each archive skipped is a warning appended to `warnings`."""
+    each archive or log skipped is a warning appended to `warnings`; `progress` sees each download."""
     from github import GithubException
 
     from ci_policy.adapters.tuning.logs import read_log
@@ -118,25 +149,44 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
     rows: list[FileEvidence] = []
     budget = ExpansionBudget(archive_max_bytes=archive_max_bytes, run_max_bytes=run_max_bytes)
     skipped = warnings if warnings is not None else []
+    step = progress or (lambda _step: None)
     try:
         jobs = _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/jobs", "jobs", {"filter": "all"})
-        for job in jobs:
+        for index, job in enumerate(jobs, 1):
             job_id, job_name = str(job["id"]), str(job.get("name", ""))
-            data = _get_bytes(requester, f"/repos/{repo_name}/actions/jobs/{job_id}/logs", MAX_MEMBER_BYTES)
+            step(Step(run_id, "log", index, len(jobs), job_name))
+            try:
+                data = _get_bytes(requester, f"/repos/{repo_name}/actions/jobs/{job_id}/logs", MAX_MEMBER_BYTES)
+            except TooLarge:
+                skipped.append(warning(f"job log of {job_name!r} of run {run_id} skipped: larger than "
+                                       f"{MAX_MEMBER_BYTES} bytes", path=f"{repo_name}/runs/{run_id}/jobs/{job_id}",
+                                       hint="none of its timings are used; the run's other job logs and "
+                                            "artifacts are"))
+                continue
             rows += read_log(data.decode("utf-8", "replace"), source=f"{repo_name}/runs/{run_id}/jobs/{job_id}",
                              run_id=str(run_id), job_id=job_id, job_name=job_name)
-        artifacts = _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/artifacts", "artifacts", {})
-        for artifact in artifacts:
-            if artifact.get("expired"):
-                continue
-            blob = _get_bytes(requester, f"/repos/{repo_name}/actions/artifacts/{int(artifact['id'])}/zip",
-                              MAX_ARCHIVE_BYTES)
+        artifacts = [a for a in _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/artifacts",
+                                       "artifacts", {})
+                     if not a.get("expired") and str(a.get("name", "")).startswith(TIMINGS_PREFIX)]
+        for index, artifact in enumerate(artifacts, 1):
             name = str(artifact.get("name", ""))
+            cite = f"{repo_name}/runs/{run_id}/artifacts/{name}"
+            listed = artifact.get("size_in_bytes")
+            size = listed if isinstance(listed, int) and not isinstance(listed, bool) else None
+            if size is not None and size > MAX_ARCHIVE_BYTES:
+                skipped.append(_over_cap(name, run_id, cite, f"{size} bytes"))
+                continue
+            step(Step(run_id, "artifact", index, len(artifacts), name, size))
+            try:
+                blob = _get_bytes(requester, f"/repos/{repo_name}/actions/artifacts/{int(artifact['id'])}/zip",
+                                  MAX_ARCHIVE_BYTES)
+            except TooLarge:
+                skipped.append(_over_cap(name, run_id, cite, "its download"))
+                continue
             try:
                 rows += _records_of_archive(blob, repo_name, run_id, name, read_records, budget, warnings)
             except ArchiveSkipped as exc:
-                skipped.append(warning(f"artifact {name!r} of run {run_id} skipped: {exc}",
-                                       path=f"{repo_name}/runs/{run_id}/artifacts/{name}",
+                skipped.append(warning(f"artifact {name!r} of run {run_id} skipped: {exc}", path=cite,
                                        hint="none of its timing records are used; the run's other "
                                             "artifacts and job logs are"))
     except GithubException as exc:
@@ -144,6 +194,12 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
         raise InputError(f"GitHub API error {exc.status} while reading run {run_id} of {repo_name}: "
                           f"{message or 'request failed'}") from None
     return rows
+
+
+def _over_cap(name: str, run_id: int, cite: str, what: str) -> Diagnostic:
+    return warning(f"artifact {name!r} of run {run_id} skipped: {what} is over the {MAX_ARCHIVE_BYTES}-byte cap "
+                   "of one artifact download", path=cite,
+                   hint="none of its timing records are used; the run's other artifacts and job logs are")
 
 
 def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, read_records,
@@ -206,6 +262,11 @@ def _expand(archive: zipfile.ZipFile, info: zipfile.ZipInfo, local: Path, member
                                      f"({budget.run_max_bytes} bytes) at member {member}")
             dst.write(chunk)
     return size
+
+
+def shown_name(name: str) -> str:
+    """A name from the API or an archive, quoted, printable and at most 80 characters."""
+    return _shown_name(name)
 
 
 def _shown_name(name: str) -> str:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ci_policy.adapters.github.access import APPROVERS, PERMISSIONS, AccessPolicy
-from ci_policy.adapters.github.client import Throttle, github_requester
+from ci_policy.adapters.github.client import GitHubUnavailable, Throttle, github_requester
 from ci_policy.adapters.github.grammar import Command, GrammarError, parse
 from ci_policy.config import IMAGE_TAG_RE, Config
 from ci_policy.errors import CiPolicyError, InputError, InputErrors
@@ -59,9 +59,14 @@ SYMLINK_MODE = "120000"
 
 
 class ApiError(CiPolicyError):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"GitHub API error {status}: {message}")
+    def __init__(self, status: int, message: str, *, text: str | None = None) -> None:
+        super().__init__(text or f"GitHub API error {status}: {message}")
         self.status = status
+
+    @classmethod
+    def gave_up(cls, exc: GitHubUnavailable) -> ApiError:
+        """A request the client retried until it gave up: its own message says which and why."""
+        return cls(exc.status, str(exc), text=str(exc))
 
 
 class Api:
@@ -81,6 +86,8 @@ class Api:
         except GithubException as exc:
             message = exc.data.get("message") if isinstance(exc.data, dict) else None
             raise ApiError(exc.status, message or "request failed") from None
+        except GitHubUnavailable as exc:
+            raise ApiError.gave_up(exc) from None
         except (RequestException, ValueError) as exc:
             # No connection, a timeout, a body that is not JSON: a clear error, never a traceback.
             raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
@@ -95,6 +102,8 @@ class Api:
 
         try:
             status, _headers, output = self._requester.requestJson("GET", path, headers={"Accept": accept})
+        except GitHubUnavailable as exc:
+            raise ApiError.gave_up(exc) from None
         except (RequestException, ValueError) as exc:
             raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
         if status >= 400:

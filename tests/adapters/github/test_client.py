@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from github import Consts
+from github import Consts, GithubRetry
 
 from ci_policy.adapters.github import client
 from ci_policy.adapters.github.client import NO_THROTTLE, Throttle, github_requester
@@ -17,7 +17,9 @@ def test_production_keeps_pygithubs_own_pauses(monkeypatch):
     requester = github_requester("t0ken", "http://127.0.0.1:9", timeout=30)
     assert pauses(requester) == (Consts.DEFAULT_SECONDS_BETWEEN_REQUESTS, Consts.DEFAULT_SECONDS_BETWEEN_WRITES)
     assert pauses(requester) == (0.25, 1.0)
-    assert requester.kwargs["retry"] is None
+    retry = requester.kwargs["retry"]
+    assert isinstance(retry, GithubRetry)  # PyGithub's own retry, bounded
+    assert (retry.total, retry.backoff_factor, retry.max_wait) == (4, 1.0, 120.0)
     assert requester.kwargs["timeout"] == 30
 
 

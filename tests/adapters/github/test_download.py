@@ -26,7 +26,7 @@ from ci_policy.adapters.github.download import download_run, parse_run
 from ci_policy.adapters.tuning import records
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.cli import main
-from ci_policy.errors import InputError, InputErrors, UsageError
+from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError
 
 REPO = "acme/minirl"
 P = f"/repos/{REPO}"
@@ -254,9 +254,7 @@ def run_requests(gh: FakeGitHub, token: str, host: str = "127.0.0.1") -> list[tu
         api(f"{P}/actions/runs/{RUN}/artifacts", token, gh, per_page="100", page="1"),
         api(f"{P}/actions/artifacts/{ART_TIMINGS}/zip", token, gh),
         blob(f"/_blob/artifacts/{ART_TIMINGS}.zip", gh, host),
-        # the expired artifact is never downloaded
-        api(f"{P}/actions/artifacts/{ART_REPORTS}/zip", token, gh),
-        blob(f"/_blob/artifacts/{ART_REPORTS}.zip", gh, host),
+        # the expired artifact and the test reports (not a timing artifact) are never downloaded
     ]
 
 
@@ -321,7 +319,7 @@ def test_a_runs_job_logs_and_timing_artifacts_become_exact_rows_through_exact_re
     assert seen(gh) == run_requests(gh, token)
     # The redirects were followed to the signed URLs the API answered with; the token went to
     # the API only, never to the blob storage.
-    assert [r.authorization for r in gh.requests if r.path.startswith("/_blob/")] == [None] * 5
+    assert [r.authorization for r in gh.requests if r.path.startswith("/_blob/")] == [None] * 4
     assert all(r.authorization == f"token {token}" for r in gh.requests if r.path.startswith(P))
 
 
@@ -395,19 +393,21 @@ def test_zip_member_names_are_never_paths(gh, token, tmp_path, monkeypatch):
     monkeypatch.setattr(records, "read_records", spy)
     evil = "../../evil.jsonl"
     gh.run_jobs[RUN] = []
-    gh.add_artifact(RUN, "evil", zip_of({evil: TIMINGS_JSONL, "x/../../../evil2.jsonl": TIMINGS_JSONL}),
-                    artifact_id=ART_TIMINGS)
+    gh.add_artifact(RUN, "ci-policy-timings-evil",
+                    zip_of({evil: TIMINGS_JSONL, "x/../../../evil2.jsonl": TIMINGS_JSONL}), artifact_id=ART_TIMINGS)
     before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
 
     rows = download_run(RUN_URL, token, gh.url)
 
+    EVIL = "ci-policy-timings-evil"  # noqa: N806
+    evil2 = f"{REPO}/runs/{RUN}/artifacts/{EVIL}/x/../../../evil2.jsonl"
     assert [(r.file, r.source, r.line, r.job_name) for r in rows] == [
-        ("tests/e2e/test_megatron_ppo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/{evil}", 2, "evil"),
-        ("tests/e2e/test_fsdp_dpo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/{evil}", 3, "evil"),
-        ("tests/e2e/test_rocm_fsdp_grpo.py", f"{REPO}/runs/{RUN}/artifacts/evil/{evil}", 4, "evil"),
-        ("tests/e2e/test_megatron_ppo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 2, "evil"),
-        ("tests/e2e/test_fsdp_dpo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 3, "evil"),
-        ("tests/e2e/test_rocm_fsdp_grpo.py", f"{REPO}/runs/{RUN}/artifacts/evil/x/../../../evil2.jsonl", 4, "evil"),
+        ("tests/e2e/test_megatron_ppo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/ci-policy-timings-evil/{evil}", 2, EVIL),
+        ("tests/e2e/test_fsdp_dpo_4gpu.py", f"{REPO}/runs/{RUN}/artifacts/ci-policy-timings-evil/{evil}", 3, EVIL),
+        ("tests/e2e/test_rocm_fsdp_grpo.py", f"{REPO}/runs/{RUN}/artifacts/ci-policy-timings-evil/{evil}", 4, EVIL),
+        ("tests/e2e/test_megatron_ppo_4gpu.py", evil2, 2, EVIL),
+        ("tests/e2e/test_fsdp_dpo_4gpu.py", evil2, 3, EVIL),
+        ("tests/e2e/test_rocm_fsdp_grpo.py", evil2, 4, EVIL),
     ]
     # Each member was streamed to a file of the run's own temporary directory, under a name of
     # ours, read from there and deleted before the next; the directory is gone afterwards and
@@ -447,15 +447,46 @@ def test_malformed_records_in_an_artifact_cite_the_member_not_a_temporary_file(g
     ]
 
 
-def test_an_archive_over_the_size_limit_is_an_error(gh, token, monkeypatch):
-    monkeypatch.setattr(download, "MAX_ARCHIVE_BYTES", 100)
+@pytest.mark.parametrize("listed", [True, False], ids=["by-its-listed-size", "by-its-download"])
+def test_an_artifact_over_the_download_cap_is_skipped_with_a_warning_and_the_run_goes_on(gh, token, monkeypatch,
+                                                                                          listed):
+    add_run(gh)
+    big = zip_of({"ci-policy-timings.jsonl": TIMINGS_JSONL})
+    monkeypatch.setattr(download, "MAX_ARCHIVE_BYTES", len(big) - 1)
+    gh.run_artifacts[RUN] = []
+    gh.add_artifact(RUN, TIMINGS, big, artifact_id=ART_TIMINGS)
+    if not listed:  # the listing understates it: the download itself crosses the cap
+        gh.run_artifacts[RUN][0]["size_in_bytes"] = 100
+    small = zip_of({"ci-policy-timings.jsonl": TIMINGS_JSONL.splitlines(keepends=True)[1]})
+    gh.add_artifact(RUN, "ci-policy-timings-small", small, artifact_id=ART_REPORTS)
+    warnings: list = []
+    steps: list = []
+    rows = download_run(RUN_URL, token, gh.url, warnings=warnings, progress=steps.append)
+    # The job logs and the other artifact are still read.
+    assert {r.source for r in rows} == {SRC_C, SRC_MI, SRC_B,
+                                       f"{REPO}/runs/{RUN}/artifacts/ci-policy-timings-small/ci-policy-timings.jsonl"}
+    what = f"{len(big)} bytes" if listed else "its download"
+    assert [(w.severity, w.path, w.message, w.hint) for w in warnings] == [(
+        "warning", f"{REPO}/runs/{RUN}/artifacts/{TIMINGS}",
+        f"artifact '{TIMINGS}' of run {RUN} skipped: {what} is over the {len(big) - 1}-byte cap of one artifact "
+        "download", "none of its timing records are used; the run's other artifacts and job logs are")]
+    downloaded = [r.path for r in gh.requests if r.path.startswith(f"{P}/actions/artifacts/")]
+    assert downloaded == ([] if listed else [f"{P}/actions/artifacts/{ART_TIMINGS}/zip"]) + [
+        f"{P}/actions/artifacts/{ART_REPORTS}/zip"]
+    assert [(s.kind, s.index, s.count, s.name, s.size) for s in steps] == [
+        ("log", 1, 3, NAME_C, None), ("log", 2, 3, NAME_MI, None), ("log", 3, 3, NAME_B, None),
+        *([] if listed else [("artifact", 1, 2, TIMINGS, 100)]),
+        ("artifact", 2, 2, "ci-policy-timings-small", len(small))]
+
+
+def test_only_timing_artifacts_are_downloaded(gh, token):
     gh.run_jobs[RUN] = []
-    gh.add_artifact(RUN, TIMINGS, zip_of({"ci-policy-timings.jsonl": TIMINGS_JSONL}), artifact_id=ART_TIMINGS)
-    with pytest.raises(InputError) as exc:
-        download_run(RUN_URL, token, gh.url)
-    assert policy_error(exc.value) == {
-        "path": None, "line": None, "col": None, "hint": None,
-        "message": f"{P}/actions/artifacts/{ART_TIMINGS}/zip: download larger than 100 bytes"}
+    for artifact_id, name in ((2400000011, "test-reports-stage-c"), (2400000012, "ci-policy-plan-1"),
+                              (2400000013, "dist-1"), (ART_TIMINGS, TIMINGS)):
+        gh.add_artifact(RUN, name, zip_of({"ci-policy-timings.jsonl": TIMINGS_JSONL}), artifact_id=artifact_id)
+    assert len(download_run(RUN_URL, token, gh.url)) == 3
+    assert [r.path for r in gh.requests if r.path.startswith(f"{P}/actions/artifacts/")] == [
+        f"{P}/actions/artifacts/{ART_TIMINGS}/zip"]
 
 
 # -- API and download errors ---------------------------------------------------------------------------------
@@ -504,7 +535,9 @@ def test_tune_github_run_end_to_end(gh, token, example_repo, tmp_path, capsys):
     rc = main(["tune", "--repo", str(example_repo), "--github-run", f"{RUN_URL}/attempts/1", "--api-url", gh.url,
                "--csv", str(out)])
     stdout, stderr = capsys.readouterr()
-    assert (rc, stderr) == (0, "")
+    # Not a terminal: one line per timing artifact downloaded, on stderr.
+    size = len(gh.artifact_zips[ART_TIMINGS])
+    assert (rc, stderr) == (0, f"ci-policy tune: run {RUN}: timing artifact 1/1 '{TIMINGS}' ({size} bytes)\n")
     assert token not in stdout
     # The run's metadata first (is it a run tune may trust?), then its logs and artifacts.
     assert seen(gh) == [api(P, token, gh), api(f"{P}/actions/runs/{RUN}", token, gh), *run_requests(gh, token)]
@@ -571,4 +604,98 @@ def test_tune_github_run_rejects_a_bad_run_without_requests(gh, token, example_r
     assert (rc, stdout) == (2, "")
     assert stderr == (f"ci-policy tune: error: --github-run: '{RUN_URL}/job/{JOB_C}' is not OWNER/REPO/RUN_ID "
                       f"or a run URL\n    hint: {HINT}\n")
+    assert gh.requests == []
+
+
+# -- transient failures: PyGithub's retry, bounded ------------------------------------------------------------
+
+JOBS = f"{P}/actions/runs/{RUN}/jobs"
+JOBS_QUERY = {"filter": "all", "per_page": "100", "page": "1"}
+
+
+def retried(path: str, answers: list[str], whens: list[str], of: int = 5) -> str:
+    return "".join(f"ci-policy: GitHub API request GET {path} answered {answer}; attempt {n} of {of} {when}\n"
+                   for n, (answer, when) in enumerate(zip(answers, whens, strict=True), 2))
+
+
+def test_two_502s_are_retried_with_backoff_and_the_run_is_read(gh, token, github_sleeps, capsys):
+    add_run(gh)
+    gh.fail_next("GET", JOBS, 502, 502, message="Server Error")
+    assert download_run(RUN_URL, token, gh.url) == EXPECTED_ROWS
+    assert seen(gh) == [api(JOBS, token, gh, **JOBS_QUERY)] * 2 + run_requests(gh, token)
+    assert github_sleeps == [2.0]  # no wait before the first retry, 2 s before the second
+    assert capsys.readouterr() == ("", retried(JOBS, ["HTTP 502", "HTTP 502"], ["now", "after 2s"]))
+
+
+@pytest.mark.parametrize("retry_after, status, sleeps, answer, when", [
+    (7, 403, [7.0], "HTTP 403, Retry-After 7", "after 7s"),
+    (7, 429, [7.0], "HTTP 429, Retry-After 7", "after 7s"),
+    (None, 403, [60.0], "HTTP 403", "after 60s"),  # no Retry-After: PyGithub's 60 s for a secondary rate limit
+], ids=["403-retry-after", "429-retry-after", "403-without-retry-after"])
+def test_a_secondary_rate_limit_is_waited_out_as_github_asks(gh, token, github_sleeps, capsys, retry_after, status,
+                                                             sleeps, answer, when):
+    add_run(gh)
+    gh.rate_limit_next("GET", f"{P}/actions/runs/{RUN}/artifacts", retry_after, status=status)
+    assert download_run(RUN_URL, token, gh.url) == EXPECTED_ROWS
+    requests = run_requests(gh, token)
+    at = requests.index(api(f"{P}/actions/runs/{RUN}/artifacts", token, gh, per_page="100", page="1"))
+    assert seen(gh) == requests[:at + 1] + requests[at:]
+    assert github_sleeps == sleeps
+    assert capsys.readouterr() == ("", retried(f"{P}/actions/runs/{RUN}/artifacts", [answer], [when]))
+
+
+def test_a_request_that_keeps_failing_gives_up_after_5_attempts_with_a_clear_error(gh, token, github_sleeps,
+                                                                                   example_repo, capsys):
+    add_run(gh)
+    gh.fail("GET", JOBS, 502, "Server Error")
+    rc = main(["tune", "--repo", str(example_repo), "--github-run", RUN_URL, "--api-url", gh.url])
+    stdout, stderr = capsys.readouterr()
+    assert (rc, stdout, stderr) == (1, "", retried(JOBS, ["HTTP 502"] * 4, ["now", "after 2s", "after 4s", "after 8s"])
+                                    + f"ci-policy tune: error: GitHub API request GET {JOBS} gave up after 5 "
+                                      "attempts (last answer: HTTP 502); waited 14s between them\n")
+    assert github_sleeps == [2.0, 4.0, 8.0]
+    assert seen(gh) == [api(P, token, gh), api(f"{P}/actions/runs/{RUN}", token, gh)] + [
+        api(JOBS, token, gh, **JOBS_QUERY)] * 5
+    assert token not in stderr
+
+
+def test_a_wait_longer_than_the_limit_is_not_begun(gh, token, github_sleeps, example_repo, capsys):
+    add_run(gh)
+    gh.rate_limit_next("GET", JOBS, 600)
+    rc = main(["tune", "--repo", str(example_repo), "--github-run", RUN_URL, "--api-url", gh.url])
+    stdout, stderr = capsys.readouterr()
+    assert (rc, stdout, stderr) == (
+        1, "", f"ci-policy tune: error: GitHub API request GET {JOBS} gave up after 1 attempt (last answer: HTTP 403, "
+               "Retry-After 600); waiting 600s more would pass the limit of 120s in all ($CI_POLICY_GITHUB_MAX_WAIT)\n")
+    assert github_sleeps == []
+    assert seen(gh)[-1] == api(JOBS, token, gh, **JOBS_QUERY)
+
+
+def test_the_wait_limit_counts_every_wait_of_a_request(gh, token, github_sleeps, monkeypatch):
+    monkeypatch.setenv("CI_POLICY_GITHUB_MAX_WAIT", "5")
+    add_run(gh)
+    gh.fail_next("GET", JOBS, 502, 502, 502)  # waits 0 s, 2 s, then 4 s would make 6 s
+    with pytest.raises(CiPolicyError) as exc:
+        download_run(RUN_URL, token, gh.url)
+    assert str(exc.value) == (f"GitHub API request GET {JOBS} gave up after 3 attempts (last answer: HTTP 502); "
+                              "waited 2s between them; waiting 4s more would pass the limit of 5s in all "
+                              "($CI_POLICY_GITHUB_MAX_WAIT)")
+    assert github_sleeps == [2.0]
+
+
+def test_a_longer_wait_limit_waits_out_a_long_retry_after(gh, token, github_sleeps, monkeypatch):
+    monkeypatch.setenv("CI_POLICY_GITHUB_MAX_WAIT", "900")
+    add_run(gh)
+    gh.rate_limit_next("GET", JOBS, 600)
+    assert download_run(RUN_URL, token, gh.url) == EXPECTED_ROWS
+    assert github_sleeps == [600.0]
+
+
+@pytest.mark.parametrize("value", ["-1", "3601", "soon", "nan"])
+def test_a_bad_wait_limit_is_a_usage_error_before_any_request(gh, token, example_repo, monkeypatch, capsys, value):
+    monkeypatch.setenv("CI_POLICY_GITHUB_MAX_WAIT", value)
+    rc = main(["tune", "--repo", str(example_repo), "--github-run", RUN_URL, "--api-url", gh.url])
+    assert (rc, capsys.readouterr()) == (2, (
+        "", f"ci-policy tune: error: $CI_POLICY_GITHUB_MAX_WAIT: must be a number of seconds in [0, 3600], got "
+            f"{value!r}\n    hint: the longest a GitHub API request may wait in all between its attempts\n"))
     assert gh.requests == []

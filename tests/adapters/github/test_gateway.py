@@ -663,12 +663,22 @@ def test_a_server_error_while_adding_a_label_gets_a_clear_reply_and_exit_1(world
     ]
 
 
-def test_a_server_error_of_the_permission_check_gets_a_clear_reply_and_exit_1(world):
+def retries(method: str, path: str, answer: str) -> str:
+    """What the client prints on stderr while it retries a request that keeps failing: 5 attempts."""
+    return "".join(f"ci-policy: GitHub API request {method} {path} answered {answer}; attempt {n} of 5 {when}\n"
+                   for n, when in ((2, "now"), (3, "after 2s"), (4, "after 4s"), (5, "after 8s")))
+
+
+def test_a_server_error_of_the_permission_check_is_retried_then_gets_a_clear_reply_and_exit_1(world,
+                                                                                             github_sleeps):
     world.gh.fail("GET", f"{P}/collaborators/ada/permission", 502, "Server Error")
     result = world.run("/clear-labels", login="ada")
-    assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 502: Server Error\n")
-    assert world.calls() == [perm("ada"), reply("> /clear-labels\n\n`/clear-labels` failed: GitHub API error 502: "
-                                                "Server Error.")]
+    gave_up = (f"GitHub API request GET {P}/collaborators/ada/permission gave up after 5 attempts (last answer: "
+               "HTTP 502); waited 14s between them")
+    assert (result.rc, result.out, result.err) == (
+        1, f"ci-policy comment: failed: {gave_up}\n", retries("GET", f"{P}/collaborators/ada/permission", "HTTP 502"))
+    assert github_sleeps == [2.0, 4.0, 8.0]
+    assert world.calls() == [perm("ada")] * 5 + [reply(f"> /clear-labels\n\n`/clear-labels` failed: {gave_up}.")]
 
 
 def test_a_failed_dispatch_gets_a_clear_reply_and_no_reaction(world):
@@ -687,10 +697,13 @@ def test_when_even_the_reply_fails_the_error_is_reported_without_a_traceback(wor
     world.gh.fail("GET", f"{P}/collaborators/ada/permission")
     world.gh.fail("POST", f"{P}/issues/{PR}/comments", 503, "Service Unavailable")
     result = world.run("/run-ci-megatron", login="ada")
+    gave_up = (f"GitHub API request GET {P}/collaborators/ada/permission gave up after 5 attempts (last answer: "
+               "HTTP 500); waited 14s between them")
+    # The reply is a POST: a 503 may have posted it, so it is not repeated.
     assert (result.rc, result.out, result.err) == (
-        1, "ci-policy comment: failed: GitHub API error 503: Service Unavailable\n", "")
-    assert world.calls() == [perm("ada"), reply("> /run-ci-megatron\n\n`/run-ci-megatron` failed: GitHub API error "
-                                                "500: Internal Server Error.")]
+        1, "ci-policy comment: failed: GitHub API error 503: Service Unavailable\n",
+        retries("GET", f"{P}/collaborators/ada/permission", "HTTP 500"))
+    assert world.calls() == [perm("ada")] * 5 + [reply(f"> /run-ci-megatron\n\n`/run-ci-megatron` failed: {gave_up}.")]
 
 
 def test_an_unreachable_api_is_reported_without_a_traceback(world):
@@ -698,8 +711,13 @@ def test_an_unreachable_api_is_reported_without_a_traceback(world):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     result = world.run("/run-ci-megatron", "--api-url", f"http://127.0.0.1:{port}", login="ada")
+    # No connection: nothing was sent, so even the reply (a POST) is tried again, 5 times in all.
+    refused = "no answer, NewConnectionError"
     assert (result.rc, result.out, result.err) == (
-        1, "ci-policy comment: failed: GitHub API error 0: no usable answer from the API (ConnectionError)\n", "")
+        1, f"ci-policy comment: failed: GitHub API request POST {P}/issues/{PR}/comments gave up after 5 attempts "
+           f"(last answer: {refused}); waited 14s between them\n",
+        retries("GET", f"{P}/collaborators/ada/permission", refused)
+        + retries("POST", f"{P}/issues/{PR}/comments", refused))
     assert world.calls() == []
 
 

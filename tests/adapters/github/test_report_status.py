@@ -101,3 +101,24 @@ def test_an_api_error_exits_1(capsys, gh, token):
     assert report(capsys, gh, "--sha", SHA, "--context", "ci-policy/result", "--state", "success",
                   "--description", "ok") == (1, "", "ci-policy report-status: error: GitHub API error 403: Resource "
                                                     "not accessible by integration\n")
+
+
+def test_a_502_to_the_post_is_not_repeated_since_the_status_may_have_been_created(capsys, gh, token, github_sleeps):
+    gh.fail_next("POST", f"/repos/{REPO}/statuses/{SHA}", 502, message="Server Error")
+    assert report(capsys, gh, "--sha", SHA, "--context", "ci-policy/result", "--state", "success",
+                  "--description", "ok") == (1, "", "ci-policy report-status: error: GitHub API error 502: Server "
+                                                    "Error\n")
+    assert [c[:2] for c in gh.calls()] == [("POST", f"/repos/{REPO}/statuses/{SHA}")]
+    assert github_sleeps == []
+
+
+def test_a_secondary_rate_limit_on_the_post_is_waited_out_then_the_status_is_created(capsys, gh, token,
+                                                                                     github_sleeps):
+    gh.rate_limit_next("POST", f"/repos/{REPO}/statuses/{SHA}", 30)
+    rc, out, err = report(capsys, gh, "--sha", SHA, "--context", "ci-policy/result", "--state", "success",
+                          "--description", "ok")
+    assert (rc, err) == (0, f"ci-policy: GitHub API request POST /repos/{REPO}/statuses/{SHA} answered HTTP 403, "
+                            "Retry-After 30; attempt 2 of 5 after 30s\n")
+    body = {"state": "success", "context": "ci-policy/result", "description": "ok"}
+    assert gh.calls() == [("POST", f"/repos/{REPO}/statuses/{SHA}", {}, body)] * 2
+    assert github_sleeps == [30.0]

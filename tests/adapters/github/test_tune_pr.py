@@ -71,6 +71,12 @@ def reads_of_run(run_id: int) -> list[tuple]:
             ("GET", f"{P}/actions/artifacts/{run_id + 7}/zip", {}, None)]
 
 
+def downloads(gh, *runs: int) -> str:
+    """What tune prints on stderr (not a terminal) while it downloads these runs: their one timing artifact."""
+    return "".join(f"ci-policy tune: run {run}: timing artifact 1/1 'ci-policy-timings-{run}' "
+                   f"({len(gh.artifact_zips[run + 7])} bytes)\n" for run in runs)
+
+
 def api_calls(gh) -> list[tuple]:
     """Every request but the blob-storage downloads the redirects lead to."""
     return [c for c in gh.calls() if not c[1].startswith("/_blob/")]
@@ -111,7 +117,7 @@ def test_first_run_creates_the_branch_and_the_pull_request_second_updates_them(e
     csv_out = tmp_path / "evidence.csv"
     code, out, err = tune(capsys, example_repo, gh, "--write-estimates", str(target), "--open-pr",
                           "--csv", str(csv_out))
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, downloads(gh, 1003, 1002))
     assert out.startswith(f"ci-policy tune: 2 completed schedule run(s) of {WORKFLOW} on main: 1003, 1002\n")
     assert out.endswith(f"ci-policy tune: opened pull request #41 https://github.com/{REPO}/pull/41\n")
     estimates, evidence = target.read_text(), csv_out.read_text()
@@ -140,7 +146,7 @@ def test_first_run_creates_the_branch_and_the_pull_request_second_updates_them(e
     gh.requests.clear()
     code, out, err = tune(capsys, example_repo, gh, "--write-estimates", str(target), "--open-pr",
                           "--csv", str(csv_out))
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, downloads(gh, 1003, 1002))
     assert out.endswith(f"ci-policy tune: updated pull request #41 https://github.com/{REPO}/pull/41\n")
     assert len(gh.open_pulls) == 1
     assert api_calls(gh)[-10:] == pr_requests(gh, tree, commit, first=False, estimates=estimates, evidence=evidence,
@@ -154,7 +160,7 @@ def test_nothing_changed_opens_nothing(example_repo, gh, token, capsys):
     gh.requests.clear()
     # The estimates of these runs are already on the default branch (the pull request was merged).
     code, out, err = tune(capsys, example_repo, gh, "--write-estimates", str(target), "--open-pr")
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, downloads(gh, 1003, 1002))
     assert out.endswith("ci-policy tune: the estimates file did not change; no pull request\n")
     assert [c for c in gh.calls() if c[0] != "GET"] == []
     assert [c[1] for c in api_calls(gh)][:2] == [P, f"{P}/actions/workflows/{WORKFLOW}/runs"]

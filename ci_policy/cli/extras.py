@@ -1,0 +1,65 @@
+"""The optional extras a subcommand needs, checked before it prints anything.
+
+- In: the parsed arguments (the subcommand, and for `run` and `gate` the store they would
+  open: `--store`, `--store-file`, else `$CI_POLICY_DATABASE_URL`).
+- Out: None when every module the subcommand's adapters import is importable, else the one
+  line to print (`this command needs the 'tune' extra: pip install 'ci-policy[tune]'`); the
+  caller prints it as `ci-policy COMMAND: error: ...` and exits 2.
+- Needs: `tune` the `tune` extra (libcst, PyGithub); `comment`, `pull-request` and
+  `report-status` the `github` extra (PyGithub); `run` and `gate` with a `postgresql://`
+  store the `postgres` extra (psycopg). A store location that is not valid is left to the
+  subcommand, which reports it as it always does.
+- A module counts as missing when importing it raises ImportError, whatever the reason (not
+  installed, or installed without a dependency of its own).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+
+# extra -> the top-level modules it provides, in the order they are tried.
+EXTRA_MODULES = {
+    "tune": ("libcst", "github"),
+    "github": ("github",),
+    "postgres": ("psycopg",),
+}
+COMMAND_EXTRAS = {
+    "tune": "tune",
+    "comment": "github",
+    "pull-request": "github",
+    "report-status": "github",
+}
+STORE_COMMANDS = ("run", "gate")
+
+
+def missing_extra(args: argparse.Namespace) -> str | None:
+    """The message naming the extra to install, or None when nothing is missing."""
+    extra = COMMAND_EXTRAS.get(args.command)
+    if extra is not None and not _importable(extra):
+        return f"this command needs the '{extra}' extra: pip install 'ci-policy[{extra}]'"
+    if args.command in STORE_COMMANDS and _store_kind(args) == "postgresql" and not _importable("postgres"):
+        return "a postgresql:// metric store needs the 'postgres' extra: pip install 'ci-policy[postgres]'"
+    return None
+
+
+def _importable(extra: str) -> bool:
+    for module in EXTRA_MODULES[extra]:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            return False
+    return True
+
+
+def _store_kind(args: argparse.Namespace) -> str | None:
+    from ci_policy.adapters.store import DATABASE_URL_ENV, store_kind
+    from ci_policy.cli.options import store_url
+    from ci_policy.errors import UsageError
+
+    try:
+        url = store_url(args) or os.environ.get(DATABASE_URL_ENV) or None
+        return store_kind(url) if url else None
+    except UsageError:  # reported by the subcommand itself, in its own order
+        return None
