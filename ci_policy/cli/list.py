@@ -18,8 +18,8 @@ from ci_policy.cli.options import (
     add_format,
     add_plan_inputs,
     add_shard,
-    plan_from_args,
     report_incomplete,
+    shard_plan,
 )
 
 NAME = "list"
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "`ci-policy run` runs them, without running anything.")
     add_checkout(p)
     add_shard(p)
-    add_plan_inputs(p)
+    add_plan_inputs(p, plan_file=True)
     add_format(p, ("text", "json"))
     return p
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.plan.build import shard_of
     from ci_policy.render import line_start, one_line, shard_files_json
 
-    plan = plan_from_args(args)
+    plan = shard_plan(args)
     stage, shard = shard_of(plan, args.stage, args.shard)
     if args.format == "json":
         print(shard_files_json(stage, shard, plan.invalid))

@@ -271,7 +271,6 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     if current_config != plan_file.inputs.config:
         check_inputs(plan_file, Inputs(current_config, plan_file.inputs.labels, plan_file.inputs.files),
                      config.path, config.labels_file)
-    labels, _missing = optional_labels(repo, config)
     files, errors = discover(repo, config)
     # A test file discovery refused (a symlink) was invalid in the plan too; anything else is fatal.
     refused = {file for file, _ in plan_file.invalid}
@@ -280,6 +279,7 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
         raise InputErrors(fatal)
     check_inputs(plan_file, checkout_inputs(repo, args.config, config.path, config.labels_file, files),
                  config.path, config.labels_file)
+    labels, _missing = optional_labels(repo, config)
     snapshot = Snapshot(repo=repo, config=config, labels=labels, files=tuple(files), registrations=(),
                         gates=(), errors=())
     return plan_of(plan_file, snapshot)

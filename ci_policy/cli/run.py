@@ -42,8 +42,8 @@ from ci_policy.cli.options import (
     add_store,
     append_step_summary,
     non_negative_float,
-    plan_from_args,
     positive_int,
+    shard_plan,
     store_url,
 )
 
@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "(a lane of the plan's stage_matrix); not with --shard")
     p.add_argument("--python", default=None, metavar="PATH",
                    help="the Python interpreter that runs the tests (default: the one running ci-policy)")
-    add_plan_inputs(p)
+    add_plan_inputs(p, plan_file=True)
     p.add_argument("--continue-on-error", action="store_true",
                    help="run every file even after one failed (default: stop at the first failure)")
     p.add_argument("--max-attempts", type=positive_int, default=1, metavar="N",
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     python = _python(args.python)
     store = store_url(args)
     timings_out = _timings_out(args.timings_out, Path(args.repo))
-    plan = plan_from_args(args)
+    plan = shard_plan(args)
     if indices is None:
         stage, shard = shard_of(plan, args.stage, args.shard)
         shards = [] if shard is None else [shard]
