@@ -37,7 +37,7 @@ from ci_policy.model.snapshot import InvalidFile, Snapshot, Validity
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import TRUSTS, Policy
-from ci_policy.read.checkout import check_relative
+from ci_policy.read.checkout import is_plain_relative
 from ci_policy.read.diff import Diff
 from ci_policy.read.numbers import MAX_EST_TIME, is_finite_number
 from ci_policy.read.strictjson import loads
@@ -152,11 +152,7 @@ class _Doc:
 
     def path(self, value: Any, where: str) -> str:
         text: str = self.string(value, where)
-        try:
-            norm = check_relative(text, field="path")
-        except InputError:
-            norm = None
-        if norm != text or any(ord(c) < 32 or ord(c) == 127 for c in text):
+        if not is_plain_relative(text):
             raise self.fail(where, f"{_shown(text)} is not a plain repo-relative path")
         return text
 
