@@ -1,7 +1,8 @@
 """`ci-policy run`: run the files of one stage shard (or several, in turn) on this runner.
 
-- In: --repo, --config, the plan inputs, --stage, --shard or --shards, --python, retry and
-  output options.
+- In: --repo, --config, the plan inputs or --plan FILE (the plan job's plan JSON: no test
+  file is parsed, see `cli.options.plan_from_file`), --stage, --shard or --shards, --python,
+  retry and output options.
 - Out: the shard's header, each file's output, a summary; timing records and the merged
   metric records of passing files; gates evaluated for files that declare them.
   Exit 0 when every file (and every enforced gate) passed, 1 otherwise, 143 on SIGTERM,
@@ -18,7 +19,8 @@
   (unless bypassed) stops the later shards too; their files are listed as not run.
 - `--python PATH`: the interpreter the tests run with (the adopting repository's
   environment, not ci_policy's); default: the one running ci-policy.
-- Refused (exit 2): `--shard` with `--shards`; a `--timings-out` inside the checkout; a
+- Refused before any file runs: a checkout that differs from `--plan FILE` (exit 1, naming
+  what differs); (exit 2) a plan file that is not a plan, or with plan inputs; `--shard` with `--shards`; a `--timings-out` inside the checkout; a
   `--store` URL holding a password (a test could read it from /proc; `--store-file` or
   `$CI_POLICY_DATABASE_URL` carry it); a `--shards` that is not distinct shard indices of
   the stage; a `--python` that is not an executable; before any file runs, a
