@@ -251,8 +251,8 @@ def _plan_text(value: str) -> str:
 def plan_from_file(args: argparse.Namespace) -> Plan:
     """`--plan FILE`: the file's plan, once its inputs match the checkout; no test file is parsed.
 
-    The configuration's content id is checked first: under another configuration the
-    discovered files and their stages mean something else.
+    The configuration's content id is checked first, before it is parsed: under another
+    configuration the discovered files and their stages mean something else.
     """
     from ci_policy.adapters.inputs import checkout_inputs, config_id
     from ci_policy.config import load_config
@@ -266,18 +266,18 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")
-    config = load_config(repo, args.config)
-    current_config = config_id(repo, args.config, config.path)
+    config_name, current_config = config_id(repo, args.config)
     if current_config != plan_file.inputs.config:
         check_inputs(plan_file, Inputs(current_config, plan_file.inputs.labels, plan_file.inputs.files),
-                     config.path, config.labels_file)
+                     config_name, "")
+    config = load_config(repo, args.config)
     files, errors = discover(repo, config)
     # A test file discovery refused (a symlink) was invalid in the plan too; anything else is fatal.
     refused = {file for file, _ in plan_file.invalid}
     fatal = [d for d in errors if d.path not in refused]
     if fatal:
         raise InputErrors(fatal)
-    check_inputs(plan_file, checkout_inputs(repo, args.config, config.path, config.labels_file, files),
+    check_inputs(plan_file, checkout_inputs(repo, args.config, config.labels_file, files),
                  config.path, config.labels_file)
     labels, _missing = optional_labels(repo, config)
     snapshot = Snapshot(repo=repo, config=config, labels=labels, files=tuple(files), registrations=(),
@@ -291,7 +291,7 @@ def plan_inputs_of(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
     from ci_policy.plan.planfile import inputs_dict
 
     config = plan.config
-    inputs = checkout_inputs(Path(args.repo), args.config, config.path, config.labels_file, plan.snapshot.files)
+    inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files)
     return inputs_dict(inputs.config, inputs.labels, dict(inputs.files))
 
 

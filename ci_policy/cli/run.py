@@ -20,7 +20,8 @@
 - `--python PATH`: the interpreter the tests run with (the adopting repository's
   environment, not ci_policy's); default: the one running ci-policy.
 - Refused before any file runs: a checkout that differs from `--plan FILE` (exit 1, naming
-  what differs); (exit 2) a plan file that is not a plan, or with plan inputs; `--shard` with `--shards`; a `--timings-out` inside the checkout; a
+  what differs). Refused (exit 2): a plan file that is not a plan, or with plan inputs;
+  `--shard` with `--shards`; a `--timings-out` inside the checkout; a
   `--store` URL holding a password (a test could read it from /proc; `--store-file` or
   `$CI_POLICY_DATABASE_URL` carry it); a `--shards` that is not distinct shard indices of
   the stage; a `--python` that is not an executable; before any file runs, a

@@ -154,6 +154,9 @@ MISMATCHES = [
                  "plan; tests/fast/test_n2.py is not in the plan; tests/fast/test_n3.py is not in the plan; "
                  "and 2 more", id="and-more"),
     pytest.param(lambda r: (r / "labels.py").unlink(), "labels.py is missing", id="labels-gone"),
+    # Compared before it is parsed: a configuration that no longer parses is a changed one.
+    pytest.param(lambda r: (r / ".github/ci-policy.yml").write_text("version: [\n"),
+                 "configuration .github/ci-policy.yml changed", id="config-broken"),
 ]
 
 
@@ -275,3 +278,17 @@ def test_the_plan_file_is_enough_no_test_file_is_parsed(example, monkeypatch, tm
     monkeypatch.setattr("ci_policy.read.markers.scan", no_parse)
     monkeypatch.setattr("ci_policy.model.snapshot.scan", no_parse)
     assert run(["list", "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == expected
+
+
+def test_a_configuration_outside_the_checkout_is_named_as_given(example, monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trusted").mkdir()
+    shutil.copy(example / ".github" / "ci-policy.yml", tmp_path / "trusted" / "ci-policy.yml")
+    base = ["--repo", str(example), "--config", "trusted/ci-policy.yml"]
+    write_plan([*base, "--event", "push"], capsys, tmp_path / "plan.json")
+    expected = run(["list", *base, "--event", "push", "--stage", "stage-a-cpu"], capsys)
+    assert run(["list", *base, "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == expected
+    edit(tmp_path, "trusted/ci-policy.yml")
+    assert run(["list", *base, "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == (
+        1, "", "plan.json: the plan does not match the checkout: configuration trusted/ci-policy.yml changed\n"
+               f"    {HINT}ci-policy: 1 error\n")
