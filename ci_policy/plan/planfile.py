@@ -13,7 +13,9 @@
 - `plan_of(plan_file, snapshot)`: the `Plan` that `list` and `run` read, rebuilt from the
   file (stages, shards, registrations, gate declarations, invalid files, the policy's
   event, cadence, trust, labels, fast-fail and baseline switches) over a snapshot holding
-  the configuration, the labels and the discovered files: no test file is parsed.
+  the configuration, the labels and the discovered files: no test file is parsed. Its
+  registrations carry what `run` reads (file, line, backend, suite, est_time and its
+  source, marker), not their labels or columns.
 - Refused: a file that is not such a plan, as `UsageError` naming `--plan` and the
   location in the document (`stages[1].shards[0].files[2]`); a stage the configuration
   does not declare or declares external.

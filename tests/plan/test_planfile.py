@@ -101,3 +101,35 @@ def _pick(doc, data):
         target, key = node, data.draw(st.sampled_from(keys))
         node = node[key]
     return target, key
+
+
+def test_the_plan_read_back_is_the_plan_that_was_written():
+    """Stages, shards, registrations, gate declarations and the policy's switches survive the file."""
+    from dataclasses import replace
+
+    from helpers import EXAMPLE_REPO
+
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.planfile import plan_of
+    from ci_policy.plan.policy import Trigger
+    from ci_policy.read.diff import Diff
+
+    snapshot = load_snapshot(EXAMPLE_REPO)
+    plan = build_plan(snapshot, Trigger(event="schedule", schedule="0 15 * * 6"), Diff.unavailable("none"))
+    doc = plan_dict(plan, None, inputs_dict(A, B, {f: A for f in snapshot.files}))
+    bare = replace(snapshot, registrations=(), gates=(), errors=())
+    back = plan_of(read_plan_file(json.dumps(doc), "plan.json"), bare)
+    def run_view(r):  # what `run` reads of a registration (labels and columns stay in the checkout)
+        return (r.file, r.line, r.backend, r.suite, r.est_time, r.est_source, r.marker, r.implicit)
+
+    assert [(s.stage, s.decision, s.reasons, [run_view(r) for r in s.tests], s.shards, s.invalid)
+            for s in back.stages] == \
+        [(s.stage, s.decision, s.reasons, [run_view(r) for r in s.tests], s.shards, s.invalid) for s in plan.stages]
+    assert any(s.shards for s in back.stages)
+    assert back.snapshot.gates == plan.snapshot.gates and plan.snapshot.gates
+    assert back.invalid == plan.invalid
+    p, q = back.policy, plan.policy
+    assert (p.event, p.cadence, p.trust, p.raw_labels, p.include_labels, p.bypass_fastfail, p.write_baseline) == \
+        (q.event, q.cadence, q.trust, q.raw_labels, q.include_labels, q.bypass_fastfail, q.write_baseline)
+    assert back.warnings == plan.warnings and back.config is snapshot.config
