@@ -260,8 +260,8 @@ def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileS
         tests.append((file, doc.number(doc.get(t, "est_time", at), f"{at}.est_time", MAX_EST_TIME), source,
                       doc.count(doc.get(t, "line", at), f"{at}.line", minimum=1, optional=True),
                       doc.string(doc.get(t, "marker", at), f"{at}.marker", optional=True)))
-    test_files = [t[0] for t in tests]
-    if len(set(test_files)) != len(test_files):
+    test_files = {t[0] for t in tests}  # a set: a stage may hold thousands of files
+    if len(test_files) != len(tests):
         raise doc.fail(f"{where}.tests", "a test file is listed twice")
     shards = []
     placed: set[str] = set()
