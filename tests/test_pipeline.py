@@ -426,6 +426,7 @@ def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], st
                     step_outputs={"plan": {"pr-event": pr, "pr-number": pr}},
                     hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("plan", "plan"): plan_step,
+                           ("plan", "plan-file"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("images", "image"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("result", "result"): result_step},
                     results={"stages": stage_results} if stage_results else None)
@@ -474,13 +475,32 @@ def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path)
     # The repository is checked out, planned and run at the head SHA.
     assert sim.jobs["plan"].runs[0].step("Check out the repository under test").with_["ref"] == HEAD
     assert plan_step.env["HEAD_SHA"] == HEAD
+    # The plan file is the same plan, written whole (a partial plan too) and kept with the diff.
+    plan_file = sim.jobs["plan"].runs[0].step("plan-file")
+    assert (plan_file.ran, plan_file.outcome) == (True, "success")
+    assert plan_inputs_of(plan_file.env) == plan_inputs_of(plan_step.env)
+    assert plan_file.env["HEAD_SHA"] == HEAD
+    keep = sim.jobs["plan"].runs[0].step("Keep the plan for the stage jobs")
+    assert keep.with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan/", "if-no-files-found": "error"}
+    planned = json.loads((tmp_path / "ci-policy-plan" / "plan.json").read_text())
+    assert planned["plan_complete"] is (s.plan.get("plan_complete", "true") == "true")
     for run in stage_runs(sim):
         assert run.step("Check out the repository under test").with_["ref"] == HEAD
-        assert plan_inputs_of(run.step("Run the lane's shards").env) == plan_inputs_of(plan_step.env)
-        fetch = run.step("Fetch the planned diff")
-        assert fetch.ran is (s.diff is not None)
-        if fetch.ran:
-            assert fetch.with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan"}
+        fetch = run.step("Fetch the plan")
+        assert (fetch.ran, fetch.with_) == (True, {"name": "ci-policy-plan-1", "path": "ci-policy-plan"})
+        # The stage job plans nothing: its shards come from the plan file, checked against its checkout.
+        step = run.step("Run the lane's shards")
+        assert "--plan ci-policy-plan/plan.json" in step.step["run"]
+        assert not {"EVENT_NAME", "LABELS_JSON", "DIFF_FILE", "BASE_REV", "TRUST"} & set(step.env)
+        assert step.env["CONFIG"] == plan_step.env["CONFIG"]
+        stage = next(st for st in planned["stages"] if st["name"] == run.matrix["stage"])
+        for shard in run.matrix["shards"].split():
+            listed = subprocess.run(
+                [console_script(), "list", "--repo", "repo", "--config", step.env["CONFIG"], "--plan",
+                 "ci-policy-plan/plan.json", "--stage", stage["name"], "--shard", shard, "--format", "json"],
+                cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
+            assert listed.returncode == (0 if planned["plan_complete"] else 1), listed.stderr
+            assert json.loads(listed.stdout)["files"] == stage["shards"][int(shard)]["files"]
 
 
 def test_a_docs_only_pr_runs_no_stage_job_and_passes(tmp_path):
@@ -643,10 +663,11 @@ def test_a_push_gets_the_write_store_only_on_the_default_branch(tmp_path, ref, e
     sim = simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"plan": s.plan}},
                    hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path)})
     assert store_urls(sim) == {SECRETS[expected]}
-    # A push is planned from its own before..after range, in the plan job and every stage job alike.
-    env = stage_runs(sim)[0].step("Run the lane's shards").env
-    assert (env["EVENT_NAME"], env["BASE_REV"], env["HEAD_REV"], env["FORCED"], env["DIFF_FILE"]) == (
-        "push", BASE, HEAD, "false", "")
+    # A push is planned from its own before..after range, in the plan and in the plan file the stage jobs run.
+    for step in ("plan", "plan-file"):
+        env = sim.jobs["plan"].runs[0].step(step).env
+        assert (env["EVENT_NAME"], env["BASE_REV"], env["HEAD_REV"], env["FORCED"], env["DIFF_FILE"]) == (
+            "push", BASE, HEAD, "false", "")
 
 
 @pytest.mark.parametrize("action, cancels", [("synchronize", True), ("labeled", False), ("unlabeled", False),
@@ -674,14 +695,14 @@ def test_artifact_names_are_unique_and_end_in_the_run_attempt(tmp_path):
     first_run = pipeline(SCENARIOS["megatron"], tmp_path / "1")
     first = artifact_names(first_run)
     second = artifact_names(pipeline(SCENARIOS["megatron"], tmp_path / "2", run_attempt="2"))
-    # The plan's diff, and one timing upload per stage lane.
+    # The plan (its file and diff), and one timing upload per stage lane.
     assert len(first) == len(set(first)) == 1 + len(planned_entries(first_run))
     assert "ci-policy-plan-1" in first
     assert all(name.endswith("-1") for name in first) and all(name.endswith("-2") for name in second)
     assert not set(first) & set(second)
 
 
-def test_a_rerun_of_failed_lanes_fetches_the_diff_of_the_plan_jobs_attempt(tmp_path):
+def test_a_rerun_of_failed_lanes_fetches_the_plan_of_the_plan_jobs_attempt(tmp_path):
     """Re-running failed jobs keeps the plan job, its outputs and its artifact from attempt 1."""
     s = SCENARIOS["megatron"]
     first = pipeline(s, tmp_path, stage_results=lambda e: "failure" if e["lane"] == 1 else None)
@@ -691,7 +712,7 @@ def test_a_rerun_of_failed_lanes_fetches_the_diff_of_the_plan_jobs_attempt(tmp_p
                       hooks={("result", "result"): result_step})
     assert second.jobs["result"].result == "success"
     for run in stage_runs(second):
-        assert run.step("Fetch the planned diff").with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan"}
+        assert run.step("Fetch the plan").with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan"}
         assert run.step("Upload the timing records").with_["name"].endswith("-2")
 
 

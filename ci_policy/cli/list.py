@@ -1,11 +1,15 @@
 """`ci-policy list`: the files of one stage shard, exactly as `run` would run them.
 
-- In: --repo, --config, the plan inputs, --stage, --shard, --format text|json.
+- In: --repo, --config, the plan inputs or --plan FILE (the plan job's plan JSON, checked
+  against the checkout by content ids: `cli.options.plan_from_file`), --stage, --shard,
+  --format text|json.
 - Out: text: one file per line (nothing for a skipped stage, its reasons on stderr);
   json: the stage, shard, decision, reasons and files, `invalid` and `plan_complete`.
 - Partial plan: the shard's files are printed as always; invalid test files are listed
   with their diagnostics (text: on stderr) and the exit code is 1.
-- Refused: an unknown or external stage, a missing or out-of-range shard (exit 2).
+- Refused: an unknown or external stage, a missing or out-of-range shard, a plan file that
+  is not a plan or comes with plan inputs (exit 2); a checkout that differs from the plan
+  file (exit 1, naming what differs).
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ from ci_policy.cli.options import (
     add_format,
     add_plan_inputs,
     add_shard,
-    plan_from_args,
     report_incomplete,
+    shard_plan,
 )
 
 NAME = "list"
@@ -31,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "`ci-policy run` runs them, without running anything.")
     add_checkout(p)
     add_shard(p)
-    add_plan_inputs(p)
+    add_plan_inputs(p, plan_file=True)
     add_format(p, ("text", "json"))
     return p
 
@@ -40,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.plan.build import shard_of
     from ci_policy.render import line_start, one_line, shard_files_json
 
-    plan = plan_from_args(args)
+    plan = shard_plan(args)
     stage, shard = shard_of(plan, args.stage, args.shard)
     if args.format == "json":
         print(shard_files_json(stage, shard, plan.invalid))

@@ -175,9 +175,16 @@ def non_negative_float(text: str) -> float:
 
 # -- the plan inputs: plan, list and run decide the same plan from the same options ----------
 
-def add_plan_inputs(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("plan inputs", "what triggered the workflow; an empty value means not given")
-    g.add_argument("--event", required=True, metavar="EVENT",
+def add_plan_inputs(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
+    """The plan inputs; with `plan_file` (list, run) also `--plan FILE`, which replaces all of them."""
+    g = p.add_argument_group("plan inputs", "what triggered the workflow; an empty value means not given"
+                             + ("; or, instead of all of them, --plan FILE" if plan_file else ""))
+    if plan_file:
+        g.add_argument("--plan", default=None, metavar="FILE",
+                       help="the plan JSON of this CI run (`ci-policy plan --format json`): take the stage's "
+                            "shards from it instead of planning, after checking its inputs (the content ids "
+                            "of the configuration, the labels file and every test file) against the checkout")
+    g.add_argument("--event", required=not plan_file, metavar="EVENT",
                    help="the triggering event: pull_request, push, merge_group, schedule, workflow_dispatch "
                         "or workflow_call")
     g.add_argument("--labels-json", metavar="JSON",
@@ -190,7 +197,7 @@ def add_plan_inputs(p: argparse.ArgumentParser) -> None:
                    "github.event.before; a merge queue: github.event.merge_group.base_sha)")
     g.add_argument("--head", metavar="REV", help="head revision for --base (default: HEAD; a push: "
                    "github.event.after; a merge queue: github.event.merge_group.head_sha)")
-    g.add_argument("--trust", default="trusted", metavar="T",
+    g.add_argument("--trust", default=None, metavar="T",
                    help="how far the head commit is trusted: trusted (default), approved (a maintainer approved "
                         "this commit) or untrusted (accelerator stages are skipped); the trust output of "
                         "ci-policy pull-request")
@@ -204,6 +211,90 @@ def add_shard(p: argparse.ArgumentParser) -> None:
                    help="the shard index, from 0 (needed when the stage has several shards)")
 
 
+_PLAN_INPUTS = ("event", "labels_json", "label", "schedule", "cadence", "diff", "base", "head", "trust", "forced")
+
+# A plan of 20,000 test files is a few MB; the cap keeps an artifact from filling memory.
+MAX_PLAN_FILE_BYTES = 256 * 1024 * 1024
+
+
+def shard_plan(args: argparse.Namespace) -> Plan:
+    """The plan `list` and `run` take their shard from: read from `--plan FILE`, else planned here."""
+    if getattr(args, "plan", None) is None:
+        if args.event is None:
+            raise UsageError("is required", source="--event",
+                             hint="pass the plan inputs (--event ...), or --plan FILE from this run's plan job")
+        return plan_from_args(args)
+    given = [name for name in _PLAN_INPUTS if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"the plan file holds the plan inputs; --{given[0].replace('_', '-')} is not "
+                         "taken with it", source="--plan",
+                         hint="pass either --plan FILE or the plan inputs (--event ...), not both")
+    return plan_from_file(args)
+
+
+def _plan_text(value: str) -> str:
+    try:
+        with open(value, "rb") as fh:
+            data = fh.read(MAX_PLAN_FILE_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {value}: {exc.strerror}", source="--plan",
+                         hint="pass the file `ci-policy plan --format json` wrote in this run's plan job") from None
+    if len(data) > MAX_PLAN_FILE_BYTES:
+        raise UsageError(f"{value} is larger than {MAX_PLAN_FILE_BYTES} bytes", source="--plan")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{value} is not UTF-8 text", source="--plan",
+                         hint="pass the file `ci-policy plan --format json` wrote") from None
+
+
+def plan_from_file(args: argparse.Namespace) -> Plan:
+    """`--plan FILE`: the file's plan, once its inputs match the checkout; no test file is parsed.
+
+    The configuration's content id is checked first, before it is parsed: under another
+    configuration the discovered files and their stages mean something else.
+    """
+    from ci_policy.adapters.inputs import checkout_inputs, config_id
+    from ci_policy.config import load_config
+    from ci_policy.errors import InputError, InputErrors
+    from ci_policy.model.discovery import discover
+    from ci_policy.model.snapshot import Snapshot, optional_labels
+    from ci_policy.plan.planfile import Inputs, check_inputs, plan_of, read_plan_file
+
+    plan_file = read_plan_file(_plan_text(args.plan), args.plan)
+    repo = Path(args.repo)
+    if not repo.is_dir():
+        raise InputError(f"repository {repo} is not a directory", path=str(repo),
+                         code="CP403", hint="pass --repo with the checkout's root directory")
+    config_name, current_config = config_id(repo, args.config)
+    if current_config != plan_file.inputs.config:
+        check_inputs(plan_file, Inputs(current_config, plan_file.inputs.labels, plan_file.inputs.files),
+                     config_name, "")
+    config = load_config(repo, args.config)
+    files, errors = discover(repo, config)
+    # A test file discovery refused (a symlink) was invalid in the plan too; anything else is fatal.
+    refused = {file for file, _ in plan_file.invalid}
+    fatal = [d for d in errors if d.path not in refused]
+    if fatal:
+        raise InputErrors(fatal)
+    check_inputs(plan_file, checkout_inputs(repo, args.config, config.labels_file, files),
+                 config.path, config.labels_file)
+    labels, _missing = optional_labels(repo, config)
+    snapshot = Snapshot(repo=repo, config=config, labels=labels, files=tuple(files), registrations=(),
+                        gates=(), errors=())
+    return plan_of(plan_file, snapshot)
+
+
+def plan_inputs_of(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
+    """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from."""
+    from ci_policy.adapters.inputs import checkout_inputs
+    from ci_policy.plan.planfile import inputs_dict
+
+    config = plan.config
+    inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files)
+    return inputs_dict(inputs.config, inputs.labels, dict(inputs.files))
+
+
 def plan_from_args(args: argparse.Namespace) -> Plan:
     from ci_policy.adapters.git import git_diff
     from ci_policy.model.snapshot import load_snapshot
@@ -215,6 +306,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     for name in ("schedule", "cadence", "base", "head", "forced"):
         if getattr(args, name) == "":
             setattr(args, name, None)
+    if args.trust is None:
+        args.trust = "trusted"
     if args.trust not in TRUSTS:
         # An empty value too: a workflow whose trust step failed must not run as trusted.
         raise UsageError(f"expected one of {', '.join(TRUSTS)}, got {args.trust!r}", source="--trust",

@@ -31,6 +31,7 @@ from ci_policy.cli.options import (
     add_plan_inputs,
     github_file,
     plan_from_args,
+    plan_inputs_of,
     report_incomplete,
 )
 from ci_policy.cli.paths import workspace_paths
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     plan = plan_from_args(args)
     if args.format == "json":
-        print(render.plan_json(plan, head_sha))
+        print(render.plan_json(plan, head_sha, plan_inputs_of(args, plan)))
     elif args.format == "markdown":
         print(render.plan_markdown(plan), end="")
     elif args.format == "github":

@@ -1,7 +1,8 @@
 """`ci-policy run`: run the files of one stage shard (or several, in turn) on this runner.
 
-- In: --repo, --config, the plan inputs, --stage, --shard or --shards, --python, retry and
-  output options.
+- In: --repo, --config, the plan inputs or --plan FILE (the plan job's plan JSON: no test
+  file is parsed, see `cli.options.plan_from_file`), --stage, --shard or --shards, --python,
+  retry and output options.
 - Out: the shard's header, each file's output, a summary; timing records and the merged
   metric records of passing files; gates evaluated for files that declare them.
   Exit 0 when every file (and every enforced gate) passed, 1 otherwise, 143 on SIGTERM,
@@ -18,7 +19,9 @@
   (unless bypassed) stops the later shards too; their files are listed as not run.
 - `--python PATH`: the interpreter the tests run with (the adopting repository's
   environment, not ci_policy's); default: the one running ci-policy.
-- Refused (exit 2): `--shard` with `--shards`; a `--timings-out` inside the checkout; a
+- Refused before any file runs: a checkout that differs from `--plan FILE` (exit 1, naming
+  what differs). Refused (exit 2): a plan file that is not a plan, or with plan inputs;
+  `--shard` with `--shards`; a `--timings-out` inside the checkout; a
   `--store` URL holding a password (a test could read it from /proc; `--store-file` or
   `$CI_POLICY_DATABASE_URL` carry it); a `--shards` that is not distinct shard indices of
   the stage; a `--python` that is not an executable; before any file runs, a
@@ -42,8 +45,8 @@ from ci_policy.cli.options import (
     add_store,
     append_step_summary,
     non_negative_float,
-    plan_from_args,
     positive_int,
+    shard_plan,
     store_url,
 )
 
@@ -62,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "(a lane of the plan's stage_matrix); not with --shard")
     p.add_argument("--python", default=None, metavar="PATH",
                    help="the Python interpreter that runs the tests (default: the one running ci-policy)")
-    add_plan_inputs(p)
+    add_plan_inputs(p, plan_file=True)
     p.add_argument("--continue-on-error", action="store_true",
                    help="run every file even after one failed (default: stop at the first failure)")
     p.add_argument("--max-attempts", type=positive_int, default=1, metavar="N",
@@ -181,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     python = _python(args.python)
     store = store_url(args)
     timings_out = _timings_out(args.timings_out, Path(args.repo))
-    plan = plan_from_args(args)
+    plan = shard_plan(args)
     if indices is None:
         stage, shard = shard_of(plan, args.stage, args.shard)
         shards = [] if shard is None else [shard]

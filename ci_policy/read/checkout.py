@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -47,6 +48,19 @@ def check_relative(rel: str, *, field: str, path: str | None = None, line: int |
     if norm == ".":
         return "."
     return norm
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def is_plain_relative(rel: str) -> bool:
+    """Whether `rel` is a repo-relative POSIX path `check_relative` accepts unchanged, with no
+    control character: what a path read from an untrusted document (a plan file) must be.
+
+    Without building a path object: a plan file names every test file of the checkout.
+    """
+    return (bool(rel) and rel.strip() == rel and not rel.startswith("/") and "\\" not in rel
+            and not _CONTROL.search(rel) and all(part not in ("", ".", "..") for part in rel.split("/")))
 
 
 def _lstat(path: Path) -> os.stat_result | None:

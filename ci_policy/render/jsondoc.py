@@ -8,6 +8,9 @@
   `max_parallel_reason` (with `max_parallel`) only when the stage configures them.
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
   diagnostics, in the shape `lint --format json` uses) and `plan_complete`.
+- A plan carries `gates` (every valid gate declaration) and each stage test its `line` and
+  `marker`, so `run --plan` needs no test file parsed; `inputs` (content ids and their
+  digest, `plan.planfile`) when the caller passes them.
 - Strict JSON only: every document goes through `dumps`, which never writes `NaN` or
   `Infinity` (every number read has a range: `ci_policy.read.numbers`).
 """
@@ -29,6 +32,7 @@ from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.jobs import stage_jobs
 from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.partition import Shard
+from ci_policy.plan.planfile import gate_dict
 
 JSON_SCHEMA_VERSION = 1
 
@@ -59,7 +63,8 @@ def stage_dict(s: StagePlan) -> dict[str, Any]:
         "decision": s.decision,
         "reasons": list(s.reasons),
         "runs_on": list(s.stage.runs_on),
-        "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source} for r in s.tests],
+        "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source, "line": r.line,
+                   "marker": r.marker} for r in s.tests],
         "shards": [sh.as_dict() for sh in s.shards],
         "invalid": list(s.invalid),
     }
@@ -71,7 +76,9 @@ def stage_dict(s: StagePlan) -> dict[str, Any]:
     return out
 
 
-def plan_dict(plan: Plan, head_sha: str | None = None) -> dict[str, Any]:
+def plan_dict(plan: Plan, head_sha: str | None = None,
+              inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The plan document; `inputs` (`plan.planfile.inputs_dict`) when the caller computed the content ids."""
     policy = plan.policy
     jobs = stage_jobs(plan, head_sha)
     return {
@@ -94,11 +101,14 @@ def plan_dict(plan: Plan, head_sha: str | None = None) -> dict[str, Any]:
         "plan_complete": plan.complete,
         "invalid": invalid_json(plan.invalid),
         "not_fully_read": list(plan.not_fully_read),
+        # What `run --plan` needs beyond the shards, so that it parses no test file.
+        "gates": [gate_dict(g) for g in plan.snapshot.gates],
+        **({} if inputs is None else {"inputs": inputs}),
     }
 
 
-def plan_json(plan: Plan, head_sha: str | None = None) -> str:
-    return dumps(plan_dict(plan, head_sha), indent=2)
+def plan_json(plan: Plan, head_sha: str | None = None, inputs: dict[str, Any] | None = None) -> str:
+    return dumps(plan_dict(plan, head_sha, inputs), indent=2)
 
 
 def explain_json(explanation: Explanation, plan: Plan) -> str:

@@ -25,6 +25,7 @@ from helpers import MAIN_BLOCK, assert_golden, assert_run_golden, clean_env, con
 from helpers import run_cli as run
 
 from ci_policy.cli import main
+from ci_policy.plan.planfile import inputs_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "gpu-repo"
@@ -50,8 +51,9 @@ def shard(index: int, est: float, *files: str) -> dict:
 
 def entries(*pairs) -> list[dict]:
     # In the example, tests/fast/ files get the implicit registration; the rest are literals.
-    return [{"file": f, "est_time": t, "est_source": "implicit" if f.startswith("tests/fast/") else "literal"}
-            for f, t in pairs]
+    # Only implicit ones are asserted with entries(): no line, no marker.
+    return [{"file": f, "est_time": t, "est_source": "implicit" if f.startswith("tests/fast/") else "literal",
+             "line": None, "marker": None} for f, t in pairs]
 
 
 GPUS = "--gpus all"
@@ -259,7 +261,14 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
     rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--diff", docs_diff,
                         "--format", "json"], capsys)
     assert (rc, err) == (0, "")
-    assert json.loads(out) == {
+    doc = json.loads(out)
+    inputs = doc.pop("inputs")
+    assert sorted(inputs) == ["config", "digest", "files", "labels"]
+    assert set(FAST) < set(inputs["files"])
+    assert inputs == inputs_dict(inputs["config"], inputs["labels"], inputs["files"])
+    assert {g["file"] for g in doc.pop("gates")} == {f"tests/e2e/session_server/test_session_{name}.py"
+                                                    for name in ("multiturn", "tool_calls")}
+    assert doc == {
         "schema": 1, "event": "pull_request", "cadence": "regular", "trust": "trusted", "raw_labels": [],
         "include_labels": [],
         "bypass_fastfail": False, "write_baseline": False,

@@ -59,8 +59,10 @@ def test_plan_dict_and_plan_json(tmp_path):
         "diff": {"available": False, "files": [], "reason": DIFF_REASON},
         "stages": [
             {"name": "gpu", "backend": "cuda", "decision": "run", "reasons": RUN_REASONS, "runs_on": ["h200"],
-             "tests": [{"file": "tests/test_big_model.py", "est_time": 300, "est_source": "literal"},
-                       {"file": "tests/test_small.py", "est_time": 60, "est_source": "literal"}],
+             "tests": [{"file": "tests/test_big_model.py", "est_time": 300, "est_source": "literal", "line": 3,
+                        "marker": "register_cuda_ci"},
+                       {"file": "tests/test_small.py", "est_time": 60, "est_source": "literal", "line": 3,
+                        "marker": "register_cuda_ci"}],
              "shards": [{"index": 0, "est_seconds": 300, "files": ["tests/test_big_model.py"]},
                         {"index": 1, "est_seconds": 60, "files": ["tests/test_small.py"]}],
              "invalid": []},
@@ -73,9 +75,11 @@ def test_plan_dict_and_plan_json(tmp_path):
         "warnings": [f"diff unavailable: {DIFF_REASON}",
                      "gpu: tests/test_big_model.py alone (est 300s) exceeds the stage's mean shard time (180s); "
                      "the stage cannot finish sooner than this file"],
-        "plan_complete": True, "invalid": [], "not_fully_read": []}
+        "plan_complete": True, "invalid": [], "not_fully_read": [], "gates": []}
     assert plan_dict(plan) == expected
     assert plan_json(plan) == document(expected)
+    inputs = {"config": None, "labels": None, "files": {}, "digest": "sha256:x"}
+    assert plan_dict(plan, inputs=inputs) == {**expected, "inputs": inputs}
 
 
 def test_shard_files_json(tmp_path):

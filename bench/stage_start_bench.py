@@ -1,0 +1,119 @@
+"""Benchmark: how soon does a stage job start its first test, with `--plan` against re-planning?
+
+For each size (default 1,000, 5,000 and 20,000 test files) it builds a synthetic git
+checkout: a stage `first` of two trivial test files, each of which appends the wall-clock
+time it started to a stamp file, and a stage `bulk` holding every other file. It writes
+the plan once (`ci-policy plan --format json`, as the plan job does), then times, in the
+same run and on the same checkout:
+
+- replan: `ci-policy run --stage first` with the plan inputs (discovers and parses every file);
+- plan:   `ci-policy run --stage first --plan FILE` (discovery and content ids only).
+
+One unmeasured run of each mode comes first (bytecode written, files in the page cache).
+
+Each time is from just before the `ci-policy` process is started to the first test's own
+start stamp: what a stage job waits before its first test runs. It prints the median of
+`--repeat` runs per mode and the ratio plan/replan (issue 15's target: the first test
+within 0.3 s of the job's start on 20,000 files).
+
+Usage: python bench/stage_start_bench.py [--sizes 1000 5000 20000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CONFIG = """\
+version: 1
+discovery: {roots: [tests]}
+stages:
+  - {name: first, backend: cpu, runner: python}
+  - {name: bulk, backend: cpu, runner: python, partitions: 8}
+"""
+INPUTS = ["--event", "push"]
+# As on a runner, where pip wrote the bytecode at install time: imports do not compile.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def ci_policy() -> str:
+    found = shutil.which("ci-policy", path=str(Path(sys.executable).parent)) or shutil.which("ci-policy")
+    if found is None:
+        raise SystemExit("ci-policy is not installed next to this interpreter")
+    return found
+
+
+def test_file(suite: str, i: int, stamp: Path) -> str:
+    body = "\n".join(f"def case_{j}():\n    assert {j} + 1 == {j + 1}\n" for j in range(20))
+    return (f'"""Synthetic test {i}."""\nimport time\n\nfrom ci_policy import register_cpu_ci\n\n'
+            f'register_cpu_ci(est_time={1 + (i * 37) % 900}, suite="{suite}")\n\n{body}\n\n'
+            f"def main():\n    with open({str(stamp)!r}, 'a') as fh:\n"
+            "        fh.write(f'{time.time()}\\n')\n\n"
+            'if __name__ == "__main__":\n    main()\n')
+
+
+def make_checkout(root: Path, n: int, stamp: Path) -> None:
+    (root / ".github").mkdir(parents=True)
+    (root / ".github" / "ci-policy.yml").write_text(CONFIG)
+    for i in range(n):
+        suite = "first" if i < 2 else "bulk"
+        path = root / "tests" / f"group{i % 37}" / f"test_case_{i}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(test_file(suite, i, stamp))
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    for argv in (["init", "-q"], ["add", "-A"],
+                 ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-qm", "bench"]):
+        subprocess.run(["git", "-C", str(root), *argv], check=True, env=env, stdin=subprocess.DEVNULL)
+
+
+def first_test_start(argv: list[str], stamp: Path, out: Path) -> float:
+    """Seconds from starting `argv` to the first test's own start stamp."""
+    stamp.unlink(missing_ok=True)
+    start = time.time()
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL, env=ENV)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout}{proc.stderr}")
+    return float(stamp.read_text().split()[0]) - start
+
+
+def bench(n: int, repeat: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        root, stamp, plan, out = work / "repo", work / "stamp", work / "plan.json", work / "out"
+        make_checkout(root, n, stamp)
+        exe = ci_policy()
+        written = subprocess.run([exe, "plan", "--repo", str(root), *INPUTS, "--format", "json"],
+                                 capture_output=True, text=True, check=True)
+        plan.write_text(written.stdout)
+        common = [exe, "run", "--repo", str(root), "--stage", "first",
+                  "--timings-out", str(work / "timings.jsonl"), "--records-out", str(out)]
+        replan, planned = [], []
+        first_test_start([*common, *INPUTS], stamp, out)  # warm-up: bytecode, page cache
+        first_test_start([*common, "--plan", str(plan)], stamp, out)
+        for _ in range(repeat):  # interleaved, so that both modes see the same machine load
+            replan.append(first_test_start([*common, *INPUTS], stamp, out))
+            planned.append(first_test_start([*common, "--plan", str(plan)], stamp, out))
+        return statistics.median(replan), statistics.median(planned)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 20000])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print(f"time to the first test's start, median of {args.repeat} runs each")
+    print(f"{'test files':>10} {'replan s':>9} {'--plan s':>9} {'plan/replan':>12}")
+    for n in args.sizes:
+        replan, planned = bench(n, args.repeat)
+        print(f"{n:>10} {replan:9.3f} {planned:9.3f} {planned / replan:12.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

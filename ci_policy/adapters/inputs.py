@@ -1,0 +1,62 @@
+"""The content ids a plan records and `--plan` checks (an adapter: it reads files and may run git).
+
+- In: the checkout root, the `--config` argument as given (None: the default inside the
+  checkout), the labels file's repo-relative path, and the discovered test files.
+- Out: `plan.planfile.Inputs`: the content id of the configuration, of the labels file
+  (None when there is none), and of each test file, from `adapters.git.content_ids`. A
+  configuration outside the checkout (a trusted copy of the base commit's) is hashed
+  directly: `sha256:<hex>` of its bytes.
+- Never follows a symlink inside the checkout (`content_ids` gives a symlink no id).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from ci_policy.adapters.git import content_ids
+from ci_policy.config import DEFAULT_CONFIG
+from ci_policy.plan.planfile import Inputs
+
+
+def config_location(repo: Path, config_arg: str | Path | None) -> tuple[str, Path | None]:
+    """(the configuration's name as errors show it, its absolute path when outside the checkout).
+
+    Inside the checkout the name is its repo-relative path, as `config.load` decides it.
+    """
+    if config_arg is None:
+        return DEFAULT_CONFIG, None
+    absolute = Path(os.path.abspath(config_arg))
+    top = repo.resolve()
+    for parent in absolute.parents:
+        try:
+            if parent.resolve() == top:
+                return absolute.relative_to(parent).as_posix(), None
+        except (OSError, RuntimeError):
+            continue
+    return str(config_arg), absolute
+
+
+def _sha256_file(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return "sha256:" + hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def config_id(repo: Path, config_arg: str | Path | None) -> tuple[str, str | None]:
+    """The configuration's name and content id (None: it cannot be read), read without parsing it."""
+    name, outside = config_location(repo, config_arg)
+    if outside is not None:
+        return name, _sha256_file(outside)
+    return name, content_ids(repo, [name]).get(name)
+
+
+def checkout_inputs(repo: Path, config_arg: str | Path | None, labels_file: str, files: Iterable[str]) -> Inputs:
+    files = list(files)
+    ids = content_ids(repo, [labels_file, *files])
+    return Inputs(config=config_id(repo, config_arg)[1], labels=ids.get(labels_file),
+                  files=tuple(sorted((f, ids[f]) for f in files if f in ids)))

@@ -1,0 +1,395 @@
+"""One plan per CI run: the plan's `inputs`, and a plan file read back for `list` and `run`.
+
+- `inputs_dict(config_id, labels_id, files)`: the plan JSON's `inputs` object, the content
+  ids of the configuration, the labels file (None: there is none) and every discovered
+  test file, with `digest`, `sha256:` of the canonical JSON (sorted keys, no spaces,
+  UTF-8) of the other three.
+- `read_plan_file(text, source)`: a plan file (the plan job's `plan --format json`,
+  untrusted: it crosses jobs as an artifact) parsed with the strict JSON reader into a
+  `PlanFile`; every path must be a plain repo-relative path (`read.checkout` rules), every
+  number in range (`read.numbers`), every shard's file one of its stage's tests.
+- `mismatches(recorded, current, ...)`: what differs between the plan's inputs and the
+  checkout's, in the words the refusal prints (`tests/a/test_x.py changed`).
+- `plan_of(plan_file, snapshot)`: the `Plan` that `list` and `run` read, rebuilt from the
+  file (stages, shards, registrations, gate declarations, invalid files, the policy's
+  event, cadence, trust, labels, fast-fail and baseline switches) over a snapshot holding
+  the configuration, the labels and the discovered files: no test file is parsed. Its
+  registrations carry what `run` reads (file, line, backend, suite, est_time and its
+  source, marker), not their labels or columns.
+- Refused: a file that is not such a plan, as `UsageError` naming `--plan` and the
+  location in the document (`stages[1].shards[0].files[2]`); a stage the configuration
+  does not declare or declares external.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ci_policy.config import Stage
+from ci_policy.config.gates import constraint_problems, steps_problems
+from ci_policy.errors import Diagnostic, InputError, UsageError
+from ci_policy.gates.declarations import KEYWORDS, GateDeclaration
+from ci_policy.model.registry import Registration
+from ci_policy.model.snapshot import InvalidFile, Snapshot, Validity
+from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.plan.partition import Shard
+from ci_policy.plan.policy import TRUSTS, Policy
+from ci_policy.read.checkout import is_plain_relative
+from ci_policy.read.diff import Diff
+from ci_policy.read.numbers import MAX_EST_TIME, is_finite_number
+from ci_policy.read.strictjson import loads
+
+SCHEMA = 1
+# A content id as `ci_policy.adapters.git.content_ids` writes it.
+CONTENT_ID_RE = re.compile(r"git:[0-9a-f]{40}|sha256:[0-9a-f]{64}")
+# How many differences a refusal names before `and K more`.
+NAMED = 5
+HINT = ("re-run `ci-policy plan --format json` on this checkout and pass its output, "
+        "or leave out --plan to plan here")
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
+
+
+def inputs_dict(config_id: str | None, labels_id: str | None, files: Mapping[str, str]) -> dict[str, Any]:
+    """The plan JSON's `inputs`: the three content-id fields and their digest."""
+    body: dict[str, Any] = {"config": config_id, "labels": labels_id, "files": dict(sorted(files.items()))}
+    return {**body, "digest": "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()}
+
+
+@dataclass(frozen=True)
+class Inputs:
+    config: str | None
+    labels: str | None
+    files: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class FileStage:
+    name: str
+    decision: str
+    reasons: tuple[str, ...]
+    tests: tuple[tuple[str, float, str, int | None, str | None], ...]  # file, est_time, est_source, line, marker
+    shards: tuple[Shard, ...]
+    invalid: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    source: str
+    inputs: Inputs
+    event: str
+    cadence: str
+    trust: str
+    raw_labels: tuple[str, ...]
+    include_labels: tuple[str, ...]
+    bypass_fastfail: bool
+    write_baseline: bool
+    stages: tuple[FileStage, ...]
+    gates: tuple[GateDeclaration, ...]
+    invalid: tuple[tuple[str, tuple[Diagnostic, ...]], ...]
+    warnings: tuple[str, ...]
+    not_fully_read: tuple[str, ...]
+
+
+class _Doc:
+    """Typed reads of the untrusted document; every error names the option and the location."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, message: str) -> UsageError:
+        at = f" {where}:" if where else ""
+        return UsageError(f"{self.source}:{at} {message}", source="--plan",
+                          hint="pass the file `ci-policy plan --format json` wrote in this run's plan job")
+
+    def get(self, obj: dict[str, Any], key: str, where: str) -> Any:
+        if key not in obj:
+            raise self.fail(where, f"missing key {key!r}")
+        return obj[key]
+
+    def obj(self, value: Any, where: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected an object, got {_kind(value)}")
+        return value
+
+    def array(self, value: Any, where: str) -> list[Any]:
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected an array, got {_kind(value)}")
+        return value
+
+    def string(self, value: Any, where: str, *, optional: bool = False) -> Any:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(where, f"expected a string, got {_kind(value)}")
+        return value
+
+    def strings(self, value: Any, where: str) -> tuple[str, ...]:
+        return tuple(self.string(v, f"{where}[{i}]") for i, v in enumerate(self.array(value, where)))
+
+    def boolean(self, value: Any, where: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(where, f"expected true or false, got {_kind(value)}")
+        return value
+
+    def number(self, value: Any, where: str, maximum: float) -> float:
+        if not is_finite_number(value) or not 0 <= value <= maximum:
+            raise self.fail(where, f"expected a number in [0, {maximum}], got {_shown(value)}")
+        return value
+
+    def count(self, value: Any, where: str, *, minimum: int = 0, optional: bool = False) -> Any:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= 10**9:
+            raise self.fail(where, f"expected a whole number >= {minimum}, got {_shown(value)}")
+        return value
+
+    def path(self, value: Any, where: str) -> str:
+        text: str = self.string(value, where)
+        if not is_plain_relative(text):
+            raise self.fail(where, f"{_shown(text)} is not a plain repo-relative path")
+        return text
+
+    def content_id(self, value: Any, where: str, *, optional: bool = False) -> str | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not CONTENT_ID_RE.fullmatch(value):
+            raise self.fail(where, f"expected a content id (git:<40 hex> or sha256:<64 hex>), got {_shown(value)}")
+        return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array",
+            dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, allow_nan=True) if not isinstance(value, (dict, list)) else _kind(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def read_plan_file(text: str, source: str) -> PlanFile:
+    """Parse and check a plan file; `UsageError` (naming `--plan`) for anything that is not a plan."""
+    doc = _Doc(source)
+    try:
+        raw = loads(text)
+    except ValueError as exc:  # JSONDecodeError, a duplicate key, NaN/Infinity
+        raise doc.fail("", f"not a JSON plan: {exc}") from None
+    top = doc.obj(raw, "")
+    if top.get("schema") != SCHEMA:
+        raise doc.fail("schema", f"expected schema {SCHEMA}, got {_shown(top.get('schema'))}")
+    inputs = _inputs(doc, doc.obj(doc.get(top, "inputs", ""), "inputs"))
+    known = {name for name, _ in inputs.files}
+    stages = tuple(_stage(doc, doc.obj(s, f"stages[{i}]"), f"stages[{i}]", known)
+                   for i, s in enumerate(doc.array(doc.get(top, "stages", ""), "stages")))
+    names = [s.name for s in stages]
+    if len(set(names)) != len(names):
+        raise doc.fail("stages", "a stage is planned twice")
+    trust = doc.string(doc.get(top, "trust", ""), "trust")
+    if trust not in TRUSTS:
+        raise doc.fail("trust", f"expected one of {', '.join(TRUSTS)}, got {_shown(trust)}")
+    invalid = []
+    for i, entry in enumerate(doc.array(doc.get(top, "invalid", ""), "invalid")):
+        where = f"invalid[{i}]"
+        entry = doc.obj(entry, where)
+        file = doc.path(doc.get(entry, "file", where), f"{where}.file")
+        diagnostics = tuple(_diagnostic(doc, doc.obj(d, f"{where}.diagnostics[{j}]"), f"{where}.diagnostics[{j}]")
+                            for j, d in enumerate(doc.array(doc.get(entry, "diagnostics", where),
+                                                            f"{where}.diagnostics")))
+        invalid.append((file, diagnostics))
+    return PlanFile(
+        source=source, inputs=inputs,
+        event=doc.string(doc.get(top, "event", ""), "event"),
+        cadence=doc.string(doc.get(top, "cadence", ""), "cadence"),
+        trust=trust,
+        raw_labels=doc.strings(doc.get(top, "raw_labels", ""), "raw_labels"),
+        include_labels=doc.strings(doc.get(top, "include_labels", ""), "include_labels"),
+        bypass_fastfail=doc.boolean(doc.get(top, "bypass_fastfail", ""), "bypass_fastfail"),
+        write_baseline=doc.boolean(doc.get(top, "write_baseline", ""), "write_baseline"),
+        stages=stages,
+        gates=tuple(_gate(doc, doc.obj(g, f"gates[{i}]"), f"gates[{i}]", known)
+                    for i, g in enumerate(doc.array(doc.get(top, "gates", ""), "gates"))),
+        invalid=tuple(invalid),
+        warnings=doc.strings(doc.get(top, "warnings", ""), "warnings"),
+        not_fully_read=tuple(doc.path(p, f"not_fully_read[{i}]")
+                             for i, p in enumerate(doc.array(doc.get(top, "not_fully_read", ""), "not_fully_read"))),
+    )
+
+
+def _inputs(doc: _Doc, raw: dict[str, Any]) -> Inputs:
+    config = doc.content_id(doc.get(raw, "config", "inputs"), "inputs.config", optional=True)
+    labels = doc.content_id(doc.get(raw, "labels", "inputs"), "inputs.labels", optional=True)
+    files_raw = doc.obj(doc.get(raw, "files", "inputs"), "inputs.files")
+    files: dict[str, str] = {}
+    for name, cid in files_raw.items():
+        files[doc.path(name, "inputs.files")] = str(doc.content_id(cid, f"inputs.files[{json.dumps(name)}]"))
+    digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
+    if inputs_dict(config, labels, files)["digest"] != digest:
+        raise doc.fail("inputs.digest", "does not match the inputs it covers (the file was edited)")
+    return Inputs(config, labels, tuple(sorted(files.items())))
+
+
+_EST_SOURCES = ("literal", "implicit", "estimates")
+
+
+def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileStage:
+    name = doc.string(doc.get(raw, "name", where), f"{where}.name")
+    decision = doc.string(doc.get(raw, "decision", where), f"{where}.decision")
+    if decision not in ("run", "skip"):
+        raise doc.fail(f"{where}.decision", f"expected run or skip, got {_shown(decision)}")
+    tests = []
+    for i, t in enumerate(doc.array(doc.get(raw, "tests", where), f"{where}.tests")):
+        at = f"{where}.tests[{i}]"
+        t = doc.obj(t, at)
+        file = doc.path(doc.get(t, "file", at), f"{at}.file")
+        if file not in known:
+            raise doc.fail(f"{at}.file", f"{file} is not among inputs.files")
+        source = doc.string(doc.get(t, "est_source", at), f"{at}.est_source")
+        if source not in _EST_SOURCES:
+            raise doc.fail(f"{at}.est_source", f"expected one of {', '.join(_EST_SOURCES)}, got {_shown(source)}")
+        tests.append((file, doc.number(doc.get(t, "est_time", at), f"{at}.est_time", MAX_EST_TIME), source,
+                      doc.count(doc.get(t, "line", at), f"{at}.line", minimum=1, optional=True),
+                      doc.string(doc.get(t, "marker", at), f"{at}.marker", optional=True)))
+    test_files = {t[0] for t in tests}  # a set: a stage may hold thousands of files
+    if len(test_files) != len(tests):
+        raise doc.fail(f"{where}.tests", "a test file is listed twice")
+    shards = []
+    placed: set[str] = set()
+    for i, s in enumerate(doc.array(doc.get(raw, "shards", where), f"{where}.shards")):
+        at = f"{where}.shards[{i}]"
+        s = doc.obj(s, at)
+        if doc.count(doc.get(s, "index", at), f"{at}.index") != i:
+            raise doc.fail(f"{at}.index", f"expected {i}: shards are numbered from 0 in order")
+        files = doc.strings(doc.get(s, "files", at), f"{at}.files")
+        for j, f in enumerate(files):
+            if f not in test_files or f in placed:
+                raise doc.fail(f"{at}.files[{j}]", f"{_shown(f)} is not a test of the stage, or is in two shards")
+            placed.add(f)
+        shards.append(Shard(index=i, est_seconds=doc.number(doc.get(s, "est_seconds", at), f"{at}.est_seconds",
+                                                            MAX_EST_TIME * 10**6), files=files))
+    return FileStage(name=name, decision=decision,
+                     reasons=doc.strings(doc.get(raw, "reasons", where), f"{where}.reasons"),
+                     tests=tuple(tests), shards=tuple(shards),
+                     invalid=tuple(doc.path(p, f"{where}.invalid[{i}]") for i, p in
+                                   enumerate(doc.array(doc.get(raw, "invalid", where), f"{where}.invalid"))))
+
+
+def _gate(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> GateDeclaration:
+    file = doc.path(doc.get(raw, "file", where), f"{where}.file")
+    if file not in known:
+        raise doc.fail(f"{where}.file", f"{file} is not among inputs.files")
+    key = doc.string(doc.get(raw, "metric_key", where), f"{where}.metric_key")
+    steps = doc.get(raw, "steps", where)
+    if steps is not None and steps_problems(steps):
+        raise doc.fail(f"{where}.steps", steps_problems(steps)[0])
+    constraint = doc.get(raw, "constraint", where)
+    if constraint is not None and constraint_problems(constraint):
+        raise doc.fail(f"{where}.constraint", constraint_problems(constraint)[0])
+    written = doc.strings(doc.get(raw, "written", where), f"{where}.written")
+    if any(w not in KEYWORDS for w in written):
+        raise doc.fail(f"{where}.written", f"expected names among {', '.join(KEYWORDS)}")
+    return GateDeclaration(
+        file=file, line=doc.count(doc.get(raw, "line", where), f"{where}.line", minimum=1),
+        col=doc.count(doc.get(raw, "col", where), f"{where}.col", minimum=1),
+        metric_key=key, steps=steps,
+        constraint=None if constraint is None else tuple(sorted(constraint.items())),
+        enforce=doc.boolean(doc.get(raw, "enforce", where), f"{where}.enforce"),
+        allowlist_reason=doc.string(doc.get(raw, "allowlist_reason", where), f"{where}.allowlist_reason",
+                                    optional=True),
+        written=written)
+
+
+def gate_dict(g: GateDeclaration) -> dict[str, Any]:
+    """A gate declaration in the plan JSON (`gates`), as `_gate` reads it back."""
+    return {"file": g.file, "line": g.line, "col": g.col, "metric_key": g.metric_key, "steps": g.steps,
+            "constraint": None if g.constraint is None else dict(g.constraint), "enforce": g.enforce,
+            "allowlist_reason": g.allowlist_reason, "written": list(g.written)}
+
+
+def _diagnostic(doc: _Doc, raw: dict[str, Any], where: str) -> Diagnostic:
+    code = doc.string(raw.get("code"), f"{where}.code", optional=True)
+    return Diagnostic(message=doc.string(doc.get(raw, "message", where), f"{where}.message"),
+                      path=doc.string(doc.get(raw, "path", where), f"{where}.path", optional=True),
+                      line=doc.count(doc.get(raw, "line", where), f"{where}.line", optional=True),
+                      col=doc.count(doc.get(raw, "col", where), f"{where}.col", optional=True),
+                      hint=doc.string(doc.get(raw, "hint", where), f"{where}.hint", optional=True),
+                      code=code)
+
+
+def mismatches(recorded: Inputs, current: Inputs, config_name: str, labels_name: str) -> list[str]:
+    """What differs, configuration and labels first, then the test files in path order."""
+    out = []
+    if recorded.config != current.config:
+        out.append(f"configuration {config_name} changed")
+    if recorded.labels != current.labels:
+        if current.labels is None:
+            out.append(f"{labels_name} is missing")
+        elif recorded.labels is None:
+            out.append(f"{labels_name} is not in the plan")
+        else:
+            out.append(f"{labels_name} changed")
+    was, now = dict(recorded.files), dict(current.files)
+    for file in sorted(was.keys() | now.keys()):
+        if file not in now:
+            out.append(f"{file} is missing")
+        elif file not in was:
+            out.append(f"{file} is not in the plan")
+        elif was[file] != now[file]:
+            out.append(f"{file} changed")
+    return out
+
+
+def check_inputs(plan_file: PlanFile, current: Inputs, config_name: str, labels_name: str) -> None:
+    """`InputError` (located at the plan file) naming at most `NAMED` differences, then how many more."""
+    found = mismatches(plan_file.inputs, current, config_name, labels_name)
+    if not found:
+        return
+    named = "; ".join(found[:NAMED]) + (f"; and {len(found) - NAMED} more" if len(found) > NAMED else "")
+    raise InputError(f"the plan does not match the checkout: {named}", path=plan_file.source, hint=HINT)
+
+
+def _stage_config(snapshot: Snapshot, name: str, source: str) -> Stage:
+    stage = snapshot.config.stage(name)
+    if stage is None or stage.external:
+        raise UsageError(f"{source}: stage {name!r} is not a stage ci-policy plans in the configuration",
+                         source="--plan", hint=HINT)
+    return stage
+
+
+def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
+    """The `Plan` of the file over `snapshot` (configuration, labels, discovered files, no registration)."""
+    stages = []
+    registrations: list[Registration] = []
+    suites: dict[str, set[str]] = {}
+    for fs in plan_file.stages:
+        stage = _stage_config(snapshot, fs.name, plan_file.source)
+        tests = tuple(Registration(file=file, line=line, backend=stage.backend, suite=stage.name, est_time=est,
+                                   implicit=marker is None, est_source=source, marker=marker)  # type: ignore[arg-type]
+                      for file, est, source, line, marker in fs.tests)
+        registrations.extend(tests)
+        for file in fs.invalid:
+            suites.setdefault(file, set()).add(fs.name)
+        stages.append(StagePlan(stage=stage, decision=fs.decision, reasons=fs.reasons,  # type: ignore[arg-type]
+                                tests=tests, shards=fs.shards, invalid=fs.invalid))
+    invalid = tuple(InvalidFile(file, diagnostics, tuple(sorted(suites.get(file, ()))))
+                    for file, diagnostics in plan_file.invalid)
+    snap = Snapshot(repo=snapshot.repo, config=snapshot.config, labels=snapshot.labels, files=snapshot.files,
+                    registrations=tuple(sorted(registrations, key=Registration.sort_key)),
+                    gates=plan_file.gates, errors=(),
+                    validity=Validity(fatal=(), invalid=invalid, not_fully_read=plan_file.not_fully_read))
+    policy = Policy(event=plan_file.event, cadence=plan_file.cadence, raw_labels=plan_file.raw_labels,
+                    include_labels=plan_file.include_labels, sources=(), admit_nightly=False,
+                    bypass_fastfail=plan_file.bypass_fastfail, write_baseline=plan_file.write_baseline,
+                    trust=plan_file.trust)
+    return Plan(snapshot=snap, policy=policy, diff=Diff.unavailable(f"planned in {plan_file.source}"),
+                stages=tuple(stages), images=(), warnings=plan_file.warnings)

@@ -1,0 +1,294 @@
+"""`list --plan FILE` and `run --plan FILE`: one plan per CI run, checked against the checkout.
+
+The plan file is `plan --format json` of the same inputs; on an unchanged checkout `list`
+and `run` with it give exactly what they give re-planning. Every refusal is asserted
+exactly: a changed checkout (exit 1, naming what differs), a file that is not a plan or a
+stage or shard not in it (exit 2), `--plan` together with plan inputs (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli.partial import BAD, partial_repo
+from cli.test_list import LIST_INPUTS, ROOT
+from cli.test_run import PLAN_ARGS, cli, gpu_test, records
+from helpers import run_cli as run
+
+from ci_policy.plan.planfile import inputs_dict
+
+HINT = ("hint: re-run `ci-policy plan --format json` on this checkout and pass its output, "
+        "or leave out --plan to plan here\n")
+NOT_A_PLAN = "hint: pass the file `ci-policy plan --format json` wrote in this run's plan job\n"
+
+
+def write_plan(argv: list[str], capsys, path: Path, *, complete: bool = True) -> dict:
+    rc, out, err = run(["plan", *argv, "--format", "json"], capsys)
+    assert rc == (0 if complete else 1), err
+    assert (err == "") == complete
+    path.write_text(out)
+    return json.loads(out)
+
+
+@pytest.fixture
+def example(tmp_path) -> Path:
+    """A copy of the example repository, free to edit."""
+    repo = tmp_path / "gpu-repo"
+    shutil.copytree(ROOT / "examples" / "gpu-repo", repo)
+    return repo
+
+
+@pytest.mark.parametrize("inputs", LIST_INPUTS)
+def test_list_with_the_plan_equals_list_replanning(monkeypatch, tmp_path, capsys, inputs):
+    monkeypatch.chdir(ROOT)
+    plan = write_plan(inputs, capsys, tmp_path / "plan.json")
+    checked = 0
+    for stage in plan["stages"]:
+        for shard in [sh["index"] for sh in stage["shards"]] or [None]:
+            where = ["--stage", stage["name"], *([] if shard is None else ["--shard", str(shard)])]
+            for fmt in ("text", "json"):
+                replanned = run(["list", *inputs, *where, "--format", fmt], capsys)
+                assert run(["list", "--repo", "examples/gpu-repo", "--plan", str(tmp_path / "plan.json"), *where,
+                            "--format", fmt], capsys) == replanned
+                checked += 1
+    assert checked >= 4
+
+
+def test_the_inputs_name_every_discovered_test_file(example, capsys, tmp_path):
+    plan = write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    inputs = plan["inputs"]
+    rc, out, _err = run(["registry", "--repo", str(example), "--format", "json"], capsys)
+    assert rc == 0
+    assert set(inputs["files"]) == {r["file"] for r in json.loads(out)["registrations"]}
+    assert all(cid.startswith(("sha256:", "git:")) for cid in inputs["files"].values())
+    assert inputs["labels"] is not None and inputs["config"] is not None
+    assert inputs == inputs_dict(inputs["config"], inputs["labels"], inputs["files"])
+
+
+# -- run --plan runs what run runs ------------------------------------------------------------
+
+def test_run_with_the_plan_runs_exactly_what_run_replanning_runs(make_repo, tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    files = {f"tests/multi/test_{name}.py": gpu_test(f'open({str(state / name)!r}, "a").write("x")',
+                                                      suite="multi", est=est)
+             for name, est in [("a", 10), ("b", 7), ("c", 5), ("d", 4), ("e", 3), ("f", 1)]}
+    repo = make_repo(files, config=RUN_CONFIG)
+    plan = cli(repo, "plan", *PLAN_ARGS, "--format", "json")
+    assert (plan.returncode, plan.stderr) == (0, "")
+    (tmp_path / "plan.json").write_text(plan.stdout)
+    for shard in range(3):
+        replanned, planned = tmp_path / f"replanned-{shard}.jsonl", tmp_path / f"planned-{shard}.jsonl"
+        first = cli(repo, "run", "--stage", "multi", "--shard", str(shard), *PLAN_ARGS, "--timings-out",
+                    str(replanned))
+        second = cli(repo, "run", "--stage", "multi", "--shard", str(shard), "--plan", str(tmp_path / "plan.json"),
+                     "--timings-out", str(planned))
+        assert (first.returncode, second.returncode) == (0, 0), second.stdout + second.stderr
+        assert mask(second.stdout) == mask(first.stdout)
+        assert ([(r["file"], r["est_time"], r["status"]) for r in records(planned)]
+                == [(r["file"], r["est_time"], r["status"]) for r in records(replanned)])
+    # Every file ran twice: once re-planning, once from the plan.
+    assert {p.name: p.read_text() for p in state.iterdir()} == {name: "xx" for name in "abcdef"}
+    lanes = cli(repo, "run", "--stage", "multi", "--shards", "0 2", "--plan", str(tmp_path / "plan.json"),
+                "--timings-out", str(tmp_path / "lanes.jsonl"))
+    assert lanes.returncode == 0, lanes.stdout + lanes.stderr
+    assert [r["shard"] for r in records(tmp_path / "lanes.jsonl")] == [0] + [2] * (
+        len(json.loads(plan.stdout)["stages"][1]["shards"][2]["files"]))
+
+
+RUN_CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+stages:
+  - {name: gpu, backend: cuda, runs_on: [h200], timeout_per_file: 2}
+  - {name: multi, backend: cuda, runs_on: [h200], partitions: 3, timeout_per_file: 2}
+runner: {kill_grace: 1}
+"""
+
+
+def mask(text: str) -> str:
+    import re
+
+    return re.sub(r"elapsed=\d+\.\ds", "elapsed=<T>", text)
+
+
+def test_run_with_the_plan_refuses_a_changed_file_before_running_anything(make_repo, tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    repo = make_repo({"tests/gpu/test_ok.py": gpu_test(f'open({str(state / "ran")!r}, "w").close()')},
+                     config=RUN_CONFIG)
+    plan = cli(repo, "plan", *PLAN_ARGS, "--format", "json")
+    (tmp_path / "plan.json").write_text(plan.stdout)
+    with open(repo / "tests" / "gpu" / "test_ok.py", "a") as fh:
+        fh.write("# edited after planning\n")
+    proc = cli(repo, "run", "--stage", "gpu", "--plan", "../plan.json", "--timings-out", str(tmp_path / "t.jsonl"))
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr == ("../plan.json: the plan does not match the checkout: tests/gpu/test_ok.py changed\n"
+                           "    " + HINT + "ci-policy: 1 error\n")
+    assert list(state.iterdir()) == []
+
+
+# -- refusals ---------------------------------------------------------------------------------
+
+def edit(repo: Path, rel: str, text: str = "# edited\n") -> None:
+    with open(repo / rel, "a") as fh:
+        fh.write(text)
+
+
+MISMATCHES = [
+    pytest.param(lambda r: edit(r, ".github/ci-policy.yml"), "configuration .github/ci-policy.yml changed",
+                 id="config"),
+    pytest.param(lambda r: edit(r, "labels.py"), "labels.py changed", id="labels"),
+    pytest.param(lambda r: (edit(r, "tests/fast/test_kl.py"),
+                            shutil.copy(r / "tests/fast/test_kl.py", r / "tests/fast/test_new.py"),
+                            (r / "tests/fast/test_rollout.py").unlink()),
+                 "tests/fast/test_kl.py changed; tests/fast/test_new.py is not in the plan; "
+                 "tests/fast/test_rollout.py is missing", id="files"),
+    pytest.param(lambda r: [edit(r, "labels.py")] + [shutil.copy(r / "tests/fast/test_kl.py",
+                                                                 r / f"tests/fast/test_n{i}.py") for i in range(6)],
+                 "labels.py changed; tests/fast/test_n0.py is not in the plan; tests/fast/test_n1.py is not in the "
+                 "plan; tests/fast/test_n2.py is not in the plan; tests/fast/test_n3.py is not in the plan; "
+                 "and 2 more", id="and-more"),
+    pytest.param(lambda r: (r / "labels.py").unlink(), "labels.py is missing", id="labels-gone"),
+    # Compared before it is parsed: a configuration that no longer parses is a changed one.
+    pytest.param(lambda r: (r / ".github/ci-policy.yml").write_text("version: [\n"),
+                 "configuration .github/ci-policy.yml changed", id="config-broken"),
+]
+
+
+@pytest.mark.parametrize("change, named", MISMATCHES)
+@pytest.mark.parametrize("command", ["list", "run"])
+def test_a_changed_checkout_is_refused_naming_what_differs(example, monkeypatch, tmp_path, capsys, change, named,
+                                                           command):
+    monkeypatch.chdir(tmp_path)
+    write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    change(example)
+    assert run([command, "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == (
+        1, "", f"plan.json: the plan does not match the checkout: {named}\n    {HINT}ci-policy: 1 error\n")
+
+
+def _doc(tmp_path: Path) -> dict:
+    return json.loads((tmp_path / "plan.json").read_text())
+
+
+NOT_PLANS = [
+    pytest.param(lambda d: "{", "not a JSON plan: Expecting property name enclosed in double quotes: "
+                 "line 1 column 2 (char 1)", id="bad-json"),
+    pytest.param(lambda d: '{"schema": 1, "schema": 1}', "not a JSON plan: duplicate key 'schema'", id="duplicate"),
+    pytest.param(lambda d: "[1]", "expected an object, got an array", id="array"),
+    pytest.param(lambda d: {**d, "schema": 2}, "schema: expected schema 1, got 2", id="schema"),
+    pytest.param(lambda d: {k: v for k, v in d.items() if k != "inputs"}, "missing key 'inputs'", id="no-inputs"),
+    pytest.param(lambda d: {**d, "inputs": {**d["inputs"], "files": {**d["inputs"]["files"], "tests/x.py": "abc"}}},
+                 'inputs.files["tests/x.py"]: expected a content id (git:<40 hex> or sha256:<64 hex>), got "abc"',
+                 id="content-id"),
+    pytest.param(lambda d: {**d, "inputs": {**d["inputs"], "labels": None}},
+                 "inputs.digest: does not match the inputs it covers (the file was edited)", id="digest"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "tests", 0, "file"], "../x.py"),
+                 'stages[0].tests[0].file: "../x.py" is not a plain repo-relative path', id="dotdot"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "tests", 0, "file"], "/etc/passwd"),
+                 'stages[0].tests[0].file: "/etc/passwd" is not a plain repo-relative path', id="absolute"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "tests", 0, "file"], "tests/fast/./test_kl.py"),
+                 'stages[0].tests[0].file: "tests/fast/./test_kl.py" is not a plain repo-relative path',
+                 id="not-normal"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "tests", 0, "est_time"], -1),
+                 "stages[0].tests[0].est_time: expected a number in [0, 604800], got -1", id="est-negative"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "tests", 0, "est_time"], True),
+                 "stages[0].tests[0].est_time: expected a number in [0, 604800], got true", id="est-bool"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "shards", 0, "index"], 3),
+                 "stages[0].shards[0].index: expected 0: shards are numbered from 0 in order", id="index"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "shards", 0, "files"],
+                                d["stages"][0]["shards"][0]["files"] + ["tests/e2e/test_fsdp_grpo.py"]),
+                 'stages[0].shards[0].files[4]: "tests/e2e/test_fsdp_grpo.py" is not a test of the stage, '
+                 "or is in two shards", id="foreign-file"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "decision"], "maybe"),
+                 'stages[0].decision: expected run or skip, got "maybe"', id="decision"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "name"], "stage-x"),
+                 "stage 'stage-x' is not a stage ci-policy plans in the configuration", id="unknown-stage"),
+]
+
+
+def _set(doc: dict, keys: list, value) -> dict:
+    target = doc
+    for key in keys[:-1]:
+        target = target[key]
+    target[keys[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize("make, message", NOT_PLANS)
+def test_a_file_that_is_not_a_plan_is_a_usage_error(example, monkeypatch, tmp_path, capsys, make, message):
+    monkeypatch.chdir(tmp_path)
+    write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    made = make(_doc(tmp_path))
+    (tmp_path / "plan.json").write_text(made if isinstance(made, str) else json.dumps(made))
+    hint = HINT if message.startswith("stage ") else NOT_A_PLAN
+    assert run(["list", "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == (
+        2, "", f"ci-policy list: error: --plan: plan.json: {message}\n    {hint}")
+
+
+def test_a_stage_or_shard_not_in_the_plan(example, monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    base = ["run", "--repo", str(example), "--plan", "plan.json"]
+    assert run([*base, "--stage", "nope"], capsys) == (
+        2, "", "ci-policy run: error: --stage: 'nope' is not a planned stage (planned: stage-a-cpu, "
+               "stage-b-1-gpu-h200, stage-c-4-gpu-h200, stage-c-4-gpu-mi350); external stages are never planned here\n")
+    assert run([*base, "--stage", "stage-a-cpu", "--shard", "1"], capsys) == (
+        2, "", "ci-policy run: error: --shard: stage stage-a-cpu has shards 0..0, not 1\n")
+
+
+@pytest.mark.parametrize("args, message, hint", [
+    (["--plan", "plan.json", "--event", "push"], "--plan: the plan file holds the plan inputs; --event is not taken "
+     "with it", "pass either --plan FILE or the plan inputs (--event ...), not both"),
+    (["--plan", "plan.json", "--trust", "trusted"], "--plan: the plan file holds the plan inputs; --trust is not "
+     "taken with it", "pass either --plan FILE or the plan inputs (--event ...), not both"),
+    (["--plan", "missing.json"], "--plan: cannot read missing.json: No such file or directory",
+     "pass the file `ci-policy plan --format json` wrote in this run's plan job"),
+    ([], "--event: is required", "pass the plan inputs (--event ...), or --plan FILE from this run's plan job"),
+], ids=["with-event", "with-trust", "missing", "neither"])
+@pytest.mark.parametrize("command", ["list", "run"])
+def test_usage_errors(example, monkeypatch, tmp_path, capsys, command, args, message, hint):
+    monkeypatch.chdir(tmp_path)
+    write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    assert run([command, "--repo", str(example), "--stage", "stage-a-cpu", *args], capsys) == (
+        2, "", f"ci-policy {command}: error: {message}\n    hint: {hint}\n")
+
+
+def test_a_partial_plan_lists_its_invalid_files_as_replanning_does(make_repo, tmp_path, capsys, monkeypatch):
+    repo, inputs = partial_repo(make_repo)
+    write_plan(["--repo", str(repo), *inputs], capsys, tmp_path / "plan.json", complete=False)
+    for fmt in ("text", "json"):
+        where = ["--stage", "gpu-a", "--shard", "1", "--format", fmt]
+        replanned = run(["list", "--repo", str(repo), *inputs, *where], capsys)
+        assert replanned[0] == 1 and BAD in replanned[2]
+        assert run(["list", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), *where], capsys) == replanned
+
+
+def test_the_plan_file_is_enough_no_test_file_is_parsed(example, monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    expected = run(["list", "--repo", str(example), "--event", "push", "--stage", "stage-a-cpu"], capsys)
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("a test file was parsed")
+    monkeypatch.setattr("ci_policy.read.markers.scan", no_parse)
+    monkeypatch.setattr("ci_policy.model.snapshot.scan", no_parse)
+    assert run(["list", "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == expected
+
+
+def test_a_configuration_outside_the_checkout_is_named_as_given(example, monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trusted").mkdir()
+    shutil.copy(example / ".github" / "ci-policy.yml", tmp_path / "trusted" / "ci-policy.yml")
+    base = ["--repo", str(example), "--config", "trusted/ci-policy.yml"]
+    write_plan([*base, "--event", "push"], capsys, tmp_path / "plan.json")
+    expected = run(["list", *base, "--event", "push", "--stage", "stage-a-cpu"], capsys)
+    assert run(["list", *base, "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == expected
+    edit(tmp_path, "trusted/ci-policy.yml")
+    assert run(["list", *base, "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == (
+        1, "", "plan.json: the plan does not match the checkout: configuration trusted/ci-policy.yml changed\n"
+               f"    {HINT}ci-policy: 1 error\n")

@@ -1,0 +1,135 @@
+"""The plan-file reader (`ci_policy.plan.planfile`): digest, mismatches, and untrusted input.
+
+Property tests: the path rule agrees with `check_relative`; the digest depends on the
+inputs and not on their order; any mutation of a real plan document is read or refused
+as a usage error naming `--plan`, never anything else.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+from render_cases import pr_plan, write_repo
+
+from ci_policy.errors import InputError, UsageError
+from ci_policy.plan.planfile import Inputs, check_inputs, inputs_dict, mismatches, read_plan_file
+from ci_policy.read.checkout import check_relative, is_plain_relative
+from ci_policy.render.jsondoc import plan_dict
+
+A, B = "sha256:" + "a" * 64, "git:" + "b" * 40
+
+
+@given(st.text(alphabet="ab./\\ \x00\x01\x7f-", max_size=12))
+def test_a_plain_path_is_one_check_relative_keeps_as_it_is(text):
+    try:
+        kept = check_relative(text, field="path") == text
+    except InputError:
+        kept = False
+    control = any(ord(c) < 32 or ord(c) == 127 for c in text)
+    assert is_plain_relative(text) == (kept and not control and text != ".")
+
+
+@given(st.dictionaries(st.sampled_from(["tests/a.py", "tests/b.py", "t/c.py"]), st.sampled_from([A, B])))
+def test_the_digest_covers_the_inputs_whatever_their_order(files):
+    forward = inputs_dict(A, None, files)
+    backward = inputs_dict(A, None, dict(reversed(list(files.items()))))
+    assert forward == backward
+    assert forward["digest"] != inputs_dict(A, B, files)["digest"]
+    assert forward["digest"] != inputs_dict(B, None, files)["digest"]
+    assert forward["digest"] != inputs_dict(A, None, {**files, "tests/new.py": A})["digest"]
+
+
+def test_mismatches_name_configuration_labels_then_files_in_path_order():
+    was = Inputs(A, A, (("tests/a.py", A), ("tests/c.py", A), ("tests/d.py", A)))
+    now = Inputs(B, None, (("tests/a.py", B), ("tests/b.py", A), ("tests/d.py", A)))
+    assert mismatches(was, now, "ci.yml", "labels.py") == [
+        "configuration ci.yml changed", "labels.py is missing", "tests/a.py changed",
+        "tests/b.py is not in the plan", "tests/c.py is missing"]
+    assert mismatches(was, was, "ci.yml", "labels.py") == []
+
+
+def test_check_inputs_names_five_then_how_many_more(tmp_path):
+    plan = read_plan_file(json.dumps(document(tmp_path)), "plan.json")
+    files = tuple((f"tests/new_{i}.py", A) for i in range(8))
+    current = Inputs(plan.inputs.config, plan.inputs.labels, plan.inputs.files + files)
+    try:
+        check_inputs(plan, current, "ci.yml", "labels.py")
+    except InputError as exc:
+        assert (exc.diagnostic.path, exc.diagnostic.message) == (
+            "plan.json", "the plan does not match the checkout: " + "; ".join(
+                f"tests/new_{i}.py is not in the plan" for i in range(5)) + "; and 3 more")
+    else:
+        raise AssertionError("not refused")
+
+
+def document(tmp_path) -> dict:
+    plan = pr_plan(write_repo(tmp_path / "repo"), "run-ci-megatron")
+    files = {f: A for f in plan.snapshot.files}
+    return json.loads(json.dumps(plan_dict(plan, None, inputs_dict(A, B, files))))
+
+
+SCALARS = st.none() | st.booleans() | st.integers(-2, 10**7) | st.floats(allow_nan=False) | st.text(max_size=8)
+
+
+@given(st.data())
+def test_any_mutation_is_read_or_refused_as_a_usage_error(tmp_path_factory, data):
+    doc = document(tmp_path_factory.mktemp("plan"))
+    mutated = copy.deepcopy(doc)
+    for _ in range(data.draw(st.integers(1, 3))):
+        target, key = _pick(mutated, data)
+        if target is None:
+            break
+        target[key] = data.draw(SCALARS | st.lists(SCALARS, max_size=2) | st.dictionaries(st.text(max_size=4),
+                                                                                             SCALARS, max_size=2))
+    try:
+        read_plan_file(json.dumps(mutated), "plan.json")
+    except UsageError as exc:
+        assert exc.source == "--plan" and exc.message.startswith("plan.json: ")
+
+
+def _pick(doc, data):
+    """A random (container, key) inside `doc`."""
+    target, key = None, None
+    node = doc
+    for _ in range(data.draw(st.integers(1, 5))):
+        keys = list(node) if isinstance(node, dict) else list(range(len(node))) if isinstance(node, list) else []
+        if not keys:
+            break
+        target, key = node, data.draw(st.sampled_from(keys))
+        node = node[key]
+    return target, key
+
+
+def test_the_plan_read_back_is_the_plan_that_was_written():
+    """Stages, shards, registrations, gate declarations and the policy's switches survive the file."""
+    from dataclasses import replace
+
+    from helpers import EXAMPLE_REPO
+
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.planfile import plan_of
+    from ci_policy.plan.policy import Trigger
+    from ci_policy.read.diff import Diff
+
+    snapshot = load_snapshot(EXAMPLE_REPO)
+    plan = build_plan(snapshot, Trigger(event="schedule", schedule="0 15 * * 6"), Diff.unavailable("none"))
+    doc = plan_dict(plan, None, inputs_dict(A, B, {f: A for f in snapshot.files}))
+    bare = replace(snapshot, registrations=(), gates=(), errors=())
+    back = plan_of(read_plan_file(json.dumps(doc), "plan.json"), bare)
+    def run_view(r):  # what `run` reads of a registration (labels and columns stay in the checkout)
+        return (r.file, r.line, r.backend, r.suite, r.est_time, r.est_source, r.marker, r.implicit)
+
+    assert [(s.stage, s.decision, s.reasons, [run_view(r) for r in s.tests], s.shards, s.invalid)
+            for s in back.stages] == \
+        [(s.stage, s.decision, s.reasons, [run_view(r) for r in s.tests], s.shards, s.invalid) for s in plan.stages]
+    assert any(s.shards for s in back.stages)
+    assert back.snapshot.gates == plan.snapshot.gates and plan.snapshot.gates
+    assert back.invalid == plan.invalid
+    p, q = back.policy, plan.policy
+    assert (p.event, p.cadence, p.trust, p.raw_labels, p.include_labels, p.bypass_fastfail, p.write_baseline) == \
+        (q.event, q.cadence, q.trust, q.raw_labels, q.include_labels, q.bypass_fastfail, q.write_baseline)
+    assert back.warnings == plan.warnings and back.config is snapshot.config
