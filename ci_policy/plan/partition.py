@@ -5,15 +5,16 @@
   files) with the longest shard's est (`makespan`), the `lower_bound`
   `max(sum / shards, longest file)` and whether the split is proven `optimal`.
 - How: files longest first (ties by file name); list scheduling (LPT: each file to the
-  least-loaded shard, ties by lowest index) is the incumbent; a branch and bound then looks
-  for a strictly shorter makespan (bounds: `max(ceil(sum / shards), longest file)`, the
-  pigeonhole bound on the longest files, and the free room below the incumbent against the
-  remaining work; shards of equal load and files of equal est_time are tried once). The
-  search is bounded by `NODE_BUDGET` placements per stage (about 50 ms on a CI runner):
-  nodes are counted, not timed, so every machine and Python version computes the same
-  split, and the plan job and every shard job agree. When the budget runs out, the best
-  split found so far is improved by a deterministic local search (moves and swaps between
-  the most loaded shard and the others).
+  least-loaded shard, ties by lowest index) gives the first split; pairs of shards are
+  then re-split as evenly as possible (`_local_search`: exact subset sums); if that is not
+  at a lower bound, a branch and bound looks for a strictly shorter makespan (bounds:
+  `max(ceil(sum / shards), longest file)`, the pigeonhole bound on the longest files, the
+  bin-packing bound L2, and the room below the incumbent against the remaining work;
+  shards of equal load and files of equal est_time are tried once).
+- Time bound: each search stops after a counted amount of work (`NODE_BUDGET`,
+  `LOCAL_SEARCH_BUDGET`; about 50 ms each on a CI runner). Work is counted, never timed,
+  so every machine and Python version computes the same split, and the plan job and every
+  shard job agree.
 - Guarantees: never longer than LPT (LPT is kept when nothing is strictly shorter, so a
   stage LPT already splits optimally keeps LPT's split); deterministic, also under any
   order of the input; never an empty shard. Within a shard files come longest first (ties
@@ -92,6 +93,7 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
     if best > bound:
         bound = _packing_bound(weights, count, bound, best)
     proven = best <= bound
+    lpt_assign, lpt_best = assign, best
     if not proven:
         assign = _local_search(weights, assign, count)
         best = _makespan(weights, assign, count)
@@ -101,6 +103,8 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
         found, best, proven = _branch_and_bound(weights[:positives], count, len(weights) - positives, best, bound)
         if found is not None:
             assign = _fill_zeros(found, weights, count)
+    if best == lpt_best:  # nothing strictly shorter: keep list scheduling's split
+        assign = lpt_assign
     members: list[list[int]] = [[] for _ in range(count)]
     for index, shard in enumerate(assign):
         members[shard].append(index)  # in file order: longest first, ties by name

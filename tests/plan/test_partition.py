@@ -147,6 +147,20 @@ def lpt_makespan(values: list, partitions: int) -> Fraction:
     return max(load for load, _ in heap)
 
 
+def lpt_files(items: dict, partitions: int) -> list[tuple[str, ...]]:
+    """Reference list scheduling's shards (the `count` longest files seed one shard each)."""
+    ordered = sorted(items, key=lambda f: (-as_fraction(float(items[f])), f))
+    count = min(partitions, len(ordered))
+    files = [[f] for f in ordered[:count]]
+    heap = [(as_fraction(float(items[f])), i) for i, f in enumerate(ordered[:count])]
+    heapq.heapify(heap)
+    for f in ordered[count:]:
+        load, index = heapq.heappop(heap)
+        files[index].append(f)
+        heapq.heappush(heap, (load + as_fraction(float(items[f])), index))
+    return [tuple(shard) for shard in files]
+
+
 def brute_force_makespan(values: list, partitions: int) -> Fraction:
     """Every assignment of files to shards with none empty (values in tenths of a second)."""
     tenths = [round(v * 10) for v in values]
@@ -249,6 +263,8 @@ def test_never_longer_than_lpt_and_bounds_hold(items, partitions):
     values = list(items.values())
     loads = [sum(as_fraction(float(items[f])) for f in s.files) for s in result.shards]
     assert max(loads) <= lpt_makespan(values, partitions), "longer than list scheduling"
+    if max(loads) == lpt_makespan(values, partitions):
+        assert [s.files for s in result.shards] == lpt_files(items, partitions), "not list scheduling's split"
     assert result.makespan == _tidy(float(max(loads)))
     count = len(result.shards)
     lower = max(sum(as_fraction(float(v)) for v in values) / count, max(as_fraction(float(v)) for v in values))
