@@ -9,7 +9,8 @@
   from every valid registration; `Plan.complete` is false. A fatal error (configuration,
   labels, discovery, estimates file) raises `InputErrors` instead.
 - Shards: a fixed `partitions`, or `partitions: auto` sized from the selected est_time
-  (`plan.partition.stage_shards`, with its reason). Parallelism: a stage's `max_parallel`
+  (`plan.partition.stage_split`, with its reason), split with the shortest makespan found
+  (`StagePlan.makespan`, `lower_bound`, `optimal`). Parallelism: a stage's `max_parallel`
   (`default`, raised by `priority` on a pull request carrying a raw PR label of
   `pull_request.priority_labels`, or by `schedule` on a schedule event), with its reason;
   `Plan.max_parallel` gives every planned stage a limit for `strategy.max-parallel` (its
@@ -26,7 +27,7 @@ from ci_policy.config import Config, Stage
 from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile, Snapshot
-from ci_policy.plan.partition import Shard, stage_shards
+from ci_policy.plan.partition import Shard, stage_split
 from ci_policy.plan.policy import DIFF_EVENTS, Policy, Trigger, resolve, selects, why_not
 from ci_policy.plan.selection import Decision, StageDecision, decide
 from ci_policy.read.diff import Diff
@@ -45,6 +46,10 @@ class StagePlan:
     shards_reason: str | None = None
     max_parallel: int | None = None
     max_parallel_reason: str | None = None
+    # The split's lower bound (max(sum / shards, longest file)) and whether the split is
+    # proven optimal (`plan.partition.Split`); a skipped stage has no shards: 0 and True.
+    lower_bound: float = 0
+    optimal: bool = True
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -64,6 +69,11 @@ class StagePlan:
     @property
     def wall_seconds(self) -> float:
         return max((s.est_seconds for s in self.shards), default=0)
+
+    @property
+    def makespan(self) -> float:
+        """The longest shard's est: the stage's wall time."""
+        return self.wall_seconds
 
     def shard(self, index: int) -> Shard:
         for shard in self.shards:
@@ -171,7 +181,8 @@ def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config:
         return StagePlan(d.stage, d.decision, d.reasons, (), (), d.not_selected, d.invalid,
                          max_parallel=max_parallel, max_parallel_reason=max_parallel_reason)
     tests = tuple(sorted(d.selected, key=lambda r: r.file))
-    shards, shards_reason = stage_shards(d.stage, ((r.file, r.est_time) for r in tests))
+    split, shards_reason = stage_split(d.stage, ((r.file, r.est_time) for r in tests))
+    shards = split.shards
     if len(shards) > 1:
         mean = sum(s.est_seconds for s in shards) / len(shards)
         for r in tests:
@@ -179,7 +190,7 @@ def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config:
                 warnings.append(f"{d.stage.name}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
                                 f"mean shard time ({mean:g}s); the stage cannot finish sooner than this file")
     return StagePlan(d.stage, d.decision, d.reasons, tests, shards, d.not_selected, d.invalid,
-                     shards_reason, max_parallel, max_parallel_reason)
+                     shards_reason, max_parallel, max_parallel_reason, split.lower_bound, split.optimal)
 
 
 def shard_of(plan: Plan, stage_name: str, shard: int | None) -> tuple[StagePlan, Shard | None]:

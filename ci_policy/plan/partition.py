@@ -1,28 +1,55 @@
 """Shards: splitting one stage's selected files across its runners by est_time.
 
 - In: (file, est_time) pairs and the stage's `partitions`.
-- Out: `min(partitions, len(files))` non-empty `Shard`s (none at all for no files),
-  built by longest-processing-time list scheduling: files longest first (ties by file
-  name), each to the least-loaded shard (ties by lowest index). Deterministic, so the
-  plan job and every shard job compute exactly the same split.
-- Bound (list scheduling): the most loaded shard carries at most
-  `sum/shards + max(est_time)`.
+- Out: a `Split`: `min(partitions, len(files))` non-empty `Shard`s (none at all for no
+  files) with the longest shard's est (`makespan`), the `lower_bound`
+  `max(sum / shards, longest file)` and whether the split is proven `optimal`.
+- How: files longest first (ties by file name); list scheduling (LPT: each file to the
+  least-loaded shard, ties by lowest index) gives the first split; pairs of shards are
+  then re-split as evenly as possible (`_local_search`: exact subset sums); if that is not
+  at a lower bound, a branch and bound looks for a strictly shorter makespan (bounds:
+  `max(ceil(sum / shards), longest file)`, the pigeonhole bound on the longest files, the
+  bin-packing bound L2, and the room below the incumbent against the remaining work;
+  shards of equal load and files of equal est_time are tried once).
+- Time bound: each search stops after a counted amount of work (`NODE_BUDGET`,
+  `LOCAL_SEARCH_BUDGET`; about 50 ms each on a CI runner). Work is counted, never timed,
+  so every machine and Python version computes the same split, and the plan job and every
+  shard job agree.
+- Guarantees: never longer than LPT (LPT is kept when nothing is strictly shorter, so a
+  stage LPT already splits optimally keeps LPT's split); deterministic, also under any
+  order of the input; never an empty shard. Within a shard files come longest first (ties
+  by name); shards are numbered by their longest file in that order.
+- `optimal` is True when the makespan equals a lower bound or the search finished within
+  its budget (every shorter split was ruled out).
+- Exact: est values are decimals; they are scaled to integers (`Fraction` of their
+  decimal form), so comparisons never suffer float rounding.
 - `partitions: auto` (`stage_shards`): `clamp(ceil(sum / shard_seconds), 1, max_partitions)`
   shards for the selected files (disabled files are never selected, so they never count),
   then at most one per file; the count comes with its reason
   (`3 shards: 1730s selected / 600s per shard`). The division is exact on the decimal
   values (a sum of 1200s with 600s per shard is 2 shards, never 3 by rounding).
+- Refused: `partitions < 1` (ValueError).
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 
 from ci_policy.config import Stage
+
+# The work each search may do for one stage, each about 50 ms on a CI runner. Counted, never
+# timed: a wall-clock limit would let a slow runner compute another split than the plan job.
+# Branch and bound: a unit is one shard looked at while placing a file (a placement costs
+# as many units as the stage has shards). Local search: a unit is about one 64-bit word of
+# subset-sum work (a move or swap looked at costs 80).
+NODE_BUDGET = 12_000
+LOCAL_SEARCH_BUDGET = 3_000_000
 
 
 @dataclass(frozen=True)
@@ -35,26 +62,357 @@ class Shard:
         return {"index": self.index, "est_seconds": self.est_seconds, "files": list(self.files)}
 
 
+@dataclass(frozen=True)
+class Split:
+    """A stage's shards with the longest shard's est, the lower bound and whether it is proven optimal."""
+
+    shards: tuple[Shard, ...]
+    makespan: float
+    lower_bound: float
+    optimal: bool
+
+
 def partition(items: Iterable[tuple[str, float]], partitions: int) -> tuple[Shard, ...]:
+    return split(items, partitions).shards
+
+
+def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
-    ordered = sorted(items, key=lambda item: (-item[1], item[0]))
-    count = min(partitions, len(ordered))
+    values = [(file, *_exact(est)) for file, est in items]
+    count = min(partitions, len(values))
     if count == 0:
-        return ()
+        return Split((), 0, 0, True)
+    scale = math.lcm(*{denominator for _, _, denominator in values})
+    exact = sorted(((file, numerator * (scale // denominator)) for file, numerator, denominator in values),
+                   key=lambda item: (-item[1], item[0]))
+    weights = [weight for _, weight in exact]
+    total = sum(weights)
+    assign = _lpt(weights, count)
+    best = _makespan(weights, assign, count)
+    bound = _lower_bound(weights, count)
+    if best > bound and len(weights) <= PACKING_BOUND_FILES:
+        bound = _packing_bound(weights, count, bound, best)
+    proven = best <= bound
+    lpt_assign, lpt_best = assign, best
+    if not proven:
+        assign = _local_search(weights, assign, count)
+        best = _makespan(weights, assign, count)
+        proven = best <= bound
+    if not proven:
+        positives = sum(1 for w in weights if w > 0)
+        found, best, proven = _branch_and_bound(weights[:positives], count, len(weights) - positives, best, bound)
+        if found is not None:
+            assign = _fill_zeros(found, weights, count)
+    if best == lpt_best:  # nothing strictly shorter: keep list scheduling's split
+        assign = lpt_assign
+    members: list[list[int]] = [[] for _ in range(count)]
+    for index, shard in enumerate(assign):
+        members[shard].append(index)  # in file order: longest first, ties by name
+    members.sort(key=lambda m: m[0])
+    shards = tuple(Shard(index=i, est_seconds=_seconds_of(sum(weights[j] for j in m), scale),
+                         files=tuple(exact[j][0] for j in m)) for i, m in enumerate(members))
+    lower = max(Fraction(total, scale * count), Fraction(weights[0], scale))
+    return Split(shards, _seconds_of(best, scale), _tidy(float(lower)), proven)
+
+
+def _exact(est: float) -> tuple[int, int]:
+    """The decimal value of an est_time as (numerator, denominator): 0.1 is 1/10, not the
+    nearest binary fraction. Decimal parses in C, several times faster than Fraction(repr(est))."""
+    if isinstance(est, float):
+        return Decimal(repr(est)).as_integer_ratio()
+    return int(est), 1
+
+
+def _seconds_of(load: int, scale: int) -> float:
+    return _tidy(float(Fraction(load, scale)))
+
+
+def _lpt(weights: Sequence[int], count: int) -> list[int]:
+    """List scheduling: each file (longest first) to the least-loaded shard, ties by lowest index."""
     # The `count` longest files seed one shard each (what list scheduling does anyway when
     # every est_time is positive); with est_time 0 the least-loaded shard would otherwise
     # stay shard 0 and the others would be empty.
-    files: list[list[str]] = [[file] for file, _ in ordered[:count]]
-    loads = [0.0 + est for _, est in ordered[:count]]
-    heap = [(loads[index], index) for index in range(count)]
+    assign = list(range(count))
+    heap = [(weights[i], i) for i in range(count)]
     heapq.heapify(heap)
-    for file, est in ordered[count:]:
+    for weight in weights[count:]:
         load, index = heapq.heappop(heap)
-        files[index].append(file)
-        loads[index] = load + est
-        heapq.heappush(heap, (loads[index], index))
-    return tuple(Shard(index=i, est_seconds=_tidy(loads[i]), files=tuple(files[i])) for i in range(count))
+        assign.append(index)
+        heapq.heappush(heap, (load + weight, index))
+    return assign
+
+
+def _makespan(weights: Sequence[int], assign: Sequence[int], count: int) -> int:
+    loads = [0] * count
+    for weight, shard in zip(weights, assign, strict=True):
+        loads[shard] += weight
+    return max(loads)
+
+
+def _lower_bound(weights: Sequence[int], count: int) -> int:
+    """No split is shorter: the ceiling of the mean, the longest file, and the pigeonhole bound.
+
+    Pigeonhole: of the `m * count + 1` longest files, some shard holds `m + 1`, so it
+    carries at least the `m + 1` shortest of them.
+    """
+    bound = max(-(-sum(weights) // count), weights[0])
+    prefix = [0]
+    for weight in weights:
+        prefix.append(prefix[-1] + weight)
+    m = 1
+    while m * count < len(weights):
+        last = m * count  # index of the (m * count + 1)-th longest file
+        bound = max(bound, prefix[last + 1] - prefix[last - m])
+        m += 1
+    return bound
+
+
+def _packing_bound(weights: Sequence[int], count: int, low: int, high: int) -> int:
+    """The lowest makespan in [low, high] that the bin-packing bound L2 does not rule out.
+
+    L2 (Martello and Toth) counts the shards files need under a limit T; when it exceeds
+    `count`, no split reaches T. Each test is O(n log n); a binary search between the other
+    bounds and the best split found so far.
+    """
+    ascending = sorted(weights)
+    prefix = [0]
+    for weight in ascending:
+        prefix.append(prefix[-1] + weight)
+    while low < high:
+        middle = (low + high) // 2
+        if _needs_more_shards(ascending, prefix, middle, count):
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _needs_more_shards(ascending: list[int], prefix: list[int], limit: int, count: int) -> bool:
+    n = len(ascending)
+
+    def above(x: int) -> int:  # how many files are longer than x
+        return n - bisect.bisect_right(ascending, x)
+
+    half = bisect.bisect_right(ascending, limit // 2)  # files of at most limit / 2: ascending[:half]
+    longer_half = n - half
+    if above(limit):
+        return True
+    alphas = sorted(set(ascending[:half])) or [0]
+    for alpha in alphas:
+        lo = bisect.bisect_left(ascending, alpha)  # J3: ascending[lo:half], alpha <= w <= limit / 2
+        j3 = prefix[half] - prefix[lo]
+        j1_start = n - above(limit - alpha)  # J1: longer than limit - alpha
+        j2_count = max(0, j1_start - half)  # J2: limit / 2 < w <= limit - alpha
+        j2_sum = prefix[j1_start] - prefix[half] if j1_start > half else 0
+        free = j2_count * limit - j2_sum
+        needed = longer_half + max(0, -(-(j3 - free) // limit))
+        if needed > count:
+            return True
+    return False
+
+
+def _branch_and_bound(weights: Sequence[int], count: int, zeros: int, best: int,
+                      bound: int) -> tuple[list[int] | None, int, bool]:
+    """A split of the positive `weights` (longest first) strictly shorter than `best`, if any.
+
+    Returns the best assignment found (None when nothing beats `best`), its makespan and
+    whether the search is complete (nothing shorter exists) within `NODE_BUDGET`. Shards
+    are opened in index order (a file goes to at most one empty shard, the first), so shard
+    `used` is the next empty one; `zeros` files of est 0 fill the shards left empty.
+    """
+    n = len(weights)
+    if n == 0:
+        return None, best, True
+    smallest = weights[-1]
+    suffix = [0] * (n + 1)
+    for j in range(n - 1, -1, -1):
+        suffix[j] = suffix[j + 1] + weights[j]
+    loads = [0] * count
+    where = [0] * n
+    found: list[int] | None = None
+    todo: list[list[int]] = [[] for _ in range(n)]
+    todo[0] = [0]
+    used = 0
+    nodes = 0
+    j = 0
+    while True:
+        if not todo[j]:  # every choice for file j is done: take back file j - 1
+            if j == 0:
+                return found, best, True
+            j -= 1
+            loads[where[j]] -= weights[j]
+            used -= loads[where[j]] == 0
+            continue
+        if nodes >= NODE_BUDGET:
+            return found, best, False
+        nodes += count
+        shard = todo[j].pop()
+        if loads[shard] + weights[j] >= best:  # `best` may have dropped since the choice was listed
+            continue
+        used += loads[shard] == 0
+        loads[shard] += weights[j]
+        where[j] = shard
+        if j + 1 == n:
+            found, best = list(where), max(loads)
+            if best <= bound:
+                return found, best, True
+            loads[shard] -= weights[j]
+            used -= loads[shard] == 0
+            continue
+        j += 1
+        todo[j] = _choices(weights, j, loads, used, where, count, zeros, best - 1, suffix[j], smallest)
+
+
+def _choices(weights: Sequence[int], j: int, loads: list[int], used: int, where: list[int], count: int,
+             zeros: int, limit: int, remaining: int, smallest: int) -> list[int]:
+    """The shards file j may go to without reaching `limit + 1`, the preferred one last."""
+    # Remaining work bound: room below the limit that no remaining file fits is lost.
+    room = 0
+    for load in loads:
+        if limit - load >= smallest:
+            room += limit - load
+    if room < remaining:
+        return []
+    weight = weights[j]
+    empty = count - used
+    choices: list[tuple[int, int]] = []
+    # Every empty shard needs a file: when only as many files are left as empty shards,
+    # file j must open one.
+    if empty <= (len(weights) - j - 1) + zeros:
+        # Files of equal est are interchangeable: they go to shards in increasing index.
+        start = where[j - 1] if weights[j] == weights[j - 1] else 0
+        seen: set[int] = set()
+        for shard in range(start, used):
+            load = loads[shard]
+            # Shards of equal load are interchangeable: try the first only.
+            if load in seen or load + weight > limit:
+                continue
+            seen.add(load)
+            choices.append((load, shard))
+    if used < count and weight <= limit:
+        choices.append((0, used))
+    choices.sort(key=lambda c: (-c[0], -c[1]))  # popped from the end: least loaded first
+    return [shard for _, shard in choices]
+
+
+def _fill_zeros(found: Sequence[int], weights: Sequence[int], count: int) -> list[int]:
+    """The files of est 0 (after the positive ones): to the empty shards first, in index
+    order, then each to the least-loaded shard (ties by lowest index), as list scheduling does."""
+    assign = list(found)
+    loads = [0] * count
+    for weight, shard in zip(weights, assign, strict=False):
+        loads[shard] += weight
+    empties = [s for s in range(count) if s not in set(assign)]
+    for _ in range(len(assign), len(weights)):
+        assign.append(empties.pop(0) if empties else min(range(count), key=lambda s: (loads[s], s)))
+    return assign
+
+
+def _local_search(weights: Sequence[int], assign: list[int], count: int) -> list[int]:
+    """Balance pairs of shards while that makes a pair more even; never longer.
+
+    Rounds over every pair of shards (i < j, in index order): the files of the two are split
+    again as evenly as possible, exactly (a subset sum, when the pair's load is at most
+    `PAIR_LIMIT` units and the work fits the budget) or else by the best move of one file
+    or swap of two; the new split is kept when the pair's difference shrinks. A pair's longer
+    shard never gets longer, so neither does the makespan; the sum of squared loads falls at
+    every change, so the rounds end, at the latest after `LOCAL_SEARCH_BUDGET` units of
+    work. Never leaves a shard empty. Deterministic: pairs, files and ties in a fixed order.
+    """
+    assign = list(assign)
+    loads = [0] * count
+    members: list[list[int]] = [[] for _ in range(count)]
+    for index, shard in enumerate(assign):
+        loads[shard] += weights[index]
+        members[shard].append(index)
+    work = 0
+    changed = True
+    while changed and work < LOCAL_SEARCH_BUDGET:
+        changed = False
+        for i in range(count):
+            for j in range(i + 1, count):
+                if abs(loads[i] - loads[j]) <= 1 or work >= LOCAL_SEARCH_BUDGET:
+                    continue
+                high, low = (i, j) if (loads[i], -i) >= (loads[j], -j) else (j, i)
+                pair = sorted(members[high] + members[low])
+                cost, halves = _split_pair(weights, pair, members[high], members[low], loads[high], loads[low],
+                                           LOCAL_SEARCH_BUDGET - work)
+                work += cost
+                if halves is None:
+                    continue
+                first, second = sum(weights[k] for k in halves[0]), sum(weights[k] for k in halves[1])
+                if abs(first - second) >= loads[high] - loads[low]:
+                    continue
+                members[high], members[low] = halves
+                loads[high], loads[low] = first, second
+                for k in halves[0]:
+                    assign[k] = high
+                for k in halves[1]:
+                    assign[k] = low
+                changed = True
+    return assign
+
+
+# The bin-packing bound costs O(n^2 log n) per stage: only for stages of at most this many
+# files (with more files per shard, the mean is the bound that matters).
+PACKING_BOUND_FILES = 500
+
+# Pairs of shards whose load together is at most this many units are re-split exactly.
+PAIR_LIMIT = 1 << 22
+
+
+def _split_pair(weights: Sequence[int], pair: list[int], top: list[int], other: list[int], peak: int,
+                other_load: int, allowance: int) -> tuple[int, tuple[list[int], list[int]] | None]:
+    """The work done and a better split of two shards' files (both non-empty), or None.
+
+    Exact when the pair's load is at most `PAIR_LIMIT` and its cost fits the allowance;
+    else the best move or swap, looked for until the allowance is spent.
+    """
+    total = peak + other_load
+    cost = len(pair) * (total // 64 + 16)
+    if total <= PAIR_LIMIT and cost <= allowance:
+        # Subset sums as the bits of an integer; `reach[i]` before file pair[i] is added.
+        reach = [1]
+        for index in pair:
+            reach.append(reach[-1] | (reach[-1] << weights[index]))
+        sums = reach[-1] & ((1 << (total // 2 + 1)) - 1)
+        # The largest reachable sum that leaves both sides non-empty (a side of 0 est
+        # files is non-empty too, so a sum of 0 or total alone is not enough).
+        target = sums.bit_length() - 1
+        chosen: list[int] = []
+        rest = target
+        for i in range(len(pair) - 1, -1, -1):
+            if not (reach[i] >> rest) & 1:  # `rest` needs file pair[i]
+                chosen.append(pair[i])
+                rest -= weights[pair[i]]
+        picked = set(chosen)
+        small = [i for i in pair if i in picked]
+        large = [i for i in pair if i not in picked]
+        if not small:
+            small, large = large[-1:], large[:-1]
+        if not large:
+            large, small = small[:1], small[1:]
+        if small and large:
+            return cost, (large, small)
+        return cost, None
+    # Too large to split exactly: the best move of one file or swap of two.
+    best: tuple[int, list[int], list[int]] | None = None
+    work = 0
+    for a in top:
+        if work >= allowance:
+            break
+        for b in [None, *other]:
+            work += 80
+            delta = weights[a] - (0 if b is None else weights[b])
+            if (b is None and len(top) == 1) or delta <= 0 or other_load + delta >= peak:
+                continue
+            value = max(peak - delta, other_load + delta)
+            if best is None or value < best[0]:
+                mine = [i for i in top if i != a] + ([] if b is None else [b])
+                theirs = [i for i in other if i != b] + [a]
+                best = (value, sorted(mine), sorted(theirs))
+    return work, None if best is None else (best[1], best[2])
 
 
 def _tidy(value: float) -> float:
@@ -93,21 +451,28 @@ def _shards_word(n: int) -> str:
 
 
 def stage_shards(stage: Stage, items: Iterable[tuple[str, float]]) -> tuple[tuple[Shard, ...], str | None]:
-    """A stage's shards of the selected (file, est_time) pairs, and why that many when `partitions: auto`.
+    """A stage's shards of the selected (file, est_time) pairs, and why that many when `partitions: auto`."""
+    shards_split, reason = stage_split(stage, items)
+    return shards_split.shards, reason
+
+
+def stage_split(stage: Stage, items: Iterable[tuple[str, float]]) -> tuple[Split, str | None]:
+    """A stage's `Split` of the selected (file, est_time) pairs, and why that many shards when `partitions: auto`.
 
     A fixed `partitions` needs no reason (the configuration states it): the reason is None.
     """
     items = list(items)
     if stage.partitions != "auto":
-        return partition(items, stage.partitions), None
+        return split(items, stage.partitions), None
     if stage.shard_seconds is None:
         raise ValueError(f"stage {stage.name}: partitions: auto needs shard_seconds")
     total = _tidy(math.fsum(est for _, est in items))
     raw = math.ceil(Fraction(repr(total)) / Fraction(repr(stage.shard_seconds)))
     count = auto_count(total, stage.shard_seconds, stage.max_partitions)
-    shards = partition(items, count)
+    result = split(items, count)
+    shards = result.shards
     if not shards:
-        return shards, None
+        return result, None
     reason = f"{_shards_word(len(shards))}: {_seconds(total)}s selected / {_seconds(stage.shard_seconds)}s per shard"
     if raw < 1:
         reason += " (at least 1)"
@@ -115,4 +480,4 @@ def stage_shards(stage: Stage, items: Iterable[tuple[str, float]]) -> tuple[tupl
         reason += f" = {raw}, capped by max_partitions {stage.max_partitions}"
     elif len(shards) < count:
         reason += f" = {count}, but only {len(items)} selected " + ("file" if len(items) == 1 else "files")
-    return shards, reason
+    return result, reason

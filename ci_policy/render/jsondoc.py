@@ -4,6 +4,9 @@
 - Out: JSON text (two-space indented) or the dict it is made of; field order is stable.
 - A plan carries its stage jobs (`plan.jobs`): `jobs` (one entry per lane) and
   `images_to_build`, tagged with the head SHA given.
+- A plan stage carries its split's `makespan` (the longest shard's est), `lower_bound`
+  (`max(sum / shards, longest file)`) and `optimal` (proven optimal); 0, 0 and true for a
+  stage with no shards.
 - A plan stage carries `shards_reason` (with `partitions: auto`) and `max_parallel` with
   `max_parallel_reason` (with `max_parallel`) only when the stage configures them.
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
@@ -66,6 +69,9 @@ def stage_dict(s: StagePlan) -> dict[str, Any]:
         "tests": [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source, "line": r.line,
                    "marker": r.marker} for r in s.tests],
         "shards": [sh.as_dict() for sh in s.shards],
+        "makespan": s.makespan,
+        "lower_bound": s.lower_bound,
+        "optimal": s.optimal,
         "invalid": list(s.invalid),
     }
     if s.shards_reason is not None:  # partitions: auto

@@ -12,7 +12,7 @@ from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import md_escape, mermaid_name
-from ci_policy.render.text import code_title, est_sources, failure, gate_rows, secs
+from ci_policy.render.text import code_title, est_sources, failure, gate_rows, secs, split_phrase
 
 
 def plan_markdown(plan: Plan) -> str:
@@ -38,7 +38,7 @@ def plan_markdown(plan: Plan) -> str:
     for s in plan.stages:
         if s.decision != "run" or not s.shards:
             continue
-        out += ["", f"### {md_escape(s.name)}", "", "```mermaid", "gantt",
+        out += ["", f"### {md_escape(s.name)}", "", f"**Split:** {split_phrase(s)}", "", "```mermaid", "gantt",
                 f"    title {mermaid_name(s.name)} shards (estimated seconds)",
                 "    dateFormat X", "    axisFormat %s"]
         est = {r.file: r.est_time for r in s.tests}

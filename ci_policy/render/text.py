@@ -58,6 +58,12 @@ def table(rows: Sequence[tuple[str, ...]], right: set[int] | None = None) -> str
     return "\n".join(out)
 
 
+def split_phrase(s: StagePlan) -> str:
+    """`makespan 1h 5m / lower bound 1h 4m (optimal)`: how good a running stage's split is."""
+    proof = "optimal" if s.optimal else "not proven optimal"
+    return f"makespan {secs(s.makespan)} / lower bound {secs(s.lower_bound)} ({proof})"
+
+
 def plan_text(plan: Plan) -> str:
     policy = plan.policy
     lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}, trust {policy.trust}"]
@@ -83,6 +89,7 @@ def plan_text(plan: Plan) -> str:
         lines.append("")
         lines.append("shards:")
         for s in running:
+            lines.append(f"  {s.name}: {split_phrase(s)}")
             for sh in s.shards:
                 lines.append(f"  {s.name}[{sh.index}] est {secs(sh.est_seconds)}: {' '.join(sh.files)}")
         sources = est_sources(plan)

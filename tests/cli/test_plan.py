@@ -257,6 +257,10 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
     assert_golden("cli/plan/docs-only.md", summary.read_text())
 
 
+# A skipped stage's split: no shards.
+NO_SPLIT = {"makespan": 0, "lower_bound": 0, "optimal": True}
+
+
 def test_docs_only_pr_json(at_root, docs_diff, capsys):
     rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--diff", docs_diff,
                         "--format", "json"], capsys)
@@ -276,13 +280,14 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
         "stages": [
             {"name": "stage-a-cpu", "backend": "cpu", "decision": "run",
              "reasons": ["run: stage is not diff-pruned (4 selected)"], "runs_on": [],
-             "tests": entries(*((f, 5) for f in FAST)), "shards": [shard(0, 20, *FAST)], "invalid": []},
+             "tests": entries(*((f, 5) for f in FAST)), "shards": [shard(0, 20, *FAST)],
+             "makespan": 20, "lower_bound": 20, "optimal": True, "invalid": []},
             {"name": "stage-b-1-gpu-h200", "backend": "cuda", "decision": "skip", "reasons": [NEEDS_B],
-             "runs_on": ["h200", "1gpu"], "tests": [], "shards": [], "invalid": []},
+             "runs_on": ["h200", "1gpu"], "tests": [], "shards": [], **NO_SPLIT, "invalid": []},
             {"name": "stage-c-4-gpu-h200", "backend": "cuda", "decision": "skip", "reasons": [NEEDS_C],
-             "runs_on": ["h200", "4gpu"], "tests": [], "shards": [], "invalid": []},
+             "runs_on": ["h200", "4gpu"], "tests": [], "shards": [], **NO_SPLIT, "invalid": []},
             {"name": "stage-c-4-gpu-mi350", "backend": "rocm", "decision": "skip", "reasons": [NEEDS_MI350],
-             "runs_on": ["mi350", "4gpu"], "tests": [], "shards": [], "invalid": []},
+             "runs_on": ["mi350", "4gpu"], "tests": [], "shards": [], **NO_SPLIT, "invalid": []},
         ],
         "skipped_stages": ["stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350"],
         "images": {"cuda": "skip", "rocm": "skip"},

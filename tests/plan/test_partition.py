@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.config import Stage
-from ci_policy.plan.partition import Shard, _tidy, auto_count, imbalance, makespan, partition, stage_shards
+from ci_policy.plan.partition import (
+    Shard,
+    Split,
+    _tidy,
+    auto_count,
+    imbalance,
+    makespan,
+    partition,
+    split,
+    stage_shards,
+    stage_split,
+)
 
 # (items, partitions, expected shards as (est_seconds, files))
 EXACT = [
@@ -118,6 +132,160 @@ def test_shard_properties_float_times(items, partitions, rnd):
             assert shard.est_seconds == pytest.approx(load, abs=5e-4)
     rnd.shuffle(pairs)
     assert partition(pairs, partitions) == shards
+
+
+# -- optimal splits -------------------------------------------------------------------------------
+
+def lpt_makespan(values: list, partitions: int) -> Fraction:
+    """Reference list scheduling (longest first, to the least-loaded shard), exact on decimals."""
+    exact = sorted((Fraction(repr(v)) if isinstance(v, float) else Fraction(v) for v in values), reverse=True)
+    count = min(partitions, len(exact))
+    heap = [(Fraction(0), i) for i in range(count)]
+    for value in exact:
+        load, index = heapq.heappop(heap)
+        heapq.heappush(heap, (load + value, index))
+    return max(load for load, _ in heap)
+
+
+def lpt_files(items: dict, partitions: int) -> list[tuple[str, ...]]:
+    """Reference list scheduling's shards (the `count` longest files seed one shard each)."""
+    ordered = sorted(items, key=lambda f: (-as_fraction(float(items[f])), f))
+    count = min(partitions, len(ordered))
+    files = [[f] for f in ordered[:count]]
+    heap = [(as_fraction(float(items[f])), i) for i, f in enumerate(ordered[:count])]
+    heapq.heapify(heap)
+    for f in ordered[count:]:
+        load, index = heapq.heappop(heap)
+        files[index].append(f)
+        heapq.heappush(heap, (load + as_fraction(float(items[f])), index))
+    return [tuple(shard) for shard in files]
+
+
+def brute_force_makespan(values: list, partitions: int) -> Fraction:
+    """Every assignment of files to shards with none empty (values in tenths of a second)."""
+    tenths = [round(v * 10) for v in values]
+    count = min(partitions, len(tenths))
+    best = sum(tenths)
+    for assign in itertools.product(range(count), repeat=len(tenths)):
+        loads = [0] * count
+        for value, shard in zip(tenths, assign, strict=True):
+            loads[shard] += value
+        if max(loads) < best and len(set(assign)) == count:
+            best = max(loads)
+    return Fraction(best, 10)
+
+
+def as_fraction(value: float) -> Fraction:
+    return Fraction(repr(value))
+
+
+OPTIMAL = [
+    # The classic list-scheduling worst case: LPT gives 11 (5+3+3 on one shard), the optimum 9.
+    pytest.param([("a", 5), ("b", 5), ("c", 4), ("d", 4), ("e", 3), ("f", 3), ("g", 3)], 3,
+                 Split((Shard(0, 9, ("a", "c")), Shard(1, 9, ("b", "d")), Shard(2, 9, ("e", "f", "g"))), 9, 9, True),
+                 id="lpt-worst-case-three-shards"),
+    # LPT: 3+2+2 against 3+2; the optimum pairs the threes.
+    pytest.param([("a", 3), ("b", 3), ("c", 2), ("d", 2), ("e", 2)], 2,
+                 Split((Shard(0, 6, ("a", "b")), Shard(1, 6, ("c", "d", "e"))), 6, 6, True),
+                 id="lpt-seven-optimum-six"),
+    # Already optimal under LPT: LPT's split is kept, the bound is the longest file.
+    pytest.param([("long", 100), ("b", 30), ("c", 20)], 2,
+                 Split((Shard(0, 100, ("long",)), Shard(1, 50, ("b", "c"))), 100, 100, True),
+                 id="longest-file-bound"),
+    # The mean is not a whole number: 3 shards of 10 seconds cannot beat 4 + 3 + 3.
+    pytest.param([("a", 4), ("b", 3), ("c", 3)], 2,
+                 Split((Shard(0, 4, ("a",)), Shard(1, 6, ("b", "c"))), 6, 5, True),
+                 id="optimal-above-the-mean-proven-by-search"),
+    pytest.param([("a", 0.1), ("b", 0.2), ("c", 0.3)], 2,
+                 Split((Shard(0, 0.3, ("c",)), Shard(1, 0.3, ("b", "a"))), 0.3, 0.3, True),
+                 id="decimals-exact"),
+    pytest.param([], 3, Split((), 0, 0, True), id="no-files"),
+]
+
+
+@pytest.mark.parametrize("items, partitions, expected", OPTIMAL)
+def test_optimal_splits(items, partitions, expected):
+    assert split(items, partitions) == expected
+    assert partition(items, partitions) == expected.shards
+
+
+def test_search_budget_hit_falls_back_to_local_search():
+    # 16 files on 4 shards that the search cannot settle within its budget: the local search
+    # brings LPT's 7393 seconds to within 8 of the lower bound, and `optimal` says it is not proven.
+    values = [975, 2428, 2230, 535, 1516, 2474, 1942, 2563, 2380, 269, 2481, 54, 3431, 1922, 1063, 2257]
+    items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
+    result = split(items, 4)
+    assert (result.makespan, result.lower_bound, result.optimal) == (7138, 7130, False)
+    assert lpt_makespan(values, 4) == 7393
+    assert [s.est_seconds for s in result.shards] == [7132, 7138, 7118, 7132]
+    assert split(list(reversed(items)), 4) == result
+
+
+def test_stage_split_reports_the_split_and_the_reason():
+    stage = Stage(name="s", backend="cuda", partitions=3)
+    items = [("a", 5), ("b", 5), ("c", 4), ("d", 4), ("e", 3), ("f", 3), ("g", 3)]
+    assert stage_split(stage, items) == (split(items, 3), None)
+    result, why = stage_split(auto_stage(9), items)
+    assert (result.makespan, result.lower_bound, result.optimal) == (9, 9, True)
+    assert why == "3 shards: 27s selected / 9s per shard"
+
+
+SMALL_VALUES = st.one_of(st.integers(min_value=0, max_value=12),
+                         st.integers(min_value=0, max_value=400).map(lambda v: v / 10))
+SMALL_ITEMS = st.dictionaries(NAMES, SMALL_VALUES, min_size=1, max_size=7)
+
+
+@settings(max_examples=200, deadline=None)
+@given(SMALL_ITEMS, st.integers(min_value=2, max_value=4), st.randoms(use_true_random=False))
+def test_optimal_means_optimal_against_brute_force(items, partitions, rnd):
+    result = split(list(items.items()), partitions)
+    check_shards(items, partitions, result.shards)
+    loads = [sum(as_fraction(float(items[f])) for f in s.files) for s in result.shards]
+    assert result.makespan == _tidy(float(max(loads)))
+    optimum = brute_force_makespan(list(items.values()), partitions)
+    assert max(loads) >= optimum
+    if result.optimal:
+        assert max(loads) == optimum
+    # Small inputs are always settled within the budget.
+    assert result.optimal
+    pairs = list(items.items())
+    rnd.shuffle(pairs)
+    assert split(pairs, partitions) == result
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(INT_ITEMS, FLOAT_ITEMS), PARTITIONS)
+def test_never_longer_than_lpt_and_bounds_hold(items, partitions):
+    result = split(list(items.items()), partitions)
+    check_shards(items, partitions, result.shards)
+    if not items:
+        return
+    values = list(items.values())
+    loads = [sum(as_fraction(float(items[f])) for f in s.files) for s in result.shards]
+    assert max(loads) <= lpt_makespan(values, partitions), "longer than list scheduling"
+    if max(loads) == lpt_makespan(values, partitions):
+        assert [s.files for s in result.shards] == lpt_files(items, partitions), "not list scheduling's split"
+    assert result.makespan == _tidy(float(max(loads)))
+    count = len(result.shards)
+    lower = max(sum(as_fraction(float(v)) for v in values) / count, max(as_fraction(float(v)) for v in values))
+    assert result.lower_bound == _tidy(float(lower))
+    assert max(loads) >= lower
+    if max(loads) == lower:
+        assert result.optimal
+
+
+REALISTIC = st.one_of(st.integers(min_value=1, max_value=3600),
+                      st.integers(min_value=10, max_value=36000).map(lambda v: v / 10))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(REALISTIC, min_size=1, max_size=60), st.randoms(use_true_random=False))
+def test_two_shards_of_up_to_sixty_files_are_proven_optimal(values, rnd):
+    items = [(f"tests/test_{i:02d}.py", v) for i, v in enumerate(values)]
+    result = split(items, 2)
+    assert result.optimal
+    rnd.shuffle(items)
+    assert split(items, 2) == result
 
 
 # -- partitions: auto ----------------------------------------------------------------------------

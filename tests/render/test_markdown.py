@@ -67,6 +67,8 @@ def test_plan_markdown(tmp_path):
         "\n"
         "### gpu\n"
         "\n"
+        "**Split:** makespan 300s / lower bound 300s (optimal)\n"
+        "\n"
         "```mermaid\n"
         "gantt\n"
         "    title gpu shards (estimated seconds)\n"

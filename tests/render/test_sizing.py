@@ -43,7 +43,8 @@ def test_json_carries_the_sizing_keys_only_where_configured(tmp_path):
     assert (gpu["reasons"], gpu["shards_reason"], gpu["max_parallel"], gpu["max_parallel_reason"]) == (
         [RUN, REQUESTED], SHARDS, 2, PARALLEL)
     assert [sh["files"] for sh in gpu["shards"]] == [["tests/test_big_model.py"], ["tests/test_small.py"]]
-    assert list(cpu) == ["name", "backend", "decision", "reasons", "runs_on", "tests", "shards", "invalid"]
+    assert list(cpu) == ["name", "backend", "decision", "reasons", "runs_on", "tests", "shards", "makespan",
+                         "lower_bound", "optimal", "invalid"]
 
 
 def test_markdown_row_holds_every_reason(tmp_path):

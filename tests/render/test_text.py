@@ -5,8 +5,11 @@ from __future__ import annotations
 from render_cases import FILE_PLAN, REG, gate_outcome, shard_result
 from workflow_commands import commands
 
+from ci_policy.config import Stage
 from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.registry import Registration
+from ci_policy.plan.build import StagePlan
+from ci_policy.plan.partition import Shard
 from ci_policy.plan.results import GateOutcome
 from ci_policy.render.text import (
     count,
@@ -16,6 +19,7 @@ from ci_policy.render.text import (
     registry_text,
     run_summary_text,
     secs,
+    split_phrase,
     table,
     usage_error_text,
     with_hint,
@@ -131,3 +135,12 @@ def test_the_invalid_section_of_a_partial_plan_keeps_each_value_on_its_line(tmp_
     assert "\n\n" + section + "\n\nimages: " in plan_text(plan)
     assert commands(plan_text(plan)) == []
     assert invalid_text([]) == "invalid (not scheduled): 0 test files"
+
+
+def test_split_phrase_says_whether_the_split_is_proven_optimal():
+    shards = (Shard(0, 7138, ("a",)), Shard(1, 7130.5, ("b",)))
+    stage = Stage(name="gpu", backend="cuda", partitions=2)
+    proven = StagePlan(stage, "run", (), (), shards, lower_bound=7130, optimal=True)
+    unproven = StagePlan(stage, "run", (), (), shards, lower_bound=7134.25, optimal=False)
+    assert split_phrase(proven) == "makespan 7138s / lower bound 7130s (optimal)"
+    assert split_phrase(unproven) == "makespan 7138s / lower bound 7134.25s (not proven optimal)"
