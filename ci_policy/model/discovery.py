@@ -16,12 +16,25 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ci_policy.config import Config, Discovery
 from ci_policy.errors import Diagnostic, InputError
 from ci_policy.read.checkout import check_no_symlinks
+
+Kind = Literal["file", "symlink", "gitlink"]
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """A path of the checkout as git lists it (`adapters.git.checkout_index`): its kind and,
+    for a tracked file whose working-tree copy is unmodified, its blob id (else None)."""
+
+    kind: Kind
+    blob: str | None
+
 
 _SKIP_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn"})
 
