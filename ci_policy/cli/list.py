@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from ci_policy.cli.options import (
+    add_cache,
     add_checkout,
     add_format,
     add_plan_inputs,
@@ -30,6 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Print the files of one stage shard, as the plan splits them and as "
                                    "`ci-policy run` runs them, without running anything.")
     add_checkout(p)
+    add_cache(p)
     add_shard(p)
     add_plan_inputs(p)
     add_format(p, ("text", "json"))
