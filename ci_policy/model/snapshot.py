@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -286,7 +285,8 @@ def _canonical(value: Any) -> Any:
 
 def scan_key(file: str, content_id: str, context: str) -> str:
     """The key of a stored scan: it can only name the scan of this content at this path."""
-    return hashlib.sha256(json.dumps([file, content_id, context]).encode("utf-8", "surrogatepass")).hexdigest()
+    # NUL separates the parts: no path, content id or hex digest holds one.
+    return hashlib.sha256(f"{file}\0{content_id}\0{context}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _scan_cached(repo: Path, file: str, config: Config, labels: LabelRegistry, context: str,
