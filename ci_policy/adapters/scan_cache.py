@@ -14,7 +14,8 @@
   swallowed: the cache only ever saves work.
 - Refused (`open_cache`): a directory inside the checkout (a usage error naming the
   option: a pull request could plant entries), a cache directory or parent that is a
-  symlink, or one that cannot be created or written (a warning: the command runs uncached).
+  symlink, one owned by another user or writable by group or others, or one that cannot be
+  created or written (a warning: the command runs uncached). Directories it creates are 0700.
 """
 
 from __future__ import annotations
@@ -137,8 +138,14 @@ def open_cache(directory: Path, *, own: int = 1) -> tuple[DirScanCache | None, s
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         return None, f"{directory} cannot be created: {exc.strerror}"
-    if not directory.is_dir():
+    st = os.lstat(directory)
+    if not stat.S_ISDIR(st.st_mode):
         return None, f"{directory} is not a directory"
+    # Another user (a test run as an unprivileged user, say) could plant entries otherwise.
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return None, f"{directory} belongs to another user"
+    if st.st_mode & 0o022:
+        return None, f"{directory} is writable by others"
     if not os.access(directory, os.W_OK | os.X_OK):
         return None, f"{directory} is not writable"
     return DirScanCache(directory), None

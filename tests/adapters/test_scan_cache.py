@@ -79,3 +79,12 @@ def test_inside_resolves_symlinks(tmp_path: Path) -> None:
     os.symlink(repo / "sub", tmp_path / "alias")
     assert inside(repo, repo) and inside(repo / "sub" / "new", repo) and inside(tmp_path / "alias", repo)
     assert not inside(tmp_path / "cache", repo)
+
+
+def test_open_cache_refuses_a_directory_others_can_write(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    assert open_cache(shared) == (None, f"{shared} is writable by others")
+    shared.chmod(0o700)
+    assert open_cache(shared)[1] is None
