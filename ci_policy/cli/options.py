@@ -187,13 +187,16 @@ def add_cache(p: argparse.ArgumentParser) -> None:
 def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     """The `cache` and `index` keywords of `load_snapshot` for these options.
 
-    A cache directory inside the checkout is a usage error (a pull request could plant
-    entries there); one that cannot be used (a symlink, not writable) is a warning on
-    stderr, and the command reads every file itself.
+    The index (what git lists in a git work tree; None elsewhere) is passed with or
+    without the cache: discovery takes its candidates from it either way, so `--no-cache`
+    changes no output. A cache directory inside the checkout is a usage error (a pull
+    request could plant entries there); one that cannot be used (a symlink, another
+    user's, writable by others) is a warning on stderr, and the command reads every file.
     """
-    if getattr(args, "no_cache", False):
-        return {}
     from ci_policy.adapters.git import checkout_index
+
+    if getattr(args, "no_cache", False):
+        return {"index": checkout_index(repo)}
     from ci_policy.adapters.scan_cache import default_dir, inside, open_cache
 
     given = getattr(args, "cache", None)
@@ -211,7 +214,6 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     if cache is None:
         print(f"ci-policy {args.command}: warning: {'--cache: ' if given is not None else ''}{why}; "
               "reading every test file without the scan cache", file=sys.stderr)
-        return {}
     return {"cache": cache, "index": checkout_index(repo)}
 
 

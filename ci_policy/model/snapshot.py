@@ -143,7 +143,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     config = _collect(load_config, repo, config_path)
     labels, labels_missing = _collect(optional_labels, repo, config)
 
-    files, errors = discover(repo, config)
+    files, errors = discover(repo, config, index)
     errors.extend(_config_label_errors(config, labels))
     registrations: list[Registration] = []
     gates: list[GateDeclaration] = []
