@@ -6,9 +6,10 @@
 - Out: one JSON file per key, `<first two hex>/<key>.json`, holding
   `{"cache": CACHE_VERSION, "key": KEY, "value": ...}`; `get` returns the value stored
   under that key, or None.
-- Entries are written atomically (a temporary file in the same directory, then
-  `os.replace`), so a reader never sees half an entry; concurrent writers of one key write
-  the same bytes. An entry larger than `MAX_ENTRY_BYTES` is neither written nor read.
+- Entries are written atomically (a temporary file in the same directory, named by the
+  process and the key, created with `O_EXCL`, then `os.replace`), so a reader never sees
+  half an entry; concurrent writers of one key write the same bytes. An entry larger than
+  `MAX_ENTRY_BYTES` is neither written nor read.
 - Ignored (a miss, and the entry is rewritten): a missing, unreadable, corrupt, foreign or
   oversized entry, or one whose recorded key differs. Any OSError while writing is
   swallowed: the cache only ever saves work.
@@ -25,7 +26,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ class DirScanCache:
 
     def __init__(self, directory: Path) -> None:
         self.directory = Path(directory)
+        self._made: set[Path] = set()  # entry directories this process made or found
 
     def _path(self, key: str) -> Path | None:
         if not _KEY_RE.fullmatch(key):
@@ -102,8 +103,18 @@ class DirScanCache:
         if len(data) > MAX_ENTRY_BYTES:
             return
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            if path.parent not in self._made:
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._made.add(path.parent)
+            # Named by process and key: no other writer uses this name at the same time, and
+            # O_EXCL refuses whatever (a planted symlink) is in the way.
+            tmp = path.parent / f".tmp-{os.getpid()}-{key}.json"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+            try:
+                fd = os.open(tmp, flags, 0o600)
+            except FileExistsError:  # left by a crashed process that had this pid: not in use
+                os.unlink(tmp)
+                fd = os.open(tmp, flags, 0o600)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     fh.write(data)

@@ -88,3 +88,12 @@ def test_open_cache_refuses_a_directory_others_can_write(tmp_path: Path) -> None
     assert open_cache(shared) == (None, f"{shared} is writable by others")
     shared.chmod(0o700)
     assert open_cache(shared)[1] is None
+
+
+def test_a_stale_temporary_file_of_this_process_id_is_replaced(tmp_path: Path) -> None:
+    cache = DirScanCache(tmp_path)
+    (tmp_path / "ab").mkdir()
+    (tmp_path / "ab" / f".tmp-{os.getpid()}-{KEY}.json").write_text("half")
+    cache.put(KEY, {"v": 3})
+    assert cache.get(KEY) == {"v": 3}
+    assert sorted(p.name for p in (tmp_path / "ab").iterdir()) == [f"{KEY}.json"]
