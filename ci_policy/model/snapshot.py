@@ -17,7 +17,9 @@
   adapter implements), a file's `FileScan` is stored under `scan_key(path, content id,
   scan_context(config, labels))` and read back instead of re-reading the file: the content
   id is the git blob id when the `index` (`adapters.git.checkout_index`) lists the file as
-  tracked and unmodified (no read at all), else the SHA-256 of the bytes read. A hit
+  tracked and unmodified (no read at all), else the SHA-256 of the bytes read. The stored
+  scans of the context are loaded once per snapshot (`ScanCache.load`) and the new ones
+  stored once at its end (`ScanCache.store`; nothing when every file was a hit). A hit
   gives exactly what `scan_file` would; a read error is never stored.
 - Reads only through `ci_policy.read.checkout`; never imports or executes checkout code.
 """
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -150,8 +152,11 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     label_calls: list[tuple[str, LabelCall]] = []  # read only to say why a missing labels file is needed
     inline: list[Suppression] = []
     context = scan_context(config, labels)
+    stored: Mapping[str, Any] = cache.load(context) if cache is not None else {}
+    new: dict[str, dict[str, Any]] = {}
+    used: list[str] = []
     for file in files:
-        scanned = _scan_cached(repo, file, config, labels, context, cache, index)
+        scanned = _scan_cached(repo, file, config, labels, context, cache is not None, stored, new, used, index)
         if isinstance(scanned, Diagnostic):
             errors.append(scanned)
             continue
@@ -160,6 +165,8 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
         gates.extend(scanned.gates)
         registrations.extend(scanned.registrations)
         errors.extend(scanned.errors)
+    if cache is not None and new:
+        cache.store(context, new, used)
     errors.extend(_gate_errors(config, gates))
     if labels_missing:
         errors.extend(_missing_labels_errors(config, label_calls))
@@ -226,15 +233,17 @@ class FileScan:
 
 
 class ScanCache(Protocol):
-    """Storage of `FileScan`s by key (an adapter implements it; see `adapters.scan_cache`).
+    """Storage of `FileScan`s by key, grouped by scan context (an adapter implements it; see
+    `adapters.scan_cache`).
 
-    `get` returns what `put` stored under the key, or None; it never raises for a missing,
-    corrupt or unreadable entry. `put` may silently store nothing.
+    `load` returns what was stored for the context (values by key; empty when nothing or
+    nothing readable is); it never raises. `store` adds a command's new entries (`used`:
+    the keys the command found, which it should keep); it may silently store nothing.
     """
 
-    def get(self, key: str) -> dict[str, Any] | None: ...
+    def load(self, context: str) -> Mapping[str, Any]: ...
 
-    def put(self, key: str, value: dict[str, Any]) -> None: ...
+    def store(self, context: str, new: Mapping[str, dict[str, Any]], used: Collection[str] = ()) -> None: ...
 
 
 def scan_file(text: str, file: str, config: Config, labels: LabelRegistry) -> FileScan:
@@ -289,33 +298,37 @@ def scan_key(file: str, content_id: str, context: str) -> str:
     return hashlib.sha256(f"{file}\0{content_id}\0{context}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _scan_cached(repo: Path, file: str, config: Config, labels: LabelRegistry, context: str,
-                 cache: ScanCache | None, index: Mapping[str, IndexEntry] | None) -> FileScan | Diagnostic:
-    """`scan_file` of one discovered file, through the cache when there is one.
+def _scan_cached(repo: Path, file: str, config: Config, labels: LabelRegistry, context: str, caching: bool,
+                 stored: Mapping[str, Any], new: dict[str, dict[str, Any]], used: list[str],
+                 index: Mapping[str, IndexEntry] | None) -> FileScan | Diagnostic:
+    """`scan_file` of one discovered file, through the stored scans when `caching`.
 
     A file git lists as unmodified is looked up by its blob id before it is read; any other
-    file is read, and looked up by the SHA-256 of its bytes. A read error is never stored.
+    file is read, and looked up by the SHA-256 of its bytes. A hit's key goes to `used`; a
+    miss's scan goes to `new` under its key. A read error is never stored.
     """
     key: str | None = None
     entry = index.get(file) if index is not None else None
-    if cache is not None and entry is not None and entry.kind == "file" and entry.blob is not None:
+    if caching and entry is not None and entry.kind == "file" and entry.blob is not None:
         key = scan_key(file, f"git:{entry.blob}", context)
-        hit = _decode(cache.get(key))
+        hit = _decode(stored.get(key))
         if hit is not None:
+            used.append(key)
             return hit
     try:
         text = read_text(repo, file, what="test file")
     except InputError as exc:
         return exc.diagnostic
-    if cache is not None and key is None:
+    if caching and key is None:
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         key = scan_key(file, f"sha256:{digest}", context)
-        hit = _decode(cache.get(key))
+        hit = _decode(stored.get(key))
         if hit is not None:
+            used.append(key)
             return hit
     result = scan_file(text, file, config, labels)
-    if cache is not None and key is not None:
-        cache.put(key, encode_scan(result))
+    if caching and key is not None:
+        new[key] = encode_scan(result)
     return result
 
 

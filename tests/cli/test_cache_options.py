@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -42,7 +43,9 @@ def test_the_default_cache_is_under_xdg_cache_home(repo: Path, capsys) -> None:
     rc, _out, err = run_cli(["lint", "--repo", str(repo), "--format", "json"], capsys)
     assert (rc, err) == (0, "")
     scan = Path(os.environ["XDG_CACHE_HOME"]) / "ci-policy" / "scan"
-    assert len(list(scan.rglob("*.json"))) == 17
+    packs = list(scan.rglob("*.json"))
+    assert [p.name.endswith(".pack.json") for p in packs] == [True]
+    assert len(json.loads(packs[0].read_text())["entries"]) == 17
 
 
 def test_no_cache_writes_nothing(repo: Path, capsys) -> None:
