@@ -139,6 +139,7 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
     prefix = "" if root == "." else f"{root}/"
     # A directory below the root: whether candidates beneath it are looked at.
     open_dirs: dict[str, bool] = {}
+    top = os.path.join(os.fspath(repo), "")  # the paths are joined as strings: one lstat each, no Path
     for path in listed:
         if not path.startswith(prefix) or path == prefix:
             continue
@@ -155,7 +156,7 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
         if not ok:
             continue
         try:
-            st = os.lstat(repo / path)
+            st = os.lstat(top + path)
         except OSError:
             continue  # listed by git, gone from the working tree
         link = stat.S_ISLNK(st.st_mode)

@@ -49,7 +49,7 @@ def check_relative(rel: str, *, field: str, path: str | None = None, line: int |
     return norm
 
 
-def _lstat(path: Path) -> os.stat_result | None:
+def _lstat(path: str | Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a file on the way
@@ -62,11 +62,11 @@ def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | No
     Returns the final component's stat, or None when it does not exist.
     """
     check_relative(rel, field=what, path=rel)  # an absolute path or `..` would leave `root`
-    current = root
+    current = os.fspath(root)  # joined as strings: a Path per component costs more than its lstat
     parts = PurePosixPath(rel).parts if rel != "." else ()
     st = None
     for i, part in enumerate(parts):
-        current = current / part
+        current = os.path.join(current, part)
         st = _lstat(current)
         if st is None:
             return None
