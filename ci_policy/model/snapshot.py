@@ -346,7 +346,7 @@ def _enc(value: Any) -> Any:
 
 
 def _dec(value: Any) -> Any:
-    if isinstance(value, dict):
+    if type(value) is dict:
         (tag, items), = value.items()
         if tag == "l":
             return [_dec(v) for v in items]
@@ -362,11 +362,23 @@ _STORED = {"registrations": Registration, "gates": GateDeclaration, "errors": Di
            "suppressions": Suppression, "label_calls": LabelCall}
 
 
+_SCALARS = (str, int, bool, float, type(None))
+
+
 def encode_scan(result: FileScan) -> dict[str, Any]:
     """A `FileScan` as JSON-ready data (`decode_scan` reads it back equal)."""
-    return {"format": SCAN_FORMAT,
-            **{name: [{f.name: _enc(getattr(item, f.name)) for f in fields(item)}
-                      for item in getattr(result, name)] for name in _STORED}}
+    out: dict[str, Any] = {"format": SCAN_FORMAT}
+    for name, cls in _STORED.items():
+        names = [f.name for f in fields(cls)]
+        rows = []
+        for item in getattr(result, name):
+            row = {}
+            for field in names:
+                value = getattr(item, field)
+                row[field] = value if type(value) in _SCALARS else _enc(value)
+            rows.append(row)
+        out[name] = rows
+    return out
 
 
 def decode_scan(data: Any) -> FileScan | None:
@@ -378,8 +390,9 @@ def _decode(data: Any) -> FileScan | None:
     if not isinstance(data, dict) or data.get("format") != SCAN_FORMAT:
         return None
     try:
-        parts = {name: tuple(cls(**{k: _dec(v) for k, v in item.items()}) for item in data[name])
-                 for name, cls in _STORED.items()}
+        # Most stored values are scalars, which `_dec` returns as they are: not called for them.
+        parts = {name: tuple([cls(**{k: _dec(v) if type(v) is dict else v for k, v in item.items()})
+                              for item in data[name]]) for name, cls in _STORED.items()}
         return FileScan(**parts)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
