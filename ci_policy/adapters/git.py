@@ -1,13 +1,20 @@
-"""`git diff` for the plan (an adapter): the PR's changed files from a repository.
+"""git for the plan (an adapter): the PR's changed files, and the content ids of files.
 
-- In: a repository directory and two revisions (the head may be omitted: the working tree).
-- Out: a `read.diff.Diff`, parsed from `git diff --name-status -z -M BASE HEAD`.
-- git runs with an argument list (no shell), external diff drivers, textconv and
-  fsmonitor hooks disabled, stdin closed, and a timeout.
-- Refused without running git: a revision that is not plain (`REV_RE`: no leading `-`,
+- `git_diff`: in, a repository directory and two revisions (the head may be omitted: the
+  working tree); out, a `read.diff.Diff`, parsed from `git diff --name-status -z -M BASE HEAD`.
+  Refused without running git: a revision that is not plain (`REV_RE`: no leading `-`,
   no spaces or shell syntax). Any failure of git is an unavailable diff, never "no changes".
-- `content_ids(repo, paths)`: the content id of each repo-relative file, `sha256:<hex>` of
-  its bytes; a missing file or a symlink (never followed) gets none.
+- `content_ids`: in, a checkout and optionally the repo-relative paths wanted; out, each
+  existing regular file's content id: `git:<blob id>` for a file git tracks whose
+  working-tree copy is unmodified (one `git ls-files -s -z` and one
+  `git ls-files -m -o --exclude-standard -z`), else `sha256:<hex>` of its bytes (every
+  file when the checkout is no git work tree or git fails). Refused silently (absent from
+  the result): a missing file, a symlink (never followed, nor any symlinked directory on
+  the way), anything that is not a regular file, a gitlink.
+- `checkout_index`: the same two `git ls-files` runs as the kinds of the paths git lists
+  (file, symlink, gitlink) with their blob ids; None outside a git work tree.
+- git runs with an argument list (no shell), external diff drivers, textconv and
+  fsmonitor hooks disabled, stdin closed, a timeout, and a cap on what it may print.
 """
 
 from __future__ import annotations
@@ -15,11 +22,14 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import selectors
 import stat
 import subprocess
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from ci_policy.model.discovery import IndexEntry, Kind
 from ci_policy.read.diff import Diff, read_diff
 
 REV_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@^~{}:-]*")
@@ -47,39 +57,154 @@ def git_diff(repo: Path, base: str, head: str | None = None, *, timeout: float =
     return read_diff(proc.stdout, source)
 
 
-def content_ids(repo: Path, paths: Iterable[str] | None = None) -> dict[str, str]:
-    """Map repo-relative POSIX paths to `sha256:<hex>` of their bytes.
+# A listing of 200,000 paths is a few MiB; a checkout that makes git print more is refused
+# (the caller falls back to hashing the files it needs).
+MAX_LISTING_BYTES = 256 * 1024 * 1024
+LISTING_TIMEOUT = 60.0
+_HASH_CHUNK = 1024 * 1024
 
-    A path that is missing, not a regular file, or a symlink (at the file or a directory on
-    the way) is absent from the result. `paths=None` names no file here.
-    """
-    out: dict[str, str] = {}
-    for rel in paths or ():
-        digest = _sha256(repo, rel)
-        if digest is not None:
-            out[rel] = digest
+
+def _git_output(repo: Path, args: list[str], *, timeout: float = LISTING_TIMEOUT,
+                limit: int | None = None) -> bytes | None:
+    """stdout of one git command, or None on any failure, timeout or output over `limit`
+    (default `MAX_LISTING_BYTES`)."""
+    limit = MAX_LISTING_BYTES if limit is None else limit
+    argv = ["git", "-C", str(repo), "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
+            "--no-optional-locks", *args]
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+    assert proc.stdout is not None
+    chunks: list[bytes] = []
+    total = 0
+    deadline = time.monotonic() + timeout
+    ok = True
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                ok = False
+                break
+            chunk = os.read(proc.stdout.fileno(), 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:
+                ok = False
+                break
+            chunks.append(chunk)
+    if not ok:
+        proc.kill()
+    proc.stdout.close()
+    try:
+        code = proc.wait(timeout=max(deadline - time.monotonic(), 1.0))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+    return b"".join(chunks) if ok and code == 0 else None
+
+
+def checkout_index(repo: Path) -> dict[str, IndexEntry] | None:
+    """Every path git lists under `repo` (tracked, and untracked but not ignored); None if git fails."""
+    staged = _git_output(repo, ["ls-files", "-s", "-z"])
+    if staged is None:
+        return None
+    changed = _git_output(repo, ["ls-files", "-m", "-o", "--exclude-standard", "-z"])
+    if changed is None:
+        return None
+    out: dict[str, IndexEntry] = {}
+    conflicted: set[str] = set()
+    for record in staged.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw = record.partition(b"\t")
+        fields = meta.split()
+        if len(fields) != 3 or not raw:
+            return None  # not the format asked for: trust nothing of it
+        mode, blob, stage_no = (f.decode("ascii", "replace") for f in fields)
+        path = os.fsdecode(raw)
+        kind: Kind = "symlink" if mode == "120000" else "gitlink" if mode == "160000" else "file"
+        if stage_no != "0":
+            conflicted.add(path)
+        out[path] = IndexEntry(kind, blob if kind == "file" and len(blob) == 40 else None)
+    for path in conflicted:
+        out[path] = IndexEntry(out[path].kind, None)
+    for raw in changed.split(b"\0"):
+        if not raw or raw.endswith(b"/"):  # an untracked nested repository is listed as `dir/`
+            continue
+        path = os.fsdecode(raw)
+        previous = out.get(path)
+        out[path] = IndexEntry(previous.kind if previous is not None else "file", None)
     return out
 
 
-def _sha256(repo: Path, rel: str) -> str | None:
+def sha256_id(repo: Path, rel: str) -> str | None:
+    """`sha256:<hex>` of a regular file's bytes; None when it is missing, a symlink (at the
+    file or any directory on its way) or not a regular file."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        return None  # only plain repo-relative paths name a file of the checkout
     current = repo
-    for part in rel.split("/"):
+    for part in parts[:-1]:
         current = current / part
         try:
-            st = os.lstat(current)
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return None
         except OSError:
             return None
-        if stat.S_ISLNK(st.st_mode):
-            return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(current, flags)
+        fd = os.open(repo / rel, flags)
     except OSError:
         return None
-    h = hashlib.sha256()
+    digest = hashlib.sha256()
     with os.fdopen(fd, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return "sha256:" + h.hexdigest()
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return None
+        while chunk := fh.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _walk_files(repo: Path) -> list[str]:
+    """Every regular file below `repo` outside `.git`, never entering a symlinked directory."""
+    found: list[str] = []
+    for top, dirs, files in os.walk(repo, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not os.path.islink(os.path.join(top, d)))
+        rel_top = os.path.relpath(top, repo)
+        for name in files:
+            found.append(name if rel_top == "." else f"{Path(rel_top).as_posix()}/{name}")
+    return sorted(found)
+
+
+def content_ids(repo: Path, paths: Iterable[str] | None = None) -> dict[str, str]:
+    """Content ids of the regular files of a checkout (see the module doc)."""
+    repo = Path(repo)
+    index = checkout_index(repo)
+    return ids_from_index(repo, index, paths)
+
+
+def ids_from_index(repo: Path, index: dict[str, IndexEntry] | None,
+                   paths: Iterable[str] | None = None) -> dict[str, str]:
+    """`content_ids` with the listing already made (`checkout_index`; None: not a git work tree)."""
+    if paths is None:
+        wanted = sorted(p for p, e in index.items() if e.kind == "file") if index is not None else _walk_files(repo)
+    else:
+        wanted = list(dict.fromkeys(paths))
+    out: dict[str, str] = {}
+    for path in wanted:
+        entry = index.get(path) if index is not None else None
+        if entry is not None and entry.kind != "file":
+            continue  # a symlink or a gitlink has no content of its own here
+        if entry is not None and entry.blob is not None:
+            # Unmodified per git; a symlink put where a tracked file was is listed by `-m`.
+            out[path] = f"git:{entry.blob}"
+            continue
+        found = sha256_id(repo, path)
+        if found is not None:
+            out[path] = found
+    return out

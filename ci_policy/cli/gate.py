@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_policy.adapters.console import write_commands
-from ci_policy.cli.options import add_checkout, add_format, add_store, append_step_summary, positive_int, store_url
+from ci_policy.cli.options import (
+    add_cache,
+    add_checkout,
+    add_format,
+    add_store,
+    append_step_summary,
+    positive_int,
+    scan_options,
+    store_url,
+)
 from ci_policy.errors import InputError, InputErrors, UsageError
 
 if TYPE_CHECKING:
@@ -34,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "the metric history, and record the run (nightly and weekly runs may "
                                    "write baselines).")
     add_checkout(p)
+    add_cache(p)
     p.add_argument("--file", required=True, metavar="F", help="the registered test file (repo-relative)")
     p.add_argument("--record", required=True, metavar="R", help="the run's merged metric record (JSON)")
     p.add_argument("--stage", metavar="S", help="the stage, when the file is registered for several")
@@ -98,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo)
     # Another file's error does not stop this file's gates (one broken file never stops CI
     # for the rest); the file's own errors do, with its diagnostics.
-    snapshot = load_snapshot(repo, args.config).usable()
+    snapshot = load_snapshot(repo, args.config, **scan_options(args, repo)).usable()
     for invalid in snapshot.invalid_files:
         if invalid.file == args.file:
             raise InputErrors(invalid.diagnostics)

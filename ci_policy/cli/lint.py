@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from ci_policy.adapters.console import write_commands
-from ci_policy.cli.options import add_checkout, add_format
+from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_options
 from ci_policy.cli.paths import workspace_paths
 
 NAME = "lint"
@@ -22,6 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Check a checkout's configuration, labels file, test registrations and "
                                    "metric-gate declarations; report every problem, located, with a hint.")
     add_checkout(p)
+    add_cache(p)
     add_format(p, ("text", "json", "github"))
     return p
 
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.render import lint_report
 
     repo = Path(args.repo)
-    report = lint(repo, args.config)
+    report = lint(repo, args.config, **scan_options(args, repo))
     text = lint_report(report, args.format, workspace_paths(repo, args.config))
     if args.format == "github":
         write_commands(text)

@@ -18,6 +18,7 @@ import argparse
 import sys
 
 from ci_policy.cli.options import (
+    add_cache,
     add_checkout,
     add_format,
     add_plan_inputs,
@@ -34,6 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Print the files of one stage shard, as the plan splits them and as "
                                    "`ci-policy run` runs them, without running anything.")
     add_checkout(p)
+    add_cache(p)
     add_shard(p)
     add_plan_inputs(p, plan_file=True)
     add_format(p, ("text", "json"))

@@ -15,7 +15,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ci_policy.errors import UsageError
 from ci_policy.read.numbers import is_finite_number
@@ -175,6 +175,48 @@ def non_negative_float(text: str) -> float:
 
 # -- the plan inputs: plan, list and run decide the same plan from the same options ----------
 
+def add_cache(p: argparse.ArgumentParser) -> None:
+    """`--cache DIR` / `--no-cache`: where the scans of test files are kept (see `scan_options`)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--cache", default=None, metavar="DIR",
+                   help="keep the scans of test files, by content, in DIR (default: "
+                        "$XDG_CACHE_HOME/ci-policy/scan, else ~/.cache/ci-policy/scan); never inside the checkout")
+    g.add_argument("--no-cache", action="store_true", help="read and parse every test file, keeping nothing")
+
+
+def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
+    """The `cache` and `index` keywords of `load_snapshot` for these options.
+
+    The index (what git lists in a git work tree; None elsewhere) is passed with or
+    without the cache: discovery takes its candidates from it either way, so `--no-cache`
+    changes no output. A cache directory inside the checkout is a usage error (a pull
+    request could plant entries there); one that cannot be used (a symlink, another
+    user's, writable by others) is a warning on stderr, and the command reads every file.
+    """
+    from ci_policy.adapters.git import checkout_index
+
+    if getattr(args, "no_cache", False):
+        return {"index": checkout_index(repo)}
+    from ci_policy.adapters.scan_cache import default_dir, inside, open_cache
+
+    given = getattr(args, "cache", None)
+    if given == "":
+        given = None  # a workflow passes every input on one line
+    directory = Path(given) if given is not None else default_dir()
+    if inside(directory, repo):
+        if given is not None:
+            raise UsageError(f"{given} is inside the checkout {repo}", source="--cache",
+                             hint="name a directory outside the checkout, or pass --no-cache")
+        why: str | None = f"the default cache directory {directory} is inside the checkout"
+        cache = None
+    else:
+        cache, why = open_cache(directory, own=1 if given is not None else 2)
+    if cache is None:
+        print(f"ci-policy {args.command}: warning: {'--cache: ' if given is not None else ''}{why}; "
+              "reading every test file without the scan cache", file=sys.stderr)
+    return {"cache": cache, "index": checkout_index(repo)}
+
+
 def add_plan_inputs(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
     """The plan inputs; with `plan_file` (list, run) also `--plan FILE`, which replaces all of them."""
     g = p.add_argument_group("plan inputs", "what triggered the workflow; an empty value means not given"
@@ -254,6 +296,7 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     The configuration's content id is checked first, before it is parsed: under another
     configuration the discovered files and their stages mean something else.
     """
+    from ci_policy.adapters.git import checkout_index
     from ci_policy.adapters.inputs import checkout_inputs, config_id
     from ci_policy.config import load_config
     from ci_policy.errors import InputError, InputErrors
@@ -271,7 +314,8 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
         check_inputs(plan_file, Inputs(current_config, plan_file.inputs.labels, plan_file.inputs.files),
                      config_name, "")
     config = load_config(repo, args.config)
-    files, errors = discover(repo, config)
+    # Discovered as `plan` discovers (from the git index in a git work tree), or the files differ.
+    files, errors = discover(repo, config, checkout_index(repo))
     # A test file discovery refused (a symlink) was invalid in the plan too; anything else is fatal.
     refused = {file for file, _ in plan_file.invalid}
     fatal = [d for d in errors if d.path not in refused]
@@ -331,7 +375,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
                          hint="pass the file `git diff --name-status -z -M BASE HEAD` wrote, or omit --diff")
     labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
     repo = Path(args.repo)
-    snapshot = load_snapshot(repo, args.config)
+    snapshot = load_snapshot(repo, args.config, **scan_options(args, repo))
     untrusted = push_diff_unavailable(args.base, args.head, args.forced == "true")
     if untrusted is not None:
         diff = Diff.unavailable(untrusted)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import (
+    add_cache,
     add_checkout,
     add_format,
     add_plan_inputs,
@@ -45,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Decide which CI stages run for an event, its PR labels and its diff, "
                                    "with a reason for each decision, and split each stage's files into shards.")
     add_checkout(p)
+    add_cache(p)
     add_plan_inputs(p)
     add_format(p, ("text", "json", "markdown", "github"))
     p.add_argument("--head-sha", default="", metavar="SHA",

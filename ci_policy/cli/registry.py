@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ci_policy.cli.options import add_checkout, add_format, report_incomplete
+from ci_policy.cli.options import add_cache, add_checkout, add_format, report_incomplete, scan_options
 
 NAME = "registry"
 
@@ -24,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "suite, est_time, labels and notes; invalid test files are listed "
                                    "with their errors and make the exit code 1.")
     add_checkout(p)
+    add_cache(p)
     add_format(p, ("text", "json"))
     return p
 
@@ -32,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.render import registry_json, registry_text
 
-    snapshot = load_snapshot(Path(args.repo), args.config).usable()
+    repo = Path(args.repo)
+    snapshot = load_snapshot(repo, args.config, **scan_options(args, repo)).usable()
     if args.format == "json":
         print(registry_json(snapshot.registrations, snapshot.invalid_files))
         return report_incomplete(NAME, snapshot.invalid_files, section=False)

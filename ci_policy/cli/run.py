@@ -38,6 +38,7 @@ from pathlib import Path
 
 from ci_policy.adapters.console import write_commands
 from ci_policy.cli.options import (
+    add_cache,
     add_checkout,
     add_format,
     add_plan_inputs,
@@ -59,6 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "retrying failures classified retriable, recording timings and metrics, and "
                                    "evaluating the metric gates of files that declare them.")
     add_checkout(p)
+    add_cache(p)
     add_shard(p)
     p.add_argument("--shards", default=None, metavar="'I J ...'",
                    help="several shard indices, space-separated, run one after another with one summary "

@@ -10,24 +10,48 @@
 - Refused: a root that is missing or not a directory; a symlink at a root, at any
   directory between the repository root and a root, at any directory inside a root,
   or at a file matching the pattern. Symlinks are never followed.
+- From the git index: given `index` (every path git lists in a git work tree, tracked or
+  untracked but not ignored: `adapters.git.checkout_index`), the candidates are the listed
+  paths below each root instead of a walk of the tree, and every rule above applies to
+  them unchanged: each directory on a candidate's way and the candidate itself are
+  lstat-ed (a listed path that is a symlink now, whatever git recorded, is judged as the
+  walk judges a symlink; one that no longer exists is skipped), excluded and skipped
+  directories are not looked into. On trees without ignored files or nested repositories
+  the files and diagnostics equal the walk's.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ci_policy.config import Config, Discovery
 from ci_policy.errors import Diagnostic, InputError
 from ci_policy.read.checkout import check_no_symlinks
 
+Kind = Literal["file", "symlink", "gitlink"]
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """A path of the checkout as git lists it (`adapters.git.checkout_index`): its kind and,
+    for a tracked file whose working-tree copy is unmodified, its blob id (else None)."""
+
+    kind: Kind
+    blob: str | None
+
+
 _SKIP_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn"})
 
 
-def discover(repo: Path, config: Config) -> tuple[list[str], list[Diagnostic]]:
-    """Return (test files, errors); errors do not stop the walk."""
+def discover(repo: Path, config: Config, index: Mapping[str, IndexEntry] | None = None
+             ) -> tuple[list[str], list[Diagnostic]]:
+    """Return (test files, errors); errors do not stop the walk. `index`: see the module doc."""
+    listed = sorted(index) if index is not None else None
     files: set[str] = set()
     errors: list[Diagnostic] = []
     for root in config.discovery.roots:
@@ -44,7 +68,10 @@ def discover(repo: Path, config: Config) -> tuple[list[str], list[Diagnostic]]:
         if not stat.S_ISDIR(st.st_mode):
             errors.append(Diagnostic(f"discovery root {root} is not a directory", **where, code="CP403"))
             continue
-        _walk(repo, root, config.discovery, files, errors)
+        if listed is None:
+            _walk(repo, root, config.discovery, files, errors)
+        else:
+            _from_index(repo, root, config.discovery, listed, files, errors)
     # Overlapping roots walk the same directories twice: report each problem once.
     return sorted(files), list(dict.fromkeys(errors))
 
@@ -63,35 +90,94 @@ def _walk(repo: Path, rel_dir: str, discovery: Discovery, files: set[str], error
         if discovery.excluded(rel, directory=entry.is_symlink() or entry.is_dir(follow_symlinks=False)):
             continue
         if entry.is_symlink():
-            if discovery.name_matches(rel):
-                subject = f"test file {rel} is a symlink"
-            elif not os.path.exists(entry.path):
-                subject = f"{rel} is a dangling symlink"
-            elif _is_dir_target(entry):
-                subject = f"directory {rel} is a symlink"
-            else:
-                continue  # a symlinked non-test file is never read
-            errors.append(Diagnostic(
-                f"{subject}; ci-policy refuses symlinks in a checkout",
-                path=rel, code="CP401", hint="replace the symlink with the real file or directory"))
+            _refuse_symlink(repo, rel, discovery, errors)
             continue
         if entry.is_dir(follow_symlinks=False):
             if entry.name not in _SKIP_DIRS:
                 _walk(repo, rel, discovery, files, errors)
         elif entry.is_file(follow_symlinks=False) and discovery.name_matches(rel):
-            if not rel.isprintable():
-                # A newline in a file name would start a new line (a workflow command) in logs.
-                errors.append(Diagnostic(
-                    f"test file {rel!r} has control characters in its path; ci-policy refuses such names",
-                    path=repr(rel)[1:-1], code="CP407", hint="rename the file"))
-                continue
-            files.add(rel)
+            _add_file(rel, files, errors)
 
 
-def _is_dir_target(entry: os.DirEntry[str]) -> bool:
+def _refuse_symlink(repo: Path, rel: str, discovery: Discovery, errors: list[Diagnostic]) -> None:
+    path = repo / rel
+    if discovery.name_matches(rel):
+        subject = f"test file {rel} is a symlink"
+    elif not os.path.exists(path):
+        subject = f"{rel} is a dangling symlink"
+    elif _is_dir_target(path):
+        subject = f"directory {rel} is a symlink"
+    else:
+        return  # a symlinked non-test file is never read
+    errors.append(Diagnostic(
+        f"{subject}; ci-policy refuses symlinks in a checkout",
+        path=rel, code="CP401", hint="replace the symlink with the real file or directory"))
+
+
+def _add_file(rel: str, files: set[str], errors: list[Diagnostic]) -> None:
+    if not rel.isprintable():
+        # A newline in a file name would start a new line (a workflow command) in logs.
+        errors.append(Diagnostic(
+            f"test file {rel!r} has control characters in its path; ci-policy refuses such names",
+            path=repr(rel)[1:-1], code="CP407", hint="rename the file"))
+        return
+    files.add(rel)
+
+
+def _is_dir_target(path: Path) -> bool:
     # A symlink is only inspected, never traversed. (Dangling links are reported before
     # this is asked; the fallback keeps an unreadable target from being dropped silently.)
     try:
-        return entry.is_dir(follow_symlinks=True) or not os.path.exists(entry.path)
+        return stat.S_ISDIR(os.stat(path).st_mode) or not os.path.exists(path)
     except OSError:
         return True
+
+
+def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], files: set[str],
+                errors: list[Diagnostic]) -> None:
+    """The walk's rules applied to the listed paths below `root` (see the module doc)."""
+    prefix = "" if root == "." else f"{root}/"
+    # A directory below the root: whether candidates beneath it are looked at.
+    open_dirs: dict[str, bool] = {}
+    top = os.path.join(os.fspath(repo), "")  # the paths are joined as strings: one lstat each, no Path
+    for path in listed:
+        if not path.startswith(prefix) or path == prefix:
+            continue
+        parts = path[len(prefix):].split("/")
+        ok = True
+        for depth in range(1, len(parts)):
+            rel = prefix + "/".join(parts[:depth])
+            known = open_dirs.get(rel)
+            if known is None:
+                known = open_dirs[rel] = _enter(repo, rel, discovery, errors)
+            if not known:
+                ok = False
+                break
+        if not ok:
+            continue
+        try:
+            st = os.lstat(top + path)
+        except OSError:
+            continue  # listed by git, gone from the working tree
+        link = stat.S_ISLNK(st.st_mode)
+        if discovery.excluded(path, directory=link or stat.S_ISDIR(st.st_mode)):
+            continue
+        if link:
+            _refuse_symlink(repo, path, discovery, errors)
+        elif stat.S_ISREG(st.st_mode) and discovery.name_matches(path):
+            _add_file(path, files, errors)
+
+
+def _enter(repo: Path, rel: str, discovery: Discovery, errors: list[Diagnostic]) -> bool:
+    """Whether the walk would enter directory `rel` (reporting a symlink there as it would)."""
+    try:
+        st = os.lstat(repo / rel)
+    except OSError:
+        return False
+    link = stat.S_ISLNK(st.st_mode)
+    if discovery.excluded(rel, directory=link or stat.S_ISDIR(st.st_mode)):
+        return False
+    if link:
+        _refuse_symlink(repo, rel, discovery, errors)
+        return False
+    return stat.S_ISDIR(st.st_mode) and rel.rsplit("/", 1)[-1] not in _SKIP_DIRS

@@ -12,29 +12,40 @@
   invalid test files (any error located in a discovered test file, or a missing required
   gate: the file's registrations and gates are dropped, its diagnostics kept with it).
   `require_valid()` (strict) still refuses any error at all.
+- Each test file is read once and parsed once (`scan_file`: markers, registrations,
+  gates, suppressions from one `ast.parse`). With a `cache` (a `ScanCache`, which an
+  adapter implements), a file's `FileScan` is stored under `scan_key(path, content id,
+  scan_context(config, labels))` and read back instead of re-reading the file: the content
+  id is the git blob id when the `index` (`adapters.git.checkout_index`) lists the file as
+  tracked and unmodified (no read at all), else the SHA-256 of the bytes read. The stored
+  scans of the context are loaded once per snapshot (`ScanCache.load`) and the new ones
+  stored once at its end (`ScanCache.store`; nothing when every file was a hit). A hit
+  gives exactly what `scan_file` would; a read error is never stored.
 - Reads only through `ci_policy.read.checkout`; never imports or executes checkout code.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+import hashlib
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from ci_policy import __version__
 from ci_policy.config import Config, load_config
 from ci_policy.config.lint import IgnoreRule
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.gates.requirements import violations
 from ci_policy.model import estimates as estimates_mod
-from ci_policy.model.discovery import discover
+from ci_policy.model.discovery import IndexEntry, discover
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
 from ci_policy.read.checkout import check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
-from ci_policy.read.markers import MarkerCall, scan
+from ci_policy.read.markers import parse_source, scan
 
 T = TypeVar("T")
 
@@ -124,7 +135,9 @@ class Snapshot:
         return tuple(r for r in self.registrations if r.file == file)
 
 
-def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot:
+def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
+                  index: Mapping[str, IndexEntry] | None = None) -> Snapshot:
+    """The snapshot of `repo`; `cache` and `index` (see the module doc) never change the result."""
     repo = Path(repo)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
@@ -132,39 +145,31 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
     config = _collect(load_config, repo, config_path)
     labels, labels_missing = _collect(optional_labels, repo, config)
 
-    files, errors = discover(repo, config)
+    files, errors = discover(repo, config, index)
     errors.extend(_config_label_errors(config, labels))
     registrations: list[Registration] = []
     gates: list[GateDeclaration] = []
-    marker_calls: list[tuple[str, MarkerCall]] = []  # read only to say why a missing labels file is needed
+    label_calls: list[tuple[str, LabelCall]] = []  # read only to say why a missing labels file is needed
     inline: list[Suppression] = []
+    context = scan_context(config, labels)
+    stored: Mapping[str, Any] = cache.load(context) if cache is not None else {}
+    new: dict[str, dict[str, Any]] = {}
+    used: list[str] = []
     for file in files:
-        try:
-            text = read_text(repo, file, what="test file")
-        except InputError as exc:
-            errors.append(exc.diagnostic)
+        scanned = _scan_cached(repo, file, config, labels, context, cache is not None, stored, new, used, index)
+        if isinstance(scanned, Diagnostic):
+            errors.append(scanned)
             continue
-        result = scan(text, file, frozenset(config.markers.names))
-        found, bad = inline_suppressions(text, file)
-        inline.extend(found)
-        errors.extend(bad)
-        if labels_missing:
-            marker_calls.extend((file, mc) for mc in result.calls if mc.marker in config.markers.names)
-        regs = registrations_of(result, config, labels)
-        gates.extend(gates_of(result))
-        registrations.extend(regs)
-        # A file whose marker calls are of an undeclared dialect already has CP207 for each.
-        if not regs and not result.errors and not result.undeclared:
-            result.errors.append(Diagnostic(
-                f"{file} matches the discovery pattern {_matched_pattern(config, file)!r} but has no "
-                "registration and is not under an implicit root, so no stage would run it",
-                path=file, line=1, col=1, code="CP231",
-                hint=f"add {'/'.join(config.markers.names)}(...) at module level, "
-                     "or add an implicit root for its directory in the configuration"))
-        errors.extend(result.errors)
+        inline.extend(scanned.suppressions)
+        label_calls.extend((file, call) for call in scanned.label_calls)
+        gates.extend(scanned.gates)
+        registrations.extend(scanned.registrations)
+        errors.extend(scanned.errors)
+    if cache is not None and new:
+        cache.store(context, new, used)
     errors.extend(_gate_errors(config, gates))
     if labels_missing:
-        errors.extend(_missing_labels_errors(config, marker_calls))
+        errors.extend(_missing_labels_errors(config, label_calls))
     unused_estimates: list[tuple[str, str]] = []
     estimates_missing = False
     if config.estimates_file is not None:
@@ -199,6 +204,198 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None) -> Snapshot
         suppressions=tuple(inline),
         used_suppressions=applied.used,
     )
+
+
+# The scan of one test file, stored by content. Bump SCAN_FORMAT whenever `FileScan` or what
+# it is computed from changes shape, so older entries are never read as newer ones.
+SCAN_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class LabelCall:
+    """A registration marker call, as `_missing_labels_errors` needs it (the call itself is an AST node)."""
+
+    marker: str
+    line: int
+    uses_labels: bool
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """Everything the snapshot takes from one test file's text: a pure function of that text,
+    its path, the configuration and the label registry (`scan_context`)."""
+
+    registrations: tuple[Registration, ...]
+    gates: tuple[GateDeclaration, ...]
+    errors: tuple[Diagnostic, ...]
+    suppressions: tuple[Suppression, ...]
+    label_calls: tuple[LabelCall, ...]
+
+
+class ScanCache(Protocol):
+    """Storage of `FileScan`s by key, grouped by scan context (an adapter implements it; see
+    `adapters.scan_cache`).
+
+    `load` returns what was stored for the context (values by key; empty when nothing or
+    nothing readable is); it never raises. `store` adds a command's new entries (`used`:
+    the keys the command found, which it should keep); it may silently store nothing.
+    """
+
+    def load(self, context: str) -> Mapping[str, Any]: ...
+
+    def store(self, context: str, new: Mapping[str, dict[str, Any]], used: Collection[str] = ()) -> None: ...
+
+
+def scan_file(text: str, file: str, config: Config, labels: LabelRegistry) -> FileScan:
+    """Read one test file's text: markers, registrations, gates, suppressions; one `ast.parse`."""
+    tree = parse_source(text, file)
+    result = scan(text, file, frozenset(config.markers.names), tree=tree)
+    # Statement spans come from the same tree, except in a file with a byte order mark, which
+    # the suppression reader has always read as unparsable (its suppressions cover one line).
+    found, bad = inline_suppressions(text, file, tree=tree if not text.startswith("\ufeff") else False)
+    label_calls = tuple(LabelCall(mc.marker, mc.line, any(kw.arg == "labels" for kw in mc.call.keywords))
+                        for mc in result.calls if mc.marker in config.markers.names)
+    regs = registrations_of(result, config, labels)
+    file_gates = gates_of(result)
+    # A file whose marker calls are of an undeclared dialect already has CP207 for each.
+    if not regs and not result.errors and not result.undeclared:
+        result.errors.append(Diagnostic(
+            f"{file} matches the discovery pattern {_matched_pattern(config, file)!r} but has no "
+            "registration and is not under an implicit root, so no stage would run it",
+            path=file, line=1, col=1, code="CP231",
+            hint=f"add {'/'.join(config.markers.names)}(...) at module level, "
+                 "or add an implicit root for its directory in the configuration"))
+    return FileScan(tuple(regs), tuple(file_gates), (*bad, *result.errors), tuple(found), label_calls)
+
+
+def scan_context(config: Config, labels: LabelRegistry) -> str:
+    """A digest of everything besides a file's text and path that `scan_file` reads.
+
+    The whole configuration is included (its canonical repr; stages, backends, markers,
+    discovery's implicit roots and `runner` all reach the scan) with the label registry,
+    ci_policy's version and the format of a stored scan: a change of any of them is a new key.
+    """
+    return hashlib.sha256(repr((__version__, SCAN_FORMAT, _canonical(config), _canonical(labels)))
+                          .encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _canonical(value: Any) -> Any:
+    # repr of a frozenset depends on string hashing, which differs between processes.
+    if isinstance(value, (frozenset, set)):
+        return ("set", sorted((_canonical(v) for v in value), key=repr))
+    if isinstance(value, dict):
+        return ("dict", sorted(((_canonical(k), _canonical(v)) for k, v in value.items()), key=repr))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_canonical(v) for v in value])
+    if hasattr(value, "__dataclass_fields__"):
+        return (type(value).__name__, [(f.name, _canonical(getattr(value, f.name))) for f in fields(value)])
+    return value
+
+
+def scan_key(file: str, content_id: str, context: str) -> str:
+    """The key of a stored scan: it can only name the scan of this content at this path."""
+    # NUL separates the parts: no path, content id or hex digest holds one.
+    return hashlib.sha256(f"{file}\0{content_id}\0{context}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _scan_cached(repo: Path, file: str, config: Config, labels: LabelRegistry, context: str, caching: bool,
+                 stored: Mapping[str, Any], new: dict[str, dict[str, Any]], used: list[str],
+                 index: Mapping[str, IndexEntry] | None) -> FileScan | Diagnostic:
+    """`scan_file` of one discovered file, through the stored scans when `caching`.
+
+    A file git lists as unmodified is looked up by its blob id before it is read; any other
+    file is read, and looked up by the SHA-256 of its bytes. A hit's key goes to `used`; a
+    miss's scan goes to `new` under its key. A read error is never stored.
+    """
+    key: str | None = None
+    entry = index.get(file) if index is not None else None
+    if caching and entry is not None and entry.kind == "file" and entry.blob is not None:
+        key = scan_key(file, f"git:{entry.blob}", context)
+        hit = _decode(stored.get(key))
+        if hit is not None:
+            used.append(key)
+            return hit
+    try:
+        text = read_text(repo, file, what="test file")
+    except InputError as exc:
+        return exc.diagnostic
+    if caching and key is None:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        key = scan_key(file, f"sha256:{digest}", context)
+        hit = _decode(stored.get(key))
+        if hit is not None:
+            used.append(key)
+            return hit
+    result = scan_file(text, file, config, labels)
+    if caching and key is not None:
+        new[key] = encode_scan(result)
+    return result
+
+
+# A stored scan is JSON: lists and tuples tagged apart, so every value comes back as it was.
+def _enc(value: Any) -> Any:
+    if isinstance(value, list):
+        return {"l": [_enc(v) for v in value]}
+    if isinstance(value, tuple):
+        return {"t": [_enc(v) for v in value]}
+    if isinstance(value, dict):
+        return {"d": [[_enc(k), _enc(v)] for k, v in value.items()]}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"cannot store {type(value).__name__}")
+
+
+def _dec(value: Any) -> Any:
+    if type(value) is dict:
+        (tag, items), = value.items()
+        if tag == "l":
+            return [_dec(v) for v in items]
+        if tag == "t":
+            return tuple(_dec(v) for v in items)
+        if tag == "d":
+            return {_dec(k): _dec(v) for k, v in items}
+        raise ValueError(tag)
+    return value
+
+
+_STORED = {"registrations": Registration, "gates": GateDeclaration, "errors": Diagnostic,
+           "suppressions": Suppression, "label_calls": LabelCall}
+
+
+_SCALARS = (str, int, bool, float, type(None))
+
+
+def encode_scan(result: FileScan) -> dict[str, Any]:
+    """A `FileScan` as JSON-ready data (`decode_scan` reads it back equal)."""
+    out: dict[str, Any] = {"format": SCAN_FORMAT}
+    for name, cls in _STORED.items():
+        names = [f.name for f in fields(cls)]
+        rows = []
+        for item in getattr(result, name):
+            row = {}
+            for field in names:
+                value = getattr(item, field)
+                row[field] = value if type(value) in _SCALARS else _enc(value)
+            rows.append(row)
+        out[name] = rows
+    return out
+
+
+def decode_scan(data: Any) -> FileScan | None:
+    """The `FileScan` stored as `data`, or None when it is not one (a corrupt or foreign entry)."""
+    return _decode(data)
+
+
+def _decode(data: Any) -> FileScan | None:
+    if not isinstance(data, dict) or data.get("format") != SCAN_FORMAT:
+        return None
+    try:
+        # Most stored values are scalars, which `_dec` returns as they are: not called for them.
+        parts = {name: tuple([cls(**{k: _dec(v) if type(v) is dict else v for k, v in item.items()})
+                              for item in data[name]]) for name, cls in _STORED.items()}
+        return FileScan(**parts)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def classify(snapshot: Snapshot) -> Validity:
@@ -258,9 +455,9 @@ def optional_labels(repo: Path, config: Config) -> tuple[LabelRegistry, bool]:
     return load_labels(repo, config.labels_file), False
 
 
-def _missing_labels_errors(config: Config, calls: list[tuple[str, MarkerCall]]) -> list[Diagnostic]:
+def _missing_labels_errors(config: Config, calls: list[tuple[str, LabelCall]]) -> list[Diagnostic]:
     """What needs the labels file that does not exist: labels used, or required of GPU tests."""
-    users = [(file, mc) for file, mc in calls if any(kw.arg == "labels" for kw in mc.call.keywords)]
+    users = [(file, mc) for file, mc in calls if mc.uses_labels]
     referenced = config.label_references()
     gpu = [mc for _file, mc in calls if config.is_accelerator(config.markers.names[mc.marker])]
     if users:

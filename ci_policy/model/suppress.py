@@ -47,12 +47,17 @@ class Suppression:
                 and diagnostic.line is not None and self.first <= diagnostic.line <= self.last)
 
 
-def inline_suppressions(text: str, path: str) -> tuple[list[Suppression], list[Diagnostic]]:
-    """The suppressions of one source file, and the errors in writing them."""
+def inline_suppressions(text: str, path: str, *, tree: ast.Module | object | None = None
+                        ) -> tuple[list[Suppression], list[Diagnostic]]:
+    """The suppressions of one source file, and the errors in writing them.
+
+    `tree`: the file's module as the caller parsed it already (anything else, such as the
+    parser's diagnostic, means the file does not parse); None parses it here.
+    """
     comments = _comments(text)
     if not comments:
         return [], []
-    spans = _statement_spans(text)
+    spans = _statement_spans(text, tree)
     found: list[Suppression] = []
     errors: list[Diagnostic] = []
     for line, col, comment in comments:
@@ -95,14 +100,18 @@ def _comments(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _statement_spans(text: str) -> dict[int, int]:
+def _statement_spans(text: str, parsed: ast.Module | object | None = None) -> dict[int, int]:
     """First line -> last line of every statement (the longest one starting on a line)."""
-    try:
-        with warnings.catch_warnings():  # a SyntaxWarning would print a checkout's text (read.markers)
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    if parsed is None:
+        try:
+            with warnings.catch_warnings():  # a SyntaxWarning would print a checkout's text (read.markers)
+                warnings.simplefilter("ignore")
+                parsed = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return {}
+    if not isinstance(parsed, ast.Module):
         return {}
+    tree = parsed
     spans: dict[int, int] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt):

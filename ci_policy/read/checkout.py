@@ -63,7 +63,7 @@ def is_plain_relative(rel: str) -> bool:
             and not _CONTROL.search(rel) and all(part not in ("", ".", "..") for part in rel.split("/")))
 
 
-def _lstat(path: Path) -> os.stat_result | None:
+def _lstat(path: str | Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):  # NotADirectory: a file on the way
@@ -76,11 +76,11 @@ def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | No
     Returns the final component's stat, or None when it does not exist.
     """
     check_relative(rel, field=what, path=rel)  # an absolute path or `..` would leave `root`
-    current = root
+    current = os.fspath(root)  # joined as strings: a Path per component costs more than its lstat
     parts = PurePosixPath(rel).parts if rel != "." else ()
     st = None
     for i, part in enumerate(parts):
-        current = current / part
+        current = os.path.join(current, part)
         st = _lstat(current)
         if st is None:
             return None

@@ -162,11 +162,17 @@ def _undeclared_calls(tree: ast.Module, markers: frozenset[str]) -> list[MarkerC
     return module_level_calls(tree, frozenset(shaped - markers)) if shaped - markers else []
 
 
-def scan(text: str, path: str, names: frozenset[str] = BUILTIN_NAMES) -> Scan:
-    """Scan one file; `names` are the registration markers of the dialect (see the module doc)."""
+def scan(text: str, path: str, names: frozenset[str] = BUILTIN_NAMES, *,
+         tree: ast.Module | Diagnostic | None = None) -> Scan:
+    """Scan one file; `names` are the registration markers of the dialect (see the module doc).
+
+    `tree`: what `parse_source(text, path)` gave, when the caller parsed the file already
+    (each file is parsed once per command).
+    """
     markers = frozenset(names) | {GATE_MARKER}
     result = Scan(path=path)
-    tree = parse_source(text, path)
+    if tree is None:
+        tree = parse_source(text, path)
     if isinstance(tree, Diagnostic):
         result.errors.append(tree)
         return result

@@ -42,8 +42,62 @@ JSON_SCHEMA_VERSION = 1
 
 def dumps(value: Any, **options: Any) -> str:
     """`json.dumps` that refuses NaN and Infinity: JSON has neither, so a value out of its
-    range stops here (ValueError) rather than printing a document no parser accepts."""
+    range stops here (ValueError) rather than printing a document no parser accepts.
+
+    With `indent=2` alone, the text is built here with the C string encoder (`json.dumps`
+    with an indent runs its pure-Python encoder, several times slower on a large registry
+    or plan): the same text exactly, and `json.dumps` itself for anything but plain dicts
+    with string keys, lists, tuples, strings, ints, finite floats, booleans and None.
+    """
+    if options == {"indent": 2}:
+        try:
+            return _indented(value, "\n")
+        except (_Unusual, RecursionError):
+            pass
     return json.dumps(value, allow_nan=False, **options)
+
+
+class _Unusual(Exception):
+    """A value `_indented` leaves to `json.dumps`."""
+
+
+_encode_str = json.encoder.encode_basestring_ascii  # what json.dumps uses (ensure_ascii)
+_INFINITY = float("inf")
+
+
+def _indented(value: Any, newline: str) -> str:
+    """`json.dumps(value, indent=2, allow_nan=False)`, `newline` being the current line start."""
+    kind = type(value)
+    if kind is str:
+        return _encode_str(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        if value != value or value in (_INFINITY, -_INFINITY):
+            raise _Unusual
+        return float.__repr__(value)
+    if kind is dict:
+        if not value:
+            return "{}"
+        inner = newline + "  "
+        items = []
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Unusual
+            items.append(f"{_encode_str(key)}: {_indented(item, inner)}")
+        return "{" + inner + ("," + inner).join(items) + newline + "}"
+    if kind is list or kind is tuple:
+        if not value:
+            return "[]"
+        inner = newline + "  "
+        return "[" + inner + ("," + inner).join([_indented(item, inner) for item in value]) + newline + "]"
+    raise _Unusual
 
 
 def invalid_json(invalid: Iterable[InvalidFile]) -> list[dict[str, Any]]:

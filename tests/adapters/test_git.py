@@ -133,3 +133,76 @@ def test_git_diff_when_git_cannot_run(repo, monkeypatch):
     diff = git_diff(root, base, head)
     assert diff.available is False
     assert diff.reason.startswith(f"git diff {base} {head} failed: [Errno 2] No such file or directory")
+
+
+# content_ids: git blob ids for unmodified tracked files, sha256 of the bytes otherwise.
+
+def _sha(data: bytes) -> str:
+    import hashlib
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture
+def tracked(tmp_path: Path, git_env) -> Path:
+    root = tmp_path / "ids"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests/test_a.py").write_bytes(b"a = 1\n")
+    (root / "tests/test_b.py").write_bytes(b"b = 2\n")
+    (root / "gone.py").write_bytes(b"gone\n")
+    (root / ".gitignore").write_bytes(b"ignored.py\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    (root / "tests/test_b.py").write_bytes(b"b = 3\n")  # modified
+    (root / "tests/test_new.py").write_bytes(b"new\n")  # untracked
+    (root / "ignored.py").write_bytes(b"ignored\n")  # ignored
+    (root / "gone.py").unlink()  # deleted
+    return root
+
+
+def test_content_ids_blob_for_unmodified_sha256_for_modified_and_untracked(tracked: Path) -> None:
+    blob = git(tracked, "rev-parse", "HEAD:tests/test_a.py")
+    assert git_module.content_ids(tracked) == {
+        ".gitignore": "git:" + git(tracked, "rev-parse", "HEAD:.gitignore"),
+        "tests/test_a.py": f"git:{blob}",
+        "tests/test_b.py": _sha(b"b = 3\n"),
+        "tests/test_new.py": _sha(b"new\n"),
+    }
+
+
+def test_content_ids_of_chosen_paths(tracked: Path) -> None:
+    got = git_module.content_ids(tracked, ["tests/test_b.py", "ignored.py", "gone.py", "missing.py", "../x",
+                                           "/etc/hostname"])
+    assert got == {"tests/test_b.py": _sha(b"b = 3\n"), "ignored.py": _sha(b"ignored\n")}
+
+
+def test_content_ids_never_follow_symlinks(tracked: Path) -> None:
+    (tracked / "tests/test_a.py").unlink()
+    os.symlink("test_b.py", tracked / "tests/test_a.py")  # a tracked file replaced by a symlink
+    os.symlink("tests", tracked / "linked")
+    os.symlink("test_b.py", tracked / "tests/test_link.py")  # untracked symlink
+    got = git_module.content_ids(tracked)
+    assert "tests/test_a.py" not in got and "tests/test_link.py" not in got
+    assert git_module.content_ids(tracked, ["linked/test_b.py", "tests/test_link.py"]) == {}
+
+
+def test_content_ids_outside_git_hash_every_file(tmp_path: Path, git_env) -> None:
+    root = tmp_path / "plain"
+    (root / "d").mkdir(parents=True)
+    (root / "d/x.py").write_bytes(b"x\n")
+    (root / "y.py").write_bytes(b"y\n")
+    os.symlink("d", root / "link")
+    os.symlink("y.py", root / "z.py")
+    assert git_module.content_ids(root) == {"d/x.py": _sha(b"x\n"), "y.py": _sha(b"y\n")}
+    assert git_module.content_ids(root, ["y.py", "z.py", "link/x.py"]) == {"y.py": _sha(b"y\n")}
+
+
+def test_content_ids_fall_back_to_sha256_when_git_fails(tracked: Path, monkeypatch) -> None:
+    monkeypatch.setattr(git_module, "_git_output", lambda *a, **k: None)
+    assert git_module.content_ids(tracked, ["tests/test_a.py"]) == {"tests/test_a.py": _sha(b"a = 1\n")}
+
+
+def test_content_ids_refuse_a_listing_over_the_cap(tracked: Path, monkeypatch) -> None:
+    monkeypatch.setattr(git_module, "MAX_LISTING_BYTES", 10)
+    assert git_module._git_output(tracked, ["ls-files", "-s", "-z"], limit=10) is None
+    assert git_module.checkout_index(tracked) is None

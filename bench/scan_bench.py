@@ -1,0 +1,154 @@
+"""Benchmark: lint, registry and plan against a bare read-and-parse loop, cold and warm cache.
+
+For the example repository and generated checkouts (git work trees) of 1,000, 5,000 and
+20,000 test files (`--huge` adds 50,000), it times, in the same run and process:
+
+- bare:   reading and `ast.parse`-ing every test file (the least any scanner must do);
+- COMMAND --no-cache: the command as `ci-policy` runs it (`cli.main.main`, output discarded);
+- COMMAND cold: with an empty `--cache DIR` (every file scanned and stored);
+- COMMAND warm: the same command again with that cache filled.
+
+and prints each as a ratio to the bare loop of the same checkout (targets, issue 15:
+warm <= 0.1, cold <= 1.0). Last, the start of `ci-policy --help` and `--version` as a ratio
+to `python -c pass` (both subprocesses). Timings are medians of `--repeat` runs; a cold run
+gets a fresh cache directory each time.
+
+Usage: python bench/scan_bench.py [--sizes 1000,5000,20000] [--huge] [--repeat R] [--no-git]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import io
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ci_policy.cli.main import main as cli_main
+from ci_policy.model.snapshot import load_snapshot
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gpu-repo"
+LABELS = ["megatron", "fsdp", "sglang", "session", "rocm", "long"]
+STAGES = [("stage-b", "cuda", 4), ("stage-c", "cuda", 8), ("stage-r", "rocm", 4)]
+COMMANDS = {
+    "lint": ["lint", "--format", "json"],
+    "registry": ["registry", "--format", "json"],
+    "plan": ["plan", "--event", "pull_request", "--labels-json", '["run-ci-megatron"]', "--diff", "",
+             "--format", "json"],
+}
+
+
+def make_checkout(root: Path, n: int, git: bool) -> None:
+    (root / ".github").mkdir(parents=True)
+    known = ", ".join(f'"{name}": "{name} tests"' for name in LABELS)
+    (root / "labels.py").write_text("KNOWN_LABELS = {" + known + "}\n")
+    stages = "\n".join(f"  - {{name: {name}, backend: {backend}, runs_on: [gpu], partitions: {parts}}}"
+                       for name, backend, parts in STAGES)
+    (root / ".github" / "ci-policy.yml").write_text(
+        "version: 1\ndiscovery: {roots: [tests]}\nstages:\n" + stages + "\n")
+    body = "\n".join(f"def test_{j}():\n    assert {j} + 1 == {j + 1}\n" for j in range(20))
+    for i in range(n):
+        name, backend, _ = STAGES[i % len(STAGES)]
+        marker = "register_rocm_ci" if backend == "rocm" else "register_cuda_ci"
+        path = root / f"tests/e2e/group{i % 97}/test_case_{i}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'"""Synthetic e2e test {i}."""\nfrom ci_policy import {marker}\n\n'
+                        f'{marker}(est_time={60 + (i * 37) % 900}, suite="{name}", '
+                        f'labels=["{LABELS[i % len(LABELS)]}"])\n\nimport unittest\n\n{body}\n'
+                        'if __name__ == "__main__":\n    unittest.main()\n')
+    if git:
+        _git_commit(root)
+
+
+def _git_commit(root: Path) -> None:
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@example.invalid",
+                                                 "-c", "commit.gpgsign=false", "commit", "-q", "-m", "bench"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, env=env, stdin=subprocess.DEVNULL)
+
+
+def median_time(fn: Callable[[], object], repeat: int, before: Callable[[], object] | None = None) -> float:
+    times = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run_command(argv: list[str]) -> None:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        cli_main(argv)
+
+
+def bench_checkout(label: str, repo: Path, repeat: int, work: Path) -> None:
+    files = load_snapshot(repo).files
+
+    def bare() -> None:
+        for rel in files:
+            ast.parse((repo / rel).read_bytes())
+
+    base = median_time(bare, repeat)
+    print(f"\n{label}: {len(files)} test files; bare read+parse {base * 1000:.0f} ms (= 1.00)")
+    print(f"  {'command':<10} {'no-cache':>9} {'cold':>7} {'warm':>7}")
+    for name, argv in COMMANDS.items():
+        cache = work / f"cache-{name}"
+        full = [*argv, "--repo", str(repo)]
+        uncached = median_time(lambda full=full: run_command([*full, "--no-cache"]), repeat)
+        cold = median_time(lambda full=full, cache=cache: run_command([*full, "--cache", str(cache)]), repeat,
+                           before=lambda cache=cache: shutil.rmtree(cache, ignore_errors=True))
+        warm = median_time(lambda full=full, cache=cache: run_command([*full, "--cache", str(cache)]), repeat)
+        print(f"  {name:<10} {uncached / base:>9.2f} {cold / base:>7.2f} {warm / base:>7.2f}"
+              f"   (warm {warm * 1000:.0f} ms)")
+
+
+def bench_start(repeat: int) -> None:
+    script = Path(sys.executable).parent / "ci-policy"
+
+    def spawn(argv: list[str]) -> Callable[[], object]:
+        return lambda: subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+    base = median_time(spawn([sys.executable, "-c", "pass"]), repeat)
+    print(f"\nstart: python -c pass {base * 1000:.0f} ms (= 1.00)")
+    for flag in ("--help", "--version"):
+        took = median_time(spawn([str(script), flag]), repeat)
+        print(f"  ci-policy {flag:<10} {took / base:.2f}   ({took * 1000:.0f} ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="1000,5000,20000", help="generated checkout sizes (comma-separated)")
+    parser.add_argument("--huge", action="store_true", help="also 50,000 files")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-git", action="store_true", help="generated checkouts are no git work trees "
+                        "(content ids are SHA-256 of the bytes)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s] + ([50_000] if args.huge else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        os.environ["XDG_CACHE_HOME"] = str(work / "xdg")
+        example = work / "example"
+        shutil.copytree(EXAMPLE, example, ignore=shutil.ignore_patterns("__pycache__"))
+        if not args.no_git:
+            _git_commit(example)
+        bench_checkout("example repository", example, args.repeat, work / "ex")
+        for n in sizes:
+            repo = work / f"gen{n}"
+            make_checkout(repo, n, git=not args.no_git)
+            bench_checkout(f"generated ({'git' if not args.no_git else 'no git'})", repo, args.repeat, work / f"g{n}")
+            shutil.rmtree(repo)
+    bench_start(max(args.repeat, 5))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The scan cache on disk (an adapter): `model.snapshot.ScanCache` over a directory.
+
+- In: a cache directory (`--cache DIR`, else `$XDG_CACHE_HOME/ci-policy/scan`, else
+  `~/.cache/ci-policy/scan`), a scan context (`model.snapshot.scan_context`, 64 hex digits)
+  and keys made by `model.snapshot.scan_key` (64 hex digits: a SHA-256 over the file's
+  path, its content id and the scan context).
+- Out: one pack per context, `<context>.pack.json`, holding
+  `{"cache": CACHE_VERSION, "context": CONTEXT, "entries": {KEY: value, ...}}`; `load`
+  reads it with one open and one decode and returns its entries (values that are not
+  objects, and keys that are not 64 hex digits, are left out).
+- `store` merges a command's new entries into the pack as it is on disk now (one command
+  writes at most one pack, and none when it found every entry): the keys the command used
+  and its new entries first, then the other stored entries while the pack holds fewer than
+  `MAX_PACK_ENTRIES`. The pack is written atomically (a temporary file in the directory,
+  named by the process and the context, created with `O_EXCL`, then `os.replace`), so a
+  reader never sees half a pack. Two commands storing at once: the last one's pack wins,
+  and the other's new entries are scanned again by a later command (never a wrong hit).
+  A pack larger than `MAX_PACK_BYTES` is neither written nor read.
+- Ignored (no entries, and the pack is rewritten by the next command that scans a file):
+  a missing, unreadable, corrupt, foreign or oversized pack, or one whose recorded context
+  differs. Any OSError while writing is swallowed: the cache only ever saves work.
+- Refused (`open_cache`): a directory inside the checkout (a usage error naming the
+  option: a pull request could plant entries), a cache directory or parent that is a
+  symlink, one owned by another user or writable by group or others, or one that cannot be
+  created or written (a warning: the command runs uncached). Directories it creates are 0700.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+from collections.abc import Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+CACHE_VERSION = 2
+MAX_PACK_BYTES = 256 * 1024 * 1024
+MAX_PACK_ENTRIES = 200_000
+_KEY_RE = re.compile(r"[0-9a-f]{64}")
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                | getattr(os, "O_CLOEXEC", 0))
+
+
+def default_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
+    """`$XDG_CACHE_HOME/ci-policy/scan`, or `~/.cache/ci-policy/scan` (XDG: an absolute path only)."""
+    base = environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / "ci-policy" / "scan"
+
+
+def inside(path: Path, repo: Path) -> bool:
+    """Whether `path` is `repo` or below it (both resolved as far as they exist)."""
+    try:
+        target = Path(os.path.realpath(path))
+        top = Path(os.path.realpath(repo))
+    except (OSError, ValueError):
+        return True
+    return target == top or top in target.parents
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class DirScanCache:
+    """`ScanCache` over a directory (see the module doc)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        # The pack this process last read per context, with the identity of the file it came from.
+        self._read: dict[str, tuple[tuple[int, int, int, int] | None, dict[str, Any]]] = {}
+
+    def _path(self, context: str) -> Path | None:
+        if not _KEY_RE.fullmatch(context):
+            return None
+        return self.directory / f"{context}.pack.json"
+
+    def load(self, context: str) -> dict[str, Any]:
+        path = self._path(context)
+        if path is None:
+            return {}
+        identity, entries = self._read_pack(path, context)
+        self._read[context] = (identity, entries)
+        return entries
+
+    def _read_pack(self, path: Path, context: str) -> tuple[tuple[int, int, int, int] | None, dict[str, Any]]:
+        try:
+            fd = os.open(path, _READ_FLAGS)
+        except OSError:
+            return None, {}
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_PACK_BYTES:
+                    return None, {}
+                data = fh.read(MAX_PACK_BYTES + 1)
+        except OSError:
+            return None, {}
+        if len(data) > MAX_PACK_BYTES:
+            return None, {}
+        try:
+            pack = json.loads(data)
+        except (ValueError, RecursionError):
+            return None, {}
+        if (not isinstance(pack, dict) or pack.get("cache") != CACHE_VERSION or pack.get("context") != context
+                or not isinstance(pack.get("entries"), dict)):
+            return None, {}
+        entries: dict[str, Any] = pack["entries"]
+        fullmatch = _KEY_RE.fullmatch
+        if not all(isinstance(v, dict) and fullmatch(k) for k, v in entries.items()):
+            entries = {k: v for k, v in entries.items() if isinstance(v, dict) and fullmatch(k)}
+        return _identity(st), entries
+
+    def store(self, context: str, new: Mapping[str, dict[str, Any]], used: Collection[str] = ()) -> None:
+        path = self._path(context)
+        if path is None or not new:
+            return
+        # The pack as it is now: what this process read, unless another process replaced it since.
+        try:
+            now: tuple[int, int, int, int] | None = _identity(os.lstat(path))
+        except OSError:
+            now = None
+        identity, base = self._read.get(context, (None, {}))
+        if now is None:
+            base = {}
+        elif identity != now:
+            identity, base = self._read_pack(path, context)
+        merged: dict[str, Any] = {k: base[k] for k in used if k in base}
+        merged.update((k, v) for k, v in new.items() if _KEY_RE.fullmatch(k))
+        for k, v in base.items():
+            if len(merged) >= MAX_PACK_ENTRIES:
+                break
+            merged.setdefault(k, v)
+        try:
+            data = json.dumps({"cache": CACHE_VERSION, "context": context, "entries": merged},
+                              separators=(",", ":")).encode("utf-8", "surrogatepass")
+        except (TypeError, ValueError, RecursionError):
+            return
+        if len(data) > MAX_PACK_BYTES:
+            return
+        try:
+            # Named by process and context: no other writer uses this name at the same time,
+            # and O_EXCL refuses whatever (a planted symlink) is in the way.
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = self.directory / f".tmp-{os.getpid()}-{context}.json"
+            try:
+                fd = os.open(tmp, _WRITE_FLAGS, 0o600)
+            except FileExistsError:  # left by a crashed process that had this pid: not in use
+                os.unlink(tmp)
+                fd = os.open(tmp, _WRITE_FLAGS, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    st = os.fstat(fh.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            return
+        self._read[context] = (_identity(st), merged)
+
+
+def open_cache(directory: Path, *, own: int = 1) -> tuple[DirScanCache | None, str | None]:
+    """The cache at `directory`, created if needed; or (None, why) when it cannot be used.
+
+    `own`: how many trailing components of `directory` are the cache's own (1 for
+    `--cache DIR`, 2 for the default `.../ci-policy/scan`); a symlink at any of them is
+    refused (it could point anywhere, e.g. into a checkout), as is a directory that is not
+    one or not writable. A symlink higher up (`/home` on some systems) is the machine's.
+    """
+    directory = Path(os.path.abspath(directory))
+    for part in (directory, *directory.parents)[:own]:
+        try:
+            st = os.lstat(part)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return None, f"{part} cannot be read: {exc.strerror}"
+        if stat.S_ISLNK(st.st_mode):
+            return None, f"{part} is a symlink"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        return None, f"{directory} cannot be created: {exc.strerror}"
+    st = os.lstat(directory)
+    if not stat.S_ISDIR(st.st_mode):
+        return None, f"{directory} is not a directory"
+    # Another user (a test run as an unprivileged user, say) could plant entries otherwise.
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return None, f"{directory} belongs to another user"
+    if st.st_mode & 0o022:
+        return None, f"{directory} is writable by others"
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return None, f"{directory} is not writable"
+    return DirScanCache(directory), None

@@ -1,0 +1,160 @@
+"""The scan cache as the snapshot uses it: stored scans read back equal, a hit never changes
+an output, and every test file is parsed at most once per command."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, MINIMAL_LABELS, run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ci_policy.adapters.scan_cache import DirScanCache
+from ci_policy.model.snapshot import decode_scan, encode_scan, load_snapshot, scan_file, scan_key
+
+SNIPPETS = (
+    "from ci_policy import register_cuda_ci\nregister_cuda_ci(est_time=300, suite='gpu-a', labels=['megatron'])\n",
+    "register_cuda_ci(12.5, 'gpu-b', labels=['fsdp', 'long'], nightly=True)\n",
+    "register_rocm_ci(est_time=1_800, suite='amd', labels=['fsdp'], disabled='flaky')\n",
+    "register_cpu_ci(est_time=5, suite='cpu')\n",
+    "register_cpu_ci(est_time=60 * 30, suite='cpu')\n",
+    "register_cuda_ci(est_time=1, suite='gpu-c', labels=['megatrn'])\n",
+    "register_cuda_ci(est_time=1, suite='gpu-a')  # ci-policy: ignore[CP228]\n",
+    "register_ci_gate(metric_key='train/x', steps=[1, 2], constraint={'rel_up': 0.5})\n",
+    "def f(:\n",
+    "# ci-policy: ignore\nx = 1\n",
+    "def helper():\n    register_cuda_ci(est_time=1, suite='gpu-a', labels=['megatron'])\n",
+    "register_amd_ci(est_time=1, suite='amd')\n",
+    "import os\n",
+    "\nif __name__ == '__main__':\n    main()\n",
+)
+PATHS = ("tests/test_a.py", "tests/e2e/test_b.py", "tests/unit/test_c.py", "tests/e2e/test_d.py",
+         "tests/unit/deep/test_e.py")
+COMMANDS = (
+    ["lint", "--format", "json"],
+    ["registry", "--format", "json"],
+    ["plan", "--event", "pull_request", "--labels-json", '["run-ci-megatron", "run-ci-fsdp"]', "--diff", "",
+     "--format", "json"],
+)
+
+sources = st.lists(st.sampled_from(SNIPPETS), min_size=0, max_size=3).map("".join)
+trees = st.dictionaries(st.sampled_from(PATHS), sources, min_size=1, max_size=len(PATHS))
+edits = st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(st.none(), sources)), max_size=3)
+CONFIG_VARIANTS = (MINIMAL_CONFIG, MINIMAL_CONFIG.replace("partitions: 2", "partitions: 3"),
+                   MINIMAL_CONFIG + "markers:\n  names: {register_amd_ci: rocm}\n")
+LABEL_VARIANTS = (MINIMAL_LABELS, MINIMAL_LABELS.replace('"long": "slow"', '"megatrn": "typo"'))
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+                    "-c", "commit.gpgsign=false", *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
+
+
+def _write(repo: Path, files: dict[str, str | None]) -> None:
+    for rel, text in files.items():
+        path = repo / rel
+        if text is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+
+
+def _outputs(repo: Path, cache: list[str], capsys: Any) -> list[tuple[int, str, str]]:
+    return [run_cli([*command, "--repo", str(repo), *cache], capsys) for command in COMMANDS]
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tree=trees, changes=edits, use_git=st.booleans(), config=st.sampled_from(CONFIG_VARIANTS),
+       labels=st.sampled_from(LABEL_VARIANTS))
+def test_a_cache_hit_never_changes_an_output(tree, changes, use_git, config, labels, capsys) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        repo, cache_dir = Path(tmp) / "repo", Path(tmp) / "cache"
+        _write(repo, {".github/ci-policy.yml": MINIMAL_CONFIG, "labels.py": MINIMAL_LABELS, **tree})
+        if use_git:
+            _git(repo, "init", "-q")
+            _git(repo, "add", "-A")
+            _git(repo, "commit", "-q", "-m", "base")
+        cached = ["--cache", str(cache_dir)]
+        uncached = _outputs(repo, ["--no-cache"], capsys)
+        assert _outputs(repo, cached, capsys) == uncached  # cold
+        assert _outputs(repo, cached, capsys) == uncached  # warm
+        # Edits after the cache was filled: changed, new and deleted files, another dialect or registry.
+        _write(repo, {".github/ci-policy.yml": config, "labels.py": labels, **dict(changes)})
+        uncached = _outputs(repo, ["--no-cache"], capsys)
+        assert _outputs(repo, cached, capsys) == uncached
+        assert _outputs(repo, cached, capsys) == uncached
+
+
+def test_stored_scans_read_back_equal_for_every_example_file() -> None:
+    snapshot = load_snapshot(EXAMPLE_REPO)
+    from ci_policy.read.checkout import read_text
+
+    for file in snapshot.files:
+        result = scan_file(read_text(EXAMPLE_REPO, file), file, snapshot.config, snapshot.labels)
+        assert decode_scan(encode_scan(result)) == result
+    assert decode_scan({"format": 0}) is None
+    assert decode_scan({"format": 1, "registrations": [{"nope": 1}]}) is None
+
+
+def test_a_warm_cache_reads_no_file_git_lists_unmodified(tmp_path: Path, monkeypatch) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    from ci_policy.adapters.git import checkout_index
+    from ci_policy.model import snapshot as snapshot_mod
+
+    cache = DirScanCache(tmp_path / "cache")
+    index = checkout_index(repo)
+    assert index is not None
+    cold = load_snapshot(repo, cache=cache, index=index)
+    reads: list[str] = []
+    real = snapshot_mod.read_text
+
+    def counting(root: Path, rel: str, **kw: Any) -> str:
+        reads.append(rel)
+        return real(root, rel, **kw)
+
+    monkeypatch.setattr(snapshot_mod, "read_text", counting)
+    warm = load_snapshot(repo, cache=cache, index=index)
+    assert warm == cold
+    assert [r for r in reads if r in cold.files] == []
+
+
+def test_the_key_names_path_content_and_context() -> None:
+    keys = {scan_key(p, c, x) for p in ("a.py", "b.py") for c in ("git:1", "sha256:1") for x in ("x", "y")}
+    assert len(keys) == 8 and all(len(k) == 64 for k in keys)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+@pytest.mark.parametrize("cache", [["--no-cache"], ["--cache", "CACHE"]], ids=["uncached", "cold"])
+def test_every_test_file_is_parsed_at_most_once_per_command(command, cache, tmp_path, monkeypatch, capsys) -> None:
+    counts: dict[str, int] = {}
+    real = ast.parse
+
+    def counting(source: Any, filename: str = "<unknown>", *args: Any, **kwargs: Any) -> ast.AST:
+        counts[filename] = counts.get(filename, 0) + 1
+        return real(source, filename, *args, **kwargs)
+
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    # A suppression comment makes the suppression reader want statement spans too.
+    with open(repo / "tests/e2e/test_fsdp_grpo.py", "a") as fh:
+        fh.write("x = (1,\n     2)  # ci-policy: ignore[CP201]\n")
+    monkeypatch.setattr(ast, "parse", counting)
+    argv = [*command, "--repo", str(repo), *[str(tmp_path / a) if a == "CACHE" else a for a in cache]]
+    run_cli(argv, capsys)
+    monkeypatch.setattr(ast, "parse", real)
+    files = load_snapshot(repo).files
+    assert files and {f: counts.get(f, 0) for f in files} == dict.fromkeys(files, 1)
