@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from synthetic import gpu_checkout
+
 from ci_policy.model.lint import lint
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.plan.build import build_plan
@@ -28,33 +30,9 @@ from ci_policy.plan.partition import partition
 from ci_policy.plan.policy import Trigger
 from ci_policy.read.diff import Change, Diff
 
-LABELS = ["megatron", "fsdp", "sglang", "session", "rocm", "long"]
-STAGES = [("stage-b", "cuda", 4), ("stage-c", "cuda", 8), ("stage-r", "rocm", 4)]
-
 
 def make_checkout(root: Path, n: int) -> list[str]:
-    (root / ".github").mkdir(parents=True)
-    known = ", ".join(f'"{name}": "{name} tests"' for name in LABELS)
-    (root / "labels.py").write_text("KNOWN_LABELS = {" + known + "}\n")
-    stages = "\n".join(f"  - {{name: {name}, backend: {backend}, runs_on: [gpu], partitions: {parts}}}"
-                       for name, backend, parts in STAGES)
-    (root / ".github" / "ci-policy.yml").write_text(
-        "version: 1\ndiscovery: {roots: [tests]}\nstages:\n" + stages +
-        "\nselection:\n  no_gpu_paths: ['docs/**']\n  rules:\n    - {paths: ['src/megatron/**'], labels: [megatron]}\n")
-    files = []
-    for i in range(n):
-        name, backend, _ = STAGES[i % len(STAGES)]
-        marker = "register_rocm_ci" if backend == "rocm" else "register_cuda_ci"
-        rel = f"tests/e2e/group{i % 37}/test_case_{i}.py"
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        body = "\n".join(f"def test_{j}():\n    assert {j} + 1 == {j + 1}\n" for j in range(20))
-        path.write_text(f'"""Synthetic e2e test {i}."""\nfrom ci_policy import {marker}\n\n'
-                        f'{marker}(est_time={60 + (i * 37) % 900}, suite="{name}", '
-                        f'labels=["{LABELS[i % len(LABELS)]}"])\n\nimport unittest\n\n{body}\n'
-                        'if __name__ == "__main__":\n    unittest.main()\n')
-        files.append(rel)
-    return files
+    return gpu_checkout(root, n, selection=True)
 
 
 def timed(fn, repeat: int) -> float:

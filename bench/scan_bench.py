@@ -32,12 +32,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from synthetic import git_commit, gpu_checkout
+
 from ci_policy.cli.main import main as cli_main
 from ci_policy.model.snapshot import load_snapshot
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gpu-repo"
-LABELS = ["megatron", "fsdp", "sglang", "session", "rocm", "long"]
-STAGES = [("stage-b", "cuda", 4), ("stage-c", "cuda", 8), ("stage-r", "rocm", 4)]
 COMMANDS = {
     "lint": ["lint", "--format", "json"],
     "registry": ["registry", "--format", "json"],
@@ -47,32 +47,9 @@ COMMANDS = {
 
 
 def make_checkout(root: Path, n: int, git: bool) -> None:
-    (root / ".github").mkdir(parents=True)
-    known = ", ".join(f'"{name}": "{name} tests"' for name in LABELS)
-    (root / "labels.py").write_text("KNOWN_LABELS = {" + known + "}\n")
-    stages = "\n".join(f"  - {{name: {name}, backend: {backend}, runs_on: [gpu], partitions: {parts}}}"
-                       for name, backend, parts in STAGES)
-    (root / ".github" / "ci-policy.yml").write_text(
-        "version: 1\ndiscovery: {roots: [tests]}\nstages:\n" + stages + "\n")
-    body = "\n".join(f"def test_{j}():\n    assert {j} + 1 == {j + 1}\n" for j in range(20))
-    for i in range(n):
-        name, backend, _ = STAGES[i % len(STAGES)]
-        marker = "register_rocm_ci" if backend == "rocm" else "register_cuda_ci"
-        path = root / f"tests/e2e/group{i % 97}/test_case_{i}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f'"""Synthetic e2e test {i}."""\nfrom ci_policy import {marker}\n\n'
-                        f'{marker}(est_time={60 + (i * 37) % 900}, suite="{name}", '
-                        f'labels=["{LABELS[i % len(LABELS)]}"])\n\nimport unittest\n\n{body}\n'
-                        'if __name__ == "__main__":\n    unittest.main()\n')
+    gpu_checkout(root, n, groups=97)
     if git:
-        _git_commit(root)
-
-
-def _git_commit(root: Path) -> None:
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@example.invalid",
-                                                 "-c", "commit.gpgsign=false", "commit", "-q", "-m", "bench"]):
-        subprocess.run(["git", "-C", str(root), *args], check=True, env=env, stdin=subprocess.DEVNULL)
+        git_commit(root)
 
 
 def median_time(fn: Callable[[], object], repeat: int, before: Callable[[], object] | None = None) -> float:
@@ -140,7 +117,7 @@ def main() -> None:
         example = work / "example"
         shutil.copytree(EXAMPLE, example, ignore=shutil.ignore_patterns("__pycache__"))
         if not args.no_git:
-            _git_commit(example)
+            git_commit(example)
         bench_checkout("example repository", example, args.repeat, work / "ex")
         for n in sizes:
             repo = work / f"gen{n}"

@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from synthetic import git_commit
+
 CONFIG = """\
 version: 1
 discovery: {roots: [tests]}
@@ -67,10 +69,7 @@ def make_checkout(root: Path, n: int, stamp: Path) -> None:
         path = root / "tests" / f"group{i % 37}" / f"test_case_{i}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(test_file(suite, i, stamp))
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    for argv in (["init", "-q"], ["add", "-A"],
-                 ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-qm", "bench"]):
-        subprocess.run(["git", "-C", str(root), *argv], check=True, env=env, stdin=subprocess.DEVNULL)
+    git_commit(root)
 
 
 def first_test_start(argv: list[str], stamp: Path, out: Path) -> float:
