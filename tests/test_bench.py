@@ -1,0 +1,39 @@
+"""The benchmarks under bench/ still run: each on the smallest inputs it takes.
+
+Nothing here times anything (speed is what the benchmarks report, as ratios measured in
+their own run); these only keep a benchmark from breaking unnoticed when the code it
+measures changes, and check the table each prints has its rows.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+CASES = [
+    # (script, arguments, a line start every run prints)
+    ("plan_bench.py", ["--files", "30", "--repeat", "1"], ["baseline (read + ast.parse)", "lint", "plan (snapshot",
+                                                           "shards (partition only)"]),
+    ("scan_bench.py", ["--sizes", "30", "--repeat", "1"], ["example repository:", "generated (git): 30 test files",
+                                                           "  lint", "  registry", "  plan", "start: python -c pass"]),
+    ("stage_start_bench.py", ["--sizes", "30", "--repeat", "1"], ["test files  replan s  --plan s  plan/replan",
+                                                                  "        30 "]),
+    ("shards_bench.py", ["--stages", "1"], ["shape    files shards planner/LPT", "e2e         20      2",
+                                            "mean gap to the lower bound over every row:"]),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script, args, starts", CASES, ids=[c[0] for c in CASES])
+def test_each_benchmark_runs_and_prints_its_table(tmp_path, script, args, starts):
+    proc = subprocess.run([sys.executable, str(BENCH / script), *args], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    for start in starts:
+        assert any(line.startswith(start) for line in lines), (start, proc.stdout)
