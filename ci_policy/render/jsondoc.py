@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from ci_policy.errors import Diagnostic
+from ci_policy.errors import CiPolicyError, Diagnostic
 from ci_policy.model.lint import LintReport
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile
@@ -57,8 +57,8 @@ def dumps(value: Any, **options: Any) -> str:
     return json.dumps(value, allow_nan=False, **options)
 
 
-class _Unusual(Exception):
-    """A value `_indented` leaves to `json.dumps`."""
+class _Unusual(CiPolicyError):
+    """A value `_indented` leaves to `json.dumps` (caught where raised; never reaches a caller)."""
 
 
 _encode_str = json.encoder.encode_basestring_ascii  # what json.dumps uses (ensure_ascii)
