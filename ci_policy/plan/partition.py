@@ -7,20 +7,25 @@
 - How: files longest first (ties by file name); list scheduling (LPT: each file to the
   least-loaded shard, ties by lowest index) gives the first split; pairs of shards are
   then re-split as evenly as possible (`_local_search`: exact subset sums); if that is not
-  at a lower bound, a branch and bound looks for a strictly shorter makespan (bounds:
-  `max(ceil(sum / shards), longest file)`, the pigeonhole bound on the longest files, the
-  bin-packing bound L2, and the room below the incumbent against the remaining work;
-  shards of equal load and files of equal est_time are tried once).
-- Time bound: each search stops after a counted amount of work (`NODE_BUDGET`,
-  `LOCAL_SEARCH_BUDGET`; about 50 ms each on a CI runner). Work is counted, never timed,
+  at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on the
+  longest files, the bin-packing bound L2), an exact search looks for the shortest split:
+  the makespan is tried at the lower bound, then by bisection up to the best split found,
+  each try deciding "do the files fit in `shards` shards of this capacity?" by bin
+  completion (`_fits`: each shard gets the longest file left and one way to fill it up;
+  only ways no file left out would fit in, none where a longer file left out could take a
+  shorter one's place, within the room the other shards can still waste, steered by subset
+  sums; the last two shards by subset sums at once; sets of files left that do not fit
+  are remembered).
+- Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
+  `LOCAL_SEARCH_BUDGET`; about 50 to 200 ms each on a CI runner). Work is counted, never timed,
   so every machine and Python version computes the same split, and the plan job and every
   shard job agree.
 - Guarantees: never longer than LPT (LPT is kept when nothing is strictly shorter, so a
   stage LPT already splits optimally keeps LPT's split); deterministic, also under any
   order of the input; never an empty shard. Within a shard files come longest first (ties
   by name); shards are numbered by their longest file in that order.
-- `optimal` is True when the makespan equals a lower bound or the search finished within
-  its budget (every shorter split was ruled out).
+- `optimal` is True when the makespan equals a lower bound or the exact search finished
+  within its budget (every shorter split was ruled out).
 - Exact: est values are decimals; they are scaled to integers (`Fraction` of their
   decimal form), so comparisons never suffer float rounding.
 - `partitions: auto` (`stage_shards`): `clamp(ceil(sum / shard_seconds), 1, max_partitions)`
@@ -43,13 +48,16 @@ from fractions import Fraction
 
 from ci_policy.config import Stage
 
-# The work each search may do for one stage, each about 50 ms on a CI runner. Counted, never
+# The work each search may do for one stage, each about 50 to 200 ms on a CI runner. Counted, never
 # timed: a wall-clock limit would let a slow runner compute another split than the plan job.
-# Branch and bound: a unit is one shard looked at while placing a file (a placement costs
-# as many units as the stage has shards). Local search: a unit is about one 64-bit word of
-# subset-sum work (a move or swap looked at costs 80).
-NODE_BUDGET = 12_000
+# Exact search: a unit is one way of filling a shard looked at, or one file added to subset
+# sums of 8192 bits. Local search: a unit is about one 64-bit word of subset-sum work (a
+# move or swap looked at costs 80).
+SEARCH_BUDGET = 60_000
 LOCAL_SEARCH_BUDGET = 3_000_000
+# Subset sums are kept as the bits of an integer for shards of at most this many units
+# (est values scaled to integers); beyond it the search does without them.
+BITSET_LIMIT = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -101,7 +109,7 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
         proven = best <= bound
     if not proven:
         positives = sum(1 for w in weights if w > 0)
-        found, best, proven = _branch_and_bound(weights[:positives], count, len(weights) - positives, best, bound)
+        found, best, proven = _exact_search(weights[:positives], count, len(weights) - positives, best, bound)
         if found is not None:
             assign = _fill_zeros(found, weights, count)
     if best == lpt_best:  # nothing strictly shorter: keep list scheduling's split
@@ -212,88 +220,216 @@ def _needs_more_shards(ascending: list[int], prefix: list[int], limit: int, coun
     return False
 
 
-def _branch_and_bound(weights: Sequence[int], count: int, zeros: int, best: int,
-                      bound: int) -> tuple[list[int] | None, int, bool]:
-    """A split of the positive `weights` (longest first) strictly shorter than `best`, if any.
+class _OutOfWork(Exception):
+    """The search spent its `SEARCH_BUDGET`."""
 
-    Returns the best assignment found (None when nothing beats `best`), its makespan and
-    whether the search is complete (nothing shorter exists) within `NODE_BUDGET`. Shards
-    are opened in index order (a file goes to at most one empty shard, the first), so shard
-    `used` is the next empty one; `zeros` files of est 0 fill the shards left empty.
+
+def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
+                  bound: int) -> tuple[list[int] | None, int, bool]:
+    """The shortest split of the positive `weights` (longest first) strictly shorter than `best`, if any.
+
+    Returns the assignment found (None when nothing beats `best`), its makespan and whether
+    it is proven optimal within `SEARCH_BUDGET`. The makespan is searched for between the
+    lower bound and `best - 1`: first at the bound itself (usually reached when shards hold
+    many files), then by bisection; each step asks `_fits` whether the files fit in `count`
+    shards of that capacity. A "yes" brings its split (and lowers the top to its makespan),
+    a "no" raises the bottom. `zeros` files of est 0 fill shards left empty.
     """
     n = len(weights)
     if n == 0:
         return None, best, True
-    smallest = weights[-1]
-    suffix = [0] * (n + 1)
-    for j in range(n - 1, -1, -1):
-        suffix[j] = suffix[j + 1] + weights[j]
-    loads = [0] * count
-    where = [0] * n
+    spent = [0]
+    dead: dict[int, int] = {}  # sets of files left (and shards): the largest capacity they do not fit
     found: list[int] | None = None
-    todo: list[list[int]] = [[] for _ in range(n)]
-    todo[0] = [0]
-    used = 0
-    nodes = 0
-    j = 0
-    while True:
-        if not todo[j]:  # every choice for file j is done: take back file j - 1
-            if j == 0:
-                return found, best, True
-            j -= 1
-            loads[where[j]] -= weights[j]
-            used -= loads[where[j]] == 0
-            continue
-        if nodes >= NODE_BUDGET:
-            return found, best, False
-        nodes += count
-        shard = todo[j].pop()
-        if loads[shard] + weights[j] >= best:  # `best` may have dropped since the choice was listed
-            continue
-        used += loads[shard] == 0
-        loads[shard] += weights[j]
-        where[j] = shard
-        if j + 1 == n:
-            found, best = list(where), max(loads)
-            if best <= bound:
-                return found, best, True
-            loads[shard] -= weights[j]
-            used -= loads[shard] == 0
-            continue
-        j += 1
-        todo[j] = _choices(weights, j, loads, used, where, count, zeros, best - 1, suffix[j], smallest)
+    low, high = bound, best  # no split is shorter than `low`; `high` is reached
+    try:
+        probe = low
+        while low < high:
+            fit = _fits(weights, count, probe, spent, dead)
+            if fit is None:
+                low = probe + 1
+            else:
+                found = _fill_empty(fit, weights, count, zeros)
+                high = _makespan(weights, found, count)
+            probe = (low + high - 1) // 2
+    except _OutOfWork:
+        return found, high, False
+    return found, high, True
 
 
-def _choices(weights: Sequence[int], j: int, loads: list[int], used: int, where: list[int], count: int,
-             zeros: int, limit: int, remaining: int, smallest: int) -> list[int]:
-    """The shards file j may go to without reaching `limit + 1`, the preferred one last."""
-    # Remaining work bound: room below the limit that no remaining file fits is lost.
-    room = 0
-    for load in loads:
-        if limit - load >= smallest:
-            room += limit - load
-    if room < remaining:
-        return []
-    weight = weights[j]
-    empty = count - used
-    choices: list[tuple[int, int]] = []
-    # Every empty shard needs a file: when only as many files are left as empty shards,
-    # file j must open one.
-    if empty <= (len(weights) - j - 1) + zeros:
-        # Files of equal est are interchangeable: they go to shards in increasing index.
-        start = where[j - 1] if weights[j] == weights[j - 1] else 0
-        seen: set[int] = set()
-        for shard in range(start, used):
-            load = loads[shard]
-            # Shards of equal load are interchangeable: try the first only.
-            if load in seen or load + weight > limit:
-                continue
-            seen.add(load)
-            choices.append((load, shard))
-    if used < count and weight <= limit:
-        choices.append((0, used))
-    choices.sort(key=lambda c: (-c[0], -c[1]))  # popped from the end: least loaded first
-    return [shard for _, shard in choices]
+def _fill_empty(assign: list[int], weights: Sequence[int], count: int, zeros: int) -> list[int]:
+    """No more empty shards than files of est 0 to fill them: the shortest file of a shard of
+    two or more files moves to an empty one (no shard gets longer)."""
+    sizes = [0] * count
+    for shard in assign:
+        sizes[shard] += 1
+    empty = [s for s in range(count) if sizes[s] == 0]
+    for index in range(len(weights) - 1, -1, -1):  # shortest files first
+        if len(empty) <= zeros:
+            break
+        if sizes[assign[index]] > 1:
+            sizes[assign[index]] -= 1
+            assign[index] = empty.pop(0)
+            sizes[assign[index]] = 1
+    return assign
+
+
+def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
+          dead: dict[int, int]) -> list[int] | None:
+    """A split of `weights` (longest first) into at most `count` shards of at most `capacity`, or None.
+
+    Bin completion: the next shard gets the longest file left, then one of the ways to fill
+    it up (subsets of the files left, none of which fits in what remains, so every file that
+    could still join is in; files of equal est are taken in order), whose waste keeps the
+    total waste within `count * capacity - sum`; the last two shards are settled at once by
+    subset sums (the bits of an integer). Sets of files left that cannot be packed are
+    remembered. Work is counted in `spent` (units: a subset looked at, or 64 bits of subset
+    sums) and stops at `SEARCH_BUDGET` (`_OutOfWork`).
+    """
+    n = len(weights)
+    total = sum(weights)
+    if weights[0] > capacity or total > count * capacity:
+        return None
+    if sum(1 for w in weights if 2 * w > capacity) > count:
+        return None
+    assign = [0] * n
+    bits = capacity <= BITSET_LIMIT
+
+    def pack(left: list[int], bins: int, waste: int, shard: int) -> bool:
+        if not left:
+            return True
+        if bins == 1:
+            for i in left:
+                assign[i] = shard
+            return True
+        key = 0
+        for i in left:
+            key |= 1 << i
+        key = key * 64 + bins
+        if dead.get(key, -1) >= capacity:
+            return False
+        # Files longer than half a shard are in shards of their own; a file that no other
+        # file left can join wastes all the room beside it.
+        smallest = weights[left[-1]]
+        forced = 0
+        for i in left:
+            if 2 * weights[i] <= capacity:
+                break
+            if weights[i] + smallest > capacity:
+                forced += capacity - weights[i]
+        if forced > waste:
+            dead[key] = capacity
+            return False
+        if bins == 2 and bits:
+            ok = _two_shards(weights, left, capacity, assign, shard, spent)
+            if not ok:
+                dead[key] = capacity
+            return ok
+        first, rest = left[0], left[1:]
+        room = capacity - weights[first]
+        suffix = [0] * (len(rest) + 1)
+        for p in range(len(rest) - 1, -1, -1):
+            suffix[p] = suffix[p + 1] + weights[rest[p]]
+        # reach[p]: the sums (as bits, up to `room`) that files of rest[p:] make up.
+        reach: list[int] = []
+        if bits:
+            limit = (1 << (room + 1)) - 1
+            reach = [1] * (len(rest) + 1)
+            spent[0] += len(rest) * (room // 8192 + 1)
+            for p in range(len(rest) - 1, -1, -1):
+                reach[p] = (reach[p + 1] | (reach[p + 1] << weights[rest[p]])) & limit
+        chosen: list[int] = []
+
+        def fill(pos: int, free: int) -> bool:
+            """Completions of the shard from rest[pos:] with `free` room left, most filled first."""
+            spent[0] += 1
+            if spent[0] > SEARCH_BUDGET:
+                raise _OutOfWork
+            # Some files of rest[pos:] must fill the room up to at most `waste`.
+            if free - suffix[pos] > waste:
+                return False
+            if bits and not (reach[pos] >> max(free - waste, 0)) & ((1 << (min(free, waste) + 1)) - 1):
+                return False
+            previous = -1
+            for p in range(pos, len(rest)):
+                w = weights[rest[p]]
+                if w > free or w == previous:
+                    continue
+                previous = w
+                chosen.append(p)
+                if fill(p + 1, free - w):
+                    return True
+                chosen.pop()
+            # A completion: nothing more joins. It must be maximal (no file left out fits)
+            # and waste no more than is left to waste.
+            if free > waste:
+                return False
+            taken = set(chosen)
+            for p in range(len(rest) - 1, -1, -1):
+                if p not in taken:
+                    if weights[rest[p]] <= free:
+                        return False
+                    break
+            inside = [rest[p] for p in chosen]
+            others = [rest[p] for p in range(len(rest)) if p not in taken]
+            if free and _dominated(weights, inside, others, free):
+                return False
+            if pack(others, bins - 1, waste - free, shard + 1):
+                assign[first] = shard
+                for i in inside:
+                    assign[i] = shard
+                return True
+            return False
+
+        ok = fill(0, room)
+        if not ok:
+            dead[key] = capacity
+        return ok
+
+    if pack(list(range(n)), count, count * capacity - total, 0):
+        return assign
+    return None
+
+
+def _dominated(weights: Sequence[int], inside: list[int], others: list[int], free: int) -> bool:
+    """Whether a file left out could take the place of a shorter file in the shard (it fits in
+    its place): the shard with the longer file is as good, so this one need not be tried."""
+    outside = sorted(weights[i] for i in others)
+    for i in inside:
+        w = weights[i]
+        at = bisect.bisect_right(outside, w)
+        if at < len(outside) and outside[at] <= w + free:
+            return True
+    return False
+
+
+def _two_shards(weights: Sequence[int], left: list[int], capacity: int, assign: list[int], shard: int,
+                spent: list[int]) -> bool:
+    """Whether the files `left` fit in two shards of `capacity` (subset sums as the bits of an
+    integer); if so, they are assigned to `shard` and `shard + 1`."""
+    rest = sum(weights[i] for i in left)
+    need = rest - capacity  # the first shard's load: in [need, capacity]
+    if need > capacity:
+        return False
+    limit = (1 << (capacity + 1)) - 1
+    reach = [1]
+    for i in left:
+        spent[0] += capacity // 8192 + 1
+        if spent[0] > SEARCH_BUDGET:
+            raise _OutOfWork
+        reach.append((reach[-1] | (reach[-1] << weights[i])) & limit)
+    window = reach[-1] >> max(need, 0)
+    if not window:
+        return False
+    target = max(need, 0) + (window & -window).bit_length() - 1
+    for k in range(len(left) - 1, -1, -1):
+        i = left[k]
+        if (reach[k] >> target) & 1:
+            assign[i] = shard + 1
+        else:
+            assign[i] = shard
+            target -= weights[i]
+    return True
 
 
 def _fill_zeros(found: Sequence[int], weights: Sequence[int], count: int) -> list[int]:

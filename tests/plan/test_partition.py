@@ -209,16 +209,28 @@ def test_optimal_splits(items, partitions, expected):
     assert partition(items, partitions) == expected.shards
 
 
-def test_search_budget_hit_falls_back_to_local_search():
-    # 16 files on 4 shards that the search cannot settle within its budget: the local search
-    # brings LPT's 7393 seconds to within 8 of the lower bound, and `optimal` says it is not proven.
+def test_a_split_the_local_search_leaves_above_the_bound_is_proven_by_the_exact_search():
+    # 16 files on 4 shards: the local search brings LPT's 7393 seconds to 7138, 8 above the
+    # lower bound; the exact search shows that no split of 7137 seconds or less exists.
     values = [975, 2428, 2230, 535, 1516, 2474, 1942, 2563, 2380, 269, 2481, 54, 3431, 1922, 1063, 2257]
     items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
     result = split(items, 4)
-    assert (result.makespan, result.lower_bound, result.optimal) == (7138, 7130, False)
+    assert (result.makespan, result.lower_bound, result.optimal) == (7138, 7130, True)
     assert lpt_makespan(values, 4) == 7393
-    assert [s.est_seconds for s in result.shards] == [7132, 7138, 7118, 7132]
     assert split(list(reversed(items)), 4) == result
+
+
+def test_search_budget_hit_keeps_the_best_split_found():
+    # 24 files in tenths of a second on 8 shards (three a shard): the exact search cannot
+    # settle it within its budget; the split is the best found and `optimal` says it is not proven.
+    values = [348.6, 241.6, 60.7, 101.4, 268.3, 266.9, 248.7, 35.3, 246.3, 249.8, 172.4, 30.3, 100.5, 29.0,
+              238.0, 64.5, 128.6, 181.6, 69.0, 231.4, 58.2, 243.8, 136.3, 239.4]
+    items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
+    result = split(items, 8)
+    assert (result.makespan, result.lower_bound, result.optimal) == (503.6, 498.825, False)
+    assert result.makespan <= lpt_makespan(values, 8)
+    assert sorted(s.est_seconds for s in result.shards) == [492.2, 493.6, 495, 499.7, 501.6, 502, 502.9, 503.6]
+    assert split(list(reversed(items)), 8) == result
 
 
 def test_stage_split_reports_the_split_and_the_reason():
