@@ -162,17 +162,17 @@ def lpt_files(items: dict, partitions: int) -> list[tuple[str, ...]]:
 
 
 def brute_force_makespan(values: list, partitions: int) -> Fraction:
-    """Every assignment of files to shards with none empty (values in tenths of a second)."""
-    tenths = [round(v * 10) for v in values]
-    count = min(partitions, len(tenths))
-    best = sum(tenths)
-    for assign in itertools.product(range(count), repeat=len(tenths)):
+    """Every assignment of files to shards with none empty (values in hundredths of a second)."""
+    hundredths = [round(v * 100) for v in values]
+    count = min(partitions, len(hundredths))
+    best = sum(hundredths)
+    for assign in itertools.product(range(count), repeat=len(hundredths)):
         loads = [0] * count
-        for value, shard in zip(tenths, assign, strict=True):
+        for value, shard in zip(hundredths, assign, strict=True):
             loads[shard] += value
         if max(loads) < best and len(set(assign)) == count:
             best = max(loads)
-    return Fraction(best, 10)
+    return Fraction(best, 100)
 
 
 def as_fraction(value: float) -> Fraction:
@@ -288,6 +288,35 @@ def test_never_longer_than_lpt_and_bounds_hold(items, partitions):
 
 REALISTIC = st.one_of(st.integers(min_value=1, max_value=3600),
                       st.integers(min_value=10, max_value=36000).map(lambda v: v / 10))
+# est_time in whole seconds 1..3600, in tenths or in hundredths of a second.
+EST_VALUES = st.sampled_from([1, 10, 100]).flatmap(
+    lambda unit: st.integers(min_value=unit, max_value=3600 * unit).map(lambda v: v if unit == 1 else v / unit))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.integers(min_value=2, max_value=4))
+def test_realistic_small_stages_are_proven_optimal_against_brute_force(data, partitions):
+    unit = data.draw(st.sampled_from([1, 10, 100]))
+    values = data.draw(st.lists(st.integers(min_value=unit, max_value=3600 * unit)
+                                .map(lambda v: v if unit == 1 else v / unit), min_size=1, max_size=8 - partitions // 2))
+    items = [(f"tests/test_{i:02d}.py", v) for i, v in enumerate(values)]
+    result = split(items, partitions)
+    loads = [sum(as_fraction(float(dict(items)[f])) for f in s.files) for s in result.shards]
+    assert result.optimal
+    assert max(loads) == brute_force_makespan(values, partitions)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=2, max_value=16).flatmap(
+    lambda shards: st.tuples(st.just(shards), st.lists(EST_VALUES, min_size=1, max_size=min(60, 2 * shards)))),
+    st.randoms(use_true_random=False))
+def test_stages_of_at_most_two_files_a_shard_are_proven_optimal(case, rnd):
+    partitions, values = case
+    items = [(f"tests/test_{i:02d}.py", v) for i, v in enumerate(values)]
+    result = split(items, partitions)
+    assert result.optimal
+    rnd.shuffle(items)
+    assert split(items, partitions) == result
 
 
 @settings(max_examples=200, deadline=None)
