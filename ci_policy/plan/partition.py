@@ -47,6 +47,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from ci_policy.config import Stage
+from ci_policy.errors import CiPolicyError
 
 # The work each search may do for one stage, each about 50 to 100 ms on a CI runner. Counted, never
 # timed: a wall-clock limit would let a slow runner compute another split than the plan job.
@@ -220,8 +221,8 @@ def _needs_more_shards(ascending: list[int], prefix: list[int], limit: int, coun
     return False
 
 
-class _OutOfWork(Exception):
-    """The search spent its `SEARCH_BUDGET`."""
+class _OutOfWork(CiPolicyError):
+    """The search spent its `SEARCH_BUDGET` (caught in this module; never reaches a caller)."""
 
 
 def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
