@@ -140,6 +140,7 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
     # A directory below the root: whether candidates beneath it are looked at.
     open_dirs: dict[str, bool] = {}
     top = os.path.join(os.fspath(repo), "")  # the paths are joined as strings: one lstat each, no Path
+    name_matches = discovery.name_matcher()
     for path in listed:
         if not path.startswith(prefix) or path == prefix:
             continue
@@ -164,7 +165,7 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
             continue
         if link:
             _refuse_symlink(repo, path, discovery, errors)
-        elif stat.S_ISREG(st.st_mode) and discovery.name_matches(path):
+        elif stat.S_ISREG(st.st_mode) and name_matches(path):
             _add_file(path, files, errors)
 
 
