@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from ci_policy.config import Stage
 from ci_policy.config.gates import constraint_problems, steps_problems
@@ -50,7 +50,7 @@ CONTENT_ID_RE = re.compile(r"git:[0-9a-f]{40}|sha256:[0-9a-f]{64}")
 _HEX = "0123456789abcdef"
 
 
-def is_content_id(value: Any) -> bool:
+def is_content_id(value: Any) -> TypeGuard[str]:
     """`CONTENT_ID_RE.fullmatch(value)`, by slicing and stripping (a plan holds one per test file)."""
     if not isinstance(value, str):
         return False
