@@ -374,6 +374,8 @@ def _diagnostic(doc: _Doc, raw: dict[str, Any], where: str) -> Diagnostic:
 
 def mismatches(recorded: Inputs, current: Inputs, config_name: str, labels_name: str) -> list[str]:
     """What differs, configuration and labels first, then the test files in path order."""
+    if recorded == current:
+        return []  # the common case, compared without a dict of either
     out = []
     if recorded.config != current.config:
         out.append(f"configuration {config_name} changed")
