@@ -42,3 +42,27 @@ def test_version_imports_no_subcommand(tmp_path) -> None:
 def test_a_subcommand_imports_only_its_own_module(tmp_path) -> None:
     commands = {m for m in _loaded(["result", "--help"], tmp_path) if m.startswith("ci_policy.cli.")}
     assert commands == {"ci_policy.cli.main", "ci_policy.cli.result", "ci_policy.cli.options"}
+
+
+def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_path, capsys) -> None:
+    """`list --plan` (what `run --plan` reads before its first test): no test file is scanned,
+    so neither the scan cache nor the marker parser's adapters load, nor the metric store
+    (no gates, no store named), the GitHub gateway or the tuning code."""
+    import shutil
+
+    from helpers import EXAMPLE_REPO, run_cli
+
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    rc, out, _err = run_cli(["plan", "--repo", str(repo), "--event", "push", "--format", "json", "--no-cache"],
+                            capsys)
+    assert rc == 0
+    (tmp_path / "plan.json").write_text(out)
+    stage = next(s for s in json.loads(out)["stages"] if len(s["shards"]) == 1 and not s["invalid"])
+    loaded = _loaded(["list", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), "--stage",
+                      stage["name"], "--format", "json"], tmp_path)
+    assert [m for m in loaded if m.startswith("ci_policy.cli.")] == ["ci_policy.cli.extras", "ci_policy.cli.list",
+                                                                      "ci_policy.cli.main", "ci_policy.cli.options"]
+    unwanted = ("ci_policy.adapters.store", "ci_policy.adapters.scan_cache", "ci_policy.adapters.github",
+                "ci_policy.adapters.tuning", "ci_policy.adapters.runner")
+    assert [m for m in loaded if m.startswith(unwanted)] == []
