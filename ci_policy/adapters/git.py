@@ -26,7 +26,7 @@ import selectors
 import stat
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ci_policy.model.discovery import IndexEntry, Kind
@@ -118,25 +118,26 @@ def checkout_index(repo: Path) -> dict[str, IndexEntry] | None:
         return None
     out: dict[str, IndexEntry] = {}
     conflicted: set[str] = set()
-    for record in staged.split(b"\0"):
+    # Decoded once (the file system's encoding: a name that is no UTF-8 keeps its bytes as
+    # surrogates, as os.fsdecode of each name would); NUL and TAB are single bytes in it.
+    for record in os.fsdecode(staged).split("\0"):
         if not record:
             continue
-        meta, _, raw = record.partition(b"\t")
-        fields = meta.split()
-        if len(fields) != 3 or not raw:
+        # `<mode> <object id> <stage>\t<path>`: the fields at fixed places, the object id
+        # 40 hex digits (SHA-1) or 64 (SHA-256, whose files are hashed here instead).
+        meta, _, path = record.partition("\t")
+        if len(meta) not in (49, 73) or meta[6] != " " or meta[-2] != " " or not path:
             return None  # not the format asked for: trust nothing of it
-        mode, blob, stage_no = (f.decode("ascii", "replace") for f in fields)
-        path = os.fsdecode(raw)
+        mode, blob, stage_no = meta[:6], meta[7:-2], meta[-1]
         kind: Kind = "symlink" if mode == "120000" else "gitlink" if mode == "160000" else "file"
         if stage_no != "0":
             conflicted.add(path)
         out[path] = IndexEntry(kind, blob if kind == "file" and len(blob) == 40 else None)
     for path in conflicted:
         out[path] = IndexEntry(out[path].kind, None)
-    for raw in changed.split(b"\0"):
-        if not raw or raw.endswith(b"/"):  # an untracked nested repository is listed as `dir/`
+    for path in os.fsdecode(changed).split("\0"):
+        if not path or path.endswith("/"):  # an untracked nested repository is listed as `dir/`
             continue
-        path = os.fsdecode(raw)
         previous = out.get(path)
         out[path] = IndexEntry(previous.kind if previous is not None else "file", None)
     return out
@@ -188,7 +189,7 @@ def content_ids(repo: Path, paths: Iterable[str] | None = None) -> dict[str, str
     return ids_from_index(repo, index, paths)
 
 
-def ids_from_index(repo: Path, index: dict[str, IndexEntry] | None,
+def ids_from_index(repo: Path, index: Mapping[str, IndexEntry] | None,
                    paths: Iterable[str] | None = None) -> dict[str, str]:
     """`content_ids` with the listing already made (`checkout_index`; None: not a git work tree)."""
     if paths is None:

@@ -7,18 +7,25 @@
   configuration outside the checkout (a trusted copy of the base commit's) is hashed
   directly: `sha256:<hex>` of its bytes.
 - Never follows a symlink inside the checkout (`content_ids` gives a symlink no id).
+- `index`: the checkout's git listing when the caller already made it
+  (`adapters.git.checkout_index`, None outside a git work tree), so that one command runs
+  `git ls-files` once; by default it is made here.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from types import EllipsisType
 
-from ci_policy.adapters.git import content_ids
+from ci_policy.adapters.git import checkout_index, ids_from_index
 from ci_policy.config import DEFAULT_CONFIG
+from ci_policy.model.discovery import IndexEntry
 from ci_policy.plan.planfile import Inputs
+
+Listing = Mapping[str, IndexEntry] | None | EllipsisType
 
 
 def config_location(repo: Path, config_arg: str | Path | None) -> tuple[str, Path | None]:
@@ -47,16 +54,22 @@ def _sha256_file(path: Path) -> str | None:
         return None
 
 
-def config_id(repo: Path, config_arg: str | Path | None) -> tuple[str, str | None]:
+def _listing(repo: Path, index: Listing) -> Mapping[str, IndexEntry] | None:
+    return checkout_index(repo) if isinstance(index, EllipsisType) else index
+
+
+def config_id(repo: Path, config_arg: str | Path | None, index: Listing = ...) -> tuple[str, str | None]:
     """The configuration's name and content id (None: it cannot be read), read without parsing it."""
     name, outside = config_location(repo, config_arg)
     if outside is not None:
         return name, _sha256_file(outside)
-    return name, content_ids(repo, [name]).get(name)
+    return name, ids_from_index(repo, _listing(repo, index), [name]).get(name)
 
 
-def checkout_inputs(repo: Path, config_arg: str | Path | None, labels_file: str, files: Iterable[str]) -> Inputs:
+def checkout_inputs(repo: Path, config_arg: str | Path | None, labels_file: str, files: Iterable[str],
+                    index: Listing = ...) -> Inputs:
     files = list(files)
-    ids = content_ids(repo, [labels_file, *files])
-    return Inputs(config=config_id(repo, config_arg)[1], labels=ids.get(labels_file),
+    listing = _listing(repo, index)
+    ids = ids_from_index(repo, listing, [labels_file, *files])
+    return Inputs(config=config_id(repo, config_arg, listing)[1], labels=ids.get(labels_file),
                   files=tuple(sorted((f, ids[f]) for f in files if f in ids)))

@@ -17,40 +17,30 @@
 - Each subcommand lives in its own module with `add_parser(subparsers)` and
   `run(args) -> int`; adapters (PyGithub, libcst, database drivers) are imported only
   inside the subcommands that need them.
+- Imported only when used: a command line naming a subcommand imports that subcommand's
+  module alone (`--help` imports them all, to list them; `--version` none), and the
+  console guard only when a stream is guarded.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ci_policy import __version__
-from ci_policy.adapters.console import guarded, write_commands
-from ci_policy.cli import (
-    comment,
-    file_run,
-    gate,
-    init,
-    lint,
-    plan,
-    pull_request,
-    registry,
-    report_status,
-    result,
-    run,
-    tune,
-)
-from ci_policy.cli import list as list_
-from ci_policy.cli.paths import workspace_paths
-from ci_policy.errors import CiPolicyError, Diagnostic, InputError, InputErrors, UsageError
 
-# In the order `ci-policy --help` lists them.
-SUBCOMMANDS = (init, lint, registry, plan, list_, run, result, gate, tune, file_run, comment, pull_request,
-               report_status)
+if TYPE_CHECKING:
+    from ci_policy.errors import Diagnostic, UsageError
+
+# Each subcommand's name and module (in `ci_policy.cli`), in the order `ci-policy --help` lists them.
+SUBCOMMANDS = (("init", "init"), ("lint", "lint"), ("registry", "registry"), ("plan", "plan"), ("list", "list"),
+               ("run", "run"), ("result", "result"), ("gate", "gate"), ("tune", "tune"), ("file-run", "file_run"),
+               ("comment", "comment"), ("pull-request", "pull_request"), ("report-status", "report_status"))
 
 
 class Parser(argparse.ArgumentParser):
@@ -61,20 +51,56 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _wanted(argv: Sequence[str] | None) -> tuple[tuple[str, str], ...]:
+    """The subcommands the parser needs for `argv`: the one it names, none for `--version`
+    first (argparse prints it on meeting it), else all of them (`--help`, an unknown name)."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words and words[0] == "--version":
+        return ()
+    if words:
+        named = [entry for entry in SUBCOMMANDS if entry[0] == words[0]]
+        if named:
+            return tuple(named)
+    return SUBCOMMANDS
+
+
+def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> argparse.ArgumentParser:
+    """The parser; without `every`, holding only the subcommands `argv` needs (`_wanted`)."""
     parser = Parser(
         prog="ci-policy",
         description="CI policy engine for repositories whose tests run on scarce accelerators.")
     parser.add_argument("--version", action="version", version=f"ci-policy {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for module in SUBCOMMANDS:
+    for _name, module_name in (SUBCOMMANDS if every else _wanted(argv)):
+        module = importlib.import_module(f"ci_policy.cli.{module_name}")
         module.add_parser(sub).set_defaults(func=module.run)
     return parser
 
 
+@contextlib.contextmanager
+def guarded(on: bool) -> Iterator[None]:
+    """`adapters.console.guarded`, imported only when a stream is to be guarded."""
+    if not on:
+        yield
+        return
+    from ci_policy.adapters.console import guarded as console_guarded
+
+    with console_guarded(True):
+        yield
+
+
+def write_commands(text: str) -> None:
+    from ci_policy.adapters.console import write_commands as console_write_commands
+
+    console_write_commands(text)
+
+
 def report_errors(errors: Sequence[Diagnostic], args: argparse.Namespace) -> None:
     """Input errors: annotations in github format, text otherwise; then how many."""
+    from pathlib import Path
+
+    from ci_policy.cli.paths import workspace_paths
     from ci_policy.render import diagnostics
 
     if args.format == "github":
@@ -99,13 +125,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Under GitHub Actions every line of both streams is parsed for workflow commands,
     # argparse's own errors (which quote the arguments) included: one guard for all of it.
     with guarded(os.environ.get("GITHUB_ACTIONS") == "true"):
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv, every=False).parse_args(argv)
         with guarded(getattr(args, "format", None) == "github"):
             return _dispatch(args)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
     from ci_policy.cli.extras import missing_extra
+    from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError
 
     missing = missing_extra(args)
     if missing is not None:

@@ -309,19 +309,20 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")
-    config_name, current_config = config_id(repo, args.config)
+    index = checkout_index(repo)  # one listing for the configuration, discovery and the content ids
+    config_name, current_config = config_id(repo, args.config, index)
     if current_config != plan_file.inputs.config:
         check_inputs(plan_file, Inputs(current_config, plan_file.inputs.labels, plan_file.inputs.files),
                      config_name, "")
     config = load_config(repo, args.config)
     # Discovered as `plan` discovers (from the git index in a git work tree), or the files differ.
-    files, errors = discover(repo, config, checkout_index(repo))
+    files, errors = discover(repo, config, index)
     # A test file discovery refused (a symlink) was invalid in the plan too; anything else is fatal.
     refused = {file for file, _ in plan_file.invalid}
     fatal = [d for d in errors if d.path not in refused]
     if fatal:
         raise InputErrors(fatal)
-    check_inputs(plan_file, checkout_inputs(repo, args.config, config.labels_file, files),
+    check_inputs(plan_file, checkout_inputs(repo, args.config, config.labels_file, files, index),
                  config.path, config.labels_file)
     labels, _missing = optional_labels(repo, config)
     snapshot = Snapshot(repo=repo, config=config, labels=labels, files=tuple(files), registrations=(),

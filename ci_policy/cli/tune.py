@@ -41,7 +41,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ci_policy.cli.options import add_checkout, add_format, add_token, api_url, positive_int, token
+from ci_policy.cli.options import (
+    add_cache,
+    add_checkout,
+    add_format,
+    add_token,
+    api_url,
+    positive_int,
+    scan_options,
+    token,
+)
 from ci_policy.errors import UsageError
 
 NAME = "tune"
@@ -53,6 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                                    "or job logs), show each stage's shard balance before and after, and "
                                    "optionally apply them.")
     add_checkout(p)
+    add_cache(p)
     p.add_argument("--from", dest="sources", action="append", default=[], metavar="PATH",
                    help="timing records (*.jsonl) or job logs (*.txt, *.log), files or directories; repeatable")
     p.add_argument("--github-run", action="append", default=[], metavar="OWNER/REPO/RUN_ID",
@@ -178,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     if args.github_run or repository is not None:
         secret = token(args, "--github-run" if args.github_run else
                        "--github-runs" if args.github_runs is not None else "--open-pr")
-    snapshot = load_snapshot(repo, args.config).require_valid()
+    snapshot = load_snapshot(repo, args.config, **scan_options(args, repo)).require_valid()
     config = snapshot.config
     if args.apply and config.estimates_file:
         raise UsageError(f"this repository keeps est_time in {config.estimates_file} (estimates_file); "

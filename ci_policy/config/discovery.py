@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,6 +176,26 @@ class Discovery:
         pattern = self.pattern_for(file)
         name = file.rsplit("/", 1)[-1]
         return any(fnmatch.fnmatchcase(name, p) for p in ((pattern,) if isinstance(pattern, str) else pattern))
+
+    def name_matcher(self) -> Callable[[str], bool]:
+        """`name_matches`, remembering the pattern(s) of each directory: a checkout lists
+        thousands of files in few directories, and every file of one directory is under
+        the same roots (unless it is itself named as a root: asked in full)."""
+        by_dir: dict[str, tuple[str, ...]] = {}
+        roots = frozenset(self.roots)
+
+        def matches(file: str) -> bool:
+            head, _, name = file.rpartition("/")
+            patterns = by_dir.get(head)
+            if patterns is None or file in roots:
+                pattern = self.pattern_for(file)
+                patterns = (pattern,) if isinstance(pattern, str) else tuple(pattern)
+                if file not in roots:
+                    by_dir[head] = patterns
+            if len(patterns) == 1:
+                return fnmatch.fnmatchcase(name, patterns[0])
+            return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+        return matches
 
     def excluded(self, path: str, *, directory: bool = False) -> bool:
         """Whether `exclude` (read as a .gitignore: the last matching glob wins) drops `path`.

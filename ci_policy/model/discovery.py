@@ -139,20 +139,27 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
     prefix = "" if root == "." else f"{root}/"
     # A directory below the root: whether candidates beneath it are looked at.
     open_dirs: dict[str, bool] = {}
+    # A candidate's directory: whether every directory on its way is looked into.
+    dir_ok: dict[str, bool] = {}
     top = os.path.join(os.fspath(repo), "")  # the paths are joined as strings: one lstat each, no Path
+    name_matches = discovery.name_matcher()
     for path in listed:
         if not path.startswith(prefix) or path == prefix:
             continue
-        parts = path[len(prefix):].split("/")
-        ok = True
-        for depth in range(1, len(parts)):
-            rel = prefix + "/".join(parts[:depth])
-            known = open_dirs.get(rel)
-            if known is None:
-                known = open_dirs[rel] = _enter(repo, rel, discovery, errors)
-            if not known:
-                ok = False
-                break
+        head = path.rpartition("/")[0]
+        ok = dir_ok.get(head)
+        if ok is None:  # the first candidate in this directory: its way is judged once
+            parts = path[len(prefix):].split("/")
+            ok = True
+            for depth in range(1, len(parts)):
+                rel = prefix + "/".join(parts[:depth])
+                known = open_dirs.get(rel)
+                if known is None:
+                    known = open_dirs[rel] = _enter(repo, rel, discovery, errors)
+                if not known:
+                    ok = False
+                    break
+            dir_ok[head] = ok
         if not ok:
             continue
         try:
@@ -164,7 +171,7 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
             continue
         if link:
             _refuse_symlink(repo, path, discovery, errors)
-        elif stat.S_ISREG(st.st_mode) and discovery.name_matches(path):
+        elif stat.S_ISREG(st.st_mode) and name_matches(path):
             _add_file(path, files, errors)
 
 

@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from ci_policy.config import Stage
 from ci_policy.config.gates import constraint_problems, steps_problems
@@ -47,6 +47,20 @@ from ci_policy.read.strictjson import loads
 SCHEMA = 1
 # A content id as `ci_policy.adapters.git.content_ids` writes it.
 CONTENT_ID_RE = re.compile(r"git:[0-9a-f]{40}|sha256:[0-9a-f]{64}")
+_HEX = "0123456789abcdef"
+
+
+def is_content_id(value: Any) -> TypeGuard[str]:
+    """`CONTENT_ID_RE.fullmatch(value)`, by slicing and stripping (a plan holds one per test file)."""
+    if not isinstance(value, str):
+        return False
+    if value.startswith("git:"):
+        body, size = value[4:], 40
+    elif value.startswith("sha256:"):
+        body, size = value[7:], 64
+    else:
+        return False
+    return len(body) == size and not body.strip(_HEX)
 # How many differences a refusal names before `and K more`.
 NAMED = 5
 HINT = ("re-run `ci-policy plan --format json` on this checkout and pass its output, "
@@ -133,6 +147,8 @@ class _Doc:
         return value
 
     def strings(self, value: Any, where: str) -> tuple[str, ...]:
+        if isinstance(value, list) and set(map(type, value)) <= {str}:
+            return tuple(value)  # the common case, without a location string per element
         return tuple(self.string(v, f"{where}[{i}]") for i, v in enumerate(self.array(value, where)))
 
     def boolean(self, value: Any, where: str) -> bool:
@@ -161,7 +177,7 @@ class _Doc:
     def content_id(self, value: Any, where: str, *, optional: bool = False) -> str | None:
         if value is None and optional:
             return None
-        if not isinstance(value, str) or not CONTENT_ID_RE.fullmatch(value):
+        if not is_content_id(value):
             raise self.fail(where, f"expected a content id (git:<40 hex> or sha256:<64 hex>), got {_shown(value)}")
         return value
 
@@ -232,7 +248,10 @@ def _inputs(doc: _Doc, raw: dict[str, Any]) -> Inputs:
     files_raw = doc.obj(doc.get(raw, "files", "inputs"), "inputs.files")
     files: dict[str, str] = {}
     for name, cid in files_raw.items():
-        files[doc.path(name, "inputs.files")] = str(doc.content_id(cid, f"inputs.files[{json.dumps(name)}]"))
+        if not (is_plain_relative(name) and is_content_id(cid)):  # the location is spelled out only on failure
+            doc.path(name, "inputs.files")
+            doc.content_id(cid, f"inputs.files[{json.dumps(name)}]")
+        files[name] = cid
     digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
     if inputs_dict(config, labels, files)["digest"] != digest:
         raise doc.fail("inputs.digest", "does not match the inputs it covers (the file was edited)")
@@ -249,7 +268,11 @@ def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileS
         raise doc.fail(f"{where}.decision", f"expected run or skip, got {_shown(decision)}")
     tests = []
     for i, t in enumerate(doc.array(doc.get(raw, "tests", where), f"{where}.tests")):
-        at = f"{where}.tests[{i}]"
+        entry = _plain_test(t, known)
+        if entry is not None:
+            tests.append(entry)
+            continue
+        at = f"{where}.tests[{i}]"  # something is wrong with it: read it field by field, naming the first fault
         t = doc.obj(t, at)
         file = doc.path(doc.get(t, "file", at), f"{at}.file")
         if file not in known:
@@ -271,10 +294,15 @@ def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileS
         if doc.count(doc.get(s, "index", at), f"{at}.index") != i:
             raise doc.fail(f"{at}.index", f"expected {i}: shards are numbered from 0 in order")
         files = doc.strings(doc.get(s, "files", at), f"{at}.files")
-        for j, f in enumerate(files):
-            if f not in test_files or f in placed:
-                raise doc.fail(f"{at}.files[{j}]", f"{_shown(f)} is not a test of the stage, or is in two shards")
-            placed.add(f)
+        distinct = set(files)
+        if len(distinct) == len(files) and distinct <= test_files and distinct.isdisjoint(placed):
+            placed |= distinct
+        else:
+            for j, f in enumerate(files):
+                if f not in test_files or f in placed:
+                    raise doc.fail(f"{at}.files[{j}]",
+                                   f"{_shown(f)} is not a test of the stage, or is in two shards")
+                placed.add(f)
         shards.append(Shard(index=i, est_seconds=doc.number(doc.get(s, "est_seconds", at), f"{at}.est_seconds",
                                                             MAX_EST_TIME * 10**6), files=files))
     return FileStage(name=name, decision=decision,
@@ -282,6 +310,24 @@ def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileS
                      tests=tuple(tests), shards=tuple(shards),
                      invalid=tuple(doc.path(p, f"{where}.invalid[{i}]") for i, p in
                                    enumerate(doc.array(doc.get(raw, "invalid", where), f"{where}.invalid"))))
+
+
+def _plain_test(t: Any, known: set[str]) -> tuple[str, float, str, int | None, str | None] | None:
+    """A `tests[]` entry that passes every check `_stage` makes, read without naming locations;
+    None when any check fails (`_stage` then reads it field by field to name the fault)."""
+    if not isinstance(t, dict):
+        return None
+    try:
+        file, est, source, line, marker = t["file"], t["est_time"], t["est_source"], t["line"], t["marker"]
+    except KeyError:
+        return None
+    # Every name in `known` passed `is_plain_relative` already.
+    if not (isinstance(file, str) and file in known and isinstance(source, str) and source in _EST_SOURCES
+            and is_finite_number(est) and 0 <= est <= MAX_EST_TIME
+            and (line is None or (type(line) is int and 1 <= line <= 10**9))
+            and (marker is None or isinstance(marker, str))):
+        return None
+    return file, est, source, line, marker
 
 
 def _gate(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> GateDeclaration:
@@ -328,6 +374,8 @@ def _diagnostic(doc: _Doc, raw: dict[str, Any], where: str) -> Diagnostic:
 
 def mismatches(recorded: Inputs, current: Inputs, config_name: str, labels_name: str) -> list[str]:
     """What differs, configuration and labels first, then the test files in path order."""
+    if recorded == current:
+        return []  # the common case, compared without a dict of either
     out = []
     if recorded.config != current.config:
         out.append(f"configuration {config_name} changed")

@@ -57,10 +57,17 @@ def is_plain_relative(rel: str) -> bool:
     """Whether `rel` is a repo-relative POSIX path `check_relative` accepts unchanged, with no
     control character: what a path read from an untrusted document (a plan file) must be.
 
-    Without building a path object: a plan file names every test file of the checkout.
+    Without building a path object or splitting it: a plan file names every test file of
+    the checkout. No part is empty, `.` or `..` exactly when the path framed by slashes
+    holds no `//`, `/./` or `/../` (a leading or trailing slash makes an empty part).
     """
-    return (bool(rel) and rel.strip() == rel and not rel.startswith("/") and "\\" not in rel
-            and not _CONTROL.search(rel) and all(part not in ("", ".", "..") for part in rel.split("/")))
+    if not rel or rel.strip() != rel or "\\" in rel:
+        return False
+    # An ASCII string is printable exactly when it has no control character.
+    if not (rel.isprintable() if rel.isascii() else _CONTROL.search(rel) is None):
+        return False
+    framed = f"/{rel}/"
+    return "//" not in framed and "/./" not in framed and "/../" not in framed
 
 
 def _lstat(path: str | Path) -> os.stat_result | None:

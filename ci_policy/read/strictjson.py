@@ -21,7 +21,10 @@ class DuplicateKey(CiPolicyError, ValueError):
 
 
 def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = dict(pairs)
+    if len(out) == len(pairs):
+        return out  # no key twice: the common case, decided without a loop in Python
+    out = {}
     for key, value in pairs:
         if key in out:
             raise DuplicateKey(key)

@@ -110,3 +110,10 @@ def test_a_sqlite_store_needs_no_psycopg_and_lint_needs_no_extra(tmp_path):
         "", "record.jsonl: --record: record.jsonl is not a readable metric record: [Errno 2] No such file or "
             "directory: 'record.jsonl'\n    hint: pass the record ci-policy run merged for this file\n"
             "ci-policy: 1 error\n", 1)
+
+
+def test_the_store_variable_is_the_stores_own() -> None:
+    from ci_policy.adapters import store
+    from ci_policy.cli import extras
+
+    assert extras.DATABASE_URL_ENV == store.DATABASE_URL_ENV

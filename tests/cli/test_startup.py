@@ -1,5 +1,6 @@
 """`ci-policy --help` and `--version` import no layer below the command line beyond what they print
-with (checked in `sys.modules` of a fresh interpreter, never by timing)."""
+with, and a subcommand no other subcommand's module (checked in `sys.modules` of a fresh
+interpreter, never by timing)."""
 
 from __future__ import annotations
 
@@ -7,25 +8,61 @@ import json
 import subprocess
 import sys
 
-import pytest
 from helpers import clean_env
 
 PROBE = """
 import json, sys
 from ci_policy.cli.main import main
 try:
-    main([sys.argv[1]])
+    main(sys.argv[1:])
 except SystemExit:
     pass
 sys.stderr.write(json.dumps(sorted(m for m in sys.modules if m.startswith("ci_policy") or m == "yaml")))
 """
 
 
-@pytest.mark.parametrize("flag", ["--help", "--version"])
-def test_help_and_version_import_only_the_command_line(flag: str, tmp_path) -> None:
-    proc = subprocess.run([sys.executable, "-c", PROBE, flag], capture_output=True, text=True, cwd=tmp_path,
+def _loaded(argv: list[str], cwd) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=cwd,
                           env=clean_env(), check=True)
-    loaded = [m for m in json.loads(proc.stderr) if not m.startswith("ci_policy.cli")]
+    return json.loads(proc.stderr)
+
+
+def test_help_imports_only_the_command_line(tmp_path) -> None:
+    loaded = [m for m in _loaded(["--help"], tmp_path) if not m.startswith("ci_policy.cli")]
     assert loaded == ["ci_policy", "ci_policy.adapters", "ci_policy.adapters.console", "ci_policy.errors",
                       "ci_policy.read", "ci_policy.read.numbers", "ci_policy.render", "ci_policy.render.escape",
                       "ci_policy.sdk", "ci_policy.sdk.markers"]
+
+
+def test_version_imports_no_subcommand(tmp_path) -> None:
+    assert _loaded(["--version"], tmp_path) == ["ci_policy", "ci_policy.cli", "ci_policy.cli.main", "ci_policy.sdk",
+                                                "ci_policy.sdk.markers"]
+
+
+def test_a_subcommand_imports_only_its_own_module(tmp_path) -> None:
+    commands = {m for m in _loaded(["result", "--help"], tmp_path) if m.startswith("ci_policy.cli.")}
+    assert commands == {"ci_policy.cli.main", "ci_policy.cli.result", "ci_policy.cli.options"}
+
+
+def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_path, capsys) -> None:
+    """`list --plan` (what `run --plan` reads before its first test): no test file is scanned,
+    so neither the scan cache nor the marker parser's adapters load, nor the metric store
+    (no gates, no store named), the GitHub gateway or the tuning code."""
+    import shutil
+
+    from helpers import EXAMPLE_REPO, run_cli
+
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    rc, out, _err = run_cli(["plan", "--repo", str(repo), "--event", "push", "--format", "json", "--no-cache"],
+                            capsys)
+    assert rc == 0
+    (tmp_path / "plan.json").write_text(out)
+    stage = next(s for s in json.loads(out)["stages"] if len(s["shards"]) == 1 and not s["invalid"])
+    loaded = _loaded(["list", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), "--stage",
+                      stage["name"], "--format", "json"], tmp_path)
+    assert [m for m in loaded if m.startswith("ci_policy.cli.")] == ["ci_policy.cli.extras", "ci_policy.cli.list",
+                                                                      "ci_policy.cli.main", "ci_policy.cli.options"]
+    unwanted = ("ci_policy.adapters.store", "ci_policy.adapters.scan_cache", "ci_policy.adapters.github",
+                "ci_policy.adapters.tuning", "ci_policy.adapters.runner")
+    assert [m for m in loaded if m.startswith(unwanted)] == []

@@ -118,6 +118,14 @@ def test_report_only_summary_and_csv_golden(work, capsys):
     assert texts(work / "gpu-repo") == before  # a report changes nothing
 
 
+def test_the_scan_cache_changes_no_report(work, tmp_path, capsys):
+    uncached = tune(capsys, "--from", "evidence", "--no-cache")
+    cache = tmp_path / "scan-cache"
+    assert tune(capsys, "--from", "evidence", "--cache", str(cache)) == uncached  # cold: written
+    assert [p.name.endswith(".pack.json") for p in cache.rglob("*.json")] == [True]
+    assert tune(capsys, "--from", "evidence", "--cache", str(cache)) == uncached  # warm: read
+
+
 def test_csv_has_every_column_and_status_and_cites_its_source(work, capsys):
     assert tune(capsys, "--from", "evidence", "--csv", "tune.csv")[0] == 0
     with open(work / "tune.csv", newline="", encoding="utf-8") as fh:

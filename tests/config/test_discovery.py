@@ -6,6 +6,8 @@ import textwrap
 
 import pytest
 from config_cases import CPU_STAGE, P, coded, coded_err, discovery, err, errors
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ci_policy.config import Discovery, ImplicitRoot, parse_config
 
@@ -289,3 +291,18 @@ def test_duplicate_implicit_root():
     text = implicit("{root: tests, backend: cpu, suite: cpu, est_time: 1}",
                     "{root: tests/, backend: cpu, suite: cpu, est_time: 2}")
     assert errors(text) == [(P, 6, 7, "discovery.implicit[1].root: duplicate implicit root 'tests'", None)]
+
+
+# -- name_matcher: name_matches with the pattern(s) kept per directory --------------------------
+
+_PARTS = st.sampled_from(["tests", "a", "test_x.py", "x_test.py", "b.py"])
+
+
+@given(roots=st.lists(st.lists(_PARTS, min_size=1, max_size=2).map("/".join), min_size=1, max_size=3, unique=True),
+       own=st.lists(st.sampled_from(["*_test.py", "test_*.py", "*.py"]), max_size=3),
+       files=st.lists(st.lists(_PARTS, min_size=1, max_size=4).map("/".join), max_size=12))
+def test_name_matcher_agrees_with_name_matches(roots, own, files):
+    disc = Discovery(roots=tuple(roots), root_patterns=tuple(zip(roots, own, strict=False)))
+    matches = disc.name_matcher()
+    for file in files + files:  # asked twice: the second answer comes from what it kept
+        assert matches(file) == disc.name_matches(file)

@@ -15,14 +15,22 @@ from hypothesis import strategies as st
 from render_cases import pr_plan, write_repo
 
 from ci_policy.errors import InputError, UsageError
-from ci_policy.plan.planfile import Inputs, check_inputs, inputs_dict, mismatches, read_plan_file
+from ci_policy.plan.planfile import (
+    CONTENT_ID_RE,
+    Inputs,
+    check_inputs,
+    inputs_dict,
+    is_content_id,
+    mismatches,
+    read_plan_file,
+)
 from ci_policy.read.checkout import check_relative, is_plain_relative
 from ci_policy.render.jsondoc import plan_dict
 
 A, B = "sha256:" + "a" * 64, "git:" + "b" * 40
 
 
-@given(st.text(alphabet="ab./\\ \x00\x01\x7f-", max_size=12))
+@given(st.text(alphabet="ab./\\ \x00\x01\x7f-\x85\u00e9\u2028", max_size=12))
 def test_a_plain_path_is_one_check_relative_keeps_as_it_is(text):
     try:
         kept = check_relative(text, field="path") == text
@@ -30,6 +38,14 @@ def test_a_plain_path_is_one_check_relative_keeps_as_it_is(text):
         kept = False
     control = any(ord(c) < 32 or ord(c) == 127 for c in text)
     assert is_plain_relative(text) == (kept and not control and text != ".")
+
+
+@given(st.text(alphabet="gitsha256:0123456789abcdefABx", max_size=75))
+def test_a_content_id_is_one_the_pattern_matches(text):
+    assert is_content_id(text) == bool(CONTENT_ID_RE.fullmatch(text))
+    for body in ("b" * 40, "0123456789abcdef" * 4):
+        for prefix in ("git:", "sha256:"):
+            assert is_content_id(prefix + body) == bool(CONTENT_ID_RE.fullmatch(prefix + body))
 
 
 @given(st.dictionaries(st.sampled_from(["tests/a.py", "tests/b.py", "t/c.py"]), st.sampled_from([A, B])))
