@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from cli.partial import partial_repo
@@ -190,3 +191,8 @@ def test_the_timing_records_of_a_run_validate(example_repo, tmp_path, capsys):
     for line in lines:
         assert_valid("timings", line)
 
+
+def test_the_shipped_config_schema_is_the_one_editors_load_from_the_example():
+    first = (EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=../../../ci_policy/schemas/config.schema.json"
+    assert (EXAMPLE_REPO / ".github" / Path(first.split("=", 1)[1])).resolve() == SCHEMA_DIR / "config.schema.json"
