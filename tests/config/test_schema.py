@@ -214,14 +214,15 @@ def test_what_the_loader_refuses_for_a_key_the_schema_refuses_there(text, codes,
 
 
 @pytest.mark.slow
-def test_check_jsonschema_validates_the_example_against_the_schema_file(tmp_path):
-    schema = tmp_path / "config.schema.json"
-    schema.write_text(json.dumps(SCHEMA), encoding="utf-8")
+def test_check_jsonschema_validates_every_configuration_against_the_shipped_file(tmp_path):
+    """The CLI a repository would run in a hook or a CI step, with the file the package ships (which
+    tests/render/test_output_schemas.py keeps equal to `config_schema()`)."""
+    schema = ROOT / "ci_policy" / "schemas" / "config.schema.json"
+    assert json.loads(schema.read_text(encoding="utf-8")) == SCHEMA
     tool = Path(sys.executable).parent / "check-jsonschema"
-    config = EXAMPLE_REPO / ".github" / "ci-policy.yml"
-    ok = subprocess.run([str(tool), "--schemafile", str(schema), str(config)], capture_output=True, text=True,
-                        check=False, timeout=120)
-    assert (ok.returncode, ok.stdout.strip()) == (0, "ok -- validation done"), ok.stderr
+    ok = subprocess.run([str(tool), "--schemafile", str(schema), *map(str, CONFIG_FILES)], capture_output=True,
+                        text=True, check=False, timeout=120)
+    assert (ok.returncode, ok.stdout.strip()) == (0, "ok -- validation done"), ok.stdout + ok.stderr
     bad = tmp_path / "ci-policy.yml"
     bad.write_text(VALID + "stages_extra: 1\n", encoding="utf-8")
     refused = subprocess.run([str(tool), "--schemafile", str(schema), str(bad)], capture_output=True, text=True,
