@@ -14,12 +14,15 @@ import pytest
 import yaml
 from config_cases import VALID
 from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, ROOT
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from ci_policy.config import parse_config
 from ci_policy.config.fields import REQUIRED, Key, Parser, Table
 from ci_policy.config.reference import EXAMPLE, _tables, markdown
 from ci_policy.config.schema import config_schema, key_schema, table_schema
+from ci_policy.config.stages import STAGE as STAGE_TABLE
 from ci_policy.config.top import TOP
 from ci_policy.errors import InputErrors
 
@@ -229,3 +232,75 @@ def test_check_jsonschema_validates_every_configuration_against_the_shipped_file
                              check=False, timeout=120)
     assert refused.returncode == 1
     assert "Additional properties are not allowed ('stages_extra' was unexpected)" in refused.stdout
+
+
+# -- property: the schema never refuses a configuration the loader accepts ---------------------------
+
+# Values tried for a key: each key's edges and defaults, the other types, and values some check refuses.
+VALUES = st.sampled_from([
+    0, 1, 2, 3, 10000, 10001, -1, 0.5, 604800, 604801, 1e9, True, False, None, "", " ", "x", "auto", "cpu", "cuda",
+    "npu", "python", "pytest", "regular", "nightly", "all", "run", "prune", "mean", "last", "tests", "/abs",
+    "a/../b", "./tests", "test_*.py", "a/b.py", "bad name", "v1", "CP201", "CP101", "latest", "bad tag!",
+    "ghcr.io/org/ci", "ghcr.io/org/ci:1", "{stage}", "FOO_*", "[", [], ["x"], ["x", "x"], ["nightly", "weekly"],
+    ["cpu"], ["v1", "v2"], [1, 2], ["tests/**"], {"default": 2}, {"default": 2, "schedule": 1}, {"x": 1},
+    {"exclude": ["x"]}, {"accelerator": False}, {"run-ci-all": None}, {"npu": None}, {"factor": 2, "floor": 60},
+    {"register_npu_ci": "cpu"}, {"stage": "string"}, {"0 15 * * *": "nightly"},
+])
+# Where a value goes: a stage's key, a top-level key, or a key of a section.
+PLACES = st.sampled_from([
+    *(("stages", 0, key.name) for key in STAGE_TABLE.keys),
+    *((key.name,) for key in TOP.keys if key.name not in ("version", "stages", "discovery")),
+    ("runner", "kill_grace"), ("runner", "timeout_from_est_time"), ("tune", "quantile"), ("tune", "deadband"),
+    ("gates", "window"), ("gates", "reference"), ("gates", "capture"), ("cadences", "merge_group"),
+    ("cadences", "nightly_exclude"), ("cadences", "schedules"), ("selection", "explicit"),
+    ("selection", "no_gpu_paths"),
+    ("lint", "workflows"), ("file_run", "default_tag"), ("file_run", "image"), ("markers", "suite"),
+    ("markers", "names"), ("markers", "extra_arguments"), ("discovery", "pattern"), ("discovery", "exclude"),
+    ("pull_request", "priority_labels"), ("backends",), ("scopes",),
+])
+
+
+def _put(doc: dict, place: tuple, value: object) -> None:
+    *parents, last = place
+    for step in parents:
+        doc = doc.setdefault(step, {}) if isinstance(step, str) else doc[step]
+    doc[last] = value
+
+
+def _key_schema(place: tuple) -> dict:
+    schema = SCHEMA
+    for step in place:
+        schema = schema["items"] if isinstance(step, int) else schema["properties"][step]
+    return schema
+
+
+def _edges(schema: dict) -> list:
+    """Values at the edges of what a key's schema accepts: its default, enum members, bounds."""
+    out = [schema["default"]] if "default" in schema else []
+    out += list(schema.get("enum", ())) + ([schema["const"]] if "const" in schema else [])
+    if schema.get("type") in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0) + 0.5)
+        out += [low, schema["maximum"]] if schema.get("type") == "number" else [int(low), schema["maximum"]]
+    if schema.get("type") == "array":
+        out += [[item] for item in _edges(schema["items"])[:3]]
+    for member in schema.get("anyOf", ()):
+        out += _edges(member)
+    return out
+
+
+@pytest.mark.slow
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PLACES.flatmap(lambda place: st.tuples(st.just(place), st.one_of(
+    st.sampled_from(_edges(_key_schema(place)) or [None]), VALUES))), max_size=3))
+def test_the_schema_never_refuses_a_configuration_the_loader_accepts(changes):
+    doc: dict = {"version": 1, "discovery": {"roots": ["tests"]}, "stages": [{"name": "cpu", "backend": "cpu"}]}
+    for place, value in changes:
+        if place[0] in doc and place[1:] and not isinstance(doc[place[0]], (dict, list)):
+            continue  # a section replaced by a scalar earlier holds no key
+        _put(doc, place, value)
+    text = json.dumps(doc)  # JSON is YAML
+    if loader_codes(text) is None:
+        assert schema_errors(text) == []
+    elif schema_errors(text) == []:
+        # The schema accepts what only a rule across keys (or a check it cannot state) refuses.
+        assert set(loader_codes(text) or ()) <= {"CP103", "CP105", "CP106", "CP108"}
