@@ -196,3 +196,16 @@ def test_the_shipped_config_schema_is_the_one_editors_load_from_the_example():
     first = (EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text(encoding="utf-8").splitlines()[0]
     assert first == "# yaml-language-server: $schema=../../../ci_policy/schemas/config.schema.json"
     assert (EXAMPLE_REPO / ".github" / Path(first.split("=", 1)[1])).resolve() == SCHEMA_DIR / "config.schema.json"
+
+
+@pytest.mark.slow
+def test_check_jsonschema_accepts_every_shipped_schema_with_ecmascript_patterns():
+    """Editors and check-jsonschema read `pattern` as ECMAScript: each one compiles as such (regress)."""
+    import subprocess
+    import sys
+
+    tool = Path(sys.executable).parent / "check-jsonschema"
+    proc = subprocess.run([str(tool), "--check-metaschema", "--regex-variant", "default",
+                           *sorted(str(p) for p in SCHEMA_DIR.glob("*.schema.json"))],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "ok -- validation done"), proc.stdout + proc.stderr
