@@ -426,7 +426,6 @@ def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], st
                     step_outputs={"plan": {"pr-event": pr, "pr-number": pr}},
                     hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("plan", "plan"): plan_step,
-                           ("plan", "plan-file"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("images", "image"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("result", "result"): result_step},
                     results={"stages": stage_results} if stage_results else None)
@@ -475,11 +474,10 @@ def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path)
     # The repository is checked out, planned and run at the head SHA.
     assert sim.jobs["plan"].runs[0].step("Check out the repository under test").with_["ref"] == HEAD
     assert plan_step.env["HEAD_SHA"] == HEAD
-    # The plan file is the same plan, written whole (a partial plan too) and kept with the diff.
-    plan_file = sim.jobs["plan"].runs[0].step("plan-file")
-    assert (plan_file.ran, plan_file.outcome) == (True, "success")
-    assert plan_inputs_of(plan_file.env) == plan_inputs_of(plan_step.env)
-    assert plan_file.env["HEAD_SHA"] == HEAD
+    # The plan file comes from the same planning, written whole (a partial plan too) and kept with the diff.
+    assert "--json-out ci-policy-plan/plan.json" in plan_step.step["run"]
+    assert [step.name for step in sim.jobs["plan"].runs[0].steps if "ci-policy plan " in step.step.get("run", "")] \
+        == [plan_step.name]
     keep = sim.jobs["plan"].runs[0].step("Keep the plan for the stage jobs")
     assert keep.with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan/", "if-no-files-found": "error"}
     planned = json.loads((tmp_path / "ci-policy-plan" / "plan.json").read_text())
@@ -663,11 +661,10 @@ def test_a_push_gets_the_write_store_only_on_the_default_branch(tmp_path, ref, e
     sim = simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"plan": s.plan}},
                    hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path)})
     assert store_urls(sim) == {SECRETS[expected]}
-    # A push is planned from its own before..after range, in the plan and in the plan file the stage jobs run.
-    for step in ("plan", "plan-file"):
-        env = sim.jobs["plan"].runs[0].step(step).env
-        assert (env["EVENT_NAME"], env["BASE_REV"], env["HEAD_REV"], env["FORCED"], env["DIFF_FILE"]) == (
-            "push", BASE, HEAD, "false", "")
+    # A push is planned from its own before..after range (the plan and the plan file the stage jobs run).
+    env = sim.jobs["plan"].runs[0].step("plan").env
+    assert (env["EVENT_NAME"], env["BASE_REV"], env["HEAD_REV"], env["FORCED"], env["DIFF_FILE"]) == (
+        "push", BASE, HEAD, "false", "")
 
 
 @pytest.mark.parametrize("action, cancels", [("synchronize", True), ("labeled", False), ("unlabeled", False),

@@ -9,17 +9,23 @@
   exits 1.
 - `--head-sha SHA` (a full commit SHA, or empty): the tag of the images the plan builds, in
   the stage jobs of the json and github formats (`ci_policy.plan.jobs`).
+- `--json-out FILE`: the plan JSON (as `--format json` prints it) is also written to FILE,
+  whole even for a partial plan, so one planning gives both the chosen format and the plan
+  file the stage jobs read (`run --plan`). Written atomically (a temporary file beside it,
+  then a rename); a FILE that cannot be written is exit 2 naming the option.
 - `--explain FILE` (text or json): instead of the plan, why one file runs where it runs
   (`ci_policy.plan.explain`); exit 0 whatever the file's status, since the explanation is
   the whole answer.
 - Refused: bad plan inputs or a malformed `--head-sha` (exit 2, naming the option); a configuration, labels,
   discovery or estimates-file error (exit 1, nothing planned); `--explain` with a path
-  that is not repo-relative, or with markdown or github format (exit 2).
+  that is not repo-relative, with markdown or github format, or with `--json-out` (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import uuid
 from pathlib import Path
@@ -52,6 +58,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--head-sha", default="", metavar="SHA",
                    help="the head commit's full SHA (40 hex digits): tags the images the plan builds "
                         "(stage_matrix, images_to_build); empty: no image is built")
+    p.add_argument("--json-out", metavar="FILE", default=None,
+                   help="also write the plan JSON (as --format json prints it) to FILE, for `run --plan` "
+                        "and `list --plan`; written whole for a partial plan too")
     p.add_argument("--explain", metavar="FILE", default=None,
                    help="instead of the plan, explain one repo-relative test file: each stage it is registered "
                         "to, the rule that selected or skipped it, its shard (text or json)")
@@ -79,6 +88,22 @@ def _head_sha(value: str) -> str | None:
     return value
 
 
+def _write_json_out(path: str, document: str) -> None:
+    from ci_policy.errors import UsageError
+
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "x", encoding="utf-8") as fh:
+            fh.write(document + "\n")
+        os.replace(temporary, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise UsageError(f"cannot write the plan file: {exc.strerror or exc}", source="--json-out",
+                         hint="name a file in an existing, writable directory") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.errors import UsageError
@@ -88,6 +113,9 @@ def run(args: argparse.Namespace) -> int:
         if args.format not in ("text", "json"):
             raise UsageError(f"explains in text or json, not {args.format}", source="--explain",
                              hint="pass --format text or --format json")
+        if args.json_out is not None:
+            raise UsageError("--explain prints an explanation instead of the plan, so there is no plan to write",
+                             source="--json-out", hint="run the plan and the explanation as two commands")
         file = _explain_path(args.explain)
         plan = plan_from_args(args)
         from ci_policy.plan.explain import explain
@@ -97,8 +125,12 @@ def run(args: argparse.Namespace) -> int:
               else render.explain_text(explanation, plan))
         return 0
     plan = plan_from_args(args)
+    wants_json = args.format == "json" or args.json_out is not None
+    document = render.plan_json(plan, head_sha, plan_inputs_of(args, plan)) if wants_json else ""
+    if args.json_out is not None:
+        _write_json_out(args.json_out, document)
     if args.format == "json":
-        print(render.plan_json(plan, head_sha, plan_inputs_of(args, plan)))
+        print(document)
     elif args.format == "markdown":
         print(render.plan_markdown(plan), end="")
     elif args.format == "github":

@@ -292,3 +292,39 @@ def test_a_configuration_outside_the_checkout_is_named_as_given(example, monkeyp
     assert run(["list", *base, "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == (
         1, "", "plan.json: the plan does not match the checkout: configuration trusted/ci-policy.yml changed\n"
                f"    {HINT}ci-policy: 1 error\n")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "github"])
+@pytest.mark.parametrize("inputs", LIST_INPUTS[:2])
+def test_json_out_writes_the_plan_json_beside_any_format(monkeypatch, tmp_path, capsys, fmt, inputs):
+    monkeypatch.chdir(ROOT)
+    for name in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.setenv(name, str(tmp_path / name))
+    expected = run(["plan", *inputs, "--format", "json"], capsys)
+    alone = run(["plan", *inputs, "--format", fmt], capsys)
+    out = tmp_path / "out" / "plan.json"
+    out.parent.mkdir()
+    assert run(["plan", *inputs, "--format", fmt, "--json-out", str(out)], capsys) == alone
+    assert out.read_text() == expected[1]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["plan.json"]
+
+
+def test_json_out_is_written_whole_for_a_partial_plan(make_repo, tmp_path, capsys):
+    repo, inputs = partial_repo(make_repo)
+    rc, out, err = run(["plan", "--repo", str(repo), *inputs, "--format", "json"], capsys)
+    assert rc == 1 and BAD in err
+    assert run(["plan", "--repo", str(repo), *inputs, "--json-out", str(tmp_path / "plan.json")], capsys)[0] == 1
+    assert (tmp_path / "plan.json").read_text() == out
+
+
+def test_json_out_usage_errors(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(ROOT)
+    inputs = LIST_INPUTS[0].values[0]
+    assert run(["plan", *inputs, "--json-out", str(tmp_path / "missing" / "plan.json")], capsys) == (
+        2, "", "ci-policy plan: error: --json-out: cannot write the plan file: No such file or directory\n"
+               "    hint: name a file in an existing, writable directory\n")
+    assert run(["plan", *inputs, "--explain", "tests/fast/test_kl.py", "--json-out", str(tmp_path / "p.json")],
+               capsys) == (
+        2, "", "ci-policy plan: error: --json-out: --explain prints an explanation instead of the plan, so there "
+               "is no plan to write\n    hint: run the plan and the explanation as two commands\n")
+    assert not (tmp_path / "p.json").exists()

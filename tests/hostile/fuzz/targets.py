@@ -25,10 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from hypothesis import strategies as st
 
 from ci_policy.errors import CiPolicyError
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = Path(__file__).resolve().parent
@@ -124,7 +127,17 @@ def _text(data: bytes) -> str:
 
 
 def _refused(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: {exc}".replace(_scratch_dir(), "<dir>")
+
+
+def _outcome(read: Callable[[], T], accepted: Callable[[T], str],
+             refusals: tuple[type[BaseException], ...] = (CiPolicyError,)) -> str:
+    """`accepted(read())`, or the refusal when `read` raises one of its documented `refusals`."""
+    try:
+        value = read()
+    except refusals as exc:
+        return _refused(exc)
+    return accepted(value)
 
 
 def _scratch() -> Path:
@@ -162,21 +175,15 @@ def _example():  # type: ignore[no-untyped-def]
 def run_config(data: bytes) -> str:
     from ci_policy.config.top import parse_config
 
-    try:
-        config = parse_config(_text(data), ".github/ci-policy.yml")
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {len(config.stages)} stage(s)"
+    return _outcome(lambda: parse_config(_text(data), ".github/ci-policy.yml"),
+                    lambda config: f"ok: {len(config.stages)} stage(s)")
 
 
 def run_labels(data: bytes) -> str:
     from ci_policy.read.labels import parse_labels
 
-    try:
-        registry = parse_labels(_text(data), "labels.py")
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {', '.join(registry.names)}"
+    return _outcome(lambda: parse_labels(_text(data), "labels.py"),
+                    lambda registry: f"ok: {', '.join(registry.names)}")
 
 
 def run_markers(data: bytes) -> str:
@@ -201,81 +208,53 @@ def run_markers(data: bytes) -> str:
 def run_diff(data: bytes) -> str:
     from ci_policy.read.diff import parse_name_status
 
-    try:
-        changes = parse_name_status(data, "pr.diff")
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {len(changes)} change(s)"
+    return _outcome(lambda: parse_name_status(data, "pr.diff"), lambda changes: f"ok: {len(changes)} change(s)")
 
 
 def run_unified(data: bytes) -> str:
     from ci_policy.read.unified import name_status_from_unified
 
-    try:
-        out = name_status_from_unified(_text(data), "pr.diff")
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {out!r}"
+    return _outcome(lambda: name_status_from_unified(_text(data), "pr.diff"), lambda out: f"ok: {out!r}")
 
 
 def run_grammar(data: bytes) -> str:
     from ci_policy.adapters.github.grammar import parse
 
-    try:
-        command = parse(_text(data))
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {command}"
+    return _outcome(lambda: parse(_text(data)), lambda command: f"ok: {command}")
 
 
 def run_access(data: bytes) -> str:
     from ci_policy.adapters.github.access import parse_access_policy
 
-    try:
-        policy = parse_access_policy(_text(data), _example()[1])
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {len(policy.groups)} group(s), {len(policy.commands)} command(s)"
+    return _outcome(lambda: parse_access_policy(_text(data), _example()[1]),
+                    lambda policy: f"ok: {len(policy.groups)} group(s), {len(policy.commands)} command(s)")
 
 
 def run_strictjson(data: bytes) -> str:
     """Documented: `DuplicateKey`, else what `json.loads` raises (ValueError, RecursionError)."""
     from ci_policy.read.strictjson import loads
 
-    try:
-        value = loads(_text(data))
-    except (CiPolicyError, ValueError, RecursionError) as exc:
-        return _refused(exc)
-    return f"ok: {type(value).__name__}"
+    return _outcome(lambda: loads(_text(data)), lambda value: f"ok: {type(value).__name__}",
+                    (CiPolicyError, ValueError, RecursionError))
 
 
 def run_labels_json(data: bytes) -> str:
     from ci_policy.plan.policy import parse_labels_json
 
-    try:
-        return f"ok: {parse_labels_json(_text(data))}"
-    except CiPolicyError as exc:
-        return _refused(exc)
+    return _outcome(lambda: parse_labels_json(_text(data)), lambda labels: f"ok: {labels}")
 
 
 def run_needs_json(data: bytes) -> str:
     from ci_policy.plan.outcome import outcome, parse_needs
 
-    try:
-        jobs = parse_needs(_text(data))
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {outcome(False, jobs).ok}"
+    return _outcome(lambda: parse_needs(_text(data)), lambda jobs: f"ok: {outcome(False, jobs).ok}")
 
 
 def run_estimates(data: bytes) -> str:
     from ci_policy.model.estimates import parse_estimates
 
-    try:
-        table = parse_estimates(_text(data), "ci/estimates.json")
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {len(table)} estimate(s)"
+    return _outcome(lambda: parse_estimates(_text(data), "ci/estimates.json"),
+                    lambda table: f"ok: {len(table)} estimate(s)")
 
 
 def run_log(data: bytes) -> str:
@@ -289,11 +268,8 @@ def run_log(data: bytes) -> str:
 def run_timings(data: bytes) -> str:
     from ci_policy.adapters.tuning.records import read_records
 
-    try:
-        rows = read_records(_file("timings.jsonl", data), job_name="gpu-a (0)")
-    except CiPolicyError as exc:
-        return _refused(exc).replace(str(_scratch()), "<dir>")
-    return f"ok: {len(rows)} row(s)"
+    return _outcome(lambda: read_records(_file("timings.jsonl", data), job_name="gpu-a (0)"),
+                    lambda rows: f"ok: {len(rows)} row(s)")
 
 
 def run_metric_records(data: bytes) -> str:
@@ -303,14 +279,9 @@ def run_metric_records(data: bytes) -> str:
     """
     from ci_policy.read.records import merge_records, read_record
 
-    shown = []
-    for read in (lambda: merge_records(_file("records/metrics-1-a.jsonl", data).parent),
-                 lambda: read_record(_file("record.json", data))):
-        try:
-            shown.append(f"ok: {len(read())} series")
-        except (CiPolicyError, ValueError) as exc:
-            shown.append(_refused(exc).replace(str(_scratch()), "<dir>"))
-    return "; ".join(shown)
+    return "; ".join(_outcome(read, lambda series: f"ok: {len(series)} series", (CiPolicyError, ValueError))
+                     for read in (lambda: merge_records(_file("records/metrics-1-a.jsonl", data).parent),
+                                  lambda: read_record(_file("record.json", data))))
 
 
 def run_workflows(data: bytes) -> str:
@@ -332,11 +303,10 @@ def run_pull_request(data: bytes) -> str:
     """A pull_request event's `pull_request` object (or the API's answer) as `pull-request` reads it."""
     from ci_policy.adapters.github.pulls import pull_request_of
 
-    try:
-        pull = pull_request_of(_event(data), "event payload", "event.json")
-    except (CiPolicyError, ValueError, RecursionError) as exc:  # ValueError, RecursionError: json's own
-        return _refused(exc)
-    return f"ok: #{pull.number} labels {list(pull.labels)}"
+    # ValueError, RecursionError: json's own.
+    return _outcome(lambda: pull_request_of(_event(data), "event payload", "event.json"),
+                    lambda pull: f"ok: #{pull.number} labels {list(pull.labels)}",
+                    (CiPolicyError, ValueError, RecursionError))
 
 
 def run_comment_event(data: bytes) -> str:
@@ -364,11 +334,8 @@ def run_archive(data: bytes) -> str:
     from ci_policy.adapters.github.download import _records_of_archive
     from ci_policy.adapters.tuning.records import read_records
 
-    try:
-        rows = _records_of_archive(data, "o/r", 1, "timings", read_records)
-    except CiPolicyError as exc:
-        return _refused(exc)
-    return f"ok: {len(rows)} row(s)"
+    return _outcome(lambda: _records_of_archive(data, "o/r", 1, "timings", read_records),
+                    lambda rows: f"ok: {len(rows)} row(s)")
 
 
 # -- strategies ----------------------------------------------------------------------------------
