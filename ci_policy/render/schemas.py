@@ -306,8 +306,8 @@ ESTIMATES = document({
 # name -> (title, what it describes, the schema, or a function making it)
 _SCHEMAS: dict[str, tuple[str, str, Schema | Callable[[], Schema]]] = {
     "config": ("", "", config_schema),
-    "plan": ("ci-policy plan", "`ci-policy plan --format json`, also the plan file `list --plan` and `run --plan` "
-             "read.", PLAN),
+    "plan": ("ci-policy plan", "`ci-policy plan --format json`, and the plan file `plan --json-out` writes and "
+             "`list --plan` and `run --plan` read.", PLAN),
     "registry": ("ci-policy registry", "`ci-policy registry --format json`.", REGISTRY),
     "lint": ("ci-policy lint", "`ci-policy lint --format json`.", LINT),
     "timings": ("ci-policy timing record", "One line of a timing-records file (JSON Lines) that `ci-policy run` "

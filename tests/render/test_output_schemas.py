@@ -149,6 +149,14 @@ def test_the_outputs_on_the_example_and_fixture_repositories_validate(argv, name
     assert_valid(name, out)
 
 
+def test_the_plan_file_validates(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    plan_file = tmp_path / "plan.json"
+    rc, _out, err = run_cli(["plan", "--repo", "examples/gpu-repo", *QUICKSTART, "--json-out", str(plan_file)], capsys)
+    assert (rc, err) == (0, "")
+    assert_valid("plan", plan_file.read_text(encoding="utf-8"))
+
+
 def test_the_outputs_of_a_partial_checkout_validate(make_repo, capsys):
     repo, inputs = partial_repo(make_repo)
     for argv, name in ((["plan", *inputs], "plan"), (["registry"], "registry"), (["lint"], "lint"),
