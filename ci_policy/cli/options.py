@@ -294,7 +294,8 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     """`--plan FILE`: the file's plan, once its inputs match the checkout; no test file is parsed.
 
     The configuration's content id is checked first, before it is parsed: under another
-    configuration the discovered files and their stages mean something else.
+    configuration the discovered files and their stages mean something else. Only the
+    stage asked for (`--stage`) is read from the file: `list` and `run` show and run no other.
     """
     from ci_policy.adapters.git import checkout_index
     from ci_policy.adapters.inputs import checkout_inputs, config_id
@@ -304,7 +305,7 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     from ci_policy.model.snapshot import Snapshot, optional_labels
     from ci_policy.plan.planfile import Inputs, check_inputs, plan_of, read_plan_file
 
-    plan_file = read_plan_file(_plan_text(args.plan), args.plan)
+    plan_file = read_plan_file(_plan_text(args.plan), args.plan, args.stage)
     repo = Path(args.repo)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),

@@ -4,10 +4,13 @@
   ids of the configuration, the labels file (None: there is none) and every discovered
   test file, with `digest`, `sha256:` of the canonical JSON (sorted keys, no spaces,
   UTF-8) of the other three.
-- `read_plan_file(text, source)`: a plan file (the plan job's `plan --format json`,
-  untrusted: it crosses jobs as an artifact) parsed with the strict JSON reader into a
-  `PlanFile`; every path must be a plain repo-relative path (`read.checkout` rules), every
-  number in range (`read.numbers`), every shard's file one of its stage's tests.
+- `read_plan_file(text, source, stage=None)`: a plan file (the plan job's `plan --format
+  json`, untrusted: it crosses jobs as an artifact) parsed with the strict JSON reader into
+  a `PlanFile`; every path must be a plain repo-relative path (`read.checkout` rules), every
+  number in range (`read.numbers`), every shard's file one of its stage's tests. Given
+  `stage` (what a stage job runs) and a plan that has it, the other stages are read for
+  their names only and left out of the `PlanFile`: a stage job does not pay for the
+  thousands of tests of the others.
 - `mismatches(recorded, current, ...)`: what differs between the plan's inputs and the
   checkout's, in the words the refusal prints (`tests/a/test_x.py changed`).
 - `plan_of(plan_file, snapshot)`: the `Plan` that `list` and `run` read, rebuilt from the
@@ -194,8 +197,11 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def read_plan_file(text: str, source: str) -> PlanFile:
-    """Parse and check a plan file; `UsageError` (naming `--plan`) for anything that is not a plan."""
+def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile:
+    """Parse and check a plan file; `UsageError` (naming `--plan`) for anything that is not a plan.
+
+    With `stage`, only that stage is read whole and kept, when the plan has it.
+    """
     doc = _Doc(source)
     try:
         raw = loads(text)
@@ -206,9 +212,12 @@ def read_plan_file(text: str, source: str) -> PlanFile:
         raise doc.fail("schema", f"expected schema {SCHEMA}, got {_shown(top.get('schema'))}")
     inputs = _inputs(doc, doc.obj(doc.get(top, "inputs", ""), "inputs"))
     known = {name for name, _ in inputs.files}
-    stages = tuple(_stage(doc, doc.obj(s, f"stages[{i}]"), f"stages[{i}]", known)
-                   for i, s in enumerate(doc.array(doc.get(top, "stages", ""), "stages")))
-    names = [s.name for s in stages]
+    raw_stages = [doc.obj(s, f"stages[{i}]") for i, s in enumerate(doc.array(doc.get(top, "stages", ""), "stages"))]
+    names = [doc.string(doc.get(s, "name", f"stages[{i}]"), f"stages[{i}].name") for i, s in enumerate(raw_stages)]
+    # A stage the plan lacks: every stage is read, and the refusal lists them.
+    whole = stage is None or stage not in names
+    stages = tuple(_stage(doc, s, f"stages[{i}]", known) for i, s in enumerate(raw_stages)
+                   if whole or names[i] == stage)
     if len(set(names)) != len(names):
         raise doc.fail("stages", "a stage is planned twice")
     trust = doc.string(doc.get(top, "trust", ""), "trust")
