@@ -1,9 +1,10 @@
 """One plan per CI run: the plan's `inputs`, and a plan file read back for `list` and `run`.
 
-- `inputs_dict(config_id, labels_id, files)`: the plan JSON's `inputs` object, the content
-  ids of the configuration, the labels file (None: there is none) and every discovered
-  test file, with `digest`, `sha256:` of the canonical JSON (sorted keys, no spaces,
-  UTF-8) of the other three.
+- `inputs_dict(config_id, labels_id, files, tree)`: the plan JSON's `inputs` object, the
+  content ids of the configuration, the labels file (None: there is none) and every
+  discovered test file, the git tree the checkout exactly was (None: not a git work tree,
+  or one with changes, see `adapters.git.clean_tree`), with `digest`, `sha256:` of the
+  canonical JSON (sorted keys, no spaces, UTF-8) of the other four.
 - `read_plan_file(text, source, stage=None)`: a plan file (the plan job's `plan --format
   json`, untrusted: it crosses jobs as an artifact) parsed with the strict JSON reader into
   a `PlanFile`; every path must be a plain repo-relative path (`read.checkout` rules), every
@@ -50,6 +51,7 @@ from ci_policy.read.strictjson import loads
 SCHEMA = 1
 # A content id as `ci_policy.adapters.git.content_ids` writes it.
 CONTENT_ID_RE = re.compile(r"git:[0-9a-f]{40}|sha256:[0-9a-f]{64}")
+TREE_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HEX = "0123456789abcdef"
 
 
@@ -75,9 +77,11 @@ def canonical_json(value: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-def inputs_dict(config_id: str | None, labels_id: str | None, files: Mapping[str, str]) -> dict[str, Any]:
-    """The plan JSON's `inputs`: the three content-id fields and their digest."""
-    body: dict[str, Any] = {"config": config_id, "labels": labels_id, "files": dict(sorted(files.items()))}
+def inputs_dict(config_id: str | None, labels_id: str | None, files: Mapping[str, str],
+                tree: str | None = None) -> dict[str, Any]:
+    """The plan JSON's `inputs`: the content ids, the checkout's clean tree, and their digest."""
+    body: dict[str, Any] = {"config": config_id, "labels": labels_id, "files": dict(sorted(files.items())),
+                            "tree": tree}
     return {**body, "digest": "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()}
 
 
@@ -86,6 +90,9 @@ class Inputs:
     config: str | None
     labels: str | None
     files: tuple[tuple[str, str], ...]
+    # The git tree the checkout exactly was (`adapters.git.clean_tree`): a stage job whose
+    # checkout is that same clean tree has the same files, so it need not list them.
+    tree: str | None = None
 
 
 @dataclass(frozen=True)
@@ -261,10 +268,13 @@ def _inputs(doc: _Doc, raw: dict[str, Any]) -> Inputs:
             doc.path(name, "inputs.files")
             doc.content_id(cid, f"inputs.files[{json.dumps(name)}]")
         files[name] = cid
+    tree = doc.get(raw, "tree", "inputs")
+    if tree is not None and not (isinstance(tree, str) and TREE_RE.fullmatch(tree)):
+        raise doc.fail("inputs.tree", f"expected null or a git tree id (40 or 64 hex digits), got {_shown(tree)}")
     digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
-    if inputs_dict(config, labels, files)["digest"] != digest:
+    if inputs_dict(config, labels, files, tree)["digest"] != digest:
         raise doc.fail("inputs.digest", "does not match the inputs it covers (the file was edited)")
-    return Inputs(config, labels, tuple(sorted(files.items())))
+    return Inputs(config, labels, tuple(sorted(files.items())), tree)
 
 
 _EST_SOURCES = ("literal", "implicit", "estimates")
