@@ -13,6 +13,11 @@
   the way), anything that is not a regular file, a gitlink.
 - `checkout_index`: the same two `git ls-files` runs as the kinds of the paths git lists
   (file, symlink, gitlink) with their blob ids; None outside a git work tree.
+- `clean_tree`: the id of the git tree the checkout exactly is (`HEAD:./`, so a checkout
+  that is a subdirectory of a work tree has its own), when `git status` finds nothing
+  under it: no staged, unstaged or untracked (not ignored) change; None otherwise or
+  outside a git work tree. Two checkouts with the same clean tree list the same files with
+  the same blob ids, so a stage job can trust the plan's listing without making its own.
 - git runs with an argument list (no shell), external diff drivers, textconv and
   fsmonitor hooks disabled, stdin closed, a timeout, and a cap on what it may print.
 """
@@ -141,6 +146,22 @@ def checkout_index(repo: Path) -> dict[str, IndexEntry] | None:
         previous = out.get(path)
         out[path] = IndexEntry(previous.kind if previous is not None else "file", None)
     return out
+
+
+_TREE_ID_RE = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64})\n?")
+
+
+def clean_tree(repo: Path) -> str | None:
+    """The tree id of the checkout when it has no change git would report, else None."""
+    tree = _git_output(repo, ["rev-parse", "--verify", "--quiet", "HEAD:./"], limit=200)
+    found = _TREE_ID_RE.fullmatch(tree) if tree is not None else None
+    if found is None:
+        return None
+    # Any output at all is a change (limit 0): staged, unstaged, or an untracked file that
+    # is not ignored; a modified submodule counts too.
+    status = _git_output(repo, ["status", "--porcelain=v1", "-z", "--untracked-files=all",
+                                "--ignore-submodules=none", "--", "."], limit=0)
+    return found.group(1).decode("ascii") if status == b"" else None
 
 
 def sha256_id(repo: Path, rel: str) -> str | None:

@@ -7,6 +7,10 @@
   configuration outside the checkout (a trusted copy of the base commit's) is hashed
   directly: `sha256:<hex>` of its bytes.
 - Never follows a symlink inside the checkout (`content_ids` gives a symlink no id).
+- `unchanged_since(repo, config_arg, recorded)`: True when the checkout is exactly the clean
+  git tree the plan recorded (`recorded.tree`, see `adapters.git.clean_tree`) and a
+  configuration outside the checkout still has the recorded content id: then the plan's
+  `inputs` are the checkout's, with no listing, discovery or hashing of test files.
 - `index`: the checkout's git listing when the caller already made it
   (`adapters.git.checkout_index`, None outside a git work tree), so that one command runs
   `git ls-files` once; by default it is made here.
@@ -20,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import EllipsisType
 
-from ci_policy.adapters.git import checkout_index, ids_from_index
+from ci_policy.adapters.git import checkout_index, clean_tree, ids_from_index
 from ci_policy.config import DEFAULT_CONFIG
 from ci_policy.model.discovery import IndexEntry
 from ci_policy.plan.planfile import Inputs
@@ -64,6 +68,14 @@ def config_id(repo: Path, config_arg: str | Path | None, index: Listing = ...) -
     if outside is not None:
         return name, _sha256_file(outside)
     return name, ids_from_index(repo, _listing(repo, index), [name]).get(name)
+
+
+def unchanged_since(repo: Path, config_arg: str | Path | None, recorded: Inputs) -> bool:
+    if recorded.tree is None or clean_tree(repo) != recorded.tree:
+        return False
+    _name, outside = config_location(repo, config_arg)
+    # Inside the checkout the configuration is part of the tree; outside, it is hashed.
+    return outside is None or _sha256_file(outside) == recorded.config
 
 
 def checkout_inputs(repo: Path, config_arg: str | Path | None, labels_file: str, files: Iterable[str],

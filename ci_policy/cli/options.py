@@ -21,8 +21,10 @@ from ci_policy.errors import UsageError
 from ci_policy.read.numbers import is_finite_number
 
 if TYPE_CHECKING:
+    from ci_policy.config import Config
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan
+    from ci_policy.plan.planfile import PlanFile
 
 Format = Literal["text", "json", "markdown", "github"]
 
@@ -294,21 +296,28 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     """`--plan FILE`: the file's plan, once its inputs match the checkout; no test file is parsed.
 
     The configuration's content id is checked first, before it is parsed: under another
-    configuration the discovered files and their stages mean something else.
+    configuration the discovered files and their stages mean something else. A checkout
+    that is exactly the clean git tree the plan recorded is not listed, discovered or hashed
+    at all (`adapters.inputs.unchanged_since`). Only the stage asked for (`--stage`) is read
+    from the file: `list` and `run` show and run no other.
     """
     from ci_policy.adapters.git import checkout_index
-    from ci_policy.adapters.inputs import checkout_inputs, config_id
+    from ci_policy.adapters.inputs import checkout_inputs, config_id, unchanged_since
     from ci_policy.config import load_config
     from ci_policy.errors import InputError, InputErrors
-    from ci_policy.model.discovery import discover
-    from ci_policy.model.snapshot import Snapshot, optional_labels
-    from ci_policy.plan.planfile import Inputs, check_inputs, plan_of, read_plan_file
+    from ci_policy.plan.planfile import Inputs, check_inputs, read_plan_file
 
-    plan_file = read_plan_file(_plan_text(args.plan), args.plan)
+    plan_file = read_plan_file(_plan_text(args.plan), args.plan, args.stage)
     repo = Path(args.repo)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")
+    if unchanged_since(repo, args.config, plan_file.inputs):
+        # The same clean git tree: the same files, ids and configuration as the plan's.
+        return _file_plan(plan_file, repo, load_config(repo, args.config),
+                          tuple(name for name, _ in plan_file.inputs.files))
+    from ci_policy.model.discovery import discover
+
     index = checkout_index(repo)  # one listing for the configuration, discovery and the content ids
     config_name, current_config = config_id(repo, args.config, index)
     if current_config != plan_file.inputs.config:
@@ -324,20 +333,28 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
         raise InputErrors(fatal)
     check_inputs(plan_file, checkout_inputs(repo, args.config, config.labels_file, files, index),
                  config.path, config.labels_file)
+    return _file_plan(plan_file, repo, config, tuple(files))
+
+
+def _file_plan(plan_file: PlanFile, repo: Path, config: Config, files: tuple[str, ...]) -> Plan:
+    from ci_policy.model.snapshot import Snapshot, optional_labels
+    from ci_policy.plan.planfile import plan_of
+
     labels, _missing = optional_labels(repo, config)
-    snapshot = Snapshot(repo=repo, config=config, labels=labels, files=tuple(files), registrations=(),
-                        gates=(), errors=())
+    snapshot = Snapshot(repo=repo, config=config, labels=labels, files=files, registrations=(), gates=(),
+                        errors=())
     return plan_of(plan_file, snapshot)
 
 
 def plan_inputs_of(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
     """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from."""
+    from ci_policy.adapters.git import clean_tree
     from ci_policy.adapters.inputs import checkout_inputs
     from ci_policy.plan.planfile import inputs_dict
 
     config = plan.config
     inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files)
-    return inputs_dict(inputs.config, inputs.labels, dict(inputs.files))
+    return inputs_dict(inputs.config, inputs.labels, dict(inputs.files), clean_tree(Path(args.repo)))
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:

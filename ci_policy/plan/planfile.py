@@ -1,13 +1,17 @@
 """One plan per CI run: the plan's `inputs`, and a plan file read back for `list` and `run`.
 
-- `inputs_dict(config_id, labels_id, files)`: the plan JSON's `inputs` object, the content
-  ids of the configuration, the labels file (None: there is none) and every discovered
-  test file, with `digest`, `sha256:` of the canonical JSON (sorted keys, no spaces,
-  UTF-8) of the other three.
-- `read_plan_file(text, source)`: a plan file (the plan job's `plan --format json`,
-  untrusted: it crosses jobs as an artifact) parsed with the strict JSON reader into a
-  `PlanFile`; every path must be a plain repo-relative path (`read.checkout` rules), every
-  number in range (`read.numbers`), every shard's file one of its stage's tests.
+- `inputs_dict(config_id, labels_id, files, tree)`: the plan JSON's `inputs` object, the
+  content ids of the configuration, the labels file (None: there is none) and every
+  discovered test file, the git tree the checkout exactly was (None: not a git work tree,
+  or one with changes, see `adapters.git.clean_tree`), with `digest`, `sha256:` of the
+  canonical JSON (sorted keys, no spaces, UTF-8) of the other four.
+- `read_plan_file(text, source, stage=None)`: a plan file (the plan job's `plan --format
+  json`, untrusted: it crosses jobs as an artifact) parsed with the strict JSON reader into
+  a `PlanFile`; every path must be a plain repo-relative path (`read.checkout` rules), every
+  number in range (`read.numbers`), every shard's file one of its stage's tests. Given
+  `stage` (what a stage job runs) and a plan that has it, the other stages are read for
+  their names only and left out of the `PlanFile`: a stage job does not pay for the
+  thousands of tests of the others.
 - `mismatches(recorded, current, ...)`: what differs between the plan's inputs and the
   checkout's, in the words the refusal prints (`tests/a/test_x.py changed`).
 - `plan_of(plan_file, snapshot)`: the `Plan` that `list` and `run` read, rebuilt from the
@@ -47,6 +51,7 @@ from ci_policy.read.strictjson import loads
 SCHEMA = 1
 # A content id as `ci_policy.adapters.git.content_ids` writes it.
 CONTENT_ID_RE = re.compile(r"git:[0-9a-f]{40}|sha256:[0-9a-f]{64}")
+TREE_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _HEX = "0123456789abcdef"
 
 
@@ -72,9 +77,11 @@ def canonical_json(value: Any) -> bytes:
                       allow_nan=False).encode("utf-8")
 
 
-def inputs_dict(config_id: str | None, labels_id: str | None, files: Mapping[str, str]) -> dict[str, Any]:
-    """The plan JSON's `inputs`: the three content-id fields and their digest."""
-    body: dict[str, Any] = {"config": config_id, "labels": labels_id, "files": dict(sorted(files.items()))}
+def inputs_dict(config_id: str | None, labels_id: str | None, files: Mapping[str, str],
+                tree: str | None = None) -> dict[str, Any]:
+    """The plan JSON's `inputs`: the content ids, the checkout's clean tree, and their digest."""
+    body: dict[str, Any] = {"config": config_id, "labels": labels_id, "files": dict(sorted(files.items())),
+                            "tree": tree}
     return {**body, "digest": "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()}
 
 
@@ -83,6 +90,9 @@ class Inputs:
     config: str | None
     labels: str | None
     files: tuple[tuple[str, str], ...]
+    # The git tree the checkout exactly was (`adapters.git.clean_tree`): a stage job whose
+    # checkout is that same clean tree has the same files, so it need not list them.
+    tree: str | None = None
 
 
 @dataclass(frozen=True)
@@ -194,8 +204,11 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def read_plan_file(text: str, source: str) -> PlanFile:
-    """Parse and check a plan file; `UsageError` (naming `--plan`) for anything that is not a plan."""
+def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile:
+    """Parse and check a plan file; `UsageError` (naming `--plan`) for anything that is not a plan.
+
+    With `stage`, only that stage is read whole and kept, when the plan has it.
+    """
     doc = _Doc(source)
     try:
         raw = loads(text)
@@ -206,9 +219,12 @@ def read_plan_file(text: str, source: str) -> PlanFile:
         raise doc.fail("schema", f"expected schema {SCHEMA}, got {_shown(top.get('schema'))}")
     inputs = _inputs(doc, doc.obj(doc.get(top, "inputs", ""), "inputs"))
     known = {name for name, _ in inputs.files}
-    stages = tuple(_stage(doc, doc.obj(s, f"stages[{i}]"), f"stages[{i}]", known)
-                   for i, s in enumerate(doc.array(doc.get(top, "stages", ""), "stages")))
-    names = [s.name for s in stages]
+    raw_stages = [doc.obj(s, f"stages[{i}]") for i, s in enumerate(doc.array(doc.get(top, "stages", ""), "stages"))]
+    names = [doc.string(doc.get(s, "name", f"stages[{i}]"), f"stages[{i}].name") for i, s in enumerate(raw_stages)]
+    # A stage the plan lacks: every stage is read, and the refusal lists them.
+    whole = stage is None or stage not in names
+    stages = tuple(_stage(doc, s, f"stages[{i}]", known) for i, s in enumerate(raw_stages)
+                   if whole or names[i] == stage)
     if len(set(names)) != len(names):
         raise doc.fail("stages", "a stage is planned twice")
     trust = doc.string(doc.get(top, "trust", ""), "trust")
@@ -252,10 +268,13 @@ def _inputs(doc: _Doc, raw: dict[str, Any]) -> Inputs:
             doc.path(name, "inputs.files")
             doc.content_id(cid, f"inputs.files[{json.dumps(name)}]")
         files[name] = cid
+    tree = doc.get(raw, "tree", "inputs")
+    if tree is not None and not (isinstance(tree, str) and TREE_RE.fullmatch(tree)):
+        raise doc.fail("inputs.tree", f"expected null or a git tree id (40 or 64 hex digits), got {_shown(tree)}")
     digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
-    if inputs_dict(config, labels, files)["digest"] != digest:
+    if inputs_dict(config, labels, files, tree)["digest"] != digest:
         raise doc.fail("inputs.digest", "does not match the inputs it covers (the file was edited)")
-    return Inputs(config, labels, tuple(sorted(files.items())))
+    return Inputs(config, labels, tuple(sorted(files.items())), tree)
 
 
 _EST_SOURCES = ("literal", "implicit", "estimates")

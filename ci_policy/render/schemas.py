@@ -26,7 +26,7 @@ from ci_policy.config.cadences import CADENCES
 from ci_policy.config.schema import DRAFT, config_schema, schema_id
 from ci_policy.plan.explain import Status
 from ci_policy.plan.outcome import RESULTS
-from ci_policy.plan.planfile import CONTENT_ID_RE
+from ci_policy.plan.planfile import CONTENT_ID_RE, TREE_RE
 from ci_policy.plan.policy import EVENTS, TRUSTS
 
 Schema = dict[str, Any]
@@ -161,8 +161,12 @@ PLAN = document({
     "gates": array(GATE),
     "inputs": obj({"config": nullable(CONTENT_ID), "labels": nullable(CONTENT_ID),
                    "files": {"type": "object", "additionalProperties": CONTENT_ID},
+                   "tree": nullable({"type": "string", "pattern": f"^(?:{TREE_RE.pattern})$",
+                                     "description": "The git tree the checkout exactly was; null when it had "
+                                                    "changes or is no git work tree."}),
                    "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}},
-                  description="Content ids of what the plan read, and their digest (`run --plan` checks them)."),
+                  description="Content ids of what the plan read, the checkout's clean tree, and their digest "
+                              "(`run --plan` checks them)."),
 }, optional=("inputs",))
 
 EXPLAIN = document({

@@ -206,3 +206,59 @@ def test_content_ids_refuse_a_listing_over_the_cap(tracked: Path, monkeypatch) -
     monkeypatch.setattr(git_module, "MAX_LISTING_BYTES", 10)
     assert git_module._git_output(tracked, ["ls-files", "-s", "-z"], limit=10) is None
     assert git_module.checkout_index(tracked) is None
+
+
+@pytest.fixture
+def clean(tmp_path: Path, git_env) -> Path:
+    """A committed work tree with a checkout in a subdirectory, and an ignored file."""
+    root = tmp_path / "clean"
+    (root / "sub" / "tests").mkdir(parents=True)
+    (root / "sub" / "tests" / "test_a.py").write_bytes(b"a = 1\n")
+    (root / "top.py").write_bytes(b"top\n")
+    (root / ".gitignore").write_bytes(b"*.log\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    (root / "sub" / "run.log").write_bytes(b"ignored\n")
+    return root
+
+
+def test_clean_tree_is_the_checkouts_own_tree(clean: Path) -> None:
+    assert git_module.clean_tree(clean) == git(clean, "rev-parse", "HEAD^{tree}")
+    assert git_module.clean_tree(clean / "sub") == git(clean, "rev-parse", "HEAD:sub")
+    assert git_module.clean_tree(clean / "sub") != git_module.clean_tree(clean)
+
+
+@pytest.mark.parametrize("change", ["modified", "staged", "untracked", "deleted", "symlink"])
+def test_any_change_under_the_checkout_leaves_no_clean_tree(clean: Path, change: str) -> None:
+    test = clean / "sub" / "tests" / "test_a.py"
+    if change == "modified":
+        test.write_bytes(b"a = 2\n")
+    elif change == "staged":
+        test.write_bytes(b"a = 2\n")
+        git(clean, "add", "-A")
+        test.write_bytes(b"a = 1\n")  # the work tree is HEAD's again; the index is not
+    elif change == "untracked":
+        (clean / "sub" / "tests" / "test_new.py").write_bytes(b"new\n")
+    elif change == "deleted":
+        test.unlink()
+    else:
+        test.unlink()
+        test.symlink_to(clean / "top.py")
+    assert git_module.clean_tree(clean / "sub") is None
+    assert git_module.clean_tree(clean) is None
+
+
+def test_a_change_outside_a_subdirectory_checkout_is_not_its_change(clean: Path) -> None:
+    (clean / "top.py").write_bytes(b"changed\n")
+    (clean / "untracked.py").write_bytes(b"new\n")
+    assert git_module.clean_tree(clean / "sub") == git(clean, "rev-parse", "HEAD:sub")
+    assert git_module.clean_tree(clean) is None
+
+
+def test_no_clean_tree_outside_git_or_before_the_first_commit(tmp_path: Path, git_env) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert git_module.clean_tree(plain) is None
+    git(plain, "init", "-q")
+    assert git_module.clean_tree(plain) is None

@@ -267,9 +267,9 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
     assert (rc, err) == (0, "")
     doc = json.loads(out)
     inputs = doc.pop("inputs")
-    assert sorted(inputs) == ["config", "digest", "files", "labels"]
+    assert sorted(inputs) == ["config", "digest", "files", "labels", "tree"]
     assert set(FAST) < set(inputs["files"])
-    assert inputs == inputs_dict(inputs["config"], inputs["labels"], inputs["files"])
+    assert inputs == inputs_dict(inputs["config"], inputs["labels"], inputs["files"], inputs["tree"])
     assert {g["file"] for g in doc.pop("gates")} == {f"tests/e2e/session_server/test_session_{name}.py"
                                                     for name in ("multiturn", "tool_calls")}
     assert doc == {

@@ -9,7 +9,9 @@ stage or shard not in it (exit 2), `--plan` together with plan inputs (exit 2).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -65,7 +67,7 @@ def test_the_inputs_name_every_discovered_test_file(example, capsys, tmp_path):
     assert set(inputs["files"]) == {r["file"] for r in json.loads(out)["registrations"]}
     assert all(cid.startswith(("sha256:", "git:")) for cid in inputs["files"].values())
     assert inputs["labels"] is not None and inputs["config"] is not None
-    assert inputs == inputs_dict(inputs["config"], inputs["labels"], inputs["files"])
+    assert inputs == inputs_dict(inputs["config"], inputs["labels"], inputs["files"], inputs["tree"])
 
 
 # -- run --plan runs what run runs ------------------------------------------------------------
@@ -160,13 +162,36 @@ MISMATCHES = [
 ]
 
 
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+                           "-c", "commit.gpgsign=false", *args], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def committed(repo: Path, monkeypatch) -> Path:
+    """`repo` made a git work tree with everything committed: a clean tree."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "planned")
+    return repo
+
+
 @pytest.mark.parametrize("change, named", MISMATCHES)
 @pytest.mark.parametrize("command", ["list", "run"])
+@pytest.mark.parametrize("in_git", [False, True], ids=["plain", "git"])
 def test_a_changed_checkout_is_refused_naming_what_differs(example, monkeypatch, tmp_path, capsys, change, named,
-                                                           command):
+                                                           command, in_git):
+    if in_git:
+        committed(example, monkeypatch)
     monkeypatch.chdir(tmp_path)
-    write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    plan = write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    assert (plan["inputs"]["tree"] is not None) is in_git
     change(example)
+    if in_git and command == "run":  # committed: a clean checkout, but of another tree
+        git(example, "add", "-A")
+        git(example, "commit", "-q", "-m", "changed")
     assert run([command, "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == (
         1, "", f"plan.json: the plan does not match the checkout: {named}\n    {HINT}ci-policy: 1 error\n")
 
@@ -328,3 +353,28 @@ def test_json_out_usage_errors(monkeypatch, tmp_path, capsys):
         2, "", "ci-policy plan: error: --json-out: --explain prints an explanation instead of the plan, so there "
                "is no plan to write\n    hint: run the plan and the explanation as two commands\n")
     assert not (tmp_path / "p.json").exists()
+
+
+def test_a_clean_checkout_of_the_planned_tree_is_not_listed_again(example, monkeypatch, tmp_path, capsys):
+    from ci_policy.model import discovery
+
+    committed(example, monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    plan = write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    assert plan["inputs"]["tree"] == git(example, "rev-parse", "HEAD^{tree}")
+    expected = run(["list", "--repo", str(example), "--event", "push", "--stage", "stage-a-cpu"], capsys)
+    calls = []
+    real = discovery.discover
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(discovery, "discover", counted)
+    listed = ["list", "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"]
+    assert run(listed, capsys) == expected
+    assert calls == []
+    # An untracked file (not a test) makes the tree unclean: listed, discovered, compared, and still the plan's.
+    (example / "notes.txt").write_text("notes\n")
+    assert run(listed, capsys) == expected
+    assert calls == [example]

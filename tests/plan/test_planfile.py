@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from render_cases import pr_plan, write_repo
@@ -149,3 +150,28 @@ def test_the_plan_read_back_is_the_plan_that_was_written():
     assert (p.event, p.cadence, p.trust, p.raw_labels, p.include_labels, p.bypass_fastfail, p.write_baseline) == \
         (q.event, q.cadence, q.trust, q.raw_labels, q.include_labels, q.bypass_fastfail, q.write_baseline)
     assert back.warnings == plan.warnings and back.config is snapshot.config
+
+
+def test_a_stage_job_reads_its_own_stage_only(tmp_path):
+    doc = document(tmp_path)
+    names = [s["name"] for s in doc["stages"]]
+    assert len(names) >= 2
+    whole = read_plan_file(json.dumps(doc), "plan.json")
+    for name in names:
+        mine = read_plan_file(json.dumps(doc), "plan.json", name)
+        assert mine.stages == tuple(s for s in whole.stages if s.name == name)
+        assert (mine.inputs, mine.gates, mine.invalid) == (whole.inputs, whole.gates, whole.invalid)
+    # A stage the plan lacks: every stage is read, for the refusal to list them.
+    assert read_plan_file(json.dumps(doc), "plan.json", "no-such-stage").stages == whole.stages
+    # Another stage's tests are not read, so a fault there does not stop this stage's job...
+    doc["stages"][1]["tests"] = "not a list"
+    assert read_plan_file(json.dumps(doc), "plan.json", names[0]).stages == whole.stages[:1]
+    # ...but every stage's name is, and a stage planned twice is still refused.
+    doc["stages"][1] = {**doc["stages"][0]}
+    with pytest.raises(UsageError) as refused:
+        read_plan_file(json.dumps(doc), "plan.json", names[0])
+    assert refused.value.message == "plan.json: stages: a stage is planned twice"
+    doc["stages"][1] = {"name": 7}
+    with pytest.raises(UsageError) as refused:
+        read_plan_file(json.dumps(doc), "plan.json", names[0])
+    assert refused.value.message == "plan.json: stages[1].name: expected a string, got a number"
