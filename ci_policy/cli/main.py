@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 # Each subcommand's name and module (in `ci_policy.cli`), in the order `ci-policy --help` lists them.
 SUBCOMMANDS = (("init", "init"), ("lint", "lint"), ("registry", "registry"), ("plan", "plan"), ("list", "list"),
                ("run", "run"), ("result", "result"), ("gate", "gate"), ("tune", "tune"), ("file-run", "file_run"),
-               ("comment", "comment"), ("pull-request", "pull_request"), ("report-status", "report_status"))
+               ("comment", "comment"), ("pull-request", "pull_request"), ("report-status", "report_status"),
+               ("schema", "schema"))
 
 
 class Parser(argparse.ArgumentParser):

@@ -56,7 +56,9 @@ BACKEND = Table("backends.<name>", "A declared backend (null keeps the defaults)
                 "`accelerator: false`. A built-in may be listed to set its `container_options`.", (
     Key("accelerator", fields.boolean(), True,
         "Tests of this backend need an accelerator runner (image, `runs_on`, diff pruning, labels)."),
-    Key("container_options", fields.string("string (docker run options)", _check_container_options), None,
+    Key("container_options", fields.string("string (docker run options)", _check_container_options,
+                                           item={"maxLength": MAX_CONTAINER_OPTIONS,
+                                                 "pattern": "^[^\\x00-\\x1f\\x7f]*$"}), None,
         "The `docker run` options of its stage jobs' containers (the plan's `stage_matrix`).",
         shown_default="cuda: `--gpus all`; rocm: `--device /dev/kfd --device /dev/dri --group-add video "
                       "--group-add render`; others: none"),
@@ -133,7 +135,9 @@ def parse_backends(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
                     container_options=FrozenMap(options))
 
 
-BACKENDS_SECTION = Parser("mapping of backend name to null or a backend", parse_backends, BACKEND)
+BACKENDS_SECTION = Parser("mapping of backend name to null or a backend", parse_backends, BACKEND, schema={
+    "type": "object", "propertyNames": {"pattern": f"^(?:{BACKEND_NAME})$"},
+    "additionalProperties": {"anyOf": [{"type": "null"}, fields.TABLE]}})
 
 
 def backends_of(ctx: Context) -> Any:
@@ -169,5 +173,10 @@ def _parse_backend(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     return check_backend(s, node, where, backends)
 
 
+# A backend name: a built-in one, or one declared under `backends` (the schema cannot check which).
+BACKEND_SCHEMA: fields.JsonSchema = {"anyOf": [{"type": "string", "enum": list(BUILTIN_BACKENDS)},
+                                               {"type": "string", "pattern": f"^(?:{BACKEND_NAME})$"}]}
+
+
 def backend_parser() -> Parser:
-    return Parser("cpu | cuda | rocm | a declared backend", _parse_backend)
+    return Parser("cpu | cuda | rocm | a declared backend", _parse_backend, schema=BACKEND_SCHEMA)

@@ -21,7 +21,7 @@ from typing import Any, Literal, get_args
 import yaml
 
 from ci_policy.config import codes, fields
-from ci_policy.config.backends import backends_of, check_backend
+from ci_policy.config.backends import BACKEND_SCHEMA, backends_of, check_backend
 from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table, Values, mapping_of, strings
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -55,7 +55,9 @@ def _parse_cadence_list(s: Schema, node: yaml.Node, where: str, ctx: Context) ->
 
 
 def cadence_list() -> Parser:
-    return Parser("non-empty list of " + " | ".join(CADENCES), _parse_cadence_list)
+    return Parser("non-empty list of " + " | ".join(CADENCES), _parse_cadence_list,
+                  schema={"type": "array", "items": {"type": "string", "enum": list(CADENCES)}, "minItems": 1,
+                          "uniqueItems": True})
 
 
 def _parse_backend_list(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
@@ -66,10 +68,14 @@ def _parse_backend_list(s: Schema, node: yaml.Node, where: str, ctx: Context) ->
     return _unique_items(s, items, where, lambda item, at: check_backend(s, item, at, backends))
 
 
+# A key of `schedules`: five fields separated by whitespace (`str.split`).
+CRON_PATTERN = r"^\s*\S+(?:\s+\S+){4}\s*$"
+
 SCHEDULE = Table("cadences.schedules.<cron>", "A schedule written as a mapping: its cadence and the stages it plans "
                  "(a stage must match `backends` and `stages` when both are given).", (
     Key("cadence", fields.choice(CADENCES), REQUIRED, "The cadence this cron runs."),
-    Key("backends", Parser("non-empty list of backends", _parse_backend_list), (),
+    Key("backends", Parser("non-empty list of backends", _parse_backend_list,
+                           schema={"type": "array", "items": BACKEND_SCHEMA, "minItems": 1, "uniqueItems": True}), (),
         "Only stages of these backends are planned; the others are skipped.", shown_default="every backend"),
     Key("stages", strings("non-empty list of stage-name globs", non_empty=True), (),
         "Only stages whose name matches one of these globs (fnmatch: `*`, `?`, `[...]`) are planned.",
@@ -140,7 +146,10 @@ def _parse_schedules(s: Schema, node: yaml.Node, where: str, ctx: Context) -> An
 
 CADENCES_TABLE = Table("cadences", "Which scheduled run is which cadence.", (
     Key("schedules", Parser("mapping of cron expression to " + " | ".join(CADENCES) + " or a schedule",
-                            _parse_schedules, SCHEDULE),
+                            _parse_schedules, SCHEDULE, schema={
+                                "type": "object", "propertyNames": {"pattern": CRON_PATTERN},
+                                "additionalProperties": {"anyOf": [{"type": "string", "enum": list(CADENCES)},
+                                                                   fields.TABLE]}}),
         FrozenMap(), "The workflow's `on.schedule[].cron` entries and the cadence each one runs "
         "(a schedule: a cadence and the stages it plans).",
         shown_default="none"),

@@ -52,7 +52,9 @@ def _parse_pattern(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     return s.string(node, where, check=_check_pattern)
 
 
-PATTERN = Parser("basename glob or non-empty list of them", _parse_pattern)
+_BASENAME: fields.JsonSchema = {"type": "string", "pattern": "^[^/\\\\]+$"}
+PATTERN = Parser("basename glob or non-empty list of them", _parse_pattern, schema={"anyOf": [
+    _BASENAME, {"type": "array", "items": _BASENAME, "minItems": 1, "uniqueItems": True}]})
 
 ROOT = Table("discovery.roots[]", "A root written as a mapping: a directory with its own pattern(s).", (
     Key("path", fields.relative_path(), REQUIRED, "Directory searched for test files."),
@@ -146,12 +148,15 @@ def _parse_roots(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 
 
 DISCOVERY_TABLE = Table("discovery", "Where test files are found.", (
-    Key("roots", Parser("non-empty list of repo-relative directories or {path, pattern}", _parse_roots, ROOT),
+    Key("roots", Parser("non-empty list of repo-relative directories or {path, pattern}", _parse_roots, ROOT,
+                        schema={"type": "array", "items": {"anyOf": [fields.RELATIVE_PATH, fields.TABLE]},
+                                "minItems": 1}),
         REQUIRED, "Directories searched for test files."),
     Key("pattern", PATTERN, "test_*.py", "File names that are test files."),
     Key("exclude", fields.strings("list of globs", check=fields.check_glob), (),
         "Paths dropped from discovery (e.g. `**/conftest.py`, a vendored directory).", shown_default="none"),
-    Key("implicit", Parser("list of implicit roots", _parse_implicit, IMPLICIT), (),
+    Key("implicit", Parser("list of implicit roots", _parse_implicit, IMPLICIT,
+                           schema={"type": "array", "items": fields.TABLE}), (),
         "Registrations for test files without a `register_*_ci` call.", shown_default="none"),
 ))
 

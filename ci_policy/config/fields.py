@@ -5,7 +5,10 @@
 - Out: `Table.read` checks a YAML mapping's keys (required, unknown with a did-you-mean,
   duplicate) and parses every present key with its parser, in table order, into `Values`;
   the section's build function then applies the cross-field checks and makes the dataclass.
-  `ci_policy.config.reference` renders the same tables as the README reference.
+  `ci_policy.config.reference` renders the same tables as the README reference, and
+  `ci_policy.config.schema` as the JSON Schema of the file: each parser carries the JSON
+  Schema of the values it accepts (`Parser.schema`, as far as its checks can be written
+  in JSON Schema), with `TABLE` standing for the object its nested table reads.
 - Every number key has a range (`integer`, `number`: `ci_policy.read.numbers`), shown in the
   reference and in the hint of an out-of-range value.
 - Also here: `FrozenMap`, the read-only (and hashable) mapping the sections store, and the
@@ -84,6 +87,24 @@ class _Required:
 
 REQUIRED: Any = _Required()
 
+# A JSON Schema fragment: JSON values, where `TABLE` (or `table_object(...)`) may stand for
+# the object schema of the parser's table.
+JsonSchema = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class TableObject:
+    """In a parser's schema: the object its table reads, with `extra` keywords added."""
+
+    extra: JsonSchema = field(default_factory=dict, compare=False)
+
+
+TABLE = TableObject()
+
+
+def table_object(**extra: Any) -> TableObject:
+    return TableObject(extra)
+
 
 @dataclass(frozen=True)
 class Parser:
@@ -93,6 +114,9 @@ class Parser:
     parse: ParseFn
     # The table of the mapping (or of each list item) this key holds, for the reference.
     table: Table | None = None
+    # The JSON Schema of the accepted values (`TABLE`: the object `table` reads), for
+    # `ci_policy.config.schema`; every parser of a key has one.
+    schema: JsonSchema | TableObject | None = field(default=None, compare=False)
 
     def __call__(self, s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
         return self.parse(s, node, where, ctx)
@@ -108,6 +132,8 @@ class Key:
     doc: str
     # The reference shows this instead of the default's repr (a computed or a long default).
     shown_default: str | None = None
+    # The default depends on other keys (`shown_default` says how): the JSON Schema gives none.
+    computed_default: bool = False
 
     @property
     def required(self) -> bool:
@@ -192,30 +218,55 @@ class Values:
 # -- parsers shared by several sections ----------------------------------------------------------
 
 def boolean() -> Parser:
-    return Parser("boolean", lambda s, n, w, c: s.scalar(n, w, bool))
+    return Parser("boolean", lambda s, n, w, c: s.scalar(n, w, bool), schema={"type": "boolean"})
+
+
+def _bound(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+def integer_schema(minimum: int, maximum: int = MAX_COUNT) -> JsonSchema:
+    return {"type": "integer", "minimum": minimum, "maximum": maximum}
 
 
 def integer(minimum: int, maximum: int = MAX_COUNT) -> Parser:
     return Parser(f"integer in {number_range(minimum, maximum)}",
-                  lambda s, n, w, c: s.number(n, w, minimum=minimum, maximum=maximum, integer=True))
+                  lambda s, n, w, c: s.number(n, w, minimum=minimum, maximum=maximum, integer=True),
+                  schema=integer_schema(minimum, maximum))
 
 
 def number(minimum: float = 0.0, maximum: float = MAX_NUMBER, *, strict: bool = False) -> Parser:
     kind = f"number in {number_range(minimum, maximum, strict=strict)}"
-    return Parser(kind, lambda s, n, w, c: s.number(n, w, minimum=minimum, maximum=maximum, strict=strict))
+    lower = "exclusiveMinimum" if strict else "minimum"
+    return Parser(kind, lambda s, n, w, c: s.number(n, w, minimum=minimum, maximum=maximum, strict=strict),
+                  schema={"type": "number", lower: _bound(minimum), "maximum": _bound(maximum)})
 
 
-def string(kind: str = "string", check: Check | None = None) -> Parser:
-    return Parser(kind, lambda s, n, w, c: s.string(n, w, check=check))
+def string_schema(item: JsonSchema | None = None) -> JsonSchema:
+    """A string, with `item`'s keywords (a pattern, lengths) where its check can be written so."""
+    return {"type": "string", **(item or {})}
+
+
+def string(kind: str = "string", check: Check | None = None, *, item: JsonSchema | None = None) -> Parser:
+    return Parser(kind, lambda s, n, w, c: s.string(n, w, check=check), schema=string_schema(item))
 
 
 def choice(options: Iterable[str]) -> Parser:
     shown = tuple(options)
-    return Parser(" | ".join(shown), lambda s, n, w, c: s.choice(n, w, shown))
+    return Parser(" | ".join(shown), lambda s, n, w, c: s.choice(n, w, shown),
+                  schema={"type": "string", "enum": list(shown)})
 
 
-def strings(kind: str = "list of strings", *, non_empty: bool = False, check: Check | None = None) -> Parser:
-    return Parser(kind, lambda s, n, w, c: s.string_list(n, w, non_empty=non_empty, check=check))
+def strings_schema(*, non_empty: bool = False, item: JsonSchema | None = None) -> JsonSchema:
+    """A list of distinct strings (`Schema.string_list` refuses a repeated one)."""
+    return {"type": "array", "items": string_schema(item), **({"minItems": 1} if non_empty else {}),
+            "uniqueItems": True}
+
+
+def strings(kind: str = "list of strings", *, non_empty: bool = False, check: Check | None = None,
+            item: JsonSchema | None = None) -> Parser:
+    return Parser(kind, lambda s, n, w, c: s.string_list(n, w, non_empty=non_empty, check=check),
+                  schema=strings_schema(non_empty=non_empty, item=item))
 
 
 def relative(s: Schema, node: yaml.Node, where: str) -> Any:
@@ -230,8 +281,16 @@ def relative(s: Schema, node: yaml.Node, where: str) -> Any:
         return INVALID
 
 
+# What `check_relative` accepts: no surrounding whitespace, no backslash or NUL, not
+# absolute, no `..` segment.
+RELATIVE_PATH: JsonSchema = {
+    "type": "string",
+    "pattern": r"^(?!/)(?!(?:.*/)?\.\.(?:/|$))[^\s\\\x00](?:[^\\\x00]*[^\s\\\x00])?$",
+}
+
+
 def relative_path() -> Parser:
-    return Parser("repo-relative path", lambda s, n, w, c: relative(s, n, w))
+    return Parser("repo-relative path", lambda s, n, w, c: relative(s, n, w), schema=RELATIVE_PATH)
 
 
 def mapping_of(table: Table, build: Callable[[Schema, Values], Any]) -> Parser:
@@ -241,7 +300,7 @@ def mapping_of(table: Table, build: Callable[[Schema, Values], Any]) -> Parser:
         values = table.read(s, node, where, ctx)
         return INVALID if values is None else build(s, values)
 
-    return Parser("mapping (below)", parse, table)
+    return Parser("mapping (below)", parse, table, schema=TABLE)
 
 
 def list_of(table: Table, build: Callable[[Values], Any], kind: str) -> Parser:
@@ -258,7 +317,7 @@ def list_of(table: Table, build: Callable[[Values], Any], kind: str) -> Parser:
             items.append(build(values))
         return tuple(items)
 
-    return Parser(kind, parse, table)
+    return Parser(kind, parse, table, schema={"type": "array", "items": TABLE})
 
 
 def check_glob(value: str) -> str | None:

@@ -15,13 +15,16 @@ from typing import Any
 
 import yaml
 
-from ci_policy.config.backends import backends_of
+from ci_policy.config.backends import BACKEND_NAME, backends_of
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table, Values, mapping_of, number, string
 from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 IMAGE_REPO_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*")
+
+
+IMAGE_REPO_SCHEMA = {"type": "string", "pattern": f"^(?:{IMAGE_REPO_RE.pattern})$"}
 
 
 def check_repo(value: str) -> str | None:
@@ -52,9 +55,13 @@ def _parse_image(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 
 FILE_RUN_TABLE = Table("file_run", "How `/rerun-test` places one test file.", (
     Key("image", Parser("mapping of backend (cpu | cuda | rocm | a declared one) to an image repository (no tag)",
-                        _parse_image), FrozenMap(), "Container image of each backend's rerun job.",
+                        _parse_image, schema={"type": "object",
+                                              "propertyNames": {"pattern": f"^(?:{BACKEND_NAME})$"},
+                                              "additionalProperties": IMAGE_REPO_SCHEMA}),
+        FrozenMap(), "Container image of each backend's rerun job.",
         shown_default="none"),
-    Key("default_tag", string("image tag", _check_tag), "latest", "Image tag used unless the command names one."),
+    Key("default_tag", string("image tag", _check_tag, item={"pattern": f"^(?:{IMAGE_TAG_RE.pattern})$"}), "latest",
+        "Image tag used unless the command names one."),
     Key("timeout_factor", number(0, MAX_FACTOR, strict=True), 3.0,
         "Timeout = `max(min_timeout, ceil(timeout_factor * est_time))`, at most the stage's `timeout_per_file`."),
     Key("min_timeout", number(0, MAX_SECONDS, strict=True), 900.0, "The smallest timeout, in seconds."),

@@ -100,10 +100,20 @@ def constraint_problems(constraint: Any) -> list[str]:
 
 GATE_DEFAULT = Table("gates.defaults.<metric key>", "The gate a `register_ci_gate` call gets when it omits "
                      "steps or constraint.", (
-    Key("steps", Parser('"last" | "all" | list of step indices', lambda s, n, w, c: s.plain(n, w)), REQUIRED,
+    Key("steps", Parser('"last" | "all" | list of step indices', lambda s, n, w, c: s.plain(n, w),
+                        schema={"anyOf": [{"type": "string", "enum": ["last", "all"]},
+                                          {"type": "array", "items": {"type": "integer", "minimum": 0},
+                                           "minItems": 1, "uniqueItems": True}]}), REQUIRED,
         "The steps compared."),
     Key("constraint", Parser("mapping of " + " | ".join(CONSTRAINT_KEYS) + " to a number >= 0",
-                             lambda s, n, w, c: s.plain(n, w)), REQUIRED,
+                             lambda s, n, w, c: s.plain(n, w), schema={
+                                 "type": "object",
+                                 "properties": {key: {"type": "number", "minimum": 0} for key in CONSTRAINT_KEYS},
+                                 "additionalProperties": False,
+                                 # At least one bound per side.
+                                 "allOf": [{"anyOf": [{"required": ["rel_up"]}, {"required": ["abs_floor_up"]}]},
+                                           {"anyOf": [{"required": ["rel_down"]},
+                                                      {"required": ["abs_floor_down"]}]}]}), REQUIRED,
         "How far a value may move from the reference: at least one bound up and one down."),
 ))
 
@@ -140,13 +150,15 @@ def _parse_defaults(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 
 
 REQUIREMENT = Table("gates.require[]", "Every test file matching `files` must declare a gate on each key.", (
-    Key("files", Parser("glob or non-empty list of globs", lambda s, n, w, c: _parse_files(s, n, w)), REQUIRED,
+    Key("files", Parser("glob or non-empty list of globs", lambda s, n, w, c: _parse_files(s, n, w),
+                        schema={"anyOf": [{"type": "string"}, fields.strings_schema(non_empty=True)]}), REQUIRED,
         "Test files the requirement applies to."),
     Key("metric_keys", fields.strings("non-empty list of metric keys", non_empty=True), REQUIRED,
         "Keys each file must gate; `{version}` expands to every listed version."),
     Key("versions", fields.strings("non-empty list of " + " | ".join(SESSION_VERSIONS), non_empty=True,
                             check=lambda v: None if v in SESSION_VERSIONS else
-                            f"expected one of {', '.join(SESSION_VERSIONS)}, got {v!r}"), (),
+                            f"expected one of {', '.join(SESSION_VERSIONS)}, got {v!r}",
+                            item={"enum": list(SESSION_VERSIONS)}), (),
         "Session versions `{version}` expands to.", shown_default="none"),
 ))
 
@@ -208,14 +220,16 @@ GATES_TABLE = Table("gates", "Metric-history gates: which metrics are recorded a
     Key("capture", fields.strings("non-empty list of metric keys", non_empty=True), tuple(DEFAULT_CAPTURE),
         "Metric keys recorded from test runs; a gate can only be on a captured key.",
         shown_default="the standard RL keys and both TITO assistant_text keys"),
-    Key("defaults", Parser("mapping of metric key to a gate default", _parse_defaults, GATE_DEFAULT),
+    Key("defaults", Parser("mapping of metric key to a gate default", _parse_defaults, GATE_DEFAULT,
+                           schema={"type": "object", "additionalProperties": fields.TABLE}),
         FrozenMap(sorted(SHIPPED_DEFAULTS.items())),
         "Gate defaults by metric key, overlaid on the shipped ones; only captured keys keep one.",
         shown_default="shipped defaults for the standard RL and TITO keys"),
     Key("window", fields.integer(1), 10, "Number of recent baselines a value is compared with."),
     Key("min_samples", fields.integer(1), 3, "Fewest baselines a gate needs to judge; at most `window`."),
     Key("reference", fields.choice(REFERENCES), "mean", "How the baselines are reduced to the reference value."),
-    Key("require", Parser("list of gate requirements", _parse_require, REQUIREMENT), (),
+    Key("require", Parser("list of gate requirements", _parse_require, REQUIREMENT,
+                          schema={"type": "array", "items": fields.TABLE}), (),
         "Gates test files must declare.", shown_default="none"),
 ))
 

@@ -18,13 +18,13 @@ from typing import Any
 
 import yaml
 
-from ci_policy.config.backends import backends_of
-from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table, relative_path, string
-from ci_policy.config.file_run import check_repo
+from ci_policy.config.backends import BACKEND_NAME, backends_of
+from ci_policy.config.fields import REQUIRED, TABLE, Context, FrozenMap, Key, Parser, Table, relative_path, string
+from ci_policy.config.file_run import IMAGE_REPO_SCHEMA, check_repo
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 IMAGE = Table("images.<backend>", "How the CI image of one backend is built and named.", (
-    Key("repository", string("image repository (no tag)", check_repo), REQUIRED,
+    Key("repository", string("image repository (no tag)", check_repo, item=IMAGE_REPO_SCHEMA), REQUIRED,
         "Where the image is pushed, e.g. `ghcr.io/org/ci-cuda`; the plan adds the tag."),
     Key("dockerfile", relative_path(), REQUIRED, "The Dockerfile, repo-relative."),
     Key("context", relative_path(), ".", "The build context, repo-relative."),
@@ -57,4 +57,6 @@ def _parse_images(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     return FrozenMap(images)
 
 
-IMAGES = Parser("mapping of backend (cpu | cuda | rocm | a declared one) to an image (below)", _parse_images, IMAGE)
+IMAGES = Parser("mapping of backend (cpu | cuda | rocm | a declared one) to an image (below)", _parse_images, IMAGE,
+                schema={"type": "object", "propertyNames": {"pattern": f"^(?:{BACKEND_NAME})$"},
+                        "additionalProperties": TABLE})

@@ -53,10 +53,14 @@ def _check_code(value: str) -> str | None:
     return None
 
 
+# What `_check_code` accepts: every code but the configuration's (CP1xx), and its name.
+IGNORABLE = [value for code, (name, _example) in CODES.items() if not code.startswith("CP1") for value in (code, name)]
+
 IGNORE_RULE = Table("lint.ignore[]", "Diagnostics accepted under some paths.", (
     Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), REQUIRED,
         "Globs of the files the rule covers (gitignore-style)."),
-    Key("codes", fields.strings("non-empty list of codes or names", non_empty=True, check=_check_code), REQUIRED,
+    Key("codes", fields.strings("non-empty list of codes or names", non_empty=True, check=_check_code,
+                                item={"enum": IGNORABLE}), REQUIRED,
         "Diagnostic codes (`CP201`) or names (`marker-not-module-level`) accepted there."),
 ))
 
@@ -77,7 +81,8 @@ def _ignore_rule(v: Values) -> IgnoreRule:
 LINT_TABLE = Table("lint", "Which diagnostics the repository accepts where.", (
     Key("ignore", fields.list_of(IGNORE_RULE, _ignore_rule, "list of ignore rules"), (),
         "Per-path ignores: diagnostics accepted in files matching the rule's paths.", shown_default="none"),
-    Key("workflows", fields.Parser("repo-relative directory or false", lambda s, n, w, c: _workflows(s, n, w)),
+    Key("workflows", fields.Parser("repo-relative directory or false", lambda s, n, w, c: _workflows(s, n, w),
+                                   schema={"anyOf": [fields.RELATIVE_PATH, {"const": False}]}),
         DEFAULT_WORKFLOWS, "The GitHub Actions workflows lint checks against the stages (CP6xx); false "
         "reads none."),
 ))

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from ci_policy.config import codes, fields
-from ci_policy.config.backends import BACKEND_NAME_RE, backends_of, declare_hint
+from ci_policy.config.backends import BACKEND_NAME_RE, BACKEND_SCHEMA, backends_of, declare_hint
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table, Values
 from ci_policy.read.markers import BUILTIN_PARAMETERS, GATE_MARKER, MARKER_NAME_RE, REGISTRATION_MARKERS
 from ci_policy.read.yamlnodes import INVALID, Schema
@@ -134,13 +134,20 @@ def _parse_suite(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 
 
 MARKERS_TABLE = Table("markers", "The repository's marker dialect.", (
-    Key("names", Parser("mapping of `register_<word>_ci` to a backend", _parse_names), FrozenMap(REGISTRATION_MARKERS),
+    Key("names", Parser("mapping of `register_<word>_ci` to a backend", _parse_names,
+                        schema={"type": "object", "propertyNames": {"pattern": f"^(?:{MARKER_NAME_RE.pattern})$"},
+                                "additionalProperties": BACKEND_SCHEMA}), FrozenMap(REGISTRATION_MARKERS),
         "Registration markers added to `register_cpu_ci`, `register_cuda_ci`, `register_rocm_ci`.",
         shown_default="the three built-ins"),
-    Key("extra_arguments", Parser("mapping of argument name to " + " | ".join(ARGUMENT_TYPES), _parse_extra),
+    Key("extra_arguments", Parser("mapping of argument name to " + " | ".join(ARGUMENT_TYPES), _parse_extra,
+                                  schema={"type": "object",
+                                          "propertyNames": {"pattern": f"^(?:{_IDENTIFIER.pattern})$",
+                                                            "not": {"enum": list(BUILTIN_PARAMETERS)}},
+                                          "additionalProperties": {"type": "string", "enum": list(ARGUMENT_TYPES)}}),
         FrozenMap(), "Keyword arguments every registration marker accepts, with their type "
         "(`strings`: a list of strings).", shown_default="none"),
-    Key("suite", Parser("template with `{argument}` fields", _parse_suite), None,
+    Key("suite", Parser("template with `{argument}` fields", _parse_suite,
+                        schema={"type": "string", "pattern": "\\{[A-Za-z_][A-Za-z0-9_]*\\}"}), None,
         "The suite of a call without `suite`, built from its extra arguments.", shown_default="none"),
 ))
 

@@ -39,8 +39,13 @@ def check_gate_label(value: str) -> str | None:
     return None
 
 
+# What `check_gate_label` accepts: 1 to 50 characters, no control character, no space at either end.
+GATE_LABEL: fields.JsonSchema = {"minLength": 1, "maxLength": MAX_LABEL_LENGTH,
+                                 "pattern": "^[^\\s\\x00-\\x1f\\x7f](?:[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f])?$"}
+
+
 def gate_labels(kind: str) -> fields.Parser:
-    return fields.strings(kind, non_empty=True, check=check_gate_label)
+    return fields.strings(kind, non_empty=True, check=check_gate_label, item=GATE_LABEL)
 
 
 PULL_REQUEST_TABLE = Table("pull_request", "What a pull request must carry before its stages run, and which PR "
@@ -48,7 +53,7 @@ PULL_REQUEST_TABLE = Table("pull_request", "What a pull request must carry befor
     Key("require_labels", gate_labels("non-empty list of raw PR labels"), (),
         "No accelerator stage runs on a pull request that carries none of these labels.",
         shown_default="none: no gate"),
-    Key("priority_labels", fields.strings("list of raw PR labels", check=check_gate_label), (),
+    Key("priority_labels", fields.strings("list of raw PR labels", check=check_gate_label, item=GATE_LABEL), (),
         "PR labels (as written on GitHub, e.g. `high priority`) that raise a stage's `max_parallel.priority`.",
         shown_default="none"),
 ))

@@ -26,7 +26,27 @@ location and carries a code (`.github/ci-policy.yml:14:14: stages[2].backend: ex
 of cpu, cuda, rocm, got 'gpu'`, code CP105; see `ci_policy/config/codes.py`).
 
 This section is generated from the key tables in `ci_policy/config/` by
-`python -m ci_policy.config.reference --update README.md`."""
+`python -m ci_policy.config.reference --update README.md`.
+
+**Editor support.** The same tables generate the file's JSON Schema (draft 2020-12), shipped
+in the package as `ci_policy/schemas/config.schema.json` and printed by `ci-policy schema
+config`: each key with its description, default, type and range, and no unknown key. With
+the YAML language server (VS Code's YAML extension, Neovim, Helix, JetBrains IDEs), a first
+line
+
+```yaml
+# yaml-language-server: $schema=https://raw.githubusercontent.com/ci-policy/ci-policy/main/ci_policy/schemas/config.schema.json
+```
+
+gives completion, the descriptions on hover, and validation as you type (the example's
+`examples/gpu-repo/.github/ci-policy.yml` names the file by its relative path). To match
+the installed ci-policy rather than `main`, commit its schema next to the configuration
+(`ci-policy schema config > .github/ci-policy.schema.json`) and name that file
+(`$schema=./ci-policy.schema.json`); `check-jsonschema --schemafile
+.github/ci-policy.schema.json .github/ci-policy.yml` validates with the same schema in a
+hook or a CI step. The schema checks each key by itself; what spans keys (a stage's
+backend is declared, an implicit root's suite names a stage of that backend, a glob
+matches a stage) is checked by `ci-policy lint`."""
 
 EXAMPLE = """\
 version: 1

@@ -122,12 +122,13 @@ def check_env_pattern(value: str) -> str | None:
 
 
 ENV_PATTERNS = "list of variable name patterns"
+ENV_PATTERN: fields.JsonSchema = {"pattern": f"^(?:{_PATTERN.pattern})$"}
 ENV = Table("runner.env", "Which variables of the runner's environment the tests see.", (
-    Key("allow", fields.strings(ENV_PATTERNS, check=check_env_pattern), DEFAULT_ALLOW,
+    Key("allow", fields.strings(ENV_PATTERNS, check=check_env_pattern, item=ENV_PATTERN), DEFAULT_ALLOW,
         "A variable whose name matches one of these shell-style patterns (`*`, `?`) reaches the tests; "
         "no other does.",
         shown_default=_shown(DEFAULT_ALLOW)),
-    Key("drop", fields.strings(ENV_PATTERNS, check=check_env_pattern), (),
+    Key("drop", fields.strings(ENV_PATTERNS, check=check_env_pattern, item=ENV_PATTERN), (),
         "Variables never passed even when `allow` matches them, on top of those always dropped: "
         + _shown(ALWAYS_DROPPED) + ".",
         shown_default="none"),

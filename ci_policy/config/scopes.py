@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from ci_policy.config import codes
-from ci_policy.config.fields import Context, Key, Parser, Table, strings
+from ci_policy.config.fields import TABLE, Context, Key, Parser, Table, strings
 from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -56,4 +56,6 @@ def parse_scopes(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     return tuple(scopes)
 
 
-SCOPES = Parser("mapping of `run-ci-<name>` to null or a scope", parse_scopes, SCOPE)
+SCOPES = Parser("mapping of `run-ci-<name>` to null or a scope", parse_scopes, SCOPE, schema={
+    "type": "object", "propertyNames": {"pattern": f"^(?:{SCOPE_RE.pattern})$"},
+    "additionalProperties": {"anyOf": [{"type": "null"}, TABLE]}})

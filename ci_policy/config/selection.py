@@ -45,7 +45,8 @@ RULE = Table("selection.rules[]", "Changed paths matching `paths` affect (and se
         "Globs of changed paths."),
     Key("labels", fields.strings("non-empty list of labels", non_empty=True), (),
         "Labels those paths affect and select.", shown_default="none (then `stages` is required)"),
-    Key("stages", Parser("non-empty list of stage-name globs", _parse_stage_globs), (),
+    Key("stages", Parser("non-empty list of stage-name globs", _parse_stage_globs,
+                         schema=fields.strings_schema(non_empty=True)), (),
         "Stages those paths affect (`jit-kernel-*`); their tests are still selected by label.",
         shown_default="none (then `labels` is required)"),
 ))
@@ -82,7 +83,10 @@ def _parse_rules(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 SELECTION_TABLE = Table("selection", "How the diff prunes `diff_pruned` stages.", (
     Key("no_gpu_paths", fields.strings("list of globs", check=fields.check_glob), (),
         "Changed paths that never need a GPU stage.", shown_default="none"),
-    Key("rules", Parser("list of path rules", _parse_rules, RULE), (),
+    Key("rules", Parser("list of path rules", _parse_rules, RULE, schema={
+        # A rule needs labels or stages.
+        "type": "array", "items": fields.table_object(anyOf=[{"required": ["labels"]}, {"required": ["stages"]}])}),
+        (),
         "Path rules: changed paths that select labels or affect stages.", shown_default="none"),
     Key("explicit", fields.choice(EXPLICIT_MODES), "run",
         "`run`: labels and scopes asked for explicitly run their stages in full; `prune`: the diff prunes "

@@ -100,13 +100,15 @@ def check_name(value: str) -> str | None:
 
 
 STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test files it runs.", (
-    Key("name", fields.string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name), REQUIRED,
+    Key("name", fields.string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name,
+                              item={"pattern": f"^(?:{NAME})$"}), REQUIRED,
         "Stage name, unique in the file."),
     Key("backend", backend_parser(), REQUIRED, "Hardware the stage's tests need (see `backends`)."),
     Key("runs_on", fields.strings("non-empty list of runner labels", non_empty=True), (),
         "Runner labels of the stage's jobs; required for accelerator stages that are not external.",
         shown_default="none"),
-    Key("partitions", Parser(f"integer in {number_range(1, MAX_COUNT)} | auto", _parse_partitions), 1,
+    Key("partitions", Parser(f"integer in {number_range(1, MAX_COUNT)} | auto", _parse_partitions,
+                             schema={"anyOf": [fields.integer_schema(1), {"const": AUTO}]}), 1,
         "Number of runners the stage's files are split across; `auto`: sized by `shard_seconds`."),
     Key("shard_seconds", fields.number(0, MAX_SECONDS, strict=True), None,
         "With `partitions: auto`: selected est_time per shard, so `ceil(sum / shard_seconds)` shards.",
@@ -114,15 +116,15 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("max_partitions", fields.integer(1), None, "With `partitions: auto`: the most shards.",
         shown_default="no limit"),
     Key("max_parallel", Parser(f"integer in {number_range(1, MAX_COUNT)} or mapping (below)", _parse_max_parallel,
-                               MAX_PARALLEL_TABLE), None,
+                               MAX_PARALLEL_TABLE, schema={"anyOf": [fields.integer_schema(1), fields.TABLE]}), None,
         "Shards run at once (`strategy.max-parallel`), from the `max_parallel` output.",
         shown_default="no limit"),
     Key("runner", fields.choice(RUNNERS), "pytest", "How one test file is run: `python FILE` or `pytest FILE`.",
-        shown_default="`pytest` for non-accelerator stages (cpu), `python` otherwise"),
+        shown_default="`pytest` for non-accelerator stages (cpu), `python` otherwise", computed_default=True),
     Key("timeout_per_file", fields.number(0, MAX_SECONDS, strict=True), None, "Seconds one test file may run.",
         shown_default="none"),
     Key("diff_pruned", fields.boolean(), False, "The diff may skip the stage when no changed path affects it.",
-        shown_default="`true` for accelerator stages, `false` for cpu"),
+        shown_default="`true` for accelerator stages, `false` for cpu", computed_default=True),
     Key("external", fields.boolean(), False, "Run by another system: listed, never planned here."),
     Key("requires_labels", gate_labels("non-empty list of raw PR labels"), (),
         "On a pull request, the stage runs only when the PR carries every one of these labels.",
@@ -221,4 +223,5 @@ def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     return tuple(stages) if ok else INVALID
 
 
-STAGES = Parser("non-empty list of stages", parse_stages, STAGE)
+STAGES = Parser("non-empty list of stages", parse_stages, STAGE,
+                schema={"type": "array", "items": fields.TABLE, "minItems": 1})

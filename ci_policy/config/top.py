@@ -85,8 +85,10 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 # `images` their keys against the backends; a stage's `max_parallel.priority` needs the
 # `pull_request` labels before it.
 TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
-    Key("version", Parser(f"integer {VERSION}", _parse_version), REQUIRED, "The format version of this file."),
-    Key("requires", Parser("PEP 440 version specifier", _parse_requires), None,
+    Key("version", Parser(f"integer {VERSION}", _parse_version, schema={"type": "integer", "const": VERSION}),
+        REQUIRED, "The format version of this file."),
+    Key("requires", Parser("PEP 440 version specifier", _parse_requires,
+                           schema={"type": "string", "minLength": 1, "maxLength": MAX_REQUIRES}), None,
         "The ci_policy versions this repository works with, e.g. `>=0.1`.", shown_default="any version"),
     Key("labels_file", fields.relative_path(), "labels.py", "The label registry, repo-relative."),
     Key("gpu_requires_labels", fields.boolean(), True,

@@ -10,6 +10,7 @@ import json
 
 import pytest
 from github_world import COMMENT_ID, HEAD, PR, REPO, REPO_ID, P, inputs
+from schema_check import assert_valid
 
 from ci_policy.cli import main
 
@@ -23,6 +24,7 @@ def test_json_of_a_command_carried_out(world):
                                       "message": f"added run-ci-megatron; dispatched pr-test.yml for #{PR}",
                                       "exit_code": 0}
     assert result.out == json.dumps(json.loads(result.out), indent=2) + "\n"
+    assert_valid("comment", result.out)
 
 
 def test_json_of_a_refusal(world):
@@ -30,12 +32,14 @@ def test_json_of_a_refusal(world):
     assert (result.rc, result.err) == (0, "")
     assert json.loads(result.out) == {"schema": 1, "status": "refused",
                                       "message": "rita (read) is not in group ci-helpers", "exit_code": 0}
+    assert_valid("comment", result.out)
 
 
 def test_json_of_a_dry_run_lists_the_requests_not_sent(world):
     result = world.run(f"/rerun-test {SFT}", "--dry-run", "--format", "json", login="maria")
     assert (result.rc, result.err) == (0, "")
     data = json.loads(result.out)
+    assert_valid("comment", data)
     assert list(data) == ["schema", "status", "message", "exit_code", "requests"]
     assert (data["status"], data["message"]) == ("done", f"dispatched rerun-test.yml for {SFT} at {HEAD}")
     assert [(r["method"], r["path"]) for r in data["requests"]] == [

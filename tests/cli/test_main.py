@@ -225,7 +225,7 @@ def test_lint_and_registry_do_not_import_adapters(tmp_path):
 # -- help: every subcommand is described, every option explained -----------------------------
 
 SUBCOMMANDS = ["init", "lint", "registry", "plan", "list", "run", "result", "gate", "tune", "file-run", "comment",
-               "pull-request", "report-status"]
+               "pull-request", "report-status", "schema"]
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
@@ -268,7 +268,7 @@ def test_every_subcommand_has_a_description_and_every_option_a_help_text(name, c
 def test_every_producing_subcommand_offers_text_and_a_second_format(name):
     [fmt] = [a for a in subparsers()[name]._actions if "--format" in a.option_strings]
     assert "text" in fmt.choices and len(fmt.choices) >= 2, fmt.choices
-    assert fmt.default == ("json" if name == "file-run" else "text")
+    assert fmt.default == ("json" if name in ("file-run", "schema") else "text")
 
 
 def test_the_checkout_is_repo_in_every_subcommand_but_comment():

@@ -66,3 +66,9 @@ def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_pat
     unwanted = ("ci_policy.adapters.store", "ci_policy.adapters.scan_cache", "ci_policy.adapters.github",
                 "ci_policy.adapters.tuning", "ci_policy.adapters.runner")
     assert [m for m in loaded if m.startswith(unwanted)] == []
+
+
+def test_schema_imports_no_adapter_nor_another_subcommand(tmp_path) -> None:
+    loaded = _loaded(["schema", "config"], tmp_path)
+    assert [m for m in loaded if m.startswith(("ci_policy.cli.", "ci_policy.adapters."))] == [
+        "ci_policy.cli.extras", "ci_policy.cli.main", "ci_policy.cli.options", "ci_policy.cli.schema"]

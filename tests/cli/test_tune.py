@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from helpers import assert_golden, assert_run_golden, console_script, read_golden
+from schema_check import assert_valid
 
 from ci_policy.adapters.tuning.evidence import STATUSES
 from ci_policy.adapters.tuning.logs import clean_line
@@ -555,6 +556,7 @@ def test_json_report_has_every_proposal_and_the_balance(work, capsys):
     code, out, err = tune(capsys, "--from", "evidence", "--format", "json")
     assert (code, err) == (0, "")
     data = json.loads(out)
+    assert_valid("tune", data)
     assert list(data) == ["schema", "proposals", "balance"]
     assert data["schema"] == 1
     # The same rows as the text report, in its order.
@@ -575,6 +577,7 @@ def test_json_report_has_every_proposal_and_the_balance(work, capsys):
 def test_json_check_and_write_estimates(work, capsys):
     code, out, err = tune(capsys, "--from", "evidence", "--check", "--format", "json")
     assert (code, err) == (1, "")
+    assert_valid("tune", out)
     actions = {key: p["action"] for key, p in by_file(json.loads(out)).items()}
     assert sorted(key[0] for key, action in actions.items() if action in ("raise", "lower")) == [
         "tests/e2e/test_fsdp_grpo.py", "tests/e2e/test_megatron_long_context.py", "tests/e2e/test_megatron_ppo_4gpu.py",
@@ -583,6 +586,8 @@ def test_json_check_and_write_estimates(work, capsys):
                           "--format", "json")
     assert (code, err) == (0, "")
     assert json.loads(out)["estimates_written"] == {"file": f"gpu-repo/{ESTIMATES}", "entries": 6}
+    assert_valid("tune", out)
+    assert_valid("estimates", (work / "gpu-repo" / ESTIMATES).read_text(encoding="utf-8"))
     assert_golden("cli/tune/ci-estimates.json", (work / "gpu-repo" / ESTIMATES).read_text(encoding="utf-8"))
 
 
@@ -591,6 +596,7 @@ def test_json_apply_lists_each_edit(work, capsys):
     before = texts(repo)
     code, out, err = tune(capsys, "--from", "evidence", "--apply", "--format", "json")
     assert (code, err) == (0, "")
+    assert_valid("tune", out)
     applied = [(a["file"], a["backend"], a["current"], a["proposed"], a["status"], a["reason"])
                for a in json.loads(out)["applied"]]
     expected = [re.fullmatch(r"(\S+): (\w+) \((\w+) est_time (\d+) -> (\d+)\)", line).groups()

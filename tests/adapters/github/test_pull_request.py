@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from github_fake import FakeGitHub
+from schema_check import assert_valid
 
 from ci_policy.cli import main
 
@@ -97,6 +98,7 @@ def outputs(path: Path) -> dict[str, str]:
 
 def as_json(out: str) -> dict:
     data = json.loads(out)
+    assert_valid("pull-request", data)
     assert data.pop("schema") == 1
     return data
 

@@ -7,6 +7,7 @@ import json
 import secrets
 
 import pytest
+from schema_check import assert_valid
 
 from ci_policy.cli import main
 
@@ -35,6 +36,7 @@ def test_a_result_is_reported_on_the_head_with_a_link_to_the_run(capsys, gh, tok
                           "--description", "tests/e2e/test_megatron_sft.py failed", "--target-url", RUN,
                           "--format", "json")
     assert (rc, err) == (0, "")
+    assert_valid("report-status", out)
     assert json.loads(out) == {"schema": 1, "sha": SHA, "context": "ci-policy/rerun-test", "state": "failure",
                                "description": "tests/e2e/test_megatron_sft.py failed", "target_url": RUN}
     assert gh.calls() == [("POST", f"/repos/{REPO}/statuses/{SHA}", {}, {

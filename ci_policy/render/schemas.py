@@ -1,0 +1,413 @@
+"""JSON Schemas (draft 2020-12): of the configuration, and of every JSON document ci-policy writes.
+
+- In: `ci_policy.config.schema` (the configuration's, generated from its field tables) and
+  the shapes of the documents this package renders, stated here once each.
+- Out: `SCHEMAS`, name -> schema dict, in the order `ci-policy schema` lists them;
+  `document(name)`: the schema as text (two-space indented JSON, keys in the order
+  written, a trailing newline), exactly the file `ci_policy/schemas/NAME.schema.json`
+  shipped in the package, which a test compares with this module.
+- Every output object lists all its fields (`additionalProperties: false`): a field added
+  to an output without its schema fails the tests that validate real outputs. Each
+  document keeps its `"schema": 1`; the schema files carry the `$id`, not the outputs.
+- Regenerate the shipped files with `python -m ci_policy.render.schemas --update`;
+  without `--update`, the names are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, get_args
+
+from ci_policy.config.cadences import CADENCES
+from ci_policy.config.schema import DRAFT, config_schema, schema_id
+from ci_policy.plan.explain import Status
+from ci_policy.plan.outcome import RESULTS
+from ci_policy.plan.planfile import CONTENT_ID_RE, TREE_RE
+from ci_policy.plan.policy import EVENTS, TRUSTS
+
+Schema = dict[str, Any]
+
+# Where `--update` writes: the package's data directory.
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+
+# -- building blocks ---------------------------------------------------------------------------
+
+STRING: Schema = {"type": "string"}
+BOOLEAN: Schema = {"type": "boolean"}
+INTEGER: Schema = {"type": "integer"}
+COUNT: Schema = {"type": "integer", "minimum": 0}
+SECONDS: Schema = {"type": "number", "minimum": 0}
+STRINGS: Schema = {"type": "array", "items": STRING}
+
+
+def nullable(schema: Schema) -> Schema:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def one_of(values: Any) -> Schema:
+    return {"enum": list(values)}
+
+
+def array(items: Schema) -> Schema:
+    return {"type": "array", "items": items}
+
+
+def obj(properties: Mapping[str, Schema], *, optional: tuple[str, ...] = (), description: str | None = None) -> Schema:
+    """An object of exactly these fields, all present but `optional` ones."""
+    out: Schema = {"type": "object"}
+    if description is not None:
+        out["description"] = description
+    out["properties"] = dict(properties)
+    out["required"] = [name for name in properties if name not in optional]
+    out["additionalProperties"] = False
+    return out
+
+
+def document(properties: Mapping[str, Schema], *, optional: tuple[str, ...] = ()) -> Schema:
+    """A top-level output: `"schema": 1`, then its fields."""
+    return obj({"schema": {"const": 1, "description": "The version of this document's format."}, **properties},
+               optional=optional)
+
+
+def top(name: str, title: str, description: str, body: Schema) -> Schema:
+    return {"$schema": DRAFT, "$id": schema_id(name), "title": title, "description": description, **body}
+
+
+# A diagnostic, as `Diagnostic.as_dict` writes it: code and name only when it has a code.
+DIAGNOSTIC = obj({
+    "code": {"type": "string", "pattern": "^CP[0-9]{3}$"},
+    "name": STRING,
+    "path": nullable(STRING),
+    "line": nullable(COUNT),
+    "col": nullable(COUNT),
+    "message": STRING,
+    "hint": nullable(STRING),
+}, optional=("code", "name"))
+DIAGNOSTICS = array(DIAGNOSTIC)
+INVALID_FILES = array(obj({"file": STRING, "diagnostics": DIAGNOSTICS}))
+DECISION = one_of(("run", "skip"))
+EST_SOURCE = one_of(("literal", "implicit", "estimates"))
+CONTENT_ID = {"type": "string", "pattern": f"^(?:{CONTENT_ID_RE.pattern})$"}
+SHARD = obj({"index": COUNT, "est_seconds": SECONDS, "files": STRINGS})
+STEPS = {"anyOf": [one_of(("last", "all")), array(COUNT)]}
+
+REGISTRATION = obj({
+    "file": STRING,
+    "line": nullable(COUNT),
+    "backend": STRING,
+    "suite": STRING,
+    "est_time": SECONDS,
+    "labels": STRINGS,
+    "nightly": BOOLEAN,
+    "disabled": nullable(STRING),
+    "implicit": BOOLEAN,
+    "marker": nullable(STRING),
+})
+
+STAGE = obj({
+    "name": STRING,
+    "backend": STRING,
+    "decision": DECISION,
+    "reasons": STRINGS,
+    "runs_on": STRINGS,
+    "tests": array(obj({"file": STRING, "est_time": SECONDS, "est_source": EST_SOURCE, "line": nullable(COUNT),
+                        "marker": nullable(STRING)})),
+    "shards": array(SHARD),
+    "makespan": {**SECONDS, "description": "The longest shard's est_time sum (0 without shards)."},
+    "lower_bound": {**SECONDS, "description": "max(sum / shards, longest file): no split is shorter."},
+    "optimal": {**BOOLEAN, "description": "Whether the split is proven optimal."},
+    "invalid": STRINGS,
+    "shards_reason": STRING,
+    "max_parallel": {"type": "integer", "minimum": 1},
+    "max_parallel_reason": STRING,
+}, optional=("shards_reason", "max_parallel", "max_parallel_reason"))
+
+GATE = obj({
+    "file": STRING,
+    "line": COUNT,
+    "col": COUNT,
+    "metric_key": STRING,
+    "steps": {"anyOf": [STEPS, {"type": "null"}]},
+    "constraint": nullable({"type": "object", "additionalProperties": {"type": "number"}}),
+    "enforce": BOOLEAN,
+    "allowlist_reason": nullable(STRING),
+    "written": STRINGS,
+})
+
+PLAN = document({
+    "event": one_of(EVENTS),
+    "cadence": one_of(CADENCES),
+    "trust": one_of(TRUSTS),
+    "raw_labels": STRINGS,
+    "include_labels": STRINGS,
+    "bypass_fastfail": BOOLEAN,
+    "write_baseline": BOOLEAN,
+    "diff": obj({"available": BOOLEAN, "files": STRINGS, "reason": STRING}, optional=("reason",)),
+    "stages": array(STAGE),
+    "skipped_stages": STRINGS,
+    "images": {"type": "object", "additionalProperties": STRING},
+    "jobs": array(obj({"stage": STRING, "lane": COUNT, "shards": {"type": "string", "pattern": "^[0-9]+( [0-9]+)*$"},
+                       "backend": STRING, "runs_on": STRINGS, "image": nullable(STRING),
+                       "container_options": STRING, "timeout_minutes": nullable(COUNT)})),
+    "images_to_build": array(obj({"backend": STRING, "image": STRING, "dockerfile": STRING, "context": STRING})),
+    "warnings": STRINGS,
+    "plan_complete": BOOLEAN,
+    "invalid": INVALID_FILES,
+    "not_fully_read": STRINGS,
+    "gates": array(GATE),
+    "inputs": obj({"config": nullable(CONTENT_ID), "labels": nullable(CONTENT_ID),
+                   "files": {"type": "object", "additionalProperties": CONTENT_ID},
+                   "tree": nullable({"type": "string", "pattern": f"^(?:{TREE_RE.pattern})$",
+                                     "description": "The git tree the checkout exactly was; null when it had "
+                                                    "changes or is no git work tree."}),
+                   "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}},
+                  description="Content ids of what the plan read, the checkout's clean tree, and their digest "
+                              "(`run --plan` checks them)."),
+}, optional=("inputs",))
+
+EXPLAIN = document({
+    "file": STRING,
+    "event": one_of(EVENTS),
+    "cadence": one_of(CADENCES),
+    "trust": one_of(TRUSTS),
+    "status": one_of(get_args(Status)),
+    "summary": STRING,
+    "changed": nullable(BOOLEAN),
+    "stages": array(obj({"stage": STRING, "backend": STRING, "line": nullable(COUNT), "decision": DECISION,
+                         "reasons": STRINGS, "selected": BOOLEAN, "why": STRING, "est_time": SECONDS,
+                         "est_source": EST_SOURCE, "shard": nullable(COUNT), "shards": COUNT})),
+    "invalid_stages": STRINGS,
+    "diagnostics": DIAGNOSTICS,
+})
+
+REGISTRY = document({
+    "registrations": array(REGISTRATION),
+    "plan_complete": BOOLEAN,
+    "invalid": INVALID_FILES,
+})
+
+LIST = document({
+    "stage": STRING,
+    "decision": DECISION,
+    "reasons": STRINGS,
+    "shard": nullable(COUNT),
+    "files": STRINGS,
+    "plan_complete": BOOLEAN,
+    "invalid": INVALID_FILES,
+})
+
+LINT = document({
+    "ok": BOOLEAN,
+    "errors": DIAGNOSTICS,
+    "warnings": DIAGNOSTICS,
+    "suppressed": DIAGNOSTICS,
+    "files": nullable(COUNT),
+    "registrations": nullable(COUNT),
+})
+
+INIT = document({
+    "ok": BOOLEAN,
+    "written": STRINGS,
+    "stages": array(obj({"name": STRING, "backend": STRING, "files": COUNT, "est_time": SECONDS,
+                         "runner": one_of(("python", "pytest"))})),
+    "labels": STRINGS,
+    "todo": array(obj({"path": STRING, "line": nullable(COUNT), "what": STRING})),
+    "notes": DIAGNOSTICS,
+    "errors": DIAGNOSTICS,
+    "warnings": DIAGNOSTICS,
+})
+
+RESULT = document({
+    "ok": BOOLEAN,
+    "plan_complete": nullable(BOOLEAN),
+    "jobs": {"type": "object", "additionalProperties": one_of(RESULTS)},
+    "failures": STRINGS,
+    "summary": STRING,
+})
+
+FILE_RUN = obj({
+    "file": STRING,
+    "hw": STRING,
+    "suite": STRING,
+    "runs_on": STRINGS,
+    "container_image": STRING,
+    "container_options": STRING,
+    "timeout_seconds": {"type": "integer", "minimum": 1},
+})
+
+TUNE = document({
+    "proposals": array(obj({
+        "file": STRING,
+        "backend": STRING,
+        "suite": nullable(STRING),
+        "samples": array(SECONDS),
+        "q": nullable(SECONDS),
+        "current": nullable(SECONDS),
+        "proposed": nullable(COUNT),
+        "action": one_of(("raise", "lower", "keep", "skip", "report_only")),
+        "reason": STRING,
+        "marker": nullable(STRING),
+    })),
+    "balance": array(obj({"stage": STRING, "partitions": COUNT, "before_makespan": SECONDS,
+                          "before_imbalance": SECONDS, "after_makespan": SECONDS, "after_imbalance": SECONDS})),
+    "estimates_written": obj({"file": STRING, "entries": COUNT}),
+    "pull_request": obj({"action": STRING, "number": nullable(COUNT), "url": nullable(STRING), "branch": STRING}),
+    "applied": array(obj({"file": STRING, "backend": STRING, "current": nullable(SECONDS), "proposed": COUNT,
+                          "status": STRING, "reason": nullable(STRING)})),
+}, optional=("estimates_written", "pull_request", "applied"))
+
+COMMENT = document({
+    "status": STRING,
+    "message": STRING,
+    "exit_code": COUNT,
+    "requests": array(obj({"method": STRING, "path": STRING, "body": {}})),
+}, optional=("requests",))
+
+PULL_REQUEST = document({
+    "number": {"type": "integer", "minimum": 1},
+    "head_sha": STRING,
+    "base_sha": STRING,
+    "labels": STRINGS,
+    "trust": one_of(TRUSTS),
+    "trust_reason": STRING,
+    "diff_file": STRING,
+})
+
+REPORT_STATUS = document({
+    "sha": STRING,
+    "context": STRING,
+    "state": one_of(("pending", "success", "failure", "error")),
+    "description": STRING,
+    "target_url": nullable(STRING),
+})
+
+# One line of a timing-records file (JSON Lines): what `run` appends per attempt, `tune` reads.
+TIMINGS = obj({
+    "schema": {"const": 1, "description": "The version of the record format."},
+    "file": {"type": "string", "minLength": 1},
+    "stage": nullable({"type": "string", "minLength": 1}),
+    "shard": nullable(COUNT),
+    "attempt": {"type": "integer", "minimum": 1},
+    "status": one_of(("pass", "fail", "timeout")),
+    "elapsed": SECONDS,
+    "est_time": nullable(SECONDS),
+    "failure_kind": nullable(STRING),
+    "retriable": nullable(BOOLEAN),
+    "started_at": nullable(STRING),
+    "commit": nullable(STRING),
+    "run_id": nullable(STRING),
+    "run_attempt": nullable(STRING),
+}, optional=("est_time", "failure_kind", "retriable", "started_at", "commit", "run_id", "run_attempt"))
+
+ESTIMATES = document({
+    "estimates": array(obj({"file": STRING, "suite": STRING, "est_time": {**SECONDS, "maximum": 604800}})),
+})
+
+# name -> (title, what it describes, the schema, or a function making it)
+_SCHEMAS: dict[str, tuple[str, str, Schema | Callable[[], Schema]]] = {
+    "config": ("", "", config_schema),
+    "plan": ("ci-policy plan", "`ci-policy plan --format json`, and the plan file `plan --json-out` writes and "
+             "`list --plan` and `run --plan` read.", PLAN),
+    "registry": ("ci-policy registry", "`ci-policy registry --format json`.", REGISTRY),
+    "lint": ("ci-policy lint", "`ci-policy lint --format json`.", LINT),
+    "timings": ("ci-policy timing record", "One line of a timing-records file (JSON Lines) that `ci-policy run` "
+                "writes (`--timings-out`) and `ci-policy tune` reads.", TIMINGS),
+    "explain": ("ci-policy plan --explain", "`ci-policy plan --explain FILE --format json`.", EXPLAIN),
+    "list": ("ci-policy list", "`ci-policy list --format json`.", LIST),
+    "init": ("ci-policy init", "`ci-policy init --format json`.", INIT),
+    "result": ("ci-policy result", "`ci-policy result --format json`.", RESULT),
+    "file-run": ("ci-policy file-run", "`ci-policy file-run --format json`.", FILE_RUN),
+    "tune": ("ci-policy tune", "`ci-policy tune --format json`.", TUNE),
+    "estimates": ("ci-policy estimates file", "The est_time overrides `ci-policy tune --write-estimates` writes "
+                  "(`estimates_file` of the configuration).", ESTIMATES),
+    "comment": ("ci-policy comment", "`ci-policy comment --format json`.", COMMENT),
+    "pull-request": ("ci-policy pull-request", "`ci-policy pull-request --format json`.", PULL_REQUEST),
+    "report-status": ("ci-policy report-status", "`ci-policy report-status --format json`.", REPORT_STATUS),
+}
+
+NAMES = tuple(_SCHEMAS)
+
+
+def schema(name: str) -> Schema:
+    """The schema named `name` (one of `NAMES`); KeyError otherwise."""
+    title, description, body = _SCHEMAS[name]
+    if callable(body):
+        return body()
+    return top(name, title, description, body)
+
+
+def document_text(name: str) -> str:
+    """The schema as the shipped file holds it."""
+    return json.dumps(schema(name), indent=2) + "\n"
+
+
+def _kind(s: Mapping[str, Any]) -> str:
+    """What a schema accepts, in a few words."""
+    if "const" in s:
+        return json.dumps(s["const"])
+    if "enum" in s:
+        return " | ".join(str(v) for v in s["enum"])
+    if "anyOf" in s:
+        return " or ".join(_kind(member) for member in s["anyOf"])
+    kind = s.get("type")
+    if kind == "array":
+        return f"list of {_kind(s.get('items', {}))}"
+    if kind == "object":
+        return "object"
+    return str(kind) if kind else "any value"
+
+
+def _outline(s: Mapping[str, Any], path: str, required: bool, out: list[str]) -> None:
+    if path:
+        description = s.get("description", "")
+        out.append(f"{path}: {_kind(s)}{' (required)' if required else ''}" + (f": {description}" if description
+                                                                                else ""))
+    members = [s, *s.get("anyOf", ())]
+    for member in members:
+        needed = set(member.get("required", ()))
+        for name, sub in member.get("properties", {}).items():
+            _outline(sub, f"{path}.{name}" if path else name, name in needed, out)
+        if isinstance(member.get("additionalProperties"), Mapping):
+            _outline_inner(member["additionalProperties"], f"{path}.<name>", out)
+        if isinstance(member.get("items"), Mapping):
+            _outline_inner(member["items"], f"{path}[]", out)
+
+
+def _outline_inner(s: Mapping[str, Any], path: str, out: list[str]) -> None:
+    """A value inside a list or a mapping: listed only when it has fields of its own."""
+    if any("properties" in member for member in (s, *s.get("anyOf", ()))):
+        _outline(s, path, False, out)
+
+
+def outline(name: str) -> str:
+    """`ci-policy schema NAME --format text`: the title, then one line per field path."""
+    s = schema(name)
+    lines = [f"{s['title']} ({s['$id']})", s["description"], ""]
+    _outline(s, "", False, lines)
+    return "\n".join(lines) + "\n"
+
+
+def file_name(name: str) -> str:
+    return f"{name}.schema.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ci_policy.render.schemas",
+                                     description="Print the schema names, or --update the shipped schema files.")
+    parser.add_argument("--update", action="store_true", help=f"rewrite every NAME.schema.json in {SCHEMA_DIR.name}/")
+    args = parser.parse_args(argv)
+    if not args.update:
+        sys.stdout.write("".join(f"{name}\n" for name in NAMES))
+        return 0
+    SCHEMA_DIR.mkdir(exist_ok=True)
+    for name in NAMES:
+        (SCHEMA_DIR / file_name(name)).write_text(document_text(name), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
