@@ -11,8 +11,9 @@ from ci_policy.plan.build import Plan
 from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
+from ci_policy.render.durations import duration
 from ci_policy.render.escape import md_escape, mermaid_name
-from ci_policy.render.text import code_title, est_sources, failure, gate_rows, secs, split_phrase
+from ci_policy.render.text import code_title, est_sources, failure, gate_rows, split_phrase
 
 
 def plan_markdown(plan: Plan) -> str:
@@ -32,7 +33,7 @@ def plan_markdown(plan: Plan) -> str:
     out.append("|---|---|---|---:|---:|---:|---|")
     for s in plan.stages:
         mark = "✅ run" if s.decision == "run" else "⏭️ skip"
-        wall = secs(s.wall_seconds) if s.decision == "run" else "-"
+        wall = duration(s.wall_seconds) if s.decision == "run" else "-"
         out.append(f"| {md_escape(s.name)} | {s.stage.backend} | {mark} | {len(s.tests)} | {len(s.shards)} "
                    f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons + s.notes)} |")
     for s in plan.stages:
@@ -77,9 +78,9 @@ def run_summary_markdown(result: ShardResult) -> str:
         over = "⚠️ over est_time" if last.elapsed > est else ""
         status = last.status.upper() if r.passed or last.status != "pass" else failure(r)[0]
         out.append(f"| {md_escape(r.file)} | {status} | {len(r.attempts)} | "
-                   f"{last.elapsed:.1f}s | {est:g}s | {over} |")
+                   f"{duration(last.elapsed)} | {duration(est)} | {over} |")
     for reg in result.not_run:
-        out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {reg.est_time:g}s | fast-fail |")
+        out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {duration(reg.est_time)} | fast-fail |")
     if result.warnings:
         out += ["", *(f"- ⚠️ {md_escape(w)}" for w in result.warnings)]
     gates = "".join(gate_markdown(r.gate) for r in result.results if r.gate is not None)
