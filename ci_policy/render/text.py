@@ -76,11 +76,15 @@ def plan_text(plan: Plan) -> str:
     elif policy.event in DIFF_EVENTS:
         lines.append(f"diff: unavailable ({plan.diff.reason})")
     lines.append("")
-    rows: list[tuple[str, ...]] = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL", "REASONS")]
+    rows: list[tuple[str, ...]] = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL")]
     for s in plan.stages:
         rows.append((s.name, s.stage.backend, s.decision.upper(), str(len(s.tests)), str(len(s.shards)),
-                     duration(s.wall_seconds) if s.decision == "run" else "-", "; ".join(s.reasons + s.notes)))
-    lines.append(table(rows, right={3, 4, 5}))
+                     duration(s.wall_seconds) if s.decision == "run" else "-"))
+    head, *stage_rows = table(rows, right={3, 4, 5}).split("\n")
+    lines.append(head)
+    for s, row in zip(plan.stages, stage_rows, strict=True):
+        # Each reason on its own line under its stage's row: a table cell of them grows too wide.
+        lines += [row] + [f"  {one_line(r)}" for r in s.reasons + s.notes]
     running = [s for s in plan.stages if s.decision == "run"]
     if running:
         lines.append("")
