@@ -61,7 +61,8 @@ def split_phrase(s: StagePlan) -> str:
     return f"makespan {duration(s.makespan)} / lower bound {duration(s.lower_bound)} ({proof})"
 
 
-def plan_text(plan: Plan) -> str:
+def plan_text(plan: Plan, *, warnings: bool = True) -> str:
+    """The plan as text; without `warnings` (github format, which annotates each) no `warning:` lines."""
     policy = plan.policy
     lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}, trust {policy.trust}"]
     lines.append(f"PR labels: {' '.join(policy.raw_labels) or '(none)'}")
@@ -104,8 +105,8 @@ def plan_text(plan: Plan) -> str:
         lines.append(invalid_text(plan.invalid))
     lines.append("")
     lines.append("images: " + ", ".join(f"{backend}={action}" for backend, action in plan.images))
-    for w in plan.warnings:
-        lines.append(f"warning: {w}")
+    if warnings:
+        lines += [f"warning: {one_line(w)}" for w in plan.warnings]
     return "\n".join(lines)
 
 
@@ -164,7 +165,8 @@ def failure(r: FileResult) -> tuple[str, str]:
     return last.status.upper(), (f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status)
 
 
-def run_summary_text(result: ShardResult) -> str:
+def run_summary_text(result: ShardResult, *, warnings: bool = True) -> str:
+    """A shard's summary; without `warnings` (github format, which annotates each) no WARNINGS section."""
     passed = [r for r in result.results if r.passed]
     failed = [r for r in result.results if not r.passed]
     retried = [r for r in result.results if len(r.attempts) > 1]
@@ -183,7 +185,7 @@ def run_summary_text(result: ShardResult) -> str:
     if result.not_run:
         lines.append(f"NOT RUN ({len(result.not_run)}, fast-fail):")
         lines += [f"  {reg.file}" for reg in result.not_run]
-    if result.warnings:
+    if warnings and result.warnings:
         lines.append(f"WARNINGS ({len(result.warnings)}):")
         lines += [f"  {w}" for w in result.warnings]
     lines.append("RESULT: " + ("PASS" if result.ok else "FAIL"))

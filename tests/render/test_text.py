@@ -100,6 +100,14 @@ def test_run_summary_text_lists_the_records_not_written_before_the_result():
         "RESULT: FAIL"]
 
 
+def test_run_summary_text_without_warnings_leaves_them_to_the_annotations():
+    result = shard_result()
+    result.warnings = ["cannot write the metric record of b"]
+    text = run_summary_text(result, warnings=False)
+    assert "WARNINGS" not in text and "metric record" not in text
+    assert text == run_summary_text(shard_result())
+
+
 def test_gate_text():
     assert gate_text(gate_outcome()) == (
         "ci-policy gate: tests/test_a|b.py (cuda, gpu)\n"
