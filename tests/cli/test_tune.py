@@ -627,3 +627,22 @@ def test_downloads_show_one_updating_line_on_a_terminal_and_one_line_per_artifac
         "\r\x1b[Kci-policy tune: run 7: timing artifact 1/1 'ci-policy-timings-stage-a-0'"
         "\r\x1b[K")
     assert log.getvalue() == "ci-policy tune: run 7: timing artifact 1/1 'ci-policy-timings-stage-a-0' (1234 bytes)\n"
+
+
+def test_a_retry_line_clears_the_updating_line_first_and_the_next_step_draws_it_again():
+    from ci_policy.adapters.github.download import Step
+    from ci_policy.cli.tune import Progress
+
+    terminal, log = Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        progress = Progress(stream)
+        progress(Step(7, "log", 1, 2, "stage-a"))
+        progress.notice("ci-policy: GitHub API request GET /x answered HTTP 502; attempt 2 of 5 now")
+        progress(Step(7, "log", 2, 2, "stage-b"))
+        progress.done()
+    assert terminal.getvalue() == (
+        "\r\x1b[Kci-policy tune: run 7: job log 1/2 'stage-a'"
+        "\r\x1b[Kci-policy: GitHub API request GET /x answered HTTP 502; attempt 2 of 5 now\n"
+        "\r\x1b[Kci-policy tune: run 7: job log 2/2 'stage-b'"
+        "\r\x1b[K")
+    assert log.getvalue() == "ci-policy: GitHub API request GET /x answered HTTP 502; attempt 2 of 5 now\n"
