@@ -125,5 +125,5 @@ def run(args: argparse.Namespace) -> int:
         annotations = render.gate_annotations(outcome)
         if annotations:
             write_commands(annotations)
-        append_step_summary(render.gate_markdown(outcome))
+        append_step_summary(NAME, render.gate_markdown(outcome))
     return 1 if outcome.blocking else 0

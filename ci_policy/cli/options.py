@@ -130,12 +130,35 @@ def github_file(name: str) -> Path:
     return Path(value)
 
 
-def append_step_summary(markdown: str) -> None:
-    """The job summary, when there is one: outside Actions it is simply not written."""
+def append_step_summary(command: str, markdown: str) -> None:
+    """`--format github`'s job summary: appended to `$GITHUB_STEP_SUMMARY` when it is set.
+
+    Every subcommand with a job summary (plan, run, gate, result) writes it here, once per
+    command. Unset (outside Actions), nothing is written and one notice line on stderr
+    says so; the exit code is the command's own.
+    """
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary and markdown:
+    if not summary:
+        print(f"ci-policy {command}: notice: $GITHUB_STEP_SUMMARY is not set; the job summary is not written",
+              file=sys.stderr)
+        return
+    if markdown:
         with open(summary, "a", encoding="utf-8") as fh:
             fh.write(markdown)
+
+
+def warn(command: str, fmt: str | None, message: str) -> None:
+    """A warning, printed once in the command's format: an `::warning::` annotation (github
+    format, on stdout, nothing else), else `ci-policy COMMAND: warning: MESSAGE` on stderr
+    (text; json documents carry their own warnings, and stdout stays the document)."""
+    from ci_policy.render import escape_data, one_line
+
+    if fmt == "github":
+        from ci_policy.adapters.console import write_commands
+
+        write_commands(f"::warning::{escape_data(f'ci-policy {command}: {message}')}")
+    else:
+        print(f"ci-policy {command}: warning: {one_line(message)}", file=sys.stderr)
 
 
 def report_incomplete(command: str, invalid: Sequence[InvalidFile], *, section: bool = True) -> int:
@@ -214,8 +237,8 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     else:
         cache, why = open_cache(directory, own=1 if given is not None else 2)
     if cache is None:
-        print(f"ci-policy {args.command}: warning: {'--cache: ' if given is not None else ''}{why}; "
-              "reading every test file without the scan cache", file=sys.stderr)
+        warn(args.command, getattr(args, "format", None),
+             f"{'--cache: ' if given is not None else ''}{why}; reading every test file without the scan cache")
     return {"cache": cache, "index": checkout_index(repo)}
 
 

@@ -2,7 +2,9 @@
 
 - In: --repo, --config, the plan inputs, --format text|json|markdown|github.
 - Out: the plan; in github format also $GITHUB_OUTPUT values (`plan_complete`,
-  `invalid_files` among them), the job summary and annotations.
+  `invalid_files` among them), the job summary (`append_step_summary`: skipped with a
+  notice when $GITHUB_STEP_SUMMARY is unset) and annotations; each warning of the plan
+  is an `::warning` annotation there and not also a text line.
 - A partial plan (a test file is invalid: left out, listed with its diagnostics): github
   format exits 0 once every output is written, so the workflow goes on and its result
   job fails on `plan_complete != 'true'`; every other format prints the whole plan and
@@ -36,6 +38,7 @@ from ci_policy.cli.options import (
     add_checkout,
     add_format,
     add_plan_inputs,
+    append_step_summary,
     github_file,
     plan_from_args,
     plan_inputs_of,
@@ -134,12 +137,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         print(render.plan_markdown(plan), end="")
     elif args.format == "github":
-        outputs, summary = github_file("GITHUB_OUTPUT"), github_file("GITHUB_STEP_SUMMARY")
+        outputs = github_file("GITHUB_OUTPUT")
         with outputs.open("a", encoding="utf-8") as fh:
             fh.write(render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
-        with summary.open("a", encoding="utf-8") as fh:
-            fh.write(render.plan_markdown(plan))
-        print(render.plan_text(plan))
+        append_step_summary(NAME, render.plan_markdown(plan))
+        print(render.plan_text(plan, warnings=False))  # each warning is an annotation below
         if plan.warnings or plan.invalid:
             write_commands(render.plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
         return 0

@@ -23,8 +23,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from ci_policy.adapters.console import write_commands
-from ci_policy.cli.options import add_format, add_repo, add_token, api_url, github_file, positive_int, token
+from ci_policy.cli.options import add_format, add_repo, add_token, api_url, github_file, positive_int, token, warn
 from ci_policy.errors import InputError, UsageError
 
 NAME = "pull-request"
@@ -63,7 +62,6 @@ def _payload_pull(path: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     from ci_policy.adapters.github.gateway import Api, github_api
     from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, pull_request_of
-    from ci_policy.render.escape import escape_data, one_line
     from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
 
     output = github_file("GITHUB_OUTPUT") if args.format == "github" else None  # refused before any request
@@ -93,11 +91,7 @@ def run(args: argparse.Namespace) -> int:
     if args.diff_out:
         data, why = fetch_diff(client(), pull.base_repository, pull.number)
         if data is None:
-            message = f"the diff is unavailable, so every runnable stage runs: {why}"
-            if args.format == "github":
-                write_commands(f"::warning::{escape_data('ci-policy pull-request: ' + message)}")
-            else:
-                print(f"ci-policy pull-request: warning: {one_line(message)}", file=sys.stderr)
+            warn(NAME, args.format, f"the diff is unavailable, so every runnable stage runs: {why}")
         else:
             Path(args.diff_out).write_bytes(data)
             diff_file = args.diff_out

@@ -50,5 +50,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "github":
         for reason in result.failures:
             write_commands(f"::error::{escape_data(reason)}")
-        append_step_summary(outcome_markdown(result))
+        append_step_summary(NAME, outcome_markdown(result))
     return 0 if result.ok else 1

@@ -254,10 +254,11 @@ def run(args: argparse.Namespace) -> int:
         regs = {r.file: r for r in stage.tests}
         skipped = [regs[f] for shard in shards[len(results):] for f in shard.files]
         result = combined(tuple(s.index for s in shards), results, skipped)
-    print(render.run_summary_text(result), flush=True)
-    if args.format == "github":
+    github = args.format == "github"
+    print(render.run_summary_text(result, warnings=not github), flush=True)  # github: annotated below
+    if github:
         annotations = render.run_annotations(result)
         if annotations:
             write_commands(annotations)
-        append_step_summary(render.run_summary_markdown(result))
+        append_step_summary(NAME, render.run_summary_markdown(result))
     return 0 if result.ok else 1

@@ -126,6 +126,12 @@ class Progress:
             self.stream.flush()
             self.showing = False
 
+    def notice(self, line: str) -> None:
+        """A retry's line (`client.NOTICE`) on a line of its own: the updating line is cleared
+        first, and the next download draws it again below."""
+        self.done()
+        print(line, file=self.stream, flush=True)
+
 
 def _repository(args: argparse.Namespace, needed_for: str) -> str:
     value = args.repository or os.environ.get("GITHUB_REPOSITORY") or ""
@@ -199,10 +205,14 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr)
 
     def download(spec: str) -> list:
+        from ci_policy.adapters.github import client
+
+        before, client.NOTICE = client.NOTICE, progress.notice  # retries never write into the progress line
         try:
             return download_run(spec, secret, api_url(args), archive_max_bytes=config.tune.archive_max_bytes,
                                 run_max_bytes=config.tune.run_max_bytes, warnings=warnings, progress=progress)
         finally:
+            client.NOTICE = before
             progress.done()
 
     for spec, trust in _trusted_runs(args, secret):

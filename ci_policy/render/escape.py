@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # The explicit bidi embeddings, overrides and isolates: they reorder what a log or a
 # terminal shows ("Trojan source"), so a path could display as another path.
@@ -114,6 +115,44 @@ def md_escape(text: str) -> str:
 _AUTOLINK_RE = re.compile(r"@\w|#\d|:/(?=/)|(?i:www)\.")
 
 
+def mermaid_safe(text: str) -> str:
+    """Only letters, digits and `_.-/` (anything else `_`): inert in a mermaid chart."""
+    return "".join(c if c.isalnum() or c in "_.-/" else "_" for c in text)
+
+
 def mermaid_name(text: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "_.-/" else "_" for c in text)
-    return safe.rsplit("/", 1)[-1] or "file"
+    return mermaid_safe(text).rsplit("/", 1)[-1] or "file"
+
+
+def bar_names(paths: Iterable[str], longest: int = 80) -> dict[str, str]:
+    """Each path's Gantt bar name: its shortest distinguishing suffix, mermaid-safe and unique.
+
+    A path's name is its last k path components (after `mermaid_safe`), for the smallest k
+    no other path ends with: `a/test_server.py` and `b/test_server.py`, `test_kl.py`
+    alone. Two names that are equal strings have as many components, so the rule makes
+    them differ; paths equal once made safe, or names cut to `longest` characters (kept
+    from the end, after `…`), get `_2`, `_3`, ... Every name differs from every other.
+    """
+    unique = list(dict.fromkeys(paths))
+    parts = {p: mermaid_safe(p).split("/") for p in unique}
+    ends: dict[tuple[str, ...], int] = {}  # a suffix of components -> how many paths end with it
+    for p in unique:
+        comps = parts[p]
+        for k in range(1, len(comps) + 1):
+            key = tuple(comps[-k:])
+            ends[key] = ends.get(key, 0) + 1
+    names: dict[str, str] = {}
+    used: set[str] = set()
+    for p in unique:
+        comps = parts[p]
+        k = next((k for k in range(1, len(comps) + 1) if ends[tuple(comps[-k:])] == 1), len(comps))
+        name = "/".join(comps[-k:]) or "file"
+        if len(name) > longest:
+            name = "…" + name[len(name) - longest + 1:]
+        candidate, n = name, 1
+        while candidate in used:
+            n += 1
+            candidate = f"{name}_{n}"
+        used.add(candidate)
+        names[p] = candidate
+    return names

@@ -2,17 +2,69 @@
 
 - In: core results (a `Plan`, a shard's run results, gate outcomes).
 - Out: Markdown strings; every checkout-controlled value passes `md_escape` (and
-  mermaid names `mermaid_name`) first.
+  mermaid names `mermaid_name`/`bar_names`) first.
+- Sized for big repositories (a step summary is at most 1 MiB): each running stage has
+  one Gantt chart of at most `CHART_BARS` bars, each shard at most
+  `min(SHARD_BARS, CHART_BARS // shards)` (at least 1): its longest files one bar
+  each, the rest one bar `+N files`; bar names are the shortest distinguishing path
+  suffixes (`bar_names`). Each shard's files are listed in a collapsed `<details>`
+  block, at most `SHARD_LIST` of them (the rest counted, with the `ci-policy list`
+  command that prints them).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ci_policy.plan.build import Plan
 from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
-from ci_policy.render.escape import md_escape, mermaid_name
-from ci_policy.render.text import code_title, est_sources, failure, gate_rows, secs, split_phrase
+from ci_policy.render.durations import duration
+from ci_policy.render.escape import bar_names, md_escape, mermaid_name
+from ci_policy.render.text import code_title, est_sources, failure, gate_rows, split_phrase
+
+CHART_BARS = 200
+SHARD_BARS = 25
+SHARD_LIST = 300
+
+
+def gantt(stage: str, shards: Sequence[tuple[int, Sequence[tuple[str, float]]]]) -> list[str]:
+    """One stage's mermaid Gantt chart: per shard its longest files as bars, the rest as one bar.
+
+    `shards`: (index, [(file, est_time), ...] longest first, as a shard holds them).
+    """
+    budget = max(1, min(SHARD_BARS, CHART_BARS // max(1, len(shards))))
+    drawn = [files if len(files) <= budget else files[:budget - 1] for _, files in shards]
+    names = bar_names([f for files in drawn for f, _ in files])
+    out = ["```mermaid", "gantt", f"    title {mermaid_name(stage)} shards (estimated seconds)",
+           "    dateFormat X", "    axisFormat %s"]
+    for (index, files), bars in zip(shards, drawn, strict=True):
+        out.append(f"    section shard {index}")
+        start = 0.0
+        for f, est in bars:
+            out.append(f"    {names[f]} :{start:g}, {start + est:g}")
+            start += est
+        rest = files[len(bars):]
+        if rest:
+            # Never a file's name: a bar name holds no space or `+` (see escape.mermaid_name).
+            end = start + sum(est for _, est in rest)
+            out.append(f"    +{len(rest)} files of shard {index} :{start:g}, {end:g}")
+    out.append("```")
+    return out
+
+
+def shard_details(stage: str, index: int, files: Sequence[tuple[str, float]]) -> list[str]:
+    """A shard's files, one a line with its est_time, in a collapsed `<details>` block."""
+    total = duration(sum(est for _, est in files))
+    noun = "file" if len(files) == 1 else "files"
+    out = [f"<details><summary>shard {index}: {len(files)} {noun}, est {total}</summary>", ""]
+    out += [f"- {md_escape(f)} ({duration(est)})" for f, est in files[:SHARD_LIST]]
+    if len(files) > SHARD_LIST:
+        out.append(f"- … and {len(files) - SHARD_LIST} more; ci-policy list --stage {md_escape(stage)} "
+                   f"--shard {index} lists them all")
+    out += ["", "</details>"]
+    return out
 
 
 def plan_markdown(plan: Plan) -> str:
@@ -32,24 +84,17 @@ def plan_markdown(plan: Plan) -> str:
     out.append("|---|---|---|---:|---:|---:|---|")
     for s in plan.stages:
         mark = "✅ run" if s.decision == "run" else "⏭️ skip"
-        wall = secs(s.wall_seconds) if s.decision == "run" else "-"
+        wall = duration(s.wall_seconds) if s.decision == "run" else "-"
         out.append(f"| {md_escape(s.name)} | {s.stage.backend} | {mark} | {len(s.tests)} | {len(s.shards)} "
                    f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons + s.notes)} |")
     for s in plan.stages:
         if s.decision != "run" or not s.shards:
             continue
-        out += ["", f"### {md_escape(s.name)}", "", f"**Split:** {split_phrase(s)}", "", "```mermaid", "gantt",
-                f"    title {mermaid_name(s.name)} shards (estimated seconds)",
-                "    dateFormat X", "    axisFormat %s"]
         est = {r.file: r.est_time for r in s.tests}
+        out += ["", f"### {md_escape(s.name)}", "", f"**Split:** {split_phrase(s)}", ""]
+        out += gantt(s.name, [(sh.index, [(f, est[f]) for f in sh.files]) for sh in s.shards])
         for sh in s.shards:
-            out.append(f"    section shard {sh.index}")
-            start = 0.0
-            for f in sh.files:
-                end = start + est[f]
-                out.append(f"    {mermaid_name(f)} :{start:g}, {end:g}")
-                start = end
-        out.append("```")
+            out += ["", *shard_details(s.name, sh.index, [(f, est[f]) for f in sh.files])]
     sources = est_sources(plan)
     if "estimates" in sources:
         out += ["", f"est_time from the estimates file for {len(sources['estimates'])} test(s); "
@@ -77,9 +122,9 @@ def run_summary_markdown(result: ShardResult) -> str:
         over = "⚠️ over est_time" if last.elapsed > est else ""
         status = last.status.upper() if r.passed or last.status != "pass" else failure(r)[0]
         out.append(f"| {md_escape(r.file)} | {status} | {len(r.attempts)} | "
-                   f"{last.elapsed:.1f}s | {est:g}s | {over} |")
+                   f"{duration(last.elapsed)} | {duration(est)} | {over} |")
     for reg in result.not_run:
-        out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {reg.est_time:g}s | fast-fail |")
+        out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {duration(reg.est_time)} | fast-fail |")
     if result.warnings:
         out += ["", *(f"- ⚠️ {md_escape(w)}" for w in result.warnings)]
     gates = "".join(gate_markdown(r.gate) for r in result.results if r.gate is not None)

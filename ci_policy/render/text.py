@@ -20,15 +20,12 @@ from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
+from ci_policy.render.durations import duration
 from ci_policy.render.escape import line_start, one_line
 
 
 def count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def secs(value: float) -> str:
-    return f"{value:g}s"
 
 
 def registry_text(registrations: Iterable[Registration]) -> str:
@@ -42,7 +39,7 @@ def registry_text(registrations: Iterable[Registration]) -> str:
         if r.disabled is not None:
             notes.append(f"disabled: {r.disabled}")
         where = r.file if r.line is None else f"{r.file}:{r.line}"
-        rows.append((line_start(one_line(where)), r.backend, r.suite, secs(r.est_time),
+        rows.append((line_start(one_line(where)), r.backend, r.suite, duration(r.est_time),
                      ",".join(r.labels) or "-", one_line("; ".join(notes))))
     return table(rows)
 
@@ -59,12 +56,13 @@ def table(rows: Sequence[tuple[str, ...]], right: set[int] | None = None) -> str
 
 
 def split_phrase(s: StagePlan) -> str:
-    """`makespan 1h 5m / lower bound 1h 4m (optimal)`: how good a running stage's split is."""
+    """`makespan 1h5m0s / lower bound 1h4m0s (optimal)`: how good a running stage's split is."""
     proof = "optimal" if s.optimal else "not proven optimal"
-    return f"makespan {secs(s.makespan)} / lower bound {secs(s.lower_bound)} ({proof})"
+    return f"makespan {duration(s.makespan)} / lower bound {duration(s.lower_bound)} ({proof})"
 
 
-def plan_text(plan: Plan) -> str:
+def plan_text(plan: Plan, *, warnings: bool = True) -> str:
+    """The plan as text; without `warnings` (github format, which annotates each) no `warning:` lines."""
     policy = plan.policy
     lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}, trust {policy.trust}"]
     lines.append(f"PR labels: {' '.join(policy.raw_labels) or '(none)'}")
@@ -79,11 +77,15 @@ def plan_text(plan: Plan) -> str:
     elif policy.event in DIFF_EVENTS:
         lines.append(f"diff: unavailable ({plan.diff.reason})")
     lines.append("")
-    rows: list[tuple[str, ...]] = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL", "REASONS")]
+    rows: list[tuple[str, ...]] = [("STAGE", "BACKEND", "DECISION", "TESTS", "SHARDS", "EST WALL")]
     for s in plan.stages:
         rows.append((s.name, s.stage.backend, s.decision.upper(), str(len(s.tests)), str(len(s.shards)),
-                     secs(s.wall_seconds) if s.decision == "run" else "-", "; ".join(s.reasons + s.notes)))
-    lines.append(table(rows, right={3, 4, 5}))
+                     duration(s.wall_seconds) if s.decision == "run" else "-"))
+    head, *stage_rows = table(rows, right={3, 4, 5}).split("\n")
+    lines.append(head)
+    for s, row in zip(plan.stages, stage_rows, strict=True):
+        # Each reason on its own line under its stage's row: a table cell of them grows too wide.
+        lines += [row] + [f"  {one_line(r)}" for r in s.reasons + s.notes]
     running = [s for s in plan.stages if s.decision == "run"]
     if running:
         lines.append("")
@@ -91,17 +93,20 @@ def plan_text(plan: Plan) -> str:
         for s in running:
             lines.append(f"  {s.name}: {split_phrase(s)}")
             for sh in s.shards:
-                lines.append(f"  {s.name}[{sh.index}] est {secs(sh.est_seconds)}: {' '.join(sh.files)}")
+                # One file a line: a shard of a big stage holds hundreds of files.
+                lines.append(f"  {s.name}[{sh.index}] est {duration(sh.est_seconds)}, {count(len(sh.files), 'file')}:")
+                lines += [f"    {line_start(one_line(f))}" for f in sh.files]
         sources = est_sources(plan)
         if "estimates" in sources:
-            lines.append("est_time from the estimates file for: " + " ".join(sources["estimates"]))
+            lines.append(f"est_time from the estimates file for {count(len(sources['estimates']), 'test')}:")
+            lines += [f"  {line_start(one_line(f))}" for f in sources["estimates"]]
     if plan.invalid:
         lines.append("")
         lines.append(invalid_text(plan.invalid))
     lines.append("")
     lines.append("images: " + ", ".join(f"{backend}={action}" for backend, action in plan.images))
-    for w in plan.warnings:
-        lines.append(f"warning: {w}")
+    if warnings:
+        lines += [f"warning: {one_line(w)}" for w in plan.warnings]
     return "\n".join(lines)
 
 
@@ -119,7 +124,7 @@ def explain_text(explanation: Explanation, plan: Plan) -> str:
         lines.append(f"    file: {one_line(s.why)}")
         source = ", from the estimates file" if s.est_source == "estimates" else ""
         runs = f"; shard {s.shard} of {s.shards}" if s.shard is not None else ""
-        lines.append(f"    est_time {secs(s.est_time)}{source}{runs}")
+        lines.append(f"    est_time {duration(s.est_time)}{source}{runs}")
     if e.invalid_stages:
         lines.append(f"  stages its readable registrations name: {', '.join(e.invalid_stages)}")
     lines += ["  " + line for d in e.diagnostics for line in diagnostic_text(d).split("\n")]
@@ -160,7 +165,8 @@ def failure(r: FileResult) -> tuple[str, str]:
     return last.status.upper(), (f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status)
 
 
-def run_summary_text(result: ShardResult) -> str:
+def run_summary_text(result: ShardResult, *, warnings: bool = True) -> str:
+    """A shard's summary; without `warnings` (github format, which annotates each) no WARNINGS section."""
     passed = [r for r in result.results if r.passed]
     failed = [r for r in result.results if not r.passed]
     retried = [r for r in result.results if len(r.attempts) > 1]
@@ -179,7 +185,7 @@ def run_summary_text(result: ShardResult) -> str:
     if result.not_run:
         lines.append(f"NOT RUN ({len(result.not_run)}, fast-fail):")
         lines += [f"  {reg.file}" for reg in result.not_run]
-    if result.warnings:
+    if warnings and result.warnings:
         lines.append(f"WARNINGS ({len(result.warnings)}):")
         lines += [f"  {w}" for w in result.warnings]
     lines.append("RESULT: " + ("PASS" if result.ok else "FAIL"))
@@ -242,7 +248,7 @@ def usage_error_text(command: str, err: UsageError) -> str:
 def file_run_text(plan: FilePlan) -> str:
     rows = [("file", plan.file), ("stage", f"{plan.suite} ({plan.hw})"), ("runs on", ", ".join(plan.runs_on)),
             ("image", plan.container_image or "-"), ("container options", plan.container_options or "-"),
-            ("timeout", f"{plan.timeout_seconds}s")]
+            ("timeout", duration(plan.timeout_seconds))]
     return "\n".join(f"{name}: {one_line(value)}" for name, value in rows)
 
 

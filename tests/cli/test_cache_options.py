@@ -39,6 +39,17 @@ def test_a_symlinked_cache_is_a_warning_and_the_command_runs_uncached(repo: Path
     assert list((tmp_path / "real").iterdir()) == []
 
 
+def test_in_github_format_the_cache_warning_is_only_an_annotation(repo: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    rc, out, err = run_cli(["lint", "--repo", str(repo), "--cache", str(tmp_path / "link"), "--format", "github"],
+                           capsys)
+    assert (rc, err) == (0, "")
+    assert out.splitlines()[0] == (f"::warning::ci-policy lint: --cache: {tmp_path / 'link'} is a symlink; "
+                                   "reading every test file without the scan cache")
+    assert "warning: --cache" not in out.replace("::warning::ci-policy lint: --cache", "")
+
+
 def test_the_default_cache_is_under_xdg_cache_home(repo: Path, capsys) -> None:
     rc, _out, err = run_cli(["lint", "--repo", str(repo), "--format", "json"], capsys)
     assert (rc, err) == (0, "")

@@ -61,7 +61,7 @@ def test_text_format(pr, capsys):
         "runs on: h200, 1gpu\n"
         "image: ghcr.io/minirl/ci-cuda:latest\n"
         "container options: --gpus all\n"
-        "timeout: 900s\n"), "")
+        "timeout: 15m0s\n"), "")
     rc, out, _err = cli(capsys, "--file", "tests/fast/test_kl.py", "--repo", str(pr), "--format", "text")
     assert (rc, out.splitlines()[2:4]) == (0, ["runs on: ubuntu-latest", "image: -"])
 

@@ -165,13 +165,26 @@ def test_github_file_needs_its_variable(monkeypatch, tmp_path):
                               "(hint: use --format text or json outside GitHub Actions)")
 
 
-def test_the_step_summary_is_appended_only_inside_actions(monkeypatch, tmp_path):
+def test_the_step_summary_is_appended_only_inside_actions(monkeypatch, tmp_path, capsys):
     summary = tmp_path / "summary.md"
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    options.append_step_summary("# a\n")
+    options.append_step_summary("gate", "# a\n")
     assert not summary.exists()
+    assert capsys.readouterr() == ("", "ci-policy gate: notice: $GITHUB_STEP_SUMMARY is not set; "
+                                       "the job summary is not written\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    options.append_step_summary("# a\n")
-    options.append_step_summary("")
-    options.append_step_summary("# b\n")
+    options.append_step_summary("gate", "# a\n")
+    options.append_step_summary("gate", "")
+    options.append_step_summary("gate", "# b\n")
     assert summary.read_text() == "# a\n# b\n"
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("fmt, out, err", [
+    ("github", "::warning::ci-policy plan: a%0Ab\n", ""),
+    ("text", "", "ci-policy plan: warning: a\\nb\n"),
+    ("json", "", "ci-policy plan: warning: a\\nb\n"),
+])
+def test_a_warning_prints_once_in_its_format(capsys, fmt, out, err):
+    options.warn("plan", fmt, "a\nb")
+    assert capsys.readouterr() == (out, err)

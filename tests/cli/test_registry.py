@@ -59,10 +59,10 @@ def test_registry_of_a_checkout_with_one_invalid_file(make_repo, capsys):
     repo, _ = partial_repo(make_repo)
     incomplete = f"ci-policy registry: incomplete: 1 invalid test file(s) left out: {BAD}\n"
     assert run(["registry", "--repo", str(repo)], capsys) == (1, (
-        "FILE                     BACKEND  SUITE  EST  LABELS    NOTES\n"
-        "tests/e2e/test_ok.py:3   cuda     gpu-a  60s  megatron\n"
-        "tests/e2e/test_ok2.py:3  cuda     gpu-a  30s  megatron\n"
-        "tests/unit/test_u.py     cpu      cpu    1s   -         implicit\n"),
+        "FILE                     BACKEND  SUITE  EST   LABELS    NOTES\n"
+        "tests/e2e/test_ok.py:3   cuda     gpu-a  1m0s  megatron\n"
+        "tests/e2e/test_ok2.py:3  cuda     gpu-a  30s   megatron\n"
+        "tests/unit/test_u.py     cpu      cpu    1s    -         implicit\n"),
         f"invalid (not scheduled): 1 test file\n  {BAD}\n    {BAD}:3:39: CP227 label-unknown: {BAD_MESSAGE}\n"
         f"        hint: {BAD_HINT}\n" + incomplete)
     rc, out, err = run(["registry", "--repo", str(repo), "--format", "json"], capsys)

@@ -248,9 +248,9 @@ def test_apply_rewrites_exactly_the_est_time_literals(work, capsys):
     assert out.endswith("\nci-policy tune: 10 keep, 7 skip\n")
     assert out.splitlines()[-6:-2] == [
         "stage-a-cpu               1              20s              1.00             20s             1.00",
-        "stage-b-1-gpu-h200        2             540s              1.06            540s             1.06",
-        "stage-c-4-gpu-h200        3            3400s              1.42           3400s             1.42",
-        "stage-c-4-gpu-mi350       2             800s              1.19            800s             1.19",
+        "stage-b-1-gpu-h200        2             9m0s              1.06            9m0s             1.06",
+        "stage-c-4-gpu-h200        3           56m40s              1.42          56m40s             1.42",
+        "stage-c-4-gpu-mi350       2           13m20s              1.19          13m20s             1.19",
     ]
 
 
@@ -274,10 +274,10 @@ def test_apply_skips_and_reports_ambiguous_files(work, capsys):
         "2 cuda registrations (lines 9, 10)\n",
     ).replace(
         # test_fsdp_grpo.py is in stage-c now, and stays at 240 in stage-b
-        "stage-b-1-gpu-h200        2             540s              1.00            540s             1.06\n"
-        "stage-c-4-gpu-h200        3            2400s              1.15           3400s             1.42\n",
-        "stage-b-1-gpu-h200        2             540s              1.00            540s             1.12\n"
-        "stage-c-4-gpu-h200        3            2400s              1.08           3400s             1.34\n",
+        "stage-b-1-gpu-h200        2             9m0s              1.00            9m0s             1.06\n"
+        "stage-c-4-gpu-h200        3            40m0s              1.15          56m40s             1.42\n",
+        "stage-b-1-gpu-h200        2             9m0s              1.00            9m0s             1.12\n"
+        "stage-c-4-gpu-h200        3            40m0s              1.08          56m40s             1.34\n",
     ).replace(
         "ci-policy tune: 4 keep, 2 lower, 4 raise, 7 skip\n", "ci-policy tune: 4 keep, 2 lower, 3 raise, 8 skip\n",
     ) + (
@@ -386,11 +386,13 @@ def test_write_estimates_then_plan_and_list_use_them(work, capsys):
     # the text plan names the files whose est_time came from the estimates file
     code, out, _ = cli(capsys, "plan", "--repo", "gpu-repo", *WEEKLY)
     assert code == 0
-    assert ("est_time from the estimates file for: tests/e2e/test_fsdp_grpo.py(stage-b-1-gpu-h200) "
-            "tests/e2e/test_megatron_sft.py(stage-b-1-gpu-h200) tests/e2e/test_megatron_long_context.py"
-            "(stage-c-4-gpu-h200) tests/e2e/test_megatron_ppo_4gpu.py(stage-c-4-gpu-h200) "
-            "tests/e2e/test_rocm_fsdp_grpo.py(stage-c-4-gpu-h200) tests/e2e/test_rocm_fsdp_grpo.py"
-            "(stage-c-4-gpu-mi350)") in out.splitlines()
+    assert ("est_time from the estimates file for 6 tests:\n"
+            "  tests/e2e/test_fsdp_grpo.py(stage-b-1-gpu-h200)\n"
+            "  tests/e2e/test_megatron_sft.py(stage-b-1-gpu-h200)\n"
+            "  tests/e2e/test_megatron_long_context.py(stage-c-4-gpu-h200)\n"
+            "  tests/e2e/test_megatron_ppo_4gpu.py(stage-c-4-gpu-h200)\n"
+            "  tests/e2e/test_rocm_fsdp_grpo.py(stage-c-4-gpu-h200)\n"
+            "  tests/e2e/test_rocm_fsdp_grpo.py(stage-c-4-gpu-mi350)\n") in out
 
     # tuning again from the same evidence compares against the estimates: nothing to change
     code, out, err = tune(capsys, "--from", "evidence", "--check")
@@ -631,3 +633,22 @@ def test_downloads_show_one_updating_line_on_a_terminal_and_one_line_per_artifac
         "\r\x1b[Kci-policy tune: run 7: timing artifact 1/1 'ci-policy-timings-stage-a-0'"
         "\r\x1b[K")
     assert log.getvalue() == "ci-policy tune: run 7: timing artifact 1/1 'ci-policy-timings-stage-a-0' (1234 bytes)\n"
+
+
+def test_a_retry_line_clears_the_updating_line_first_and_the_next_step_draws_it_again():
+    from ci_policy.adapters.github.download import Step
+    from ci_policy.cli.tune import Progress
+
+    terminal, log = Terminal(), io.StringIO()
+    for stream in (terminal, log):
+        progress = Progress(stream)
+        progress(Step(7, "log", 1, 2, "stage-a"))
+        progress.notice("ci-policy: GitHub API request GET /x answered HTTP 502; attempt 2 of 5 now")
+        progress(Step(7, "log", 2, 2, "stage-b"))
+        progress.done()
+    assert terminal.getvalue() == (
+        "\r\x1b[Kci-policy tune: run 7: job log 1/2 'stage-a'"
+        "\r\x1b[Kci-policy: GitHub API request GET /x answered HTTP 502; attempt 2 of 5 now\n"
+        "\r\x1b[Kci-policy tune: run 7: job log 2/2 'stage-b'"
+        "\r\x1b[K")
+    assert log.getvalue() == "ci-policy: GitHub API request GET /x answered HTTP 502; attempt 2 of 5 now\n"

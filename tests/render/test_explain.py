@@ -20,7 +20,7 @@ def test_explain_text_of_a_registered_file(tmp_path):
         "    stage: run: the diff is unavailable (no --diff or --base was given), so every runnable stage runs\n"
         "    stage: run: requested by run-ci-megatron\n"
         "    file: selected: label megatron included by run-ci-megatron\n"
-        "    est_time 60s; shard 1 of 2")
+        "    est_time 1m0s; shard 1 of 2")
 
 
 def test_a_path_with_a_newline_cannot_start_a_line_of_its_own(tmp_path):

@@ -18,7 +18,6 @@ from ci_policy.render.text import (
     gate_text,
     registry_text,
     run_summary_text,
-    secs,
     split_phrase,
     table,
     usage_error_text,
@@ -47,12 +46,11 @@ def test_diagnostic_text_without_a_path_or_starting_with_a_command():
     assert diagnostic_text(Diagnostic("m", path="::error::x.py", line=1)) == "./::error::x.py:1: m"
 
 
-def test_with_hint_count_and_secs():
+def test_with_hint_and_count():
     assert with_hint("m", None) == "m"
     assert with_hint("m", "") == "m"
     assert with_hint("m", "a\nb") == "m\n    hint: a\\nb"
     assert [count(0, "error"), count(1, "error"), count(2, "gate")] == ["0 errors", "1 error", "2 gates"]
-    assert [secs(60), secs(1.5), secs(0.25)] == ["60s", "1.5s", "0.25s"]
 
 
 def test_usage_error_text():
@@ -71,8 +69,8 @@ def test_registry_text_keeps_each_registration_on_its_line():
                        nightly=True, implicit=True, disabled="r\nx")
     assert registry_text([REG, odd]) == (
         "FILE                 BACKEND  SUITE  EST   LABELS  NOTES\n"
-        "tests/test_a|b.py:3  cuda     gpu    60s   -\n"
-        "./::x\\ny.py          cpu      c      1.5s  a,b     implicit; nightly; disabled: r\\nx")
+        "tests/test_a|b.py:3  cuda     gpu    1m0s  -\n"
+        "./::x\\ny.py          cpu      c      2s    a,b     implicit; nightly; disabled: r\\nx")
 
 
 def test_run_summary_text():
@@ -102,6 +100,14 @@ def test_run_summary_text_lists_the_records_not_written_before_the_result():
         "RESULT: FAIL"]
 
 
+def test_run_summary_text_without_warnings_leaves_them_to_the_annotations():
+    result = shard_result()
+    result.warnings = ["cannot write the metric record of b"]
+    text = run_summary_text(result, warnings=False)
+    assert "WARNINGS" not in text and "metric record" not in text
+    assert text == run_summary_text(shard_result())
+
+
 def test_gate_text():
     assert gate_text(gate_outcome()) == (
         "ci-policy gate: tests/test_a|b.py (cuda, gpu)\n"
@@ -118,7 +124,7 @@ def test_gate_text():
 
 def test_file_run_text():
     assert file_run_text(FILE_PLAN) == ("file: tests/test_a.py\nstage: gpu (h200)\nruns on: self-hosted, h200\n"
-                                        "image: ghcr.io/x/img:1\ncontainer options: --gpus all\ntimeout: 61s")
+                                        "image: ghcr.io/x/img:1\ncontainer options: --gpus all\ntimeout: 1m1s")
 
 
 def test_the_invalid_section_of_a_partial_plan_keeps_each_value_on_its_line(tmp_path):
@@ -142,5 +148,5 @@ def test_split_phrase_says_whether_the_split_is_proven_optimal():
     stage = Stage(name="gpu", backend="cuda", partitions=2)
     proven = StagePlan(stage, "run", (), (), shards, lower_bound=7130, optimal=True)
     unproven = StagePlan(stage, "run", (), (), shards, lower_bound=7134.25, optimal=False)
-    assert split_phrase(proven) == "makespan 7138s / lower bound 7130s (optimal)"
-    assert split_phrase(unproven) == "makespan 7138s / lower bound 7134.25s (not proven optimal)"
+    assert split_phrase(proven) == "makespan 1h58m58s / lower bound 1h58m50s (optimal)"
+    assert split_phrase(unproven) == "makespan 1h58m58s / lower bound 1h58m54s (not proven optimal)"

@@ -98,26 +98,53 @@ def parse_run(text: str) -> tuple[str, int]:
 
 
 def _get_bytes(requester, path: str, limit: int) -> bytes:
+    """The bytes `path` redirects to. The storage download is retried as the API calls are
+    (`client`): a 5xx or 429 answer or a lost connection, at most `client.MAX_ATTEMPTS` attempts,
+    after 0 s, 2 s, 4 s, 8 s (a 429's `Retry-After` when it gives one), at most `client.max_wait()`
+    seconds of waiting in all; each retry one `client.NOTICE` line, never the signed URL."""
     import requests
+
+    from ci_policy.adapters.github import client
 
     headers, _data = requester.requestJsonAndCheck("GET", path)  # 302: not followed by PyGithub
     location = headers.get("location")
     if not location:
         raise InputError(f"{path}: GitHub answered without a redirect to the download")
-    out = bytearray()
-    try:
-        # A signed URL: no token, and no ~/.netrc credentials either (a no-op auth).
-        with requests.get(location, stream=True, timeout=60, auth=lambda r: r) as response:
-            response.raise_for_status()
-            for chunk in response.iter_content(chunk_size=65536):
-                out += chunk
-                if len(out) > limit:
-                    raise TooLarge(f"{path}: download larger than {limit} bytes")
-    except requests.RequestException as exc:  # never shown: the signed URL
-        what = (f"answered HTTP {exc.response.status_code}" if exc.response is not None
-                else f"failed ({type(exc).__name__})")
-        raise InputError(f"{path}: the download it redirects to {what}") from None
-    return bytes(out)
+    limit_wait, waited = client.max_wait(), 0.0
+    for attempt in range(1, client.MAX_ATTEMPTS + 1):
+        out = bytearray()
+        try:
+            # A signed URL: no token, and no ~/.netrc credentials either (a no-op auth).
+            with requests.get(location, stream=True, timeout=60, auth=lambda r: r) as response:
+                response.raise_for_status()
+                for chunk in response.iter_content(chunk_size=65536):
+                    out += chunk
+                    if len(out) > limit:
+                        raise TooLarge(f"{path}: download larger than {limit} bytes")
+            return bytes(out)
+        except requests.RequestException as exc:  # never shown: the signed URL
+            status = exc.response.status_code if exc.response is not None else None
+            what = f"answered HTTP {status}" if status is not None else f"failed ({type(exc).__name__})"
+            failure = InputError(f"{path}: the download it redirects to {what}"
+                                 + (f" after {attempt} attempts" if attempt > 1 else ""))
+            if (status is not None and status < 500 and status != 429) or attempt == client.MAX_ATTEMPTS:
+                raise failure from None
+            wait = _retry_after(exc.response) if status == 429 else None
+            wait = wait if wait is not None else (0.0 if attempt == 1 else client.BACKOFF_FACTOR * 2 ** (attempt - 1))
+            if waited + wait > limit_wait:
+                raise failure from None
+            client.NOTICE(f"ci-policy: the storage download of GET {path} {what}; attempt {attempt + 1} of "
+                          f"{client.MAX_ATTEMPTS} " + (f"after {wait:g}s" if wait > 0 else "now"))
+            if wait > 0:
+                client.SLEEP(wait)
+                waited += wait
+    raise AssertionError("unreachable: the last attempt returns or raises")  # pragma: no cover
+
+
+def _retry_after(response) -> float | None:
+    """A 429's `Retry-After` in seconds (a number of at most 3600), else None."""
+    text = (response.headers.get("Retry-After") or "").strip() if response is not None else ""
+    return float(text) if text.isdigit() and int(text) <= 3600 else None
 
 
 def _pages(requester, path: str, key: str, parameters: dict) -> list:

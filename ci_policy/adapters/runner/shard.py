@@ -544,9 +544,12 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
     if timings.restored:
-        print(f"ci-policy: warning: the timing records {timings.path} were changed by something other than "
-              f"the runner (a test?) {timings.restored} time(s); the runner's records were restored",
-              file=out, flush=True)
+        message = (f"the timing records {timings.path} were changed by something other than the runner (a test?) "
+                   f"{timings.restored} time(s); the runner's records were restored")
+        if options.github:  # an annotation only, not also a line of text
+            write_commands(f"::warning::{escape_data('ci-policy: ' + message)}", out)
+        else:
+            print(f"ci-policy: warning: {one_line(message)}", file=out, flush=True)
     return result
 
 
@@ -607,8 +610,7 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
                 line += f" (killed {proc.killed} leftover process(es))"
             print(line, file=out, flush=True)
             if problem is not None:
-                warnings.append(problem)
-                print(f"      warning: {problem}", file=out, flush=True)
+                warnings.append(problem)  # printed once: in the summary (text) or as an annotation (github)
             if status == "pass":
                 if options.records_dir is not None:
                     _merge_and_gate(reg, record_dir, options.records_dir, file_result, options, out, warnings,
@@ -648,8 +650,7 @@ def _merge_and_gate(reg, record_dir: Path, records_dir: Path, file_result: FileR
     except OSError as exc:
         # The gate still sees the series; only the file handed to later steps is missing.
         problem = write_warning("metric record", target, reg.file, attempt, exc)
-        warnings.append(problem)
-        print(f"      warning: {problem}", file=out, flush=True)
+        warnings.append(problem)  # printed once: in the summary (text) or as an annotation (github)
     if options.gate is not None:
         file_result.gate = options.gate(reg, series, problems)
         if file_result.gate.results:

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.adapters.tuning.propose import Proposal, StageBalance
 from ci_policy.render import table
+from ci_policy.render.durations import duration
 
 COLUMNS = ("run_id", "job_id", "job_name", "stage", "shard", "test_file", "status", "elapsed_s",
            "logged_est_s", "current_est_s", "proposed_est_s", "action", "source", "line", "note", "origin")
@@ -63,8 +64,8 @@ def summary_text(proposals: list[Proposal], balances: list[StageBalance]) -> str
         lines.append("")
         rows = [("STAGE", "SHARDS", "MAKESPAN BEFORE", "IMBALANCE BEFORE", "MAKESPAN AFTER", "IMBALANCE AFTER")]
         for b in balances:
-            rows.append((b.stage, str(b.partitions), f"{_n(b.before_makespan)}s", f"{b.before_imbalance:.2f}",
-                         f"{_n(b.after_makespan)}s", f"{b.after_imbalance:.2f}"))
+            rows.append((b.stage, str(b.partitions), duration(b.before_makespan), f"{b.before_imbalance:.2f}",
+                         duration(b.after_makespan), f"{b.after_imbalance:.2f}"))
         lines.append(table(rows, right={1, 2, 3, 4, 5}))
     counts: dict[str, int] = {}
     for p in proposals:

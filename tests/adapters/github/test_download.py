@@ -510,8 +510,8 @@ def test_a_run_that_does_not_exist_is_an_error_without_the_token(gh, token):
      f"GitHub API error 403 while reading run {RUN} of acme/minirl: Resource not accessible by integration"),
     (f"{P}/actions/artifacts/{ART_TIMINGS}/zip", 410, "Artifact has expired",
      f"GitHub API error 410 while reading run {RUN} of acme/minirl: Artifact has expired"),
-    (f"/_blob/logs/{JOB_MI}", 503, "Server Busy",
-     f"{P}/actions/jobs/{JOB_MI}/logs: the download it redirects to answered HTTP 503"),
+    (f"/_blob/logs/{JOB_MI}", 503, "Server Busy",  # retried as the API calls are (below), then given up
+     f"{P}/actions/jobs/{JOB_MI}/logs: the download it redirects to answered HTTP 503 after 5 attempts"),
     (f"/_blob/artifacts/{ART_TIMINGS}.zip", 403, "AuthenticationFailed",
      f"{P}/actions/artifacts/{ART_TIMINGS}/zip: the download it redirects to answered HTTP 403"),
 ])
@@ -642,6 +642,39 @@ def test_a_secondary_rate_limit_is_waited_out_as_github_asks(gh, token, github_s
     assert seen(gh) == requests[:at + 1] + requests[at:]
     assert github_sleeps == sleeps
     assert capsys.readouterr() == ("", retried(f"{P}/actions/runs/{RUN}/artifacts", [answer], [when]))
+
+
+BLOB = f"/_blob/artifacts/{ART_TIMINGS}.zip"
+ZIP = f"{P}/actions/artifacts/{ART_TIMINGS}/zip"
+
+
+def test_a_storage_download_that_fails_is_retried_with_the_same_backoff(gh, token, github_sleeps, capsys):
+    add_run(gh)
+    gh.fail_next("GET", BLOB, 503, 502, message="Server Busy")
+    assert download_run(RUN_URL, token, gh.url) == EXPECTED_ROWS
+    assert [path for _method, path, *_ in seen(gh)].count(BLOB) == 3
+    assert github_sleeps == [2.0]  # at once, then after 2 s: as an API request
+    assert capsys.readouterr() == ("", (
+        f"ci-policy: the storage download of GET {ZIP} answered HTTP 503; attempt 2 of 5 now\n"
+        f"ci-policy: the storage download of GET {ZIP} answered HTTP 502; attempt 3 of 5 after 2s\n"))
+
+
+def test_a_storage_download_is_not_retried_for_a_client_error_nor_past_the_wait_limit(gh, token, github_sleeps,
+                                                                                      monkeypatch, capsys):
+    add_run(gh)
+    gh.fail_next("GET", BLOB, 404)
+    with pytest.raises(InputError) as exc:
+        download_run(RUN_URL, token, gh.url)
+    assert str(exc.value.diagnostic.message) == f"{ZIP}: the download it redirects to answered HTTP 404"
+    assert [path for _method, path, *_ in seen(gh)].count(BLOB) == 1
+    assert github_sleeps == [] and "ci-policy: the storage download" not in capsys.readouterr().err
+    monkeypatch.setenv("CI_POLICY_GITHUB_MAX_WAIT", "1")
+    gh.fail_next("GET", BLOB, 503, 503)  # at once, then 2 s would pass the limit of 1 s
+    with pytest.raises(InputError) as exc:
+        download_run(RUN_URL, token, gh.url)
+    assert str(exc.value.diagnostic.message) == (
+        f"{ZIP}: the download it redirects to answered HTTP 503 after 2 attempts")
+    assert github_sleeps == []
 
 
 def test_a_request_that_keeps_failing_gives_up_after_5_attempts_with_a_clear_error(gh, token, github_sleeps,
