@@ -330,17 +330,28 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     return plan_of(plan_file, snapshot)
 
 
-def plan_inputs_of(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
-    """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from."""
+def plan_inputs_of(args: argparse.Namespace, plan: Plan, scan: dict[str, Any]) -> dict[str, object]:
+    """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from.
+
+    `scan`: the `scan_options` the plan was built with, whose git listing gives the ids
+    (one `git ls-files` per command).
+    """
     from ci_policy.adapters.inputs import checkout_inputs
     from ci_policy.plan.planfile import inputs_dict
 
     config = plan.config
-    inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files)
+    inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files,
+                             scan["index"])
     return inputs_dict(inputs.config, inputs.labels, dict(inputs.files))
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
+    return plan_with_scan(args)[0]
+
+
+def plan_with_scan(args: argparse.Namespace) -> tuple[Plan, dict[str, Any]]:
+    """The plan of these plan inputs, and the `scan_options` it read the checkout with (whose
+    git listing `plan_inputs_of` reuses)."""
     from ci_policy.adapters.git import git_diff
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.plan.build import build_plan
@@ -376,7 +387,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
                          hint="pass the file `git diff --name-status -z -M BASE HEAD` wrote, or omit --diff")
     labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
     repo = Path(args.repo)
-    snapshot = load_snapshot(repo, args.config, **scan_options(args, repo))
+    scan = scan_options(args, repo)
+    snapshot = load_snapshot(repo, args.config, **scan)
     untrusted = push_diff_unavailable(args.base, args.head, args.forced == "true")
     if untrusted is not None:
         diff = Diff.unavailable(untrusted)
@@ -388,4 +400,4 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         diff = Diff.unavailable("no --diff or --base was given")
     trigger = Trigger(event=args.event, labels=labels, schedule=args.schedule, cadence=args.cadence,
                       trust=args.trust)
-    return build_plan(snapshot, trigger, diff)
+    return build_plan(snapshot, trigger, diff), scan

@@ -33,6 +33,7 @@ from ci_policy.cli.options import (
     github_file,
     plan_from_args,
     plan_inputs_of,
+    plan_with_scan,
     report_incomplete,
 )
 from ci_policy.cli.paths import workspace_paths
@@ -96,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
         print(render.explain_json(explanation, plan) if args.format == "json"
               else render.explain_text(explanation, plan))
         return 0
-    plan = plan_from_args(args)
+    plan, scan = plan_with_scan(args)  # one git listing for the scan and the plan's inputs
     if args.format == "json":
-        print(render.plan_json(plan, head_sha, plan_inputs_of(args, plan)))
+        print(render.plan_json(plan, head_sha, plan_inputs_of(args, plan, scan)))
     elif args.format == "markdown":
         print(render.plan_markdown(plan), end="")
     elif args.format == "github":
