@@ -104,6 +104,13 @@ def test_stored_scans_read_back_equal_for_every_example_file() -> None:
         assert decode_scan(encode_scan(result)) == result
     assert decode_scan({"format": 0}) is None
     assert decode_scan({"format": 1, "registrations": [{"nope": 1}]}) is None
+    stored = encode_scan(scan_file("register_cpu_ci(5, 'cpu')\n", "tests/unit/test_a.py", snapshot.config,
+                                   snapshot.labels))
+    assert stored["format"] == 2 and len(stored["scan"]) == 5
+    for corrupt in ({**stored, "scan": stored["scan"][:4]}, {**stored, "scan": [[[1]], [], [], [], []]},
+                    {**stored, "scan": [[{"x": 1}], [], [], [], []]}, {**stored, "scan": "x"},
+                    {**stored, "scan": [[[{"q": [1]}] * 12], [], [], [], []]}):
+        assert decode_scan(corrupt) is None
 
 
 def test_a_warm_cache_reads_no_file_git_lists_unmodified(tmp_path: Path, monkeypatch) -> None:
