@@ -182,10 +182,33 @@ def add_cache(p: argparse.ArgumentParser) -> None:
                    help="keep the scans of test files, by content, in DIR (default: "
                         "$XDG_CACHE_HOME/ci-policy/scan, else ~/.cache/ci-policy/scan); never inside the checkout")
     g.add_argument("--no-cache", action="store_true", help="read and parse every test file, keeping nothing")
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                   help="processes that parse test files when many are to be parsed (default $CI_POLICY_JOBS, "
+                        "else the CPUs this process may use); 1: parse in this process only")
+
+
+JOBS_ENV = "CI_POLICY_JOBS"
+
+
+def jobs(args: argparse.Namespace) -> int:
+    """`--jobs N`, else `$CI_POLICY_JOBS`, else the CPUs this process may use (affinity, cgroup quota)."""
+    given: int | None = getattr(args, "jobs", None)
+    if given is not None:
+        return given
+    value = os.environ.get(JOBS_ENV, "")
+    if value:
+        try:
+            return positive_int(value)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(str(exc), source=f"${JOBS_ENV}",
+                             hint="set it to a whole number of processes, at least 1, or unset it") from None
+    from ci_policy.adapters.parallel import available_cores
+
+    return available_cores()
 
 
 def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
-    """The `cache` and `index` keywords of `load_snapshot` for these options.
+    """The `cache`, `index` and `scanner` keywords of `load_snapshot` for these options.
 
     The index (what git lists in a git work tree; None elsewhere) is passed with or
     without the cache: discovery takes its candidates from it either way, so `--no-cache`
@@ -194,9 +217,11 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     user's, writable by others) is a warning on stderr, and the command reads every file.
     """
     from ci_policy.adapters.git import checkout_index
+    from ci_policy.adapters.parallel import process_scanner
 
+    scanner = process_scanner(jobs(args))
     if getattr(args, "no_cache", False):
-        return {"index": checkout_index(repo)}
+        return {"index": checkout_index(repo), "scanner": scanner}
     from ci_policy.adapters.scan_cache import default_dir, inside, open_cache
 
     given = getattr(args, "cache", None)
@@ -214,7 +239,7 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     if cache is None:
         print(f"ci-policy {args.command}: warning: {'--cache: ' if given is not None else ''}{why}; "
               "reading every test file without the scan cache", file=sys.stderr)
-    return {"cache": cache, "index": checkout_index(repo)}
+    return {"cache": cache, "index": checkout_index(repo), "scanner": scanner}
 
 
 def add_plan_inputs(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
