@@ -21,6 +21,7 @@ from ci_policy.errors import UsageError
 from ci_policy.read.numbers import is_finite_number
 
 if TYPE_CHECKING:
+    from ci_policy.adapters.scan_cache import DirScanCache
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan
 
@@ -175,13 +176,18 @@ def non_negative_float(text: str) -> float:
 
 # -- the plan inputs: plan, list and run decide the same plan from the same options ----------
 
-def add_cache(p: argparse.ArgumentParser) -> None:
-    """`--cache DIR` / `--no-cache`: where the scans of test files are kept (see `scan_options`)."""
+def add_cache(p: argparse.ArgumentParser, *, jobs: bool = True, default: bool = True) -> None:
+    """`--cache DIR` / `--no-cache`: where the scans of test files are kept (see `scan_options`);
+    `--jobs N` with `jobs`. `default=False`: without `--cache` no cache is used (file-run)."""
     g = p.add_mutually_exclusive_group()
+    where = ("$XDG_CACHE_HOME/ci-policy/scan, else ~/.cache/ci-policy/scan" if default
+             else "none: this command reads a single test file")
     g.add_argument("--cache", default=None, metavar="DIR",
-                   help="keep the scans of test files, by content, in DIR (default: "
-                        "$XDG_CACHE_HOME/ci-policy/scan, else ~/.cache/ci-policy/scan); never inside the checkout")
+                   help=f"keep the scans of test files, by content, in DIR (default: {where}); never inside "
+                        "the checkout")
     g.add_argument("--no-cache", action="store_true", help="read and parse every test file, keeping nothing")
+    if not jobs:
+        return
     p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
                    help="processes that parse test files when many are to be parsed (default $CI_POLICY_JOBS, "
                         "else the CPUs this process may use); 1: parse in this process only")
@@ -222,11 +228,22 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     scanner = process_scanner(jobs(args))
     if getattr(args, "no_cache", False):
         return {"index": checkout_index(repo), "scanner": scanner}
+    return {"cache": scan_cache(args, repo), "index": checkout_index(repo), "scanner": scanner}
+
+
+def scan_cache(args: argparse.Namespace, repo: Path, *, default: bool = True) -> DirScanCache | None:
+    """The scan cache `--cache DIR` names, else the default one (None with `default=False`).
+
+    A directory inside the checkout is a usage error; one that cannot be used is a warning
+    on stderr, and None.
+    """
     from ci_policy.adapters.scan_cache import default_dir, inside, open_cache
 
     given = getattr(args, "cache", None)
     if given == "":
         given = None  # a workflow passes every input on one line
+    if given is None and not default:
+        return None
     directory = Path(given) if given is not None else default_dir()
     if inside(directory, repo):
         if given is not None:
@@ -239,7 +256,7 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     if cache is None:
         print(f"ci-policy {args.command}: warning: {'--cache: ' if given is not None else ''}{why}; "
               "reading every test file without the scan cache", file=sys.stderr)
-    return {"cache": cache, "index": checkout_index(repo), "scanner": scanner}
+    return cache
 
 
 def add_plan_inputs(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:

@@ -277,6 +277,21 @@ def scan_file(text: str, file: str, config: Config, labels: LabelRegistry) -> Fi
     return FileScan(tuple(regs), tuple(file_gates), (*bad, *result.errors), tuple(found), label_calls)
 
 
+def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache: ScanCache | None) -> FileScan:
+    """`scan_file` of one file's text, through `cache` when given: looked up by the SHA-256
+    of the text, and stored on a miss (a command that reads a single test file)."""
+    if cache is None:
+        return scan_file(text, file, config, labels)
+    context = scan_context(config, labels)
+    key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}", context)
+    hit = _decode(cache.load(context).get(key))
+    if hit is not None:
+        return hit
+    result = scan_file(text, file, config, labels)
+    cache.store(context, {key: encode_scan(result)})
+    return result
+
+
 def scan_context(config: Config, labels: LabelRegistry) -> str:
     """A digest of everything besides a file's text and path that `scan_file` reads.
 
