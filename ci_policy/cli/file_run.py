@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import uuid
 from pathlib import Path
 
 from ci_policy.cli.options import add_cache, add_config, add_format, add_repo, github_file, scan_cache
@@ -84,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
                         backend=args.backend, stage=args.stage, cache=cache)
     if args.format == "github":
         with github_file("GITHUB_OUTPUT").open("a", encoding="utf-8") as fh:
+            import uuid
+
             fh.write(render.file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
     if args.format == "text":
         print(render.file_run_text(plan))

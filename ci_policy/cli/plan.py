@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import uuid
 from pathlib import Path
 
 from ci_policy.adapters.console import write_commands
@@ -105,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "github":
         outputs, summary = github_file("GITHUB_OUTPUT"), github_file("GITHUB_STEP_SUMMARY")
         with outputs.open("a", encoding="utf-8") as fh:
+            import uuid
+
             fh.write(render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
         with summary.open("a", encoding="utf-8") as fh:
             fh.write(render.plan_markdown(plan))

@@ -66,3 +66,22 @@ def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_pat
     unwanted = ("ci_policy.adapters.store", "ci_policy.adapters.scan_cache", "ci_policy.adapters.github",
                 "ci_policy.adapters.tuning", "ci_policy.adapters.runner")
     assert [m for m in loaded if m.startswith(unwanted)] == []
+
+
+STDLIB_PROBE = """
+import sys
+from ci_policy.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(" ".join(sorted(m for m in ("json", "uuid", "tempfile") if m in sys.modules)))
+"""
+
+
+def test_help_imports_no_json_uuid_or_tempfile_module(tmp_path) -> None:
+    # Modules a subcommand needs only when it runs are imported when it runs (argparse's help
+    # imports shutil itself).
+    proc = subprocess.run([sys.executable, "-c", STDLIB_PROBE, "--help"], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(), check=True)
+    assert proc.stderr == ""
