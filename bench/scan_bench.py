@@ -5,7 +5,9 @@ For the example repository and generated checkouts (git work trees) of 1,000, 5,
 
 - bare:   reading and `ast.parse`-ing every test file (the least any scanner must do);
 - COMMAND --no-cache: the command as `ci-policy` runs it (`cli.main.main`, output discarded);
-- COMMAND cold: with an empty `--cache DIR` (every file scanned and stored);
+- COMMAND cold: with an empty `--cache DIR` (every file scanned and stored), in as many
+  processes as the command takes by default (`--jobs`: the CPUs this process may use);
+- COMMAND cold -j1: the same with `--jobs 1` (every file parsed in the command's own process);
 - COMMAND warm: the same command again with that cache filled.
 
 and prints each as a ratio to the bare loop of the same checkout (targets, issue 15:
@@ -34,6 +36,7 @@ from pathlib import Path
 
 from synthetic import git_commit, gpu_checkout
 
+from ci_policy.adapters.parallel import available_cores
 from ci_policy.cli.main import main as cli_main
 from ci_policy.model.snapshot import load_snapshot
 
@@ -77,15 +80,17 @@ def bench_checkout(label: str, repo: Path, repeat: int, work: Path) -> None:
 
     base = median_time(bare, repeat)
     print(f"\n{label}: {len(files)} test files; bare read+parse {base * 1000:.0f} ms (= 1.00)")
-    print(f"  {'command':<10} {'no-cache':>9} {'cold':>7} {'warm':>7}")
+    print(f"  {'command':<10} {'no-cache':>9} {'cold':>7} {'cold -j1':>9} {'warm':>7}   (jobs: {available_cores()})")
     for name, argv in COMMANDS.items():
         cache = work / f"cache-{name}"
         full = [*argv, "--repo", str(repo)]
         uncached = median_time(lambda full=full: run_command([*full, "--no-cache"]), repeat)
         cold = median_time(lambda full=full, cache=cache: run_command([*full, "--cache", str(cache)]), repeat,
                            before=lambda cache=cache: shutil.rmtree(cache, ignore_errors=True))
+        serial = median_time(lambda full=full, cache=cache: run_command([*full, "--cache", str(cache), "--jobs", "1"]),
+                             repeat, before=lambda cache=cache: shutil.rmtree(cache, ignore_errors=True))
         warm = median_time(lambda full=full, cache=cache: run_command([*full, "--cache", str(cache)]), repeat)
-        print(f"  {name:<10} {uncached / base:>9.2f} {cold / base:>7.2f} {warm / base:>7.2f}"
+        print(f"  {name:<10} {uncached / base:>9.2f} {cold / base:>7.2f} {serial / base:>9.2f} {warm / base:>7.2f}"
               f"   (warm {warm * 1000:.0f} ms)")
 
 

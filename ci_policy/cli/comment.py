@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
 from pathlib import Path
@@ -59,6 +58,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _json_file(path: Path, what: str) -> dict:
+    import json
+
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -99,6 +100,8 @@ def _kinds(text: str | None) -> frozenset[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
     from ci_policy.adapters.github.access import parse_access_policy
     from ci_policy.adapters.github.gateway import Gateway, github_api
     from ci_policy.config import DEFAULT_CONFIG, load_config

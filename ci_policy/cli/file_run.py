@@ -1,7 +1,10 @@
 """`ci-policy file-run`: where `/rerun-test` runs one test file of a checkout.
 
 - In: --repo (the checkout, read as data), --file, --backend/--stage (which registration,
-  when the file has several), --config, --image-tag, --format json|text|github.
+  when the file has several), --config, --image-tag, --format json|text|github, and
+  --cache DIR / --no-cache as the scanning commands take them, except that without
+  --cache no cache is used: the command reads one test file, which parses faster than
+  the cache's pack of a large checkout loads.
 - Out: the file's stage, runner labels, container image and timeout; in github format
   also $GITHUB_OUTPUT values for the job that runs it.
 - Refused: a --file that is not a test path or an --image-tag that is not a tag (exit 2,
@@ -12,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import re
-import uuid
 from pathlib import Path
 
-from ci_policy.cli.options import add_config, add_format, add_repo, github_file
+from ci_policy.cli.options import add_cache, add_config, add_format, add_repo, github_file, scan_cache
 from ci_policy.errors import InputError
 
 NAME = "file-run"
@@ -66,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "several stages that ci-policy runs register the file")
     p.add_argument("--image-tag", default=None, type=_image_tag, metavar="TAG",
                    help="container image tag (default, or when empty: the configured file_run.default_tag)")
+    add_cache(p, jobs=False, default=False)
     add_format(p, ("json", "text", "github"), default="json")
     return p
 
@@ -74,10 +77,14 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.plan.filerun import resolve_file
 
-    plan = resolve_file(args.file, Path(args.repo), config_path=args.config, image_tag=args.image_tag,
-                        backend=args.backend, stage=args.stage)
+    repo = Path(args.repo)
+    cache = None if args.no_cache else scan_cache(args, repo, default=False)
+    plan = resolve_file(args.file, repo, config_path=args.config, image_tag=args.image_tag,
+                        backend=args.backend, stage=args.stage, cache=cache)
     if args.format == "github":
         with github_file("GITHUB_OUTPUT").open("a", encoding="utf-8") as fh:
+            import uuid
+
             fh.write(render.file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
     if args.format == "text":
         print(render.file_run_text(plan))

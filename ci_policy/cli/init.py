@@ -16,9 +16,7 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -116,6 +114,8 @@ def _lint_filled(repo: Path, start: Starter, shown_config: str) -> LintReport:
     The copy lives outside the checkout, line for line the written file; its diagnostics
     name the written file.
     """
+    import tempfile
+
     from ci_policy.model.lint import LintReport, lint
 
     with tempfile.TemporaryDirectory(prefix="ci-policy-init-") as tmp:
@@ -156,6 +156,8 @@ def _text(start: Starter, written: list[str], shown_config: str, report: LintRep
 
 
 def _json(start: Starter, written: list[str], shown_config: str, report: LintReport, ok: bool) -> str:
+    import json
+
     from ci_policy.render import JSON_SCHEMA_VERSION
 
     return json.dumps({

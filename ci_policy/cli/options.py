@@ -21,6 +21,7 @@ from ci_policy.errors import UsageError
 from ci_policy.read.numbers import is_finite_number
 
 if TYPE_CHECKING:
+    from ci_policy.adapters.scan_cache import DirScanCache
     from ci_policy.config import Config
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan
@@ -200,17 +201,45 @@ def non_negative_float(text: str) -> float:
 
 # -- the plan inputs: plan, list and run decide the same plan from the same options ----------
 
-def add_cache(p: argparse.ArgumentParser) -> None:
-    """`--cache DIR` / `--no-cache`: where the scans of test files are kept (see `scan_options`)."""
+def add_cache(p: argparse.ArgumentParser, *, jobs: bool = True, default: bool = True) -> None:
+    """`--cache DIR` / `--no-cache`: where the scans of test files are kept (see `scan_options`);
+    `--jobs N` with `jobs`. `default=False`: without `--cache` no cache is used (file-run)."""
     g = p.add_mutually_exclusive_group()
+    where = ("$XDG_CACHE_HOME/ci-policy/scan, else ~/.cache/ci-policy/scan" if default
+             else "none: this command reads a single test file")
     g.add_argument("--cache", default=None, metavar="DIR",
-                   help="keep the scans of test files, by content, in DIR (default: "
-                        "$XDG_CACHE_HOME/ci-policy/scan, else ~/.cache/ci-policy/scan); never inside the checkout")
+                   help=f"keep the scans of test files, by content, in DIR (default: {where}); never inside "
+                        "the checkout")
     g.add_argument("--no-cache", action="store_true", help="read and parse every test file, keeping nothing")
+    if not jobs:
+        return
+    p.add_argument("--jobs", type=positive_int, default=None, metavar="N",
+                   help="processes that parse test files when many are to be parsed (default $CI_POLICY_JOBS, "
+                        "else the CPUs this process may use); 1: parse in this process only")
+
+
+JOBS_ENV = "CI_POLICY_JOBS"
+
+
+def jobs(args: argparse.Namespace) -> int:
+    """`--jobs N`, else `$CI_POLICY_JOBS`, else the CPUs this process may use (affinity, cgroup quota)."""
+    given: int | None = getattr(args, "jobs", None)
+    if given is not None:
+        return given
+    value = os.environ.get(JOBS_ENV, "")
+    if value:
+        try:
+            return positive_int(value)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(str(exc), source=f"${JOBS_ENV}",
+                             hint="set it to a whole number of processes, at least 1, or unset it") from None
+    from ci_policy.adapters.parallel import available_cores
+
+    return available_cores()
 
 
 def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
-    """The `cache` and `index` keywords of `load_snapshot` for these options.
+    """The `cache`, `index` and `scanner` keywords of `load_snapshot` for these options.
 
     The index (what git lists in a git work tree; None elsewhere) is passed with or
     without the cache: discovery takes its candidates from it either way, so `--no-cache`
@@ -219,14 +248,27 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     user's, writable by others) is a warning on stderr, and the command reads every file.
     """
     from ci_policy.adapters.git import checkout_index
+    from ci_policy.adapters.parallel import process_scanner
 
+    scanner = process_scanner(jobs(args))
     if getattr(args, "no_cache", False):
-        return {"index": checkout_index(repo)}
+        return {"index": checkout_index(repo), "scanner": scanner}
+    return {"cache": scan_cache(args, repo), "index": checkout_index(repo), "scanner": scanner}
+
+
+def scan_cache(args: argparse.Namespace, repo: Path, *, default: bool = True) -> DirScanCache | None:
+    """The scan cache `--cache DIR` names, else the default one (None with `default=False`).
+
+    A directory inside the checkout is a usage error; one that cannot be used is a warning
+    on stderr, and None.
+    """
     from ci_policy.adapters.scan_cache import default_dir, inside, open_cache
 
     given = getattr(args, "cache", None)
     if given == "":
         given = None  # a workflow passes every input on one line
+    if given is None and not default:
+        return None
     directory = Path(given) if given is not None else default_dir()
     if inside(directory, repo):
         if given is not None:
@@ -239,7 +281,7 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     if cache is None:
         warn(args.command, getattr(args, "format", None),
              f"{'--cache: ' if given is not None else ''}{why}; reading every test file without the scan cache")
-    return {"cache": cache, "index": checkout_index(repo)}
+    return cache
 
 
 def add_plan_inputs(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
@@ -369,18 +411,29 @@ def _file_plan(plan_file: PlanFile, repo: Path, config: Config, files: tuple[str
     return plan_of(plan_file, snapshot)
 
 
-def plan_inputs_of(args: argparse.Namespace, plan: Plan) -> dict[str, object]:
-    """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from."""
+def plan_inputs_of(args: argparse.Namespace, plan: Plan, scan: dict[str, Any]) -> dict[str, object]:
+    """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from.
+
+    `scan`: the `scan_options` the plan was built with, whose git listing gives the ids
+    (one `git ls-files` per command).
+    """
     from ci_policy.adapters.git import clean_tree
     from ci_policy.adapters.inputs import checkout_inputs
     from ci_policy.plan.planfile import inputs_dict
 
     config = plan.config
-    inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files)
+    inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files,
+                             scan["index"])
     return inputs_dict(inputs.config, inputs.labels, dict(inputs.files), clean_tree(Path(args.repo)))
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
+    return plan_with_scan(args)[0]
+
+
+def plan_with_scan(args: argparse.Namespace) -> tuple[Plan, dict[str, Any]]:
+    """The plan of these plan inputs, and the `scan_options` it read the checkout with (whose
+    git listing `plan_inputs_of` reuses)."""
     from ci_policy.adapters.git import git_diff
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.plan.build import build_plan
@@ -416,7 +469,8 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
                          hint="pass the file `git diff --name-status -z -M BASE HEAD` wrote, or omit --diff")
     labels = parse_labels_json(args.labels_json) if args.labels_json is not None else tuple(args.label or ())
     repo = Path(args.repo)
-    snapshot = load_snapshot(repo, args.config, **scan_options(args, repo))
+    scan = scan_options(args, repo)
+    snapshot = load_snapshot(repo, args.config, **scan)
     untrusted = push_diff_unavailable(args.base, args.head, args.forced == "true")
     if untrusted is not None:
         diff = Diff.unavailable(untrusted)
@@ -428,4 +482,4 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         diff = Diff.unavailable("no --diff or --base was given")
     trigger = Trigger(event=args.event, labels=labels, schedule=args.schedule, cadence=args.cadence,
                       trust=args.trust)
-    return build_plan(snapshot, trigger, diff)
+    return build_plan(snapshot, trigger, diff), scan

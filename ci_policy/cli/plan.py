@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import os
 import re
-import uuid
 from pathlib import Path
 
 from ci_policy.adapters.console import write_commands
@@ -42,6 +41,7 @@ from ci_policy.cli.options import (
     github_file,
     plan_from_args,
     plan_inputs_of,
+    plan_with_scan,
     report_incomplete,
 )
 from ci_policy.cli.paths import workspace_paths
@@ -127,9 +127,9 @@ def run(args: argparse.Namespace) -> int:
         print(render.explain_json(explanation, plan) if args.format == "json"
               else render.explain_text(explanation, plan))
         return 0
-    plan = plan_from_args(args)
+    plan, scan = plan_with_scan(args)  # one git listing for the scan and the plan's inputs
     wants_json = args.format == "json" or args.json_out is not None
-    document = render.plan_json(plan, head_sha, plan_inputs_of(args, plan)) if wants_json else ""
+    document = render.plan_json(plan, head_sha, plan_inputs_of(args, plan, scan)) if wants_json else ""
     if args.json_out is not None:
         _write_json_out(args.json_out, document)
     if args.format == "json":
@@ -139,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "github":
         outputs = github_file("GITHUB_OUTPUT")
         with outputs.open("a", encoding="utf-8") as fh:
+            import uuid
+
             fh.write(render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
         append_step_summary(NAME, render.plan_markdown(plan))
         print(render.plan_text(plan, warnings=False))  # each warning is an annotation below

@@ -17,10 +17,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import uuid
 from pathlib import Path
 
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, github_file, positive_int, token, warn
@@ -48,6 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _payload_pull(path: str) -> dict:
+    import json
+
     try:
         event = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -96,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
             Path(args.diff_out).write_bytes(data)
             diff_file = args.diff_out
     if output is not None:
+        import uuid
+
         with output.open("a", encoding="utf-8") as fh:
             fh.write(pull_request_outputs(pull, decision, diff_file, f"ghadelimiter_{uuid.uuid4()}"))
         print(pull_request_text(pull, decision, diff_file))

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -60,6 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
+
     from ci_policy.adapters.github.gateway import github_api
     from ci_policy.adapters.github.status import MAX_DESCRIPTION, create_status
     from ci_policy.render.escape import one_line

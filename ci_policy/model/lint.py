@@ -21,7 +21,7 @@ from ci_policy.config.pull_request import gate_near_misses
 from ci_policy.errors import Diagnostic, InputError, InputErrors, warning
 from ci_policy.gates.requirements import violations
 from ci_policy.model.discovery import IndexEntry
-from ci_policy.model.snapshot import ScanCache, Snapshot, load_snapshot
+from ci_policy.model.snapshot import ScanCache, Scanner, Snapshot, load_snapshot
 from ci_policy.model.suppress import apply, unused
 from ci_policy.model.workflows import workflow_diagnostics
 from ci_policy.read.names import WORKFLOW_ONLY_LABELS
@@ -41,9 +41,9 @@ class LintReport:
 
 
 def lint(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
-         index: Mapping[str, IndexEntry] | None = None) -> LintReport:
+         index: Mapping[str, IndexEntry] | None = None, scanner: Scanner | None = None) -> LintReport:
     try:
-        snapshot = load_snapshot(repo, config_path, cache=cache, index=index)
+        snapshot = load_snapshot(repo, config_path, cache=cache, index=index, scanner=scanner)
     except InputErrors as exc:
         return LintReport(errors=exc.errors, warnings=())
     except InputError as exc:

@@ -20,7 +20,12 @@
   tracked and unmodified (no read at all), else the SHA-256 of the bytes read. The stored
   scans of the context are loaded once per snapshot (`ScanCache.load`) and the new ones
   stored once at its end (`ScanCache.store`; nothing when every file was a hit). A hit
-  gives exactly what `scan_file` would; a read error is never stored.
+  gives exactly what `scan_file` would; a read error is never stored. A stored scan is
+  its items' field values in rows, made back into the items without calling their
+  `__init__` (which made the values stored).
+- The files to scan (all of them without a cache, the misses with one) go to a `Scanner`
+  together: `scan_files` in this process by default, or an adapter's that spreads them
+  over processes (`adapters.parallel`); the result is the same, in the same order.
 - Reads only through `ci_policy.read.checkout`; never imports or executes checkout code.
 """
 
@@ -28,7 +33,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -136,8 +141,8 @@ class Snapshot:
 
 
 def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
-                  index: Mapping[str, IndexEntry] | None = None) -> Snapshot:
-    """The snapshot of `repo`; `cache` and `index` (see the module doc) never change the result."""
+                  index: Mapping[str, IndexEntry] | None = None, scanner: Scanner | None = None) -> Snapshot:
+    """The snapshot of `repo`; `cache`, `index` and `scanner` (see the module doc) never change the result."""
     repo = Path(repo)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
@@ -152,11 +157,8 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     label_calls: list[tuple[str, LabelCall]] = []  # read only to say why a missing labels file is needed
     inline: list[Suppression] = []
     context = scan_context(config, labels)
-    stored: Mapping[str, Any] = cache.load(context) if cache is not None else {}
-    new: dict[str, dict[str, Any]] = {}
-    used: list[str] = []
-    for file in files:
-        scanned = _scan_cached(repo, file, config, labels, context, cache is not None, stored, new, used, index)
+    scans = _scan_all(repo, files, config, labels, context, cache, index, scanner)
+    for file, scanned in zip(files, scans, strict=True):
         if isinstance(scanned, Diagnostic):
             errors.append(scanned)
             continue
@@ -165,8 +167,6 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
         gates.extend(scanned.gates)
         registrations.extend(scanned.registrations)
         errors.extend(scanned.errors)
-    if cache is not None and new:
-        cache.store(context, new, used)
     errors.extend(_gate_errors(config, gates))
     if labels_missing:
         errors.extend(_missing_labels_errors(config, label_calls))
@@ -208,7 +208,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
 
 # The scan of one test file, stored by content. Bump SCAN_FORMAT whenever `FileScan` or what
 # it is computed from changes shape, so older entries are never read as newer ones.
-SCAN_FORMAT = 1
+SCAN_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -246,6 +246,15 @@ class ScanCache(Protocol):
     def store(self, context: str, new: Mapping[str, dict[str, Any]], used: Collection[str] = ()) -> None: ...
 
 
+class Scanner(Protocol):
+    """Scans test files as `scan_files` does, in order (an adapter may spread them over
+    processes): each result a `FileScan`, a read error's `Diagnostic`, or the `encode_scan`
+    of the file's scan."""
+
+    def __call__(self, repo: Path, items: Sequence[tuple[str, str | None]], config: Config,
+                 labels: LabelRegistry) -> Sequence[FileScan | Diagnostic | dict[str, Any]]: ...
+
+
 def scan_file(text: str, file: str, config: Config, labels: LabelRegistry) -> FileScan:
     """Read one test file's text: markers, registrations, gates, suppressions; one `ast.parse`."""
     tree = parse_source(text, file)
@@ -266,6 +275,21 @@ def scan_file(text: str, file: str, config: Config, labels: LabelRegistry) -> Fi
             hint=f"add {'/'.join(config.markers.names)}(...) at module level, "
                  "or add an implicit root for its directory in the configuration"))
     return FileScan(tuple(regs), tuple(file_gates), (*bad, *result.errors), tuple(found), label_calls)
+
+
+def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache: ScanCache | None) -> FileScan:
+    """`scan_file` of one file's text, through `cache` when given: looked up by the SHA-256
+    of the text, and stored on a miss (a command that reads a single test file)."""
+    if cache is None:
+        return scan_file(text, file, config, labels)
+    context = scan_context(config, labels)
+    key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}", context)
+    hit = _decode(cache.load(context).get(key))
+    if hit is not None:
+        return hit
+    result = scan_file(text, file, config, labels)
+    cache.store(context, {key: encode_scan(result)})
+    return result
 
 
 def scan_context(config: Config, labels: LabelRegistry) -> str:
@@ -298,38 +322,80 @@ def scan_key(file: str, content_id: str, context: str) -> str:
     return hashlib.sha256(f"{file}\0{content_id}\0{context}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _scan_cached(repo: Path, file: str, config: Config, labels: LabelRegistry, context: str, caching: bool,
-                 stored: Mapping[str, Any], new: dict[str, dict[str, Any]], used: list[str],
-                 index: Mapping[str, IndexEntry] | None) -> FileScan | Diagnostic:
-    """`scan_file` of one discovered file, through the stored scans when `caching`.
+def scan_files(repo: Path, items: Sequence[tuple[str, str | None]], config: Config,
+               labels: LabelRegistry) -> list[FileScan | Diagnostic]:
+    """`scan_file` of each (file, text) in order, reading the file when its text is None; a
+    read error is the file's result. The default `Scanner`: one after another, in this process."""
+    out: list[FileScan | Diagnostic] = []
+    for file, text in items:
+        if text is None:
+            try:
+                text = read_text(repo, file, what="test file")
+            except InputError as exc:
+                out.append(exc.diagnostic)
+                continue
+        out.append(scan_file(text, file, config, labels))
+    return out
 
-    A file git lists as unmodified is looked up by its blob id before it is read; any other
-    file is read, and looked up by the SHA-256 of its bytes. A hit's key goes to `used`; a
-    miss's scan goes to `new` under its key. A read error is never stored.
+
+def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelRegistry, context: str,
+              cache: ScanCache | None, index: Mapping[str, IndexEntry] | None,
+              scanner: Scanner | None) -> list[FileScan | Diagnostic]:
+    """The scan of each discovered file, in order: through the stored scans when `cache` is given.
+
+    A file git lists as unmodified is looked up by its blob id before it is read; with a
+    cache, any other file is read and looked up by the SHA-256 of its bytes. The misses go
+    to `scanner` (default `scan_files`) together, their texts when already read; a miss's
+    scan is stored under its key (as the scanner encoded it, when it did), a read error never.
     """
-    key: str | None = None
-    entry = index.get(file) if index is not None else None
-    if caching and entry is not None and entry.kind == "file" and entry.blob is not None:
-        key = scan_key(file, f"git:{entry.blob}", context)
+    caching = cache is not None
+    stored: Mapping[str, Any] = cache.load(context) if cache is not None else {}
+    results: list[FileScan | Diagnostic | None] = [None] * len(files)
+    # (position, file, text when read, key when caching) of each file to scan
+    misses: list[tuple[int, str, str | None, str | None]] = []
+    used: list[str] = []
+    for i, file in enumerate(files):
+        if not caching:
+            misses.append((i, file, None, None))
+            continue
+        entry = index.get(file) if index is not None else None
+        text: str | None = None
+        if entry is not None and entry.kind == "file" and entry.blob is not None:
+            key = scan_key(file, f"git:{entry.blob}", context)
+        else:
+            try:
+                text = read_text(repo, file, what="test file")
+            except InputError as exc:
+                results[i] = exc.diagnostic
+                continue
+            key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}",
+                           context)
         hit = _decode(stored.get(key))
         if hit is not None:
             used.append(key)
-            return hit
-    try:
-        text = read_text(repo, file, what="test file")
-    except InputError as exc:
-        return exc.diagnostic
-    if caching and key is None:
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        key = scan_key(file, f"sha256:{digest}", context)
-        hit = _decode(stored.get(key))
-        if hit is not None:
-            used.append(key)
-            return hit
-    result = scan_file(text, file, config, labels)
-    if caching and key is not None:
-        new[key] = encode_scan(result)
-    return result
+            results[i] = hit
+        else:
+            misses.append((i, file, text, key))
+    new: dict[str, dict[str, Any]] = {}
+    if misses:
+        scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], config, labels)
+        for (i, _file, _text, miss_key), found in zip(misses, scanned, strict=True):
+            if isinstance(found, dict):  # encoded by the scanner (another process)
+                decoded = _decode(found)
+                if decoded is None:
+                    raise ValueError(f"the scanner returned no scan for {_file}")
+                results[i] = decoded
+                if miss_key is not None:
+                    new[miss_key] = found
+                continue
+            results[i] = found
+            if miss_key is not None and isinstance(found, FileScan):
+                new[miss_key] = encode_scan(found)
+    if cache is not None and new:
+        cache.store(context, new, used)
+    done = [r for r in results if r is not None]
+    assert len(done) == len(files)
+    return done
 
 
 # A stored scan is JSON: lists and tuples tagged apart, so every value comes back as it was.
@@ -358,27 +424,21 @@ def _dec(value: Any) -> Any:
     return value
 
 
-_STORED = {"registrations": Registration, "gates": GateDeclaration, "errors": Diagnostic,
-           "suppressions": Suppression, "label_calls": LabelCall}
-
-
+# The parts of a `FileScan` in order, each stored as a list of rows: a row is the item's
+# field values in the order of its dataclass fields (a value that is no scalar tagged by `_enc`).
+_STORED: tuple[tuple[type, tuple[str, ...]], ...] = tuple(
+    (cls, tuple(f.name for f in fields(cls))) for cls in (Registration, GateDeclaration, Diagnostic, Suppression,
+                                                          LabelCall))
 _SCALARS = (str, int, bool, float, type(None))
 
 
 def encode_scan(result: FileScan) -> dict[str, Any]:
     """A `FileScan` as JSON-ready data (`decode_scan` reads it back equal)."""
-    out: dict[str, Any] = {"format": SCAN_FORMAT}
-    for name, cls in _STORED.items():
-        names = [f.name for f in fields(cls)]
-        rows = []
-        for item in getattr(result, name):
-            row = {}
-            for field in names:
-                value = getattr(item, field)
-                row[field] = value if type(value) in _SCALARS else _enc(value)
-            rows.append(row)
-        out[name] = rows
-    return out
+    scalars = _SCALARS
+    parts = [[[v if type(v) in scalars else _enc(v) for v in (getattr(item, n) for n in names)] for item in items]
+             for (_cls, names), items in zip(_STORED, (result.registrations, result.gates, result.errors,
+                                                       result.suppressions, result.label_calls), strict=True)]
+    return {"format": SCAN_FORMAT, "scan": parts}
 
 
 def decode_scan(data: Any) -> FileScan | None:
@@ -386,16 +446,34 @@ def decode_scan(data: Any) -> FileScan | None:
     return _decode(data)
 
 
+_new = object.__new__
+
+
 def _decode(data: Any) -> FileScan | None:
-    if not isinstance(data, dict) or data.get("format") != SCAN_FORMAT:
+    # The items are made as their dataclasses' `__init__` left them when they were stored (the
+    # values after `__post_init__`), without calling it: a warm cache makes every item this way.
+    if type(data) is not dict or data.get("format") != SCAN_FORMAT:
         return None
+    parts = data.get("scan")
+    if type(parts) is not list or len(parts) != len(_STORED):
+        return None
+    out: list[tuple[Any, ...]] = []
     try:
-        # Most stored values are scalars, which `_dec` returns as they are: not called for them.
-        parts = {name: tuple([cls(**{k: _dec(v) if type(v) is dict else v for k, v in item.items()})
-                              for item in data[name]]) for name, cls in _STORED.items()}
-        return FileScan(**parts)
-    except (KeyError, TypeError, ValueError, AttributeError):
+        for (cls, names), rows in zip(_STORED, parts, strict=True):
+            if not rows:
+                out.append(())
+                continue
+            items = []
+            for row in rows:
+                if type(row) is not list or len(row) != len(names):
+                    return None
+                item: Any = _new(cls)
+                item.__dict__.update(zip(names, [_dec(v) if type(v) is dict else v for v in row], strict=True))
+                items.append(item)
+            out.append(tuple(items))
+    except (TypeError, ValueError, AttributeError):
         return None
+    return FileScan(*out)
 
 
 def classify(snapshot: Snapshot) -> Validity:

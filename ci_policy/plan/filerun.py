@@ -34,16 +34,14 @@ from pathlib import Path
 
 from ci_policy.config import IMAGE_TAG_RE, Config, load_config
 from ci_policy.errors import InputError, InputErrors, UsageError
-from ci_policy.gates.declarations import GateDeclaration, gates_of
+from ci_policy.gates.declarations import GateDeclaration
 from ci_policy.gates.requirements import violations
 from ci_policy.model.estimates import apply as apply_estimates
 from ci_policy.model.estimates import parse_estimates
-from ci_policy.model.registry import Registration, registrations_of
-from ci_policy.model.snapshot import optional_labels
+from ci_policy.model.registry import Registration
+from ci_policy.model.snapshot import ScanCache, optional_labels, scan_text
 from ci_policy.model.suppress import apply as apply_suppressions
-from ci_policy.model.suppress import inline_suppressions
 from ci_policy.read.checkout import read_text
-from ci_policy.read.markers import scan
 
 DEFAULT_CPU_RUNNER = "ubuntu-latest"
 # A repo-relative `.py` path of safe segments: each starts with a word character (so no '.',
@@ -106,9 +104,14 @@ def _external(config: Config, reg: Registration) -> bool:
     return stage is not None and stage.external
 
 
+# Diagnostics of the file's scan that are not reasons to refuse it here: a suppression
+# written wrongly (lint reports it), and "no registration", which is refused below in words of its own.
+_NOT_REFUSED = frozenset({"CP231", "CP250", "CP251"})
+
+
 def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None = None,
                  image_tag: str | None = None, backend: str | None = None,
-                 stage: str | None = None) -> FilePlan:
+                 stage: str | None = None, cache: ScanCache | None = None) -> FilePlan:
     check_test_path(file)
     root = Path(source_root)
     if not root.is_dir():
@@ -123,20 +126,23 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
         shown = ", ".join(map(repr, pattern)) if isinstance(pattern, tuple) else repr(pattern)
         raise InputError(f"{file} is not a discovered test file (roots: {', '.join(config.discovery.roots)}; "
                           f"pattern {shown})", path=file)
-    result = scan(text, file, frozenset(config.markers.names))
-    regs = registrations_of(result, config, labels)
-    gates = tuple(gates_of(result))  # a gate declaration that cannot be read is an error of the file
+    # One parse for the markers, registrations, gates and suppressions (a gate declaration
+    # that cannot be read is an error of the file); `cache`: the scan cache, by the text's SHA-256.
+    scanned = scan_text(text, file, config, labels, cache)
+    regs = list(scanned.registrations)
+    gates = scanned.gates
     if config.estimates_file:
         # The estimates file travels with the tests it times (the checkout's own).
         table = parse_estimates(read_text(root, config.estimates_file, what="estimates file"),
                                 config.estimates_file)
         regs, _unused = apply_estimates(regs, table)
-    if result.errors:
-        raise InputErrors(result.errors)
+    refused = [d for d in scanned.errors if d.code not in _NOT_REFUSED]
+    if refused:
+        raise InputErrors(refused)
     # A required gate the file lacks makes it invalid for the plan, so it is refused here too,
     # with the same diagnostic (CP520) and the same suppressions.
     view = _OneFile(config=config, files=(file,), gates=gates, registrations=tuple(regs))
-    missing = apply_suppressions(violations(view), inline_suppressions(text, file)[0], config.lint.ignore).kept
+    missing = apply_suppressions(violations(view), scanned.suppressions, config.lint.ignore).kept
     if missing:
         raise InputErrors(missing)
     if not regs:

@@ -234,3 +234,49 @@ def test_without_a_choice_several_registrations_are_refused_listing_them(pr, cap
 def test_a_stage_that_is_not_a_name_is_a_usage_error(capsys):
     assert "argument --stage: '$(id)' is not a backend or stage name" in usage_error(
         capsys, "--file", ROCM_FSDP, "--stage", "$(id)")
+
+
+# -- the scan cache: --cache DIR / --no-cache, as the scanning commands take them ---------------------------------
+
+def test_cache_dir_keeps_the_scan_and_the_next_run_reads_it_back(pr, tmp_path, monkeypatch, capsys):
+    import ast
+
+    cache = tmp_path / "cache"
+    expected = json.dumps(SFT_PLAN, indent=2) + "\n"
+    assert cli(capsys, "--file", SFT, "--repo", str(pr), "--cache", str(cache)) == (0, expected, "")
+    assert [p.name.endswith(".pack.json") for p in cache.iterdir()] == [True]
+    parses: list[str] = []
+    real = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda source, filename="<unknown>", *a, **k: (
+        parses.append(filename), real(source, filename, *a, **k))[1])
+    assert cli(capsys, "--file", SFT, "--repo", str(pr), "--cache", str(cache))[:2] == (0, expected)
+    assert SFT not in parses  # a hit: the file is not parsed again
+
+
+def test_without_cache_dir_nothing_is_kept(pr, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    for flags in ([], ["--no-cache"]):
+        assert cli(capsys, "--file", SFT, "--repo", str(pr), *flags) == (0, json.dumps(SFT_PLAN, indent=2) + "\n", "")
+    assert not (tmp_path / "xdg").exists()
+
+
+def test_a_cache_inside_the_checkout_is_refused_and_cache_excludes_no_cache(pr, tmp_path, capsys):
+    rc, out, err = cli(capsys, "--file", SFT, "--repo", str(pr), "--cache", str(pr / "c"))
+    assert (rc, out) == (2, "")
+    assert err == (f"ci-policy file-run: error: --cache: {pr / 'c'} is inside the checkout {pr}\n"
+                   "    hint: name a directory outside the checkout, or pass --no-cache\n")
+    err = usage_error(capsys, "--file", SFT, "--repo", str(pr), "--cache", str(tmp_path / "c"), "--no-cache")
+    assert err.splitlines()[-1] == "ci-policy file-run: error: argument --no-cache: not allowed with argument --cache"
+
+
+def test_the_file_is_parsed_once_with_a_suppression_comment(pr, monkeypatch, capsys):
+    import ast
+
+    with open(pr / SFT, "a") as fh:
+        fh.write("x = (1,\n     2)  # ci-policy: ignore[CP201]\n")
+    parses: list[str] = []
+    real = ast.parse
+    monkeypatch.setattr(ast, "parse", lambda source, filename="<unknown>", *a, **k: (
+        parses.append(filename), real(source, filename, *a, **k))[1])
+    assert cli(capsys, "--file", SFT, "--repo", str(pr))[:2] == (0, json.dumps(SFT_PLAN, indent=2) + "\n")
+    assert parses.count(SFT) == 1

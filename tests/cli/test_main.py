@@ -278,3 +278,16 @@ def test_the_checkout_is_repo_in_every_subcommand_but_comment():
             assert {"--trusted-repo", "--event-path"} <= flags and not {"--repo", "--event"} & flags
         else:
             assert "--repo" in flags and "--source-root" not in flags, name
+
+
+def test_a_command_runs_with_fewer_garbage_collections_and_restores_the_thresholds(monkeypatch, capsys):
+    import gc
+
+    from ci_policy.cli import registry
+
+    seen = []
+    monkeypatch.setattr(registry, "run", lambda args: seen.append(gc.get_threshold()) or 0)
+    before = gc.get_threshold()
+    assert main(["registry", "--repo", "."]) == 0
+    assert seen == [(100_000, 50, 100)]
+    assert gc.get_threshold() == before

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -849,3 +850,33 @@ def test_explain_an_invalid_file_lists_its_diagnostics_and_exits_0(make_repo, ca
 ])
 def test_explain_usage_errors(at_root, capsys, extra, stderr):
     assert run([*QUICKSTART_ARGV, *extra], capsys) == (2, "", "ci-policy plan: error: " + stderr)
+
+
+@pytest.mark.parametrize("cache", [["--no-cache"], ["--cache", "CACHE"]], ids=["uncached", "cached"])
+def test_plan_lists_the_git_index_once_for_the_scan_and_its_inputs(cache, tmp_path: Path, monkeypatch, capsys):
+    from ci_policy.adapters import git as git_module
+
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+                                                 "-c", "commit.gpgsign=false", "commit", "-q", "-m", "base"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+    runs: list[list[str]] = []
+    real = git_module._git_output
+
+    def counting(root: Path, args: list[str], **kwargs):
+        runs.append(args)
+        return real(root, args, **kwargs)
+
+    monkeypatch.setattr(git_module, "_git_output", counting)
+    argv = ["plan", "--repo", str(repo), "--event", "pull_request", "--diff", "", "--format", "json",
+            *[str(tmp_path / a) if a == "CACHE" else a for a in cache]]
+    code, out, _err = run(argv, capsys)
+    assert code == 0
+    # One listing; then the clean tree the plan records (`rev-parse`, `status`).
+    assert runs == [["ls-files", "-s", "-z"], ["ls-files", "-m", "-o", "--exclude-standard", "-z"],
+                    ["rev-parse", "--verify", "--quiet", "HEAD:./"],
+                    ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none", "--",
+                     "."]]
+    assert json.loads(out)["inputs"]["files"]["tests/e2e/test_fsdp_grpo.py"].startswith("git:")

@@ -72,3 +72,22 @@ def test_schema_imports_no_adapter_nor_another_subcommand(tmp_path) -> None:
     loaded = _loaded(["schema", "config"], tmp_path)
     assert [m for m in loaded if m.startswith(("ci_policy.cli.", "ci_policy.adapters."))] == [
         "ci_policy.cli.extras", "ci_policy.cli.main", "ci_policy.cli.options", "ci_policy.cli.schema"]
+
+
+STDLIB_PROBE = """
+import sys
+from ci_policy.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(" ".join(sorted(m for m in ("json", "uuid", "tempfile") if m in sys.modules)))
+"""
+
+
+def test_help_imports_no_json_uuid_or_tempfile_module(tmp_path) -> None:
+    # Modules a subcommand needs only when it runs are imported when it runs (argparse's help
+    # imports shutil itself).
+    proc = subprocess.run([sys.executable, "-c", STDLIB_PROBE, "--help"], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(), check=True)
+    assert proc.stderr == ""

@@ -4,6 +4,7 @@ an output, and every test file is parsed at most once per command."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -104,6 +105,13 @@ def test_stored_scans_read_back_equal_for_every_example_file() -> None:
         assert decode_scan(encode_scan(result)) == result
     assert decode_scan({"format": 0}) is None
     assert decode_scan({"format": 1, "registrations": [{"nope": 1}]}) is None
+    stored = encode_scan(scan_file("register_cpu_ci(5, 'cpu')\n", "tests/unit/test_a.py", snapshot.config,
+                                   snapshot.labels))
+    assert stored["format"] == 2 and len(stored["scan"]) == 5
+    for corrupt in ({**stored, "scan": stored["scan"][:4]}, {**stored, "scan": [[[1]], [], [], [], []]},
+                    {**stored, "scan": [[{"x": 1}], [], [], [], []]}, {**stored, "scan": "x"},
+                    {**stored, "scan": [[[{"q": [1]}] * 12], [], [], [], []]}):
+        assert decode_scan(corrupt) is None
 
 
 def test_a_warm_cache_reads_no_file_git_lists_unmodified(tmp_path: Path, monkeypatch) -> None:
@@ -158,3 +166,84 @@ def test_every_test_file_is_parsed_at_most_once_per_command(command, cache, tmp_
     monkeypatch.setattr(ast, "parse", real)
     files = load_snapshot(repo).files
     assert files and {f: counts.get(f, 0) for f in files} == dict.fromkeys(files, 1)
+
+
+@pytest.fixture
+def parallel_always(monkeypatch):
+    """Workers for any number of files, in chunks of two: small repositories take the parallel path."""
+    from ci_policy.adapters import parallel
+
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(parallel, "MAX_CHUNK", 2)
+    return parallel
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tree=trees, changes=edits, use_git=st.booleans(), config=st.sampled_from(CONFIG_VARIANTS))
+def test_the_number_of_workers_never_changes_an_output(tree, changes, use_git, config, parallel_always,
+                                                        capsys) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        repo, cache_dir = Path(tmp) / "repo", Path(tmp) / "cache"
+        _write(repo, {".github/ci-policy.yml": MINIMAL_CONFIG, "labels.py": MINIMAL_LABELS, **tree})
+        if use_git:
+            _git(repo, "init", "-q")
+            _git(repo, "add", "-A")
+            _git(repo, "commit", "-q", "-m", "base")
+        for edit in (False, True):
+            if edit:
+                _write(repo, {".github/ci-policy.yml": config, **dict(changes)})
+            serial = _outputs(repo, ["--no-cache", "--jobs", "1"], capsys)
+            assert _outputs(repo, ["--no-cache", "--jobs", "3"], capsys) == serial
+            assert _outputs(repo, ["--cache", str(cache_dir), "--jobs", "2"], capsys) == serial  # cold, then warm
+            assert _outputs(repo, ["--cache", str(cache_dir), "--jobs", "2"], capsys) == serial
+
+
+def _generated(root: Path, n: int) -> Path:
+    files = {".github/ci-policy.yml": MINIMAL_CONFIG, "labels.py": MINIMAL_LABELS}
+    for i in range(n):
+        snippet = SNIPPETS[(i * 7) % len(SNIPPETS)] + SNIPPETS[(i * 3) % len(SNIPPETS)]
+        files[f"{PATHS[i % len(PATHS)][:-3]}_{i}.py"] = snippet
+    _write(root, files)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "base")
+    return root
+
+
+def test_one_and_several_workers_give_byte_identical_json(tmp_path: Path, parallel_always, monkeypatch,
+                                                          capsys) -> None:
+    repo = _generated(tmp_path / "repo", 120)
+    chunks: list[int] = []
+    real = parallel_always._chunks
+
+    def counted(items, jobs):
+        found = real(items, jobs)
+        chunks.append(len(found))
+        return found
+
+    monkeypatch.setattr(parallel_always, "_chunks", counted)
+    serial = _outputs(repo, ["--no-cache", "--jobs", "1"], capsys)
+    assert chunks == []
+    assert [json.loads(out)["schema"] for _code, out, _err in serial] == [1, 1, 1]
+    assert _outputs(repo, ["--no-cache", "--jobs", "4"], capsys) == serial
+    assert chunks == [60, 60, 60]  # 120 files in chunks of two, for each command
+    cache = ["--cache", str(tmp_path / "cache"), "--jobs", "2"]
+    assert _outputs(repo, cache, capsys) == serial  # cold: the workers' scans are stored
+    assert _outputs(repo, cache, capsys) == serial  # warm: nothing left to scan
+    assert chunks == [60, 60, 60, 60]
+
+
+def test_workers_that_fail_leave_the_scan_to_this_process(tmp_path: Path, parallel_always, monkeypatch,
+                                                          capsys) -> None:
+    import concurrent.futures
+
+    repo = _generated(tmp_path / "repo", 20)
+    serial = _outputs(repo, ["--no-cache", "--jobs", "1"], capsys)
+
+    class Broken:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise OSError("no processes")
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Broken)
+    assert _outputs(repo, ["--no-cache", "--jobs", "2"], capsys) == serial
