@@ -23,11 +23,13 @@
   which failed, is not tried (nogoods); the last two shards by subset sums at once; the
   multisets of est values left that do not fit are remembered).
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
-  `LOCAL_SEARCH_BUDGET`; about 50 to 150 ms each on a CI runner). A try of the bisection may
-  spend half the work left (the one just below a split found all of it); a try out of work
-  leaves its capacity unsettled and the bisection goes on above it, so a search out of work
-  still returns the shortest split it found. Work is counted, never timed, so every machine
-  and Python version computes the same split, and the plan job and every shard job agree.
+  `LOCAL_SEARCH_BUDGET`; about 50 to 150 ms each on a CI runner). Only capacities that are
+  sums of est values are tried (when those sums cost little to list). The first try (at the
+  lower bound) and the last (just below a split found) may spend all the work left, the
+  others half of it; a try out of work leaves its capacity unsettled and the bisection goes
+  on above it, so a search out of work still returns the shortest split it found. Work is
+  counted, never timed, so every machine and Python version computes the same split, and
+  the plan job and every shard job agree.
 - Guarantees: never longer than LPT (LPT is kept when nothing is strictly shorter, so a
   stage LPT already splits optimally keeps LPT's split); deterministic, also under any
   order of the input; never an empty shard. Within a shard files come longest first (ties
@@ -303,26 +305,42 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
     spent = [0, 0]  # the work done, and where the current try must stop
     dead: dict[tuple[int, ...], int] = {}  # files left (as est values) and shards: the largest capacity they do not fit
     found: list[int] | None = None
-    low, high = bound, best  # tries go on above `low`; `high` is reached
-    refuted = bound  # no split is shorter than `refuted`
-    probe = low
+    # A makespan is the load of a shard, a sum of some files: only such sums are tried.
+    sums = 0
+    if n * (best // 8192 + 1) <= SEARCH_BUDGET // 20:  # when that costs at most a twentieth of the work
+        sums, limit = 1, (1 << (best + 1)) - 1
+        for weight in weights:
+            sums = (sums | (sums << weight)) & limit
+        spent[0] += n * (best // 8192 + 1)
+
+    def made(at: int) -> int:
+        """The least sum of files of at least `at` (`best` itself is one)."""
+        if not sums or at >= best:
+            return max(at, 0) if not sums else best
+        above = sums >> at
+        return at + (above & -above).bit_length() - 1
+
+    low, high = made(bound), best  # tries go on above `low`; `high` is reached
+    refuted = low  # no split is shorter than `refuted`
+    probe = first = low
     while low < high and spent[0] < SEARCH_BUDGET:
-        # A try may spend half the work left, the last one (just below a split found) all of it;
-        # a try out of work leaves its capacity unsettled, and the bisection goes on above it.
+        # The first try (at the lower bound) and the last (just below a split found) may spend
+        # all the work left, the others half of it; a try out of work leaves its capacity
+        # unsettled, and the bisection goes on above it.
         left = SEARCH_BUDGET - spent[0]
-        spent[1] = spent[0] + (left if probe == high - 1 else left // 2)
+        spent[1] = spent[0] + (left if probe in (first, high - 1) else left // 2)
         try:
             fit = _fits(weights, count, probe, spent, dead)
         except _OutOfWork:
-            low = probe + 1
+            low = made(probe + 1)
         else:
             if fit is None:
-                low = probe + 1
-                refuted = max(refuted, probe + 1)
+                low = made(probe + 1)
+                refuted = max(refuted, low)
             else:
                 found = _fill_empty(fit, weights, count, zeros)
                 high = _makespan(weights, found, count)
-        probe = (low + high - 1) // 2
+        probe = min(made((low + high - 1) // 2), high - 1)
     return found, high, refuted >= high
 
 
