@@ -23,7 +23,7 @@
   which failed, is not tried (nogoods); the last two shards by subset sums at once; the
   multisets of est values left that do not fit are remembered).
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
-  `LOCAL_SEARCH_BUDGET`; about 50 to 150 ms each on a CI runner). Only capacities that are
+  `LOCAL_SEARCH_BUDGET`; about 50 to 200 ms each on a CI runner). Only capacities that are
   sums of est values are tried (when those sums cost little to list). The first try (at the
   lower bound) and the last (just below a split found) may spend all the work left, the
   others half of it; a try out of work leaves its capacity unsettled and the bisection goes
@@ -63,13 +63,13 @@ from fractions import Fraction
 from ci_policy.config import Stage
 from ci_policy.errors import CiPolicyError
 
-# The work each search may do for one stage, each about 50 to 150 ms on a CI runner. Counted, never
+# The work each search may do for one stage, each about 50 to 200 ms on a CI runner. Counted, never
 # timed: a wall-clock limit would let a slow runner compute another split than the plan job.
 # Exact search: a unit is one partial filling of a shard looked at, eight files looked at for a
-# complete one, one file added to subset sums of 8192 bits, 64 sums looked at for a tight
-# shard, or 16 nogoods checked. Local search: a unit is about one 64-bit word of subset-sum
-# work (a move or swap looked at costs 80).
-SEARCH_BUDGET = 60_000
+# complete one, one file added to (or turned into bytes from) subset sums of 8192 bits, 64 sums
+# looked at for a tight shard, or 16 nogoods checked. Local search: a unit is about one 64-bit
+# word of subset-sum work (a move or swap looked at costs 80).
+SEARCH_BUDGET = 90_000
 LOCAL_SEARCH_BUDGET = 3_000_000
 # A try is tight when the room left to waste is at most this many est units a shard: then
 # the long files' waste is bounded by subset sums, and the fillings of a shard are tried by
@@ -436,9 +436,12 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
             spent[0] += len(rest) * (room // 8192 + 1)
             for p in range(len(rest) - 1, -1, -1):
                 reach[p] = (reach[p + 1] | (reach[p + 1] << weights[rest[p]])) & limit
-            # The same bits as bytes: testing one bit of a byte string is O(1), of an integer O(size).
-            width = room // 8 + 1
-            sums = [r.to_bytes(width, "little") for r in reach]
+            if tight:
+                # The same bits as bytes: testing one bit of a byte string is O(1), of an
+                # integer O(size).
+                width = room // 8 + 1
+                sums = [r.to_bytes(width, "little") for r in reach]
+                spent[0] += len(rest) * (room // 8192 + 1)
         # Files longest first: the first file of rest that fits in `free` is found by bisection
         # on the negated est values; after file p, the next of another est is following[p].
         negated = [-weights[i] for i in rest]
