@@ -23,7 +23,7 @@
   which failed, is not tried (nogoods); the last two shards by subset sums at once; the
   multisets of est values left that do not fit are remembered).
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
-  `LOCAL_SEARCH_BUDGET`; about 50 to 200 ms each on a CI runner). Only capacities that are
+  `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner). Only capacities that are
   sums of est values are tried (when those sums cost little to list). The first try (at the
   lower bound) and the last (just below a split found) may spend all the work left, the
   others half of it; a try out of work leaves its capacity unsettled and the bisection goes
@@ -63,7 +63,7 @@ from fractions import Fraction
 from ci_policy.config import Stage
 from ci_policy.errors import CiPolicyError
 
-# The work each search may do for one stage, each about 50 to 200 ms on a CI runner. Counted, never
+# The work each search may do for one stage, each up to about 250 ms on a CI runner. Counted, never
 # timed: a wall-clock limit would let a slow runner compute another split than the plan job.
 # Exact search: a unit is one partial filling of a shard looked at, eight files looked at for a
 # complete one, one file added to (or turned into bytes from) subset sums of 8192 bits, 64 sums
@@ -430,18 +430,25 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
         # reach[p]: the sums (as bits, up to `room`) that files of rest[p:] make up.
         reach: list[int] = []
         sums: list[bytes] = []
+
+        def has(p: int, at: int) -> int:
+            """Whether files of rest[p:] make up the sum `at` (at most `room`)."""
+            made = sums[p]
+            if not made:
+                made = sums[p] = reach[p].to_bytes(width, "little")
+                spent[0] += room // 8192 + 1
+            return (made[at >> 3] >> (at & 7)) & 1
+
         if bits:
             limit = (1 << (room + 1)) - 1
             reach = [1] * (len(rest) + 1)
             spent[0] += len(rest) * (room // 8192 + 1)
             for p in range(len(rest) - 1, -1, -1):
                 reach[p] = (reach[p + 1] | (reach[p + 1] << weights[rest[p]])) & limit
-            if tight:
-                # The same bits as bytes: testing one bit of a byte string is O(1), of an
-                # integer O(size).
-                width = room // 8 + 1
-                sums = [r.to_bytes(width, "little") for r in reach]
-                spent[0] += len(rest) * (room // 8192 + 1)
+            # The same bits as bytes, made when first needed (tight shards only): testing one
+            # bit of a byte string is O(1), of an integer O(size).
+            width = room // 8 + 1
+            sums = [b""] * (len(rest) + 1)
         # Files longest first: the first file of rest that fits in `free` is found by bisection
         # on the negated est values; after file p, the next of another est is following[p].
         negated = [-weights[i] for i in rest]
@@ -479,8 +486,7 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
             p = max(pos, bisect.bisect_left(negated, -need))
             while p < len(rest):
                 weight = weights[rest[p]]
-                at = need - weight
-                if (sums[p + 1][at >> 3] >> (at & 7)) & 1:
+                if has(p + 1, need - weight):
                     chosen.append(p)
                     if exact(p + 1, need - weight, free):
                         return True
@@ -533,10 +539,9 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
             # The fillings by how much they fill, most first: each sum in reach (within the
             # waste left) in turn, the fillings that make it up exactly, longest files first.
             ok = False
-            made = sums[0]
             spent[0] += min(room, waste) // 64
             for target in range(room, max(room - waste, 0) - 1, -1):
-                if (made[target >> 3] >> (target & 7)) & 1 and exact(0, target, room - target):
+                if has(0, target) and exact(0, target, room - target):
                     ok = True
                     break
         else:
