@@ -19,7 +19,15 @@ the least-loaded shard), both in this run and process, and prints:
 - time ratio:    the planner's time over LPT's time (the float list scheduling the planner
                  used before) on the same stages.
 
-No absolute time is printed. Usage: python bench/shards_bench.py [--stages N] [--seed S]
+Then the stages of up to 60 files (the issue's "proven optimal on every stage of up to 60
+files"), with three to six files a shard on 2 to 20 shards (every shard count with at most
+60 files), in four shapes: est_time in whole seconds, in tenths, in hundredths (1..3600 s),
+and `real` (most files on a few common values such as 60 s or 300 s, the rest in whole
+seconds or tenths, and a few long files of 20..60 min). One row per (shape, files a shard),
+over every shard count, prints the stages, how many were proven optimal and how many not,
+the mean and the largest gap to the lower bound, and the time ratio to LPT.
+
+No absolute time is printed. Usage: python bench/shards_bench.py [--stages N] [--small-stages N] [--seed S]
 """
 
 from __future__ import annotations
@@ -46,6 +54,33 @@ def stage(shape: str, files: int, rnd: random.Random) -> list[tuple[str, float]]
     return [(f"tests/test_{i:04d}.py", v) for i, v in enumerate(values)]
 
 
+SMALL_SHAPES = ("seconds", "tenths", "hundredths", "real")
+COMMON = [30, 60, 90, 120, 180, 300, 600, 900]
+
+
+def small_stage(shape: str, files: int, rnd: random.Random) -> list[tuple[str, float]]:
+    """A stage of at most 60 files for the exact rows."""
+    values: list[float]
+    if shape == "seconds":
+        values = [rnd.randint(1, 3600) for _ in range(files)]
+    elif shape == "tenths":
+        values = [rnd.randint(10, 36000) / 10 for _ in range(files)]
+    elif shape == "hundredths":
+        values = [rnd.randint(100, 360000) / 100 for _ in range(files)]
+    else:
+        long = rnd.randint(0, max(1, files // 10))
+        values = [rnd.randint(1200, 3600) for _ in range(long)]
+        for _ in range(files - long):
+            pick = rnd.random()
+            if pick < 0.6:
+                values.append(rnd.choice(COMMON))
+            elif pick < 0.8:
+                values.append(rnd.randint(5, 900))
+            else:
+                values.append(rnd.randint(50, 9000) / 10)
+    return [(f"tests/test_{i:04d}.py", v) for i, v in enumerate(values)]
+
+
 def lpt(items: list[tuple[str, float]], shards: int) -> list[list[str]]:
     """Plain list scheduling on floats, as the planner did before: the time baseline."""
     ordered = sorted(items, key=lambda item: (-item[1], item[0]))
@@ -68,6 +103,8 @@ def makespan(items: list[tuple[str, float]], files: list[list[str]]) -> Fraction
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", type=int, default=10, help="stages per (shape, files, shards)")
+    parser.add_argument("--small-stages", type=int, default=3,
+                        help="stages per (shape, files a shard, shards) in the rows of up to 60 files")
     parser.add_argument("--seed", type=int, default=15)
     args = parser.parse_args()
     rnd = random.Random(args.seed)
@@ -98,6 +135,39 @@ def main() -> None:
             print(f"{shape:8} {files:>5} {shards:>6} {ratio:>11.4f} {lpt_lb:>7.4f} {planner_lb:>10.4f} "
                   f"{gap:>7.3f} {optimal:>4}/{n:<3} {planner_time / lpt_time:>10.1f}")
     print(f"mean gap to the lower bound over every row: {sum(gaps) / len(gaps):.3f}%")
+    small_rows(args.small_stages, random.Random(args.seed))
+
+
+def small_rows(per_count: int, rnd: random.Random) -> None:
+    """Stages of at most 60 files, 3 to 6 files a shard on 2 to 20 shards: how many are proven optimal."""
+    print()
+    print(f"{'shape':10} {'files/shard':>11} {'shards':>6} {'stages':>6} {'proven':>6} {'unproven':>8} "
+          f"{'gap %':>7} {'max gap %':>9} {'time ratio':>10}")
+    unproven_total = stages_total = 0
+    gaps: list[float] = []
+    for shape in SMALL_SHAPES:
+        for per_shard in (3, 4, 5, 6):
+            counts = [c for c in range(2, 21) if c * per_shard <= 60]
+            stages = [(small_stage(shape, c * per_shard, rnd), c) for c in counts for _ in range(per_count)]
+            started = time.perf_counter()
+            lpt_splits = [lpt(items, c) for items, c in stages]
+            lpt_time = time.perf_counter() - started
+            started = time.perf_counter()
+            splits = [split(items, c) for items, c in stages]
+            planner_time = time.perf_counter() - started
+            for (items, _), s, files in zip(stages, splits, lpt_splits, strict=True):
+                assert Fraction(repr(float(s.makespan))) <= makespan(items, files), "longer than LPT"
+            row = [float(Fraction(repr(float(s.makespan))) / Fraction(repr(float(s.lower_bound))) - 1) * 100
+                   for s in splits]
+            proven = sum(s.optimal for s in splits)
+            unproven_total += len(splits) - proven
+            stages_total += len(splits)
+            gaps.extend(row)
+            print(f"{shape:10} {per_shard:>11} {f'{counts[0]}-{counts[-1]}':>6} {len(splits):>6} {proven:>6} "
+                  f"{len(splits) - proven:>8} {sum(row) / len(row):>7.3f} {max(row):>9.3f} "
+                  f"{planner_time / lpt_time:>10.1f}")
+    print(f"stages of up to 60 files: {stages_total - unproven_total}/{stages_total} proven optimal, "
+          f"{unproven_total} not; mean gap to the lower bound {sum(gaps) / len(gaps):.3f}%")
 
 
 if __name__ == "__main__":

@@ -4,28 +4,42 @@
 - Out: a `Split`: `min(partitions, len(files))` non-empty `Shard`s (none at all for no
   files) with the longest shard's est (`makespan`), the `lower_bound`
   `max(sum / shards, longest file)` and whether the split is proven `optimal`.
-- How: files longest first (ties by file name); list scheduling (LPT: each file to the
+- How: est values in units of their greatest common divisor (every load is a whole number
+  of units); files longest first (ties by file name); list scheduling (LPT: each file to the
   least-loaded shard, ties by lowest index) gives the first split; pairs of shards are
-  then re-split as evenly as possible (`_local_search`: exact subset sums); if that is not
-  at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on the
-  longest files, the bin-packing bound L2), an exact search looks for the shortest split:
-  the makespan is tried at the lower bound, then by bisection up to the best split found,
-  each try deciding "do the files fit in `shards` shards of this capacity?" by bin
+  then re-split as evenly as possible (`_local_search`: exact subset sums); when that is not
+  at a lower bound, the largest differencing method (Karmarkar-Karp for `shards` shards,
+  `_differencing`) gives a second start, re-split by pairs too, kept when shorter. If that
+  is not at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on
+  the longest files, the bin-packing bound L2), an exact search looks for the shortest
+  split: the makespan is tried at the lower bound, then by bisection up to the best split
+  found, each try deciding "do the files fit in `shards` shards of this capacity?" by bin
   completion (`_fits`: each shard gets the longest file left and one way to fill it up;
   only ways no file left out would fit in, none where a longer file left out could take a
-  shorter one's place, within the room the other shards can still waste, steered by subset
-  sums; the last two shards by subset sums at once; sets of files left that do not fit
-  are remembered).
+  shorter one's place, within the room the other shards can still waste; when that room is
+  tight, the ways are tried by how much they fill, most first, and the room that files
+  longer than half a shard must leave unused (each filled at best by a subset sum of the
+  shorter files) must fit in it; a way that holds a way tried before for an earlier shard,
+  which failed, is not tried (nogoods); the last two shards by subset sums at once; the
+  multisets of est values left that do not fit are remembered).
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
-  `LOCAL_SEARCH_BUDGET`; about 50 to 100 ms each on a CI runner). Work is counted, never timed,
-  so every machine and Python version computes the same split, and the plan job and every
-  shard job agree.
+  `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner). Only capacities that are
+  sums of est values are tried (when those sums cost little to list). The first try (at the
+  lower bound) and the last (just below a split found) may spend all the work left, the
+  others half of it; a try out of work leaves its capacity unsettled and the bisection goes
+  on above it, so a search out of work still returns the shortest split it found. Work is
+  counted, never timed, so every machine and Python version computes the same split, and
+  the plan job and every shard job agree.
 - Guarantees: never longer than LPT (LPT is kept when nothing is strictly shorter, so a
   stage LPT already splits optimally keeps LPT's split); deterministic, also under any
   order of the input; never an empty shard. Within a shard files come longest first (ties
   by name); shards are numbered by their longest file in that order.
-- `optimal` is True when the makespan equals a lower bound or the exact search finished
-  within its budget (every shorter split was ruled out).
+- `optimal` is True when the makespan equals a lower bound or the exact search ruled out
+  every shorter split within its budget. Stages whose shards hold three to five files each,
+  with est values of 12 bits or more (whole seconds up to an hour, or finer), are often not
+  settled: for such sizes splits into equal shards are rare, and ruling out every shorter
+  split takes an exhaustive search (`optimal` false, the split usually within 0.5% of the
+  lower bound).
 - Exact: est values are decimals; they are scaled to integers (`Fraction` of their
   decimal form), so comparisons never suffer float rounding.
 - `partitions: auto` (`stage_shards`): `clamp(ceil(sum / shard_seconds), 1, max_partitions)`
@@ -49,13 +63,18 @@ from fractions import Fraction
 from ci_policy.config import Stage
 from ci_policy.errors import CiPolicyError
 
-# The work each search may do for one stage, each about 50 to 100 ms on a CI runner. Counted, never
+# The work each search may do for one stage, each up to about 250 ms on a CI runner. Counted, never
 # timed: a wall-clock limit would let a slow runner compute another split than the plan job.
 # Exact search: a unit is one partial filling of a shard looked at, eight files looked at for a
-# complete one, or one file added to subset sums of 8192 bits. Local search: a unit is about
-# one 64-bit word of subset-sum work (a move or swap looked at costs 80).
-SEARCH_BUDGET = 60_000
+# complete one, one file added to (or turned into bytes from) subset sums of 8192 bits, 64 sums
+# looked at for a tight shard, or 16 nogoods checked. Local search: a unit is about one 64-bit
+# word of subset-sum work (a move or swap looked at costs 80).
+SEARCH_BUDGET = 90_000
 LOCAL_SEARCH_BUDGET = 3_000_000
+# A try is tight when the room left to waste is at most this many est units a shard: then
+# the long files' waste is bounded by subset sums, and the fillings of a shard are tried by
+# how much they fill, most first (else longest files first).
+TIGHT_WASTE = 16
 # Subset sums are kept as the bits of an integer for shards of at most this many units
 # (est values scaled to integers); beyond it the search does without them.
 BITSET_LIMIT = 1 << 24
@@ -92,9 +111,14 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
     count = min(partitions, len(values))
     if count == 0:
         return Split((), 0, 0, True)
-    scale = math.lcm(*{denominator for _, _, denominator in values})
-    exact = sorted(((file, numerator * (scale // denominator)) for file, numerator, denominator in values),
+    lcm = math.lcm(*{denominator for _, _, denominator in values})
+    exact = sorted(((file, numerator * (lcm // denominator)) for file, numerator, denominator in values),
                    key=lambda item: (-item[1], item[0]))
+    # In units of the est values' greatest common divisor (30s when every est is a multiple of
+    # 30s): every load, and so the makespan, is a whole number of units.
+    unit = math.gcd(*(weight for _, weight in exact)) or 1
+    exact = [(file, weight // unit) for file, weight in exact]
+    scale = Fraction(lcm, unit)
     weights = [weight for _, weight in exact]
     total = sum(weights)
     assign = _lpt(weights, count)
@@ -108,6 +132,12 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
         assign = _local_search(weights, assign, count)
         best = _makespan(weights, assign, count)
         proven = best <= bound
+    if not proven and len(weights) <= DIFFERENCING_FILES:
+        differenced = _differencing(weights, count)
+        if differenced is not None and _makespan(weights, differenced, count) < best:
+            assign = _local_search(weights, differenced, count)
+            best = _makespan(weights, assign, count)
+            proven = best <= bound
     if not proven:
         positives = sum(1 for w in weights if w > 0)
         found, best, proven = _exact_search(weights[:positives], count, len(weights) - positives, best, bound)
@@ -133,7 +163,7 @@ def _exact(est: float) -> tuple[int, int]:
     return int(est), 1
 
 
-def _seconds_of(load: int, scale: int) -> float:
+def _seconds_of(load: int, scale: Fraction) -> float:
     return _tidy(float(Fraction(load, scale)))
 
 
@@ -149,6 +179,39 @@ def _lpt(weights: Sequence[int], count: int) -> list[int]:
         load, index = heapq.heappop(heap)
         assign.append(index)
         heapq.heappush(heap, (load + weight, index))
+    return assign
+
+
+# The largest differencing method runs on stages of at most this many files (each step sorts
+# the shards of a partial split: O(files * shards log shards) in all).
+DIFFERENCING_FILES = 2000
+
+
+def _differencing(weights: Sequence[int], count: int) -> list[int] | None:
+    """The largest differencing method (Karmarkar-Karp, for `count` shards): each file starts as
+    a split of its own (the file on one shard, the others empty); the two splits whose longest
+    and shortest shards differ most are merged, the longest shard of one with the shortest of
+    the other, until one split is left. Far more even than list scheduling when shards hold
+    several files each. None when it leaves a shard empty. Deterministic: ties by creation order."""
+    heap: list[tuple[int, int, list[tuple[int, list[int]]]]] = []
+    for index, weight in enumerate(weights):
+        parts = [(weight, [index])] + [(0, []) for _ in range(count - 1)]
+        heap.append((-weight, index, parts))
+    heapq.heapify(heap)
+    order = len(weights)
+    while len(heap) > 1:
+        _, _, first = heapq.heappop(heap)
+        _, _, second = heapq.heappop(heap)
+        merged = [(a[0] + b[0], a[1] + b[1]) for a, b in zip(first, reversed(second), strict=True)]
+        merged.sort(key=lambda part: -part[0])
+        heapq.heappush(heap, (merged[-1][0] - merged[0][0], order, merged))
+        order += 1
+    assign = [0] * len(weights)
+    for shard, (_, members) in enumerate(heap[0][2]):
+        if not members:
+            return None
+        for index in members:
+            assign[index] = shard
     return assign
 
 
@@ -239,23 +302,46 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
     n = len(weights)
     if n == 0:
         return None, best, True
-    spent = [0]
-    dead: dict[int, int] = {}  # sets of files left (and shards): the largest capacity they do not fit
+    spent = [0, 0]  # the work done, and where the current try must stop
+    dead: dict[tuple[int, ...], int] = {}  # files left (as est values) and shards: the largest capacity they do not fit
     found: list[int] | None = None
-    low, high = bound, best  # no split is shorter than `low`; `high` is reached
-    try:
-        probe = low
-        while low < high:
+    # A makespan is the load of a shard, a sum of some files: only such sums are tried.
+    sums = 0
+    if n * (best // 8192 + 1) <= SEARCH_BUDGET // 20:  # when that costs at most a twentieth of the work
+        sums, limit = 1, (1 << (best + 1)) - 1
+        for weight in weights:
+            sums = (sums | (sums << weight)) & limit
+        spent[0] += n * (best // 8192 + 1)
+
+    def made(at: int) -> int:
+        """The least sum of files of at least `at` (`best` itself is one)."""
+        if not sums or at >= best:
+            return max(at, 0) if not sums else best
+        above = sums >> at
+        return at + (above & -above).bit_length() - 1
+
+    low, high = made(bound), best  # tries go on above `low`; `high` is reached
+    refuted = low  # no split is shorter than `refuted`
+    probe = first = low
+    while low < high and spent[0] < SEARCH_BUDGET:
+        # The first try (at the lower bound) and the last (just below a split found) may spend
+        # all the work left, the others half of it; a try out of work leaves its capacity
+        # unsettled, and the bisection goes on above it.
+        left = SEARCH_BUDGET - spent[0]
+        spent[1] = spent[0] + (left if probe in (first, high - 1) else left // 2)
+        try:
             fit = _fits(weights, count, probe, spent, dead)
+        except _OutOfWork:
+            low = made(probe + 1)
+        else:
             if fit is None:
-                low = probe + 1
+                low = made(probe + 1)
+                refuted = max(refuted, low)
             else:
                 found = _fill_empty(fit, weights, count, zeros)
                 high = _makespan(weights, found, count)
-            probe = (low + high - 1) // 2
-    except _OutOfWork:
-        return found, high, False
-    return found, high, True
+        probe = min(made((low + high - 1) // 2), high - 1)
+    return found, high, refuted >= high
 
 
 def _fill_empty(assign: list[int], weights: Sequence[int], count: int, zeros: int) -> list[int]:
@@ -276,16 +362,21 @@ def _fill_empty(assign: list[int], weights: Sequence[int], count: int, zeros: in
 
 
 def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
-          dead: dict[int, int]) -> list[int] | None:
+          dead: dict[tuple[int, ...], int]) -> list[int] | None:
     """A split of `weights` (longest first) into at most `count` shards of at most `capacity`, or None.
 
     Bin completion: the next shard gets the longest file left, then one of the ways to fill
     it up (subsets of the files left, none of which fits in what remains, so every file that
     could still join is in; files of equal est are taken in order), whose waste keeps the
     total waste within `count * capacity - sum`; the last two shards are settled at once by
-    subset sums (the bits of an integer). Sets of files left that cannot be packed are
-    remembered. Work is counted in `spent` (units: a subset looked at, or 64 bits of subset
-    sums) and stops at `SEARCH_BUDGET` (`_OutOfWork`).
+    subset sums (the bits of an integer). When the waste left is tight (at most
+    `TIGHT_WASTE` units a shard), the ways are tried by their sum, largest first, and the
+    waste files longer than half a shard force (`_big_waste`) must fit in it. A way that
+    holds all of a way tried before for an earlier shard (which failed), with room for the
+    difference, is skipped: the two could be traded (nogoods; a multiset that fails only
+    through a nogood is not remembered). Multisets of est values left that cannot be packed
+    are remembered. Work is counted in `spent[0]` (units: see `SEARCH_BUDGET`) and stops at
+    `spent[1]` (`_OutOfWork`).
     """
     n = len(weights)
     total = sum(weights)
@@ -296,19 +387,20 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
     assign = [0] * n
     bits = capacity <= BITSET_LIMIT
 
-    def pack(left: list[int], bins: int, waste: int, shard: int) -> bool:
+    pruned = [0]  # shard fillings ruled out by a nogood so far
+
+    def pack(left: list[int], bins: int, waste: int, shard: int, nogoods: list[tuple[int, int]]) -> bool:
         if not left:
             return True
         if bins == 1:
             for i in left:
                 assign[i] = shard
             return True
-        key = 0
-        for i in left:
-            key |= 1 << i
-        key = key * 64 + bins
+        # Files of equal est are interchangeable: the files left are remembered as a multiset.
+        key = (bins, *[weights[i] for i in left])
         if dead.get(key, -1) >= capacity:
             return False
+        pruned_before = pruned[0]
         # Files longer than half a shard are in shards of their own; a file that no other
         # file left can join wastes all the room beside it.
         smallest = weights[left[-1]]
@@ -319,6 +411,10 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
             if weights[i] + smallest > capacity:
                 forced += capacity - weights[i]
         if forced > waste:
+            dead[key] = capacity
+            return False
+        tight = waste <= TIGHT_WASTE * bins
+        if bits and tight and _big_waste(weights, left, capacity, spent) > waste:
             dead[key] = capacity
             return False
         if bins == 2 and bits:
@@ -333,12 +429,26 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
             suffix[p] = suffix[p + 1] + weights[rest[p]]
         # reach[p]: the sums (as bits, up to `room`) that files of rest[p:] make up.
         reach: list[int] = []
+        sums: list[bytes] = []
+
+        def has(p: int, at: int) -> int:
+            """Whether files of rest[p:] make up the sum `at` (at most `room`)."""
+            made = sums[p]
+            if not made:
+                made = sums[p] = reach[p].to_bytes(width, "little")
+                spent[0] += room // 8192 + 1
+            return (made[at >> 3] >> (at & 7)) & 1
+
         if bits:
             limit = (1 << (room + 1)) - 1
             reach = [1] * (len(rest) + 1)
             spent[0] += len(rest) * (room // 8192 + 1)
             for p in range(len(rest) - 1, -1, -1):
                 reach[p] = (reach[p + 1] | (reach[p + 1] << weights[rest[p]])) & limit
+            # The same bits as bytes, made when first needed (tight shards only): testing one
+            # bit of a byte string is O(1), of an integer O(size).
+            width = room // 8 + 1
+            sums = [b""] * (len(rest) + 1)
         # Files longest first: the first file of rest that fits in `free` is found by bisection
         # on the negated est values; after file p, the next of another est is following[p].
         negated = [-weights[i] for i in rest]
@@ -350,7 +460,7 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
         def fill(pos: int, free: int) -> bool:
             """Completions of the shard from rest[pos:] with `free` room left, most filled first."""
             spent[0] += 1
-            if spent[0] > SEARCH_BUDGET:
+            if spent[0] > spent[1]:
                 raise _OutOfWork
             # Some files of rest[pos:] must fill the room up to at most `waste`.
             if free - suffix[pos] > waste:
@@ -364,8 +474,30 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
                     return True
                 chosen.pop()
                 p = following[p]  # files of equal est: the first of them only
-            # A completion: nothing more joins. It must be maximal (no file left out fits)
-            # and waste no more than is left to waste.
+            return complete(free)
+
+        def exact(pos: int, need: int, free: int) -> bool:
+            """Fillings of the shard from rest[pos:] that add exactly `need` (a sum they make up)."""
+            spent[0] += 1
+            if spent[0] > spent[1]:
+                raise _OutOfWork
+            if need == 0:
+                return complete(free)
+            p = max(pos, bisect.bisect_left(negated, -need))
+            while p < len(rest):
+                weight = weights[rest[p]]
+                if has(p + 1, need - weight):
+                    chosen.append(p)
+                    if exact(p + 1, need - weight, free):
+                        return True
+                    chosen.pop()
+                p = following[p]  # files of equal est: the first of them only
+            return False
+
+        def complete(free: int) -> bool:
+            """The filling `chosen` with `free` room left: nothing more joins. It must be maximal
+            (no file left out fits), waste no more than is left to waste, and not be ruled out
+            by a longer file left out or a nogood; then the other shards are packed."""
             if free > waste:
                 return False
             spent[0] += len(rest) // 8
@@ -379,21 +511,69 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
             others = [rest[p] for p in range(len(rest)) if p not in taken]
             if free and _dominated(weights, inside, others, free):
                 return False
-            if pack(others, bins - 1, waste - free, shard + 1):
+            mask = 1 << first
+            for i in inside:
+                mask |= 1 << i
+            if nogoods:
+                spent[0] += len(nogoods) // 16
+                for nogood, extra in nogoods:
+                    if nogood & mask == nogood and free >= extra:
+                        pruned[0] += 1
+                        return False
+            filled = capacity - free - weights[first]
+            # Nogoods: the fillings of this shard tried before that failed. A later shard that
+            # holds all of such a filling A (and room for the difference) could trade it for
+            # this one, giving a split whose shard here is filled with A: there is none.
+            below = nogoods + [(other, filled - other_sum) for other, other_sum in tried
+                               if not other & mask]
+            if pack(others, bins - 1, waste - free, shard + 1, below):
                 assign[first] = shard
                 for i in inside:
                     assign[i] = shard
                 return True
+            tried.append((mask & ~(1 << first), filled))
             return False
 
-        ok = fill(0, room)
-        if not ok:
+        tried: list[tuple[int, int]] = []
+        if bits and tight:
+            # The fillings by how much they fill, most first: each sum in reach (within the
+            # waste left) in turn, the fillings that make it up exactly, longest files first.
+            ok = False
+            spent[0] += min(room, waste) // 64
+            for target in range(room, max(room - waste, 0) - 1, -1):
+                if has(0, target) and exact(0, target, room - target):
+                    ok = True
+                    break
+        else:
+            ok = fill(0, room)
+        if not ok and pruned[0] == pruned_before:  # a nogood holds only below the fillings it came from
             dead[key] = capacity
         return ok
 
-    if pack(list(range(n)), count, count * capacity - total, 0):
+    if pack(list(range(n)), count, count * capacity - total, 0, []):
         return assign
     return None
+
+
+def _big_waste(weights: Sequence[int], left: list[int], capacity: int, spent: list[int]) -> int:
+    """The room files longer than half a shard must leave unused: each is in a shard of its own,
+    filled at best by the largest sum of shorter files (of at most half a shard) that fits."""
+    big = [i for i in left if 2 * weights[i] > capacity]
+    if not big:
+        return 0
+    top = capacity - weights[big[-1]]  # the largest room beside a long file
+    limit = (1 << (top + 1)) - 1
+    reach = 1
+    small = 0
+    for i in left[len(big):]:
+        reach = (reach | (reach << weights[i])) & limit
+        small += 1
+    spent[0] += small * (top // 8192 + 1) + len(big) // 8
+    waste = 0
+    for i in big:
+        room = capacity - weights[i]
+        waste += room - ((reach & ((1 << (room + 1)) - 1)).bit_length() - 1)
+    return waste
 
 
 def _dominated(weights: Sequence[int], inside: list[int], others: list[int], free: int) -> bool:
@@ -420,7 +600,7 @@ def _two_shards(weights: Sequence[int], left: list[int], capacity: int, assign: 
     reach = [1]
     for i in left:
         spent[0] += capacity // 8192 + 1
-        if spent[0] > SEARCH_BUDGET:
+        if spent[0] > spent[1]:
             raise _OutOfWork
         reach.append((reach[-1] | (reach[-1] << weights[i])) & limit)
     window = reach[-1] >> max(need, 0)

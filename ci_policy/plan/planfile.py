@@ -17,7 +17,9 @@
 - `plan_of(plan_file, snapshot)`: the `Plan` that `list` and `run` read, rebuilt from the
   file (stages, shards, registrations, gate declarations, invalid files, the policy's
   event, cadence, trust, labels, fast-fail and baseline switches) over a snapshot holding
-  the configuration, the labels and the discovered files: no test file is parsed. Its
+  the configuration, the labels and the discovered files: no test file is parsed. Each
+  stage carries the split's `lower_bound` and `optimal` and its sizing notes
+  (`shards_reason`, `max_parallel`, `max_parallel_reason`) as the plan job computed them. Its
   registrations carry what `run` reads (file, line, backend, suite, est_time and its
   source, marker), not their labels or columns.
 - Refused: a file that is not such a plan, as `UsageError` naming `--plan` and the
@@ -103,6 +105,12 @@ class FileStage:
     tests: tuple[tuple[str, float, str, int | None, str | None], ...]  # file, est_time, est_source, line, marker
     shards: tuple[Shard, ...]
     invalid: tuple[str, ...]
+    # The split's lower bound and proof, and the sizing notes, as the plan job computed them.
+    lower_bound: float = 0
+    optimal: bool = True
+    shards_reason: str | None = None
+    max_parallel: int | None = None
+    max_parallel_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -324,11 +332,19 @@ def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileS
                 placed.add(f)
         shards.append(Shard(index=i, est_seconds=doc.number(doc.get(s, "est_seconds", at), f"{at}.est_seconds",
                                                             MAX_EST_TIME * 10**6), files=files))
+    max_parallel = doc.count(raw.get("max_parallel"), f"{where}.max_parallel", minimum=1, optional=True)
     return FileStage(name=name, decision=decision,
                      reasons=doc.strings(doc.get(raw, "reasons", where), f"{where}.reasons"),
                      tests=tuple(tests), shards=tuple(shards),
                      invalid=tuple(doc.path(p, f"{where}.invalid[{i}]") for i, p in
-                                   enumerate(doc.array(doc.get(raw, "invalid", where), f"{where}.invalid"))))
+                                   enumerate(doc.array(doc.get(raw, "invalid", where), f"{where}.invalid"))),
+                     lower_bound=doc.number(doc.get(raw, "lower_bound", where), f"{where}.lower_bound",
+                                            MAX_EST_TIME * 10**6),
+                     optimal=doc.boolean(doc.get(raw, "optimal", where), f"{where}.optimal"),
+                     shards_reason=doc.string(raw.get("shards_reason"), f"{where}.shards_reason", optional=True),
+                     max_parallel=max_parallel,
+                     max_parallel_reason=None if max_parallel is None else
+                     doc.string(doc.get(raw, "max_parallel_reason", where), f"{where}.max_parallel_reason"))
 
 
 def _plain_test(t: Any, known: set[str]) -> tuple[str, float, str, int | None, str | None] | None:
@@ -447,7 +463,9 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
         for file in fs.invalid:
             suites.setdefault(file, set()).add(fs.name)
         stages.append(StagePlan(stage=stage, decision=fs.decision, reasons=fs.reasons,  # type: ignore[arg-type]
-                                tests=tests, shards=fs.shards, invalid=fs.invalid))
+                                tests=tests, shards=fs.shards, invalid=fs.invalid, shards_reason=fs.shards_reason,
+                                max_parallel=fs.max_parallel, max_parallel_reason=fs.max_parallel_reason,
+                                lower_bound=fs.lower_bound, optimal=fs.optimal))
     invalid = tuple(InvalidFile(file, diagnostics, tuple(sorted(suites.get(file, ()))))
                     for file, diagnostics in plan_file.invalid)
     snap = Snapshot(repo=snapshot.repo, config=snapshot.config, labels=snapshot.labels, files=snapshot.files,

@@ -329,6 +329,83 @@ def test_two_shards_of_up_to_sixty_files_are_proven_optimal(values, rnd):
     assert split(items, 2) == result
 
 
+def reference_makespan(values: list, partitions: int) -> Fraction:
+    """The shortest split of positive values, by a plain exact search (in hundredths of a
+    second): files longest first, each to every shard it fits in below the best split so far,
+    shards of equal load tried once. (A split with an empty shard is never shorter than every
+    split without: a file moved to the empty shard lengthens nothing.)"""
+    hundredths = sorted((round(v * 100) for v in values), reverse=True)
+    count = min(partitions, len(hundredths))
+    loads = [0] * count
+    best = [sum(hundredths) + 1]
+
+    def place(i: int) -> None:
+        if i == len(hundredths):
+            best[0] = min(best[0], max(loads))
+            return
+        seen = set()
+        for shard in range(count):
+            if loads[shard] in seen or loads[shard] + hundredths[i] >= best[0]:
+                continue
+            seen.add(loads[shard])
+            loads[shard] += hundredths[i]
+            place(i + 1)
+            loads[shard] -= hundredths[i]
+
+    place(0)
+    return Fraction(best[0], 100)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.integers(min_value=2, max_value=5), st.randoms(use_true_random=False))
+def test_stages_of_up_to_twelve_files_are_proven_optimal_against_an_exact_search(data, partitions, rnd):
+    # est in whole seconds, tenths or hundredths, or a few common values: proven and shortest.
+    unit = data.draw(st.sampled_from([1, 10, 100, 0]))
+    if unit == 0:
+        est = st.sampled_from([30, 60, 90, 120, 300, 600, 1800])
+    else:
+        est = st.integers(min_value=unit, max_value=3600 * unit).map(lambda v: v if unit == 1 else v / unit)
+    values = data.draw(st.lists(est, min_size=partitions, max_size=12))
+    items = [(f"tests/test_{i:02d}.py", v) for i, v in enumerate(values)]
+    result = split(items, partitions)
+    check_shards(dict(items), partitions, result.shards)
+    loads = [sum(as_fraction(float(dict(items)[f])) for f in s.files) for s in result.shards]
+    assert result.optimal
+    assert max(loads) == reference_makespan(values, partitions)
+    rnd.shuffle(items)
+    assert split(items, partitions) == result
+
+
+COMMON = [30, 60, 90, 120, 180, 300, 600, 900, 1200, 1800, 2400, 3600]
+
+
+@pytest.mark.slow
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(COMMON), min_size=1, max_size=60).flatmap(
+    lambda values: st.tuples(st.just(values), st.integers(min_value=1, max_value=min(len(values), 20)))),
+    st.randoms(use_true_random=False))
+def test_stages_of_up_to_sixty_files_on_common_est_values_are_proven_optimal(case, rnd):
+    # est values that are multiples of 30s: the search works in units of 30s.
+    values, partitions = case
+    items = [(f"tests/test_{i:02d}.py", v) for i, v in enumerate(values)]
+    result = split(items, partitions)
+    assert result.optimal
+    assert result.makespan <= lpt_makespan(values, partitions)
+    rnd.shuffle(items)
+    assert split(items, partitions) == result
+
+
+def test_est_values_with_a_common_divisor_are_split_in_its_units():
+    # Every est a multiple of 30s: 26070s on 4 shards needs at least 6517.5s, so 6518s, but
+    # loads are multiples of 30s: the split of 6540s is the shortest, and proven so at once.
+    values = [2400, 2400, 2400, 1800, 1800, 1200, 1200, 1200] + [900] * 6 + [600] * 3 + [300] * 4 + \
+        [180] * 7 + [120] * 7 + [90] * 7 + [60] * 6 + [30] * 6
+    items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
+    result = split(items, 4)
+    assert (result.makespan, result.lower_bound, result.optimal) == (6540, 6517.5, True)
+    assert sorted(s.est_seconds for s in result.shards) == [6510, 6510, 6510, 6540]
+
+
 # -- partitions: auto ----------------------------------------------------------------------------
 
 def auto_stage(shard_seconds: float, max_partitions: int | None = None) -> Stage:

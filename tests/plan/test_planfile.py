@@ -175,3 +175,99 @@ def test_a_stage_job_reads_its_own_stage_only(tmp_path):
     with pytest.raises(UsageError) as refused:
         read_plan_file(json.dumps(doc), "plan.json", names[0])
     assert refused.value.message == "plan.json: stages[1].name: expected a string, got a number"
+
+
+SIZED_CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+stages:
+  - {name: gpu, backend: cuda, runs_on: [h200], partitions: auto, shard_seconds: 700, max_parallel: 2}
+  - {name: cpu, backend: cpu, runs_on: [ubuntu-latest], partitions: 2}
+"""
+
+
+def sized_repo(root):
+    (root / ".github").mkdir(parents=True)
+    (root / ".github" / "ci-policy.yml").write_text(SIZED_CONFIG)
+    (root / "labels.py").write_text('KNOWN_LABELS = {"megatron": "Megatron tests"}\n')
+    (root / "tests").mkdir()
+    main = '\nif __name__ == "__main__":\n    main()\n'
+    for i, est in enumerate((500, 500, 400, 400, 300, 300, 300)):
+        (root / "tests" / f"test_g{i}.py").write_text(f'from ci_policy import register_cuda_ci\n\n'
+                                                       f'register_cuda_ci({est}, "gpu", labels=["megatron"])\n'
+                                                       + main)
+    for i, est in enumerate((3.5, 2.25, 1)):
+        (root / "tests" / f"test_c{i}.py").write_text(f'from ci_policy import register_cpu_ci\n\n'
+                                                       f'register_cpu_ci({est}, "cpu")\n' + main)
+    return root
+
+
+def test_the_stages_read_back_are_the_stages_that_were_planned(tmp_path):
+    """plan -> JSON -> plan_of: equal StagePlans (registrations as `run` reads them), with the split's
+    lower bound and proof and the sizing notes."""
+    from dataclasses import replace
+
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.planfile import plan_of
+    from ci_policy.plan.policy import Trigger
+    from ci_policy.read.diff import Diff
+
+    snapshot = load_snapshot(sized_repo(tmp_path))
+    plan = build_plan(snapshot, Trigger(event="pull_request", labels=("run-ci-megatron",)), Diff.unavailable("none"))
+    doc = plan_dict(plan, None, inputs_dict(A, None, {f: A for f in snapshot.files}))
+    back = plan_of(read_plan_file(json.dumps(doc), "plan.json"), replace(snapshot, registrations=()))
+
+    def run_view(r):  # what `run` reads of a registration (labels and columns stay in the checkout)
+        return (r.file, r.line, r.backend, r.suite, r.est_time, r.est_source, r.marker, r.implicit)
+
+    assert [(replace(s, tests=()), [run_view(r) for r in s.tests]) for s in back.stages] == \
+        [(replace(s, tests=()), [run_view(r) for r in s.tests]) for s in plan.stages]
+    gpu, cpu = plan.stages
+    # 2700s on ceil(2700 / 700) = 4 shards: 500+300, 500+300, 400+300, 400: a makespan of 800 over a
+    # lower bound of 675, proven optimal (no two of the seven files fit in 675s with a third elsewhere).
+    assert (gpu.makespan, gpu.lower_bound, gpu.optimal) == (800, 675, True)
+    assert (gpu.shards_reason, gpu.max_parallel, gpu.max_parallel_reason) == (
+        "4 shards: 2700s selected / 700s per shard", 2, "max_parallel 2: the stage's limit")
+    assert (cpu.makespan, cpu.lower_bound, cpu.optimal, cpu.shards_reason, cpu.max_parallel) == (
+        3.5, 3.5, True, None, None)
+
+
+def test_a_split_not_proven_optimal_is_read_back_as_not_proven(tmp_path):
+    from dataclasses import replace
+
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.planfile import plan_of
+    from ci_policy.plan.policy import Trigger
+    from ci_policy.read.diff import Diff
+
+    snapshot = load_snapshot(sized_repo(tmp_path))
+    plan = build_plan(snapshot, Trigger(event="pull_request", labels=("run-ci-megatron",)), Diff.unavailable("none"))
+    doc = plan_dict(plan, None, inputs_dict(A, None, {f: A for f in snapshot.files}))
+    doc["stages"][0].update(lower_bound=612.5, optimal=False)
+    back = plan_of(read_plan_file(json.dumps(doc), "plan.json"), replace(snapshot, registrations=()))
+    assert (back.stages[0].lower_bound, back.stages[0].optimal) == (612.5, False)
+
+
+def test_a_stage_without_its_proof_is_refused(tmp_path):
+    import pytest
+
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.policy import Trigger
+    from ci_policy.read.diff import Diff
+
+    snapshot = load_snapshot(sized_repo(tmp_path))
+    plan = build_plan(snapshot, Trigger(event="pull_request", labels=("run-ci-megatron",)), Diff.unavailable("none"))
+    doc = plan_dict(plan, None, inputs_dict(A, None, {f: A for f in snapshot.files}))
+    del doc["stages"][1]["optimal"]
+    with pytest.raises(UsageError) as info:
+        read_plan_file(json.dumps(doc), "plan.json")
+    hint = " (hint: pass the file `ci-policy plan --format json` wrote in this run's plan job)"
+    assert str(info.value) == "--plan: plan.json: stages[1]: missing key 'optimal'" + hint
+    doc["stages"][1]["optimal"] = "yes"
+    with pytest.raises(UsageError) as info:
+        read_plan_file(json.dumps(doc), "plan.json")
+    assert str(info.value) == '--plan: plan.json: stages[1].optimal: expected true or false, got a string' + hint
