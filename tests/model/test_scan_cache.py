@@ -59,6 +59,22 @@ def _git(repo: Path, *args: str) -> None:
                    env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
 
 
+def _commit(repo: Path) -> None:
+    """`repo` made a git work tree with everything committed."""
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+
+
+def _checkout(tmp: Path, tree: dict[str, str], use_git: bool) -> Path:
+    """A minimal checkout holding `tree`, committed to git when `use_git`."""
+    repo = tmp / "repo"
+    _write(repo, {".github/ci-policy.yml": MINIMAL_CONFIG, "labels.py": MINIMAL_LABELS, **tree})
+    if use_git:
+        _commit(repo)
+    return repo
+
+
 def _write(repo: Path, files: dict[str, str | None]) -> None:
     for rel, text in files.items():
         path = repo / rel
@@ -79,12 +95,7 @@ def _outputs(repo: Path, cache: list[str], capsys: Any) -> list[tuple[int, str, 
        labels=st.sampled_from(LABEL_VARIANTS))
 def test_a_cache_hit_never_changes_an_output(tree, changes, use_git, config, labels, capsys) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        repo, cache_dir = Path(tmp) / "repo", Path(tmp) / "cache"
-        _write(repo, {".github/ci-policy.yml": MINIMAL_CONFIG, "labels.py": MINIMAL_LABELS, **tree})
-        if use_git:
-            _git(repo, "init", "-q")
-            _git(repo, "add", "-A")
-            _git(repo, "commit", "-q", "-m", "base")
+        repo, cache_dir = _checkout(Path(tmp), tree, use_git), Path(tmp) / "cache"
         cached = ["--cache", str(cache_dir)]
         uncached = _outputs(repo, ["--no-cache"], capsys)
         assert _outputs(repo, cached, capsys) == uncached  # cold
@@ -117,9 +128,7 @@ def test_stored_scans_read_back_equal_for_every_example_file() -> None:
 def test_a_warm_cache_reads_no_file_git_lists_unmodified(tmp_path: Path, monkeypatch) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "base")
+    _commit(repo)
     from ci_policy.adapters.git import checkout_index
     from ci_policy.model import snapshot as snapshot_mod
 
@@ -184,12 +193,7 @@ def parallel_always(monkeypatch):
 def test_the_number_of_workers_never_changes_an_output(tree, changes, use_git, config, parallel_always,
                                                         capsys) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        repo, cache_dir = Path(tmp) / "repo", Path(tmp) / "cache"
-        _write(repo, {".github/ci-policy.yml": MINIMAL_CONFIG, "labels.py": MINIMAL_LABELS, **tree})
-        if use_git:
-            _git(repo, "init", "-q")
-            _git(repo, "add", "-A")
-            _git(repo, "commit", "-q", "-m", "base")
+        repo, cache_dir = _checkout(Path(tmp), tree, use_git), Path(tmp) / "cache"
         for edit in (False, True):
             if edit:
                 _write(repo, {".github/ci-policy.yml": config, **dict(changes)})
