@@ -19,6 +19,7 @@ import re
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from ci_policy.errors import Diagnostic, InputError, InputErrors
@@ -40,12 +41,17 @@ class LabelRegistry:
     path: str
     labels: tuple[Label, ...]
 
-    @property
+    # Computed once: registrations ask for them once per label of every test file.
+    @cached_property
     def names(self) -> tuple[str, ...]:
         return tuple(label.name for label in self.labels)
 
+    @cached_property
+    def _name_set(self) -> frozenset[str]:
+        return frozenset(self.names)
+
     def __contains__(self, name: object) -> bool:
-        return name in self.names
+        return isinstance(name, str) and name in self._name_set
 
     def get(self, name: str) -> Label | None:
         for label in self.labels:
