@@ -251,9 +251,8 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     from ci_policy.adapters.parallel import process_scanner
 
     scanner = process_scanner(jobs(args))
-    if getattr(args, "no_cache", False):
-        return {"index": checkout_index(repo), "scanner": scanner}
-    return {"cache": scan_cache(args, repo), "index": checkout_index(repo), "scanner": scanner}
+    cache = {} if getattr(args, "no_cache", False) else {"cache": scan_cache(args, repo)}
+    return {**cache, "index": checkout_index(repo), "scanner": scanner}
 
 
 def scan_cache(args: argparse.Namespace, repo: Path, *, default: bool = True) -> DirScanCache | None:
