@@ -13,8 +13,8 @@
   the stage jobs of the json and github formats (`ci_policy.plan.jobs`).
 - `--json-out FILE`: the plan JSON (as `--format json` prints it) is also written to FILE,
   whole even for a partial plan, so one planning gives both the chosen format and the plan
-  file the stage jobs read (`run --plan`). Written atomically (a temporary file beside it,
-  then a rename); a FILE that cannot be written is exit 2 naming the option.
+  file the stage jobs read (`run --plan`). Written atomically (`adapters.files`); a FILE
+  that cannot be written is exit 2 naming the option.
 - `--explain FILE` (text or json): instead of the plan, why one file runs where it runs
   (`ci_policy.plan.explain`); exit 0 whatever the file's status, since the explanation is
   the whole answer.
@@ -26,8 +26,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import re
 from pathlib import Path
 
@@ -92,17 +90,12 @@ def _head_sha(value: str) -> str | None:
 
 
 def _write_json_out(path: str, document: str) -> None:
+    from ci_policy.adapters.files import write_atomically
     from ci_policy.errors import UsageError
 
-    target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        with open(temporary, "x", encoding="utf-8") as fh:
-            fh.write(document + "\n")
-        os.replace(temporary, target)
+        write_atomically(Path(path), (document + "\n").encode("utf-8"), 0o644)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
         raise UsageError(f"cannot write the plan file: {exc.strerror or exc}", source="--json-out",
                          hint="name a file in an existing, writable directory") from None
 

@@ -34,13 +34,13 @@ import ast
 import io
 import os
 import stat
-import tempfile
 import tokenize
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeGuard, cast
 
+from ci_policy.adapters.files import write_atomically
 from ci_policy.model.registry import KEYWORD_ONLY, POSITIONAL
 from ci_policy.read.markers import MARKER_NAME_RE, MARKER_OF_BACKEND, bind_nodes, module_level_calls
 
@@ -341,23 +341,6 @@ def _decode(data: bytes) -> tuple[str, str] | _Refused:
     return text, codec
 
 
-def _write_atomically(path: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 def apply_to_file(path: Path, backend: str, new_est: int, marker: str | None = None) -> EditResult:
     """`rewrite_est_time` on a file, written back atomically (same mode) only when changed.
 
@@ -385,5 +368,5 @@ def apply_to_file(path: Path, backend: str, new_est: int, marker: str | None = N
     if now is None or stat.S_ISLNK(now.st_mode) or (now.st_dev, now.st_ino, now.st_size, now.st_mtime_ns) != (
             st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns):
         return _skip(text, REASON_CHANGED_MEANWHILE, old=result.old, line=result.line)
-    _write_atomically(path, result.source.encode(codec), stat.S_IMODE(st.st_mode))
+    write_atomically(path, result.source.encode(codec), stat.S_IMODE(st.st_mode))
     return result

@@ -1,0 +1,32 @@
+"""Files written whole (an adapter): a reader sees the old file or the new one, never half.
+
+- In: a path, its bytes, and the permission bits it gets.
+- Out: `write_atomically` writes the bytes to a temporary file beside the path (made by
+  `tempfile.mkstemp`: never an existing file, never through a symlink), flushes and syncs
+  it, sets its mode, then renames it over the path.
+- Refused: nothing is caught; on any error the temporary file is removed and the error
+  raised, for the caller to name.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomically(path: Path, data: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
