@@ -6,9 +6,11 @@
   no spaces or shell syntax). Any failure of git is an unavailable diff, never "no changes".
 - `content_ids`: in, a checkout and optionally the repo-relative paths wanted; out, each
   existing regular file's content id: `git:<blob id>` for a file git tracks whose
-  working-tree copy is unmodified (one `git ls-files -s -z` and one
-  `git ls-files -m -o --exclude-standard -z`), else `sha256:<hex>` of its bytes (every
-  file when the checkout is no git work tree or git fails). Refused silently (absent from
+  working-tree copy is unmodified (one `git ls-files -s -v -z` and one
+  `git ls-files -m -o --exclude-standard -z`, run side by side), else `sha256:<hex>` of its
+  bytes (every file when the checkout is no git work tree or git fails). A file marked
+  assume-unchanged or skip-worktree is one git does not compare with its working-tree
+  copy, so its blob id is not trusted: it is hashed like a modified file. Refused silently (absent from
   the result): a missing file, a symlink (never followed, nor any symlinked directory on
   the way), anything that is not a regular file, a gitlink.
 - `checkout_index`: the same two `git ls-files` runs as the kinds of the paths git lists
@@ -18,6 +20,8 @@
   under it: no staged, unstaged or untracked (not ignored) change; None otherwise or
   outside a git work tree. Two checkouts with the same clean tree list the same files with
   the same blob ids, so a stage job can trust the plan's listing without making its own.
+  `rev-parse` and `status` run side by side; `start_clean_tree` starts them and returns
+  the function that waits for the answer, so a command can go on meanwhile.
 - git runs with an argument list (no shell), external diff drivers, textconv and
   fsmonitor hooks disabled, stdin closed, a timeout, and a cap on what it may print.
 """
@@ -30,9 +34,11 @@ import re
 import selectors
 import stat
 import subprocess
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from ci_policy.model.discovery import IndexEntry, Kind
 from ci_policy.read.diff import Diff, read_diff
@@ -113,13 +119,40 @@ def _git_output(repo: Path, args: list[str], *, timeout: float = LISTING_TIMEOUT
     return b"".join(chunks) if ok and code == 0 else None
 
 
+_T = TypeVar("_T")
+
+
+def _started(fn: Callable[..., _T], *args: object, **kwargs: object) -> Callable[[], _T]:
+    """Run `fn(*args, **kwargs)` in a thread now; the function returned waits for its result (or
+    raises its exception). git runs in its own process, so two listings overlap."""
+    box: list[tuple[bool, object]] = []
+
+    def target() -> None:
+        try:
+            box.append((True, fn(*args, **kwargs)))
+        except BaseException as exc:  # handed to the caller, which raises it
+            box.append((False, exc))
+
+    thread = threading.Thread(target=target, name="ci-policy-git", daemon=True)
+    thread.start()
+
+    def result() -> _T:
+        thread.join()
+        ok, value = box[0]
+        if not ok:
+            assert isinstance(value, BaseException)
+            raise value
+        return value  # type: ignore[return-value]
+    return result
+
+
 def checkout_index(repo: Path) -> dict[str, IndexEntry] | None:
     """Every path git lists under `repo` (tracked, and untracked but not ignored); None if git fails."""
-    staged = _git_output(repo, ["ls-files", "-s", "-z"])
-    if staged is None:
-        return None
-    changed = _git_output(repo, ["ls-files", "-m", "-o", "--exclude-standard", "-z"])
-    if changed is None:
+    changed_later = _started(_git_output, repo, ["ls-files", "-m", "-o", "--exclude-standard", "-z"])
+    # `-v`: a tag before each record, `H` for a file git compares with its working-tree copy.
+    staged = _git_output(repo, ["ls-files", "-s", "-v", "-z"])
+    changed = changed_later()
+    if staged is None or changed is None:
         return None
     out: dict[str, IndexEntry] = {}
     conflicted: set[str] = set()
@@ -128,16 +161,18 @@ def checkout_index(repo: Path) -> dict[str, IndexEntry] | None:
     for record in os.fsdecode(staged).split("\0"):
         if not record:
             continue
-        # `<mode> <object id> <stage>\t<path>`: the fields at fixed places, the object id
-        # 40 hex digits (SHA-1) or 64 (SHA-256, whose files are hashed here instead).
+        # `<tag> <mode> <object id> <stage>\t<path>`: the fields at fixed places, the object
+        # id 40 hex digits (SHA-1) or 64 (SHA-256, whose files are hashed here instead). A
+        # tag other than `H` (assume-unchanged is lower case, skip-worktree `S`) marks a file
+        # whose working-tree copy git does not look at: its blob id proves nothing.
         meta, _, path = record.partition("\t")
-        if len(meta) not in (49, 73) or meta[6] != " " or meta[-2] != " " or not path:
+        if len(meta) not in (51, 75) or meta[1] != " " or meta[8] != " " or meta[-2] != " " or not path:
             return None  # not the format asked for: trust nothing of it
-        mode, blob, stage_no = meta[:6], meta[7:-2], meta[-1]
+        tag, mode, blob, stage_no = meta[0], meta[2:8], meta[9:-2], meta[-1]
         kind: Kind = "symlink" if mode == "120000" else "gitlink" if mode == "160000" else "file"
         if stage_no != "0":
             conflicted.add(path)
-        out[path] = IndexEntry(kind, blob if kind == "file" and len(blob) == 40 else None)
+        out[path] = IndexEntry(kind, blob if kind == "file" and tag == "H" and len(blob) == 40 else None)
     for path in conflicted:
         out[path] = IndexEntry(out[path].kind, None)
     for path in os.fsdecode(changed).split("\0"):
@@ -153,15 +188,22 @@ _TREE_ID_RE = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64})\n?")
 
 def clean_tree(repo: Path) -> str | None:
     """The tree id of the checkout when it has no change git would report, else None."""
-    tree = _git_output(repo, ["rev-parse", "--verify", "--quiet", "HEAD:./"], limit=200)
-    found = _TREE_ID_RE.fullmatch(tree) if tree is not None else None
-    if found is None:
-        return None
+    return start_clean_tree(repo)()
+
+
+def start_clean_tree(repo: Path) -> Callable[[], str | None]:
+    """`clean_tree(repo)` started now; call the result for the answer."""
     # Any output at all is a change (limit 0): staged, unstaged, or an untracked file that
     # is not ignored; a modified submodule counts too.
-    status = _git_output(repo, ["status", "--porcelain=v1", "-z", "--untracked-files=all",
-                                "--ignore-submodules=none", "--", "."], limit=0)
-    return found.group(1).decode("ascii") if status == b"" else None
+    status_later = _started(_git_output, repo, ["status", "--porcelain=v1", "-z", "--untracked-files=all",
+                                                "--ignore-submodules=none", "--", "."], limit=0)
+    tree_later = _started(_git_output, repo, ["rev-parse", "--verify", "--quiet", "HEAD:./"], limit=200)
+
+    def answer() -> str | None:
+        tree, status = tree_later(), status_later()
+        found = _TREE_ID_RE.fullmatch(tree) if tree is not None else None
+        return found.group(1).decode("ascii") if found is not None and status == b"" else None
+    return answer
 
 
 def sha256_id(repo: Path, rel: str) -> str | None:

@@ -423,17 +423,19 @@ def plan_inputs_of(args: argparse.Namespace, plan: Plan, scan: dict[str, Any]) -
     config = plan.config
     inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files,
                              scan["index"])
-    return inputs_dict(inputs.config, inputs.labels, dict(inputs.files), clean_tree(Path(args.repo)))
+    tree = scan["tree"]() if "tree" in scan else clean_tree(Path(args.repo))
+    return inputs_dict(inputs.config, inputs.labels, dict(inputs.files), tree)
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
     return plan_with_scan(args)[0]
 
 
-def plan_with_scan(args: argparse.Namespace) -> tuple[Plan, dict[str, Any]]:
+def plan_with_scan(args: argparse.Namespace, *, tree: bool = False) -> tuple[Plan, dict[str, Any]]:
     """The plan of these plan inputs, and the `scan_options` it read the checkout with (whose
-    git listing `plan_inputs_of` reuses)."""
-    from ci_policy.adapters.git import git_diff
+    git listing `plan_inputs_of` reuses). With `tree`, the clean-tree check `plan_inputs_of`
+    needs runs while the plan is built (under `"tree"`)."""
+    from ci_policy.adapters.git import git_diff, start_clean_tree
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.plan.build import build_plan
     from ci_policy.plan.policy import TRUSTS, Trigger, parse_labels_json, push_diff_unavailable
@@ -470,6 +472,8 @@ def plan_with_scan(args: argparse.Namespace) -> tuple[Plan, dict[str, Any]]:
     repo = Path(args.repo)
     scan = scan_options(args, repo)
     snapshot = load_snapshot(repo, args.config, **scan)
+    if tree:  # started after the scan, which may fork its workers: no thread is running then
+        scan = {**scan, "tree": start_clean_tree(repo)}
     untrusted = push_diff_unavailable(args.base, args.head, args.forced == "true")
     if untrusted is not None:
         diff = Diff.unavailable(untrusted)

@@ -120,8 +120,8 @@ def run(args: argparse.Namespace) -> int:
         print(render.explain_json(explanation, plan) if args.format == "json"
               else render.explain_text(explanation, plan))
         return 0
-    plan, scan = plan_with_scan(args)  # one git listing for the scan and the plan's inputs
     wants_json = args.format == "json" or args.json_out is not None
+    plan, scan = plan_with_scan(args, tree=wants_json)  # one git listing for the scan and the plan's inputs
     document = render.plan_json(plan, head_sha, plan_inputs_of(args, plan, scan)) if wants_json else ""
     if args.json_out is not None:
         _write_json_out(args.json_out, document)

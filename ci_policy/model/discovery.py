@@ -16,8 +16,10 @@
   them unchanged: each directory on a candidate's way and the candidate itself are
   lstat-ed (a listed path that is a symlink now, whatever git recorded, is judged as the
   walk judges a symlink; one that no longer exists is skipped), excluded and skipped
-  directories are not looked into. On trees without ignored files or nested repositories
-  the files and diagnostics equal the walk's.
+  directories are not looked into. A candidate git lists with its blob id is not lstat-ed
+  again: git compared it with its lstat and found the regular file it tracks (a symlink,
+  directory or nothing in its place is a change git lists, so it has no blob id). On trees
+  without ignored files or nested repositories the files and diagnostics equal the walk's.
 """
 
 from __future__ import annotations
@@ -68,10 +70,10 @@ def discover(repo: Path, config: Config, index: Mapping[str, IndexEntry] | None 
         if not stat.S_ISDIR(st.st_mode):
             errors.append(Diagnostic(f"discovery root {root} is not a directory", **where, code="CP403"))
             continue
-        if listed is None:
+        if listed is None or index is None:
             _walk(repo, root, config.discovery, files, errors)
         else:
-            _from_index(repo, root, config.discovery, listed, files, errors)
+            _from_index(repo, root, config.discovery, listed, index, files, errors)
     # Overlapping roots walk the same directories twice: report each problem once.
     return sorted(files), list(dict.fromkeys(errors))
 
@@ -133,8 +135,8 @@ def _is_dir_target(path: Path) -> bool:
         return True
 
 
-def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], files: set[str],
-                errors: list[Diagnostic]) -> None:
+def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], index: Mapping[str, IndexEntry],
+                files: set[str], errors: list[Diagnostic]) -> None:
     """The walk's rules applied to the listed paths below `root` (see the module doc)."""
     prefix = "" if root == "." else f"{root}/"
     # A directory below the root: whether candidates beneath it are looked at.
@@ -161,6 +163,10 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
                     break
             dir_ok[head] = ok
         if not ok:
+            continue
+        if index[path].blob is not None:  # an unmodified tracked regular file (see the module doc)
+            if not discovery.excluded(path, directory=False) and name_matches(path):
+                _add_file(path, files, errors)
             continue
         try:
             st = os.lstat(top + path)

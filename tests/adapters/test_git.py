@@ -10,6 +10,7 @@ import pytest
 
 from ci_policy.adapters import git as git_module
 from ci_policy.adapters.git import git_diff
+from ci_policy.model.discovery import IndexEntry
 from ci_policy.read.diff import Change, Diff
 
 
@@ -184,6 +185,36 @@ def test_content_ids_never_follow_symlinks(tracked: Path) -> None:
     got = git_module.content_ids(tracked)
     assert "tests/test_a.py" not in got and "tests/test_link.py" not in got
     assert git_module.content_ids(tracked, ["linked/test_b.py", "tests/test_link.py"]) == {}
+
+
+def test_a_file_git_does_not_compare_has_no_trusted_blob(tracked: Path) -> None:
+    # assume-unchanged and skip-worktree files are ones git no longer looks at: their
+    # working-tree copy may differ from the index, and `ls-files -m` would not say so.
+    git(tracked, "update-index", "--assume-unchanged", "tests/test_a.py")
+    (tracked / "tests/test_a.py").write_bytes(b"a = 100\n")
+    git(tracked, "update-index", "--skip-worktree", ".gitignore")
+    (tracked / ".gitignore").write_bytes(b"")
+    index = git_module.checkout_index(tracked)
+    assert index is not None
+    assert index["tests/test_a.py"] == IndexEntry("file", None)
+    assert index[".gitignore"] == IndexEntry("file", None)
+    assert git_module.content_ids(tracked) == {
+        ".gitignore": _sha(b""),
+        "ignored.py": _sha(b"ignored\n"),  # no longer ignored: .gitignore is empty now
+        "tests/test_a.py": _sha(b"a = 100\n"),
+        "tests/test_b.py": _sha(b"b = 3\n"),
+        "tests/test_new.py": _sha(b"new\n"),
+    }
+
+
+def test_the_listing_asked_for_is_the_one_parsed(tracked: Path, monkeypatch) -> None:
+    # A record without its `-v` tag is not the format asked for: nothing of it is trusted.
+    real = git_module._git_output
+
+    def untagged(repo, args, **kwargs):
+        return real(repo, [a for a in args if a != "-v"], **kwargs)
+    monkeypatch.setattr(git_module, "_git_output", untagged)
+    assert git_module.checkout_index(tracked) is None
 
 
 def test_content_ids_outside_git_hash_every_file(tmp_path: Path, git_env) -> None:

@@ -110,3 +110,28 @@ def test_index_discovery_refuses_a_directory_replaced_by_a_symlink(tmp_path: Pat
     assert sorted(e.message for e in errors) == [
         "directory tests/e2e is a symlink; ci-policy refuses symlinks in a checkout",
         "discovery root tests/e2e is a symlink; ci-policy refuses symlinks in a checkout"]
+
+
+def test_index_discovery_looks_at_files_git_does_not_compare(tmp_path: Path) -> None:
+    # A file marked assume-unchanged or skip-worktree is listed with no blob id, so it is
+    # lstat-ed as any changed file: a symlink there is refused, a missing one skipped.
+    repo = tmp_path / "repo"
+    (repo / "tests" / "e2e").mkdir(parents=True)
+    (repo / "tests" / "e2e" / "test_d.py").write_text("x = 1\n")
+    for name in ("test_a.py", "test_b.py", "test_c.py"):
+        (repo / "tests" / name).write_text("x = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    _git(repo, "update-index", "--assume-unchanged", "tests/test_a.py")
+    (repo / "tests" / "test_a.py").unlink()
+    (repo / "tests" / "test_a.py").symlink_to(repo / "tests" / "test_c.py")
+    _git(repo, "update-index", "--skip-worktree", "tests/test_b.py")
+    (repo / "tests" / "test_b.py").unlink()
+    index = checkout_index(repo)
+    assert index is not None
+    files, errors = discover(repo, CONFIG, index)
+    assert (files, errors) == discover(repo, CONFIG)
+    assert files == ["tests/e2e/test_d.py", "tests/test_c.py"]
+    assert [e.message for e in errors] == [
+        "test file tests/test_a.py is a symlink; ci-policy refuses symlinks in a checkout"]
