@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import importlib
 import os
 import sys
@@ -132,24 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _dispatch(args)
 
 
-@contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """The cyclic garbage collector runs after every 100,000 new objects, not 700, while a command runs.
-
-    A command keeps tens of thousands of small objects alive at once (the scans and
-    registrations of every test file, each file's syntax tree while it is read), which
-    make no reference cycles; at the default threshold the collector would walk them
-    again and again, a tenth to a third of a scan's time. The thresholds are restored after.
-    """
-    before = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
 def _dispatch(args: argparse.Namespace) -> int:
+    from ci_policy.cli.collector import paused
     from ci_policy.cli.extras import missing_extra
     from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError
 
@@ -158,7 +141,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(f"ci-policy {args.command}: error: {missing}", file=sys.stderr)
         return UsageError.exit_code
     try:
-        with _fewer_collections():
+        with paused():
             return int(args.func(args))
     except UsageError as exc:
         report_usage(exc, args)

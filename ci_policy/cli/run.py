@@ -186,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.adapters.runner.environment import hide_from_tests
     from ci_policy.adapters.runner.shard import RunOptions, Terminated, run_shard
+    from ci_policy.cli.collector import resume
     from ci_policy.plan.build import shard_of
     from ci_policy.plan.results import combined
 
@@ -230,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
     # The tests' environment leaves out every secret; the runner's own /proc/<pid>/environ must too.
     hide_from_tests()
+    resume()  # the reading is done; the tests may run for hours
     results = []
     try:
         for i, shard in enumerate(shards):

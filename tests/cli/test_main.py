@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -280,14 +281,42 @@ def test_the_checkout_is_repo_in_every_subcommand_but_comment():
             assert "--repo" in flags and "--source-root" not in flags, name
 
 
-def test_a_command_runs_with_fewer_garbage_collections_and_restores_the_thresholds(monkeypatch, capsys):
+def test_a_command_runs_without_the_cycle_collector_and_restores_it(monkeypatch, capsys):
     import gc
 
     from ci_policy.cli import registry
 
     seen = []
-    monkeypatch.setattr(registry, "run", lambda args: seen.append(gc.get_threshold()) or 0)
-    before = gc.get_threshold()
+    monkeypatch.setattr(registry, "run", lambda args: seen.append(gc.isenabled()) or 0)
+    assert gc.isenabled()
     assert main(["registry", "--repo", "."]) == 0
-    assert seen == [(100_000, 50, 100)]
-    assert gc.get_threshold() == before
+    assert seen == [False]
+    assert gc.isenabled()
+    # Left off by whoever called: left off.
+    gc.disable()
+    try:
+        assert main(["registry", "--repo", "."]) == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert seen == [False, False]
+
+
+def test_run_turns_the_collector_back_on_before_its_tests(monkeypatch, tmp_path):
+    import gc
+
+    from ci_policy.adapters.runner import shard as shard_module
+
+    seen = []
+
+    def fake_run_shard(*args, **kwargs):
+        seen.append(gc.isenabled())
+        raise SystemExit(0)
+    monkeypatch.setattr(shard_module, "run_shard", fake_run_shard)
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    with pytest.raises(SystemExit):
+        main(["run", "--repo", str(repo), "--event", "push", "--stage", "stage-a-cpu", "--shard", "0",
+              "--no-cache"])
+    assert seen == [True]
+    assert gc.isenabled()
