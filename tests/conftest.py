@@ -12,6 +12,12 @@ from pathlib import Path
 import helpers
 import pytest
 from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, MINIMAL_LABELS
+from hypothesis import HealthCheck, settings
+
+# Hypothesis times each example and its input generation; on a busy two-core machine that
+# measures the machine, not the code, and the suite makes no timed assertion.
+settings.register_profile("ci_policy", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci_policy")
 
 pytest_plugins = ["github_world"]
 # tests/data holds fixture repositories (their test files are data the tests read) and goldens.
