@@ -15,6 +15,7 @@
   the way), anything that is not a regular file, a gitlink.
 - `checkout_index`: the same two `git ls-files` runs as the kinds of the paths git lists
   (file, symlink, gitlink) with their blob ids; None outside a git work tree.
+  `start_checkout_index` starts them and returns the function that waits for the listing.
 - `clean_tree`: the id of the git tree the checkout exactly is (`HEAD:./`, so a checkout
   that is a subdirectory of a work tree has its own), when `git status` finds nothing
   under it: no staged, unstaged or untracked (not ignored) change; None otherwise or
@@ -148,10 +149,24 @@ def _started(fn: Callable[..., _T], *args: object, **kwargs: object) -> Callable
 
 def checkout_index(repo: Path) -> dict[str, IndexEntry] | None:
     """Every path git lists under `repo` (tracked, and untracked but not ignored); None if git fails."""
+    return start_checkout_index(repo)()
+
+
+def start_checkout_index(repo: Path) -> Callable[[], dict[str, IndexEntry] | None]:
+    """`checkout_index(repo)` started now; call the result (as often as wanted) for the listing."""
     changed_later = _started(_git_output, repo, ["ls-files", "-m", "-o", "--exclude-standard", "-z"])
     # `-v`: a tag before each record, `H` for a file git compares with its working-tree copy.
-    staged = _git_output(repo, ["ls-files", "-s", "-v", "-z"])
-    changed = changed_later()
+    staged_later = _started(_git_output, repo, ["ls-files", "-s", "-v", "-z"])
+    done: list[dict[str, IndexEntry] | None] = []
+
+    def listing() -> dict[str, IndexEntry] | None:
+        if not done:
+            done.append(_index_of(staged_later(), changed_later()))
+        return done[0]
+    return listing
+
+
+def _index_of(staged: bytes | None, changed: bytes | None) -> dict[str, IndexEntry] | None:
     if staged is None or changed is None:
         return None
     out: dict[str, IndexEntry] = {}

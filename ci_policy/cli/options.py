@@ -239,7 +239,8 @@ def jobs(args: argparse.Namespace) -> int:
 
 
 def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
-    """The `cache`, `index` and `scanner` keywords of `load_snapshot` for these options.
+    """The `cache`, `index` and `scanner` keywords of `load_snapshot` for these options
+    (`index`: the listing, started now; call it for the listing).
 
     The index (what git lists in a git work tree; None elsewhere) is passed with or
     without the cache: discovery takes its candidates from it either way, so `--no-cache`
@@ -247,12 +248,13 @@ def scan_options(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
     request could plant entries there); one that cannot be used (a symlink, another
     user's, writable by others) is a warning on stderr, and the command reads every file.
     """
-    from ci_policy.adapters.git import checkout_index
+    from ci_policy.adapters.git import start_checkout_index
     from ci_policy.adapters.parallel import process_scanner
 
     scanner = process_scanner(jobs(args))
     cache = {} if getattr(args, "no_cache", False) else {"cache": scan_cache(args, repo)}
-    return {**cache, "index": checkout_index(repo), "scanner": scanner}
+    # git lists the checkout while the configuration, the labels and the stored scans are read.
+    return {**cache, "index": start_checkout_index(repo), "scanner": scanner}
 
 
 def scan_cache(args: argparse.Namespace, repo: Path, *, default: bool = True) -> DirScanCache | None:
@@ -421,8 +423,9 @@ def plan_inputs_of(args: argparse.Namespace, plan: Plan, scan: dict[str, Any]) -
     from ci_policy.plan.planfile import inputs_dict
 
     config = plan.config
+    index = scan["index"]
     inputs = checkout_inputs(Path(args.repo), args.config, config.labels_file, plan.snapshot.files,
-                             scan["index"])
+                             index() if callable(index) else index)
     tree = scan["tree"]() if "tree" in scan else clean_tree(Path(args.repo))
     return inputs_dict(inputs.config, inputs.labels, dict(inputs.files), tree)
 

@@ -23,6 +23,9 @@
   gives exactly what `scan_file` would; a read error is never stored. A stored scan is
   its items' field values in rows, made back into the items without calling their
   `__init__` (which made the values stored).
+- `index` may also be a function that returns the listing (a listing started before
+  the snapshot, which git makes in its own processes): it is called once the stored scans,
+  the configuration and the labels file are read, so that they are read meanwhile.
 - The files to scan (all of them without a cache, the misses with one) go to a `Scanner`
   together: `scan_files` in this process by default, or an adapter's that spreads them
   over processes (`adapters.parallel`); the result is the same, in the same order.
@@ -140,8 +143,12 @@ class Snapshot:
         return tuple(r for r in self.registrations if r.file == file)
 
 
+Index = Mapping[str, IndexEntry]
+
+
 def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
-                  index: Mapping[str, IndexEntry] | None = None, scanner: Scanner | None = None) -> Snapshot:
+                  index: Index | Callable[[], Index | None] | None = None,
+                  scanner: Scanner | None = None) -> Snapshot:
     """The snapshot of `repo`; `cache`, `index` and `scanner` (see the module doc) never change the result."""
     repo = Path(repo)
     if not repo.is_dir():
@@ -149,6 +156,10 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
                          code="CP403", hint="pass --repo with the checkout's root directory")
     config = _collect(load_config, repo, config_path)
     labels, labels_missing = _collect(optional_labels, repo, config)
+    context = scan_context(config, labels)
+    stored: Mapping[str, Any] | None = cache.load(context) if cache is not None else None
+    if callable(index):
+        index = index()
 
     files, errors = discover(repo, config, index)
     errors.extend(_config_label_errors(config, labels))
@@ -156,8 +167,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     gates: list[GateDeclaration] = []
     label_calls: list[tuple[str, LabelCall]] = []  # read only to say why a missing labels file is needed
     inline: list[Suppression] = []
-    context = scan_context(config, labels)
-    scans = _scan_all(repo, files, config, labels, context, cache, index, scanner)
+    scans = _scan_all(repo, files, config, labels, context, cache, stored, index, scanner)
     for file, scanned in zip(files, scans, strict=True):
         if isinstance(scanned, Diagnostic):
             errors.append(scanned)
@@ -339,9 +349,10 @@ def scan_files(repo: Path, items: Sequence[tuple[str, str | None]], config: Conf
 
 
 def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelRegistry, context: str,
-              cache: ScanCache | None, index: Mapping[str, IndexEntry] | None,
+              cache: ScanCache | None, stored: Mapping[str, Any] | None, index: Mapping[str, IndexEntry] | None,
               scanner: Scanner | None) -> list[FileScan | Diagnostic]:
-    """The scan of each discovered file, in order: through the stored scans when `cache` is given.
+    """The scan of each discovered file, in order: through the stored scans (`stored`, what
+    `cache.load(context)` gave) when `cache` is given.
 
     A file git lists as unmodified is looked up by its blob id before it is read; with a
     cache, any other file is read and looked up by the SHA-256 of its bytes. The misses go
@@ -349,7 +360,8 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     scan is stored under its key (as the scanner encoded it, when it did), a read error never.
     """
     caching = cache is not None
-    stored: Mapping[str, Any] = cache.load(context) if cache is not None else {}
+    if stored is None:
+        stored = {}
     results: list[FileScan | Diagnostic | None] = [None] * len(files)
     # (position, file, text when read, key when caching) of each file to scan
     misses: list[tuple[int, str, str | None, str | None]] = []
