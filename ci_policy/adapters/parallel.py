@@ -80,7 +80,7 @@ def available_cores() -> int:
     return max(1, min(cores, quota) if quota is not None else cores)
 
 
-def _scan_chunk(items: list[tuple[str, str | None]]) -> list[dict[str, Any] | Diagnostic]:
+def _scan_chunk(items: list[tuple[str, str | None]]) -> list[list[Any] | Diagnostic]:
     """In a worker: `scan_files` of one chunk, each scan encoded (plain data)."""
     assert _WORK is not None, "a worker is forked after the work is set"
     repo, config, labels = _WORK
@@ -99,7 +99,7 @@ def process_scanner(jobs: int) -> Scanner | None:
         return None
 
     def scanner(repo: Path, items: Sequence[tuple[str, str | None]], config: Config,
-                labels: LabelRegistry) -> Sequence[FileScan | Diagnostic | dict[str, Any]]:
+                labels: LabelRegistry) -> Sequence[FileScan | Diagnostic | list[Any]]:
         if len(items) < PARALLEL_MIN_FILES:
             return scan_files(repo, items, config, labels)
         return _in_workers(repo, items, config, labels, jobs)
@@ -108,7 +108,7 @@ def process_scanner(jobs: int) -> Scanner | None:
 
 
 def _in_workers(repo: Path, items: Sequence[tuple[str, str | None]], config: Config, labels: LabelRegistry,
-                jobs: int) -> Sequence[FileScan | Diagnostic | dict[str, Any]]:
+                jobs: int) -> Sequence[FileScan | Diagnostic | list[Any]]:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 

@@ -7,7 +7,7 @@
 - Out: one pack per context, `<context>.pack.json`, holding
   `{"cache": CACHE_VERSION, "context": CONTEXT, "entries": {KEY: value, ...}}`; `load`
   reads it with one open and one decode and returns its entries (values that are not
-  objects, and keys that are not 64 hex digits, are left out).
+  arrays, and keys that are not 64 hex digits, are left out).
 - `store` merges a command's new entries into the pack as it is on disk now (one command
   writes at most one pack, and none when it found every entry): the keys the command used
   and its new entries first, then the other stored entries while the pack holds fewer than
@@ -36,7 +36,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 MAX_PACK_BYTES = 256 * 1024 * 1024
 MAX_PACK_ENTRIES = 200_000
 _KEY_RE = re.compile(r"[0-9a-f]{64}")
@@ -111,11 +111,11 @@ class DirScanCache:
             return None, {}
         entries: dict[str, Any] = pack["entries"]
         fullmatch = _KEY_RE.fullmatch
-        if not all(isinstance(v, dict) and fullmatch(k) for k, v in entries.items()):
-            entries = {k: v for k, v in entries.items() if isinstance(v, dict) and fullmatch(k)}
+        if not all(type(v) is list and fullmatch(k) for k, v in entries.items()):
+            entries = {k: v for k, v in entries.items() if type(v) is list and fullmatch(k)}
         return _identity(st), entries
 
-    def store(self, context: str, new: Mapping[str, dict[str, Any]], used: Collection[str] = ()) -> None:
+    def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None:
         path = self._path(context)
         if path is None or not new:
             return

@@ -218,7 +218,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
 
 # The scan of one test file, stored by content. Bump SCAN_FORMAT whenever `FileScan` or what
 # it is computed from changes shape, so older entries are never read as newer ones.
-SCAN_FORMAT = 2
+SCAN_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -253,7 +253,7 @@ class ScanCache(Protocol):
 
     def load(self, context: str) -> Mapping[str, Any]: ...
 
-    def store(self, context: str, new: Mapping[str, dict[str, Any]], used: Collection[str] = ()) -> None: ...
+    def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None: ...
 
 
 class Scanner(Protocol):
@@ -262,7 +262,7 @@ class Scanner(Protocol):
     of the file's scan."""
 
     def __call__(self, repo: Path, items: Sequence[tuple[str, str | None]], config: Config,
-                 labels: LabelRegistry) -> Sequence[FileScan | Diagnostic | dict[str, Any]]: ...
+                 labels: LabelRegistry) -> Sequence[FileScan | Diagnostic | list[Any]]: ...
 
 
 def scan_file(text: str, file: str, config: Config, labels: LabelRegistry) -> FileScan:
@@ -388,11 +388,11 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
             results[i] = hit
         else:
             misses.append((i, file, text, key))
-    new: dict[str, dict[str, Any]] = {}
+    new: dict[str, list[Any]] = {}
     if misses:
         scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], config, labels)
         for (i, _file, _text, miss_key), found in zip(misses, scanned, strict=True):
-            if isinstance(found, dict):  # encoded by the scanner (another process)
+            if isinstance(found, list):  # encoded by the scanner (another process)
                 decoded = _decode(found)
                 if decoded is None:
                     raise ValueError(f"the scanner returned no scan for {_file}")
@@ -444,13 +444,13 @@ _STORED: tuple[tuple[type, tuple[str, ...]], ...] = tuple(
 _SCALARS = (str, int, bool, float, type(None))
 
 
-def encode_scan(result: FileScan) -> dict[str, Any]:
-    """A `FileScan` as JSON-ready data (`decode_scan` reads it back equal)."""
+def encode_scan(result: FileScan) -> list[Any]:
+    """A `FileScan` as JSON-ready data: its five parts, each a list of rows (`decode_scan`
+    reads it back equal). The format is `SCAN_FORMAT`, which is part of every scan context."""
     scalars = _SCALARS
-    parts = [[[v if type(v) in scalars else _enc(v) for v in (getattr(item, n) for n in names)] for item in items]
-             for (_cls, names), items in zip(_STORED, (result.registrations, result.gates, result.errors,
-                                                       result.suppressions, result.label_calls), strict=True)]
-    return {"format": SCAN_FORMAT, "scan": parts}
+    return [[[v if type(v) in scalars else _enc(v) for v in (getattr(item, n) for n in names)] for item in items]
+            for (_cls, names), items in zip(_STORED, (result.registrations, result.gates, result.errors,
+                                                      result.suppressions, result.label_calls), strict=True)]
 
 
 def decode_scan(data: Any) -> FileScan | None:
@@ -461,31 +461,43 @@ def decode_scan(data: Any) -> FileScan | None:
 _new = object.__new__
 
 
+def _maker(cls: type, names: tuple[str, ...]) -> Callable[[Any], Any]:
+    # An item made as its dataclass's `__init__` left it when it was stored (the values after
+    # `__post_init__`), without calling it: a warm cache makes every item this way.
+    count = len(names)
+
+    def make(row: Any) -> Any:
+        if type(row) is not list or len(row) != count:
+            raise ValueError("not a row")
+        item: Any = _new(cls)
+        item.__dict__.update(zip(names, [_dec(v) if type(v) is dict else v for v in row], strict=True))
+        return item
+    return make
+
+
+_MAKE_REGISTRATION, _MAKE_GATE, _MAKE_DIAGNOSTIC, _MAKE_SUPPRESSION, _MAKE_LABEL_CALL = (
+    _maker(cls, names) for cls, names in _STORED)
+
+
+def _items(make: Callable[[Any], Any], rows: Any) -> tuple[Any, ...]:
+    if type(rows) is not list:
+        raise ValueError("not a list of rows")
+    return tuple(map(make, rows)) if rows else ()
+
+
 def _decode(data: Any) -> FileScan | None:
-    # The items are made as their dataclasses' `__init__` left them when they were stored (the
-    # values after `__post_init__`), without calling it: a warm cache makes every item this way.
-    if type(data) is not dict or data.get("format") != SCAN_FORMAT:
+    if type(data) is not list or len(data) != len(_STORED):
         return None
-    parts = data.get("scan")
-    if type(parts) is not list or len(parts) != len(_STORED):
-        return None
-    out: list[tuple[Any, ...]] = []
+    registrations, gates, errors, suppressions, label_calls = data
+    scan: Any = _new(FileScan)
     try:
-        for (cls, names), rows in zip(_STORED, parts, strict=True):
-            if not rows:
-                out.append(())
-                continue
-            items = []
-            for row in rows:
-                if type(row) is not list or len(row) != len(names):
-                    return None
-                item: Any = _new(cls)
-                item.__dict__.update(zip(names, [_dec(v) if type(v) is dict else v for v in row], strict=True))
-                items.append(item)
-            out.append(tuple(items))
+        scan.__dict__.update(registrations=_items(_MAKE_REGISTRATION, registrations),
+                             gates=_items(_MAKE_GATE, gates), errors=_items(_MAKE_DIAGNOSTIC, errors),
+                             suppressions=_items(_MAKE_SUPPRESSION, suppressions),
+                             label_calls=_items(_MAKE_LABEL_CALL, label_calls))
     except (TypeError, ValueError, AttributeError):
         return None
-    return FileScan(*out)
+    return scan  # type: ignore[no-any-return]
 
 
 def classify(snapshot: Snapshot) -> Validity:

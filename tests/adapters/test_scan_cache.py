@@ -19,8 +19,8 @@ PACK = f"{CTX}.pack.json"
 def test_store_then_load_round_trips_and_writes_one_pack(tmp_path: Path) -> None:
     cache = DirScanCache(tmp_path)
     assert cache.load(CTX) == {}
-    cache.store(CTX, {KEY: {"format": 1, "x": [1, 2.5, "s", None]}})
-    assert DirScanCache(tmp_path).load(CTX) == {KEY: {"format": 1, "x": [1, 2.5, "s", None]}}
+    cache.store(CTX, {KEY: [1, [1, 2.5, "s", None], {"t": ["x"]}]})
+    assert DirScanCache(tmp_path).load(CTX) == {KEY: [1, [1, 2.5, "s", None], {"t": ["x"]}]}
     assert sorted(p.name for p in tmp_path.iterdir()) == [PACK]
     pack = json.loads((tmp_path / PACK).read_text())
     assert pack["cache"] == CACHE_VERSION and pack["context"] == CTX
@@ -31,9 +31,9 @@ def test_store_merges_with_the_pack_on_disk_and_writes_nothing_new_for_no_entrie
     first, second = DirScanCache(tmp_path), DirScanCache(tmp_path)
     other = "ef" + "0" * 62
     assert first.load(CTX) == {} and second.load(CTX) == {}
-    first.store(CTX, {KEY: {"v": 1}})
-    second.store(CTX, {other: {"v": 2}})  # written by another process since this one read: merged
-    assert DirScanCache(tmp_path).load(CTX) == {KEY: {"v": 1}, other: {"v": 2}}
+    first.store(CTX, {KEY: ["v", 1]})
+    second.store(CTX, {other: ["v", 2]})  # written by another process since this one read: merged
+    assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 1], other: ["v", 2]}
     before = (tmp_path / PACK).stat().st_mtime_ns
     second.store(CTX, {})
     assert (tmp_path / PACK).stat().st_mtime_ns == before
@@ -43,19 +43,19 @@ def test_the_pack_keeps_used_and_new_entries_first_and_is_bounded(tmp_path: Path
     monkeypatch.setattr(scan_cache, "MAX_PACK_ENTRIES", 3)
     cache = DirScanCache(tmp_path)
     keys = [f"{i:02x}" + "0" * 62 for i in range(5)]
-    cache.store(CTX, {k: {"v": i} for i, k in enumerate(keys[:4])})
-    cache.store(CTX, {keys[4]: {"v": 4}}, used=[keys[2]])
+    cache.store(CTX, {k: ["v", i] for i, k in enumerate(keys[:4])})
+    cache.store(CTX, {keys[4]: ["v", 4]}, used=[keys[2]])
     assert list(DirScanCache(tmp_path).load(CTX)) == [keys[2], keys[4], keys[0]]
 
 
 def test_a_key_or_context_that_is_not_64_hex_is_never_stored(tmp_path: Path) -> None:
     cache = DirScanCache(tmp_path)
     for bad in ("", "../" + "a" * 61, "A" * 64, "a" * 63, "a" * 65):
-        cache.store(bad, {KEY: {"v": 1}})
+        cache.store(bad, {KEY: ["v", 1]})
         assert cache.load(bad) == {}
     assert list(tmp_path.iterdir()) == []
-    cache.store(CTX, {"../x": {"v": 1}, KEY: {"v": 2}})
-    assert DirScanCache(tmp_path).load(CTX) == {KEY: {"v": 2}}
+    cache.store(CTX, {"../x": ["v", 1], KEY: ["v", 2]})
+    assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 2]}
 
 
 def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path: Path, monkeypatch) -> None:
@@ -67,23 +67,23 @@ def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path
         pack.write_bytes(data)
         assert cache.load(CTX) == {}
     pack.write_bytes(json.dumps({"cache": CACHE_VERSION, "context": CTX,
-                                 "entries": {KEY: [1], "ef" + "0" * 62: {"v": 0}, "x": {}}}).encode())
-    assert cache.load(CTX) == {"ef" + "0" * 62: {"v": 0}}  # values that are no objects, and foreign keys: left out
+                                 "entries": {KEY: {"v": 1}, "ef" + "0" * 62: ["v", 0], "x": []}}).encode())
+    assert cache.load(CTX) == {"ef" + "0" * 62: ["v", 0]}  # values that are no arrays, and foreign keys: left out
     pack.write_bytes(b"{not json")
-    cache.store(CTX, {KEY: {"v": 2}})
-    assert DirScanCache(tmp_path).load(CTX) == {KEY: {"v": 2}}
+    cache.store(CTX, {KEY: ["v", 2]})
+    assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 2]}
     monkeypatch.setattr(scan_cache, "MAX_PACK_BYTES", 10)
     assert DirScanCache(tmp_path).load(CTX) == {}  # over the cap: not read
-    cache.store(CTX, {"ef" + "0" * 62: {"v": "a long value"}})
+    cache.store(CTX, {"ef" + "0" * 62: ["v", "a long value"]})
     monkeypatch.setattr(scan_cache, "MAX_PACK_BYTES", 1 << 20)
-    assert DirScanCache(tmp_path).load(CTX) == {KEY: {"v": 2}}  # over the cap: not written
+    assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 2]}  # over the cap: not written
 
 
 def test_a_pack_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
     (tmp_path / "c").mkdir()
     cache = DirScanCache(tmp_path / "c")
     elsewhere = tmp_path / "planted.json"
-    elsewhere.write_text(json.dumps({"cache": CACHE_VERSION, "context": CTX, "entries": {KEY: {"v": 1}}}))
+    elsewhere.write_text(json.dumps({"cache": CACHE_VERSION, "context": CTX, "entries": {KEY: ["v", 1]}}))
     os.symlink(elsewhere, tmp_path / "c" / PACK)
     assert cache.load(CTX) == {}
 
@@ -127,6 +127,6 @@ def test_open_cache_refuses_a_directory_others_can_write(tmp_path: Path) -> None
 def test_a_stale_temporary_file_of_this_process_id_is_replaced(tmp_path: Path) -> None:
     cache = DirScanCache(tmp_path)
     (tmp_path / f".tmp-{os.getpid()}-{CTX}.json").write_text("half")
-    cache.store(CTX, {KEY: {"v": 3}})
-    assert DirScanCache(tmp_path).load(CTX) == {KEY: {"v": 3}}
+    cache.store(CTX, {KEY: ["v", 3]})
+    assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 3]}
     assert sorted(p.name for p in tmp_path.iterdir()) == [PACK]
