@@ -218,9 +218,29 @@ def scan(text: str, path: str, names: frozenset[str] = BUILTIN_NAMES, *,
     return result
 
 
-# Python counts lines at \n, \r\n and \r only (str.splitlines also splits at \f, \x1c,
-# U+2028, ...), so statement line numbers index this split exactly.
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+def _marked_lines(text: str, markers: frozenset[str]) -> list[int]:
+    """The numbers of the lines holding `register_` and a marker name, counted as Python
+    counts lines: at \n, \r\n and \r only (str.splitlines also splits at \f, \x1c,
+    U+2028, ...), so they index statement line numbers exactly. Only the lines around an
+    occurrence of `register_` are looked at, and the breaks before them counted."""
+    out: list[int] = []
+    pos = text.find("register_")
+    line, counted = 1, 0  # `counted`: a line start whose number is `line`
+    while pos >= 0:
+        start = max(text.rfind("\n", 0, pos), text.rfind("\r", 0, pos)) + 1
+        line += text.count("\n", counted, start) + text.count("\r", counted, start) - text.count("\r\n", counted, start)
+        counted = start
+        ends = [e for e in (text.find("\n", pos), text.find("\r", pos)) if e >= 0]
+        end = min(ends) if ends else len(text)
+        if any(name in text[start:end] for name in markers):
+            out.append(line)
+        pos = text.find("register_", end)
+    return out
+
+
+def _start_line(stmt: ast.stmt) -> int:
+    decorators = getattr(stmt, "decorator_list", None)
+    return decorators[0].lineno if decorators else stmt.lineno  # decorators stand above the statement
 
 
 def _nodes_that_may_mention(tree: ast.Module, text: str, result: Scan, used: set[str],
@@ -229,19 +249,23 @@ def _nodes_that_may_mention(tree: ast.Module, text: str, result: Scan, used: set
 
     A mention of a marker (a name, an attribute, an import) is an identifier, so it is
     spelled out on the statement's own lines; statements without such text need no walk.
-    This keeps scanning proportional to the marker lines, not to the whole test file.
+    This keeps scanning proportional to the marker lines, not to the whole test file: the
+    statements holding a marked line are found by bisection over the statements' lines.
     A module-level rebinding of a marker (`register_cpu_ci = _load("ci").register_cpu_ci`)
     is how some repositories import their markers: it is not walked when the file calls
     that marker at module level, and reported as unused (CP205) when it does not.
     """
-    marked = [n for n, line in enumerate(_LINE_BREAK.split(text), start=1)
-              if "register_" in line and any(name in line for name in markers)]
-    for stmt in tree.body:
-        start = min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", ())])
-        end: float = getattr(stmt, "end_lineno", None) or float("inf")
-        i = bisect.bisect_left(marked, start)
-        if not (i < len(marked) and marked[i] <= end):
-            continue
+    body = tree.body
+    picked: set[int] = set()
+    for line in _marked_lines(text, markers):
+        # The statements are in order and their lines never go back; statements that share
+        # a line (`a; b`) all hold it.
+        i = bisect.bisect_right(body, line, key=_start_line) - 1
+        while i >= 0 and (getattr(body[i], "end_lineno", None) or line) >= line:
+            picked.add(i)
+            i -= 1
+    for i in sorted(picked):
+        stmt = body[i]
         bound = _rebound_markers(stmt, markers)
         if bound:
             for name in sorted(set(bound) - used):

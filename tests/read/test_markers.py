@@ -19,7 +19,16 @@ from ci_policy.gates.declarations import gates_of
 from ci_policy.model.registry import registrations_of
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.read.labels import parse_labels
-from ci_policy.read.markers import ALL_MARKERS, MARKER_NAME_RE, NotLiteral, literal, mentions_marker, scan
+from ci_policy.read.markers import (
+    ALL_MARKERS,
+    MARKER_NAME_RE,
+    NotLiteral,
+    Scan,
+    _nodes_that_may_mention,
+    literal,
+    mentions_marker,
+    scan,
+)
 
 PATH = "tests/e2e/test_x.py"
 MAIN = '\nif __name__ == "__main__":\n    main()\n'
@@ -394,6 +403,38 @@ def test_only_the_exact_marker_names_are_markers(name):
 def test_every_misplaced_mention_is_found(source, line):
     result = scan(source, "tests/e2e/test_x.py")
     assert [e.line for e in result.errors] == [line]
+
+
+def _every_mention(source: str) -> list[tuple[str, int, int]]:
+    """What a walk of the whole module finds: every name and attribute of a marker."""
+    return sorted((type(n).__name__, n.lineno, n.col_offset) for n in ast.walk(ast.parse(source))
+                  if isinstance(n, ast.Name) and n.id in ALL_MARKERS
+                  or isinstance(n, ast.Attribute) and n.attr in ALL_MARKERS)
+
+
+def _walked_mentions(source: str) -> list[tuple[str, int, int]]:
+    nodes = _nodes_that_may_mention(ast.parse(source), source, Scan(path=PATH), set(), ALL_MARKERS)
+    return sorted((type(n).__name__, n.lineno, n.col_offset) for n in nodes
+                  if isinstance(n, ast.Name) and n.id in ALL_MARKERS
+                  or isinstance(n, ast.Attribute) and n.attr in ALL_MARKERS)
+
+
+statement_pieces = st.sampled_from([
+    "x = 1", "register_cuda_ci(1, 'gpu-a')", "y = register_rocm_ci + 1", "m.register_cpu_ci(2)", "pass",
+    "def f():\n    register_cuda_ci(1, 'a')", "@register_cuda_ci\ndef g():\n    pass",
+    "z = (\n  1,\n  register_cpu_ci)", "if x:\n    pass\nelse:\n    m.register_rocm_ci",
+    "s = 'register_ but no marker'", 't = """\nregister_cuda_ci\n"""', "u = 'a\u2028b\\x0c'",
+    "class C:\n    register_cuda_ci", "a = 1; register_cpu_ci", "register_cpu_ci; b = 2",
+    "w = [\n register_cuda_ci,\n]; q = register_rocm_ci", "# register_cuda_ci in a comment", "v = 2\x0c"])
+
+
+@settings(max_examples=300)
+@given(pieces=st.lists(statement_pieces, max_size=8),
+       breaks=st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=8, max_size=8))
+def test_the_statements_walked_hold_every_mention(pieces, breaks):
+    # Lines end in \n, \r\n or \r, mixed in one file: marked lines are counted as Python counts lines.
+    source = "".join(piece.replace("\n", brk) + brk for piece, brk in zip(pieces, breaks, strict=False))
+    assert _walked_mentions(source) == _every_mention(source)
 
 
 # -- dialects: the registration marker names a repository configures ---------------------------
