@@ -3,7 +3,8 @@
 For the example repository and generated checkouts (git work trees) of 1,000, 5,000 and
 20,000 test files (`--huge` adds 50,000), it times, in the same run and process:
 
-- bare:   reading and `ast.parse`-ing every test file (the least any scanner must do);
+- bare:   reading and `ast.parse`-ing every test file (the least any scanner must do), with
+          the cycle collector off as in the commands;
 - COMMAND --no-cache: the command as `ci-policy` runs it (`cli.main.main`, output discarded);
 - COMMAND cold: with an empty `--cache DIR` (every file scanned and stored), in as many
   processes as the command takes by default (`--jobs`: the CPUs this process may use);
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import gc
 import io
 import os
 import shutil
@@ -75,8 +77,14 @@ def bench_checkout(label: str, repo: Path, repeat: int, work: Path) -> None:
     files = load_snapshot(repo).files
 
     def bare() -> None:
-        for rel in files:
-            ast.parse((repo / rel).read_bytes())
+        # With the cycle collector off, as every command runs: the ratios compare work, not
+        # collector settings.
+        gc.disable()
+        try:
+            for rel in files:
+                ast.parse((repo / rel).read_bytes())
+        finally:
+            gc.enable()
 
     base = median_time(bare, repeat)
     print(f"\n{label}: {len(files)} test files; bare read+parse {base * 1000:.0f} ms (= 1.00)")
