@@ -479,22 +479,21 @@ _MAKE_REGISTRATION, _MAKE_GATE, _MAKE_DIAGNOSTIC, _MAKE_SUPPRESSION, _MAKE_LABEL
     _maker(cls, names) for cls, names in _STORED)
 
 
-def _items(make: Callable[[Any], Any], rows: Any) -> tuple[Any, ...]:
-    if type(rows) is not list:
-        raise ValueError("not a list of rows")
-    return tuple(map(make, rows)) if rows else ()
-
-
 def _decode(data: Any) -> FileScan | None:
     if type(data) is not list or len(data) != len(_STORED):
         return None
     registrations, gates, errors, suppressions, label_calls = data
+    if not (type(registrations) is list and type(gates) is list and type(errors) is list
+            and type(suppressions) is list and type(label_calls) is list):
+        return None
     scan: Any = _new(FileScan)
     try:
-        scan.__dict__.update(registrations=_items(_MAKE_REGISTRATION, registrations),
-                             gates=_items(_MAKE_GATE, gates), errors=_items(_MAKE_DIAGNOSTIC, errors),
-                             suppressions=_items(_MAKE_SUPPRESSION, suppressions),
-                             label_calls=_items(_MAKE_LABEL_CALL, label_calls))
+        scan.__dict__.update(
+            registrations=tuple(map(_MAKE_REGISTRATION, registrations)) if registrations else (),
+            gates=tuple(map(_MAKE_GATE, gates)) if gates else (),
+            errors=tuple(map(_MAKE_DIAGNOSTIC, errors)) if errors else (),
+            suppressions=tuple(map(_MAKE_SUPPRESSION, suppressions)) if suppressions else (),
+            label_calls=tuple(map(_MAKE_LABEL_CALL, label_calls)) if label_calls else ())
     except (TypeError, ValueError, AttributeError):
         return None
     return scan  # type: ignore[no-any-return]
