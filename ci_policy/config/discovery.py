@@ -217,6 +217,11 @@ class Discovery:
         return (matches_any(self.exclude, path + "/" if directory else path)
                 or any(matches_any(self.exclude, d) for d in above))
 
+    def excluded_itself(self, path: str, *, directory: bool = False) -> bool:
+        """`excluded`, for a path whose directories are known not to be dropped (a walk
+        looks only into directories it did not drop): only `path` itself is matched."""
+        return bool(self.exclude) and matches_any(self.exclude, path + "/" if directory else path)
+
     def is_test_file(self, file: str) -> bool:
         """Whether repo-relative `file` is under a root, not excluded, and matches its pattern(s)."""
         return (any(under(file, r) for r in self.roots) and not self.excluded(file)

@@ -6,7 +6,9 @@
   matches the pattern(s) of the most specific root containing it.
 - Excluded paths are skipped before anything else: an excluded file is not a test file
   (nor an unregistered one), an excluded directory is not entered, and an excluded
-  symlink is neither followed nor reported.
+  symlink is neither followed nor reported. A root that is excluded (itself or a
+  directory above it) finds nothing; below a root, a path is matched against the exclude
+  globs itself only, since the directories on its way were matched when they were entered.
 - Refused: a root that is missing or not a directory; a symlink at a root, at any
   directory between the repository root and a root, at any directory inside a root,
   or at a file matching the pattern. Symlinks are never followed.
@@ -70,6 +72,8 @@ def discover(repo: Path, config: Config, index: Mapping[str, IndexEntry] | None 
         if not stat.S_ISDIR(st.st_mode):
             errors.append(Diagnostic(f"discovery root {root} is not a directory", **where, code="CP403"))
             continue
+        if root != "." and config.discovery.excluded(root, directory=True):
+            continue  # everything below it is excluded
         if listed is None or index is None:
             _walk(repo, root, config.discovery, files, errors)
         else:
@@ -89,7 +93,7 @@ def _walk(repo: Path, rel_dir: str, discovery: Discovery, files: set[str], error
         rel = entry.name if rel_dir == "." else f"{rel_dir}/{entry.name}"
         # A symlink is judged as the directory it may stand for: an excluded one is skipped
         # unread, so there is nothing to refuse.
-        if discovery.excluded(rel, directory=entry.is_symlink() or entry.is_dir(follow_symlinks=False)):
+        if discovery.excluded_itself(rel, directory=entry.is_symlink() or entry.is_dir(follow_symlinks=False)):
             continue
         if entry.is_symlink():
             _refuse_symlink(repo, rel, discovery, errors)
@@ -165,7 +169,7 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
         if not ok:
             continue
         if index[path].blob is not None:  # an unmodified tracked regular file (see the module doc)
-            if not discovery.excluded(path, directory=False) and name_matches(path):
+            if not discovery.excluded_itself(path) and name_matches(path):
                 _add_file(path, files, errors)
             continue
         try:
@@ -173,7 +177,7 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
         except OSError:
             continue  # listed by git, gone from the working tree
         link = stat.S_ISLNK(st.st_mode)
-        if discovery.excluded(path, directory=link or stat.S_ISDIR(st.st_mode)):
+        if discovery.excluded_itself(path, directory=link or stat.S_ISDIR(st.st_mode)):
             continue
         if link:
             _refuse_symlink(repo, path, discovery, errors)
@@ -188,7 +192,7 @@ def _enter(repo: Path, rel: str, discovery: Discovery, errors: list[Diagnostic])
     except OSError:
         return False
     link = stat.S_ISLNK(st.st_mode)
-    if discovery.excluded(rel, directory=link or stat.S_ISDIR(st.st_mode)):
+    if discovery.excluded_itself(rel, directory=link or stat.S_ISDIR(st.st_mode)):
         return False
     if link:
         _refuse_symlink(repo, rel, discovery, errors)

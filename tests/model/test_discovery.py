@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 from helpers import EXAMPLE_REPO
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ci_policy.config import Config, load_config, parse_config
 from ci_policy.errors import Diagnostic
@@ -432,3 +435,30 @@ def test_the_example_repository_is_discovered_as_before():
 ])
 def test_the_example_repository_in_the_new_forms(body):
     assert discover(EXAMPLE_REPO, layout(body)) == (EXAMPLE_TESTS, [])
+
+
+# -- exclude globs: a path is matched itself, its directories when they were entered ----------
+
+EXCLUDE_POOL = ["a/", "a/b/", "**/c/", "b", "**/test_2*.py", "a/**", "!a/b/test_1.py", "!a/", "/x/a/",
+                "x/**/b/", "**/deep/**", "test_3.py", "!**/test_3.py", "c/test_*.py"]
+TREE_POOL = [f"{d}/test_{i}.py" for d in ("x", "x/a", "x/a/b", "x/b", "x/c", "x/a/c/deep", "x/b/deep", "y/a")
+             for i in range(4)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(files=st.lists(st.sampled_from(TREE_POOL), min_size=1, max_size=12, unique=True),
+       exclude=st.lists(st.sampled_from(EXCLUDE_POOL), max_size=4, unique=True),
+       roots=st.sampled_from([["x"], ["x/a"], ["x", "x/a/c"], ["."], ["y", "x/b"]]))
+@example(files=["x/a/test_0.py"], exclude=["a/"], roots=["x/a"])  # the root itself is excluded
+@example(files=["x/a/c/deep/test_1.py"], exclude=["**/c/"], roots=["x", "x/a/c"])  # a directory above a root
+@example(files=["x/a/b/test_1.py", "x/a/test_1.py"], exclude=["a/", "!a/b/test_1.py"], roots=["x"])
+def test_discovery_drops_exactly_what_the_exclude_globs_drop(files, exclude, roots):
+    # The reference: a file is found when it is under a root, matches the pattern and
+    # neither it nor any directory above it is excluded (`Discovery.excluded`, every level).
+    shown = ", ".join(f"'{g}'" for g in exclude)
+    cfg = layout(f"  roots: [{', '.join(roots)}]\n  exclude: [{shown}]\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp)
+        touch(repo, *files, *(f"{r}/.keep" for r in roots if r != "."))
+        expected = sorted(f for f in files if cfg.discovery.is_test_file(f))
+        assert discover(repo, cfg) == (expected, [])
