@@ -22,6 +22,9 @@
   shorter files) must fit in it; a way that holds a way tried before for an earlier shard,
   which failed, is not tried (nogoods); the last two shards by subset sums at once; the
   multisets of est values left that do not fit are remembered).
+- Size bound: the exact search runs for stages of at most `SEARCH_DEPTH` files and shards
+  (files + 2 x shards; it recurses once per file placed); a larger stage keeps the split
+  list scheduling, pair re-splits and differencing found.
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
   `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner). Only capacities that are
   sums of est values are tried (when those sums cost little to list). The first try (at the
@@ -53,9 +56,11 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -138,9 +143,10 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
             assign = _local_search(weights, differenced, count)
             best = _makespan(weights, assign, count)
             proven = best <= bound
-    if not proven:
-        positives = sum(1 for w in weights if w > 0)
-        found, best, proven = _exact_search(weights[:positives], count, len(weights) - positives, best, bound)
+    positives = sum(1 for w in weights if w > 0)
+    if not proven and positives + 2 * count <= SEARCH_DEPTH:
+        with _deeper(SEARCH_DEPTH + 100):
+            found, best, proven = _exact_search(weights[:positives], count, len(weights) - positives, best, bound)
         if found is not None:
             assign = _fill_zeros(found, weights, count)
     if best == lpt_best:  # nothing strictly shorter: keep list scheduling's split
@@ -282,6 +288,24 @@ def _needs_more_shards(ascending: list[int], prefix: list[int], limit: int, coun
         if needed > count:
             return True
     return False
+
+
+# The exact search recurses once per file placed and twice per shard begun: a stage with
+# more files (or shards) than this keeps the split the heuristics found.
+SEARCH_DEPTH = 2500
+
+
+@contextlib.contextmanager
+def _deeper(frames: int) -> Iterator[None]:
+    """Python's recursion limit raised by `frames` while the search runs: the frames above it
+    stay within the limit as it was, so the search's own depth, bounded by `SEARCH_DEPTH`,
+    never meets the limit, whatever the caller's depth (the split cannot depend on it)."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(before + frames)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
 
 
 class _OutOfWork(CiPolicyError):

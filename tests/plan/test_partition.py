@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ci_policy.config import Stage
 from ci_policy.plan.partition import (
+    SEARCH_DEPTH,
     Shard,
     Split,
     _tidy,
@@ -496,3 +497,43 @@ def test_large_sums_print_every_digit():
     items = [(f"t{i}", 123456.5) for i in range(10)]
     assert stage_shards(auto_stage(100000), items)[1] == ("10 shards: 1234565s selected / 100000s per shard = 13, "
                                                          "but only 10 selected files")
+
+
+# -- stages larger than Python's default recursion depth -------------------------------------
+
+def _at_depth(frames: int, fn):
+    return fn() if frames <= 0 else _at_depth(frames - 1, fn)
+
+
+def _stack_depth() -> int:
+    import sys
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+def test_the_exact_search_gives_the_same_split_however_deep_its_caller_is():
+    import random
+    import sys
+
+    rng = random.Random(9)  # 48 files in 12 shards: settled by the exact search, not by a bound
+    items = [(f"t{i:03d}.py", rng.randint(100, 3600)) for i in range(48)]
+    result = split(items, 12)
+    assert (result.makespan, result.optimal) == (7043, True) and result.lower_bound < 7043
+    # Asked a few frames below Python's recursion limit, the search still runs to the end.
+    room = sys.getrecursionlimit() - _stack_depth() - 40
+    assert _at_depth(room, lambda: split(items, 12)) == result
+    before = sys.getrecursionlimit()
+    split(items, 12)
+    assert sys.getrecursionlimit() == before
+
+
+def test_a_stage_beyond_the_search_depth_keeps_the_heuristic_split():
+    # The shape of a generated 20,000-file repository's largest stage: before the size bound,
+    # its exact search recursed once per file placed, past Python's limit (RecursionError).
+    items = [(f"tests/test_case_{i}.py", 60 + (i * 37) % 900) for i in range(0, 20_000, 6)]
+    assert len(items) + 2 * 4 > SEARCH_DEPTH
+    result = split(items, 4)
+    assert (result.makespan, result.lower_bound, result.optimal) == (422946, 422920.5, False)
+    assert sorted(s.est_seconds for s in result.shards) == [422892, 422922, 422922, 422946]
