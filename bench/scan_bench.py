@@ -69,8 +69,11 @@ def median_time(fn: Callable[[], object], repeat: int, before: Callable[[], obje
 
 
 def run_command(argv: list[str]) -> None:
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        cli_main(argv)
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = cli_main(argv)
+    if code != 0:  # a time of a failed command measures nothing
+        raise SystemExit(f"ci-policy {' '.join(argv)} exited {code}:\n{err.getvalue()}")
 
 
 def bench_checkout(label: str, repo: Path, repeat: int, work: Path) -> None:
