@@ -91,3 +91,43 @@ def test_help_imports_no_json_uuid_or_tempfile_module(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-c", STDLIB_PROBE, "--help"], capture_output=True, text=True, cwd=tmp_path,
                           env=clean_env(), check=True)
     assert proc.stderr == ""
+
+
+MODULES_PROBE = """
+import json, sys
+from ci_policy.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(json.dumps(sorted(sys.modules)))
+"""
+
+# What a stage job reading its plan does not use: glob matching (the configuration has no glob),
+# gate evaluation (no gate declared), "did you mean" suggestions, and the renderers' and
+# planners' modules of other commands.
+NOT_FOR_A_STAGE_JOB = ("pathspec", "statistics", "difflib", "ci_policy.gates.evaluate", "ci_policy.model.lint",
+                       "ci_policy.plan.explain", "ci_policy.plan.outcome",
+                       "ci_policy.read.workflows")
+
+
+def test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module(tmp_path, capsys) -> None:
+    from helpers import run_cli
+
+    repo = tmp_path / "repo"
+    (repo / ".github").mkdir(parents=True)
+    (repo / ".github" / "ci-policy.yml").write_text(
+        "version: 1\ndiscovery: {roots: [tests]}\nstages:\n  - {name: unit, backend: cpu, runner: python}\n")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_a.py").write_text(
+        'from ci_policy import register_cpu_ci\n\nregister_cpu_ci(est_time=5, suite="unit")\n\n'
+        'if __name__ == "__main__":\n    print("ok")\n')
+    rc, out, _err = run_cli(["plan", "--repo", str(repo), "--event", "push", "--format", "json", "--no-cache"],
+                            capsys)
+    assert rc == 0
+    (tmp_path / "plan.json").write_text(out)
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "list", "--repo", str(repo), "--plan",
+                           str(tmp_path / "plan.json"), "--stage", "unit", "--format", "json"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env(), check=True)
+    assert json.loads(proc.stdout)["files"] == ["tests/test_a.py"]
+    assert [m for m in json.loads(proc.stderr) if m.startswith(NOT_FOR_A_STAGE_JOB)] == []
