@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_policy.adapters.console import write_commands
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
     add_cache,
     add_checkout,
@@ -60,7 +61,7 @@ NAME = "run"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="run the files of one stage shard on this runner",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Run the files of one stage shard on this runner (each as `python FILE`), "
                                    "retrying failures classified retriable, recording timings and metrics, and "
                                    "evaluating the metric gates of files that declare them.")

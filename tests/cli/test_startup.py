@@ -1,6 +1,6 @@
-"""`ci-policy --help` and `--version` import no layer below the command line beyond what they print
-with, and a subcommand no other subcommand's module (checked in `sys.modules` of a fresh
-interpreter, never by timing)."""
+"""`ci-policy --help` and `--version` import no subcommand module (nor typing or dataclasses), a
+subcommand no other subcommand's module, and a stage job reading its plan none it does not use
+(checked in `sys.modules` of a fresh interpreter, never by timing)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from helpers import clean_env
 
 PROBE = """
@@ -27,16 +28,28 @@ def _loaded(argv: list[str], cwd) -> list[str]:
     return json.loads(proc.stderr)
 
 
-def test_help_imports_only_the_command_line(tmp_path) -> None:
-    loaded = [m for m in _loaded(["--help"], tmp_path) if not m.startswith("ci_policy.cli")]
-    assert loaded == ["ci_policy", "ci_policy.adapters", "ci_policy.adapters.console", "ci_policy.errors",
-                      "ci_policy.read", "ci_policy.read.numbers", "ci_policy.render", "ci_policy.render.escape",
-                      "ci_policy.sdk", "ci_policy.sdk.markers"]
+def test_help_imports_no_subcommand_module(tmp_path) -> None:
+    assert _loaded(["--help"], tmp_path) == ["ci_policy", "ci_policy.cli", "ci_policy.cli.main", "ci_policy.sdk",
+                                             "ci_policy.sdk.markers"]
+
+
+def test_help_lists_the_subcommands_as_their_own_parsers_do() -> None:
+    from ci_policy.cli.main import build_parser
+
+    assert build_parser(["--help"], every=False).format_help() == build_parser().format_help()
 
 
 def test_version_imports_no_subcommand(tmp_path) -> None:
     assert _loaded(["--version"], tmp_path) == ["ci_policy", "ci_policy.cli", "ci_policy.cli.main", "ci_policy.sdk",
                                                 "ci_policy.sdk.markers"]
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_neither_typing_nor_dataclasses(flag, tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, flag], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(), check=True)
+    unwanted = {"typing", "dataclasses", "inspect"} | ({"argparse"} if flag == "--version" else set())
+    assert unwanted & set(json.loads(proc.stderr)) == set()
 
 
 def test_a_subcommand_imports_only_its_own_module(tmp_path) -> None:
