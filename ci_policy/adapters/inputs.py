@@ -24,13 +24,16 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import EllipsisType
+from typing import TYPE_CHECKING
 
 from ci_policy.adapters.git import CleanTree, checkout_index, ids_from_index
 from ci_policy.config import DEFAULT_CONFIG
-from ci_policy.model.discovery import IndexEntry
 from ci_policy.plan.planfile import Inputs
 
-Listing = Mapping[str, IndexEntry] | None | EllipsisType
+if TYPE_CHECKING:
+    from ci_policy.model.discovery import IndexEntry
+
+    Listing = Mapping[str, IndexEntry] | None | EllipsisType
 
 
 def config_location(repo: Path, config_arg: str | Path | None) -> tuple[str, Path | None]:

@@ -117,9 +117,10 @@ sys.stderr.write(json.dumps(sorted(sys.modules)))
 """
 
 # What a stage job reading its plan does not use: glob matching (the configuration has no glob),
-# gate evaluation (no gate declared), "did you mean" suggestions, and the renderers' and
-# planners' modules of other commands.
-NOT_FOR_A_STAGE_JOB = ("pathspec", "statistics", "difflib", "ci_policy.gates.evaluate", "ci_policy.model.lint",
+# gate evaluation (no gate declared), the required-gate check and the estimates file of a scan,
+# "did you mean" suggestions, and the renderers' and planners' modules of other commands.
+NOT_FOR_A_STAGE_JOB = ("pathspec", "statistics", "difflib", "ci_policy.gates.evaluate", "ci_policy.gates.requirements",
+                       "ci_policy.model.estimates", "ci_policy.model.lint",
                        "ci_policy.plan.explain", "ci_policy.plan.outcome",
                        "ci_policy.read.workflows")
 
