@@ -74,7 +74,8 @@ def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_pat
     stage = next(s for s in json.loads(out)["stages"] if len(s["shards"]) == 1 and not s["invalid"])
     loaded = _loaded(["list", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), "--stage",
                       stage["name"], "--format", "json"], tmp_path)
-    assert [m for m in loaded if m.startswith("ci_policy.cli.")] == ["ci_policy.cli.extras", "ci_policy.cli.list",
+    assert [m for m in loaded if m.startswith("ci_policy.cli.")] == ["ci_policy.cli.collector", "ci_policy.cli.extras",
+                                                                      "ci_policy.cli.list",
                                                                       "ci_policy.cli.main", "ci_policy.cli.options"]
     unwanted = ("ci_policy.adapters.store", "ci_policy.adapters.scan_cache", "ci_policy.adapters.github",
                 "ci_policy.adapters.tuning", "ci_policy.adapters.runner")
@@ -84,7 +85,8 @@ def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_pat
 def test_schema_imports_no_adapter_nor_another_subcommand(tmp_path) -> None:
     loaded = _loaded(["schema", "config"], tmp_path)
     assert [m for m in loaded if m.startswith(("ci_policy.cli.", "ci_policy.adapters."))] == [
-        "ci_policy.cli.extras", "ci_policy.cli.main", "ci_policy.cli.options", "ci_policy.cli.schema"]
+        "ci_policy.cli.collector", "ci_policy.cli.extras", "ci_policy.cli.main", "ci_policy.cli.options",
+        "ci_policy.cli.schema"]
 
 
 STDLIB_PROBE = """
