@@ -21,8 +21,12 @@
   under it: no staged, unstaged or untracked (not ignored) change; None otherwise or
   outside a git work tree. Two checkouts with the same clean tree list the same files with
   the same blob ids, so a stage job can trust the plan's listing without making its own.
-  `rev-parse` and `status` run side by side; `start_clean_tree` starts them and returns
-  the function that waits for the answer, so a command can go on meanwhile.
+  `rev-parse` and `status` run side by side; `start_clean_tree` starts them (`CleanTree`, its
+  two git processes, no thread) and returns the function that waits for the answer, so a
+  command can go on meanwhile; a stage job starts them before its imports and the plan
+  file's reading, and `CleanTree.cancel()` ends them when the answer is not wanted.
+- Imports nothing of the core but `read.diff` and `model.discovery`, and those when a
+  function needs them, so that a caller can start git before importing the rest.
 - git runs with an argument list (no shell), external diff drivers, textconv and
   fsmonitor hooks disabled, stdin closed, a timeout, and a cap on what it may print.
 """
@@ -39,16 +43,19 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from ci_policy.model.discovery import IndexEntry, Kind
-from ci_policy.read.diff import Diff, read_diff
+if TYPE_CHECKING:
+    from ci_policy.model.discovery import IndexEntry, Kind
+    from ci_policy.read.diff import Diff
 
 REV_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@^~{}:-]*")
 
 
 def git_diff(repo: Path, base: str, head: str | None = None, *, timeout: float = 120) -> Diff:
     """Run git diff (no shell); any failure means the diff is unavailable."""
+    from ci_policy.read.diff import Diff, read_diff
+
     for rev in (base, head):
         if rev is not None and not REV_RE.fullmatch(rev):
             return Diff.unavailable(f"revision {rev!r} is not a plain git revision")
@@ -76,48 +83,72 @@ LISTING_TIMEOUT = 60.0
 _HASH_CHUNK = 1024 * 1024
 
 
+class _Git:
+    """One git command, started at once; `output()` waits for its stdout: None on any failure,
+    on its timeout (counted from the start) or for output over `limit` (default
+    `MAX_LISTING_BYTES`)."""
+
+    def __init__(self, repo: Path, args: list[str], *, timeout: float = LISTING_TIMEOUT,
+                 limit: int | None = None) -> None:
+        self.limit = MAX_LISTING_BYTES if limit is None else limit
+        self.deadline = time.monotonic() + timeout
+        argv = ["git", "-C", str(repo), "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
+                "--no-optional-locks", *args]
+        self.proc: subprocess.Popen[bytes] | None
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL)
+        except OSError:
+            self.proc = None
+
+    def output(self) -> bytes | None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        assert proc.stdout is not None
+        chunks: list[bytes] = []
+        total = 0
+        ok = True
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            while True:
+                left = self.deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    ok = False
+                    break
+                chunk = os.read(proc.stdout.fileno(), 1 << 20)
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > self.limit:
+                    ok = False
+                    break
+                chunks.append(chunk)
+        if not ok:
+            proc.kill()
+        proc.stdout.close()
+        try:
+            code = proc.wait(timeout=max(self.deadline - time.monotonic(), 1.0))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            return None
+        return b"".join(chunks) if ok and code == 0 else None
+
+    def cancel(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            proc.kill()
+            assert proc.stdout is not None
+            proc.stdout.close()
+            proc.wait()
+
+
 def _git_output(repo: Path, args: list[str], *, timeout: float = LISTING_TIMEOUT,
                 limit: int | None = None) -> bytes | None:
     """stdout of one git command, or None on any failure, timeout or output over `limit`
     (default `MAX_LISTING_BYTES`)."""
-    limit = MAX_LISTING_BYTES if limit is None else limit
-    argv = ["git", "-C", str(repo), "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
-            "--no-optional-locks", *args]
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL)
-    except OSError:
-        return None
-    assert proc.stdout is not None
-    chunks: list[bytes] = []
-    total = 0
-    deadline = time.monotonic() + timeout
-    ok = True
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not sel.select(left):
-                ok = False
-                break
-            chunk = os.read(proc.stdout.fileno(), 1 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > limit:
-                ok = False
-                break
-            chunks.append(chunk)
-    if not ok:
-        proc.kill()
-    proc.stdout.close()
-    try:
-        code = proc.wait(timeout=max(deadline - time.monotonic(), 1.0))
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return None
-    return b"".join(chunks) if ok and code == 0 else None
+    return _Git(repo, args, timeout=timeout, limit=limit).output()
 
 
 _T = TypeVar("_T")
@@ -167,6 +198,8 @@ def start_checkout_index(repo: Path) -> Callable[[], dict[str, IndexEntry] | Non
 
 
 def _index_of(staged: bytes | None, changed: bytes | None) -> dict[str, IndexEntry] | None:
+    from ci_policy.model.discovery import IndexEntry
+
     if staged is None or changed is None:
         return None
     out: dict[str, IndexEntry] = {}
@@ -201,24 +234,43 @@ def _index_of(staged: bytes | None, changed: bytes | None) -> dict[str, IndexEnt
 _TREE_ID_RE = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64})\n?")
 
 
+class CleanTree:
+    """`clean_tree(repo)`, its git commands started now and run at once; `result()` waits for them."""
+
+    def __init__(self, repo: Path) -> None:
+        self._tree = _Git(repo, ["rev-parse", "--verify", "--quiet", "HEAD:./"], limit=200)
+        # Any output at all is a change (limit 0): staged, unstaged, or an untracked file that
+        # is not ignored; a modified submodule counts too.
+        self._status = _Git(repo, ["status", "--porcelain=v1", "-z", "--untracked-files=all",
+                                   "--ignore-submodules=none", "--", "."], limit=0)
+
+        self._answer: list[str | None] = []
+
+    def result(self) -> str | None:
+        """The answer (the same on every call); None when `cancel()` came first."""
+        if not self._answer:
+            tree = self._tree.output()
+            found = _TREE_ID_RE.fullmatch(tree) if tree is not None else None
+            if found is None:
+                self._status.cancel()
+            self._answer.append(None if found is None or self._status.output() != b""
+                                else found.group(1).decode("ascii"))
+        return self._answer[0]
+
+    def cancel(self) -> None:
+        """Ends the commands not waited for yet (nothing once `result()` returned)."""
+        self._tree.cancel()
+        self._status.cancel()
+
+
 def clean_tree(repo: Path) -> str | None:
     """The tree id of the checkout when it has no change git would report, else None."""
-    return start_clean_tree(repo)()
+    return CleanTree(repo).result()
 
 
 def start_clean_tree(repo: Path) -> Callable[[], str | None]:
     """`clean_tree(repo)` started now; call the result for the answer."""
-    # Any output at all is a change (limit 0): staged, unstaged, or an untracked file that
-    # is not ignored; a modified submodule counts too.
-    status_later = _started(_git_output, repo, ["status", "--porcelain=v1", "-z", "--untracked-files=all",
-                                                "--ignore-submodules=none", "--", "."], limit=0)
-    tree_later = _started(_git_output, repo, ["rev-parse", "--verify", "--quiet", "HEAD:./"], limit=200)
-
-    def answer() -> str | None:
-        tree, status = tree_later(), status_later()
-        found = _TREE_ID_RE.fullmatch(tree) if tree is not None else None
-        return found.group(1).decode("ascii") if found is not None and status == b"" else None
-    return answer
+    return CleanTree(repo).result
 
 
 def sha256_id(repo: Path, rel: str) -> str | None:

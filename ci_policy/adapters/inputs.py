@@ -10,7 +10,8 @@
 - `unchanged_since(repo, config_arg, recorded)`: True when the checkout is exactly the clean
   git tree the plan recorded (`recorded.tree`, see `adapters.git.clean_tree`) and a
   configuration outside the checkout still has the recorded content id: then the plan's
-  `inputs` are the checkout's, with no listing, discovery or hashing of test files.
+  `inputs` are the checkout's, with no listing, discovery or hashing of test files. The
+  caller may pass the `adapters.git.CleanTree` it started earlier (else one starts here).
 - `index`: the checkout's git listing when the caller already made it
   (`adapters.git.checkout_index`, None outside a git work tree), so that one command runs
   `git ls-files` once; by default it is made here.
@@ -23,13 +24,16 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import EllipsisType
+from typing import TYPE_CHECKING
 
-from ci_policy.adapters.git import checkout_index, clean_tree, ids_from_index
+from ci_policy.adapters.git import CleanTree, checkout_index, ids_from_index
 from ci_policy.config import DEFAULT_CONFIG
-from ci_policy.model.discovery import IndexEntry
 from ci_policy.plan.planfile import Inputs
 
-Listing = Mapping[str, IndexEntry] | None | EllipsisType
+if TYPE_CHECKING:
+    from ci_policy.model.discovery import IndexEntry
+
+    Listing = Mapping[str, IndexEntry] | None | EllipsisType
 
 
 def config_location(repo: Path, config_arg: str | Path | None) -> tuple[str, Path | None]:
@@ -70,8 +74,9 @@ def config_id(repo: Path, config_arg: str | Path | None, index: Listing = ...) -
     return name, ids_from_index(repo, _listing(repo, index), [name]).get(name)
 
 
-def unchanged_since(repo: Path, config_arg: str | Path | None, recorded: Inputs) -> bool:
-    if recorded.tree is None or clean_tree(repo) != recorded.tree:
+def unchanged_since(repo: Path, config_arg: str | Path | None, recorded: Inputs,
+                    tree: CleanTree | None = None) -> bool:
+    if recorded.tree is None or (tree if tree is not None else CleanTree(repo)).result() != recorded.tree:
         return False
     _name, outside = config_location(repo, config_arg)
     # Inside the checkout the configuration is part of the tree; outside, it is hashed.

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_config, add_format, add_token, api_url, token
 from ci_policy.errors import InputError, UsageError
 
@@ -28,7 +29,7 @@ NAME = "comment"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="handle a PR comment command (issue_comment event)",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Handle a PR comment command (/add-label, /clear-labels, /rerun-failed-ci, "
                                    "/rerun-test) under the access policy of the trusted default branch.")
     p.add_argument("--trusted-repo", default=".", metavar="DIR",

@@ -17,6 +17,7 @@ import argparse
 import re
 from pathlib import Path
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_cache, add_config, add_format, add_repo, github_file, scan_cache
 from ci_policy.errors import InputError
 
@@ -54,7 +55,7 @@ def _name(text: str) -> str | None:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="resolve where /rerun-test runs one test file of a checkout",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Resolve the stage, runners, container image and timeout that "
                                    "`/rerun-test FILE` uses for one test file of a checkout.")
     add_repo(p)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ci_policy.adapters.console import write_commands
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
     add_cache,
     add_checkout,
@@ -38,7 +39,7 @@ NAME = "gate"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="evaluate a test file's metric gates against the metric history",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Evaluate a test file's metric gates on one run's metric record against "
                                    "the metric history, and record the run (nightly and weekly runs may "
                                    "write baselines).")

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 
@@ -32,7 +33,7 @@ NAME = "init"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="write a starter configuration from the checkout's markers",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Write a starter .github/ci-policy.yml (and labels.py when the tests use "
                                    "labels) from the markers of a checkout, then lint the result and print "
                                    "what is left to fill in.")

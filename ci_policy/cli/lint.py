@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from ci_policy.adapters.console import write_commands
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_options
 from ci_policy.cli.paths import workspace_paths
 
@@ -18,7 +19,7 @@ NAME = "lint"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="check configuration, labels, registrations and gate declarations",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Check a checkout's configuration, labels file, test registrations and "
                                    "metric-gate declarations; report every problem, located, with a hint.")
     add_checkout(p)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
     add_cache,
     add_checkout,
@@ -31,7 +32,7 @@ NAME = "list"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="print the files of one stage shard, as the plan splits them",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Print the files of one stage shard, as the plan splits them and as "
                                    "`ci-policy run` runs them, without running anything.")
     add_checkout(p)

@@ -18,46 +18,70 @@
   `run(args) -> int`; adapters (PyGithub, libcst, database drivers) are imported only
   inside the subcommands that need them.
 - Imported only when used: a command line naming a subcommand imports that subcommand's
-  module alone (`--help` imports them all, to list them; `--version` none), and the
-  console guard only when a stream is guarded.
+  module alone; one naming none (`--help`, an unknown name) none, its parser holding the
+  names and summaries of `SUBCOMMANDS` only; `--version` first builds no parser; the console
+  guard is imported only when a stream is guarded.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
 
 from ci_policy import __version__
 
+TYPE_CHECKING = False  # typing's, without importing typing: `--version` imports nothing it does not use
 if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
     from ci_policy.errors import Diagnostic, UsageError
 
-# Each subcommand's name and module (in `ci_policy.cli`), in the order `ci-policy --help` lists them.
-SUBCOMMANDS = (("init", "init"), ("lint", "lint"), ("registry", "registry"), ("plan", "plan"), ("list", "list"),
-               ("run", "run"), ("result", "result"), ("gate", "gate"), ("tune", "tune"), ("file-run", "file_run"),
-               ("comment", "comment"), ("pull-request", "pull_request"), ("report-status", "report_status"),
-               ("schema", "schema"))
+# Each subcommand's name, module (in `ci_policy.cli`) and the summary `ci-policy --help` lists it
+# with, in the order it lists them. The module's parser takes its summary from here (`summary`),
+# so that `--help` prints the list without importing a module.
+SUBCOMMANDS = (
+    ("init", "init", "write a starter configuration from the checkout's markers"),
+    ("lint", "lint", "check configuration, labels, registrations and gate declarations"),
+    ("registry", "registry", "list every test registration"),
+    ("plan", "plan", "decide which stages run for a trigger, labels and diff, and their shards"),
+    ("list", "list", "print the files of one stage shard, as the plan splits them"),
+    ("run", "run", "run the files of one stage shard on this runner"),
+    ("result", "result", "decide the pipeline's result from the plan and its jobs' results"),
+    ("gate", "gate", "evaluate a test file's metric gates against the metric history"),
+    ("tune", "tune", "propose est_time values from the timings of past runs"),
+    ("file-run", "file_run", "resolve where /rerun-test runs one test file of a checkout"),
+    ("comment", "comment", "handle a PR comment command (issue_comment event)"),
+    ("pull-request", "pull_request", "read the pull request of a pipeline run: head, labels, trust, diff"),
+    ("report-status", "report_status", "create one commit status (a result reported on a PR's head)"),
+    ("schema", "schema", "print the JSON Schema of the configuration or of a JSON output"),
+)
 
 
-class Parser(argparse.ArgumentParser):
-    """No abbreviated options: a renamed flag (`--event` -> `--event-path`) must fail, not match a prefix."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
+def summary(name: str) -> str:
+    return next(text for command, _module, text in SUBCOMMANDS if command == name)
 
 
-def _wanted(argv: Sequence[str] | None) -> tuple[tuple[str, str], ...]:
-    """The subcommands the parser needs for `argv`: the one it names, none for `--version`
-    first (argparse prints it on meeting it), else all of them (`--help`, an unknown name)."""
+def parser_class() -> type[argparse.ArgumentParser]:
+    """argparse's parser without abbreviated options: a renamed flag (`--event` -> `--event-path`)
+    must fail, not match a prefix. Made when a parser is built (`--version` imports no argparse)."""
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("allow_abbrev", False)
+            super().__init__(*args, **kwargs)
+
+    return Parser
+
+
+def _wanted(argv: Sequence[str] | None) -> tuple[tuple[str, str, str], ...]:
+    """The subcommands the parser needs for `argv`: the one it names first, else all of them
+    (`--help`, an unknown name)."""
     words = sys.argv[1:] if argv is None else list(argv)
-    if words and words[0] == "--version":
-        return ()
     if words:
         named = [entry for entry in SUBCOMMANDS if entry[0] == words[0]]
         if named:
@@ -65,15 +89,31 @@ def _wanted(argv: Sequence[str] | None) -> tuple[tuple[str, str], ...]:
     return SUBCOMMANDS
 
 
+def _names_no_subcommand(argv: Sequence[str] | None) -> bool:
+    """No word of `argv` is a subcommand's name: argparse then never hands a word to a
+    subcommand's parser (it prints the help, the version or an error first), so the list
+    of names and summaries is all of them it needs."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    names = {name for name, _module, _summary in SUBCOMMANDS}
+    return not any(word in names for word in words)
+
+
 def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> argparse.ArgumentParser:
-    """The parser; without `every`, holding only the subcommands `argv` needs (`_wanted`)."""
-    parser = Parser(
+    """The parser; without `every`, holding only the subcommands `argv` needs (`_wanted`), and
+    only their names and summaries when `argv` names none (`--help`: no subcommand module is
+    imported)."""
+    parser_type = parser_class()
+    parser = parser_type(
         prog="ci-policy",
         description="CI policy engine for repositories whose tests run on scarce accelerators.")
     parser.add_argument("--version", action="version", version=f"ci-policy {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=parser_type)
     sub.required = True
-    for _name, module_name in (SUBCOMMANDS if every else _wanted(argv)):
+    if not every and _names_no_subcommand(argv):
+        for name, _module, text in SUBCOMMANDS:
+            sub.add_parser(name, help=text)
+        return parser
+    for _name, module_name, _text in (SUBCOMMANDS if every else _wanted(argv)):
         module = importlib.import_module(f"ci_policy.cli.{module_name}")
         module.add_parser(sub).set_defaults(func=module.run)
     return parser
@@ -126,6 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Under GitHub Actions every line of both streams is parsed for workflow commands,
     # argparse's own errors (which quote the arguments) included: one guard for all of it.
     with guarded(os.environ.get("GITHUB_ACTIONS") == "true"):
+        words = sys.argv[1:] if argv is None else argv
+        if words and words[0] == "--version":
+            # What argparse prints on meeting `--version` first, and its exit, without a parser.
+            sys.stdout.write(f"ci-policy {__version__}\n")
+            sys.exit(0)
         args = build_parser(argv, every=False).parse_args(argv)
         with guarded(getattr(args, "format", None) == "github"):
             return _dispatch(args)

@@ -21,6 +21,7 @@ from ci_policy.errors import UsageError
 from ci_policy.read.numbers import is_finite_number
 
 if TYPE_CHECKING:
+    from ci_policy.adapters.git import CleanTree
     from ci_policy.adapters.scan_cache import DirScanCache
     from ci_policy.config import Config
     from ci_policy.model.snapshot import InvalidFile
@@ -327,8 +328,21 @@ _PLAN_INPUTS = ("event", "labels_json", "label", "schedule", "cadence", "diff", 
 MAX_PLAN_FILE_BYTES = 256 * 1024 * 1024
 
 
-def shard_plan(args: argparse.Namespace) -> Plan:
-    """The plan `list` and `run` take their shard from: read from `--plan FILE`, else planned here."""
+def plan_checkout(args: argparse.Namespace) -> CleanTree | None:
+    """With `--plan FILE`: git's look at the checkout (`adapters.git.CleanTree`), started now so that
+    it runs beside what the command does before it needs the answer (imports, the plan file's
+    reading); None without `--plan`. The caller cancels it when done."""
+    if getattr(args, "plan", None) is None:
+        return None
+    from ci_policy.adapters.git import CleanTree
+
+    return CleanTree(Path(args.repo))
+
+
+def shard_plan(args: argparse.Namespace, tree: CleanTree | None = None) -> Plan:
+    """The plan `list` and `run` take their shard from: read from `--plan FILE`, else planned here.
+
+    `tree`: `plan_checkout(args)`, started earlier by the caller (else started here)."""
     if getattr(args, "plan", None) is None:
         if args.event is None:
             raise UsageError("is required", source="--event",
@@ -339,7 +353,7 @@ def shard_plan(args: argparse.Namespace) -> Plan:
         raise UsageError(f"the plan file holds the plan inputs; --{given[0].replace('_', '-')} is not "
                          "taken with it", source="--plan",
                          hint="pass either --plan FILE or the plan inputs (--event ...), not both")
-    return plan_from_file(args)
+    return plan_from_file(args, tree)
 
 
 def _plan_text(value: str) -> str:
@@ -358,15 +372,26 @@ def _plan_text(value: str) -> str:
                          hint="pass the file `ci-policy plan --format json` wrote") from None
 
 
-def plan_from_file(args: argparse.Namespace) -> Plan:
+def plan_from_file(args: argparse.Namespace, tree: CleanTree | None = None) -> Plan:
     """`--plan FILE`: the file's plan, once its inputs match the checkout; no test file is parsed.
 
     The configuration's content id is checked first, before it is parsed: under another
     configuration the discovered files and their stages mean something else. A checkout
     that is exactly the clean git tree the plan recorded is not listed, discovered or hashed
     at all (`adapters.inputs.unchanged_since`). Only the stage asked for (`--stage`) is read
-    from the file: `list` and `run` show and run no other.
+    from the file: `list` and `run` show and run no other. `tree`: `plan_checkout(args)`, when
+    the caller started it; else it starts here, to run beside the plan file's reading.
     """
+    if tree is None:
+        tree = plan_checkout(args)
+    try:
+        return _plan_from_file(args, tree)
+    finally:
+        if tree is not None:
+            tree.cancel()
+
+
+def _plan_from_file(args: argparse.Namespace, tree: CleanTree | None) -> Plan:
     from ci_policy.adapters.git import checkout_index
     from ci_policy.adapters.inputs import checkout_inputs, config_id, unchanged_since
     from ci_policy.config import load_config
@@ -378,7 +403,7 @@ def plan_from_file(args: argparse.Namespace) -> Plan:
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")
-    if unchanged_since(repo, args.config, plan_file.inputs):
+    if unchanged_since(repo, args.config, plan_file.inputs, tree):
         # The same clean git tree: the same files, ids and configuration as the plan's.
         return _file_plan(plan_file, repo, load_config(repo, args.config),
                           tuple(name for name, _ in plan_file.inputs.files))

@@ -30,6 +30,7 @@ import re
 from pathlib import Path
 
 from ci_policy.adapters.console import write_commands
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
     add_cache,
     add_checkout,
@@ -49,7 +50,7 @@ HEAD_SHA_RE = re.compile(r"[0-9a-f]{40}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="decide which stages run for a trigger, labels and diff, and their shards",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Decide which CI stages run for an event, its PR labels and its diff, "
                                    "with a reason for each decision, and split each stage's files into shards.")
     add_checkout(p)

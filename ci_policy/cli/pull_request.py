@@ -21,6 +21,7 @@ import os
 import sys
 from pathlib import Path
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, github_file, positive_int, token, warn
 from ci_policy.errors import InputError, UsageError
 
@@ -28,7 +29,7 @@ NAME = "pull-request"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="read the pull request of a pipeline run: head, labels, trust, diff",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Read the pull request a pipeline run is for (from the event payload or "
                                    "the API), decide its trust and optionally write its diff.")
     add_repo(p, help="the checkout (accepted as by every command; nothing is read from it)")

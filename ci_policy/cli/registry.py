@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, report_incomplete, scan_options
 
 NAME = "registry"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="list every test registration",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="List every test registration of a checkout: file, backend, "
                                    "suite, est_time, labels and notes; invalid test files are listed "
                                    "with their errors and make the exit code 1.")

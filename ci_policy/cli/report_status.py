@@ -19,6 +19,7 @@ import os
 import re
 import sys
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, token
 from ci_policy.errors import UsageError
 
@@ -38,7 +39,7 @@ def _checked(pattern: re.Pattern[str], what: str):
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="create one commit status (a result reported on a PR's head)",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Create one commit status on a commit, e.g. ci-policy/result on a pull "
                                    "request's head SHA.")
     add_repo(p, help="the checkout (accepted as by every command; nothing is read from it)")

@@ -15,13 +15,14 @@ from __future__ import annotations
 import argparse
 
 from ci_policy.adapters.console import write_commands
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo, append_step_summary
 
 NAME = "result"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="decide the pipeline's result from the plan and its jobs' results",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Decide a pipeline's result, as its required result job: fail when the plan "
                                    "is missing or partial or a needed job failed or was cancelled; pass when "
                                    "every job succeeded or was skipped, saying why.")

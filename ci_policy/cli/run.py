@@ -35,8 +35,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ci_policy.adapters.console import write_commands
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
     add_cache,
     add_checkout,
@@ -46,16 +48,20 @@ from ci_policy.cli.options import (
     add_store,
     append_step_summary,
     non_negative_float,
+    plan_checkout,
     positive_int,
     shard_plan,
     store_url,
 )
 
+if TYPE_CHECKING:
+    from ci_policy.adapters.git import CleanTree
+
 NAME = "run"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="run the files of one stage shard on this runner",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Run the files of one stage shard on this runner (each as `python FILE`), "
                                    "retrying failures classified retriable, recording timings and metrics, and "
                                    "evaluating the metric gates of files that declare them.")
@@ -183,6 +189,16 @@ def _shard_of(plan, stage: str, index: int):
 
 
 def run(args: argparse.Namespace) -> int:
+    # With --plan, git looks at the checkout beside the imports below and the plan file's reading.
+    tree = plan_checkout(args)
+    try:
+        return _run(args, tree)
+    finally:
+        if tree is not None:
+            tree.cancel()
+
+
+def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
     from ci_policy import render
     from ci_policy.adapters.runner.environment import hide_from_tests
     from ci_policy.adapters.runner.shard import RunOptions, Terminated, run_shard
@@ -194,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     python = _python(args.python)
     store = store_url(args)
     timings_out = _timings_out(args.timings_out, Path(args.repo))
-    plan = shard_plan(args)
+    plan = shard_plan(args, tree)
     if indices is None:
         stage, shard = shard_of(plan, args.stage, args.shard)
         shards = [] if shard is None else [shard]

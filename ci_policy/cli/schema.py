@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo
 
 NAME = "schema"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="print the JSON Schema of the configuration or of a JSON output",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Print the JSON Schema (draft 2020-12) of the configuration (config) or of a "
                                    "JSON document ci-policy writes (plan, registry, lint, timings, ...), as the "
                                    "package ships it.")

@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
     add_cache,
     add_checkout,
@@ -57,7 +58,7 @@ NAME = "tune"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser(NAME, help="propose est_time values from the timings of past runs",
+    p = sub.add_parser(NAME, help=summary(NAME),
                        description="Propose est_time values from the timings of past runs (timing records "
                                    "or job logs), show each stage's shard balance before and after, and "
                                    "optionally apply them.")

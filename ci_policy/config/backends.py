@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -155,6 +154,8 @@ def check_backend(s: Schema, node: yaml.Node, where: str, backends: Backends) ->
         # A known name, or no string at all: the usual "expected one of ..., got an integer".
         return s.choice(node, where, backends.names)
     value = node.value
+    import difflib  # for a misspelt name only
+
     close = difflib.get_close_matches(value, backends.names, n=1)
     if BACKEND_NAME_RE.fullmatch(value):
         hint = (f"did you mean {close[0]!r}? Otherwise, " if close else "") + declare_hint(value)

@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import ast
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -225,6 +224,8 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
         stage = config.stage(suite)
         if stage is None or stage.backend != backend:
             valid = [s.name for s in config.stages_of(backend)]
+            import difflib  # for a misspelt name only
+
             close = difflib.get_close_matches(suite, valid, n=1)
             what = (f"is a {stage.backend} stage, not a {backend} stage" if stage is not None
                     else f"is not a configured {backend} stage")
@@ -250,6 +251,8 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
                 elif item in good:
                     scan.error(node, "CP226", f"{name}: label {item!r} is listed twice")
                 elif item not in labels:
+                    import difflib  # for a misspelt name only
+
                     close = difflib.get_close_matches(item, labels.names, n=1)
                     scan.error(node, "CP227", f"{name}: unknown label {item!r}"
                                + (f" (did you mean {close[0]!r}?)" if close else "")

@@ -39,21 +39,23 @@ import hashlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ci_policy import __version__
 from ci_policy.config import Config, load_config
 from ci_policy.config.lint import IgnoreRule
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
-from ci_policy.gates.requirements import violations
-from ci_policy.model import estimates as estimates_mod
-from ci_policy.model.discovery import IndexEntry, discover
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
 from ci_policy.read.checkout import check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
 from ci_policy.read.markers import parse_source, scan
+
+if TYPE_CHECKING:
+    from ci_policy.model.discovery import IndexEntry
+
+    Index = Mapping[str, IndexEntry]
 
 T = TypeVar("T")
 
@@ -143,9 +145,6 @@ class Snapshot:
         return tuple(r for r in self.registrations if r.file == file)
 
 
-Index = Mapping[str, IndexEntry]
-
-
 def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
                   index: Index | Callable[[], Index | None] | None = None,
                   scanner: Scanner | None = None) -> Snapshot:
@@ -160,6 +159,11 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     stored: Mapping[str, Any] | None = cache.load(context) if cache is not None else None
     if callable(index):
         index = index()
+
+    # Imported here, not with the module: a stage job reading its plan builds a `Snapshot`
+    # without discovering or estimating anything.
+    from ci_policy.model import estimates as estimates_mod
+    from ci_policy.model.discovery import discover
 
     files, errors = discover(repo, config, index)
     errors.extend(_config_label_errors(config, labels))
@@ -513,6 +517,8 @@ def classify(snapshot: Snapshot) -> Validity:
     """
     files = set(snapshot.files)
     discovery = snapshot.config.discovery
+    from ci_policy.gates.requirements import violations
+
     required = apply(violations(snapshot), snapshot.suppressions, snapshot.config.lint.ignore).kept
     fatal: list[Diagnostic] = []
     by_file: dict[str, list[Diagnostic]] = {}

@@ -41,9 +41,9 @@ from ci_policy.model.estimates import parse_estimates
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import ScanCache, optional_labels, scan_text
 from ci_policy.model.suppress import apply as apply_suppressions
+from ci_policy.plan.jobs import DEFAULT_CPU_RUNNER
 from ci_policy.read.checkout import read_text
 
-DEFAULT_CPU_RUNNER = "ubuntu-latest"
 # A repo-relative `.py` path of safe segments: each starts with a word character (so no '.',
 # '..' or hidden segment), no shell or Markdown characters, no absolute path. The layout is
 # not assumed (`tests/`, `test/registered/`, `bench_*.py`): whether the path is a test file

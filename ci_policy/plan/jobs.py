@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ci_policy.plan.build import Plan, StagePlan
-from ci_policy.plan.filerun import DEFAULT_CPU_RUNNER
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.timeouts import timeout_for
+
+# A cpu stage without runs_on: GitHub's hosted Linux runner (its stage jobs, and `/rerun-test`).
+DEFAULT_CPU_RUNNER = "ubuntu-latest"
 
 # Minutes a job may take beyond its files' limits: checkout, setup, container start.
 SETUP_MINUTES = 10

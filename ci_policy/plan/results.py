@@ -9,10 +9,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ci_policy.gates.evaluate import GateResult, trusted
-from ci_policy.model.registry import Registration
+if TYPE_CHECKING:
+    from ci_policy.gates.evaluate import GateResult
+    from ci_policy.model.registry import Registration
 
 AttemptStatus = Literal["pass", "fail", "timeout"]
 FailureKind = Literal["infra", "flaky", "code", "timeout", "unknown"]
@@ -34,6 +35,8 @@ class GateOutcome:
 
     @property
     def trusted(self) -> bool:
+        from ci_policy.gates.evaluate import trusted  # the gate modules load when a gate's outcome is read
+
         return trusted(self.results)
 
     @property

@@ -17,6 +17,8 @@ r"""gitignore-style path globs, matched by the `pathspec` library (`GitIgnoreSpe
   `!` or `#` that is part of the name), a glob that matches nothing (`/`, `!`), `**`
   inside a segment (`a**b`), an unclosed `[`, a bad range (`[z-a]`), and a leading `#`
   (a comment in gitignore: it would match nothing).
+- `pathspec` is imported when a first glob is compiled: a configuration without globs
+  (and a command that compiles none) never loads it.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
-
-from pathspec import GitIgnoreSpec
-from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
+from typing import TYPE_CHECKING, Any
 
 from ci_policy.errors import CiPolicyError
+
+if TYPE_CHECKING:
+    from pathspec import GitIgnoreSpec
 
 
 class GlobError(CiPolicyError, ValueError):
@@ -70,15 +73,20 @@ def _class_without_slash(regex: str) -> str:
     return "".join(out)
 
 
-class _Pattern(GitIgnoreSpecPattern):
-    """pathspec's gitignore pattern, with character classes that never match `/`."""
+@lru_cache(maxsize=1)
+def _pattern_class() -> Any:
+    """pathspec's gitignore pattern, with character classes that never match `/` (made on first use)."""
+    from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-    __slots__ = ()
+    class _Pattern(GitIgnoreSpecPattern):
+        __slots__ = ()
 
-    @classmethod
-    def pattern_to_regex(cls, pattern: str) -> tuple[str | None, bool | None]:  # type: ignore[override]
-        regex, include = super().pattern_to_regex(pattern)
-        return (None if regex is None else _class_without_slash(regex)), include
+        @classmethod
+        def pattern_to_regex(cls, pattern: str) -> tuple[str | None, bool | None]:  # type: ignore[override]
+            regex, include = super().pattern_to_regex(pattern)
+            return (None if regex is None else _class_without_slash(regex)), include
+
+    return _Pattern
 
 
 def _check(pattern: str) -> None:
@@ -115,10 +123,10 @@ def _check(pattern: str) -> None:
 
 
 @lru_cache(maxsize=1024)
-def _pattern(pattern: str) -> _Pattern:
+def _pattern(pattern: str) -> Any:
     _check(pattern)
     try:
-        return _Pattern(pattern)
+        return _pattern_class()(pattern)
     except re.error as exc:  # e.g. a reversed range [z-a]
         raise GlobError(f"invalid glob {pattern!r}: {exc.msg}") from None
 
@@ -133,6 +141,8 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
 @lru_cache(maxsize=1024)
 def compile_globs(patterns: tuple[str, ...]) -> GitIgnoreSpec:
     """The globs as one gitignore spec (the simple backend: the regexes use look-ahead)."""
+    from pathspec import GitIgnoreSpec
+
     return GitIgnoreSpec([_pattern(p) for p in patterns], backend="simple")
 
 

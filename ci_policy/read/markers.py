@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import difflib
 import re
 import warnings
 from collections.abc import Iterator
@@ -348,6 +347,8 @@ def bind_nodes(call: ast.Call, name: str, positional: tuple[str, ...],
                              None, None))
             continue
         if kw.arg not in known:
+            import difflib  # for a misspelt name only
+
             close = difflib.get_close_matches(kw.arg, known, n=1)
             suggestion = f"; did you mean {close[0]!r}?" if close else ""
             declare = ("" if name == GATE_MARKER else "; to accept another, declare it in the configuration: "

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import datetime
-import difflib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
@@ -93,6 +92,8 @@ def compose(text: str, path: str, *, code: str | None = None) -> yaml.Node | Non
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib  # for a misspelt word only
+
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 

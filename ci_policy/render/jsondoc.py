@@ -23,19 +23,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci_policy.errors import CiPolicyError, Diagnostic
-from ci_policy.model.lint import LintReport
-from ci_policy.model.registry import Registration
-from ci_policy.model.snapshot import InvalidFile
-from ci_policy.plan.build import Plan, StagePlan
-from ci_policy.plan.explain import Explanation
-from ci_policy.plan.filerun import FilePlan
 from ci_policy.plan.jobs import stage_jobs
-from ci_policy.plan.outcome import Outcome
-from ci_policy.plan.partition import Shard
 from ci_policy.plan.planfile import gate_dict
+
+if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
+    from ci_policy.model.lint import LintReport
+    from ci_policy.model.registry import Registration
+    from ci_policy.model.snapshot import InvalidFile
+    from ci_policy.plan.build import Plan, StagePlan
+    from ci_policy.plan.explain import Explanation
+    from ci_policy.plan.filerun import FilePlan
+    from ci_policy.plan.outcome import Outcome
+    from ci_policy.plan.partition import Shard
 
 JSON_SCHEMA_VERSION = 1
 

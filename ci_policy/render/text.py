@@ -8,20 +8,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ci_policy.errors import Diagnostic, UsageError
-from ci_policy.model.lint import LintReport
-from ci_policy.model.registry import Registration
-from ci_policy.model.snapshot import InvalidFile
-from ci_policy.plan.build import Plan, StagePlan
-from ci_policy.plan.explain import Explanation
-from ci_policy.plan.filerun import FilePlan
-from ci_policy.plan.outcome import Outcome
-from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import DIFF_EVENTS
-from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import line_start, one_line
+
+if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
+    from ci_policy.model.lint import LintReport
+    from ci_policy.model.registry import Registration
+    from ci_policy.model.snapshot import InvalidFile
+    from ci_policy.plan.build import Plan, StagePlan
+    from ci_policy.plan.explain import Explanation
+    from ci_policy.plan.filerun import FilePlan
+    from ci_policy.plan.outcome import Outcome
+    from ci_policy.plan.partition import Shard
+    from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
 
 
 def count(n: int, word: str) -> str:

@@ -11,11 +11,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ci_policy.sdk.markers import register_ci_gate, register_cpu_ci, register_cuda_ci, register_rocm_ci
 
+TYPE_CHECKING = False  # typing's, without importing typing (every command and test file imports this)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ci_policy.sdk.metrics import (
         MetricRecorder,
         TitoMismatchError,

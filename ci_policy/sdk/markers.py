@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+TYPE_CHECKING = False  # typing's, without importing typing (every command and test file imports this)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 
 def register_cpu_ci(est_time: float, suite: str, *, labels: Sequence[str] | None = None,

@@ -260,6 +260,15 @@ def test_clean_tree_is_the_checkouts_own_tree(clean: Path) -> None:
     assert git_module.clean_tree(clean / "sub") != git_module.clean_tree(clean)
 
 
+def test_a_clean_tree_started_before_a_change_is_answered_then_or_cancelled(clean: Path) -> None:
+    started = git_module.CleanTree(clean / "sub")
+    assert started.result() == git(clean, "rev-parse", "HEAD:sub")
+    assert started.result() == git(clean, "rev-parse", "HEAD:sub")  # answered once, kept
+    cancelled = git_module.CleanTree(clean)
+    cancelled.cancel()
+    assert cancelled.result() is None
+
+
 @pytest.mark.parametrize("change", ["modified", "staged", "untracked", "deleted", "symlink"])
 def test_any_change_under_the_checkout_leaves_no_clean_tree(clean: Path, change: str) -> None:
     test = clean / "sub" / "tests" / "test_a.py"

@@ -863,13 +863,13 @@ def test_plan_lists_the_git_index_once_for_the_scan_and_its_inputs(cache, tmp_pa
                                                  "-c", "commit.gpgsign=false", "commit", "-q", "-m", "base"]):
         subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
     runs: list[list[str]] = []
-    real = git_module._git_output
 
-    def counting(root: Path, args: list[str], **kwargs):
-        runs.append(args)
-        return real(root, args, **kwargs)
+    class Counting(git_module._Git):
+        def __init__(self, root: Path, args: list[str], **kwargs) -> None:
+            runs.append(args)
+            super().__init__(root, args, **kwargs)
 
-    monkeypatch.setattr(git_module, "_git_output", counting)
+    monkeypatch.setattr(git_module, "_Git", Counting)
     argv = ["plan", "--repo", str(repo), "--event", "pull_request", "--diff", "", "--format", "json",
             *[str(tmp_path / a) if a == "CACHE" else a for a in cache]]
     code, out, _err = run(argv, capsys)

@@ -1,6 +1,6 @@
-"""`ci-policy --help` and `--version` import no layer below the command line beyond what they print
-with, and a subcommand no other subcommand's module (checked in `sys.modules` of a fresh
-interpreter, never by timing)."""
+"""`ci-policy --help` and `--version` import no subcommand module (nor typing or dataclasses), a
+subcommand no other subcommand's module, and a stage job reading its plan none it does not use
+(checked in `sys.modules` of a fresh interpreter, never by timing)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from helpers import clean_env
 
 PROBE = """
@@ -27,16 +28,28 @@ def _loaded(argv: list[str], cwd) -> list[str]:
     return json.loads(proc.stderr)
 
 
-def test_help_imports_only_the_command_line(tmp_path) -> None:
-    loaded = [m for m in _loaded(["--help"], tmp_path) if not m.startswith("ci_policy.cli")]
-    assert loaded == ["ci_policy", "ci_policy.adapters", "ci_policy.adapters.console", "ci_policy.errors",
-                      "ci_policy.read", "ci_policy.read.numbers", "ci_policy.render", "ci_policy.render.escape",
-                      "ci_policy.sdk", "ci_policy.sdk.markers"]
+def test_help_imports_no_subcommand_module(tmp_path) -> None:
+    assert _loaded(["--help"], tmp_path) == ["ci_policy", "ci_policy.cli", "ci_policy.cli.main", "ci_policy.sdk",
+                                             "ci_policy.sdk.markers"]
+
+
+def test_help_lists_the_subcommands_as_their_own_parsers_do() -> None:
+    from ci_policy.cli.main import build_parser
+
+    assert build_parser(["--help"], every=False).format_help() == build_parser().format_help()
 
 
 def test_version_imports_no_subcommand(tmp_path) -> None:
     assert _loaded(["--version"], tmp_path) == ["ci_policy", "ci_policy.cli", "ci_policy.cli.main", "ci_policy.sdk",
                                                 "ci_policy.sdk.markers"]
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_neither_typing_nor_dataclasses(flag, tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, flag], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(), check=True)
+    unwanted = {"typing", "dataclasses", "inspect"} | ({"argparse"} if flag == "--version" else set())
+    assert unwanted & set(json.loads(proc.stderr)) == set()
 
 
 def test_a_subcommand_imports_only_its_own_module(tmp_path) -> None:
@@ -61,7 +74,8 @@ def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_pat
     stage = next(s for s in json.loads(out)["stages"] if len(s["shards"]) == 1 and not s["invalid"])
     loaded = _loaded(["list", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), "--stage",
                       stage["name"], "--format", "json"], tmp_path)
-    assert [m for m in loaded if m.startswith("ci_policy.cli.")] == ["ci_policy.cli.extras", "ci_policy.cli.list",
+    assert [m for m in loaded if m.startswith("ci_policy.cli.")] == ["ci_policy.cli.collector", "ci_policy.cli.extras",
+                                                                      "ci_policy.cli.list",
                                                                       "ci_policy.cli.main", "ci_policy.cli.options"]
     unwanted = ("ci_policy.adapters.store", "ci_policy.adapters.scan_cache", "ci_policy.adapters.github",
                 "ci_policy.adapters.tuning", "ci_policy.adapters.runner")
@@ -71,7 +85,8 @@ def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_pat
 def test_schema_imports_no_adapter_nor_another_subcommand(tmp_path) -> None:
     loaded = _loaded(["schema", "config"], tmp_path)
     assert [m for m in loaded if m.startswith(("ci_policy.cli.", "ci_policy.adapters."))] == [
-        "ci_policy.cli.extras", "ci_policy.cli.main", "ci_policy.cli.options", "ci_policy.cli.schema"]
+        "ci_policy.cli.collector", "ci_policy.cli.extras", "ci_policy.cli.main", "ci_policy.cli.options",
+        "ci_policy.cli.schema"]
 
 
 STDLIB_PROBE = """
@@ -91,3 +106,44 @@ def test_help_imports_no_json_uuid_or_tempfile_module(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-c", STDLIB_PROBE, "--help"], capture_output=True, text=True, cwd=tmp_path,
                           env=clean_env(), check=True)
     assert proc.stderr == ""
+
+
+MODULES_PROBE = """
+import json, sys
+from ci_policy.cli.main import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(json.dumps(sorted(sys.modules)))
+"""
+
+# What a stage job reading its plan does not use: glob matching (the configuration has no glob),
+# gate evaluation (no gate declared), the required-gate check and the estimates file of a scan,
+# "did you mean" suggestions, and the renderers' and planners' modules of other commands.
+NOT_FOR_A_STAGE_JOB = ("pathspec", "statistics", "difflib", "ci_policy.gates.evaluate", "ci_policy.gates.requirements",
+                       "ci_policy.model.estimates", "ci_policy.model.lint",
+                       "ci_policy.plan.explain", "ci_policy.plan.outcome",
+                       "ci_policy.read.workflows")
+
+
+def test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module(tmp_path, capsys) -> None:
+    from helpers import run_cli
+
+    repo = tmp_path / "repo"
+    (repo / ".github").mkdir(parents=True)
+    (repo / ".github" / "ci-policy.yml").write_text(
+        "version: 1\ndiscovery: {roots: [tests]}\nstages:\n  - {name: unit, backend: cpu, runner: python}\n")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_a.py").write_text(
+        'from ci_policy import register_cpu_ci\n\nregister_cpu_ci(est_time=5, suite="unit")\n\n'
+        'if __name__ == "__main__":\n    print("ok")\n')
+    rc, out, _err = run_cli(["plan", "--repo", str(repo), "--event", "push", "--format", "json", "--no-cache"],
+                            capsys)
+    assert rc == 0
+    (tmp_path / "plan.json").write_text(out)
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "list", "--repo", str(repo), "--plan",
+                           str(tmp_path / "plan.json"), "--stage", "unit", "--format", "json"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env(), check=True)
+    assert json.loads(proc.stdout)["files"] == ["tests/test_a.py"]
+    assert [m for m in json.loads(proc.stderr) if m.startswith(NOT_FOR_A_STAGE_JOB)] == []

@@ -19,6 +19,7 @@ from ci_policy.errors import InputError, UsageError
 from ci_policy.plan.planfile import (
     CONTENT_ID_RE,
     Inputs,
+    all_content_ids,
     check_inputs,
     inputs_dict,
     is_content_id,
@@ -47,6 +48,15 @@ def test_a_content_id_is_one_the_pattern_matches(text):
     for body in ("b" * 40, "0123456789abcdef" * 4):
         for prefix in ("git:", "sha256:"):
             assert is_content_id(prefix + body) == bool(CONTENT_ID_RE.fullmatch(prefix + body))
+
+
+_IDS = st.one_of(st.sampled_from([A, B, A + "\n" + B, "git:" + "b" * 39, "sha256:" + "A" * 64, "", None, 1]),
+                 st.text(alphabet="git:b\n", max_size=50))
+
+
+@given(st.lists(_IDS, max_size=5))
+def test_content_ids_checked_together_are_each_checked(values):
+    assert all_content_ids(values) == all(is_content_id(v) for v in values)
 
 
 @given(st.dictionaries(st.sampled_from(["tests/a.py", "tests/b.py", "t/c.py"]), st.sampled_from([A, B])))
