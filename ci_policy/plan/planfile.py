@@ -23,7 +23,8 @@
   registrations carry what `run` reads (file, line, backend, suite, est_time and its
   source, marker), not their labels or columns.
 - Refused: a file that is not such a plan, as `UsageError` naming `--plan` and the
-  location in the document (`stages[1].shards[0].files[2]`); a stage the configuration
+  location in the document (`stages[1].shards[0].files[2]`), among them one with a lone
+  surrogate escape in any string (no UTF-8 output could carry it); a stage the configuration
   does not declare or declares external.
 """
 
@@ -224,6 +225,24 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Whether a string (or key) anywhere in the decoded JSON holds a lone surrogate."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(v) for v in value)
+    return False
+
+
 def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile:
     """Parse and check a plan file; `UsageError` (naming `--plan`) for anything that is not a plan.
 
@@ -234,6 +253,10 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
         raw = loads(text)
     except ValueError as exc:  # JSONDecodeError, a duplicate key, NaN/Infinity
         raise doc.fail("", f"not a JSON plan: {exc}") from None
+    if _SURROGATE_ESCAPE.search(text) is not None and _lone_surrogate(raw):
+        # `\ud800` alone decodes to a string that no UTF-8 output can carry; the plan writer
+        # never writes one (a pair, for a character outside the BMP, decodes to that character).
+        raise doc.fail("", "not a JSON plan: a string holds a lone surrogate escape (\\ud800 to \\udfff)")
     top = doc.obj(raw, "")
     if top.get("schema") != SCHEMA:
         raise doc.fail("schema", f"expected schema {SCHEMA}, got {_shown(top.get('schema'))}")

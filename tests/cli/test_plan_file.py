@@ -200,11 +200,16 @@ def _doc(tmp_path: Path) -> dict:
     return json.loads((tmp_path / "plan.json").read_text())
 
 
+LONE_SURROGATE = "not a JSON plan: a string holds a lone surrogate escape (\\ud800 to \\udfff)"
 NOT_PLANS = [
     pytest.param(lambda d: "{", "not a JSON plan: Expecting property name enclosed in double quotes: "
                  "line 1 column 2 (char 1)", id="bad-json"),
     pytest.param(lambda d: '{"schema": 1, "schema": 1}', "not a JSON plan: duplicate key 'schema'", id="duplicate"),
     pytest.param(lambda d: "[1]", "expected an object, got an array", id="array"),
+    pytest.param(lambda d: {**d, "inputs": {**d["inputs"], "files": {**d["inputs"]["files"], "tests/\ud800.py": "x"}}},
+                 LONE_SURROGATE, id="lone-surrogate-key"),
+    pytest.param(lambda d: _set(d, ["stages", 0, "reasons"], ["\udc00"]),
+                 LONE_SURROGATE, id="lone-surrogate"),
     pytest.param(lambda d: {**d, "schema": 2}, "schema: expected schema 1, got 2", id="schema"),
     pytest.param(lambda d: {k: v for k, v in d.items() if k != "inputs"}, "missing key 'inputs'", id="no-inputs"),
     pytest.param(lambda d: {**d, "inputs": {**d["inputs"], "files": {**d["inputs"]["files"], "tests/x.py": "abc"}}},
@@ -253,6 +258,17 @@ def test_a_file_that_is_not_a_plan_is_a_usage_error(example, monkeypatch, tmp_pa
     hint = HINT if message.startswith("stage ") else NOT_A_PLAN
     assert run(["list", "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == (
         2, "", f"ci-policy list: error: --plan: plan.json: {message}\n    {hint}")
+
+
+def test_a_character_outside_the_bmp_is_no_lone_surrogate(example, monkeypatch, tmp_path, capsys):
+    # json.dumps writes it as a surrogate pair escape, which reads back as the character.
+    monkeypatch.chdir(tmp_path)
+    write_plan(["--repo", str(example), "--event", "push"], capsys, tmp_path / "plan.json")
+    doc = _set(_doc(tmp_path), ["stages", 0, "reasons"], ["rocket \U0001F680"])
+    (tmp_path / "plan.json").write_text(json.dumps(doc))
+    assert "\\ud83d\\ude80" in (tmp_path / "plan.json").read_text()
+    code, out, err = run(["list", "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys)
+    assert (code, err) == (0, "")
 
 
 def test_a_stage_or_shard_not_in_the_plan(example, monkeypatch, tmp_path, capsys):
