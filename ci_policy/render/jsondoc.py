@@ -109,9 +109,47 @@ def invalid_json(invalid: Iterable[InvalidFile]) -> list[dict[str, Any]]:
 
 def registry_json(registrations: Iterable[Registration], invalid: Iterable[InvalidFile] = ()) -> str:
     invalid = list(invalid)
-    return dumps({"schema": JSON_SCHEMA_VERSION,
-                       "registrations": [r.as_dict() for r in registrations],
-                       "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
+    rows = [_registration_text(r) for r in registrations]
+    if any(row is None for row in rows):  # a value of an unusual type: the general encoder
+        return dumps({"schema": JSON_SCHEMA_VERSION,
+                      "registrations": [r.as_dict() for r in registrations],
+                      "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
+    listed = "[]" if not rows else "[\n    " + ",\n    ".join(rows) + "\n  ]"  # type: ignore[arg-type]
+    shown_invalid = dumps(invalid_json(invalid), indent=2).replace("\n", "\n  ")
+    return ('{\n  "schema": ' + str(JSON_SCHEMA_VERSION) + ',\n  "registrations": ' + listed
+            + ',\n  "plan_complete": ' + ("false" if invalid else "true") + ',\n  "invalid": ' + shown_invalid
+            + "\n}")
+
+
+# A registration's object in the registry's list: its keys two levels in.
+_REGISTRATION = "{" + ",".join(f'\n      "{key}": %s' for key in (
+    "file", "line", "backend", "suite", "est_time", "labels", "nightly", "disabled", "implicit", "marker")) + "\n    }"
+
+
+def _registration_text(r: Registration) -> str | None:
+    """`Registration.as_dict()` as `dumps(..., indent=2)` writes it inside the registry's list
+    (written out here: a registry holds thousands), or None for a value of another type."""
+    labels = r.labels
+    if labels and not all(type(label) is str for label in labels):
+        return None
+    shown_labels = "[]" if not labels else (
+        "[\n        " + ",\n        ".join(map(_encode_str, labels)) + "\n      ]")
+    est = r.est_time
+    if type(est) is int:
+        shown_est = int.__repr__(est)
+    elif type(est) is float and est == est and est not in (_INFINITY, -_INFINITY):
+        shown_est = float.__repr__(est)
+    else:
+        return None
+    line, disabled, marker = r.line, r.disabled, r.marker
+    if not (type(r.file) is str and type(r.backend) is str and type(r.suite) is str
+            and (line is None or type(line) is int) and type(r.nightly) is bool and type(r.implicit) is bool
+            and (disabled is None or type(disabled) is str) and (marker is None or type(marker) is str)):
+        return None
+    return _REGISTRATION % (_encode_str(r.file), "null" if line is None else int.__repr__(line),
+                            _encode_str(r.backend), _encode_str(r.suite), shown_est, shown_labels,
+                            "true" if r.nightly else "false", "null" if disabled is None else _encode_str(disabled),
+                            "true" if r.implicit else "false", "null" if marker is None else _encode_str(marker))
 
 
 def stage_dict(s: StagePlan) -> dict[str, Any]:

@@ -6,9 +6,12 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from render_cases import FILE_PLAN, REG, pr_plan, write_repo
 
 from ci_policy.errors import Diagnostic
+from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.render.jsondoc import (
     JSON_SCHEMA_VERSION,
@@ -122,3 +125,32 @@ def test_json_output_never_holds_nan_or_infinity(value):
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         dumps(value)
     assert dumps({"est_time": 604800.0}) == '{"est_time": 604800.0}'
+
+
+texts = st.text(max_size=12)
+registrations = st.builds(
+    Registration, file=texts, line=st.none() | st.integers(0, 10**6), backend=texts, suite=texts,
+    est_time=st.integers(0, 604_800) | st.floats(0, 604_800, allow_nan=False),
+    labels=st.lists(texts, max_size=3).map(tuple), nightly=st.booleans(), disabled=st.none() | texts,
+    implicit=st.booleans(), marker=st.none() | texts)
+
+
+@settings(max_examples=200)
+@given(regs=st.lists(registrations, max_size=4), invalid=st.booleans())
+def test_the_registry_is_what_json_dumps_writes(regs, invalid):
+    # The registry's rows are written out by hand (a registry holds thousands): byte for byte
+    # what the general encoder writes, whatever the strings hold.
+    bad = [InvalidFile("tests/test_b.py", (Diagnostic("x\u2028\"", path="tests/test_b.py", line=1, col=1,
+                                                      code="CP231"),))] if invalid else []
+    assert registry_json(regs, bad) == document({
+        "schema": 1, "registrations": [r.as_dict() for r in regs], "plan_complete": not invalid,
+        "invalid": [{"file": f.file, "diagnostics": [d.as_dict() for d in f.diagnostics]} for f in bad]})
+
+
+def test_a_registration_of_an_unusual_type_goes_to_the_general_encoder():
+    # A value no registration is made with (a line that is a bool): written as json.dumps writes it.
+    odd = Registration("tests/test_a.py", 3, "cuda", "gpu", 1.5, labels=("a",))
+    object.__setattr__(odd, "line", True)
+    assert registry_json([odd]) == document({"schema": 1, "registrations": [odd.as_dict()], "plan_complete": True,
+                                             "invalid": []})
+    assert '"line": true' in registry_json([odd])
