@@ -116,14 +116,37 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             if policy.auto_selects]
     policy = policy.with_labels(auto)
 
+    # Whether a test is selected, and why not, depend on its labels, nightly flag and disabled
+    # reason only: decided once per such combination, not once per test of a large repository.
+    chosen: dict[tuple[str | None, bool, tuple[str, ...]], bool] = {}
+    why_of: dict[tuple[str | None, bool, tuple[str, ...]], str] = {}
+
+    def picks(r: Registration) -> bool:
+        key = (r.disabled, r.nightly, r.labels)
+        got = chosen.get(key)
+        if got is None:
+            got = chosen[key] = selects(r, policy)
+        return got
+
+    def left_out(r: Registration) -> str:
+        key = (r.disabled, r.nightly, r.labels)
+        got = why_of.get(key)
+        if got is None:
+            got = why_of[key] = why_not(r, policy)
+        return got
+
+    by_suite: dict[str, list[Registration]] = {}
+    for r in snapshot.registrations:
+        by_suite.setdefault(r.suite, []).append(r)
     decisions = []
     for stage in config.stages:
         if stage.external:
             continue
-        regs = [r for r in snapshot.registrations if r.suite == stage.name]
+        regs = by_suite.get(stage.name, [])
         invalid = tuple(f.file for f in snapshot.invalid_files if stage.name in f.suites)
-        selected = tuple(r for r in regs if selects(r, policy))
-        not_selected = tuple((r, why_not(r, policy)) for r in regs if not selects(r, policy))
+        marks = [picks(r) for r in regs]
+        selected = tuple(r for r, mark in zip(regs, marks, strict=True) if mark)
+        not_selected = tuple((r, left_out(r)) for r, mark in zip(regs, marks, strict=True) if not mark)
         held = held_back(stage, policy, config)
         if held:
             decisions.append(StageDecision(stage, "skip", tuple(f"skip: {h}" for h in held), selected,
@@ -228,7 +251,8 @@ def _no_tests_reason(regs: list[Registration], policy: Policy) -> str:
                     "nightly tests: cadences.nightly_selects: nightly_only)")
     # Tests a broad inclusion would take but for a label it excludes (exclusion means exclusion).
     excluded = [r for r in eligible if set(r.labels) & set(policy.include_labels) and exclusions(r, policy)]
-    needs = sorted({label for r in eligible if r not in excluded for label in r.labels})
+    left = {id(r) for r in excluded}
+    needs = sorted({label for r in eligible if id(r) not in left for label in r.labels})
     if not excluded:
         return f"no selected tests (its tests need one of: {', '.join(needs)})"
     why = exclusion_text(pair for r in excluded for pair in exclusions(r, policy))
