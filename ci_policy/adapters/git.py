@@ -39,11 +39,10 @@ import re
 import selectors
 import stat
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry, Kind
@@ -144,40 +143,6 @@ class _Git:
             proc.wait()
 
 
-def _git_output(repo: Path, args: list[str], *, timeout: float = LISTING_TIMEOUT,
-                limit: int | None = None) -> bytes | None:
-    """stdout of one git command, or None on any failure, timeout or output over `limit`
-    (default `MAX_LISTING_BYTES`)."""
-    return _Git(repo, args, timeout=timeout, limit=limit).output()
-
-
-_T = TypeVar("_T")
-
-
-def _started(fn: Callable[..., _T], *args: object, **kwargs: object) -> Callable[[], _T]:
-    """Run `fn(*args, **kwargs)` in a thread now; the function returned waits for its result (or
-    raises its exception). git runs in its own process, so two listings overlap."""
-    box: list[tuple[bool, object]] = []
-
-    def target() -> None:
-        try:
-            box.append((True, fn(*args, **kwargs)))
-        except BaseException as exc:  # handed to the caller, which raises it
-            box.append((False, exc))
-
-    thread = threading.Thread(target=target, name="ci-policy-git", daemon=True)
-    thread.start()
-
-    def result() -> _T:
-        thread.join()
-        ok, value = box[0]
-        if not ok:
-            assert isinstance(value, BaseException)
-            raise value
-        return value  # type: ignore[return-value]
-    return result
-
-
 def checkout_index(repo: Path) -> dict[str, IndexEntry] | None:
     """Every path git lists under `repo` (tracked, and untracked but not ignored); None if git fails."""
     return start_checkout_index(repo)()
@@ -185,14 +150,14 @@ def checkout_index(repo: Path) -> dict[str, IndexEntry] | None:
 
 def start_checkout_index(repo: Path) -> Callable[[], dict[str, IndexEntry] | None]:
     """`checkout_index(repo)` started now; call the result (as often as wanted) for the listing."""
-    changed_later = _started(_git_output, repo, ["ls-files", "-m", "-o", "--exclude-standard", "-z"])
+    changed = _Git(repo, ["ls-files", "-m", "-o", "--exclude-standard", "-z"])
     # `-v`: a tag before each record, `H` for a file git compares with its working-tree copy.
-    staged_later = _started(_git_output, repo, ["ls-files", "-s", "-v", "-z"])
+    staged = _Git(repo, ["ls-files", "-s", "-v", "-z"])
     done: list[dict[str, IndexEntry] | None] = []
 
     def listing() -> dict[str, IndexEntry] | None:
         if not done:
-            done.append(_index_of(staged_later(), changed_later()))
+            done.append(_index_of(staged.output(), changed.output()))
         return done[0]
     return listing
 

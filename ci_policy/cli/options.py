@@ -500,7 +500,7 @@ def plan_with_scan(args: argparse.Namespace, *, tree: bool = False) -> tuple[Pla
     repo = Path(args.repo)
     scan = scan_options(args, repo)
     snapshot = load_snapshot(repo, args.config, **scan)
-    if tree:  # started after the scan, which may fork its workers: no thread is running then
+    if tree:  # git answers while the plan is built
         scan = {**scan, "tree": start_clean_tree(repo)}
     untrusted = push_diff_unavailable(args.base, args.head, args.forced == "true")
     if untrusted is not None:

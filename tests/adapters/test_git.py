@@ -209,11 +209,10 @@ def test_a_file_git_does_not_compare_has_no_trusted_blob(tracked: Path) -> None:
 
 def test_the_listing_asked_for_is_the_one_parsed(tracked: Path, monkeypatch) -> None:
     # A record without its `-v` tag is not the format asked for: nothing of it is trusted.
-    real = git_module._git_output
-
-    def untagged(repo, args, **kwargs):
-        return real(repo, [a for a in args if a != "-v"], **kwargs)
-    monkeypatch.setattr(git_module, "_git_output", untagged)
+    class Untagged(git_module._Git):
+        def __init__(self, repo, args, **kwargs):
+            super().__init__(repo, [a for a in args if a != "-v"], **kwargs)
+    monkeypatch.setattr(git_module, "_Git", Untagged)
     assert git_module.checkout_index(tracked) is None
 
 
@@ -229,13 +228,13 @@ def test_content_ids_outside_git_hash_every_file(tmp_path: Path, git_env) -> Non
 
 
 def test_content_ids_fall_back_to_sha256_when_git_fails(tracked: Path, monkeypatch) -> None:
-    monkeypatch.setattr(git_module, "_git_output", lambda *a, **k: None)
+    monkeypatch.setattr(git_module._Git, "output", lambda self: None)
     assert git_module.content_ids(tracked, ["tests/test_a.py"]) == {"tests/test_a.py": _sha(b"a = 1\n")}
 
 
 def test_content_ids_refuse_a_listing_over_the_cap(tracked: Path, monkeypatch) -> None:
     monkeypatch.setattr(git_module, "MAX_LISTING_BYTES", 10)
-    assert git_module._git_output(tracked, ["ls-files", "-s", "-z"], limit=10) is None
+    assert git_module._Git(tracked, ["ls-files", "-s", "-z"], limit=10).output() is None
     assert git_module.checkout_index(tracked) is None
 
 
