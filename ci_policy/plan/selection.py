@@ -118,22 +118,14 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
 
     # Whether a test is selected, and why not, depend on its labels, nightly flag and disabled
     # reason only: decided once per such combination, not once per test of a large repository.
-    chosen: dict[tuple[str | None, bool, tuple[str, ...]], bool] = {}
-    why_of: dict[tuple[str | None, bool, tuple[str, ...]], str] = {}
+    verdicts: dict[tuple[str | None, bool, tuple[str, ...]], str | None] = {}
 
-    def picks(r: Registration) -> bool:
+    def why_left_out(r: Registration) -> str | None:
+        """None when `r` is selected, else why not."""
         key = (r.disabled, r.nightly, r.labels)
-        got = chosen.get(key)
-        if got is None:
-            got = chosen[key] = selects(r, policy)
-        return got
-
-    def left_out(r: Registration) -> str:
-        key = (r.disabled, r.nightly, r.labels)
-        got = why_of.get(key)
-        if got is None:
-            got = why_of[key] = why_not(r, policy)
-        return got
+        if key not in verdicts:
+            verdicts[key] = None if selects(r, policy) else why_not(r, policy)
+        return verdicts[key]
 
     by_suite: dict[str, list[Registration]] = {}
     for r in snapshot.registrations:
@@ -144,9 +136,9 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             continue
         regs = by_suite.get(stage.name, [])
         invalid = tuple(f.file for f in snapshot.invalid_files if stage.name in f.suites)
-        marks = [picks(r) for r in regs]
-        selected = tuple(r for r, mark in zip(regs, marks, strict=True) if mark)
-        not_selected = tuple((r, left_out(r)) for r, mark in zip(regs, marks, strict=True) if not mark)
+        verdict = [(r, why_left_out(r)) for r in regs]
+        selected = tuple(r for r, why in verdict if why is None)
+        not_selected = tuple((r, why) for r, why in verdict if why is not None)
         held = held_back(stage, policy, config)
         if held:
             decisions.append(StageDecision(stage, "skip", tuple(f"skip: {h}" for h in held), selected,
