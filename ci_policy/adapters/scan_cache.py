@@ -2,12 +2,13 @@
 
 - In: a cache directory (`--cache DIR`, else `$XDG_CACHE_HOME/ci-policy/scan`, else
   `~/.cache/ci-policy/scan`), a scan context (`model.snapshot.scan_context`, 64 hex digits)
-  and keys made by `model.snapshot.scan_key` (64 hex digits: a SHA-256 over the file's
-  path, its content id and the scan context).
+  and keys made by `model.snapshot.scan_key` (the file's path and its content id; the
+  pack is the context's, so a key need not name it).
 - Out: one pack per context, `<context>.pack.json`, holding
   `{"cache": CACHE_VERSION, "context": CONTEXT, "entries": {KEY: value, ...}}`; `load`
   reads it with one open and one decode and returns its entries (values that are not
-  arrays, and keys that are not 64 hex digits, are left out).
+  arrays are left out). Keys are opaque: one that names no file of the checkout is never
+  looked up, so it is not checked entry by entry.
 - `store` merges a command's new entries into the pack as it is on disk now (one command
   writes at most one pack, and none when it found every entry): the keys the command used
   and its new entries first, then the other stored entries while the pack holds fewer than
@@ -36,10 +37,10 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 MAX_PACK_BYTES = 256 * 1024 * 1024
 MAX_PACK_ENTRIES = 200_000
-_KEY_RE = re.compile(r"[0-9a-f]{64}")
+_CONTEXT_RE = re.compile(r"[0-9a-f]{64}")
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 | getattr(os, "O_CLOEXEC", 0))
@@ -75,7 +76,7 @@ class DirScanCache:
         self._read: dict[str, tuple[tuple[int, int, int, int] | None, dict[str, Any]]] = {}
 
     def _path(self, context: str) -> Path | None:
-        if not _KEY_RE.fullmatch(context):
+        if not _CONTEXT_RE.fullmatch(context):
             return None
         return self.directory / f"{context}.pack.json"
 
@@ -110,9 +111,8 @@ class DirScanCache:
                 or not isinstance(pack.get("entries"), dict)):
             return None, {}
         entries: dict[str, Any] = pack["entries"]
-        fullmatch = _KEY_RE.fullmatch
-        if not all(type(v) is list and fullmatch(k) for k, v in entries.items()):
-            entries = {k: v for k, v in entries.items() if type(v) is list and fullmatch(k)}
+        if not all(type(v) is list for v in entries.values()):
+            entries = {k: v for k, v in entries.items() if type(v) is list}
         return _identity(st), entries
 
     def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None:
@@ -130,7 +130,7 @@ class DirScanCache:
         elif identity != now:
             identity, base = self._read_pack(path, context)
         merged: dict[str, Any] = {k: base[k] for k in used if k in base}
-        merged.update((k, v) for k, v in new.items() if _KEY_RE.fullmatch(k))
+        merged.update((k, v) for k, v in new.items() if type(k) is str and type(v) is list)
         for k, v in base.items():
             if len(merged) >= MAX_PACK_ENTRIES:
                 break

@@ -14,8 +14,8 @@
   `require_valid()` (strict) still refuses any error at all.
 - Each test file is read once and parsed once (`scan_file`: markers, registrations,
   gates, suppressions from one `ast.parse`). With a `cache` (a `ScanCache`, which an
-  adapter implements), a file's `FileScan` is stored under `scan_key(path, content id,
-  scan_context(config, labels))` and read back instead of re-reading the file: the content
+  adapter implements), a file's `FileScan` is stored under `scan_key(path, content id)` in the
+  pack of `scan_context(config, labels)` and read back instead of re-reading the file: the content
   id is the git blob id when the `index` (`adapters.git.checkout_index`) lists the file as
   tracked and unmodified (no read at all), else the SHA-256 of the bytes read. The stored
   scans of the context are loaded once per snapshot (`ScanCache.load`) and the new ones
@@ -297,7 +297,7 @@ def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache
     if cache is None:
         return scan_file(text, file, config, labels)
     context = scan_context(config, labels)
-    key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}", context)
+    key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
     hit = _decode(cache.load(context).get(key))
     if hit is not None:
         return hit
@@ -330,10 +330,12 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def scan_key(file: str, content_id: str, context: str) -> str:
-    """The key of a stored scan: it can only name the scan of this content at this path."""
-    # NUL separates the parts: no path, content id or hex digest holds one.
-    return hashlib.sha256(f"{file}\0{content_id}\0{context}".encode("utf-8", "surrogatepass")).hexdigest()
+def scan_key(file: str, content_id: str) -> str:
+    """The key of a stored scan within its context's pack: it can only name the scan of this
+    content at this path. The parts themselves, not a digest of them: nothing is hashed per
+    file that git already hashed."""
+    # NUL separates them: no path or content id holds one.
+    return f"{file}\0{content_id}"
 
 
 def scan_files(repo: Path, items: Sequence[tuple[str, str | None]], config: Config,
@@ -377,15 +379,14 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
         entry = index.get(file) if index is not None else None
         text: str | None = None
         if entry is not None and entry.kind == "file" and entry.blob is not None:
-            key = scan_key(file, f"git:{entry.blob}", context)
+            key = f"{file}\0git:{entry.blob}"  # scan_key, inline: once per file
         else:
             try:
                 text = read_text(repo, file, what="test file")
             except InputError as exc:
                 results[i] = exc.diagnostic
                 continue
-            key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}",
-                           context)
+            key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
         hit = _decode(stored.get(key))
         if hit is not None:
             used.append(key)

@@ -9,7 +9,7 @@ from pathlib import Path
 from ci_policy.adapters import scan_cache
 from ci_policy.adapters.scan_cache import CACHE_VERSION, DirScanCache, default_dir, inside, open_cache
 
-KEY = "ab" + "0" * 62
+KEY = "tests/test_a.py\0git:" + "ab" * 20
 
 
 CTX = "cd" + "1" * 62
@@ -48,14 +48,20 @@ def test_the_pack_keeps_used_and_new_entries_first_and_is_bounded(tmp_path: Path
     assert list(DirScanCache(tmp_path).load(CTX)) == [keys[2], keys[4], keys[0]]
 
 
-def test_a_key_or_context_that_is_not_64_hex_is_never_stored(tmp_path: Path) -> None:
+def test_a_context_that_is_not_64_hex_is_never_stored(tmp_path: Path) -> None:
     cache = DirScanCache(tmp_path)
     for bad in ("", "../" + "a" * 61, "A" * 64, "a" * 63, "a" * 65):
         cache.store(bad, {KEY: ["v", 1]})
         assert cache.load(bad) == {}
     assert list(tmp_path.iterdir()) == []
-    cache.store(CTX, {"../x": ["v", 1], KEY: ["v", 2]})
-    assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 2]}
+
+
+def test_keys_are_opaque_and_only_arrays_are_stored(tmp_path: Path) -> None:
+    # A key is looked up, never used as a path: any string is as safe as another.
+    cache = DirScanCache(tmp_path)
+    cache.store(CTX, {"../x": ["v", 1], KEY: ["v", 2], "y": {"v": 3}})  # type: ignore[dict-item]
+    assert DirScanCache(tmp_path).load(CTX) == {"../x": ["v", 1], KEY: ["v", 2]}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [PACK]
 
 
 def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path: Path, monkeypatch) -> None:
@@ -68,7 +74,7 @@ def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path
         assert cache.load(CTX) == {}
     pack.write_bytes(json.dumps({"cache": CACHE_VERSION, "context": CTX,
                                  "entries": {KEY: {"v": 1}, "ef" + "0" * 62: ["v", 0], "x": []}}).encode())
-    assert cache.load(CTX) == {"ef" + "0" * 62: ["v", 0]}  # values that are no arrays, and foreign keys: left out
+    assert cache.load(CTX) == {"ef" + "0" * 62: ["v", 0], "x": []}  # values that are no arrays: left out
     pack.write_bytes(b"{not json")
     cache.store(CTX, {KEY: ["v", 2]})
     assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 2]}
