@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -186,20 +187,25 @@ class Discovery:
         """`name_matches`, remembering the pattern(s) of each directory: a checkout lists
         thousands of files in few directories, and every file of one directory is under
         the same roots (unless it is itself named as a root: asked in full)."""
-        by_dir: dict[str, tuple[str, ...]] = {}
+        by_dir: dict[str, Callable[[str], object]] = {}
+        # One regular expression per pattern list (what fnmatchcase compiles), its match
+        # called directly: a checkout has few pattern lists and many names.
+        compiled: dict[tuple[str, ...], Callable[[str], object]] = {}
         roots = frozenset(self.roots)
 
         def matches(file: str) -> bool:
             head, _, name = file.rpartition("/")
-            patterns = by_dir.get(head)
-            if patterns is None or file in roots:
+            match = by_dir.get(head)
+            if match is None or file in roots:
                 pattern = self.pattern_for(file)
                 patterns = (pattern,) if isinstance(pattern, str) else tuple(pattern)
+                match = compiled.get(patterns)
+                if match is None:
+                    match = compiled[patterns] = re.compile(
+                        "|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
                 if file not in roots:
-                    by_dir[head] = patterns
-            if len(patterns) == 1:
-                return fnmatch.fnmatchcase(name, patterns[0])
-            return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+                    by_dir[head] = match
+            return match(name) is not None
         return matches
 
     def excluded(self, path: str, *, directory: bool = False) -> bool:

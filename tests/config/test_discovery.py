@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 from config_cases import CPU_STAGE, P, coded, coded_err, discovery, err, errors
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ci_policy.config import Discovery, ImplicitRoot, parse_config
@@ -295,12 +295,14 @@ def test_duplicate_implicit_root():
 
 # -- name_matcher: name_matches with the pattern(s) kept per directory --------------------------
 
-_PARTS = st.sampled_from(["tests", "a", "test_x.py", "x_test.py", "b.py"])
+_PARTS = st.sampled_from(["tests", "a", "test_x.py", "x_test.py", "b.py", "test_\n.py", "[a].py", "a.PY"])
+_GLOBS = st.sampled_from(["*_test.py", "test_*.py", "*.py", "test_?.py", "[ab].py", "[!t]*.py", "[[]a].py"])
 
 
 @given(roots=st.lists(st.lists(_PARTS, min_size=1, max_size=2).map("/".join), min_size=1, max_size=3, unique=True),
-       own=st.lists(st.sampled_from(["*_test.py", "test_*.py", "*.py"]), max_size=3),
+       own=st.lists(st.one_of(_GLOBS, st.lists(_GLOBS, min_size=1, max_size=3).map(tuple)), max_size=3),
        files=st.lists(st.lists(_PARTS, min_size=1, max_size=4).map("/".join), max_size=12))
+@example(roots=["tests"], own=[("*_test.py", "test_*.py")], files=["tests/test_x.py", "tests/b.py"])
 def test_name_matcher_agrees_with_name_matches(roots, own, files):
     disc = Discovery(roots=tuple(roots), root_patterns=tuple(zip(roots, own, strict=False)))
     matches = disc.name_matcher()
