@@ -567,16 +567,18 @@ def _missing_labels_errors(config: Config, calls: list[tuple[str, LabelCall]]) -
     """What needs the labels file that does not exist: labels used, or required of GPU tests."""
     users = [(file, mc) for file, mc in calls if mc.uses_labels]
     referenced = config.label_references()
-    gpu = [mc for _file, mc in calls if config.is_accelerator(config.markers.names[mc.marker])]
     if users:
         file, first = users[0]
         why = f"{len(users)} registration(s) use labels (first: {file}:{first.line})"
     elif referenced:
         why = f"the configuration names labels ({referenced[0][1]})"
-    elif config.gpu_requires_labels and gpu:
-        why = f"gpu_requires_labels is true and {len(gpu)} GPU registration(s) need a label"
     else:
-        return []
+        # Counted only when it is the reason, and judged once per marker, not once per call.
+        accelerator = {marker: config.is_accelerator(backend) for marker, backend in config.markers.names.items()}
+        gpu = sum(1 for _file, mc in calls if accelerator[mc.marker]) if config.gpu_requires_labels else 0
+        if not gpu:
+            return []
+        why = f"gpu_requires_labels is true and {gpu} GPU registration(s) need a label"
     return [Diagnostic(f"labels file {config.labels_file} does not exist, but {why}",
                        path=config.labels_file, code="CP402",
                        hint=f"create {config.labels_file} with KNOWN_LABELS = {{\"name\": \"description\"}}, "

@@ -213,9 +213,11 @@ def test_labels_used_without_a_labels_file_say_so(tmp_path):
 
 def test_labels_required_of_gpu_tests_without_a_labels_file_say_so(tmp_path):
     config = NO_LABELS_CONFIG.replace("gpu_requires_labels: false\n", "")
-    repo = write_repo(tmp_path, {"tests/test_gpu.py": 'register_cuda_ci(60, "gpu")\n' + MAIN_BLOCK}, config)
+    repo = write_repo(tmp_path, {"tests/test_gpu.py": 'register_cuda_ci(60, "gpu")\n' + MAIN_BLOCK,
+                                 "tests/test_gpu2.py": 'register_cuda_ci(60, "gpu")\n' + MAIN_BLOCK,
+                                 "tests/test_cpu.py": 'register_cpu_ci(1, "cpu")\n'}, config)
     missing = [e for e in load_snapshot(repo).errors if e.path == "labels.py"]
-    assert missing == [Diagnostic("labels file labels.py does not exist, but gpu_requires_labels is true and 1 GPU "
+    assert missing == [Diagnostic("labels file labels.py does not exist, but gpu_requires_labels is true and 2 GPU "
                                   "registration(s) need a label", path="labels.py", code="CP402", hint=HINT_LABELS)]
 
 
