@@ -38,6 +38,7 @@ import fnmatch
 import hashlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -128,6 +129,8 @@ class Snapshot:
         if validity.fatal:
             raise InputErrors(validity.fatal)
         bad = {f.file for f in validity.invalid}
+        if not bad:
+            return replace(self, validity=validity)
         return replace(self, validity=validity,
                        registrations=tuple(r for r in self.registrations if r.file not in bad),
                        gates=tuple(g for g in self.gates if g.file not in bad))
@@ -142,7 +145,17 @@ class Snapshot:
         return not self.invalid_files
 
     def registrations_for(self, file: str) -> tuple[Registration, ...]:
-        return tuple(r for r in self.registrations if r.file == file)
+        """`file`'s registrations, in their order in `registrations`."""
+        return self._by_file.get(file, ())
+
+    @cached_property
+    def _by_file(self) -> dict[str, tuple[Registration, ...]]:
+        # Built once per snapshot (not a field: no part of its value): asked once per
+        # changed path and per file a required-gate rule covers, a scan each would be quadratic.
+        grouped: dict[str, list[Registration]] = {}
+        for reg in self.registrations:
+            grouped.setdefault(reg.file, []).append(reg)
+        return {file: tuple(regs) for file, regs in grouped.items()}
 
 
 def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
@@ -531,8 +544,10 @@ def classify(snapshot: Snapshot) -> Validity:
         else:
             fatal.append(diagnostic)
     suites: dict[str, set[str]] = {}
-    for reg in snapshot.registrations:
-        suites.setdefault(reg.file, set()).add(reg.suite)
+    if by_file:  # an invalid file's suites; every registration is looked at only when there is one
+        for reg in snapshot.registrations:
+            if reg.file in by_file:
+                suites.setdefault(reg.file, set()).add(reg.suite)
     invalid = tuple(InvalidFile(file, tuple(found), tuple(sorted(suites.get(file, ()))))
                     for file, found in sorted(by_file.items()))
     partly = sorted({d.path for d in snapshot.suppressed

@@ -4,6 +4,7 @@ estimates applied over the literals, which problems stop `load_snapshot` itself,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,19 @@ def test_a_suppressed_error_leaves_the_file_valid_but_not_fully_read(make_repo):
     assert usable.validity is not None and usable.validity.not_fully_read == ("tests/e2e/test_inside.py",)
     assert [(r.file, r.line) for r in usable.registrations] == [
         ("tests/e2e/test_inside.py", 3), ("tests/e2e/test_twice.py", 3), ("tests/e2e/test_twice.py", 7)]
+
+
+def test_registrations_for_gives_a_files_registrations_in_order_and_follows_replace(tmp_path):
+    repo = write_repo(tmp_path, {"tests/test_a.py": 'register_cuda_ci(60, "gpu")\nregister_cpu_ci(5, "cpu")\n'
+                                                    + MAIN_BLOCK,
+                                 "tests/test_b.py": 'register_cpu_ci(1, "cpu")\n'})
+    snapshot = load_snapshot(repo)
+    assert [(r.line, r.suite) for r in snapshot.registrations_for("tests/test_a.py")] == [(1, "gpu"), (2, "cpu")]
+    assert [r.suite for r in snapshot.registrations_for("tests/test_b.py")] == ["cpu"]
+    assert snapshot.registrations_for("tests/test_c.py") == ()
+    assert snapshot.registrations_for("tests/test_a.py") == tuple(
+        r for r in snapshot.registrations if r.file == "tests/test_a.py")
+    fewer = replace(snapshot, registrations=snapshot.registrations[:1])
+    assert [r.suite for r in fewer.registrations_for("tests/test_a.py")] == ["gpu"]
+    assert fewer.registrations_for("tests/test_b.py") == ()
+    assert fewer == replace(snapshot, registrations=snapshot.registrations[:1])  # the index is no part of its value
