@@ -148,6 +148,24 @@ class Snapshot:
         """`file`'s registrations, in their order in `registrations`."""
         return self._by_file.get(file, ())
 
+    def suites_labelled(self, labels: Collection[str]) -> set[str]:
+        """The suites of the registrations that carry any of `labels`."""
+        by_label = self._suites_by_label
+        return {suite for label in labels for suite in by_label.get(label, ())}
+
+    @cached_property
+    def _suites_by_label(self) -> dict[str, set[str]]:
+        grouped: dict[str, set[str]] = {}
+        for reg in self.registrations:
+            for label in reg.labels:
+                grouped.setdefault(label, set()).add(reg.suite)
+        return grouped
+
+    @cached_property
+    def invalid_paths(self) -> frozenset[str]:
+        """The paths of `invalid_files`."""
+        return frozenset(f.file for f in self.invalid_files)
+
     @cached_property
     def _by_file(self) -> dict[str, tuple[Registration, ...]]:
         # Built once per snapshot (not a field: no part of its value): asked once per

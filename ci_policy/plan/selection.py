@@ -79,7 +79,7 @@ def _shown(items: Iterable[str]) -> str:
 
 
 def classify(path: str, snapshot: Snapshot) -> PathEffect:
-    if any(f.file == path for f in snapshot.invalid_files):
+    if path in snapshot.invalid_paths:
         return PathEffect(path, "invalid")
     regs = snapshot.registrations_for(path)
     if regs:
@@ -91,7 +91,7 @@ def classify(path: str, snapshot: Snapshot) -> PathEffect:
     matched: list[Rule] = [rule for rule in selection.rules if matches_any(rule.paths, path)]
     if matched:
         labels = tuple(sorted({label for rule in matched for label in rule.labels}))
-        stages = tuple(sorted({r.suite for r in snapshot.registrations if set(r.labels) & set(labels)}))
+        stages = tuple(sorted(snapshot.suites_labelled(labels)))
         targeted = tuple(sorted({(stage.name, glob) for rule in matched for glob in rule.stages
                                  for stage in config.stages if fnmatch.fnmatchcase(stage.name, glob)}))
         return PathEffect(path, "rule", stages=stages, labels=labels, targeted=targeted, owned_by=owned_by)

@@ -359,3 +359,14 @@ def test_registrations_for_gives_a_files_registrations_in_order_and_follows_repl
     assert [r.suite for r in fewer.registrations_for("tests/test_a.py")] == ["gpu"]
     assert fewer.registrations_for("tests/test_b.py") == ()
     assert fewer == replace(snapshot, registrations=snapshot.registrations[:1])  # the index is no part of its value
+
+
+def test_suites_labelled_and_invalid_paths_agree_with_a_scan_of_the_snapshot():
+    snapshot = load_snapshot(EXAMPLE_REPO).usable()
+    labels = sorted({label for r in snapshot.registrations for label in r.labels})
+    assert len(labels) >= 2
+    for chosen in ([], labels[:1], labels[1:], labels, ["no-such-label"]):
+        assert snapshot.suites_labelled(chosen) == {r.suite for r in snapshot.registrations
+                                                    if set(r.labels) & set(chosen)}
+    assert snapshot.suites_labelled(labels) != set()
+    assert snapshot.invalid_paths == frozenset(f.file for f in snapshot.invalid_files)
