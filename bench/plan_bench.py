@@ -6,6 +6,9 @@ then times, in the same run and process:
 - baseline: reading and `ast.parse`-ing every test file (the least any planner must do);
 - lint:     `ci_policy.model.lint.lint` (configuration, labels, discovery, every registration);
 - plan:     `ci_policy.plan.build.build_plan` for a pull request with a diff (snapshot included);
+- plan, large diff: the same for a diff of every fifth test file and 500 source files under
+            a selection rule (each changed path is classified: this row shows whether that
+            stays linear);
 - shards:   `ci_policy.plan.partition.partition` of all files into 8 shards.
 
 It prints the median of several repetitions and each step's ratio to the baseline, so
@@ -53,6 +56,9 @@ def main() -> None:
         root = Path(tmp)
         files = make_checkout(root, args.files)
         diff = Diff(available=True, changes=(Change("M", ("src/megatron/core.py",)), Change("M", (files[3],))))
+        large = Diff(available=True, changes=(
+            *(Change("M", (f,)) for f in files[::5]),
+            *(Change("M", (f"src/megatron/part_{i}.py",)) for i in range(500))))
         trigger = Trigger(event="pull_request", labels=("run-ci-fsdp",))
 
         def baseline():
@@ -65,6 +71,7 @@ def main() -> None:
             "baseline (read + ast.parse)": baseline,
             "lint": lambda: lint(root),
             "plan (snapshot + plan)": lambda: build_plan(load_snapshot(root), trigger, diff),
+            "plan, large diff": lambda: build_plan(load_snapshot(root), trigger, large),
             "shards (partition only)": lambda: partition(items, 8),
         }
         results = {name: timed(fn, args.repeat) for name, fn in steps.items()}
