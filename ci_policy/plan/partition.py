@@ -7,7 +7,9 @@
 - How: est values in units of their greatest common divisor (every load is a whole number
   of units); files longest first (ties by file name); list scheduling (LPT: each file to the
   least-loaded shard, ties by lowest index) gives the first split; pairs of shards are
-  then re-split as evenly as possible (`_local_search`: exact subset sums); when that is not
+  then re-split as evenly as possible (`_local_search`: exact subset sums, listed for each half
+  of the pair's files when that is cheaper than a bit per unit of load, as it is for est
+  values in tenths or hundredths of a second); when that is not
   at a lower bound, the largest differencing method (Karmarkar-Karp for `shards` shards,
   `_differencing`) gives a second start, re-split by pairs too, kept when shorter. If that
   is not at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on
@@ -73,7 +75,7 @@ from ci_policy.errors import CiPolicyError
 # Exact search: a unit is one partial filling of a shard looked at, eight files looked at for a
 # complete one, one file added to (or turned into bytes from) subset sums of 8192 bits, 64 sums
 # looked at for a tight shard, or 16 nogoods checked. Local search: a unit is about one 64-bit
-# word of subset-sum work (a move or swap looked at costs 80).
+# word of subset-sum work, or one subset sum listed or looked up (a move or swap looked at costs 80).
 SEARCH_BUDGET = 90_000
 LOCAL_SEARCH_BUDGET = 3_000_000
 # A try is tight when the room left to waste is at most this many est units a shard: then
@@ -658,12 +660,14 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int) -> list
     """Balance pairs of shards while that makes a pair more even; never longer.
 
     Rounds over every pair of shards (i < j, in index order): the files of the two are split
-    again as evenly as possible, exactly (a subset sum, when the pair's load is at most
-    `PAIR_LIMIT` units and the work fits the budget) or else by the best move of one file
-    or swap of two; the new split is kept when the pair's difference shrinks. A pair's longer
-    shard never gets longer, so neither does the makespan; the sum of squared loads falls at
-    every change, so the rounds end, at the latest after `LOCAL_SEARCH_BUDGET` units of
-    work. Never leaves a shard empty. Deterministic: pairs, files and ties in a fixed order.
+    again as evenly as possible, exactly (a subset sum: listed for each half of the pair's
+    files when it has at most `HALVES_FILES` files and that costs less, else as bits when
+    the pair's load is at most `PAIR_LIMIT` units; when the work fits the budget) or else
+    by the best move of one file or swap of two; the new split is kept when the pair's
+    difference shrinks. A pair's longer shard never gets longer, so neither does the
+    makespan; the sum of squared loads falls at every change, so the rounds end, at the
+    latest after `LOCAL_SEARCH_BUDGET` units of work. Never leaves a shard empty.
+    Deterministic: pairs, files and ties in a fixed order.
     """
     assign = list(assign)
     loads = [0] * count
@@ -711,11 +715,16 @@ def _split_pair(weights: Sequence[int], pair: list[int], top: list[int], other: 
                 other_load: int, allowance: int) -> tuple[int, tuple[list[int], list[int]] | None]:
     """The work done and a better split of two shards' files (both non-empty), or None.
 
-    Exact when the pair's load is at most `PAIR_LIMIT` and its cost fits the allowance;
-    else the best move or swap, looked for until the allowance is spent.
+    Exact by the subset sums of each half of the files (`_split_by_halves`) when that is
+    the cheaper way and fits the allowance, else by subset sums as the bits of an integer
+    when the pair's load is at most `PAIR_LIMIT` and its cost fits the allowance; else the
+    best move or swap, looked for until the allowance is spent.
     """
     total = peak + other_load
     cost = len(pair) * (total // 64 + 16)
+    halves_cost = _halves_cost(len(pair))
+    if halves_cost < cost and halves_cost <= allowance:
+        return halves_cost, _split_by_halves(weights, pair, total)
     if total <= PAIR_LIMIT and cost <= allowance:
         # Subset sums as the bits of an integer; `reach[i]` before file pair[i] is added.
         reach = [1]
@@ -758,6 +767,60 @@ def _split_pair(weights: Sequence[int], pair: list[int], top: list[int], other: 
                 theirs = [i for i in other if i != b] + [a]
                 best = (value, sorted(mine), sorted(theirs))
     return work, None if best is None else (best[1], best[2])
+
+
+# Pairs of at most this many files can be re-split by listing the subset sums of each half.
+HALVES_FILES = 26
+
+
+def _halves_cost(files: int) -> int:
+    """The work of `_split_by_halves` on `files` files (a sum listed or looked up is one unit),
+    or more than any allowance when the pair has too many files."""
+    if files > HALVES_FILES:
+        return LOCAL_SEARCH_BUDGET + 1
+    low, high = files // 2, files - files // 2
+    return (1 << low) * (low + 2) + (1 << high) * (high + 2) + 16
+
+
+def _split_by_halves(weights: Sequence[int], pair: list[int],
+                     total: int) -> tuple[list[int], list[int]] | None:
+    """The pair's files split as evenly as possible (the largest sum of at most half the load,
+    as the subset sums find it), by listing the subset sums of each half of the files (meet in
+    the middle): `2^(k/2)` sums instead of a bit per unit of load. Deterministic: the first
+    half's subsets in the order listed, for each the first subset of the second half of the
+    sum it needs (ties by the lowest bit mask). None when a side would be empty."""
+    half = total // 2
+    cut = len(pair) // 2
+
+    def listed(files: list[int]) -> list[tuple[int, int]]:
+        sums = [(0, 0)]
+        for bit, index in enumerate(files):
+            weight = weights[index]
+            sums += [(value + weight, mask | (1 << bit)) for value, mask in sums]
+        return sums
+
+    first, second = listed(pair[:cut]), sorted(listed(pair[cut:]))
+    values = [value for value, _ in second]
+    best, pick = -1, (0, 0)
+    for value, mask in first:
+        if value > half:
+            continue
+        at = bisect.bisect_right(values, half - value) - 1
+        other = values[at]  # the empty subset (0) is always there
+        if value + other > best:
+            first_at = bisect.bisect_left(values, other)
+            best, pick = value + other, (mask, second[first_at][1])
+    chosen = {pair[bit] for bit in range(cut) if pick[0] >> bit & 1}
+    chosen |= {pair[cut + bit] for bit in range(len(pair) - cut) if pick[1] >> bit & 1}
+    small = [i for i in pair if i in chosen]
+    large = [i for i in pair if i not in chosen]
+    if not small:
+        small, large = large[-1:], large[:-1]
+    if not large:
+        large, small = small[:1], small[1:]
+    if small and large:
+        return large, small
+    return None
 
 
 def _tidy(value: float) -> float:

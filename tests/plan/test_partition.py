@@ -16,6 +16,8 @@ from ci_policy.plan.partition import (
     SEARCH_DEPTH,
     Shard,
     Split,
+    _halves_cost,
+    _split_by_halves,
     _tidy,
     auto_count,
     imbalance,
@@ -232,6 +234,50 @@ def test_search_budget_hit_keeps_the_best_split_found():
     assert result.makespan <= lpt_makespan(values, 8)
     assert sorted(s.est_seconds for s in result.shards) == [492.2, 493.6, 495, 499.7, 501.6, 502, 502.9, 503.6]
     assert split(list(reversed(items)), 8) == result
+
+
+def test_pairs_of_shards_in_hundredths_are_re_split_exactly_within_the_budget():
+    # 24 files in hundredths of a second on 6 shards: a pair's load is some 10^6 units, and
+    # subset sums as bits would cost some 130,000 units of work a pair, so the rounds over
+    # the pairs would spend the local search's budget; the subset sums of each half of the
+    # pair's 8 files (16 sums each) split it as evenly for 208 units.
+    values = [958.71, 2351.61, 838.43, 1945.64, 1233.75, 1163.46, 903.42, 203.54, 1342.45, 1846.55, 311.78,
+              2899.44, 146.67, 247.63, 1353.15, 2692.35, 3391.5, 2535.53, 293.38, 530.82, 760.15, 1666.57,
+              31.29, 1044.07]
+    items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
+    result = split(items, 6)
+    assert (result.makespan, result.lower_bound, result.optimal) == (5122.43, 5115.315, False)
+    assert sorted(s.est_seconds for s in result.shards) == [5105.95, 5110.36, 5112.99, 5119.3, 5120.86, 5122.43]
+    assert lpt_makespan(values, 6) == Fraction("5148.04")
+    assert split(list(reversed(items)), 6) == result
+
+
+def best_half(weights: list[int]) -> int:
+    """The largest sum of a subset of `weights` of at most half their sum, by brute force."""
+    half = sum(weights) // 2
+    return max(s for r in range(len(weights) + 1) for c in itertools.combinations(weights, r)
+               if (s := sum(c)) <= half)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=10**6), min_size=2, max_size=12))
+def test_a_pair_split_by_halves_is_as_even_as_subset_sums_make_it(weights):
+    pair = list(range(len(weights)))
+    halves = _split_by_halves(weights, pair, sum(weights))
+    assert halves is not None
+    large, small = halves
+    assert large and small
+    assert sorted(large + small) == pair
+    assert large == sorted(large) and small == sorted(small)
+    assert sum(weights[i] for i in small) == best_half(weights)
+    assert _split_by_halves(weights, pair, sum(weights)) == halves
+
+
+def test_the_work_of_a_split_by_halves():
+    assert _halves_cost(2) == 2 * 3 + 2 * 3 + 16
+    assert _halves_cost(9) == 16 * 6 + 32 * 7 + 16
+    assert _halves_cost(26) == 2 * (1 << 13) * 15 + 16
+    assert _halves_cost(27) > 3_000_000
 
 
 def test_stage_split_reports_the_split_and_the_reason():
