@@ -14,11 +14,12 @@
   `_differencing`) gives a second start, re-split by pairs too, kept when shorter. If that
   is not at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on
   the longest files, the bin-packing bound L2), an exact search looks for the shortest
-  split: the makespan is tried at the lower bound, then by bisection up to the best split
-  found, each try deciding "do the files fit in `shards` shards of this capacity?" by bin
-  completion (`_fits`: each shard gets the longest file left and one way to fill it up;
-  only ways no file left out would fit in, none where a longer file left out could take a
-  shorter one's place, within the room the other shards can still waste; when that room is
+  split: the makespan is tried at the lower bound, then just below the shortest split
+  found, again after each shorter split, each try deciding "do the files fit in `shards`
+  shards of this capacity?" by bin completion (`_fits`: each shard gets the longest file
+  left and one way to fill it up; only ways no file left out would fit in, none where a
+  longer file left out could take the place of a shorter one or of two shorter ones
+  (dominance), within the room the other shards can still waste; when that room is
   tight, the ways are tried by how much they fill, most first, and the room that files
   longer than half a shard must leave unused (each filled at best by a subset sum of the
   shorter files) must fit in it; a way that holds a way tried before for an earlier shard,
@@ -29,10 +30,12 @@
   list scheduling, pair re-splits and differencing found.
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
   `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner). Only capacities that are
-  sums of est values are tried (when those sums cost little to list). The first try (at the
-  lower bound) and the last (just below a split found) may spend all the work left, the
-  others half of it; a try out of work leaves its capacity unsettled and the bisection goes
-  on above it, so a search out of work still returns the shortest split it found. Work is
+  sums of est values are tried (when those sums cost little to list). Every try may spend
+  all the work left; a try out of work ends the search, which returns the shortest split it
+  found (a split that fits just below the shortest found is usually quick to find, ruling
+  one out is what costs: the tries go down from the top so that the one ruling out is the
+  one that proves the split optimal, and multisets of est values that did not fit at a
+  capacity are known not to fit at the lower ones). Work is
   counted, never timed, so every machine and Python version computes the same split, and
   the plan job and every shard job agree.
 - Guarantees: never longer than LPT (LPT is kept when nothing is strictly shorter, so a
@@ -321,9 +324,10 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
     Returns the assignment found (None when nothing beats `best`), its makespan and whether
     it is proven optimal within `SEARCH_BUDGET`. The makespan is searched for between the
     lower bound and `best - 1`: first at the bound itself (usually reached when shards hold
-    many files), then by bisection; each step asks `_fits` whether the files fit in `count`
-    shards of that capacity. A "yes" brings its split (and lowers the top to its makespan),
-    a "no" raises the bottom. `zeros` files of est 0 fill shards left empty.
+    many files), then just below the shortest split found; each step asks `_fits` whether
+    the files fit in `count` shards of that capacity. A "yes" brings its split (and the next
+    try goes just below its makespan), a "no" just below a split found proves that split
+    optimal. `zeros` files of est 0 fill shards left empty.
     """
     n = len(weights)
     if n == 0:
@@ -346,27 +350,24 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
         above = sums >> at
         return at + (above & -above).bit_length() - 1
 
-    low, high = made(bound), best  # tries go on above `low`; `high` is reached
-    refuted = low  # no split is shorter than `refuted`
-    probe = first = low
-    while low < high and spent[0] < SEARCH_BUDGET:
-        # The first try (at the lower bound) and the last (just below a split found) may spend
-        # all the work left, the others half of it; a try out of work leaves its capacity
-        # unsettled, and the bisection goes on above it.
-        left = SEARCH_BUDGET - spent[0]
-        spent[1] = spent[0] + (left if probe in (first, high - 1) else left // 2)
+    high = best  # the makespan of the shortest split found
+    refuted = probe = made(bound)  # no split is shorter than `refuted`; the capacity tried
+    while probe < high:
+        # Every try may spend all the work left; one out of work ends the search.
+        spent[1] = SEARCH_BUDGET
         try:
             fit = _fits(weights, count, probe, spent, dead)
         except _OutOfWork:
-            low = made(probe + 1)
+            break
+        if fit is None:
+            refuted = made(probe + 1)
         else:
-            if fit is None:
-                low = made(probe + 1)
-                refuted = max(refuted, low)
-            else:
-                found = _fill_empty(fit, weights, count, zeros)
-                high = _makespan(weights, found, count)
-        probe = min(made((low + high - 1) // 2), high - 1)
+            found = _fill_empty(fit, weights, count, zeros)
+            high = _makespan(weights, found, count)
+        # Then just below the shortest split found: a split there lowers `high` again (the
+        # multisets of est values that did not fit stay dead at every lower capacity); none
+        # there proves the split optimal.
+        probe = max(high - 1, refuted)
     return found, high, refuted >= high
 
 
@@ -603,14 +604,29 @@ def _big_waste(weights: Sequence[int], left: list[int], capacity: int, spent: li
 
 
 def _dominated(weights: Sequence[int], inside: list[int], others: list[int], free: int) -> bool:
-    """Whether a file left out could take the place of a shorter file in the shard (it fits in
-    its place): the shard with the longer file is as good, so this one need not be tried."""
-    outside = sorted(weights[i] for i in others)
+    """Whether a file left out could take the place of a shorter file in the shard, or of two
+    (besides the shard's first, longest file), and fit: the shard with the longer file is as
+    good (the files it replaces fit where it was), so this one need not be tried. Replacing
+    two files by one lowers the shard's count of files, replacing one by a longer one keeps
+    it and raises the sum, so no way dominates itself through a chain of such swaps."""
+    outside = [weights[i] for i in others]  # longest first, as the files left are
+    outside.reverse()
     for i in inside:
         w = weights[i]
         at = bisect.bisect_right(outside, w)
         if at < len(outside) and outside[at] <= w + free:
             return True
+    if len(inside) >= 2 and outside:
+        longest = outside[-1]
+        for a in range(len(inside)):
+            wa = weights[inside[a]]
+            for b in range(a + 1, len(inside)):
+                pair = wa + weights[inside[b]]
+                if pair > longest:
+                    continue
+                at = bisect.bisect_left(outside, pair)
+                if at < len(outside) and outside[at] <= pair + free:
+                    return True
     return False
 
 
