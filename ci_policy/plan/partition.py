@@ -7,16 +7,19 @@
 - How: est values in units of their greatest common divisor (every load is a whole number
   of units); files longest first (ties by file name); list scheduling (LPT: each file to the
   least-loaded shard, ties by lowest index) gives the first split; pairs of shards are
-  then re-split as evenly as possible (`_local_search`: exact subset sums); when that is not
+  then re-split as evenly as possible (`_local_search`: exact subset sums, listed for each half
+  of the pair's files when that is cheaper than a bit per unit of load, as it is for est
+  values in tenths or hundredths of a second); when that is not
   at a lower bound, the largest differencing method (Karmarkar-Karp for `shards` shards,
   `_differencing`) gives a second start, re-split by pairs too, kept when shorter. If that
   is not at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on
   the longest files, the bin-packing bound L2), an exact search looks for the shortest
-  split: the makespan is tried at the lower bound, then by bisection up to the best split
-  found, each try deciding "do the files fit in `shards` shards of this capacity?" by bin
-  completion (`_fits`: each shard gets the longest file left and one way to fill it up;
-  only ways no file left out would fit in, none where a longer file left out could take a
-  shorter one's place, within the room the other shards can still waste; when that room is
+  split: the makespan is tried at the lower bound, then just below the shortest split
+  found, again after each shorter split, each try deciding "do the files fit in `shards`
+  shards of this capacity?" by bin completion (`_fits`: each shard gets the longest file
+  left and one way to fill it up; only ways no file left out would fit in, none where a
+  longer file left out could take the place of a shorter one or of two shorter ones
+  (dominance), within the room the other shards can still waste; when that room is
   tight, the ways are tried by how much they fill, most first, and the room that files
   longer than half a shard must leave unused (each filled at best by a subset sum of the
   shorter files) must fit in it; a way that holds a way tried before for an earlier shard,
@@ -27,10 +30,12 @@
   list scheduling, pair re-splits and differencing found.
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
   `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner). Only capacities that are
-  sums of est values are tried (when those sums cost little to list). The first try (at the
-  lower bound) and the last (just below a split found) may spend all the work left, the
-  others half of it; a try out of work leaves its capacity unsettled and the bisection goes
-  on above it, so a search out of work still returns the shortest split it found. Work is
+  sums of est values are tried (when those sums cost little to list). Every try may spend
+  all the work left; a try out of work ends the search, which returns the shortest split it
+  found (a split that fits just below the shortest found is usually quick to find, ruling
+  one out is what costs: the tries go down from the top so that the one ruling out is the
+  one that proves the split optimal, and multisets of est values that did not fit at a
+  capacity are known not to fit at the lower ones). Work is
   counted, never timed, so every machine and Python version computes the same split, and
   the plan job and every shard job agree.
 - Guarantees: never longer than LPT (LPT is kept when nothing is strictly shorter, so a
@@ -73,7 +78,7 @@ from ci_policy.errors import CiPolicyError
 # Exact search: a unit is one partial filling of a shard looked at, eight files looked at for a
 # complete one, one file added to (or turned into bytes from) subset sums of 8192 bits, 64 sums
 # looked at for a tight shard, or 16 nogoods checked. Local search: a unit is about one 64-bit
-# word of subset-sum work (a move or swap looked at costs 80).
+# word of subset-sum work, or one subset sum listed or looked up (a move or swap looked at costs 80).
 SEARCH_BUDGET = 90_000
 LOCAL_SEARCH_BUDGET = 3_000_000
 # A try is tight when the room left to waste is at most this many est units a shard: then
@@ -319,9 +324,10 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
     Returns the assignment found (None when nothing beats `best`), its makespan and whether
     it is proven optimal within `SEARCH_BUDGET`. The makespan is searched for between the
     lower bound and `best - 1`: first at the bound itself (usually reached when shards hold
-    many files), then by bisection; each step asks `_fits` whether the files fit in `count`
-    shards of that capacity. A "yes" brings its split (and lowers the top to its makespan),
-    a "no" raises the bottom. `zeros` files of est 0 fill shards left empty.
+    many files), then just below the shortest split found; each step asks `_fits` whether
+    the files fit in `count` shards of that capacity. A "yes" brings its split (and the next
+    try goes just below its makespan), a "no" just below a split found proves that split
+    optimal. `zeros` files of est 0 fill shards left empty.
     """
     n = len(weights)
     if n == 0:
@@ -344,27 +350,24 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
         above = sums >> at
         return at + (above & -above).bit_length() - 1
 
-    low, high = made(bound), best  # tries go on above `low`; `high` is reached
-    refuted = low  # no split is shorter than `refuted`
-    probe = first = low
-    while low < high and spent[0] < SEARCH_BUDGET:
-        # The first try (at the lower bound) and the last (just below a split found) may spend
-        # all the work left, the others half of it; a try out of work leaves its capacity
-        # unsettled, and the bisection goes on above it.
-        left = SEARCH_BUDGET - spent[0]
-        spent[1] = spent[0] + (left if probe in (first, high - 1) else left // 2)
+    high = best  # the makespan of the shortest split found
+    refuted = probe = made(bound)  # no split is shorter than `refuted`; the capacity tried
+    while probe < high:
+        # Every try may spend all the work left; one out of work ends the search.
+        spent[1] = SEARCH_BUDGET
         try:
             fit = _fits(weights, count, probe, spent, dead)
         except _OutOfWork:
-            low = made(probe + 1)
+            break
+        if fit is None:
+            refuted = made(probe + 1)
         else:
-            if fit is None:
-                low = made(probe + 1)
-                refuted = max(refuted, low)
-            else:
-                found = _fill_empty(fit, weights, count, zeros)
-                high = _makespan(weights, found, count)
-        probe = min(made((low + high - 1) // 2), high - 1)
+            found = _fill_empty(fit, weights, count, zeros)
+            high = _makespan(weights, found, count)
+        # Then just below the shortest split found: a split there lowers `high` again (the
+        # multisets of est values that did not fit stay dead at every lower capacity); none
+        # there proves the split optimal.
+        probe = max(high - 1, refuted)
     return found, high, refuted >= high
 
 
@@ -601,14 +604,29 @@ def _big_waste(weights: Sequence[int], left: list[int], capacity: int, spent: li
 
 
 def _dominated(weights: Sequence[int], inside: list[int], others: list[int], free: int) -> bool:
-    """Whether a file left out could take the place of a shorter file in the shard (it fits in
-    its place): the shard with the longer file is as good, so this one need not be tried."""
-    outside = sorted(weights[i] for i in others)
+    """Whether a file left out could take the place of a shorter file in the shard, or of two
+    (besides the shard's first, longest file), and fit: the shard with the longer file is as
+    good (the files it replaces fit where it was), so this one need not be tried. Replacing
+    two files by one lowers the shard's count of files, replacing one by a longer one keeps
+    it and raises the sum, so no way dominates itself through a chain of such swaps."""
+    outside = [weights[i] for i in others]  # longest first, as the files left are
+    outside.reverse()
     for i in inside:
         w = weights[i]
         at = bisect.bisect_right(outside, w)
         if at < len(outside) and outside[at] <= w + free:
             return True
+    if len(inside) >= 2 and outside:
+        longest = outside[-1]
+        for a in range(len(inside)):
+            wa = weights[inside[a]]
+            for b in range(a + 1, len(inside)):
+                pair = wa + weights[inside[b]]
+                if pair > longest:
+                    continue
+                at = bisect.bisect_left(outside, pair)
+                if at < len(outside) and outside[at] <= pair + free:
+                    return True
     return False
 
 
@@ -658,12 +676,14 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int) -> list
     """Balance pairs of shards while that makes a pair more even; never longer.
 
     Rounds over every pair of shards (i < j, in index order): the files of the two are split
-    again as evenly as possible, exactly (a subset sum, when the pair's load is at most
-    `PAIR_LIMIT` units and the work fits the budget) or else by the best move of one file
-    or swap of two; the new split is kept when the pair's difference shrinks. A pair's longer
-    shard never gets longer, so neither does the makespan; the sum of squared loads falls at
-    every change, so the rounds end, at the latest after `LOCAL_SEARCH_BUDGET` units of
-    work. Never leaves a shard empty. Deterministic: pairs, files and ties in a fixed order.
+    again as evenly as possible, exactly (a subset sum: listed for each half of the pair's
+    files when it has at most `HALVES_FILES` files and that costs less, else as bits when
+    the pair's load is at most `PAIR_LIMIT` units; when the work fits the budget) or else
+    by the best move of one file or swap of two; the new split is kept when the pair's
+    difference shrinks. A pair's longer shard never gets longer, so neither does the
+    makespan; the sum of squared loads falls at every change, so the rounds end, at the
+    latest after `LOCAL_SEARCH_BUDGET` units of work. Never leaves a shard empty.
+    Deterministic: pairs, files and ties in a fixed order.
     """
     assign = list(assign)
     loads = [0] * count
@@ -711,11 +731,16 @@ def _split_pair(weights: Sequence[int], pair: list[int], top: list[int], other: 
                 other_load: int, allowance: int) -> tuple[int, tuple[list[int], list[int]] | None]:
     """The work done and a better split of two shards' files (both non-empty), or None.
 
-    Exact when the pair's load is at most `PAIR_LIMIT` and its cost fits the allowance;
-    else the best move or swap, looked for until the allowance is spent.
+    Exact by the subset sums of each half of the files (`_split_by_halves`) when that is
+    the cheaper way and fits the allowance, else by subset sums as the bits of an integer
+    when the pair's load is at most `PAIR_LIMIT` and its cost fits the allowance; else the
+    best move or swap, looked for until the allowance is spent.
     """
     total = peak + other_load
     cost = len(pair) * (total // 64 + 16)
+    halves_cost = _halves_cost(len(pair))
+    if halves_cost < cost and halves_cost <= allowance:
+        return halves_cost, _split_by_halves(weights, pair, total)
     if total <= PAIR_LIMIT and cost <= allowance:
         # Subset sums as the bits of an integer; `reach[i]` before file pair[i] is added.
         reach = [1]
@@ -758,6 +783,60 @@ def _split_pair(weights: Sequence[int], pair: list[int], top: list[int], other: 
                 theirs = [i for i in other if i != b] + [a]
                 best = (value, sorted(mine), sorted(theirs))
     return work, None if best is None else (best[1], best[2])
+
+
+# Pairs of at most this many files can be re-split by listing the subset sums of each half.
+HALVES_FILES = 26
+
+
+def _halves_cost(files: int) -> int:
+    """The work of `_split_by_halves` on `files` files (a sum listed or looked up is one unit),
+    or more than any allowance when the pair has too many files."""
+    if files > HALVES_FILES:
+        return LOCAL_SEARCH_BUDGET + 1
+    low, high = files // 2, files - files // 2
+    return (1 << low) * (low + 2) + (1 << high) * (high + 2) + 16
+
+
+def _split_by_halves(weights: Sequence[int], pair: list[int],
+                     total: int) -> tuple[list[int], list[int]] | None:
+    """The pair's files split as evenly as possible (the largest sum of at most half the load,
+    as the subset sums find it), by listing the subset sums of each half of the files (meet in
+    the middle): `2^(k/2)` sums instead of a bit per unit of load. Deterministic: the first
+    half's subsets in the order listed, for each the first subset of the second half of the
+    sum it needs (ties by the lowest bit mask). None when a side would be empty."""
+    half = total // 2
+    cut = len(pair) // 2
+
+    def listed(files: list[int]) -> list[tuple[int, int]]:
+        sums = [(0, 0)]
+        for bit, index in enumerate(files):
+            weight = weights[index]
+            sums += [(value + weight, mask | (1 << bit)) for value, mask in sums]
+        return sums
+
+    first, second = listed(pair[:cut]), sorted(listed(pair[cut:]))
+    values = [value for value, _ in second]
+    best, pick = -1, (0, 0)
+    for value, mask in first:
+        if value > half:
+            continue
+        at = bisect.bisect_right(values, half - value) - 1
+        other = values[at]  # the empty subset (0) is always there
+        if value + other > best:
+            first_at = bisect.bisect_left(values, other)
+            best, pick = value + other, (mask, second[first_at][1])
+    chosen = {pair[bit] for bit in range(cut) if pick[0] >> bit & 1}
+    chosen |= {pair[cut + bit] for bit in range(len(pair) - cut) if pick[1] >> bit & 1}
+    small = [i for i in pair if i in chosen]
+    large = [i for i in pair if i not in chosen]
+    if not small:
+        small, large = large[-1:], large[:-1]
+    if not large:
+        large, small = small[:1], small[1:]
+    if small and large:
+        return large, small
+    return None
 
 
 def _tidy(value: float) -> float:
