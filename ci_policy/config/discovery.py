@@ -200,7 +200,9 @@ class Discovery:
                 pattern = self.pattern_for(file)
                 patterns = (pattern,) if isinstance(pattern, str) else tuple(pattern)
                 match = compiled.get(patterns)
-                if match is None:
+                if match is None and not patterns:  # no pattern: no name matches (as in name_matches)
+                    match = compiled[patterns] = re.compile("(?!)").match
+                elif match is None:
                     match = compiled[patterns] = re.compile(
                         "|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
                 if file not in roots:

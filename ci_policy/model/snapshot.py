@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
@@ -254,6 +255,8 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
 # The scan of one test file, stored by content. Bump SCAN_FORMAT whenever `FileScan` or what
 # it is computed from changes shape, so older entries are never read as newer ones.
 SCAN_FORMAT = 3
+# The parser a scan comes from: its grammar changes between Python versions.
+PARSER = (sys.implementation.name, *sys.version_info[:2])
 
 
 @dataclass(frozen=True)
@@ -342,9 +345,11 @@ def scan_context(config: Config, labels: LabelRegistry) -> str:
 
     The whole configuration is included (its canonical repr; stages, backends, markers,
     discovery's implicit roots and `runner` all reach the scan) with the label registry,
-    ci_policy's version and the format of a stored scan: a change of any of them is a new key.
+    ci_policy's version, the format of a stored scan and the Python parser's version (a
+    file one Python parses may be a syntax error to another): a change of any of them is a
+    new context, whose scans are stored apart.
     """
-    return hashlib.sha256(repr((__version__, SCAN_FORMAT, _canonical(config), _canonical(labels)))
+    return hashlib.sha256(repr((__version__, SCAN_FORMAT, PARSER, _canonical(config), _canonical(labels)))
                           .encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -410,7 +415,7 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
         entry = index.get(file) if index is not None else None
         text: str | None = None
         if entry is not None and entry.kind == "file" and entry.blob is not None:
-            key = f"{file}\0git:{entry.blob}"  # scan_key, inline: once per file
+            key = scan_key(file, f"git:{entry.blob}")
         else:
             try:
                 text = read_text(repo, file, what="test file")

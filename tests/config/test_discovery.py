@@ -300,9 +300,10 @@ _GLOBS = st.sampled_from(["*_test.py", "test_*.py", "*.py", "test_?.py", "[ab].p
 
 
 @given(roots=st.lists(st.lists(_PARTS, min_size=1, max_size=2).map("/".join), min_size=1, max_size=3, unique=True),
-       own=st.lists(st.one_of(_GLOBS, st.lists(_GLOBS, min_size=1, max_size=3).map(tuple)), max_size=3),
+       own=st.lists(st.one_of(_GLOBS, st.lists(_GLOBS, max_size=3).map(tuple)), max_size=3),
        files=st.lists(st.lists(_PARTS, min_size=1, max_size=4).map("/".join), max_size=12))
 @example(roots=["tests"], own=[("*_test.py", "test_*.py")], files=["tests/test_x.py", "tests/b.py"])
+@example(roots=["tests"], own=[()], files=["tests/test_x.py"])
 def test_name_matcher_agrees_with_name_matches(roots, own, files):
     disc = Discovery(roots=tuple(roots), root_patterns=tuple(zip(roots, own, strict=False)))
     matches = disc.name_matcher()

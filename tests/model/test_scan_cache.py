@@ -4,6 +4,7 @@ an output, and every test file is parsed at most once per command."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import os
 import shutil
@@ -18,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ci_policy.adapters.scan_cache import DirScanCache
-from ci_policy.model.snapshot import decode_scan, encode_scan, load_snapshot, scan_file, scan_key
+from ci_policy.model import snapshot as snapshot_mod
+from ci_policy.model.snapshot import decode_scan, encode_scan, load_snapshot, scan_context, scan_file, scan_key
 
 SNIPPETS = (
     "from ci_policy import register_cuda_ci\nregister_cuda_ci(est_time=300, suite='gpu-a', labels=['megatron'])\n",
@@ -129,7 +131,6 @@ def test_a_warm_cache_reads_no_file_git_lists_unmodified(tmp_path: Path, monkeyp
     shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
     _commit(repo)
     from ci_policy.adapters.git import checkout_index
-    from ci_policy.model import snapshot as snapshot_mod
 
     cache = DirScanCache(tmp_path / "cache")
     index = checkout_index(repo)
@@ -251,3 +252,19 @@ def test_workers_that_fail_leave_the_scan_to_this_process(tmp_path: Path, parall
 
     monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Broken)
     assert _outputs(repo, ["--no-cache", "--jobs", "2"], capsys) == serial
+
+
+def test_the_context_changes_with_the_configuration_labels_version_and_parser(monkeypatch) -> None:
+    snapshot = load_snapshot(EXAMPLE_REPO)
+    config, labels = snapshot.config, snapshot.labels
+    first = scan_context(config, labels)
+    assert first == scan_context(config, labels) and len(first) == 64
+    others = {scan_context(dataclasses.replace(config, gpu_requires_labels=not config.gpu_requires_labels), labels),
+              scan_context(config, dataclasses.replace(labels, labels=labels.labels[1:]))}
+    monkeypatch.setattr(snapshot_mod, "PARSER", ("cpython", 3, 99))
+    others.add(scan_context(config, labels))
+    monkeypatch.setattr(snapshot_mod, "PARSER", ("pypy", *snapshot_mod.PARSER[1:]))
+    others.add(scan_context(config, labels))
+    monkeypatch.setattr(snapshot_mod, "__version__", "0.0.0-other")
+    others.add(scan_context(config, labels))
+    assert len(others) == 5 and first not in others
