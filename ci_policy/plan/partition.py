@@ -8,8 +8,9 @@
   of units); files longest first (ties by file name); list scheduling (LPT: each file to the
   least-loaded shard, ties by lowest index) gives the first split; pairs of shards are
   then re-split as evenly as possible (`_local_search`: exact subset sums, listed for each half
-  of the pair's files when that is cheaper than a bit per unit of load, as it is for est
-  values in tenths or hundredths of a second); when that is not
+  of the pair's files when that is cheaper than a bit per unit of load, as it is for small
+  pairs and for est values in tenths or hundredths of a second; the pair re-splits stop
+  once the makespan is at the lower bound); when that is not
   at a lower bound, the largest differencing method (Karmarkar-Karp for `shards` shards,
   `_differencing`) gives a second start, re-split by pairs too, kept when shorter. If that
   is not at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on
@@ -30,7 +31,8 @@
   list scheduling, pair re-splits and differencing found.
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
   `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner). Only capacities that are
-  sums of est values are tried (when those sums cost little to list). Every try may spend
+  sums of est values are tried (when those sums cost little to list): the try below a
+  split is at the largest such sum under its makespan. Every try may spend
   all the work left; a try out of work ends the search, which returns the shortest split it
   found (a split that fits just below the shortest found is usually quick to find, ruling
   one out is what costs: the tries go down from the top so that the one ruling out is the
@@ -139,13 +141,13 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
     proven = best <= bound
     lpt_assign, lpt_best = assign, best
     if not proven:
-        assign = _local_search(weights, assign, count)
+        assign = _local_search(weights, assign, count, bound)
         best = _makespan(weights, assign, count)
         proven = best <= bound
     if not proven and len(weights) <= DIFFERENCING_FILES:
         differenced = _differencing(weights, count)
         if differenced is not None and _makespan(weights, differenced, count) < best:
-            assign = _local_search(weights, differenced, count)
+            assign = _local_search(weights, differenced, count, bound)
             best = _makespan(weights, assign, count)
             proven = best <= bound
     positives = sum(1 for w in weights if w > 0)
@@ -350,6 +352,13 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
         above = sums >> at
         return at + (above & -above).bit_length() - 1
 
+    def below(at: int) -> int:
+        """The largest sum of files less than `at` (`at - 1` without the sums): a capacity
+        that is no sum fits exactly the splits the largest sum under it fits."""
+        if not sums:
+            return at - 1
+        return (sums & ((1 << at) - 1)).bit_length() - 1
+
     high = best  # the makespan of the shortest split found
     refuted = probe = made(bound)  # no split is shorter than `refuted`; the capacity tried
     while probe < high:
@@ -367,7 +376,7 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
         # Then just below the shortest split found: a split there lowers `high` again (the
         # multisets of est values that did not fit stay dead at every lower capacity); none
         # there proves the split optimal.
-        probe = max(high - 1, refuted)
+        probe = max(below(high), refuted)
     return found, high, refuted >= high
 
 
@@ -536,7 +545,7 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
                     break
             inside = [rest[p] for p in chosen]
             others = [rest[p] for p in range(len(rest)) if p not in taken]
-            if free and _dominated(weights, inside, others, free):
+            if free and _dominated(weights, inside, others, free, spent):
                 return False
             mask = 1 << first
             for i in inside:
@@ -603,7 +612,8 @@ def _big_waste(weights: Sequence[int], left: list[int], capacity: int, spent: li
     return waste
 
 
-def _dominated(weights: Sequence[int], inside: list[int], others: list[int], free: int) -> bool:
+def _dominated(weights: Sequence[int], inside: list[int], others: list[int], free: int,
+               spent: list[int]) -> bool:
     """Whether a file left out could take the place of a shorter file in the shard, or of two
     (besides the shard's first, longest file), and fit: the shard with the longer file is as
     good (the files it replaces fit where it was), so this one need not be tried. Replacing
@@ -617,6 +627,7 @@ def _dominated(weights: Sequence[int], inside: list[int], others: list[int], fre
         if at < len(outside) and outside[at] <= w + free:
             return True
     if len(inside) >= 2 and outside:
+        spent[0] += len(inside) * (len(inside) - 1) // 128  # the pairs looked at, 64 a unit
         longest = outside[-1]
         for a in range(len(inside)):
             wa = weights[inside[a]]
@@ -672,7 +683,7 @@ def _fill_zeros(found: Sequence[int], weights: Sequence[int], count: int) -> lis
     return assign
 
 
-def _local_search(weights: Sequence[int], assign: list[int], count: int) -> list[int]:
+def _local_search(weights: Sequence[int], assign: list[int], count: int, bound: int) -> list[int]:
     """Balance pairs of shards while that makes a pair more even; never longer.
 
     Rounds over every pair of shards (i < j, in index order): the files of the two are split
@@ -682,7 +693,8 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int) -> list
     by the best move of one file or swap of two; the new split is kept when the pair's
     difference shrinks. A pair's longer shard never gets longer, so neither does the
     makespan; the sum of squared loads falls at every change, so the rounds end, at the
-    latest after `LOCAL_SEARCH_BUDGET` units of work. Never leaves a shard empty.
+    latest after `LOCAL_SEARCH_BUDGET` units of work, or as soon as no shard is longer than
+    `bound` (a lower bound: nothing is left to gain). Never leaves a shard empty.
     Deterministic: pairs, files and ties in a fixed order.
     """
     assign = list(assign)
@@ -692,7 +704,7 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int) -> list
         loads[shard] += weights[index]
         members[shard].append(index)
     work = 0
-    changed = True
+    changed = max(loads) > bound
     while changed and work < LOCAL_SEARCH_BUDGET:
         changed = False
         for i in range(count):
@@ -715,6 +727,8 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int) -> list
                     assign[k] = high
                 for k in halves[1]:
                     assign[k] = low
+                if max(loads) <= bound:
+                    return assign
                 changed = True
     return assign
 
@@ -790,12 +804,13 @@ HALVES_FILES = 26
 
 
 def _halves_cost(files: int) -> int:
-    """The work of `_split_by_halves` on `files` files (a sum listed or looked up is one unit),
-    or more than any allowance when the pair has too many files."""
+    """The work of `_split_by_halves` on `files` files (a sum listed or looked up is four
+    units: it takes about four times as long as a 64-bit word of the bit subset sums), or
+    more than any allowance when the pair has too many files."""
     if files > HALVES_FILES:
         return LOCAL_SEARCH_BUDGET + 1
     low, high = files // 2, files - files // 2
-    return (1 << low) * (low + 2) + (1 << high) * (high + 2) + 16
+    return 4 * ((1 << low) * (low + 2) + (1 << high) * (high + 2)) + 16
 
 
 def _split_by_halves(weights: Sequence[int], pair: list[int],

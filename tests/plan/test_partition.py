@@ -267,7 +267,9 @@ def test_a_way_to_fill_a_shard_is_dominated_when_a_longer_file_left_out_can_take
                                                                                        expected):
     # est values by index: 0 -> 10, 1 -> 6, 2 -> 4, 3 -> 3, 4 -> 2, 5 -> 12
     weights = [10, 6, 4, 3, 2, 12]
-    assert _dominated(weights, inside, others, free) is expected
+    spent = [0, 10**9]
+    assert _dominated(weights, inside, others, free, spent) is expected
+    assert spent[0] == (len(inside) * (len(inside) - 1) // 128 if len(inside) >= 2 and others else 0)
 
 
 def test_pairs_of_shards_in_hundredths_are_re_split_exactly_within_the_budget():
@@ -309,9 +311,9 @@ def test_a_pair_split_by_halves_is_as_even_as_subset_sums_make_it(weights):
 
 
 def test_the_work_of_a_split_by_halves():
-    assert _halves_cost(2) == 2 * 3 + 2 * 3 + 16
-    assert _halves_cost(9) == 16 * 6 + 32 * 7 + 16
-    assert _halves_cost(26) == 2 * (1 << 13) * 15 + 16
+    assert _halves_cost(2) == 4 * (2 * 3 + 2 * 3) + 16
+    assert _halves_cost(9) == 4 * (16 * 6 + 32 * 7) + 16
+    assert _halves_cost(26) == 4 * 2 * (1 << 13) * 15 + 16
     assert _halves_cost(27) > 3_000_000
 
 
