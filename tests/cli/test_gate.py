@@ -11,17 +11,13 @@ store is read back with `open_store` to check exactly what was written.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
-from unittest import mock
 
 import pytest
-from helpers import assert_golden, clean_env, console_script
+from helpers import assert_golden, clean_env, console_script, in_process
 
 from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
 from ci_policy.read.records import read_record, write_record
@@ -107,24 +103,6 @@ def cli(cwd: Path, *args: str, env: dict | None = None, timeout: float = 120) ->
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     no_secret(proc.stdout, proc.stderr)
     return proc
-
-
-def in_process(cwd: Path, argv: list[str]) -> subprocess.CompletedProcess:
-    """`main(argv)` as the console script would run it: environment `clean_env()`, `cwd` as the
-    working directory, stdout and stderr captured; its exit code as a SystemExit's or main's return."""
-    from ci_policy.cli.main import main
-
-    out, err, before = io.StringIO(), io.StringIO(), os.getcwd()
-    with mock.patch.dict(os.environ, clean_env(), clear=True), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        os.chdir(cwd)
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            os.chdir(before)
-    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def store_args(store: str, where: Path) -> list[str]:
