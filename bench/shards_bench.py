@@ -27,7 +27,9 @@ seconds or tenths, and a few long files of 20..60 min). One row per (shape, file
 over every shard count, prints the stages, how many were proven optimal and how many not,
 the mean and the largest gap to the lower bound, and the time ratio to LPT.
 
-No absolute time is printed. Usage: python bench/shards_bench.py [--stages N] [--small-stages N] [--seed S]
+No absolute time is printed. Usage: python bench/shards_bench.py [--stages N] [--small-stages N]
+[--small-max-files N] [--seed S] (`--small-max-files`, default 60: the largest stage of those rows;
+tests/test_bench.py runs the script on the smallest inputs with 12).
 """
 
 from __future__ import annotations
@@ -105,8 +107,12 @@ def main() -> None:
     parser.add_argument("--stages", type=int, default=10, help="stages per (shape, files, shards)")
     parser.add_argument("--small-stages", type=int, default=3,
                         help="stages per (shape, files a shard, shards) in the rows of up to 60 files")
+    parser.add_argument("--small-max-files", type=int, default=60,
+                        help="the largest stage of the exact rows (at least 12: six files on two shards)")
     parser.add_argument("--seed", type=int, default=15)
     args = parser.parse_args()
+    if args.small_max_files < 12:
+        parser.error("--small-max-files: at least 12 (every row of the exact stages needs six files on two shards)")
     rnd = random.Random(args.seed)
     header = (f"{'shape':8} {'files':>5} {'shards':>6} {'planner/LPT':>11} {'LPT/LB':>7} {'planner/LB':>10} "
               f"{'gap %':>7} {'optimal':>8} {'time ratio':>10}")
@@ -135,11 +141,12 @@ def main() -> None:
             print(f"{shape:8} {files:>5} {shards:>6} {ratio:>11.4f} {lpt_lb:>7.4f} {planner_lb:>10.4f} "
                   f"{gap:>7.3f} {optimal:>4}/{n:<3} {planner_time / lpt_time:>10.1f}")
     print(f"mean gap to the lower bound over every row: {sum(gaps) / len(gaps):.3f}%")
-    small_rows(args.small_stages, random.Random(args.seed))
+    small_rows(args.small_stages, args.small_max_files, random.Random(args.seed))
 
 
-def small_rows(per_count: int, rnd: random.Random) -> None:
-    """Stages of at most 60 files, 3 to 6 files a shard on 2 to 20 shards: how many are proven optimal."""
+def small_rows(per_count: int, max_files: int, rnd: random.Random) -> None:
+    """Stages of at most `max_files` (60) files, 3 to 6 files a shard on 2 to 20 shards: how many are
+    proven optimal."""
     print()
     print(f"{'shape':10} {'files/shard':>11} {'shards':>6} {'stages':>6} {'proven':>6} {'unproven':>8} "
           f"{'gap %':>7} {'max gap %':>9} {'time ratio':>10}")
@@ -147,7 +154,7 @@ def small_rows(per_count: int, rnd: random.Random) -> None:
     gaps: list[float] = []
     for shape in SMALL_SHAPES:
         for per_shard in (3, 4, 5, 6):
-            counts = [c for c in range(2, 21) if c * per_shard <= 60]
+            counts = [c for c in range(2, 21) if c * per_shard <= max_files]
             stages = [(small_stage(shape, c * per_shard, rnd), c) for c in counts for _ in range(per_count)]
             started = time.perf_counter()
             lpt_splits = [lpt(items, c) for items, c in stages]
@@ -166,7 +173,7 @@ def small_rows(per_count: int, rnd: random.Random) -> None:
             print(f"{shape:10} {per_shard:>11} {f'{counts[0]}-{counts[-1]}':>6} {len(splits):>6} {proven:>6} "
                   f"{len(splits) - proven:>8} {sum(row) / len(row):>7.3f} {max(row):>9.3f} "
                   f"{planner_time / lpt_time:>10.1f}")
-    print(f"stages of up to 60 files: {stages_total - unproven_total}/{stages_total} proven optimal, "
+    print(f"stages of up to {max_files} files: {stages_total - unproven_total}/{stages_total} proven optimal, "
           f"{unproven_total} not; mean gap to the lower bound {sum(gaps) / len(gaps):.3f}%")
 
 

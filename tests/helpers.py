@@ -6,11 +6,15 @@ Imported by test modules as `helpers` (`tests/` is on pytest's `pythonpath`); fi
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -99,6 +103,26 @@ def run_cli(argv: list[str], capsys: Any) -> tuple[int, str, str]:
     rc = main(argv)
     out, err = capsys.readouterr()
     return rc, out, err
+
+
+def in_process(cwd: Path, argv: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+    """`ci-policy ARGV` as the console script would run it from `cwd` with the environment `env`
+    (default `clean_env()`), but in this process: `main(argv)` with os.environ replaced and the
+    working directory changed for the call, stdout and stderr captured; the exit code is main's
+    return or a SystemExit's. For tests whose subject is not the process itself."""
+    from ci_policy.cli import main
+
+    out, err, before = io.StringIO(), io.StringIO(), os.getcwd()
+    with mock.patch.dict(os.environ, clean_env() if env is None else env, clear=True), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        os.chdir(cwd)
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os.chdir(before)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def caught(fn: Any, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:

@@ -8,6 +8,8 @@ repeated or unknown argument, `*rest` or `**extra`.
 
 from __future__ import annotations
 
+import functools
+
 from hypothesis import strategies as st
 
 NUMBERS = st.integers() | st.integers(10**308, 10**330) | st.floats(allow_nan=False, allow_infinity=False)
@@ -16,12 +18,15 @@ NOT_LITERALS = st.sampled_from(["x", "f(1)", "...", "b'x'", "f'{x}'", "nan", "{1
 COMMON_CONSTANTS = ["True", "False", "None", "1e999", "-0.0", "1j", "''"]
 
 
-def _expressions(constants: list[str]):
+@functools.cache
+def _expressions(constants: tuple[str, ...]):
+    """One strategy object per set of constants: hypothesis validates a strategy and computes its
+    properties once per object, so building it afresh for every drawn call cost more than the draw."""
     literals = st.one_of(
         NUMBERS.map(repr),
         NUMBERS.map(lambda n: f"+{abs(n)!r}"),
         st.text(max_size=8).map(repr),
-        st.sampled_from(COMMON_CONSTANTS + constants),
+        st.sampled_from(COMMON_CONSTANTS + list(constants)),
     )
     return st.recursive(literals, lambda inner: st.one_of(
         st.lists(inner, max_size=4).map(lambda xs: "[" + ", ".join(xs) + "]"),
@@ -39,7 +44,7 @@ def rarely(draw, strategy, default):
 @st.composite
 def arbitrary_calls(draw, markers, positional: tuple[str, ...], keyword_only: tuple[str, ...],
                     constants: list[str]):
-    exprs = _expressions(constants)
+    exprs = _expressions(tuple(constants))
     value = lambda: rarely(draw, NOT_LITERALS, draw(exprs))  # noqa: E731
     n_positional = draw(st.integers(0, len(positional)))
     args = [value() for _ in range(n_positional)]

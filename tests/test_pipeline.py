@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import EXAMPLE_REPO, clean_env, console_script
+from helpers import EXAMPLE_REPO, clean_env, console_script, in_process
 from workflow_eval import (
     Event,
     ExpressionError,
@@ -493,10 +493,10 @@ def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path)
         assert step.env["CONFIG"] == plan_step.env["CONFIG"]
         stage = next(st for st in planned["stages"] if st["name"] == run.matrix["stage"])
         for shard in run.matrix["shards"].split():
-            listed = subprocess.run(
-                [console_script(), "list", "--repo", "repo", "--config", step.env["CONFIG"], "--plan",
-                 "ci-policy-plan/plan.json", "--stage", stage["name"], "--shard", shard, "--format", "json"],
-                cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120, check=False)
+            # What the shard runs (`list` prints exactly the files `run` runs), in process.
+            listed = in_process(tmp_path, [
+                "list", "--repo", "repo", "--config", step.env["CONFIG"], "--plan", "ci-policy-plan/plan.json",
+                "--stage", stage["name"], "--shard", shard, "--format", "json"])
             assert listed.returncode == (0 if planned["plan_complete"] else 1), listed.stderr
             assert json.loads(listed.stdout)["files"] == stage["shards"][int(shard)]["files"]
 

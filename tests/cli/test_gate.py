@@ -2,9 +2,10 @@
 
 Every test builds a small checkout with `make_repo` (a CUDA stage, a test file declaring
 gates), writes metric records with `ci_policy.read.records.write_record` (or lets a real test
-file record them through `MetricRecorder`), and runs the installed `ci-policy` console
-script in a subprocess against a real store: a SQLite file, or a fresh database on the
-throwaway PostgreSQL server of tests/pgserver.py. Faults are real (a killed server); the
+file record them through `MetricRecorder`), and runs `ci-policy` against a real store: a
+SQLite file, or a fresh database on the throwaway PostgreSQL server of tests/pgserver.py.
+`ci-policy run` and the calls with GitHub's variables run the installed console script in a
+subprocess; the other `gate` calls run `main` in process (see `cli`). Faults are real (a killed server); the
 store is read back with `open_store` to check exactly what was written.
 """
 
@@ -16,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import assert_golden, clean_env, console_script
+from helpers import assert_golden, clean_env, console_script, in_process
 
 from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
 from ci_policy.read.records import read_record, write_record
@@ -90,8 +91,15 @@ def no_secret(*texts: str) -> None:
 
 
 def cli(cwd: Path, *args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    proc = subprocess.run([console_script(), *args], cwd=cwd, env=env or clean_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    """`ci-policy ARGS` run from `cwd`: in a subprocess of the console script when the call is about
+    the process (`run`, which starts the tests' processes, or an explicit environment such as
+    GitHub's variables), otherwise `main` in this process with the same clean environment,
+    working directory and streams (each gate test still makes at least one subprocess call)."""
+    if env is not None or args[0] == "run":
+        proc = subprocess.run([console_script(), *args], cwd=cwd, env=env or clean_env(),
+                              capture_output=True, text=True, timeout=timeout)
+    else:
+        proc = in_process(cwd, list(args))
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     no_secret(proc.stdout, proc.stderr)
     return proc

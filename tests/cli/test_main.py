@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli.expected import CONFIG, LABELS, write_repo
-from helpers import assert_run_golden, clean_env, console_script, read_golden
+from helpers import assert_run_golden, clean_env, console_script, in_process, read_golden
 from helpers import run_cli as run
 
 from ci_policy.cli import main
@@ -87,49 +87,57 @@ def test_version(capsys):
 
 # -- bad input: a clear message and exit 1, never a traceback ------------------------------
 
-def _bad_inputs(tmp_path: Path) -> dict[str, tuple[list[str], str]]:
-    """name -> (extra argv, the message lint must print)."""
+def _bad_input(tmp_path: Path, case: str) -> tuple[list[str], str]:
+    """(extra argv, the message lint must print) of one bad input; only its checkout is written."""
     def repo(name: str, **kw) -> Path:
         return write_repo(tmp_path / name, {"tests/unit/test_ok.py": "def test_ok():\n    pass\n"}, **kw)
 
-    no_config = repo("no-config")
-    (no_config / ".github" / "ci-policy.yml").unlink()
-    invalid_yaml = repo("invalid-yaml", config="version: 1\n  stages: [\n")
-    broken_labels = repo("broken-labels", labels="KNOWN_LABELS = {\n")
-    no_labels = repo("no-labels", labels="LABELS = {}\n")
-    through_file = repo("through-file",
-                        config=CONFIG.replace("version: 1\n", "version: 1\nlabels_file: README/labels.py\n"))
-    (through_file / "README").write_text("not a directory\n")
+    def no_config() -> Path:
+        path = repo("no-config")
+        (path / ".github" / "ci-policy.yml").unlink()
+        return path
+
+    def through_file() -> Path:
+        path = repo("through-file",
+                    config=CONFIG.replace("version: 1\n", "version: 1\nlabels_file: README/labels.py\n"))
+        (path / "README").write_text("not a directory\n")
+        return path
+
+    def a_file() -> Path:
+        path = tmp_path / "a-file"
+        path.write_text("")
+        return path
+
     long_name = "a" * 300
-    too_long = repo("too-long",
-                    config=CONFIG.replace("version: 1\n", f"version: 1\nlabels_file: {long_name}/labels.py\n"))
-    nested = repo("nested", labels=LABELS + "x = a" + ".b" * 300_000 + "\n")
-    a_file = tmp_path / "a-file"
-    a_file.write_text("")
-    return {
-        "missing default config": (["--repo", str(no_config)],
-                                   ".github/ci-policy.yml: CP402 path-missing: configuration file "
-                                   ".github/ci-policy.yml does not exist"),
-        "missing --config": (["--repo", str(no_config), "--config", str(tmp_path / "nope.yml")],
-                             f"configuration file {tmp_path / 'nope.yml'} cannot be read: No such file or directory"),
-        "invalid YAML": (["--repo", str(invalid_yaml)],
-                         ".github/ci-policy.yml:2:9: CP101 config-invalid-yaml: invalid YAML: "
-                         "mapping values are not allowed here"),
-        "broken labels.py": (["--repo", str(broken_labels)],
-                             "labels.py:1:16: CP301 labels-syntax-error: labels file labels.py is not valid Python"),
-        "labels.py without KNOWN_LABELS": (["--repo", str(no_labels)],
-                                           "labels.py:1:1: CP302 labels-undefined: labels file "
-                                           "labels.py does not define KNOWN_LABELS"),
-        "labels_file through a regular file": (["--repo", str(through_file)],
-                                               "README/labels.py: CP402 path-missing: labels file "
-                                               "README/labels.py does not exist"),
-        "labels_file name too long": (["--repo", str(too_long)],
-                                      f"cannot read {too_long / long_name}: File name too long"),
-        "deeply nested labels.py": (["--repo", str(nested)], "too deeply nested"),
-        "--repo does not exist": (["--repo", str(tmp_path / "missing")],
-                                  f"repository {tmp_path / 'missing'} is not a directory"),
-        "--repo is a file": (["--repo", str(a_file)], f"repository {a_file} is not a directory"),
-    }
+    if case == "missing default config":
+        return ["--repo", str(no_config())], (".github/ci-policy.yml: CP402 path-missing: configuration file "
+                                              ".github/ci-policy.yml does not exist")
+    if case == "missing --config":
+        return (["--repo", str(no_config()), "--config", str(tmp_path / "nope.yml")],
+                f"configuration file {tmp_path / 'nope.yml'} cannot be read: No such file or directory")
+    if case == "invalid YAML":
+        return (["--repo", str(repo("invalid-yaml", config="version: 1\n  stages: [\n"))],
+                ".github/ci-policy.yml:2:9: CP101 config-invalid-yaml: invalid YAML: "
+                "mapping values are not allowed here")
+    if case == "broken labels.py":
+        return (["--repo", str(repo("broken-labels", labels="KNOWN_LABELS = {\n"))],
+                "labels.py:1:16: CP301 labels-syntax-error: labels file labels.py is not valid Python")
+    if case == "labels.py without KNOWN_LABELS":
+        return (["--repo", str(repo("no-labels", labels="LABELS = {}\n"))],
+                "labels.py:1:1: CP302 labels-undefined: labels file labels.py does not define KNOWN_LABELS")
+    if case == "labels_file through a regular file":
+        return (["--repo", str(through_file())],
+                "README/labels.py: CP402 path-missing: labels file README/labels.py does not exist")
+    if case == "labels_file name too long":
+        too_long = repo("too-long",
+                        config=CONFIG.replace("version: 1\n", f"version: 1\nlabels_file: {long_name}/labels.py\n"))
+        return ["--repo", str(too_long)], f"cannot read {too_long / long_name}: File name too long"
+    if case == "deeply nested labels.py":
+        return ["--repo", str(repo("nested", labels=LABELS + "x = a" + ".b" * 300_000 + "\n"))], "too deeply nested"
+    if case == "--repo does not exist":
+        return ["--repo", str(tmp_path / "missing")], f"repository {tmp_path / 'missing'} is not a directory"
+    assert case == "--repo is a file", case
+    return ["--repo", str(a_file())], f"repository {a_file()} is not a directory"
 
 
 BAD_INPUTS = ["missing default config", "missing --config", "invalid YAML", "broken labels.py",
@@ -140,22 +148,29 @@ BAD_INPUTS = ["missing default config", "missing --config", "invalid YAML", "bro
 
 @pytest.mark.parametrize("case", BAD_INPUTS)
 def test_bad_input_is_a_message_not_a_traceback(case, tmp_path):
-    extra, message = _bad_inputs(tmp_path)[case]
-    script = console_script()
-    lint = subprocess.run([script, "lint", *extra], capture_output=True, text=True, env=clean_env(), cwd=tmp_path)
+    extra, message = _bad_input(tmp_path, case)
+    # The console script: its exit code and both streams, with no traceback.
+    lint = subprocess.run([console_script(), "lint", *extra], capture_output=True, text=True, env=clean_env(),
+                          cwd=tmp_path)
     assert lint.returncode == 1, lint
     assert "Traceback" not in lint.stderr + lint.stdout
     assert message in lint.stdout
     assert lint.stdout.endswith("ci-policy lint: FAILED: 1 error, 0 warnings\n")
 
-    as_json = subprocess.run([script, "lint", "--format", "json", *extra], capture_output=True, text=True,
-                             env=clean_env(), cwd=tmp_path)
+    # The other formats and commands of the same input: in process, except the input that is about
+    # the depth of the stack, which a subprocess measures as the console script has it.
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        if case == "deeply nested labels.py":
+            return subprocess.run([console_script(), *argv], capture_output=True, text=True, env=clean_env(),
+                                  cwd=tmp_path)
+        return in_process(tmp_path, list(argv))
+
+    as_json = cli("lint", "--format", "json", *extra)
     assert as_json.returncode == 1
     data = json.loads(as_json.stdout)
     assert (data["ok"], data["files"], data["registrations"], len(data["errors"])) == (False, None, None, 1)
 
-    registry = subprocess.run([script, "registry", *extra], capture_output=True, text=True, env=clean_env(),
-                              cwd=tmp_path)
+    registry = cli("registry", *extra)
     assert registry.returncode == 1, registry
     assert registry.stdout == ""
     assert "Traceback" not in registry.stderr

@@ -285,27 +285,34 @@ def test_gates_in_a_snapshot(make_repo):
 # ---------------------------------------------------------------------------
 
 bound = st.integers(0, 10**9) | st.floats(min_value=0.0, allow_nan=False, allow_infinity=False)
+# The strategies `declarations` draws from, built once (hypothesis validates each strategy object
+# on its first draw, which cost more than the draws when built per call).
+METRIC_KEYS = st.text(min_size=1, max_size=40).filter(str.strip)
+STEPS = st.none() | st.sampled_from(["last", "all"]) | st.lists(st.integers(0, 10**6), min_size=1, max_size=8,
+                                                                 unique=True)
+UP = st.lists(st.sampled_from(["rel_up", "abs_floor_up"]), min_size=1, unique=True)
+DOWN = st.lists(st.sampled_from(["rel_down", "abs_floor_down"]), min_size=1, unique=True)
+REASONS = st.none() | st.text(max_size=30)
 
 
 @st.composite
 def declarations(draw):
-    key = draw(st.text(min_size=1, max_size=40).filter(str.strip))
+    key = draw(METRIC_KEYS)
     args = {"metric_key": key}
     fields = {}
     if draw(st.booleans()):
-        steps = draw(st.none() | st.sampled_from(["last", "all"])
-                     | st.lists(st.integers(0, 10**6), min_size=1, max_size=8, unique=True))
+        steps = draw(STEPS)
         args["steps"] = fields["steps"] = steps
     if draw(st.booleans()):
-        up = draw(st.lists(st.sampled_from(["rel_up", "abs_floor_up"]), min_size=1, unique=True))
-        down = draw(st.lists(st.sampled_from(["rel_down", "abs_floor_down"]), min_size=1, unique=True))
+        up = draw(UP)
+        down = draw(DOWN)
         constraint = {k: draw(bound) for k in up + down}
         args["constraint"] = constraint
         fields["constraint"] = tuple(sorted(constraint.items()))
     if draw(st.booleans()):
         args["enforce"] = fields["enforce"] = draw(st.booleans())
     if draw(st.booleans()):
-        args["allowlist_reason"] = fields["allowlist_reason"] = draw(st.none() | st.text(max_size=30))
+        args["allowlist_reason"] = fields["allowlist_reason"] = draw(REASONS)
     order = draw(st.permutations(list(args)))
     source = f"{NAME}({', '.join(f'{k}={args[k]!r}' for k in order)})\n"
     written = tuple(k for k in ("metric_key", "steps", "constraint", "enforce", "allowlist_reason") if k in args)

@@ -604,10 +604,18 @@ SUITES = {"cpu": ["cpu"], "cuda": ["gpu-a", "gpu-b"], "rocm": ["amd"]}
 MARKER = {"cpu": "register_cpu_ci", "cuda": "register_cuda_ci", "rocm": "register_rocm_ci"}
 
 
+# Strategies drawn from inside the composites below are built once: hypothesis validates each
+# strategy object on its first draw, which cost more than the draws when built per call.
+# Valid est_times are in [0, 604800] (7 days); larger ones are refused (finding 5).
+EST_TIME_VALUES = st.integers(0, 604800) | st.floats(min_value=0.0, max_value=604800.0, allow_nan=False)
+LABEL_NAMES = {min_size: st.lists(st.sampled_from(["megatron", "fsdp", "long"]), unique=True, min_size=min_size)
+               for min_size in (0, 1)}
+DISABLED = st.none() | st.text(max_size=30).filter(str.strip)
+
+
 @st.composite
 def est_times(draw):
-    # Valid est_times are in [0, 604800] (7 days); larger ones are refused (finding 5).
-    value = draw(st.integers(0, 604800) | st.floats(min_value=0.0, max_value=604800.0, allow_nan=False))
+    value = draw(EST_TIME_VALUES)
     forms = [repr(value), "+" + repr(value)]
     if isinstance(value, int):
         forms += [f"{value:_}", hex(value)]
@@ -617,8 +625,7 @@ def est_times(draw):
 @st.composite
 def registration_calls(draw, backend, suite, line):
     est_time, est_src = draw(est_times())
-    names = draw(st.lists(st.sampled_from(["megatron", "fsdp", "long"]), unique=True,
-                          min_size=0 if backend == "cpu" else 1))
+    names = draw(LABEL_NAMES[0 if backend == "cpu" else 1])
     kwargs = []
     if names:
         kwargs.append(f"labels={names!r}")
@@ -629,7 +636,7 @@ def registration_calls(draw, backend, suite, line):
     nightly = draw(st.sampled_from([None, True, False]))
     if nightly is not None:
         kwargs.append(f"nightly={nightly!r}")
-    disabled = draw(st.none() | st.text(max_size=30).filter(str.strip))
+    disabled = draw(DISABLED)
     if disabled is not None or draw(st.booleans()):
         kwargs.append(f"disabled={disabled!r}")
     n_positional = draw(st.integers(0, 2))
