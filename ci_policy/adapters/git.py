@@ -208,6 +208,10 @@ class CleanTree:
         # is not ignored; a modified submodule counts too.
         self._status = _Git(repo, ["status", "--porcelain=v1", "-z", "--untracked-files=all",
                                    "--ignore-submodules=none", "--", "."], limit=0)
+        # `git status` does not compare a file marked assume-unchanged or skip-worktree with
+        # its working-tree copy: one such file and the tree proves nothing. Every record of
+        # `ls-files -v` must carry the `H` tag.
+        self._tags = _Git(repo, ["ls-files", "-v", "-z", "--", "."])
 
         self._answer: list[str | None] = []
 
@@ -218,14 +222,28 @@ class CleanTree:
             found = _TREE_ID_RE.fullmatch(tree) if tree is not None else None
             if found is None:
                 self._status.cancel()
-            self._answer.append(None if found is None or self._status.output() != b""
-                                else found.group(1).decode("ascii"))
+            clean = found is not None and self._status.output() == b""
+            if not clean:
+                self._tags.cancel()
+            self._answer.append(found.group(1).decode("ascii") if clean and found is not None
+                                and _all_compared(self._tags.output()) else None)
         return self._answer[0]
 
     def cancel(self) -> None:
         """Ends the commands not waited for yet (nothing once `result()` returned)."""
         self._tree.cancel()
         self._status.cancel()
+        self._tags.cancel()
+
+
+def _all_compared(tags: bytes | None) -> bool:
+    """Whether every record of `git ls-files -v -z` is tagged `H` (git compares the file with
+    its working-tree copy); False when the listing failed."""
+    if tags is None:
+        return False
+    # NUL ends each record and cannot be in a path, so `\0H ` only starts a record.
+    records = tags.count(b"\0")
+    return records == tags.count(b"\0H ") + (1 if tags.startswith(b"H ") else 0)
 
 
 def clean_tree(repo: Path) -> str | None:

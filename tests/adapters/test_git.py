@@ -288,6 +288,30 @@ def test_any_change_under_the_checkout_leaves_no_clean_tree(clean: Path, change:
     assert git_module.clean_tree(clean) is None
 
 
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+@pytest.mark.parametrize("modified", [True, False], ids=["modified", "unmodified"])
+def test_a_file_git_does_not_compare_leaves_no_clean_tree(clean: Path, flag: str, modified: bool) -> None:
+    # git status does not look at such a file's working-tree copy: the tree id proves nothing.
+    test = clean / "sub" / "tests" / "test_a.py"
+    git(clean, "update-index", flag, "sub/tests/test_a.py")
+    if modified:
+        test.write_bytes(b"a = 2\n")
+    assert git(clean, "status", "--porcelain") == ""
+    assert git_module.clean_tree(clean / "sub") is None
+    assert git_module.clean_tree(clean) is None
+    git(clean, "update-index", flag.replace("--", "--no-"), "sub/tests/test_a.py")
+    assert (git_module.clean_tree(clean) is None) is modified
+
+
+def test_all_compared_reads_every_records_tag() -> None:
+    assert git_module._all_compared(b"") is True
+    assert git_module._all_compared(b"H a.py\0H b/c.py\0") is True
+    assert git_module._all_compared(b"h a.py\0H b.py\0") is False
+    assert git_module._all_compared(b"H a.py\0S b.py\0") is False
+    assert git_module._all_compared(b"H a.py\0H b.py\0M c.py\0") is False
+    assert git_module._all_compared(None) is False
+
+
 def test_a_change_outside_a_subdirectory_checkout_is_not_its_change(clean: Path) -> None:
     (clean / "top.py").write_bytes(b"changed\n")
     (clean / "untracked.py").write_bytes(b"new\n")

@@ -875,10 +875,11 @@ def test_plan_lists_the_git_index_once_for_the_scan_and_its_inputs(cache, tmp_pa
     code, out, _err = run(argv, capsys)
     assert code == 0
     # One listing (its two runs side by side, so in either order); then the clean tree the
-    # plan records (`rev-parse`, `status`, side by side too).
-    assert len(runs) == 4
+    # plan records (`rev-parse`, `status` and the tags of what git compares, side by side too).
+    assert len(runs) == 5
     assert sorted(runs[:2]) == [["ls-files", "-m", "-o", "--exclude-standard", "-z"], ["ls-files", "-s", "-v", "-z"]]
-    assert sorted(runs[2:]) == [["rev-parse", "--verify", "--quiet", "HEAD:./"],
+    assert sorted(runs[2:]) == [["ls-files", "-v", "-z", "--", "."],
+                                ["rev-parse", "--verify", "--quiet", "HEAD:./"],
                                 ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none",
                                  "--", "."]]
     assert json.loads(out)["inputs"]["files"]["tests/e2e/test_fsdp_grpo.py"].startswith("git:")
