@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,7 @@ from ci_policy.config import codes, fields
 from ci_policy.config.backends import backend_parser
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.stages import Backend
-from ci_policy.read.globs import matches_any
+from ci_policy.read.globs import any_name_match, matches_any
 from ci_policy.read.numbers import MAX_EST_TIME
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -187,10 +186,7 @@ class Discovery:
         """`name_matches`, remembering the pattern(s) of each directory: a checkout lists
         thousands of files in few directories, and every file of one directory is under
         the same roots (unless it is itself named as a root: asked in full)."""
-        by_dir: dict[str, Callable[[str], object]] = {}
-        # One regular expression per pattern list (what fnmatchcase compiles), its match
-        # called directly: a checkout has few pattern lists and many names.
-        compiled: dict[tuple[str, ...], Callable[[str], object]] = {}
+        by_dir: dict[str, Callable[[str], bool]] = {}
         roots = frozenset(self.roots)
 
         def matches(file: str) -> bool:
@@ -198,16 +194,12 @@ class Discovery:
             match = by_dir.get(head)
             if match is None or file in roots:
                 pattern = self.pattern_for(file)
-                patterns = (pattern,) if isinstance(pattern, str) else tuple(pattern)
-                match = compiled.get(patterns)
-                if match is None and not patterns:  # no pattern: no name matches (as in name_matches)
-                    match = compiled[patterns] = re.compile("(?!)").match
-                elif match is None:
-                    match = compiled[patterns] = re.compile(
-                        "|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+                # One compiled expression per pattern list, called directly: a checkout has
+                # few pattern lists and many names.
+                match = any_name_match((pattern,) if isinstance(pattern, str) else tuple(pattern))
                 if file not in roots:
                     by_dir[head] = match
-            return match(name) is not None
+            return match(name)
         return matches
 
     def excluded(self, path: str, *, directory: bool = False) -> bool:

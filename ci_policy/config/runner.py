@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 
 from ci_policy.config import fields
 from ci_policy.config.fields import REQUIRED, Key, Table, Values
+from ci_policy.read.globs import any_name_match
 from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -148,14 +148,10 @@ def _env(s: Schema, v: Values) -> Any:
     return EnvRules(allow=allow, drop=drop)
 
 
-def _matches(name: str, patterns: tuple[str, ...]) -> bool:
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-
-
 def child_env(environ: Mapping[str, str], rules: EnvRules) -> dict[str, str]:
     """The variables of `environ` a test may see under `rules`."""
-    return {name: value for name, value in environ.items()
-            if _matches(name, rules.allow) and not _matches(name, rules.drop + ALWAYS_DROPPED)}
+    allowed, dropped = any_name_match(rules.allow), any_name_match(rules.drop + ALWAYS_DROPPED)
+    return {name: value for name, value in environ.items() if allowed(name) and not dropped(name)}
 
 
 RUNNER_TABLE = Table("runner", "How `ci-policy run` retries, times out and stops test files.", (

@@ -19,12 +19,14 @@ r"""gitignore-style path globs, matched by the `pathspec` library (`GitIgnoreSpe
   (a comment in gitignore: it would match nothing).
 - `pathspec` is imported when a first glob is compiled: a configuration without globs
   (and a command that compiles none) never loads it.
+- `any_name_match`: shell-style name patterns (`fnmatch.fnmatchcase`'s, not gitignore's),
+  several at once as one compiled expression.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -165,3 +167,15 @@ def matches_any(patterns: Iterable[str], path: str) -> bool:
 def matches(pattern: str, path: str) -> bool:
     """Whether `path` matches one glob (a lone `!glob` matches nothing)."""
     return matches_any((pattern,), path)
+
+
+@lru_cache(maxsize=256)
+def any_name_match(patterns: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a name matches any of `patterns` as `fnmatch.fnmatchcase` matches one: the
+    patterns as one expression, compiled once (no pattern: nothing matches)."""
+    import fnmatch
+
+    if not patterns:
+        return lambda name: False
+    match = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match
+    return lambda name: match(name) is not None

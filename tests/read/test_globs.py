@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pathspec import GitIgnoreSpec
 
-from ci_policy.read.globs import GlobError, compile_glob, deciding_glob, matches, matches_any
+from ci_policy.read.globs import GlobError, any_name_match, compile_glob, deciding_glob, matches, matches_any
 
 # (pattern, path, expected)
 MATCH_TABLE = [
@@ -254,3 +255,16 @@ def test_a_class_differs_from_pathspec_only_by_never_matching_a_slash(glob, path
     # Without a '/' for a class to take, both always agree.
     flat = path.replace("/", ".")
     assert matches(glob, flat) is GitIgnoreSpec.from_lines([glob]).match_file(flat)
+
+
+_NAME_GLOBS = st.sampled_from(["*", "GITHUB_*", "*_TOKEN", "A?C", "[AB]*", "[!A]*", "[[]x]", "x]", "*.py", "te[st"])
+_NAMES = st.text(alphabet="ABCGHIT_xy.[]!\n-", max_size=10)
+
+
+@given(patterns=st.lists(_NAME_GLOBS, max_size=4).map(tuple), names=st.lists(_NAMES, max_size=10))
+@example(patterns=(), names=["", "A"])
+@example(patterns=("*_TOKEN", "GITHUB_*"), names=["GITHUB_X", "MY_TOKEN", "TOKEN", "A\nGITHUB_X"])
+def test_any_name_match_is_fnmatchcase_of_any_pattern(patterns, names):
+    match = any_name_match(patterns)
+    for name in names:
+        assert match(name) == any(fnmatch.fnmatchcase(name, p) for p in patterns)
