@@ -13,8 +13,11 @@ from render_cases import FILE_PLAN, REG, pr_plan, write_repo
 from ci_policy.errors import Diagnostic
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile
+from ci_policy.render import jsondoc
 from ci_policy.render.jsondoc import (
     JSON_SCHEMA_VERSION,
+    _indented,
+    _TestRows,
     comment_json,
     diagnostics_json,
     dumps,
@@ -154,3 +157,34 @@ def test_a_registration_of_an_unusual_type_goes_to_the_general_encoder():
     assert registry_json([odd]) == document({"schema": 1, "registrations": [odd.as_dict()], "plan_complete": True,
                                              "invalid": []})
     assert '"line": true' in registry_json([odd])
+
+
+def _test_dicts(regs: list[Registration]) -> list[dict[str, Any]]:
+    return [{"file": r.file, "est_time": r.est_time, "est_source": r.est_source, "line": r.line, "marker": r.marker}
+            for r in regs]
+
+
+@settings(max_examples=200)
+@given(regs=st.lists(st.builds(Registration, file=texts, line=st.none() | st.integers(0, 10**6), backend=texts,
+                               suite=texts, est_time=st.integers(0, 604_800) | st.floats(0, 604_800, allow_nan=False),
+                               est_source=texts, marker=st.none() | texts), max_size=4),
+       depth=st.integers(0, 3))
+def test_a_stages_tests_are_what_json_dumps_writes(regs, depth):
+    # A plan's tests are written by template (a plan holds thousands), byte for byte what the
+    # general encoder writes, at any depth.
+    nested: Any = _TestRows(regs)
+    expected: Any = _test_dicts(regs)
+    for _ in range(depth):
+        nested, expected = {"k": [nested]}, {"k": [expected]}
+    assert _indented(nested, "\n") == document(expected)
+
+
+def test_a_test_of_an_unusual_type_leaves_the_plan_to_the_general_encoder(tmp_path):
+    plan = pr_plan(write_repo(tmp_path), "run-ci-megatron")
+    stage = next(s for s in plan.stages if s.tests)
+    odd = stage.tests[0]
+    object.__setattr__(odd, "line", True)  # a value no registration is made with
+    text = plan_json(plan)
+    assert text == document(plan_dict(plan)) and '"line": true' in text
+    with pytest.raises(jsondoc._Unusual):
+        _TestRows([odd]).text("\n")
