@@ -770,16 +770,7 @@ def _split_pair(weights: Sequence[int], pair: list[int], top: list[int], other: 
             if not (reach[i] >> rest) & 1:  # `rest` needs file pair[i]
                 chosen.append(pair[i])
                 rest -= weights[pair[i]]
-        picked = set(chosen)
-        small = [i for i in pair if i in picked]
-        large = [i for i in pair if i not in picked]
-        if not small:
-            small, large = large[-1:], large[:-1]
-        if not large:
-            large, small = small[:1], small[1:]
-        if small and large:
-            return cost, (large, small)
-        return cost, None
+        return cost, _sides(pair, set(chosen))
     # Too large to split exactly: the best move of one file or swap of two.
     best: tuple[int, list[int], list[int]] | None = None
     work = 0
@@ -843,6 +834,12 @@ def _split_by_halves(weights: Sequence[int], pair: list[int],
             best, pick = value + other, (mask, second[first_at][1])
     chosen = {pair[bit] for bit in range(cut) if pick[0] >> bit & 1}
     chosen |= {pair[cut + bit] for bit in range(len(pair) - cut) if pick[1] >> bit & 1}
+    return _sides(pair, chosen)
+
+
+def _sides(pair: list[int], chosen: set[int]) -> tuple[list[int], list[int]] | None:
+    """The pair split into (the files not chosen, the chosen ones), both non-empty: an empty
+    side takes the other's shortest (or longest) file; None when the pair has one file."""
     small = [i for i in pair if i in chosen]
     large = [i for i in pair if i not in chosen]
     if not small:

@@ -104,6 +104,15 @@ def _indented(value: Any, newline: str) -> str:
     raise _Unusual
 
 
+def _number_text(value: object) -> str | None:
+    """An int or finite float as `json.dumps` writes it; None for anything else."""
+    if type(value) is int:
+        return int.__repr__(value)
+    if type(value) is float and value == value and value not in (_INFINITY, -_INFINITY):
+        return float.__repr__(value)
+    return None
+
+
 _TEST_KEYS = ("file", "est_time", "est_source", "line", "marker")
 
 
@@ -122,12 +131,8 @@ class _TestRows:
         template = "{" + ",".join(f'{inner}  "{key}": %s' for key in _TEST_KEYS) + inner + "}"
         rows: list[str] = []
         for r in self.tests:
-            est, line, marker = r.est_time, r.line, r.marker
-            if type(est) is int:
-                shown_est = int.__repr__(est)
-            elif type(est) is float and est == est and est not in (_INFINITY, -_INFINITY):
-                shown_est = float.__repr__(est)
-            else:
+            shown_est, line, marker = _number_text(r.est_time), r.line, r.marker
+            if shown_est is None:
                 raise _Unusual
             if not (type(r.file) is str and type(r.est_source) is str and (line is None or type(line) is int)
                     and (marker is None or type(marker) is str)):
@@ -170,12 +175,8 @@ def _registration_text(r: Registration) -> str | None:
         return None
     shown_labels = "[]" if not labels else (
         "[\n        " + ",\n        ".join(map(_encode_str, labels)) + "\n      ]")
-    est = r.est_time
-    if type(est) is int:
-        shown_est = int.__repr__(est)
-    elif type(est) is float and est == est and est not in (_INFINITY, -_INFINITY):
-        shown_est = float.__repr__(est)
-    else:
+    shown_est = _number_text(r.est_time)
+    if shown_est is None:
         return None
     line, disabled, marker = r.line, r.disabled, r.marker
     if not (type(r.file) is str and type(r.backend) is str and type(r.suite) is str
