@@ -1,7 +1,8 @@
 """git for the plan (an adapter): the PR's changed files, and the content ids of files.
 
 - `git_diff`: in, a repository directory and two revisions (the head may be omitted: the
-  working tree); out, a `read.diff.Diff`, parsed from `git diff --name-status -z -M BASE HEAD`.
+  working tree); out, a `read.diff.Diff`, parsed from `git diff --name-status -z -M BASE HEAD`
+  (at most `MAX_DIFF_BYTES` of it: more, or a timeout, is an unavailable diff).
   Refused without running git: a revision that is not plain (`REV_RE`: no leading `-`,
   no spaces or shell syntax). Any failure of git is an unavailable diff, never "no changes".
 - `content_ids`: in, a checkout and optionally the repo-relative paths wanted; out, each
@@ -42,7 +43,7 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry, Kind
@@ -58,21 +59,21 @@ def git_diff(repo: Path, base: str, head: str | None = None, *, timeout: float =
     for rev in (base, head):
         if rev is not None and not REV_RE.fullmatch(rev):
             return Diff.unavailable(f"revision {rev!r} is not a plain git revision")
-    argv = ["git", "-C", str(repo), "-c", "core.fsmonitor=false", "-c", "diff.external=",
-            "diff", "--no-ext-diff", "--no-textconv", "--name-status", "-z", "-M", base]
+    args = ["-c", "diff.external=", "diff", "--no-ext-diff", "--no-textconv", "--name-status", "-z", "-M", base]
     if head is not None:
-        argv.append(head)
-    argv.append("--")
+        args.append(head)
+    args.append("--")
     source = f"git diff {base} {head or '(working tree)'}"
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, check=False,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Diff.unavailable(f"{source} failed: {exc}")
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        return Diff.unavailable(f"{source} failed (exit {proc.returncode}): {err[-1] if err else 'no output'}")
-    return read_diff(proc.stdout, source)
+    command = _Git(repo, args, timeout=timeout, limit=MAX_DIFF_BYTES, errors=True)
+    out = command.output()
+    if out is None:
+        return Diff.unavailable(f"{source} failed{command.failure}")
+    return read_diff(out, source)
+
+
+# What `git diff --name-status` may print: a million changed paths of 60 bytes. More is no
+# pull request ci-policy could plan: the diff is unavailable, never read in part.
+MAX_DIFF_BYTES = 64 * 1024 * 1024
 
 
 # A listing of 200,000 paths is a few MiB; a checkout that makes git print more is refused
@@ -85,22 +86,46 @@ _HASH_CHUNK = 1024 * 1024
 class _Git:
     """One git command, started at once; `output()` waits for its stdout: None on any failure,
     on its timeout (counted from the start) or for output over `limit` (default
-    `MAX_LISTING_BYTES`)."""
+    `MAX_LISTING_BYTES`), and then `failure` says which (with `errors`, the last line git
+    wrote to stderr, kept in a temporary file: never a pipe that could fill)."""
 
     def __init__(self, repo: Path, args: list[str], *, timeout: float = LISTING_TIMEOUT,
-                 limit: int | None = None) -> None:
+                 limit: int | None = None, errors: bool = False) -> None:
         self.limit = MAX_LISTING_BYTES if limit is None else limit
+        self.timeout = timeout
         self.deadline = time.monotonic() + timeout
+        self.failure = ""
         argv = ["git", "-C", str(repo), "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false",
                 "--no-optional-locks", *args]
         self.proc: subprocess.Popen[bytes] | None
+        self.stderr: IO[bytes] | None = None
+        if errors:
+            import tempfile  # only here: a stage job starts git before its other imports
+
+            self.stderr = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL)
-        except OSError:
+                                         stderr=self.stderr if self.stderr is not None else subprocess.DEVNULL)
+        except OSError as exc:
             self.proc = None
+            self.failure = f": {exc}"
+
+    def _last_error_line(self) -> str:
+        if self.stderr is None:
+            return "no output"
+        self.stderr.seek(0)
+        lines = self.stderr.read(1 << 16).decode("utf-8", "replace").strip().splitlines()
+        return lines[-1] if lines else "no output"
 
     def output(self) -> bytes | None:
+        try:
+            return self._output()
+        finally:
+            if self.stderr is not None:
+                self.stderr.close()
+                self.stderr = None
+
+    def _output(self) -> bytes | None:
         proc, self.proc = self.proc, None
         if proc is None:
             return None
@@ -131,10 +156,21 @@ class _Git:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+            self.failure = f": timed out after {self.timeout:g} s"
             return None
-        return b"".join(chunks) if ok and code == 0 else None
+        if not ok:
+            self.failure = (f": it printed more than {self.limit} bytes" if total > self.limit
+                            else f": timed out after {self.timeout:g} s")
+            return None
+        if code != 0:
+            self.failure = f" (exit {code}): {self._last_error_line()}"
+            return None
+        return b"".join(chunks)
 
     def cancel(self) -> None:
+        if self.stderr is not None:
+            self.stderr.close()
+            self.stderr = None
         proc, self.proc = self.proc, None
         if proc is not None:
             proc.kill()

@@ -325,3 +325,16 @@ def test_no_clean_tree_outside_git_or_before_the_first_commit(tmp_path: Path, gi
     assert git_module.clean_tree(plain) is None
     git(plain, "init", "-q")
     assert git_module.clean_tree(plain) is None
+
+
+def test_git_diff_over_the_cap_or_the_timeout_or_without_git_is_unavailable(repo, monkeypatch):
+    root, base, head = repo
+    monkeypatch.setattr(git_module, "MAX_DIFF_BYTES", 20)
+    assert git_diff(root, base, head) == Diff.unavailable(
+        f"git diff {base} {head} failed: it printed more than 20 bytes")
+    monkeypatch.setattr(git_module, "MAX_DIFF_BYTES", 1 << 20)
+    assert git_diff(root, base, head, timeout=0) == Diff.unavailable(
+        f"git diff {base} {head} failed: timed out after 0 s")
+    monkeypatch.setenv("PATH", str(root / "no-such-bin"))
+    assert git_diff(root, base, head) == Diff.unavailable(
+        f"git diff {base} {head} failed: [Errno 2] No such file or directory: 'git'")
