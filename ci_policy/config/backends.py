@@ -28,6 +28,7 @@ import yaml
 
 from ci_policy.config import codes, fields
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table
+from ci_policy.read.names import closest
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 BACKEND_NAME = r"[a-z][a-z0-9_]*"
@@ -154,11 +155,9 @@ def check_backend(s: Schema, node: yaml.Node, where: str, backends: Backends) ->
         # A known name, or no string at all: the usual "expected one of ..., got an integer".
         return s.choice(node, where, backends.names)
     value = node.value
-    import difflib  # for a misspelt name only
-
-    close = difflib.get_close_matches(value, backends.names, n=1)
+    close = closest(value, backends.names)
     if BACKEND_NAME_RE.fullmatch(value):
-        hint = (f"did you mean {close[0]!r}? Otherwise, " if close else "") + declare_hint(value)
+        hint = (f"did you mean {close!r}? Otherwise, " if close is not None else "") + declare_hint(value)
     else:
         hint = f"use one of {', '.join(backends.names)} (a declared backend is named {BACKEND_NAME})"
     s.error(node, where, f"expected one of {', '.join(backends.names)}, got {value!r}", hint=hint,

@@ -28,6 +28,7 @@ from ci_policy.config import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.markers import KEYWORD_ONLY, MARKER_OF_BACKEND, POSITIONAL, MarkerCall, Scan, bind
+from ci_policy.read.names import closest, did_you_mean
 from ci_policy.read.numbers import MAX_EST_TIME, is_finite_number, number_range
 
 __all__ = ["KEYWORD_ONLY", "POSITIONAL", "Registration", "registrations_of"]
@@ -224,13 +225,10 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
         stage = config.stage(suite)
         if stage is None or stage.backend != backend:
             valid = [s.name for s in config.stages_of(backend)]
-            import difflib  # for a misspelt name only
-
-            close = difflib.get_close_matches(suite, valid, n=1)
             what = (f"is a {stage.backend} stage, not a {backend} stage" if stage is not None
                     else f"is not a configured {backend} stage")
             scan.error(suite_node, "CP225", f"{name}: suite {suite!r} {what}"
-                       + (f"; did you mean {close[0]!r}?" if close else ""),
+                       + did_you_mean(suite, valid),
                        hint=f"configured {backend} stages: {', '.join(valid) or 'none'} "
                        f"(stages are listed in {config.path})")
 
@@ -251,11 +249,9 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
                 elif item in good:
                     scan.error(node, "CP226", f"{name}: label {item!r} is listed twice")
                 elif item not in labels:
-                    import difflib  # for a misspelt name only
-
-                    close = difflib.get_close_matches(item, labels.names, n=1)
+                    close = closest(item, labels.names)
                     scan.error(node, "CP227", f"{name}: unknown label {item!r}"
-                               + (f" (did you mean {close[0]!r}?)" if close else "")
+                               + (f" (did you mean {close!r}?)" if close is not None else "")
                                + f"; valid labels: {', '.join(labels.names) or 'none'}",
                                hint=f"use a valid label, or add {item!r} with a description to "
                                f"KNOWN_LABELS in {labels.path}")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ci_policy.errors import CiPolicyError, Diagnostic
+from ci_policy.read.names import did_you_mean
 
 REGISTRATION_MARKERS = {
     "register_cpu_ci": "cpu",
@@ -347,10 +348,7 @@ def bind_nodes(call: ast.Call, name: str, positional: tuple[str, ...],
                              None, None))
             continue
         if kw.arg not in known:
-            import difflib  # for a misspelt name only
-
-            close = difflib.get_close_matches(kw.arg, known, n=1)
-            suggestion = f"; did you mean {close[0]!r}?" if close else ""
+            suggestion = did_you_mean(kw.arg, known)
             declare = ("" if name == GATE_MARKER else "; to accept another, declare it in the configuration: "
                        f"markers: {{extra_arguments: {{{kw.arg}: string}}}}")
             problems.append((kw, "CP212", f"{name}: unknown argument {kw.arg!r}{suggestion}",

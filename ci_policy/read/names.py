@@ -7,11 +7,14 @@
 - `WORKFLOW_ONLY_LABELS`: the PR labels that steer the workflow itself rather than name
   tests: `nightly` (the nightly cadence on a PR) and `bypass-fastfail`.
 - `is_ci_label(label)`: a label the CI policy reads (`run-ci-<name>` or workflow-only).
+- `closest(word, names)` / `did_you_mean(word, names)`: the known name a misspelt one is
+  closest to (difflib's, cutoff 0.6), for a hint.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 NAME_RE = re.compile(NAME)
@@ -24,3 +27,17 @@ WORKFLOW_ONLY_LABELS = ("nightly", "bypass-fastfail")
 
 def is_ci_label(label: str) -> bool:
     return bool(CI_LABEL_RE.fullmatch(label)) or label in WORKFLOW_ONLY_LABELS
+
+
+def closest(word: str, names: Iterable[str]) -> str | None:
+    """The name of `names` closest to `word`, if any is close enough to suggest."""
+    import difflib  # for a misspelt name only
+
+    found = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def did_you_mean(word: str, names: Iterable[str]) -> str:
+    """`; did you mean 'NAME'?` for the closest name, else nothing."""
+    close = closest(word, names)
+    return f"; did you mean {close!r}?" if close is not None else ""

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import yaml
 
 from ci_policy.errors import CiPolicyError, InputError
+from ci_policy.read.names import did_you_mean
 from ci_policy.read.numbers import MAX_NUMBER, MAX_NUMBER_TEXT, is_finite_number, number_range, shown_bound
 
 # A configuration is a few levels deep; PyYAML composes recursively, so unbounded
@@ -89,13 +90,6 @@ def compose(text: str, path: str, *, code: str | None = None) -> yaml.Node | Non
         ) from None
     except yaml.YAMLError as exc:  # pragma: no cover - every PyYAML error we can trigger is marked
         raise InputError(f"invalid YAML: {exc}", path=path, code=code) from None
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    import difflib  # for a misspelt word only
-
-    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 _TYPE_NAMES = {

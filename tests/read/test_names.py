@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from ci_policy.read.names import CI_LABEL_PREFIX, CI_LABEL_RE, NAME, NAME_RE, WORKFLOW_ONLY_LABELS, is_ci_label
+from ci_policy.read.names import (
+    CI_LABEL_PREFIX,
+    CI_LABEL_RE,
+    NAME,
+    NAME_RE,
+    WORKFLOW_ONLY_LABELS,
+    closest,
+    did_you_mean,
+    is_ci_label,
+)
 
 
 def test_the_name_pattern():
@@ -52,3 +61,22 @@ def test_workflow_only_labels():
 ])
 def test_is_ci_label(label, read):
     assert is_ci_label(label) is read
+
+
+# -- did_you_mean ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("word, choices, suggestion", [
+    ("versoin", ["version", "stages"], "; did you mean 'version'?"),
+    ("stage", ["version", "stages"], "; did you mean 'stages'?"),
+    ("colour", ["version", "stages"], ""),
+    ("x", [], ""),
+])
+def test_did_you_mean(word, choices, suggestion):
+    assert did_you_mean(word, choices) == suggestion
+
+
+def test_closest_is_the_nearest_name_or_none():
+    assert closest("gpu-a", ["gpu-b", "cpu"]) == "gpu-b"
+    assert closest("fsdp", iter(["megatron", "fsdp2"])) == "fsdp2"  # any iterable, read once
+    assert closest("zzz", ["megatron"]) is None

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from ci_policy.errors import InputError
-from ci_policy.read.yamlnodes import INVALID, MAX_DEPTH, Schema, compose, did_you_mean
+from ci_policy.read.yamlnodes import INVALID, MAX_DEPTH, Schema, compose
 
 F = "conf.yml"
 
@@ -105,19 +105,6 @@ def test_collections_with_unknown_tags_are_refused(text, tag):
                                   "a: !!omap [x: 1]\n"])
 def test_collections_with_core_schema_tags_compose(text):
     assert isinstance(value_node(text), (yaml.MappingNode, yaml.SequenceNode))
-
-
-# -- did_you_mean ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("word, choices, suggestion", [
-    ("versoin", ["version", "stages"], "; did you mean 'version'?"),
-    ("stage", ["version", "stages"], "; did you mean 'stages'?"),
-    ("colour", ["version", "stages"], ""),
-    ("x", [], ""),
-])
-def test_did_you_mean(word, choices, suggestion):
-    assert did_you_mean(word, choices) == suggestion
 
 
 # -- Schema.mapping -------------------------------------------------------------------------
