@@ -566,12 +566,7 @@ def classify(snapshot: Snapshot) -> Validity:
             by_file.setdefault(path, []).append(diagnostic)
         else:
             fatal.append(diagnostic)
-    suites: dict[str, set[str]] = {}
-    if by_file:  # an invalid file's suites; every registration is looked at only when there is one
-        for reg in snapshot.registrations:
-            if reg.file in by_file:
-                suites.setdefault(reg.file, set()).add(reg.suite)
-    invalid = tuple(InvalidFile(file, tuple(found), tuple(sorted(suites.get(file, ()))))
+    invalid = tuple(InvalidFile(file, tuple(found), tuple(sorted({r.suite for r in snapshot.registrations_for(file)})))
                     for file, found in sorted(by_file.items()))
     partly = sorted({d.path for d in snapshot.suppressed
                      if d.path in files and d.path not in by_file and d.code not in _READ_IN_FULL})
