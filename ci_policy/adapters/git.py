@@ -271,6 +271,12 @@ class CleanTree:
         self._status.cancel()
         self._tags.cancel()
 
+    def __enter__(self) -> CleanTree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cancel()
+
 
 def _all_compared(tags: bytes | None) -> bool:
     """Whether every record of `git ls-files -v -z` is tagged `H` (git compares the file with

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -328,12 +329,13 @@ _PLAN_INPUTS = ("event", "labels_json", "label", "schedule", "cadence", "diff", 
 MAX_PLAN_FILE_BYTES = 256 * 1024 * 1024
 
 
-def plan_checkout(args: argparse.Namespace) -> CleanTree | None:
+def plan_checkout(args: argparse.Namespace) -> CleanTree | contextlib.nullcontext[None]:
     """With `--plan FILE`: git's look at the checkout (`adapters.git.CleanTree`), started now so that
     it runs beside what the command does before it needs the answer (imports, the plan file's
-    reading); None without `--plan`. The caller cancels it when done."""
+    reading); without `--plan`, nothing (None). Either is a context manager: leaving it ends
+    the git commands not waited for."""
     if getattr(args, "plan", None) is None:
-        return None
+        return contextlib.nullcontext()
     from ci_policy.adapters.git import CleanTree
 
     return CleanTree(Path(args.repo))
@@ -382,13 +384,8 @@ def plan_from_file(args: argparse.Namespace, tree: CleanTree | None = None) -> P
     from the file: `list` and `run` show and run no other. `tree`: `plan_checkout(args)`, when
     the caller started it; else it starts here, to run beside the plan file's reading.
     """
-    if tree is None:
-        tree = plan_checkout(args)
-    try:
-        return _plan_from_file(args, tree)
-    finally:
-        if tree is not None:
-            tree.cancel()
+    with tree if tree is not None else plan_checkout(args) as started:
+        return _plan_from_file(args, started)
 
 
 def _plan_from_file(args: argparse.Namespace, tree: CleanTree | None) -> Plan:

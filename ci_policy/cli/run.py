@@ -190,12 +190,8 @@ def _shard_of(plan, stage: str, index: int):
 
 def run(args: argparse.Namespace) -> int:
     # With --plan, git looks at the checkout beside the imports below and the plan file's reading.
-    tree = plan_checkout(args)
-    try:
+    with plan_checkout(args) as tree:
         return _run(args, tree)
-    finally:
-        if tree is not None:
-            tree.cancel()
 
 
 def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:

@@ -266,6 +266,12 @@ def test_a_clean_tree_started_before_a_change_is_answered_then_or_cancelled(clea
     cancelled = git_module.CleanTree(clean)
     cancelled.cancel()
     assert cancelled.result() is None
+    with git_module.CleanTree(clean) as left:  # leaving the block ends what was not waited for
+        pass
+    assert left.result() is None
+    with git_module.CleanTree(clean) as waited:
+        assert waited.result() == git(clean, "rev-parse", "HEAD^{tree}")
+    assert waited.result() == git(clean, "rev-parse", "HEAD^{tree}")
 
 
 @pytest.mark.parametrize("change", ["modified", "staged", "untracked", "deleted", "symlink"])
