@@ -269,7 +269,15 @@ def test_a_way_to_fill_a_shard_is_dominated_when_a_longer_file_left_out_can_take
     weights = [10, 6, 4, 3, 2, 12]
     spent = [0, 10**9]
     assert _dominated(weights, inside, others, free, spent) is expected
-    assert spent[0] == (len(inside) * (len(inside) - 1) // 128 if len(inside) >= 2 and others else 0)
+    assert spent[0] == 0  # at most four files inside: fewer pairs than a unit of work
+
+
+def test_the_dominance_check_counts_the_pairs_it_looks_at():
+    # 16 files of 1 inside, one of 100 outside: no swap fits, so all 120 pairs are looked at.
+    weights = [1] * 16 + [100]
+    spent = [0, 10**9]
+    assert _dominated(weights, list(range(16)), [16], 5, spent) is False
+    assert spent[0] == 16 * 15 // 128
 
 
 def test_pairs_of_shards_in_hundredths_are_re_split_exactly_within_the_budget():
