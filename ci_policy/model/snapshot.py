@@ -20,7 +20,9 @@
   tracked and unmodified (no read at all), else the SHA-256 of the bytes read. The stored
   scans of the context are loaded once per snapshot (`ScanCache.load`) and the new ones
   stored once at its end (`ScanCache.store`; nothing when every file was a hit). A hit
-  gives exactly what `scan_file` would; a read error is never stored. A stored scan is
+  gives exactly what `scan_file` would (its label calls, which only a missing labels file
+  makes the snapshot read, are left unmade when the labels file is there); a read error is
+  never stored. A stored scan is
   its items' field values in rows, made back into the items without calling their
   `__init__` (which made the values stored).
 - `index` may also be a function that returns the listing (a listing started before
@@ -203,7 +205,8 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     gates: list[GateDeclaration] = []
     label_calls: list[tuple[str, LabelCall]] = []  # read only to say why a missing labels file is needed
     inline: list[Suppression] = []
-    scans = _scan_all(repo, files, config, labels, context, cache, stored, index, scanner)
+    scans = _scan_all(repo, files, config, labels, context, cache, stored, index, scanner,
+                      label_calls=labels_missing)
     for file, scanned in zip(files, scans, strict=True):
         if isinstance(scanned, Diagnostic):
             errors.append(scanned)
@@ -392,9 +395,12 @@ def scan_files(repo: Path, items: Sequence[tuple[str, str | None]], config: Conf
 
 def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelRegistry, context: str,
               cache: ScanCache | None, stored: Mapping[str, Any] | None, index: Mapping[str, IndexEntry] | None,
-              scanner: Scanner | None) -> list[FileScan | Diagnostic]:
+              scanner: Scanner | None, *, label_calls: bool = True) -> list[FileScan | Diagnostic]:
     """The scan of each discovered file, in order: through the stored scans (`stored`, what
     `cache.load(context)` gave) when `cache` is given.
+
+    Without `label_calls` (the labels file is there: nothing reads them), a stored scan's
+    label calls are not made back into items: its `label_calls` is empty.
 
     A file git lists as unmodified is looked up by its blob id before it is read; with a
     cache, any other file is read and looked up by the SHA-256 of its bytes. The misses go
@@ -423,7 +429,7 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
                 results[i] = exc.diagnostic
                 continue
             key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
-        hit = _decode(stored.get(key))
+        hit = _decode(stored.get(key), label_calls)
         if hit is not None:
             used.append(key)
             results[i] = hit
@@ -520,12 +526,14 @@ _MAKE_REGISTRATION, _MAKE_GATE, _MAKE_DIAGNOSTIC, _MAKE_SUPPRESSION, _MAKE_LABEL
     _maker(cls, names) for cls, names in _STORED)
 
 
-def _decode(data: Any) -> FileScan | None:
+def _decode(data: Any, label_calls: bool = True) -> FileScan | None:
+    # Without `label_calls`, that part is checked to be a list and left unmade: making a
+    # `LabelCall` for every file is a quarter of reading a warm cache.
     if type(data) is not list or len(data) != len(_STORED):
         return None
-    registrations, gates, errors, suppressions, label_calls = data
+    registrations, gates, errors, suppressions, calls = data
     if not (type(registrations) is list and type(gates) is list and type(errors) is list
-            and type(suppressions) is list and type(label_calls) is list):
+            and type(suppressions) is list and type(calls) is list):
         return None
     scan: Any = _new(FileScan)
     try:
@@ -534,7 +542,7 @@ def _decode(data: Any) -> FileScan | None:
             gates=tuple(map(_MAKE_GATE, gates)) if gates else (),
             errors=tuple(map(_MAKE_DIAGNOSTIC, errors)) if errors else (),
             suppressions=tuple(map(_MAKE_SUPPRESSION, suppressions)) if suppressions else (),
-            label_calls=tuple(map(_MAKE_LABEL_CALL, label_calls)) if label_calls else ())
+            label_calls=tuple(map(_MAKE_LABEL_CALL, calls)) if calls and label_calls else ())
     except (TypeError, ValueError, AttributeError):
         return None
     return scan  # type: ignore[no-any-return]

@@ -52,7 +52,8 @@ trees = st.dictionaries(st.sampled_from(PATHS), sources, min_size=1, max_size=le
 edits = st.lists(st.tuples(st.sampled_from(PATHS), st.one_of(st.none(), sources)), max_size=3)
 CONFIG_VARIANTS = (MINIMAL_CONFIG, MINIMAL_CONFIG.replace("partitions: 2", "partitions: 3"),
                    MINIMAL_CONFIG + "markers:\n  names: {register_amd_ci: rocm}\n")
-LABEL_VARIANTS = (MINIMAL_LABELS, MINIMAL_LABELS.replace('"long": "slow"', '"megatrn": "typo"'))
+# None: the labels file deleted (the scans' label calls then say why it is needed).
+LABEL_VARIANTS = (MINIMAL_LABELS, MINIMAL_LABELS.replace('"long": "slow"', '"megatrn": "typo"'), None)
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -124,6 +125,24 @@ def test_stored_scans_read_back_equal_for_every_example_file() -> None:
     for corrupt in (stored[:4], [[[1]], [], [], [], []], [[{"x": 1}], [], [], [], []], "x", [[], [], [], [], "x"],
                     [[], [], [], [], {"l": []}], [[[{"q": [1]}] * 12], [], [], [], []], [stored[0][0], [], [], [], []]):
         assert decode_scan(corrupt) is None
+
+
+def test_a_warm_cache_without_the_labels_file_still_names_the_registration_that_needs_it(tmp_path: Path,
+                                                                                          capsys) -> None:
+    # With the labels file there, a warm read leaves the label calls unmade; without it they say why it is needed.
+    repo = _checkout(tmp_path, {"tests/test_a.py": SNIPPETS[0]}, use_git=True)
+    cached = ["--cache", str(tmp_path / "cache")]
+    with_labels = _outputs(repo, ["--no-cache"], capsys)
+    assert _outputs(repo, cached, capsys) == with_labels  # cold
+    assert _outputs(repo, cached, capsys) == with_labels  # warm
+    (repo / "labels.py").unlink()
+    uncached = _outputs(repo, ["--no-cache"], capsys)
+    assert _outputs(repo, cached, capsys) == uncached  # cold: another scan context
+    assert _outputs(repo, cached, capsys) == uncached  # warm
+    code, out, _err = uncached[0]
+    assert code == 1
+    assert [(d["code"], d["message"]) for d in json.loads(out)["errors"] if d["code"] == "CP402"] == [
+        ("CP402", "labels file labels.py does not exist, but 1 registration(s) use labels (first: tests/test_a.py:2)")]
 
 
 def test_a_warm_cache_reads_no_file_git_lists_unmodified(tmp_path: Path, monkeypatch) -> None:
