@@ -15,12 +15,18 @@
   whole even for a partial plan, so one planning gives both the chosen format and the plan
   file the stage jobs read (`run --plan`). Written atomically (`adapters.files`); a FILE
   that cannot be written is exit 2 naming the option.
+- `--stage-plans DIR`: besides, one plan file per stage of the plan, `DIR/<stage>.json`: the
+  plan JSON with `stages` holding that stage alone (`render.stage_plan_jsons`), so that a
+  stage job reads and checks only its own stage's tests and shards (`run --plan`). DIR is
+  created when missing; other files in it are left alone; each file is written atomically.
 - `--explain FILE` (text or json): instead of the plan, why one file runs where it runs
   (`ci_policy.plan.explain`); exit 0 whatever the file's status, since the explanation is
   the whole answer.
 - Refused: bad plan inputs or a malformed `--head-sha` (exit 2, naming the option); a configuration, labels,
   discovery or estimates-file error (exit 1, nothing planned); `--explain` with a path
-  that is not repo-relative, with markdown or github format, or with `--json-out` (exit 2).
+  that is not repo-relative, with markdown or github format, or with `--json-out` or
+  `--stage-plans` (exit 2); a `--stage-plans` directory inside the checkout (a pull request
+  could have put a symlink there) or one that cannot be created or written (exit 2).
 """
 
 from __future__ import annotations
@@ -63,6 +69,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--json-out", metavar="FILE", default=None,
                    help="also write the plan JSON (as --format json prints it) to FILE, for `run --plan` "
                         "and `list --plan`; written whole for a partial plan too")
+    p.add_argument("--stage-plans", metavar="DIR", default=None,
+                   help="also write DIR/STAGE.json for each stage of the plan: the plan JSON with that stage "
+                        "alone, the plan file its stage jobs read (`run --plan`); DIR outside the checkout")
     p.add_argument("--explain", metavar="FILE", default=None,
                    help="instead of the plan, explain one repo-relative test file: each stage it is registered "
                         "to, the rule that selected or skipped it, its shard (text or json)")
@@ -101,6 +110,28 @@ def _write_json_out(path: str, document: str) -> None:
                          hint="name a file in an existing, writable directory") from None
 
 
+def _write_stage_plans(directory: str, repo: str, documents: dict[str, str]) -> None:
+    from ci_policy.adapters.files import write_atomically
+    from ci_policy.adapters.scan_cache import inside
+    from ci_policy.errors import UsageError
+
+    where = Path(directory)
+    if inside(where, Path(repo)):
+        raise UsageError(f"{directory} is inside the checkout", source="--stage-plans",
+                         hint="name a directory outside the checkout (a pull request could have put a symlink there)")
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {directory}: {exc.strerror or exc}", source="--stage-plans",
+                         hint="name a directory that can be created and written") from None
+    for stage, document in documents.items():  # stage names are names (`read.names.NAME`): no slash, no dot first
+        try:
+            write_atomically(where / f"{stage}.json", (document + "\n").encode("utf-8"), 0o644)
+        except OSError as exc:
+            raise UsageError(f"cannot write the plan file of stage {stage}: {exc.strerror or exc}",
+                             source="--stage-plans", hint="name a directory that can be written") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ci_policy import render
     from ci_policy.errors import UsageError
@@ -110,9 +141,10 @@ def run(args: argparse.Namespace) -> int:
         if args.format not in ("text", "json"):
             raise UsageError(f"explains in text or json, not {args.format}", source="--explain",
                              hint="pass --format text or --format json")
-        if args.json_out is not None:
-            raise UsageError("--explain prints an explanation instead of the plan, so there is no plan to write",
-                             source="--json-out", hint="run the plan and the explanation as two commands")
+        for option, value in (("--json-out", args.json_out), ("--stage-plans", args.stage_plans)):
+            if value is not None:
+                raise UsageError("--explain prints an explanation instead of the plan, so there is no plan to write",
+                                 source=option, hint="run the plan and the explanation as two commands")
         file = _explain_path(args.explain)
         plan = plan_from_args(args)
         from ci_policy.plan.explain import explain
@@ -121,11 +153,14 @@ def run(args: argparse.Namespace) -> int:
         print(render.explain_json(explanation, plan) if args.format == "json"
               else render.explain_text(explanation, plan))
         return 0
-    wants_json = args.format == "json" or args.json_out is not None
+    wants_json = args.format == "json" or args.json_out is not None or args.stage_plans is not None
     plan, scan = plan_with_scan(args, tree=wants_json)  # one git listing for the scan and the plan's inputs
-    document = render.plan_json(plan, head_sha, plan_inputs_of(args, plan, scan)) if wants_json else ""
+    inputs = plan_inputs_of(args, plan, scan) if wants_json else None
+    document = render.plan_json(plan, head_sha, inputs) if args.format == "json" or args.json_out is not None else ""
     if args.json_out is not None:
         _write_json_out(args.json_out, document)
+    if args.stage_plans is not None:
+        _write_stage_plans(args.stage_plans, args.repo, render.stage_plan_jsons(plan, head_sha, inputs))
     if args.format == "json":
         print(document)
     elif args.format == "markdown":

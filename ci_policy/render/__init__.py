@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         plan_json,
         registry_json,
         shard_files_json,
+        stage_plan_jsons,
         tune_json,
     )
     from ci_policy.render.markdown import gate_markdown, outcome_markdown, plan_markdown, run_summary_markdown
@@ -93,6 +94,7 @@ _MODULE_OF = {
     "plan_json": "jsondoc",
     "registry_json": "jsondoc",
     "shard_files_json": "jsondoc",
+    "stage_plan_jsons": "jsondoc",
     "tune_json": "jsondoc",
     "gate_markdown": "markdown",
     "outcome_markdown": "markdown",
@@ -131,7 +133,8 @@ __all__ = [
     "github_outputs", "line_start", "lint_report", "md_escape", "one_line", "plan_annotations", "plan_dict",
     "plan_json", "plan_markdown", "plan_text", "registry_json", "registry_text", "run_annotations",
     "run_summary_markdown", "run_summary_text", "shard_header", "table",
-    "comment_json", "file_run_json", "file_run_outputs", "file_run_text", "shard_files_json", "tune_json",
+    "comment_json", "file_run_json", "file_run_outputs", "file_run_text", "shard_files_json", "stage_plan_jsons",
+    "tune_json",
     "usage_error_github", "usage_error_text", "diagnostics_json", "lint_json", "lint_summary",
     "invalid_annotations", "invalid_json", "invalid_text", "explain_json", "explain_text",
     "outcome_json", "outcome_markdown", "outcome_text",

@@ -256,6 +256,19 @@ def plan_json(plan: Plan, head_sha: str | None = None, inputs: dict[str, Any] | 
         return dumps(plan_dict(plan, head_sha, inputs), indent=2)
 
 
+def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
+                     inputs: dict[str, Any] | None = None) -> dict[str, str]:
+    """Each stage's plan file (`plan --stage-plans`), by stage name: the text `plan_json`
+    writes, with `stages` holding that stage alone (every other field whole), so that a stage
+    job reads its own stage's tests and shards, not every other stage's."""
+    try:
+        doc = plan_dict(plan, head_sha, inputs, rows=True)
+        return {stage["name"]: _indented({**doc, "stages": [stage]}, "\n") for stage in doc["stages"]}
+    except (_Unusual, RecursionError):
+        doc = plan_dict(plan, head_sha, inputs)
+        return {stage["name"]: dumps({**doc, "stages": [stage]}, indent=2) for stage in doc["stages"]}
+
+
 def explain_json(explanation: Explanation, plan: Plan) -> str:
     """`plan --explain FILE --format json`: the file's status and each of its stages."""
     e = explanation

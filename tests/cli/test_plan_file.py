@@ -371,6 +371,72 @@ def test_json_out_usage_errors(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "p.json").exists()
 
 
+@pytest.mark.parametrize("inputs", LIST_INPUTS)
+def test_stage_plans_are_the_plan_with_one_stage_each_and_list_reads_them_as_the_whole_plan(
+        monkeypatch, tmp_path, capsys, inputs):
+    monkeypatch.chdir(ROOT)
+    whole = write_plan(inputs, capsys, tmp_path / "plan.json")
+    alone = run(["plan", *inputs], capsys)
+    assert run(["plan", *inputs, "--stage-plans", str(tmp_path / "stages")], capsys) == alone
+    names = [stage["name"] for stage in whole["stages"]]
+    assert sorted(p.name for p in (tmp_path / "stages").iterdir()) == sorted(f"{name}.json" for name in names)
+    checked = 0
+    for stage in whole["stages"]:
+        file = tmp_path / "stages" / f"{stage['name']}.json"
+        assert json.loads(file.read_text()) == {**whole, "stages": [stage]}
+        for shard in [sh["index"] for sh in stage["shards"]] or [None]:
+            where = ["--stage", stage["name"], *([] if shard is None else ["--shard", str(shard)])]
+            from_whole = run(["list", "--repo", "examples/gpu-repo", "--plan", str(tmp_path / "plan.json"), *where,
+                              "--format", "json"], capsys)
+            assert from_whole[0] == 0
+            assert run(["list", "--repo", "examples/gpu-repo", "--plan", str(file), *where, "--format", "json"],
+                       capsys) == from_whole
+            checked += 1
+    assert checked >= 2
+    # Another stage's file holds no other stage.
+    first, other = names[0], names[-1]
+    assert run(["list", "--repo", "examples/gpu-repo", "--plan", str(tmp_path / "stages" / f"{first}.json"),
+                "--stage", other], capsys) == (
+        2, "", f"ci-policy list: error: --stage: {other!r} is not a planned stage (planned: {first}); "
+               "external stages are never planned here\n")
+
+
+def test_run_with_a_stage_plan_runs_what_run_with_the_whole_plan_runs(make_repo, tmp_path):
+    files = {f"tests/multi/test_{name}.py": gpu_test("pass", suite="multi", est=est)
+             for name, est in [("a", 10), ("b", 7), ("c", 5), ("d", 4)]}
+    files["tests/gpu/test_ok.py"] = gpu_test("pass")
+    repo = make_repo(files, config=RUN_CONFIG)
+    plan = cli(repo, "plan", *PLAN_ARGS, "--format", "json", "--stage-plans", str(tmp_path / "stages"))
+    assert (plan.returncode, plan.stderr) == (0, "")
+    (tmp_path / "plan.json").write_text(plan.stdout)
+    for shard in range(3):
+        outs = []
+        for plan_file in (tmp_path / "plan.json", tmp_path / "stages" / "multi.json"):
+            proc = cli(repo, "run", "--stage", "multi", "--shard", str(shard), "--plan", str(plan_file),
+                       "--timings-out", str(tmp_path / f"{plan_file.stem}-{shard}.jsonl"))
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            outs.append(mask(proc.stdout))
+        assert outs[0] == outs[1]
+        assert ([r["file"] for r in records(tmp_path / f"plan-{shard}.jsonl")]
+                == [r["file"] for r in records(tmp_path / f"multi-{shard}.jsonl")] != [])
+
+
+def test_stage_plans_usage_errors(example, monkeypatch, tmp_path, capsys):
+    inputs = ["--repo", str(example), "--event", "push"]
+    assert run(["plan", *inputs, "--stage-plans", str(example / "plans")], capsys) == (
+        2, "", f"ci-policy plan: error: --stage-plans: {example / 'plans'} is inside the checkout\n"
+               "    hint: name a directory outside the checkout (a pull request could have put a symlink there)\n")
+    (tmp_path / "file").write_text("")
+    assert run(["plan", *inputs, "--stage-plans", str(tmp_path / "file" / "plans")], capsys) == (
+        2, "", f"ci-policy plan: error: --stage-plans: cannot create {tmp_path / 'file' / 'plans'}: Not a directory\n"
+               "    hint: name a directory that can be created and written\n")
+    assert run(["plan", *inputs, "--explain", "tests/fast/test_kl.py", "--stage-plans", str(tmp_path / "p")],
+               capsys) == (
+        2, "", "ci-policy plan: error: --stage-plans: --explain prints an explanation instead of the plan, so there "
+               "is no plan to write\n    hint: run the plan and the explanation as two commands\n")
+    assert not (example / "plans").exists() and not (tmp_path / "p").exists()
+
+
 def test_a_clean_checkout_of_the_planned_tree_is_not_listed_again(example, monkeypatch, tmp_path, capsys):
     from ci_policy.model import discovery
 

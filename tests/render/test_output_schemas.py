@@ -149,12 +149,17 @@ def test_the_outputs_on_the_example_and_fixture_repositories_validate(argv, name
     assert_valid(name, out)
 
 
-def test_the_plan_file_validates(tmp_path, monkeypatch, capsys):
+def test_the_plan_file_and_each_stage_plan_validate(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     plan_file = tmp_path / "plan.json"
-    rc, _out, err = run_cli(["plan", "--repo", "examples/gpu-repo", *QUICKSTART, "--json-out", str(plan_file)], capsys)
+    rc, _out, err = run_cli(["plan", "--repo", "examples/gpu-repo", *QUICKSTART, "--json-out", str(plan_file),
+                             "--stage-plans", str(tmp_path / "stages")], capsys)
     assert (rc, err) == (0, "")
     assert_valid("plan", plan_file.read_text(encoding="utf-8"))
+    stage_plans = sorted((tmp_path / "stages").iterdir())
+    assert len(stage_plans) == len(json.loads(plan_file.read_text(encoding="utf-8"))["stages"]) > 1
+    for stage_plan in stage_plans:
+        assert_valid("plan", stage_plan.read_text(encoding="utf-8"))
 
 
 def test_the_outputs_of_a_partial_checkout_validate(make_repo, capsys):
