@@ -3,18 +3,22 @@
 For each size (default 1,000, 5,000 and 20,000 test files) it builds a synthetic git
 checkout: a stage `first` of two trivial test files, each of which appends the wall-clock
 time it started to a stamp file, and a stage `bulk` holding every other file. It writes
-the plan once (`ci-policy plan --format json`, as the plan job does), then times, in the
+the plan once (`ci-policy plan --format json --stage-plans DIR`, as the plan job does), then
+times, in the
 same run and on the same checkout:
 
 - replan: `ci-policy run --stage first` with the plan inputs (discovers and parses every file);
-- plan:   `ci-policy run --stage first --plan FILE` (discovery and content ids only).
+- plan:   `ci-policy run --stage first --plan FILE` with the whole plan file (discovery and
+          content ids only);
+- stage:  the same with the stage's own plan file (`plan --stage-plans DIR`: the plan with
+          that stage alone), as the reusable pipeline's stage jobs run.
 
 One unmeasured run of each mode comes first (bytecode written, files in the page cache).
 
 Each time is from just before the `ci-policy` process is started to the first test's own
 start stamp: what a stage job waits before its first test runs. It prints the median of
-`--repeat` runs per mode and the ratio plan/replan (issue 15's target: the first test
-within 0.3 s of the job's start on 20,000 files).
+`--repeat` runs per mode and the ratios plan/replan and stage/replan (issue 15's target: the
+first test within 0.3 s of the job's start on 20,000 files).
 
 Usage: python bench/stage_start_bench.py [--sizes 1000 5000 20000] [--repeat 3]
 """
@@ -82,24 +86,27 @@ def first_test_start(argv: list[str], stamp: Path, out: Path) -> float:
     return float(stamp.read_text().split()[0]) - start
 
 
-def bench(n: int, repeat: int) -> tuple[float, float]:
+def bench(n: int, repeat: int) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         root, stamp, plan, out = work / "repo", work / "stamp", work / "plan.json", work / "out"
         make_checkout(root, n, stamp)
         exe = ci_policy()
-        written = subprocess.run([exe, "plan", "--repo", str(root), *INPUTS, "--format", "json"],
-                                 capture_output=True, text=True, check=True)
+        written = subprocess.run([exe, "plan", "--repo", str(root), *INPUTS, "--format", "json",
+                                  "--stage-plans", str(work / "stages")], capture_output=True, text=True, check=True)
         plan.write_text(written.stdout)
+        own = work / "stages" / "first.json"
         common = [exe, "run", "--repo", str(root), "--stage", "first",
                   "--timings-out", str(work / "timings.jsonl"), "--records-out", str(out)]
-        replan, planned = [], []
+        replan, planned, staged = [], [], []
         first_test_start([*common, *INPUTS], stamp, out)  # warm-up: bytecode, page cache
         first_test_start([*common, "--plan", str(plan)], stamp, out)
-        for _ in range(repeat):  # interleaved, so that both modes see the same machine load
+        first_test_start([*common, "--plan", str(own)], stamp, out)
+        for _ in range(repeat):  # interleaved, so that every mode sees the same machine load
             replan.append(first_test_start([*common, *INPUTS], stamp, out))
             planned.append(first_test_start([*common, "--plan", str(plan)], stamp, out))
-        return statistics.median(replan), statistics.median(planned)
+            staged.append(first_test_start([*common, "--plan", str(own)], stamp, out))
+        return statistics.median(replan), statistics.median(planned), statistics.median(staged)
 
 
 def main() -> None:
@@ -108,10 +115,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     print(f"time to the first test's start, median of {args.repeat} runs each")
-    print(f"{'test files':>10} {'replan s':>9} {'--plan s':>9} {'plan/replan':>12}")
+    print(f"{'test files':>10} {'replan s':>9} {'--plan s':>9} {'stage s':>8} {'plan/replan':>12} {'stage/replan':>13}")
     for n in args.sizes:
-        replan, planned = bench(n, args.repeat)
-        print(f"{n:>10} {replan:9.3f} {planned:9.3f} {planned / replan:12.3f}", flush=True)
+        replan, planned, staged = bench(n, args.repeat)
+        print(f"{n:>10} {replan:9.3f} {planned:9.3f} {staged:8.3f} {planned / replan:12.3f} {staged / replan:13.3f}",
+              flush=True)
 
 
 if __name__ == "__main__":
