@@ -82,9 +82,12 @@ def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | No
 
     Returns the final component's stat, or None when it does not exist.
     """
-    check_relative(rel, field=what, path=rel)  # an absolute path or `..` would leave `root`
+    if is_plain_relative(rel):  # what check_relative accepts unchanged, told without a path object
+        parts: tuple[str, ...] | list[str] = rel.split("/")
+    else:
+        check_relative(rel, field=what, path=rel)  # an absolute path or `..` would leave `root`
+        parts = PurePosixPath(rel).parts if rel != "." else ()
     current = os.fspath(root)  # joined as strings: a Path per component costs more than its lstat
-    parts = PurePosixPath(rel).parts if rel != "." else ()
     st = None
     for i, part in enumerate(parts):
         current = os.path.join(current, part)
@@ -112,7 +115,7 @@ def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_
         raise InputError(f"{what} {rel} is not a regular file", path=rel, code="CP403")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(root / rel, flags)
+        fd = os.open(os.path.join(os.fspath(root), rel), flags)
     except OSError as exc:
         raise InputError(f"{what} {rel} cannot be read: {exc.strerror}", path=rel,
                          code="CP404") from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import PurePosixPath
 
 import pytest
 from hypothesis import given
@@ -40,6 +41,8 @@ def test_a_plain_path_is_one_check_relative_keeps_as_it_is(text):
         kept = False
     control = any(ord(c) < 32 or ord(c) == 127 for c in text)
     assert is_plain_relative(text) == (kept and not control and text != ".")
+    if is_plain_relative(text):  # `read.checkout.check_no_symlinks` splits such a path at its slashes
+        assert tuple(text.split("/")) == PurePosixPath(text).parts
 
 
 @given(st.text(alphabet="gitsha256:0123456789abcdefABx", max_size=75))
