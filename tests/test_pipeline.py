@@ -482,18 +482,21 @@ def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path)
     assert keep.with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan/", "if-no-files-found": "error"}
     planned = json.loads((tmp_path / "ci-policy-plan" / "plan.json").read_text())
     assert planned["plan_complete"] is (s.plan.get("plan_complete", "true") == "true")
-    # One plan file per stage, each the plan with that stage alone: what the stage jobs read.
+    # One plan file per stage, each the plan with that stage alone and no test file's content id:
+    # what the stage jobs read when their checkout is the tree planned.
     stage_files = tmp_path / "ci-policy-plan" / "stages"
     assert sorted(p.name for p in stage_files.iterdir()) == sorted(f"{st['name']}.json" for st in planned["stages"])
+    shared = {key: value for key, value in planned["inputs"].items() if key != "files"}
     for st in planned["stages"]:
-        assert json.loads((stage_files / f"{st['name']}.json").read_text()) == {**planned, "stages": [st]}
+        assert json.loads((stage_files / f"{st['name']}.json").read_text()) == {**planned, "stages": [st],
+                                                                                "inputs": shared}
     for run in stage_runs(sim):
         assert run.step("Check out the repository under test").with_["ref"] == HEAD
         fetch = run.step("Fetch the plan")
         assert (fetch.ran, fetch.with_) == (True, {"name": "ci-policy-plan-1", "path": "ci-policy-plan"})
         # The stage job plans nothing: its shards come from the plan file, checked against its checkout.
         step = run.step("Run the lane's shards")
-        assert '--plan "ci-policy-plan/stages/$STAGE.json"' in step.step["run"]
+        assert "--plan ci-policy-plan --stage \"$STAGE\"" in step.step["run"]
         assert step.env["STAGE"] == run.matrix["stage"]
         assert not {"EVENT_NAME", "LABELS_JSON", "DIFF_FILE", "BASE_REV", "TRUST"} & set(step.env)
         assert step.env["CONFIG"] == plan_step.env["CONFIG"]
@@ -501,9 +504,8 @@ def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path)
         for shard in run.matrix["shards"].split():
             # What the shard runs (`list` prints exactly the files `run` runs), in process.
             listed = in_process(tmp_path, [
-                "list", "--repo", "repo", "--config", step.env["CONFIG"], "--plan",
-                f"ci-policy-plan/stages/{stage['name']}.json", "--stage", stage["name"], "--shard", shard,
-                "--format", "json"])
+                "list", "--repo", "repo", "--config", step.env["CONFIG"], "--plan", "ci-policy-plan",
+                "--stage", stage["name"], "--shard", shard, "--format", "json"])
             assert listed.returncode == (0 if planned["plan_complete"] else 1), listed.stderr
             assert json.loads(listed.stdout)["files"] == stage["shards"][int(shard)]["files"]
 

@@ -1,6 +1,6 @@
 """`ci-policy list`: the files of one stage shard, exactly as `run` would run them.
 
-- In: --repo, --config, the plan inputs or --plan FILE (the plan job's plan JSON, checked
+- In: --repo, --config, the plan inputs or --plan FILE|DIR (the plan job's plan JSON, checked
   against the checkout by content ids: `cli.options.plan_from_file`), --stage, --shard,
   --format text|json.
 - Out: text: one file per line (nothing for a skipped stage, its reasons on stderr);

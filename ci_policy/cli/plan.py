@@ -15,10 +15,12 @@
   whole even for a partial plan, so one planning gives both the chosen format and the plan
   file the stage jobs read (`run --plan`). Written atomically (`adapters.files`); a FILE
   that cannot be written is exit 2 naming the option.
-- `--stage-plans DIR`: besides, one plan file per stage of the plan, `DIR/<stage>.json`: the
-  plan JSON with `stages` holding that stage alone (`render.stage_plan_jsons`), so that a
-  stage job reads and checks only its own stage's tests and shards (`run --plan`). DIR is
-  created when missing; other files in it are left alone; each file is written atomically.
+- `--stage-plans DIR`: besides, one stage plan per stage of the plan, `DIR/<stage>.json`:
+  the plan JSON with `stages` holding that stage alone and `inputs` without the test files'
+  content ids (`render.stage_plan_jsons`), which holds for the clean tree planned: a stage
+  job on that tree reads its own stage's tests and shards and nothing else (`run --plan
+  DIR/..`, where `plan.json` is the fallback). DIR is created when missing; other files in it
+  are left alone; each file is written atomically.
 - `--explain FILE` (text or json): instead of the plan, why one file runs where it runs
   (`ci_policy.plan.explain`); exit 0 whatever the file's status, since the explanation is
   the whole answer.

@@ -12,6 +12,10 @@
   `stage` (what a stage job runs) and a plan that has it, the other stages are read for
   their names only and left out of the `PlanFile`: a stage job does not pay for the
   thousands of tests of the others.
+- A stage plan (`plan --stage-plans`: `inputs` without `files`) is read as a `PlanFile`
+  with `stage_plan` set and no file in its inputs: its tests and gates are checked as plain
+  paths (no listing names them) and its digest, of the whole plan's inputs, for its form
+  only. It holds for the clean tree it recorded and nothing else (`cli.options`).
 - `mismatches(recorded, current, ...)`: what differs between the plan's inputs and the
   checkout's, in the words the refusal prints (`tests/a/test_x.py changed`).
 - `plan_of(plan_file, snapshot)`: the `Plan` that `list` and `run` read, rebuilt from the
@@ -55,6 +59,7 @@ SCHEMA = 1
 # A content id as `ci_policy.adapters.git.content_ids` writes it.
 CONTENT_ID_RE = re.compile(r"git:[0-9a-f]{40}|sha256:[0-9a-f]{64}")
 TREE_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 _HEX = "0123456789abcdef"
 
 
@@ -142,6 +147,9 @@ class PlanFile:
     invalid: tuple[tuple[str, tuple[Diagnostic, ...]], ...]
     warnings: tuple[str, ...]
     not_fully_read: tuple[str, ...]
+    # A stage plan (`plan --stage-plans`): its inputs list no test file (`inputs.files` absent),
+    # so it holds only for the clean tree it recorded (`cli.options.plan_from_file`).
+    stage_plan: bool = False
 
 
 class _Doc:
@@ -260,8 +268,11 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
     top = doc.obj(raw, "")
     if top.get("schema") != SCHEMA:
         raise doc.fail("schema", f"expected schema {SCHEMA}, got {_shown(top.get('schema'))}")
-    inputs = _inputs(doc, doc.obj(doc.get(top, "inputs", ""), "inputs"))
-    known = {name for name, _ in inputs.files}
+    raw_inputs = doc.obj(doc.get(top, "inputs", ""), "inputs")
+    stage_plan = "files" not in raw_inputs
+    inputs = _inputs(doc, raw_inputs)
+    # A stage plan names no test file in its inputs: its tests and gates are checked as paths only.
+    known = None if stage_plan else {name for name, _ in inputs.files}
     raw_stages = [doc.obj(s, f"stages[{i}]") for i, s in enumerate(doc.array(doc.get(top, "stages", ""), "stages"))]
     names = [doc.string(doc.get(s, "name", f"stages[{i}]"), f"stages[{i}].name") for i, s in enumerate(raw_stages)]
     # A stage the plan lacks: every stage is read, and the refusal lists them.
@@ -298,12 +309,21 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
         warnings=doc.strings(doc.get(top, "warnings", ""), "warnings"),
         not_fully_read=tuple(doc.path(p, f"not_fully_read[{i}]")
                              for i, p in enumerate(doc.array(doc.get(top, "not_fully_read", ""), "not_fully_read"))),
+        stage_plan=stage_plan,
     )
 
 
 def _inputs(doc: _Doc, raw: dict[str, Any]) -> Inputs:
+    """The plan's inputs; a stage plan's (no `files`) with no file, its digest (of the whole
+    plan's inputs) checked for form only."""
     config = doc.content_id(doc.get(raw, "config", "inputs"), "inputs.config", optional=True)
     labels = doc.content_id(doc.get(raw, "labels", "inputs"), "inputs.labels", optional=True)
+    if "files" not in raw:
+        tree = _tree(doc, raw)
+        digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
+        if not _DIGEST_RE.fullmatch(digest):
+            raise doc.fail("inputs.digest", f"expected sha256:<64 hex digits>, got {_shown(digest)}")
+        return Inputs(config, labels, (), tree)
     files: dict[str, str] = doc.obj(doc.get(raw, "files", "inputs"), "inputs.files")
     # Checked in passes over all of them (`map`, one regex over the ids' joined text), not a loop per file.
     if not (all(map(is_plain_relative, files)) and all_content_ids(list(files.values()))):
@@ -311,19 +331,24 @@ def _inputs(doc: _Doc, raw: dict[str, Any]) -> Inputs:
             if not (is_plain_relative(name) and is_content_id(cid)):
                 doc.path(name, "inputs.files")
                 doc.content_id(cid, f"inputs.files[{json.dumps(name)}]")
-    tree = doc.get(raw, "tree", "inputs")
-    if tree is not None and not (isinstance(tree, str) and TREE_RE.fullmatch(tree)):
-        raise doc.fail("inputs.tree", f"expected null or a git tree id (40 or 64 hex digits), got {_shown(tree)}")
+    tree = _tree(doc, raw)
     digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
     if inputs_dict(config, labels, files, tree)["digest"] != digest:
         raise doc.fail("inputs.digest", "does not match the inputs it covers (the file was edited)")
     return Inputs(config, labels, tuple(sorted(files.items())), tree)
 
 
+def _tree(doc: _Doc, raw: dict[str, Any]) -> str | None:
+    tree = doc.get(raw, "tree", "inputs")
+    if tree is not None and not (isinstance(tree, str) and TREE_RE.fullmatch(tree)):
+        raise doc.fail("inputs.tree", f"expected null or a git tree id (40 or 64 hex digits), got {_shown(tree)}")
+    return tree
+
+
 _EST_SOURCES = ("literal", "implicit", "estimates")
 
 
-def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileStage:
+def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str] | None) -> FileStage:
     name = doc.string(doc.get(raw, "name", where), f"{where}.name")
     decision = doc.string(doc.get(raw, "decision", where), f"{where}.decision")
     if decision not in ("run", "skip"):
@@ -337,7 +362,7 @@ def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileS
         at = f"{where}.tests[{i}]"  # something is wrong with it: read it field by field, naming the first fault
         t = doc.obj(t, at)
         file = doc.path(doc.get(t, "file", at), f"{at}.file")
-        if file not in known:
+        if known is not None and file not in known:
             raise doc.fail(f"{at}.file", f"{file} is not among inputs.files")
         source = doc.string(doc.get(t, "est_source", at), f"{at}.est_source")
         if source not in _EST_SOURCES:
@@ -382,7 +407,7 @@ def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> FileS
                      doc.string(doc.get(raw, "max_parallel_reason", where), f"{where}.max_parallel_reason"))
 
 
-def _plain_test(t: Any, known: set[str]) -> tuple[str, float, str, int | None, str | None] | None:
+def _plain_test(t: Any, known: set[str] | None) -> tuple[str, float, str, int | None, str | None] | None:
     """A `tests[]` entry that passes every check `_stage` makes, read without naming locations;
     None when any check fails (`_stage` then reads it field by field to name the fault)."""
     if not isinstance(t, dict):
@@ -392,7 +417,8 @@ def _plain_test(t: Any, known: set[str]) -> tuple[str, float, str, int | None, s
     except KeyError:
         return None
     # Every name in `known` passed `is_plain_relative` already.
-    if not (isinstance(file, str) and file in known and isinstance(source, str) and source in _EST_SOURCES
+    if not (isinstance(file, str) and (file in known if known is not None else is_plain_relative(file))
+            and isinstance(source, str) and source in _EST_SOURCES
             and is_finite_number(est) and 0 <= est <= MAX_EST_TIME
             and (line is None or (type(line) is int and 1 <= line <= 10**9))
             and (marker is None or isinstance(marker, str))):
@@ -400,9 +426,9 @@ def _plain_test(t: Any, known: set[str]) -> tuple[str, float, str, int | None, s
     return file, est, source, line, marker
 
 
-def _gate(doc: _Doc, raw: dict[str, Any], where: str, known: set[str]) -> GateDeclaration:
+def _gate(doc: _Doc, raw: dict[str, Any], where: str, known: set[str] | None) -> GateDeclaration:
     file = doc.path(doc.get(raw, "file", where), f"{where}.file")
-    if file not in known:
+    if known is not None and file not in known:
         raise doc.fail(f"{where}.file", f"{file} is not among inputs.files")
     key = doc.string(doc.get(raw, "metric_key", where), f"{where}.metric_key")
     steps = doc.get(raw, "steps", where)

@@ -259,13 +259,16 @@ def plan_json(plan: Plan, head_sha: str | None = None, inputs: dict[str, Any] | 
 def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
                      inputs: dict[str, Any] | None = None) -> dict[str, str]:
     """Each stage's plan file (`plan --stage-plans`), by stage name: the text `plan_json`
-    writes, with `stages` holding that stage alone (every other field whole), so that a stage
-    job reads its own stage's tests and shards, not every other stage's."""
+    writes, with `stages` holding that stage alone and `inputs` without `files` (the content
+    id of every test file: a stage plan holds for the clean tree it recorded only), every
+    other field whole. A stage job reads its own stage's tests and shards, not every other
+    stage's, nor the ids of every test file."""
+    shared = None if inputs is None else {key: value for key, value in inputs.items() if key != "files"}
     try:
-        doc = plan_dict(plan, head_sha, inputs, rows=True)
+        doc = plan_dict(plan, head_sha, shared, rows=True)
         return {stage["name"]: _indented({**doc, "stages": [stage]}, "\n") for stage in doc["stages"]}
     except (_Unusual, RecursionError):
-        doc = plan_dict(plan, head_sha, inputs)
+        doc = plan_dict(plan, head_sha, shared)
         return {stage["name"]: dumps({**doc, "stages": [stage]}, indent=2) for stage in doc["stages"]}
 
 

@@ -160,11 +160,14 @@ PLAN = document({
     "not_fully_read": STRINGS,
     "gates": array(GATE),
     "inputs": obj({"config": nullable(CONTENT_ID), "labels": nullable(CONTENT_ID),
-                   "files": {"type": "object", "additionalProperties": CONTENT_ID},
+                   "files": {"type": "object", "additionalProperties": CONTENT_ID,
+                             "description": "Every discovered test file's content id; absent from a stage plan "
+                                            "(`plan --stage-plans`), which holds for its clean tree only."},
                    "tree": nullable({"type": "string", "pattern": f"^(?:{TREE_RE.pattern})$",
                                      "description": "The git tree the checkout exactly was; null when it had "
                                                     "changes or is no git work tree."}),
                    "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}},
+                  optional=("files",),
                   description="Content ids of what the plan read, the checkout's clean tree, and their digest "
                               "(`run --plan` checks them)."),
 }, optional=("inputs",))

@@ -371,54 +371,121 @@ def test_json_out_usage_errors(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "p.json").exists()
 
 
-@pytest.mark.parametrize("inputs", LIST_INPUTS)
-def test_stage_plans_are_the_plan_with_one_stage_each_and_list_reads_them_as_the_whole_plan(
-        monkeypatch, tmp_path, capsys, inputs):
-    monkeypatch.chdir(ROOT)
-    whole = write_plan(inputs, capsys, tmp_path / "plan.json")
-    alone = run(["plan", *inputs], capsys)
-    assert run(["plan", *inputs, "--stage-plans", str(tmp_path / "stages")], capsys) == alone
+STAGE_PLAN_REFUSED = ("{file}: a stage plan lists no test file's content id, and the checkout is not the clean "
+                      "git tree it was planned on\n    hint: pass the whole plan (`plan --json-out FILE`), or the "
+                      "directory holding it and the stage plans (`--plan DIR`)\nci-policy: 1 error\n")
+
+
+@pytest.mark.parametrize("inputs", [["--event", "push"], ["--event", "pull_request", "--label", "run-ci-megatron"],
+                                    ["--event", "schedule", "--schedule", "0 15 * * 6"]], ids=["push", "pr", "weekly"])
+def test_stage_plans_hold_one_stage_each_and_read_as_the_whole_plan_on_its_clean_tree(
+        example, monkeypatch, tmp_path, capsys, inputs):
+    committed(example, monkeypatch)
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    argv = ["--repo", str(example), *inputs]
+    alone = run(["plan", *argv], capsys)
+    assert run(["plan", *argv, "--json-out", str(planned / "plan.json"), "--stage-plans", str(planned / "stages")],
+               capsys) == alone
+    whole = json.loads((planned / "plan.json").read_text())
+    assert whole["inputs"]["tree"] is not None
     names = [stage["name"] for stage in whole["stages"]]
-    assert sorted(p.name for p in (tmp_path / "stages").iterdir()) == sorted(f"{name}.json" for name in names)
+    assert sorted(p.name for p in (planned / "stages").iterdir()) == sorted(f"{name}.json" for name in names)
+    shared = {key: value for key, value in whole["inputs"].items() if key != "files"}
     checked = 0
     for stage in whole["stages"]:
-        file = tmp_path / "stages" / f"{stage['name']}.json"
-        assert json.loads(file.read_text()) == {**whole, "stages": [stage]}
+        file = planned / "stages" / f"{stage['name']}.json"
+        assert json.loads(file.read_text()) == {**whole, "stages": [stage], "inputs": shared}
         for shard in [sh["index"] for sh in stage["shards"]] or [None]:
             where = ["--stage", stage["name"], *([] if shard is None else ["--shard", str(shard)])]
-            from_whole = run(["list", "--repo", "examples/gpu-repo", "--plan", str(tmp_path / "plan.json"), *where,
+            from_whole = run(["list", "--repo", str(example), "--plan", str(planned / "plan.json"), *where,
                               "--format", "json"], capsys)
             assert from_whole[0] == 0
-            assert run(["list", "--repo", "examples/gpu-repo", "--plan", str(file), *where, "--format", "json"],
-                       capsys) == from_whole
+            for plan in (file, planned):  # the stage plan, and the directory (which reads it)
+                assert run(["list", "--repo", str(example), "--plan", str(plan), *where, "--format", "json"],
+                           capsys) == from_whole
             checked += 1
     assert checked >= 2
-    # Another stage's file holds no other stage.
+    # A stage plan holds no other stage.
     first, other = names[0], names[-1]
-    assert run(["list", "--repo", "examples/gpu-repo", "--plan", str(tmp_path / "stages" / f"{first}.json"),
+    assert run(["list", "--repo", str(example), "--plan", str(planned / "stages" / f"{first}.json"),
                 "--stage", other], capsys) == (
         2, "", f"ci-policy list: error: --stage: {other!r} is not a planned stage (planned: {first}); "
                "external stages are never planned here\n")
 
 
-def test_run_with_a_stage_plan_runs_what_run_with_the_whole_plan_runs(make_repo, tmp_path):
+def test_a_stage_plan_holds_only_on_its_clean_tree_and_the_directory_falls_back_to_the_whole_plan(
+        example, monkeypatch, tmp_path, capsys):
+    from ci_policy.cli import options
+    from ci_policy.plan import planfile
+
+    committed(example, monkeypatch)
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    assert run(["plan", "--repo", str(example), "--event", "push", "--json-out", str(planned / "plan.json"),
+                "--stage-plans", str(planned / "stages")], capsys)[0] == 0
+    own = planned / "stages" / "stage-a-cpu.json"
+    listed = ["list", "--repo", str(example), "--stage", "stage-a-cpu", "--format", "json"]
+    expected = run([*listed, "--plan", str(planned / "plan.json")], capsys)
+    read: list[str] = []
+    real = planfile.read_plan_file
+    monkeypatch.setattr(planfile, "read_plan_file", lambda text, source, stage=None: (
+        read.append(source), real(text, source, stage))[1])
+    assert run([*listed, "--plan", str(planned)], capsys) == expected
+    assert read == [str(own)]  # the clean tree: the stage's own plan, nothing else
+    # An untracked file (not a test) makes the tree unclean: the stage plan is refused, the
+    # directory falls back to the whole plan, compared file by file and still the plan's.
+    (example / "notes.txt").write_text("notes\n")
+    read.clear()
+    assert run([*listed, "--plan", str(own)], capsys) == (1, "", STAGE_PLAN_REFUSED.format(file=own))
+    assert run([*listed, "--plan", str(planned)], capsys) == expected
+    assert read == [str(own), str(own), str(planned / "plan.json")]
+    # A changed test file: the whole plan names it.
+    (example / "notes.txt").unlink()
+    with open(example / "tests" / "fast" / "test_kl.py", "a") as fh:
+        fh.write("# edited\n")
+    assert run([*listed, "--plan", str(planned)], capsys) == (
+        1, "", f"{planned / 'plan.json'}: the plan does not match the checkout: tests/fast/test_kl.py changed\n"
+               f"    {HINT}ci-policy: 1 error\n")
+    # Without the stage's own plan (or with a stage name that is no name), the whole plan.
+    own.unlink()
+    assert run([*listed, "--plan", str(planned)], capsys)[0] == 1
+    assert options.STAGE_PLANS == "stages" and options.WHOLE_PLAN == "plan.json"
+
+
+def test_a_stage_plan_of_a_checkout_that_is_no_git_tree_is_refused(example, tmp_path, capsys):
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    assert run(["plan", "--repo", str(example), "--event", "push", "--json-out", str(planned / "plan.json"),
+                "--stage-plans", str(planned / "stages")], capsys)[0] == 0
+    own = planned / "stages" / "stage-a-cpu.json"
+    assert json.loads(own.read_text())["inputs"]["tree"] is None
+    listed = ["list", "--repo", str(example), "--stage", "stage-a-cpu"]
+    assert run([*listed, "--plan", str(own)], capsys) == (1, "", STAGE_PLAN_REFUSED.format(file=own))
+    assert run([*listed, "--plan", str(planned)], capsys) == run([*listed, "--plan", str(planned / "plan.json")],
+                                                                   capsys)
+
+
+def test_run_with_the_plan_directory_runs_what_run_with_the_whole_plan_runs(make_repo, monkeypatch, tmp_path):
     files = {f"tests/multi/test_{name}.py": gpu_test("pass", suite="multi", est=est)
              for name, est in [("a", 10), ("b", 7), ("c", 5), ("d", 4)]}
     files["tests/gpu/test_ok.py"] = gpu_test("pass")
-    repo = make_repo(files, config=RUN_CONFIG)
-    plan = cli(repo, "plan", *PLAN_ARGS, "--format", "json", "--stage-plans", str(tmp_path / "stages"))
-    assert (plan.returncode, plan.stderr) == (0, "")
-    (tmp_path / "plan.json").write_text(plan.stdout)
+    repo = committed(make_repo(files, config=RUN_CONFIG), monkeypatch)
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    plan = cli(repo, "plan", *PLAN_ARGS, "--json-out", str(planned / "plan.json"),
+               "--stage-plans", str(planned / "stages"))
+    assert (plan.returncode, plan.stderr) == (0, ""), plan.stdout
     for shard in range(3):
         outs = []
-        for plan_file in (tmp_path / "plan.json", tmp_path / "stages" / "multi.json"):
+        for mode, plan_file in (("whole", planned / "plan.json"), ("dir", planned)):
             proc = cli(repo, "run", "--stage", "multi", "--shard", str(shard), "--plan", str(plan_file),
-                       "--timings-out", str(tmp_path / f"{plan_file.stem}-{shard}.jsonl"))
+                       "--timings-out", str(tmp_path / f"{mode}-{shard}.jsonl"))
             assert proc.returncode == 0, proc.stdout + proc.stderr
             outs.append(mask(proc.stdout))
         assert outs[0] == outs[1]
-        assert ([r["file"] for r in records(tmp_path / f"plan-{shard}.jsonl")]
-                == [r["file"] for r in records(tmp_path / f"multi-{shard}.jsonl")] != [])
+        assert ([r["file"] for r in records(tmp_path / f"whole-{shard}.jsonl")]
+                == [r["file"] for r in records(tmp_path / f"dir-{shard}.jsonl")] != [])
 
 
 def test_stage_plans_usage_errors(example, monkeypatch, tmp_path, capsys):

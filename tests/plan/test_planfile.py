@@ -190,6 +190,34 @@ def test_a_stage_job_reads_its_own_stage_only(tmp_path):
     assert refused.value.message == "plan.json: stages[1].name: expected a string, got a number"
 
 
+def test_a_stage_plan_is_read_without_its_test_files_content_ids(tmp_path):
+    doc = document(tmp_path)
+    doc["inputs"] = inputs_dict(A, B, doc["inputs"]["files"], "c" * 40)
+    whole = read_plan_file(json.dumps(doc), "plan.json")
+    assert not whole.stage_plan and whole.inputs.files
+    stage = doc["stages"][0]
+    shared = {key: value for key, value in doc["inputs"].items() if key != "files"}
+    mine = read_plan_file(json.dumps({**doc, "stages": [stage], "inputs": shared}), "first.json", stage["name"])
+    assert mine.stage_plan
+    assert (mine.inputs.config, mine.inputs.labels, mine.inputs.files, mine.inputs.tree) == (A, B, (), "c" * 40)
+    assert mine.stages == whole.stages[:1] and (mine.gates, mine.invalid) == (whole.gates, whole.invalid)
+
+    def refused(inputs: dict, tests: list | None = None) -> str:
+        with pytest.raises(UsageError) as info:
+            read_plan_file(json.dumps({**doc, "stages": [{**stage, "tests": stage["tests"] if tests is None
+                                                          else tests}], "inputs": inputs}), "first.json")
+        return info.value.message
+
+    # Its digest (of the whole plan's inputs) cannot be recomputed: it is checked for form.
+    assert refused({**shared, "digest": "sha256:x"}) == (
+        'first.json: inputs.digest: expected sha256:<64 hex digits>, got "sha256:x"')
+    assert refused({**shared, "tree": "x"}) == (
+        'first.json: inputs.tree: expected null or a git tree id (40 or 64 hex digits), got "x"')
+    # Its tests are plain repo-relative paths still, though no listing names them.
+    assert refused(shared, [{**stage["tests"][0], "file": "../etc/passwd"}]) == (
+        'first.json: stages[0].tests[0].file: "../etc/passwd" is not a plain repo-relative path')
+
+
 SIZED_CONFIG = """\
 version: 1
 discovery:
