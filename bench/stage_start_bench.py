@@ -10,8 +10,9 @@ same run and on the same checkout:
 - replan: `ci-policy run --stage first` with the plan inputs (discovers and parses every file);
 - plan:   `ci-policy run --stage first --plan FILE` with the whole plan file (discovery and
           content ids only);
-- stage:  the same with the stage's own plan file (`plan --stage-plans DIR`: the plan with
-          that stage alone), as the reusable pipeline's stage jobs run.
+- stage:  `--plan DIR`, the directory of the whole plan and the stage plans (`plan
+          --stage-plans DIR/stages`: each stage alone, no test file's content id), as the
+          reusable pipeline's stage jobs run: on this clean checkout, the stage's own plan.
 
 One unmeasured run of each mode comes first (bytecode written, files in the page cache).
 
@@ -89,23 +90,24 @@ def first_test_start(argv: list[str], stamp: Path, out: Path) -> float:
 def bench(n: int, repeat: int) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        root, stamp, plan, out = work / "repo", work / "stamp", work / "plan.json", work / "out"
+        root, stamp, plan_dir, out = work / "repo", work / "stamp", work / "planned", work / "out"
+        plan = plan_dir / "plan.json"
         make_checkout(root, n, stamp)
         exe = ci_policy()
         written = subprocess.run([exe, "plan", "--repo", str(root), *INPUTS, "--format", "json",
-                                  "--stage-plans", str(work / "stages")], capture_output=True, text=True, check=True)
+                                  "--stage-plans", str(plan_dir / "stages")],
+                                 capture_output=True, text=True, check=True)
         plan.write_text(written.stdout)
-        own = work / "stages" / "first.json"
         common = [exe, "run", "--repo", str(root), "--stage", "first",
                   "--timings-out", str(work / "timings.jsonl"), "--records-out", str(out)]
         replan, planned, staged = [], [], []
         first_test_start([*common, *INPUTS], stamp, out)  # warm-up: bytecode, page cache
         first_test_start([*common, "--plan", str(plan)], stamp, out)
-        first_test_start([*common, "--plan", str(own)], stamp, out)
+        first_test_start([*common, "--plan", str(plan_dir)], stamp, out)
         for _ in range(repeat):  # interleaved, so that every mode sees the same machine load
             replan.append(first_test_start([*common, *INPUTS], stamp, out))
             planned.append(first_test_start([*common, "--plan", str(plan)], stamp, out))
-            staged.append(first_test_start([*common, "--plan", str(own)], stamp, out))
+            staged.append(first_test_start([*common, "--plan", str(plan_dir)], stamp, out))
         return statistics.median(replan), statistics.median(planned), statistics.median(staged)
 
 
