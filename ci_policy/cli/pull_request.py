@@ -51,7 +51,7 @@ def _payload_pull(path: str) -> dict:
 
     try:
         event = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise InputError(f"event payload {path} cannot be read as JSON: {exc}", path=path) from None
     pull = event.get("pull_request") if isinstance(event, dict) else None
     if not isinstance(pull, dict):

@@ -261,6 +261,8 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
         raw = loads(text)
     except ValueError as exc:  # JSONDecodeError, a duplicate key, NaN/Infinity
         raise doc.fail("", f"not a JSON plan: {exc}") from None
+    except RecursionError:  # not "a file of the checkout", as the command line's last resort would say
+        raise doc.fail("", "not a JSON plan: nested too deeply") from None
     if _SURROGATE_ESCAPE.search(text) is not None and _lone_surrogate(raw):
         # `\ud800` alone decodes to a string that no UTF-8 output can carry; the plan writer
         # never writes one (a pair, for a character outside the BMP, decodes to that character).

@@ -205,6 +205,7 @@ NOT_PLANS = [
     pytest.param(lambda d: "{", "not a JSON plan: Expecting property name enclosed in double quotes: "
                  "line 1 column 2 (char 1)", id="bad-json"),
     pytest.param(lambda d: '{"schema": 1, "schema": 1}', "not a JSON plan: duplicate key 'schema'", id="duplicate"),
+    pytest.param(lambda d: "[" * 100_000 + "]" * 100_000, "not a JSON plan: nested too deeply", id="deep"),
     pytest.param(lambda d: "[1]", "expected an object, got an array", id="array"),
     pytest.param(lambda d: {**d, "inputs": {**d["inputs"], "files": {**d["inputs"]["files"], "tests/\ud800.py": "x"}}},
                  LONE_SURROGATE, id="lone-surrogate-key"),
