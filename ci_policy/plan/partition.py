@@ -21,7 +21,8 @@
   left and one way to fill it up; only ways no file left out would fit in, none where a
   longer file left out could take the place of a shorter one or of two shorter ones
   (dominance), within the room the other shards can still waste; when that room is
-  tight, the ways are tried by how much they fill, most first, and the room that files
+  tight, the ways are tried by how much they fill, most first (a partial way must leave
+  room that a subset sum of the files after it fills), and the room that files
   longer than half a shard must leave unused (each filled at best by a subset sum of the
   shorter files) must fit in it; a way that holds a way tried before for an earlier shard,
   which failed, is not tried (nogoods); the last two shards by subset sums at once; the
@@ -84,8 +85,9 @@ from ci_policy.errors import CiPolicyError
 SEARCH_BUDGET = 90_000
 LOCAL_SEARCH_BUDGET = 3_000_000
 # A try is tight when the room left to waste is at most this many est units a shard: then
-# the long files' waste is bounded by subset sums, and the fillings of a shard are tried by
-# how much they fill, most first (else longest files first).
+# the long files' waste is bounded by subset sums, a partial filling of a shard must leave a
+# room that a subset sum of the files after it fills (else only their sum is checked), and
+# the fillings of a shard are tried by how much they fill, most first (else longest files first).
 TIGHT_WASTE = 16
 # Subset sums are kept as the bits of an integer for shards of at most this many units
 # (est values scaled to integers); beyond it the search does without them.
@@ -407,7 +409,8 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
     total waste within `count * capacity - sum`; the last two shards are settled at once by
     subset sums (the bits of an integer). When the waste left is tight (at most
     `TIGHT_WASTE` units a shard), the ways are tried by their sum, largest first, and the
-    waste files longer than half a shard force (`_big_waste`) must fit in it. A way that
+    waste files longer than half a shard force (`_big_waste`) must fit in it; only then are
+    partial ways checked against the subset sums of the files after them. A way that
     holds all of a way tried before for an earlier shard (which failed), with room for the
     difference, is skipped: the two could be traded (nogoods; a multiset that fails only
     through a nogood is not remembered). Multisets of est values left that cannot be packed
@@ -475,7 +478,10 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
                 spent[0] += room // 8192 + 1
             return (made[at >> 3] >> (at & 7)) & 1
 
-        if bits:
+        # Only when tight: with more room to waste, the window of sums the shard may still
+        # take is wide and nearly always holds one, so the bits cost far more than they prune.
+        sieve = bits and tight
+        if sieve:
             limit = (1 << (room + 1)) - 1
             reach = [1] * (len(rest) + 1)
             spent[0] += len(rest) * (room // 8192 + 1)
@@ -501,7 +507,7 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
             # Some files of rest[pos:] must fill the room up to at most `waste`.
             if free - suffix[pos] > waste:
                 return False
-            if bits and not (reach[pos] >> max(free - waste, 0)) & ((1 << (min(free, waste) + 1)) - 1):
+            if sieve and not (reach[pos] >> max(free - waste, 0)) & ((1 << (min(free, waste) + 1)) - 1):
                 return False
             p = max(pos, bisect.bisect_left(negated, -free))
             while p < len(rest):

@@ -284,14 +284,15 @@ def test_pairs_of_shards_in_hundredths_are_re_split_exactly_within_the_budget():
     # 24 files in hundredths of a second on 6 shards: a pair's load is some 10^6 units, and
     # subset sums as bits would cost some 130,000 units of work a pair, so the rounds over
     # the pairs would spend the local search's budget; the subset sums of each half of the
-    # pair's 8 files (16 sums each) split it as evenly for 208 units.
+    # pair's 8 files (16 sums each) split it as evenly for 208 units. The exact search then
+    # finds a shorter split and rules out every shorter one within its budget.
     values = [958.71, 2351.61, 838.43, 1945.64, 1233.75, 1163.46, 903.42, 203.54, 1342.45, 1846.55, 311.78,
               2899.44, 146.67, 247.63, 1353.15, 2692.35, 3391.5, 2535.53, 293.38, 530.82, 760.15, 1666.57,
               31.29, 1044.07]
     items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
     result = split(items, 6)
-    assert (result.makespan, result.lower_bound, result.optimal) == (5121.45, 5115.315, False)
-    assert sorted(s.est_seconds for s in result.shards) == [5105.52, 5111.4, 5114.37, 5118.29, 5120.86, 5121.45]
+    assert (result.makespan, result.lower_bound, result.optimal) == (5120.36, 5115.315, True)
+    assert sorted(s.est_seconds for s in result.shards) == [5106.97, 5111.73, 5114.64, 5119.07, 5119.12, 5120.36]
     assert lpt_makespan(values, 6) == Fraction("5148.04")
     assert split(list(reversed(items)), 6) == result
 
