@@ -510,13 +510,16 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
             if sieve and not (reach[pos] >> max(free - waste, 0)) & ((1 << (min(free, waste) + 1)) - 1):
                 return False
             p = max(pos, bisect.bisect_left(negated, -free))
-            while p < len(rest):
+            if p == len(rest):
+                return complete(free)
+            # A file left that fits: this filling is not complete (not maximal), it goes on.
+            while p < len(rest) and free - suffix[p] <= waste:  # (else nor with any later file)
                 chosen.append(p)
                 if fill(p + 1, free - weights[rest[p]]):
                     return True
                 chosen.pop()
                 p = following[p]  # files of equal est: the first of them only
-            return complete(free)
+            return False
 
         def exact(pos: int, need: int, free: int) -> bool:
             """Fillings of the shard from rest[pos:] that add exactly `need` (a sum they make up)."""

@@ -241,15 +241,15 @@ def test_a_stage_of_three_files_a_shard_is_proven_by_ruling_out_the_capacity_jus
 def test_search_budget_hit_keeps_the_best_split_found():
     # 30 files in tenths of a second on 10 shards (three a shard): the exact search cannot
     # settle it within its budget; the split is the best found and `optimal` says it is not proven.
-    values = [44.1, 163.7, 214.9, 106.3, 179.0, 355.5, 316.1, 75.7, 180.0, 292.9, 242.8, 319.7, 247.4, 286.0,
-              221.8, 290.8, 208.1, 73.9, 273.3, 174.2, 71.1, 76.5, 49.2, 213.9, 316.4, 208.0, 296.1, 221.8,
-              191.4, 250.2]
+    values = [276.3, 279.8, 202.4, 60.3, 130.5, 59.0, 268.0, 94.5, 158.6, 211.6, 99.0, 261.4, 88.2, 273.8,
+              166.3, 269.4, 319.3, 114.0, 82.2, 278.2, 273.9, 301.6, 116.9, 192.5, 79.9, 264.3, 331.6, 65.7,
+              271.1, 64.4]
     items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
     result = split(items, 10)
-    assert (result.makespan, result.lower_bound, result.optimal) == (622.4, 616.08, False)
+    assert (result.makespan, result.lower_bound, result.optimal) == (580.4, 565.47, False)
     assert result.makespan <= lpt_makespan(values, 10)
-    assert sorted(s.est_seconds for s in result.shards) == [605.7, 606.9, 609.3, 615.8, 617, 618.8, 621.3, 621.5,
-                                                            622.1, 622.4]
+    assert sorted(s.est_seconds for s in result.shards) == [540.5, 543.2, 547.7, 556.1, 569.4, 577.5, 579.8, 579.8,
+                                                            580.3, 580.4]
     assert split(list(reversed(items)), 10) == result
 
 
