@@ -14,7 +14,9 @@
   at a lower bound, the largest differencing method (Karmarkar-Karp for `shards` shards,
   `_differencing`) gives a second start, re-split by pairs too, kept when shorter. If that
   is not at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on
-  the longest files, the bin-packing bound L2), an exact search looks for the shortest
+  the longest files, the bin-packing bound L2 and, for stages of at most `APART_BOUND_FILES`
+  files, the first three bounds on the files that cannot share a shard with the longest
+  ones, which must fit in the shards left beside those), an exact search looks for the shortest
   split: the makespan is tried at the lower bound, then just below the shortest split
   found, again after each shorter split, each try deciding "do the files fit in `shards`
   shards of this capacity?" by bin completion (`_fits`: each shard gets the longest file
@@ -259,8 +261,9 @@ def _packing_bound(weights: Sequence[int], count: int, low: int, high: int) -> i
     """The lowest makespan in [low, high] that the bin-packing bound L2 does not rule out.
 
     L2 (Martello and Toth) counts the shards files need under a limit T; when it exceeds
-    `count`, no split reaches T. Each test is O(n log n); a binary search between the other
-    bounds and the best split found so far.
+    `count`, no split reaches T; so does `_apart_needs_more` (stages of at most
+    `APART_BOUND_FILES` files). Each test is O(n log n) (O(n^2) with the latter); a binary
+    search between the other bounds and the best split found so far.
     """
     ascending = sorted(weights)
     prefix = [0]
@@ -295,6 +298,34 @@ def _needs_more_shards(ascending: list[int], prefix: list[int], limit: int, coun
         free = j2_count * limit - j2_sum
         needed = longer_half + max(0, -(-(j3 - free) // limit))
         if needed > count:
+            return True
+    if n <= APART_BOUND_FILES:
+        return _apart_needs_more(ascending, limit, count)
+    return False
+
+
+def _apart_needs_more(ascending: list[int], limit: int, count: int) -> bool:
+    """Whether the files that cannot share a shard with the longest ones already need more
+    shards than are left beside those.
+
+    For a length `a` of at most half the limit, the files longer than `limit - a` (J1) are in
+    shards of their own, and no file of `a` to `limit - a` fits beside any of them: those
+    files must fit in the other `count - |J1|` shards, which the mean, the longest and the
+    pigeonhole bounds (`_lower_bound`) on them alone can rule out.
+    """
+    n = len(ascending)
+    # Only lengths beside which the longest file does not fit leave J1 non-empty.
+    start = bisect.bisect_right(ascending, limit - ascending[-1])
+    for alpha in sorted(set(ascending[start:])):
+        if 2 * alpha > limit:
+            break
+        j1_start = bisect.bisect_right(ascending, limit - alpha)  # J1: ascending[j1_start:]
+        bins = count - (n - j1_start)
+        lo = bisect.bisect_left(ascending, alpha)
+        apart = ascending[lo:j1_start]  # alpha <= w <= limit - alpha
+        if not apart:
+            continue
+        if bins < 1 or _lower_bound(apart[::-1], bins) > limit:
             return True
     return False
 
@@ -741,6 +772,10 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int, bound: 
                 changed = True
     return assign
 
+
+# The bound from the files that cannot share a shard with the longest ones costs O(n^2) per
+# capacity tried: only for stages of at most this many files.
+APART_BOUND_FILES = 120
 
 # The bin-packing bound costs O(n^2 log n) per stage: only for stages of at most this many
 # files (with more files per shard, the mean is the bound that matters).

@@ -12,12 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.config import Stage
+from ci_policy.plan import partition as partition_module
 from ci_policy.plan.partition import (
     SEARCH_DEPTH,
     Shard,
     Split,
+    _apart_needs_more,
     _dominated,
     _halves_cost,
+    _lower_bound,
+    _packing_bound,
     _split_by_halves,
     _tidy,
     auto_count,
@@ -295,6 +299,52 @@ def test_pairs_of_shards_in_hundredths_are_re_split_exactly_within_the_budget():
     assert sorted(s.est_seconds for s in result.shards) == [5106.97, 5111.73, 5114.64, 5119.07, 5119.12, 5120.36]
     assert lpt_makespan(values, 6) == Fraction("5148.04")
     assert split(list(reversed(items)), 6) == result
+
+
+def test_files_that_cannot_share_a_shard_with_the_longest_ones_raise_the_bound(monkeypatch):
+    # Below 11, the 7 is alone (7 + 4 > 10) and the five 4s share the other two shards: one
+    # holds three of them (12). The mean (9) and L2 (10: the 4s' sum fits in two shards) miss it.
+    weights = [7, 4, 4, 4, 4, 4]
+    assert _lower_bound(weights, 3) == 9
+    assert _apart_needs_more(sorted(weights), 10, 3)
+    assert not _apart_needs_more(sorted(weights), 11, 3)
+    assert _packing_bound(weights, 3, 9, 11) == 11
+    result = split([(f"t{i}", w) for i, w in enumerate(weights)], 3)
+    assert (result.makespan, result.lower_bound, result.optimal) == (11, 9, True)
+    monkeypatch.setattr(partition_module, "APART_BOUND_FILES", 0)
+    assert _packing_bound(weights, 3, 9, 11) == 10
+
+
+def test_a_stage_on_common_est_values_is_proven_by_the_files_apart_from_the_longest():
+    # In units of 30s: the three 120s leave room for at most 59 beside them, so the 80s and
+    # 60s (80, 80, 60, 60, 60) share the two other shards, and a third file in either is over
+    # 179: no split is shorter than 180 units (5400s), the split found.
+    values = [30, 60, 60, 60, 90, 90, 120, 60, 120, 120, 180, 180, 180, 60, 600, 300, 1200, 600, 1800, 1800,
+              1800, 2400, 2400, 1200, 3600, 3600, 3600]
+    weights = sorted((v // 30 for v in values), reverse=True)
+    assert _packing_bound(weights, 5, _lower_bound(weights, 5), 180) == 180
+    result = split([(f"t{i:02d}", v) for i, v in enumerate(values)], 5)
+    assert (result.makespan, result.lower_bound, result.optimal) == (5400, 5262, True)
+
+
+def optimum(weights: list[int], count: int) -> int:
+    """The shortest makespan over every assignment (none empty when there are enough files)."""
+    count = min(count, len(weights))
+    return min(max(sum(w for w, s in zip(weights, assign, strict=True) if s == shard) for shard in range(count))
+               for assign in itertools.product(range(count), repeat=len(weights)) if len(set(assign)) == count)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=30), min_size=2, max_size=7), st.integers(min_value=2, max_value=4))
+def test_the_lower_bounds_never_exceed_the_optimum(values, count):
+    weights = sorted(values, reverse=True)
+    count = min(count, len(weights))
+    best = optimum(weights, count)
+    low = _lower_bound(weights, count)
+    assert low <= best
+    assert _packing_bound(weights, count, low, best + 5) <= best
+    for limit in range(best, best + 5):
+        assert not _apart_needs_more(sorted(weights), limit, count)
 
 
 def best_half(weights: list[int]) -> int:
