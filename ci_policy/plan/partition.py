@@ -90,7 +90,7 @@ LOCAL_SEARCH_BUDGET = 3_000_000
 # the long files' waste is bounded by subset sums, a partial filling of a shard must leave a
 # room that a subset sum of the files after it fills (else only their sum is checked), and
 # the fillings of a shard are tried by how much they fill, most first (else longest files first).
-TIGHT_WASTE = 16
+TIGHT_WASTE = 4
 # Subset sums are kept as the bits of an integer for shards of at most this many units
 # (est values scaled to integers); beyond it the search does without them.
 BITSET_LIMIT = 1 << 24
