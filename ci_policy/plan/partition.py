@@ -18,9 +18,10 @@
   files, the first three bounds on the files that cannot share a shard with the longest
   ones, which must fit in the shards left beside those), an exact search looks for the shortest
   split: the makespan is tried at the lower bound, then just below the shortest split
-  found, again after each shorter split, each try deciding "do the files fit in `shards`
-  shards of this capacity?" by bin completion (`_fits`: each shard gets the longest file
-  left and one way to fill it up; only ways no file left out would fit in, none where a
+  found (each split found is re-split by pairs first), again after each shorter split,
+  each try deciding "do the files fit in `shards` shards of this capacity?" by bin
+  completion (`_fits`: each shard gets the longest file left and one way to fill it up;
+  only ways no file left out would fit in, none where a
   longer file left out could take the place of a shorter one or of two shorter ones
   (dominance), within the room the other shards can still waste; when that room is
   tight, the ways are tried by how much they fill, most first (a partial way must leave
@@ -33,8 +34,9 @@
   (files + 2 x shards; it recurses once per file placed); a larger stage keeps the split
   list scheduling, pair re-splits and differencing found.
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
-  `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner). Only capacities that are
-  sums of est values are tried (when those sums cost little to list): the try below a
+  `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner; the pair re-splits of the
+  splits the exact search finds share `POLISH_BUDGET`, a quarter of the latter). Only
+  capacities that are sums of est values are tried (when those sums cost little to list): the try below a
   split is at the largest such sum under its makespan. Every try may spend
   all the work left; a try out of work ends the search, which returns the shortest split it
   found (a split that fits just below the shortest found is usually quick to find, ruling
@@ -86,6 +88,7 @@ from ci_policy.errors import CiPolicyError
 # word of subset-sum work, or one subset sum listed or looked up (a move or swap looked at costs 80).
 SEARCH_BUDGET = 90_000
 LOCAL_SEARCH_BUDGET = 3_000_000
+POLISH_BUDGET = LOCAL_SEARCH_BUDGET // 4
 # A try is tight when the room left to waste is at most this many est units a shard: then
 # the long files' waste is bounded by subset sums, a partial filling of a shard must leave a
 # room that a subset sum of the files after it fills (else only their sum is checked), and
@@ -368,6 +371,7 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
     if n == 0:
         return None, best, True
     spent = [0, 0]  # the work done, and where the current try must stop
+    polish = [0, POLISH_BUDGET]  # the work of the pair re-splits of the splits found
     dead: dict[tuple[int, ...], int] = {}  # files left (as est values) and shards: the largest capacity they do not fit
     found: list[int] | None = None
     # A makespan is the load of a shard, a sum of some files: only such sums are tried.
@@ -405,6 +409,11 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
             refuted = made(probe + 1)
         else:
             found = _fill_empty(fit, weights, count, zeros)
+            if len(set(found)) == count:
+                # A split that fits is often uneven below the capacity tried: re-split by
+                # pairs, it is often several tries shorter, each try saved costing as much
+                # as the one that found it.
+                found = _local_search(weights, found, count, refuted, polish)
             high = _makespan(weights, found, count)
         # Then just below the shortest split found: a split there lowers `high` again (the
         # multisets of est values that did not fit stay dead at every lower capacity); none
@@ -723,7 +732,8 @@ def _fill_zeros(found: Sequence[int], weights: Sequence[int], count: int) -> lis
     return assign
 
 
-def _local_search(weights: Sequence[int], assign: list[int], count: int, bound: int) -> list[int]:
+def _local_search(weights: Sequence[int], assign: list[int], count: int, bound: int,
+                  spent: list[int] | None = None) -> list[int]:
     """Balance pairs of shards while that makes a pair more even; never longer.
 
     Rounds over every pair of shards (i < j, in index order): the files of the two are split
@@ -734,8 +744,9 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int, bound: 
     difference shrinks. A pair's longer shard never gets longer, so neither does the
     makespan; the sum of squared loads falls at every change, so the rounds end, at the
     latest after `LOCAL_SEARCH_BUDGET` units of work, or as soon as no shard is longer than
-    `bound` (a lower bound: nothing is left to gain). Never leaves a shard empty.
-    Deterministic: pairs, files and ties in a fixed order.
+    `bound` (a lower bound: nothing is left to gain). With `spent` (the work done so far and
+    where it must stop), the work goes on from there and is added to it. Never leaves a
+    shard empty. Deterministic: pairs, files and ties in a fixed order.
     """
     assign = list(assign)
     loads = [0] * count
@@ -743,18 +754,18 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int, bound: 
     for index, shard in enumerate(assign):
         loads[shard] += weights[index]
         members[shard].append(index)
-    work = 0
+    work, stop = (0, LOCAL_SEARCH_BUDGET) if spent is None else (spent[0], spent[1])
     changed = max(loads) > bound
-    while changed and work < LOCAL_SEARCH_BUDGET:
+    while changed and work < stop:
         changed = False
         for i in range(count):
             for j in range(i + 1, count):
-                if abs(loads[i] - loads[j]) <= 1 or work >= LOCAL_SEARCH_BUDGET:
+                if abs(loads[i] - loads[j]) <= 1 or work >= stop:
                     continue
                 high, low = (i, j) if (loads[i], -i) >= (loads[j], -j) else (j, i)
                 pair = sorted(members[high] + members[low])
                 cost, halves = _split_pair(weights, pair, members[high], members[low], loads[high], loads[low],
-                                           LOCAL_SEARCH_BUDGET - work)
+                                           stop - work)
                 work += cost
                 if halves is None:
                     continue
@@ -768,8 +779,14 @@ def _local_search(weights: Sequence[int], assign: list[int], count: int, bound: 
                 for k in halves[1]:
                     assign[k] = low
                 if max(loads) <= bound:
-                    return assign
+                    changed = False
+                    break
                 changed = True
+            else:
+                continue
+            break
+    if spent is not None:
+        spent[0] = work
     return assign
 
 

@@ -20,6 +20,7 @@ from ci_policy.plan.partition import (
     _apart_needs_more,
     _dominated,
     _halves_cost,
+    _local_search,
     _lower_bound,
     _packing_bound,
     _split_by_halves,
@@ -250,10 +251,10 @@ def test_search_budget_hit_keeps_the_best_split_found():
               271.1, 64.4]
     items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
     result = split(items, 10)
-    assert (result.makespan, result.lower_bound, result.optimal) == (580.4, 565.47, False)
+    assert (result.makespan, result.lower_bound, result.optimal) == (570.8, 565.47, False)
     assert result.makespan <= lpt_makespan(values, 10)
-    assert sorted(s.est_seconds for s in result.shards) == [540.5, 543.2, 547.7, 556.1, 569.4, 577.5, 579.8, 579.8,
-                                                            580.3, 580.4]
+    assert sorted(s.est_seconds for s in result.shards) == [553.7, 554.5, 565.9, 566.3, 567.9, 567.9, 569.1, 569.2,
+                                                            569.4, 570.8]
     assert split(list(reversed(items)), 10) == result
 
 
@@ -345,6 +346,16 @@ def test_the_lower_bounds_never_exceed_the_optimum(values, count):
     assert _packing_bound(weights, count, low, best + 5) <= best
     for limit in range(best, best + 5):
         assert not _apart_needs_more(sorted(weights), limit, count)
+
+
+def test_the_pair_re_splits_go_on_from_the_work_given_and_add_theirs():
+    weights = [5, 4, 3, 3, 2, 1]
+    uneven = [0, 0, 0, 1, 1, 1]  # 12 and 6
+    assert _local_search(weights, uneven, 2, 9, [10, 10]) == uneven  # no work left
+    spent = [10, 10_000]
+    even = _local_search(weights, uneven, 2, 9, spent)
+    assert sorted(sum(w for w, s in zip(weights, even, strict=True) if s == shard) for shard in (0, 1)) == [9, 9]
+    assert spent[0] > 10
 
 
 def best_half(weights: list[int]) -> int:
