@@ -452,10 +452,11 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
     waste files longer than half a shard force (`_big_waste`) must fit in it; only then are
     partial ways checked against the subset sums of the files after them. A way that
     holds all of a way tried before for an earlier shard (which failed), with room for the
-    difference, is skipped: the two could be traded (nogoods; a multiset that fails only
-    through a nogood is not remembered). Multisets of est values left that cannot be packed
-    are remembered. Work is counted in `spent[0]` (units: see `SEARCH_BUDGET`) and stops at
-    `spent[1]` (`_OutOfWork`).
+    difference, is skipped: the two could be traded (nogoods). Multisets of est values left
+    that cannot be packed are remembered, also when a nogood cut their search: every packing
+    of them would complete the shards before into a split, which the nogood traded into
+    one searched before, and found none there. Work is counted in `spent[0]` (units: see
+    `SEARCH_BUDGET`) and stops at `spent[1]` (`_OutOfWork`).
     """
     n = len(weights)
     total = sum(weights)
@@ -465,8 +466,6 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
         return None
     assign = [0] * n
     bits = capacity <= BITSET_LIMIT
-
-    pruned = [0]  # shard fillings ruled out by a nogood so far
 
     def pack(left: list[int], bins: int, waste: int, shard: int, nogoods: list[tuple[int, int]]) -> bool:
         if not left:
@@ -479,7 +478,6 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
         key = (bins, *[weights[i] for i in left])
         if dead.get(key, -1) >= capacity:
             return False
-        pruned_before = pruned[0]
         # Files longer than half a shard are in shards of their own; a file that no other
         # file left can join wastes all the room beside it.
         smallest = weights[left[-1]]
@@ -603,7 +601,6 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
                 spent[0] += len(nogoods) // 16
                 for nogood, extra in nogoods:
                     if nogood & mask == nogood and free >= extra:
-                        pruned[0] += 1
                         return False
             filled = capacity - free - weights[first]
             # Nogoods: the fillings of this shard tried before that failed. A later shard that
@@ -631,7 +628,7 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
                     break
         else:
             ok = fill(0, room)
-        if not ok and pruned[0] == pruned_before:  # a nogood holds only below the fillings it came from
+        if not ok:
             dead[key] = capacity
         return ok
 
