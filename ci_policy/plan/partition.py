@@ -16,7 +16,9 @@
   is not at a lower bound (`max(ceil(sum / shards), longest file)`, the pigeonhole bound on
   the longest files, the bin-packing bound L2 and, for stages of at most `APART_BOUND_FILES`
   files, the first three bounds on the files that cannot share a shard with the longest
-  ones, which must fit in the shards left beside those), an exact search looks for the shortest
+  ones, which must fit in the shards left beside those; then a capacity is ruled out when
+  too few files are not multiples of some small divisor that it is not: each other shard
+  falls short of it by the remainder), an exact search looks for the shortest
   split: the makespan is tried at the lower bound, then just below the shortest split
   found (each split found is re-split by pairs first), again after each shorter split,
   each try deciding "do the files fit in `shards` shards of this capacity?" by bin
@@ -145,6 +147,8 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
     bound = _lower_bound(weights, count)
     if best > bound and len(weights) <= PACKING_BOUND_FILES:
         bound = _packing_bound(weights, count, bound, best)
+    while bound < best and _residues_rule_out(weights, count, bound):
+        bound += 1
     proven = best <= bound
     lpt_assign, lpt_best = assign, best
     if not proven:
@@ -258,6 +262,30 @@ def _lower_bound(weights: Sequence[int], count: int) -> int:
         bound = max(bound, prefix[last + 1] - prefix[last - m])
         m += 1
     return bound
+
+
+def _residues_rule_out(weights: Sequence[int], count: int, limit: int) -> bool:
+    """Whether no split has shards of at most `limit`, by the remainders of the est values.
+
+    For a divisor `d` (2 to `RESIDUE_MODULI`) that does not divide `limit`, a shard whose
+    files are all multiples of `d` is short of `limit` by at least `limit % d`; with `k`
+    files that are not multiples of `d`, at least `count - k` shards are such shards, and
+    their waste may be more than the room left to waste (`count * limit - sum`). That room
+    grows by `count` with each unit of `limit`: only capacities within `RESIDUE_MODULI`
+    units of the mean can be ruled out, so `split` tries it up from the other bounds.
+    """
+    waste = count * limit - sum(weights)
+    if waste < 0:
+        return True
+    for d in range(2, RESIDUE_MODULI + 1):
+        short = limit % d
+        if short * count > waste and (count - sum(1 for w in weights if w % d)) * short > waste:
+            return True
+    return False
+
+
+# The divisors the remainders of the est values are looked at for (`_residues_rule_out`).
+RESIDUE_MODULI = 64
 
 
 def _packing_bound(weights: Sequence[int], count: int, low: int, high: int) -> int:

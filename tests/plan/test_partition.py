@@ -23,6 +23,7 @@ from ci_policy.plan.partition import (
     _local_search,
     _lower_bound,
     _packing_bound,
+    _residues_rule_out,
     _split_by_halves,
     _tidy,
     auto_count,
@@ -328,6 +329,26 @@ def test_a_stage_on_common_est_values_is_proven_by_the_files_apart_from_the_long
     assert (result.makespan, result.lower_bound, result.optimal) == (5400, 5262, True)
 
 
+def test_a_capacity_is_ruled_out_by_the_remainders_of_the_est_values():
+    # 27 in 3 shards of 9 would waste nothing, but 9 is odd and only one file (3) is: two
+    # shards are even, 8 at most. Mean, longest, pigeonhole and L2 all allow 9.
+    weights = [6, 6, 6, 3, 2, 2, 2]
+    assert _packing_bound(weights, 3, _lower_bound(weights, 3), 10) == 9
+    assert _residues_rule_out(weights, 3, 9)
+    assert not _residues_rule_out(weights, 3, 10)
+    result = split([(f"t{i}", w) for i, w in enumerate(weights)], 3)
+    assert (result.makespan, result.lower_bound, result.optimal) == (10, 9, True)
+
+
+def test_a_stage_on_common_est_values_is_proven_by_the_remainders():
+    # In units of 30s: 354 on 5 shards, 71 would leave one unit to waste, but 71 is odd and
+    # only two files (30s, 90s) are odd: three shards would be even, 70 at most.
+    values = [30, 60, 60, 60, 90, 60, 120, 120, 120, 120, 120, 120, 120, 180, 180, 180, 180, 300, 300, 300, 300,
+              300, 300, 300, 300, 600, 600, 600, 900, 900, 900, 900, 900]
+    result = split([(f"t{i:02d}", v) for i, v in enumerate(values)], 5)
+    assert (result.makespan, result.lower_bound, result.optimal) == (2160, 2124, True)
+
+
 def optimum(weights: list[int], count: int) -> int:
     """The shortest makespan over every assignment (none empty when there are enough files)."""
     count = min(count, len(weights))
@@ -336,7 +357,9 @@ def optimum(weights: list[int], count: int) -> int:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=30), min_size=2, max_size=7), st.integers(min_value=2, max_value=4))
+@given(st.lists(st.one_of(st.integers(min_value=1, max_value=30),
+                          st.integers(min_value=1, max_value=8).map(lambda v: 6 * v)), min_size=2, max_size=7),
+       st.integers(min_value=2, max_value=4))
 def test_the_lower_bounds_never_exceed_the_optimum(values, count):
     weights = sorted(values, reverse=True)
     count = min(count, len(weights))
@@ -346,6 +369,7 @@ def test_the_lower_bounds_never_exceed_the_optimum(values, count):
     assert _packing_bound(weights, count, low, best + 5) <= best
     for limit in range(best, best + 5):
         assert not _apart_needs_more(sorted(weights), limit, count)
+        assert not _residues_rule_out(weights, count, limit)
 
 
 def test_the_pair_re_splits_go_on_from_the_work_given_and_add_theirs():
