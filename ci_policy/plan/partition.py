@@ -90,6 +90,8 @@ from ci_policy.errors import CiPolicyError
 # word of subset-sum work, or one subset sum listed or looked up (a move or swap looked at costs 80).
 SEARCH_BUDGET = 90_000
 LOCAL_SEARCH_BUDGET = 3_000_000
+# The pair re-splits of the splits the exact search finds, all of them together (local search
+# units): a quarter proves as many benchmark stages as the whole budget does.
 POLISH_BUDGET = LOCAL_SEARCH_BUDGET // 4
 # A try is tight when the room left to waste is at most this many est units a shard: then
 # the long files' waste is bounded by subset sums, a partial filling of a shard must leave a
