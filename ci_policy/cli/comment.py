@@ -63,8 +63,10 @@ def _json_file(path: Path, what: str) -> dict:
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+    except (OSError, ValueError) as exc:
         raise InputError(f"{what} {path} cannot be read as JSON: {exc}", path=str(path)) from None
+    except RecursionError:
+        raise InputError(f"{what} {path} cannot be read as JSON: nested too deeply", path=str(path)) from None
     if not isinstance(data, dict):
         raise InputError(f"{what} {path} is not a JSON object", path=str(path))
     return data

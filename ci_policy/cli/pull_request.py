@@ -51,8 +51,10 @@ def _payload_pull(path: str) -> dict:
 
     try:
         event = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
+    except (OSError, ValueError) as exc:
         raise InputError(f"event payload {path} cannot be read as JSON: {exc}", path=path) from None
+    except RecursionError:
+        raise InputError(f"event payload {path} cannot be read as JSON: nested too deeply", path=path) from None
     pull = event.get("pull_request") if isinstance(event, dict) else None
     if not isinstance(pull, dict):
         raise InputError(f"event payload {path} is not a pull_request event's (no pull_request object)", path=path,

@@ -94,6 +94,15 @@ def test_missing_repository_or_token(world, capsys, monkeypatch, env, args, mess
     assert world.calls() == []
 
 
+def test_an_event_payload_nested_too_deeply_is_its_error(world, capsys):
+    event = world.tmp / "event.json"
+    event.write_text("[" * 100_000 + "]" * 100_000)
+    assert comment(capsys, "--trusted-repo", str(world.trusted), "--event-path", str(event),
+                   "--repository", REPO, "--repository-id", str(REPO_ID), "--api-url", world.gh.url) == (
+        1, "", f"{event}: event payload {event} cannot be read as JSON: nested too deeply\nci-policy: 1 error\n")
+    assert world.calls() == []
+
+
 def test_the_old_flags_are_gone(world, capsys):
     for old in (["--repo", "."], ["--event", "event.json"]):
         with pytest.raises(SystemExit) as info:

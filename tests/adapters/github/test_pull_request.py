@@ -276,6 +276,15 @@ def test_a_payload_that_is_not_a_pull_requests(capsys, gh, tmp_path, token):
     assert gh.calls() == []
 
 
+def test_a_payload_nested_too_deeply(capsys, gh, tmp_path, token):
+    (tmp_path / "event.json").write_text("[" * 100_000 + "]" * 100_000)
+    rc, out, err = run(capsys, gh, tmp_path, token, "--event-path", str(tmp_path / "event.json"))
+    assert (rc, out) == (1, "")
+    assert err == (f"{tmp_path}/event.json: event payload {tmp_path}/event.json cannot be read as JSON: nested too "
+                   "deeply\nci-policy: 1 error\n")
+    assert gh.calls() == []
+
+
 def test_a_payload_without_shas(capsys, gh, tmp_path, token):
     rc, _out, err = run(capsys, gh, tmp_path, token, payload=event({"number": 7, "head": {"sha": "abc"}}))
     assert rc == 1
