@@ -301,6 +301,15 @@ def start_clean_tree(repo: Path) -> Callable[[], str | None]:
 def sha256_id(repo: Path, rel: str) -> str | None:
     """`sha256:<hex>` of a regular file's bytes; None when it is missing, a symlink (at the
     file or any directory on its way) or not a regular file."""
+    return _file_id(repo, rel, blob=False)
+
+
+def blob_id(repo: Path, rel: str) -> str | None:
+    """`git:<hex>`, the id git gives a regular file's bytes as a blob (SHA-1), read as `sha256_id` reads."""
+    return _file_id(repo, rel, blob=True)
+
+
+def _file_id(repo: Path, rel: str, *, blob: bool) -> str | None:
     parts = rel.split("/")
     if rel.startswith("/") or any(part in ("", ".", "..") for part in parts):
         return None  # only plain repo-relative paths name a file of the checkout
@@ -317,13 +326,20 @@ def sha256_id(repo: Path, rel: str) -> str | None:
         fd = os.open(repo / rel, flags)
     except OSError:
         return None
-    digest = hashlib.sha256()
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # before a file object is made: a directory cannot be one
+        os.close(fd)
+        return None
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
+        # A blob's id covers a header of its size (as the file is now, read whole below).
+        digest = hashlib.sha1(b"blob %d\0" % st.st_size, usedforsecurity=False) if blob else hashlib.sha256()
+        size = 0
         while chunk := fh.read(_HASH_CHUNK):
             digest.update(chunk)
-    return f"sha256:{digest.hexdigest()}"
+            size += len(chunk)
+    if blob and size != st.st_size:
+        return None  # the file changed while it was read
+    return f"{'git' if blob else 'sha256'}:{digest.hexdigest()}"
 
 
 def _walk_files(repo: Path) -> list[str]:

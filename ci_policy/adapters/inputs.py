@@ -8,8 +8,9 @@
   directly: `sha256:<hex>` of its bytes.
 - Never follows a symlink inside the checkout (`content_ids` gives a symlink no id).
 - `unchanged_since(repo, config_arg, recorded)`: True when the checkout is exactly the clean
-  git tree the plan recorded (`recorded.tree`, see `adapters.git.clean_tree`) and a
-  configuration outside the checkout still has the recorded content id: then the plan's
+  git tree the plan recorded (`recorded.tree`, see `adapters.git.clean_tree`) and the
+  configuration `--config` names (inside the checkout or outside) still has the recorded
+  content id (`why_changed`: else why not): then the plan's
   `inputs` are the checkout's, with no listing, discovery or hashing of test files. The
   caller may pass the `adapters.git.CleanTree` it started earlier (else one starts here).
 - `index`: the checkout's git listing when the caller already made it
@@ -26,7 +27,7 @@ from pathlib import Path
 from types import EllipsisType
 from typing import TYPE_CHECKING
 
-from ci_policy.adapters.git import CleanTree, checkout_index, ids_from_index
+from ci_policy.adapters.git import CleanTree, blob_id, checkout_index, ids_from_index, sha256_id
 from ci_policy.config import DEFAULT_CONFIG
 from ci_policy.plan.planfile import Inputs
 
@@ -76,11 +77,25 @@ def config_id(repo: Path, config_arg: str | Path | None, index: Listing = ...) -
 
 def unchanged_since(repo: Path, config_arg: str | Path | None, recorded: Inputs,
                     tree: CleanTree | None = None) -> bool:
+    return why_changed(repo, config_arg, recorded, tree) is None
+
+
+def why_changed(repo: Path, config_arg: str | Path | None, recorded: Inputs,
+                tree: CleanTree | None = None) -> str | None:
+    """None when `unchanged_since` holds; else why not, in the words a refusal prints."""
     if recorded.tree is None or (tree if tree is not None else CleanTree(repo)).result() != recorded.tree:
-        return False
-    _name, outside = config_location(repo, config_arg)
-    # Inside the checkout the configuration is part of the tree; outside, it is hashed.
-    return outside is None or _sha256_file(outside) == recorded.config
+        return "the checkout is not the clean git tree it was planned on"
+    name, outside = config_location(repo, config_arg)
+    # Outside the checkout the configuration is hashed. Inside, the tree holds it, but which
+    # file of the tree `--config` names is not part of the tree: its id is compared too, in
+    # the form the plan recorded (a blob id, or SHA-256 in a SHA-256 repository).
+    if outside is not None:
+        current = _sha256_file(outside)
+    else:
+        current = (blob_id if (recorded.config or "").startswith("git:") else sha256_id)(repo, name)
+    if current != recorded.config:
+        return f"the configuration {name} is not the one it was planned with"
+    return None
 
 
 def checkout_inputs(repo: Path, config_arg: str | Path | None, labels_file: str, files: Iterable[str],

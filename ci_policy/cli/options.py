@@ -290,13 +290,13 @@ def scan_cache(args: argparse.Namespace, repo: Path, *, default: bool = True) ->
 def add_plan_inputs(p: argparse.ArgumentParser, *, plan_file: bool = False) -> None:
     """The plan inputs; with `plan_file` (list, run) also `--plan FILE`, which replaces all of them."""
     g = p.add_argument_group("plan inputs", "what triggered the workflow; an empty value means not given"
-                             + ("; or, instead of all of them, --plan FILE" if plan_file else ""))
+                             + ("; or, instead of all of them, --plan FILE|DIR" if plan_file else ""))
     if plan_file:
         g.add_argument("--plan", default=None, metavar="FILE|DIR",
                        help="the plan JSON of this CI run (`ci-policy plan --format json`): take the stage's "
                             "shards from it instead of planning, after checking its inputs (the content ids "
                             "of the configuration, the labels file and every test file) against the checkout; "
-                            "or a stage plan (`plan --stage-plans`), which holds on its clean git tree only; or "
+                            "or a per-stage plan (`plan --stage-plans`), which holds on its clean git tree only; or "
                             "the directory holding plan.json and stages/ (the stage's own plan when it holds)")
     g.add_argument("--event", required=not plan_file, metavar="EVENT",
                    help="the triggering event: pull_request, push, merge_group, schedule, workflow_dispatch "
@@ -390,10 +390,11 @@ def plan_from_file(args: argparse.Namespace, tree: CleanTree | None = None) -> P
     from the file: `list` and `run` show and run no other. `tree`: `plan_checkout(args)`, when
     the caller started it; else it starts here, to run beside the plan file's reading.
 
-    A stage plan (`plan --stage-plans`: one stage, no test file's content id) holds only for
-    the clean tree it recorded; on any other checkout it is refused (exit 1). `--plan DIR`
-    (the plan job's directory: `plan.json` and `stages/<stage>.json`) reads the stage's own
-    plan when it holds, else the whole plan, checked as always.
+    A per-stage plan (`plan --stage-plans`: one stage, no test file's content id) holds only
+    for the clean tree it recorded, with the configuration it was planned with; on any other
+    checkout it is refused (exit 1, naming which). `--plan DIR` (the plan job's directory:
+    `plan.json` and `stages/<stage>.json`) reads the stage's own plan when it holds, else the
+    whole plan, checked as always.
     """
     with tree if tree is not None else plan_checkout(args) as started:
         return _plan_from_file(args, started)
@@ -401,7 +402,7 @@ def plan_from_file(args: argparse.Namespace, tree: CleanTree | None = None) -> P
 
 def _plan_from_file(args: argparse.Namespace, tree: CleanTree | None) -> Plan:
     from ci_policy.adapters.git import checkout_index
-    from ci_policy.adapters.inputs import checkout_inputs, config_id, unchanged_since
+    from ci_policy.adapters.inputs import checkout_inputs, config_id, unchanged_since, why_changed
     from ci_policy.config import load_config
     from ci_policy.errors import InputError, InputErrors
     from ci_policy.plan.planfile import Inputs, check_inputs, read_plan_file
@@ -415,23 +416,24 @@ def _plan_from_file(args: argparse.Namespace, tree: CleanTree | None) -> Plan:
         own = os.path.join(source, STAGE_PLANS, f"{args.stage}.json")
         if args.stage and NAME_RE.fullmatch(args.stage) and os.path.isfile(own):
             stage_plan = read_plan_file(_plan_text(own), own, args.stage)
-            if stage_plan.stage_plan and repo.is_dir() and unchanged_since(repo, args.config, stage_plan.inputs, tree):
+            if (stage_plan.stage_plan and repo.is_dir()
+                    and unchanged_since(repo, args.config, stage_plan.inputs, tree)):
                 return _file_plan(stage_plan, repo, load_config(repo, args.config), _test_files(stage_plan))
         source = os.path.join(source, WHOLE_PLAN)
     plan_file = read_plan_file(_plan_text(source), source, args.stage)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")
-    if unchanged_since(repo, args.config, plan_file.inputs, tree):
+    changed = why_changed(repo, args.config, plan_file.inputs, tree)
+    if changed is None:
         # The same clean git tree: the same files, ids and configuration as the plan's.
         return _file_plan(plan_file, repo, load_config(repo, args.config),
                           _test_files(plan_file) if plan_file.stage_plan
                           else tuple(name for name, _ in plan_file.inputs.files))
     if plan_file.stage_plan:
-        raise InputError("a stage plan lists no test file's content id, and the checkout is not the clean git "
-                         "tree it was planned on", path=plan_file.source,
+        raise InputError(f"a per-stage plan lists no test file's content id, and {changed}", path=plan_file.source,
                          hint="pass the whole plan (`plan --json-out FILE`), or the directory holding it and "
-                              "the stage plans (`--plan DIR`)")
+                              "the per-stage plans (`--plan DIR`)")
     from ci_policy.model.discovery import discover
 
     index = checkout_index(repo)  # one listing for the configuration, discovery and the content ids
@@ -453,7 +455,7 @@ def _plan_from_file(args: argparse.Namespace, tree: CleanTree | None) -> Plan:
 
 
 def _test_files(plan_file: PlanFile) -> tuple[str, ...]:
-    """A stage plan's files: its stage's tests and invalid files (it lists no other)."""
+    """A per-stage plan's files: its stage's tests and invalid files (it lists no other)."""
     return tuple(sorted({file for stage in plan_file.stages for file in (*(t[0] for t in stage.tests),
                                                                           *stage.invalid)}))
 

@@ -15,7 +15,7 @@
   whole even for a partial plan, so one planning gives both the chosen format and the plan
   file the stage jobs read (`run --plan`). Written atomically (`adapters.files`); a FILE
   that cannot be written is exit 2 naming the option.
-- `--stage-plans DIR`: besides, one stage plan per stage of the plan, `DIR/<stage>.json`:
+- `--stage-plans DIR`: besides, one per-stage plan per stage of the plan, `DIR/<stage>.json`:
   the plan JSON with `stages` holding that stage alone and `inputs` without the test files'
   content ids (`render.stage_plan_jsons`), which holds for the clean tree planned: a stage
   job on that tree reads its own stage's tests and shards and nothing else (`run --plan
@@ -73,7 +73,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "and `list --plan`; written whole for a partial plan too")
     p.add_argument("--stage-plans", metavar="DIR", default=None,
                    help="also write DIR/STAGE.json for each stage of the plan: the plan JSON with that stage "
-                        "alone, the plan file its stage jobs read (`run --plan`); DIR outside the checkout")
+                        "alone and no test file's content id, which holds for this clean git tree only (the "
+                        "stage jobs' `run --plan`, from the directory holding DIR and the whole plan); DIR "
+                        "outside the checkout")
     p.add_argument("--explain", metavar="FILE", default=None,
                    help="instead of the plan, explain one repo-relative test file: each stage it is registered "
                         "to, the rule that selected or skipped it, its shard (text or json)")

@@ -1,7 +1,7 @@
 """`ci-policy run`: run the files of one stage shard (or several, in turn) on this runner.
 
 - In: --repo, --config, the plan inputs or --plan FILE|DIR (the plan job's plan JSON, a
-  stage plan, or the directory of both: no test file is parsed, see
+  per-stage plan, or the directory of both: no test file is parsed, see
   `cli.options.plan_from_file`), --stage, --shard or --shards, --python,
   retry and output options.
 - Out: the shard's header, each file's output, a summary; timing records and the merged

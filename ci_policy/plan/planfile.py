@@ -12,7 +12,7 @@
   `stage` (what a stage job runs) and a plan that has it, the other stages are read for
   their names only and left out of the `PlanFile`: a stage job does not pay for the
   thousands of tests of the others.
-- A stage plan (`plan --stage-plans`: `inputs` without `files`) is read as a `PlanFile`
+- A per-stage plan (`plan --stage-plans`: `inputs` without `files`) is read as a `PlanFile`
   with `stage_plan` set and no file in its inputs: its tests and gates are checked as plain
   paths (no listing names them) and its digest, of the whole plan's inputs, for its form
   only. It holds for the clean tree it recorded and nothing else (`cli.options`).
@@ -147,7 +147,7 @@ class PlanFile:
     invalid: tuple[tuple[str, tuple[Diagnostic, ...]], ...]
     warnings: tuple[str, ...]
     not_fully_read: tuple[str, ...]
-    # A stage plan (`plan --stage-plans`): its inputs list no test file (`inputs.files` absent),
+    # A per-stage plan (`plan --stage-plans`): its inputs list no test file (`inputs.files` absent),
     # so it holds only for the clean tree it recorded (`cli.options.plan_from_file`).
     stage_plan: bool = False
 
@@ -263,7 +263,11 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
         raise doc.fail("", f"not a JSON plan: {exc}") from None
     except RecursionError:  # not "a file of the checkout", as the command line's last resort would say
         raise doc.fail("", "not a JSON plan: nested too deeply") from None
-    if _SURROGATE_ESCAPE.search(text) is not None and _lone_surrogate(raw):
+    try:
+        lone = _SURROGATE_ESCAPE.search(text) is not None and _lone_surrogate(raw)
+    except RecursionError:  # nested less deeply than `loads` allows, more than the walk does
+        raise doc.fail("", "not a JSON plan: nested too deeply") from None
+    if lone:
         # `\ud800` alone decodes to a string that no UTF-8 output can carry; the plan writer
         # never writes one (a pair, for a character outside the BMP, decodes to that character).
         raise doc.fail("", "not a JSON plan: a string holds a lone surrogate escape (\\ud800 to \\udfff)")
@@ -273,7 +277,7 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
     raw_inputs = doc.obj(doc.get(top, "inputs", ""), "inputs")
     stage_plan = "files" not in raw_inputs
     inputs = _inputs(doc, raw_inputs)
-    # A stage plan names no test file in its inputs: its tests and gates are checked as paths only.
+    # A per-stage plan names no test file in its inputs: its tests and gates are checked as paths only.
     known = None if stage_plan else {name for name, _ in inputs.files}
     raw_stages = [doc.obj(s, f"stages[{i}]") for i, s in enumerate(doc.array(doc.get(top, "stages", ""), "stages"))]
     names = [doc.string(doc.get(s, "name", f"stages[{i}]"), f"stages[{i}].name") for i, s in enumerate(raw_stages)]
@@ -316,7 +320,7 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
 
 
 def _inputs(doc: _Doc, raw: dict[str, Any]) -> Inputs:
-    """The plan's inputs; a stage plan's (no `files`) with no file, its digest (of the whole
+    """The plan's inputs; a per-stage plan's (no `files`) with no file, its digest (of the whole
     plan's inputs) checked for form only."""
     config = doc.content_id(doc.get(raw, "config", "inputs"), "inputs.config", optional=True)
     labels = doc.content_id(doc.get(raw, "labels", "inputs"), "inputs.labels", optional=True)

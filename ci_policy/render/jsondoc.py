@@ -260,7 +260,7 @@ def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
                      inputs: dict[str, Any] | None = None) -> dict[str, str]:
     """Each stage's plan file (`plan --stage-plans`), by stage name: the text `plan_json`
     writes, with `stages` holding that stage alone and `inputs` without `files` (the content
-    id of every test file: a stage plan holds for the clean tree it recorded only), every
+    id of every test file: a per-stage plan holds for the clean tree it recorded only), every
     other field whole. A stage job reads its own stage's tests and shards, not every other
     stage's, nor the ids of every test file."""
     shared = None if inputs is None else {key: value for key, value in inputs.items() if key != "files"}

@@ -161,7 +161,7 @@ PLAN = document({
     "gates": array(GATE),
     "inputs": obj({"config": nullable(CONTENT_ID), "labels": nullable(CONTENT_ID),
                    "files": {"type": "object", "additionalProperties": CONTENT_ID,
-                             "description": "Every discovered test file's content id; absent from a stage plan "
+                             "description": "Every discovered test file's content id; absent from a per-stage plan "
                                             "(`plan --stage-plans`), which holds for its clean tree only."},
                    "tree": nullable({"type": "string", "pattern": f"^(?:{TREE_RE.pattern})$",
                                      "description": "The git tree the checkout exactly was; null when it had "

@@ -344,3 +344,17 @@ def test_git_diff_over_the_cap_or_the_timeout_or_without_git_is_unavailable(repo
     monkeypatch.setenv("PATH", str(root / "no-such-bin"))
     assert git_diff(root, base, head) == Diff.unavailable(
         f"git diff {base} {head} failed: [Errno 2] No such file or directory: 'git'")
+
+
+@pytest.mark.parametrize("data", [b"", b"version: 1\n", bytes(range(256)) * 5000], ids=["empty", "text", "binary"])
+def test_a_blob_id_is_the_id_git_gives_the_file(tmp_path: Path, data: bytes) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "f.yml").write_bytes(data)
+    expected = subprocess.run(["git", "hash-object", "--no-filters", str(tmp_path / "sub" / "f.yml")],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    assert git_module.blob_id(tmp_path, "sub/f.yml") == f"git:{expected}"
+    # Read as content ids read: a symlink (at the file or on the way) or a missing file has none.
+    (tmp_path / "link.yml").symlink_to(tmp_path / "sub" / "f.yml")
+    (tmp_path / "linked").symlink_to(tmp_path / "sub")
+    assert [git_module.blob_id(tmp_path, rel) for rel in ("link.yml", "linked/f.yml", "sub/none.yml", "sub")] == \
+        [None, None, None, None]

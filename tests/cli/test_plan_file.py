@@ -206,6 +206,9 @@ NOT_PLANS = [
                  "line 1 column 2 (char 1)", id="bad-json"),
     pytest.param(lambda d: '{"schema": 1, "schema": 1}', "not a JSON plan: duplicate key 'schema'", id="duplicate"),
     pytest.param(lambda d: "[" * 100_000 + "]" * 100_000, "not a JSON plan: nested too deeply", id="deep"),
+    # Nested less deeply than the JSON reader refuses, with an escape the surrogate check walks into.
+    pytest.param(lambda d: "[" * 600 + '"\\ud800"' + "]" * 600, "not a JSON plan: nested too deeply",
+                 id="deep-escape"),
     pytest.param(lambda d: "[1]", "expected an object, got an array", id="array"),
     pytest.param(lambda d: {**d, "inputs": {**d["inputs"], "files": {**d["inputs"]["files"], "tests/\ud800.py": "x"}}},
                  LONE_SURROGATE, id="lone-surrogate-key"),
@@ -372,9 +375,10 @@ def test_json_out_usage_errors(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "p.json").exists()
 
 
-STAGE_PLAN_REFUSED = ("{file}: a stage plan lists no test file's content id, and the checkout is not the clean "
-                      "git tree it was planned on\n    hint: pass the whole plan (`plan --json-out FILE`), or the "
-                      "directory holding it and the stage plans (`--plan DIR`)\nci-policy: 1 error\n")
+STAGE_PLAN_REFUSED = ("{file}: a per-stage plan lists no test file's content id, and {why}\n    hint: pass the "
+                      "whole plan (`plan --json-out FILE`), or the directory holding it and the per-stage plans "
+                      "(`--plan DIR`)\nci-policy: 1 error\n")
+NOT_THE_TREE = "the checkout is not the clean git tree it was planned on"
 
 
 @pytest.mark.parametrize("inputs", [["--event", "push"], ["--event", "pull_request", "--label", "run-ci-megatron"],
@@ -438,7 +442,7 @@ def test_a_stage_plan_holds_only_on_its_clean_tree_and_the_directory_falls_back_
     # directory falls back to the whole plan, compared file by file and still the plan's.
     (example / "notes.txt").write_text("notes\n")
     read.clear()
-    assert run([*listed, "--plan", str(own)], capsys) == (1, "", STAGE_PLAN_REFUSED.format(file=own))
+    assert run([*listed, "--plan", str(own)], capsys) == (1, "", STAGE_PLAN_REFUSED.format(file=own, why=NOT_THE_TREE))
     assert run([*listed, "--plan", str(planned)], capsys) == expected
     assert read == [str(own), str(own), str(planned / "plan.json")]
     # A changed test file: the whole plan names it.
@@ -448,10 +452,54 @@ def test_a_stage_plan_holds_only_on_its_clean_tree_and_the_directory_falls_back_
     assert run([*listed, "--plan", str(planned)], capsys) == (
         1, "", f"{planned / 'plan.json'}: the plan does not match the checkout: tests/fast/test_kl.py changed\n"
                f"    {HINT}ci-policy: 1 error\n")
-    # Without the stage's own plan (or with a stage name that is no name), the whole plan.
+    # Without the stage's own plan, the whole plan.
     own.unlink()
     assert run([*listed, "--plan", str(planned)], capsys)[0] == 1
     assert options.STAGE_PLANS == "stages" and options.WHOLE_PLAN == "plan.json"
+
+
+def test_another_configuration_of_the_same_clean_tree_is_not_the_one_planned(example, monkeypatch, tmp_path,
+                                                                             capsys):
+    # Both files are in the tree the plan recorded: which one `--config` names is compared too.
+    config = (example / ".github" / "ci-policy.yml").read_text()
+    (example / ".github" / "alt.yml").write_text(config.replace("partitions: 3", "partitions: 1"))
+    committed(example, monkeypatch)
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    assert run(["plan", "--repo", str(example), "--event", "push", "--json-out", str(planned / "plan.json"),
+                "--stage-plans", str(planned / "stages")], capsys)[0] == 0
+    own = planned / "stages" / "stage-a-cpu.json"
+    listed = ["list", "--repo", str(example), "--config", str(example / ".github" / "alt.yml"),
+              "--stage", "stage-a-cpu"]
+    assert run([*listed, "--plan", str(own)], capsys) == (1, "", STAGE_PLAN_REFUSED.format(
+        file=own, why="the configuration .github/alt.yml is not the one it was planned with"))
+    for plan in (planned, planned / "plan.json"):  # the whole plan, compared: the configuration changed
+        assert run([*listed, "--plan", str(plan)], capsys) == (
+            1, "", f"{planned / 'plan.json'}: the plan does not match the checkout: configuration .github/alt.yml "
+                   f"changed\n    {HINT}ci-policy: 1 error\n")
+    # The configuration planned, named explicitly, is the one planned.
+    default = ["list", "--repo", str(example), "--config", str(example / ".github" / "ci-policy.yml"),
+               "--stage", "stage-a-cpu"]
+    assert run([*default, "--plan", str(own)], capsys) == run([*default, "--plan", str(planned / "plan.json")],
+                                                              capsys)
+
+
+def test_a_stage_plan_names_a_configuration_outside_the_checkout_that_changed(example, monkeypatch, tmp_path,
+                                                                                capsys):
+    outside = tmp_path / "trusted.yml"
+    outside.write_text((example / ".github" / "ci-policy.yml").read_text())
+    committed(example, monkeypatch)
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    assert run(["plan", "--repo", str(example), "--config", str(outside), "--event", "push", "--json-out",
+                str(planned / "plan.json"), "--stage-plans", str(planned / "stages")], capsys)[0] == 0
+    own = planned / "stages" / "stage-a-cpu.json"
+    listed = ["list", "--repo", str(example), "--config", str(outside), "--stage", "stage-a-cpu"]
+    expected = run([*listed, "--plan", str(planned / "plan.json")], capsys)
+    assert expected[0] == 0 and run([*listed, "--plan", str(own)], capsys) == expected
+    edit(outside.parent, outside.name)
+    assert run([*listed, "--plan", str(own)], capsys) == (1, "", STAGE_PLAN_REFUSED.format(
+        file=own, why=f"the configuration {outside} is not the one it was planned with"))
 
 
 def test_a_stage_plan_of_a_checkout_that_is_no_git_tree_is_refused(example, tmp_path, capsys):
@@ -462,7 +510,7 @@ def test_a_stage_plan_of_a_checkout_that_is_no_git_tree_is_refused(example, tmp_
     own = planned / "stages" / "stage-a-cpu.json"
     assert json.loads(own.read_text())["inputs"]["tree"] is None
     listed = ["list", "--repo", str(example), "--stage", "stage-a-cpu"]
-    assert run([*listed, "--plan", str(own)], capsys) == (1, "", STAGE_PLAN_REFUSED.format(file=own))
+    assert run([*listed, "--plan", str(own)], capsys) == (1, "", STAGE_PLAN_REFUSED.format(file=own, why=NOT_THE_TREE))
     assert run([*listed, "--plan", str(planned)], capsys) == run([*listed, "--plan", str(planned / "plan.json")],
                                                                    capsys)
 
@@ -487,6 +535,16 @@ def test_run_with_the_plan_directory_runs_what_run_with_the_whole_plan_runs(make
         assert outs[0] == outs[1]
         assert ([r["file"] for r in records(tmp_path / f"whole-{shard}.jsonl")]
                 == [r["file"] for r in records(tmp_path / f"dir-{shard}.jsonl")] != [])
+
+
+def test_a_stage_name_near_the_file_name_limit_gets_its_plan(make_repo, tmp_path, capsys):
+    name = "s" * 240  # `<name>.json` is 245 bytes; its temporary file's name must stay under 255 too
+    repo = make_repo({"tests/unit/test_a.py": gpu_test("pass", suite=name)},
+                     config=f"version: 1\ndiscovery: {{roots: [tests]}}\nstages:\n"
+                            f"  - {{name: {name}, backend: cuda, runs_on: [h200]}}\n")
+    assert run(["plan", "--repo", str(repo), "--event", "push", "--stage-plans", str(tmp_path / "stages")],
+               capsys)[0] == 0
+    assert [p.name for p in (tmp_path / "stages").iterdir()] == [f"{name}.json"]
 
 
 def test_stage_plans_usage_errors(example, monkeypatch, tmp_path, capsys):
