@@ -259,13 +259,10 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
     doc = _Doc(source)
     try:
         raw = loads(text)
+        lone = _SURROGATE_ESCAPE.search(text) is not None and _lone_surrogate(raw)
     except ValueError as exc:  # JSONDecodeError, a duplicate key, NaN/Infinity
         raise doc.fail("", f"not a JSON plan: {exc}") from None
-    except RecursionError:  # not "a file of the checkout", as the command line's last resort would say
-        raise doc.fail("", "not a JSON plan: nested too deeply") from None
-    try:
-        lone = _SURROGATE_ESCAPE.search(text) is not None and _lone_surrogate(raw)
-    except RecursionError:  # nested less deeply than `loads` allows, more than the walk does
+    except RecursionError:  # in `loads`, or in the walk (which goes less deep): not "a file of the checkout"
         raise doc.fail("", "not a JSON plan: nested too deeply") from None
     if lone:
         # `\ud800` alone decodes to a string that no UTF-8 output can carry; the plan writer
@@ -324,31 +321,26 @@ def _inputs(doc: _Doc, raw: dict[str, Any]) -> Inputs:
     plan's inputs) checked for form only."""
     config = doc.content_id(doc.get(raw, "config", "inputs"), "inputs.config", optional=True)
     labels = doc.content_id(doc.get(raw, "labels", "inputs"), "inputs.labels", optional=True)
-    if "files" not in raw:
-        tree = _tree(doc, raw)
-        digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
-        if not _DIGEST_RE.fullmatch(digest):
-            raise doc.fail("inputs.digest", f"expected sha256:<64 hex digits>, got {_shown(digest)}")
-        return Inputs(config, labels, (), tree)
-    files: dict[str, str] = doc.obj(doc.get(raw, "files", "inputs"), "inputs.files")
-    # Checked in passes over all of them (`map`, one regex over the ids' joined text), not a loop per file.
-    if not (all(map(is_plain_relative, files)) and all_content_ids(list(files.values()))):
-        for name, cid in files.items():  # the first fault, located
-            if not (is_plain_relative(name) and is_content_id(cid)):
-                doc.path(name, "inputs.files")
-                doc.content_id(cid, f"inputs.files[{json.dumps(name)}]")
-    tree = _tree(doc, raw)
-    digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
-    if inputs_dict(config, labels, files, tree)["digest"] != digest:
-        raise doc.fail("inputs.digest", "does not match the inputs it covers (the file was edited)")
-    return Inputs(config, labels, tuple(sorted(files.items())), tree)
-
-
-def _tree(doc: _Doc, raw: dict[str, Any]) -> str | None:
+    files: dict[str, str] | None = None
+    if "files" in raw:
+        files = doc.obj(raw["files"], "inputs.files")
+        # Checked in passes over all of them (`map`, one regex over the ids' joined text), not a loop per file.
+        if not (all(map(is_plain_relative, files)) and all_content_ids(list(files.values()))):
+            for name, cid in files.items():  # the first fault, located
+                if not (is_plain_relative(name) and is_content_id(cid)):
+                    doc.path(name, "inputs.files")
+                    doc.content_id(cid, f"inputs.files[{json.dumps(name)}]")
     tree = doc.get(raw, "tree", "inputs")
     if tree is not None and not (isinstance(tree, str) and TREE_RE.fullmatch(tree)):
         raise doc.fail("inputs.tree", f"expected null or a git tree id (40 or 64 hex digits), got {_shown(tree)}")
-    return tree
+    digest = doc.string(doc.get(raw, "digest", "inputs"), "inputs.digest")
+    if files is None:  # a per-stage plan
+        if not _DIGEST_RE.fullmatch(digest):
+            raise doc.fail("inputs.digest", f"expected sha256:<64 hex digits>, got {_shown(digest)}")
+        return Inputs(config, labels, (), tree)
+    if inputs_dict(config, labels, files, tree)["digest"] != digest:
+        raise doc.fail("inputs.digest", "does not match the inputs it covers (the file was edited)")
+    return Inputs(config, labels, tuple(sorted(files.items())), tree)
 
 
 _EST_SOURCES = ("literal", "implicit", "estimates")
