@@ -375,6 +375,15 @@ def test_json_out_usage_errors(monkeypatch, tmp_path, capsys):
     assert not (tmp_path / "p.json").exists()
 
 
+def plan_directory(tmp_path: Path, capsys, *argv: str) -> Path:
+    """`plan ARGV --json-out DIR/plan.json --stage-plans DIR/stages`, as the plan job writes it: DIR."""
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    assert run(["plan", *argv, "--json-out", str(planned / "plan.json"), "--stage-plans", str(planned / "stages")],
+               capsys)[0] == 0
+    return planned
+
+
 STAGE_PLAN_REFUSED = ("{file}: a per-stage plan lists no test file's content id, and {why}\n    hint: pass the "
                       "whole plan (`plan --json-out FILE`), or the directory holding it and the per-stage plans "
                       "(`--plan DIR`)\nci-policy: 1 error\n")
@@ -425,10 +434,7 @@ def test_a_stage_plan_holds_only_on_its_clean_tree_and_the_directory_falls_back_
     from ci_policy.plan import planfile
 
     committed(example, monkeypatch)
-    planned = tmp_path / "planned"
-    planned.mkdir()
-    assert run(["plan", "--repo", str(example), "--event", "push", "--json-out", str(planned / "plan.json"),
-                "--stage-plans", str(planned / "stages")], capsys)[0] == 0
+    planned = plan_directory(tmp_path, capsys, "--repo", str(example), "--event", "push")
     own = planned / "stages" / "stage-a-cpu.json"
     listed = ["list", "--repo", str(example), "--stage", "stage-a-cpu", "--format", "json"]
     expected = run([*listed, "--plan", str(planned / "plan.json")], capsys)
@@ -464,10 +470,7 @@ def test_another_configuration_of_the_same_clean_tree_is_not_the_one_planned(exa
     config = (example / ".github" / "ci-policy.yml").read_text()
     (example / ".github" / "alt.yml").write_text(config.replace("partitions: 3", "partitions: 1"))
     committed(example, monkeypatch)
-    planned = tmp_path / "planned"
-    planned.mkdir()
-    assert run(["plan", "--repo", str(example), "--event", "push", "--json-out", str(planned / "plan.json"),
-                "--stage-plans", str(planned / "stages")], capsys)[0] == 0
+    planned = plan_directory(tmp_path, capsys, "--repo", str(example), "--event", "push")
     own = planned / "stages" / "stage-a-cpu.json"
     listed = ["list", "--repo", str(example), "--config", str(example / ".github" / "alt.yml"),
               "--stage", "stage-a-cpu"]
@@ -489,10 +492,7 @@ def test_a_stage_plan_names_a_configuration_outside_the_checkout_that_changed(ex
     outside = tmp_path / "trusted.yml"
     outside.write_text((example / ".github" / "ci-policy.yml").read_text())
     committed(example, monkeypatch)
-    planned = tmp_path / "planned"
-    planned.mkdir()
-    assert run(["plan", "--repo", str(example), "--config", str(outside), "--event", "push", "--json-out",
-                str(planned / "plan.json"), "--stage-plans", str(planned / "stages")], capsys)[0] == 0
+    planned = plan_directory(tmp_path, capsys, "--repo", str(example), "--config", str(outside), "--event", "push")
     own = planned / "stages" / "stage-a-cpu.json"
     listed = ["list", "--repo", str(example), "--config", str(outside), "--stage", "stage-a-cpu"]
     expected = run([*listed, "--plan", str(planned / "plan.json")], capsys)
@@ -503,10 +503,7 @@ def test_a_stage_plan_names_a_configuration_outside_the_checkout_that_changed(ex
 
 
 def test_a_stage_plan_of_a_checkout_that_is_no_git_tree_is_refused(example, tmp_path, capsys):
-    planned = tmp_path / "planned"
-    planned.mkdir()
-    assert run(["plan", "--repo", str(example), "--event", "push", "--json-out", str(planned / "plan.json"),
-                "--stage-plans", str(planned / "stages")], capsys)[0] == 0
+    planned = plan_directory(tmp_path, capsys, "--repo", str(example), "--event", "push")
     own = planned / "stages" / "stage-a-cpu.json"
     assert json.loads(own.read_text())["inputs"]["tree"] is None
     listed = ["list", "--repo", str(example), "--stage", "stage-a-cpu"]
