@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan
     from ci_policy.plan.planfile import PlanFile
+    from ci_policy.plan.stagejob import StageJob
 
 Format = Literal["text", "json", "markdown", "github"]
 
@@ -356,12 +357,37 @@ def shard_plan(args: argparse.Namespace, tree: CleanTree | None = None) -> Plan:
             raise UsageError("is required", source="--event",
                              hint="pass the plan inputs (--event ...), or --plan FILE from this run's plan job")
         return plan_from_args(args)
+    _no_plan_inputs(args)
+    return plan_from_file(args, tree)
+
+
+def stage_job(args: argparse.Namespace, tree: CleanTree | None = None, *, gated: bool) -> StageJob:
+    """The stage `run` runs (`plan.stagejob.StageJob`), from `shard_plan`'s plan; or, from a per-stage
+    plan that holds for the checkout (`plan_from_file`), its stage and `run_settings` alone, when
+    `plan.planfile.stage_job` finds them enough and no gate store is named (not `gated`): no
+    configuration is parsed and nothing is planned."""
+    from ci_policy.plan.planfile import stage_job as planned_job
+    from ci_policy.plan.stagejob import StageJob
+
+    if getattr(args, "plan", None) is None:
+        return StageJob.of(shard_plan(args, tree), args.stage)
+    _no_plan_inputs(args)
+    with tree if tree is not None else plan_checkout(args) as started:
+        repo = Path(args.repo)
+        plan_file, changed = _read_plan(args, repo, started)
+        if changed is None and not gated:
+            job = planned_job(plan_file, args.stage)
+            if job is not None:
+                return job
+        return StageJob.of(_plan_of_file(args, repo, plan_file, changed), args.stage)
+
+
+def _no_plan_inputs(args: argparse.Namespace) -> None:
     given = [name for name in _PLAN_INPUTS if getattr(args, name) is not None]
     if given:
         raise UsageError(f"the plan file holds the plan inputs; --{given[0].replace('_', '-')} is not "
                          "taken with it", source="--plan",
                          hint="pass either --plan FILE or the plan inputs (--event ...), not both")
-    return plan_from_file(args, tree)
 
 
 def _plan_text(value: str) -> str:
@@ -397,18 +423,19 @@ def plan_from_file(args: argparse.Namespace, tree: CleanTree | None = None) -> P
     whole plan, checked as always.
     """
     with tree if tree is not None else plan_checkout(args) as started:
-        return _plan_from_file(args, started)
+        repo = Path(args.repo)
+        plan_file, changed = _read_plan(args, repo, started)
+        return _plan_of_file(args, repo, plan_file, changed)
 
 
-def _plan_from_file(args: argparse.Namespace, tree: CleanTree | None) -> Plan:
-    from ci_policy.adapters.git import checkout_index
-    from ci_policy.adapters.inputs import checkout_inputs, config_id, unchanged_since, why_changed
-    from ci_policy.config import load_config
-    from ci_policy.errors import InputError, InputErrors
-    from ci_policy.plan.planfile import Inputs, check_inputs, read_plan_file
+def _read_plan(args: argparse.Namespace, repo: Path, tree: CleanTree | None) -> tuple[PlanFile, str | None]:
+    """The plan file `--plan` names (for a directory: the stage's own plan when it holds, else the
+    whole plan), and what of the checkout differs from its inputs (None: it holds as it is)."""
+    from ci_policy.adapters.inputs import unchanged_since, why_changed
+    from ci_policy.errors import InputError
+    from ci_policy.plan.planfile import read_plan_file
     from ci_policy.read.names import NAME_RE
 
-    repo = Path(args.repo)
     source = args.plan
     if os.path.isdir(source):
         # The plan job's directory: the stage's own plan when the checkout is the clean tree it
@@ -418,13 +445,23 @@ def _plan_from_file(args: argparse.Namespace, tree: CleanTree | None) -> Plan:
             stage_plan = read_plan_file(_plan_text(own), own, args.stage)
             if (stage_plan.stage_plan and repo.is_dir()
                     and unchanged_since(repo, args.config, stage_plan.inputs, tree)):
-                return _file_plan(stage_plan, repo, load_config(repo, args.config), _test_files(stage_plan))
+                return stage_plan, None
         source = os.path.join(source, WHOLE_PLAN)
     plan_file = read_plan_file(_plan_text(source), source, args.stage)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")
-    changed = why_changed(repo, args.config, plan_file.inputs, tree)
+    return plan_file, why_changed(repo, args.config, plan_file.inputs, tree)
+
+
+def _plan_of_file(args: argparse.Namespace, repo: Path, plan_file: PlanFile, changed: str | None) -> Plan:
+    """The `Plan` of a plan file `_read_plan` read, checked against the checkout when it does not hold as it is."""
+    from ci_policy.adapters.git import checkout_index
+    from ci_policy.adapters.inputs import checkout_inputs, config_id
+    from ci_policy.config import load_config
+    from ci_policy.errors import InputError, InputErrors
+    from ci_policy.plan.planfile import Inputs, check_inputs
+
     if changed is None:
         # The same clean git tree: the same files, ids and configuration as the plan's.
         return _file_plan(plan_file, repo, load_config(repo, args.config),

@@ -2,8 +2,9 @@
 
 - In: --repo, --config, the plan inputs or --plan FILE|DIR (the plan job's plan JSON, a
   per-stage plan, or the directory of both: no test file is parsed, see
-  `cli.options.plan_from_file`), --stage, --shard or --shards, --python,
-  retry and output options.
+  `cli.options.plan_from_file`; from a per-stage plan that holds, with no gate to evaluate
+  and no store named, no configuration either: `cli.options.stage_job`), --stage, --shard
+  or --shards, --python, retry and output options.
 - Out: the shard's header, each file's output, a summary; timing records and the merged
   metric records of passing files; gates evaluated for files that declare them.
   Exit 0 when every file (and every enforced gate) passed, 1 otherwise, 143 on SIGTERM,
@@ -51,7 +52,7 @@ from ci_policy.cli.options import (
     non_negative_float,
     plan_checkout,
     positive_int,
-    shard_plan,
+    stage_job,
     store_url,
 )
 
@@ -99,12 +100,21 @@ def _records_dir(args: argparse.Namespace, repo: Path) -> Path:
     return Path(runner_temp) / "ci-policy-records" if runner_temp else repo / ".ci-policy" / "records"
 
 
-def _gate_hook(store: str | None, plan, repo: Path):
-    """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
+def _gated(store: str | None) -> bool:
+    """Whether a gate store is named (`--store`, `--store-file` or the environment's URL): its location
+    is checked even when no file declares gates."""
     from ci_policy.cli.extras import DATABASE_URL_ENV
+
+    return bool(store or os.environ.get(DATABASE_URL_ENV))
+
+
+def _gate_hook(store: str | None, plan, repo: Path):
+    """Gate the files that declare gates, with the plan's cadence deciding baseline writes. `plan`:
+    None for a per-stage plan's job (`plan.planfile.stage_job`): no file of it declares gates, it
+    writes no baseline where any file does, and no store is named, so every file is ungated."""
     from ci_policy.plan.results import GateOutcome
 
-    if not plan.snapshot.gates and not store and not os.environ.get(DATABASE_URL_ENV):
+    if plan is None or (not plan.snapshot.gates and not _gated(store)):
         # No gate to evaluate and no store location to check: the store's modules stay unloaded.
         def no_gates(reg, series, problems=None):
             return GateOutcome(file=reg.file, registration=reg, baseline="no gates declared")
@@ -176,13 +186,13 @@ def _python(value: str | None) -> str:
     return found
 
 
-def _shard_of(plan, stage: str, index: int):
-    """`shard_of` for one index of `--shards`; its errors name that option."""
+def _shard_of(stage, index: int):
+    """`pick_shard` for one index of `--shards`; its errors name that option."""
     from ci_policy.errors import UsageError
-    from ci_policy.plan.build import shard_of
+    from ci_policy.plan.stagejob import pick_shard
 
     try:
-        return shard_of(plan, stage, index)
+        return pick_shard(stage, index)
     except UsageError as exc:
         if exc.source != "--shard":
             raise
@@ -200,45 +210,39 @@ def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
     from ci_policy.adapters.runner.environment import hide_from_tests
     from ci_policy.adapters.runner.shard import RunOptions, Terminated, run_shard
     from ci_policy.cli.collector import resume
-    from ci_policy.plan.build import shard_of
     from ci_policy.plan.results import combined
+    from ci_policy.plan.stagejob import pick_shard
 
     indices = _shard_indices(args)
     python = _python(args.python)
     store = store_url(args)
     timings_out = _timings_out(args.timings_out, Path(args.repo))
-    plan = shard_plan(args, tree)
-    if indices is None:
-        stage, shard = shard_of(plan, args.stage, args.shard)
-        shards = [] if shard is None else [shard]
-    else:
-        picked = [_shard_of(plan, args.stage, index) for index in indices]
-        stage = picked[0][0]
-        shards = [shard for _stage, shard in picked if shard is not None]
-    if plan.invalid:
-        print(render.invalid_text(plan.invalid))
+    job = stage_job(args, tree, gated=_gated(store))
+    stage = job.stage
+    picked = ([pick_shard(stage, args.shard)] if indices is None
+              else [_shard_of(stage, index) for index in indices])
+    shards = [shard for shard in picked if shard is not None]
+    if job.invalid:
+        print(render.invalid_text(job.invalid))
         if args.format == "github":
             write_commands("::warning::" + render.escape_data(
-                f"the plan is incomplete: {len(plan.invalid)} invalid test file(s) not run: "
-                + ", ".join(f.file for f in plan.invalid) + " (see the plan job)"))
+                f"the plan is incomplete: {len(job.invalid)} invalid test file(s) not run: "
+                + ", ".join(f.file for f in job.invalid) + " (see the plan job)"))
         print(flush=True)
     if not shards:
         print(f"Stage {stage.name} has nothing to run: {render.one_line('; '.join(stage.reasons))}")
         return 0
     repo = Path(args.repo)
-    runner_config = plan.config.runner
     options = RunOptions(
         max_attempts=args.max_attempts,
         retry_wait=args.retry_wait,
         continue_on_error=args.continue_on_error,
-        bypass_fastfail=plan.policy.bypass_fastfail,
+        bypass_fastfail=job.bypass_fastfail,
         github=args.format == "github",
         timings_out=timings_out,
-        kill_grace=runner_config.kill_grace,
-        env=runner_config.env,
+        settings=job.settings,
         records_dir=_records_dir(args, repo),
-        capture=plan.config.gates.capture,
-        gate=_gate_hook(store, plan, repo),
+        gate=_gate_hook(store, job.plan, repo),
         python=python,
     )
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
@@ -249,8 +253,7 @@ def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
     try:
         for i, shard in enumerate(shards):
             print(render.shard_header(stage, shard), flush=True)
-            results.append(run_shard(repo, stage, shard, runner_config.retry, options,
-                                     runner_config.timeout_from_est_time))
+            results.append(run_shard(repo, stage, shard, options))
             if fast_fail and not results[-1].ok and i + 1 < len(shards):
                 print(f"ci-policy: stopping after shard {shard.index} failed (fast-fail); shard(s) "
                       f"{' '.join(str(s.index) for s in shards[i + 1:])} not run. Use --continue-on-error "

@@ -1,14 +1,9 @@
 """`runner:` how `ci-policy run` retries, times out and stops test files.
 
 - In: the `runner` mapping; every key is optional.
-- Out: a frozen `RunnerConfig`: `RetryRules` (three tuples of regular expressions searched
-  in a failed attempt's output tail by `ci_policy.adapters.runner.retry.classify`), the
-  est_time-derived timeout, the kill grace period, and `EnvRules`: which variables of the
-  runner's environment a test sees (`child_env`).
-- A test sees a variable only when a `runner.env.allow` pattern matches its name and
-  neither `runner.env.drop` nor `ALWAYS_DROPPED` (tokens, passwords, secrets, the
-  Actions runtime and OIDC variables, the runner's file commands, the store URL) does;
-  `ALWAYS_DROPPED` cannot be configured away: a PR's test must never read a credential.
+- Out: a frozen `RunnerConfig`: `RetryRules`, the est_time-derived timeout, the kill grace
+  period, and `EnvRules` (the rules, their defaults and `child_env` live in
+  `config.runrules`, which a stage job imports without this table).
 - Refused: invalid regular expressions, non-positive timeout factors or floors, a
   negative grace period, an env pattern that is empty or holds anything but letters,
   digits, `_` and the wildcards `*`, `?`.
@@ -16,40 +11,26 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ci_policy.config import fields
 from ci_policy.config.fields import REQUIRED, Key, Table, Values
-from ci_policy.read.globs import any_name_match
+from ci_policy.config.runrules import (
+    ALWAYS_DROPPED,
+    DEFAULT_ALLOW,
+    DEFAULT_INFRA,
+    DEFAULT_NEVER,
+    DEFAULT_RETRIABLE,
+    ENV_NAME_PATTERN,
+    KILL_GRACE,
+    MAX_KILL_GRACE,
+    EnvRules,
+    RetryRules,
+    check_env_pattern,
+)
 from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
 from ci_policy.read.yamlnodes import INVALID, Schema
-
-DEFAULT_INFRA = (
-    r"Server failed to start",
-    r"NCCL .*timeout",
-    r"NCCL error.*(unhandled system error|remote process exited)",
-    r"CUDA error: (an illegal memory access|unspecified launch failure).*\bECC\b",
-    r"(Connection refused|Connection reset by peer).*(127\.0\.0\.1|localhost)",
-    r"No space left on device",
-    r"HTTPError: 50[234]",
-)
-DEFAULT_NEVER = (
-    r"SyntaxError",
-    r"IndentationError",
-    r"ImportError",
-    r"ModuleNotFoundError",
-    r"NameError",
-    r"CUDA out of memory",
-    r"torch\.OutOfMemoryError",
-    r"HIP out of memory",
-)
-DEFAULT_RETRIABLE = (
-    r"AssertionError: .*(accuracy|throughput|latency|score|speed)",
-    r"(accuracy|throughput|latency) .*(below|above|lower than|higher than|exceeds)",
-)
 
 REGEXES = "list of regular expressions"
 RETRY = Table("runner.retry", "Which failure output is infrastructure, never retried, or retriable.", (
@@ -63,13 +44,6 @@ RETRY = Table("runner.retry", "Which failure output is infrastructure, never ret
         "A failure whose output matches may be retried (flaky accuracy or speed thresholds).",
         shown_default="accuracy, throughput, latency, score and speed assertions"),
 ))
-
-
-@dataclass(frozen=True)
-class RetryRules:
-    infra: tuple[str, ...] = RETRY.default("infra")
-    never: tuple[str, ...] = RETRY.default("never")
-    retriable: tuple[str, ...] = RETRY.default("retriable")
 
 
 def _retry(s: Schema, v: Values) -> RetryRules:
@@ -88,41 +62,14 @@ def _from_est_time(s: Schema, v: Values) -> Any:
     return None if INVALID in (factor, floor) else (factor, floor)
 
 
-# The wait between SIGTERM and SIGKILL: long enough for a clean shutdown, never a second timeout.
-MAX_KILL_GRACE = 3600
-
-
-# Names (shell-style patterns, case-sensitive) a test never sees, whatever `runner.env` says.
-ALWAYS_DROPPED = (
-    "GITHUB_TOKEN", "ACTIONS_*", "CI_POLICY_DATABASE_URL", "*_TOKEN", "*_TOKEN_*", "*SECRET*",
-    "*PASSWORD*", "*_KEY", "*_CREDENTIALS", "PGPASSWORD", "PGSERVICEFILE", "PGPASSFILE",
-    "GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY",
-)
-DEFAULT_ALLOW = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
-    "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS",
-    "PYTHONFAULTHANDLER", "PYTHONUTF8", "VIRTUAL_ENV", "CONDA_PREFIX", "LD_LIBRARY_PATH",
-    "CUDA_*", "NVIDIA_*", "NCCL_*", "ROCR_*", "ROCM_*", "HIP_*", "HSA_*", "OMP_*", "MKL_*", "TORCH_*",
-    "TRITON_*", "HF_*", "TRANSFORMERS_*",
-    "CI", "GITHUB_ACTIONS", "GITHUB_SHA", "GITHUB_REF", "GITHUB_REPOSITORY", "GITHUB_RUN_ID",
-    "GITHUB_RUN_ATTEMPT",
-)
-_PATTERN = re.compile(r"[A-Za-z0-9_*?]+")
 
 
 def _shown(patterns: tuple[str, ...]) -> str:
     return ", ".join(f"`{pattern}`" for pattern in patterns)
 
 
-def check_env_pattern(value: str) -> str | None:
-    if not _PATTERN.fullmatch(value):
-        return (f"{value!r} is not a variable name pattern (letters, digits, `_`, and the wildcards "
-                "`*` and `?`)")
-    return None
-
-
 ENV_PATTERNS = "list of variable name patterns"
-ENV_PATTERN: fields.JsonSchema = {"pattern": f"^(?:{_PATTERN.pattern})$"}
+ENV_PATTERN: fields.JsonSchema = {"pattern": f"^(?:{ENV_NAME_PATTERN.pattern})$"}
 ENV = Table("runner.env", "Which variables of the runner's environment the tests see.", (
     Key("allow", fields.strings(ENV_PATTERNS, check=check_env_pattern, item=ENV_PATTERN), DEFAULT_ALLOW,
         "A variable whose name matches one of these shell-style patterns (`*`, `?`) reaches the tests; "
@@ -135,23 +82,11 @@ ENV = Table("runner.env", "Which variables of the runner's environment the tests
 ))
 
 
-@dataclass(frozen=True)
-class EnvRules:
-    allow: tuple[str, ...] = ENV.default("allow")
-    drop: tuple[str, ...] = ENV.default("drop")
-
-
 def _env(s: Schema, v: Values) -> Any:
     allow, drop = v.get("allow"), v.get("drop")
     if INVALID in (allow, drop):
         return INVALID
     return EnvRules(allow=allow, drop=drop)
-
-
-def child_env(environ: Mapping[str, str], rules: EnvRules) -> dict[str, str]:
-    """The variables of `environ` a test may see under `rules`."""
-    allowed, dropped = any_name_match(rules.allow), any_name_match(rules.drop + ALWAYS_DROPPED)
-    return {name: value for name, value in environ.items() if allowed(name) and not dropped(name)}
 
 
 RUNNER_TABLE = Table("runner", "How `ci-policy run` retries, times out and stops test files.", (
@@ -161,7 +96,7 @@ RUNNER_TABLE = Table("runner", "How `ci-policy run` retries, times out and stops
         "When set, a file's timeout is `max(floor, factor * est_time)`, at most the stage's "
         "`timeout_per_file` when it has one.",
         shown_default="none: no est_time-derived timeout"),
-    Key("kill_grace", fields.number(0, MAX_KILL_GRACE), 10.0,
+    Key("kill_grace", fields.number(0, MAX_KILL_GRACE), KILL_GRACE,
         "Seconds between SIGTERM and SIGKILL when a file times out or the run is interrupted."),
     Key("env", fields.mapping_of(ENV, _env), EnvRules(), "The environment the tests run with.",
         shown_default="the defaults below"),

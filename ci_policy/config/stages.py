@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import yaml
 
@@ -27,15 +27,14 @@ from ci_policy.config.backends import BUILTIN_BACKENDS, backend_parser, backends
 from ci_policy.config.cadences import CADENCES, Cadence, cadence_list
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.pull_request import PullRequest, gate_labels
+from ci_policy.config.runrules import RUNNERS, RunnerKind
 from ci_policy.read.names import NAME, NAME_RE
 from ci_policy.read.numbers import MAX_COUNT, MAX_SECONDS, number_range
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 # A backend name: a built-in one or one declared under `backends` (`Config.backends`).
 Backend = str
-RunnerKind = Literal["python", "pytest"]
 BACKENDS: tuple[Backend, ...] = tuple(BUILTIN_BACKENDS)
-RUNNERS: tuple[RunnerKind, ...] = get_args(RunnerKind)
 
 
 AUTO = "auto"

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ci_policy import __version__
-from ci_policy.config import codes, fields
+from ci_policy.config import DEFAULT_CONFIG, codes, fields
 from ci_policy.config.backends import BACKENDS_SECTION, Backends
 from ci_policy.config.cadences import CADENCES_SECTION, Cadences
 from ci_policy.config.discovery import DISCOVERY, Discovery
@@ -35,7 +35,6 @@ from ci_policy.config.tune import TUNE, TuneConfig
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.read.yamlnodes import INVALID, Schema, compose
 
-DEFAULT_CONFIG = ".github/ci-policy.yml"
 VERSION = 1
 
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ci_policy.config import Config
 from ci_policy.errors import Diagnostic
+from ci_policy.model.registration import Registration
 from ci_policy.read.labels import LabelRegistry
-from ci_policy.read.markers import KEYWORD_ONLY, MARKER_OF_BACKEND, POSITIONAL, MarkerCall, Scan, bind
+from ci_policy.read.markers import KEYWORD_ONLY, POSITIONAL, MarkerCall, Scan, bind
 from ci_policy.read.names import closest, did_you_mean
 from ci_policy.read.numbers import MAX_EST_TIME, is_finite_number, number_range
 
@@ -64,50 +64,6 @@ _NARROWEST_FIRST = ("boolean", "integer", "number", "string", "strings")
 def argument_type(value: Any) -> str | None:
     """The narrowest `markers.extra_arguments` type that accepts a literal, or None (`ci-policy init`)."""
     return next((t for t in _NARROWEST_FIRST if _TYPES[t][0](value)), None)
-
-# Where a registration's est_time came from: the marker's literal, the implicit root of the
-# configuration, or the estimates file.
-EstSource = Literal["literal", "implicit", "estimates"]
-
-
-@dataclass(frozen=True)
-class Registration:
-    file: str
-    line: int | None
-    backend: str
-    suite: str
-    est_time: float
-    labels: tuple[str, ...] = ()
-    nightly: bool = False
-    disabled: str | None = None
-    implicit: bool = False
-    col: int | None = None
-    est_source: EstSource = "literal"
-    # The marker name the call was written with; None for an implicit registration. Left
-    # out, a written registration gets its backend's built-in marker name.
-    marker: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.marker is None and not self.implicit:
-            object.__setattr__(self, "marker", MARKER_OF_BACKEND.get(self.backend, f"register_{self.backend}_ci"))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "backend": self.backend,
-            "suite": self.suite,
-            "est_time": self.est_time,
-            "labels": list(self.labels),
-            "nightly": self.nightly,
-            "disabled": self.disabled,
-            "implicit": self.implicit,
-            "marker": self.marker,
-        }
-
-    def sort_key(self) -> tuple[str, int, str, str]:
-        return (self.file, self.line or 0, self.backend, self.suite)
-
 
 def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[Registration]:
     """Parse and validate the registration calls of one scanned file (errors go to `scan.errors`)."""

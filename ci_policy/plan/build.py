@@ -30,6 +30,7 @@ from ci_policy.model.snapshot import InvalidFile, Snapshot
 from ci_policy.plan.partition import Shard, stage_split
 from ci_policy.plan.policy import DIFF_EVENTS, Policy, Trigger, resolve, selects, why_not
 from ci_policy.plan.selection import Decision, StageDecision, decide
+from ci_policy.plan.stagejob import pick_shard
 from ci_policy.read.diff import Diff
 
 
@@ -193,25 +194,21 @@ def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config:
                      shards_reason, max_parallel, max_parallel_reason, split.lower_bound, split.optimal)
 
 
-def shard_of(plan: Plan, stage_name: str, shard: int | None) -> tuple[StagePlan, Shard | None]:
-    """The stage and shard a stage job runs; errors name what is wrong."""
-    config_stage = plan.stage(stage_name)
+def planned_stage(plan: Plan, stage_name: str) -> StagePlan:
+    """The planned stage a stage job runs; `UsageError` for one not planned (naming an external one)."""
+    planned = plan.stage(stage_name)
     configured = plan.config.stage(stage_name)
-    if config_stage is None and configured is not None and configured.external:
+    if planned is None and configured is not None and configured.external:
         raise UsageError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
-                          "plans or runs it", source="--stage")
-    if config_stage is None:
-        planned = ", ".join(s.name for s in plan.stages)
-        raise UsageError(f"{stage_name!r} is not a planned stage (planned: {planned}); "
-                          "external stages are never planned here", source="--stage")
-    if config_stage.decision == "skip":
-        return config_stage, None
-    index = 0 if shard is None else shard
-    if shard is None and len(config_stage.shards) > 1:
-        raise UsageError(f"stage {stage_name} has {len(config_stage.shards)} shards; "
-                          "pass --shard INDEX", source="--shard")
-    try:
-        return config_stage, config_stage.shard(index)
-    except IndexError:
-        raise UsageError(f"stage {stage_name} has shards 0..{len(config_stage.shards) - 1}, "
-                          f"not {index}", source="--shard") from None
+                         "plans or runs it", source="--stage")
+    if planned is None:
+        names = ", ".join(s.name for s in plan.stages)
+        raise UsageError(f"{stage_name!r} is not a planned stage (planned: {names}); "
+                         "external stages are never planned here", source="--stage")
+    return planned
+
+
+def shard_of(plan: Plan, stage_name: str, shard: int | None) -> tuple[StagePlan, Shard | None]:
+    """The stage and shard a stage job runs (`plan.stagejob.pick_shard`); errors name what is wrong."""
+    stage = planned_stage(plan, stage_name)
+    return stage, pick_shard(stage, shard)

@@ -39,21 +39,23 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from ci_policy.config import Stage
-from ci_policy.config.gates import constraint_problems, steps_problems
+from ci_policy.config.runrules import MAX_KILL_GRACE, RUNNERS, EnvRules, RetryRules, check_env_pattern
 from ci_policy.errors import Diagnostic, InputError, UsageError
-from ci_policy.gates.declarations import KEYWORDS, GateDeclaration
-from ci_policy.model.registry import Registration
-from ci_policy.model.snapshot import InvalidFile, Snapshot, Validity
-from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.model.registration import Registration
 from ci_policy.plan.partition import Shard
-from ci_policy.plan.policy import TRUSTS, Policy
+from ci_policy.plan.stagejob import PlannedStage, RunSettings, StageJob
+from ci_policy.plan.trust import TRUST_VALUES
 from ci_policy.read.checkout import is_plain_relative
-from ci_policy.read.diff import Diff
-from ci_policy.read.numbers import MAX_EST_TIME, is_finite_number
+from ci_policy.read.numbers import MAX_EST_TIME, MAX_FACTOR, MAX_SECONDS, is_finite_number
 from ci_policy.read.strictjson import loads
+
+if TYPE_CHECKING:  # what `plan_of` and the gates make: imported there, not by a stage job reading its plan
+    from ci_policy.config import Stage
+    from ci_policy.gates.declarations import GateDeclaration
+    from ci_policy.model.snapshot import Snapshot
+    from ci_policy.plan.build import Plan
 
 SCHEMA = 1
 # A content id as `ci_policy.adapters.git.content_ids` writes it.
@@ -118,6 +120,7 @@ class Inputs:
 @dataclass(frozen=True)
 class FileStage:
     name: str
+    backend: str
     decision: str
     reasons: tuple[str, ...]
     tests: tuple[tuple[str, float, str, int | None, str | None], ...]  # file, est_time, est_source, line, marker
@@ -150,6 +153,8 @@ class PlanFile:
     # A per-stage plan (`plan --stage-plans`): its inputs list no test file (`inputs.files` absent),
     # so it holds only for the clean tree it recorded (`cli.options.plan_from_file`).
     stage_plan: bool = False
+    # A per-stage plan's `run_settings`: how its stage's files run, resolved from the configuration.
+    settings: RunSettings | None = None
 
 
 class _Doc:
@@ -285,8 +290,8 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
     if len(set(names)) != len(names):
         raise doc.fail("stages", "a stage is planned twice")
     trust = doc.string(doc.get(top, "trust", ""), "trust")
-    if trust not in TRUSTS:
-        raise doc.fail("trust", f"expected one of {', '.join(TRUSTS)}, got {_shown(trust)}")
+    if trust not in TRUST_VALUES:
+        raise doc.fail("trust", f"expected one of {', '.join(TRUST_VALUES)}, got {_shown(trust)}")
     invalid = []
     for i, entry in enumerate(doc.array(doc.get(top, "invalid", ""), "invalid")):
         where = f"invalid[{i}]"
@@ -313,6 +318,8 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
         not_fully_read=tuple(doc.path(p, f"not_fully_read[{i}]")
                              for i, p in enumerate(doc.array(doc.get(top, "not_fully_read", ""), "not_fully_read"))),
         stage_plan=stage_plan,
+        settings=(_run_settings(doc, doc.obj(top["run_settings"], "run_settings"))
+                  if stage_plan and "run_settings" in top else None),
     )
 
 
@@ -391,7 +398,8 @@ def _stage(doc: _Doc, raw: dict[str, Any], where: str, known: set[str] | None) -
         shards.append(Shard(index=i, est_seconds=doc.number(doc.get(s, "est_seconds", at), f"{at}.est_seconds",
                                                             MAX_EST_TIME * 10**6), files=files))
     max_parallel = doc.count(raw.get("max_parallel"), f"{where}.max_parallel", minimum=1, optional=True)
-    return FileStage(name=name, decision=decision,
+    return FileStage(name=name, backend=doc.string(doc.get(raw, "backend", where), f"{where}.backend"),
+                     decision=decision,
                      reasons=doc.strings(doc.get(raw, "reasons", where), f"{where}.reasons"),
                      tests=tuple(tests), shards=tuple(shards),
                      invalid=tuple(doc.path(p, f"{where}.invalid[{i}]") for i, p in
@@ -425,6 +433,9 @@ def _plain_test(t: Any, known: set[str] | None) -> tuple[str, float, str, int | 
 
 
 def _gate(doc: _Doc, raw: dict[str, Any], where: str, known: set[str] | None) -> GateDeclaration:
+    from ci_policy.config.gates import constraint_problems, steps_problems
+    from ci_policy.gates.declarations import KEYWORDS, GateDeclaration
+
     file = doc.path(doc.get(raw, "file", where), f"{where}.file")
     if known is not None and file not in known:
         raise doc.fail(f"{where}.file", f"{file} is not among inputs.files")
@@ -510,6 +521,11 @@ def _stage_config(snapshot: Snapshot, name: str, source: str) -> Stage:
 
 def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
     """The `Plan` of the file over `snapshot` (configuration, labels, discovered files, no registration)."""
+    from ci_policy.model.snapshot import InvalidFile, Snapshot, Validity
+    from ci_policy.plan.build import Plan, StagePlan
+    from ci_policy.plan.policy import Policy
+    from ci_policy.read.diff import Diff
+
     stages = []
     registrations: list[Registration] = []
     suites: dict[str, set[str]] = {}
@@ -537,3 +553,77 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
                     trust=plan_file.trust)
     return Plan(snapshot=snap, policy=policy, diff=Diff.unavailable(f"planned in {plan_file.source}"),
                 stages=tuple(stages), images=(), warnings=plan_file.warnings)
+
+
+def _run_settings(doc: _Doc, raw: dict[str, Any]) -> RunSettings:
+    """A per-stage plan's `run_settings` (`plan.stagejob.settings_dict`), each value in the range the
+    configuration allows (so that no value the configuration refuses reaches a test's run)."""
+    def positive(value: Any, where: str, maximum: float) -> Any:
+        if value is None:
+            return None
+        if not is_finite_number(value) or not 0 < value <= maximum:
+            raise doc.fail(where, f"expected null or a number in (0, {maximum}], got {_shown(value)}")
+        return value
+
+    def patterns(value: Any, where: str, check: Any) -> tuple[str, ...]:
+        items = doc.strings(value, where)
+        for i, item in enumerate(items):
+            problem = check(item)
+            if problem is not None:
+                raise doc.fail(f"{where}[{i}]", problem)
+        return items
+
+    def regex(value: str) -> str | None:
+        try:
+            re.compile(value)
+        except (re.error, RecursionError, OverflowError) as exc:
+            return f"not a regular expression: {exc}"
+        return None
+
+    runner = doc.get(raw, "runner", "run_settings")
+    if runner not in RUNNERS:
+        raise doc.fail("run_settings.runner", f"expected one of {', '.join(RUNNERS)}, got {_shown(runner)}")
+    from_est = doc.get(raw, "timeout_from_est_time", "run_settings")
+    if from_est is not None:
+        where = "run_settings.timeout_from_est_time"
+        from_est = doc.obj(from_est, where)
+        from_est = (positive(doc.get(from_est, "factor", where), f"{where}.factor", MAX_FACTOR),
+                    positive(doc.get(from_est, "floor", where), f"{where}.floor", MAX_SECONDS))
+        if None in from_est:
+            raise doc.fail(where, "expected a factor and a floor")
+    retry = doc.obj(doc.get(raw, "retry", "run_settings"), "run_settings.retry")
+    env = doc.obj(doc.get(raw, "env", "run_settings"), "run_settings.env")
+    return RunSettings(
+        runner=runner,
+        timeout_per_file=positive(doc.get(raw, "timeout_per_file", "run_settings"), "run_settings.timeout_per_file",
+                                  MAX_SECONDS),
+        timeout_from_est_time=from_est,
+        kill_grace=doc.number(doc.get(raw, "kill_grace", "run_settings"), "run_settings.kill_grace", MAX_KILL_GRACE),
+        retry=RetryRules(**{key: patterns(doc.get(retry, key, "run_settings.retry"), f"run_settings.retry.{key}", regex)
+                            for key in ("infra", "never", "retriable")}),
+        env=EnvRules(**{key: patterns(doc.get(env, key, "run_settings.env"), f"run_settings.env.{key}",
+                                      check_env_pattern) for key in ("allow", "drop")}),
+        capture=doc.strings(doc.get(raw, "capture", "run_settings"), "run_settings.capture"),
+    )
+
+
+def stage_job(plan_file: PlanFile, stage: str) -> StageJob | None:
+    """The job of a per-stage plan's stage `stage`, from its `run_settings`: no configuration read.
+
+    None when running the stage needs more than that: another stage, no `run_settings`
+    (written by an earlier version), invalid test files (their diagnostics are printed), a
+    file of the stage that declares gates (evaluating them reads the configuration), or a
+    baseline-writing run of a plan that declares gates (refused without a shared store
+    before any test runs, `cli.run`). The caller also needs that no gate store is named.
+    """
+    gated = {g.file for g in plan_file.gates}
+    if (plan_file.settings is None or plan_file.invalid or [s.name for s in plan_file.stages] != [stage]
+            or (gated and plan_file.write_baseline) or any(t[0] in gated for t in plan_file.stages[0].tests)):
+        return None
+    (fs,) = plan_file.stages
+    tests = tuple(Registration(file=file, line=line, backend=fs.backend, suite=fs.name, est_time=est,
+                               implicit=marker is None, est_source=source, marker=marker)  # type: ignore[arg-type]
+                  for file, est, source, line, marker in fs.tests)
+    return StageJob(stage=PlannedStage(name=fs.name, decision=fs.decision, reasons=fs.reasons, tests=tests,
+                                       shards=fs.shards),
+                    settings=plan_file.settings, bypass_fastfail=plan_file.bypass_fastfail)

@@ -44,6 +44,7 @@ from ci_policy.config.cadences import SPLIT_CADENCES
 from ci_policy.errors import InputError, UsageError
 from ci_policy.gates.baseline import writes_baseline
 from ci_policy.model.registry import Registration
+from ci_policy.plan.trust import TRUST_VALUES
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.names import CI_LABEL_RE, is_ci_label
 from ci_policy.read.strictjson import no_constants
@@ -57,7 +58,7 @@ UNLABELLED_EVENTS = ("push", "merge_group")
 ZERO_SHA_RE = re.compile(r"0{40}|0{64}")
 # How far the head commit is trusted: `trusted` (a branch of the base repository, or an author
 # with write access), `approved` (a maintainer approved exactly this commit), `untrusted`.
-TRUSTS = ("trusted", "untrusted", "approved")
+TRUSTS = TRUST_VALUES
 # The skip reason of every accelerator stage of an untrusted head.
 UNTRUSTED_REASON = "untrusted head not approved"
 

@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
-from ci_policy.model.registry import Registration
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ci_policy.model.registration import Registration
 
 
 def timeout_for(reg: Registration, stage_timeout: float | None,

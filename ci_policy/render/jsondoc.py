@@ -261,15 +261,22 @@ def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
     """Each stage's plan file (`plan --stage-plans`), by stage name: the text `plan_json`
     writes, with `stages` holding that stage alone and `inputs` without `files` (the content
     id of every test file: a per-stage plan holds for the clean tree it recorded only), every
-    other field whole. A stage job reads its own stage's tests and shards, not every other
-    stage's, nor the ids of every test file."""
+    other field whole, and `run_settings`: how the stage's files run, resolved from the
+    configuration (`plan.stagejob.settings_dict`). A stage job reads its own stage's tests,
+    shards and settings, not every other stage's, nor the ids of every test file, nor the
+    configuration."""
+    from ci_policy.plan.stagejob import run_settings, settings_dict
+
     shared = None if inputs is None else {key: value for key, value in inputs.items() if key != "files"}
+    settings = [settings_dict(run_settings(plan.config, s.stage)) for s in plan.stages]
     try:
         doc = plan_dict(plan, head_sha, shared, rows=True)
-        return {stage["name"]: _indented({**doc, "stages": [stage]}, "\n") for stage in doc["stages"]}
+        return {stage["name"]: _indented({**doc, "stages": [stage], "run_settings": run}, "\n")
+                for stage, run in zip(doc["stages"], settings, strict=True)}
     except (_Unusual, RecursionError):
         doc = plan_dict(plan, head_sha, shared)
-        return {stage["name"]: dumps({**doc, "stages": [stage]}, indent=2) for stage in doc["stages"]}
+        return {stage["name"]: dumps({**doc, "stages": [stage], "run_settings": run}, indent=2)
+                for stage, run in zip(doc["stages"], settings, strict=True)}
 
 
 def explain_json(explanation: Explanation, plan: Plan) -> str:

@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ci_policy.config.cadences import CADENCES
+from ci_policy.config.runrules import MAX_KILL_GRACE, RUNNERS
 from ci_policy.config.schema import DRAFT, config_schema, schema_id
 from ci_policy.plan.explain import Status
 from ci_policy.plan.outcome import RESULTS
 from ci_policy.plan.planfile import CONTENT_ID_RE, TREE_RE
 from ci_policy.plan.policy import EVENTS, TRUSTS
+from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
 
 Schema = dict[str, Any]
 
@@ -170,7 +172,19 @@ PLAN = document({
                   optional=("files",),
                   description="Content ids of what the plan read, the checkout's clean tree, and their digest "
                               "(`run --plan` checks them)."),
-}, optional=("inputs",))
+    "run_settings": obj({
+        "runner": one_of(RUNNERS),
+        "timeout_per_file": nullable({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}),
+        "timeout_from_est_time": nullable(obj({
+            "factor": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_FACTOR},
+            "floor": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}})),
+        "kill_grace": {"type": "number", "minimum": 0, "maximum": MAX_KILL_GRACE},
+        "retry": obj({"infra": STRINGS, "never": STRINGS, "retriable": STRINGS}),
+        "env": obj({"allow": STRINGS, "drop": STRINGS}),
+        "capture": STRINGS,
+    }, description="A per-stage plan's only: how its stage's files run (the stage's runner and "
+                   "timeout_per_file, `runner:` and `gates.capture`), so that `run` reads no configuration."),
+}, optional=("inputs", "run_settings"))
 
 EXPLAIN = document({
     "file": STRING,

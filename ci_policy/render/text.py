@@ -11,7 +11,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ci_policy.errors import Diagnostic, UsageError
-from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import line_start, one_line
 
@@ -25,6 +24,7 @@ if TYPE_CHECKING:  # the types of what is rendered; the modules that make them i
     from ci_policy.plan.outcome import Outcome
     from ci_policy.plan.partition import Shard
     from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
+    from ci_policy.plan.stagejob import RunStage
 
 
 def count(n: int, word: str) -> str:
@@ -66,6 +66,8 @@ def split_phrase(s: StagePlan) -> str:
 
 def plan_text(plan: Plan, *, warnings: bool = True) -> str:
     """The plan as text; without `warnings` (github format, which annotates each) no `warning:` lines."""
+    from ci_policy.plan.policy import DIFF_EVENTS  # here: a stage job rendering its shard imports no policy
+
     policy = plan.policy
     lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}, trust {policy.trust}"]
     lines.append(f"PR labels: {' '.join(policy.raw_labels) or '(none)'}")
@@ -195,7 +197,7 @@ def run_summary_text(result: ShardResult, *, warnings: bool = True) -> str:
     return "\n".join(lines)
 
 
-def shard_header(stage_plan: StagePlan, shard: Shard) -> str:
+def shard_header(stage_plan: RunStage, shard: Shard) -> str:
     est = {r.file: r.est_time for r in stage_plan.tests}
     total = sum(est[f] for f in shard.files)
     lines = [f"Enabled {len(shard.files)} test(s) (est total {total:g}s) "

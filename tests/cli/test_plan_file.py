@@ -20,6 +20,7 @@ from cli.test_list import LIST_INPUTS, ROOT
 from cli.test_run import PLAN_ARGS, cli, gpu_test, records
 from helpers import run_cli as run
 
+from ci_policy.config.runrules import DEFAULT_ALLOW, DEFAULT_INFRA, DEFAULT_NEVER, DEFAULT_RETRIABLE
 from ci_policy.plan.planfile import inputs_dict
 
 HINT = ("hint: re-run `ci-policy plan --format json` on this checkout and pass its output, "
@@ -390,6 +391,20 @@ STAGE_PLAN_REFUSED = ("{file}: a per-stage plan lists no test file's content id,
 NOT_THE_TREE = "the checkout is not the clean git tree it was planned on"
 
 
+# The example's stages: how each runs a file and its timeout_per_file, and what every stage shares
+# (the example configures no `runner:` section: its defaults, and the default captured metrics).
+EXAMPLE_RUNNERS = {"stage-a-cpu": ("pytest", None), "stage-b-1-gpu-h200": ("python", 1800),
+                   "stage-c-4-gpu-h200": ("python", 3600), "stage-c-4-gpu-mi350": ("python", 3600)}
+EXAMPLE_RUN_SETTINGS = {
+    "timeout_from_est_time": None, "kill_grace": 10.0,
+    "retry": {"infra": list(DEFAULT_INFRA), "never": list(DEFAULT_NEVER), "retriable": list(DEFAULT_RETRIABLE)},
+    "env": {"allow": list(DEFAULT_ALLOW), "drop": []},
+    "capture": ["train/grad_norm", "train/ppo_kl", "train/train_rollout_logprob_abs_diff", "train/train_rollout_kl",
+                "rollout/raw_reward", "rollout/tito_session_mismatch_rate/v1/assistant_text",
+                "rollout/tito_session_mismatch_rate/v2/assistant_text"],
+}
+
+
 @pytest.mark.parametrize("inputs", [["--event", "push"], ["--event", "pull_request", "--label", "run-ci-megatron"],
                                     ["--event", "schedule", "--schedule", "0 15 * * 6"]], ids=["push", "pr", "weekly"])
 def test_stage_plans_hold_one_stage_each_and_read_as_the_whole_plan_on_its_clean_tree(
@@ -409,7 +424,9 @@ def test_stage_plans_hold_one_stage_each_and_read_as_the_whole_plan_on_its_clean
     checked = 0
     for stage in whole["stages"]:
         file = planned / "stages" / f"{stage['name']}.json"
-        assert json.loads(file.read_text()) == {**whole, "stages": [stage], "inputs": shared}
+        runner, timeout = EXAMPLE_RUNNERS[stage["name"]]
+        assert json.loads(file.read_text()) == {**whole, "stages": [stage], "inputs": shared, "run_settings": {
+            **EXAMPLE_RUN_SETTINGS, "runner": runner, "timeout_per_file": timeout}}
         for shard in [sh["index"] for sh in stage["shards"]] or [None]:
             where = ["--stage", stage["name"], *([] if shard is None else ["--shard", str(shard)])]
             from_whole = run(["list", "--repo", str(example), "--plan", str(planned / "plan.json"), *where,
@@ -522,14 +539,19 @@ def test_run_with_the_plan_directory_runs_what_run_with_the_whole_plan_runs(make
     plan = cli(repo, "plan", *PLAN_ARGS, "--json-out", str(planned / "plan.json"),
                "--stage-plans", str(planned / "stages"))
     assert (plan.returncode, plan.stderr) == (0, ""), plan.stdout
-    for shard in range(3):
-        outs = []
-        for mode, plan_file in (("whole", planned / "plan.json"), ("dir", planned)):
+    outs: dict[str, list[str]] = {"whole": [], "dir": []}
+    for mode, plan_file in (("whole", planned / "plan.json"), ("dir", planned)):
+        if mode == "dir":  # nothing but the stage's own plan to read: the checkout is its clean tree
+            (planned / "plan.json").unlink()
+        for shard in range(3):
+            # The records outside the checkout, which stays the clean tree planned.
             proc = cli(repo, "run", "--stage", "multi", "--shard", str(shard), "--plan", str(plan_file),
-                       "--timings-out", str(tmp_path / f"{mode}-{shard}.jsonl"))
+                       "--timings-out", str(tmp_path / f"{mode}-{shard}.jsonl"),
+                       "--records-out", str(tmp_path / "records"))
             assert proc.returncode == 0, proc.stdout + proc.stderr
-            outs.append(mask(proc.stdout))
-        assert outs[0] == outs[1]
+            outs[mode].append(mask(proc.stdout))
+    assert outs["whole"] == outs["dir"]
+    for shard in range(3):
         assert ([r["file"] for r in records(tmp_path / f"whole-{shard}.jsonl")]
                 == [r["file"] for r in records(tmp_path / f"dir-{shard}.jsonl")] != [])
 
@@ -583,3 +605,97 @@ def test_a_clean_checkout_of_the_planned_tree_is_not_listed_again(example, monke
     (example / "notes.txt").write_text("notes\n")
     assert run(listed, capsys) == expected
     assert calls == [example]
+
+
+NOT_RUN_SETTINGS = [
+    pytest.param(lambda r: {k: v for k, v in r.items() if k != "env"}, "run_settings: missing key 'env'", id="missing"),
+    pytest.param(lambda r: {**r, "runner": "bash"}, 'run_settings.runner: expected one of python, pytest, got "bash"',
+                 id="runner"),
+    pytest.param(lambda r: {**r, "timeout_per_file": 0},
+                 "run_settings.timeout_per_file: expected null or a number in (0, 604800], got 0", id="timeout"),
+    pytest.param(lambda r: {**r, "timeout_from_est_time": {"factor": 2}},
+                 "run_settings.timeout_from_est_time: missing key 'floor'", id="from-est-floor"),
+    pytest.param(lambda r: {**r, "timeout_from_est_time": {"factor": 101, "floor": 60}},
+                 "run_settings.timeout_from_est_time.factor: expected null or a number in (0, 100], got 101",
+                 id="from-est-factor"),
+    pytest.param(lambda r: {**r, "kill_grace": 3601},
+                 "run_settings.kill_grace: expected a number in [0, 3600], got 3601", id="kill-grace"),
+    pytest.param(lambda r: {**r, "retry": {**r["retry"], "never": ["ok", "("]}},
+                 "run_settings.retry.never[1]: not a regular expression: missing ), unterminated subpattern at "
+                 "position 0", id="regex"),
+    pytest.param(lambda r: {**r, "env": {**r["env"], "allow": ["PATH", "A=B"]}},
+                 "run_settings.env.allow[1]: 'A=B' is not a variable name pattern (letters, digits, `_`, and the "
+                 "wildcards `*` and `?`)", id="env-pattern"),
+    pytest.param(lambda r: {**r, "capture": "loss"}, "run_settings.capture: expected an array, got a string",
+                 id="capture"),
+]
+
+
+@pytest.mark.parametrize("make, message", NOT_RUN_SETTINGS)
+def test_a_per_stage_plan_with_wrong_run_settings_is_a_usage_error(example, monkeypatch, tmp_path, capsys, make,
+                                                                   message):
+    # Refused as the plan's other fields are: a stage job never runs with settings the configuration refuses.
+    committed(example, monkeypatch)
+    planned = plan_directory(tmp_path, capsys, "--repo", str(example), "--event", "push")
+    own = planned / "stages" / "stage-a-cpu.json"
+    doc = json.loads(own.read_text())
+    own.write_text(json.dumps({**doc, "run_settings": make(doc["run_settings"])}))
+    assert run(["run", "--repo", str(example), "--plan", str(planned), "--stage", "stage-a-cpu"], capsys) == (
+        2, "", f"ci-policy run: error: --plan: {own}: {message}\n    {NOT_A_PLAN}")
+
+
+SETTINGS_CONFIG = """\
+version: 1
+discovery:
+  roots: [tests]
+stages:
+  - {name: gpu, backend: cuda, runs_on: [h200], runner: python, timeout_per_file: 30}
+runner:
+  kill_grace: 1
+  timeout_from_est_time: {factor: 0.5, floor: 1}
+  retry: {retriable: ["flaky threshold"]}
+  env: {allow: [PATH, "SETTINGS_*"], drop: [SETTINGS_HIDDEN]}
+gates:
+  capture: [train/loss]
+"""
+
+
+def test_run_from_a_per_stage_plan_runs_with_its_run_settings(make_repo, monkeypatch, tmp_path):
+    """The per-stage plan's settings are the configuration's: the variables a test sees, the
+    captured metric, the retry rules and the est_time-derived timeout, as from the whole plan."""
+    flaky = tmp_path / "flaky"
+    files = {
+        "tests/test_env.py": gpu_test("import os; print('seen', sorted(k for k in os.environ if k.startswith("
+                                      "'SETTINGS_')), os.environ.get('CI_POLICY_CAPTURE'))", est=100),
+        # Fails once with retriable output, then passes: retried only under `runner.retry`.
+        "tests/test_flaky.py": gpu_test(f"import os, sys\nif not os.path.exists({str(flaky)!r}):\n"
+                                        f"    open({str(flaky)!r}, 'w').close()\n"
+                                        "    sys.exit('AssertionError: flaky threshold')", est=100),
+        # est 2 s: a timeout of max(1, 0.5 * 2) = 1 s, well under the stage's 30 s.
+        "tests/test_slow.py": gpu_test("import time; time.sleep(20)", est=2),
+    }
+    repo = committed(make_repo(files, config=SETTINGS_CONFIG), monkeypatch)
+    monkeypatch.setenv("SETTINGS_SEEN", "1")
+    monkeypatch.setenv("SETTINGS_HIDDEN", "1")
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    plan = cli(repo, "plan", *PLAN_ARGS, "--json-out", str(planned / "plan.json"),
+               "--stage-plans", str(planned / "stages"))
+    assert (plan.returncode, plan.stderr) == (0, ""), plan.stdout
+    outs = []
+    for mode, plan_file in (("whole", planned / "plan.json"), ("dir", planned)):
+        if mode == "dir":  # nothing but the stage's own plan to read: the checkout is its clean tree
+            (planned / "plan.json").unlink()
+        flaky.unlink(missing_ok=True)
+        proc = cli(repo, "run", "--stage", "gpu", "--plan", str(plan_file), "--continue-on-error",
+                   "--max-attempts", "2", "--timings-out", str(tmp_path / f"{mode}.jsonl"),
+                   "--records-out", str(tmp_path / f"records-{mode}"))
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "seen ['SETTINGS_SEEN'] [\"train/loss\"]" in proc.stdout
+        assert "output matches retriable pattern 'flaky threshold'; retrying" in proc.stdout
+        assert proc.stdout.count("est=2s attempt=1 (timeout 1s)") == 1
+        outs.append(mask(proc.stdout))
+        assert [(r["file"], r["attempt"], r["status"]) for r in records(tmp_path / f"{mode}.jsonl")] == [
+            ("tests/test_env.py", 1, "pass"), ("tests/test_flaky.py", 1, "fail"), ("tests/test_flaky.py", 2, "pass"),
+            ("tests/test_slow.py", 1, "timeout"), ("tests/test_slow.py", 2, "timeout")]
+    assert outs[0] == outs[1]

@@ -5,8 +5,10 @@ subcommand no other subcommand's module, and a stage job reading its plan none i
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from helpers import clean_env
@@ -127,9 +129,8 @@ NOT_FOR_A_STAGE_JOB = ("pathspec", "statistics", "difflib", "ci_policy.gates.eva
                        "ci_policy.read.workflows")
 
 
-def test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module(tmp_path, capsys) -> None:
-    from helpers import run_cli
-
+def unit_repo(tmp_path) -> Path:
+    """A checkout of one `runner: python` stage `unit` and its one test file, which prints `test_a ran`."""
     repo = tmp_path / "repo"
     (repo / ".github").mkdir(parents=True)
     (repo / ".github" / "ci-policy.yml").write_text(
@@ -137,7 +138,14 @@ def test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module
     (repo / "tests").mkdir()
     (repo / "tests" / "test_a.py").write_text(
         'from ci_policy import register_cpu_ci\n\nregister_cpu_ci(est_time=5, suite="unit")\n\n'
-        'if __name__ == "__main__":\n    print("ok")\n')
+        'if __name__ == "__main__":\n    print("test_a ran")\n')
+    return repo
+
+
+def test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module(tmp_path, capsys) -> None:
+    from helpers import run_cli
+
+    repo = unit_repo(tmp_path)
     rc, out, _err = run_cli(["plan", "--repo", str(repo), "--event", "push", "--format", "json", "--no-cache"],
                             capsys)
     assert rc == 0
@@ -147,3 +155,36 @@ def test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module
                           capture_output=True, text=True, cwd=tmp_path, env=clean_env(), check=True)
     assert json.loads(proc.stdout)["files"] == ["tests/test_a.py"]
     assert [m for m in json.loads(proc.stderr) if m.startswith(NOT_FOR_A_STAGE_JOB)] == []
+
+
+# What a stage job running from its per-stage plan never imports: the configuration's tables and
+# PyYAML (the plan carries the settings it runs with), the planner, the registry and the scan.
+CONFIGURATION_AND_PLANNER = ("yaml", "ci_policy.config.top", "ci_policy.config.fields", "ci_policy.config.stages",
+                             "ci_policy.config.runner", "ci_policy.config.load", "ci_policy.plan.build",
+                             "ci_policy.plan.policy", "ci_policy.plan.selection", "ci_policy.model.snapshot",
+                             "ci_policy.model.registry", "ci_policy.read.markers", "ci_policy.adapters.scan_cache")
+
+
+def test_a_stage_job_given_its_per_stage_plan_parses_no_configuration(tmp_path, monkeypatch) -> None:
+    repo = unit_repo(tmp_path)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+                                                 "-c", "commit.gpgsign=false", "commit", "-q", "-m", "planned"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    subprocess.run([sys.executable, "-m", "ci_policy", "plan", "--repo", str(repo), "--event", "push",
+                    "--json-out", str(planned / "plan.json"), "--stage-plans", str(planned / "stages")],
+                   capture_output=True, check=True, env=clean_env(), cwd=tmp_path)
+    run = ["run", "--repo", str(repo), "--plan", str(planned), "--stage", "unit", "--records-out",
+           str(tmp_path / "records"), "--timings-out", str(tmp_path / "timings.jsonl")]
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *run], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(), check=True)
+    assert "test_a ran" in proc.stdout and "RESULT: PASS" in proc.stdout
+    assert [m for m in json.loads(proc.stderr) if m.startswith(CONFIGURATION_AND_PLANNER)] == []
+    # A gate store named: the plan is read with the configuration, as without a per-stage plan.
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *run, "--store", str(tmp_path / "metrics.db")],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env(), check=True)
+    assert "RESULT: PASS" in proc.stdout
+    assert {"yaml", "ci_policy.config.top", "ci_policy.plan.build"} <= set(json.loads(proc.stderr))

@@ -8,12 +8,12 @@ import pytest
 from config_cases import VALID, coded, coded_err
 
 from ci_policy.config import RetryRules, RunnerConfig, parse_config
-from ci_policy.config.runner import (
+from ci_policy.config.runner import RUNNER_TABLE
+from ci_policy.config.runrules import (
     DEFAULT_ALLOW,
     DEFAULT_INFRA,
     DEFAULT_NEVER,
     DEFAULT_RETRIABLE,
-    RUNNER_TABLE,
     EnvRules,
     child_env,
 )

@@ -27,6 +27,7 @@ from ci_policy.plan.planfile import (
     mismatches,
     read_plan_file,
 )
+from ci_policy.plan.stagejob import RunSettings, settings_dict
 from ci_policy.read.checkout import check_relative, is_plain_relative
 from ci_policy.render.jsondoc import plan_dict
 
@@ -108,7 +109,8 @@ SCALARS = st.none() | st.booleans() | st.integers(-2, 10**7) | st.floats(allow_n
 def test_any_mutation_is_read_or_refused_as_a_usage_error(tmp_path_factory, data):
     doc = document(tmp_path_factory.mktemp("plan"))
     if data.draw(st.booleans()):  # a stage plan: one stage, no test file's content id
-        doc = {**doc, "stages": doc["stages"][:1], "inputs": {k: v for k, v in doc["inputs"].items() if k != "files"}}
+        doc = {**doc, "stages": doc["stages"][:1], "inputs": {k: v for k, v in doc["inputs"].items() if k != "files"},
+               "run_settings": settings_dict(RunSettings(timeout_from_est_time=(2.0, 60.0)))}
     mutated = copy.deepcopy(doc)
     for _ in range(data.draw(st.integers(1, 3))):
         target, key = _pick(mutated, data)
@@ -314,3 +316,59 @@ def test_a_stage_without_its_proof_is_refused(tmp_path):
     with pytest.raises(UsageError) as info:
         read_plan_file(json.dumps(doc), "plan.json")
     assert str(info.value) == '--plan: plan.json: stages[1].optimal: expected true or false, got a string' + hint
+
+
+def test_a_per_stage_plan_gives_its_stage_job_without_the_configuration():
+    """`stage_job`: the stage, its tests and shards, and the settings resolved from the configuration,
+    as `StageJob.of` takes them from the plan; None where running the stage needs more."""
+    from helpers import EXAMPLE_REPO
+
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.planfile import stage_job
+    from ci_policy.plan.policy import Trigger
+    from ci_policy.plan.stagejob import StageJob
+    from ci_policy.read.diff import Diff
+    from ci_policy.render.jsondoc import stage_plan_jsons
+
+    snapshot = load_snapshot(EXAMPLE_REPO)
+    plan = build_plan(snapshot, Trigger(event="workflow_dispatch", labels=("run-ci-all",)), Diff.unavailable("none"))
+    docs = stage_plan_jsons(plan, None, inputs_dict(A, B, {f: A for f in snapshot.files}, "c" * 40))
+    gated = {g.file for g in plan.snapshot.gates}
+    kinds = set()
+    for name, text in docs.items():
+        job = stage_job(read_plan_file(text, f"{name}.json", name), name)
+        planned = StageJob.of(plan, name)
+        if gated & {r.file for r in planned.stage.tests}:  # evaluating a gate reads the configuration
+            assert job is None
+            kinds.add("gated")
+            continue
+        assert job is not None
+        kinds.add("job")
+        assert (job.stage.name, job.stage.decision, job.stage.reasons, job.stage.shards, job.stage.not_selected) == (
+            name, planned.stage.decision, planned.stage.reasons, planned.stage.shards, ())
+        assert [(r.file, r.line, r.backend, r.suite, r.est_time, r.est_source, r.marker, r.implicit)
+                for r in job.stage.tests] == [
+            (r.file, r.line, r.backend, r.suite, r.est_time, r.est_source, r.marker, r.implicit)
+            for r in planned.stage.tests]
+        assert (job.settings, job.bypass_fastfail, job.invalid, job.plan) == (
+            planned.settings, plan.policy.bypass_fastfail, (), None)
+    assert kinds == {"gated", "job"}
+    name = "stage-a-cpu"
+    doc = json.loads(docs[name])
+    assert stage_job(read_plan_file(json.dumps(doc), "a.json", name), name) is not None
+    refused = [
+        ("stage-b-1-gpu-h200", doc),  # another stage than the plan's
+        (name, {k: v for k, v in doc.items() if k != "run_settings"}),  # written before run_settings
+        (name, {**doc, "invalid": [{"file": "tests/fast/test_bad.py", "diagnostics": []}]}),
+        (name, {**doc, "write_baseline": True}),  # a baseline-writing run of a plan that declares gates
+    ]
+    for stage, body in refused:
+        assert stage_job(read_plan_file(json.dumps(body), "a.json", stage), stage) is None, (stage, body.keys())
+    # Without any gate declared, a baseline-writing run needs no more than the stage's plan.
+    assert stage_job(read_plan_file(json.dumps({**doc, "write_baseline": True, "gates": []}), "a.json", name),
+                     name) is not None
+    # The whole plan has no run_settings: its stage job is `StageJob.of` the plan rebuilt with the configuration.
+    whole = read_plan_file(json.dumps(plan_dict(plan, None, inputs_dict(A, B, {f: A for f in snapshot.files}))),
+                           "plan.json", name)
+    assert (whole.stage_plan, whole.settings, stage_job(whole, name)) == (False, None, None)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ci_policy.config.runner import RetryRules
+from ci_policy.config.runrules import RetryRules
 from ci_policy.plan.results import FailureKind, Verdict
 
 REPORTED_KINDS: tuple[FailureKind, ...] = ("infra", "flaky", "code")

@@ -1,7 +1,8 @@
 """The suite runner (an adapter): executes one shard's files as subprocesses.
 
-- In: the checkout root, the `StagePlan` and `Shard` from `ci_policy.plan` (the same
-  code as `ci-policy plan`/`list`), retry rules, timeouts and `RunOptions`.
+- In: the checkout root, the stage (`plan.stagejob.RunStage`) and `Shard` from
+  `ci_policy.plan` (the same code as `ci-policy plan`/`list`), and `RunOptions`, whose
+  `RunSettings` hold the runner, timeouts, retry rules and environment rules.
 - Out: a `ShardResult`; progress lines and the tests' live output on `out` (default: the
   `sys.stdout` of the call, under GitHub the console guard, which neutralises workflow
   commands in the tests' output too; `::group::` lines go through `write_commands`); one JSON
@@ -12,7 +13,7 @@
   warning.
 - Each file runs as `python FILE` or `python -m pytest FILE` (the stage's `runner`),
   from the checkout root, in its own session/process group, without a shell, with the
-  environment `runner.env` allows (`ci_policy.config.runner.child_env`): no token, password,
+  environment `runner.env` allows (`ci_policy.config.runrules.child_env`): no token, password,
   Actions runtime variable or store URL, and not `$RUNNER_TEMP` (where the timings go).
 - On timeout: SIGTERM to every process of the attempt, then after the grace period its
   cgroup's `cgroup.kill` (where cgroup v2 is delegated to us) and freeze-then-kill of the
@@ -47,23 +48,25 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from ci_policy.adapters.console import write_commands
 from ci_policy.adapters.runner import procs
 from ci_policy.adapters.runner.procs import Watchdog, proc_table, set_subreaper
 from ci_policy.adapters.runner.retry import classify
-from ci_policy.config.runner import EnvRules, RetryRules, RunnerConfig, child_env
+from ci_policy.config.runrules import child_env
 from ci_policy.errors import InputError, InputErrors
-from ci_policy.model.registry import Registration
-from ci_policy.plan.build import StagePlan
-from ci_policy.plan.partition import Shard
 from ci_policy.plan.results import Attempt, AttemptStatus, FileResult, GateOutcome, ShardResult
+from ci_policy.plan.stagejob import RunSettings, RunStage
 from ci_policy.plan.timeouts import timeout_for
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.records import Problems, Series, merge_record_dir, write_record
 from ci_policy.render import escape_data, one_line
 from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV
+
+if TYPE_CHECKING:
+    from ci_policy.model.registration import Registration
+    from ci_policy.plan.partition import Shard
 
 TAIL_BYTES = 64 * 1024
 REAP_INTERVAL = 0.1  # seconds between sweeps for adopted zombies while a test runs
@@ -78,14 +81,14 @@ class RunOptions:
     bypass_fastfail: bool = False
     github: bool = False
     timings_out: Path | None = None
-    kill_grace: float = RunnerConfig.kill_grace
     python: str = sys.executable
-    # Which of the runner's variables a test sees (never a token, password or the store URL).
-    env: EnvRules = EnvRules()
+    # How the stage's files run: its runner and timeouts, the retry rules, the kill grace, which
+    # of the runner's variables a test sees (never a token, password or the store URL), and
+    # the metrics captured.
+    settings: RunSettings = RunSettings()
     # Metric capture: every attempt gets its own CI_POLICY_RECORD_DIR; the passing
     # attempt's files are merged into records_dir/<file>.json and handed to `gate`.
     records_dir: Path | None = None
-    capture: tuple[str, ...] = ()
     gate: Callable[[Registration, Series, Problems], GateOutcome] | None = None
 
 
@@ -491,11 +494,11 @@ def _est(value: float) -> str:
     return f"{value:g}s"
 
 
-def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules,
-              options: RunOptions, from_est: tuple[float, float] | None = None,
+def run_shard(repo: Path, stage_plan: RunStage, shard: Shard, options: RunOptions,
               out: IO[str] | None = None) -> ShardResult:
     # The stream at call time: under GitHub it is the console guard `cli.main` installed.
     out = sys.stdout if out is None else out
+    settings = options.settings
     regs_by_file = {r.file: r for r in stage_plan.tests}
     regs = [regs_by_file[f] for f in shard.files]
     check_files(repo, regs)
@@ -517,9 +520,9 @@ def run_shard(repo: Path, stage_plan: StagePlan, shard: Shard, rules: RetryRules
     interrupted = False
     try:
         for i, reg in enumerate(regs, start=1):
-            file_result = FileResult(reg, timeout_for(reg, stage_plan.stage.timeout_per_file, from_est))
+            file_result = FileResult(reg, timeout_for(reg, settings.timeout_per_file, settings.timeout_from_est_time))
             result.results.append(file_result)
-            _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out,
+            _run_file(repo, stage_plan, shard, reg, file_result, i, total, options, timings, out,
                       contain, result.warnings)
             if not file_result.passed and fast_fail and i < total:
                 result.not_run = regs[i:]
@@ -566,26 +569,27 @@ def sweep(spare: frozenset[int]) -> int:
     return len(held)
 
 
-def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, options, timings, out, contain,
+def _run_file(repo, stage_plan, shard, reg, file_result, i, total, options, timings, out, contain,
               warnings) -> None:
-    argv = ([options.python, reg.file] if stage_plan.stage.runner == "python"
+    settings = options.settings
+    argv = ([options.python, reg.file] if settings.runner == "python"
             else [options.python, "-m", "pytest", reg.file])
     timeouts = 0
     with tempfile.TemporaryDirectory(prefix="ci-policy-") as tmp:
         for attempt in range(1, options.max_attempts + 1):
             kind_file = Path(tmp, f"failure-kind-{attempt}")
-            env = child_env(os.environ, options.env)
+            env = child_env(os.environ, settings.env)
             env.update({FAILURE_KIND_ENV: str(kind_file), "CI_POLICY_STAGE": stage_plan.name,
                         "CI_POLICY_SHARD": str(shard.index), "CI_POLICY_ATTEMPT": str(attempt)})
             record_dir = Path(tmp, f"record-{attempt}")
             if options.records_dir is not None:
                 record_dir.mkdir()
-                env.update({RECORD_DIR_ENV: str(record_dir), CAPTURE_ENV: json.dumps(list(options.capture))})
+                env.update({RECORD_DIR_ENV: str(record_dir), CAPTURE_ENV: json.dumps(list(settings.capture))})
             started = _now()
             if options.github:
                 write_commands(f"::group::{escape_data(f'{reg.file} (attempt {attempt})')}", out)
                 out.flush()
-            proc = run_process(argv, repo, env, file_result.timeout, options.kill_grace, out, contain)
+            proc = run_process(argv, repo, env, file_result.timeout, settings.kill_grace, out, contain)
             if options.github:
                 write_commands("::endgroup::", out)
                 out.flush()
@@ -593,7 +597,7 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, rules, option
             verdict = None
             if status != "pass":
                 reported = _read_kind(kind_file)
-                verdict = classify(status, proc.tail, reported, timeouts, rules, signal_name(proc.returncode))
+                verdict = classify(status, proc.tail, reported, timeouts, settings.retry, signal_name(proc.returncode))
                 timeouts += status == "timeout"
             attempt_rec = Attempt(attempt=attempt, status=status, elapsed=proc.elapsed, started_at=started,
                                   returncode=proc.returncode, verdict=verdict, killed=proc.killed)

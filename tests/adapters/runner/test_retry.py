@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ci_policy.adapters.runner.retry import classify
-from ci_policy.config.runner import DEFAULT_INFRA, DEFAULT_NEVER, DEFAULT_RETRIABLE, RetryRules
+from ci_policy.config.runrules import DEFAULT_INFRA, DEFAULT_NEVER, DEFAULT_RETRIABLE, RetryRules
 from ci_policy.plan.results import Verdict
 
 DEFAULT = RetryRules()

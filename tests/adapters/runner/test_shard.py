@@ -338,17 +338,17 @@ time.sleep(30)
 
 @pytest.mark.parametrize("replace", ["delete", "symlink", "directory"])
 def test_test_file_changed_after_planning(make_repo, tmp_path, monkeypatch, capsys, replace):
-    import ci_policy.plan.build as plan_module
+    import ci_policy.plan.stagejob as job_module
 
     marker = tmp_path / "ran"
     repo = make_repo({"tests/gpu/test_gone.py": gpu_test("pass", est=2),
                       "tests/gpu/test_ok.py": gpu_test(f"open({str(marker)!r}, 'w').close()")},
                      config=CONFIG)
     target = repo / "tests" / "gpu" / "test_gone.py"
-    real_shard_of = plan_module.shard_of
+    real_pick_shard = job_module.pick_shard
 
-    def shard_of_then_change(*args, **kwargs):
-        result = real_shard_of(*args, **kwargs)  # planned with the file present ...
+    def pick_shard_then_change(*args, **kwargs):
+        result = real_pick_shard(*args, **kwargs)  # planned with the file present ...
         target.unlink()                          # ... and then it changes
         if replace == "symlink":
             target.symlink_to(repo / "tests" / "gpu" / "test_ok.py")
@@ -356,7 +356,7 @@ def test_test_file_changed_after_planning(make_repo, tmp_path, monkeypatch, caps
             target.mkdir()
         return result
 
-    monkeypatch.setattr(plan_module, "shard_of", shard_of_then_change)
+    monkeypatch.setattr(job_module, "pick_shard", pick_shard_then_change)
     timings = tmp_path / "t.jsonl"
     rc = main(["run", "--repo", str(repo), "--stage", "gpu", *PLAN_ARGS, "--timings-out", str(timings)])
     out, err = capsys.readouterr()

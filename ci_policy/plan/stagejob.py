@@ -1,0 +1,124 @@
+"""What a stage job runs: one planned stage, its shards, and the settings its files run with.
+
+- In: a `Plan` and the name of one of its stages (`StageJob.of`), or a per-stage plan read
+  back (`plan.planfile.stage_job`), which carries its `run_settings` as the plan job resolved
+  them from the configuration.
+- Out: a frozen `StageJob`: the stage (`RunStage`: its name, decision, reasons, tests and
+  shards), the `RunSettings` its files run with (the stage's `runner` and
+  `timeout_per_file`; `runner:`'s retry rules, est_time-derived timeout, kill grace and
+  environment rules; `gates.capture`), the plan's fast-fail switch and invalid files, and
+  the `Plan` itself when there is one (the metric gates read its snapshot).
+- `pick_shard`: the shard `--shard` names, with the errors `list` and `run` print.
+- `settings_dict`: the `run_settings` object of a per-stage plan (`plan.planfile` reads it).
+- Imports none of the configuration's tables, PyYAML or the planner: a stage job running
+  from its per-stage plan parses no configuration and plans nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ci_policy.config.runrules import KILL_GRACE, EnvRules, RetryRules
+from ci_policy.errors import UsageError
+
+if TYPE_CHECKING:
+    from ci_policy.config import Config, Stage
+    from ci_policy.model.registration import Registration
+    from ci_policy.model.snapshot import InvalidFile
+    from ci_policy.plan.build import Plan
+    from ci_policy.plan.partition import Shard
+
+
+class RunStage(Protocol):
+    """What running a stage's shard reads of the stage (`plan.build.StagePlan` has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def decision(self) -> str: ...
+    @property
+    def reasons(self) -> tuple[str, ...]: ...
+    @property
+    def tests(self) -> tuple[Registration, ...]: ...
+    @property
+    def shards(self) -> tuple[Shard, ...]: ...
+    @property
+    def not_selected(self) -> tuple[tuple[Registration, str], ...]: ...
+
+
+@dataclass(frozen=True)
+class PlannedStage:
+    """A stage as a per-stage plan records it (it does not record why a test was not selected)."""
+
+    name: str
+    decision: str
+    reasons: tuple[str, ...]
+    tests: tuple[Registration, ...]
+    shards: tuple[Shard, ...]
+    not_selected: tuple[tuple[Registration, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    runner: str = "pytest"  # `python FILE` or `python -m pytest FILE`
+    timeout_per_file: float | None = None
+    timeout_from_est_time: tuple[float, float] | None = None
+    kill_grace: float = KILL_GRACE
+    retry: RetryRules = RetryRules()
+    env: EnvRules = EnvRules()
+    capture: tuple[str, ...] = ()
+
+
+def run_settings(config: Config, stage: Stage) -> RunSettings:
+    runner = config.runner
+    return RunSettings(runner=stage.runner, timeout_per_file=stage.timeout_per_file,
+                       timeout_from_est_time=runner.timeout_from_est_time, kill_grace=runner.kill_grace,
+                       retry=runner.retry, env=runner.env, capture=config.gates.capture)
+
+
+def settings_dict(settings: RunSettings) -> dict[str, Any]:
+    from_est = settings.timeout_from_est_time
+    return {
+        "runner": settings.runner,
+        "timeout_per_file": settings.timeout_per_file,
+        "timeout_from_est_time": None if from_est is None else {"factor": from_est[0], "floor": from_est[1]},
+        "kill_grace": settings.kill_grace,
+        "retry": {"infra": list(settings.retry.infra), "never": list(settings.retry.never),
+                  "retriable": list(settings.retry.retriable)},
+        "env": {"allow": list(settings.env.allow), "drop": list(settings.env.drop)},
+        "capture": list(settings.capture),
+    }
+
+
+@dataclass(frozen=True)
+class StageJob:
+    stage: RunStage
+    settings: RunSettings
+    bypass_fastfail: bool
+    invalid: tuple[InvalidFile, ...] = ()
+    # The plan the stage was taken from (None: a per-stage plan's, with no gate declaration).
+    plan: Plan | None = None
+
+    @classmethod
+    def of(cls, plan: Plan, stage: str) -> StageJob:
+        """The planned stage `stage` of `plan`; `UsageError` for a stage not planned (naming an external one)."""
+        from ci_policy.plan.build import planned_stage
+
+        planned = planned_stage(plan, stage)
+        return cls(stage=planned, settings=run_settings(plan.config, planned.stage),
+                   bypass_fastfail=plan.policy.bypass_fastfail, invalid=plan.invalid, plan=plan)
+
+
+def pick_shard(stage: RunStage, shard: int | None) -> Shard | None:
+    """The shard `--shard` names (None: the only one), or None for a skipped stage."""
+    if stage.decision == "skip":
+        return None
+    index = 0 if shard is None else shard
+    if shard is None and len(stage.shards) > 1:
+        raise UsageError(f"stage {stage.name} has {len(stage.shards)} shards; "
+                         "pass --shard INDEX", source="--shard")
+    for found in stage.shards:
+        if found.index == index:
+            return found
+    raise UsageError(f"stage {stage.name} has shards 0..{len(stage.shards) - 1}, not {index}", source="--shard")
