@@ -65,14 +65,37 @@ def summary(name: str) -> str:
     return next(text for command, _module, text in SUBCOMMANDS if command == name)
 
 
+def terminal_columns() -> int:
+    """The width `shutil.get_terminal_size` gives argparse's help (`$COLUMNS`, else the terminal
+    of stdout, else 80), without importing shutil and the compression modules it imports."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 def parser_class() -> type[argparse.ArgumentParser]:
     """argparse's parser without abbreviated options: a renamed flag (`--event` -> `--event-path`)
-    must fail, not match a prefix. Made when a parser is built (`--version` imports no argparse)."""
+    must fail, not match a prefix; its help as wide as argparse makes it (`terminal_columns`).
+    Made when a parser is built (`--version` imports no argparse)."""
     import argparse
+
+    class Formatter(argparse.HelpFormatter):
+        def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                     width: int | None = None) -> None:
+            super().__init__(prog, indent_increment, max_help_position,
+                             terminal_columns() - 2 if width is None else width)
 
     class Parser(argparse.ArgumentParser):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             kwargs.setdefault("allow_abbrev", False)
+            kwargs.setdefault("formatter_class", Formatter)
             super().__init__(*args, **kwargs)
 
     return Parser

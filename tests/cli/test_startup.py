@@ -41,6 +41,26 @@ def test_help_lists_the_subcommands_as_their_own_parsers_do() -> None:
     assert build_parser(["--help"], every=False).format_help() == build_parser().format_help()
 
 
+@pytest.mark.parametrize("columns", ["50", "120", "", "x", "-3"])
+def test_the_help_is_as_wide_as_argparse_makes_it(monkeypatch, columns) -> None:
+    """`terminal_columns` sizes the help as `shutil.get_terminal_size` sizes argparse's own."""
+    import argparse
+
+    from ci_policy.cli.main import build_parser
+
+    monkeypatch.setenv("COLUMNS", columns)
+    top = build_parser(["run"], every=False)
+    run = top._subparsers._group_actions[0].choices["run"]  # type: ignore[union-attr]
+    for parser in (top, run):
+        ours = parser.format_help()
+        parser.formatter_class = argparse.HelpFormatter
+        assert ours == parser.format_help()
+        if columns == "120":  # narrower, argparse lets a long option overflow
+            assert max(map(len, ours.splitlines())) <= 118
+    if columns == "120":  # the width is used
+        assert max(map(len, run.format_help().splitlines())) > 80
+
+
 def test_version_imports_no_subcommand(tmp_path) -> None:
     assert _loaded(["--version"], tmp_path) == ["ci_policy", "ci_policy.cli", "ci_policy.cli.main", "ci_policy.sdk",
                                                 "ci_policy.sdk.markers"]
@@ -98,13 +118,13 @@ try:
     main(sys.argv[1:])
 except SystemExit:
     pass
-sys.stderr.write(" ".join(sorted(m for m in ("json", "uuid", "tempfile") if m in sys.modules)))
+sys.stderr.write(" ".join(sorted(m for m in ("json", "uuid", "tempfile", "shutil") if m in sys.modules)))
 """
 
 
-def test_help_imports_no_json_uuid_or_tempfile_module(tmp_path) -> None:
-    # Modules a subcommand needs only when it runs are imported when it runs (argparse's help
-    # imports shutil itself).
+def test_help_imports_no_json_uuid_tempfile_or_shutil_module(tmp_path) -> None:
+    # Modules a subcommand needs only when it runs are imported when it runs; the help's width
+    # is not taken from shutil (`cli.main.terminal_columns`).
     proc = subprocess.run([sys.executable, "-c", STDLIB_PROBE, "--help"], capture_output=True, text=True, cwd=tmp_path,
                           env=clean_env(), check=True)
     assert proc.stderr == ""
