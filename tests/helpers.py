@@ -18,6 +18,9 @@ from unittest import mock
 
 import pytest
 
+from ci_policy import __version__
+from ci_policy.config.runrules import DEFAULT_ALLOW, DEFAULT_INFRA, DEFAULT_NEVER, DEFAULT_RETRIABLE
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_REPO = ROOT / "examples" / "gpu-repo"
 
@@ -136,3 +139,19 @@ def caught(fn: Any, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
     except InputError as exc:
         return [(exc.path, exc.line, exc.col, exc.message, exc.hint)]
     pytest.fail("no InputError raised")
+
+
+# -- the example's run settings -------------------------------------------------------------------
+
+# The example's stages: how each runs a file and its timeout_per_file, and what every stage shares
+# (the example configures no `runner:` section: its defaults, and the default captured metrics).
+EXAMPLE_RUNNERS = {"stage-a-cpu": ("pytest", None), "stage-b-1-gpu-h200": ("python", 1800),
+                   "stage-c-4-gpu-h200": ("python", 3600), "stage-c-4-gpu-mi350": ("python", 3600)}
+EXAMPLE_RUN_SETTINGS = {
+    "ci_policy": __version__, "timeout_from_est_time": None, "kill_grace": 10.0,
+    "retry": {"infra": list(DEFAULT_INFRA), "never": list(DEFAULT_NEVER), "retriable": list(DEFAULT_RETRIABLE)},
+    "env": {"allow": list(DEFAULT_ALLOW), "drop": []},
+    "capture": ["train/grad_norm", "train/ppo_kl", "train/train_rollout_logprob_abs_diff", "train/train_rollout_kl",
+                "rollout/raw_reward", "rollout/tito_session_mismatch_rate/v1/assistant_text",
+                "rollout/tito_session_mismatch_rate/v2/assistant_text"],
+}

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import EXAMPLE_REPO, clean_env, console_script, in_process
+from helpers import EXAMPLE_REPO, EXAMPLE_RUN_SETTINGS, EXAMPLE_RUNNERS, clean_env, console_script, in_process
 from workflow_eval import (
     Event,
     ExpressionError,
@@ -488,8 +488,10 @@ def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path)
     assert sorted(p.name for p in stage_files.iterdir()) == sorted(f"{st['name']}.json" for st in planned["stages"])
     shared = {key: value for key, value in planned["inputs"].items() if key != "files"}
     for st in planned["stages"]:
-        assert json.loads((stage_files / f"{st['name']}.json").read_text()) == {**planned, "stages": [st],
-                                                                                "inputs": shared}
+        runner, timeout = EXAMPLE_RUNNERS[st["name"]]
+        assert json.loads((stage_files / f"{st['name']}.json").read_text()) == {
+            **planned, "stages": [st], "inputs": shared,
+            "run_settings": {**EXAMPLE_RUN_SETTINGS, "runner": runner, "timeout_per_file": timeout}}
     for run in stage_runs(sim):
         assert run.step("Check out the repository under test").with_["ref"] == HEAD
         fetch = run.step("Fetch the plan")

@@ -63,12 +63,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def run_identity(run_id: str | None = None, run_attempt: int | None = None,
-                 commit: str | None = None) -> RunIdentity:
-    """The run a metric record belongs to: the options, else what GitHub Actions sets."""
-    from ci_policy.adapters.gate import RunIdentity
-
-    attempt: int | str = run_attempt or os.environ.get("GITHUB_RUN_ATTEMPT") or 1
+def attempt_of(given: int | None = None) -> int:
+    """The attempt a metric record belongs to: `given`, else `$GITHUB_RUN_ATTEMPT`, else 1."""
+    attempt: int | str = given or os.environ.get("GITHUB_RUN_ATTEMPT") or 1
     try:
         attempt = int(attempt)
     except ValueError:
@@ -77,7 +74,15 @@ def run_identity(run_id: str | None = None, run_attempt: int | None = None,
     if attempt < 1:
         raise UsageError(f"must be at least 1, got {attempt}", source="$GITHUB_RUN_ATTEMPT",
                          hint="pass --run-attempt N, or leave GITHUB_RUN_ATTEMPT to GitHub Actions")
-    return RunIdentity(run_id=run_id or os.environ.get("GITHUB_RUN_ID") or None, run_attempt=attempt,
+    return attempt
+
+
+def run_identity(run_id: str | None = None, run_attempt: int | None = None,
+                 commit: str | None = None) -> RunIdentity:
+    """The run a metric record belongs to: the options, else what GitHub Actions sets."""
+    from ci_policy.adapters.gate import RunIdentity
+
+    return RunIdentity(run_id=run_id or os.environ.get("GITHUB_RUN_ID") or None, run_attempt=attempt_of(run_attempt),
                        commit=commit or os.environ.get("GITHUB_SHA") or None)
 
 

@@ -108,16 +108,25 @@ def _gated(store: str | None) -> bool:
     return bool(store or os.environ.get(DATABASE_URL_ENV))
 
 
-def _gate_hook(store: str | None, plan, repo: Path):
-    """Gate the files that declare gates, with the plan's cadence deciding baseline writes. `plan`:
-    None for a per-stage plan's job (`plan.planfile.stage_job`): no file of it declares gates, it
-    writes no baseline where any file does, and no store is named, so every file is ungated."""
+def _gate_hook(store: str | None, job, repo: Path):
+    """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
     from ci_policy.plan.results import GateOutcome
 
-    if plan is None or (not plan.snapshot.gates and not _gated(store)):
+    def no_gates(reg, series, problems=None):
+        return GateOutcome(file=reg.file, registration=reg, baseline="no gates declared")
+
+    plan = job.plan
+    if plan is None:
+        # A per-stage plan's job (`plan.planfile.stage_job`): no file of it declares gates, no
+        # baseline is written where another file does, and no store is named. The run's attempt
+        # is checked as when another file's gates are evaluated.
+        if job.declares_gates:
+            from ci_policy.cli.gate import attempt_of
+
+            attempt_of()
+        return no_gates
+    if not plan.snapshot.gates and not _gated(store):
         # No gate to evaluate and no store location to check: the store's modules stay unloaded.
-        def no_gates(reg, series, problems=None):
-            return GateOutcome(file=reg.file, registration=reg, baseline="no gates declared")
         return no_gates
     from ci_policy.adapters.gate import baseline_store_problem, check_store_location, opener, run_gate
     from ci_policy.cli.gate import run_identity
@@ -242,7 +251,7 @@ def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
         timings_out=timings_out,
         settings=job.settings,
         records_dir=_records_dir(args, repo),
-        gate=_gate_hook(store, job.plan, repo),
+        gate=_gate_hook(store, job, repo),
         python=python,
     )
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)

@@ -62,15 +62,17 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+if not TYPE_CHECKING:  # for mypy, the names are the imports above: a misspelt one is an error
 
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    def __getattr__(name: str) -> object:
+        module = _HOME.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
 
 
 __all__ = [

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import re
 from collections import ChainMap
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -325,14 +324,6 @@ def check_glob(value: str) -> str | None:
         compile_glob(value)
     except GlobError as exc:
         return str(exc)
-    return None
-
-
-def check_regex(value: str) -> str | None:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        return f"{value!r} is not a valid regular expression: {exc}"
     return None
 
 

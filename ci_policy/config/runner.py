@@ -28,19 +28,20 @@ from ci_policy.config.runrules import (
     EnvRules,
     RetryRules,
     check_env_pattern,
+    check_regex,
 )
 from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 REGEXES = "list of regular expressions"
 RETRY = Table("runner.retry", "Which failure output is infrastructure, never retried, or retriable.", (
-    Key("infra", fields.strings(REGEXES, check=fields.check_regex), DEFAULT_INFRA,
+    Key("infra", fields.strings(REGEXES, check=check_regex), DEFAULT_INFRA,
         "A failure whose output matches is an infrastructure failure: retried, and reported as such.",
         shown_default="server start, NCCL, ECC, local connection, disk-full and HTTP 5xx errors"),
-    Key("never", fields.strings(REGEXES, check=fields.check_regex), DEFAULT_NEVER,
+    Key("never", fields.strings(REGEXES, check=check_regex), DEFAULT_NEVER,
         "A failure whose output matches is never retried.",
         shown_default="syntax, import and name errors; out of GPU memory"),
-    Key("retriable", fields.strings(REGEXES, check=fields.check_regex), DEFAULT_RETRIABLE,
+    Key("retriable", fields.strings(REGEXES, check=check_regex), DEFAULT_RETRIABLE,
         "A failure whose output matches may be retried (flaky accuracy or speed thresholds).",
         shown_default="accuracy, throughput, latency, score and speed assertions"),
 ))

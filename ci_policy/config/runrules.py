@@ -82,6 +82,14 @@ DEFAULT_ALLOW = (
 ENV_NAME_PATTERN = re.compile(r"[A-Za-z0-9_*?]+")
 
 
+def check_regex(value: str) -> str | None:
+    try:
+        re.compile(value)
+    except (re.error, RecursionError, OverflowError) as exc:  # the last two: nested or repeated past re's limits
+        return f"{value!r} is not a valid regular expression: {exc}"
+    return None
+
+
 def check_env_pattern(value: str) -> str | None:
     if not ENV_NAME_PATTERN.fullmatch(value):
         return (f"{value!r} is not a variable name pattern (letters, digits, `_`, and the wildcards "

@@ -15,7 +15,12 @@
 - A per-stage plan (`plan --stage-plans`: `inputs` without `files`) is read as a `PlanFile`
   with `stage_plan` set and no file in its inputs: its tests and gates are checked as plain
   paths (no listing names them) and its digest, of the whole plan's inputs, for its form
-  only. It holds for the clean tree it recorded and nothing else (`cli.options`).
+  only. It holds for the clean tree it recorded and nothing else (`cli.options`). Its
+  `run_settings` (`plan.stagejob.settings_dict`) are read when this ci_policy version wrote
+  them: every key and no other, each value as the configuration allows it (`settings`).
+- `stage_job(plan_file, stage)`: the `StageJob` of a per-stage plan from its settings, with
+  no configuration; None where the stage job needs the configuration (gates, invalid files,
+  settings of another version).
 - `mismatches(recorded, current, ...)`: what differs between the plan's inputs and the
   checkout's, in the words the refusal prints (`tests/a/test_x.py changed`).
 - `plan_of(plan_file, snapshot)`: the `Plan` that `list` and `run` read, rebuilt from the
@@ -28,8 +33,10 @@
   source, marker), not their labels or columns.
 - Refused: a file that is not such a plan, as `UsageError` naming `--plan` and the
   location in the document (`stages[1].shards[0].files[2]`), among them one with a lone
-  surrogate escape in any string (no UTF-8 output could carry it); a stage the configuration
-  does not declare or declares external.
+  surrogate escape in any string (no UTF-8 output could carry it); in `plan_of`, a stage the
+  configuration does not declare or declares external (`stage_job`, which reads no
+  configuration, takes the plan's stage: the per-stage plan holds only with the
+  configuration it was planned with).
 """
 
 from __future__ import annotations
@@ -37,11 +44,19 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from ci_policy.config.runrules import MAX_KILL_GRACE, RUNNERS, EnvRules, RetryRules, check_env_pattern
+from ci_policy import __version__
+from ci_policy.config.runrules import (
+    MAX_KILL_GRACE,
+    RUNNERS,
+    EnvRules,
+    RetryRules,
+    check_env_pattern,
+    check_regex,
+)
 from ci_policy.errors import Diagnostic, InputError, UsageError
 from ci_policy.model.registration import Registration
 from ci_policy.plan.partition import Shard
@@ -555,9 +570,26 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
                 stages=tuple(stages), images=(), warnings=plan_file.warnings)
 
 
-def _run_settings(doc: _Doc, raw: dict[str, Any]) -> RunSettings:
-    """A per-stage plan's `run_settings` (`plan.stagejob.settings_dict`), each value in the range the
-    configuration allows (so that no value the configuration refuses reaches a test's run)."""
+_SETTINGS = ("ci_policy", "runner", "timeout_per_file", "timeout_from_est_time", "kill_grace", "retry", "env",
+             "capture")
+
+
+def _run_settings(doc: _Doc, raw: dict[str, Any]) -> RunSettings | None:
+    """A per-stage plan's `run_settings` (`plan.stagejob.settings_dict`): every key, no other, each
+    value as the configuration allows it (no value it refuses reaches a test's run). None when
+    another ci_policy version wrote them: its configuration's checks (`requires` among them) are
+    not this version's, so the stage job reads the configuration itself."""
+    if doc.string(doc.get(raw, "ci_policy", "run_settings"), "run_settings.ci_policy") != __version__:
+        return None
+
+    def keys(obj: dict[str, Any], names: tuple[str, ...], where: str) -> dict[str, Any]:
+        for name in names:
+            doc.get(obj, name, where)
+        unknown = [key for key in obj if key not in names]
+        if unknown:
+            raise doc.fail(where, f"unknown key {_shown(unknown[0])}")
+        return obj
+
     def positive(value: Any, where: str, maximum: float) -> Any:
         if value is None:
             return None
@@ -565,45 +597,45 @@ def _run_settings(doc: _Doc, raw: dict[str, Any]) -> RunSettings:
             raise doc.fail(where, f"expected null or a number in (0, {maximum}], got {_shown(value)}")
         return value
 
-    def patterns(value: Any, where: str, check: Any) -> tuple[str, ...]:
+    def strings(value: Any, where: str, check: Callable[[str], str | None] | None = None, *,
+                non_empty: bool = False) -> tuple[str, ...]:
         items = doc.strings(value, where)
+        if non_empty and not items:
+            raise doc.fail(where, "must not be empty")
+        seen: set[str] = set()
         for i, item in enumerate(items):
-            problem = check(item)
+            problem = check(item) if check is not None else None
+            if problem is None and item in seen:
+                problem = f"duplicate entry {item!r}"
             if problem is not None:
                 raise doc.fail(f"{where}[{i}]", problem)
+            seen.add(item)
         return items
 
-    def regex(value: str) -> str | None:
-        try:
-            re.compile(value)
-        except (re.error, RecursionError, OverflowError) as exc:
-            return f"not a regular expression: {exc}"
-        return None
-
-    runner = doc.get(raw, "runner", "run_settings")
+    keys(raw, _SETTINGS, "run_settings")
+    runner = raw["runner"]
     if runner not in RUNNERS:
         raise doc.fail("run_settings.runner", f"expected one of {', '.join(RUNNERS)}, got {_shown(runner)}")
-    from_est = doc.get(raw, "timeout_from_est_time", "run_settings")
+    from_est = raw["timeout_from_est_time"]
     if from_est is not None:
         where = "run_settings.timeout_from_est_time"
-        from_est = doc.obj(from_est, where)
-        from_est = (positive(doc.get(from_est, "factor", where), f"{where}.factor", MAX_FACTOR),
-                    positive(doc.get(from_est, "floor", where), f"{where}.floor", MAX_SECONDS))
+        from_est = keys(doc.obj(from_est, where), ("factor", "floor"), where)
+        from_est = (positive(from_est["factor"], f"{where}.factor", MAX_FACTOR),
+                    positive(from_est["floor"], f"{where}.floor", MAX_SECONDS))
         if None in from_est:
             raise doc.fail(where, "expected a factor and a floor")
-    retry = doc.obj(doc.get(raw, "retry", "run_settings"), "run_settings.retry")
-    env = doc.obj(doc.get(raw, "env", "run_settings"), "run_settings.env")
+    retry = keys(doc.obj(raw["retry"], "run_settings.retry"), ("infra", "never", "retriable"), "run_settings.retry")
+    env = keys(doc.obj(raw["env"], "run_settings.env"), ("allow", "drop"), "run_settings.env")
     return RunSettings(
         runner=runner,
-        timeout_per_file=positive(doc.get(raw, "timeout_per_file", "run_settings"), "run_settings.timeout_per_file",
-                                  MAX_SECONDS),
+        timeout_per_file=positive(raw["timeout_per_file"], "run_settings.timeout_per_file", MAX_SECONDS),
         timeout_from_est_time=from_est,
-        kill_grace=doc.number(doc.get(raw, "kill_grace", "run_settings"), "run_settings.kill_grace", MAX_KILL_GRACE),
-        retry=RetryRules(**{key: patterns(doc.get(retry, key, "run_settings.retry"), f"run_settings.retry.{key}", regex)
-                            for key in ("infra", "never", "retriable")}),
-        env=EnvRules(**{key: patterns(doc.get(env, key, "run_settings.env"), f"run_settings.env.{key}",
-                                      check_env_pattern) for key in ("allow", "drop")}),
-        capture=doc.strings(doc.get(raw, "capture", "run_settings"), "run_settings.capture"),
+        kill_grace=doc.number(raw["kill_grace"], "run_settings.kill_grace", MAX_KILL_GRACE),
+        retry=RetryRules(**{key: strings(value, f"run_settings.retry.{key}", check_regex)
+                            for key, value in retry.items()}),
+        env=EnvRules(**{key: strings(value, f"run_settings.env.{key}", check_env_pattern)
+                        for key, value in env.items()}),
+        capture=strings(raw["capture"], "run_settings.capture", non_empty=True),
     )
 
 
@@ -626,4 +658,5 @@ def stage_job(plan_file: PlanFile, stage: str) -> StageJob | None:
                   for file, est, source, line, marker in fs.tests)
     return StageJob(stage=PlannedStage(name=fs.name, decision=fs.decision, reasons=fs.reasons, tests=tests,
                                        shards=fs.shards),
-                    settings=plan_file.settings, bypass_fastfail=plan_file.bypass_fastfail)
+                    settings=plan_file.settings, bypass_fastfail=plan_file.bypass_fastfail,
+                    declares_gates=bool(gated))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ci_policy import __version__
 from ci_policy.config.runrules import KILL_GRACE, EnvRules, RetryRules
 from ci_policy.errors import UsageError
 
@@ -80,6 +81,7 @@ def run_settings(config: Config, stage: Stage) -> RunSettings:
 def settings_dict(settings: RunSettings) -> dict[str, Any]:
     from_est = settings.timeout_from_est_time
     return {
+        "ci_policy": __version__,  # the version whose configuration checks resolved them
         "runner": settings.runner,
         "timeout_per_file": settings.timeout_per_file,
         "timeout_from_est_time": None if from_est is None else {"factor": from_est[0], "floor": from_est[1]},
@@ -97,8 +99,10 @@ class StageJob:
     settings: RunSettings
     bypass_fastfail: bool
     invalid: tuple[InvalidFile, ...] = ()
-    # The plan the stage was taken from (None: a per-stage plan's, with no gate declaration).
+    # The plan the stage was taken from; None for a per-stage plan's job, none of whose files
+    # declares gates (`plan.planfile.stage_job`), with whether any other file of the plan does.
     plan: Plan | None = None
+    declares_gates: bool = False
 
     @classmethod
     def of(cls, plan: Plan, stage: str) -> StageJob:
@@ -107,7 +111,8 @@ class StageJob:
 
         planned = planned_stage(plan, stage)
         return cls(stage=planned, settings=run_settings(plan.config, planned.stage),
-                   bypass_fastfail=plan.policy.bypass_fastfail, invalid=plan.invalid, plan=plan)
+                   bypass_fastfail=plan.policy.bypass_fastfail, invalid=plan.invalid, plan=plan,
+                   declares_gates=bool(plan.snapshot.gates))
 
 
 def pick_shard(stage: RunStage, shard: int | None) -> Shard | None:

@@ -44,6 +44,7 @@ INTEGER: Schema = {"type": "integer"}
 COUNT: Schema = {"type": "integer", "minimum": 0}
 SECONDS: Schema = {"type": "number", "minimum": 0}
 STRINGS: Schema = {"type": "array", "items": STRING}
+DISTINCT: Schema = {**STRINGS, "uniqueItems": True}
 
 
 def nullable(schema: Schema) -> Schema:
@@ -173,15 +174,16 @@ PLAN = document({
                   description="Content ids of what the plan read, the checkout's clean tree, and their digest "
                               "(`run --plan` checks them)."),
     "run_settings": obj({
+        "ci_policy": {**STRING, "description": "The version that resolved them; another version's are not taken."},
         "runner": one_of(RUNNERS),
         "timeout_per_file": nullable({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}),
         "timeout_from_est_time": nullable(obj({
             "factor": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_FACTOR},
             "floor": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}})),
         "kill_grace": {"type": "number", "minimum": 0, "maximum": MAX_KILL_GRACE},
-        "retry": obj({"infra": STRINGS, "never": STRINGS, "retriable": STRINGS}),
-        "env": obj({"allow": STRINGS, "drop": STRINGS}),
-        "capture": STRINGS,
+        "retry": obj({"infra": DISTINCT, "never": DISTINCT, "retriable": DISTINCT}),
+        "env": obj({"allow": DISTINCT, "drop": DISTINCT}),
+        "capture": {**DISTINCT, "minItems": 1},
     }, description="A per-stage plan's only: how its stage's files run (the stage's runner and "
                    "timeout_per_file, `runner:` and `gates.capture`), so that `run` reads no configuration."),
 }, optional=("inputs", "run_settings"))

@@ -18,9 +18,10 @@ import pytest
 from cli.partial import BAD, partial_repo
 from cli.test_list import LIST_INPUTS, ROOT
 from cli.test_run import PLAN_ARGS, cli, gpu_test, records
+from helpers import EXAMPLE_RUN_SETTINGS, EXAMPLE_RUNNERS
 from helpers import run_cli as run
 
-from ci_policy.config.runrules import DEFAULT_ALLOW, DEFAULT_INFRA, DEFAULT_NEVER, DEFAULT_RETRIABLE
+from ci_policy import __version__
 from ci_policy.plan.planfile import inputs_dict
 
 HINT = ("hint: re-run `ci-policy plan --format json` on this checkout and pass its output, "
@@ -391,20 +392,6 @@ STAGE_PLAN_REFUSED = ("{file}: a per-stage plan lists no test file's content id,
 NOT_THE_TREE = "the checkout is not the clean git tree it was planned on"
 
 
-# The example's stages: how each runs a file and its timeout_per_file, and what every stage shares
-# (the example configures no `runner:` section: its defaults, and the default captured metrics).
-EXAMPLE_RUNNERS = {"stage-a-cpu": ("pytest", None), "stage-b-1-gpu-h200": ("python", 1800),
-                   "stage-c-4-gpu-h200": ("python", 3600), "stage-c-4-gpu-mi350": ("python", 3600)}
-EXAMPLE_RUN_SETTINGS = {
-    "timeout_from_est_time": None, "kill_grace": 10.0,
-    "retry": {"infra": list(DEFAULT_INFRA), "never": list(DEFAULT_NEVER), "retriable": list(DEFAULT_RETRIABLE)},
-    "env": {"allow": list(DEFAULT_ALLOW), "drop": []},
-    "capture": ["train/grad_norm", "train/ppo_kl", "train/train_rollout_logprob_abs_diff", "train/train_rollout_kl",
-                "rollout/raw_reward", "rollout/tito_session_mismatch_rate/v1/assistant_text",
-                "rollout/tito_session_mismatch_rate/v2/assistant_text"],
-}
-
-
 @pytest.mark.parametrize("inputs", [["--event", "push"], ["--event", "pull_request", "--label", "run-ci-megatron"],
                                     ["--event", "schedule", "--schedule", "0 15 * * 6"]], ids=["push", "pr", "weekly"])
 def test_stage_plans_hold_one_stage_each_and_read_as_the_whole_plan_on_its_clean_tree(
@@ -621,8 +608,18 @@ NOT_RUN_SETTINGS = [
     pytest.param(lambda r: {**r, "kill_grace": 3601},
                  "run_settings.kill_grace: expected a number in [0, 3600], got 3601", id="kill-grace"),
     pytest.param(lambda r: {**r, "retry": {**r["retry"], "never": ["ok", "("]}},
-                 "run_settings.retry.never[1]: not a regular expression: missing ), unterminated subpattern at "
-                 "position 0", id="regex"),
+                 "run_settings.retry.never[1]: '(' is not a valid regular expression: missing ), unterminated "
+                 "subpattern at position 0", id="regex"),
+    pytest.param(lambda r: {**r, "retry": {**r["retry"], "never": ["(" * 200_000]}},
+                 None, id="regex-too-deep"),
+    pytest.param(lambda r: {**r, "shell": True}, "run_settings: unknown key \"shell\"", id="unknown-key"),
+    pytest.param(lambda r: {**r, "env": {**r["env"], "keep": ["*"]}}, "run_settings.env: unknown key \"keep\"",
+                 id="unknown-env-key"),
+    pytest.param(lambda r: {**r, "env": {**r["env"], "drop": ["A", "B", "A"]}},
+                 "run_settings.env.drop[2]: duplicate entry 'A'", id="duplicate"),
+    pytest.param(lambda r: {**r, "capture": []}, "run_settings.capture: must not be empty", id="capture-empty"),
+    pytest.param(lambda r: {**r, "ci_policy": 1}, "run_settings.ci_policy: expected a string, got a number",
+                 id="version-type"),
     pytest.param(lambda r: {**r, "env": {**r["env"], "allow": ["PATH", "A=B"]}},
                  "run_settings.env.allow[1]: 'A=B' is not a variable name pattern (letters, digits, `_`, and the "
                  "wildcards `*` and `?`)", id="env-pattern"),
@@ -640,8 +637,13 @@ def test_a_per_stage_plan_with_wrong_run_settings_is_a_usage_error(example, monk
     own = planned / "stages" / "stage-a-cpu.json"
     doc = json.loads(own.read_text())
     own.write_text(json.dumps({**doc, "run_settings": make(doc["run_settings"])}))
-    assert run(["run", "--repo", str(example), "--plan", str(planned), "--stage", "stage-a-cpu"], capsys) == (
-        2, "", f"ci-policy run: error: --plan: {own}: {message}\n    {NOT_A_PLAN}")
+    rc, out, err = run(["run", "--repo", str(example), "--plan", str(planned), "--stage", "stage-a-cpu"], capsys)
+    if message is None:  # too long to show whole: the message starts as the others do
+        assert (rc, out) == (2, "")
+        assert err.startswith(f"ci-policy run: error: --plan: {own}: run_settings.retry.never[0]: '((((")
+        assert "is not a valid regular expression: " in err and err.endswith(NOT_A_PLAN)
+        return
+    assert (rc, out, err) == (2, "", f"ci-policy run: error: --plan: {own}: {message}\n    {NOT_A_PLAN}")
 
 
 SETTINGS_CONFIG = """\
@@ -691,7 +693,7 @@ def test_run_from_a_per_stage_plan_runs_with_its_run_settings(make_repo, monkeyp
                    "--max-attempts", "2", "--timings-out", str(tmp_path / f"{mode}.jsonl"),
                    "--records-out", str(tmp_path / f"records-{mode}"))
         assert proc.returncode == 1, proc.stdout + proc.stderr
-        assert "seen ['SETTINGS_SEEN'] [\"train/loss\"]" in proc.stdout
+        assert "seen ['SETTINGS_SEEN'] [\"train/loss\"]\n" in proc.stdout
         assert "output matches retriable pattern 'flaky threshold'; retrying" in proc.stdout
         assert proc.stdout.count("est=2s attempt=1 (timeout 1s)") == 1
         outs.append(mask(proc.stdout))
@@ -699,3 +701,28 @@ def test_run_from_a_per_stage_plan_runs_with_its_run_settings(make_repo, monkeyp
             ("tests/test_env.py", 1, "pass"), ("tests/test_flaky.py", 1, "fail"), ("tests/test_flaky.py", 2, "pass"),
             ("tests/test_slow.py", 1, "timeout"), ("tests/test_slow.py", 2, "timeout")]
     assert outs[0] == outs[1]
+    # It is the per-stage plan's settings the stage job runs with (no configuration is read),
+    # unless another ci_policy version resolved them: then the configuration's.
+    own = planned / "stages" / "gpu.json"
+    doc = json.loads(own.read_text())
+    for written_by, seen in ((__version__, '["x/y"]'), ("0.0.0", '["train/loss"]')):
+        own.write_text(json.dumps({**doc, "run_settings": {**doc["run_settings"], "ci_policy": written_by,
+                                                           "capture": ["x/y"]}}))
+        proc = cli(repo, "run", "--stage", "gpu", "--plan", str(planned), "--timings-out", str(tmp_path / "t.jsonl"),
+                   "--records-out", str(tmp_path / "records"), "--continue-on-error")
+        assert f"seen ['SETTINGS_SEEN'] {seen}\n" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_stage_job_from_its_plan_checks_the_run_attempt_where_other_files_declare_gates(example, monkeypatch,
+                                                                                           tmp_path, capsys):
+    # Their records would name it: refused from the per-stage plan as from the whole plan.
+    committed(example, monkeypatch)
+    planned = plan_directory(tmp_path, capsys, "--repo", str(example), "--event", "push")
+    assert json.loads((planned / "stages" / "stage-a-cpu.json").read_text())["gates"] != []
+    monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "0")
+    refused = (2, "", "ci-policy run: error: $GITHUB_RUN_ATTEMPT: must be at least 1, got 0\n"
+                      "    hint: pass --run-attempt N, or leave GITHUB_RUN_ATTEMPT to GitHub Actions\n")
+    for plan in (planned / "plan.json", planned):
+        assert run(["run", "--repo", str(example), "--plan", str(plan), "--stage", "stage-a-cpu",
+                    "--records-out", str(tmp_path / "records"), "--timings-out", str(tmp_path / "t.jsonl")],
+                   capsys) == refused

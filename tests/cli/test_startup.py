@@ -204,7 +204,9 @@ def test_a_stage_job_given_its_per_stage_plan_parses_no_configuration(tmp_path, 
     assert "test_a ran" in proc.stdout and "RESULT: PASS" in proc.stdout
     assert [m for m in json.loads(proc.stderr) if m.startswith(CONFIGURATION_AND_PLANNER)] == []
     # A gate store named: the plan is read with the configuration, as without a per-stage plan.
-    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *run, "--store", str(tmp_path / "metrics.db")],
-                          capture_output=True, text=True, cwd=tmp_path, env=clean_env(), check=True)
-    assert "RESULT: PASS" in proc.stdout
-    assert {"yaml", "ci_policy.config.top", "ci_policy.plan.build"} <= set(json.loads(proc.stderr))
+    store = str(tmp_path / "metrics.db")
+    for extra, env in ((["--store", store], clean_env()), ([], clean_env(CI_POLICY_DATABASE_URL=store))):
+        proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *run, *extra], capture_output=True, text=True,
+                              cwd=tmp_path, env=env, check=True)
+        assert "RESULT: PASS" in proc.stdout
+        assert {"yaml", "ci_policy.config.top", "ci_policy.plan.build"} <= set(json.loads(proc.stderr))

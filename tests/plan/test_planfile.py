@@ -351,8 +351,8 @@ def test_a_per_stage_plan_gives_its_stage_job_without_the_configuration():
                 for r in job.stage.tests] == [
             (r.file, r.line, r.backend, r.suite, r.est_time, r.est_source, r.marker, r.implicit)
             for r in planned.stage.tests]
-        assert (job.settings, job.bypass_fastfail, job.invalid, job.plan) == (
-            planned.settings, plan.policy.bypass_fastfail, (), None)
+        assert (job.settings, job.bypass_fastfail, job.invalid, job.plan, job.declares_gates) == (
+            planned.settings, plan.policy.bypass_fastfail, (), None, True)
     assert kinds == {"gated", "job"}
     name = "stage-a-cpu"
     doc = json.loads(docs[name])
@@ -360,6 +360,8 @@ def test_a_per_stage_plan_gives_its_stage_job_without_the_configuration():
     refused = [
         ("stage-b-1-gpu-h200", doc),  # another stage than the plan's
         (name, {k: v for k, v in doc.items() if k != "run_settings"}),  # written before run_settings
+        # resolved by another version, whose configuration checks (and settings) may differ from these
+        (name, {**doc, "run_settings": {"ci_policy": "0.0.0", "runner": "bash"}}),
         (name, {**doc, "invalid": [{"file": "tests/fast/test_bad.py", "diagnostics": []}]}),
         (name, {**doc, "write_baseline": True}),  # a baseline-writing run of a plan that declares gates
     ]
