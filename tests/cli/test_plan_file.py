@@ -654,7 +654,7 @@ stages:
   - {name: gpu, backend: cuda, runs_on: [h200], runner: python, timeout_per_file: 30}
 runner:
   kill_grace: 1
-  timeout_from_est_time: {factor: 0.5, floor: 1}
+  timeout_from_est_time: {factor: 0.1, floor: 0.3}
   retry: {retriable: ["flaky threshold"]}
   env: {allow: [PATH, "SETTINGS_*"], drop: [SETTINGS_HIDDEN]}
 gates:
@@ -673,7 +673,7 @@ def test_run_from_a_per_stage_plan_runs_with_its_run_settings(make_repo, monkeyp
         "tests/test_flaky.py": gpu_test(f"import os, sys\nif not os.path.exists({str(flaky)!r}):\n"
                                         f"    open({str(flaky)!r}, 'w').close()\n"
                                         "    sys.exit('AssertionError: flaky threshold')", est=100),
-        # est 2 s: a timeout of max(1, 0.5 * 2) = 1 s, well under the stage's 30 s.
+        # est 2 s: a timeout of max(0.3, 0.1 * 2) = 0.3 s, well under the stage's 30 s.
         "tests/test_slow.py": gpu_test("import time; time.sleep(20)", est=2),
     }
     repo = committed(make_repo(files, config=SETTINGS_CONFIG), monkeypatch)
@@ -695,7 +695,7 @@ def test_run_from_a_per_stage_plan_runs_with_its_run_settings(make_repo, monkeyp
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert "seen ['SETTINGS_SEEN'] [\"train/loss\"]\n" in proc.stdout
         assert "output matches retriable pattern 'flaky threshold'; retrying" in proc.stdout
-        assert proc.stdout.count("est=2s attempt=1 (timeout 1s)") == 1
+        assert proc.stdout.count("est=2s attempt=1 (timeout 0.3s)") == 1
         outs.append(mask(proc.stdout))
         assert [(r["file"], r["attempt"], r["status"]) for r in records(tmp_path / f"{mode}.jsonl")] == [
             ("tests/test_env.py", 1, "pass"), ("tests/test_flaky.py", 1, "fail"), ("tests/test_flaky.py", 2, "pass"),
