@@ -160,11 +160,13 @@ def run(args: argparse.Namespace) -> int:
     wants_json = args.format == "json" or args.json_out is not None or args.stage_plans is not None
     plan, scan = plan_with_scan(args, tree=wants_json)  # one git listing for the scan and the plan's inputs
     inputs = plan_inputs_of(args, plan, scan) if wants_json else None
-    document = render.plan_json(plan, head_sha, inputs) if args.format == "json" or args.json_out is not None else ""
+    document, stage_plans = render.plan_jsons(plan, head_sha, inputs,
+                                              whole=args.format == "json" or args.json_out is not None,
+                                              stages=args.stage_plans is not None)
     if args.json_out is not None:
         _write_json_out(args.json_out, document)
     if args.stage_plans is not None:
-        _write_stage_plans(args.stage_plans, args.repo, render.stage_plan_jsons(plan, head_sha, inputs))
+        _write_stage_plans(args.stage_plans, args.repo, stage_plans)
     if args.format == "json":
         print(document)
     elif args.format == "markdown":

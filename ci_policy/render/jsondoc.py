@@ -21,7 +21,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -250,10 +250,7 @@ def plan_dict(plan: Plan, head_sha: str | None = None,
 def plan_json(plan: Plan, head_sha: str | None = None, inputs: dict[str, Any] | None = None) -> str:
     """`dumps(plan_dict(...), indent=2)`: each stage's tests written by template, and the
     general encoder over the whole document when any value is unusual."""
-    try:
-        return _indented(plan_dict(plan, head_sha, inputs, rows=True), "\n")
-    except (_Unusual, RecursionError):
-        return dumps(plan_dict(plan, head_sha, inputs), indent=2)
+    return plan_jsons(plan, head_sha, inputs)[0]
 
 
 def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
@@ -265,18 +262,30 @@ def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
     configuration (`plan.stagejob.settings_dict`). A stage job reads its own stage's tests,
     shards and settings, not every other stage's, nor the ids of every test file, nor the
     configuration."""
+    return plan_jsons(plan, head_sha, inputs, whole=False, stages=True)[1]
+
+
+def plan_jsons(plan: Plan, head_sha: str | None = None, inputs: dict[str, Any] | None = None, *,
+               whole: bool = True, stages: bool = False) -> tuple[str, dict[str, str]]:
+    """`plan_json` (with `whole`, else "") and `stage_plan_jsons` (with `stages`, else {}) from one
+    `plan_dict`: the plan job writing both builds the plan's document once."""
     from ci_policy.plan.stagejob import run_settings, settings_dict
 
     shared = None if inputs is None else {key: value for key, value in inputs.items() if key != "files"}
-    settings = [settings_dict(run_settings(plan.config, s.stage)) for s in plan.stages]
-    try:
-        doc = plan_dict(plan, head_sha, shared, rows=True)
-        return {stage["name"]: _indented({**doc, "stages": [stage], "run_settings": run}, "\n")
-                for stage, run in zip(doc["stages"], settings, strict=True)}
-    except (_Unusual, RecursionError):
-        doc = plan_dict(plan, head_sha, shared)
-        return {stage["name"]: dumps({**doc, "stages": [stage], "run_settings": run}, indent=2)
-                for stage, run in zip(doc["stages"], settings, strict=True)}
+    settings = [settings_dict(run_settings(plan.config, s.stage)) for s in plan.stages] if stages else []
+    for rows in (True, False):
+        try:
+            doc = plan_dict(plan, head_sha, inputs, rows=rows)
+            encode: Callable[[Any], str] = ((lambda value: _indented(value, "\n")) if rows
+                                            else (lambda value: dumps(value, indent=2)))
+            own = {} if shared is None else {"inputs": shared}
+            return (encode(doc) if whole else "",
+                    {stage["name"]: encode({**doc, "stages": [stage], **own, "run_settings": run})
+                     for stage, run in zip(doc["stages"], settings, strict=True)} if stages else {})
+        except (_Unusual, RecursionError):
+            if not rows:
+                raise
+    raise AssertionError("unreachable")
 
 
 def explain_json(explanation: Explanation, plan: Plan) -> str:

@@ -188,3 +188,12 @@ def test_a_test_of_an_unusual_type_leaves_the_plan_to_the_general_encoder(tmp_pa
     assert text == document(plan_dict(plan)) and '"line": true' in text
     with pytest.raises(jsondoc._Unusual):
         _TestRows([odd]).text("\n")
+    # The per-stage plans of the same planning, too.
+    from ci_policy.plan.stagejob import run_settings, settings_dict
+
+    whole, per_stage = jsondoc.plan_jsons(plan, whole=True, stages=True)
+    assert whole == text
+    doc = plan_dict(plan)
+    assert per_stage == {s.name: document({**doc, "stages": [stage_doc], "run_settings": settings_dict(
+        run_settings(plan.config, s.stage))}) for s, stage_doc in zip(plan.stages, doc["stages"], strict=True)}
+    assert '"line": true' in per_stage[stage.name]
