@@ -88,9 +88,9 @@ def parser_class() -> type[argparse.ArgumentParser]:
 
     class Formatter(argparse.HelpFormatter):
         def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                     width: int | None = None) -> None:
+                     width: int | None = None, **more: Any) -> None:  # more: a later argparse's (`color`)
             super().__init__(prog, indent_increment, max_help_position,
-                             terminal_columns() - 2 if width is None else width)
+                             terminal_columns() - 2 if width is None else width, **more)
 
     class Parser(argparse.ArgumentParser):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
