@@ -24,8 +24,8 @@
   each try deciding "do the files fit in `shards` shards of this capacity?" by bin
   completion (`_fits`: each shard gets the longest file left and one way to fill it up;
   only ways no file left out would fit in, none where a
-  longer file left out could take the place of a shorter one or of two shorter ones
-  (dominance), within the room the other shards can still waste; when that room is
+  longer file left out could take the place of a shorter one, or of two or three shorter
+  ones (dominance), within the room the other shards can still waste; when that room is
   tight, the ways are tried by how much they fill, most first (a partial way must leave
   room that a subset sum of the files after it fills), and the room that files
   longer than half a shard must leave unused (each filled at best by a subset sum of the
@@ -694,10 +694,11 @@ def _big_waste(weights: Sequence[int], left: list[int], capacity: int, spent: li
 def _dominated(weights: Sequence[int], inside: list[int], others: list[int], free: int,
                spent: list[int]) -> bool:
     """Whether a file left out could take the place of a shorter file in the shard, or of two
-    (besides the shard's first, longest file), and fit: the shard with the longer file is as
-    good (the files it replaces fit where it was), so this one need not be tried. Replacing
-    two files by one lowers the shard's count of files, replacing one by a longer one keeps
-    it and raises the sum, so no way dominates itself through a chain of such swaps."""
+    or three (besides the shard's first, longest file), and fit: the shard with the longer
+    file is as good (the files it replaces fit where it was), so this one need not be tried.
+    Replacing two or three files by one lowers the shard's count of files, replacing one by
+    a longer one keeps it and raises the sum, so no way dominates itself through a chain of
+    such swaps."""
     outside = [weights[i] for i in others]  # longest first, as the files left are
     outside.reverse()
     for i in inside:
@@ -705,17 +706,27 @@ def _dominated(weights: Sequence[int], inside: list[int], others: list[int], fre
         at = bisect.bisect_right(outside, w)
         if at < len(outside) and outside[at] <= w + free:
             return True
-    if len(inside) >= 2 and outside:
-        spent[0] += len(inside) * (len(inside) - 1) // 128  # the pairs looked at, 64 a unit
-        longest = outside[-1]
-        for a in range(len(inside)):
-            wa = weights[inside[a]]
-            for b in range(a + 1, len(inside)):
-                pair = wa + weights[inside[b]]
-                if pair > longest:
-                    continue
-                at = bisect.bisect_left(outside, pair)
-                if at < len(outside) and outside[at] <= pair + free:
+    if len(inside) < 2 or not outside:
+        return False
+    count = len(inside)
+    # The pairs and the triples looked at, 64 a unit.
+    spent[0] += count * (count - 1) // 128 + count * (count - 1) * (count - 2) // 384
+    longest = outside[-1]
+    each = [weights[i] for i in inside]  # longest first
+    for a in range(count - 1):
+        for b in range(a + 1, count):
+            pair = each[a] + each[b]
+            if pair > longest:
+                continue  # (and so is every triple with these two)
+            at = bisect.bisect_left(outside, pair)
+            if outside[at] <= pair + free:
+                return True
+            for c in range(count - 1, b, -1):  # the shortest third file first: the sum grows
+                triple = pair + each[c]
+                if triple > longest:
+                    break
+                at = bisect.bisect_left(outside, triple, at)
+                if outside[at] <= triple + free:
                     return True
     return False
 

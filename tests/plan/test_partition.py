@@ -269,6 +269,10 @@ def test_search_budget_hit_keeps_the_best_split_found():
     pytest.param([1, 3], [5], 3, True, id="the-file-left-out-just-fits"),
     pytest.param([1, 2], [3, 4], 9, False, id="files-left-out-shorter"),
     pytest.param([], [0, 1], 9, False, id="nothing-inside"),
+    pytest.param([2, 3, 4], [0], 1, True, id="one-file-in-place-of-three-with-room"),
+    pytest.param([2, 3, 4], [0], 0, False, id="no-room-for-the-file-in-place-of-three"),
+    pytest.param([1, 3, 4], [0], 0, False, id="three-files-longer-than-the-one-left-out"),
+    pytest.param([1, 3, 4], [5], 1, True, id="the-file-left-out-just-fits-in-place-of-three"),
 ])
 def test_a_way_to_fill_a_shard_is_dominated_when_a_longer_file_left_out_can_take_a_place(inside, others, free,
                                                                                        expected):
@@ -284,7 +288,50 @@ def test_the_dominance_check_counts_the_pairs_it_looks_at():
     weights = [1] * 16 + [100]
     spent = [0, 10**9]
     assert _dominated(weights, list(range(16)), [16], 5, spent) is False
-    assert spent[0] == 16 * 15 // 128
+    assert spent[0] == 16 * 15 // 128 + 16 * 15 * 14 // 384  # and all 560 triples
+
+
+def dominated_by_brute_force(weights: list[int], inside: list[int], others: list[int], free: int) -> bool:
+    """Whether a file of `others` is longer than one file of `inside`, or at least as long as
+    two or three of them together, and at most `free` longer."""
+    for size in (1, 2, 3):
+        for group in itertools.combinations(inside, size):
+            total = sum(weights[i] for i in group)
+            for j in others:
+                if (weights[j] > total if size == 1 else weights[j] >= total) and weights[j] <= total + free:
+                    return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=10), st.data())
+def test_the_dominance_check_finds_exactly_the_swaps_of_one_two_or_three_files(values, data):
+    weights = sorted(values, reverse=True)  # files longest first, as the search holds them
+    chosen = data.draw(st.sets(st.sampled_from(range(len(weights)))))
+    inside = sorted(chosen)
+    others = [i for i in range(len(weights)) if i not in chosen]
+    free = data.draw(st.integers(min_value=0, max_value=20))
+    spent = [0, 10**9]
+    assert _dominated(weights, inside, others, free, spent) is dominated_by_brute_force(weights, inside, others,
+                                                                                        free)
+
+
+# Stages whose shards hold four to six files, several of them short: the ways to fill a shard
+# have three files or more besides its first, so one file may take the place of three.
+MANY_SHORT = st.one_of(st.integers(min_value=1, max_value=12), st.integers(min_value=20, max_value=60))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(MANY_SHORT, min_size=8, max_size=13), st.integers(min_value=2, max_value=3),
+       st.randoms(use_true_random=False))
+def test_stages_of_many_short_files_are_proven_optimal_against_an_exact_search(values, partitions, rnd):
+    items = [(f"tests/test_{i:02d}.py", v) for i, v in enumerate(values)]
+    result = split(items, partitions)
+    check_shards(dict(items), partitions, result.shards)
+    assert result.optimal
+    assert Fraction(repr(float(result.makespan))) == reference_makespan(values, partitions)
+    rnd.shuffle(items)
+    assert split(items, partitions) == result
 
 
 def test_pairs_of_shards_in_hundredths_are_re_split_exactly_within_the_budget():
