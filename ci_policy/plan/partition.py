@@ -23,11 +23,11 @@
   found (each split found is re-split by pairs first), again after each shorter split,
   each try deciding "do the files fit in `shards` shards of this capacity?" by bin
   completion (`_fits`: each shard gets the longest file left and one way to fill it up;
-  only ways no file left out would fit in, none where a
-  longer file left out could take the place of a shorter one, or of two or three shorter
-  ones (dominance), within the room the other shards can still waste; when that room is
-  tight, the ways are tried by how much they fill, most first (a partial way must leave
-  room that a subset sum of the files after it fills), and the room that files
+  only ways no file left out would fit in, none where a file left out could take the
+  place of a shorter one, or of two, three or four (or of all its other files) at most as
+  long together (dominance), within the room the other shards can still waste; when that
+  room is tight, the ways are tried by how much they fill, most first (a partial way must
+  leave room that a subset sum of the files after it fills), and the room that files
   longer than half a shard must leave unused (each filled at best by a subset sum of the
   shorter files) must fit in it; a way that holds a way tried before for an earlier shard,
   which failed, is not tried (nogoods); the last two shards by subset sums at once; the
@@ -625,7 +625,7 @@ def _fits(weights: Sequence[int], count: int, capacity: int, spent: list[int],
                     break
             inside = [rest[p] for p in chosen]
             others = [rest[p] for p in range(len(rest)) if p not in taken]
-            if free and _dominated(weights, inside, others, free, spent):
+            if _dominated(weights, inside, others, free, spent):
                 return False
             mask = 1 << first
             for i in inside:
@@ -693,12 +693,13 @@ def _big_waste(weights: Sequence[int], left: list[int], capacity: int, spent: li
 
 def _dominated(weights: Sequence[int], inside: list[int], others: list[int], free: int,
                spent: list[int]) -> bool:
-    """Whether a file left out could take the place of a shorter file in the shard, or of two
-    or three (besides the shard's first, longest file), and fit: the shard with the longer
-    file is as good (the files it replaces fit where it was), so this one need not be tried.
-    Replacing two or three files by one lowers the shard's count of files, replacing one by
-    a longer one keeps it and raises the sum, so no way dominates itself through a chain of
-    such swaps."""
+    """Whether a file left out could take the place of a shorter file in the shard, or of two,
+    three or four, or of all of them (besides the shard's first, longest file), and fit: the
+    shard with the longer file is as good (the files it replaces fit where it was), so this
+    one need not be tried; several files may be replaced by one just as long, also in a shard
+    with no room left. Replacing several files by one lowers the shard's count of files,
+    replacing one by a longer one keeps it and raises the sum, so no way dominates itself
+    through a chain of such swaps."""
     outside = [weights[i] for i in others]  # longest first, as the files left are
     outside.reverse()
     for i in inside:
@@ -709,8 +710,9 @@ def _dominated(weights: Sequence[int], inside: list[int], others: list[int], fre
     if len(inside) < 2 or not outside:
         return False
     count = len(inside)
-    # The pairs and the triples looked at, 64 a unit.
-    spent[0] += count * (count - 1) // 128 + count * (count - 1) * (count - 2) // 384
+    # The pairs, triples and fours looked at, 64 a unit.
+    spent[0] += (count * (count - 1) // 128 + count * (count - 1) * (count - 2) // 384
+                 + count * (count - 1) * (count - 2) * (count - 3) // 1536)
     longest = outside[-1]
     each = [weights[i] for i in inside]  # longest first
     for a in range(count - 1):
@@ -728,6 +730,18 @@ def _dominated(weights: Sequence[int], inside: list[int], others: list[int], fre
                 at = bisect.bisect_left(outside, triple, at)
                 if outside[at] <= triple + free:
                     return True
+                for d in range(count - 1, c, -1):  # the shortest fourth file first
+                    four = triple + each[d]
+                    if four > longest:
+                        break
+                    within = bisect.bisect_left(outside, four, at)
+                    if outside[within] <= four + free:
+                        return True
+    whole = sum(each)
+    if count > 4 and whole <= longest:
+        at = bisect.bisect_left(outside, whole)
+        if outside[at] <= whole + free:
+            return True
     return False
 
 

@@ -273,28 +273,33 @@ def test_search_budget_hit_keeps_the_best_split_found():
     pytest.param([2, 3, 4], [0], 0, False, id="no-room-for-the-file-in-place-of-three"),
     pytest.param([1, 3, 4], [0], 0, False, id="three-files-longer-than-the-one-left-out"),
     pytest.param([1, 3, 4], [5], 1, True, id="the-file-left-out-just-fits-in-place-of-three"),
+    pytest.param([2, 3, 4, 7], [0], 0, True, id="one-file-in-place-of-four-of-equal-sum"),
+    pytest.param([2, 3, 4, 7], [5], 2, True, id="one-file-in-place-of-four-with-room"),
+    pytest.param([2, 3, 4, 7], [5], 1, False, id="no-room-for-the-file-in-place-of-four"),
+    pytest.param([2, 3, 4, 6, 7], [5], 0, True, id="one-file-in-place-of-all-five-of-equal-sum"),
 ])
 def test_a_way_to_fill_a_shard_is_dominated_when_a_longer_file_left_out_can_take_a_place(inside, others, free,
                                                                                        expected):
-    # est values by index: 0 -> 10, 1 -> 6, 2 -> 4, 3 -> 3, 4 -> 2, 5 -> 12
-    weights = [10, 6, 4, 3, 2, 12]
+    # est values by index: 0 -> 10, 1 -> 6, 2 -> 4, 3 -> 3, 4 -> 2, 5 -> 12, 6 -> 2, 7 -> 1
+    weights = [10, 6, 4, 3, 2, 12, 2, 1]
     spent = [0, 10**9]
     assert _dominated(weights, inside, others, free, spent) is expected
-    assert spent[0] == 0  # at most four files inside: fewer pairs than a unit of work
+    assert spent[0] == 0  # at most five files inside: fewer groups than a unit of work
 
 
-def test_the_dominance_check_counts_the_pairs_it_looks_at():
-    # 16 files of 1 inside, one of 100 outside: no swap fits, so all 120 pairs are looked at.
+def test_the_dominance_check_counts_the_groups_it_looks_at():
+    # 16 files of 1 inside, one of 100 outside: no swap fits, so all 120 pairs, 560 triples and
+    # 1820 fours are looked at.
     weights = [1] * 16 + [100]
     spent = [0, 10**9]
     assert _dominated(weights, list(range(16)), [16], 5, spent) is False
-    assert spent[0] == 16 * 15 // 128 + 16 * 15 * 14 // 384  # and all 560 triples
+    assert spent[0] == 16 * 15 // 128 + 16 * 15 * 14 // 384 + 16 * 15 * 14 * 13 // 1536
 
 
 def dominated_by_brute_force(weights: list[int], inside: list[int], others: list[int], free: int) -> bool:
     """Whether a file of `others` is longer than one file of `inside`, or at least as long as
-    two or three of them together, and at most `free` longer."""
-    for size in (1, 2, 3):
+    two, three or four of them together or all of them, and at most `free` longer."""
+    for size in sorted({1, 2, 3, 4, len(inside)} - {0}):
         for group in itertools.combinations(inside, size):
             total = sum(weights[i] for i in group)
             for j in others:
@@ -305,7 +310,7 @@ def dominated_by_brute_force(weights: list[int], inside: list[int], others: list
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(min_value=1, max_value=40), min_size=1, max_size=10), st.data())
-def test_the_dominance_check_finds_exactly_the_swaps_of_one_two_or_three_files(values, data):
+def test_the_dominance_check_finds_exactly_the_swaps_of_one_to_four_files_or_all(values, data):
     weights = sorted(values, reverse=True)  # files longest first, as the search holds them
     chosen = data.draw(st.sets(st.sampled_from(range(len(weights)))))
     inside = sorted(chosen)
@@ -316,8 +321,8 @@ def test_the_dominance_check_finds_exactly_the_swaps_of_one_two_or_three_files(v
                                                                                         free)
 
 
-# Stages whose shards hold four to six files, several of them short: the ways to fill a shard
-# have three files or more besides its first, so one file may take the place of three.
+# Stages whose shards hold three to six files, several of them short: the ways to fill a shard
+# often have three files or more besides its first, which one file may take the place of.
 MANY_SHORT = st.one_of(st.integers(min_value=1, max_value=12), st.integers(min_value=20, max_value=60))
 
 
