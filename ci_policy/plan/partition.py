@@ -38,15 +38,16 @@
 - Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
   `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner; the pair re-splits of the
   splits the exact search finds share `POLISH_BUDGET`, a quarter of the latter). Only
-  capacities that are sums of est values are tried (when those sums cost little to list): the try below a
-  split is at the largest such sum under its makespan. Every try may spend
-  all the work left; a try out of work ends the search, which returns the shortest split it
-  found (a split that fits just below the shortest found is usually quick to find, ruling
-  one out is what costs: the tries go down from the top so that the one ruling out is the
-  one that proves the split optimal, and multisets of est values that did not fit at a
-  capacity are known not to fit at the lower ones). Work is
-  counted, never timed, so every machine and Python version computes the same split, and
-  the plan job and every shard job agree.
+  capacities that are sums of est values are tried (when those sums cost little to list):
+  the try below a split is at the largest such sum under its makespan. Every try may spend
+  all the work left, but the one at the lower bound leaves `1 / BOUND_RESERVE` of it: out
+  of work there, the tries go on below the split found; another try out of work ends the
+  search, which returns the shortest split it found (a split that fits just below the
+  shortest found is usually quick to find, ruling one out is what costs: the tries go down
+  from the top so that the one ruling out is the one that proves the split optimal, and
+  multisets of est values that did not fit at a capacity are known not to fit at the lower
+  ones). Work is counted, never timed, so every machine and Python version computes the
+  same split, and the plan job and every shard job agree.
 - Guarantees: never longer than LPT (LPT is kept when nothing is strictly shorter, so a
   stage LPT already splits optimally keeps LPT's split); deterministic, also under any
   order of the input; never an empty shard. Within a shard files come longest first (ties
@@ -96,6 +97,9 @@ LOCAL_SEARCH_BUDGET = 3_000_000
 # The pair re-splits of the splits the exact search finds, all of them together (local search
 # units): a quarter proves as many benchmark stages as the whole budget does.
 POLISH_BUDGET = LOCAL_SEARCH_BUDGET // 4
+# The try at the lower bound leaves 1 / BOUND_RESERVE of SEARCH_BUDGET to the tries below the split
+# found: a stage none is found for at the bound still gets a shorter split.
+BOUND_RESERVE = 32
 # A try is tight when the room left to waste is at most this many est units a shard: then
 # the long files' waste is bounded by subset sums, a partial filling of a shard must leave a
 # room that a subset sum of the files after it fills (else only their sum is checked), and
@@ -431,13 +435,21 @@ def _exact_search(weights: Sequence[int], count: int, zeros: int, best: int,
 
     high = best  # the makespan of the shortest split found
     refuted = probe = made(bound)  # no split is shorter than `refuted`; the capacity tried
+    at_bound = True  # the first try, at the lower bound
     while probe < high:
-        # Every try may spend all the work left; one out of work ends the search.
-        spent[1] = SEARCH_BUDGET
+        # Every try may spend all the work left, but the one at the lower bound leaves a
+        # reserve: when it neither finds nor rules out a split there, a split just below the
+        # one found is often quick to find. Another try out of work ends the search.
+        spent[1] = SEARCH_BUDGET - (SEARCH_BUDGET // BOUND_RESERVE if at_bound else 0)
         try:
             fit = _fits(weights, count, probe, spent, dead)
         except _OutOfWork:
-            break
+            if not at_bound:
+                break
+            at_bound = False
+            probe = max(below(high), refuted)
+            continue
+        at_bound = False
         if fit is None:
             refuted = made(probe + 1)
         else:
