@@ -46,6 +46,14 @@ def test_open_store_through_the_unix_socket(postgres_session_server, postgres_da
 
 # -- faults: PostgreSQL ---------------------------------------------------------------------------
 
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 @pytest.mark.parametrize("form", ["userinfo", "query"])
 def test_a_killed_postgres_server_makes_the_store_unavailable_without_the_password(form, postgres_server,
                                                                                   tmp_path):
@@ -64,12 +72,17 @@ def test_a_killed_postgres_server_makes_the_store_unavailable_without_the_passwo
 
     postgres_server.kill()
     messages = []
-    for call in (lambda: store.baseline(GRAD, -1, 5),
-                 lambda: write(store, key("2"), [Sample(GRAD, -1, 2.0)]),
-                 store.runs):
-        with pytest.raises(StoreUnavailable) as err:
+    for name, call in (("baseline", lambda: store.baseline(GRAD, -1, 5)),
+                       ("write", lambda: write(store, key("2"), [Sample(GRAD, -1, 2.0)])),
+                       ("runs", store.runs)):
+        try:
             call()
-        messages.append(str(err.value))
+        except StoreUnavailable as exc:
+            messages.append(str(exc))
+            continue
+        # Seen once in a full run (not reproduced alone): say what answered, for the next time.
+        pytest.fail(f"{name} did not raise after the kill: server running {postgres_server.running}, "
+                    f"something listening on port {port}: {_listening(port)}")
     with pytest.raises(StoreUnavailable) as err:
         open_store(url, default_path=tmp_path / "unused.db")
     messages.append(str(err.value))
