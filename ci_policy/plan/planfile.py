@@ -534,6 +534,14 @@ def _stage_config(snapshot: Snapshot, name: str, source: str) -> Stage:
     return stage
 
 
+def _registrations(fs: FileStage, backend: str) -> tuple[Registration, ...]:
+    """A stage's tests as the registrations `run` reads (file, line, backend, suite, est_time and
+    its source, marker), not their labels or columns."""
+    return tuple(Registration(file=file, line=line, backend=backend, suite=fs.name, est_time=est,
+                              implicit=marker is None, est_source=source, marker=marker)  # type: ignore[arg-type]
+                 for file, est, source, line, marker in fs.tests)
+
+
 def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
     """The `Plan` of the file over `snapshot` (configuration, labels, discovered files, no registration)."""
     from ci_policy.model.snapshot import InvalidFile, Snapshot, Validity
@@ -546,9 +554,7 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
     suites: dict[str, set[str]] = {}
     for fs in plan_file.stages:
         stage = _stage_config(snapshot, fs.name, plan_file.source)
-        tests = tuple(Registration(file=file, line=line, backend=stage.backend, suite=stage.name, est_time=est,
-                                   implicit=marker is None, est_source=source, marker=marker)  # type: ignore[arg-type]
-                      for file, est, source, line, marker in fs.tests)
+        tests = _registrations(fs, stage.backend)
         registrations.extend(tests)
         for file in fs.invalid:
             suites.setdefault(file, set()).add(fs.name)
@@ -653,10 +659,7 @@ def stage_job(plan_file: PlanFile, stage: str) -> StageJob | None:
             or (gated and plan_file.write_baseline) or any(t[0] in gated for t in plan_file.stages[0].tests)):
         return None
     (fs,) = plan_file.stages
-    tests = tuple(Registration(file=file, line=line, backend=fs.backend, suite=fs.name, est_time=est,
-                               implicit=marker is None, est_source=source, marker=marker)  # type: ignore[arg-type]
-                  for file, est, source, line, marker in fs.tests)
-    return StageJob(stage=PlannedStage(name=fs.name, decision=fs.decision, reasons=fs.reasons, tests=tests,
-                                       shards=fs.shards),
+    return StageJob(stage=PlannedStage(name=fs.name, decision=fs.decision, reasons=fs.reasons,
+                                       tests=_registrations(fs, fs.backend), shards=fs.shards),
                     settings=plan_file.settings, bypass_fastfail=plan_file.bypass_fastfail,
                     declares_gates=bool(gated))
