@@ -271,21 +271,19 @@ def plan_jsons(plan: Plan, head_sha: str | None = None, inputs: dict[str, Any] |
     `plan_dict`: the plan job writing both builds the plan's document once."""
     from ci_policy.plan.stagejob import run_settings, settings_dict
 
-    shared = None if inputs is None else {key: value for key, value in inputs.items() if key != "files"}
+    shared = {} if inputs is None else {"inputs": {key: value for key, value in inputs.items() if key != "files"}}
     settings = [settings_dict(run_settings(plan.config, s.stage)) for s in plan.stages] if stages else []
-    for rows in (True, False):
-        try:
-            doc = plan_dict(plan, head_sha, inputs, rows=rows)
-            encode: Callable[[Any], str] = ((lambda value: _indented(value, "\n")) if rows
-                                            else (lambda value: dumps(value, indent=2)))
-            own = {} if shared is None else {"inputs": shared}
-            return (encode(doc) if whole else "",
-                    {stage["name"]: encode({**doc, "stages": [stage], **own, "run_settings": run})
-                     for stage, run in zip(doc["stages"], settings, strict=True)} if stages else {})
-        except (_Unusual, RecursionError):
-            if not rows:
-                raise
-    raise AssertionError("unreachable")
+
+    def texts(encode: Callable[[Any], str], rows: bool) -> tuple[str, dict[str, str]]:
+        doc = plan_dict(plan, head_sha, inputs, rows=rows)
+        return (encode(doc) if whole else "",
+                {stage["name"]: encode({**doc, "stages": [stage], **shared, "run_settings": run})
+                 for stage, run in zip(doc["stages"], settings, strict=True)} if stages else {})
+
+    try:
+        return texts(lambda value: _indented(value, "\n"), rows=True)
+    except (_Unusual, RecursionError):
+        return texts(lambda value: dumps(value, indent=2), rows=False)
 
 
 def explain_json(explanation: Explanation, plan: Plan) -> str:
