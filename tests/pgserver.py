@@ -83,6 +83,46 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _signal_group(leader: int, sig: int) -> None:
+    try:
+        os.killpg(leader, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state first), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()
+
+
+def _children(parent: int) -> list[int]:
+    """The processes whose parent is `parent` (none where there is no /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if entry.name.isdigit():
+            fields = _proc_stat(int(entry.name))
+            if fields is not None and fields[1] == str(parent):
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def _group_alive(leader: int) -> bool:
+    """Whether the process group still has a process that is not a zombie."""
+    try:
+        os.killpg(leader, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    fields = _proc_stat(leader)
+    # A zombie leader counts as gone (its sockets are closed): a backend forks nothing that outlives it.
+    return fields is None or fields[0] not in ("Z", "X")
+
+
 try:  # resolved here: the server's process may not be allowed to read Python's library
     import ctypes
 
@@ -169,6 +209,11 @@ class PostgresServer:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The postmaster's process id (None before the first start)."""
+        return None if self._proc is None else self._proc.pid
+
     def start(self) -> PostgresServer:
         if self.running:
             return self
@@ -245,30 +290,29 @@ class PostgresServer:
             self.kill()
 
     def kill(self) -> None:
-        """SIGKILL the postmaster and every backend at once, as a crash would."""
+        """SIGKILL the postmaster and every backend at once, as a crash would; return once all are gone.
+
+        Each backend leads a process group of its own (PostgreSQL's children call setsid()), so
+        the postmaster's group alone is not the server: a backend outside it runs on until it
+        notices that the postmaster is gone, and a query sent at once could still be answered.
+        The postmaster is stopped first, so that it forks no more, and its children, listed
+        from /proc, are killed with it.
+        """
         if self._proc is None:
             return
+        leaders = [self._proc.pid]
         if self._proc.poll() is None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _signal_group(self._proc.pid, signal.SIGSTOP)
+            leaders += _children(self._proc.pid)
+            for leader in leaders:
+                _signal_group(leader, signal.SIGKILL)
             self._proc.wait(30)
-        else:
-            try:  # backends left behind by a postmaster that died on its own
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        # The postmaster is gone, but its backends may still be exiting with their client
-        # sockets open: wait until the whole group is gone, so "killed" really means it.
+        else:  # backends left behind by a postmaster that died on its own
+            _signal_group(self._proc.pid, signal.SIGKILL)
+        # Killed processes may still be exiting with their client sockets open: wait until each
+        # group is gone (a zombie has closed its sockets), so "killed" really means it.
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(self._proc.pid, 0)
-            except ProcessLookupError:
-                break
-            except PermissionError:
-                pass
+        while time.monotonic() < deadline and any(_group_alive(leader) for leader in leaders):
             time.sleep(0.02)
         self._remove_shared_memory()
 

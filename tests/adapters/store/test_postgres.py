@@ -80,7 +80,7 @@ def test_a_killed_postgres_server_makes_the_store_unavailable_without_the_passwo
         except StoreUnavailable as exc:
             messages.append(str(exc))
             continue
-        # Seen once in a full run (not reproduced alone): say what answered, for the next time.
+        # A backend still running after kill() would answer (see test_kill_takes_the_backends_too).
         pytest.fail(f"{name} did not raise after the kill: server running {postgres_server.running}, "
                     f"something listening on port {port}: {_listening(port)}")
     with pytest.raises(StoreUnavailable) as err:
@@ -100,6 +100,30 @@ def test_a_killed_postgres_server_makes_the_store_unavailable_without_the_passwo
     assert store.baseline(GRAD, -1, 5) == [1.0, 2.0]
     store.close()
     assert not (tmp_path / "unused.db").exists()
+
+
+def test_kill_takes_the_backends_too(postgres_server):
+    """Backends lead process groups of their own: the postmaster's group alone is not the
+    server. A backend that cannot notice the postmaster's death (stopped here; on a busy machine,
+    not yet scheduled) would still answer a query sent just after the kill."""
+    import os
+    import signal
+
+    import psycopg
+
+    conn = psycopg.connect(postgres_server.url(), autocommit=True, connect_timeout=10)
+    backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    assert os.getpgid(backend) == backend != postgres_server.pid
+    os.kill(backend, signal.SIGSTOP)
+    postgres_server.kill()
+    try:
+        state = open(f"/proc/{backend}/stat").read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    assert state in ("gone", "Z")
+    with pytest.raises(psycopg.OperationalError):
+        conn.execute("SELECT 1")
+    conn.close()
 
 
 def test_an_unreachable_postgres_server_is_unavailable_at_once(tmp_path):
