@@ -307,7 +307,7 @@ class PostgresServer:
             for leader in leaders:
                 _signal_group(leader, signal.SIGKILL)
             self._proc.wait(30)
-        else:  # backends left behind by a postmaster that died on its own
+        else:  # died on its own: what is left of its group (its backends exit once they notice)
             _signal_group(self._proc.pid, signal.SIGKILL)
         # Killed processes may still be exiting with their client sockets open: wait until each
         # group is gone (a zombie has closed its sockets), so "killed" really means it.
