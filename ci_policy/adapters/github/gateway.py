@@ -19,8 +19,8 @@
   access policy (`POST .../actions/workflows/{file}/dispatches`, ref the default branch,
   inputs `{"pull-request": "<n>"}`). `/rerun-failed-ci` always dispatches a fresh run:
   an old run's payload carries its own event's labels and head.
-- `/ok-to-test <sha prefix>` (write, maintain or admin permission only): the prefix must
-  match the PR's current head, else a reply names the head and nothing is written; then
+- `/ok-to-test <sha prefix>` (write, maintain or admin permission only): the prefix (16 to
+  40 hex digits, `grammar`) must match the PR's current head, else a reply names the head and nothing is written; then
   a `ci-policy/ok-to-test` success status on exactly that SHA (naming the approver), and
   the pipeline is dispatched.
 - `/rerun-test` of an outside contributor's head (`plan.trust`) runs only when that head
@@ -363,7 +363,7 @@ class Gateway:
                 # The head moved after the maintainer looked (or they named another commit):
                 # an approval is for the code they reviewed, so nothing is written.
                 self.reply(ctx, command, f"`{prefix}` is not the pull request's current head, `{sha}`. Review "
-                           f"the new commits, then comment `/ok-to-test {sha[:12]}`.")
+                           f"the new commits, then comment `/ok-to-test {sha}`.")
                 return Result("refused", f"{prefix} is not the current head {sha}")
             status = {"state": "success", "context": APPROVAL_CONTEXT,
                       "description": f"approved by {ctx.user_login}"[:140]}
@@ -394,7 +394,7 @@ class Gateway:
             # An outside contributor's code reaches an accelerator runner only once a maintainer
             # approved exactly this head (`/ok-to-test`), as in the pipeline.
             self.reply(ctx, command, f"`{sha}` is an outside contributor's head that is not approved for CI: a "
-                       f"maintainer reviews it and comments `/ok-to-test {sha[:12]}` first.")
+                       f"maintainer reviews it and comments `/ok-to-test {sha}` first.")
             return Result("refused", f"untrusted head {sha} not approved")
         try:
             pins = pins_from_body(pr_body, policy.pins)

@@ -4,8 +4,9 @@
 - Out: a `Command`, `None` for an ordinary comment (no API call is made for it), or a
   `GrammarError` for a body that mentions a command but is not exactly one.
 - Accepted, as the whole trimmed body: `/run-ci-<name>`, `/bypass-fastfail`,
-  `/clear-labels`, `/rerun-failed-ci`, `/ok-to-test <sha>` with `<sha>` 7 to 40 lower-case
-  hex digits (a prefix of the head being approved), `/rerun-test <path> [<target>]` with `<path>` a repo-relative
+  `/clear-labels`, `/rerun-failed-ci`, `/ok-to-test <sha>` with `<sha>` 16 to 40 lower-case
+  hex digits (a prefix of the head being approved; a shorter one could be matched by a commit
+  crafted for it and pushed after the review), `/rerun-test <path> [<target>]` with `<path>` a repo-relative
   `DIR/.../NAME.py` path of safe segments (the checkout's discovery configuration then
   decides whether it is a test file) and `<target>` an optional backend or stage name
   (which registration to rerun when the file has several). Nothing is normalised: a look-alike slash
@@ -28,7 +29,11 @@ COMMAND_RE = re.compile(
     rf"/(?:(?P<label>{CI_LABEL_PREFIX}{NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
     rf"|rerun-test (?P<path>\S+)(?: (?P<target>{TARGET}))?|ok-to-test (?P<sha>\S+))")
 MARKERS = ("/run-ci-", "/bypass-fastfail", "/clear-labels", "/rerun-failed-ci", "/rerun-test", "/ok-to-test")
-SHA_PREFIX_RE = re.compile(r"[0-9a-f]{7,40}")
+# At least 16 hex digits (64 bits): GitHub's 7-digit short SHA is 28 bits, which a commit
+# crafted to share it reaches in seconds; the gateway reads the head when it runs, after
+# the comment, so a fork author could push such a commit in between and have it approved.
+MIN_SHA_PREFIX = 16
+SHA_PREFIX_RE = re.compile(rf"[0-9a-f]{{{MIN_SHA_PREFIX},40}}")
 
 USAGE = ("Accepted commands (the whole comment, one command): `/run-ci-<label>`, `/bypass-fastfail`, "
          "`/clear-labels`, `/rerun-failed-ci`, `/rerun-test <dir>/.../<test file>.py [backend or stage]`, "
@@ -66,7 +71,8 @@ def parse(body: str) -> Command | None:
     if m.group("sha") is not None:
         sha = m.group("sha")
         if not SHA_PREFIX_RE.fullmatch(sha):
-            raise GrammarError(f"`{_shown(sha)}` is not a commit SHA prefix (7 to 40 lower-case hex digits). {USAGE}")
+            raise GrammarError(f"`{_shown(sha)}` is not a commit SHA prefix ({MIN_SHA_PREFIX} to 40 lower-case hex "
+                               f"digits; the full SHA of the head you reviewed). {USAGE}")
         return Command("ok_to_test", sha)
     path = m.group("path")
     if len(path) > MAX_TEST_PATH or not TEST_PATH_RE.fullmatch(path):

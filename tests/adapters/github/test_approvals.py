@@ -15,6 +15,7 @@ from github_fake import git_blob_sha
 from github_world import COMMENT_ID, HEAD, PR, REPO, P, inputs
 
 from ci_policy.adapters.github.gateway import run_name
+from ci_policy.adapters.github.grammar import USAGE
 from ci_policy.cli import main
 
 MOVED = "feedfacecafebeef00112233445566778899aabb"
@@ -62,7 +63,7 @@ def trust(world, capsys) -> str:
 
 # -- /ok-to-test ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("login, prefix", [("maria", HEAD[:7]), ("wendy", HEAD[:12]), ("ada", HEAD)])
+@pytest.mark.parametrize("login, prefix", [("maria", HEAD[:16]), ("wendy", HEAD[:24]), ("ada", HEAD)])
 def test_a_writer_approves_exactly_the_head_and_starts_the_pipeline(fork, capsys, login, prefix):
     assert trust(fork, capsys) == "untrusted"
     fork.gh.requests.clear()
@@ -75,31 +76,44 @@ def test_a_writer_approves_exactly_the_head_and_starts_the_pipeline(fork, capsys
 
 
 def test_an_app_token_also_dispatches_the_pipeline_no_label_event_carries_an_approval(fork):
-    result = fork.run(f"/ok-to-test {HEAD[:12]}", "--token-kind", "app", login="maria")
+    result = fork.run(f"/ok-to-test {HEAD[:16]}", "--token-kind", "app", login="maria")
     assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched pr-test.yml for #{PR}\n"
     assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), START, REACT,
-                            approved_reply(HEAD, HEAD[:12])]
+                            approved_reply(HEAD, HEAD[:16])]
 
 
 def test_a_moved_head_is_refused_naming_the_current_head_and_no_status_is_written(fork):
     fork.gh.pulls[PR].head_sha = MOVED  # pushed after the maintainer reviewed HEAD
-    result = fork.run(f"/ok-to-test {HEAD[:12]}", login="maria")
-    assert (result.rc, result.out) == (0, f"ci-policy comment: refused: {HEAD[:12]} is not the current head "
+    result = fork.run(f"/ok-to-test {HEAD[:16]}", login="maria")
+    assert (result.rc, result.out) == (0, f"ci-policy comment: refused: {HEAD[:16]} is not the current head "
                                           f"{MOVED}\n")
     assert fork.calls() == [perm("maria"), PULL, reply(
-        f"> /ok-to-test {HEAD[:12]}\n\n`{HEAD[:12]}` is not the pull request's current head, `{MOVED}`. Review the "
-        f"new commits, then comment `/ok-to-test {MOVED[:12]}`.")]
+        f"> /ok-to-test {HEAD[:16]}\n\n`{HEAD[:16]}` is not the pull request's current head, `{MOVED}`. Review the "
+        f"new commits, then comment `/ok-to-test {MOVED}`.")]
+    assert fork.gh.statuses == {} and fork.gh.dispatches == []
+
+
+def test_githubs_short_sha_is_refused_even_when_the_current_head_shares_it(fork):
+    """The head is read when the gateway runs, after the comment: a fork author who pushes a commit
+    crafted to share the reviewed commit's 7-digit short SHA in between must not get it approved."""
+    crafted = HEAD[:7] + "f" * 33  # shares HEAD's short SHA, not its content
+    fork.gh.pulls[PR].head_sha = crafted
+    result = fork.run(f"/ok-to-test {HEAD[:7]}", login="maria")
+    assert (result.rc, result.out) == (0, "ci-policy comment: refused: not exactly one command\n")
+    assert fork.calls() == [perm("maria"), reply(
+        f"`{HEAD[:7]}` is not a commit SHA prefix (16 to 40 lower-case hex digits; the full SHA of the head you "
+        f"reviewed). {USAGE}")]
     assert fork.gh.statuses == {} and fork.gh.dispatches == []
 
 
 def test_a_new_push_needs_a_new_approval(fork, capsys):
-    assert fork.run(f"/ok-to-test {HEAD[:7]}", login="maria").rc == 0
+    assert fork.run(f"/ok-to-test {HEAD[:16]}", login="maria").rc == 0
     assert trust(fork, capsys) == "approved"
     fork.gh.pulls[PR].head_sha = MOVED  # the contributor pushes again
     fork.gh.requests.clear()
     assert trust(fork, capsys) == "untrusted"
     assert fork.calls() == [PULL, status_of(MOVED)]
-    assert fork.run(f"/ok-to-test {MOVED[:7]}", login="maria").rc == 0
+    assert fork.run(f"/ok-to-test {MOVED[:16]}", login="maria").rc == 0
     assert trust(fork, capsys) == "approved"
     assert sorted(fork.gh.statuses) == sorted([HEAD, MOVED])
 
@@ -108,10 +122,10 @@ def test_a_new_push_needs_a_new_approval(fork, capsys):
                                                ("mallory", "read")])
 def test_only_write_maintain_or_admin_may_approve_whatever_the_groups_say(fork, login, permission):
     # hank is on the ci-helpers allowlist: enough to add labels, not to send a fork's code to a GPU.
-    result = fork.run(f"/ok-to-test {HEAD[:7]}", login=login)
+    result = fork.run(f"/ok-to-test {HEAD[:16]}", login=login)
     assert (result.rc, result.out) == (0, f"ci-policy comment: refused: {login} ({permission}) may not approve\n")
     assert fork.calls() == [perm(login), reply(
-        f"> /ok-to-test {HEAD[:7]}\n\n@{login} is not allowed to use `/ok-to-test` (it needs admin, maintain, write "
+        f"> /ok-to-test {HEAD[:16]}\n\n@{login} is not allowed to use `/ok-to-test` (it needs admin, maintain, write "
         f"permission; yours is {permission}).")]
     assert fork.gh.statuses == {}
 
@@ -120,17 +134,17 @@ def test_without_a_pipeline_workflow_the_approval_is_still_recorded(fork):
     data = fork.example_policy()
     del data["pipeline"], data["commands"]["rerun_failed_ci"]
     fork.policy(data)
-    result = fork.run(f"/ok-to-test {HEAD[:7]}", login="maria")
+    result = fork.run(f"/ok-to-test {HEAD[:16]}", login="maria")
     assert result.out == f"ci-policy comment: done: approved {HEAD}; no pipeline workflow to dispatch\n"
     assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), REACT, reply(
-        f"> /ok-to-test {HEAD[:7]}\n\nApproved `{HEAD}` for CI (`ci-policy/ok-to-test` on that commit; a new push "
+        f"> /ok-to-test {HEAD[:16]}\n\nApproved `{HEAD}` for CI (`ci-policy/ok-to-test` on that commit; a new push "
         'needs a new approval). No run was started: .github/ci-commands.json names no pipeline workflow '
         '("pipeline": {"workflow": ...}).')]
 
 
 def test_ok_to_test_is_ignored_by_a_job_that_does_not_carry_it_out(fork):
-    result = fork.run(f"/ok-to-test {HEAD[:7]}", "--commands", "add_label,clear_labels", login="maria")
-    assert result.out == f"ci-policy comment: ignored: /ok-to-test {HEAD[:7]} is handled by another job\n"
+    result = fork.run(f"/ok-to-test {HEAD[:16]}", "--commands", "add_label,clear_labels", login="maria")
+    assert result.out == f"ci-policy comment: ignored: /ok-to-test {HEAD[:16]} is handled by another job\n"
     assert fork.calls() == []
 
 
@@ -144,12 +158,12 @@ def test_rerun_test_of_an_unapproved_fork_head_is_refused(fork):
     assert (result.rc, result.out) == (0, f"ci-policy comment: refused: untrusted head {HEAD} not approved\n")
     assert fork.calls() == [perm("maria"), PULL, status_of(HEAD), reply(
         f"> /rerun-test {SFT}\n\n`{HEAD}` is an outside contributor's head that is not approved for CI: a "
-        f"maintainer reviews it and comments `/ok-to-test {HEAD[:12]}` first.")]
+        f"maintainer reviews it and comments `/ok-to-test {HEAD}` first.")]
     assert fork.gh.dispatches == []
 
 
 def test_rerun_test_of_an_approved_fork_head_is_dispatched(fork):
-    assert fork.run(f"/ok-to-test {HEAD[:7]}", login="maria").rc == 0
+    assert fork.run(f"/ok-to-test {HEAD[:16]}", login="maria").rc == 0
     fork.gh.requests.clear()
     result = fork.run(f"/rerun-test {SFT}", login="maria")
     assert result.out == f"ci-policy comment: done: dispatched rerun-test.yml for {SFT} at {HEAD}\n"
@@ -162,7 +176,7 @@ def test_rerun_test_of_an_approved_fork_head_is_dispatched(fork):
 
 
 def test_rerun_test_of_an_approval_on_an_older_head_is_refused(fork):
-    assert fork.run(f"/ok-to-test {HEAD[:7]}", login="maria").rc == 0
+    assert fork.run(f"/ok-to-test {HEAD[:16]}", login="maria").rc == 0
     fork.gh.pulls[PR].head_sha = MOVED
     fork.gh.add_commit(MOVED, fork.pr)
     fork.gh.requests.clear()
@@ -170,4 +184,4 @@ def test_rerun_test_of_an_approval_on_an_older_head_is_refused(fork):
     assert result.out == f"ci-policy comment: refused: untrusted head {MOVED} not approved\n"
     assert fork.calls() == [perm("maria"), PULL, status_of(MOVED), reply(
         f"> /rerun-test {SFT}\n\n`{MOVED}` is an outside contributor's head that is not approved for CI: a "
-        f"maintainer reviews it and comments `/ok-to-test {MOVED[:12]}` first.")]
+        f"maintainer reviews it and comments `/ok-to-test {MOVED}` first.")]

@@ -162,14 +162,20 @@ def test_a_command_prints_as_it_is_written(command, text):
 
 # -- /ok-to-test <sha prefix> ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sha", ["1a2b3c4", "1a2b3c4d5e6f", "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"])
-def test_ok_to_test_takes_a_sha_prefix_of_7_to_40_hex_digits(sha):
+@pytest.mark.parametrize("sha", ["1a2b3c4d5e6f7a8b", "1a2b3c4d5e6f7a8b9c0d",
+                                 "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"])
+def test_ok_to_test_takes_a_sha_prefix_of_16_to_40_hex_digits(sha):
     assert parse(f" /ok-to-test {sha}\r\n") == Command("ok_to_test", sha)
     assert str(Command("ok_to_test", sha)) == f"/ok-to-test {sha}"
 
 
 @pytest.mark.parametrize("sha, shown", [
     ("1a2b3c", "1a2b3c"),                                          # 6 digits: too short to name a commit
+    # GitHub's short SHA (7 digits) and up to 15: a commit crafted to share them could be
+    # pushed between the review and the gateway's run, and be approved.
+    ("1a2b3c4", "1a2b3c4"),
+    ("1a2b3c4d5e6f", "1a2b3c4d5e6f"),
+    ("1a2b3c4d5e6f7a8", "1a2b3c4d5e6f7a8"),
     ("1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b0", "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b0"),
     ("1A2B3C4D", "1A2B3C4D"),                                      # git prints lower case; so do we
     ("HEAD", "HEAD"),
@@ -179,7 +185,8 @@ def test_ok_to_test_takes_a_sha_prefix_of_7_to_40_hex_digits(sha):
 def test_ok_to_test_refuses_anything_but_a_sha_prefix(sha, shown):
     with pytest.raises(GrammarError) as info:
         parse(f"/ok-to-test {sha}")
-    assert str(info.value) == (f"`{shown}` is not a commit SHA prefix (7 to 40 lower-case hex digits). {USAGE_TEXT}")
+    assert str(info.value) == (f"`{shown}` is not a commit SHA prefix (16 to 40 lower-case hex digits; the full "
+                               f"SHA of the head you reviewed). {USAGE_TEXT}")
 
 
 @pytest.mark.parametrize("body", ["/ok-to-test", "/ok-to-test ", "/ok-to-test  1a2b3c4", "/ok-to-test 1a2b3c4 x"])
