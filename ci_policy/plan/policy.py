@@ -15,12 +15,14 @@
   last, so an explicit request always wins over a scope's exclusion. A `merge_group`
   event has the cadence `cadences.merge_group`; `push` and `merge_group` carry no labels.
 - Trust (`TRUSTS`, default `trusted`): whether the head commit may run on accelerator
-  runners. `untrusted` (an outside contributor's head no maintainer approved) holds back
-  every accelerator stage; `approved` and `untrusted` also stop path rules from
+  or self-hosted runners. `untrusted` (an outside contributor's head no maintainer approved)
+  holds back every accelerator stage and every stage whose `runs_on` is not a GitHub-hosted
+  runner (`hosted_runner`: a cpu stage without `runs_on`, or one standard GitHub-hosted
+  label; anything else may be a self-hosted runner); `approved` and `untrusted` also stop path rules from
   auto-selecting labels (stage selection), so only labels a maintainer set select tests.
 - Stage-level rules (`held_back`, called by stage selection before any test is looked at):
   a schedule that chooses stages, the stage's own cadences, an untrusted head (accelerator
-  stages only, before the label gates so that no label can override it), then on pull
+  and self-hosted stages only, before the label gates so that no label can override it), then on pull
   requests the label gates (`pull_request.require_labels` for accelerator stages,
   `stages[].requires_labels`), which compare the raw PR labels, never their canonical form.
 - Exclusion means exclusion: a broad inclusion (the nightly cadence, a scope) never selects
@@ -61,6 +63,12 @@ ZERO_SHA_RE = re.compile(r"0{40}|0{64}")
 TRUSTS = TRUST_VALUES
 # The skip reason of every accelerator stage of an untrusted head.
 UNTRUSTED_REASON = "untrusted head not approved"
+# One runner label of GitHub's hosted images (ubuntu-24.04, ubuntu-24.04-arm, windows-2025,
+# macos-15-xlarge, ...). Any other `runs_on` may be a self-hosted runner: a self-hosted
+# runner needs no `self-hosted` label in `runs-on`, and larger hosted runners have names of
+# their owner's choosing, so the safe side is to treat them as self-hosted.
+HOSTED_LABEL_RE = re.compile(
+    r"ubuntu-(?:latest|\d{2}\.\d{2})(?:-arm)?|windows-(?:latest|\d{4}|11-arm)|macos-(?:latest|\d{2})(?:-intel|-large|-xlarge)?")
 
 
 @dataclass(frozen=True)
@@ -288,12 +296,19 @@ def why_not_selected(reg: Registration, policy: Policy) -> str:
 
 # -- stage-level rules: which stages this trigger may plan at all ------------------------------
 
+def hosted_runner(stage: Stage) -> bool:
+    """Whether the stage's jobs run on a GitHub-hosted runner: no `runs_on` (the hosted Linux
+    runner cpu stages default to) or exactly one label of GitHub's hosted images."""
+    return not stage.runs_on or (len(stage.runs_on) == 1 and HOSTED_LABEL_RE.fullmatch(stage.runs_on[0]) is not None)
+
+
 def held_back(stage: Stage, policy: Policy, config: Config) -> tuple[str, ...]:
     """Why the trigger does not plan `stage` (skip reasons, without `skip: `), or () when it may.
 
     In order, the first that applies: the cron's schedule does not choose the stage; the
-    cadence is not one of the stage's cadences; an untrusted head and an accelerator stage
-    (whatever the event and labels: a label on a fork PR is no maintainer's approval); on a
+    cadence is not one of the stage's cadences; an untrusted head and an accelerator stage,
+    or a stage that may run on a self-hosted runner (whatever the event and labels: a label
+    on a fork PR is no maintainer's approval); on a
     pull request, the label gates (both reasons when both gates are missing labels).
     """
     schedule = policy.schedule
@@ -303,6 +318,8 @@ def held_back(stage: Stage, policy: Policy, config: Config) -> tuple[str, ...]:
         return (f"the {policy.cadence} cadence is not one of the stage's cadences ({', '.join(stage.cadences)})",)
     if policy.trust == "untrusted" and config.is_accelerator(stage.backend):
         return (UNTRUSTED_REASON,)
+    if policy.trust == "untrusted" and not hosted_runner(stage):
+        return (f"{UNTRUSTED_REASON} (runs_on [{', '.join(stage.runs_on)}] is not a GitHub-hosted runner)",)
     if policy.event != "pull_request":
         return ()
     reasons = []

@@ -17,8 +17,8 @@
 - Invalid test files are never scheduled; each stage lists those whose readable
   registrations name it (`StageDecision.invalid`).
 - Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not
-  one of its cadences, an untrusted head (accelerator stages), a pull request without its
-  gate labels.
+  one of its cadences, an untrusted head (accelerator stages, and stages that may run on
+  self-hosted runners), a pull request without its gate labels.
 - `push` and `merge_group` are pruned by their diff as pull requests are (`DIFF_EVENTS`).
 - Other events, and stages with `diff_pruned: false`, run whenever they have selected tests.
 """

@@ -172,6 +172,56 @@ def test_trust_and_stage_level_rules(make_repo, trust, trigger, records, expecte
     assert table == expected
 
 
+# -- cpu stages on runners that may be self-hosted ----------------------------------------------
+
+RUNNER_CONFIG = CONFIG.replace("EXPLICIT", "run").replace(
+    "  - {name: cpu, backend: cpu}\n",
+    "  - {name: cpu, backend: cpu}\n"
+    "  - {name: cpu-hosted, backend: cpu, runs_on: [ubuntu-24.04]}\n"
+    "  - {name: cpu-big, backend: cpu, runs_on: [self-hosted, big-cpu]}\n"
+    "  - {name: cpu-custom, backend: cpu, runs_on: [ubuntu-gpu-box]}\n")
+RUNNER_FILES = {**FILES, **{f"tests/cpu/test_{name}.py": (
+    "from ci_policy import register_cpu_ci\n\n"
+    f'register_cpu_ci(est_time=10, suite="cpu-{name}")\n\n'
+    'if __name__ == "__main__":\n    print("ok")\n') for name in ("hosted", "big", "custom")}}
+
+
+def ran(name: str) -> tuple:
+    return ("run", ["run: stage is not diff-pruned (1 selected)"], [f"tests/cpu/test_{name}.py"])
+
+
+def held(name: str, runs_on: str) -> tuple:
+    return ("skip", [f"skip: untrusted head not approved (runs_on [{runs_on}] is not a GitHub-hosted runner)"],
+            [f"tests/cpu/test_{name}.py"])
+
+
+@pytest.mark.parametrize("trust, expected", [
+    ("untrusted", {"cpu": CPU_RUN, "cpu-hosted": ran("hosted"), "cpu-big": held("big", "self-hosted, big-cpu"),
+                   "cpu-custom": held("custom", "ubuntu-gpu-box")}),
+    ("approved", {"cpu": CPU_RUN, "cpu-hosted": ran("hosted"), "cpu-big": ran("big"), "cpu-custom": ran("custom")}),
+    ("trusted", {"cpu": CPU_RUN, "cpu-hosted": ran("hosted"), "cpu-big": ran("big"), "cpu-custom": ran("custom")}),
+])
+def test_an_untrusted_head_runs_cpu_stages_only_on_github_hosted_runners(make_repo, trust, expected):
+    """A fork PR runs nothing on self-hosted runners without a maintainer's approval, cpu stages included."""
+    snapshot = load_snapshot(make_repo(RUNNER_FILES, config=RUNNER_CONFIG, labels=LABELS)).require_valid()
+    _policy, table = outcome(snapshot, trusting(pr(), trust), diff_of(SRC))
+    assert {name: table[name] for name in expected} == expected
+
+
+@pytest.mark.parametrize("runs_on, hosted", [
+    ((), True),
+    (("ubuntu-latest",), True), (("ubuntu-24.04",), True), (("ubuntu-22.04-arm",), True),
+    (("windows-2025",), True), (("windows-11-arm",), True), (("macos-15",), True), (("macos-14-xlarge",), True),
+    (("self-hosted",), False), (("ubuntu-latest", "gpu"), False), (("ubuntu-latest-16-cores",), False),
+    (("ubuntu-gpu-box",), False), (("Ubuntu-latest",), False), (("h200",), False),
+])
+def test_hosted_runner_labels(runs_on, hosted):
+    from ci_policy.config import Stage
+    from ci_policy.plan.policy import hosted_runner
+
+    assert hosted_runner(Stage(name="s", backend="cpu", runs_on=runs_on)) is hosted
+
+
 def test_the_default_trust_is_trusted(make_repo):
     snapshot = checkout(make_repo)
     assert Trigger(event="pull_request").trust == "trusted"
