@@ -128,6 +128,8 @@ def ci_policy_commands(path: Path) -> list[list[str]]:
         for step in job.get("steps", []):
             for line in step.get("run", "").replace(">-", "").split("\n\n"):
                 argv = shlex.split(line)
+                if argv[:2] == ["exec", "ci-policy"]:
+                    argv = argv[1:]
                 if argv[:1] == ["ci-policy"]:
                     found.append(argv)
     return found
@@ -149,6 +151,18 @@ def test_every_ci_policy_command_in_a_workflow_parses(workflow):
         assert args.command == argv[1]
     expected = {"pr-test.yml": 0, "pr-pipeline.yml": 6, "ci.yml": 3}
     assert len(commands) == expected.get(workflow.name, len(commands)), commands
+
+
+@pytest.mark.parametrize("path", WORKFLOWS)
+def test_a_step_that_runs_tests_execs_ci_policy(path):
+    """The step's shell would stay the tests' ancestor, with the step's env (the store URL) and
+    stdout open to them through /proc: `ci-policy run` replaces it (and hides from the tests)."""
+    data = yaml.safe_load(path.read_text())
+    scripts = [step["run"] for job in data["jobs"].values() for step in job.get("steps", [])
+               if "ci-policy run " in step.get("run", "")]
+    assert len(scripts) == {"pr-pipeline.yml": 1, "ci.yml": 1}.get(path.name, 0)
+    for script in scripts:
+        assert script.startswith("exec ci-policy run "), script
 
 
 # -- installers never run inside a checkout (issue 14, finding 10) ----------------------------
