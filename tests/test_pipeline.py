@@ -653,6 +653,13 @@ def test_pull_request_stage_jobs_get_the_read_only_store(tmp_path, name):
     assert store_urls(pipeline(SCENARIOS[name], tmp_path)) == {SECRETS["CI_POLICY_METRICS_STORE_READ_URL"]}
 
 
+def test_an_unapproved_fork_heads_stage_jobs_get_no_store(tmp_path):
+    """Its cpu stages run fork code nobody reviewed, on a hosted runner where sudo reads anything."""
+    sim = pipeline(SCENARIOS["fork-unapproved"], tmp_path)
+    assert [run.matrix["stage"] for run in stage_runs(sim)]  # its cpu stages do run
+    assert store_urls(sim) == {""}
+
+
 def test_a_pr_plan_that_says_write_baseline_still_gets_the_read_only_store(tmp_path):
     s = SCENARIOS["megatron"]
     prepare_workspace(s, tmp_path)
