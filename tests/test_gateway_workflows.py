@@ -456,7 +456,38 @@ def test_a_gpu_file_runs_as_a_script_with_the_repositorys_interpreter_and_ci_pol
     proc = bash(rerun_step("Run the file"), {"GITHUB_WORKSPACE": str(ws), "RUNNER_TEMP": str(tmp_path), "HW": "cuda",
                                              "TIMEOUT_SECONDS": "60", "PYTHON": sys.executable,
                                              "TEST_FILE": "tests/test_x.py"}, cwd=ws)
-    assert (proc.returncode, proc.stdout) == (0, f"ran True {sys.executable}\n"), proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert between_stopped_commands(proc.stdout) == f"ran True {sys.executable}\n"
+
+
+def between_stopped_commands(stdout: str) -> str:
+    """The file's output, checked to be inside `::stop-commands::TOKEN` ... `::TOKEN::`."""
+    first, *inner, last = stdout.splitlines(keepends=True)
+    token = first.removeprefix("::stop-commands::").rstrip("\n")
+    assert re.fullmatch(r"[0-9a-f]{32}", token), first
+    assert last == f"::{token}::\n"
+    return "".join(inner)
+
+
+def test_the_files_output_cannot_be_a_workflow_command_nor_write_the_runners_files(tmp_path):
+    ws = workspace(tmp_path, """\
+        import os
+        print("::error file=x.py::forged")
+        print("::add-mask::secret")
+        print(sorted(k for k in os.environ if k in {"GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE",
+                                                   "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE"}))
+        raise SystemExit(3)
+        """)
+    files = {name: str(tmp_path / name.lower()) for name in
+             ("GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")}
+    runs = [bash(rerun_step("Run the file"), {"GITHUB_WORKSPACE": str(ws), "RUNNER_TEMP": str(tmp_path), "HW": "cuda",
+                                              "TIMEOUT_SECONDS": "60", "PYTHON": sys.executable,
+                                              "TEST_FILE": "tests/test_x.py", **files}, cwd=ws) for _ in range(2)]
+    for proc in runs:
+        assert proc.returncode == 3, proc.stderr  # the file's own status, after commands resume
+        assert between_stopped_commands(proc.stdout) == (
+            "::error file=x.py::forged\n::add-mask::secret\n['GITHUB_WORKSPACE']\n")
+    assert runs[0].stdout.splitlines()[0] != runs[1].stdout.splitlines()[0]  # a new token each run
 
 
 def test_a_cpu_file_runs_under_pytest_when_the_interpreter_has_it(tmp_path):
