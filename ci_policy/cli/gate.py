@@ -26,7 +26,8 @@ from ci_policy.cli.options import (
     add_format,
     add_store,
     append_step_summary,
-    positive_int,
+    run_attempt,
+    run_attempt_arg,
     scan_options,
     store_url,
 )
@@ -56,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the triggering event (default $GITHUB_EVENT_NAME); pull_request and merge_group never "
                         "write")
     p.add_argument("--run-id", default=None, metavar="ID", help="the workflow run id (default $GITHUB_RUN_ID)")
-    p.add_argument("--run-attempt", type=positive_int, default=None, metavar="N",
+    p.add_argument("--run-attempt", type=run_attempt_arg, default=None, metavar="N",
                    help="the run attempt (default $GITHUB_RUN_ATTEMPT, else 1)")
     p.add_argument("--commit", default=None, metavar="SHA", help="the commit tested (default $GITHUB_SHA)")
     add_format(p, ("text", "github"))
@@ -65,16 +66,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def attempt_of(given: int | None = None) -> int:
     """The attempt a metric record belongs to: `given`, else `$GITHUB_RUN_ATTEMPT`, else 1."""
-    attempt: int | str = given or os.environ.get("GITHUB_RUN_ATTEMPT") or 1
+    if given is not None:
+        return given  # --run-attempt, checked by its parser
     try:
-        attempt = int(attempt)
-    except ValueError:
-        raise UsageError(f"is not a number: {attempt!r}", source="$GITHUB_RUN_ATTEMPT",
+        return run_attempt(os.environ.get("GITHUB_RUN_ATTEMPT") or "1")
+    except ValueError as exc:
+        raise UsageError(str(exc), source="$GITHUB_RUN_ATTEMPT",
                          hint="pass --run-attempt N, or leave GITHUB_RUN_ATTEMPT to GitHub Actions") from None
-    if attempt < 1:
-        raise UsageError(f"must be at least 1, got {attempt}", source="$GITHUB_RUN_ATTEMPT",
-                         hint="pass --run-attempt N, or leave GITHUB_RUN_ATTEMPT to GitHub Actions")
-    return attempt
 
 
 def run_identity(run_id: str | None = None, run_attempt: int | None = None,

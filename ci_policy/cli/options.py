@@ -182,6 +182,30 @@ def report_incomplete(command: str, invalid: Sequence[InvalidFile], *, section: 
     return 1
 
 
+# A run attempt is stored as a 64-bit integer (SQLite, PostgreSQL's bigint).
+MAX_RUN_ATTEMPT = 2**63 - 1
+
+
+def run_attempt(text: str) -> int:
+    """A run attempt: ASCII digits (no sign, `_` or other scripts' digits, which `int` takes),
+    1 to `MAX_RUN_ATTEMPT`; ValueError with the reason, quoting at most 40 characters."""
+    shown = repr(text[:40]) + ("..." if len(text) > 40 else "")
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"is not a number: {shown}")
+    if len(text) > 19 or int(text) > MAX_RUN_ATTEMPT:
+        raise ValueError(f"must be at most {MAX_RUN_ATTEMPT}, got {shown}")
+    if int(text) < 1:
+        raise ValueError(f"must be at least 1, got {int(text)}")
+    return int(text)
+
+
+def run_attempt_arg(text: str) -> int:
+    try:
+        return run_attempt(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -491,11 +491,26 @@ def test_unregistered_file_unknown_cadence_and_a_file_without_gates(repo, tmp_pa
                            "expected one of regular, nightly, weekly, release\n")
     assert proc.stderr == ("ci-policy gate: error: --cadence: unknown cadence 'bogus'; "
                            "expected one of regular, nightly, weekly, release\n")
-    for attempt, message in (("x", "is not a number: 'x'"), ("0", "must be at least 1, got 0")):
+    big = "9" * 5000
+    for attempt, message in (("x", "is not a number: 'x'"), ("0", "must be at least 1, got 0"),
+                             ("000", "must be at least 1, got 0"),
+                             # int() takes these; a run attempt is ASCII digits only
+                             ("1_0", "is not a number: '1_0'"), ("\u0663", "is not a number: '\u0663'"),
+                             (" 2 ", "is not a number: ' 2 '"), ("+2", "is not a number: '+2'"),
+                             # stored as a 64-bit integer
+                             ("9223372036854775808",
+                              "must be at most 9223372036854775807, got '9223372036854775808'"),
+                             (big, f"must be at most 9223372036854775807, got {big[:40]!r}...")):
         proc = gate(repo, record, store, "--cadence", "nightly", env=clean_env(GITHUB_RUN_ATTEMPT=attempt))
         assert (proc.returncode, proc.stdout) == (2, "")
         assert proc.stderr == (f"ci-policy gate: error: $GITHUB_RUN_ATTEMPT: {message}\n"
                                "    hint: pass --run-attempt N, or leave GITHUB_RUN_ATTEMPT to GitHub Actions\n")
+    for attempt, message in (("1_0", "is not a number: '1_0'"),
+                             ("9223372036854775808",
+                              "must be at most 9223372036854775807, got '9223372036854775808'")):
+        proc = gate(repo, record, store, "--cadence", "nightly", "--run-attempt", attempt, env=clean_env())
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr.endswith(f"ci-policy gate: error: argument --run-attempt: {message}\n")
     assert stored_runs(store, tmp_path) == []
     # --stage picks one registration of a file registered for several stages.
     (repo / "tests/gpu/test_plain.py").write_text(
