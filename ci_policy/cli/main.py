@@ -186,6 +186,11 @@ def report_usage(err: UsageError, args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # A lone surrogate (from a JSON escape in an input, say) is shown as \udxxx rather than
+    # raising UnicodeEncodeError halfway through a report; stderr already does so.
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
     # Under GitHub Actions every line of both streams is parsed for workflow commands,
     # argparse's own errors (which quote the arguments) included: one guard for all of it.
     with guarded(os.environ.get("GITHUB_ACTIONS") == "true"):

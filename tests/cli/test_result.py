@@ -8,8 +8,10 @@ shard failed, a shard cancelled, everything succeeded; and the usage errors of e
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
+from helpers import clean_env, console_script
 from helpers import run_cli as run
 
 from ci_policy.plan.outcome import Job, outcome, parse_needs
@@ -138,3 +140,13 @@ def test_usage_errors(capsys, plan_complete, needs_json, message):
     rc, out, err = run([*argv, "--format", "github"], capsys)
     assert (rc, err) == (2, "ci-policy result: error: " + message)
     assert out.startswith("::error::ci-policy result: ")
+
+
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_a_lone_surrogate_in_an_input_is_shown_escaped_not_a_crash(fmt):
+    """`\\ud800` is valid JSON that no UTF-8 output can carry: shown as its escape."""
+    proc = subprocess.run([console_script(), "result", "--plan-complete", "true", "--needs-json",
+                           '{"\\ud800": {"result": "failure"}}', "--format", fmt],
+                          capture_output=True, text=True, env=clean_env(), check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "job \\ud800 failed" in proc.stdout
