@@ -78,6 +78,9 @@ CODES: dict[str, tuple[str, str]] = {
     "CP218": ("suite-template-mismatch",
               "register_cuda_ci: suite 'base-b-test-small' differs from 'base-b-test-1-gpu-large', the suite the "
               "template '{stage}-test-{runner_config}' builds from stage and runner_config"),
+    "CP219": ("marker-argument-surrogate",
+              "register_cuda_ci: disabled holds a lone surrogate escape (\\ud800 to \\udfff), which no output "
+              "can carry"),
     "CP220": ("registration-duplicate",
               "register_cuda_ci: tests/e2e/test_a.py is registered twice for suite 'gpu-a' (lines 3 and 4), "
               "so it would run twice"),

@@ -31,6 +31,7 @@ _BY_MESSAGE: list[tuple[str, str]] = [
     (r" is given twice \(positionally and by keyword\)", "CP213"),
     (r": missing required argument '", "CP214"),
     (r" must be a literal, not `", "CP215"),
+    (r" holds a lone surrogate escape ", "CP219"),
     (r"^register_\w+_ci: no suite, and the suite template ", "CP217"),
     (r"^register_\w+_ci: suite '.*' differs from '.*', the suite the template ", "CP218"),
     (r" is registered twice for suite ", "CP220"),

@@ -64,7 +64,7 @@ from ci_policy.plan.stagejob import PlannedStage, RunSettings, StageJob
 from ci_policy.plan.trust import TRUST_VALUES
 from ci_policy.read.checkout import is_plain_relative
 from ci_policy.read.numbers import MAX_EST_TIME, MAX_FACTOR, MAX_SECONDS, is_finite_number
-from ci_policy.read.strictjson import loads
+from ci_policy.read.strictjson import loads, lone_surrogate
 
 if TYPE_CHECKING:  # what `plan_of` and the gates make: imported there, not by a stage job reading its plan
     from ci_policy.config import Stage
@@ -253,24 +253,6 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
-
-
-def _lone_surrogate(value: Any) -> bool:
-    """Whether a string (or key) anywhere in the decoded JSON holds a lone surrogate."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_lone_surrogate(v) for v in value)
-    return False
-
-
 def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile:
     """Parse and check a plan file; `UsageError` (naming `--plan`) for anything that is not a plan.
 
@@ -279,7 +261,7 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
     doc = _Doc(source)
     try:
         raw = loads(text)
-        lone = _SURROGATE_ESCAPE.search(text) is not None and _lone_surrogate(raw)
+        lone = lone_surrogate(text, raw)
     except ValueError as exc:  # JSONDecodeError, a duplicate key, NaN/Infinity
         raise doc.fail("", f"not a JSON plan: {exc}") from None
     except RecursionError:  # in `loads`, or in the walk (which goes less deep): not "a file of the checkout"

@@ -78,6 +78,17 @@ def literal(node: ast.AST) -> Any:
     raise NotLiteral
 
 
+def _holds_surrogate(value: Any) -> bool:
+    """Whether a literal's value has a string (or key) with a lone surrogate (U+D800 to U+DFFF)."""
+    if isinstance(value, str):
+        return any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, (list, tuple)):
+        return any(_holds_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_surrogate(k) or _holds_surrogate(v) for k, v in value.items())
+    return False
+
+
 def _show(node: ast.AST) -> str:
     """Source text of `node` for a message; never raises on pathological nesting."""
     try:
@@ -382,6 +393,11 @@ def bind(scan_: Scan, mc: MarkerCall, positional: tuple[str, ...], keyword_only:
     for key, node in nodes.items():
         try:
             values[key] = literal(node)
+            if _holds_surrogate(values[key]):
+                # Valid Python, but no UTF-8 output (a report, the plan, a log line) can carry it.
+                scan_.error(node, "CP219", f"{name}: {key} holds a lone surrogate escape (\\ud800 to \\udfff), "
+                            "which no output can carry", hint="write the character itself, or leave it out")
+                ok = False
         except NotLiteral:
             scan_.error(node, "CP215", f"{name}: {key} must be a literal, not `{_show(node)}` "
                         "(ci-policy reads it from source without running the file)",

@@ -4,11 +4,15 @@
   non-standard constants NaN, Infinity and -Infinity (Python's json accepts both).
 - `loads()` applies both; readers that report non-finite numbers themselves use
   `no_duplicates` alone.
+- `lone_surrogate(text, value)`: whether decoded JSON holds a string (or key) with a lone
+  surrogate escape (`"\\ud800"`): valid JSON, but no UTF-8 output (a report, a file, a log
+  line) can carry it, so each reader refuses it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NoReturn
 
 from ci_policy.errors import CiPolicyError
@@ -38,3 +42,27 @@ def no_constants(name: str) -> NoReturn:
 
 def loads(text: str) -> Any:
     return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constants)
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate(text: str, value: Any) -> bool:
+    """Whether `value`, decoded from the JSON `text`, holds a lone surrogate anywhere (a pair,
+    for a character outside the BMP, decodes to that character). The walk runs only when the
+    text has a surrogate escape at all."""
+    return _SURROGATE_ESCAPE.search(text) is not None and _walk(value)
+
+
+def _walk(value: Any) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(_walk(k) or _walk(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_walk(v) for v in value)
+    return False

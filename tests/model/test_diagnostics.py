@@ -145,6 +145,9 @@ CASES = [
     Case("CP215", {A: cuda('register_cuda_ci(60 * 30, "gpu-a", labels=["fsdp"])')},
          [(A, 3, 18, "register_cuda_ci: est_time must be a literal, not `60 * 30` (ci-policy reads it from "
                      "source without running the file)")]),
+    Case("CP219", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"], disabled="flaky \\ud800")')},
+         [(A, 3, 57, "register_cuda_ci: disabled holds a lone surrogate escape (\\ud800 to \\udfff), which no "
+                     "output can carry")]),
     Case("CP216", {A: cuda('register_cuda_ci(60, stage="gpu", runner_config=1, labels=["fsdp"])')},
          [(A, 3, 49, "register_cuda_ci: runner_config must be a string, got 1")], config=DIALECT_CONFIG),
     Case("CP217", {A: cuda('register_cuda_ci(60, stage="gpu", labels=["fsdp"])')},

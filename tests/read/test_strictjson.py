@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ci_policy.errors import CiPolicyError
-from ci_policy.read.strictjson import DuplicateKey, loads, no_duplicates
+from ci_policy.read.strictjson import DuplicateKey, loads, lone_surrogate, no_duplicates
 
 
 def test_standard_json_loads_as_usual():
@@ -53,3 +53,16 @@ def test_no_duplicates_alone_accepts_the_constants():
     with pytest.raises(DuplicateKey, match=r"^duplicate key 'v'$"):
         json.loads('{"v": NaN, "v": 1}', object_pairs_hook=no_duplicates)
     assert no_duplicates([("a", 1), ("b", 2)]) == {"a": 1, "b": 2}
+
+
+@pytest.mark.parametrize("text, lone", [
+    ('"\\ud800"', True),
+    ('{"k": ["a", "\\udfff x"]}', True),
+    ('{"\\udc00": 1}', True),
+    ('"\\ud83d\\ude00"', False),            # a pair: one character outside the BMP
+    ('"\\u00e9 \\u2215"', False),
+    ('"plain"', False),
+    ('["\\\\ud800"]', False),              # an escaped backslash, then the letters
+])
+def test_lone_surrogate(text, lone):
+    assert lone_surrogate(text, json.loads(text)) is lone

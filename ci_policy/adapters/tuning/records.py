@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ci_policy.adapters.tuning.evidence import FileEvidence, stage_and_shard
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.read import shapes
-from ci_policy.read.strictjson import DuplicateKey, no_duplicates
+from ci_policy.read.strictjson import DuplicateKey, lone_surrogate, no_duplicates
 
 SCHEMA = 1
 ATTEMPT_STATUSES = ("pass", "fail", "timeout")
@@ -102,6 +102,9 @@ def _parse_line(raw: bytes, lineno: int, source: str, errors: list) -> _Record |
         return None
     except ValueError as exc:  # e.g. an integer longer than Python converts
         err(f"not valid JSON: {exc}")
+        return None
+    if lone_surrogate(text, data):
+        err("not valid JSON for a record: a string holds a lone surrogate escape (\\ud800 to \\udfff)")
         return None
     if not isinstance(data, dict):
         err(f"a timing record must be a JSON object, got {shapes.json_type(data)} {_shown(data)}")

@@ -169,6 +169,9 @@ def test_empty_and_blank_files_give_no_rows(tmp_path: Path):
     ("null", "a timing record must be a JSON object, got null null"),
     ('"x"', 'a timing record must be a JSON object, got string "x"'),
     ("[" * 100000, "not valid JSON: nested too deeply"),
+    # valid JSON, but a file name (or stage, run id, ...) no report or CSV could write
+    ('{"\\ud800": 1, ' + json.dumps(record())[1:],
+     "not valid JSON for a record: a string holds a lone surrogate escape (\\ud800 to \\udfff)"),
     (json.dumps(record(schema=True)), "field 'schema': unsupported timing record schema true "
                                       "(this ci_policy reads schema 1)"),
     (json.dumps(record(schema="1")), "field 'schema': unsupported timing record schema \"1\" "
