@@ -8,7 +8,8 @@
   `merge_record_dir(dir)`: one attempt's per-process files concatenated per key and sorted
   by step (stable), with every problem found; `write_record` / `load_record`: the merged
   record as one strict-JSON document (schema `RECORD_SCHEMA`, problems under `"problems"`).
-- A problem is a value, never an exception: a file that is not JSON, a line that is not an
+- A problem is a value, never an exception: a per-process file that is not a regular file
+  (a FIFO, which would block a read, a symbolic link, a directory), a file that is not JSON, a line that is not an
   object (`[1]`, `"x"`), nesting too deep, an integer too long to convert, NaN/Infinity
   as JSON constants (non-finite values are the strings "NaN", "Infinity", "-Infinity"),
   an unknown schema, a point that is not `[step, number]`: each is located (file name,
@@ -24,9 +25,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -83,8 +86,19 @@ def _json(text: str) -> object:
         raise
 
 
-def _read_text(path: Path) -> str:
-    with open(path, "rb") as fh:
+def _read_text(path: Path, *, follow: bool = True) -> str:
+    """A record file's text. Only a regular file is read: a FIFO (opened without blocking)
+    would block a plain read forever; without `follow`, a symbolic link is refused too."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise ValueError("a symbolic link, not a record file") from None
+        raise
+    with open(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
         data = fh.read(MAX_RECORD_BYTES + 1)
     if len(data) > MAX_RECORD_BYTES:
         raise ValueError(f"larger than {MAX_RECORD_BYTES} bytes")
@@ -101,7 +115,8 @@ def read_process_file(path: Path) -> tuple[Series, Problems]:
     problems: Problems = {}
     name = Path(path).name
     try:
-        text = _read_text(path)
+        # The code under test writes the directory: a FIFO or a link there is not a record.
+        text = _read_text(path, follow=False)
     except UnicodeDecodeError as exc:
         _add(problems, WHOLE_RECORD, f"{name}: not valid UTF-8 (byte {exc.start + 1})")
         return series, problems

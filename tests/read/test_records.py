@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from ci_policy.read.records import merge_records, read_record, write_record
+from ci_policy.read.records import merge_record_dir, merge_records, read_record, write_record
 
 V1_TEXT = "rollout/tito_session_mismatch_rate/v1/assistant_text"
 V2_TEXT = "rollout/tito_session_mismatch_rate/v2/assistant_text"
@@ -45,6 +47,26 @@ def test_merge_concatenates_sorts_by_step_and_keeps_duplicates_in_file_order(tmp
         V2_TEXT: [(1, "0.5")],
         "train/grad_norm": [(0, "0.0"), (2, "2.0"), (4, "4.0"), (4, "44.0")],
     }
+
+
+def test_merge_reads_only_regular_files_and_never_blocks(tmp_path):
+    """The code under test writes the directory: a FIFO nobody writes would block a plain read
+    forever, and a link could point anywhere. Each is a located problem; the rest is read."""
+    write_process_file(tmp_path / "metrics-1-aaaaaaaaaaaa.jsonl", {"train/grad_norm": [[0, 1.0]]})
+    os.mkfifo(tmp_path / "metrics-2-fifofifofifo.jsonl")
+    (tmp_path / "elsewhere.jsonl").write_text('{"schema": 1, "pid": 3}\n')
+    (tmp_path / "metrics-3-linklinklink.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    (tmp_path / "metrics-4-directoryxxx.jsonl").mkdir()
+    merged: list = []
+    reader = threading.Thread(target=lambda: merged.append(merge_record_dir(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(30)
+    assert merged, "merge_record_dir blocked"
+    series, problems = merged[0]
+    assert series == {"train/grad_norm": [(0, 1.0)]}
+    assert problems == {"": ["metrics-2-fifofifofifo.jsonl: unreadable: not a regular file",
+                             "metrics-3-linklinklink.jsonl: unreadable: a symbolic link, not a record file",
+                             "metrics-4-directoryxxx.jsonl: unreadable: Is a directory"]}
 
 
 def test_merge_of_an_empty_directory_is_empty(tmp_path):
