@@ -96,9 +96,16 @@ def _read_text(path: Path, *, follow: bool = True) -> str:
         if exc.errno == errno.ELOOP and not follow:
             raise ValueError("a symbolic link, not a record file") from None
         raise
-    with open(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):  # as a plain open() says it, naming the path
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
             raise ValueError("not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    with open(fd, "rb") as fh:
         data = fh.read(MAX_RECORD_BYTES + 1)
     if len(data) > MAX_RECORD_BYTES:
         raise ValueError(f"larger than {MAX_RECORD_BYTES} bytes")
