@@ -18,7 +18,15 @@ import re
 from pathlib import Path
 
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import add_cache, add_config, add_format, add_repo, github_file, scan_cache
+from ci_policy.cli.options import (
+    add_cache,
+    add_config,
+    add_format,
+    add_repo,
+    append_github_file,
+    github_file,
+    scan_cache,
+)
 from ci_policy.errors import InputError
 
 NAME = "file-run"
@@ -83,10 +91,10 @@ def run(args: argparse.Namespace) -> int:
     plan = resolve_file(args.file, repo, config_path=args.config, image_tag=args.image_tag,
                         backend=args.backend, stage=args.stage, cache=cache)
     if args.format == "github":
-        with github_file("GITHUB_OUTPUT").open("a", encoding="utf-8") as fh:
-            import uuid
+        import uuid
 
-            fh.write(render.file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
+        append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
+                           render.file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
     if args.format == "text":
         print(render.file_run_text(plan))
     else:

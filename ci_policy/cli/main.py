@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -204,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _dispatch(args)
 
 
+# Errors of writing to a stream (standard output), as opposed to reading the checkout.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT})
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     from ci_policy.cli.collector import paused
     from ci_policy.cli.extras import missing_extra
@@ -231,6 +236,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         return 1
     except (OSError, RecursionError, MemoryError) as exc:
+        if isinstance(exc, OSError) and exc.filename is None and exc.errno in WRITE_ERRNOS:
+            # Standard output could not take the result (a full disk, `> /dev/full`): no path of
+            # the checkout is at fault.
+            print(f"ci-policy {args.command}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+            return 1
         # A checkout the core could not read (see lint.read_failure): an input error, not a crash.
         from ci_policy.model.lint import read_failure
 

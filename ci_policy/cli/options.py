@@ -134,6 +134,17 @@ def github_file(name: str) -> Path:
     return Path(value)
 
 
+def append_github_file(name: str, path: Path, text: str) -> None:
+    """Append `text` to a file GitHub Actions named in `$name`; a failure is a usage error
+    naming the variable and the path (not a checkout that could not be read)."""
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}", source=f"${name}",
+                         hint=f"${name} must name a writable file (GitHub Actions sets it for each step)") from None
+
+
 def append_step_summary(command: str, markdown: str) -> None:
     """`--format github`'s job summary: appended to `$GITHUB_STEP_SUMMARY` when it is set.
 
@@ -147,8 +158,7 @@ def append_step_summary(command: str, markdown: str) -> None:
               file=sys.stderr)
         return
     if markdown:
-        with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(markdown)
+        append_github_file("GITHUB_STEP_SUMMARY", Path(summary), markdown)
 
 
 def warn(command: str, fmt: str | None, message: str) -> None:

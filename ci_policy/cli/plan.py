@@ -44,6 +44,7 @@ from ci_policy.cli.options import (
     add_checkout,
     add_format,
     add_plan_inputs,
+    append_github_file,
     append_step_summary,
     github_file,
     plan_from_args,
@@ -172,11 +173,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         print(render.plan_markdown(plan), end="")
     elif args.format == "github":
-        outputs = github_file("GITHUB_OUTPUT")
-        with outputs.open("a", encoding="utf-8") as fh:
-            import uuid
+        import uuid
 
-            fh.write(render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
+        append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
+                           render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
         append_step_summary(NAME, render.plan_markdown(plan))
         print(render.plan_text(plan, warnings=False))  # each warning is an annotation below
         if plan.warnings or plan.invalid:

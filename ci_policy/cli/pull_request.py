@@ -22,7 +22,17 @@ import sys
 from pathlib import Path
 
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import add_format, add_repo, add_token, api_url, github_file, positive_int, token, warn
+from ci_policy.cli.options import (
+    add_format,
+    add_repo,
+    add_token,
+    api_url,
+    append_github_file,
+    github_file,
+    positive_int,
+    token,
+    warn,
+)
 from ci_policy.errors import InputError, UsageError
 
 NAME = "pull-request"
@@ -101,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     if output is not None:
         import uuid
 
-        with output.open("a", encoding="utf-8") as fh:
-            fh.write(pull_request_outputs(pull, decision, diff_file, f"ghadelimiter_{uuid.uuid4()}"))
+        append_github_file("GITHUB_OUTPUT", output,
+                           pull_request_outputs(pull, decision, diff_file, f"ghadelimiter_{uuid.uuid4()}"))
         print(pull_request_text(pull, decision, diff_file))
     elif args.format == "json":
         print(pull_request_json(pull, decision, diff_file))

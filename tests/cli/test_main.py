@@ -335,3 +335,24 @@ def test_run_turns_the_collector_back_on_before_its_tests(monkeypatch, tmp_path)
               "--no-cache"])
     assert seen == [True]
     assert gc.isenabled()
+
+
+# -- outputs that cannot be written ----------------------------------------------------------------
+
+@pytest.mark.parametrize("variable", ["GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"])
+def test_a_github_file_that_cannot_be_written_is_a_usage_error_naming_it(example_repo, tmp_path, variable):
+    files = {"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+             variable: str(tmp_path)}  # a directory
+    proc = subprocess.run([console_script(), "plan", "--repo", str(example_repo), "--event", "push", "--format",
+                           "github"], capture_output=True, text=True, env=clean_env(**files), check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"ci-policy plan: error: ${variable}: cannot write {tmp_path}: Is a directory\n"
+                           f"    hint: ${variable} must name a writable file (GitHub Actions sets it for each step)\n")
+
+
+def test_standard_output_that_cannot_be_written_is_not_called_a_checkout_read_error(example_repo):
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([console_script(), "registry", "--repo", str(example_repo)], stdout=full,
+                              stderr=subprocess.PIPE, text=True, env=clean_env(), check=False)
+    assert (proc.returncode, proc.stderr) == (1, "ci-policy registry: error: cannot write the output: "
+                                                 "No space left on device\n")
