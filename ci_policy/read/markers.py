@@ -31,6 +31,7 @@ from typing import Any
 
 from ci_policy.errors import CiPolicyError, Diagnostic
 from ci_policy.read.names import did_you_mean
+from ci_policy.read.strictjson import holds_lone_surrogate
 
 REGISTRATION_MARKERS = {
     "register_cpu_ci": "cpu",
@@ -76,17 +77,6 @@ def literal(node: ast.AST) -> Any:
         except TypeError:  # an unhashable key such as {[1]: 2} has no value
             raise NotLiteral from None
     raise NotLiteral
-
-
-def _holds_surrogate(value: Any) -> bool:
-    """Whether a literal's value has a string (or key) with a lone surrogate (U+D800 to U+DFFF)."""
-    if isinstance(value, str):
-        return any("\ud800" <= c <= "\udfff" for c in value)
-    if isinstance(value, (list, tuple)):
-        return any(_holds_surrogate(v) for v in value)
-    if isinstance(value, dict):
-        return any(_holds_surrogate(k) or _holds_surrogate(v) for k, v in value.items())
-    return False
 
 
 def _show(node: ast.AST) -> str:
@@ -393,7 +383,7 @@ def bind(scan_: Scan, mc: MarkerCall, positional: tuple[str, ...], keyword_only:
     for key, node in nodes.items():
         try:
             values[key] = literal(node)
-            if _holds_surrogate(values[key]):
+            if holds_lone_surrogate(values[key]):
                 # Valid Python, but no UTF-8 output (a report, the plan, a log line) can carry it.
                 scan_.error(node, "CP219", f"{name}: {key} holds a lone surrogate escape (\\ud800 to \\udfff), "
                             "which no output can carry", hint="write the character itself, or leave it out")

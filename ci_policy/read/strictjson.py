@@ -6,7 +6,8 @@
   `no_duplicates` alone.
 - `lone_surrogate(text, value)`: whether decoded JSON holds a string (or key) with a lone
   surrogate escape (`"\\ud800"`): valid JSON, but no UTF-8 output (a report, a file, a log
-  line) can carry it, so each reader refuses it.
+  line) can carry it, so each reader refuses it. `holds_lone_surrogate(value)` checks any
+  literal value (a marker's arguments too).
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def lone_surrogate(text: str, value: Any) -> bool:
     """Whether `value`, decoded from the JSON `text`, holds a lone surrogate anywhere (a pair,
     for a character outside the BMP, decodes to that character). The walk runs only when the
     text has a surrogate escape at all."""
-    return _SURROGATE_ESCAPE.search(text) is not None and _walk(value)
+    return _SURROGATE_ESCAPE.search(text) is not None and holds_lone_surrogate(value)
 
 
-def _walk(value: Any) -> bool:
+def holds_lone_surrogate(value: Any) -> bool:
+    """Whether a string (or key) anywhere in a value of strings, lists, tuples and dicts holds
+    a lone surrogate (U+D800 to U+DFFF), which UTF-8 cannot encode."""
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -62,7 +65,7 @@ def _walk(value: Any) -> bool:
             return True
         return False
     if isinstance(value, dict):
-        return any(_walk(k) or _walk(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_walk(v) for v in value)
+        return any(holds_lone_surrogate(k) or holds_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(holds_lone_surrogate(v) for v in value)
     return False
