@@ -57,15 +57,19 @@ def lone_surrogate(text: str, value: Any) -> bool:
 
 def holds_lone_surrogate(value: Any) -> bool:
     """Whether a string (or key) anywhere in a value of strings, lists, tuples and dicts holds
-    a lone surrogate (U+D800 to U+DFFF), which UTF-8 cannot encode."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, dict):
-        return any(holds_lone_surrogate(k) or holds_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return any(holds_lone_surrogate(v) for v in value)
+    a lone surrogate (U+D800 to U+DFFF), which UTF-8 cannot encode. A walk with its own stack:
+    a value nested as deep as `json.loads` allows must not exhaust Python's."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
     return False

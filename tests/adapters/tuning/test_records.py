@@ -172,6 +172,8 @@ def test_empty_and_blank_files_give_no_rows(tmp_path: Path):
     # valid JSON, but a file name (or stage, run id, ...) no report or CSV could write
     ('{"\\ud800": 1, ' + json.dumps(record())[1:],
      "not valid JSON for a record: a string holds a lone surrogate escape (\\ud800 to \\udfff)"),
+    ("[" * 900 + '"\\ud800"' + "]" * 900,  # as deep as json.loads goes: the check must not overflow
+     "not valid JSON for a record: a string holds a lone surrogate escape (\\ud800 to \\udfff)"),
     (json.dumps(record(schema=True)), "field 'schema': unsupported timing record schema true "
                                       "(this ci_policy reads schema 1)"),
     (json.dumps(record(schema="1")), "field 'schema': unsupported timing record schema \"1\" "
