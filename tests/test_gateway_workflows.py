@@ -460,13 +460,23 @@ def test_a_gpu_file_runs_as_a_script_with_the_repositorys_interpreter_and_ci_pol
     assert between_stopped_commands(proc.stdout) == f"ran True {sys.executable}\n"
 
 
+def test_commands_resume_on_a_line_of_their_own_after_output_without_a_final_newline(tmp_path):
+    ws = workspace(tmp_path, 'import sys\nsys.stdout.write("::error::half a line")\n')
+    proc = bash(rerun_step("Run the file"), {"GITHUB_WORKSPACE": str(ws), "RUNNER_TEMP": str(tmp_path), "HW": "cuda",
+                                             "TIMEOUT_SECONDS": "60", "PYTHON": sys.executable,
+                                             "TEST_FILE": "tests/test_x.py"}, cwd=ws)
+    assert proc.returncode == 0, proc.stderr
+    assert between_stopped_commands(proc.stdout) == "::error::half a line"
+
+
 def between_stopped_commands(stdout: str) -> str:
-    """The file's output, checked to be inside `::stop-commands::TOKEN` ... `::TOKEN::`."""
-    first, *inner, last = stdout.splitlines(keepends=True)
-    token = first.removeprefix("::stop-commands::").rstrip("\n")
+    """The file's output, checked to be inside `::stop-commands::TOKEN` ... `::TOKEN::` (the
+    latter on a line of its own, after a newline of its own)."""
+    first, rest = stdout.split("\n", 1)
+    token = first.removeprefix("::stop-commands::")
     assert re.fullmatch(r"[0-9a-f]{32}", token), first
-    assert last == f"::{token}::\n"
-    return "".join(inner)
+    assert rest.endswith(f"\n::{token}::\n"), rest
+    return rest.removesuffix(f"\n::{token}::\n")
 
 
 def test_the_files_output_cannot_be_a_workflow_command_nor_write_the_runners_files(tmp_path):
