@@ -66,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def attempt_of(given: int | None = None) -> int:
     """The attempt a metric record belongs to: `given`, else `$GITHUB_RUN_ATTEMPT`, else 1."""
-    if given is not None:
+    if given:
         return given  # --run-attempt, checked by its parser
     try:
         return run_attempt(os.environ.get("GITHUB_RUN_ATTEMPT") or "1")

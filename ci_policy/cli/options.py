@@ -202,7 +202,7 @@ def run_attempt(text: str) -> int:
     shown = repr(text[:40]) + ("..." if len(text) > 40 else "")
     if not (text.isascii() and text.isdigit()):
         raise ValueError(f"is not a number: {shown}")
-    if len(text) > 19 or int(text) > MAX_RUN_ATTEMPT:
+    if len(text.lstrip("0")) > 19 or int(text) > MAX_RUN_ATTEMPT:
         raise ValueError(f"must be at most {MAX_RUN_ATTEMPT}, got {shown}")
     if int(text) < 1:
         raise ValueError(f"must be at least 1, got {int(text)}")

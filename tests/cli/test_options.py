@@ -188,3 +188,21 @@ def test_the_step_summary_is_appended_only_inside_actions(monkeypatch, tmp_path,
 def test_a_warning_prints_once_in_its_format(capsys, fmt, out, err):
     options.warn("plan", fmt, "a\nb")
     assert capsys.readouterr() == (out, err)
+
+
+@pytest.mark.parametrize("text, value", [("1", 1), ("0000000000000000000001", 1),
+                                         ("9223372036854775807", 2**63 - 1)])
+def test_run_attempt_takes_ascii_digits_up_to_a_64_bit_integer(text, value):
+    assert options.run_attempt(text) == value
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0", "must be at least 1, got 0"),
+    ("9223372036854775808", "must be at most 9223372036854775807, got '9223372036854775808'"),
+    ("1_0", "is not a number: '1_0'"),
+    ("", "is not a number: ''"),
+])
+def test_run_attempt_refusals(text, message):
+    with pytest.raises(ValueError) as err:
+        options.run_attempt(text)
+    assert str(err.value) == message
