@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # Errors of writing to a stream (standard output), as opposed to reading the checkout.
-WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT})
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 
 
 def _dispatch(args: argparse.Namespace) -> int:
