@@ -264,7 +264,7 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
         lone = lone_surrogate(text, raw)
     except ValueError as exc:  # JSONDecodeError, a duplicate key, NaN/Infinity
         raise doc.fail("", f"not a JSON plan: {exc}") from None
-    except RecursionError:  # in `loads`, or in the walk (which goes less deep): not "a file of the checkout"
+    except RecursionError:  # in `loads`: not "a file of the checkout"
         raise doc.fail("", "not a JSON plan: nested too deeply") from None
     if lone:
         # `\ud800` alone decodes to a string that no UTF-8 output can carry; the plan writer
