@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 from helpers import caught
 
-from ci_policy.config import Stage, parse_config
+from ci_policy.config.stages import Stage
+from ci_policy.config.top import parse_config
 from ci_policy.errors import InputErrors
 
 P = ".github/ci-policy.yml"

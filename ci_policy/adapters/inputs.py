@@ -28,7 +28,7 @@ from types import EllipsisType
 from typing import TYPE_CHECKING
 
 from ci_policy.adapters.git import CleanTree, blob_id, checkout_index, ids_from_index, sha256_id
-from ci_policy.config import DEFAULT_CONFIG
+from ci_policy.config.path import DEFAULT_CONFIG
 from ci_policy.plan.planfile import Inputs
 
 if TYPE_CHECKING:

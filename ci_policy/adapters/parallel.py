@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ci_policy.config import Config
+from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.model.snapshot import FileScan, Scanner, encode_scan, scan_files
 from ci_policy.read.labels import LabelRegistry

@@ -107,10 +107,12 @@ def run(args: argparse.Namespace) -> int:
 
     from ci_policy.adapters.github.access import parse_access_policy
     from ci_policy.adapters.github.gateway import Gateway, github_api
-    from ci_policy.config import DEFAULT_CONFIG, load_config
+    from ci_policy.config.load import load_config
+    from ci_policy.config.path import DEFAULT_CONFIG
     from ci_policy.read.checkout import read_text
     from ci_policy.read.labels import load_labels
-    from ci_policy.render import comment_json, one_line
+    from ci_policy.render.escape import one_line
+    from ci_policy.render.jsondoc import comment_json
 
     repo = Path(args.trusted_repo)
     event_path = args.event_path or os.environ.get("GITHUB_EVENT_PATH")

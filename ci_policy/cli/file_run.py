@@ -83,8 +83,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy import render
     from ci_policy.plan.filerun import resolve_file
+    from ci_policy.render.jsondoc import file_run_json
+    from ci_policy.render.text import file_run_text
 
     repo = Path(args.repo)
     cache = None if args.no_cache else scan_cache(args, repo, default=False)
@@ -93,10 +94,12 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "github":
         import uuid
 
+        from ci_policy.render.github import file_run_outputs
+
         append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
-                           render.file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
+                           file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
     if args.format == "text":
-        print(render.file_run_text(plan))
+        print(file_run_text(plan))
     else:
-        print(render.file_run_json(plan))
+        print(file_run_json(plan))
     return 0

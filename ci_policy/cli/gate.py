@@ -85,7 +85,6 @@ def run_identity(run_id: str | None = None, run_attempt: int | None = None,
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy import render
     from ci_policy.adapters.gate import (
         baseline_store_problem,
         check_store_location,
@@ -93,10 +92,11 @@ def run(args: argparse.Namespace) -> int:
         registration_for,
         run_gate,
     )
-    from ci_policy.config import CADENCES
+    from ci_policy.config.cadences import CADENCES
     from ci_policy.gates.baseline import writes_baseline
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.read.records import load_record
+    from ci_policy.render.text import gate_text
 
     if args.cadence not in CADENCES:
         raise UsageError(f"unknown cadence {args.cadence!r}; expected one of {', '.join(CADENCES)}",
@@ -124,10 +124,13 @@ def run(args: argparse.Namespace) -> int:
                          path=args.record, hint="pass the record ci-policy run merged for this file") from None
     outcome = run_gate(snapshot, reg, series, opener(store, repo), cadence=args.cadence, event=event,
                        run=identity, problems=problems)
-    print(render.gate_text(outcome))
+    print(gate_text(outcome))
     if args.format == "github":
-        annotations = render.gate_annotations(outcome)
+        from ci_policy.render.github import gate_annotations
+        from ci_policy.render.markdown import gate_markdown
+
+        annotations = gate_annotations(outcome)
         if annotations:
             write_commands(annotations)
-        append_step_summary(NAME, render.gate_markdown(outcome))
+        append_step_summary(NAME, gate_markdown(outcome))
     return 1 if outcome.blocking else 0

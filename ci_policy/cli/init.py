@@ -136,7 +136,8 @@ def _todo(start: Starter, shown_config: str) -> list[tuple[str, int, str]]:
 
 
 def _text(start: Starter, written: list[str], shown_config: str, report: LintReport, filled: bool) -> str:
-    from ci_policy.render import diagnostic_text, lint_summary, one_line
+    from ci_policy.render.escape import one_line
+    from ci_policy.render.text import diagnostic_text, lint_summary
 
     stages = len(start.stages)
     lines = [f"ci-policy init: wrote {' and '.join(one_line(w) for w in written)}: {stages} "
@@ -159,7 +160,7 @@ def _text(start: Starter, written: list[str], shown_config: str, report: LintRep
 def _json(start: Starter, written: list[str], shown_config: str, report: LintReport, ok: bool) -> str:
     import json
 
-    from ci_policy.render import JSON_SCHEMA_VERSION
+    from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION
 
     return json.dumps({
         "schema": JSON_SCHEMA_VERSION,

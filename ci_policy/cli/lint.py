@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy.model.lint import lint
-    from ci_policy.render import lint_report
+    from ci_policy.render.report import lint_report
 
     repo = Path(args.repo)
     report = lint(repo, args.config, **scan_options(args, repo))

@@ -45,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy.plan.build import shard_of
-    from ci_policy.render import line_start, one_line, shard_files_json
+    from ci_policy.render.escape import line_start, one_line
+    from ci_policy.render.jsondoc import shard_files_json
 
     plan = shard_plan(args)
     stage, shard = shard_of(plan, args.stage, args.shard)

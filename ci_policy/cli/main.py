@@ -166,7 +166,7 @@ def report_errors(errors: Sequence[Diagnostic], args: argparse.Namespace) -> Non
     from pathlib import Path
 
     from ci_policy.cli.paths import workspace_paths
-    from ci_policy.render import diagnostics
+    from ci_policy.render.report import diagnostics
 
     if args.format == "github":
         repo = getattr(args, "repo", None) or getattr(args, "trusted_repo", None)
@@ -179,7 +179,8 @@ def report_errors(errors: Sequence[Diagnostic], args: argparse.Namespace) -> Non
 
 
 def report_usage(err: UsageError, args: argparse.Namespace) -> None:
-    from ci_policy.render import usage_error_github, usage_error_text
+    from ci_policy.render.github import usage_error_github
+    from ci_policy.render.text import usage_error_text
 
     if args.format == "github":
         write_commands(usage_error_github(args.command, err))

@@ -24,7 +24,7 @@ from ci_policy.read.numbers import is_finite_number
 if TYPE_CHECKING:
     from ci_policy.adapters.git import CleanTree
     from ci_policy.adapters.scan_cache import DirScanCache
-    from ci_policy.config import Config
+    from ci_policy.config.top import Config
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan
     from ci_policy.plan.planfile import PlanFile
@@ -165,7 +165,7 @@ def warn(command: str, fmt: str | None, message: str) -> None:
     """A warning, printed once in the command's format: an `::warning::` annotation (github
     format, on stdout, nothing else), else `ci-policy COMMAND: warning: MESSAGE` on stderr
     (text; json documents carry their own warnings, and stdout stays the document)."""
-    from ci_policy.render import escape_data, one_line
+    from ci_policy.render.escape import escape_data, one_line
 
     if fmt == "github":
         from ci_policy.adapters.console import write_commands
@@ -181,7 +181,8 @@ def report_incomplete(command: str, invalid: Sequence[InvalidFile], *, section: 
     1 when a test file is invalid (the output is partial), else 0. `section=False` when the
     command's own output already holds the invalid files' diagnostics.
     """
-    from ci_policy.render import invalid_text, one_line
+    from ci_policy.render.escape import one_line
+    from ci_policy.render.text import invalid_text
 
     if not invalid:
         return 0
@@ -492,7 +493,7 @@ def _plan_of_file(args: argparse.Namespace, repo: Path, plan_file: PlanFile, cha
     """The `Plan` of a plan file `_read_plan` read, checked against the checkout when it does not hold as it is."""
     from ci_policy.adapters.git import checkout_index
     from ci_policy.adapters.inputs import checkout_inputs, config_id
-    from ci_policy.config import load_config
+    from ci_policy.config.load import load_config
     from ci_policy.errors import InputError, InputErrors
     from ci_policy.plan.planfile import Inputs, check_inputs
 

@@ -138,8 +138,11 @@ def _write_stage_plans(directory: str, repo: str, documents: dict[str, str]) -> 
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy import render
     from ci_policy.errors import UsageError
+    from ci_policy.render.github import github_outputs, plan_annotations
+    from ci_policy.render.jsondoc import explain_json, plan_jsons
+    from ci_policy.render.markdown import plan_markdown
+    from ci_policy.render.text import explain_text, plan_text
 
     head_sha = _head_sha(args.head_sha)
     if args.explain is not None:
@@ -155,13 +158,13 @@ def run(args: argparse.Namespace) -> int:
         from ci_policy.plan.explain import explain
 
         explanation = explain(plan, file)
-        print(render.explain_json(explanation, plan) if args.format == "json"
-              else render.explain_text(explanation, plan))
+        print(explain_json(explanation, plan) if args.format == "json"
+              else explain_text(explanation, plan))
         return 0
     wants_json = args.format == "json" or args.json_out is not None or args.stage_plans is not None
     plan, scan = plan_with_scan(args, tree=wants_json)  # one git listing for the scan and the plan's inputs
     inputs = plan_inputs_of(args, plan, scan) if wants_json else None
-    document, stage_plans = render.plan_jsons(plan, head_sha, inputs,
+    document, stage_plans = plan_jsons(plan, head_sha, inputs,
                                               whole=args.format == "json" or args.json_out is not None,
                                               stages=args.stage_plans is not None)
     if args.json_out is not None:
@@ -171,17 +174,17 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(document)
     elif args.format == "markdown":
-        print(render.plan_markdown(plan), end="")
+        print(plan_markdown(plan), end="")
     elif args.format == "github":
         import uuid
 
         append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
-                           render.github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
-        append_step_summary(NAME, render.plan_markdown(plan))
-        print(render.plan_text(plan, warnings=False))  # each warning is an annotation below
+                           github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
+        append_step_summary(NAME, plan_markdown(plan))
+        print(plan_text(plan, warnings=False))  # each warning is an annotation below
         if plan.warnings or plan.invalid:
-            write_commands(render.plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
+            write_commands(plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
         return 0
     else:
-        print(render.plan_text(plan))
+        print(plan_text(plan))
     return report_incomplete(NAME, plan.invalid, section=False)

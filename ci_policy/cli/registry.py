@@ -32,7 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ci_policy.model.snapshot import load_snapshot
-    from ci_policy.render import registry_json, registry_text
+    from ci_policy.render.jsondoc import registry_json
+    from ci_policy.render.text import registry_text
 
     repo = Path(args.repo)
     snapshot = load_snapshot(repo, args.config, **scan_options(args, repo)).usable()

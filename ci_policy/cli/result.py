@@ -38,7 +38,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     from ci_policy.errors import UsageError
     from ci_policy.plan.outcome import outcome, parse_needs, parse_plan_complete
-    from ci_policy.render import escape_data, outcome_json, outcome_markdown, outcome_text
+    from ci_policy.render.escape import escape_data
+    from ci_policy.render.jsondoc import outcome_json
+    from ci_policy.render.markdown import outcome_markdown
+    from ci_policy.render.text import outcome_text
 
     plan_complete = parse_plan_complete(args.plan_complete)
     if not args.needs_json.strip():

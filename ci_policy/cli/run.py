@@ -215,12 +215,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
-    from ci_policy import render
     from ci_policy.adapters.runner.environment import hide_from_tests
     from ci_policy.adapters.runner.shard import RunOptions, Terminated, run_shard
     from ci_policy.cli.collector import resume
     from ci_policy.plan.results import combined
     from ci_policy.plan.stagejob import pick_shard
+    from ci_policy.render.escape import escape_data, one_line
+    from ci_policy.render.text import invalid_text, run_summary_text, shard_header
 
     indices = _shard_indices(args)
     python = _python(args.python)
@@ -232,14 +233,14 @@ def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
               else [_shard_of(stage, index) for index in indices])
     shards = [shard for shard in picked if shard is not None]
     if job.invalid:
-        print(render.invalid_text(job.invalid))
+        print(invalid_text(job.invalid))
         if args.format == "github":
-            write_commands("::warning::" + render.escape_data(
+            write_commands("::warning::" + escape_data(
                 f"the plan is incomplete: {len(job.invalid)} invalid test file(s) not run: "
                 + ", ".join(f.file for f in job.invalid) + " (see the plan job)"))
         print(flush=True)
     if not shards:
-        print(f"Stage {stage.name} has nothing to run: {render.one_line('; '.join(stage.reasons))}")
+        print(f"Stage {stage.name} has nothing to run: {one_line('; '.join(stage.reasons))}")
         return 0
     repo = Path(args.repo)
     options = RunOptions(
@@ -261,7 +262,7 @@ def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
     results = []
     try:
         for i, shard in enumerate(shards):
-            print(render.shard_header(stage, shard), flush=True)
+            print(shard_header(stage, shard), flush=True)
             results.append(run_shard(repo, stage, shard, options))
             if fast_fail and not results[-1].ok and i + 1 < len(shards):
                 print(f"ci-policy: stopping after shard {shard.index} failed (fast-fail); shard(s) "
@@ -282,10 +283,13 @@ def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
         skipped = [regs[f] for shard in shards[len(results):] for f in shard.files]
         result = combined(tuple(s.index for s in shards), results, skipped)
     github = args.format == "github"
-    print(render.run_summary_text(result, warnings=not github), flush=True)  # github: annotated below
+    print(run_summary_text(result, warnings=not github), flush=True)  # github: annotated below
     if github:
-        annotations = render.run_annotations(result)
+        from ci_policy.render.github import run_annotations
+        from ci_policy.render.markdown import run_summary_markdown
+
+        annotations = run_annotations(result)
         if annotations:
             write_commands(annotations)
-        append_step_summary(NAME, render.run_summary_markdown(result))
+        append_step_summary(NAME, run_summary_markdown(result))
     return 0 if result.ok else 1

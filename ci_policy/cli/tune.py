@@ -165,7 +165,6 @@ def _check_github_options(args: argparse.Namespace, repo: Path) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy import render
     from ci_policy.adapters.tuning.propose import (
         LOWER,
         RAISE,
@@ -178,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
     from ci_policy.adapters.tuning.report import csv_text, summary_text
     from ci_policy.adapters.tuning.sources import collect
     from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.render.jsondoc import tune_json
+    from ci_policy.render.text import diagnostic_text
 
     if not args.sources and not args.github_run and args.github_runs is None:
         raise UsageError("no evidence", source="--from",
@@ -249,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
                 origin = f"github {r.event} on {base}" + ("" if base == base_for_pr else " (untrusted)")
                 evidence += [dataclasses.replace(row, origin=origin) for row in download(f"{repository}/{r.id}")]
     for warning in warnings:
-        print(render.diagnostic_text(warning), file=sys.stderr)
+        print(diagnostic_text(warning), file=sys.stderr)
     evidence = normalise_paths(evidence, snapshot.files)
     counted = deduplicate(evidence)
     applying = bool(args.apply or args.check or args.write_estimates)
@@ -305,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             rc = 1
     if as_json:
-        print(render.tune_json(proposals, balances, **done))
+        print(tune_json(proposals, balances, **done))
     return rc
 
 

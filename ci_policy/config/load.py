@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ci_policy.config import DEFAULT_CONFIG, codes
+from ci_policy.config import codes
+from ci_policy.config.path import DEFAULT_CONFIG
 from ci_policy.config.top import Config, parse_config
 from ci_policy.errors import InputError
 from ci_policy.read.checkout import read_text

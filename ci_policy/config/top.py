@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from ci_policy import __version__
-from ci_policy.config import DEFAULT_CONFIG, codes, fields
+from ci_policy.config import codes, fields
 from ci_policy.config.backends import BACKENDS_SECTION, Backends
 from ci_policy.config.cadences import CADENCES_SECTION, Cadences
 from ci_policy.config.discovery import DISCOVERY, Discovery
@@ -26,6 +26,7 @@ from ci_policy.config.gates import GATES, GatesConfig
 from ci_policy.config.images import IMAGES, ImageBuild
 from ci_policy.config.lint import LINT, LintConfig
 from ci_policy.config.markers import MARKERS, Markers
+from ci_policy.config.path import DEFAULT_CONFIG
 from ci_policy.config.pull_request import PULL_REQUEST, PullRequest
 from ci_policy.config.runner import RUNNER, RunnerConfig
 from ci_policy.config.scopes import SCOPES, Scope

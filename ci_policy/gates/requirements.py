@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ci_policy.config import Config
+from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.gates.declarations import GateDeclaration
 from ci_policy.read.globs import matches_any

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ci_policy.config import Config, Discovery
+from ci_policy.config.discovery import Discovery
+from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic, InputError
 from ci_policy.read.checkout import check_no_symlinks
 

@@ -23,7 +23,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from ci_policy.config import Config
+from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.model.registration import Registration
 from ci_policy.read.labels import LabelRegistry

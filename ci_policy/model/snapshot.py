@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ci_policy import __version__
-from ci_policy.config import Config, load_config
 from ci_policy.config.lint import IgnoreRule
+from ci_policy.config.load import load_config
+from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model.registry import Registration, registrations_of

@@ -23,8 +23,8 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ci_policy.config import Config
 from ci_policy.config.lint import IgnoreRule, code_of
+from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.read.globs import matches_any
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ci_policy.config import Config
+from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.read.workflows import Job, Located, Workflow
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ci_policy.config import Config, Stage
+from ci_policy.config.stages import Stage
+from ci_policy.config.top import Config
 from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile, Snapshot

@@ -32,7 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_policy.config import IMAGE_TAG_RE, Config, load_config
+from ci_policy.config.file_run import IMAGE_TAG_RE
+from ci_policy.config.load import load_config
+from ci_policy.config.top import Config
 from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.gates.declarations import GateDeclaration
 from ci_policy.gates.requirements import violations

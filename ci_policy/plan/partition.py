@@ -84,7 +84,7 @@ from typing import TYPE_CHECKING
 from ci_policy.errors import CiPolicyError
 
 if TYPE_CHECKING:
-    from ci_policy.config import Stage
+    from ci_policy.config.stages import Stage
 
 # The work each search may do for one stage, each up to about 250 ms on a CI runner. Counted, never
 # timed: a wall-clock limit would let a slow runner compute another split than the plan job.

@@ -67,7 +67,7 @@ from ci_policy.read.numbers import MAX_EST_TIME, MAX_FACTOR, MAX_SECONDS, is_fin
 from ci_policy.read.strictjson import loads, lone_surrogate
 
 if TYPE_CHECKING:  # what `plan_of` and the gates make: imported there, not by a stage job reading its plan
-    from ci_policy.config import Stage
+    from ci_policy.config.stages import Stage
     from ci_policy.gates.declarations import GateDeclaration
     from ci_policy.model.snapshot import Snapshot
     from ci_policy.plan.build import Plan

@@ -41,8 +41,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from ci_policy.config import CADENCES, Config, Schedule, Stage
-from ci_policy.config.cadences import SPLIT_CADENCES
+from ci_policy.config.cadences import CADENCES, SPLIT_CADENCES, Schedule
+from ci_policy.config.stages import Stage
+from ci_policy.config.top import Config
 from ci_policy.errors import InputError, UsageError
 from ci_policy.gates.baseline import writes_baseline
 from ci_policy.model.registry import Registration

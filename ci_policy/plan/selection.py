@@ -30,7 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from ci_policy.config import Rule, Stage
+from ci_policy.config.selection import Rule
+from ci_policy.config.stages import Stage
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import Snapshot
 from ci_policy.plan.policy import DIFF_EVENTS, Policy, exclusion_text, exclusions, held_back, selects, why_not

@@ -24,7 +24,8 @@ from ci_policy.config.runrules import KILL_GRACE, EnvRules, RetryRules
 from ci_policy.errors import UsageError
 
 if TYPE_CHECKING:
-    from ci_policy.config import Config, Stage
+    from ci_policy.config.stages import Stage
+    from ci_policy.config.top import Config
     from ci_policy.model.registration import Registration
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan

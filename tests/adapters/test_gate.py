@@ -14,11 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from ci_policy import render
 from ci_policy.adapters.gate import MAX_STEP, RunIdentity, opener, registration_for, run_gate, specs_for
 from ci_policy.adapters.store import DATABASE_URL_ENV, default_store_path, open_store
 from ci_policy.errors import InputError, UsageError
 from ci_policy.model.snapshot import load_snapshot
+from ci_policy.render.github import gate_annotations
+from ci_policy.render.markdown import gate_markdown
+from ci_policy.render.text import gate_text
 
 CONFIG = """\
 version: 1
@@ -188,7 +190,7 @@ def test_a_file_without_gates_never_opens_the_store(make_repo):
 
     outcome = gate(snapshot, {}, None, file="tests/gpu/test_plain.py", open_store_=never)
     assert (outcome.results, outcome.baseline, outcome.trusted) == ([], "no gates declared", True)
-    assert render.gate_text(outcome) == "ci-policy gate: tests/gpu/test_plain.py (cuda, gpu-a): no gates declared"
+    assert gate_text(outcome) == "ci-policy gate: tests/gpu/test_plain.py (cuda, gpu-a): no gates declared"
 
 
 def test_identical_declarations_are_one_stored_value(make_repo, tmp_path):
@@ -315,7 +317,7 @@ def test_a_postgres_server_lost_after_the_store_opened(fault, snapshot, postgres
     assert outcome.baseline.startswith(f"not written: metric history unavailable: {shown}")
     assert not outcome.trusted
     assert [r.spec.metric_key for r in outcome.blocking] == [GRAD]
-    shown_text = render.gate_text(outcome) + render.gate_markdown(outcome) + render.gate_annotations(outcome)
+    shown_text = gate_text(outcome) + gate_markdown(outcome) + gate_annotations(outcome)
     assert "PASS" not in shown_text
     assert PASSWORD not in shown_text and PASSWORD_IN_URL not in shown_text
 

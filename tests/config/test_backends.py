@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from config_cases import HEAD, P, coded, coded_err, errors
 
-from ci_policy.config import parse_config
+from ci_policy.config.top import parse_config
 
 DECLARE = "declare it in the configuration: backends: {{{}: {{accelerator: true}}}}"
 NPU_STAGE = "stages:\n  - {name: npu-a3, backend: npu, runs_on: [a3]}\n"

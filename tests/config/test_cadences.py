@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from config_cases import VALID, coded, coded_err, stages
 
-from ci_policy.config import CADENCES, Cadences, FrozenMap, Schedule, parse_config
-from ci_policy.config.cadences import CADENCES_TABLE
+from ci_policy.config.cadences import CADENCES, CADENCES_TABLE, Cadences, Schedule
+from ci_policy.config.fields import FrozenMap
+from ci_policy.config.top import parse_config
 
 
 def test_no_cadences_section_means_no_schedules_and_no_exclusions():

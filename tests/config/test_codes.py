@@ -9,8 +9,9 @@ import pytest
 from helpers import MINIMAL_CONFIG
 
 from ci_policy import __version__
-from ci_policy.config import load_config, parse_config
 from ci_policy.config.codes import CONFIG_CODES, SCHEMA_CODES
+from ci_policy.config.load import load_config
+from ci_policy.config.top import parse_config
 from ci_policy.errors import InputError, InputErrors
 
 P = ".github/ci-policy.yml"

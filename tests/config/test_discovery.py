@@ -9,7 +9,8 @@ from config_cases import CPU_STAGE, P, coded, coded_err, discovery, err, errors
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from ci_policy.config import Discovery, ImplicitRoot, parse_config
+from ci_policy.config.discovery import Discovery, ImplicitRoot
+from ci_policy.config.top import parse_config
 
 # -- accepted forms -------------------------------------------------------------------------
 

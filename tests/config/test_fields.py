@@ -7,42 +7,24 @@ import dataclasses
 import pytest
 from helpers import MINIMAL_CONFIG
 
-from ci_policy.config import (
-    Cadences,
-    Config,
-    Discovery,
-    FileRunConfig,
-    GateRequirement,
-    GatesConfig,
-    ImplicitRoot,
-    PullRequest,
-    RetryRules,
-    Rule,
-    RunnerConfig,
-    Schedule,
-    Scope,
-    Selection,
-    Stage,
-    TuneConfig,
-    parse_config,
-)
 from ci_policy.config.backends import BACKEND
-from ci_policy.config.cadences import CADENCES_TABLE, SCHEDULE
-from ci_policy.config.discovery import DISCOVERY_TABLE, IMPLICIT, ROOT
+from ci_policy.config.cadences import CADENCES_TABLE, SCHEDULE, Cadences, Schedule
+from ci_policy.config.discovery import DISCOVERY_TABLE, IMPLICIT, ROOT, Discovery, ImplicitRoot
 from ci_policy.config.fields import REQUIRED, FrozenMap, Key, Table, boolean, freeze, integer
-from ci_policy.config.file_run import FILE_RUN_TABLE
-from ci_policy.config.gates import GATE_DEFAULT, GATES_TABLE, REQUIREMENT
+from ci_policy.config.file_run import FILE_RUN_TABLE, FileRunConfig
+from ci_policy.config.gates import GATE_DEFAULT, GATES_TABLE, REQUIREMENT, GateRequirement, GatesConfig
 from ci_policy.config.images import IMAGE, ImageBuild
 from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfig
 from ci_policy.config.markers import MARKERS_TABLE, Markers
-from ci_policy.config.pull_request import PULL_REQUEST_TABLE
+from ci_policy.config.pull_request import PULL_REQUEST_TABLE, PullRequest
 from ci_policy.config.reference import _tables
-from ci_policy.config.runner import ENV, FROM_EST_TIME, RETRY, RUNNER_TABLE, EnvRules
-from ci_policy.config.scopes import SCOPE
-from ci_policy.config.selection import RULE, SELECTION_TABLE
-from ci_policy.config.stages import MAX_PARALLEL_TABLE, STAGE, MaxParallel
-from ci_policy.config.top import TOP
-from ci_policy.config.tune import TUNE_TABLE
+from ci_policy.config.runner import ENV, FROM_EST_TIME, RETRY, RUNNER_TABLE, EnvRules, RunnerConfig
+from ci_policy.config.runrules import RetryRules
+from ci_policy.config.scopes import SCOPE, Scope
+from ci_policy.config.selection import RULE, SELECTION_TABLE, Rule, Selection
+from ci_policy.config.stages import MAX_PARALLEL_TABLE, STAGE, MaxParallel, Stage
+from ci_policy.config.top import TOP, Config, parse_config
+from ci_policy.config.tune import TUNE_TABLE, TuneConfig
 from ci_policy.read.yamlnodes import Schema, compose
 
 # table -> (its dataclass, the dataclass fields that are not configuration keys)

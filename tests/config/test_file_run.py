@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from config_cases import VALID, coded, coded_err
 
-from ci_policy.config import FileRunConfig, FrozenMap, parse_config
-from ci_policy.config.file_run import FILE_RUN_TABLE
+from ci_policy.config.fields import FrozenMap
+from ci_policy.config.file_run import FILE_RUN_TABLE, FileRunConfig
+from ci_policy.config.top import parse_config
 
 
 def test_no_file_run_section_means_the_defaults():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ci_policy.config import parse_config
 from ci_policy.config.pull_request import _one_edit, gate_near_misses
+from ci_policy.config.top import parse_config
 
 
 @pytest.mark.parametrize("a, b, near", [

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers import MAIN_BLOCK, MINIMAL_CONFIG
 
-from ci_policy.config import GateRequirement, GatesConfig, parse_config
-from ci_policy.config.gates import SHIPPED_DEFAULTS
+from ci_policy.config.gates import SHIPPED_DEFAULTS, GateRequirement, GatesConfig
+from ci_policy.config.top import parse_config
 from ci_policy.errors import Diagnostic, InputErrors
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.sdk.metrics import DEFAULT_CAPTURE

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from config_cases import HEAD, VALID, coded, coded_err
 
-from ci_policy.config import FrozenMap, ImageBuild, parse_config
 from ci_policy.config.backends import DEFAULT_CONTAINER_OPTIONS
+from ci_policy.config.fields import FrozenMap
+from ci_policy.config.images import ImageBuild
+from ci_policy.config.top import parse_config
 
 ROCM_OPTIONS = "--device /dev/kfd --device /dev/dri --group-add video --group-add render"
 

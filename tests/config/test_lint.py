@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from config_cases import VALID, coded, coded_err
 
-from ci_policy.config import parse_config
 from ci_policy.config.lint import LINT_TABLE, IgnoreRule, LintConfig, code_of
+from ci_policy.config.top import parse_config
 
 
 def test_no_lint_section_ignores_nothing():

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from config_cases import VALID, P, caught
 
-from ci_policy.config import MAX_CONFIG_BYTES, load_config, parse_config
+from ci_policy.config.load import MAX_CONFIG_BYTES, load_config
+from ci_policy.config.top import parse_config
 
 
 def write(path: Path, data: str | bytes) -> Path:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from config_cases import HEAD, coded, coded_err
 
-from ci_policy.config import parse_config
 from ci_policy.config.markers import template_fields
+from ci_policy.config.top import parse_config
 
 STAGES = "stages:\n  - {name: cpu, backend: cpu}\n"
 

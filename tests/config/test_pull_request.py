@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from config_cases import VALID, coded, coded_err, stages
 
-from ci_policy.config import PullRequest, parse_config
-from ci_policy.config.pull_request import PULL_REQUEST_TABLE
+from ci_policy.config.pull_request import PULL_REQUEST_TABLE, PullRequest
+from ci_policy.config.top import parse_config
 
 
 def test_no_section_means_no_gate():

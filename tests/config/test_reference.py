@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ci_policy.config import parse_config
 from ci_policy.config.reference import EXAMPLE, HEADING, _tables, main, markdown, replace_section, section_of
-from ci_policy.config.top import TOP
+from ci_policy.config.top import TOP, parse_config
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 REGENERATE = "python -m ci_policy.config.reference --update README.md"

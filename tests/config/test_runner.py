@@ -7,16 +7,17 @@ import re
 import pytest
 from config_cases import VALID, coded, coded_err
 
-from ci_policy.config import RetryRules, RunnerConfig, parse_config
-from ci_policy.config.runner import RUNNER_TABLE
+from ci_policy.config.runner import RUNNER_TABLE, RunnerConfig
 from ci_policy.config.runrules import (
     DEFAULT_ALLOW,
     DEFAULT_INFRA,
     DEFAULT_NEVER,
     DEFAULT_RETRIABLE,
     EnvRules,
+    RetryRules,
     child_env,
 )
+from ci_policy.config.top import parse_config
 
 
 def test_no_runner_section_means_the_defaults():

@@ -19,12 +19,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from ci_policy.config import parse_config
 from ci_policy.config.fields import REQUIRED, Key, Parser, Table
 from ci_policy.config.reference import EXAMPLE, _tables, markdown
 from ci_policy.config.schema import config_schema, key_schema, table_schema
 from ci_policy.config.stages import STAGE as STAGE_TABLE
-from ci_policy.config.top import TOP
+from ci_policy.config.top import TOP, parse_config
 from ci_policy.errors import InputErrors
 
 SCHEMA = config_schema()

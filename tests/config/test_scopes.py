@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from config_cases import VALID, coded, coded_err
 
-from ci_policy.config import Scope, parse_config
-from ci_policy.config.scopes import SCOPE
+from ci_policy.config.scopes import SCOPE, Scope
+from ci_policy.config.top import parse_config
 
 
 def test_no_scopes_section_means_no_scopes():

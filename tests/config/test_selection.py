@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from config_cases import VALID, coded, coded_err
 
-from ci_policy.config import EXPLICIT_MODES, Rule, Selection, parse_config
-from ci_policy.config.selection import SELECTION_TABLE
+from ci_policy.config.selection import EXPLICIT_MODES, SELECTION_TABLE, Rule, Selection
+from ci_policy.config.top import parse_config
 
 
 def test_no_selection_section_means_the_defaults():

@@ -7,9 +7,9 @@ import textwrap
 import pytest
 from config_cases import HEAD, STAGE_KEYS_HINT, P, coded, coded_err, cpu_stage, err, errors, stages
 
-from ci_policy.config import Stage, parse_config
 from ci_policy.config.pull_request import PullRequest
-from ci_policy.config.stages import MaxParallel
+from ci_policy.config.stages import MaxParallel, Stage
+from ci_policy.config.top import parse_config
 
 # -- accepted forms -------------------------------------------------------------------------
 

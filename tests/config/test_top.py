@@ -13,8 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ci_policy import __version__
-from ci_policy.config import Config, Discovery, ImplicitRoot, Stage, parse_config
 from ci_policy.config.codes import CONFIG_CODES
+from ci_policy.config.discovery import Discovery, ImplicitRoot
+from ci_policy.config.stages import Stage
+from ci_policy.config.top import Config, parse_config
 from ci_policy.errors import InputError, InputErrors
 
 OWN_TOP_LEVEL_KEYS = ["discovery", "gpu_requires_labels", "labels_file", "requires", "stages", "version"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from config_cases import VALID, coded, coded_err
 
-from ci_policy.config import TuneConfig, parse_config
-from ci_policy.config.tune import TUNE_TABLE
+from ci_policy.config.top import parse_config
+from ci_policy.config.tune import TUNE_TABLE, TuneConfig
 
 KEYS = ("safety", "quantile", "min_samples_for_quantile", "deadband")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ci_policy.config import CADENCES
+from ci_policy.config.cadences import CADENCES
 from ci_policy.gates.baseline import WRITING_CADENCES, writes_baseline
 
 PR_EVENTS = ("pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment")

@@ -10,8 +10,8 @@ from helpers import MINIMAL_CONFIG
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_policy.config import parse_config
 from ci_policy.config.gates import CONSTRAINT_KEYS, SHIPPED_DEFAULTS
+from ci_policy.config.top import parse_config
 from ci_policy.gates.declarations import gates_of
 from ci_policy.gates.evaluate import (
     ERROR,

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from ci_policy.adapters.github.access import pin_pattern_problem
 from ci_policy.adapters.github.grammar import Command, parse
-from ci_policy.config import parse_config
+from ci_policy.config.top import parse_config
 from ci_policy.model.registry import registrations_of
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.markers import scan

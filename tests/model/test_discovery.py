@@ -11,7 +11,8 @@ from helpers import EXAMPLE_REPO
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from ci_policy.config import Config, load_config, parse_config
+from ci_policy.config.load import load_config
+from ci_policy.config.top import Config, parse_config
 from ci_policy.errors import Diagnostic
 from ci_policy.model.discovery import discover
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.adapters.git import checkout_index
-from ci_policy.config import parse_config
+from ci_policy.config.top import parse_config
 from ci_policy.model.discovery import discover
 
 CONFIG = parse_config("""\

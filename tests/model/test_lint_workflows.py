@@ -18,7 +18,7 @@ import yaml
 from helpers import ROOT
 from model.test_diagnostics import SMALL_CONFIG
 
-from ci_policy.config import load_config
+from ci_policy.config.load import load_config
 from ci_policy.errors import InputErrors
 from ci_policy.model.lint import lint
 from ci_policy.model.workflows import INPUTS, REQUIRED_INPUTS

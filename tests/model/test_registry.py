@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from marker_calls import arbitrary_calls
 
-from ci_policy.config import parse_config
+from ci_policy.config.top import parse_config
 from ci_policy.errors import Diagnostic
 from ci_policy.model.registry import Registration, argument_type, registrations_of
 from ci_policy.model.snapshot import load_snapshot

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_policy.config import parse_config
+from ci_policy.config.top import parse_config
 from ci_policy.errors import Diagnostic, InputError
 from ci_policy.model.lint import lint
 from ci_policy.model.starter import Placeholder, quote, starter

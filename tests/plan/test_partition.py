@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_policy.config import Stage
+from ci_policy.config.stages import Stage
 from ci_policy.plan import partition as partition_module
 from ci_policy.plan.partition import (
     SEARCH_DEPTH,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_policy.config import parse_config
+from ci_policy.config.top import parse_config
 from ci_policy.errors import InputError, UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.plan.policy import (

@@ -216,7 +216,7 @@ def test_an_untrusted_head_runs_cpu_stages_only_on_github_hosted_runners(make_re
     (("ubuntu-gpu-box",), False), (("Ubuntu-latest",), False), (("h200",), False),
 ])
 def test_hosted_runner_labels(runs_on, hosted):
-    from ci_policy.config import Stage
+    from ci_policy.config.stages import Stage
     from ci_policy.plan.policy import hosted_runner
 
     assert hosted_runner(Stage(name="s", backend="cpu", runs_on=runs_on)) is hosted

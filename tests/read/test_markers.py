@@ -13,7 +13,7 @@ from helpers import MINIMAL_CONFIG, MINIMAL_LABELS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ci_policy.config import parse_config
+from ci_policy.config.top import parse_config
 from ci_policy.errors import CODES, Diagnostic
 from ci_policy.gates.declarations import gates_of
 from ci_policy.model.registry import registrations_of

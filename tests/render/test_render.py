@@ -19,7 +19,7 @@ from workflow_commands import commands
 
 from ci_policy.cli import main
 from ci_policy.errors import Diagnostic
-from ci_policy.render import diagnostics
+from ci_policy.render.report import diagnostics
 
 CONFIG = """\
 version: 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from render_cases import FILE_PLAN, REG, gate_outcome, shard_result
 from workflow_commands import commands
 
-from ci_policy.config import Stage
+from ci_policy.config.stages import Stage
 from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import StagePlan

@@ -47,7 +47,8 @@ from typing import IO, Any
 from ci_policy.adapters.github.access import APPROVERS, PERMISSIONS, AccessPolicy
 from ci_policy.adapters.github.client import GitHubUnavailable, Throttle, github_requester
 from ci_policy.adapters.github.grammar import Command, GrammarError, parse
-from ci_policy.config import IMAGE_TAG_RE, Config
+from ci_policy.config.file_run import IMAGE_TAG_RE
+from ci_policy.config.top import Config
 from ci_policy.errors import CiPolicyError, InputError, InputErrors
 from ci_policy.plan.filerun import FilePlan, resolve_file
 from ci_policy.plan.trust import APPROVAL_CONTEXT

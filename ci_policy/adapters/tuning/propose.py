@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from ci_policy.adapters.tuning.evidence import FileEvidence
-from ci_policy.config import TuneConfig
+from ci_policy.config.tune import TuneConfig
 from ci_policy.plan.partition import imbalance, makespan, stage_shards
 from ci_policy.read.numbers import MAX_EST_TIME
 

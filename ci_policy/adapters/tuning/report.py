@@ -17,8 +17,8 @@ from collections.abc import Iterable
 
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.adapters.tuning.propose import Proposal, StageBalance
-from ci_policy.render import table
 from ci_policy.render.durations import duration
+from ci_policy.render.text import table
 
 COLUMNS = ("run_id", "job_id", "job_name", "stage", "shard", "test_file", "status", "elapsed_s",
            "logged_est_s", "current_est_s", "proposed_est_s", "action", "source", "line", "note", "origin")

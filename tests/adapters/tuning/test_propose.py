@@ -27,7 +27,7 @@ from ci_policy.adapters.tuning.propose import (
     quantile_nearest_rank,
 )
 from ci_policy.cli import main
-from ci_policy.config import TuneConfig
+from ci_policy.config.tune import TuneConfig
 from ci_policy.model.snapshot import load_snapshot
 
 TUNE = TuneConfig()  # safety 1.25, quantile 0.9, min_samples_for_quantile 5, deadband 0.2

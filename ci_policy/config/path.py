@@ -1,0 +1,9 @@
+"""Where the configuration is read from when no path is named.
+
+- Out: `DEFAULT_CONFIG`, the path relative to the checkout root. Kept apart from the
+  sections so that a command that only names the path imports no table and no PyYAML.
+"""
+
+from __future__ import annotations
+
+DEFAULT_CONFIG = ".github/ci-policy.yml"
