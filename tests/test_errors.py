@@ -42,7 +42,7 @@ def test_every_exception_class_of_the_package_derives_from_ci_policy_error():
     for name in ("ci_policy.read.globs.GlobError", "ci_policy.read.strictjson.DuplicateKey",
                  "ci_policy.read.markers.NotLiteral", "ci_policy.read.yamlnodes._Refused",
                  "ci_policy.sdk.metrics.TitoMismatchError", "ci_policy.adapters.github.grammar.GrammarError",
-                 "ci_policy.adapters.github.gateway.ApiError", "ci_policy.adapters.runner.shard.Terminated"):
+                 "ci_policy.adapters.github.api.ApiError", "ci_policy.adapters.runner.shard.Terminated"):
         assert name in classes
     apart = sorted(name for name, cls in classes.items() if not issubclass(cls, CiPolicyError))
     assert apart == sorted(NOT_AN_ERROR)

@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from ci_policy.adapters.github.access import parse_access_policy
-    from ci_policy.adapters.github.gateway import Gateway, github_api
+    from ci_policy.adapters.github.api import github_api
+    from ci_policy.adapters.github.gateway import Gateway
     from ci_policy.config.load import load_config
     from ci_policy.config.path import DEFAULT_CONFIG
     from ci_policy.read.checkout import read_text

@@ -73,7 +73,7 @@ def _payload_pull(path: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy.adapters.github.gateway import Api, github_api
+    from ci_policy.adapters.github.api import Api, github_api
     from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, pull_request_of
     from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
 

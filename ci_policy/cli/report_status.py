@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ci_policy.adapters.github.gateway import github_api
+    from ci_policy.adapters.github.api import github_api
     from ci_policy.adapters.github.status import MAX_DESCRIPTION, create_status
     from ci_policy.render.escape import one_line
     from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION

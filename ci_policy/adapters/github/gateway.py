@@ -34,7 +34,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import re
 import tempfile
 import time
@@ -42,14 +41,15 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ci_policy.adapters.github.access import APPROVERS, PERMISSIONS, AccessPolicy
-from ci_policy.adapters.github.client import GitHubUnavailable, Throttle, github_requester
+from ci_policy.adapters.github.api import Api, ApiError
 from ci_policy.adapters.github.grammar import Command, GrammarError, parse
+from ci_policy.adapters.github.pulls import decide, pull_request_of
 from ci_policy.config.file_run import IMAGE_TAG_RE
 from ci_policy.config.top import Config
-from ci_policy.errors import CiPolicyError, InputError, InputErrors
+from ci_policy.errors import InputError, InputErrors
 from ci_policy.plan.filerun import FilePlan, resolve_file
 from ci_policy.plan.trust import APPROVAL_CONTEXT
 from ci_policy.read.checkout import MAX_FILE_BYTES
@@ -57,74 +57,6 @@ from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
 NO_PIPELINE = '.github/ci-commands.json names no pipeline workflow ("pipeline": {"workflow": ...})'
 SYMLINK_MODE = "120000"
-
-
-class ApiError(CiPolicyError):
-    def __init__(self, status: int, message: str, *, text: str | None = None) -> None:
-        super().__init__(text or f"GitHub API error {status}: {message}")
-        self.status = status
-
-    @classmethod
-    def gave_up(cls, exc: GitHubUnavailable) -> ApiError:
-        """A request the client retried until it gave up: its own message says which and why."""
-        return cls(exc.status, str(exc), text=str(exc))
-
-
-class Api:
-    """The few REST calls the gateway makes, through PyGithub's requester."""
-
-    def __init__(self, requester, *, dry_run: bool = False, out: IO[str] | None = None) -> None:
-        self._requester = requester
-        self.dry_run = dry_run
-        self.out = out
-
-    def _call(self, method: str, path: str, *, params=None, body=None) -> Any:
-        from github import GithubException
-        from requests import RequestException
-
-        try:
-            _headers, data = self._requester.requestJsonAndCheck(method, path, parameters=params, input=body)
-        except GithubException as exc:
-            message = exc.data.get("message") if isinstance(exc.data, dict) else None
-            raise ApiError(exc.status, message or "request failed") from None
-        except GitHubUnavailable as exc:
-            raise ApiError.gave_up(exc) from None
-        except (RequestException, ValueError) as exc:
-            # No connection, a timeout, a body that is not JSON: a clear error, never a traceback.
-            raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
-        return data
-
-    def get(self, path: str, params: dict | None = None) -> Any:
-        return self._call("GET", path, params=params)
-
-    def get_text(self, path: str, accept: str) -> str:
-        """A GET whose answer is not JSON (a diff): the text, or ApiError for an error status."""
-        from requests import RequestException
-
-        try:
-            status, _headers, output = self._requester.requestJson("GET", path, headers={"Accept": accept})
-        except GitHubUnavailable as exc:
-            raise ApiError.gave_up(exc) from None
-        except (RequestException, ValueError) as exc:
-            raise ApiError(0, f"no usable answer from the API ({type(exc).__name__})") from None
-        if status >= 400:
-            try:
-                message = json.loads(output).get("message")
-            except (ValueError, AttributeError):
-                message = None
-            raise ApiError(status, message if isinstance(message, str) else "request failed")
-        return output
-
-    def mutate(self, method: str, path: str, body: dict | None = None) -> Any:
-        if self.dry_run:
-            print(json.dumps({"method": method, "path": path, "body": body}, sort_keys=True), file=self.out)
-            return None
-        return self._call(method, path, body=body)
-
-
-def github_api(token: str, base_url: str, *, dry_run: bool, out: IO[str], throttle: Throttle | None = None) -> Api:
-    """The gateway's client; `throttle` None keeps PyGithub's pauses (see `client`)."""
-    return Api(github_requester(token, base_url, timeout=30, throttle=throttle), dry_run=dry_run, out=out)
 
 
 @dataclass
@@ -383,9 +315,6 @@ class Gateway:
             return Result("failed", str(exc), exit_code=1)
 
     def do_rerun_test(self, ctx, command, policy) -> Result:
-        # Imported here: `pulls` builds on this module's Api.
-        from ci_policy.adapters.github.pulls import decide, pull_request_of
-
         sha, pr_body, pull = self.head(ctx)  # the SHA at comment time is the one that runs
         try:
             trust = decide(lambda: self.api, pull_request_of(pull, f"pull request #{ctx.pull_number}"))

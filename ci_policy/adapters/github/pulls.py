@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ci_policy.adapters.github.gateway import Api, ApiError
+from ci_policy.adapters.github.api import Api, ApiError
 from ci_policy.errors import InputError
 from ci_policy.plan.trust import APPROVAL_CONTEXT, PullRequest, TrustDecision, decide_trust, trusted_origin
 from ci_policy.read.unified import name_status_from_unified

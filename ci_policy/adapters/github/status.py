@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from ci_policy.adapters.github.gateway import Api
+from ci_policy.adapters.github.api import Api
 
 MAX_DESCRIPTION = 140  # GitHub refuses a longer description
 
