@@ -29,6 +29,20 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_policy.adapters.store import (
+    DATABASE_URL_ENV,
+    DUPLICATE,
+    NOT_ALLOWED,
+    NOT_FIRST_ATTEMPT,
+    NOT_TRUSTED,
+    WRITTEN,
+    RunKey,
+    Sample,
+    default_store_path,
+    open_store,
+    parse_location,
+    redact_url,
+)
 from ci_policy.errors import InputError, StoreUnavailable, UsageError
 from ci_policy.gates.baseline import writes_baseline
 from ci_policy.gates.evaluate import ERROR, Coordinate, GateSpec, evaluate, resolve, select
@@ -66,8 +80,6 @@ def run_gate(snapshot, reg: Registration, series, store_opener, *, cadence: str,
     """Evaluate `reg.file`'s gates on `series` (a gate whose metric has `problems` is ERROR);
     `store_opener(write=...)` returns a MetricHistoryStore, opened to write only when this run
     may write baselines."""
-    from ci_policy.adapters.store import DUPLICATE, NOT_ALLOWED, NOT_FIRST_ATTEMPT, NOT_TRUSTED, WRITTEN, RunKey, Sample
-
     outcome = GateOutcome(file=reg.file, registration=reg)
     specs = specs_for(snapshot, reg.file, reg)
     if not specs:
@@ -135,8 +147,6 @@ def _storable(c: Coordinate) -> Coordinate:
 def baseline_store_problem(url: str | None) -> UsageError | None:
     """Why a baseline-writing run may not write into the store `url` (else
     `$CI_POLICY_DATABASE_URL`), or None when it may."""
-    from ci_policy.adapters.store import DATABASE_URL_ENV, parse_location, redact_url
-
     source = "--store"
     if not url:
         url, source = os.environ.get(DATABASE_URL_ENV) or None, f"${DATABASE_URL_ENV}"
@@ -157,8 +167,6 @@ def baseline_store_problem(url: str | None) -> UsageError | None:
 def check_store_location(url: str | None) -> None:
     """Refuse (`UsageError`, the value never shown) a `--store` or `$CI_POLICY_DATABASE_URL`
     that is not a store location, before any test runs or any store is opened."""
-    from ci_policy.adapters.store import DATABASE_URL_ENV, parse_location
-
     if url:
         parse_location(url, "--store")
     elif os.environ.get(DATABASE_URL_ENV):
@@ -169,8 +177,6 @@ def opener(url: str | None, repo: Path):
     """A deferred `open_store` (read-only unless `write`), so a store failure becomes ERROR verdicts, not a crash;
     only a store a baseline may not be written to raises (`UsageError`)."""
     def open_it(*, write: bool):
-        from ci_policy.adapters.store import default_store_path, open_store
-
         if write:
             problem = baseline_store_problem(url)
             if problem is not None:

@@ -40,10 +40,13 @@ import re
 import selectors
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
+
+from ci_policy.read.diff import Diff, read_diff
 
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry, Kind
@@ -54,8 +57,6 @@ REV_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@^~{}:-]*")
 
 def git_diff(repo: Path, base: str, head: str | None = None, *, timeout: float = 120) -> Diff:
     """Run git diff (no shell); any failure means the diff is unavailable."""
-    from ci_policy.read.diff import Diff, read_diff
-
     for rev in (base, head):
         if rev is not None and not REV_RE.fullmatch(rev):
             return Diff.unavailable(f"revision {rev!r} is not a plain git revision")
@@ -100,8 +101,6 @@ class _Git:
         self.proc: subprocess.Popen[bytes] | None
         self.stderr: IO[bytes] | None = None
         if errors:
-            import tempfile  # only here: a stage job starts git before its other imports
-
             self.stderr = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -199,6 +198,7 @@ def start_checkout_index(repo: Path) -> Callable[[], dict[str, IndexEntry] | Non
 
 
 def _index_of(staged: bytes | None, changed: bytes | None) -> dict[str, IndexEntry] | None:
+    # model.discovery loads the configuration: test_a_stage_job_given_its_per_stage_plan_parses_no_configuration
     from ci_policy.model.discovery import IndexEntry
 
     if staged is None or changed is None:

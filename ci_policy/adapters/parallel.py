@@ -109,6 +109,7 @@ def process_scanner(jobs: int) -> Scanner | None:
 
 def _in_workers(repo: Path, items: Sequence[tuple[str, str | None]], config: Config, labels: LabelRegistry,
                 jobs: int) -> Sequence[FileScan | Diagnostic | list[Any]]:
+    # A scan in one process starts no pool: test_a_scan_in_one_process_imports_no_process_pool
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 

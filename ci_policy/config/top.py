@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 
 from ci_policy import __version__
 from ci_policy.config import codes, fields
@@ -64,9 +66,6 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
         return INVALID
     # Imported here: most configurations have no `requires`, and a stage job's start pays for
     # every module it imports.
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import Version
-
     try:
         if not requires.strip():  # SpecifierSet("") would accept every version
             raise InvalidSpecifier(requires)

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -135,8 +136,6 @@ class Band:
 
 
 def band(values: Sequence[float], constraint: Mapping[str, float], reference: str = "mean") -> Band:
-    import statistics  # imported when a gate is evaluated: a stage job without gates never loads it
-
     ref = statistics.median(values) if reference == "median" else statistics.fmean(values)
     up = max(constraint.get("rel_up", 0.0) * abs(ref), constraint.get("abs_floor_up", 0.0))
     down = max(constraint.get("rel_down", 0.0) * abs(ref), constraint.get("abs_floor_down", 0.0))

@@ -37,6 +37,7 @@ class Registration:
 
     def __post_init__(self) -> None:
         if self.marker is None and not self.implicit:
+            # Not for a stage job: test_a_stage_job_given_its_per_stage_plan_parses_no_configuration
             from ci_policy.read.markers import MARKER_OF_BACKEND
 
             object.__setattr__(self, "marker", MARKER_OF_BACKEND.get(self.backend, f"register_{self.backend}_ci"))

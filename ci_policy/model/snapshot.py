@@ -51,6 +51,7 @@ from ci_policy.config.load import load_config
 from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import GateDeclaration, gates_of
+from ci_policy.model.discovery import discover
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
 from ci_policy.read.checkout import check_no_symlinks, read_text
@@ -195,10 +196,8 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     if callable(index):
         index = index()
 
-    # Imported here, not with the module: a stage job reading its plan builds a `Snapshot`
-    # without discovering or estimating anything.
+    # No estimates for a stage job: test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module
     from ci_policy.model import estimates as estimates_mod
-    from ci_policy.model.discovery import discover
 
     files, errors = discover(repo, config, index)
     errors.extend(_config_label_errors(config, labels))
@@ -563,6 +562,7 @@ def classify(snapshot: Snapshot) -> Validity:
     """
     files = set(snapshot.files)
     discovery = snapshot.config.discovery
+    # Not for a stage job: test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module
     from ci_policy.gates.requirements import violations
 
     required = apply(violations(snapshot), snapshot.suppressions, snapshot.config.lint.ignore).kept

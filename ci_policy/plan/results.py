@@ -35,7 +35,8 @@ class GateOutcome:
 
     @property
     def trusted(self) -> bool:
-        from ci_policy.gates.evaluate import trusted  # the gate modules load when a gate's outcome is read
+        # Loaded when a gate's outcome is read: test_a_stage_job_given_its_per_stage_plan_parses_no_configuration
+        from ci_policy.gates.evaluate import trusted
 
         return trusted(self.results)
 

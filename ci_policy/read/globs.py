@@ -25,6 +25,7 @@ r"""gitignore-style path globs, matched by the `pathspec` library (`GitIgnoreSpe
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from ci_policy.errors import CiPolicyError
 
 if TYPE_CHECKING:
-    from pathspec import GitIgnoreSpec
+    from pathspec import GitIgnoreSpec  # here: as in `_pattern_class`
 
 
 class GlobError(CiPolicyError, ValueError):
@@ -78,6 +79,7 @@ def _class_without_slash(regex: str) -> str:
 @lru_cache(maxsize=1)
 def _pattern_class() -> Any:
     """pathspec's gitignore pattern, with character classes that never match `/` (made on first use)."""
+    # No pathspec without a glob: test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module
     from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
     class _Pattern(GitIgnoreSpecPattern):
@@ -143,6 +145,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
 @lru_cache(maxsize=1024)
 def compile_globs(patterns: tuple[str, ...]) -> GitIgnoreSpec:
     """The globs as one gitignore spec (the simple backend: the regexes use look-ahead)."""
+    # No pathspec without a glob: test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module
     from pathspec import GitIgnoreSpec
 
     return GitIgnoreSpec([_pattern(p) for p in patterns], backend="simple")
@@ -173,8 +176,6 @@ def matches(pattern: str, path: str) -> bool:
 def any_name_match(patterns: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a name matches any of `patterns` as `fnmatch.fnmatchcase` matches one: the
     patterns as one expression, compiled once (no pattern: nothing matches)."""
-    import fnmatch
-
     if not patterns:
         return lambda name: False
     match = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns)).match

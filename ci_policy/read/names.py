@@ -31,7 +31,8 @@ def is_ci_label(label: str) -> bool:
 
 def closest(word: str, names: Iterable[str]) -> str | None:
     """The name of `names` closest to `word`, if any is close enough to suggest."""
-    import difflib  # for a misspelt name only
+    # For a misspelt name only: test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module
+    import difflib
 
     found = difflib.get_close_matches(word, list(names), n=1, cutoff=0.6)
     return found[0] if found else None

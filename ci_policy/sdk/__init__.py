@@ -31,7 +31,7 @@ _METRICS = frozenset({"MetricRecorder", "TitoMismatchError", "rollout_metrics", 
 
 def __getattr__(name: str) -> Any:
     if name in _METRICS:
-        from ci_policy.sdk import metrics
+        from ci_policy.sdk import metrics  # not for `--help`: test_help_imports_no_subcommand_module
 
         return getattr(metrics, name)
     raise AttributeError(f"module 'ci_policy.sdk' has no attribute {name!r}")

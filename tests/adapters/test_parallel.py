@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from helpers import EXAMPLE_REPO, run_cli
+from helpers import EXAMPLE_REPO, clean_env, run_cli
 
 from ci_policy.adapters import parallel
 from ci_policy.adapters.parallel import available_cores, process_scanner
@@ -82,3 +84,21 @@ def test_jobs_come_from_the_option_then_the_environment_then_the_cores(monkeypat
     assert jobs(argparse.Namespace(jobs=2)) == 2
     monkeypatch.setenv("CI_POLICY_JOBS", "")
     assert jobs(argparse.Namespace(jobs=None)) == 7
+
+
+POOL_PROBE = """
+import contextlib, io, sys
+from ci_policy.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(sys.argv[1:])
+sys.stderr.write(f"{rc} {'concurrent.futures.process' in sys.modules}")
+"""
+
+
+def test_a_scan_in_one_process_imports_no_process_pool(tmp_path) -> None:
+    """A checkout of fewer than `PARALLEL_MIN_FILES` files (and a warm scan) is scanned in this
+    process: the process pool's modules (about 10 ms) are not imported."""
+    proc = subprocess.run([sys.executable, "-c", POOL_PROBE, "registry", "--repo", str(EXAMPLE_REPO), "--no-cache",
+                           "--format", "json"], capture_output=True, text=True, cwd=tmp_path, env=clean_env(),
+                          check=True)
+    assert proc.stderr == "0 False"

@@ -39,6 +39,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from github import Auth, Github, GithubRetry
+from urllib3.exceptions import MaxRetryError
+
 from ci_policy.errors import CiPolicyError, UsageError
 
 
@@ -106,9 +109,6 @@ def _seconds(value: float) -> str:
 
 @cache
 def _bounded_retry_class() -> type:
-    from github import GithubRetry
-    from urllib3.exceptions import MaxRetryError
-
     class BoundedRetry(GithubRetry):
         """PyGithub's retry, with a bounded wait per request and a clear error when it gives up."""
 
@@ -199,8 +199,6 @@ def bounded_retry(*, wait: float | None = None, attempts: int = MAX_ATTEMPTS) ->
 
 
 def github_requester(token: str, base_url: str, *, timeout: int, throttle: Throttle | None = None) -> Any:
-    from github import Auth, Github
-
     chosen = throttle or DEFAULT_THROTTLE
     pauses: dict[str, float | None] = {}
     if chosen is not None:

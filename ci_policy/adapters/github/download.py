@@ -41,7 +41,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import requests
+from github import GithubException
+
+from ci_policy.adapters.github import client
 from ci_policy.adapters.github.client import Throttle, github_requester
+from ci_policy.adapters.tuning import logs, records
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.errors import CiPolicyError, Diagnostic, InputError, InputErrors, UsageError, warning
 
@@ -102,10 +107,6 @@ def _get_bytes(requester, path: str, limit: int) -> bytes:
     (`client`): a 5xx or 429 answer or a lost connection, at most `client.MAX_ATTEMPTS` attempts,
     after 0 s, 2 s, 4 s, 8 s (a 429's `Retry-After` when it gives one), at most `client.max_wait()`
     seconds of waiting in all; each retry one `client.NOTICE` line, never the signed URL."""
-    import requests
-
-    from ci_policy.adapters.github import client
-
     headers, _data = requester.requestJsonAndCheck("GET", path)  # 302: not followed by PyGithub
     location = headers.get("location")
     if not location:
@@ -166,11 +167,6 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
                  progress: Callable[[Step], None] | None = None) -> list[FileEvidence]:
     """Every row of the run `spec`; `throttle` None keeps PyGithub's pauses (see `client`);
     each archive or log skipped is a warning appended to `warnings`; `progress` sees each download."""
-    from github import GithubException
-
-    from ci_policy.adapters.tuning.logs import read_log
-    from ci_policy.adapters.tuning.records import read_records
-
     repo_name, run_id = parse_run(spec)
     requester = github_requester(token, base_url, timeout=60, throttle=throttle)
     rows: list[FileEvidence] = []
@@ -190,7 +186,7 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
                                        hint="none of its timings are used; the run's other job logs and "
                                             "artifacts are"))
                 continue
-            rows += read_log(data.decode("utf-8", "replace"), source=f"{repo_name}/runs/{run_id}/jobs/{job_id}",
+            rows += logs.read_log(data.decode("utf-8", "replace"), source=f"{repo_name}/runs/{run_id}/jobs/{job_id}",
                              run_id=str(run_id), job_id=job_id, job_name=job_name)
         artifacts = [a for a in _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/artifacts",
                                        "artifacts", {})
@@ -211,7 +207,7 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
                 skipped.append(_over_cap(name, run_id, cite, "its download"))
                 continue
             try:
-                rows += _records_of_archive(blob, repo_name, run_id, name, read_records, budget, warnings)
+                rows += _records_of_archive(blob, repo_name, run_id, name, records.read_records, budget, warnings)
             except ArchiveSkipped as exc:
                 skipped.append(warning(f"artifact {name!r} of run {run_id} skipped: {exc}", path=cite,
                                        hint="none of its timing records are used; the run's other "
@@ -311,6 +307,4 @@ def _reason(exc: BaseException) -> str:
 
 
 def _cite(row: FileEvidence, source: str) -> FileEvidence:
-    import dataclasses
-
     return dataclasses.replace(row, source=source)

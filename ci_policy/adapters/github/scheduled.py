@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from github import GithubException
+
 from ci_policy.errors import InputError
 
 PR_BRANCH = "ci-policy/tune-estimates"
@@ -41,8 +43,6 @@ class ScheduledRun:
 
 
 def _call(requester: Any, method: str, path: str, **kw: Any) -> Any:
-    from github import GithubException
-
     try:
         return requester.requestJsonAndCheck(method, path, **kw)[1]
     except GithubException as exc:
@@ -115,7 +115,6 @@ def open_or_update_pr(requester: Any, repository: str, base: str, files: Sequenc
     tree = _call(requester, "POST", f"/repos/{repository}/git/trees", input={"base_tree": base_tree, "tree": entries})
     commit = _call(requester, "POST", f"/repos/{repository}/git/commits",
                    input={"message": message, "tree": tree["sha"], "parents": [head]})
-    from github import GithubException
 
     ref_path = f"/repos/{repository}/git/ref/heads/{PR_BRANCH}"
     try:

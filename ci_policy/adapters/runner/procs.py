@@ -26,6 +26,7 @@ import os
 import secrets
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -310,8 +311,6 @@ class KillGuard:
         self.received.append(signum)
 
     def __enter__(self) -> KillGuard:
-        import threading
-
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 self.previous[sig] = signal.signal(sig, self._handler)

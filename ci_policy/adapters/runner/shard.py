@@ -62,6 +62,7 @@ from ci_policy.plan.timeouts import timeout_for
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.records import Problems, Series, merge_record_dir, write_record
 from ci_policy.render.escape import escape_data, one_line
+from ci_policy.render.text import gate_text
 from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV
 
 if TYPE_CHECKING:
@@ -638,8 +639,6 @@ def record_path(records_dir: Path, file: str) -> Path:
 def _merge_and_gate(reg, record_dir: Path, records_dir: Path, file_result: FileResult, options: RunOptions,
                     out, warnings: list[str], attempt: int) -> None:
     """Only a passing attempt's records are merged (failed attempts' never are), then gated."""
-    from ci_policy.render.text import gate_text
-
     # A record the code under test wrote wrong is that file's problem (its gates ERROR),
     # never an exception that loses the rest of the shard.
     series, problems = merge_record_dir(record_dir)

@@ -32,6 +32,7 @@ import os
 import re
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from ci_policy.adapters.store.base import (
     DUPLICATE,
@@ -102,8 +103,6 @@ def parse_location(text: str, source: str = "--store") -> StoreLocation:
                          hint="write sqlite:///absolute/path.sqlite or sqlite:relative/path.sqlite")
         return StoreLocation("sqlite", rest)
     if scheme in ("postgresql", "postgres"):
-        from urllib.parse import urlsplit
-
         try:
             parts = urlsplit(text)
             parts.port  # noqa: B018 - raises ValueError for a port that is not a number
@@ -181,7 +180,7 @@ def _store_for(url: str | None, default_path: Path, *, create: bool, source: str
     location = parse_location(url, source)
     if location.kind == "sqlite":
         return SQLiteStore(location.target, create=create)
-    try:
+    try:  # psycopg is optional: test_without_psycopg_a_postgres_url_says_what_to_install
         from ci_policy.adapters.store.postgres import PostgresStore
     except ImportError as exc:
         scheme = url.split(":", 1)[0].lower()

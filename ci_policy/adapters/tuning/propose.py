@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -90,8 +91,6 @@ def backend_of(row: FileEvidence, snapshot) -> str | None:
 def normalise_paths(evidence: Iterable[FileEvidence], files: Iterable[str]) -> list[FileEvidence]:
     """Runner logs may print absolute paths (`/__w/repo/repo/tests/x.py`): map each to the one
     discovered test file it ends with; a path matching none or several is kept as printed."""
-    import dataclasses
-
     known = set(files)
     out = []
     for row in evidence:
