@@ -23,8 +23,8 @@
   gives exactly what `scan_file` would (its label calls, which only a missing labels file
   makes the snapshot read, are left unmade when the labels file is there); a read error is
   never stored. A stored scan is
-  its items' field values in rows, made back into the items without calling their
-  `__init__` (which made the values stored).
+  its items' field values in rows, made back into the items by their dataclasses'
+  constructors; an entry of another shape (damaged, or of another version) is a miss.
 - `index` may also be a function that returns the listing (a listing started before
   the snapshot, which git makes in its own processes): it is called once the stored scans,
   the configuration and the labels file are read, so that they are read meanwhile.
@@ -505,25 +505,18 @@ def decode_scan(data: Any) -> FileScan | None:
     return _decode(data)
 
 
-_new = object.__new__
-
-
-def _maker(cls: type, names: tuple[str, ...]) -> Callable[[Any], Any]:
-    # An item made as its dataclass's `__init__` left it when it was stored (the values after
-    # `__post_init__`), without calling it: a warm cache makes every item this way.
-    count = len(names)
-
+def _maker(cls: type, count: int) -> Callable[[Any], Any]:
+    # An item made by its dataclass's constructor from the field values it was stored with (a
+    # value that is no scalar tagged by `_enc`); a row of another shape is a damaged entry.
     def make(row: Any) -> Any:
         if type(row) is not list or len(row) != count:
             raise ValueError("not a row")
-        item: Any = _new(cls)
-        item.__dict__.update(zip(names, [_dec(v) if type(v) is dict else v for v in row], strict=True))
-        return item
+        return cls(*[_dec(v) if type(v) is dict else v for v in row])
     return make
 
 
 _MAKE_REGISTRATION, _MAKE_GATE, _MAKE_DIAGNOSTIC, _MAKE_SUPPRESSION, _MAKE_LABEL_CALL = (
-    _maker(cls, names) for cls, names in _STORED)
+    _maker(cls, len(names)) for cls, names in _STORED)
 
 
 def _decode(data: Any, label_calls: bool = True) -> FileScan | None:
@@ -535,17 +528,15 @@ def _decode(data: Any, label_calls: bool = True) -> FileScan | None:
     if not (type(registrations) is list and type(gates) is list and type(errors) is list
             and type(suppressions) is list and type(calls) is list):
         return None
-    scan: Any = _new(FileScan)
     try:
-        scan.__dict__.update(
-            registrations=tuple(map(_MAKE_REGISTRATION, registrations)) if registrations else (),
-            gates=tuple(map(_MAKE_GATE, gates)) if gates else (),
-            errors=tuple(map(_MAKE_DIAGNOSTIC, errors)) if errors else (),
-            suppressions=tuple(map(_MAKE_SUPPRESSION, suppressions)) if suppressions else (),
-            label_calls=tuple(map(_MAKE_LABEL_CALL, calls)) if calls and label_calls else ())
+        return FileScan(
+            tuple(map(_MAKE_REGISTRATION, registrations)) if registrations else (),
+            tuple(map(_MAKE_GATE, gates)) if gates else (),
+            tuple(map(_MAKE_DIAGNOSTIC, errors)) if errors else (),
+            tuple(map(_MAKE_SUPPRESSION, suppressions)) if suppressions else (),
+            tuple(map(_MAKE_LABEL_CALL, calls)) if calls and label_calls else ())
     except (TypeError, ValueError, AttributeError):
         return None
-    return scan  # type: ignore[no-any-return]
 
 
 def classify(snapshot: Snapshot) -> Validity:
