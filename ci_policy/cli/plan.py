@@ -165,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
     plan, scan = plan_with_scan(args, tree=wants_json)  # one git listing for the scan and the plan's inputs
     inputs = plan_inputs_of(args, plan, scan) if wants_json else None
     document, stage_plans = plan_jsons(plan, head_sha, inputs,
-                                              whole=args.format == "json" or args.json_out is not None,
-                                              stages=args.stage_plans is not None)
+                                       whole=args.format == "json" or args.json_out is not None,
+                                       stages=args.stage_plans is not None)
     if args.json_out is not None:
         _write_json_out(args.json_out, document)
     if args.stage_plans is not None:
