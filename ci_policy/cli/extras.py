@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
+
+from ci_policy.app.stores import store_kind
 
 # extra -> the top-level modules it provides, in the order they are tried.
 EXTRA_MODULES = {
@@ -53,21 +54,5 @@ def _importable(extra: str) -> bool:
     return True
 
 
-# `adapters.store.DATABASE_URL_ENV`, named here: importing the store to read it would load the
-# store's modules on every run, which opens no store unless one is named.
-DATABASE_URL_ENV = "CI_POLICY_DATABASE_URL"
-
-
 def _store_kind(args: argparse.Namespace) -> str | None:
-    from ci_policy.cli.options import store_url
-    from ci_policy.errors import UsageError
-
-    try:
-        url = store_url(args) or os.environ.get(DATABASE_URL_ENV) or None
-        if not url:
-            return None
-        from ci_policy.adapters.store import store_kind
-
-        return store_kind(url)
-    except UsageError:  # reported by the subcommand itself, in its own order
-        return None
+    return store_kind(args.store, args.store_file)

@@ -9,14 +9,15 @@
     hint: text on stderr, or `::error` annotations in github format.
   - an unreadable checkout (OSError and kin) is an input error too; a closed pipe exits 1.
 - Output: under GitHub Actions (`GITHUB_ACTIONS=true`) or in github format, stdout and
-  stderr pass `adapters.console.guarded` for the whole command; workflow commands are
-  written only with `adapters.console.write_commands`.
+  stderr pass `render.console.guarded` for the whole command; workflow commands are
+  written only with `render.console.write_commands`.
 - A subcommand whose adapters need an extra that is not installed (`extras.missing_extra`)
   prints one line naming it (`ci-policy tune: error: this command needs the 'tune' extra:
   pip install 'ci-policy[tune]'`) and exits 2, before any other output.
 - Each subcommand lives in its own module with `add_parser(subparsers)` and
-  `run(args) -> int`; adapters (PyGithub, libcst, database drivers) are imported only
-  inside the subcommands that need them.
+  `run(args) -> int`, which parses its arguments into a request, calls its use case
+  (`ci_policy.app`) and renders the result; adapters (PyGithub, libcst, database drivers)
+  are imported only by the use cases that need them.
 - Imported only when used: a command line naming a subcommand imports that subcommand's
   module alone; one naming none (`--help`, an unknown name) none, its parser holding the
   names and summaries of `SUBCOMMANDS` only; `--version` first builds no parser; the console
@@ -145,18 +146,20 @@ def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> ar
 
 @contextlib.contextmanager
 def guarded(on: bool) -> Iterator[None]:
-    """`adapters.console.guarded`, imported only when a stream is to be guarded."""
+    """`render.console.guarded`, imported only when a stream is to be guarded (tests/cli/
+    test_startup.py::test_help_imports_no_subcommand_module: `--help` imports no more)."""
     if not on:
         yield
         return
-    from ci_policy.adapters.console import guarded as console_guarded
+    from ci_policy.render.console import guarded as console_guarded
 
     with console_guarded(True):
         yield
 
 
 def write_commands(text: str) -> None:
-    from ci_policy.adapters.console import write_commands as console_write_commands
+    # Imported here, as in `guarded`.
+    from ci_policy.render.console import write_commands as console_write_commands
 
     console_write_commands(text)
 
@@ -179,7 +182,8 @@ def report_errors(errors: Sequence[Diagnostic], args: argparse.Namespace) -> Non
 
 
 def report_usage(err: UsageError, args: argparse.Namespace) -> None:
-    from ci_policy.render import usage_error_github, usage_error_text
+    from ci_policy.render.github import usage_error_github
+    from ci_policy.render.text import usage_error_text
 
     if args.format == "github":
         write_commands(usage_error_github(args.command, err))
@@ -241,8 +245,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             # the checkout is at fault.
             print(f"ci-policy {args.command}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
             return 1
-        # A checkout the core could not read (see lint.read_failure): an input error, not a crash.
-        from ci_policy.model.lint import read_failure
+        # A checkout the core could not read (see errors.read_failure): an input error, not a crash.
+        from ci_policy.errors import read_failure
 
         report_errors([read_failure(exc)], args)
         return 1

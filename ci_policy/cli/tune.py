@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ci_policy.app.scanning import start_scan
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
     add_cache,
@@ -49,7 +50,7 @@ from ci_policy.cli.options import (
     add_token,
     api_url,
     positive_int,
-    scan_options,
+    scan_request,
     token,
 )
 from ci_policy.errors import UsageError
@@ -101,7 +102,7 @@ class Progress:
     line per timing artifact."""
 
     def __init__(self, stream: Any) -> None:
-        from ci_policy.adapters.console import GuardedStream
+        from ci_policy.render.console import GuardedStream
 
         self.stream = stream
         # A guarded stream (GitHub Actions) reads a CR as a line break: never an updating line there.
@@ -177,7 +178,6 @@ def run(args: argparse.Namespace) -> int:
     )
     from ci_policy.adapters.tuning.report import csv_text, summary_text
     from ci_policy.adapters.tuning.sources import collect
-    from ci_policy.model.snapshot import load_snapshot
 
     if not args.sources and not args.github_run and args.github_runs is None:
         raise UsageError("no evidence", source="--from",
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     if args.github_run or repository is not None:
         secret = token(args, "--github-run" if args.github_run else
                        "--github-runs" if args.github_runs is not None else "--open-pr")
-    snapshot = load_snapshot(repo, args.config, **scan_options(args, repo)).require_valid()
+    snapshot = start_scan(scan_request(args)).load(args.config).require_valid()
     config = snapshot.config
     if args.apply and config.estimates_file:
         raise UsageError(f"this repository keeps est_time in {config.estimates_file} (estimates_file); "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_policy.app.planning import plan as plan_of
 from ci_policy.cli import options
 from ci_policy.errors import UsageError
 
@@ -63,7 +64,7 @@ def test_a_parsed_plan_input_becomes_the_plan(tmp_path):
     args = plan_parser().parse_args(["--repo", str(repo), "--event", "pull_request", "--labels-json",
                                      json.dumps(["run-ci-x", "bug"]), "--schedule", "", "--cadence", "",
                                      "--base", "", "--head", ""])
-    plan = options.plan_from_args(args)
+    plan = plan_of(options.plan_request(args)).plan
     # A workflow passes "" for an input the event lacks: it reads as not given.
     assert (args.schedule, args.cadence, args.base, args.head) == (None, None, None, None)
     # Only the labels CI policy reads are kept.
@@ -75,7 +76,7 @@ def test_a_parsed_plan_input_becomes_the_plan(tmp_path):
     labels = plan_parser().parse_args(["--repo", str(repo), "--event", "schedule", "--label", "run-ci-x",
                                        "--label", "b", "--cadence", "nightly"])
     assert labels.label == ["run-ci-x", "b"]
-    plan = options.plan_from_args(labels)
+    plan = plan_of(options.plan_request(labels)).plan
     assert (plan.policy.event, plan.policy.cadence, plan.policy.raw_labels) == ("schedule", "nightly", ("run-ci-x",))
 
 
@@ -88,7 +89,7 @@ def test_a_parsed_plan_input_becomes_the_plan(tmp_path):
 def test_conflicting_plan_inputs_are_usage_errors(tmp_path, argv, source, message, hint):
     args = plan_parser().parse_args(["--repo", str(tmp_path / "missing"), "--event", "pull_request", *argv])
     with pytest.raises(UsageError) as err:
-        options.plan_from_args(args)
+        plan_of(options.plan_request(args))
     assert (err.value.source, err.value.message, err.value.hint, err.value.exit_code) == (source, message, hint, 2)
 
 
