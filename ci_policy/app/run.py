@@ -25,7 +25,8 @@ from pathlib import Path
 
 from ci_policy.adapters.git import CleanTree
 from ci_policy.adapters.runner.environment import hide_from_tests
-from ci_policy.adapters.runner.shard import RunOptions, Terminated, run_shard
+from ci_policy.adapters.runner import shard as runner
+from ci_policy.adapters.runner.shard import RunOptions, Terminated
 from ci_policy.app.attempts import attempt_of
 from ci_policy.app.plan_source import stage_job
 from ci_policy.app.requests import PlanSource
@@ -193,7 +194,7 @@ def execute(request: RunRequest, prepared: Prepared, show: Callable[[str], None]
     try:
         for i, shard in enumerate(shards):
             show(shard_header(job.stage, shard))
-            results.append(run_shard(repo, job.stage, shard, options))
+            results.append(runner.run_shard(repo, job.stage, shard, options))
             if fast_fail and not results[-1].ok and i + 1 < len(shards):
                 show(f"ci-policy: stopping after shard {shard.index} failed (fast-fail); shard(s) "
                      f"{' '.join(str(s.index) for s in shards[i + 1:])} not run. Use --continue-on-error "
