@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_policy.adapters.git import CleanTree
-from ci_policy.adapters.runner.environment import hide_from_tests
 from ci_policy.adapters.runner import shard as runner
+from ci_policy.adapters.runner.environment import hide_from_tests
 from ci_policy.adapters.runner.shard import RunOptions, Terminated
 from ci_policy.app.attempts import attempt_of
 from ci_policy.app.plan_source import stage_job
