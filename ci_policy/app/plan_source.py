@@ -28,7 +28,8 @@ from ci_policy.adapters.git import CleanTree, checkout_index
 from ci_policy.adapters.inputs import checkout_inputs, config_id, unchanged_since, why_changed
 from ci_policy.app.requests import PlanSource
 from ci_policy.errors import InputError, InputErrors, UsageError
-from ci_policy.plan.planfile import Inputs, PlanFile, check_inputs, plan_of, read_plan_file
+from ci_policy.plan import planfile
+from ci_policy.plan.planfile import Inputs, PlanFile, check_inputs, plan_of
 from ci_policy.plan.planfile import stage_job as planned_job
 from ci_policy.plan.stagejob import StageJob
 from ci_policy.read.names import NAME_RE
@@ -122,12 +123,12 @@ def _read_plan(source: PlanSource, tree: CleanTree | None) -> tuple[PlanFile, st
         # recorded (nothing else of the plan is read), else the whole plan beside it.
         own = os.path.join(path, STAGE_PLANS, f"{source.stage}.json")
         if source.stage and NAME_RE.fullmatch(source.stage) and os.path.isfile(own):
-            stage_plan = read_plan_file(_plan_text(own), own, source.stage)
+            stage_plan = planfile.read_plan_file(_plan_text(own), own, source.stage)
             if (stage_plan.stage_plan and repo.is_dir()
                     and unchanged_since(repo, source.config, stage_plan.inputs, tree)):
                 return stage_plan, None
         path = os.path.join(path, WHOLE_PLAN)
-    plan_file = read_plan_file(_plan_text(path), path, source.stage)
+    plan_file = planfile.read_plan_file(_plan_text(path), path, source.stage)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")

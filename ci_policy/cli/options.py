@@ -205,7 +205,7 @@ def add_cache(p: argparse.ArgumentParser, *, jobs: bool = True, default: bool = 
 
 def scan_request(args: argparse.Namespace, *, default: bool = True) -> ScanRequest:
     """How the command reads the test files (`app.scanning`); a warning is printed in its format."""
-    command, fmt = getattr(args, "command", None), getattr(args, "format", None)
+    command, fmt = str(getattr(args, "command", "")), getattr(args, "format", None)
     return ScanRequest(Path(args.repo), cache=getattr(args, "cache", None), no_cache=getattr(args, "no_cache", False),
                        jobs=getattr(args, "jobs", None), default_cache=default,
                        warn=lambda message: warn(command, fmt, message))
