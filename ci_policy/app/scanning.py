@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ci_policy.adapters import parallel
 from ci_policy.adapters.git import start_checkout_index
-from ci_policy.adapters.parallel import available_cores, process_scanner
 from ci_policy.adapters.scan_cache import DirScanCache, default_dir, inside, open_cache
 from ci_policy.app.requests import ScanRequest
 from ci_policy.errors import UsageError
@@ -42,7 +42,7 @@ def jobs(options: HasJobs) -> int:
         return int(given)
     value = os.environ.get(JOBS_ENV, "")
     if not value:
-        return available_cores()
+        return parallel.available_cores()
     hint = "set it to a whole number of processes, at least 1, or unset it"
     try:
         number = int(value)
@@ -90,7 +90,7 @@ class Scan:
 
 
 def start_scan(request: ScanRequest) -> Scan:
-    scanner = process_scanner(jobs(request))
+    scanner = parallel.process_scanner(jobs(request))
     cache = scan_cache(request)
     # git lists the checkout while the configuration, the labels and the stored scans are read.
     return Scan(repo=request.repo, listing=start_checkout_index(request.repo), scanner=scanner, cache=cache)
