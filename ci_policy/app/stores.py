@@ -37,8 +37,8 @@ def store_url(store: str | None, store_file: str | None) -> str | None:
                              "lines", source="--store-file", hint="write the store URL on one line")
         return urls[0]
     if store is not None:
-        # Imported here: a run that names no store loads none of the store's modules
-        # (bench/stage_start_bench.py, a stage job's start).
+        # Imported here: a run that names no store loads none of the store's modules (tests/cli/
+        # test_startup.py::test_a_stage_job_naming_no_store_loads_no_store_module).
         from ci_policy.adapters.store import parse_location
 
         parse_location(store, "--store")  # a value that is no store location at all is the first thing to fix
