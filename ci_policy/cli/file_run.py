@@ -20,15 +20,8 @@ from pathlib import Path
 
 from ci_policy.app.file_run import FileRunRequest, file_run, image_tag, test_path
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_cache,
-    add_config,
-    add_format,
-    add_repo,
-    append_github_file,
-    github_file,
-    scan_request,
-)
+from ci_policy.cli.options import add_cache, add_config, add_format, add_repo, scan_request
+from ci_policy.cli.output import append_github_file, github_file
 from ci_policy.errors import InputError
 from ci_policy.render.github import file_run_outputs
 from ci_policy.render.jsondoc import file_run_json

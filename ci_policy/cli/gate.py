@@ -18,15 +18,8 @@ from pathlib import Path
 
 from ci_policy.app.gate import GateRequest, gate
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_cache,
-    add_checkout,
-    add_format,
-    add_store,
-    append_step_summary,
-    run_attempt_arg,
-    scan_request,
-)
+from ci_policy.cli.options import add_cache, add_checkout, add_format, add_store, run_attempt_arg, scan_request
+from ci_policy.cli.output import append_step_summary
 from ci_policy.render.console import write_commands
 from ci_policy.render.github import gate_annotations
 from ci_policy.render.markdown import gate_markdown

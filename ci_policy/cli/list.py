@@ -19,15 +19,8 @@ import sys
 
 from ci_policy.app.listing import list_shard
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_cache,
-    add_checkout,
-    add_format,
-    add_plan_inputs,
-    add_shard,
-    plan_source,
-    report_incomplete,
-)
+from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, add_shard, plan_source
+from ci_policy.cli.output import report_incomplete
 from ci_policy.render.escape import line_start, one_line
 from ci_policy.render.jsondoc import shard_files_json
 

@@ -2,29 +2,27 @@
 
 - In: an `argparse` parser to extend; later, the parsed `Namespace` and the environment.
 - Out: the same spelling, default and help text for an option wherever it appears;
-  the requests a handler passes to its use case (`app.requests`), a token, a store URL;
-  the outputs every command writes alike (a warning, `$GITHUB_OUTPUT`, the job summary).
+  the requests a handler passes to its use case (`app.requests`), a token, a store URL.
+  What every command writes alike (a warning, `$GITHUB_OUTPUT`, the job summary) is
+  `cli.output`'s.
 - Refused: a malformed option value or a missing variable, as `UsageError` (exit 2)
-  naming the option (`--head`) or variable (`$GITHUB_OUTPUT`) at fault.
+  naming the option (`--head`) or variable (`$GITHUB_TOKEN`) at fault.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from ci_policy.app.attempts import run_attempt
 from ci_policy.app.requests import PlanInputs, PlanRequest, PlanSource, ScanRequest
 from ci_policy.app.stores import store_url as named_store
+from ci_policy.cli.output import warn
 from ci_policy.errors import UsageError
 from ci_policy.read.numbers import is_finite_number
-from ci_policy.render.console import write_commands
-from ci_policy.render.escape import escape_data, one_line
-from ci_policy.render.text import invalid_text
 
 Format = Literal["text", "json", "markdown", "github"]
 
@@ -94,67 +92,6 @@ def store_url(args: argparse.Namespace) -> str | None:
 
 def api_url(args: argparse.Namespace) -> str:
     return args.api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL
-
-
-def github_file(name: str) -> Path:
-    """A file GitHub Actions names in the environment ($GITHUB_OUTPUT, $GITHUB_STEP_SUMMARY)."""
-    value = os.environ.get(name)
-    if not value:
-        raise UsageError("is not set; --format github runs inside a GitHub Actions step", source=f"${name}",
-                         hint="use --format text or json outside GitHub Actions")
-    return Path(value)
-
-
-def append_github_file(name: str, path: Path, text: str) -> None:
-    """Append `text` to a file GitHub Actions named in `$name`; a failure is a usage error
-    naming the variable and the path (not a checkout that could not be read)."""
-    try:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}", source=f"${name}",
-                         hint=f"${name} must name a writable file (GitHub Actions sets it for each step)") from None
-
-
-def append_step_summary(command: str, markdown: str) -> None:
-    """`--format github`'s job summary: appended to `$GITHUB_STEP_SUMMARY` when it is set.
-
-    Every subcommand with a job summary (plan, run, gate, result) writes it here, once per
-    command. Unset (outside Actions), nothing is written and one notice line on stderr
-    says so; the exit code is the command's own.
-    """
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if not summary:
-        print(f"ci-policy {command}: notice: $GITHUB_STEP_SUMMARY is not set; the job summary is not written",
-              file=sys.stderr)
-        return
-    if markdown:
-        append_github_file("GITHUB_STEP_SUMMARY", Path(summary), markdown)
-
-
-def warn(command: str, fmt: str | None, message: str) -> None:
-    """A warning, printed once in the command's format: an `::warning::` annotation (github
-    format, on stdout, nothing else), else `ci-policy COMMAND: warning: MESSAGE` on stderr
-    (text; json documents carry their own warnings, and stdout stays the document)."""
-    if fmt == "github":
-        write_commands(f"::warning::{escape_data(f'ci-policy {command}: {message}')}")
-    else:
-        print(f"ci-policy {command}: warning: {one_line(message)}", file=sys.stderr)
-
-
-def report_incomplete(command: str, invalid: Sequence[Any], *, section: bool = True) -> int:
-    """After a command printed everything it could: the invalid test files on stderr, and its exit code.
-
-    1 when a test file is invalid (the output is partial), else 0. `section=False` when the
-    command's own output already holds the invalid files' diagnostics.
-    """
-    if not invalid:
-        return 0
-    if section:
-        print(invalid_text(invalid), file=sys.stderr)
-    print(f"ci-policy {command}: incomplete: {len(invalid)} invalid test file(s) left out: "
-          + one_line(", ".join(f.file for f in invalid)), file=sys.stderr)
-    return 1
 
 
 def run_attempt_arg(text: str) -> int:

@@ -40,17 +40,8 @@ from pathlib import Path
 
 from ci_policy.app.planning import PlanCommand, explain, plan_command
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_cache,
-    add_checkout,
-    add_format,
-    add_plan_inputs,
-    append_github_file,
-    append_step_summary,
-    github_file,
-    plan_request,
-    report_incomplete,
-)
+from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, plan_request
+from ci_policy.cli.output import append_github_file, append_step_summary, github_file, report_incomplete
 from ci_policy.cli.paths import workspace_paths
 from ci_policy.errors import UsageError
 from ci_policy.render.console import write_commands

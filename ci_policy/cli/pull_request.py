@@ -21,17 +21,8 @@ import uuid
 
 from ci_policy.app.pull_request import PullRequestRequest, pull_request
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_format,
-    add_repo,
-    add_token,
-    api_url,
-    append_github_file,
-    github_file,
-    positive_int,
-    token,
-    warn,
-)
+from ci_policy.cli.options import add_format, add_repo, add_token, api_url, positive_int, token
+from ci_policy.cli.output import append_github_file, github_file, warn
 from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
 
 NAME = "pull-request"

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ci_policy.app.lint import CheckoutRequest, registry
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import add_cache, add_checkout, add_format, report_incomplete, scan_request
+from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_request
+from ci_policy.cli.output import report_incomplete
 from ci_policy.render.jsondoc import registry_json
 from ci_policy.render.text import registry_text
 

@@ -16,7 +16,8 @@ import argparse
 
 from ci_policy.app.result import result as decide
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import add_format, add_repo, append_step_summary
+from ci_policy.cli.options import add_format, add_repo
+from ci_policy.cli.output import append_step_summary
 from ci_policy.render.console import write_commands
 from ci_policy.render.escape import escape_data
 from ci_policy.render.jsondoc import outcome_json

@@ -47,11 +47,11 @@ from ci_policy.cli.options import (
     add_plan_inputs,
     add_shard,
     add_store,
-    append_step_summary,
     non_negative_float,
     plan_source,
     positive_int,
 )
+from ci_policy.cli.output import append_step_summary
 from ci_policy.errors import UsageError
 from ci_policy.render.console import write_commands
 from ci_policy.render.escape import escape_data, one_line

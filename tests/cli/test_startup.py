@@ -76,7 +76,7 @@ def test_help_and_version_import_neither_typing_nor_dataclasses(flag, tmp_path) 
 
 def test_a_subcommand_imports_only_its_own_module(tmp_path) -> None:
     commands = {m for m in _loaded(["result", "--help"], tmp_path) if m.startswith("ci_policy.cli.")}
-    assert commands == {"ci_policy.cli.main", "ci_policy.cli.result", "ci_policy.cli.options"}
+    assert commands == {"ci_policy.cli.main", "ci_policy.cli.result", "ci_policy.cli.options", "ci_policy.cli.output"}
 
 
 def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_path, capsys) -> None:
@@ -98,7 +98,8 @@ def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_pat
                       stage["name"], "--format", "json"], tmp_path)
     assert [m for m in loaded if m.startswith("ci_policy.cli.")] == ["ci_policy.cli.collector", "ci_policy.cli.extras",
                                                                       "ci_policy.cli.list",
-                                                                      "ci_policy.cli.main", "ci_policy.cli.options"]
+                                                                      "ci_policy.cli.main", "ci_policy.cli.options",
+                                                                      "ci_policy.cli.output"]
     unwanted = ("ci_policy.adapters.store", "ci_policy.adapters.scan_cache", "ci_policy.adapters.github",
                 "ci_policy.adapters.tuning", "ci_policy.adapters.runner")
     assert [m for m in loaded if m.startswith(unwanted)] == []
@@ -108,7 +109,7 @@ def test_schema_imports_no_adapter_nor_another_subcommand(tmp_path) -> None:
     loaded = _loaded(["schema", "config"], tmp_path)
     assert [m for m in loaded if m.startswith(("ci_policy.cli.", "ci_policy.adapters."))] == [
         "ci_policy.cli.collector", "ci_policy.cli.extras", "ci_policy.cli.main", "ci_policy.cli.options",
-        "ci_policy.cli.schema"]
+        "ci_policy.cli.output", "ci_policy.cli.schema"]
 
 
 STDLIB_PROBE = """
