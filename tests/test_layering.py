@@ -74,6 +74,8 @@ def planted(tmp_path: Path, module: str, source: str) -> Path:
                  "ci_policy.read.markers -> ci_policy.model.registry", id="lower-imports-higher-lazily"),
     pytest.param("ci_policy/cli/list.py", "\nfrom ci_policy.plan import build\n",
                  "ci_policy.cli.list -> ci_policy.plan.build", id="cli-imports-the-planner"),
+    pytest.param("ci_policy/cli/tune.py", "\nfrom ci_policy.adapters.tuning import propose\n",
+                 "ci_policy.cli.tune -> ci_policy.adapters.tuning.propose", id="cli-imports-an-adapter"),
     pytest.param("ci_policy/model/lint.py", "\ndef _late():\n    import github\n",
                  "ci_policy.model.lint -> github", id="core-imports-pygithub"),
 ])
