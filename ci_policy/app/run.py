@@ -33,9 +33,10 @@ from ci_policy.app.requests import PlanSource
 from ci_policy.app.stores import DATABASE_URL_ENV, store_url
 from ci_policy.errors import UsageError
 from ci_policy.model.registration import Registration
+from ci_policy.plan import stagejob
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.results import GateOutcome, ShardResult, combined
-from ci_policy.plan.stagejob import StageJob, pick_shard
+from ci_policy.plan.stagejob import StageJob
 from ci_policy.read.records import Problems, Series
 from ci_policy.render.text import shard_header
 
@@ -102,7 +103,7 @@ def _python(value: str | None) -> str:
 def _shard_of(job: StageJob, index: int) -> Shard | None:
     """`pick_shard` for one index of `--shards`; its errors name that option."""
     try:
-        return pick_shard(job.stage, index)
+        return stagejob.pick_shard(job.stage, index)
     except UsageError as exc:
         if exc.source != "--shard":
             raise
@@ -114,7 +115,7 @@ def prepare(request: RunRequest, tree: CleanTree | None = None) -> Prepared:
     store = store_url(request.store, request.store_file)
     timings_out = _timings_out(request.timings_out, request.source.repo)
     job = stage_job(request.source, tree, gated=gated(store))
-    picked = ([pick_shard(job.stage, request.shard)] if request.shards is None
+    picked = ([stagejob.pick_shard(job.stage, request.shard)] if request.shards is None
               else [_shard_of(job, index) for index in request.shards])
     return Prepared(job, tuple(shard for shard in picked if shard is not None), python, timings_out, store)
 
