@@ -363,3 +363,17 @@ class UsageError(CiPolicyError):
 
 class StoreUnavailable(CiPolicyError):
     """The metric-history store cannot be reached or used; the message never holds a password."""
+
+
+def read_failure(exc: OSError | RecursionError | MemoryError) -> Diagnostic:
+    """A checkout the core could not even read, as an error instead of a traceback.
+
+    `OSError`: a configured path that runs through a regular file (`README.md/labels.py`).
+    `RecursionError`/`MemoryError`: `ast.parse` of a hostile, deeply nested file.
+    """
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename is not None else ""
+        return Diagnostic(f"cannot read{where}: {exc.strerror or exc}", code="CP404",
+                          hint="check the paths named in the configuration")
+    return Diagnostic("a file of the checkout is too deeply nested to parse", code="CP408",
+                      hint="simplify its deeply nested expressions")

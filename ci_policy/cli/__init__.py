@@ -1,12 +1,5 @@
-"""The `ci-policy` command line: argument parsing and output, nothing else.
-
-- In: argv. Out: text, JSON or GitHub workflow commands, and an exit code: 0 success,
-  1 a policy or input error (every error printed, located, with a hint), 2 a usage error.
-- `main.py` assembles the parser and maps errors to exit codes; `options.py` holds the
-  options several subcommands share; each subcommand is one module (`lint`, `registry`,
-  `plan`, `list`, `run`, `gate`, `tune`, `file_run`, `comment`).
-- Policy lives in the core and the adapters, never here.
-"""
+"""The `ci-policy` command line: each subcommand parses argv into a request, calls one use case
+(`ci_policy.app`), renders its result and exits 0, 1 (a policy or input error) or 2 (a usage error)."""
 
 from ci_policy.cli.main import main
 

@@ -15,15 +15,14 @@
 from __future__ import annotations
 
 import argparse
-import io
-import os
 import sys
 from pathlib import Path
-from typing import Any
 
+from ci_policy.app.comment import CommentRequest, comment
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_config, add_format, add_token, api_url, token
-from ci_policy.errors import InputError, UsageError
+from ci_policy.render.escape import one_line
+from ci_policy.render.jsondoc import comment_json
 
 NAME = "comment"
 
@@ -58,92 +57,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _json_file(path: Path, what: str) -> dict:
-    import json
-
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{what} {path} cannot be read as JSON: {exc}", path=str(path)) from None
-    except RecursionError:
-        raise InputError(f"{what} {path} cannot be read as JSON: nested too deeply", path=str(path)) from None
-    if not isinstance(data, dict):
-        raise InputError(f"{what} {path} is not a JSON object", path=str(path))
-    return data
-
-
-def _repository(args: argparse.Namespace) -> tuple[str, int]:
-    repository = args.repository or os.environ.get("GITHUB_REPOSITORY")
-    if not repository:
-        raise UsageError("the configured repository is unknown", source="--repository",
-                         hint="pass --repository OWNER/NAME, or set $GITHUB_REPOSITORY")
-    if args.repository_id is not None:
-        return repository, args.repository_id
-    text = os.environ.get("GITHUB_REPOSITORY_ID")
-    if not text:
-        raise UsageError("the configured repository's id is unknown", source="--repository-id",
-                         hint="pass --repository-id ID, or set $GITHUB_REPOSITORY_ID")
-    try:
-        return repository, int(text)
-    except ValueError:
-        raise UsageError(f"is not a number: {text!r}", source="$GITHUB_REPOSITORY_ID") from None
-
-
-def _kinds(text: str | None) -> frozenset[str] | None:
-    from ci_policy.adapters.github.access import KINDS
-
-    if not text:
-        return None
-    kinds = frozenset(k.strip() for k in text.split(",") if k.strip())
-    unknown = sorted(kinds - set(KINDS))
-    if unknown:
-        raise UsageError(f"unknown command kind(s) {', '.join(unknown)}; expected some of {', '.join(KINDS)}",
-                         source="--commands")
-    return kinds
-
-
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from ci_policy.adapters.github.access import parse_access_policy
-    from ci_policy.adapters.github.api import github_api
-    from ci_policy.adapters.github.gateway import Gateway
-    from ci_policy.config.load import load_config
-    from ci_policy.config.path import DEFAULT_CONFIG
-    from ci_policy.read.checkout import read_text
-    from ci_policy.read.labels import load_labels
-    from ci_policy.render.escape import one_line
-    from ci_policy.render.jsondoc import comment_json
-
-    repo = Path(args.trusted_repo)
-    event_path = args.event_path or os.environ.get("GITHUB_EVENT_PATH")
-    if not event_path:
-        raise UsageError("no event payload", source="--event-path",
-                         hint="pass --event-path FILE, or set $GITHUB_EVENT_PATH")
-    kinds = _kinds(args.commands)
-    event = _json_file(Path(event_path), "event payload")
-    repository, repository_id = _repository(args)
-    config = load_config(repo, args.config)
-    labels = load_labels(repo, config.labels_file)
-    policy_rel = ".github/ci-commands.json"
-    if args.policy:
-        policy_text, policy_path = Path(args.policy).read_text(encoding="utf-8"), args.policy
-    else:
-        policy_text, policy_path = read_text(repo, policy_rel, what="access policy"), policy_rel
-    access = parse_access_policy(policy_text, labels, policy_path)
-    secret = token(args, "the comment gateway")
     as_json = args.format == "json"
-    # In json format the dry-run requests become part of the one JSON document.
-    requests: io.StringIO | None = io.StringIO() if as_json else None
-    api = github_api(secret, api_url(args), dry_run=args.dry_run, out=requests or sys.stdout)
-    config_path = Path(args.config) if args.config else repo / DEFAULT_CONFIG
-    gateway = Gateway(api, access, config, config_path, kinds=kinds, token_kind=args.token_kind)
-    result = gateway.handle(event, repository, repository_id)
+    result = comment(CommentRequest(Path(args.trusted_repo), args.config, args.event_path, args.policy,
+                                    args.repository, args.repository_id, args.commands,
+                                    lambda: token(args, "the comment gateway"), api_url(args),
+                                    token_kind=args.token_kind, dry_run=args.dry_run, collect=as_json))
     if as_json:
-        sent: list[Any] | None = None
-        if args.dry_run and requests is not None:
-            sent = [json.loads(line) for line in requests.getvalue().splitlines() if line]
-        print(comment_json(result.status, result.message, result.exit_code, sent))
+        print(comment_json(result.status, result.message, result.exit_code, result.sent))
     else:
         print(f"ci-policy comment: {result.status}: {one_line(result.message)}",
               file=sys.stderr if args.dry_run else sys.stdout)

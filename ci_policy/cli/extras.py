@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
+
+from ci_policy.app.stores import store_kind
+from ci_policy.cli.main import COMMAND_EXTRAS
 
 # extra -> the top-level modules it provides, in the order they are tried.
 EXTRA_MODULES = {
@@ -25,20 +27,25 @@ EXTRA_MODULES = {
     "github": ("github",),
     "postgres": ("psycopg",),
 }
-COMMAND_EXTRAS = {
-    "tune": "tune",
-    "comment": "github",
-    "pull-request": "github",
-    "report-status": "github",
-}
 STORE_COMMANDS = ("run", "gate")
+
+
+def missing_command_extra(command: str) -> str | None:
+    """The message naming the extra `command` needs whatever its arguments, or None.
+
+    Asked before the subcommand's module is imported: its use case imports the adapter,
+    and so the extra's modules, at module level."""
+    extra = COMMAND_EXTRAS.get(command)
+    if extra is not None and not _importable(extra):
+        return f"this command needs the '{extra}' extra: pip install 'ci-policy[{extra}]'"
+    return None
 
 
 def missing_extra(args: argparse.Namespace) -> str | None:
     """The message naming the extra to install, or None when nothing is missing."""
-    extra = COMMAND_EXTRAS.get(args.command)
-    if extra is not None and not _importable(extra):
-        return f"this command needs the '{extra}' extra: pip install 'ci-policy[{extra}]'"
+    missing = missing_command_extra(args.command)
+    if missing is not None:
+        return missing
     if args.command in STORE_COMMANDS and _store_kind(args) == "postgresql" and not _importable("postgres"):
         return "a postgresql:// metric store needs the 'postgres' extra: pip install 'ci-policy[postgres]'"
     return None
@@ -53,21 +60,5 @@ def _importable(extra: str) -> bool:
     return True
 
 
-# `adapters.store.DATABASE_URL_ENV`, named here: importing the store to read it would load the
-# store's modules on every run, which opens no store unless one is named.
-DATABASE_URL_ENV = "CI_POLICY_DATABASE_URL"
-
-
 def _store_kind(args: argparse.Namespace) -> str | None:
-    from ci_policy.cli.options import store_url
-    from ci_policy.errors import UsageError
-
-    try:
-        url = store_url(args) or os.environ.get(DATABASE_URL_ENV) or None
-        if not url:
-            return None
-        from ci_policy.adapters.store import store_kind
-
-        return store_kind(url)
-    except UsageError:  # reported by the subcommand itself, in its own order
-        return None
+    return store_kind(args.store, args.store_file)

@@ -15,40 +15,34 @@ from __future__ import annotations
 
 import argparse
 import re
+import uuid
 from pathlib import Path
 
+from ci_policy.app.file_run import FileRunRequest, file_run, image_tag, test_path
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_cache,
-    add_config,
-    add_format,
-    add_repo,
-    append_github_file,
-    github_file,
-    scan_cache,
-)
+from ci_policy.cli.options import add_cache, add_config, add_format, add_repo, scan_request
+from ci_policy.cli.output import append_github_file, github_file
 from ci_policy.errors import InputError
+from ci_policy.render.github import file_run_outputs
+from ci_policy.render.jsondoc import file_run_json
+from ci_policy.render.text import file_run_text
 
 NAME = "file-run"
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 def _test_path(text: str) -> str:
-    from ci_policy.plan.filerun import check_test_path
-
     try:
-        return check_test_path(text)
+        return test_path(text)
     except InputError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def _image_tag(text: str) -> str | None:
-    from ci_policy.plan.filerun import check_image_tag
-
     if not text:  # a workflow input left blank: the configured default_tag
         return None
     try:
-        return check_image_tag(text)
+        return image_tag(text)
     except InputError as exc:
         raise argparse.ArgumentTypeError(exc.message) from None
 
@@ -83,19 +77,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy.plan.filerun import resolve_file
-    from ci_policy.render.jsondoc import file_run_json
-    from ci_policy.render.text import file_run_text
-
-    repo = Path(args.repo)
-    cache = None if args.no_cache else scan_cache(args, repo, default=False)
-    plan = resolve_file(args.file, repo, config_path=args.config, image_tag=args.image_tag,
-                        backend=args.backend, stage=args.stage, cache=cache)
+    plan = file_run(FileRunRequest(Path(args.repo), args.config, args.file, scan_request(args, default=False),
+                                   image_tag=args.image_tag, backend=args.backend, stage=args.stage))
     if args.format == "github":
-        import uuid
-
-        from ci_policy.render.github import file_run_outputs
-
         append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
                            file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
     if args.format == "text":

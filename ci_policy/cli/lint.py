@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ci_policy.adapters.console import write_commands
+from ci_policy.app.lint import CheckoutRequest, lint
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_options
+from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_request
 from ci_policy.cli.paths import workspace_paths
+from ci_policy.render.console import write_commands
+from ci_policy.render.report import lint_report
 
 NAME = "lint"
 
@@ -29,11 +31,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy.model.lint import lint
-    from ci_policy.render.report import lint_report
-
     repo = Path(args.repo)
-    report = lint(repo, args.config, **scan_options(args, repo))
+    report = lint(CheckoutRequest(repo, args.config, scan_request(args)))
     text = lint_report(report, args.format, workspace_paths(repo, args.config))
     if args.format == "github":
         write_commands(text)

@@ -1,7 +1,7 @@
 """`ci-policy list`: the files of one stage shard, exactly as `run` would run them.
 
 - In: --repo, --config, the plan inputs or --plan FILE|DIR (the plan job's plan JSON, checked
-  against the checkout by content ids: `cli.options.plan_from_file`), --stage, --shard,
+  against the checkout by content ids: `app.plan_source`), --stage, --shard,
   --format text|json.
 - Out: text: one file per line (nothing for a skipped stage, its reasons on stderr);
   json: the stage, shard, decision, reasons and files, `invalid` and `plan_complete`.
@@ -17,16 +17,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ci_policy.app.listing import list_shard
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_cache,
-    add_checkout,
-    add_format,
-    add_plan_inputs,
-    add_shard,
-    report_incomplete,
-    shard_plan,
-)
+from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, add_shard, plan_source
+from ci_policy.cli.output import report_incomplete
+from ci_policy.render.escape import line_start, one_line
+from ci_policy.render.jsondoc import shard_files_json
 
 NAME = "list"
 
@@ -44,17 +40,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy.plan.build import shard_of
-    from ci_policy.render.escape import line_start, one_line
-    from ci_policy.render.jsondoc import shard_files_json
-
-    plan = shard_plan(args)
-    stage, shard = shard_of(plan, args.stage, args.shard)
+    listed = list_shard(plan_source(args), args.shard)
+    stage, shard = listed.stage, listed.shard
     if args.format == "json":
-        print(shard_files_json(stage, shard, plan.invalid))
-        return report_incomplete(NAME, plan.invalid, section=False)
+        print(shard_files_json(stage, shard, listed.invalid))
+        return report_incomplete(NAME, listed.invalid, section=False)
     if shard is None:
         print(f"# stage {stage.name} is skipped: {one_line('; '.join(stage.reasons))}", file=sys.stderr)
     for file in shard.files if shard is not None else ():
         print(line_start(one_line(file)))
-    return report_incomplete(NAME, plan.invalid)
+    return report_incomplete(NAME, listed.invalid)

@@ -9,14 +9,16 @@
     hint: text on stderr, or `::error` annotations in github format.
   - an unreadable checkout (OSError and kin) is an input error too; a closed pipe exits 1.
 - Output: under GitHub Actions (`GITHUB_ACTIONS=true`) or in github format, stdout and
-  stderr pass `adapters.console.guarded` for the whole command; workflow commands are
-  written only with `adapters.console.write_commands`.
+  stderr pass `render.console.guarded` for the whole command; workflow commands are
+  written only with `render.console.write_commands`.
 - A subcommand whose adapters need an extra that is not installed (`extras.missing_extra`)
   prints one line naming it (`ci-policy tune: error: this command needs the 'tune' extra:
-  pip install 'ci-policy[tune]'`) and exits 2, before any other output.
+  pip install 'ci-policy[tune]'`) and exits 2, before any other output: a command's own
+  extra is checked before its module (whose use case imports the adapter) is imported.
 - Each subcommand lives in its own module with `add_parser(subparsers)` and
-  `run(args) -> int`; adapters (PyGithub, libcst, database drivers) are imported only
-  inside the subcommands that need them.
+  `run(args) -> int`, which parses its arguments into a request, calls its use case
+  (`ci_policy.app`) and renders the result; adapters (PyGithub, libcst, database drivers)
+  are imported only by the use cases that need them.
 - Imported only when used: a command line naming a subcommand imports that subcommand's
   module alone; one naming none (`--help`, an unknown name) none, its parser holding the
   names and summaries of `SUBCOMMANDS` only; `--version` first builds no parser; the console
@@ -60,6 +62,15 @@ SUBCOMMANDS = (
     ("report-status", "report_status", "create one commit status (a result reported on a PR's head)"),
     ("schema", "schema", "print the JSON Schema of the configuration or of a JSON output"),
 )
+
+# The extra each subcommand needs whatever its arguments (`cli.extras`): checked before its
+# module is imported, so the check is asked of no other command.
+COMMAND_EXTRAS = {
+    "tune": "tune",
+    "comment": "github",
+    "pull-request": "github",
+    "report-status": "github",
+}
 
 
 def summary(name: str) -> str:
@@ -145,18 +156,20 @@ def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> ar
 
 @contextlib.contextmanager
 def guarded(on: bool) -> Iterator[None]:
-    """`adapters.console.guarded`, imported only when a stream is to be guarded."""
+    """`render.console.guarded`, imported only when a stream is to be guarded (tests/cli/
+    test_startup.py::test_help_imports_no_subcommand_module: `--help` imports no more)."""
     if not on:
         yield
         return
-    from ci_policy.adapters.console import guarded as console_guarded
+    from ci_policy.render.console import guarded as console_guarded
 
     with console_guarded(True):
         yield
 
 
 def write_commands(text: str) -> None:
-    from ci_policy.adapters.console import write_commands as console_write_commands
+    # Imported here, as in `guarded`.
+    from ci_policy.render.console import write_commands as console_write_commands
 
     console_write_commands(text)
 
@@ -201,6 +214,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             # What argparse prints on meeting `--version` first, and its exit, without a parser.
             sys.stdout.write(f"ci-policy {__version__}\n")
             sys.exit(0)
+        named = _wanted(argv)
+        if len(named) == 1 and named[0][0] in COMMAND_EXTRAS:
+            # Before the subcommand's module is imported: it imports the extra's modules.
+            from ci_policy.cli.extras import missing_command_extra
+
+            missing = missing_command_extra(named[0][0])
+            if missing is not None:
+                print(f"ci-policy {named[0][0]}: error: {missing}", file=sys.stderr)
+                return 2
         args = build_parser(argv, every=False).parse_args(argv)
         with guarded(getattr(args, "format", None) == "github"):
             return _dispatch(args)
@@ -242,8 +264,8 @@ def _dispatch(args: argparse.Namespace) -> int:
             # the checkout is at fault.
             print(f"ci-policy {args.command}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
             return 1
-        # A checkout the core could not read (see lint.read_failure): an input error, not a crash.
-        from ci_policy.model.lint import read_failure
+        # A checkout the core could not read (see errors.read_failure): an input error, not a crash.
+        from ci_policy.errors import read_failure
 
         report_errors([read_failure(exc)], args)
         return 1

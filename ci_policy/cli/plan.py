@@ -35,24 +35,20 @@ from __future__ import annotations
 
 import argparse
 import re
+import uuid
 from pathlib import Path
 
-from ci_policy.adapters.console import write_commands
+from ci_policy.app.planning import PlanCommand, explain, plan_command
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_cache,
-    add_checkout,
-    add_format,
-    add_plan_inputs,
-    append_github_file,
-    append_step_summary,
-    github_file,
-    plan_from_args,
-    plan_inputs_of,
-    plan_with_scan,
-    report_incomplete,
-)
+from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, plan_request
+from ci_policy.cli.output import append_github_file, append_step_summary, github_file, report_incomplete
 from ci_policy.cli.paths import workspace_paths
+from ci_policy.errors import UsageError
+from ci_policy.render.console import write_commands
+from ci_policy.render.github import github_outputs, plan_annotations
+from ci_policy.render.jsondoc import explain_json
+from ci_policy.render.markdown import plan_markdown
+from ci_policy.render.text import explain_text, plan_text
 
 NAME = "plan"
 HEAD_SHA_RE = re.compile(r"[0-9a-f]{40}")
@@ -83,19 +79,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _explain_path(value: str) -> str:
-    from ci_policy.errors import InputError, UsageError
-    from ci_policy.read.checkout import check_relative
-
-    try:
-        return check_relative(value, field="path")
-    except InputError as exc:
-        raise UsageError(exc.message, source="--explain", hint=exc.hint) from None
-
-
 def _head_sha(value: str) -> str | None:
-    from ci_policy.errors import UsageError
-
     if value == "":
         return None
     if not HEAD_SHA_RE.fullmatch(value):
@@ -104,46 +88,7 @@ def _head_sha(value: str) -> str | None:
     return value
 
 
-def _write_json_out(path: str, document: str) -> None:
-    from ci_policy.adapters.files import write_atomically
-    from ci_policy.errors import UsageError
-
-    try:
-        write_atomically(Path(path), (document + "\n").encode("utf-8"), 0o644)
-    except OSError as exc:
-        raise UsageError(f"cannot write the plan file: {exc.strerror or exc}", source="--json-out",
-                         hint="name a file in an existing, writable directory") from None
-
-
-def _write_stage_plans(directory: str, repo: str, documents: dict[str, str]) -> None:
-    from ci_policy.adapters.files import write_atomically
-    from ci_policy.adapters.scan_cache import inside
-    from ci_policy.errors import UsageError
-
-    where = Path(directory)
-    if inside(where, Path(repo)):
-        raise UsageError(f"{directory} is inside the checkout", source="--stage-plans",
-                         hint="name a directory outside the checkout (a pull request could have put a symlink there)")
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {directory}: {exc.strerror or exc}", source="--stage-plans",
-                         hint="name a directory that can be created and written") from None
-    for stage, document in documents.items():  # stage names are names (`read.names.NAME`): no slash, no dot first
-        try:
-            write_atomically(where / f"{stage}.json", (document + "\n").encode("utf-8"), 0o644)
-        except OSError as exc:
-            raise UsageError(f"cannot write the plan file of stage {stage}: {exc.strerror or exc}",
-                             source="--stage-plans", hint="name a directory that can be written") from None
-
-
 def run(args: argparse.Namespace) -> int:
-    from ci_policy.errors import UsageError
-    from ci_policy.render.github import github_outputs, plan_annotations
-    from ci_policy.render.jsondoc import explain_json, plan_jsons
-    from ci_policy.render.markdown import plan_markdown
-    from ci_policy.render.text import explain_text, plan_text
-
     head_sha = _head_sha(args.head_sha)
     if args.explain is not None:
         if args.format not in ("text", "json"):
@@ -153,31 +98,18 @@ def run(args: argparse.Namespace) -> int:
             if value is not None:
                 raise UsageError("--explain prints an explanation instead of the plan, so there is no plan to write",
                                  source=option, hint="run the plan and the explanation as two commands")
-        file = _explain_path(args.explain)
-        plan = plan_from_args(args)
-        from ci_policy.plan.explain import explain
-
-        explanation = explain(plan, file)
-        print(explain_json(explanation, plan) if args.format == "json"
-              else explain_text(explanation, plan))
+        explained = explain(plan_request(args), args.explain)
+        print(explain_json(explained.explanation, explained.plan) if args.format == "json"
+              else explain_text(explained.explanation, explained.plan))
         return 0
-    wants_json = args.format == "json" or args.json_out is not None or args.stage_plans is not None
-    plan, scan = plan_with_scan(args, tree=wants_json)  # one git listing for the scan and the plan's inputs
-    inputs = plan_inputs_of(args, plan, scan) if wants_json else None
-    document, stage_plans = plan_jsons(plan, head_sha, inputs,
-                                       whole=args.format == "json" or args.json_out is not None,
-                                       stages=args.stage_plans is not None)
-    if args.json_out is not None:
-        _write_json_out(args.json_out, document)
-    if args.stage_plans is not None:
-        _write_stage_plans(args.stage_plans, args.repo, stage_plans)
+    result = plan_command(PlanCommand(plan_request(args), head_sha, whole=args.format == "json",
+                                      json_out=args.json_out, stage_plans=args.stage_plans))
+    plan = result.plan
     if args.format == "json":
-        print(document)
+        print(result.document)
     elif args.format == "markdown":
         print(plan_markdown(plan), end="")
     elif args.format == "github":
-        import uuid
-
         append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
                            github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
         append_step_summary(NAME, plan_markdown(plan))

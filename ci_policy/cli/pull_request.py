@@ -17,23 +17,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
-from pathlib import Path
+import uuid
 
+from ci_policy.app.pull_request import PullRequestRequest, pull_request
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import (
-    add_format,
-    add_repo,
-    add_token,
-    api_url,
-    append_github_file,
-    github_file,
-    positive_int,
-    token,
-    warn,
-)
-from ci_policy.errors import InputError, UsageError
+from ci_policy.cli.options import add_format, add_repo, add_token, api_url, positive_int, token
+from ci_policy.cli.output import append_github_file, github_file, warn
+from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
 
 NAME = "pull-request"
 
@@ -56,61 +46,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _payload_pull(path: str) -> dict:
-    import json
-
-    try:
-        event = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"event payload {path} cannot be read as JSON: {exc}", path=path) from None
-    except RecursionError:
-        raise InputError(f"event payload {path} cannot be read as JSON: nested too deeply", path=path) from None
-    pull = event.get("pull_request") if isinstance(event, dict) else None
-    if not isinstance(pull, dict):
-        raise InputError(f"event payload {path} is not a pull_request event's (no pull_request object)", path=path,
-                         hint="pass --number N outside a pull_request event")
-    return pull
-
-
 def run(args: argparse.Namespace) -> int:
-    from ci_policy.adapters.github.api import Api, github_api
-    from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, pull_request_of
-    from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
-
     output = github_file("GITHUB_OUTPUT") if args.format == "github" else None  # refused before any request
-    repository = args.repository or os.environ.get("GITHUB_REPOSITORY") or None
-    api: Api | None = None
-
-    def client() -> Api:
-        nonlocal api
-        if api is None:
-            if not repository:
-                raise UsageError("the repository is unknown", source="--repository",
-                                 hint="pass --repository OWNER/REPO, or set $GITHUB_REPOSITORY")
-            api = github_api(token(args, "reading the pull request"), api_url(args), dry_run=False, out=sys.stdout)
-        return api
-
-    if args.number is not None:
-        pull = fetch_pull_request(client(), repository or "", args.number)
-    else:
-        pull = pull_request_of(_payload_pull(args.event_path), "the event payload's pull_request",
-                               args.event_path)
-        if repository and repository.casefold() != pull.base_repository.casefold():
-            raise InputError(f"the pull request is to {pull.base_repository}, not to {repository}",
-                             path=args.event_path)
-        repository = repository or pull.base_repository
-    decision = decide(client, pull)
-    diff_file = ""
-    if args.diff_out:
-        data, why = fetch_diff(client(), pull.base_repository, pull.number)
-        if data is None:
-            warn(NAME, args.format, f"the diff is unavailable, so every runnable stage runs: {why}")
-        else:
-            Path(args.diff_out).write_bytes(data)
-            diff_file = args.diff_out
+    read = pull_request(PullRequestRequest(args.event_path, args.number, args.repository,
+                                           lambda: token(args, "reading the pull request"), api_url(args),
+                                           args.diff_out))
+    pull, decision, diff_file = read.pull, read.decision, read.diff_file
+    if read.diff_unavailable is not None:
+        warn(NAME, args.format, f"the diff is unavailable, so every runnable stage runs: {read.diff_unavailable}")
     if output is not None:
-        import uuid
-
         append_github_file("GITHUB_OUTPUT", output,
                            pull_request_outputs(pull, decision, diff_file, f"ghadelimiter_{uuid.uuid4()}"))
         print(pull_request_text(pull, decision, diff_file))

@@ -13,8 +13,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ci_policy.app.lint import CheckoutRequest, registry
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import add_cache, add_checkout, add_format, report_incomplete, scan_options
+from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_request
+from ci_policy.cli.output import report_incomplete
+from ci_policy.render.jsondoc import registry_json
+from ci_policy.render.text import registry_text
 
 NAME = "registry"
 
@@ -31,12 +35,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy.model.snapshot import load_snapshot
-    from ci_policy.render.jsondoc import registry_json
-    from ci_policy.render.text import registry_text
-
-    repo = Path(args.repo)
-    snapshot = load_snapshot(repo, args.config, **scan_options(args, repo)).usable()
+    snapshot = registry(CheckoutRequest(Path(args.repo), args.config, scan_request(args)))
     if args.format == "json":
         print(registry_json(snapshot.registrations, snapshot.invalid_files))
         return report_incomplete(NAME, snapshot.invalid_files, section=False)

@@ -15,13 +15,14 @@
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import re
-import sys
 
+from ci_policy.app.report_status import StatusRequest, report_status
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, token
-from ci_policy.errors import UsageError
+from ci_policy.render.escape import one_line
+from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION
 
 NAME = "report-status"
 SHA_RE = re.compile(r"[0-9a-f]{40}")
@@ -60,23 +61,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from ci_policy.adapters.github.api import github_api
-    from ci_policy.adapters.github.status import MAX_DESCRIPTION, create_status
-    from ci_policy.render.escape import one_line
-    from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION
-
-    repository = args.repository or os.environ.get("GITHUB_REPOSITORY")
-    if not repository:
-        raise UsageError("the repository is unknown", source="--repository",
-                         hint="pass --repository OWNER/REPO, or set $GITHUB_REPOSITORY")
-    description = " ".join(args.description.split())
-    if len(description) > MAX_DESCRIPTION:
-        description = description[:MAX_DESCRIPTION - 3] + "..."
-    api = github_api(token(args, "reporting a status"), api_url(args), dry_run=False, out=sys.stdout)
-    body = create_status(api, repository, args.sha, context=args.context, state=args.state,
-                         description=description, target_url=args.target_url)
+    body = report_status(StatusRequest(args.repository, args.sha, args.context, args.state, args.description,
+                                       args.target_url, lambda: token(args, "reporting a status"), api_url(args)))
     if args.format == "json":
         print(json.dumps({"schema": JSON_SCHEMA_VERSION, "sha": args.sha, "context": body["context"],
                           "state": body["state"], "description": body["description"],

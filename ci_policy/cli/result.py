@@ -14,9 +14,15 @@ from __future__ import annotations
 
 import argparse
 
-from ci_policy.adapters.console import write_commands
+from ci_policy.app.result import result as decide
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import add_format, add_repo, append_step_summary
+from ci_policy.cli.options import add_format, add_repo
+from ci_policy.cli.output import append_step_summary
+from ci_policy.render.console import write_commands
+from ci_policy.render.escape import escape_data
+from ci_policy.render.jsondoc import outcome_json
+from ci_policy.render.markdown import outcome_markdown
+from ci_policy.render.text import outcome_text
 
 NAME = "result"
 
@@ -36,19 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ci_policy.errors import UsageError
-    from ci_policy.plan.outcome import outcome, parse_needs, parse_plan_complete
-    from ci_policy.render.escape import escape_data
-    from ci_policy.render.jsondoc import outcome_json
-    from ci_policy.render.markdown import outcome_markdown
-    from ci_policy.render.text import outcome_text
-
-    plan_complete = parse_plan_complete(args.plan_complete)
-    if not args.needs_json.strip():
-        raise UsageError("is empty", source="--needs-json", hint="pass ${{ toJSON(needs) }} through an env: variable")
-    result = outcome(plan_complete, parse_needs(args.needs_json))
+    decided = decide(args.plan_complete, args.needs_json)
+    result = decided.outcome
     if args.format == "json":
-        print(outcome_json(result, plan_complete))
+        print(outcome_json(result, decided.plan_complete))
     else:
         print(outcome_text(result))
     if args.format == "github":

@@ -2,8 +2,8 @@
 
 - In: --repo, --config, the plan inputs or --plan FILE|DIR (the plan job's plan JSON, a
   per-stage plan, or the directory of both: no test file is parsed, see
-  `cli.options.plan_from_file`; from a per-stage plan that holds, with no gate to evaluate
-  and no store named, no configuration either: `cli.options.stage_job`), --stage, --shard
+  `app.plan_source`; from a per-stage plan that holds, with no gate to evaluate
+  and no store named, no configuration either: `app.plan_source.stage_job`), --stage, --shard
   or --shards, --python, retry and output options.
 - Out: the shard's header, each file's output, a summary; timing records and the merged
   metric records of passing files; gates evaluated for files that declare them.
@@ -34,12 +34,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ci_policy.adapters.console import write_commands
+from ci_policy.app.plan_source import checkout
+from ci_policy.app.run import RunRequest, execute, prepare
+from ci_policy.cli.collector import resume
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
     add_cache,
@@ -48,16 +47,15 @@ from ci_policy.cli.options import (
     add_plan_inputs,
     add_shard,
     add_store,
-    append_step_summary,
     non_negative_float,
-    plan_checkout,
+    plan_source,
     positive_int,
-    stage_job,
-    store_url,
 )
-
-if TYPE_CHECKING:
-    from ci_policy.adapters.git import CleanTree
+from ci_policy.cli.output import append_step_summary
+from ci_policy.errors import UsageError
+from ci_policy.render.console import write_commands
+from ci_policy.render.escape import escape_data, one_line
+from ci_policy.render.text import invalid_text, run_summary_text
 
 NAME = "run"
 
@@ -93,66 +91,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
-def _records_dir(args: argparse.Namespace, repo: Path) -> Path:
-    if args.records_out:
-        return Path(args.records_out)
-    runner_temp = os.environ.get("RUNNER_TEMP")
-    return Path(runner_temp) / "ci-policy-records" if runner_temp else repo / ".ci-policy" / "records"
-
-
-def _gated(store: str | None) -> bool:
-    """Whether a gate store is named (`--store`, `--store-file` or the environment's URL): its location
-    is checked even when no file declares gates."""
-    from ci_policy.cli.extras import DATABASE_URL_ENV
-
-    return bool(store or os.environ.get(DATABASE_URL_ENV))
-
-
-def _gate_hook(store: str | None, job, repo: Path):
-    """Gate the files that declare gates, with the plan's cadence deciding baseline writes."""
-    from ci_policy.plan.results import GateOutcome
-
-    def no_gates(reg, series, problems=None):
-        return GateOutcome(file=reg.file, registration=reg, baseline="no gates declared")
-
-    plan = job.plan
-    if plan is None:
-        # A per-stage plan's job (`plan.planfile.stage_job`): no file of it declares gates, no
-        # baseline is written where another file does, and no store is named. The run's attempt
-        # is checked as when another file's gates are evaluated.
-        if job.declares_gates:
-            from ci_policy.cli.gate import attempt_of
-
-            attempt_of()
-        return no_gates
-    if not plan.snapshot.gates and not _gated(store):
-        # No gate to evaluate and no store location to check: the store's modules stay unloaded.
-        return no_gates
-    from ci_policy.adapters.gate import baseline_store_problem, check_store_location, opener, run_gate
-    from ci_policy.cli.gate import run_identity
-
-    check_store_location(store)
-    snapshot = plan.snapshot
-    declared = {g.file for g in snapshot.gates}
-    identity = run_identity()
-    # Refused before any test runs, not after the shard's hours of GPU time.
-    if declared and identity.run_id is not None and plan.policy.write_baseline:
-        problem = baseline_store_problem(store)
-        if problem is not None:
-            raise problem
-
-    def hook(reg, series, problems=None):
-        if reg.file not in declared:
-            return GateOutcome(file=reg.file, registration=reg, baseline="no gates declared")
-        return run_gate(snapshot, reg, series, opener(store, repo), cadence=plan.policy.cadence,
-                        event=plan.policy.event, run=identity, problems=problems)
-    return hook
-
-
-def _shard_indices(args: argparse.Namespace) -> list[int] | None:
+def _shard_indices(args: argparse.Namespace) -> tuple[int, ...] | None:
     """The indices `--shards` names, in order; None without it."""
-    from ci_policy.errors import UsageError
-
     if args.shards is None:
         return None
     if args.shard is not None:
@@ -164,74 +104,20 @@ def _shard_indices(args: argparse.Namespace) -> list[int] | None:
     indices = [int(w) for w in words]
     if len(set(indices)) != len(indices):
         raise UsageError(f"a shard is named twice in {args.shards!r}", source="--shards")
-    return indices
-
-
-def _timings_out(value: str | None, repo: Path) -> Path | None:
-    """`--timings-out`, refused inside the checkout: the tests write there (so does the PR)."""
-    from ci_policy.errors import UsageError
-
-    if value is None:
-        return None
-    inside = os.path.relpath(os.path.realpath(value), os.path.realpath(repo))
-    if not inside.startswith(".."):
-        raise UsageError(f"{value} is inside the checkout {repo}, where the tests can write; the timing records "
-                         "are evidence for `ci-policy tune`", source="--timings-out",
-                         hint="write them outside the checkout, e.g. $RUNNER_TEMP/ci-policy-timings.jsonl")
-    return Path(value)
-
-
-def _python(value: str | None) -> str:
-    import shutil
-
-    from ci_policy.errors import UsageError
-
-    if value is None:
-        return sys.executable
-    found = shutil.which(value)
-    if found is None:
-        raise UsageError(f"{value!r} is not an executable file or a command on PATH", source="--python",
-                         hint="pass the interpreter of the repository's test environment, e.g. .venv/bin/python")
-    return found
-
-
-def _shard_of(stage, index: int):
-    """`pick_shard` for one index of `--shards`; its errors name that option."""
-    from ci_policy.errors import UsageError
-    from ci_policy.plan.stagejob import pick_shard
-
-    try:
-        return pick_shard(stage, index)
-    except UsageError as exc:
-        if exc.source != "--shard":
-            raise
-        raise UsageError(exc.message, source="--shards", hint=exc.hint) from None
+    return tuple(indices)
 
 
 def run(args: argparse.Namespace) -> int:
-    # With --plan, git looks at the checkout beside the imports below and the plan file's reading.
-    with plan_checkout(args) as tree:
-        return _run(args, tree)
-
-
-def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
-    from ci_policy.adapters.runner.environment import hide_from_tests
-    from ci_policy.adapters.runner.shard import RunOptions, Terminated, run_shard
-    from ci_policy.cli.collector import resume
-    from ci_policy.plan.results import combined
-    from ci_policy.plan.stagejob import pick_shard
-    from ci_policy.render.escape import escape_data, one_line
-    from ci_policy.render.text import invalid_text, run_summary_text, shard_header
-
-    indices = _shard_indices(args)
-    python = _python(args.python)
-    store = store_url(args)
-    timings_out = _timings_out(args.timings_out, Path(args.repo))
-    job = stage_job(args, tree, gated=_gated(store))
-    stage = job.stage
-    picked = ([pick_shard(stage, args.shard)] if indices is None
-              else [_shard_of(stage, index) for index in indices])
-    shards = [shard for shard in picked if shard is not None]
+    source = plan_source(args)
+    # With --plan, git looks at the checkout beside the plan file's reading.
+    with checkout(source) as tree:
+        request = RunRequest(source, shard=args.shard, shards=_shard_indices(args), python=args.python,
+                             store=args.store, store_file=args.store_file, timings_out=args.timings_out,
+                             records_out=args.records_out, max_attempts=args.max_attempts,
+                             retry_wait=args.retry_wait, continue_on_error=args.continue_on_error,
+                             github=args.format == "github")
+        prepared = prepare(request, tree)
+    job, shards = prepared.job, prepared.shards
     if job.invalid:
         print(invalid_text(job.invalid))
         if args.format == "github":
@@ -240,51 +126,25 @@ def _run(args: argparse.Namespace, tree: CleanTree | None) -> int:
                 + ", ".join(f.file for f in job.invalid) + " (see the plan job)"))
         print(flush=True)
     if not shards:
-        print(f"Stage {stage.name} has nothing to run: {one_line('; '.join(stage.reasons))}")
+        print(f"Stage {job.stage.name} has nothing to run: {one_line('; '.join(job.stage.reasons))}")
         return 0
-    repo = Path(args.repo)
-    options = RunOptions(
-        max_attempts=args.max_attempts,
-        retry_wait=args.retry_wait,
-        continue_on_error=args.continue_on_error,
-        bypass_fastfail=job.bypass_fastfail,
-        github=args.format == "github",
-        timings_out=timings_out,
-        settings=job.settings,
-        records_dir=_records_dir(args, repo),
-        gate=_gate_hook(store, job, repo),
-        python=python,
-    )
-    fast_fail = not (options.continue_on_error or options.bypass_fastfail)
-    # The tests' environment leaves out every secret; the runner's own /proc/<pid>/environ must too.
-    hide_from_tests()
-    resume()  # the reading is done; the tests may run for hours
-    results = []
-    try:
-        for i, shard in enumerate(shards):
-            print(shard_header(stage, shard), flush=True)
-            results.append(run_shard(repo, stage, shard, options))
-            if fast_fail and not results[-1].ok and i + 1 < len(shards):
-                print(f"ci-policy: stopping after shard {shard.index} failed (fast-fail); shard(s) "
-                      f"{' '.join(str(s.index) for s in shards[i + 1:])} not run. Use --continue-on-error "
-                      "to run them.", flush=True)
-                break
-    except Terminated:
+    executed = execute(request, prepared, lambda text: print(text, flush=True),
+                       before=resume)  # the reading is done; the tests may run for hours
+    if executed.signal == 143:
         print("ci-policy run: terminated (SIGTERM); the running test and its processes were killed",
               file=sys.stderr)
         return 143
-    except KeyboardInterrupt:
+    if executed.signal == 130:
         print("ci-policy run: interrupted; the running test and its processes were killed", file=sys.stderr)
         return 130
-    if indices is None:
-        result = results[0]
-    else:
-        regs = {r.file: r for r in stage.tests}
-        skipped = [regs[f] for shard in shards[len(results):] for f in shard.files]
-        result = combined(tuple(s.index for s in shards), results, skipped)
+    result = executed.result
+    assert result is not None
     github = args.format == "github"
     print(run_summary_text(result, warnings=not github), flush=True)  # github: annotated below
     if github:
+        # Imported here: the github and markdown renderers load the planner's modules, which a stage job
+        # running from its per-stage plan never imports (tests/cli/test_startup.py::
+        # test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
         from ci_policy.render.github import run_annotations
         from ci_policy.render.markdown import run_summary_markdown
 

@@ -13,9 +13,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo
+from ci_policy.errors import UsageError
+from ci_policy.render.schemas import NAMES, document_text, outline
 
 NAME = "schema"
 
@@ -34,11 +37,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
-    from ci_policy.errors import UsageError
-    from ci_policy.render.schemas import NAMES, document_text, outline
-
     if args.name not in NAMES:
         raise UsageError(f"no schema named {args.name!r}", source="NAME",
                          hint="the schemas: " + ", ".join(NAMES))

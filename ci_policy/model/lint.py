@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_policy.config.pull_request import gate_near_misses
-from ci_policy.errors import Diagnostic, InputError, InputErrors, warning
+from ci_policy.errors import Diagnostic, InputError, InputErrors, read_failure, warning
 from ci_policy.gates.requirements import violations
 from ci_policy.model.discovery import IndexEntry
 from ci_policy.model.snapshot import ScanCache, Scanner, Snapshot, load_snapshot
@@ -67,20 +67,6 @@ def workflow_problems(repo: Path, snapshot: Snapshot) -> list[Diagnostic]:
         return []
     workflows, problems = read_workflows(repo, directory)
     return [*problems, *workflow_diagnostics(snapshot.config, bool(snapshot.gates), workflows)]
-
-
-def read_failure(exc: OSError | RecursionError | MemoryError) -> Diagnostic:
-    """A checkout the core could not even read, as an error instead of a traceback.
-
-    `OSError`: a configured path that runs through a regular file (`README.md/labels.py`).
-    `RecursionError`/`MemoryError`: `ast.parse` of a hostile, deeply nested file.
-    """
-    if isinstance(exc, OSError):
-        where = f" {exc.filename}" if exc.filename is not None else ""
-        return Diagnostic(f"cannot read{where}: {exc.strerror or exc}", code="CP404",
-                          hint="check the paths named in the configuration")
-    return Diagnostic("a file of the checkout is too deeply nested to parse", code="CP408",
-                      hint="simplify its deeply nested expressions")
 
 
 def warnings_of(snapshot: Snapshot) -> list[Diagnostic]:

@@ -74,7 +74,7 @@ def test_a_bad_number_of_jobs_is_a_usage_error(env, argv, message, monkeypatch, 
 def test_jobs_come_from_the_option_then_the_environment_then_the_cores(monkeypatch) -> None:
     import argparse
 
-    from ci_policy.cli.options import jobs
+    from ci_policy.app.scanning import jobs
 
     monkeypatch.setattr(parallel, "available_cores", lambda: 7)
     monkeypatch.delenv("CI_POLICY_JOBS", raising=False)

@@ -114,6 +114,6 @@ def test_a_sqlite_store_needs_no_psycopg_and_lint_needs_no_extra(tmp_path):
 
 def test_the_store_variable_is_the_stores_own() -> None:
     from ci_policy.adapters import store
-    from ci_policy.cli import extras
+    from ci_policy.app import stores as extras
 
     assert extras.DATABASE_URL_ENV == store.DATABASE_URL_ENV

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_policy.cli import options
+from ci_policy.app.planning import plan as plan_of
+from ci_policy.cli import options, output
 from ci_policy.errors import UsageError
 
 CONFIG = """\
@@ -63,7 +64,7 @@ def test_a_parsed_plan_input_becomes_the_plan(tmp_path):
     args = plan_parser().parse_args(["--repo", str(repo), "--event", "pull_request", "--labels-json",
                                      json.dumps(["run-ci-x", "bug"]), "--schedule", "", "--cadence", "",
                                      "--base", "", "--head", ""])
-    plan = options.plan_from_args(args)
+    plan = plan_of(options.plan_request(args)).plan
     # A workflow passes "" for an input the event lacks: it reads as not given.
     assert (args.schedule, args.cadence, args.base, args.head) == (None, None, None, None)
     # Only the labels CI policy reads are kept.
@@ -75,7 +76,7 @@ def test_a_parsed_plan_input_becomes_the_plan(tmp_path):
     labels = plan_parser().parse_args(["--repo", str(repo), "--event", "schedule", "--label", "run-ci-x",
                                        "--label", "b", "--cadence", "nightly"])
     assert labels.label == ["run-ci-x", "b"]
-    plan = options.plan_from_args(labels)
+    plan = plan_of(options.plan_request(labels)).plan
     assert (plan.policy.event, plan.policy.cadence, plan.policy.raw_labels) == ("schedule", "nightly", ("run-ci-x",))
 
 
@@ -88,7 +89,7 @@ def test_a_parsed_plan_input_becomes_the_plan(tmp_path):
 def test_conflicting_plan_inputs_are_usage_errors(tmp_path, argv, source, message, hint):
     args = plan_parser().parse_args(["--repo", str(tmp_path / "missing"), "--event", "pull_request", *argv])
     with pytest.raises(UsageError) as err:
-        options.plan_from_args(args)
+        plan_of(options.plan_request(args))
     assert (err.value.source, err.value.message, err.value.hint, err.value.exit_code) == (source, message, hint, 2)
 
 
@@ -157,10 +158,10 @@ def test_the_api_url_falls_back_to_the_environment_then_github(monkeypatch):
 
 def test_github_file_needs_its_variable(monkeypatch, tmp_path):
     monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
-    assert options.github_file("GITHUB_OUTPUT") == tmp_path / "out"
+    assert output.github_file("GITHUB_OUTPUT") == tmp_path / "out"
     monkeypatch.setenv("GITHUB_OUTPUT", "")
     with pytest.raises(UsageError) as err:
-        options.github_file("GITHUB_OUTPUT")
+        output.github_file("GITHUB_OUTPUT")
     assert str(err.value) == ("$GITHUB_OUTPUT: is not set; --format github runs inside a GitHub Actions step "
                               "(hint: use --format text or json outside GitHub Actions)")
 
@@ -168,14 +169,14 @@ def test_github_file_needs_its_variable(monkeypatch, tmp_path):
 def test_the_step_summary_is_appended_only_inside_actions(monkeypatch, tmp_path, capsys):
     summary = tmp_path / "summary.md"
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    options.append_step_summary("gate", "# a\n")
+    output.append_step_summary("gate", "# a\n")
     assert not summary.exists()
     assert capsys.readouterr() == ("", "ci-policy gate: notice: $GITHUB_STEP_SUMMARY is not set; "
                                        "the job summary is not written\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    options.append_step_summary("gate", "# a\n")
-    options.append_step_summary("gate", "")
-    options.append_step_summary("gate", "# b\n")
+    output.append_step_summary("gate", "# a\n")
+    output.append_step_summary("gate", "")
+    output.append_step_summary("gate", "# b\n")
     assert summary.read_text() == "# a\n# b\n"
     assert capsys.readouterr() == ("", "")
 
@@ -186,7 +187,7 @@ def test_the_step_summary_is_appended_only_inside_actions(monkeypatch, tmp_path,
     ("json", "", "ci-policy plan: warning: a\\nb\n"),
 ])
 def test_a_warning_prints_once_in_its_format(capsys, fmt, out, err):
-    options.warn("plan", fmt, "a\nb")
+    output.warn("plan", fmt, "a\nb")
     assert capsys.readouterr() == (out, err)
 
 

@@ -435,7 +435,7 @@ def test_stage_plans_hold_one_stage_each_and_read_as_the_whole_plan_on_its_clean
 
 def test_a_stage_plan_holds_only_on_its_clean_tree_and_the_directory_falls_back_to_the_whole_plan(
         example, monkeypatch, tmp_path, capsys):
-    from ci_policy.cli import options
+    from ci_policy.app import plan_source as options
     from ci_policy.plan import planfile
 
     committed(example, monkeypatch)

@@ -76,7 +76,7 @@ def test_help_and_version_import_neither_typing_nor_dataclasses(flag, tmp_path) 
 
 def test_a_subcommand_imports_only_its_own_module(tmp_path) -> None:
     commands = {m for m in _loaded(["result", "--help"], tmp_path) if m.startswith("ci_policy.cli.")}
-    assert commands == {"ci_policy.cli.main", "ci_policy.cli.result", "ci_policy.cli.options"}
+    assert commands == {"ci_policy.cli.main", "ci_policy.cli.result", "ci_policy.cli.options", "ci_policy.cli.output"}
 
 
 def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_path, capsys) -> None:
@@ -98,7 +98,8 @@ def test_a_stage_job_given_its_plan_loads_no_scan_store_or_github_module(tmp_pat
                       stage["name"], "--format", "json"], tmp_path)
     assert [m for m in loaded if m.startswith("ci_policy.cli.")] == ["ci_policy.cli.collector", "ci_policy.cli.extras",
                                                                       "ci_policy.cli.list",
-                                                                      "ci_policy.cli.main", "ci_policy.cli.options"]
+                                                                      "ci_policy.cli.main", "ci_policy.cli.options",
+                                                                      "ci_policy.cli.output"]
     unwanted = ("ci_policy.adapters.store", "ci_policy.adapters.scan_cache", "ci_policy.adapters.github",
                 "ci_policy.adapters.tuning", "ci_policy.adapters.runner")
     assert [m for m in loaded if m.startswith(unwanted)] == []
@@ -108,7 +109,7 @@ def test_schema_imports_no_adapter_nor_another_subcommand(tmp_path) -> None:
     loaded = _loaded(["schema", "config"], tmp_path)
     assert [m for m in loaded if m.startswith(("ci_policy.cli.", "ci_policy.adapters."))] == [
         "ci_policy.cli.collector", "ci_policy.cli.extras", "ci_policy.cli.main", "ci_policy.cli.options",
-        "ci_policy.cli.schema"]
+        "ci_policy.cli.output", "ci_policy.cli.schema"]
 
 
 STDLIB_PROBE = """
@@ -210,3 +211,23 @@ def test_a_stage_job_given_its_per_stage_plan_parses_no_configuration(tmp_path, 
                               cwd=tmp_path, env=env, check=True)
         assert "RESULT: PASS" in proc.stdout
         assert {"yaml", "ci_policy.config.top", "ci_policy.plan.build"} <= set(json.loads(proc.stderr))
+
+
+def test_a_stage_job_naming_no_store_loads_no_store_module(tmp_path, monkeypatch) -> None:
+    """`run --plan DIR` with no `--store`, `--store-file` or `$CI_POLICY_DATABASE_URL`: the store's
+    modules and sqlite3 stay unloaded (`app.stores` imports them only for a store named)."""
+    repo = unit_repo(tmp_path)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+                                                 "-c", "commit.gpgsign=false", "commit", "-q", "-m", "planned"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    planned = tmp_path / "planned"
+    subprocess.run([sys.executable, "-m", "ci_policy", "plan", "--repo", str(repo), "--event", "push",
+                    "--json-out", str(tmp_path / "plan.json"), "--stage-plans", str(planned)],
+                   capture_output=True, check=True, env=clean_env(), cwd=tmp_path)
+    run = ["run", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), "--stage", "unit"]
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *run], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(), check=True)
+    assert "test_a ran" in proc.stdout and "RESULT: PASS" in proc.stdout
+    assert [m for m in json.loads(proc.stderr) if m.startswith(("ci_policy.adapters.store", "sqlite3"))] == []

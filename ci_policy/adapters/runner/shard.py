@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
-from ci_policy.adapters.console import write_commands
 from ci_policy.adapters.runner import procs
 from ci_policy.adapters.runner.procs import Watchdog, proc_table, set_subreaper
 from ci_policy.adapters.runner.retry import classify
@@ -61,6 +60,7 @@ from ci_policy.plan.stagejob import RunSettings, RunStage
 from ci_policy.plan.timeouts import timeout_for
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.records import Problems, Series, merge_record_dir, write_record
+from ci_policy.render.console import write_commands
 from ci_policy.render.escape import escape_data, one_line
 from ci_policy.render.text import gate_text
 from ci_policy.sdk.metrics import CAPTURE_ENV, RECORD_DIR_ENV

@@ -1,4 +1,4 @@
-"""adapters.console: under GitHub every line written passes one guard; commands only by write_commands."""
+"""render.console: under GitHub every line written passes one guard; commands only by write_commands."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 from workflow_commands import executed
 
-from ci_policy.adapters.console import GuardedStream, guarded, write_commands
+from ci_policy.render.console import GuardedStream, guarded, write_commands
 
 
 def test_a_line_written_in_pieces_is_judged_whole():

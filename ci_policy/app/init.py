@@ -1,0 +1,119 @@
+"""`init`: write a starter configuration (and labels file) inferred from a checkout, then lint it.
+
+- In: an `InitRequest`: the checkout, the configuration file to write (None: DIR/.github/ci-policy.yml),
+  whether to overwrite.
+- Out: an `Initialised`: the `Starter` (`ci_policy.model.starter`: its stages, labels, notes and
+  placeholders), the files written as shown, the configuration as shown, the lint of the result
+  (with every runs_on placeholder filled in when one is left, so lint reads the tests too: `filled`)
+  and `ok` (only the placeholders are left). The files are written whether or not it is `ok`.
+- Refused (nothing written): an existing configuration or labels file without `force`; a target
+  path through a symlink (even with `force`); a checkout with no marker call (`InputErrors`); a
+  file that cannot be written (`InputError`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ci_policy.errors import Diagnostic, InputError, InputErrors
+from ci_policy.model.lint import LintReport, lint
+from ci_policy.model.starter import LABELS_FILE, Starter, starter
+from ci_policy.read.checkout import check_no_symlinks
+
+DEFAULT_SHOWN = ".github/ci-policy.yml"
+
+
+@dataclass(frozen=True)
+class InitRequest:
+    repo: Path
+    config: str | None = None   # the configuration file to write, as given
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class Initialised:
+    start: Starter
+    written: tuple[str, ...]    # each file written, as shown
+    shown_config: str
+    report: LintReport
+    filled: bool                # the lint ran with the runs_on placeholders filled in
+    ok: bool
+
+    @property
+    def todo(self) -> list[tuple[str, int, str]]:
+        """What is left to fill in: (file as shown, line, what)."""
+        return [(p.path or self.shown_config, p.line, p.what) for p in self.start.placeholders]
+
+
+def init(request: InitRequest) -> Initialised:
+    repo = request.repo
+    start = starter(repo)
+    config_file = Path(request.config) if request.config is not None else repo / ".github" / "ci-policy.yml"
+    shown_config = request.config if request.config is not None else DEFAULT_SHOWN
+    targets = [(config_file, shown_config, start.config_text)]
+    if start.labels_text is not None:
+        targets.append((repo / LABELS_FILE, LABELS_FILE, start.labels_text))
+    _refuse_existing(targets, request.force)
+    for path, shown, text in targets:
+        _write(repo, path, shown, text)
+
+    written = lint(repo, request.config)
+    keys = {p.key for p in start.placeholders if p.key is not None}
+    # Lint's "runs_on required" (CP103) for a stage init left a placeholder in.
+    placeholder_errors = [e for e in written.errors
+                          if e.code == "CP103" and e.message.split(":", 1)[0] in keys]
+    filled = bool(placeholder_errors)
+    report = _lint_filled(repo, start, shown_config) if filled else written
+    ok = report.ok and len(placeholder_errors) == len(written.errors)
+    return Initialised(start, tuple(s for _p, s, _t in targets), shown_config, report, filled, ok)
+
+
+def _refuse_existing(targets: list[tuple[Path, str, str]], force: bool) -> None:
+    errors = []
+    for path, shown, _text in targets:
+        if os.path.islink(path):
+            errors.append(Diagnostic(f"{shown} is a symlink; ci-policy init does not write through a symlink",
+                                     path=shown, code="CP401", hint="remove the symlink, then run init again"))
+        elif os.path.lexists(path) and not force:
+            errors.append(Diagnostic(f"{shown} already exists; ci-policy init does not overwrite it without --force",
+                                     path=shown, hint="pass --force to replace it, or move it away first"))
+    if errors:
+        raise InputErrors(errors)
+
+
+def _write(repo: Path, path: Path, shown: str, text: str) -> None:
+    try:
+        rel = Path(os.path.abspath(path)).relative_to(os.path.abspath(repo)).as_posix()
+    except ValueError:
+        rel = None  # a file the maintainer named outside the checkout
+    if rel is not None:
+        check_no_symlinks(repo, rel, what="file to write")  # .github as a symlink would redirect the write
+    path.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        raise InputError(f"{shown} cannot be written: {exc.strerror}", path=shown) from None
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        fh.write(text)
+
+
+def _lint_filled(repo: Path, start: Starter, shown_config: str) -> LintReport:
+    """Lint with every runs_on placeholder filled in, so the rest of the checkout is checked too.
+
+    The copy lives outside the checkout, line for line the written file; its diagnostics
+    name the written file.
+    """
+    with tempfile.TemporaryDirectory(prefix="ci-policy-init-") as tmp:
+        copy = Path(tmp) / "ci-policy.yml"
+        copy.write_text(start.filled("TODO"), encoding="utf-8")
+        report = lint(repo, copy)
+
+    def named(items: tuple[Diagnostic, ...]) -> tuple[Diagnostic, ...]:
+        return tuple(replace(d, path=shown_config) if d.path == str(copy) else d for d in items)
+
+    return LintReport(errors=named(report.errors), warnings=named(report.warnings), snapshot=report.snapshot,
+                      suppressed=named(report.suppressed))

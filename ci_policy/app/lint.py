@@ -1,0 +1,36 @@
+"""`lint` and `registry`: a checkout's configuration, labels, registrations and gates, checked or listed.
+
+- In: a `CheckoutRequest`: the checkout, the configuration path, how to scan (`ScanRequest`).
+- Out: `lint(request)` the `LintReport` (every diagnostic; `ok` without errors);
+  `registry(request)` the usable snapshot (its registrations, and its invalid test files).
+- Refused: for `registry`, a configuration, labels, discovery or estimates-file error (exit 1);
+  `lint` reports those as diagnostics instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_policy.app.requests import ScanRequest
+from ci_policy.app.scanning import start_scan
+from ci_policy.model.lint import LintReport
+from ci_policy.model.lint import lint as lint_checkout
+from ci_policy.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class CheckoutRequest:
+    repo: Path
+    config: str | None
+    scan: ScanRequest
+
+
+def lint(request: CheckoutRequest) -> LintReport:
+    scan = start_scan(request.scan)
+    return lint_checkout(request.repo, request.config, cache=scan.cache, index=scan.listing,  # type: ignore[arg-type]
+                         scanner=scan.scanner)
+
+
+def registry(request: CheckoutRequest) -> Snapshot:
+    return start_scan(request.scan).load(request.config).usable()

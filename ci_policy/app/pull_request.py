@@ -1,0 +1,89 @@
+"""`pull-request`: the pull request a pipeline run is for, its trust and its diff.
+
+- In: a `PullRequestRequest`: the event payload's path or the PR number, the repository (None:
+  `$GITHUB_REPOSITORY`, else the payload's base repository), the token (asked for only when the
+  API is needed), the API URL, where to write the diff.
+- Out: a `PullRequestResult`: the pull request, its trust decision (`plan.trust`), the diff file
+  written ("" for none) and, when the API gave no usable diff, why (a warning to print).
+- Refused: a missing token or repository when the API is needed (`UsageError`); a payload that is
+  not a pull request's, a PR to another repository, an API error (exit 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ci_policy.adapters.github.api import Api, github_api
+from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, pull_request_of
+from ci_policy.errors import InputError, UsageError
+
+
+@dataclass(frozen=True)
+class PullRequestRequest:
+    event_path: str | None
+    number: int | None
+    repository: str | None
+    token: Callable[[], str]
+    api_url: str
+    diff_out: str | None = None
+
+
+@dataclass(frozen=True)
+class PullRequestResult:
+    pull: Any
+    decision: Any
+    diff_file: str
+    diff_unavailable: str | None = None   # why the diff could not be written
+
+
+def _payload_pull(path: str) -> dict[str, Any]:
+    try:
+        event = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"event payload {path} cannot be read as JSON: {exc}", path=path) from None
+    except RecursionError:
+        raise InputError(f"event payload {path} cannot be read as JSON: nested too deeply", path=path) from None
+    pull = event.get("pull_request") if isinstance(event, dict) else None
+    if not isinstance(pull, dict):
+        raise InputError(f"event payload {path} is not a pull_request event's (no pull_request object)", path=path,
+                         hint="pass --number N outside a pull_request event")
+    return pull
+
+
+def pull_request(request: PullRequestRequest) -> PullRequestResult:
+    repository = request.repository or os.environ.get("GITHUB_REPOSITORY") or None
+    api: Api | None = None
+
+    def client() -> Api:
+        nonlocal api
+        if api is None:
+            if not repository:
+                raise UsageError("the repository is unknown", source="--repository",
+                                 hint="pass --repository OWNER/REPO, or set $GITHUB_REPOSITORY")
+            api = github_api(request.token(), request.api_url, dry_run=False, out=sys.stdout)
+        return api
+
+    if request.number is not None:
+        pull = fetch_pull_request(client(), repository or "", request.number)
+    else:
+        assert request.event_path is not None
+        pull = pull_request_of(_payload_pull(request.event_path), "the event payload's pull_request",
+                               request.event_path)
+        if repository and repository.casefold() != pull.base_repository.casefold():
+            raise InputError(f"the pull request is to {pull.base_repository}, not to {repository}",
+                             path=request.event_path)
+        repository = repository or pull.base_repository
+    decision = decide(client, pull)
+    if not request.diff_out:
+        return PullRequestResult(pull, decision, "")
+    data, why = fetch_diff(client(), pull.base_repository, pull.number)
+    if data is None:
+        return PullRequestResult(pull, decision, "", why)
+    Path(request.diff_out).write_bytes(data)
+    return PullRequestResult(pull, decision, request.diff_out)

@@ -1,0 +1,62 @@
+"""The requests several use cases share: how to scan a checkout, the plan inputs, where a plan comes from.
+
+- In: what the command line parsed, as plain values (None: not given).
+- Out: frozen dataclasses, built without importing any use case (a command line builds them
+  before it knows which path it takes: `list --plan` never scans).
+- Refused: nothing here; each use case checks what it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _ignore(_message: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class ScanRequest:
+    """How the test files of a checkout are read: `--cache DIR` / `--no-cache`, `--jobs N`."""
+    repo: Path
+    cache: str | None = None        # "" is not given (a workflow passes every input on one line)
+    no_cache: bool = False
+    jobs: int | None = None         # None: `$CI_POLICY_JOBS`, else the CPUs this process may use
+    default_cache: bool = True      # without `--cache`, the default directory (else no cache)
+    warn: Callable[[str], None] = _ignore   # where a warning goes (the cache cannot be used)
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What triggered the workflow, as the plan inputs give it; None (or "") is not given."""
+    event: str
+    labels_json: str | None = None
+    labels: tuple[str, ...] = ()
+    schedule: str | None = None
+    cadence: str | None = None
+    diff: str | None = None
+    base: str | None = None
+    head: str | None = None
+    trust: str | None = None
+    forced: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    repo: Path
+    config: str | None
+    inputs: PlanInputs
+    scan: ScanRequest = field(default_factory=lambda: ScanRequest(Path(".")))
+
+
+@dataclass(frozen=True)
+class PlanSource:
+    """Where `list` and `run` take their plan from: `--plan FILE|DIR`, else the plan inputs."""
+    repo: Path
+    config: str | None
+    stage: str
+    plan_file: str | None = None            # `--plan FILE|DIR`
+    inputs: PlanRequest | None = None       # the plan inputs, without `--plan`
+    given: tuple[str, ...] = ()             # the plan inputs' options given besides `--plan`
