@@ -8,7 +8,8 @@
   `timeout_per_file`; `runner:`'s retry rules, est_time-derived timeout, kill grace and
   environment rules; `gates.capture`), the plan's fast-fail switch and invalid files, and
   the `Plan` itself when there is one (the metric gates read its snapshot).
-- `pick_shard`: the shard `--shard` names, with the errors `list` and `run` print.
+- `pick_shard` and `RunStage` (`plan.picking`, which `plan.build` imports too): the shard
+  `--shard` names, with the errors `list` and `run` print.
 - `settings_dict`: the `run_settings` object of a per-stage plan (`plan.planfile` reads it).
 - Imports none of the configuration's tables, PyYAML or the planner: a stage job running
   from its per-stage plan parses no configuration and plans nothing.
@@ -17,11 +18,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ci_policy import __version__
 from ci_policy.config.runrules import KILL_GRACE, EnvRules, RetryRules
-from ci_policy.errors import UsageError
+from ci_policy.plan.picking import RunStage as RunStage
+from ci_policy.plan.picking import pick_shard as pick_shard
+from ci_policy.plan.picking import planned_stage
 
 if TYPE_CHECKING:
     from ci_policy.config import Config, Stage
@@ -29,23 +32,6 @@ if TYPE_CHECKING:
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan
     from ci_policy.plan.partition import Shard
-
-
-class RunStage(Protocol):
-    """What running a stage's shard reads of the stage (`plan.build.StagePlan` has it)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def decision(self) -> str: ...
-    @property
-    def reasons(self) -> tuple[str, ...]: ...
-    @property
-    def tests(self) -> tuple[Registration, ...]: ...
-    @property
-    def shards(self) -> tuple[Shard, ...]: ...
-    @property
-    def not_selected(self) -> tuple[tuple[Registration, str], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -107,23 +93,7 @@ class StageJob:
     @classmethod
     def of(cls, plan: Plan, stage: str) -> StageJob:
         """The planned stage `stage` of `plan`; `UsageError` for a stage not planned (naming an external one)."""
-        from ci_policy.plan.build import planned_stage
-
         planned = planned_stage(plan, stage)
         return cls(stage=planned, settings=run_settings(plan.config, planned.stage),
                    bypass_fastfail=plan.policy.bypass_fastfail, invalid=plan.invalid, plan=plan,
                    declares_gates=bool(plan.snapshot.gates))
-
-
-def pick_shard(stage: RunStage, shard: int | None) -> Shard | None:
-    """The shard `--shard` names (None: the only one), or None for a skipped stage."""
-    if stage.decision == "skip":
-        return None
-    index = 0 if shard is None else shard
-    if shard is None and len(stage.shards) > 1:
-        raise UsageError(f"stage {stage.name} has {len(stage.shards)} shards; "
-                         "pass --shard INDEX", source="--shard")
-    for found in stage.shards:
-        if found.index == index:
-            return found
-    raise UsageError(f"stage {stage.name} has shards 0..{len(stage.shards) - 1}, not {index}", source="--shard")
