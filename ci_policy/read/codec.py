@@ -3,8 +3,10 @@
 - In: a frozen dataclass whose fields are annotated with str, int, float, bool, None unions,
   `Literal`, `tuple[X, ...]`, nested dataclasses and `Mapping[str, X]`, each field's `spec(...)`
   metadata (pattern, minimum/maximum, description, the JSON key when it differs, what the
-  error says is expected, a check of its own, items distinct or at least one, left out when None).
-- Out: `encode(value)`: JSON data, each object's keys in declared field order (a field
+  error says is expected, a check of its own or of each item or key, items distinct or at
+  least one, left out when None).
+- Out: `document`, the decorator of such a dataclass (frozen; `spec(...)` a field);
+  `encode(value)`: JSON data, each object's keys in declared field order (a field
   `omit_none` left out when None); `decode(kind, data)`: the value, strictly;
   `decode_fields(cls, data, skip)`: one object's fields but `skip` (left as read, for a reader
   that decodes them later or not at all); `schema(kind)`: its JSON Schema (draft 2020-12).
@@ -28,7 +30,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from ci_policy.read.numbers import is_finite_number
 
@@ -72,10 +74,18 @@ class Spec:
     expected: str | None = None  # what the error says is expected (`expected run or skip`)
     check: Check | None = None
     key_check: Check | None = None  # a mapping's keys
+    each: Check | None = None  # each item of a list, once read (located at its index)
     omit_none: bool = False
     unique: bool = False
     min_items: int | None = None
     schema: Schema | None = None  # for the field's JSON Schema, in place of the derived one
+
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_options):
+        return lambda decorated: decorated
 
 
 def spec(*, default: Any = _MISSING, **options: Any) -> Any:
@@ -83,6 +93,14 @@ def spec(*, default: Any = _MISSING, **options: Any) -> Any:
     if default is _MISSING:
         return dataclasses.field(metadata={"codec": Spec(**options)})
     return dataclasses.field(default=default, metadata={"codec": Spec(**options)})
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(spec,))
+def document(cls: type[T] | None = None, /, *, kw_only: bool = False) -> Any:
+    """`dataclass(frozen=True)` whose fields may be `spec(...)`s (a type checker takes `spec` for a field)."""
+    def make(cls: type[T]) -> type[T]:
+        return dataclasses.dataclass(frozen=True, kw_only=kw_only)(cls)
+    return make if cls is None else make(cls)
 
 
 def kind_of(value: Any) -> str:
@@ -261,7 +279,7 @@ class _Tuple(_Node):
     def __init__(self, item: _Node, s: Spec, nullable: bool) -> None:
         self.nullable = nullable
         self.item = item
-        self.unique, self.min_items = s.unique, s.min_items
+        self.unique, self.min_items, self.each = s.unique, s.min_items, s.each
         self.plain = _plain_str(item)
         self.joined = _joined(item)
 
@@ -274,12 +292,16 @@ class _Tuple(_Node):
             raise _fail("must not be empty" if self.min_items == 1 else f"expected at least {self.min_items} items")
         fast = ((self.plain and set(map(type, value)) <= {str})
                 or (self.joined is not None and _all_match(self.joined, value)))
-        if fast and (not self.unique or len(set(value)) == len(value)):
+        if (fast and (not self.unique or len(set(value)) == len(value))
+                and (self.each is None or not any(map(self.each, value)))):
             return tuple(value)
-        decode, out, seen = self.item.decode, [], set()
+        decode, each, out, seen = self.item.decode, self.each, [], set()
         for i, item in enumerate(value):
             try:
                 got = decode(item)
+                problem = None if each is None else each(got)
+                if problem is not None:
+                    raise _fail(problem)
                 if self.unique:
                     if got in seen:
                         raise _fail(f"duplicate entry {got!r}")
@@ -440,10 +462,11 @@ class _Object(_Node):
         cls = type(value)
         for f in self.fields:
             item = getattr(value, f.name)
-            if item is None and f.spec.omit_none:
-                continue
             special = replace.get((cls, f.name)) if replace else None
-            out[f.key] = special(item) if special is not None else f.node.encode(item, replace)
+            if special is not None:
+                out[f.key] = special(item)
+            elif item is not None or not f.spec.omit_none:
+                out[f.key] = f.node.encode(item, replace)
         return out
 
     def schema(self) -> Schema:
