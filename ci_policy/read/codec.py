@@ -257,6 +257,9 @@ class _Literal(_Node):
         return _nullable(out) if self.nullable else out
 
 
+_SCALARS = (_Str, _Int, _Float, _Bool, _Literal)
+
+
 def _joined(node: _Node) -> re.Pattern[str] | None:
     """For strings of one pattern (`_Str` with no check): a regex matching them joined by newlines."""
     if type(node) is _Str and not node.nullable and node.regex is not None and "\n" not in node.spec.pattern:  # type: ignore[operator]
@@ -314,7 +317,7 @@ class _Tuple(_Node):
     def encode(self, value: Any, replace: _Replace) -> Any:
         if value is None:
             return None
-        if self.plain or type(self.item) in (_Str, _Int, _Float, _Bool, _Literal):
+        if type(self.item) in _SCALARS:
             return list(value)
         return [self.item.encode(item, replace) for item in value]
 
@@ -360,6 +363,8 @@ class _Map(_Node):
     def encode(self, value: Any, replace: _Replace) -> Any:
         if value is None:
             return None
+        if type(self.item) in _SCALARS:
+            return dict(value)
         return {key: self.item.encode(item, replace) for key, item in value.items()}
 
     def schema(self) -> Schema:
@@ -413,6 +418,7 @@ class _Object(_Node):
         self.cls = cls
         self.fields: list[_Field] = []
         self._built = False
+        self.fast: Callable[[Any], Any] | None = None
 
     def build(self) -> None:
         if self._built:
@@ -425,8 +431,17 @@ class _Object(_Node):
             self.fields.append(_Field(f.name, s.key or f.name, _node(hints[f.name], s), required, s))
         self.keys = frozenset(f.key for f in self.fields)
         self.required = [f.key for f in self.fields if f.required]
+        self.fast = _fast_decoder(self.cls, self.fields)
 
     def decode(self, value: Any) -> Any:
+        fast = self.fast
+        if fast is None:
+            self.build()
+            fast = self.fast
+        if fast is not _slow and fast is not None:
+            found = fast(value)
+            if found is not _FAULT:
+                return found
         if type(value) is not dict:
             raise _fail(f"expected an object, got {kind_of(value)}")
         return self.cls(**self.decode_fields(value, ()))
@@ -480,6 +495,71 @@ class _Object(_Node):
         out["required"] = list(self.required)
         out["additionalProperties"] = False
         return out
+
+
+_FAULT = object()  # what a fast decoder returns for a value it leaves to the located walk
+
+
+def _slow(value: Any) -> Any:
+    return _FAULT
+
+
+def _fast_decoder(cls: type, fields: list[_Field]) -> Callable[[Any], Any]:
+    """For an object of required scalar fields (a plan's test row: thousands of them), one
+    generated function checking every field in one expression: the value, or `_FAULT` for
+    anything the field-by-field walk (`decode_fields`) is to locate and name."""
+    if not fields or not all(f.required and type(f.node) in _SCALARS for f in fields):
+        return _slow
+    scope: dict[str, Any] = {"cls": cls, "_FAULT": _FAULT}
+    conditions, names = [], []
+    for i, f in enumerate(fields):
+        a, node = f"a{i}", f.node
+        names.append(a)
+        if isinstance(node, _Str):
+            test = f"type({a}) is str"
+            if node.regex is not None:
+                scope[f"rx{i}"] = node.regex
+                test += f" and rx{i}.fullmatch({a}) is not None"
+        elif isinstance(node, _Bool):
+            test = f"type({a}) is bool"
+        elif isinstance(node, _Int):
+            low = "" if node.minimum is None else f"{node.minimum!r} <= "
+            test = f"type({a}) is int and {low}{a} <= {node.maximum!r}"
+        elif isinstance(node, _Float):
+            # a finite float: `x - x` is nan for nan and the infinities
+            test = f"(type({a}) is int or (type({a}) is float and {a} - {a} == 0))"
+            if node.minimum is not None:
+                test += f" and {node.minimum!r} {'<' if node.exclusive else '<='} {a}"
+            if node.maximum is not None:
+                test += f" and {a} <= {node.maximum!r}"
+        else:
+            assert isinstance(node, _Literal)
+            scope[f"kinds{i}"], scope[f"types{i}"] = node.kinds, node.types
+            test = f"type({a}) in types{i} and (type({a}), {a}) in kinds{i}"
+        if node.nullable:
+            test = f"{a} is None or ({test})"
+        if f.spec.check is not None:
+            scope[f"check{i}"] = f.spec.check
+            test = f"({test}) and check{i}({a}) is None"
+        conditions.append(f"({test})")
+    keys = ", ".join(names)
+    reads = ", ".join(f"value[{f.key!r}]" for f in fields)
+    kw_only = any(f.kw_only for f in dataclasses.fields(cls))
+    # Positional where the class allows it: a frozen dataclass's `__init__` takes them sooner.
+    arguments = ", ".join(f"{f.name}={a}" if kw_only else a for f, a in zip(fields, names, strict=True))
+    source = (f"def fast(value):\n"
+              f"    if type(value) is not dict or len(value) != {len(fields)}:\n"
+              f"        return _FAULT\n"
+              f"    try:\n"
+              f"        {keys}{',' if len(fields) == 1 else ''} = {reads}\n"
+              f"    except KeyError:\n"
+              f"        return _FAULT\n"
+              f"    if {' and '.join(conditions)}:\n"
+              f"        return cls({arguments})\n"
+              f"    return _FAULT\n")
+    exec(compile(source, f"<codec of {cls.__qualname__}>", "exec"), scope)  # noqa: S102
+    fast: Callable[[Any], Any] = scope["fast"]
+    return fast
 
 
 class _Maybe(_Node):
