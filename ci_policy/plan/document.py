@@ -22,8 +22,10 @@ import functools
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ci_policy.config.runrules import MAX_KILL_GRACE, check_env_pattern, check_regex
+from ci_policy.config.runrules import MAX_KILL_GRACE, RunnerKind, check_env_pattern, check_regex
+from ci_policy.model.registration import EstSource
 from ci_policy.plan.partition import Shard
+from ci_policy.plan.trust import Trust
 from ci_policy.read.checkout import is_plain_relative
 from ci_policy.read.codec import document, shown, spec
 from ci_policy.read.numbers import MAX_EST_TIME, MAX_FACTOR, MAX_SECONDS
@@ -84,7 +86,7 @@ class TestRow:
 
     file: str = spec(check=path_problem)
     est_time: float = spec(minimum=0, maximum=MAX_EST_TIME)
-    est_source: Literal["literal", "implicit", "estimates"] = spec()
+    est_source: EstSource
     line: int | None = spec(minimum=1)
     marker: str | None = spec()
 
@@ -220,7 +222,7 @@ class SettingsDoc:
     """How a per-stage plan's files run (`plan.stagejob.RunSettings`), so that `run` reads no configuration."""
 
     ci_policy: str = spec(description="The version that resolved them; another version's are not taken.")
-    runner: Literal["python", "pytest"]
+    runner: RunnerKind
     timeout_per_file: float | None = spec(minimum=0, exclusive_minimum=True, maximum=MAX_SECONDS)
     timeout_from_est_time: EstTimeoutDoc | None
     kill_grace: float = spec(minimum=0, maximum=MAX_KILL_GRACE)
@@ -236,7 +238,7 @@ class PlanDocument:
     schema: Literal[1] = spec(description="The version of this document's format.")
     event: str
     cadence: str
-    trust: Literal["trusted", "untrusted", "approved"]
+    trust: Trust
     raw_labels: tuple[str, ...]
     include_labels: tuple[str, ...]
     bypass_fastfail: bool

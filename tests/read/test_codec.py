@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import pytest
@@ -12,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from ci_policy.read.codec import DecodeError, decode, decode_fields, encode, schema, spec
+from ci_policy.read.codec import DecodeError, decode, decode_fields, document, encode, schema, spec
 
 
-@dataclass(frozen=True)
+@document
 class Leaf:
     path: str = spec(pattern=r"[a-z]+(?:/[a-z]+)*")
     count: int = spec(minimum=1)
@@ -25,7 +24,7 @@ class Leaf:
     note: str | None = spec(default=None, omit_none=True)
 
 
-@dataclass(frozen=True)
+@document
 class Branch:
     name: str
     leaves: tuple[Leaf, ...]
@@ -38,7 +37,7 @@ class Branch:
     renamed: int = spec(default=0, key="json-name")
 
 
-@dataclass(frozen=True)
+@document
 class Tree:
     schema: Literal[1]
     branches: tuple[Branch, ...]
