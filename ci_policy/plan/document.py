@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -39,13 +38,9 @@ MAX_STAGE_SECONDS = MAX_EST_TIME * 10**6
 _CONTENT_ID_EXPECTED = "expected a content id (git:<40 hex> or sha256:<64 hex>)"
 
 
-# A plan names each test file twice or more (`inputs.files`, its stage's tests, a shard): checked once.
-_plain = functools.lru_cache(maxsize=1 << 16)(is_plain_relative)
-
-
 def path_problem(value: Any) -> str | None:
     """Why a string is not a plain repo-relative path (`read.checkout`); None for one that is, or no string."""
-    if type(value) is str and not _plain(value):
+    if type(value) is str and not is_plain_relative(value):
         return f"{shown(value)} is not a plain repo-relative path"
     return None
 
