@@ -206,7 +206,9 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
         fields = decode_fields(PlanDocument, raw, skip=("stages", "run_settings"))
     except DecodeError as exc:
         raise fail.of(exc) from None
-    doc_inputs: InputsDoc = fields["inputs"]
+    doc_inputs: InputsDoc | None = fields["inputs"]
+    if doc_inputs is None:
+        raise fail("inputs", "expected an object, got null")
     inputs = _inputs(fail, doc_inputs)
     stage_plan = doc_inputs.files is None
     # A per-stage plan names no test file in its inputs: its tests and gates are checked as paths only.
@@ -270,8 +272,10 @@ def _stages(fail: _Refusal, raw: Any, stage: str | None, known: Mapping[str, str
 
 
 def _check_stage(fail: _Refusal, stage: StageDoc, where: str, known: Mapping[str, str] | None) -> None:
-    """What spans a stage's fields: its tests among the plan's files, each once; its shards numbered
-    from 0, each file one of its tests, in one shard."""
+    """What spans a stage's fields: a limit with its reason; its tests among the plan's files, each
+    once; its shards numbered from 0, each file one of its tests, in one shard."""
+    if stage.max_parallel is not None and stage.max_parallel_reason is None:
+        raise fail(where, "missing key 'max_parallel_reason'")
     files = [t.file for t in stage.tests]
     if known is not None and not known.keys() >= set(files):
         j = next(j for j, file in enumerate(files) if file not in known)
