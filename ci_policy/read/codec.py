@@ -32,6 +32,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union, get_args, get_origin
 
+from ci_policy.errors import CiPolicyError
 from ci_policy.read.numbers import is_finite_number
 
 T = TypeVar("T")
@@ -43,7 +44,7 @@ _MISSING = dataclasses.MISSING
 MAX_WHOLE = 10**9
 
 
-class DecodeError(ValueError):
+class DecodeError(CiPolicyError, ValueError):
     """A value that is not the document: where (the path into it) and what is wrong."""
 
     def __init__(self, message: str) -> None:
