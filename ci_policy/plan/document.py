@@ -249,7 +249,10 @@ class PlanDocument:
     invalid: tuple[InvalidDoc, ...]
     not_fully_read: tuple[str, ...] = spec(each=path_problem)
     gates: tuple[GateDoc, ...]
-    inputs: InputsDoc | None = spec(default=None, omit_none=True)
+    inputs: InputsDoc | None = spec(
+        default=None, omit_none=True,
+        description="Content ids of what the plan read, the checkout's clean tree, and their digest (`run --plan` "
+                    "checks them).")
     run_settings: SettingsDoc | None = spec(
         default=None, omit_none=True,
         description="A per-stage plan's only: how its stage's files run (the stage's runner and timeout_per_file, "
