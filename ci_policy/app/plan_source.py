@@ -172,7 +172,7 @@ def _plan_of_file(source: PlanSource, plan_file: PlanFile, changed: str | None) 
 
 def _test_files(plan_file: PlanFile) -> tuple[str, ...]:
     """A per-stage plan's files: its stage's tests and invalid files (it lists no other)."""
-    return tuple(sorted({file for stage in plan_file.stages for file in (*(t[0] for t in stage.tests),
+    return tuple(sorted({file for stage in plan_file.stages for file in (*(t.file for t in stage.tests),
                                                                           *stage.invalid)}))
 
 

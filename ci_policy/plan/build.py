@@ -25,13 +25,12 @@ from dataclasses import dataclass
 
 from ci_policy.config.stages import Stage
 from ci_policy.config.top import Config
-from ci_policy.errors import UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile, Snapshot
 from ci_policy.plan.partition import Shard, stage_split
+from ci_policy.plan.picking import pick_shard, planned_stage
 from ci_policy.plan.policy import DIFF_EVENTS, Policy, Trigger, resolve, selects, why_not
 from ci_policy.plan.selection import Decision, StageDecision, decide
-from ci_policy.plan.stagejob import pick_shard
 from ci_policy.read.diff import Diff
 
 
@@ -195,21 +194,7 @@ def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config:
                      shards_reason, max_parallel, max_parallel_reason, split.lower_bound, split.optimal)
 
 
-def planned_stage(plan: Plan, stage_name: str) -> StagePlan:
-    """The planned stage a stage job runs; `UsageError` for one not planned (naming an external one)."""
-    planned = plan.stage(stage_name)
-    configured = plan.config.stage(stage_name)
-    if planned is None and configured is not None and configured.external:
-        raise UsageError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
-                         "plans or runs it", source="--stage")
-    if planned is None:
-        names = ", ".join(s.name for s in plan.stages)
-        raise UsageError(f"{stage_name!r} is not a planned stage (planned: {names}); "
-                         "external stages are never planned here", source="--stage")
-    return planned
-
-
 def shard_of(plan: Plan, stage_name: str, shard: int | None) -> tuple[StagePlan, Shard | None]:
-    """The stage and shard a stage job runs (`plan.stagejob.pick_shard`); errors name what is wrong."""
+    """The stage and shard a stage job runs (`plan.picking`); errors name what is wrong."""
     stage = planned_stage(plan, stage_name)
     return stage, pick_shard(stage, shard)

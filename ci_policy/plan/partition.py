@@ -82,6 +82,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from ci_policy.errors import CiPolicyError
+from ci_policy.read.codec import document, spec
+from ci_policy.read.numbers import MAX_EST_TIME
 
 if TYPE_CHECKING:
     from ci_policy.config.stages import Stage
@@ -110,10 +112,11 @@ TIGHT_WASTE = 4
 BITSET_LIMIT = 1 << 24
 
 
-@dataclass(frozen=True)
+@document
 class Shard:
-    index: int
-    est_seconds: float
+    # As a plan file records it (`plan.document`): numbered from 0, at most a million files of the longest est.
+    index: int = spec(minimum=0)
+    est_seconds: float = spec(minimum=0, maximum=MAX_EST_TIME * 10**6)
     files: tuple[str, ...]
 
     def as_dict(self) -> dict[str, object]:

@@ -8,8 +8,10 @@
   `timeout_per_file`; `runner:`'s retry rules, est_time-derived timeout, kill grace and
   environment rules; `gates.capture`), the plan's fast-fail switch and invalid files, and
   the `Plan` itself when there is one (the metric gates read its snapshot).
-- `pick_shard`: the shard `--shard` names, with the errors `list` and `run` print.
-- `settings_dict`: the `run_settings` object of a per-stage plan (`plan.planfile` reads it).
+- `pick_shard` and `RunStage` (`plan.picking`, which `plan.build` imports too): the shard
+  `--shard` names, with the errors `list` and `run` print.
+- `settings_doc` (`settings_dict`: as JSON data): the `run_settings` of a per-stage plan
+  (`plan.document`); `settings_of`: the `RunSettings` they give back (`plan.planfile`).
 - Imports none of the configuration's tables, PyYAML or the planner: a stage job running
   from its per-stage plan parses no configuration and plans nothing.
 """
@@ -17,11 +19,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ci_policy import __version__
 from ci_policy.config.runrules import KILL_GRACE, EnvRules, RetryRules
-from ci_policy.errors import UsageError
+from ci_policy.plan.document import EnvDoc, EstTimeoutDoc, RetryDoc, SettingsDoc
+from ci_policy.plan.picking import RunStage as RunStage
+from ci_policy.plan.picking import pick_shard as pick_shard
+from ci_policy.plan.picking import planned_stage
+from ci_policy.read.codec import encode
 
 if TYPE_CHECKING:
     from ci_policy.config.stages import Stage
@@ -30,23 +36,6 @@ if TYPE_CHECKING:
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan
     from ci_policy.plan.partition import Shard
-
-
-class RunStage(Protocol):
-    """What running a stage's shard reads of the stage (`plan.build.StagePlan` has it)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def decision(self) -> str: ...
-    @property
-    def reasons(self) -> tuple[str, ...]: ...
-    @property
-    def tests(self) -> tuple[Registration, ...]: ...
-    @property
-    def shards(self) -> tuple[Shard, ...]: ...
-    @property
-    def not_selected(self) -> tuple[tuple[Registration, str], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -79,19 +68,36 @@ def run_settings(config: Config, stage: Stage) -> RunSettings:
                        retry=runner.retry, env=runner.env, capture=config.gates.capture)
 
 
-def settings_dict(settings: RunSettings) -> dict[str, Any]:
+def settings_doc(settings: RunSettings) -> SettingsDoc:
+    """The `run_settings` of a per-stage plan (`plan.document`), as this version resolved them."""
     from_est = settings.timeout_from_est_time
-    return {
-        "ci_policy": __version__,  # the version whose configuration checks resolved them
-        "runner": settings.runner,
-        "timeout_per_file": settings.timeout_per_file,
-        "timeout_from_est_time": None if from_est is None else {"factor": from_est[0], "floor": from_est[1]},
-        "kill_grace": settings.kill_grace,
-        "retry": {"infra": list(settings.retry.infra), "never": list(settings.retry.never),
-                  "retriable": list(settings.retry.retriable)},
-        "env": {"allow": list(settings.env.allow), "drop": list(settings.env.drop)},
-        "capture": list(settings.capture),
-    }
+    return SettingsDoc(
+        ci_policy=__version__,  # the version whose configuration checks resolved them
+        runner=settings.runner,  # type: ignore[arg-type]
+        timeout_per_file=settings.timeout_per_file,
+        timeout_from_est_time=None if from_est is None else EstTimeoutDoc(factor=from_est[0], floor=from_est[1]),
+        kill_grace=settings.kill_grace,
+        retry=RetryDoc(infra=settings.retry.infra, never=settings.retry.never, retriable=settings.retry.retriable),
+        env=EnvDoc(allow=settings.env.allow, drop=settings.env.drop),
+        capture=settings.capture)
+
+
+def settings_of(doc: SettingsDoc) -> RunSettings:
+    """The settings a per-stage plan's `run_settings` give (read as `plan.document` declares them)."""
+    from_est = doc.timeout_from_est_time
+    factor, floor = (None, None) if from_est is None else (from_est.factor, from_est.floor)
+    return RunSettings(runner=doc.runner, timeout_per_file=doc.timeout_per_file,
+                       # `plan.planfile` refuses one without the other
+                       timeout_from_est_time=None if factor is None or floor is None else (factor, floor),
+                       kill_grace=doc.kill_grace,
+                       retry=RetryRules(infra=doc.retry.infra, never=doc.retry.never, retriable=doc.retry.retriable),
+                       env=EnvRules(allow=doc.env.allow, drop=doc.env.drop), capture=doc.capture)
+
+
+def settings_dict(settings: RunSettings) -> dict[str, Any]:
+    """`settings_doc` as JSON data."""
+    data: dict[str, Any] = encode(settings_doc(settings))
+    return data
 
 
 @dataclass(frozen=True)
@@ -108,23 +114,7 @@ class StageJob:
     @classmethod
     def of(cls, plan: Plan, stage: str) -> StageJob:
         """The planned stage `stage` of `plan`; `UsageError` for a stage not planned (naming an external one)."""
-        from ci_policy.plan.build import planned_stage
-
         planned = planned_stage(plan, stage)
         return cls(stage=planned, settings=run_settings(plan.config, planned.stage),
                    bypass_fastfail=plan.policy.bypass_fastfail, invalid=plan.invalid, plan=plan,
                    declares_gates=bool(plan.snapshot.gates))
-
-
-def pick_shard(stage: RunStage, shard: int | None) -> Shard | None:
-    """The shard `--shard` names (None: the only one), or None for a skipped stage."""
-    if stage.decision == "skip":
-        return None
-    index = 0 if shard is None else shard
-    if shard is None and len(stage.shards) > 1:
-        raise UsageError(f"stage {stage.name} has {len(stage.shards)} shards; "
-                         "pass --shard INDEX", source="--shard")
-    for found in stage.shards:
-        if found.index == index:
-            return found
-    raise UsageError(f"stage {stage.name} has shards 0..{len(stage.shards) - 1}, not {index}", source="--shard")

@@ -15,8 +15,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
-TRUST_VALUES = ("trusted", "untrusted", "approved")
+Trust = Literal["trusted", "untrusted", "approved"]
+TRUST_VALUES: tuple[str, ...] = get_args(Trust)
 TRUSTED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 APPROVAL_CONTEXT = "ci-policy/ok-to-test"
 

@@ -1,19 +1,12 @@
 """JSON renderers: the public documents of `registry` and `plan` (`"schema": 1`).
 
-- In: registrations, a `Plan`.
-- Out: JSON text (two-space indented) or the dict it is made of; field order is stable.
-- A plan carries its stage jobs (`plan.jobs`): `jobs` (one entry per lane) and
-  `images_to_build`, tagged with the head SHA given.
-- A plan stage carries its split's `makespan` (the longest shard's est), `lower_bound`
-  (`max(sum / shards, longest file)`) and `optimal` (proven optimal); 0, 0 and true for a
-  stage with no shards.
-- A plan stage carries `shards_reason` (with `partitions: auto`) and `max_parallel` with
-  `max_parallel_reason` (with `max_parallel`) only when the stage configures them.
+- In: registrations, a `Plan` or its `plan.document.PlanDocument` (built by `plan.written`:
+  its stage jobs, each stage's split and sizing notes, the gates, the inputs, a per-stage
+  plan's `run_settings`; computed there, written here).
+- Out: JSON text (two-space indented) or the dict it is made of; field order is stable (a
+  plan's is its document's field order, `read.codec.encode`).
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
   diagnostics, in the shape `lint --format json` uses) and `plan_complete`.
-- A plan carries `gates` (every valid gate declaration) and each stage test its `line` and
-  `marker`, so `run --plan` needs no test file parsed; `inputs` (content ids and their
-  digest, `plan.planfile`) when the caller passes them.
 - Strict JSON only: every document goes through `dumps`, which never writes `NaN` or
   `Infinity` (every number read has a range: `ci_policy.read.numbers`).
 """
@@ -21,19 +14,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ci_policy.errors import CiPolicyError, Diagnostic
-from ci_policy.plan.jobs import stage_jobs
-from ci_policy.plan.planfile import gate_dict
+from ci_policy.plan.document import PlanDocument, StageDoc
+from ci_policy.plan.written import inputs_doc, plan_document, stage_documents
+from ci_policy.read.codec import encode
 
 if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
     from ci_policy.model.lint import LintReport
     from ci_policy.model.registry import Registration
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan, StagePlan
+    from ci_policy.plan.document import TestRow
     from ci_policy.plan.explain import Explanation
     from ci_policy.plan.filerun import FilePlan
     from ci_policy.plan.outcome import Outcome
@@ -119,9 +114,9 @@ _TEST_KEYS = ("file", "est_time", "est_source", "line", "marker")
 class _TestRows:
     """A stage's `tests` in the plan document, written by `plan_json` with one template per
     row (a plan of 50,000 tests spent a quarter of its time on their dicts): the same text
-    as the list of dicts `stage_dict` makes, or `_Unusual` for a value of another type."""
+    as the list of dicts the codec writes, or `_Unusual` for a value of another type."""
 
-    def __init__(self, tests: Sequence[Registration]) -> None:
+    def __init__(self, tests: Sequence[TestRow | Registration]) -> None:
         self.tests = tests
 
     def text(self, newline: str) -> str:
@@ -189,101 +184,61 @@ def _registration_text(r: Registration) -> str | None:
                             "true" if r.implicit else "false", "null" if marker is None else _encode_str(marker))
 
 
-def stage_dict(s: StagePlan, *, rows: bool = False) -> dict[str, Any]:
-    """One stage of the plan document; the sizing keys only where the stage configures them.
-    `rows`: its tests as `_TestRows` (for `plan_json`'s own writer only)."""
-    out: dict[str, Any] = {
-        "name": s.name,
-        "backend": s.stage.backend,
-        "decision": s.decision,
-        "reasons": list(s.reasons),
-        "runs_on": list(s.stage.runs_on),
-        "tests": _TestRows(s.tests) if rows else [
-            {"file": r.file, "est_time": r.est_time, "est_source": r.est_source, "line": r.line,
-             "marker": r.marker} for r in s.tests],
-        "shards": [sh.as_dict() for sh in s.shards],
-        "makespan": s.makespan,
-        "lower_bound": s.lower_bound,
-        "optimal": s.optimal,
-        "invalid": list(s.invalid),
-    }
-    if s.shards_reason is not None:  # partitions: auto
-        out["shards_reason"] = s.shards_reason
-    if s.max_parallel is not None:
-        out["max_parallel"] = s.max_parallel
-        out["max_parallel_reason"] = s.max_parallel_reason
-    return out
+def plan_dict(plan: Plan, head_sha: str | None = None, inputs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The plan document (`plan.written.plan_document`) as JSON data; `inputs`
+    (`plan.planfile.inputs_dict`) when the caller computed the content ids, written as given."""
+    doc = plan_document(plan, head_sha, None if inputs is None else inputs_doc(inputs))
+    data: dict[str, Any] = encode(doc, _given_inputs(inputs, whole=True))
+    return data
 
 
-def plan_dict(plan: Plan, head_sha: str | None = None,
-              inputs: dict[str, Any] | None = None, *, rows: bool = False) -> dict[str, Any]:
-    """The plan document; `inputs` (`plan.planfile.inputs_dict`) when the caller computed the
-    content ids. `rows`: each stage's tests as `_TestRows` (for `plan_json` only)."""
-    policy = plan.policy
-    jobs = stage_jobs(plan, head_sha)
-    return {
-        "schema": JSON_SCHEMA_VERSION,
-        "event": policy.event,
-        "cadence": policy.cadence,
-        "trust": policy.trust,
-        "raw_labels": list(policy.raw_labels),
-        "include_labels": list(policy.include_labels),
-        "bypass_fastfail": policy.bypass_fastfail,
-        "write_baseline": policy.write_baseline,
-        "diff": {"available": plan.diff.available, "files": list(plan.diff.files),
-                 **({} if plan.diff.available else {"reason": plan.diff.reason})},
-        "stages": [stage_dict(s, rows=rows) for s in plan.stages],
-        "skipped_stages": list(plan.skipped_stages),
-        "images": dict(plan.images),
-        "jobs": [e.as_dict() for e in jobs.entries],
-        "images_to_build": [b.as_dict() for b in jobs.images_to_build],
-        "warnings": list(plan.warnings),
-        "plan_complete": plan.complete,
-        "invalid": invalid_json(plan.invalid),
-        "not_fully_read": list(plan.not_fully_read),
-        # What `run --plan` needs beyond the shards, so that it parses no test file.
-        "gates": [gate_dict(g) for g in plan.snapshot.gates],
-        **({} if inputs is None else {"inputs": inputs}),
-    }
-
-
-def plan_json(plan: Plan, head_sha: str | None = None, inputs: dict[str, Any] | None = None) -> str:
+def plan_json(plan: Plan, head_sha: str | None = None, inputs: Mapping[str, Any] | None = None) -> str:
     """`dumps(plan_dict(...), indent=2)`: each stage's tests written by template, and the
     general encoder over the whole document when any value is unusual."""
     return plan_jsons(plan, head_sha, inputs)[0]
 
 
 def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
-                     inputs: dict[str, Any] | None = None) -> dict[str, str]:
-    """Each stage's plan file (`plan --stage-plans`), by stage name: the text `plan_json`
-    writes, with `stages` holding that stage alone and `inputs` without `files` (the content
-    id of every test file: a per-stage plan holds for the clean tree it recorded only), every
-    other field whole, and `run_settings`: how the stage's files run, resolved from the
-    configuration (`plan.stagejob.settings_dict`). A stage job reads its own stage's tests,
-    shards and settings, not every other stage's, nor the ids of every test file, nor the
-    configuration."""
+                     inputs: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Each stage's plan file (`plan --stage-plans`, `plan.written.stage_documents`), by stage name.
+    A stage job reads its own stage's tests, shards and settings, not every other stage's,
+    nor the ids of every test file, nor the configuration."""
     return plan_jsons(plan, head_sha, inputs, whole=False, stages=True)[1]
 
 
-def plan_jsons(plan: Plan, head_sha: str | None = None, inputs: dict[str, Any] | None = None, *,
+def plan_jsons(plan: Plan, head_sha: str | None = None, inputs: Mapping[str, Any] | None = None, *,
                whole: bool = True, stages: bool = False) -> tuple[str, dict[str, str]]:
     """`plan_json` (with `whole`, else "") and `stage_plan_jsons` (with `stages`, else {}) from one
-    `plan_dict`: the plan job writing both builds the plan's document once."""
-    from ci_policy.plan.stagejob import run_settings, settings_dict
+    `plan_document`: the plan job writing both builds the plan's document once."""
+    doc = plan_document(plan, head_sha, None if inputs is None else inputs_doc(inputs))
+    return document_jsons(doc, stage_documents(plan, doc) if stages else {}, whole=whole, inputs=inputs)
 
-    shared = {} if inputs is None else {"inputs": {key: value for key, value in inputs.items() if key != "files"}}
-    settings = [settings_dict(run_settings(plan.config, s.stage)) for s in plan.stages] if stages else []
 
-    def texts(encode: Callable[[Any], str], rows: bool) -> tuple[str, dict[str, str]]:
-        doc = plan_dict(plan, head_sha, inputs, rows=rows)
-        return (encode(doc) if whole else "",
-                {stage["name"]: encode({**doc, "stages": [stage], **shared, "run_settings": run})
-                 for stage, run in zip(doc["stages"], settings, strict=True)} if stages else {})
+_Replace = Mapping[tuple[type, str], Callable[[Any], Any]]
+
+
+def _given_inputs(inputs: Mapping[str, Any] | None, *, whole: bool) -> dict[tuple[type, str], Callable[[Any], Any]]:
+    """The caller's `inputs` mapping written as given (a per-stage plan's without `files`), not as read back."""
+    if inputs is None:
+        return {}
+    given = dict(inputs) if whole else {key: value for key, value in inputs.items() if key != "files"}
+    return {(PlanDocument, "inputs"): lambda _value: given}
+
+
+def document_jsons(doc: PlanDocument, stage_docs: Mapping[str, PlanDocument], *, whole: bool = True,
+                   inputs: Mapping[str, Any] | None = None) -> tuple[str, dict[str, str]]:
+    """The text of the plan document (with `whole`, else "") and of each per-stage plan, by name;
+    `inputs`: the mapping the documents' inputs were made from, written as given."""
+
+    def texts(write: Callable[[Any], str], rows: _Replace) -> tuple[str, dict[str, str]]:
+        return (write(encode(doc, {**rows, **_given_inputs(inputs, whole=True)})) if whole else "",
+                {name: write(encode(stage_doc, {**rows, **_given_inputs(inputs, whole=False)}))
+                 for name, stage_doc in stage_docs.items()})
 
     try:
-        return texts(lambda value: _indented(value, "\n"), rows=True)
+        return texts(lambda value: _indented(value, "\n"), {(StageDoc, "tests"): _TestRows})
     except (_Unusual, RecursionError):
-        return texts(lambda value: dumps(value, indent=2), rows=False)
+        return texts(lambda value: dumps(value, indent=2), {})
 
 
 def explain_json(explanation: Explanation, plan: Plan) -> str:

@@ -1,7 +1,8 @@
 """JSON Schemas (draft 2020-12): of the configuration, and of every JSON document ci-policy writes.
 
-- In: `ci_policy.config.schema` (the configuration's, generated from its field tables) and
-  the shapes of the documents this package renders, stated here once each.
+- In: `ci_policy.config.schema` (the configuration's, generated from its field tables), the
+  plan file's (derived from `plan.document`'s dataclasses by `read.codec.schema`), and the
+  shapes of the other documents this package renders, stated here once each.
 - Out: `SCHEMAS`, name -> schema dict, in the order `ci-policy schema` lists them;
   `document(name)`: the schema as text (two-space indented JSON, keys in the order
   written, a trailing newline), exactly the file `ci_policy/schemas/NAME.schema.json`
@@ -23,13 +24,12 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ci_policy.config.cadences import CADENCES
-from ci_policy.config.runrules import MAX_KILL_GRACE, RUNNERS
 from ci_policy.config.schema import DRAFT, config_schema, schema_id
+from ci_policy.plan.document import PlanDocument
 from ci_policy.plan.explain import Status
 from ci_policy.plan.outcome import RESULTS
-from ci_policy.plan.planfile import CONTENT_ID_RE, TREE_RE
 from ci_policy.plan.policy import EVENTS, TRUSTS
-from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
+from ci_policy.read.codec import schema as derived_schema
 
 Schema = dict[str, Any]
 
@@ -94,9 +94,6 @@ DIAGNOSTICS = array(DIAGNOSTIC)
 INVALID_FILES = array(obj({"file": STRING, "diagnostics": DIAGNOSTICS}))
 DECISION = one_of(("run", "skip"))
 EST_SOURCE = one_of(("literal", "implicit", "estimates"))
-CONTENT_ID = {"type": "string", "pattern": f"^(?:{CONTENT_ID_RE.pattern})$"}
-SHARD = obj({"index": COUNT, "est_seconds": SECONDS, "files": STRINGS})
-STEPS = {"anyOf": [one_of(("last", "all")), array(COUNT)]}
 
 REGISTRATION = obj({
     "file": STRING,
@@ -110,83 +107,6 @@ REGISTRATION = obj({
     "implicit": BOOLEAN,
     "marker": nullable(STRING),
 })
-
-STAGE = obj({
-    "name": STRING,
-    "backend": STRING,
-    "decision": DECISION,
-    "reasons": STRINGS,
-    "runs_on": STRINGS,
-    "tests": array(obj({"file": STRING, "est_time": SECONDS, "est_source": EST_SOURCE, "line": nullable(COUNT),
-                        "marker": nullable(STRING)})),
-    "shards": array(SHARD),
-    "makespan": {**SECONDS, "description": "The longest shard's est_time sum (0 without shards)."},
-    "lower_bound": {**SECONDS, "description": "max(sum / shards, longest file): no split is shorter."},
-    "optimal": {**BOOLEAN, "description": "Whether the split is proven optimal."},
-    "invalid": STRINGS,
-    "shards_reason": STRING,
-    "max_parallel": {"type": "integer", "minimum": 1},
-    "max_parallel_reason": STRING,
-}, optional=("shards_reason", "max_parallel", "max_parallel_reason"))
-
-GATE = obj({
-    "file": STRING,
-    "line": COUNT,
-    "col": COUNT,
-    "metric_key": STRING,
-    "steps": {"anyOf": [STEPS, {"type": "null"}]},
-    "constraint": nullable({"type": "object", "additionalProperties": {"type": "number"}}),
-    "enforce": BOOLEAN,
-    "allowlist_reason": nullable(STRING),
-    "written": STRINGS,
-})
-
-PLAN = document({
-    "event": one_of(EVENTS),
-    "cadence": one_of(CADENCES),
-    "trust": one_of(TRUSTS),
-    "raw_labels": STRINGS,
-    "include_labels": STRINGS,
-    "bypass_fastfail": BOOLEAN,
-    "write_baseline": BOOLEAN,
-    "diff": obj({"available": BOOLEAN, "files": STRINGS, "reason": STRING}, optional=("reason",)),
-    "stages": array(STAGE),
-    "skipped_stages": STRINGS,
-    "images": {"type": "object", "additionalProperties": STRING},
-    "jobs": array(obj({"stage": STRING, "lane": COUNT, "shards": {"type": "string", "pattern": "^[0-9]+( [0-9]+)*$"},
-                       "backend": STRING, "runs_on": STRINGS, "image": nullable(STRING),
-                       "container_options": STRING, "timeout_minutes": nullable(COUNT)})),
-    "images_to_build": array(obj({"backend": STRING, "image": STRING, "dockerfile": STRING, "context": STRING})),
-    "warnings": STRINGS,
-    "plan_complete": BOOLEAN,
-    "invalid": INVALID_FILES,
-    "not_fully_read": STRINGS,
-    "gates": array(GATE),
-    "inputs": obj({"config": nullable(CONTENT_ID), "labels": nullable(CONTENT_ID),
-                   "files": {"type": "object", "additionalProperties": CONTENT_ID,
-                             "description": "Every discovered test file's content id; absent from a per-stage plan "
-                                            "(`plan --stage-plans`), which holds for its clean tree only."},
-                   "tree": nullable({"type": "string", "pattern": f"^(?:{TREE_RE.pattern})$",
-                                     "description": "The git tree the checkout exactly was; null when it had "
-                                                    "changes or is no git work tree."}),
-                   "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}},
-                  optional=("files",),
-                  description="Content ids of what the plan read, the checkout's clean tree, and their digest "
-                              "(`run --plan` checks them)."),
-    "run_settings": obj({
-        "ci_policy": {**STRING, "description": "The version that resolved them; another version's are not taken."},
-        "runner": one_of(RUNNERS),
-        "timeout_per_file": nullable({"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}),
-        "timeout_from_est_time": nullable(obj({
-            "factor": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_FACTOR},
-            "floor": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}})),
-        "kill_grace": {"type": "number", "minimum": 0, "maximum": MAX_KILL_GRACE},
-        "retry": obj({"infra": DISTINCT, "never": DISTINCT, "retriable": DISTINCT}),
-        "env": obj({"allow": DISTINCT, "drop": DISTINCT}),
-        "capture": {**DISTINCT, "minItems": 1},
-    }, description="A per-stage plan's only: how its stage's files run (the stage's runner and "
-                   "timeout_per_file, `runner:` and `gates.capture`), so that `run` reads no configuration."),
-}, optional=("inputs", "run_settings"))
 
 EXPLAIN = document({
     "file": STRING,
@@ -330,7 +250,7 @@ ESTIMATES = document({
 _SCHEMAS: dict[str, tuple[str, str, Schema | Callable[[], Schema]]] = {
     "config": ("", "", config_schema),
     "plan": ("ci-policy plan", "`ci-policy plan --format json`, and the plan file `plan --json-out` writes and "
-             "`list --plan` and `run --plan` read.", PLAN),
+             "`list --plan` and `run --plan` read.", lambda: derived_schema(PlanDocument)),
     "registry": ("ci-policy registry", "`ci-policy registry --format json`.", REGISTRY),
     "lint": ("ci-policy lint", "`ci-policy lint --format json`.", LINT),
     "timings": ("ci-policy timing record", "One line of a timing-records file (JSON Lines) that `ci-policy run` "
@@ -354,9 +274,9 @@ NAMES = tuple(_SCHEMAS)
 def schema(name: str) -> Schema:
     """The schema named `name` (one of `NAMES`); KeyError otherwise."""
     title, description, body = _SCHEMAS[name]
-    if callable(body):
-        return body()
-    return top(name, title, description, body)
+    if name == "config":  # whole, with its own title
+        return config_schema()
+    return top(name, title, description, body() if callable(body) else body)
 
 
 def document_text(name: str) -> str:

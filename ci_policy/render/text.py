@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # the types of what is rendered; the modules that make them i
     from ci_policy.plan.filerun import FilePlan
     from ci_policy.plan.outcome import Outcome
     from ci_policy.plan.partition import Shard
+    from ci_policy.plan.picking import RunStage
     from ci_policy.plan.results import Attempt, FileResult, GateOutcome, ShardResult
-    from ci_policy.plan.stagejob import RunStage
 
 
 def count(n: int, word: str) -> str:

@@ -1,6 +1,6 @@
 """The suite runner (an adapter): executes one shard's files as subprocesses.
 
-- In: the checkout root, the stage (`plan.stagejob.RunStage`) and `Shard` from
+- In: the checkout root, the stage (`plan.picking.RunStage`) and `Shard` from
   `ci_policy.plan` (the same code as `ci-policy plan`/`list`), and `RunOptions`, whose
   `RunSettings` hold the runner, timeouts, retry rules and environment rules.
 - Out: a `ShardResult`; progress lines and the tests' live output on `out` (default: the
@@ -55,8 +55,9 @@ from ci_policy.adapters.runner.procs import Watchdog, proc_table, set_subreaper
 from ci_policy.adapters.runner.retry import classify
 from ci_policy.config.runrules import child_env
 from ci_policy.errors import InputError, InputErrors
+from ci_policy.plan.picking import RunStage
 from ci_policy.plan.results import Attempt, AttemptStatus, FileResult, GateOutcome, ShardResult
-from ci_policy.plan.stagejob import RunSettings, RunStage
+from ci_policy.plan.stagejob import RunSettings
 from ci_policy.plan.timeouts import timeout_for
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.records import Problems, Series, merge_record_dir, write_record

@@ -1,0 +1,98 @@
+"""The plan file's value, built from a `Plan`: everything the document shows, computed here.
+
+- In: a `Plan`, the head commit's SHA (None: no image is tagged or built) and the plan's
+  `inputs` (`plan.planfile.inputs_dict`, or None when the caller computed no content id).
+- Out: `plan_document`: the `PlanDocument` (`plan.document`) of the whole plan, with its
+  stage jobs (`plan.jobs.stage_jobs`) and each stage's tests as `TestRow`s;
+  `stage_documents`: each stage's own plan (`plan --stage-plans`), by stage name: that
+  stage alone, `inputs` without `files` (a per-stage plan holds for the clean tree it
+  recorded only) and its `run_settings` (`plan.stagejob.run_settings`, resolved from the
+  configuration). `render.jsondoc` only writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from ci_policy.errors import Diagnostic
+from ci_policy.gates.declarations import GateDeclaration
+from ci_policy.model.registration import Registration
+from ci_policy.model.snapshot import InvalidFile
+from ci_policy.plan.build import Plan, StagePlan
+from ci_policy.plan.document import (
+    DiagnosticDoc,
+    DiffDoc,
+    GateDoc,
+    ImageDoc,
+    InputsDoc,
+    InvalidDoc,
+    JobDoc,
+    PlanDocument,
+    StageDoc,
+    TestRow,
+)
+from ci_policy.plan.jobs import stage_jobs
+from ci_policy.plan.stagejob import run_settings, settings_doc
+
+
+def test_rows(tests: Iterable[Registration]) -> tuple[TestRow, ...]:
+    return tuple(TestRow(r.file, r.est_time, r.est_source, r.line, r.marker) for r in tests)
+
+
+def stage_doc(s: StagePlan) -> StageDoc:
+    return StageDoc(name=s.name, backend=s.stage.backend, decision=s.decision, reasons=s.reasons,
+                    runs_on=tuple(s.stage.runs_on), tests=test_rows(s.tests), shards=s.shards, makespan=s.makespan,
+                    lower_bound=s.lower_bound, optimal=s.optimal, invalid=s.invalid, shards_reason=s.shards_reason,
+                    max_parallel=s.max_parallel,
+                    max_parallel_reason=s.max_parallel_reason if s.max_parallel is not None else None)
+
+
+def diagnostic_doc(d: Diagnostic) -> DiagnosticDoc:
+    return DiagnosticDoc(code=d.code, name=d.name if d.code is not None else None, path=d.path, line=d.line,
+                         col=d.col, message=d.message, hint=d.hint)
+
+
+def invalid_docs(invalid: Iterable[InvalidFile]) -> tuple[InvalidDoc, ...]:
+    return tuple(InvalidDoc(f.file, tuple(map(diagnostic_doc, f.diagnostics))) for f in invalid)
+
+
+def gate_doc(g: GateDeclaration) -> GateDoc:
+    steps = tuple(g.steps) if isinstance(g.steps, list) else g.steps
+    return GateDoc(file=g.file, line=g.line, col=g.col, metric_key=g.metric_key, steps=steps,
+                   constraint=None if g.constraint is None else dict(g.constraint), enforce=g.enforce,
+                   allowlist_reason=g.allowlist_reason, written=tuple(g.written))
+
+
+def inputs_doc(inputs: Mapping[str, Any]) -> InputsDoc:
+    """`inputs` (`plan.planfile.inputs_dict`) as the document's value, taken as given (not read)."""
+    return InputsDoc(config=inputs.get("config"), labels=inputs.get("labels"), files=inputs.get("files"),
+                     tree=inputs.get("tree"), digest=inputs.get("digest", ""))
+
+
+def plan_document(plan: Plan, head_sha: str | None = None, inputs: InputsDoc | None = None) -> PlanDocument:
+    """The plan document; `inputs` when the caller computed the content ids."""
+    policy, diff = plan.policy, plan.diff
+    jobs = stage_jobs(plan, head_sha)
+    return PlanDocument(
+        schema=1, event=policy.event, cadence=policy.cadence, trust=policy.trust,  # type: ignore[arg-type]
+        raw_labels=tuple(policy.raw_labels), include_labels=tuple(policy.include_labels),
+        bypass_fastfail=policy.bypass_fastfail, write_baseline=policy.write_baseline,
+        diff=DiffDoc(diff.available, tuple(diff.files), None if diff.available else diff.reason),
+        stages=tuple(map(stage_doc, plan.stages)), skipped_stages=plan.skipped_stages, images=dict(plan.images),
+        jobs=tuple(JobDoc(stage=e.stage, lane=e.lane, shards=" ".join(str(i) for i in e.shards), backend=e.backend,
+                          runs_on=tuple(e.runs_on), image=e.image, container_options=e.container_options,
+                          timeout_minutes=e.timeout_minutes) for e in jobs.entries),
+        images_to_build=tuple(ImageDoc(b.backend, b.image, b.dockerfile, b.context) for b in jobs.images_to_build),
+        warnings=tuple(plan.warnings), plan_complete=plan.complete, invalid=invalid_docs(plan.invalid),
+        not_fully_read=tuple(plan.not_fully_read), gates=tuple(map(gate_doc, plan.snapshot.gates)), inputs=inputs)
+
+
+def stage_documents(plan: Plan, doc: PlanDocument) -> dict[str, PlanDocument]:
+    """Each stage's own plan, by name: `doc` with that stage alone, its inputs without `files`,
+    and the settings its files run with."""
+    inputs = None if doc.inputs is None else replace(doc.inputs, files=None)
+    return {stage.name: replace(doc, stages=(stage,), inputs=inputs,
+                                run_settings=settings_doc(run_settings(plan.config, planned.stage)))
+            for stage, planned in zip(doc.stages, plan.stages, strict=True)}
