@@ -46,10 +46,11 @@ apt_install() {
 }
 
 # The distributions: an sdist and a wheel that build and whose metadata PyPI would accept
-# (twine check --strict), built into a temporary directory and printed only on failure.
+# (twine check --strict), the wheel built from the sdist as pip builds one, into a temporary
+# directory; the build log is printed only on failure.
 dist=$(mktemp -d)
 build_log="$dist/build.log"
-if ! "$VENV/bin/python" -m build --sdist --wheel --outdir "$dist" . >"$build_log" 2>&1 ||
+if ! "$VENV/bin/python" -m build --outdir "$dist" . >"$build_log" 2>&1 ||
    ! "$VENV/bin/twine" check --strict "$dist"/*.whl "$dist"/*.tar.gz >>"$build_log" 2>&1; then
   cat "$build_log" >&2
   echo "scripts/test.sh: building or checking the sdist and wheel failed" >&2

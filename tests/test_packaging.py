@@ -44,7 +44,10 @@ def checkout_files() -> set[str]:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(out), str(ROOT)],
+    # Neither --sdist nor --wheel: the wheel is built from the unpacked sdist, as pip builds one,
+    # and not from the checkout, where setuptools would reuse a stale build/ (a module removed
+    # since the last build would still be shipped).
+    proc = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
                           capture_output=True, text=True, check=False, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
