@@ -148,7 +148,7 @@ def _gate_hook(store: str | None, job: StageJob, repo: Path) -> GateHook:
         # No gate to evaluate and no store location to check: the store's modules stay unloaded.
         return _no_gates
     # Imported here: a run with no gate loads neither the store nor gate evaluation (tests/cli/
-    # test_startup.py::test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module).
+    # test_startup.py::test_a_stage_job_naming_no_store_loads_no_store_module).
     from ci_policy.adapters.gate import baseline_store_problem, check_store_location, opener, run_gate
     from ci_policy.app.gate import run_identity
 

@@ -96,7 +96,7 @@ def parser_class() -> type[argparse.ArgumentParser]:
     """argparse's parser without abbreviated options: a renamed flag (`--event` -> `--event-path`)
     must fail, not match a prefix; its help as wide as argparse makes it (`terminal_columns`).
     Made when a parser is built (`--version` imports no argparse)."""
-    import argparse
+    import argparse  # tests/cli/test_startup.py::test_help_and_version_import_neither_typing_nor_dataclasses
 
     class Formatter(argparse.HelpFormatter):
         def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
@@ -168,7 +168,7 @@ def guarded(on: bool) -> Iterator[None]:
 
 
 def write_commands(text: str) -> None:
-    # Imported here, as in `guarded`.
+    # Imported here, as in `guarded` (tests/cli/test_startup.py::test_help_imports_no_subcommand_module).
     from ci_policy.render.console import write_commands as console_write_commands
 
     console_write_commands(text)
@@ -176,8 +176,9 @@ def write_commands(text: str) -> None:
 
 def report_errors(errors: Sequence[Diagnostic], args: argparse.Namespace) -> None:
     """Input errors: annotations in github format, text otherwise; then how many."""
-    from pathlib import Path
+    from pathlib import Path  # tests/cli/test_startup.py::test_help_and_version_import_no_pathlib
 
+    # Imported here: tests/cli/test_startup.py::test_help_imports_no_subcommand_module.
     from ci_policy.cli.paths import workspace_paths
     from ci_policy.render.report import diagnostics
 
@@ -192,6 +193,7 @@ def report_errors(errors: Sequence[Diagnostic], args: argparse.Namespace) -> Non
 
 
 def report_usage(err: UsageError, args: argparse.Namespace) -> None:
+    # Imported here: tests/cli/test_startup.py::test_help_imports_no_subcommand_module.
     from ci_policy.render.github import usage_error_github
     from ci_policy.render.text import usage_error_text
 
@@ -216,7 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.exit(0)
         named = _wanted(argv)
         if len(named) == 1 and named[0][0] in COMMAND_EXTRAS:
-            # Before the subcommand's module is imported: it imports the extra's modules.
+            # Before the subcommand's module is imported: it imports the extra's modules. Imported
+            # here: tests/cli/test_startup.py::test_help_imports_no_subcommand_module.
             from ci_policy.cli.extras import missing_command_extra
 
             missing = missing_command_extra(named[0][0])
@@ -233,9 +236,11 @@ WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    # Imported here: tests/cli/test_startup.py::test_help_imports_no_subcommand_module (nor typing,
+    # which `errors` imports: test_help_and_version_import_neither_typing_nor_dataclasses).
     from ci_policy.cli.collector import paused
     from ci_policy.cli.extras import missing_extra
-    from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError
+    from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError, read_failure
 
     missing = missing_extra(args)
     if missing is not None:
@@ -265,8 +270,6 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(f"ci-policy {args.command}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
             return 1
         # A checkout the core could not read (see errors.read_failure): an input error, not a crash.
-        from ci_policy.errors import read_failure
-
         report_errors([read_failure(exc)], args)
         return 1
 

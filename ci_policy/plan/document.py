@@ -13,7 +13,8 @@
   `inputs.files`, a shard's files among its stage's tests, the digest): a path that is not
   plain and repo-relative, a number out of range, a content id or tree id of another form.
 - Imports no planner and no configuration table: a stage job reading its per-stage plan
-  loads neither (the gate checks import `config.gates` when a plan has a gate).
+  loads neither (the gate checks import `config.gates` when a plan has a gate; tests/cli/
+  test_startup.py::test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
 """
 
 from __future__ import annotations
@@ -46,21 +47,23 @@ def path_problem(value: Any) -> str | None:
 
 
 def _steps_problem(value: Any) -> str | None:
-    from ci_policy.config.gates import steps_problems  # PyYAML and the tables: only for a plan with gates
+    # Imported here: PyYAML and the configuration's tables, only for a plan with gates (tests/cli/
+    # test_startup.py::test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
+    from ci_policy.config.gates import steps_problems
 
     problems = steps_problems(value) if value is not None else []
     return problems[0] if problems else None
 
 
 def _constraint_problem(value: Any) -> str | None:
-    from ci_policy.config.gates import constraint_problems  # as `_steps_problem`
+    from ci_policy.config.gates import constraint_problems  # imported here: see `_steps_problem`
 
     problems = constraint_problems(value) if value is not None else []
     return problems[0] if problems else None
 
 
 def _written_problem(value: Any) -> str | None:
-    from ci_policy.gates.declarations import KEYWORDS  # as `_steps_problem`
+    from ci_policy.gates.declarations import KEYWORDS  # imported here: see `_steps_problem`
 
     if isinstance(value, list) and any(w not in KEYWORDS for w in value):
         return f"expected names among {', '.join(KEYWORDS)}"

@@ -64,6 +64,7 @@ from ci_policy.plan.document import (
 )
 from ci_policy.plan.stagejob import PlannedStage, RunSettings, StageJob, settings_of
 from ci_policy.read.codec import DecodeError, decode, decode_fields, encode, kind_of, shown
+from ci_policy.read.diff import Diff
 from ci_policy.read.strictjson import loads, lone_surrogate
 
 if TYPE_CHECKING:  # what `plan_of` and the gates make: imported there, not by a stage job reading its plan
@@ -299,7 +300,9 @@ def _check_stage(fail: _Refusal, stage: StageDoc, where: str, known: Mapping[str
 
 
 def _gate(g: GateDoc) -> GateDeclaration:
-    from ci_policy.gates.declarations import GateDeclaration  # the gates' modules: only for a plan with gates
+    # Imported here: the gates' modules (PyYAML among them), only for a plan with gates (tests/cli/
+    # test_startup.py::test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
+    from ci_policy.gates.declarations import GateDeclaration
 
     return GateDeclaration(file=g.file, line=g.line, col=g.col, metric_key=g.metric_key,
                            steps=list(g.steps) if isinstance(g.steps, tuple) else g.steps,
@@ -382,10 +385,11 @@ def _registrations(fs: FileStage, backend: str) -> tuple[Registration, ...]:
 
 def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
     """The `Plan` of the file over `snapshot` (configuration, labels, discovered files, no registration)."""
+    # Imported here: the planner's modules, which a stage job running from its per-stage plan never loads
+    # (tests/cli/test_startup.py::test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
     from ci_policy.model.snapshot import InvalidFile, Snapshot, Validity
     from ci_policy.plan.build import Plan, StagePlan
     from ci_policy.plan.policy import Policy
-    from ci_policy.read.diff import Diff
 
     stages = []
     registrations: list[Registration] = []

@@ -66,7 +66,8 @@ def split_phrase(s: StagePlan) -> str:
 
 def plan_text(plan: Plan, *, warnings: bool = True) -> str:
     """The plan as text; without `warnings` (github format, which annotates each) no `warning:` lines."""
-    # No policy for a stage job: test_a_stage_job_given_its_per_stage_plan_parses_no_configuration
+    # Imported here: a stage job running from its per-stage plan loads no policy (tests/cli/
+    # test_startup.py::test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
     from ci_policy.plan.policy import DIFF_EVENTS
 
     policy = plan.policy

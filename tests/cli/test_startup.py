@@ -1,4 +1,4 @@
-"""`ci-policy --help` and `--version` import no subcommand module (nor typing or dataclasses), a
+"""`ci-policy --help` and `--version` import no subcommand module (nor typing, dataclasses or pathlib), a
 subcommand no other subcommand's module, and a stage job reading its plan none it does not use
 (checked in `sys.modules` of a fresh interpreter, never by timing)."""
 
@@ -129,6 +129,19 @@ def test_help_imports_no_json_uuid_tempfile_or_shutil_module(tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-c", STDLIB_PROBE, "--help"], capture_output=True, text=True, cwd=tmp_path,
                           env=clean_env(), check=True)
     assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_no_pathlib(flag, tmp_path) -> None:
+    # An editable install's finder imports pathlib (and urllib.parse) when the interpreter starts;
+    # an installed ci-policy's does not: the package is put on the path of an interpreter without
+    # `site` (-S), so what ci-policy itself imports shows.
+    import ci_policy
+
+    proc = subprocess.run([sys.executable, "-S", "-c", MODULES_PROBE, flag], capture_output=True, text=True,
+                          cwd=tmp_path, env=clean_env(PYTHONPATH=str(Path(ci_policy.__file__).parents[1])),
+                          check=True)
+    assert {"pathlib", "urllib.parse"} & set(json.loads(proc.stderr)) == set()
 
 
 MODULES_PROBE = """
