@@ -19,7 +19,6 @@ import argparse
 import importlib
 
 from ci_policy.app.stores import store_kind
-from ci_policy.cli.main import COMMAND_EXTRAS
 
 # extra -> the top-level modules it provides, in the order they are tried.
 EXTRA_MODULES = {
@@ -30,20 +29,21 @@ EXTRA_MODULES = {
 STORE_COMMANDS = ("run", "gate")
 
 
-def missing_command_extra(command: str) -> str | None:
-    """The message naming the extra `command` needs whatever its arguments, or None.
+def missing_command_extra(extra: str | None) -> str | None:
+    """The message naming `extra`, the one a command needs whatever its arguments
+    (`cli.main.COMMAND_EXTRAS`), when it is not installed; None when it is, or for no extra.
 
     Asked before the subcommand's module is imported: its use case imports the adapter,
     and so the extra's modules, at module level."""
-    extra = COMMAND_EXTRAS.get(command)
     if extra is not None and not _importable(extra):
         return f"this command needs the '{extra}' extra: pip install 'ci-policy[{extra}]'"
     return None
 
 
-def missing_extra(args: argparse.Namespace) -> str | None:
-    """The message naming the extra to install, or None when nothing is missing."""
-    missing = missing_command_extra(args.command)
+def missing_extra(args: argparse.Namespace, extra: str | None) -> str | None:
+    """The message naming the extra to install (`extra`, the command's own, or the store's),
+    or None when nothing is missing."""
+    missing = missing_command_extra(extra)
     if missing is not None:
         return missing
     if args.command in STORE_COMMANDS and _store_kind(args) == "postgresql" and not _importable("postgres"):

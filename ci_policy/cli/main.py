@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # here: tests/cli/test_startup.py::test_help_imports_no_subcommand_module.
             from ci_policy.cli.extras import missing_command_extra
 
-            missing = missing_command_extra(named[0][0])
+            missing = missing_command_extra(COMMAND_EXTRAS[named[0][0]])
             if missing is not None:
                 print(f"ci-policy {named[0][0]}: error: {missing}", file=sys.stderr)
                 return 2
@@ -242,7 +242,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from ci_policy.cli.extras import missing_extra
     from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError, read_failure
 
-    missing = missing_extra(args)
+    missing = missing_extra(args, COMMAND_EXTRAS.get(args.command))
     if missing is not None:
         print(f"ci-policy {args.command}: error: {missing}", file=sys.stderr)
         return UsageError.exit_code

@@ -155,7 +155,7 @@ class PlanFile:
     warnings: tuple[str, ...]
     not_fully_read: tuple[str, ...]
     # A per-stage plan (`plan --stage-plans`): its inputs list no test file (`inputs.files` absent),
-    # so it holds only for the clean tree it recorded (`cli.options.plan_from_file`).
+    # so it holds only for the clean tree it recorded (`app.plan_source.shard_plan`).
     stage_plan: bool = False
     # A per-stage plan's `run_settings`: how its stage's files run, resolved from the configuration.
     settings: RunSettings | None = None
