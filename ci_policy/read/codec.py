@@ -9,7 +9,10 @@
   `encode(value)`: JSON data, each object's keys in declared field order (a field
   `omit_none` left out when None); `decode(kind, data)`: the value, strictly;
   `decode_fields(cls, data, skip)`: one object's fields but `skip` (left as read, for a reader
-  that decodes them later or not at all); `schema(kind)`: its JSON Schema (draft 2020-12).
+  that decodes them later or not at all); `decode_each(cls, data, skip)`: the same, collecting
+  every problem instead of stopping at the first (one per key missing or unknown, a `KeyFault`,
+  and one per field), for a reader that reports them all at once; `schema(kind)`: its JSON
+  Schema (draft 2020-12).
 - Refused: `DecodeError` with `where` (`stages[1].shards[0].files[2]`, a mapping's key as
   `files["tests/a.py"]`) and `message`: an unknown key, a missing one (a field without a
   default), a wrong type, a number out of range, a string not matching its pattern, what a
@@ -62,6 +65,15 @@ class DecodeError(CiPolicyError, ValueError):
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" if self._segments else self.message
+
+
+class KeyFault(DecodeError):
+    """A key of an object that is missing (a field without a default) or not one of its fields,
+    located at the key; `allowed` lists the object's keys in declared order."""
+
+    def __init__(self, message: str, key: str, allowed: tuple[str, ...], *, missing: bool) -> None:
+        super().__init__(message)
+        self.key, self.allowed, self.missing = key, allowed, missing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -654,3 +666,33 @@ def schema(kind: Any) -> Schema:
     if isinstance(node, _Object):
         node.build()
     return node.schema()
+
+
+def decode_each(cls: type, data: Any, skip: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[DecodeError]]:
+    """`decode_fields`, collecting instead of stopping at the first problem: the fields that read
+    (by name; a skipped field as read, once its own check holds) and one error per key missing
+    or unknown (`KeyFault`: "required field is missing", "unknown field; allowed: ...") and per
+    field that does not read, each located at its key. Data that is not an object: one error."""
+    if type(data) is not dict:
+        return {}, [_fail(f"expected an object, got {kind_of(data)}")]
+    node = _object(cls)
+    node.build()
+    allowed = tuple(f.key for f in node.fields)
+    errors: list[DecodeError] = [
+        KeyFault("required field is missing", key, allowed, missing=True).inside(f".{key}")
+        for key in node.required if key not in data]
+    errors += [KeyFault(f"unknown field; allowed: {', '.join(allowed)}", key, allowed, missing=False)
+               .inside(f".{key}") for key in data if key not in node.keys]
+    out: dict[str, Any] = {}
+    for f in node.fields:
+        if f.key not in data:
+            continue
+        raw = data[f.key]
+        try:
+            problem = None if f.spec.check is None else f.spec.check(raw)
+            if problem is not None:
+                raise _fail(problem)
+            out[f.name] = raw if f.name in skip else f.node.decode(raw)
+        except DecodeError as exc:
+            errors.append(exc.inside(f".{f.key}"))
+    return out, errors
