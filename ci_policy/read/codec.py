@@ -1,7 +1,8 @@
 """One codec for the JSON documents ci-policy writes and reads back, derived from frozen dataclasses.
 
 - In: a frozen dataclass whose fields are annotated with str, int, float, bool, None unions,
-  `Literal`, `tuple[X, ...]`, nested dataclasses and `Mapping[str, X]`, each field's `spec(...)`
+  `Literal`, `tuple[X, ...]`, fixed arrays (`tuple[int, float]`), nested dataclasses and
+  `Mapping[str, X]`, each field's `spec(...)`
   metadata (pattern, minimum/maximum, description, the JSON key when it differs, what the
   error says is expected, a check of its own or of each item or key, items distinct or at
   least one, left out when None).
@@ -343,6 +344,40 @@ class _Tuple(_Node):
         return _nullable(out) if self.nullable else out
 
 
+class _Fixed(_Node):
+    """An array of a fixed number of typed items (`tuple[int, float]`)."""
+
+    def __init__(self, items: list[_Node], nullable: bool) -> None:
+        self.nullable = nullable
+        self.items = items
+
+    def decode(self, value: Any) -> Any:
+        if type(value) is not list:
+            if value is None and self.nullable:
+                return None
+            raise _fail(f"expected an array, got {kind_of(value)}")
+        if len(value) != len(self.items):
+            raise _fail(f"expected an array of {len(self.items)} items, got {len(value)}")
+        out = []
+        for i, (node, item) in enumerate(zip(self.items, value, strict=True)):
+            try:
+                out.append(node.decode(item))
+            except DecodeError as exc:
+                raise exc.inside(f"[{i}]") from None
+        return tuple(out)
+
+    def encode(self, value: Any, replace: _Replace) -> Any:
+        if value is None:
+            return None
+        return [node.encode(item, replace) for node, item in zip(self.items, value, strict=True)]
+
+    def schema(self) -> Schema:
+        n = len(self.items)
+        out: Schema = {"type": "array", "prefixItems": [node.schema() for node in self.items], "items": False,
+                       "minItems": n, "maxItems": n}
+        return _nullable(out) if self.nullable else out
+
+
 class _Map(_Node):
     def __init__(self, item: _Node, s: Spec, nullable: bool) -> None:
         self.nullable = nullable
@@ -414,7 +449,8 @@ class _Union(_Node):
 
 
 _KINDS: dict[type, tuple[type, ...]] = {_Str: (str,), _Bool: (bool,), _Int: (int,), _Float: (int, float),
-                                        _Literal: (str, int, bool), _Tuple: (list,), _Map: (dict,)}
+                                        _Literal: (str, int, bool), _Tuple: (list,), _Map: (dict,),
+                                        _Fixed: (list,)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -620,6 +656,8 @@ def _node(kind: Any, s: Spec) -> _Node:
         return _Literal(args, s, nullable)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return _Tuple(_node(args[0], s), s, nullable)
+    if origin is tuple and args and Ellipsis not in args:
+        return _Fixed([_node(a, s) for a in args], nullable)
     if origin in (dict, Mapping) and args and args[0] is str:
         return _Map(_node(args[1], s), s, nullable)
     if dataclasses.is_dataclass(kind) and isinstance(kind, type):

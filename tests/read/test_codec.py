@@ -222,3 +222,31 @@ def test_decode_each_leaves_skipped_fields_as_read_once_their_own_check_holds():
     assert fields == {} and [str(e) for e in errors] == ["items: expected an object of items, got list"]
     _, errors = decode_each(Tree, [])
     assert [(e.where, e.message) for e in errors] == [("", "expected an object, got an array")]
+
+
+@document
+class Pairs:
+    points: tuple[tuple[int, float | Literal["NaN"]], ...]
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.floats(-1e6, 1e6) | st.just("NaN")), max_size=4))
+def test_a_fixed_array_is_written_as_a_list_and_read_back_as_a_tuple(points):
+    pairs = Pairs(tuple(points))
+    data = json.loads(json.dumps(encode(pairs)))
+    assert data == {"points": [list(p) for p in points]}
+    assert decode(Pairs, data) == pairs
+    assert list(Draft202012Validator(schema(Pairs)).iter_errors(data)) == []
+
+
+@pytest.mark.parametrize("point, where, message", [
+    ([1], "points[0]", "expected an array of 2 items, got 1"),
+    ([1, 2.0, 3], "points[0]", "expected an array of 2 items, got 3"),
+    ({"a": 1}, "points[0]", "expected an array, got an object"),
+    ([True, 1.0], "points[0][0]", "expected a whole number, got true"),
+    ([1, "Inf"], "points[0][1]", 'expected one of NaN, got "Inf"'),
+])
+def test_a_fixed_array_is_refused_where_it_is_wrong(point, where, message):
+    with pytest.raises(DecodeError) as refused:
+        decode(Pairs, {"points": [point]})
+    assert (refused.value.where, refused.value.message) == (where, message)
+    assert schema(Pairs)["properties"]["points"]["items"]["prefixItems"][0] == {"type": "integer", "maximum": 10**9}
