@@ -1,7 +1,8 @@
 """One codec for the JSON documents ci-policy writes and reads back, derived from frozen dataclasses.
 
 - In: a frozen dataclass whose fields are annotated with str, int, float, bool, None unions,
-  `Literal`, `tuple[X, ...]`, nested dataclasses and `Mapping[str, X]`, each field's `spec(...)`
+  `Literal`, `tuple[X, ...]`, fixed arrays (`tuple[int, float]`), nested dataclasses and
+  `Mapping[str, X]`, each field's `spec(...)`
   metadata (pattern, minimum/maximum, description, the JSON key when it differs, what the
   error says is expected, a check of its own or of each item or key, items distinct or at
   least one, left out when None).
@@ -9,7 +10,10 @@
   `encode(value)`: JSON data, each object's keys in declared field order (a field
   `omit_none` left out when None); `decode(kind, data)`: the value, strictly;
   `decode_fields(cls, data, skip)`: one object's fields but `skip` (left as read, for a reader
-  that decodes them later or not at all); `schema(kind)`: its JSON Schema (draft 2020-12).
+  that decodes them later or not at all); `decode_each(cls, data, skip)`: the same, collecting
+  every problem instead of stopping at the first (one per key missing or unknown, a `KeyFault`,
+  and one per field), for a reader that reports them all at once; `schema(kind)`: its JSON
+  Schema (draft 2020-12).
 - Refused: `DecodeError` with `where` (`stages[1].shards[0].files[2]`, a mapping's key as
   `files["tests/a.py"]`) and `message`: an unknown key, a missing one (a field without a
   default), a wrong type, a number out of range, a string not matching its pattern, what a
@@ -62,6 +66,15 @@ class DecodeError(CiPolicyError, ValueError):
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}" if self._segments else self.message
+
+
+class KeyFault(DecodeError):
+    """A key of an object that is missing (a field without a default) or not one of its fields,
+    located at the key; `allowed` lists the object's keys in declared order."""
+
+    def __init__(self, message: str, key: str, allowed: tuple[str, ...], *, missing: bool) -> None:
+        super().__init__(message)
+        self.key, self.allowed, self.missing = key, allowed, missing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,6 +344,40 @@ class _Tuple(_Node):
         return _nullable(out) if self.nullable else out
 
 
+class _Fixed(_Node):
+    """An array of a fixed number of typed items (`tuple[int, float]`)."""
+
+    def __init__(self, items: list[_Node], nullable: bool) -> None:
+        self.nullable = nullable
+        self.items = items
+
+    def decode(self, value: Any) -> Any:
+        if type(value) is not list:
+            if value is None and self.nullable:
+                return None
+            raise _fail(f"expected an array, got {kind_of(value)}")
+        if len(value) != len(self.items):
+            raise _fail(f"expected an array of {len(self.items)} items, got {len(value)}")
+        out = []
+        for i, (node, item) in enumerate(zip(self.items, value, strict=True)):
+            try:
+                out.append(node.decode(item))
+            except DecodeError as exc:
+                raise exc.inside(f"[{i}]") from None
+        return tuple(out)
+
+    def encode(self, value: Any, replace: _Replace) -> Any:
+        if value is None:
+            return None
+        return [node.encode(item, replace) for node, item in zip(self.items, value, strict=True)]
+
+    def schema(self) -> Schema:
+        n = len(self.items)
+        out: Schema = {"type": "array", "prefixItems": [node.schema() for node in self.items], "items": False,
+                       "minItems": n, "maxItems": n}
+        return _nullable(out) if self.nullable else out
+
+
 class _Map(_Node):
     def __init__(self, item: _Node, s: Spec, nullable: bool) -> None:
         self.nullable = nullable
@@ -402,7 +449,8 @@ class _Union(_Node):
 
 
 _KINDS: dict[type, tuple[type, ...]] = {_Str: (str,), _Bool: (bool,), _Int: (int,), _Float: (int, float),
-                                        _Literal: (str, int, bool), _Tuple: (list,), _Map: (dict,)}
+                                        _Literal: (str, int, bool), _Tuple: (list,), _Map: (dict,),
+                                        _Fixed: (list,)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -608,6 +656,8 @@ def _node(kind: Any, s: Spec) -> _Node:
         return _Literal(args, s, nullable)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
         return _Tuple(_node(args[0], s), s, nullable)
+    if origin is tuple and args and Ellipsis not in args:
+        return _Fixed([_node(a, s) for a in args], nullable)
     if origin in (dict, Mapping) and args and args[0] is str:
         return _Map(_node(args[1], s), s, nullable)
     if dataclasses.is_dataclass(kind) and isinstance(kind, type):
@@ -654,3 +704,33 @@ def schema(kind: Any) -> Schema:
     if isinstance(node, _Object):
         node.build()
     return node.schema()
+
+
+def decode_each(cls: type, data: Any, skip: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[DecodeError]]:
+    """`decode_fields`, collecting instead of stopping at the first problem: the fields that read
+    (by name; a skipped field as read, once its own check holds) and one error per key missing
+    or unknown (`KeyFault`: "required field is missing", "unknown field; allowed: ...") and per
+    field that does not read, each located at its key. Data that is not an object: one error."""
+    if type(data) is not dict:
+        return {}, [_fail(f"expected an object, got {kind_of(data)}")]
+    node = _object(cls)
+    node.build()
+    allowed = tuple(f.key for f in node.fields)
+    errors: list[DecodeError] = [
+        KeyFault("required field is missing", key, allowed, missing=True).inside(f".{key}")
+        for key in node.required if key not in data]
+    errors += [KeyFault(f"unknown field; allowed: {', '.join(allowed)}", key, allowed, missing=False)
+               .inside(f".{key}") for key in data if key not in node.keys]
+    out: dict[str, Any] = {}
+    for f in node.fields:
+        if f.key not in data:
+            continue
+        raw = data[f.key]
+        try:
+            problem = None if f.spec.check is None else f.spec.check(raw)
+            if problem is not None:
+                raise _fail(problem)
+            out[f.name] = raw if f.name in skip else f.node.decode(raw)
+        except DecodeError as exc:
+            errors.append(exc.inside(f".{f.key}"))
+    return out, errors

@@ -8,6 +8,11 @@
   `merge_record_dir(dir)`: one attempt's per-process files concatenated per key and sorted
   by step (stable), with every problem found; `write_record` / `load_record`: the merged
   record as one strict-JSON document (schema `RECORD_SCHEMA`, problems under `"problems"`).
+- The documents are declared once, through `read.codec`: `MergedRecord` (written by
+  `encode`, its keys read by `decode_each`), and a process file's `ProcessHeader` and
+  `SeriesLine` (the recorder in `sdk`, below this layer, writes them). Each point and
+  error marker is read on its own, as a problem value, so that one bad point does not hide
+  the next; keys a reader does not know are ignored (a newer recorder may add some).
 - A problem is a value, never an exception: a per-process file that is not a regular file
   (a FIFO, which would block a read, a symbolic link, a directory), a file that is not JSON, a line that is not an
   object (`[1]`, `"x"`), nesting too deep, an integer too long to convert, NaN/Infinity
@@ -32,8 +37,9 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, Literal, NoReturn, cast
 
+from ci_policy.read.codec import DecodeError, KeyFault, decode, decode_each, document, encode, spec
 from ci_policy.read.shapes import json_type
 from ci_policy.sdk.metrics import RECORD_SCHEMA, encode_value
 
@@ -42,6 +48,51 @@ Problems = dict[str, list[str]]
 WHOLE_RECORD = ""  # the problems key of a problem that is not one metric's
 MAX_RECORD_BYTES = 64 * 1024 * 1024  # a process file or a merged record larger than this is not read
 _NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+assert RECORD_SCHEMA == 1, "the record's dataclasses below declare schema 1"
+# A point as written: a non-finite value as its name (strict JSON has no NaN).
+Point = tuple[int, float | Literal["NaN", "Infinity", "-Infinity"]]
+
+
+def _is_schema(value: object) -> bool:
+    return value == RECORD_SCHEMA and not isinstance(value, bool)
+
+
+def _array_problem(field: str) -> Any:
+    return lambda value: None if isinstance(value, list) else f"'{field}' must be an array, got {_shown(value)}"
+
+
+@document
+class ProcessHeader:
+    """The first line of a recorder's file."""
+
+    schema: Literal[1] = spec(check=lambda v: None if _is_schema(v) else f"unsupported record schema {_shown(v)}")
+    pid: int | None = spec(default=None, omit_none=True)  # not read: it names the writer only
+
+
+@document
+class SeriesLine:
+    """Every other line: one metric's points and the recorder's error markers (`[step or null, reason]`)."""
+
+    key: str = spec(check=lambda v: None if isinstance(v, str) and v
+                    else f"'key' must be a non-empty string, got {_shown(v)}")
+    points: tuple[Point, ...] = spec(default=(), check=_array_problem("points"))
+    errors: tuple[tuple[int | None, str], ...] = spec(default=(), check=_array_problem("errors"))
+
+
+@document
+class MergedRecord:
+    schema: Literal[1] = spec(check=lambda v: None if _is_schema(v) else "unsupported record schema")
+    series: Mapping[str, tuple[Point, ...]] = spec(
+        check=lambda v: None if isinstance(v, dict) else "expected an object of series")
+    problems: Mapping[str, tuple[str, ...]] | None = spec(
+        default=None, omit_none=True, check=lambda v: None if isinstance(v, dict) else "expected an object of problems")
+
+
+def _known(errors: list[DecodeError]) -> list[DecodeError]:
+    """The errors but unknown keys (ignored, see the module's docstring)."""
+    return [e for e in errors if not (isinstance(e, KeyFault) and not e.missing)]
 
 
 def decode_value(value: object) -> float:
@@ -144,23 +195,24 @@ def read_process_file(path: Path) -> tuple[Series, Problems]:
             _add(problems, WHOLE_RECORD, f"{where}: expected a JSON object, got {json_type(obj)} {_shown(obj)}")
             continue
         if n == 1:
-            if obj.get("schema") != RECORD_SCHEMA or isinstance(obj.get("schema"), bool):
+            _, errors = decode_each(ProcessHeader, obj, skip=("schema", "pid"))
+            if _known(errors):
                 _add(problems, WHOLE_RECORD, f"{where}: unsupported record schema {_shown(obj.get('schema'))}")
                 return {}, problems
             continue
-        key = obj.get("key")
-        if not isinstance(key, str) or not key:
-            _add(problems, WHOLE_RECORD, f"{where}: 'key' must be a non-empty string, got {_shown(key)}")
+        fields, errors = decode_each(SeriesLine, obj, skip=("points", "errors"))
+        key = fields.get("key")
+        if key is None:  # missing, or not a non-empty string
+            _add(problems, WHOLE_RECORD, f"{where}: 'key' must be a non-empty string, got {_shown(obj.get('key'))}")
             continue
-        _read_points(obj.get("points", []), key, where, series, problems)
-        _read_markers(obj.get("errors", []), key, where, problems)
+        for error in _known(errors):
+            _add(problems, key, f"{where}: {key}: {error.message}")
+        _read_points(fields.get("points", []), key, where, series, problems)
+        _read_markers(fields.get("errors", []), key, where, problems)
     return series, problems
 
 
-def _read_points(points: object, key: str, where: str, series: Series, problems: Problems) -> None:
-    if not isinstance(points, list):
-        _add(problems, key, f"{where}: {key}: 'points' must be an array, got {_shown(points)}")
-        return
+def _read_points(points: list[object], key: str, where: str, series: Series, problems: Problems) -> None:
     for point in points:
         try:
             if not (isinstance(point, list) and len(point) == 2):
@@ -172,12 +224,10 @@ def _read_points(points: object, key: str, where: str, series: Series, problems:
         series.setdefault(key, []).append((step, value))
 
 
-def _read_markers(markers: object, key: str, where: str, problems: Problems) -> None:
+def _read_markers(markers: list[object], key: str, where: str, problems: Problems) -> None:
     """The recorder's error markers: `[step or null, reason]` for a value it could not record."""
-    if not isinstance(markers, list):
-        _add(problems, key, f"{where}: {key}: 'errors' must be an array, got {_shown(markers)}")
-        return
     for marker in markers:
+        # By hand, as a point is: a step has no bound here, where the codec's whole numbers have one.
         if (isinstance(marker, list) and len(marker) == 2 and isinstance(marker[1], str)
                 and (marker[0] is None or (isinstance(marker[0], int) and not isinstance(marker[0], bool)))):
             at = "" if marker[0] is None else f" at step {marker[0]}"
@@ -223,10 +273,9 @@ def _raise_first(problems: Problems) -> None:
 def write_record(series: Mapping[str, Sequence[tuple[int, float]]], path: Path,
                  problems: Mapping[str, Sequence[str]] | None = None) -> None:
     """A merged record: one strict-JSON document."""
-    doc: dict[str, object] = {"schema": RECORD_SCHEMA,
-                              "series": {k: [[s, encode_value(v)] for s, v in pts] for k, pts in series.items()}}
-    if problems:
-        doc["problems"] = {k: list(v) for k, v in problems.items()}
+    doc = encode(MergedRecord(
+        schema=1, series={k: tuple(cast(Point, (s, encode_value(v))) for s, v in pts) for k, pts in series.items()},
+        problems={k: tuple(v) for k, v in problems.items()} if problems else None))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(doc, allow_nan=False, indent=1) + "\n", encoding="utf-8")
@@ -240,16 +289,21 @@ def load_record(path: Path) -> tuple[Series, Problems]:
         doc = _json(_read_text(Path(path)))
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not valid UTF-8") from None
-    if (not isinstance(doc, dict) or doc.get("schema") != RECORD_SCHEMA or isinstance(doc.get("schema"), bool)
-            or not isinstance(doc.get("series"), dict) or not isinstance(doc.get("problems", {}), dict)):
+    fields, errors = decode_each(MergedRecord, doc, skip=("schema", "series", "problems"))
+    if _known(errors):
         raise ValueError(f"{path}: not a ci-policy metric record (schema {RECORD_SCHEMA})")
     series: Series = {}
     problems: Problems = {}
-    for key, messages in doc.get("problems", {}).items():
-        if not (isinstance(messages, list) and all(isinstance(m, str) for m in messages)):
-            raise ValueError(f"{path}: problems of {key!r} must be a list of strings")
-        problems[key] = list(messages)
-    for key, points in doc["series"].items():
+    for key, messages in fields.get("problems", {}).items():
+        try:
+            problems[key] = list(decode(tuple[str, ...], messages))
+        except DecodeError:
+            raise ValueError(f"{path}: problems of {key!r} must be a list of strings") from None
+    for key, points in fields["series"].items():
+        # A series that is not an array is a problem of its key, as in a process file.
+        if not isinstance(points, list):
+            _add(problems, key, f"{Path(path).name}: {key}: 'points' must be an array, got {_shown(points)}")
+            continue
         _read_points(points, key, Path(path).name, series, problems)
     return series, problems
 

@@ -11,7 +11,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from ci_policy.read.codec import DecodeError, decode, decode_fields, document, encode, schema, spec
+from ci_policy.read.codec import (
+    DecodeError,
+    KeyFault,
+    decode,
+    decode_each,
+    decode_fields,
+    document,
+    encode,
+    schema,
+    spec,
+)
 
 
 @document
@@ -154,3 +164,89 @@ def test_the_schema_is_derived_from_the_fields():
     assert derived["properties"]["note"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
     assert schema(Tree)["properties"]["schema"] == {"const": 1}
     assert "json-name" in schema(Branch)["properties"]
+
+
+# -- decode_each: every problem of one object, each located at its key -----------------------------
+
+@given(BRANCHES)
+def test_decode_each_of_a_written_object_reads_every_field_and_finds_nothing(branch):
+    fields, errors = decode_each(Branch, json.loads(json.dumps(encode(branch))))
+    assert errors == []
+    assert Branch(**fields) == branch
+
+
+@given(BRANCHES, st.data())
+def test_decode_each_reports_one_error_per_faulty_field_and_reads_the_others(branch, data):
+    written = json.loads(json.dumps(encode(branch)))
+    spoiled = data.draw(st.sets(st.sampled_from(["name", "leaves", "ids", "tags", "json-name"]), min_size=1))
+    for key in spoiled:
+        written[key] = True  # no field of these takes a boolean
+    fields, errors = decode_each(Branch, written)
+    assert sorted(e.where for e in errors) == sorted(spoiled)
+    assert all(not isinstance(e, KeyFault) for e in errors)
+    read = {key for key in written if key not in spoiled}
+    assert set(fields) == {"renamed" if key == "json-name" else key for key in read}
+    # Each error says what `decode` says of that field alone.
+    for e in errors:
+        with pytest.raises(DecodeError) as alone:
+            decode(Branch, {**json.loads(json.dumps(encode(branch))), e.where: True})
+        assert (alone.value.where, alone.value.message) == (e.where, e.message)
+
+
+@given(BRANCHES, st.sets(st.sampled_from(["name", "leaves", "ids", "limit", "tags"])),
+       st.sets(st.text("xyz", min_size=1, max_size=3)))
+def test_decode_each_reports_every_key_missing_and_every_key_unknown(branch, missing, unknown):
+    written = {key: value for key, value in json.loads(json.dumps(encode(branch))).items() if key not in missing}
+    written.update(dict.fromkeys(unknown, 0))
+    fields, errors = decode_each(Branch, written)
+    assert all(isinstance(e, KeyFault) for e in errors)
+    assert sorted((e.where, e.message) for e in errors) == sorted(
+        [(key, "required field is missing") for key in missing]
+        + [(key, "unknown field; allowed: name, leaves, ids, limit, tags, spare, steps, json-name")
+           for key in unknown])
+    assert {e.key for e in errors if e.missing} == missing  # type: ignore[attr-defined]
+    assert set(fields) == {"renamed" if key == "json-name" else key for key in written if key not in unknown}
+
+
+@document
+class Checked:
+    items: Mapping[str, int] = spec(check=lambda v: None if type(v) is dict else
+                                    f"expected an object of items, got {type(v).__name__}")
+
+
+def test_decode_each_leaves_skipped_fields_as_read_once_their_own_check_holds():
+    assert decode_each(Tree, {"schema": 1, "branches": "anything"}, skip=("branches",)) == (
+        {"schema": 1, "branches": "anything"}, [])
+    assert decode_each(Checked, {"items": {"a": 1}}, skip=("items",)) == ({"items": {"a": 1}}, [])
+    fields, errors = decode_each(Checked, {"items": []}, skip=("items",))
+    assert fields == {} and [str(e) for e in errors] == ["items: expected an object of items, got list"]
+    _, errors = decode_each(Tree, [])
+    assert [(e.where, e.message) for e in errors] == [("", "expected an object, got an array")]
+
+
+@document
+class Pairs:
+    points: tuple[tuple[int, float | Literal["NaN"]], ...]
+
+
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.floats(-1e6, 1e6) | st.just("NaN")), max_size=4))
+def test_a_fixed_array_is_written_as_a_list_and_read_back_as_a_tuple(points):
+    pairs = Pairs(tuple(points))
+    data = json.loads(json.dumps(encode(pairs)))
+    assert data == {"points": [list(p) for p in points]}
+    assert decode(Pairs, data) == pairs
+    assert list(Draft202012Validator(schema(Pairs)).iter_errors(data)) == []
+
+
+@pytest.mark.parametrize("point, where, message", [
+    ([1], "points[0]", "expected an array of 2 items, got 1"),
+    ([1, 2.0, 3], "points[0]", "expected an array of 2 items, got 3"),
+    ({"a": 1}, "points[0]", "expected an array, got an object"),
+    ([True, 1.0], "points[0][0]", "expected a whole number, got true"),
+    ([1, "Inf"], "points[0][1]", 'expected one of NaN, got "Inf"'),
+])
+def test_a_fixed_array_is_refused_where_it_is_wrong(point, where, message):
+    with pytest.raises(DecodeError) as refused:
+        decode(Pairs, {"points": [point]})
+    assert (refused.value.where, refused.value.message) == (where, message)
+    assert schema(Pairs)["properties"]["points"]["items"]["prefixItems"][0] == {"type": "integer", "maximum": 10**9}

@@ -10,8 +10,20 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 
-from ci_policy.read.records import merge_record_dir, merge_records, read_record, write_record
+from ci_policy.read.codec import decode, schema
+from ci_policy.read.records import (
+    MergedRecord,
+    load_record,
+    merge_record_dir,
+    merge_records,
+    read_record,
+    write_record,
+)
+from ci_policy.sdk.metrics import MetricRecorder
 
 V1_TEXT = "rollout/tito_session_mismatch_rate/v1/assistant_text"
 V2_TEXT = "rollout/tito_session_mismatch_rate/v2/assistant_text"
@@ -122,3 +134,45 @@ def test_read_record_refuses_non_standard_constants(tmp_path):
     path.write_text('{"schema": 1, "series": {"train/grad_norm": [[0, Infinity]]}}')
     with pytest.raises(ValueError, match="^non-standard JSON constant Infinity$"):
         read_record(path)
+
+
+# -- the record declared once: written, read back, equal --------------------------------------------
+
+VALUES = st.floats(allow_nan=True, allow_infinity=True) | st.integers(-10**6, 10**6).map(float)
+KEYS = st.text("abcdefgh/_", min_size=1, max_size=12)
+# A series without points is not written (the reader keeps a key only with a point).
+SERIES = st.dictionaries(KEYS, st.lists(st.tuples(st.integers(0, 10**12), VALUES), min_size=1, max_size=5)
+                         .map(lambda pts: sorted(pts, key=lambda p: p[0])), max_size=4)
+PROBLEMS = st.dictionaries(st.just("") | KEYS, st.lists(st.text(max_size=20), min_size=1, max_size=3), max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(SERIES, PROBLEMS)
+def test_a_written_record_reads_back_equal(tmp_path_factory, series, problems):
+    path = tmp_path_factory.mktemp("record") / "record.json"
+    write_record(series, path, problems)
+    read_series, read_problems = load_record(path)
+    assert shown(read_series) == shown(series)
+    assert read_problems == problems
+
+
+@settings(max_examples=60, deadline=None)
+@given(SERIES)
+def test_what_a_recorder_writes_reads_back_equal(tmp_path_factory, series):
+    directory = tmp_path_factory.mktemp("metrics")
+    recorder = MetricRecorder(directory, capture=series)
+    for key, points in series.items():
+        for step, value in points:
+            recorder.log({key: value}, step)
+    merged, problems = merge_record_dir(directory)
+    assert problems == {}
+    assert shown(merged) == shown(series)
+
+
+def test_the_merged_record_schema_accepts_what_is_written(tmp_path):
+    path = tmp_path / "record.json"
+    write_record({"k": [(0, math.nan), (1, 2.5)]}, path, {"": ["m.jsonl:1: x"]})
+    doc = json.loads(path.read_text())
+    assert list(Draft202012Validator(schema(MergedRecord)).iter_errors(doc)) == []
+    assert decode(MergedRecord, doc) == MergedRecord(schema=1, series={"k": ((0, "NaN"), (1, 2.5))},
+                                                     problems={"": ("m.jsonl:1: x",)})

@@ -5,6 +5,9 @@
 - Out: a frozen `AccessPolicy`: groups (repository permissions and user ids), per
   command, the group allowed to use it plus its settings, and the pipeline workflow
   (`"pipeline": {"workflow": "pr-test.yml"}`) the commands that start a run dispatch.
+  The document is declared once, as `PolicyDocument`'s dataclasses through `read.codec`
+  (each entry read on its own so that every problem is reported at once);
+  `write_access_policy(policy)`: the text that reads back as `policy`.
 - `/ok-to-test` is not configured here: it needs write, maintain or admin permission
   (`APPROVERS`), whatever the groups say.
 - Refused: duplicate keys, NaN/Infinity, unknown fields, wrong types, a group that does
@@ -16,12 +19,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args, get_type_hints
 
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.read import shapes, strictjson
+from ci_policy.read.codec import DecodeError, KeyFault, decode_each, document, encode, spec
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
@@ -96,7 +103,146 @@ def pin_pattern_problem(pattern: str) -> str | None:
     return None
 
 
-class _Checker:
+Permission = Literal["admin", "maintain", "write", "triage", "read"]
+BRANCH_RE = re.compile(r"[A-Za-z0-9_./-]+")
+MAX_USER_ID = 2**63 - 1
+
+
+def _strings_problem(value: Any, *, non_empty: bool = False) -> str | None:
+    if not shapes.is_strings(value):
+        return f"expected an array of strings, got {shapes.a_json_type(value)}"
+    if non_empty and not value:
+        return "must not be empty"
+    return None if shapes.is_distinct(value) else "lists an entry twice"
+
+
+def _permissions_problem(value: Any) -> str | None:
+    problem = _strings_problem(value)
+    unknown = [p for p in value if p not in PERMISSIONS] if problem is None else []
+    if unknown:
+        return f"unknown permission {unknown[0]!r}; expected some of {', '.join(PERMISSIONS)}"
+    return problem
+
+
+def _user_ids_problem(value: Any) -> str | None:
+    if not isinstance(value, list) or not all(shapes.is_integer(i, minimum=1) for i in value):
+        return f"expected an array of positive integer user ids, got {shapes.a_json_type(value)}"
+    return None if shapes.is_distinct(value) else "lists a user id twice"
+
+
+def _workflow_problem(like: str) -> Callable[[Any], str | None]:
+    def problem(value: Any) -> str | None:
+        if isinstance(value, str) and WORKFLOW_FILE_RE.fullmatch(value):
+            return None
+        return f"{value!r} is not a workflow file name like {like}"
+    return problem
+
+
+def _ref_problem(value: Any) -> str | None:
+    if value is None or (isinstance(value, str) and BRANCH_RE.fullmatch(value)):
+        return None
+    return f"{value!r} is not a branch name"
+
+
+def _pins_problem(value: Any) -> str | None:
+    return None if isinstance(value, dict) else \
+        f"expected an object of pin name -> regex, got {shapes.a_json_type(value)}"
+
+
+def _pin_name_problem(name: str) -> str | None:
+    if PIN_NAME_RE.fullmatch(name) and name != "ci-image-tag":
+        return None
+    return "pin names look like ci-<name> (ci-image-tag is built in)"
+
+
+# The document as written: each field's own check keeps the wording the policy's authors see.
+@document
+class GroupEntry:
+    repository_permissions: tuple[Permission, ...] = spec(default=(), unique=True, check=_permissions_problem)
+    user_ids: tuple[int, ...] = spec(default=(), minimum=1, maximum=MAX_USER_ID, unique=True,
+                                     check=_user_ids_problem)
+
+
+@document
+class GroupOnlyEntry:
+    group: str
+
+
+@document
+class AddLabelEntry:
+    group: str
+    allowed_labels: tuple[str, ...] = spec(unique=True, min_items=1,
+                                           check=lambda v: _strings_problem(v, non_empty=True))
+
+
+@document
+class RerunTestEntry:
+    group: str
+    workflow: str = spec(pattern=WORKFLOW_FILE_RE.pattern, check=_workflow_problem("rerun-test.yml"))
+    ref: str | None = spec(default=None, omit_none=True, pattern=BRANCH_RE.pattern, check=_ref_problem)
+    # PR-body pin name -> full-match regex, each checked by `pin_pattern_problem` when read
+    pins: Mapping[str, str] | None = spec(default=None, omit_none=True, key_check=_pin_name_problem,
+                                          check=_pins_problem)
+
+
+@document
+class CommandsEntry:
+    add_label: AddLabelEntry | None = spec(default=None, omit_none=True)
+    clear_labels: GroupOnlyEntry | None = spec(default=None, omit_none=True)
+    rerun_failed_ci: GroupOnlyEntry | None = spec(default=None, omit_none=True)
+    rerun_test: RerunTestEntry | None = spec(default=None, omit_none=True)
+
+
+@document
+class PipelineEntry:
+    workflow: str = spec(pattern=WORKFLOW_FILE_RE.pattern, check=_workflow_problem("pr-test.yml"))
+
+
+def _version_problem(value: Any) -> str | None:
+    return None if shapes.is_integer(value) and value == 1 else f"unsupported version {value!r}; expected 1"
+
+
+def _groups_problem(value: Any) -> str | None:
+    return None if isinstance(value, dict) and value else "expected a non-empty object of groups"
+
+
+@document
+class PolicyDocument:
+    version: Literal[1] = spec(check=_version_problem)
+    groups: Mapping[str, GroupEntry] = spec(check=_groups_problem)
+    commands: CommandsEntry
+    pipeline: PipelineEntry | None = spec(default=None, omit_none=True)
+
+
+_ENTRIES: dict[str, type] = {f.name: next(a for a in get_args(hint) if a is not type(None))
+                             for f in dataclasses.fields(CommandsEntry)
+                             for hint in [get_type_hints(CommandsEntry)[f.name]]}
+assert tuple(_ENTRIES) == COMMANDS
+
+
+def policy_document(policy: AccessPolicy) -> PolicyDocument:
+    """The document `parse_access_policy` reads back as `policy`."""
+    entries: dict[str, Any] = {}
+    for kind, command in policy.commands:
+        if kind == "add_label":
+            entries[kind] = AddLabelEntry(command.group, command.allowed_labels)
+        elif kind == "rerun_test":
+            entries[kind] = RerunTestEntry(command.group, command.workflow or "", command.ref,
+                                           dict(command.pins) if command.pins else None)
+        else:
+            entries[kind] = GroupOnlyEntry(command.group)
+    return PolicyDocument(
+        version=1, groups={g.name: GroupEntry(g.repository_permissions, g.user_ids) for g in policy.groups},  # type: ignore[arg-type]
+        commands=CommandsEntry(**entries),
+        pipeline=None if policy.pipeline_workflow is None else PipelineEntry(policy.pipeline_workflow))
+
+
+def write_access_policy(policy: AccessPolicy) -> str:
+    """`policy` as the JSON text of `.github/ci-commands.json`."""
+    return json.dumps(encode(policy_document(policy)), indent=2) + "\n"
+
+
+class _Problems:
     def __init__(self, path: str) -> None:
         self.path = path
         self.errors: list[InputError] = []
@@ -104,28 +250,9 @@ class _Checker:
     def fail(self, where: str, message: str, hint: str | None = None) -> None:
         self.errors.append(InputError(f"{where}: {message}", path=self.path, hint=hint))
 
-    def obj(self, value: Any, where: str, required: tuple = (), optional: tuple = ()) -> dict | None:
-        if not isinstance(value, dict):
-            self.fail(where, f"expected an object, got {shapes.a_json_type(value)}")
-            return None
-        problems = shapes.fields(value, required, optional)
-        for key in problems.unknown:
-            self.fail(f"{where}.{key}", f"unknown field; allowed: {', '.join(required + optional)}")
-        for key in problems.missing:
-            self.fail(f"{where}.{key}", "required field is missing")
-        return value
-
-    def strings(self, value: Any, where: str, *, non_empty: bool = False) -> tuple[str, ...] | None:
-        if not shapes.is_strings(value):
-            self.fail(where, f"expected an array of strings, got {shapes.a_json_type(value)}")
-            return None
-        if non_empty and not value:
-            self.fail(where, "must not be empty")
-            return None
-        if not shapes.is_distinct(value):
-            self.fail(where, "lists an entry twice")
-            return None
-        return tuple(value)
+    def add(self, prefix: str, errors: list[DecodeError]) -> None:
+        for e in errors:
+            self.fail(".".join(part for part in (prefix, e.where) if part) or prefix, e.message)
 
 
 def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/ci-commands.json") -> AccessPolicy:
@@ -134,113 +261,88 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
     except (ValueError, RecursionError) as exc:
         raise InputError(f"{path} is not valid strict JSON: {exc}", path=path,
                           hint="fix the JSON; duplicate keys, NaN and Infinity are refused") from None
-    c = _Checker(path)
-    top = c.obj(raw, "(top level)", required=("version", "groups", "commands"), optional=("pipeline",))
-    if top is None or c.errors:
+    c = _Problems(path)
+    top, errors = decode_each(PolicyDocument, raw, skip=("groups", "commands", "pipeline"))
+    faults = [e for e in errors if isinstance(e, KeyFault) or not e.where]
+    if faults:
+        c.add("(top level)", faults)
         raise InputErrors(c.errors)
-    if not shapes.is_integer(top["version"]) or top["version"] != 1:  # not True, not 1.0
-        c.fail("version", f"unsupported version {top['version']!r}; expected 1")
+    c.add("", errors)
     groups = []
-    if isinstance(top["groups"], dict) and top["groups"]:
-        for name, g in top["groups"].items():
-            where = f"groups.{name}"
-            fields = c.obj(g, where, optional=("repository_permissions", "user_ids"))
-            if fields is None:
-                continue
-            before = len(c.errors)
-            perms = c.strings(fields.get("repository_permissions", []), f"{where}.repository_permissions") or ()
-            for p in perms:
-                if p not in PERMISSIONS:
-                    c.fail(f"{where}.repository_permissions", f"unknown permission {p!r}; "
-                           f"expected some of {', '.join(PERMISSIONS)}")
-            ids = fields.get("user_ids", [])
-            if not isinstance(ids, list) or not all(shapes.is_integer(i, minimum=1) for i in ids):
-                c.fail(f"{where}.user_ids",
-                       f"expected an array of positive integer user ids, got {shapes.a_json_type(ids)}")
-                ids = []
-            elif not shapes.is_distinct(ids):
-                c.fail(f"{where}.user_ids", "lists a user id twice")
-            if not perms and not ids and len(c.errors) == before:
-                c.fail(where, "admits nobody: give repository_permissions or user_ids")
-            groups.append(Group(name, perms, tuple(ids)))
-    else:
-        c.fail("groups", "expected a non-empty object of groups")
+    for name, entry in top.get("groups", {}).items():
+        where = f"groups.{name}"
+        fields, errors = decode_each(GroupEntry, entry)
+        c.add(where, errors)
+        if type(entry) is not dict:
+            continue
+        perms, ids = fields.get("repository_permissions", ()), fields.get("user_ids", ())
+        if not perms and not ids and not errors:
+            c.fail(where, "admits nobody: give repository_permissions or user_ids")
+        groups.append(Group(name, perms, ids))
     group_names = {g.name for g in groups}
+    raw_commands = top.get("commands")
+    _, errors = decode_each(CommandsEntry, raw_commands, skip=COMMANDS)
+    for e in errors:
+        c.fail(f"commands.{e.where}" if e.where else "commands",
+               f"unknown command; allowed: {', '.join(COMMANDS)}" if isinstance(e, KeyFault) else e.message)
     commands = []
-    spec = {
-        "add_label": (("group", "allowed_labels"), ()),
-        "clear_labels": (("group",), ()),
-        "rerun_failed_ci": (("group",), ()),
-        "rerun_test": (("group", "workflow"), ("ref", "pins")),
-    }
-    if isinstance(top["commands"], dict):
-        for kind, cp in top["commands"].items():
-            where = f"commands.{kind}"
-            if kind not in spec:
-                c.fail(where, f"unknown command; allowed: {', '.join(COMMANDS)}")
-                continue
-            required, optional = spec[kind]
-            fields = c.obj(cp, where, required=required, optional=optional)
-            if fields is None or any(k not in fields for k in required):
-                continue
-            group = fields["group"]
-            if not isinstance(group, str) or group not in group_names:
-                c.fail(f"{where}.group", f"{group!r} is not a defined group ({', '.join(sorted(group_names))})")
-                continue
-            policy = CommandPolicy(group=group)
-            if kind == "add_label":
-                allowed = c.strings(fields["allowed_labels"], f"{where}.allowed_labels", non_empty=True) or ()
-                for label in allowed:
-                    name = label[len(CI_LABEL_PREFIX):] if label.startswith(CI_LABEL_PREFIX) else None
-                    if label not in WORKFLOW_ONLY_LABELS and (name is None or name not in labels):
-                        c.fail(f"{where}.allowed_labels", f"{label!r} is neither run-ci-<known label> nor a "
-                               f"workflow-only label ({', '.join(WORKFLOW_ONLY_LABELS)})",
-                               hint=f"known labels are in {labels.path}")
-                policy = CommandPolicy(group=group, allowed_labels=allowed)
-            elif kind == "rerun_failed_ci" and "pipeline" not in top:
-                c.fail(where, "starts a fresh pipeline run, but no pipeline workflow is configured",
-                       hint='add "pipeline": {"workflow": "<the PR pipeline caller, e.g. pr-test.yml>"}')
-            elif kind == "rerun_test":
-                wf = fields["workflow"]
-                if not isinstance(wf, str) or not WORKFLOW_FILE_RE.fullmatch(wf):
-                    c.fail(f"{where}.workflow", f"{wf!r} is not a workflow file name like rerun-test.yml")
-                ref = fields.get("ref")
-                if ref is not None and (not isinstance(ref, str) or not re.fullmatch(r"[A-Za-z0-9_./-]+", ref)):
-                    c.fail(f"{where}.ref", f"{ref!r} is not a branch name")
-                pins = []
-                raw_pins = fields.get("pins", {})
-                if not isinstance(raw_pins, dict):
-                    c.fail(f"{where}.pins",
-                           f"expected an object of pin name -> regex, got {shapes.a_json_type(raw_pins)}")
-                    raw_pins = {}
-                for name, pattern in raw_pins.items():
-                    if not PIN_NAME_RE.fullmatch(name) or name == "ci-image-tag":
-                        c.fail(f"{where}.pins.{name}", "pin names look like ci-<name> (ci-image-tag is built in)")
-                        continue
-                    problem = pin_pattern_problem(pattern) if isinstance(pattern, str) else None
-                    if problem:
-                        c.fail(f"{where}.pins.{name}", problem,
-                               hint=f"a pin pattern has at most {MAX_PIN_PATTERN} characters and repetition "
-                               f"counts of at most {MAX_PIN_REPEAT}, e.g. [0-9]{{1,7}}")
-                        continue
-                    if not isinstance(pattern, str):
-                        c.fail(f"{where}.pins.{name}", f"expected a regex string, got {shapes.a_json_type(pattern)}")
-                        continue
-                    pins.append((name, pattern))
-                policy = CommandPolicy(group=group, workflow=wf if isinstance(wf, str) else None,
-                                       ref=ref, pins=tuple(pins))
-            commands.append((kind, policy))
-    else:
-        c.fail("commands", f"expected an object, got {shapes.a_json_type(top['commands'])}")
+    for kind, entry in raw_commands.items() if isinstance(raw_commands, dict) else ():
+        if kind not in _ENTRIES:
+            continue
+        where = f"commands.{kind}"
+        fields, errors = decode_each(_ENTRIES[kind], entry, skip=("group", "pins"))
+        faults = [e for e in errors if isinstance(e, KeyFault) or not e.where]
+        c.add(where, faults)
+        if type(entry) is not dict or any(isinstance(e, KeyFault) and e.missing for e in faults):
+            continue
+        group = fields["group"]
+        if not isinstance(group, str) or group not in group_names:
+            c.fail(f"{where}.group", f"{group!r} is not a defined group ({', '.join(sorted(group_names))})")
+            continue
+        c.add(where, [e for e in errors if e not in faults])
+        policy = CommandPolicy(group=group)
+        if kind == "add_label":
+            allowed = fields.get("allowed_labels", ())
+            for label in allowed:
+                name = label[len(CI_LABEL_PREFIX):] if label.startswith(CI_LABEL_PREFIX) else None
+                if label not in WORKFLOW_ONLY_LABELS and (name is None or name not in labels):
+                    c.fail(f"{where}.allowed_labels", f"{label!r} is neither run-ci-<known label> nor a "
+                           f"workflow-only label ({', '.join(WORKFLOW_ONLY_LABELS)})",
+                           hint=f"known labels are in {labels.path}")
+            policy = CommandPolicy(group=group, allowed_labels=allowed)
+        elif kind == "rerun_failed_ci" and "pipeline" not in top:
+            c.fail(where, "starts a fresh pipeline run, but no pipeline workflow is configured",
+                   hint='add "pipeline": {"workflow": "<the PR pipeline caller, e.g. pr-test.yml>"}')
+        elif kind == "rerun_test":
+            policy = CommandPolicy(group=group, workflow=fields.get("workflow"), ref=fields.get("ref"),
+                                   pins=_pins(fields.get("pins") or {}, f"{where}.pins", c))
+        commands.append((kind, policy))
     pipeline_workflow = None
     if "pipeline" in top:
-        pipeline = c.obj(top["pipeline"], "pipeline", required=("workflow",))
-        wf = pipeline.get("workflow") if pipeline is not None else None
-        if pipeline is not None and "workflow" in pipeline:
-            if isinstance(wf, str) and WORKFLOW_FILE_RE.fullmatch(wf):
-                pipeline_workflow = wf
-            else:
-                c.fail("pipeline.workflow", f"{wf!r} is not a workflow file name like pr-test.yml")
+        fields, errors = decode_each(PipelineEntry, top["pipeline"])
+        c.add("pipeline", errors)
+        pipeline_workflow = fields.get("workflow")
     if c.errors:
         raise InputErrors(c.errors)
     return AccessPolicy(groups=tuple(groups), commands=tuple(commands), pipeline_workflow=pipeline_workflow)
+
+
+def _pins(raw: dict[str, Any], where: str, c: _Problems) -> tuple[tuple[str, str], ...]:
+    """Each pin read on its own, so that every faulty one is reported (a pattern's with its bounds)."""
+    pins = []
+    for name, pattern in raw.items():
+        problem = _pin_name_problem(name)
+        if problem:
+            c.fail(f"{where}.{name}", problem)
+            continue
+        problem = pin_pattern_problem(pattern) if isinstance(pattern, str) else None
+        if problem:
+            c.fail(f"{where}.{name}", problem,
+                   hint=f"a pin pattern has at most {MAX_PIN_PATTERN} characters and repetition "
+                   f"counts of at most {MAX_PIN_REPEAT}, e.g. [0-9]{{1,7}}")
+            continue
+        if not isinstance(pattern, str):
+            c.fail(f"{where}.{name}", f"expected a regex string, got {shapes.a_json_type(pattern)}")
+            continue
+        pins.append((name, pattern))
+    return tuple(pins)

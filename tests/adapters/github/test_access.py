@@ -7,8 +7,18 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ci_policy.adapters.github.access import AccessPolicy, CommandPolicy, Group, parse_access_policy
+from ci_policy.adapters.github.access import (
+    COMMANDS,
+    PERMISSIONS,
+    AccessPolicy,
+    CommandPolicy,
+    Group,
+    parse_access_policy,
+    write_access_policy,
+)
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.read.labels import load_labels
 
@@ -295,3 +305,52 @@ def test_the_path_given_is_the_path_reported():
         parse_access_policy(json.dumps({**VALID, "version": 3}), LABELS, path="policy/commands.json")
     assert [(e.path, e.message) for e in info.value.errors] == [
         ("policy/commands.json", "version: unsupported version 3; expected 1")]
+
+
+# -- the document declared once: written, read back, equal ------------------------------------------
+
+NAMES = st.text("abcdefgh-", min_size=1, max_size=6)
+GROUPS = st.builds(
+    Group, name=NAMES,
+    repository_permissions=st.lists(st.sampled_from(PERMISSIONS), unique=True, max_size=3).map(tuple),
+    user_ids=st.lists(st.integers(1, 2**40), unique=True, max_size=3).map(tuple),
+).filter(lambda g: g.repository_permissions or g.user_ids)
+ALLOWED = [f"run-ci-{name}" for name in LABELS.names] + ["nightly", "bypass-fastfail"]
+
+
+@st.composite
+def policies(draw) -> AccessPolicy:
+    groups = tuple({g.name: g for g in draw(st.lists(GROUPS, min_size=1, max_size=3))}.values())
+    group = st.sampled_from([g.name for g in groups])
+    pipeline = draw(st.none() | st.from_regex(r"[a-z-]{1,8}\.ya?ml", fullmatch=True))
+    commands = []
+    for kind in COMMANDS:
+        if (kind == "rerun_failed_ci" and pipeline is None) or not draw(st.booleans()):
+            continue
+        if kind == "add_label":
+            policy = CommandPolicy(draw(group), tuple(draw(st.lists(st.sampled_from(ALLOWED), min_size=1,
+                                                                    max_size=3, unique=True))))
+        elif kind == "rerun_test":
+            pins = draw(st.dictionaries(st.from_regex(r"ci-[a-z0-9][a-z0-9-]{0,6}", fullmatch=True)
+                                        .filter(lambda n: n != "ci-image-tag"),
+                                        st.sampled_from(["[0-9]{1,7}", "v[0-9.]+", ".*"]), max_size=2))
+            policy = CommandPolicy(draw(group), workflow=draw(st.from_regex(r"[a-z_.-]{1,8}\.yml", fullmatch=True)),
+                                   ref=draw(st.none() | st.from_regex(r"[a-z0-9_./-]{1,10}", fullmatch=True)),
+                                   pins=tuple(pins.items()))
+        else:
+            policy = CommandPolicy(draw(group))
+        commands.append((kind, policy))
+    return AccessPolicy(groups=groups, commands=tuple(commands), pipeline_workflow=pipeline)
+
+
+@settings(max_examples=60, deadline=None)
+@given(policies())
+def test_a_written_policy_reads_back_equal(policy):
+    assert parse_access_policy(write_access_policy(policy), LABELS) == policy
+
+
+def test_the_written_example_policy_reads_back_equal():
+    policy = parse_access_policy((EXAMPLE_REPO / ".github" / "ci-commands.json").read_text(), LABELS)
+    assert parse_access_policy(write_access_policy(policy), LABELS) == policy
+    assert json.loads(write_access_policy(policy)) == json.loads(
+        (EXAMPLE_REPO / ".github" / "ci-commands.json").read_text())
