@@ -176,6 +176,17 @@ def unit_repo(tmp_path) -> Path:
     return repo
 
 
+def committed_unit_repo(tmp_path, monkeypatch) -> Path:
+    """`unit_repo`, committed: a clean git tree, which a per-stage plan holds for."""
+    repo = unit_repo(tmp_path)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+                                                 "-c", "commit.gpgsign=false", "commit", "-q", "-m", "planned"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    return repo
+
+
 def test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module(tmp_path, capsys) -> None:
     from helpers import run_cli
 
@@ -200,12 +211,7 @@ CONFIGURATION_AND_PLANNER = ("yaml", "ci_policy.config.top", "ci_policy.config.f
 
 
 def test_a_stage_job_given_its_per_stage_plan_parses_no_configuration(tmp_path, monkeypatch) -> None:
-    repo = unit_repo(tmp_path)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
-                                                 "-c", "commit.gpgsign=false", "commit", "-q", "-m", "planned"]):
-        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    repo = committed_unit_repo(tmp_path, monkeypatch)
     planned = tmp_path / "planned"
     planned.mkdir()
     subprocess.run([sys.executable, "-m", "ci_policy", "plan", "--repo", str(repo), "--event", "push",
@@ -229,17 +235,13 @@ def test_a_stage_job_given_its_per_stage_plan_parses_no_configuration(tmp_path, 
 def test_a_stage_job_naming_no_store_loads_no_store_module(tmp_path, monkeypatch) -> None:
     """`run --plan DIR` with no `--store`, `--store-file` or `$CI_POLICY_DATABASE_URL`: the store's
     modules and sqlite3 stay unloaded (`app.stores` imports them only for a store named)."""
-    repo = unit_repo(tmp_path)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
-                                                 "-c", "commit.gpgsign=false", "commit", "-q", "-m", "planned"]):
-        subprocess.run(["git", "-C", str(repo), *args], check=True)
+    repo = committed_unit_repo(tmp_path, monkeypatch)
     planned = tmp_path / "planned"
     subprocess.run([sys.executable, "-m", "ci_policy", "plan", "--repo", str(repo), "--event", "push",
                     "--json-out", str(tmp_path / "plan.json"), "--stage-plans", str(planned)],
                    capture_output=True, check=True, env=clean_env(), cwd=tmp_path)
-    run = ["run", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), "--stage", "unit"]
+    run = ["run", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), "--stage", "unit", "--records-out",
+           str(tmp_path / "records"), "--timings-out", str(tmp_path / "timings.jsonl")]
     proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *run], capture_output=True, text=True, cwd=tmp_path,
                           env=clean_env(), check=True)
     assert "test_a ran" in proc.stdout and "RESULT: PASS" in proc.stdout
