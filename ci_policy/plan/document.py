@@ -1,6 +1,6 @@
 """The plan file, declared once: the document `plan --format json` writes and `list`/`run --plan` read.
 
-- In: nothing but the declarations: frozen dataclasses whose fields (`read.codec.spec`) give
+- In: nothing but the declarations: frozen dataclasses whose fields (`read.declare.spec`) give
   the writer (`read.codec.encode`, each object's keys in field order), the strict reader
   (`read.codec.decode`, errors located as `stages[1].shards[0].files[2]`) and the JSON
   Schema shipped as `ci_policy/schemas/plan.schema.json` (`render.schemas`).
@@ -27,7 +27,7 @@ from ci_policy.model.registration import EstSource
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.trust import Trust
 from ci_policy.read.checkout import is_plain_relative
-from ci_policy.read.codec import document, shown, spec
+from ci_policy.read.declare import document, shown, spec
 from ci_policy.read.numbers import MAX_EST_TIME, MAX_FACTOR, MAX_SECONDS
 
 # A content id as `ci_policy.adapters.git.content_ids` writes it; a git tree id; the inputs' digest.

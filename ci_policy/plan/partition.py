@@ -82,7 +82,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from ci_policy.errors import CiPolicyError
-from ci_policy.read.codec import document, spec
+from ci_policy.read.declare import document, spec
 from ci_policy.read.numbers import MAX_EST_TIME
 
 if TYPE_CHECKING:

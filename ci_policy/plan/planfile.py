@@ -63,7 +63,8 @@ from ci_policy.plan.document import (
     StageDoc,
 )
 from ci_policy.plan.stagejob import PlannedStage, RunSettings, StageJob, settings_of
-from ci_policy.read.codec import DecodeError, decode, decode_fields, encode, kind_of, shown
+from ci_policy.read.codec import decode, decode_fields, encode
+from ci_policy.read.declare import DecodeError, kind_of, shown
 from ci_policy.read.diff import Diff
 from ci_policy.read.strictjson import loads, lone_surrogate
 

@@ -39,7 +39,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn, cast
 
-from ci_policy.read.codec import DecodeError, KeyFault, decode, decode_each, document, encode, spec
+from ci_policy.read.codec import decode, decode_each, encode
+from ci_policy.read.declare import DecodeError, KeyFault, document, spec
 from ci_policy.read.shapes import json_type
 from ci_policy.sdk.metrics import RECORD_SCHEMA, encode_value
 

@@ -11,17 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from ci_policy.read.codec import (
-    DecodeError,
-    KeyFault,
-    decode,
-    decode_each,
-    decode_fields,
-    document,
-    encode,
-    schema,
-    spec,
-)
+from ci_policy.read.codec import decode, decode_each, decode_fields, encode, schema
+from ci_policy.read.declare import DecodeError, KeyFault, document, spec
 
 
 @document

@@ -28,7 +28,8 @@ from typing import Any, Literal, get_args, get_type_hints
 
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.read import shapes, strictjson
-from ci_policy.read.codec import DecodeError, KeyFault, decode_each, document, encode, spec
+from ci_policy.read.codec import decode_each, encode
+from ci_policy.read.declare import DecodeError, KeyFault, document, spec
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
