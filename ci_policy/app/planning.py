@@ -24,6 +24,7 @@ from ci_policy.adapters.files import write_atomically
 from ci_policy.adapters.git import CleanTree, git_diff
 from ci_policy.adapters.inputs import checkout_inputs
 from ci_policy.adapters.scan_cache import inside
+from ci_policy.app.plan_documents import plan_jsons
 from ci_policy.app.requests import PlanRequest
 from ci_policy.app.scanning import Scan, start_scan
 from ci_policy.errors import InputError, UsageError
@@ -34,7 +35,6 @@ from ci_policy.plan.planfile import inputs_dict
 from ci_policy.plan.policy import TRUSTS, Trigger, parse_labels_json, push_diff_unavailable
 from ci_policy.read.checkout import check_relative
 from ci_policy.read.diff import Diff, read_diff_file
-from ci_policy.render.jsondoc import plan_jsons
 
 
 @dataclass(frozen=True)

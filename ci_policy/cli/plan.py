@@ -17,7 +17,7 @@
   that cannot be written is exit 2 naming the option.
 - `--stage-plans DIR`: besides, one per-stage plan per stage of the plan, `DIR/<stage>.json`:
   the plan JSON with `stages` holding that stage alone and `inputs` without the test files'
-  content ids (`render.stage_plan_jsons`), which holds for the clean tree planned: a stage
+  content ids (`app.plan_documents.stage_plan_jsons`), which holds for the clean tree planned: a stage
   job on that tree reads its own stage's tests and shards and nothing else (`run --plan
   DIR/..`, where `plan.json` is the fallback). DIR is created when missing; other files in it
   are left alone; each file is written atomically.
@@ -38,6 +38,7 @@ import re
 import uuid
 from pathlib import Path
 
+from ci_policy.app.plan_documents import github_outputs
 from ci_policy.app.planning import PlanCommand, explain, plan_command
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, plan_request
@@ -45,7 +46,7 @@ from ci_policy.cli.output import append_github_file, append_step_summary, github
 from ci_policy.cli.paths import workspace_paths
 from ci_policy.errors import UsageError
 from ci_policy.render.console import write_commands
-from ci_policy.render.github import github_outputs, plan_annotations
+from ci_policy.render.github import plan_annotations
 from ci_policy.render.jsondoc import explain_json
 from ci_policy.render.markdown import plan_markdown
 from ci_policy.render.text import explain_text, plan_text

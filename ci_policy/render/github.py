@@ -5,9 +5,9 @@
   `name<<DELIMITER` output blocks (a value containing the delimiter is refused).
 - `max_parallel` (`{"stage": N}`, every planned stage) sits beside `matrix`, whose shape
   workflows read and which stays as it is.
-- `trust`; the stage jobs (`plan.jobs`): `stage_matrix` (`{"include": [entry, ...]}`, one
-  entry per lane), `has_stage_jobs` (`true`/`false`) and `images_to_build` (a JSON list),
-  tagged with the head SHA given (none: no image is built).
+- `trust`; the stage jobs given (`plan.jobs.stage_jobs`, computed by the caller): `stage_matrix`
+  (`{"include": [entry, ...]}`, one entry per lane), `has_stage_jobs` (`true`/`false`) and
+  `images_to_build` (a JSON list), tagged with the head SHA they were made for (none: no image is built).
 - A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
   `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
 """
@@ -20,17 +20,17 @@ from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan
 from ci_policy.plan.filerun import FilePlan
-from ci_policy.plan.jobs import stage_jobs
+from ci_policy.plan.jobs import StageJobs
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.jsondoc import dumps
 from ci_policy.render.text import code_title, failure
 
 
-def github_outputs(plan: Plan, delimiter: str, head_sha: str | None = None) -> str:
-    """`$GITHUB_OUTPUT` lines in the multi-line-safe `name<<DELIMITER` syntax."""
+def plan_outputs(plan: Plan, jobs: StageJobs, delimiter: str) -> str:
+    """`$GITHUB_OUTPUT` lines of `plan` and its stage jobs (`plan.jobs.stage_jobs`), in the
+    multi-line-safe `name<<DELIMITER` syntax."""
     policy = plan.policy
-    jobs = stage_jobs(plan, head_sha)
     values = {
         "cadence": policy.cadence,
         "trust": policy.trust,

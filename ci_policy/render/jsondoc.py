@@ -1,8 +1,9 @@
 """JSON renderers: the public documents of `registry` and `plan` (`"schema": 1`).
 
-- In: registrations, a `Plan` or its `plan.document.PlanDocument` (built by `plan.written`:
-  its stage jobs, each stage's split and sizing notes, the gates, the inputs, a per-stage
-  plan's `run_settings`; computed there, written here).
+- In: registrations; a plan's `plan.document.PlanDocument` and its per-stage documents, as
+  `plan.written` builds them (its stage jobs, each stage's split and sizing notes, the gates,
+  the inputs, a per-stage plan's `run_settings`: computed there, written here; the use case
+  that writes a plan, `app.plan_documents`, hands them over).
 - Out: JSON text (two-space indented) or the dict it is made of; field order is stable (a
   plan's is its document's field order, `read.codec.encode`).
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
@@ -20,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from ci_policy.errors import CiPolicyError, Diagnostic
 from ci_policy.plan.document import PlanDocument, StageDoc
-from ci_policy.plan.written import inputs_doc, plan_document, stage_documents
 from ci_policy.read.codec import encode
 
 if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
@@ -112,7 +112,7 @@ _TEST_KEYS = ("file", "est_time", "est_source", "line", "marker")
 
 
 class _TestRows:
-    """A stage's `tests` in the plan document, written by `plan_json` with one template per
+    """A stage's `tests` in the plan document, written by `document_jsons` with one template per
     row (a plan of 50,000 tests spent a quarter of its time on their dicts): the same text
     as the list of dicts the codec writes, or `_Unusual` for a value of another type."""
 
@@ -184,36 +184,6 @@ def _registration_text(r: Registration) -> str | None:
                             "true" if r.implicit else "false", "null" if marker is None else _encode_str(marker))
 
 
-def plan_dict(plan: Plan, head_sha: str | None = None, inputs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The plan document (`plan.written.plan_document`) as JSON data; `inputs`
-    (`plan.planfile.inputs_dict`) when the caller computed the content ids, written as given."""
-    doc = plan_document(plan, head_sha, None if inputs is None else inputs_doc(inputs))
-    data: dict[str, Any] = encode(doc, _given_inputs(inputs, whole=True))
-    return data
-
-
-def plan_json(plan: Plan, head_sha: str | None = None, inputs: Mapping[str, Any] | None = None) -> str:
-    """`dumps(plan_dict(...), indent=2)`: each stage's tests written by template, and the
-    general encoder over the whole document when any value is unusual."""
-    return plan_jsons(plan, head_sha, inputs)[0]
-
-
-def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
-                     inputs: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Each stage's plan file (`plan --stage-plans`, `plan.written.stage_documents`), by stage name.
-    A stage job reads its own stage's tests, shards and settings, not every other stage's,
-    nor the ids of every test file, nor the configuration."""
-    return plan_jsons(plan, head_sha, inputs, whole=False, stages=True)[1]
-
-
-def plan_jsons(plan: Plan, head_sha: str | None = None, inputs: Mapping[str, Any] | None = None, *,
-               whole: bool = True, stages: bool = False) -> tuple[str, dict[str, str]]:
-    """`plan_json` (with `whole`, else "") and `stage_plan_jsons` (with `stages`, else {}) from one
-    `plan_document`: the plan job writing both builds the plan's document once."""
-    doc = plan_document(plan, head_sha, None if inputs is None else inputs_doc(inputs))
-    return document_jsons(doc, stage_documents(plan, doc) if stages else {}, whole=whole, inputs=inputs)
-
-
 _Replace = Mapping[tuple[type, str], Callable[[Any], Any]]
 
 
@@ -223,6 +193,12 @@ def _given_inputs(inputs: Mapping[str, Any] | None, *, whole: bool) -> dict[tupl
         return {}
     given = dict(inputs) if whole else {key: value for key, value in inputs.items() if key != "files"}
     return {(PlanDocument, "inputs"): lambda _value: given}
+
+
+def document_dict(doc: PlanDocument, inputs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The plan document as JSON data; `inputs`: the mapping its inputs were made from, written as given."""
+    data: dict[str, Any] = encode(doc, _given_inputs(inputs, whole=True))
+    return data
 
 
 def document_jsons(doc: PlanDocument, stage_docs: Mapping[str, PlanDocument], *, whole: bool = True,

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from render_cases import pr_plan, write_repo
 
+from ci_policy.app.plan_documents import plan_dict
 from ci_policy.errors import InputError, UsageError
 from ci_policy.plan.planfile import (
     CONTENT_ID_RE,
@@ -29,7 +30,6 @@ from ci_policy.plan.planfile import (
 )
 from ci_policy.plan.stagejob import RunSettings, settings_dict
 from ci_policy.read.checkout import check_relative, is_plain_relative
-from ci_policy.render.jsondoc import plan_dict
 
 A, B = "sha256:" + "a" * 64, "git:" + "b" * 40
 
@@ -323,13 +323,13 @@ def test_a_per_stage_plan_gives_its_stage_job_without_the_configuration():
     as `StageJob.of` takes them from the plan; None where running the stage needs more."""
     from helpers import EXAMPLE_REPO
 
+    from ci_policy.app.plan_documents import stage_plan_jsons
     from ci_policy.model.snapshot import load_snapshot
     from ci_policy.plan.build import build_plan
     from ci_policy.plan.planfile import stage_job
     from ci_policy.plan.policy import Trigger
     from ci_policy.plan.stagejob import StageJob
     from ci_policy.read.diff import Diff
-    from ci_policy.render.jsondoc import stage_plan_jsons
 
     snapshot = load_snapshot(EXAMPLE_REPO)
     plan = build_plan(snapshot, Trigger(event="workflow_dispatch", labels=("run-ci-all",)), Diff.unavailable("none"))

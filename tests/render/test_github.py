@@ -102,7 +102,7 @@ def test_plan_annotations_one_error_per_diagnostic_of_an_invalid_file(tmp_path):
 
 
 def test_github_outputs_of_a_partial_plan(tmp_path):
-    from ci_policy.render.github import github_outputs
+    from ci_policy.app.plan_documents import github_outputs
 
     out = github_outputs(partial_plan(tmp_path), "EOF")
     assert out.endswith('invalid_files<<EOF\n["tests/a,b:c%d|`*_\\n::error::pwned.py"]\nEOF\n'

@@ -10,6 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from render_cases import FILE_PLAN, REG, pr_plan, write_repo
 
+from ci_policy.app import plan_documents
+from ci_policy.app.plan_documents import plan_dict, plan_json
 from ci_policy.errors import Diagnostic
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile
@@ -22,8 +24,6 @@ from ci_policy.render.jsondoc import (
     diagnostics_json,
     dumps,
     file_run_json,
-    plan_dict,
-    plan_json,
     registry_json,
     shard_files_json,
 )
@@ -191,7 +191,7 @@ def test_a_test_of_an_unusual_type_leaves_the_plan_to_the_general_encoder(tmp_pa
     # The per-stage plans of the same planning, too.
     from ci_policy.plan.stagejob import run_settings, settings_dict
 
-    whole, per_stage = jsondoc.plan_jsons(plan, whole=True, stages=True)
+    whole, per_stage = plan_documents.plan_jsons(plan, whole=True, stages=True)
     assert whole == text
     doc = plan_dict(plan)
     assert per_stage == {s.name: document({**doc, "stages": [stage_doc], "run_settings": settings_dict(

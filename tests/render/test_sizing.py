@@ -6,8 +6,7 @@ import json
 
 from render_cases import CONFIG, pr_plan, write_repo
 
-from ci_policy.render.github import github_outputs
-from ci_policy.render.jsondoc import plan_dict
+from ci_policy.app.plan_documents import github_outputs, plan_dict
 from ci_policy.render.markdown import plan_markdown
 from ci_policy.render.text import plan_text
 
