@@ -12,6 +12,7 @@
     GET    /repos/{o}/{r}/pulls/{n}                 (Accept: application/vnd.github.diff: the unified
                                                     diff, or 406 when the PR has none: too large)
     POST   /repos/{o}/{r}/statuses/{sha}            GET /repos/{o}/{r}/commits/{sha}/status (combined)
+    GET    /repos/{o}/{r}/commits/{sha}/statuses    (per_page, page; newest first, each with its creator)
     GET    /repos/{o}/{r}/actions/workflows/{wf}/runs
     POST   /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs
     POST   /repos/{o}/{r}/actions/workflows/{wf}/dispatches
@@ -44,7 +45,9 @@
   the Host header and the Accept header.
 - Pull requests carry their head repository (a fork unless set to the base), the author's
   association and a unified diff; commit statuses are kept per SHA and combined as GitHub
-  does (the latest per context).
+  does (the latest per context). A status the API creates names `status_creator` (default
+  `github-actions[bot]`, the identity of a workflow's token) as its creator; `add_status`
+  adds one by any other creator (another integration holding `statuses: write`).
 - Bounded: request bodies over 1 MiB are refused, at most `max_requests` requests are
   served (then 503), every socket has a timeout, and `stop()` (the fixture) shuts the
   server down and joins its thread.
@@ -188,6 +191,7 @@ class FakeGitHub:
         self.dispatches: list[dict] = []
         self.reruns: list[int] = []
         self.statuses: dict[str, list[dict]] = {}  # commit sha -> commit statuses, oldest first
+        self.status_creator = "github-actions[bot]"  # the login of whoever calls this API
         # GitHub Actions runs: run id -> jobs (GitHub's job objects), job id -> raw log,
         # run id -> artifacts (GitHub's artifact objects), artifact id -> zip bytes.
         self.run_jobs: dict[int, list[dict]] = {}
@@ -515,15 +519,26 @@ class FakeGitHub:
         if not isinstance(body, dict) or body.get("state") not in ("error", "failure", "pending", "success"):
             return 422, {"message": "Validation Failed",
                          "errors": [{"resource": "Status", "field": "state", "code": "custom"}]}
+        return 201, copy.deepcopy(self.add_status(sha, body["state"], body.get("context") or "default",
+                                                  creator=self.status_creator,
+                                                  description=body.get("description"),
+                                                  target_url=body.get("target_url")))
+
+    def add_status(self, sha: str, state: str, context: str, *, creator: str, description: str | None = None,
+                   target_url: str | None = None) -> dict:
+        """A commit status on `sha` created by `creator` (a `NAME[bot]` login is a Bot), newest of all."""
         sid = next(self._ids)
-        status = {"id": sid, "node_id": f"SC_{sid}", "state": body["state"],
-                  "context": body.get("context") or "default", "description": body.get("description"),
-                  "target_url": body.get("target_url"),
+        status = {"id": sid, "node_id": f"SC_{sid}", "state": state, "context": context,
+                  "description": description, "target_url": target_url,
                   "url": f"https://api.github.com/repos/{self.owner}/{self.repo}/statuses/{sha}",
                   "created_at": "2026-11-30T07:00:00Z", "updated_at": "2026-11-30T07:00:00Z",
-                  "creator": {**self._user("github-actions[bot]"), "type": "Bot"}}
+                  "creator": {**self._user(creator), "type": "Bot" if creator.endswith("[bot]") else "User"}}
         self.statuses.setdefault(sha, []).append(status)
-        return 201, copy.deepcopy(status)
+        return status
+
+    def api_list_statuses(self, sha, *, query, body):
+        """Every status on `sha`, newest first (GitHub's reverse chronological order), paged."""
+        return 200, self._page(list(reversed(self.statuses.get(sha, []))), query)
 
     def api_combined_status(self, sha, *, query, body):
         """The latest status of each context on `sha`, newest first, as GitHub combines them."""
@@ -638,6 +653,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("POST", r"actions/workflows/(.+)/dispatches", "dispatch"),
     ("POST", r"statuses/([0-9a-f]{40})", "create_status"),
     ("GET", r"commits/([0-9a-f]{40})/status", "combined_status"),
+    ("GET", r"commits/([0-9a-f]{40})/statuses", "list_statuses"),
     ("GET", r"git/trees/([0-9a-f]{40})", "tree"),
     ("GET", r"git/blobs/([0-9a-f]{40})", "blob"),
     ("GET", r"actions/runs/(\d+)", "run"),

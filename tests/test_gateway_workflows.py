@@ -224,6 +224,17 @@ def test_the_rerun_inputs():
         "stage": ("string", False, ""), "image-tag": ("string", False, ""), "python": ("string", False, "python3")}
 
 
+def test_approvals_are_written_and_counted_by_one_identity():
+    """The approve job writes ci-policy/ok-to-test with the job's token (creator github-actions[bot]),
+    and every command that counts approvals keeps the default --approver, that same identity."""
+    assert load(GATEWAY)["jobs"]["approve"]["steps"][-1]["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
+    pipeline = ROOT / ".github" / "workflows" / "pr-pipeline.yml"
+    runs = [step["run"] for path in (GATEWAY, RERUN, pipeline) for job in load(path)["jobs"].values()
+            for step in job.get("steps", []) if "run" in step]
+    counting = [run for run in runs if re.search(r"ci-policy (pull-request|comment) ", run)]
+    assert len(counting) == 7 and not any("--approver" in run for run in counting)
+
+
 GATEWAY_JOBS = {
     "labels": ({"contents": "read", "issues": "write", "pull-requests": "write", "actions": "write"},
                "add_label,clear_labels"),

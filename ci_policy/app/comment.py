@@ -3,11 +3,13 @@
 - In: a `CommentRequest`: the trusted checkout (never the PR's) and its configuration, the event
   payload's path (None: `$GITHUB_EVENT_PATH`), the access policy's path, the configured repository
   and its id (None: `$GITHUB_REPOSITORY`, `$GITHUB_REPOSITORY_ID`), the token (asked for once the
-  rest is read) and its kind, the command kinds handled, dry-run, and whether the dry-run
-  requests are collected (json) or printed as they are made.
-- Out: a `CommentResult`: the gateway's status, message and exit code, and in json dry-run the
-  requests it would have sent.
-- Refused: a missing payload, repository or repository id, an unknown command kind (`UsageError`);
+  rest is read) and its kind, the command kinds handled, dry-run, whether the dry-run
+  requests are collected (json) or printed as they are made, and the approver (the login
+  the gateway's `ci-policy/ok-to-test` statuses are created by; None: `github-actions[bot]`).
+- Out: a `CommentResult`: the gateway's status, message and exit code, in json dry-run the
+  requests it would have sent, and warnings (approval statuses another identity created).
+- Refused: a missing payload, repository or repository id, an unknown command kind, an
+  approver that is not a GitHub login (`UsageError`);
   a payload or policy that cannot be read (exit 1).
 """
 
@@ -25,6 +27,7 @@ from typing import Any
 from ci_policy.adapters.github.access import KINDS, parse_access_policy
 from ci_policy.adapters.github.api import github_api
 from ci_policy.adapters.github.gateway import Gateway
+from ci_policy.app.pull_request import approver_of
 from ci_policy.config.load import load_config
 from ci_policy.config.path import DEFAULT_CONFIG
 from ci_policy.errors import InputError, UsageError
@@ -46,6 +49,7 @@ class CommentRequest:
     token_kind: str = "github-token"
     dry_run: bool = False
     collect: bool = False          # json: the dry-run requests become part of the one document
+    approver: str | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class CommentResult:
     message: str
     exit_code: int
     sent: list[Any] | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def _json_file(path: Path, what: str) -> dict:
@@ -103,6 +108,7 @@ def comment(args: CommentRequest) -> CommentResult:
         raise UsageError("no event payload", source="--event-path",
                          hint="pass --event-path FILE, or set $GITHUB_EVENT_PATH")
     kinds = _kinds(args.commands)
+    approver = approver_of(args.approver)
     event = _json_file(Path(event_path), "event payload")
     repository, repository_id = _repository(args)
     config = load_config(repo, args.config)
@@ -117,9 +123,10 @@ def comment(args: CommentRequest) -> CommentResult:
     requests: io.StringIO | None = io.StringIO() if args.collect else None
     api = github_api(secret, args.api_url, dry_run=args.dry_run, out=requests or sys.stdout)
     config_path = Path(args.config) if args.config else repo / DEFAULT_CONFIG
-    gateway = Gateway(api, access, config, config_path, kinds=kinds, token_kind=args.token_kind)
+    gateway = Gateway(api, access, config, config_path, kinds=kinds, token_kind=args.token_kind,
+                      approver=approver)
     result = gateway.handle(event, repository, repository_id)
     sent: list[Any] | None = None
     if args.collect and args.dry_run and requests is not None:
         sent = [json.loads(line) for line in requests.getvalue().splitlines() if line]
-    return CommentResult(result.status, result.message, result.exit_code, sent)
+    return CommentResult(result.status, result.message, result.exit_code, sent, tuple(gateway.warnings))

@@ -2,11 +2,14 @@
 
 - In: a `PullRequestRequest`: the event payload's path or the PR number, the repository (None:
   `$GITHUB_REPOSITORY`, else the payload's base repository), the token (asked for only when the
-  API is needed), the API URL, where to write the diff.
-- Out: a `PullRequestResult`: the pull request, its trust decision (`plan.trust`), the diff file
-  written ("" for none) and, when the API gave no usable diff, why (a warning to print).
-- Refused: a missing token or repository when the API is needed (`UsageError`); a payload that is
-  not a pull request's, a PR to another repository, an API error (exit 1).
+  API is needed), the API URL, where to write the diff, and the approver: the login whose
+  `ci-policy/ok-to-test` statuses count (None: `plan.trust.DEFAULT_APPROVER`).
+- Out: a `PullRequestResult`: the pull request, its trust decision (`plan.trust`, with a warning
+  for each approval status another identity created), the diff file written ("" for none) and,
+  when the API gave no usable diff, why (a warning to print).
+- Refused: an approver that is not a GitHub login, a missing token or repository when the API is
+  needed (`UsageError`); a payload that is not a pull request's, a PR to another repository, an
+  API error (exit 1).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from ci_policy.adapters.github.api import Api, github_api
 from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, pull_request_of
 from ci_policy.errors import InputError, UsageError
+from ci_policy.plan.trust import DEFAULT_APPROVER, check_login
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class PullRequestRequest:
     token: Callable[[], str]
     api_url: str
     diff_out: str | None = None
+    approver: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,21 @@ def _payload_pull(path: str) -> dict[str, Any]:
     return pull
 
 
+def approver_of(value: str | None) -> str:
+    """The approver's login (`--approver`), checked before any request."""
+    if value is None:
+        return DEFAULT_APPROVER
+    problem = check_login(value)
+    if problem is not None:
+        raise UsageError(problem, source="--approver",
+                         hint="name the identity the comment gateway writes ci-policy/ok-to-test with: "
+                              "github-actions[bot] for a workflow's GITHUB_TOKEN (the default), NAME[bot] "
+                              "for a GitHub App")
+    return value
+
+
 def pull_request(request: PullRequestRequest) -> PullRequestResult:
+    approver = approver_of(request.approver)
     repository = request.repository or os.environ.get("GITHUB_REPOSITORY") or None
     api: Api | None = None
 
@@ -79,7 +98,7 @@ def pull_request(request: PullRequestRequest) -> PullRequestResult:
             raise InputError(f"the pull request is to {pull.base_repository}, not to {repository}",
                              path=request.event_path)
         repository = repository or pull.base_repository
-    decision = decide(client, pull)
+    decision = decide(client, pull, approver)
     if not request.diff_out:
         return PullRequestResult(pull, decision, "")
     data, why = fetch_diff(client(), pull.base_repository, pull.number)

@@ -5,11 +5,15 @@
   configured repository, a token and its kind (--token-kind: a GitHub App's token, whose
   label events start workflow runs, or the job's token, after whose label commands the
   gateway dispatches the PR pipeline), --commands (the kinds this job may carry out),
-  --dry-run, --format text|json.
-- Out: the result (ignored, refused, done or failed) and its message; in dry-run every
+  --dry-run, --format text|json, --approver (the login the gateway's `ci-policy/ok-to-test`
+  statuses are created by: github-actions[bot], the default, for the job's token; an App's
+  NAME[bot]).
+- Out: the result (ignored, refused, done or failed) and its message, after a warning for
+  each approval status another identity created; in dry-run every
   mutating request, printed instead of sent (JSON lines in text format, a list in json).
   Exit 1 when the command failed.
-- Refused: a missing payload, repository or token, an unknown command kind (exit 2).
+- Refused: a missing payload, repository or token, an unknown command kind, an
+  --approver that is not a GitHub login (exit 2).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 from ci_policy.app.comment import CommentRequest, comment
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_config, add_format, add_token, api_url, token
+from ci_policy.cli.output import warn
 from ci_policy.render.escape import one_line
 from ci_policy.render.jsondoc import comment_json
 
@@ -51,6 +56,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--commands", default=None, metavar="KINDS",
                    help="comma-separated command kinds this job handles (add_label, clear_labels, "
                         "rerun_failed_ci, rerun_test, ok_to_test); others are ignored. Default: all")
+    p.add_argument("--approver", default=None, metavar="LOGIN",
+                   help="the identity this gateway's ci-policy/ok-to-test statuses are created by, the only one "
+                        "whose approvals count (default github-actions[bot], the job's token; a GitHub App's "
+                        "is NAME[bot])")
     p.add_argument("--dry-run", action="store_true",
                    help="print every mutating API request instead of sending it")
     add_format(p, ("text", "json"))
@@ -62,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
     result = comment(CommentRequest(Path(args.trusted_repo), args.config, args.event_path, args.policy,
                                     args.repository, args.repository_id, args.commands,
                                     lambda: token(args, "the comment gateway"), api_url(args),
-                                    token_kind=args.token_kind, dry_run=args.dry_run, collect=as_json))
+                                    token_kind=args.token_kind, dry_run=args.dry_run, collect=as_json,
+                                    approver=args.approver))
+    for line in result.warnings:
+        warn(NAME, args.format, line)
     if as_json:
         print(comment_json(result.status, result.message, result.exit_code, result.sent))
     else:

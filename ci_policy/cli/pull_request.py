@@ -4,14 +4,17 @@
   the PR's current head and labels, for a run a comment command dispatched);
   --repository (default $GITHUB_REPOSITORY, else the payload's base repository), the
   token ($GITHUB_TOKEN, or --token-env), --api-url, --diff-out, --format
-  text|json|github. --repo is accepted as by every command; nothing is read from it.
+  text|json|github, --approver (the login whose `ci-policy/ok-to-test` statuses approve a
+  fork's head; default github-actions[bot]). --repo is accepted as by every command;
+  nothing is read from it.
 - Out: number, head and base SHA, labels, trust (`plan.trust`) and the diff file, as
   text, JSON or $GITHUB_OUTPUT values (`render.pullrequest`). With --diff-out the PR's
   changes are written there in the form `plan --diff` reads; when the API gives no
-  usable diff nothing is written, `diff_file` is empty and a warning says why.
-- Refused: both or neither of --event-path and --number, a missing token or repository
-  when the API is needed (exit 2); a payload that is not a pull request's, an API error
-  (exit 1).
+  usable diff nothing is written, `diff_file` is empty and a warning says why. An
+  approval status another identity created is ignored, with a warning naming it.
+- Refused: both or neither of --event-path and --number, an --approver that is not a
+  GitHub login, a missing token or repository when the API is needed (exit 2); a payload
+  that is not a pull request's, an API error (exit 1).
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_token(p, "for the GitHub API")
     p.add_argument("--diff-out", default=None, metavar="FILE",
                    help="write the PR's changes here, as `plan --diff` reads them (from the API's diff)")
+    p.add_argument("--approver", default=None, metavar="LOGIN",
+                   help="the identity whose ci-policy/ok-to-test statuses approve a fork's head: the one the "
+                        "comment gateway writes them with (default github-actions[bot], a workflow's "
+                        "GITHUB_TOKEN; a GitHub App's is NAME[bot]); statuses by anyone else are ignored")
     add_format(p, ("text", "json", "github"))
     return p
 
@@ -50,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
     output = github_file("GITHUB_OUTPUT") if args.format == "github" else None  # refused before any request
     read = pull_request(PullRequestRequest(args.event_path, args.number, args.repository,
                                            lambda: token(args, "reading the pull request"), api_url(args),
-                                           args.diff_out))
+                                           args.diff_out, args.approver))
     pull, decision, diff_file = read.pull, read.decision, read.diff_file
+    for line in decision.warnings:
+        warn(NAME, args.format, line)
     if read.diff_unavailable is not None:
         warn(NAME, args.format, f"the diff is unavailable, so every runnable stage runs: {read.diff_unavailable}")
     if output is not None:

@@ -1,19 +1,28 @@
 """Who may run code on the accelerator runners: the trust of a pull request's head.
 
 - In: facts GitHub reports about a pull request (a `PullRequest`): the head and base repositories' full
-  names, the author's `author_association`, and the state of the latest
-  `ci-policy/ok-to-test` commit status on the head SHA (None when it has none).
-- Out: a frozen `TrustDecision`: `trust` (one of `TRUST_VALUES`) and its reason.
+  names, the author's `author_association`, and the commit statuses on the head SHA, newest
+  first (`CommitStatus`: id, context, state, creator's login), with the approver: the login
+  of the identity the gateway writes its approvals with (`DEFAULT_APPROVER`, the login of a
+  workflow's `GITHUB_TOKEN`; an App's is `NAME[bot]`).
+- Out: an `Approval` (the state of the approver's latest `ci-policy/ok-to-test` status, and
+  the ok-to-test statuses by anyone else, ignored) and a frozen `TrustDecision`: `trust`
+  (one of `TRUST_VALUES`), its reason and warnings naming each ignored status.
 - Rules, in order: a head branch of the base repository, or an author whose association
   is OWNER, MEMBER or COLLABORATOR, is `trusted`; otherwise the head is `approved` when
-  the latest `ci-policy/ok-to-test` status on exactly that SHA is `success`, else
-  `untrusted`. The status names a SHA, so a new push needs a new approval.
+  the latest `ci-policy/ok-to-test` status on exactly that SHA created by the approver is
+  `success`, else `untrusted`. The status names a SHA, so a new push needs a new approval;
+  a status by any other creator (any integration holding `statuses: write` can write one)
+  neither approves nor revokes. Logins compare case-insensitively, as GitHub's do.
+- Refused (`check_login`): an approver that is not a GitHub login, optionally with `[bot]`.
 - Repository names compare case-insensitively, as GitHub's do; a deleted head
   repository (None) is never the base repository.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -21,6 +30,18 @@ Trust = Literal["trusted", "untrusted", "approved"]
 TRUST_VALUES: tuple[str, ...] = get_args(Trust)
 TRUSTED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 APPROVAL_CONTEXT = "ci-policy/ok-to-test"
+DEFAULT_APPROVER = "github-actions[bot]"  # who writes a status with a workflow's GITHUB_TOKEN
+# A GitHub login: up to 39 letters, digits and hyphens, not starting with a hyphen; an App's is its
+# slug with `[bot]`.
+LOGIN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}(?:\[bot\])?")
+
+
+def check_login(value: str) -> str | None:
+    """Why `value` cannot be the approver's login, or None."""
+    if not LOGIN_RE.fullmatch(value):
+        return (f"{value!r} is not a GitHub login (up to 39 letters, digits and hyphens, not starting with a "
+                "hyphen, optionally followed by [bot])")
+    return None
 
 
 @dataclass(frozen=True)
@@ -37,9 +58,27 @@ class PullRequest:
 
 
 @dataclass(frozen=True)
+class CommitStatus:
+    """One commit status as GitHub lists it (None: a field the answer lacks)."""
+
+    id: int | None
+    context: str | None
+    state: str | None
+    creator: str | None   # the login of the identity that created it
+
+
+@dataclass(frozen=True)
+class Approval:
+    state: str | None                      # of the approver's latest ok-to-test status; None: none
+    ignored: tuple[CommitStatus, ...] = ()  # ok-to-test statuses by other creators, newest first
+    unread: int | None = None              # statuses read when more remained unread (the paging bound)
+
+
+@dataclass(frozen=True)
 class TrustDecision:
     trust: str
     reason: str
+    warnings: tuple[str, ...] = ()
 
 
 def trusted_origin(head_repository: str | None, base_repository: str, author_association: str | None) -> str | None:
@@ -52,11 +91,41 @@ def trusted_origin(head_repository: str | None, base_repository: str, author_ass
     return None
 
 
-def decide_trust(origin: str | None, approval_state: str | None, head_sha: str) -> TrustDecision:
-    """`origin` from `trusted_origin`; `approval_state` of the latest ok-to-test status on `head_sha`."""
+def approval_of(statuses: Iterable[CommitStatus], approver: str) -> Approval:
+    """The approver's latest ok-to-test state among `statuses` (newest first), and the others'."""
+    state: str | None = None
+    found = False
+    ignored = []
+    for status in statuses:
+        if status.context != APPROVAL_CONTEXT:
+            continue
+        if status.creator is not None and status.creator.casefold() == approver.casefold():
+            if not found:
+                state, found = status.state, True
+        else:
+            ignored.append(status)
+    return Approval(state, tuple(ignored))
+
+
+def approval_warnings(approval: Approval, approver: str, head_sha: str) -> tuple[str, ...]:
+    """One line per ignored status, and one when the paging bound left statuses unread."""
+    lines = [f"ignored the {APPROVAL_CONTEXT} status {status.id} on {head_sha} created by "
+             f"{status.creator or 'an unknown creator'}: only one created by {approver} counts"
+             for status in approval.ignored]
+    if approval.unread is not None:
+        lines.append(f"read the newest {approval.unread} commit statuses of {head_sha} and stopped; "
+                     f"none of them is a {APPROVAL_CONTEXT} status created by {approver}")
+    return tuple(lines)
+
+
+def decide_trust(origin: str | None, approval_state: str | None, head_sha: str,
+                 warnings: tuple[str, ...] = ()) -> TrustDecision:
+    """`origin` from `trusted_origin`; `approval_state` of the approver's latest ok-to-test status on
+    `head_sha`; `warnings` from `approval_warnings`."""
     if origin is not None:
         return TrustDecision("trusted", origin)
     if approval_state == "success":
-        return TrustDecision("approved", f"{APPROVAL_CONTEXT} is success on {head_sha}")
+        return TrustDecision("approved", f"{APPROVAL_CONTEXT} is success on {head_sha}", warnings)
     found = "has no" if approval_state is None else f"has {approval_state!r} as its"
-    return TrustDecision("untrusted", f"an outside contributor's head: {head_sha} {found} {APPROVAL_CONTEXT} status")
+    return TrustDecision("untrusted", f"an outside contributor's head: {head_sha} {found} {APPROVAL_CONTEXT} status",
+                         warnings)

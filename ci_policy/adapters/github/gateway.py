@@ -24,7 +24,8 @@
   a `ci-policy/ok-to-test` success status on exactly that SHA (naming the approver), and
   the pipeline is dispatched.
 - `/rerun-test` of an outside contributor's head (`plan.trust`) runs only when that head
-  carries the approval status.
+  carries the approval status created by `approver` (the identity this gateway writes it
+  with); an approval status anyone else created is ignored and named in `warnings`.
 - `/rerun-test` reads the PR head SHA at comment time and resolves the file from that
   commit's tree as data (the Git trees/blobs API; symlinks refused) with the trusted
   configuration and the PR's own `labels.py`, then dispatches the rerun workflow with
@@ -51,7 +52,7 @@ from ci_policy.config.file_run import IMAGE_TAG_RE
 from ci_policy.config.top import Config
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.plan.filerun import FilePlan, resolve_file
-from ci_policy.plan.trust import APPROVAL_CONTEXT
+from ci_policy.plan.trust import APPROVAL_CONTEXT, DEFAULT_APPROVER
 from ci_policy.read.checkout import MAX_FILE_BYTES
 from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
@@ -118,12 +119,17 @@ def policy_key(command: Command) -> str:
 class Gateway:
     def __init__(self, api: Api, access: AccessPolicy, config: Config, config_path: Path, *,
                  kinds: frozenset[str] | None = None, token_kind: str = "github-token",
+                 approver: str = DEFAULT_APPROVER,
                  poll: Callable[[float], None] = time.sleep, poll_attempts: int = 5) -> None:
         # `kinds`: the policy commands this job may carry out (its token is scoped to them).
         self.kinds = kinds
         # `token_kind`: "app" (a GitHub App token: its label events start workflow runs) or
         # "github-token" (the job's token: its events start none, so the gateway dispatches).
         self.token_kind = token_kind
+        # `approver`: the login of the identity this gateway's approvals are created by; only
+        # its ci-policy/ok-to-test statuses approve a head.
+        self.approver = approver
+        self.warnings: list[str] = []
         self.api = api
         self.access = access
         self.config = config
@@ -317,9 +323,11 @@ class Gateway:
     def do_rerun_test(self, ctx, command, policy) -> Result:
         sha, pr_body, pull = self.head(ctx)  # the SHA at comment time is the one that runs
         try:
-            trust = decide(lambda: self.api, pull_request_of(pull, f"pull request #{ctx.pull_number}"))
+            trust = decide(lambda: self.api, pull_request_of(pull, f"pull request #{ctx.pull_number}"),
+                           self.approver)
         except InputError as exc:
             raise ApiError(0, exc.message) from None
+        self.warnings.extend(trust.warnings)
         if trust.trust == "untrusted":
             # An outside contributor's code reaches an accelerator runner only once a maintainer
             # approved exactly this head (`/ok-to-test`), as in the pipeline.

@@ -4,9 +4,13 @@
   (`GET /repos/{o}/{r}/pulls/{n}`, so a dispatched run sees the PR's current head and
   labels); the configured repository; an `Api` client.
 - Out: a `plan.trust.PullRequest` (number, head and base SHA, labels, head and base repository,
-  `author_association`), its `TrustDecision` (`plan.trust`; the approval status is read
-  with `GET /repos/{o}/{r}/commits/{head sha}/status`, only for a PR whose origin does not
-  already make it trusted) and, on request, its diff: the API's unified diff
+  `author_association`), its `TrustDecision` (`plan.trust`) and, on request, its diff.
+- The approval is read only for a PR whose origin does not already make it trusted, with
+  `GET /repos/{o}/{r}/commits/{head sha}/statuses` (per_page 100, page 1, 2, ...): the list
+  GitHub returns newest first, each status naming its `creator`, where the combined status
+  keeps one status per context and names no creator. Paging stops at the approver's first
+  ok-to-test status, at a short page, or after `MAX_STATUS_PAGES` pages.
+- The diff: the API's unified diff
   (`Accept: application/vnd.github.diff`) turned into the name-status bytes
   `plan --diff` reads (`read.unified`).
 - A diff the API does not give (too large, an error) or cannot be read is unavailable
@@ -23,11 +27,23 @@ from typing import Any
 
 from ci_policy.adapters.github.api import Api, ApiError
 from ci_policy.errors import InputError
-from ci_policy.plan.trust import APPROVAL_CONTEXT, PullRequest, TrustDecision, decide_trust, trusted_origin
+from ci_policy.plan.trust import (
+    DEFAULT_APPROVER,
+    Approval,
+    CommitStatus,
+    PullRequest,
+    TrustDecision,
+    approval_of,
+    approval_warnings,
+    decide_trust,
+    trusted_origin,
+)
 from ci_policy.read.unified import name_status_from_unified
 
 SHA_RE = re.compile(r"[0-9a-f]{40}")
 DIFF_MEDIA_TYPE = "application/vnd.github.diff"
+STATUS_PAGE = 100       # GitHub's largest page
+MAX_STATUS_PAGES = 10   # 1,000 statuses: GitHub keeps at most 1,000 per SHA and context
 
 
 def _get(data: Any, *path: str) -> Any:
@@ -70,23 +86,38 @@ def fetch_pull_request(api: Api, repository: str, number: int) -> PullRequest:
     return pull_request_of(data, f"the API's pull request {repository}#{number}")
 
 
-def approval_state(api: Api, repository: str, sha: str) -> str | None:
-    """The state of the latest `ci-policy/ok-to-test` status on exactly `sha` (None: none)."""
-    data = api.get(f"/repos/{repository}/commits/{sha}/status", {"per_page": 100})
-    for status in _get(data, "statuses") or []:  # the combined status: the latest one per context
-        if _get(status, "context") == APPROVAL_CONTEXT:
-            state = _get(status, "state")
-            return state if isinstance(state, str) else None
-    return None
+def _status(data: Any) -> CommitStatus:
+    sid, context, state, creator = (_get(data, "id"), _get(data, "context"), _get(data, "state"),
+                                    _get(data, "creator", "login"))
+    return CommitStatus(id=sid if isinstance(sid, int) and not isinstance(sid, bool) else None,
+                        context=context if isinstance(context, str) else None,
+                        state=state if isinstance(state, str) else None,
+                        creator=creator if isinstance(creator, str) else None)
 
 
-def decide(client: Callable[[], Api], pull: PullRequest) -> TrustDecision:
+def approval(api: Api, repository: str, sha: str, approver: str = DEFAULT_APPROVER) -> Approval:
+    """The approver's latest `ci-policy/ok-to-test` state on exactly `sha`, and the ok-to-test
+    statuses others created (ignored), from the statuses listed newest first."""
+    statuses: list[CommitStatus] = []
+    for page in range(1, MAX_STATUS_PAGES + 1):
+        data = api.get(f"/repos/{repository}/commits/{sha}/statuses", {"per_page": STATUS_PAGE, "page": page})
+        if not isinstance(data, list):
+            raise ApiError(0, f"the statuses of {sha} are not a list")
+        statuses.extend(_status(item) for item in data)
+        found = approval_of(statuses, approver)
+        if found.state is not None or len(data) < STATUS_PAGE:
+            return found
+    return Approval(found.state, found.ignored, unread=len(statuses))
+
+
+def decide(client: Callable[[], Api], pull: PullRequest, approver: str = DEFAULT_APPROVER) -> TrustDecision:
     """The PR's trust. `client` is called only when the approval status must be read: a PR
     trusted by its origin needs no request (and its pull_request run may have no token)."""
     origin = trusted_origin(pull.head_repository, pull.base_repository, pull.author_association)
     if origin is not None:
         return decide_trust(origin, None, pull.head_sha)
-    return decide_trust(None, approval_state(client(), pull.base_repository, pull.head_sha), pull.head_sha)
+    found = approval(client(), pull.base_repository, pull.head_sha, approver)
+    return decide_trust(None, found.state, pull.head_sha, approval_warnings(found, approver, pull.head_sha))
 
 
 def fetch_diff(api: Api, repository: str, number: int) -> tuple[bytes | None, str]:

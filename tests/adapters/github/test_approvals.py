@@ -34,7 +34,7 @@ def reply(body: str) -> tuple:
 
 
 def status_of(sha: str) -> tuple:
-    return ("GET", f"{P}/commits/{sha}/status", {"per_page": "100"}, None)
+    return ("GET", f"{P}/commits/{sha}/statuses", {"per_page": "100", "page": "1"}, None)
 
 
 def approval(sha: str, login: str) -> tuple:
@@ -185,3 +185,45 @@ def test_rerun_test_of_an_approval_on_an_older_head_is_refused(fork):
     assert fork.calls() == [perm("maria"), PULL, status_of(MOVED), reply(
         f"> /rerun-test {SFT}\n\n`{MOVED}` is an outside contributor's head that is not approved for CI: a "
         f"maintainer reviews it and comments `/ok-to-test {MOVED}` first.")]
+
+
+# -- approval by identity ------------------------------------------------------------------------------------
+
+def test_rerun_test_ignores_an_approval_another_identity_created_and_says_so(fork):
+    forged = fork.gh.add_status(HEAD, "success", "ci-policy/ok-to-test", creator="mallory",
+                                description="approved by maria")
+    result = fork.run(f"/rerun-test {SFT}", login="maria")
+    assert (result.rc, result.out) == (0, f"ci-policy comment: refused: untrusted head {HEAD} not approved\n")
+    assert result.err == (f"ci-policy comment: warning: ignored the ci-policy/ok-to-test status {forged['id']} on "
+                          f"{HEAD} created by mallory: only one created by github-actions[bot] counts\n")
+    assert fork.calls()[:3] == [perm("maria"), PULL, status_of(HEAD)]
+    assert fork.gh.dispatches == []
+
+
+def test_a_gateway_with_an_app_identity_counts_its_own_approvals_only(fork, capsys):
+    fork.gh.status_creator = "acme-ci[bot]"  # the gateway's token is the App's
+    assert fork.run(f"/ok-to-test {HEAD[:16]}", "--approver", "acme-ci[bot]", login="maria").rc == 0
+    assert [s["creator"]["login"] for s in fork.gh.statuses[HEAD]] == ["acme-ci[bot]"]
+    # A pipeline told the default identity does not take the App's approval ...
+    assert trust(fork, capsys) == "untrusted"
+    # ... and a gateway told the App's does.
+    fork.gh.requests.clear()
+    result = fork.run(f"/rerun-test {SFT}", "--approver", "acme-ci[bot]", login="maria")
+    assert result.out == f"ci-policy comment: done: dispatched rerun-test.yml for {SFT} at {HEAD}\n"
+    assert result.err == ""
+    result = fork.run(f"/rerun-test {SFT}", login="maria")
+    assert result.out == f"ci-policy comment: refused: untrusted head {HEAD} not approved\n"
+
+
+def test_a_later_failure_by_the_gateways_identity_revokes_for_rerun_test(fork):
+    assert fork.run(f"/ok-to-test {HEAD[:16]}", login="maria").rc == 0
+    fork.gh.add_status(HEAD, "failure", "ci-policy/ok-to-test", creator="github-actions[bot]")
+    result = fork.run(f"/rerun-test {SFT}", login="maria")
+    assert result.out == f"ci-policy comment: refused: untrusted head {HEAD} not approved\n"
+
+
+def test_the_gateway_refuses_an_approver_that_is_no_login(fork):
+    result = fork.run(f"/rerun-test {SFT}", "--approver", "acme ci", login="maria")
+    assert (result.rc, result.out) == (2, "")
+    assert result.err.startswith("ci-policy comment: error: --approver: 'acme ci' is not a GitHub login")
+    assert fork.calls() == []

@@ -38,7 +38,7 @@ DIFF = (
 )
 NAME_STATUS = b"M\0docs/guide.md\0A\0tests/e2e/test_fsdp_grpo.py\0"
 PULL = ("GET", f"{P}/pulls/7", {}, None)
-STATUS = ("GET", f"{P}/commits/{HEAD}/status", {"per_page": "100"}, None)
+STATUS = ("GET", f"{P}/commits/{HEAD}/statuses", {"per_page": "100", "page": "1"}, None)
 
 
 def diff_request() -> tuple:
@@ -148,14 +148,12 @@ def test_a_deleted_fork_is_not_the_base_repository(capsys, gh, fork_pr, tmp_path
     assert (rc, as_json(out)["trust"]) == (0, "untrusted")
 
 
-def approve(gh: FakeGitHub, sha: str, state: str = "success") -> None:
-    gh.statuses.setdefault(sha, []).append({"id": 1, "state": state, "context": "ci-policy/ok-to-test",
-                                            "description": "approved by maria", "target_url": None})
+def approve(gh: FakeGitHub, sha: str, state: str = "success", creator: str = "github-actions[bot]") -> dict:
+    return gh.add_status(sha, state, "ci-policy/ok-to-test", creator=creator, description="approved by maria")
 
 
 def test_an_approval_on_the_head_makes_a_fork_pr_approved(capsys, gh, fork_pr, tmp_path, token):
-    gh.statuses[HEAD] = [{"id": 2, "state": "failure", "context": "ci-policy/result", "description": "x",
-                          "target_url": None}]
+    gh.add_status(HEAD, "failure", "ci-policy/result", creator="github-actions[bot]", description="x")
     approve(gh, HEAD)
     rc, out, _err = run(capsys, gh, tmp_path, token, "--format", "json", payload=event())
     assert (rc, as_json(out)["trust"], as_json(out)["trust_reason"]) == (
@@ -336,3 +334,98 @@ def test_exactly_one_source_is_required(capsys, args):
     with pytest.raises(SystemExit) as info:
         main(["pull-request", *args])
     assert info.value.code == 2
+
+
+# -- approval by identity: only the gateway's own ok-to-test statuses count ------------------------------------
+
+def pages(n: int = 1) -> list[tuple]:
+    return [("GET", f"{P}/commits/{HEAD}/statuses", {"per_page": "100", "page": str(page)}, None)
+            for page in range(1, n + 1)]
+
+
+def test_a_success_created_by_another_identity_does_not_approve_and_is_reported(capsys, gh, fork_pr, tmp_path,
+                                                                               token):
+    # Any integration holding `statuses: write` can write this context; only the gateway's identity approves.
+    forged = approve(gh, HEAD, creator="some-ci-app[bot]")
+    rc, out, err = run(capsys, gh, tmp_path, token, "--format", "json", payload=event())
+    assert (rc, as_json(out)["trust"]) == (0, "untrusted")
+    assert as_json(out)["trust_reason"] == f"an outside contributor's head: {HEAD} has no ci-policy/ok-to-test status"
+    assert err == (f"ci-policy pull-request: warning: ignored the ci-policy/ok-to-test status {forged['id']} on "
+                   f"{HEAD} created by some-ci-app[bot]: only one created by github-actions[bot] counts\n")
+    assert gh.calls() == pages(1)
+
+
+def test_the_identitys_success_approves_whatever_others_wrote_after_it(capsys, gh, fork_pr, tmp_path, token,
+                                                                      monkeypatch):
+    output = tmp_path / "github_output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    approve(gh, HEAD)
+    revoke = approve(gh, HEAD, "failure", creator="mallory")  # a user's token with statuses: write
+    rc, out, err = run(capsys, gh, tmp_path, token, "--format", "github", payload=event())
+    assert (rc, err, outputs(output)["trust"]) == (0, "", "approved")
+    assert out.splitlines()[0] == (
+        f"::warning::ci-policy pull-request: ignored the ci-policy/ok-to-test status {revoke['id']} on {HEAD} "
+        "created by mallory: only one created by github-actions[bot] counts")
+
+
+def test_a_later_failure_by_the_identity_revokes(capsys, gh, fork_pr, tmp_path, token):
+    approve(gh, HEAD)
+    approve(gh, HEAD, "failure")
+    approve(gh, HEAD, creator="octo-bot[bot]")  # newer, but not the gateway's
+    rc, out, err = run(capsys, gh, tmp_path, token, "--format", "json", payload=event())
+    assert (rc, as_json(out)["trust"]) == (0, "untrusted")
+    assert as_json(out)["trust_reason"] == (f"an outside contributor's head: {HEAD} has 'failure' as its "
+                                            "ci-policy/ok-to-test status")
+    assert "created by octo-bot[bot]" in err
+
+
+def test_an_app_identity_when_configured(capsys, gh, fork_pr, tmp_path, token):
+    approve(gh, HEAD, creator="github-actions[bot]")
+    rc, out, err = run(capsys, gh, tmp_path, token, "--approver", "acme-ci[bot]", "--format", "json",
+                       payload=event())
+    assert (rc, as_json(out)["trust"]) == (0, "untrusted")
+    assert "created by github-actions[bot]: only one created by acme-ci[bot] counts" in err
+    approve(gh, HEAD, creator="ACME-CI[bot]")  # logins compare case-insensitively, as GitHub's do
+    rc, out, err = run(capsys, gh, tmp_path, token, "--approver", "acme-ci[bot]", "--format", "json",
+                       payload=event())
+    assert (rc, as_json(out)["trust"]) == (0, "approved")
+
+
+def test_the_statuses_are_paged_newest_first_until_the_identitys_approval(capsys, gh, fork_pr, tmp_path, token):
+    approve(gh, HEAD)
+    for i in range(150):  # newer statuses of other contexts push the approval onto page 2
+        gh.add_status(HEAD, "success", f"build/{i}", creator="github-actions[bot]")
+    rc, out, err = run(capsys, gh, tmp_path, token, "--format", "json", payload=event())
+    assert (rc, err, as_json(out)["trust"]) == (0, "", "approved")
+    assert gh.calls() == pages(2)
+
+
+def test_paging_is_bounded_and_says_so(capsys, gh, fork_pr, tmp_path, token):
+    approve(gh, HEAD)
+    for i in range(1000):
+        gh.add_status(HEAD, "pending", f"shard/{i}", creator="github-actions[bot]")
+    rc, out, err = run(capsys, gh, tmp_path, token, "--format", "json", payload=event())
+    assert (rc, as_json(out)["trust"]) == (0, "untrusted")
+    assert gh.calls() == pages(10)
+    assert err == (f"ci-policy pull-request: warning: read the newest 1000 commit statuses of {HEAD} and stopped; "
+                   "none of them is a ci-policy/ok-to-test status created by github-actions[bot]\n")
+
+
+def test_a_creators_login_is_escaped_in_the_warning(capsys, gh, fork_pr, tmp_path, token, monkeypatch):
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "github_output"))
+    forged = approve(gh, HEAD, creator="x\n::error::pwned%")
+    rc, out, _err = run(capsys, gh, tmp_path, token, "--format", "github", payload=event())
+    assert rc == 0
+    assert out.splitlines()[0] == (
+        f"::warning::ci-policy pull-request: ignored the ci-policy/ok-to-test status {forged['id']} on {HEAD} "
+        "created by x%0A::error::pwned%25: only one created by github-actions[bot] counts")
+
+
+@pytest.mark.parametrize("approver", ["", "-bot", "a b", "acme[bot][bot]", "x" * 40, "app[BOT]", "octo/cat"])
+def test_an_approver_that_is_no_login_is_refused_before_any_request(capsys, gh, fork_pr, tmp_path, token,
+                                                                    approver):
+    rc, out, err = run(capsys, gh, tmp_path, token, f"--approver={approver}", payload=event())
+    assert (rc, out) == (2, "")
+    assert err.startswith("ci-policy pull-request: error: --approver: ") and "is not a GitHub login" in err
+    assert "hint: name the identity the comment gateway writes ci-policy/ok-to-test with" in err
+    assert gh.calls() == []
