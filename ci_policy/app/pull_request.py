@@ -25,7 +25,7 @@ from typing import Any
 from ci_policy.adapters.github.api import Api, github_api
 from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, pull_request_of
 from ci_policy.errors import InputError, UsageError
-from ci_policy.plan.trust import DEFAULT_APPROVER, check_login
+from ci_policy.plan.trust import DEFAULT_APPROVER, PullRequest, TrustDecision, check_login
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,8 @@ class PullRequestRequest:
 
 @dataclass(frozen=True)
 class PullRequestResult:
-    pull: Any
-    decision: Any
+    pull: PullRequest
+    decision: TrustDecision
     diff_file: str
     diff_unavailable: str | None = None   # why the diff could not be written
 
