@@ -40,13 +40,10 @@ import re
 import selectors
 import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
-
-from ci_policy.read.diff import Diff, read_diff
 
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry, Kind
@@ -57,6 +54,10 @@ REV_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@^~{}:-]*")
 
 def git_diff(repo: Path, base: str, head: str | None = None, *, timeout: float = 120) -> Diff:
     """Run git diff (no shell); any failure means the diff is unavailable."""
+    # Imported here: a stage job starts git before its other imports
+    # (tests/adapters/test_git.py::test_importing_the_module_loads_neither_the_diff_reader_nor_tempfile).
+    from ci_policy.read.diff import Diff, read_diff
+
     for rev in (base, head):
         if rev is not None and not REV_RE.fullmatch(rev):
             return Diff.unavailable(f"revision {rev!r} is not a plain git revision")
@@ -101,6 +102,8 @@ class _Git:
         self.proc: subprocess.Popen[bytes] | None
         self.stderr: IO[bytes] | None = None
         if errors:
+            import tempfile  # only here: a stage job starts git before its other imports (see git_diff)
+
             self.stderr = tempfile.TemporaryFile()
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -358,3 +358,15 @@ def test_a_blob_id_is_the_id_git_gives_the_file(tmp_path: Path, data: bytes) -> 
     (tmp_path / "linked").symlink_to(tmp_path / "sub")
     assert [git_module.blob_id(tmp_path, rel) for rel in ("link.yml", "linked/f.yml", "sub/none.yml", "sub")] == \
         [None, None, None, None]
+
+
+def test_importing_the_module_loads_neither_the_diff_reader_nor_tempfile() -> None:
+    """A stage job starts git (`start_clean_tree`) before its other imports: the module itself
+    loads only what starting git needs."""
+    import json
+    import sys
+
+    probe = ("import json, sys; import ci_policy.adapters.git; "
+             "print(json.dumps([m for m in ('tempfile', 'ci_policy.read.diff') if m in sys.modules]))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(proc.stdout) == []
