@@ -103,10 +103,12 @@ def approval(api: Api, repository: str, sha: str, approver: str = DEFAULT_APPROV
         data = api.get(f"/repos/{repository}/commits/{sha}/statuses", {"per_page": STATUS_PAGE, "page": page})
         if not isinstance(data, list):
             raise ApiError(0, f"the statuses of {sha} are not a list")
-        statuses.extend(_status(item) for item in data)
-        found = approval_of(statuses, approver)
-        if found.state is not None or len(data) < STATUS_PAGE:
-            return found
+        read = [_status(item) for item in data]
+        statuses.extend(read)
+        # The newest of the approver's statuses decides: once a page holds one, no later page matters.
+        if approval_of(read, approver).state is not None or len(data) < STATUS_PAGE:
+            return approval_of(statuses, approver)
+    found = approval_of(statuses, approver)
     return Approval(found.state, found.ignored, unread=len(statuses))
 
 
