@@ -11,7 +11,7 @@
     POST   /repos/{o}/{r}/issues/comments/{id}/reactions
     GET    /repos/{o}/{r}/pulls/{n}                 (Accept: application/vnd.github.diff: the unified
                                                     diff, or 406 when the PR has none: too large)
-    POST   /repos/{o}/{r}/statuses/{sha}            GET /repos/{o}/{r}/commits/{sha}/status (combined)
+    POST   /repos/{o}/{r}/statuses/{sha}
     GET    /repos/{o}/{r}/commits/{sha}/statuses    (per_page, page; newest first, each with its creator)
     GET    /repos/{o}/{r}/actions/workflows/{wf}/runs
     POST   /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs
@@ -44,8 +44,8 @@
 - Every request is recorded: method, raw path, decoded query, JSON body, Authorization,
   the Host header and the Accept header.
 - Pull requests carry their head repository (a fork unless set to the base), the author's
-  association and a unified diff; commit statuses are kept per SHA and combined as GitHub
-  does (the latest per context). A status the API creates names `status_creator` (default
+  association and a unified diff; commit statuses are kept per SHA, listed newest first as GitHub
+  lists them. A status the API creates names `status_creator` (default
   `github-actions[bot]`, the identity of a workflow's token) as its creator; `add_status`
   adds one by any other creator (another integration holding `statuses: write`).
 - Bounded: request bodies over 1 MiB are refused, at most `max_requests` requests are
@@ -540,19 +540,6 @@ class FakeGitHub:
         """Every status on `sha`, newest first (GitHub's reverse chronological order), paged."""
         return 200, self._page(list(reversed(self.statuses.get(sha, []))), query)
 
-    def api_combined_status(self, sha, *, query, body):
-        """The latest status of each context on `sha`, newest first, as GitHub combines them."""
-        latest: dict[str, dict] = {}
-        for status in self.statuses.get(sha, []):
-            latest.pop(status["context"], None)
-            latest[status["context"]] = status
-        statuses = list(reversed(latest.values()))
-        states = {s["state"] for s in statuses}
-        state = ("failure" if states & {"failure", "error"} else "pending" if states - {"success"} or not statuses
-                 else "success")
-        return 200, {"state": state, "sha": sha, "total_count": len(statuses),
-                     "statuses": copy.deepcopy(self._page(statuses, query))}
-
     def api_tree(self, sha, *, query, body):
         tree = self.trees.get(sha)
         if tree is None:
@@ -652,7 +639,6 @@ ROUTES: list[tuple[str, str, str]] = [
     ("POST", r"actions/runs/(\d+)/rerun-failed-jobs", "rerun_failed"),
     ("POST", r"actions/workflows/(.+)/dispatches", "dispatch"),
     ("POST", r"statuses/([0-9a-f]{40})", "create_status"),
-    ("GET", r"commits/([0-9a-f]{40})/status", "combined_status"),
     ("GET", r"commits/([0-9a-f]{40})/statuses", "list_statuses"),
     ("GET", r"git/trees/([0-9a-f]{40})", "tree"),
     ("GET", r"git/blobs/([0-9a-f]{40})", "blob"),
