@@ -1,7 +1,8 @@
 """The optional extras a subcommand needs, checked before it prints anything.
 
-- In: the parsed arguments (the subcommand, and for `run` and `gate` the store they would
-  open: `--store`, `--store-file`, else `$CI_POLICY_DATABASE_URL`).
+- In: a command's own extra (`cli.main.COMMAND_EXTRAS`), asked before its module is imported;
+  for `run` and `gate`, the parsed arguments naming the store they would open (`--store`,
+  `--store-file`, else `$CI_POLICY_DATABASE_URL`).
 - Out: None when every module the subcommand's adapters import is importable, else the one
   line to print (`this command needs the 'tune' extra: pip install 'ci-policy[tune]'`); the
   caller prints it as `ci-policy COMMAND: error: ...` and exits 2.
@@ -40,13 +41,12 @@ def missing_command_extra(extra: str | None) -> str | None:
     return None
 
 
-def missing_extra(args: argparse.Namespace, extra: str | None) -> str | None:
-    """The message naming the extra to install (`extra`, the command's own, or the store's),
-    or None when nothing is missing."""
-    missing = missing_command_extra(extra)
-    if missing is not None:
-        return missing
-    if args.command in STORE_COMMANDS and _store_kind(args) == "postgresql" and not _importable("postgres"):
+def missing_extra(args: argparse.Namespace) -> str | None:
+    """The message naming the store's extra when the store `run` or `gate` would open needs one
+    that is not installed, else None (a command's own extra is asked before its module is
+    imported: `missing_command_extra`)."""
+    if args.command in STORE_COMMANDS and store_kind(args.store, args.store_file) == "postgresql" \
+            and not _importable("postgres"):
         return "a postgresql:// metric store needs the 'postgres' extra: pip install 'ci-policy[postgres]'"
     return None
 
@@ -58,7 +58,3 @@ def _importable(extra: str) -> bool:
         except ImportError:
             return False
     return True
-
-
-def _store_kind(args: argparse.Namespace) -> str | None:
-    return store_kind(args.store, args.store_file)

@@ -242,7 +242,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from ci_policy.cli.extras import missing_extra
     from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError, read_failure
 
-    missing = missing_extra(args, COMMAND_EXTRAS.get(args.command))
+    missing = missing_extra(args)
     if missing is not None:
         print(f"ci-policy {args.command}: error: {missing}", file=sys.stderr)
         return UsageError.exit_code
