@@ -44,17 +44,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
 from ci_policy import __version__
 from ci_policy.errors import Diagnostic, InputError, UsageError
 from ci_policy.model.registration import Registration
 from ci_policy.plan.document import (
-    CONTENT_ID,
-    TREE,
     GateDoc,
     InputsDoc,
     InvalidDoc,
@@ -75,37 +72,8 @@ if TYPE_CHECKING:  # what `plan_of` and the gates make: imported there, not by a
     from ci_policy.plan.build import Plan
 
 SCHEMA = 1
-# A content id as `ci_policy.adapters.git.content_ids` writes it.
-CONTENT_ID_RE = re.compile(CONTENT_ID)
-TREE_RE = re.compile(TREE)
-_HEX = "0123456789abcdef"
 # A stage as the plan file records it (`plan.document.StageDoc`), each test a `TestRow`.
 FileStage = StageDoc
-
-
-def is_content_id(value: Any) -> TypeGuard[str]:
-    """`CONTENT_ID_RE.fullmatch(value)`, by slicing and stripping (a plan holds one per test file)."""
-    if not isinstance(value, str):
-        return False
-    if value.startswith("git:"):
-        body, size = value[4:], 40
-    elif value.startswith("sha256:"):
-        body, size = value[7:], 64
-    else:
-        return False
-    return len(body) == size and not body.strip(_HEX)
-
-
-# Content ids joined by newlines, each followed by one.
-_CONTENT_IDS_RE = re.compile(r"(?:(?:git:[0-9a-f]{40}|sha256:[0-9a-f]{64})\n)*")
-
-
-def all_content_ids(values: list[Any]) -> bool:
-    """Whether every value `is_content_id`, matched on their joined text (one regex pass in C)."""
-    if not set(map(type, values)) <= {str}:
-        return False
-    text = "\n".join([*values, ""])
-    return text.count("\n") == len(values) and _CONTENT_IDS_RE.fullmatch(text) is not None
 
 
 # How many differences a refusal names before `and K more`.

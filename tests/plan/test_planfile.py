@@ -19,12 +19,9 @@ from render_cases import pr_plan, write_repo
 from ci_policy.app.plan_documents import plan_dict
 from ci_policy.errors import InputError, UsageError
 from ci_policy.plan.planfile import (
-    CONTENT_ID_RE,
     Inputs,
-    all_content_ids,
     check_inputs,
     inputs_dict,
-    is_content_id,
     mismatches,
     read_plan_file,
 )
@@ -44,23 +41,6 @@ def test_a_plain_path_is_one_check_relative_keeps_as_it_is(text):
     assert is_plain_relative(text) == (kept and not control and text != ".")
     if is_plain_relative(text):  # `read.checkout.check_no_symlinks` splits such a path at its slashes
         assert tuple(text.split("/")) == PurePosixPath(text).parts
-
-
-@given(st.text(alphabet="gitsha256:0123456789abcdefABx", max_size=75))
-def test_a_content_id_is_one_the_pattern_matches(text):
-    assert is_content_id(text) == bool(CONTENT_ID_RE.fullmatch(text))
-    for body in ("b" * 40, "0123456789abcdef" * 4):
-        for prefix in ("git:", "sha256:"):
-            assert is_content_id(prefix + body) == bool(CONTENT_ID_RE.fullmatch(prefix + body))
-
-
-_IDS = st.one_of(st.sampled_from([A, B, A + "\n" + B, "git:" + "b" * 39, "sha256:" + "A" * 64, "", None, 1]),
-                 st.text(alphabet="git:b\n", max_size=50))
-
-
-@given(st.lists(_IDS, max_size=5))
-def test_content_ids_checked_together_are_each_checked(values):
-    assert all_content_ids(values) == all(is_content_id(v) for v in values)
 
 
 @given(st.dictionaries(st.sampled_from(["tests/a.py", "tests/b.py", "t/c.py"]), st.sampled_from([A, B])))
