@@ -606,10 +606,7 @@ def decode_fields(cls: type, data: Any, skip: tuple[str, ...] = ()) -> dict[str,
 
 def schema(kind: Any) -> Schema:
     """The JSON Schema of `kind`'s JSON data (without `$schema`, `$id` or title)."""
-    node = _root(kind)
-    if isinstance(node, _Object):
-        node.build()
-    return node.schema()
+    return _root(kind).schema()
 
 
 def decode_each(cls: type, data: Any, skip: tuple[str, ...] = ()) -> tuple[dict[str, Any], list[DecodeError]]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 
 from ci_policy.errors import CiPolicyError, Diagnostic
-from ci_policy.plan.document import PlanDocument, StageDoc
+from ci_policy.plan.document import PlanDocument, StageDoc, TestRow
 from ci_policy.read.codec import encode
 
 if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
@@ -28,7 +28,6 @@ if TYPE_CHECKING:  # the types of what is rendered; the modules that make them i
     from ci_policy.model.registry import Registration
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan, StagePlan
-    from ci_policy.plan.document import TestRow
     from ci_policy.plan.explain import Explanation
     from ci_policy.plan.filerun import FilePlan
     from ci_policy.plan.outcome import Outcome
@@ -108,7 +107,8 @@ def _number_text(value: object) -> str | None:
     return None
 
 
-_TEST_KEYS = ("file", "est_time", "est_source", "line", "marker")
+# A row's keys in `TestRow`'s field order, as the codec writes them.
+_TEST_KEYS = tuple(f.name for f in fields(TestRow))
 
 
 class _TestRows:
