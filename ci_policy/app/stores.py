@@ -16,6 +16,8 @@ import re
 
 from ci_policy.errors import UsageError
 
+# `adapters.store.DATABASE_URL_ENV`, named here: importing the store to read it would load the
+# store's modules on every run, which opens no store unless one is named.
 DATABASE_URL_ENV = "CI_POLICY_DATABASE_URL"
 
 # A password in a URL's user info (`user:pw@`), or a `password=` parameter or libpq keyword.

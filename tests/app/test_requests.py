@@ -61,3 +61,10 @@ def test_a_store_file_holds_one_url(tmp_path) -> None:
     with pytest.raises(UsageError) as err:
         store_url("postgresql://u:pw@h/db", None)
     assert err.value.source == "--store"
+
+
+def test_the_store_url_variable_is_the_stores_own() -> None:
+    from ci_policy.adapters import store
+    from ci_policy.app import stores
+
+    assert stores.DATABASE_URL_ENV == store.DATABASE_URL_ENV
