@@ -18,14 +18,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ci_policy.errors import CiPolicyError
+from ci_policy.read.numbers import MAX_NUMBER
 
 T = TypeVar("T")
 Schema = dict[str, Any]
 # What a field's own check says of a value (read as JSON, before its type is checked): None when it holds.
 Check = Callable[[Any], "str | None"]
 MISSING = dataclasses.MISSING
-# A whole number's largest value, unless its field says otherwise.
-MAX_WHOLE = 10**9
+# A whole number's largest value, unless its field says otherwise: every range is stated in read.numbers.
+MAX_WHOLE = int(MAX_NUMBER)
 
 
 class DecodeError(CiPolicyError, ValueError):
