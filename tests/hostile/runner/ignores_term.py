@@ -13,9 +13,12 @@ register_cuda_ci(est_time=1, suite="gpu", labels=["megatron"])
 
 
 def noted(signum, frame):
-    with open("pids/term.tmp", "w") as fh:
+    # The runner signals the attempt's processes and then their group, so a second SIGTERM can
+    # arrive while this handler runs: each call writes its own temporary file.
+    temporary = f"pids/term.{time.monotonic_ns()}.tmp"
+    with open(temporary, "w") as fh:
         fh.write(str(signum))
-    os.replace("pids/term.tmp", "pids/term")
+    os.replace(temporary, "pids/term")
 
 
 def main():
