@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: create a virtualenv, install ci_policy with its
 # test dependencies, dogfood `ci-policy lint` on this repository, build and check the sdist and
-# wheel, install the Debian packages the tests need (shellcheck, PostgreSQL), then run pytest.
+# wheel, install the Debian packages the tests need (shellcheck, PostgreSQL) and the npm packages
+# of GitHub's expression engine and workflow parser (tests/github_js), then run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,6 +63,26 @@ rm -rf "$dist"
 if ! command -v shellcheck >/dev/null 2>&1; then
   apt_install shellcheck "shellcheck" "for the workflow lint tests" "install Debian's shellcheck package"
 fi
+
+# GitHub's own expression engine and workflow parser (@actions/expressions, @actions/workflow-parser),
+# which the workflow tests run on node (tests/github_js.py): installed exactly as
+# tests/github_js/package-lock.json pins them, the log printed only on failure.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  echo "scripts/test.sh: node and npm are needed: the workflow tests run GitHub's expression engine" \
+       "and workflow parser on node (>= 20); install Debian's nodejs and npm packages" >&2
+  exit 1
+fi
+if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
+  echo "scripts/test.sh: node $(node --version) is too old: @actions/workflow-parser needs node >= 20" >&2
+  exit 1
+fi
+npm_log=$(mktemp)
+if ! npm ci --prefix tests/github_js --no-audit --no-fund --loglevel=error >"$npm_log" 2>&1; then
+  cat "$npm_log" >&2
+  echo "scripts/test.sh: npm ci in tests/github_js failed" >&2
+  exit 1
+fi
+rm -f "$npm_log"
 
 # PostgreSQL server binaries for the metric-history store tests: tests/pgserver.py starts a
 # throwaway server from them (as an unprivileged user when run as root). A machine without

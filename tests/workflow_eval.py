@@ -1,429 +1,51 @@
-"""GitHub Actions, evaluated in the tests: expressions, `if:` conditions, `needs`, matrices.
+"""GitHub Actions, run in the tests: a workflow's job graph for one event, its expressions
+evaluated by GitHub's own engine (tests/github_js.py: `@actions/expressions` and
+`@actions/workflow-parser`, on node).
 
-- Expressions: exactly the subset ci-policy's workflows use, as GitHub evaluates it:
-  literals (`null`, booleans, numbers, 'strings' with '' escapes), the contexts `needs`,
-  `inputs`, `github`, `matrix`, `steps`, `secrets`, `vars`; `!`, `==`, `!=`, `&&`, `||`
-  (returning an operand, not a boolean), parentheses, `.name` (names may hold `-`) and
-  `['name']`/`[0]` access; the functions `always() success() failure() cancelled()
-  contains() startsWith() fromJSON() toJSON() format() join()`. Equality is GitHub's loose
-  equality (strings compared ignoring case; other mixed types compared as numbers; arrays
-  and objects only by identity) and truthiness GitHub's (`null`, `false`, `0`, `NaN`, `''`
-  are false).
-- Refused, as `ExpressionError`: any other operator, context or function, a malformed
-  expression, an unterminated `${{`: a new construct in a workflow fails its test loudly
-  instead of being guessed.
-- `simulate()`: a workflow's job graph for one event: `needs` in order, each job's `if`
-  (with GitHub's implicit `success() &&` when it names no status function), its matrix
-  expanded (a `fromJSON` of an output, `include`, `exclude`), and per matrix entry its
-  `name`, `runs-on`, `container`, `timeout-minutes` and steps (`if`, `env`, `with`).
-  What the steps would do is given by the test: step outputs, or a hook per step that
-  decides its outcome and outputs (e.g. running a bash step, or `ci-policy result`'s rule).
+- In: `simulate(workflow, event, ...)`: a workflow (as PyYAML reads it) and an `Event` (the event
+  name and payload, the caller's `workflow_call` inputs and secrets, vars, github overrides).
+  `needs` in order; each job's `if:` as GitHub makes it a condition (its implicit `success() &&`
+  when it names no status function), with the status functions answering for the job's needs
+  (`Status.job`); its matrix expanded (a `fromJSON` of an output, `include`, `exclude`); per
+  matrix entry its `name`, `runs-on`, `container`, `timeout-minutes` and steps (`if` with
+  `Status.step`, `env`, `with`). What the steps do is given by the test: step outputs, or a hook
+  per step that decides its outcome and outputs (running a bash step, `ci-policy result`'s rule).
+- Each value is evaluated with the contexts GitHub makes available where it stands (workflow
+  syntax, "Context availability"): job `if:`, `strategy`: github, inputs, vars, needs; a job's
+  `name`, `runs-on`, `container`, `timeout-minutes`, `env`: those and strategy, matrix (and
+  secrets for `env`); a step's `if:`, `env`, `with` and the job's `outputs`: those and secrets,
+  steps, job, runner, env. Naming another context fails, as GitHub's parser does.
+- Out: a `Simulation`: per job its result (success, failure, cancelled, skipped), its runs (one
+  per matrix entry, with each step's evaluated env/with, outcome and outputs) and outputs; and
+  the workflow's evaluated `concurrency`.
+- Refused, as `ExpressionError`: what GitHub's engine refuses (its message), an unknown job in
+  `needs`, a cycle, a matrix GitHub would not start (no combination, over 256 jobs).
+
+Expressions alone: `evaluate`, `interpolate`, `condition`, `to_string`, `truthy`, `loose_equal`
+(re-exported from tests/github_js.py).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
-import math
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ci_policy.read.shapes import json_type
-
-CONTEXTS = ("needs", "inputs", "github", "matrix", "steps", "secrets", "vars")
-STATUS_FUNCTIONS = ("always", "success", "failure", "cancelled")
-FUNCTIONS = STATUS_FUNCTIONS + ("contains", "startsWith", "fromJSON", "toJSON", "format", "join")
-
-
-class ExpressionError(Exception):
-    """An expression outside the supported subset, malformed, or failing as it would on GitHub."""
-
-
-# -- values, as GitHub converts them ---------------------------------------------------------
-
-def kind(value: Any) -> str:
-    try:
-        return json_type(value)
-    except TypeError:
-        raise ExpressionError(f"not a value of an expression: {value!r}") from None
-
-
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def to_number(value: Any) -> float:
-    k = kind(value)
-    if k == "null":
-        return 0.0
-    if k == "boolean":
-        return 1.0 if value else 0.0
-    if k == "number":
-        return float(value)
-    if k == "string":
-        text = value.strip()
-        if text == "":
-            return 0.0
-        if re.fullmatch(r"0x[0-9a-fA-F]+", text):
-            return float(int(text, 16))
-        return float(text) if _NUMBER.fullmatch(text) else math.nan
-    return math.nan
-
-
-def truthy(value: Any) -> bool:
-    k = kind(value)
-    if k == "null":
-        return False
-    if k == "boolean":
-        return bool(value)
-    if k == "number":
-        return value != 0 and not math.isnan(value)
-    if k == "string":
-        return value != ""
-    return True
-
-
-def to_string(value: Any) -> str:
-    k = kind(value)
-    if k == "null":
-        return ""
-    if k == "boolean":
-        return "true" if value else "false"
-    if k == "number":
-        return str(int(value)) if float(value).is_integer() else repr(float(value))
-    if k == "string":
-        return value
-    return "Array" if k == "array" else "Object"
-
-
-def loose_equal(a: Any, b: Any) -> bool:
-    ka, kb = kind(a), kind(b)
-    if ka != kb:
-        if {ka, kb} & {"array", "object"}:
-            return False
-        return to_number(a) == to_number(b)  # NaN equals nothing
-    if ka == "string":
-        return a.casefold() == b.casefold()
-    if ka == "number":
-        return float(a) == float(b)
-    if ka in ("array", "object"):
-        return a is b
-    return bool(a == b)
-
-
-def to_json(value: Any) -> str:
-    return json.dumps(value, indent=2)
-
-
-def from_json(text: Any) -> Any:
-    try:
-        return json.loads(to_string(text))
-    except ValueError as exc:
-        raise ExpressionError(f"fromJSON: not JSON: {to_string(text)!r} ({exc})") from None
-
-
-def format_(fmt: Any, *args: Any) -> str:
-    text, out, i = to_string(fmt), [], 0
-    while i < len(text):
-        c = text[i]
-        if text.startswith("{{", i) or text.startswith("}}", i):
-            out.append(c)
-            i += 2
-        elif c == "{":
-            m = re.compile(r"\{(\d+)\}").match(text, i)
-            if not m or int(m.group(1)) >= len(args):
-                raise ExpressionError(f"format: invalid placeholder in {text!r}")
-            out.append(to_string(args[int(m.group(1))]))
-            i = m.end()
-        elif c == "}":
-            raise ExpressionError(f"format: unbalanced '}}' in {text!r}")
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
-def contains(search: Any, item: Any) -> bool:
-    if kind(search) == "array":
-        return any(loose_equal(x, item) for x in search)
-    return to_string(item).casefold() in to_string(search).casefold()
-
-
-def join(value: Any, separator: Any = ",") -> str:
-    if kind(value) == "array":
-        return to_string(separator).join(to_string(x) for x in value)
-    return to_string(value)
-
-
-def get(container: Any, key: Any) -> Any:
-    """`a.b` and `a['b']`/`a[0]`: null when absent; object keys match ignoring case, as on GitHub."""
-    if isinstance(container, dict):
-        name = to_string(key)
-        if name in container:
-            return container[name]
-        for k, v in container.items():
-            if k.casefold() == name.casefold():
-                return v
-        return None
-    if isinstance(container, list) and kind(key) == "number":
-        index = to_number(key)
-        if index.is_integer() and 0 <= index < len(container):
-            return container[int(index)]
-    return None
-
-
-# -- expressions --------------------------------------------------------------------------------
-
-_TOKEN = re.compile(r"""\s*(?:
-    (?P<number>0x[0-9a-fA-F]+|-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
-  | (?P<string>'(?:[^']|'')*')
-  | (?P<op>==|!=|&&|\|\||<=|>=|[!()\[\].,<>*])
-  | (?P<name>[A-Za-z_][A-Za-z0-9_-]*)
-)""", re.VERBOSE)
-
-_UNSUPPORTED_OPS = ("<", ">", "<=", ">=", "*")
-
-
-def tokenize(text: str) -> list[tuple[str, str]]:
-    tokens, i = [], 0
-    while i < len(text):
-        if text[i:].strip() == "":
-            break
-        m = _TOKEN.match(text, i)
-        if not m or m.end() == i:
-            raise ExpressionError(f"cannot read {text[i:]!r} in {text!r}")
-        kind_ = m.lastgroup
-        assert kind_ is not None
-        value = m.group(kind_)
-        if kind_ == "op" and value in _UNSUPPORTED_OPS:
-            raise ExpressionError(f"operator {value!r} is not supported: {text!r}")
-        tokens.append((kind_, value))
-        i = m.end()
-    return tokens
-
-
-@dataclass(frozen=True)
-class Status:
-    """What the status functions answer where the expression is evaluated."""
-
-    success: bool = True
-    failure: bool = False
-    cancelled: bool = False
-
-
-class _Parser:
-    """Recursive descent over GitHub's precedence: `!` > `==` `!=` > `&&` > `||`."""
-
-    def __init__(self, text: str):
-        self.text = text
-        self.tokens = tokenize(text)
-        self.pos = 0
-
-    def peek(self) -> tuple[str, str] | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
-
-    def take(self, value: str | None = None) -> tuple[str, str]:
-        token = self.peek()
-        if token is None or (value is not None and token[1] != value):
-            raise ExpressionError(f"expected {value or 'more'} in {self.text!r}")
-        self.pos += 1
-        return token
-
-    def at(self, *values: str) -> bool:
-        token = self.peek()
-        return token is not None and token[0] == "op" and token[1] in values
-
-    def parse(self) -> tuple:
-        if not self.tokens:
-            raise ExpressionError("empty expression")
-        node = self.or_()
-        if self.peek() is not None:
-            raise ExpressionError(f"unexpected {self.peek()[1]!r} in {self.text!r}")  # type: ignore[index]
-        return node
-
-    def or_(self) -> tuple:
-        node = self.and_()
-        while self.at("||"):
-            self.take()
-            node = ("or", node, self.and_())
-        return node
-
-    def and_(self) -> tuple:
-        node = self.eq()
-        while self.at("&&"):
-            self.take()
-            node = ("and", node, self.eq())
-        return node
-
-    def eq(self) -> tuple:
-        node = self.unary()
-        while self.at("==", "!="):
-            op = self.take()[1]
-            node = (op, node, self.unary())
-        return node
-
-    def unary(self) -> tuple:
-        if self.at("!"):
-            self.take()
-            return ("not", self.unary())
-        return self.postfix()
-
-    def postfix(self) -> tuple:
-        node = self.primary()
-        while self.at(".", "["):
-            if self.take()[1] == ".":
-                kind_, name = self.take()
-                if kind_ != "name":
-                    raise ExpressionError(f"expected a property name after '.' in {self.text!r}")
-                node = ("get", node, ("lit", name))
-            else:
-                node = ("get", node, self.or_())
-                self.take("]")
-        return node
-
-    def primary(self) -> tuple:
-        kind_, value = self.take()
-        if kind_ == "number":
-            return ("lit", float(int(value, 16)) if value.startswith("0x") else float(value))
-        if kind_ == "string":
-            return ("lit", value[1:-1].replace("''", "'"))
-        if kind_ == "op":
-            if value != "(":
-                raise ExpressionError(f"unexpected {value!r} in {self.text!r}")
-            node = self.or_()
-            self.take(")")
-            return node
-        if value in ("true", "false"):
-            return ("lit", value == "true")
-        if value == "null":
-            return ("lit", None)
-        if self.at("("):
-            if value not in FUNCTIONS:
-                raise ExpressionError(f"function {value}() is not supported: {self.text!r}")
-            self.take("(")
-            args = []
-            if not self.at(")"):
-                args.append(self.or_())
-                while self.at(","):
-                    self.take()
-                    args.append(self.or_())
-            self.take(")")
-            return ("call", value, tuple(args))
-        if value not in CONTEXTS:
-            raise ExpressionError(f"context {value!r} is not supported: {self.text!r}")
-        return ("ctx", value)
-
-
-_ARITY = {"always": (0, 0), "success": (0, 0), "failure": (0, 0), "cancelled": (0, 0), "contains": (2, 2),
-          "startsWith": (2, 2), "fromJSON": (1, 1), "toJSON": (1, 1), "format": (1, 99), "join": (1, 2)}
-
-
-def _eval(node: tuple, ctx: Mapping[str, Any], status: Status) -> Any:
-    op = node[0]
-    if op == "lit":
-        return node[1]
-    if op == "ctx":
-        if node[1] not in ctx:
-            raise ExpressionError(f"context {node[1]!r} is not available here")
-        return ctx[node[1]]
-    if op == "get":
-        return get(_eval(node[1], ctx, status), _eval(node[2], ctx, status))
-    if op == "not":
-        return not truthy(_eval(node[1], ctx, status))
-    if op == "and":
-        left = _eval(node[1], ctx, status)
-        return _eval(node[2], ctx, status) if truthy(left) else left
-    if op == "or":
-        left = _eval(node[1], ctx, status)
-        return left if truthy(left) else _eval(node[2], ctx, status)
-    if op in ("==", "!="):
-        equal = loose_equal(_eval(node[1], ctx, status), _eval(node[2], ctx, status))
-        return equal if op == "==" else not equal
-    if op == "call":
-        name, arg_nodes = node[1], node[2]
-        low, high = _ARITY[name]
-        if not low <= len(arg_nodes) <= high:
-            raise ExpressionError(f"{name}() takes {low}..{high} arguments, got {len(arg_nodes)}")
-        if name in STATUS_FUNCTIONS:
-            return {"always": True, "success": status.success and not status.cancelled,
-                    "failure": status.failure, "cancelled": status.cancelled}[name]
-        args = [_eval(a, ctx, status) for a in arg_nodes]
-        if name == "contains":
-            return contains(*args)
-        if name == "startsWith":
-            return to_string(args[0]).casefold().startswith(to_string(args[1]).casefold())
-        if name == "fromJSON":
-            return from_json(args[0])
-        if name == "toJSON":
-            return to_json(args[0])
-        if name == "format":
-            return format_(*args)
-        return join(*args)
-    raise AssertionError(op)  # pragma: no cover
-
-
-def evaluate(expression: str, ctx: Mapping[str, Any], status: Status = Status()) -> Any:
-    """The value of a bare expression (the text inside `${{ }}`)."""
-    return _eval(_Parser(expression).parse(), ctx, status)
-
-
-def uses_status_function(expression: str) -> bool:
-    return any(kind_ == "name" and value in STATUS_FUNCTIONS for kind_, value in tokenize(expression))
-
-
-def _pieces(text: str) -> list[tuple[str, str]]:
-    """A YAML string as ('text', ...) and ('expr', ...) pieces; `}}` inside a string literal is text."""
-    out, i = [], 0
-    while True:
-        start = text.find("${{", i)
-        if start < 0:
-            out.append(("text", text[i:]))
-            return [p for p in out if p[1] or p[0] == "expr"]
-        out.append(("text", text[i:start]))
-        j, quoted = start + 3, False
-        while True:
-            if j >= len(text):
-                raise ExpressionError(f"unterminated ${{{{ in {text!r}")
-            if text[j] == "'":
-                quoted = not quoted
-            elif not quoted and text.startswith("}}", j):
-                break
-            j += 1
-        out.append(("expr", text[start + 3:j]))
-        i = j + 2
-
-
-def interpolate(value: Any, ctx: Mapping[str, Any], status: Status = Status()) -> Any:
-    """A workflow value with its `${{ }}` evaluated: a lone expression keeps its type; text around
-    one or more expressions makes a string. Lists and mappings are interpolated item by item."""
-    if isinstance(value, list):
-        return [interpolate(v, ctx, status) for v in value]
-    if isinstance(value, dict):
-        return {k: interpolate(v, ctx, status) for k, v in value.items()}
-    if not isinstance(value, str):
-        return value
-    pieces = _pieces(value)
-    if len(pieces) == 1 and pieces[0][0] == "expr" and value.strip() == value:
-        return evaluate(pieces[0][1], ctx, status)
-    return "".join(p if k == "text" else to_string(evaluate(p, ctx, status)) for k, p in pieces)
-
-
-def condition(text: Any, ctx: Mapping[str, Any], status: Status) -> bool:
-    """A job's or step's `if:`: `${{ }}` optional; without a status function, `success() && (...)`."""
-    if text is None:
-        return status.success and not status.cancelled
-    if isinstance(text, bool):
-        text = "true" if text else "false"
-    source = str(text).strip()
-    pieces = _pieces(source)
-    if len(pieces) == 1 and pieces[0][0] == "expr":
-        source = pieces[0][1]
-    elif any(k == "expr" for k, _ in pieces):
-        raise ExpressionError(f"`if:` mixes text and ${{{{ }}}}, which is always true on GitHub: {text!r}")
-    if not uses_status_function(source):
-        source = f"success() && ({source})"
-    return truthy(evaluate(source, ctx, status))
+from github_js import (
+    ExpressionError,
+    Status,
+    condition,
+    evaluate,
+    interpolate,
+    loose_equal,
+    to_string,
+    truthy,
+)
+
+__all__ = ["Event", "ExpressionError", "JobResult", "JobRun", "Simulation", "Status", "StepRun", "call_inputs",
+           "condition", "evaluate", "expand_matrix", "interpolate", "loose_equal", "simulate", "to_string",
+           "truthy", "workflow_triggers"]
 
 
 # -- the job graph ------------------------------------------------------------------------------
@@ -591,9 +213,10 @@ def simulate(workflow: dict, event: Event, *,
     github = {"event_name": event.name, "event": event.payload, "ref": "refs/heads/main", "sha": "f" * 40,
               "repository": "octo/gpu-repo", "run_id": "1001", "run_attempt": "1", "workflow": "PR Test",
               "server_url": "https://github.com", "actor": "octocat", "token": "***", **event.github}
-    base = {"github": github, "inputs": event.inputs, "secrets": {"GITHUB_TOKEN": "***", **event.secrets},
-            "vars": event.vars}
+    secrets = {"GITHUB_TOKEN": "***", **event.secrets}
+    base = {"github": github, "inputs": event.inputs, "vars": event.vars}
     concurrency = interpolate(workflow.get("concurrency", {}), base)
+    workflow_env = interpolate(workflow.get("env", {}), {**base, "secrets": secrets})
     jobs = workflow["jobs"]
     done: dict[str, JobResult] = {}
 
@@ -608,31 +231,35 @@ def simulate(workflow: dict, event: Event, *,
         if job_id in kept:
             done[job_id] = kept[job_id]
             continue
-        ups = [done[a].result for a in ancestors(job_id)]
-        status = Status(success=all(r == "success" for r in ups), failure="failure" in ups,
-                        cancelled=event.cancelled)
+        status = Status.job([done[a].result for a in ancestors(job_id)], cancelled=event.cancelled)
         ctx = {**base, "needs": {n: {"result": done[n].result, "outputs": done[n].outputs} for n in _needs(job)}}
         if not condition(job.get("if"), ctx, status):
             done[job_id] = JobResult(job_id, "skipped", [], {})
             continue
-        matrix_spec = job.get("strategy", {}).get("matrix")
+        strategy = job.get("strategy", {})
+        matrix_spec = strategy.get("matrix")
         entries: list[dict | None] = expand_matrix(interpolate(matrix_spec, ctx)) if matrix_spec is not None \
             else [None]
         runs, outputs = [], {}
-        for entry in entries:
-            jctx = {**ctx, "matrix": entry or {}}
+        for index, entry in enumerate(entries):
+            jctx = {**ctx, "matrix": entry or {},
+                    "strategy": {"fail-fast": strategy.get("fail-fast", True), "job-index": index,
+                                 "job-total": len(entries), "max-parallel": strategy.get("max-parallel", len(entries))}}
+            job_env = {**workflow_env, **interpolate(job.get("env", {}), {**jctx, "secrets": secrets,
+                                                                          "env": workflow_env})}
             steps: list[StepRun] = []
             steps_ctx: dict = {}
             for step in job.get("steps", []):
                 failed = any(s.outcome == "failure" and not s.step.get("continue-on-error") for s in steps)
-                sstatus = Status(success=not failed, failure=failed, cancelled=event.cancelled)
-                sctx = {**jctx, "steps": steps_ctx}
+                sctx = {**jctx, "secrets": secrets, "steps": steps_ctx, "env": job_env,
+                        "job": {"status": "failure" if failed else "success"},
+                        "runner": {"os": "Linux", "arch": "X64", "name": "runner", "temp": "/tmp"}}
                 sid = step.get("id")
-                if not condition(step.get("if"), sctx, sstatus):
+                if not condition(step.get("if"), sctx, Status.step(failed, cancelled=event.cancelled)):
                     run = StepRun(sid, step.get("name"), False, "skipped", {}, {}, {}, step)
                 else:
-                    env = interpolate(step.get("env", {}), sctx, sstatus)
-                    with_ = interpolate(step.get("with", {}), sctx, sstatus)
+                    env = interpolate(step.get("env", {}), sctx)
+                    with_ = interpolate(step.get("with", {}), {**sctx, "env": {**job_env, **env}})
                     view = {"env": env, "with": with_, "matrix": entry, "step": step}
                     if (job_id, sid) in hooks:
                         outcome, outs = hooks[(job_id, sid)](view)
@@ -645,7 +272,8 @@ def simulate(workflow: dict, event: Event, *,
             forced = results[job_id](entry) if job_id in results else None
             failed = any(s.outcome == "failure" and not s.step.get("continue-on-error") for s in steps)
             result = forced or ("failure" if failed else "success")
-            octx = {**jctx, "steps": steps_ctx}
+            octx = {**jctx, "secrets": secrets, "steps": steps_ctx, "env": job_env, "job": {"status": result},
+                    "runner": {"os": "Linux", "arch": "X64", "name": "runner", "temp": "/tmp"}}
             for name, value in interpolate(job.get("outputs", {}), octx).items():
                 if value not in (None, ""):
                     outputs[name] = value

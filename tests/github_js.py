@@ -1,0 +1,212 @@
+"""GitHub's own Actions code in the tests: `@actions/expressions` and `@actions/workflow-parser`.
+
+The workflow tests evaluate expressions and load workflows with the code behind GitHub's Actions
+language service (npm, pinned by tests/github_js/package-lock.json; scripts/test.sh installs it
+with `npm ci`), not with a model of it written here. One node process (tests/github_js/bridge.mjs)
+answers JSON lines for the whole pytest session.
+
+- In: `interpolate(value, context)`: a workflow value (string, number, list, mapping, as read
+  from YAML) with its `${{ }}` evaluated as the template reader does it (a lone expression keeps
+  its type; text around expressions is its `format()` call). `condition(if_, context, status)`: a
+  job's or step's `if:` (None, a bool or text, `${{ }}` optional) as GitHub makes it a condition
+  (`success() && (...)` unless a status function is named) -> bool. `evaluate(expression,
+  context, status)`: a bare expression. `context` maps context names (github, inputs, needs,
+  matrix, steps, secrets, vars, env, job, strategy, runner) to their JSON values; `status` says
+  what the status functions answer where the `if:` is evaluated: `Status.job(needed results)`
+  for a job-level `if:` (success() when every job it needs, transitively, succeeded; failure()
+  when one failed), `Status.step(failed, cancelled)` for a step-level one (the job's status so far).
+- In: `parse_errors(path)`: a workflow or action file (`action.yml`/`action.yaml`) loaded by
+  `@actions/workflow-parser` (schema, expressions, contexts allowed where they are used, jobs,
+  needs, matrices) -> its errors, each "FILE (Line: L, Col: C): message"; [] when GitHub would load it.
+- In: `coerce(value, other)`: the engine's own string conversion, truthiness and loose equality
+  of JSON values.
+- Out: JSON values (numbers as int or float; NaN and infinities as float).
+- Refused, as `ExpressionError` with the engine's own message: a context the caller did not give
+  ("Unrecognized named-value"), a status function outside `if:`, a malformed or unterminated
+  expression, a function failing (fromJSON of non-JSON, format's bad placeholder), an insert
+  directive, status functions given job names as arguments (not modelled).
+- Refused, as `GitHubJsMissing`: node or the npm packages not installed (run scripts/test.sh, or
+  `npm ci --prefix tests/github_js`), with that fix in the message; the tests fail, never skip.
+
+Driving an event through a workflow's jobs with this engine: `workflow_eval.simulate()`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import shutil
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent / "github_js"
+BRIDGE = HERE / "bridge.mjs"
+PACKAGES = ("@actions/expressions", "@actions/workflow-parser")
+
+
+class ExpressionError(Exception):
+    """GitHub's engine refused an expression or a value, or failed evaluating it."""
+
+
+class GitHubJsMissing(RuntimeError):
+    """node or the pinned npm packages are not installed."""
+
+
+@dataclass(frozen=True)
+class Status:
+    """What the status functions answer where an `if:` is evaluated."""
+
+    success: bool = True
+    failure: bool = False
+    cancelled: bool = False
+
+    @classmethod
+    def job(cls, needed: Sequence[str], cancelled: bool = False) -> Status:
+        """A job's `if:`: `needed` are the results of every job it needs, directly or not."""
+        return cls(success=all(r == "success" for r in needed), failure="failure" in needed, cancelled=cancelled)
+
+    @classmethod
+    def step(cls, failed: bool, cancelled: bool = False) -> Status:
+        """A step's `if:`: `failed` when an earlier step of the job failed (not continue-on-error)."""
+        return cls(success=not failed, failure=failed, cancelled=cancelled)
+
+
+def _encode(value: Any) -> Any:
+    """JSON has no NaN or infinity; the bridge reads {"$number": "NaN"} as that number."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$number": "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")}
+    if isinstance(value, Mapping):
+        return {str(k): _encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(obj: dict) -> Any:
+    if set(obj) == {"$number"}:
+        return float(obj["$number"])
+    return obj
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(_encode(value), allow_nan=False)
+
+
+class _Bridge:
+    """The node process, started on first use and ended when Python exits."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> subprocess.Popen[str]:
+        node = shutil.which("node")
+        if node is None:
+            raise GitHubJsMissing("node is not installed: the workflow tests run GitHub's own expression engine "
+                                  "and workflow parser on node (>= 20); install Debian's nodejs and npm")
+        missing = [p for p in PACKAGES if not (HERE / "node_modules" / p / "package.json").is_file()]
+        if missing:
+            raise GitHubJsMissing(f"{', '.join(missing)} not installed in tests/github_js/node_modules: "
+                                  "run scripts/test.sh, or `npm ci --prefix tests/github_js`")
+        proc = subprocess.Popen([node, str(BRIDGE)], cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1)
+        atexit.register(self.close)
+        return proc
+
+    def close(self) -> None:
+        if self._proc is not None:
+            proc, self._proc = self._proc, None
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def ask(self, request: dict) -> Any:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = self._start()
+            proc = self._proc
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            proc.stdin.write(json.dumps(request, allow_nan=False) + "\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+            if not line:
+                self._proc = None
+                raise GitHubJsMissing(f"the node bridge ended: {proc.stderr.read().strip()}")
+        answer = json.loads(line, object_hook=_decode)
+        if not answer["ok"]:
+            raise ExpressionError(answer["error"])
+        return answer["value"]
+
+
+_BRIDGE = _Bridge()
+
+
+def _status(status: Status | None) -> dict | None:
+    if status is None:
+        return None
+    return {"success": status.success, "failure": status.failure, "cancelled": status.cancelled}
+
+
+def evaluate(expression: str, context: Mapping[str, Any], status: Status | None = Status()) -> Any:
+    """The value of a bare expression (the text inside `${{ }}`); status functions only with a status."""
+    return _BRIDGE.ask({"op": "evaluate", "expression": expression, "context": _dumps(context),
+                        "status": _status(status)})
+
+
+def interpolate(value: Any, context: Mapping[str, Any]) -> Any:
+    """A workflow value with its `${{ }}` evaluated, item by item in lists and mappings."""
+    return _BRIDGE.ask({"op": "interpolate", "value": _encode(value), "context": _dumps(context)})
+
+
+def condition(if_: Any, context: Mapping[str, Any], status: Status) -> bool:
+    """A job's or step's `if:` (None when absent)."""
+    answer = _BRIDGE.ask({"op": "condition", "if": if_, "context": _dumps(context), "status": _status(status)})
+    return bool(answer["value"])
+
+
+def condition_expression(if_: Any, context_names: Sequence[str]) -> str:
+    """The expression GitHub evaluates for an `if:` (with its implicit `success() && (...)`)."""
+    answer = _BRIDGE.ask({"op": "condition", "if": if_, "context": _dumps(dict.fromkeys(context_names)),
+                          "status": _status(Status())})
+    return str(answer["expression"])
+
+
+@dataclass(frozen=True)
+class Coerced:
+    string: str
+    truthy: bool
+    equals: bool
+
+
+def coerce(value: Any, other: Any = None) -> Coerced:
+    """The engine's string conversion and truthiness of `value`, and whether `value == other`."""
+    answer = _BRIDGE.ask({"op": "coerce", "value": _dumps(value), "other": _dumps(other)})
+    return Coerced(answer["string"], answer["truthy"], answer["equals"])
+
+
+def to_string(value: Any) -> str:
+    return coerce(value).string
+
+
+def truthy(value: Any) -> bool:
+    return coerce(value).truthy
+
+
+def loose_equal(a: Any, b: Any) -> bool:
+    return coerce(a, b).equals
+
+
+def parse_errors(path: Path, name: str | None = None) -> list[str]:
+    """`@actions/workflow-parser`'s errors for a workflow or action file; `name` labels them."""
+    kind = "action" if path.name in ("action.yml", "action.yaml") else "workflow"
+    return list(_BRIDGE.ask({"op": "parse", "name": name or str(path), "content": path.read_text(encoding="utf-8"),
+                             "kind": kind}))
