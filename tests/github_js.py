@@ -67,7 +67,9 @@ class Status:
 
     @classmethod
     def job(cls, needed: Sequence[str], cancelled: bool = False) -> Status:
-        """A job's `if:`: `needed` are the results of every job it needs, directly or not."""
+        """A job's `if:`: `needed` are the results of every job it needs, directly or not ("if
+        you have a chain of dependent jobs, failure() returns true if any ancestor job fails",
+        Expressions; a skipped ancestor makes success() false, so its dependants skip too)."""
         return cls(success=all(r == "success" for r in needed), failure="failure" in needed, cancelled=cancelled)
 
     @classmethod

@@ -33,7 +33,7 @@ from workflow_eval import (
     JobRun,
     Simulation,
     Status,
-    call_inputs,
+    call_event,
     condition,
     evaluate,
     expand_matrix,
@@ -239,6 +239,66 @@ def test_simulate_resolves_needs_and_skips_what_a_failure_skips():
         simulate({"jobs": {"a": {"needs": "z", "runs-on": "x"}, "z": {"needs": "a", "runs-on": "x"}}}, Event("push"))
 
 
+CALLEE = {"on": {"workflow_call": {"inputs": {"ref": {"type": "string", "required": True},
+                                               "mode": {"type": "string", "default": "fast"}},
+                                    "secrets": {"token": {"required": True}, "extra": {}}}},
+          "jobs": {}}
+
+
+def caller_of(with_: dict, secrets: dict | str) -> dict:
+    return {"name": "Caller", "on": {"workflow_dispatch": {"inputs": {"pr": {"type": "string", "default": "0"},
+                                                                     "go": {"type": "boolean"}}}},
+            "jobs": {"call": {"uses": "o/r/.github/workflows/x.yml@" + "c" * 40, "with": with_, "secrets": secrets}}}
+
+
+def test_a_call_evaluates_with_and_secrets_in_the_callers_context():
+    caller = caller_of({"ref": "${{ inputs.pr }}-${{ inputs.go }}-${{ github.workflow }}"},
+                       {"token": "${{ secrets.T }}"})
+    called = call_event(caller, "call", CALLEE, Event("workflow_dispatch", {}, {"pr": "7"}, {"T": "t0"},
+                                                      github={"sha": HEAD}))
+    assert (called.inputs, called.secrets) == ({"ref": "7-false-Caller", "mode": "fast"}, {"token": "t0"})
+    # The callee's github context is the caller's, its workflow the caller's name.
+    assert (called.github["workflow"], called.github["sha"], called.name) == ("Caller", HEAD, "workflow_dispatch")
+    # No inputs context but a dispatch's: `inputs.pr` is null on a push.
+    pushed = call_event(caller, "call", CALLEE, Event("push", {}, {}, {"T": "t0"}))
+    assert pushed.inputs["ref"] == "--Caller"
+    inherited = call_event(caller_of({"ref": "x"}, "inherit"), "call", CALLEE, Event("push", {}, {}, {"T": "t0"}))
+    assert inherited.secrets == {"T": "t0"}
+
+
+@pytest.mark.parametrize("with_, secrets, event_inputs, message", [
+    ({"ref": "x", "other": "y"}, {"token": "t"}, {}, r"inputs not declared by the workflow: \['other'\]"),
+    ({}, {"token": "t"}, {}, "required input 'ref' not given"),
+    ({"ref": "x"}, {"token": "t", "nope": "n"}, {}, r"secrets not declared by the called workflow: \['nope'\]"),
+    ({"ref": "x"}, {"extra": "e"}, {}, r"required secrets not passed: \['token'\]"),
+    ({"ref": "x"}, {"token": "t"}, {"nope": "1"}, r"workflow_dispatch inputs not declared by the workflow: \['nope'\]"),
+    ({"ref": "${{ secrets.T }}"}, {"token": "t"}, {}, "Unrecognized named-value: 'secrets'"),
+])
+def test_a_call_github_would_refuse_is_refused(with_, secrets, event_inputs, message):
+    with pytest.raises(ExpressionError, match=message):
+        call_event(caller_of(with_, secrets), "call", CALLEE, Event("workflow_dispatch", {}, event_inputs, {"T": "t"}))
+
+
+@pytest.mark.parametrize("needed, status", [
+    ([], Status(True, False, False)), (["success", "success"], Status(True, False, False)),
+    (["success", "skipped"], Status(False, False, False)), (["failure", "skipped"], Status(False, True, False)),
+    (["cancelled"], Status(False, False, False)),
+])
+def test_a_jobs_status_is_its_ancestors(needed, status):
+    assert Status.job(needed) == status
+
+
+def test_a_job_if_sees_only_the_contexts_github_gives_it():
+    workflow = {"jobs": {"a": {"if": "secrets.T != ''", "runs-on": "x", "steps": []}}}
+    with pytest.raises(ExpressionError, match="Unrecognized named-value: 'secrets'"):
+        simulate(workflow, Event("push", secrets={"T": "t"}))
+    workflow = {"env": {"W": "w"}, "jobs": {"a": {"runs-on": "x", "env": {"J": "${{ env.W }}-j"}, "steps": [
+        {"id": "s", "if": "env.J == 'w-j' && job.status == 'success'", "env": {"S": "${{ secrets.T }}"},
+         "with": {"v": "${{ env.S }}/${{ strategy.job-total }}"}}]}}}
+    [run] = simulate(workflow, Event("push", secrets={"T": "t"})).jobs["a"].runs
+    assert (run.steps[0].ran, run.steps[0].env, run.steps[0].with_) == (True, {"S": "t"}, {"v": "t/1"})
+
+
 # -- the pipeline, evaluated ---------------------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -393,16 +453,11 @@ SCENARIOS = {
 
 
 def caller_event(s: Scenario, run_attempt: str = "1") -> Event:
-    """The pipeline's view of the run: the caller's `with:` and `secrets:` evaluated for the event."""
+    """The pipeline's view of the run: the caller's job called for the scenario's event."""
     caller = load(CALLER)
-    [job] = caller["jobs"].values()
-    github = {"event_name": s.event, "event": s.payload, "ref": "refs/heads/main", "sha": HEAD,
-              "run_attempt": run_attempt, **s.github}
-    ctx = {"github": github, "inputs": {"pull-request": "", "cadence": "", **s.dispatch}, "secrets": SECRETS,
-           "vars": {}}
-    given = interpolate(job["with"], ctx)
-    secrets = interpolate(job["secrets"], ctx)
-    return Event(s.event, s.payload, call_inputs(load(PIPELINE), given), secrets, github=github)
+    [job_id] = caller["jobs"]
+    github = {"ref": "refs/heads/main", "sha": HEAD, "run_attempt": run_attempt, **s.github}
+    return call_event(caller, job_id, load(PIPELINE), Event(s.event, s.payload, s.dispatch, SECRETS, github=github))
 
 
 def prepare_workspace(s: Scenario, workspace: Path) -> None:

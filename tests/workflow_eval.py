@@ -21,6 +21,13 @@ evaluated by GitHub's own engine (tests/github_js.py: `@actions/expressions` and
 - Refused, as `ExpressionError`: what GitHub's engine refuses (its message), an unknown job in
   `needs`, a cycle, a matrix GitHub would not start (no combination, over 256 jobs).
 
+- `call_event(caller, job_id, callee, event)`: the `Event` a reusable workflow sees when a
+  caller's job calls it (its `with:` and `secrets:` evaluated in the caller's context, checked
+  against the callee's `workflow_call` as GitHub checks them; the caller's github context).
+  Driving an event end to end: `simulate(callee, call_event(caller, job, callee, Event(...)))`,
+  with hooks running the steps that decide something (tests/test_pipeline.py's `pipeline()`);
+  a re-run of failed jobs is a second `simulate` with `kept=` the first attempt's other jobs.
+
 Expressions alone: `evaluate`, `interpolate`, `condition`, `to_string`, `truthy`, `loose_equal`
 (re-exported from tests/github_js.py).
 """
@@ -43,9 +50,9 @@ from github_js import (
     truthy,
 )
 
-__all__ = ["Event", "ExpressionError", "JobResult", "JobRun", "Simulation", "Status", "StepRun", "call_inputs",
-           "condition", "evaluate", "expand_matrix", "interpolate", "loose_equal", "simulate", "to_string",
-           "truthy", "workflow_triggers"]
+__all__ = ["Event", "ExpressionError", "JobResult", "JobRun", "Simulation", "Status", "StepRun", "call_event",
+           "call_inputs", "condition", "dispatch_inputs", "evaluate", "expand_matrix", "github_context",
+           "interpolate", "loose_equal", "simulate", "to_string", "truthy", "workflow_triggers"]
 
 
 # -- the job graph ------------------------------------------------------------------------------
@@ -135,6 +142,59 @@ def call_inputs(workflow: dict, given: Mapping[str, Any]) -> dict:
     return out
 
 
+def github_context(event: Event) -> dict:
+    """The `github` context of a run for `event`: fixed defaults, then the event's overrides."""
+    return {"event_name": event.name, "event": event.payload, "ref": "refs/heads/main", "sha": "f" * 40,
+            "repository": "octo/gpu-repo", "run_id": "1001", "run_attempt": "1", "workflow": "PR Test",
+            "server_url": "https://github.com", "actor": "octocat", "token": "***", **event.github}
+
+
+def dispatch_inputs(workflow: dict, given: Mapping[str, Any]) -> dict:
+    """The `inputs` context of a `workflow_dispatch` run: each declared input's default, then what
+    was given; an undeclared one is refused, as GitHub refuses the dispatch."""
+    declared = workflow_triggers(workflow).get("workflow_dispatch", {}).get("inputs") or {}
+    unknown = set(given) - set(declared)
+    if unknown:
+        raise ExpressionError(f"workflow_dispatch inputs not declared by the workflow: {sorted(unknown)}")
+    defaults = {name: spec.get("default", False if spec.get("type") == "boolean" else "")
+                for name, spec in declared.items()}
+    return {**defaults, **given}
+
+
+def call_event(caller: dict, job_id: str, callee: dict, event: Event) -> Event:
+    """The run a reusable workflow sees when `caller`'s job `job_id` calls it for `event`.
+
+    - `event.inputs` are the caller's own inputs (a `workflow_dispatch`'s, completed with their
+      defaults; no other event has any), `event.secrets` the caller's secrets.
+    - The callee's `github` context is the caller's ("the github context is always associated
+      with the caller workflow", Reusing workflows), `github.workflow` the caller's `name:`.
+    - Its inputs: the job's `with:` evaluated in the caller's context (github, inputs, vars, needs,
+      strategy, matrix), checked by `call_inputs`; its secrets: the caller's with `secrets:
+      inherit`, else each `secrets:` value evaluated (with the secrets context too); a secret the
+      callee does not declare, or a required one left out, is refused as GitHub refuses the call.
+    """
+    job = caller["jobs"][job_id]
+    name = caller.get("name")
+    github = {**github_context(event), **({"workflow": name} if name else {})}
+    inputs = dispatch_inputs(caller, event.inputs) if event.name == "workflow_dispatch" else {}
+    ctx = {"github": github, "inputs": inputs, "vars": event.vars, "needs": {}, "matrix": {},
+           "strategy": {"fail-fast": True, "job-index": 0, "job-total": 1, "max-parallel": 1}}
+    given = interpolate(job.get("with", {}), ctx)
+    declared = workflow_triggers(callee).get("workflow_call", {}).get("secrets") or {}
+    if job.get("secrets") == "inherit":
+        secrets = dict(event.secrets)
+    else:
+        secrets = interpolate(job.get("secrets", {}), {**ctx, "secrets": {"GITHUB_TOKEN": "***", **event.secrets}})
+        unknown = set(secrets) - set(declared)
+        if unknown:
+            raise ExpressionError(f"secrets not declared by the called workflow: {sorted(unknown)}")
+        missing = {n for n, spec in declared.items() if (spec or {}).get("required")} - set(secrets)
+        if missing:
+            raise ExpressionError(f"required secrets not passed: {sorted(missing)}")
+    return Event(event.name, event.payload, call_inputs(callee, given), secrets, event.vars, github,
+                 event.cancelled)
+
+
 def _needs(job: dict) -> list[str]:
     needs = job.get("needs", [])
     return [needs] if isinstance(needs, str) else list(needs)
@@ -210,9 +270,7 @@ def simulate(workflow: dict, event: Event, *,
       results and outputs stand as they were.
     """
     step_outputs, hooks, results, kept = step_outputs or {}, hooks or {}, results or {}, kept or {}
-    github = {"event_name": event.name, "event": event.payload, "ref": "refs/heads/main", "sha": "f" * 40,
-              "repository": "octo/gpu-repo", "run_id": "1001", "run_attempt": "1", "workflow": "PR Test",
-              "server_url": "https://github.com", "actor": "octocat", "token": "***", **event.github}
+    github = github_context(event)
     secrets = {"GITHUB_TOKEN": "***", **event.secrets}
     base = {"github": github, "inputs": event.inputs, "vars": event.vars}
     concurrency = interpolate(workflow.get("concurrency", {}), base)
