@@ -26,7 +26,8 @@ answers JSON lines for the whole pytest session.
   expression, a function failing (fromJSON of non-JSON, format's bad placeholder), an insert
   directive, status functions given job names as arguments (not modelled).
 - Refused, as `GitHubJsMissing`: node or the npm packages not installed (run scripts/test.sh, or
-  `npm ci --prefix tests/github_js`), with that fix in the message; the tests fail, never skip.
+  `npm ci --prefix tests/github_js`), with that fix in the message; the node process ending, with
+  its exit status and what it wrote to stderr. The tests fail, never skip.
 
 Driving an event through a workflow's jobs with this engine: `workflow_eval.simulate()`.
 """
@@ -38,6 +39,7 @@ import json
 import math
 import shutil
 import subprocess
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,7 +56,7 @@ class ExpressionError(Exception):
 
 
 class GitHubJsMissing(RuntimeError):
-    """node or the pinned npm packages are not installed."""
+    """node or the pinned npm packages are not installed, or the node process ended."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,8 @@ class _Bridge:
     def __init__(self) -> None:
         self._proc: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
+        # A file, not a pipe: node's stderr can never fill up and stall a request.
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
 
     def _start(self) -> subprocess.Popen[str]:
         node = shutil.which("node")
@@ -116,7 +120,7 @@ class _Bridge:
             raise GitHubJsMissing(f"{', '.join(missing)} not installed in tests/github_js/node_modules: "
                                   "run scripts/test.sh, or `npm ci --prefix tests/github_js`")
         proc = subprocess.Popen([node, str(BRIDGE)], cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, encoding="utf-8", bufsize=1)
+                                stderr=self._stderr, text=True, encoding="utf-8", bufsize=1)
         atexit.register(self.close)
         return proc
 
@@ -136,13 +140,19 @@ class _Bridge:
             if self._proc is None or self._proc.poll() is not None:
                 self._proc = self._start()
             proc = self._proc
-            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-            proc.stdin.write(json.dumps(request, allow_nan=False) + "\n")
-            proc.stdin.flush()
-            line = proc.stdout.readline()
+            assert proc.stdin is not None and proc.stdout is not None
+            try:
+                proc.stdin.write(json.dumps(request, allow_nan=False) + "\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline()
+            except BrokenPipeError:  # node ended before reading the request
+                line = ""
             if not line:
                 self._proc = None
-                raise GitHubJsMissing(f"the node bridge ended: {proc.stderr.read().strip()}")
+                proc.wait()
+                self._stderr.seek(0)
+                told = self._stderr.read().strip()
+                raise GitHubJsMissing(f"the node bridge ended (exit {proc.returncode}): {told}")
         answer = json.loads(line, object_hook=_decode)
         if not answer["ok"]:
             raise ExpressionError(answer["error"])

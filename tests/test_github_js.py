@@ -108,3 +108,12 @@ def test_missing_node_fails_with_the_fix(monkeypatch):
     bridge = github_js._Bridge()
     with pytest.raises(GitHubJsMissing, match="node is not installed"):
         bridge.ask({"op": "evaluate", "expression": "1", "context": "{}", "status": None})
+
+
+def test_a_bridge_that_ends_says_what_node_said(tmp_path, monkeypatch):
+    script = tmp_path / "ends.mjs"
+    script.write_text('process.stderr.write("boom\\n"); process.exit(3);\n', encoding="utf-8")
+    monkeypatch.setattr(github_js, "BRIDGE", script)
+    bridge = github_js._Bridge()
+    with pytest.raises(GitHubJsMissing, match=r"^the node bridge ended \(exit 3\): boom$"):
+        bridge.ask({"op": "evaluate", "expression": "1", "context": "{}", "status": None})
