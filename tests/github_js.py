@@ -76,8 +76,10 @@ class Status:
 
     @classmethod
     def step(cls, failed: bool, cancelled: bool = False) -> Status:
-        """A step's `if:`: `failed` when an earlier step of the job failed (not continue-on-error)."""
-        return cls(success=not failed, failure=failed, cancelled=cancelled)
+        """A step's `if:`: `failed` when an earlier step of the job failed (not continue-on-error).
+        The runner answers the three from the one job status (success, failure or cancelled;
+        a cancelled run's job is cancelled), so exactly one of them is true."""
+        return cls(success=not failed and not cancelled, failure=failed and not cancelled, cancelled=cancelled)
 
 
 def _encode(value: Any) -> Any:

@@ -76,6 +76,7 @@ def test_an_if_gets_githubs_implicit_success(if_, expression):
     (Status.step(failed=False), (True, True, False, False)),
     (Status.step(failed=True), (True, False, True, False)),
     (Status.step(failed=False, cancelled=True), (True, False, False, True)),
+    (Status.step(failed=True, cancelled=True), (True, False, False, True)),
 ])
 def test_the_status_functions_answer_for_where_the_if_stands(status, answers):
     assert tuple(condition(f"{name}()", {}, status) for name in ("always", "success", "failure", "cancelled")) \
