@@ -7,7 +7,9 @@ answers JSON lines for the whole pytest session.
 
 - In: `interpolate(value, context)`: a workflow value (string, number, list, mapping, as read
   from YAML) with its `${{ }}` evaluated as the template reader does it (a lone expression keeps
-  its type; text around expressions is its `format()` call). `condition(if_, context, status)`: a
+  its type; text around expressions is its `format()` call); `interpolate_strings(mapping,
+  context)` for `env`, `with` and job `outputs`, whose values GitHub makes strings.
+  `condition(if_, context, status)`: a
   job's or step's `if:` (None, a bool or text, `${{ }}` optional) as GitHub makes it a condition
   (`success() && (...)` unless a status function is named) -> bool. `evaluate(expression,
   context, status)`: a bare expression. `context` maps context names (github, inputs, needs,
@@ -179,6 +181,13 @@ def evaluate(expression: str, context: Mapping[str, Any], status: Status | None 
 def interpolate(value: Any, context: Mapping[str, Any]) -> Any:
     """A workflow value with its `${{ }}` evaluated, item by item in lists and mappings."""
     return _BRIDGE.ask({"op": "interpolate", "value": _encode(value), "context": _dumps(context)})
+
+
+def interpolate_strings(mapping: Mapping[str, Any], context: Mapping[str, Any]) -> dict[str, str]:
+    """A mapping of string fields (`env`, `with`, a job's `outputs`) evaluated: each value its
+    string (`true`, `3`, '' for null), as GitHub makes one; a list or mapping value is refused."""
+    return dict(_BRIDGE.ask({"op": "interpolate", "value": _encode(mapping), "context": _dumps(context),
+                             "strings": True}))
 
 
 def condition(if_: Any, context: Mapping[str, Any], status: Status) -> bool:

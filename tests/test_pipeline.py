@@ -288,15 +288,27 @@ def test_a_jobs_status_is_its_ancestors(needed, status):
     assert Status.job(needed) == status
 
 
-def test_a_job_if_sees_only_the_contexts_github_gives_it():
+def test_each_value_sees_only_the_contexts_github_gives_it():
     workflow = {"jobs": {"a": {"if": "secrets.T != ''", "runs-on": "x", "steps": []}}}
     with pytest.raises(ExpressionError, match="Unrecognized named-value: 'secrets'"):
         simulate(workflow, Event("push", secrets={"T": "t"}))
-    workflow = {"env": {"W": "w"}, "jobs": {"a": {"runs-on": "x", "env": {"J": "${{ env.W }}-j"}, "steps": [
-        {"id": "s", "if": "env.J == 'w-j' && job.status == 'success'", "env": {"S": "${{ secrets.T }}"},
-         "with": {"v": "${{ env.S }}/${{ strategy.job-total }}"}}]}}}
+    workflow = {"env": {"W": "w"}, "jobs": {"a": {"runs-on": "x", "env": {"J": "${{ env.W }}"}, "steps": []}}}
+    with pytest.raises(ExpressionError, match="Unrecognized named-value: 'env'"):
+        simulate(workflow, Event("push"))
+    workflow = {"env": {"W": "w"}, "jobs": {"a": {"runs-on": "x", "env": {"J": "${{ github.event_name }}-j"}, "steps": [
+        {"id": "s", "if": "env.J == 'push-j' && env.W == 'w' && job.status == 'success'",
+         "env": {"S": "${{ secrets.T }}", "B": "${{ true }}", "N": "${{ strategy.job-total }}", "Z": "${{ null }}"},
+         "with": {"v": "${{ env.S }}/${{ env.B }}"}}]}}}
     [run] = simulate(workflow, Event("push", secrets={"T": "t"})).jobs["a"].runs
-    assert (run.steps[0].ran, run.steps[0].env, run.steps[0].with_) == (True, {"S": "t"}, {"v": "t/1"})
+    # env, with and outputs are strings on GitHub: true is 'true', 1 is '1', null is ''.
+    assert (run.steps[0].ran, run.steps[0].env, run.steps[0].with_) == (
+        True, {"S": "t", "B": "true", "N": "1", "Z": ""}, {"v": "t/true"})
+
+
+def test_a_list_where_github_wants_a_string_is_refused():
+    workflow = {"jobs": {"a": {"runs-on": "x", "steps": [{"env": {"L": "${{ fromJSON('[1]') }}"}}]}}}
+    with pytest.raises(ExpressionError, match="^L: A sequence was not expected$"):
+        simulate(workflow, Event("push"))
 
 
 # -- the pipeline, evaluated ---------------------------------------------------------------------
@@ -670,8 +682,9 @@ def test_an_untrusted_head_is_planned_and_run_with_the_base_commits_configuratio
         checkout = run.step(CONFIG_CHECKOUT)
         assert checkout.ran is untrusted
         if untrusted:
+            # An action's inputs are strings (its INPUT_* variables): false is 'false'.
             assert checkout.with_ == {"ref": BASE, "path": "trusted", "sparse-checkout": ".github/ci-policy.yml",
-                                      "sparse-checkout-cone-mode": False, "persist-credentials": False}
+                                      "sparse-checkout-cone-mode": "false", "persist-credentials": "false"}
     expected = "trusted/.github/ci-policy.yml" if untrusted else "repo/.github/ci-policy.yml"
     assert sim.jobs["plan"].runs[0].step("plan").env["CONFIG"] == expected
 

@@ -45,6 +45,7 @@ from github_js import (
     condition,
     evaluate,
     interpolate,
+    interpolate_strings,
     loose_equal,
     to_string,
     truthy,
@@ -52,7 +53,7 @@ from github_js import (
 
 __all__ = ["Event", "ExpressionError", "JobResult", "JobRun", "Simulation", "Status", "StepRun", "call_event",
            "call_inputs", "condition", "dispatch_inputs", "evaluate", "expand_matrix", "github_context",
-           "interpolate", "loose_equal", "simulate", "to_string", "truthy", "workflow_triggers"]
+           "interpolate", "interpolate_strings", "loose_equal", "simulate", "to_string", "truthy", "workflow_triggers"]
 
 
 # -- the job graph ------------------------------------------------------------------------------
@@ -184,7 +185,8 @@ def call_event(caller: dict, job_id: str, callee: dict, event: Event) -> Event:
     if job.get("secrets") == "inherit":
         secrets = dict(event.secrets)
     else:
-        secrets = interpolate(job.get("secrets", {}), {**ctx, "secrets": {"GITHUB_TOKEN": "***", **event.secrets}})
+        secrets = interpolate_strings(job.get("secrets", {}),
+                                      {**ctx, "secrets": {"GITHUB_TOKEN": "***", **event.secrets}})
         unknown = set(secrets) - set(declared)
         if unknown:
             raise ExpressionError(f"secrets not declared by the called workflow: {sorted(unknown)}")
@@ -274,7 +276,7 @@ def simulate(workflow: dict, event: Event, *,
     secrets = {"GITHUB_TOKEN": "***", **event.secrets}
     base = {"github": github, "inputs": event.inputs, "vars": event.vars}
     concurrency = interpolate(workflow.get("concurrency", {}), base)
-    workflow_env = interpolate(workflow.get("env", {}), {**base, "secrets": secrets})
+    workflow_env = interpolate_strings(workflow.get("env", {}), {**base, "secrets": secrets})
     jobs = workflow["jobs"]
     done: dict[str, JobResult] = {}
 
@@ -303,8 +305,7 @@ def simulate(workflow: dict, event: Event, *,
             jctx = {**ctx, "matrix": entry or {},
                     "strategy": {"fail-fast": strategy.get("fail-fast", True), "job-index": index,
                                  "job-total": len(entries), "max-parallel": strategy.get("max-parallel", len(entries))}}
-            job_env = {**workflow_env, **interpolate(job.get("env", {}), {**jctx, "secrets": secrets,
-                                                                          "env": workflow_env})}
+            job_env = {**workflow_env, **interpolate_strings(job.get("env", {}), {**jctx, "secrets": secrets})}
             steps: list[StepRun] = []
             steps_ctx: dict = {}
             for step in job.get("steps", []):
@@ -316,8 +317,8 @@ def simulate(workflow: dict, event: Event, *,
                 if not condition(step.get("if"), sctx, Status.step(failed, cancelled=event.cancelled)):
                     run = StepRun(sid, step.get("name"), False, "skipped", {}, {}, {}, step)
                 else:
-                    env = interpolate(step.get("env", {}), sctx)
-                    with_ = interpolate(step.get("with", {}), {**sctx, "env": {**job_env, **env}})
+                    env = interpolate_strings(step.get("env", {}), sctx)
+                    with_ = interpolate_strings(step.get("with", {}), {**sctx, "env": {**job_env, **env}})
                     view = {"env": env, "with": with_, "matrix": entry, "step": step}
                     if (job_id, sid) in hooks:
                         outcome, outs = hooks[(job_id, sid)](view)
@@ -332,8 +333,8 @@ def simulate(workflow: dict, event: Event, *,
             result = forced or ("failure" if failed else "success")
             octx = {**jctx, "secrets": secrets, "steps": steps_ctx, "env": job_env, "job": {"status": result},
                     "runner": {"os": "Linux", "arch": "X64", "name": "runner", "temp": "/tmp"}}
-            for name, value in interpolate(job.get("outputs", {}), octx).items():
-                if value not in (None, ""):
+            for name, value in interpolate_strings(job.get("outputs", {}), octx).items():
+                if value != "":
                     outputs[name] = value
                 else:
                     outputs.setdefault(name, "")

@@ -1,9 +1,10 @@
 // GitHub's own Actions code, answering tests/github_js.py: one JSON request a line on stdin, one
 // JSON answer a line on stdout ({"ok": true, "value": ...} or {"ok": false, "error": "..."}).
 //
-// - interpolate {value, context}: a workflow value with its `${{ }}` evaluated. The value is read
-//   by @actions/workflow-parser's template reader (a lone expression keeps its type, text around
-//   expressions becomes its `format()` call) and each expression evaluated by @actions/expressions.
+// - interpolate {value, context, strings}: a workflow value with its `${{ }}` evaluated. The value
+//   is read by @actions/workflow-parser's template reader (a lone expression keeps its type, text
+//   around expressions becomes its `format()` call) and each expression evaluated by
+//   @actions/expressions; with `strings`, a mapping whose values are strings (env, with, outputs).
 // - condition {if, context, status}: a job's or step's `if:`, made a condition by the parser's own
 //   convertToIfCondition (`success() && (...)` when no status function is named), then evaluated.
 // - evaluate {expression, context, status}: a bare expression (the text inside `${{ }}`).
@@ -167,7 +168,18 @@ function answer(request) {
       const allowed = allowedFor(names, null);
       const { context, token } = read("value", request.value, allowed);
       failOnErrors(context);
-      return fromData(evaluateToken(token, contextData, allowed, null));
+      const value = evaluateToken(token, contextData, allowed, null);
+      if (!request.strings) return fromData(value);
+      // A mapping of string fields (env, with, outputs): each value becomes its string, as the
+      // runner makes a scalar one; a list or mapping there is refused with the reader's words.
+      if (value.kind !== data.Kind.Dictionary) throw new Refused("A mapping was expected");
+      const out = {};
+      for (const { key, value: item } of value.pairs()) {
+        if (item.kind === data.Kind.Array) throw new Refused(`${key}: A sequence was not expected`);
+        if (item.kind === data.Kind.Dictionary) throw new Refused(`${key}: A mapping was not expected`);
+        out[key] = item.coerceString();
+      }
+      return out;
     }
     case "condition": {
       const allowed = allowedFor(names, request.status);
