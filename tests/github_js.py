@@ -7,16 +7,17 @@ answers JSON lines for the whole pytest session.
 
 - In: `interpolate(value, context)`: a workflow value (string, number, list, mapping, as read
   from YAML) with its `${{ }}` evaluated as the template reader does it (a lone expression keeps
-  its type; text around expressions is its `format()` call); `interpolate_strings(mapping,
-  context)` for `env`, `with` and job `outputs`, whose values GitHub makes strings.
-  `condition(if_, context, status)`: a
-  job's or step's `if:` (None, a bool or text, `${{ }}` optional) as GitHub makes it a condition
-  (`success() && (...)` unless a status function is named) -> bool. `evaluate(expression,
-  context, status)`: a bare expression. `context` maps context names (github, inputs, needs,
-  matrix, steps, secrets, vars, env, job, strategy, runner) to their JSON values; `status` says
-  what the status functions answer where the `if:` is evaluated: `Status.job(needed results)`
-  for a job-level `if:` (success() when every job it needs, transitively, succeeded; failure()
-  when one failed), `Status.step(failed, cancelled)` for a step-level one (the job's status so far).
+  its type; text around expressions is its `format()` call). `interpolate_strings(mapping,
+  context)`: `env`, `with`, `secrets` or a job's `outputs`, whose values GitHub makes strings.
+- In: `condition(if_, context, status)`: a job's or step's `if:` (None, a bool or text, `${{ }}`
+  optional) as GitHub's parser makes it a condition (`success() && (...)` unless a status
+  function is named) -> bool; `condition_expression(if_, context_names)` shows that expression.
+  `evaluate(expression, context, status)`: a bare expression.
+- `context` maps context names (github, inputs, needs, matrix, steps, secrets, vars, env, job,
+  strategy, runner) to their JSON values: only those may be named. `status` says what the status
+  functions answer where the `if:` stands: `Status.job(results of every job it needs, directly or
+  not, cancelled)` for a job's `if:`, `Status.step(failed, cancelled)` for a step's (the runner's
+  one job status). Without a status, as outside `if:` on GitHub, they do not exist.
 - In: `parse_errors(path)`: a workflow or action file (`action.yml`/`action.yaml`) loaded by
   `@actions/workflow-parser` (schema, expressions, contexts allowed where they are used, jobs,
   needs, matrices) -> its errors, each "FILE (Line: L, Col: C): message"; [] when GitHub would load it.
@@ -26,12 +27,14 @@ answers JSON lines for the whole pytest session.
 - Refused, as `ExpressionError` with the engine's own message: a context the caller did not give
   ("Unrecognized named-value"), a status function outside `if:`, a malformed or unterminated
   expression, a function failing (fromJSON of non-JSON, format's bad placeholder), an insert
-  directive, status functions given job names as arguments (not modelled).
+  directive, a list or mapping where GitHub wants a string; status functions given job names as
+  arguments (not modelled).
 - Refused, as `GitHubJsMissing`: node or the npm packages not installed (run scripts/test.sh, or
   `npm ci --prefix tests/github_js`), with that fix in the message; the node process ending, with
   its exit status and what it wrote to stderr. The tests fail, never skip.
 
-Driving an event through a workflow's jobs with this engine: `workflow_eval.simulate()`.
+Driving an event through a workflow's jobs with this engine: tests/workflow_eval.py
+(`call_event`, `simulate`).
 """
 
 from __future__ import annotations

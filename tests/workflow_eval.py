@@ -14,13 +14,17 @@ evaluated by GitHub's own engine (tests/github_js.py: `@actions/expressions` and
   syntax, "Context availability"): job `if:`, `strategy`: github, inputs, vars, needs; a job's
   `name`, `runs-on`, `container`, `timeout-minutes`, `env`: those and strategy, matrix (and
   secrets for `env`); a step's `if:`, `env`, `with` and the job's `outputs`: those and secrets,
-  steps, job, runner, env. Naming another context fails, as GitHub's parser does.
+  steps, job, runner, env. Naming another context fails, as GitHub's parser does. `env`,
+  `with`, `secrets` and job outputs are strings, as GitHub makes them.
 - Out: a `Simulation`: per job its result (success, failure, cancelled, skipped), its runs (one
   per matrix entry, with each step's evaluated env/with, outcome and outputs) and outputs; and
   the workflow's evaluated `concurrency`.
 - Refused, as `ExpressionError`: what GitHub's engine refuses (its message), an unknown job in
   `needs`, a cycle, a matrix GitHub would not start (no combination, over 256 jobs).
-
+- Not modelled here (a scenario test asserts them itself): which commit a run's checks attach
+  to, required checks, concurrency groups replacing runs, output and argv size limits, the
+  caller's permission grants, artifacts; matrix expansion is this module's own (GitHub's
+  packages do not expand matrices).
 - `call_event(caller, job_id, callee, event)`: the `Event` a reusable workflow sees when a
   caller's job calls it (its `with:` and `secrets:` evaluated in the caller's context, checked
   against the callee's `workflow_call` as GitHub checks them; the caller's github context).
