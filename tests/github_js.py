@@ -21,6 +21,9 @@ answers JSON lines for the whole pytest session.
 - In: `parse_errors(path)`: a workflow or action file (`action.yml`/`action.yaml`) loaded by
   `@actions/workflow-parser` (schema, expressions, contexts allowed where they are used, jobs,
   needs, matrices) -> its errors, each "FILE (Line: L, Col: C): message"; [] when GitHub would load it.
+- In: `contexts(definition)`: the contexts GitHub's workflow schema allows in one of its
+  definitions ("job-if", "strategy", "runs-on", "job-env", "step-if", "step-env", "step-with",
+  "string-runner-context" for job outputs, ...); `only(context, definition)` keeps just those.
 - In: `coerce(value, other)`: the engine's own string conversion, truthiness and loose equality
   of JSON values.
 - Out: JSON values (numbers as int or float; NaN and infinities as float).
@@ -229,6 +232,22 @@ def truthy(value: Any) -> bool:
 
 def loose_equal(a: Any, b: Any) -> bool:
     return coerce(a, b).equals
+
+
+_CONTEXTS: dict[str, list[str]] = {}
+
+
+def contexts(definition: str) -> list[str]:
+    """The contexts GitHub's workflow schema allows in `definition` ("job-if", "step-env", ...)."""
+    if definition not in _CONTEXTS:
+        _CONTEXTS[definition] = list(_BRIDGE.ask({"op": "contexts", "definition": definition}))
+    return _CONTEXTS[definition]
+
+
+def only(context: Mapping[str, Any], definition: str) -> dict[str, Any]:
+    """`context` less what GitHub's workflow schema does not allow in `definition`."""
+    allowed = contexts(definition)
+    return {name: value for name, value in context.items() if name in allowed}
 
 
 def parse_errors(path: Path, name: str | None = None) -> list[str]:

@@ -20,6 +20,7 @@ from github_js import (
     coerce,
     condition,
     condition_expression,
+    contexts,
     evaluate,
     interpolate,
 )
@@ -81,6 +82,15 @@ def test_an_if_gets_githubs_implicit_success(if_, expression):
 def test_the_status_functions_answer_for_where_the_if_stands(status, answers):
     assert tuple(condition(f"{name}()", {}, status) for name in ("always", "success", "failure", "cancelled")) \
         == answers
+
+
+def test_the_contexts_allowed_where_a_value_stands_are_read_from_githubs_schema():
+    assert contexts("job-if") == ["github", "inputs", "vars", "needs"]
+    assert contexts("step-if") == ["github", "inputs", "vars", "needs", "strategy", "matrix", "steps", "job",
+                                   "runner", "env"]
+    assert github_js.only({"github": 1, "secrets": 2, "env": 3}, "job-env") == {"github": 1, "secrets": 2}
+    with pytest.raises(ExpressionError, match="^Schema definition 'nope' not found$"):
+        contexts("nope")
 
 
 def test_status_functions_given_job_names_are_refused():

@@ -295,6 +295,9 @@ def test_each_value_sees_only_the_contexts_github_gives_it():
     workflow = {"env": {"W": "w"}, "jobs": {"a": {"runs-on": "x", "env": {"J": "${{ env.W }}"}, "steps": []}}}
     with pytest.raises(ExpressionError, match="Unrecognized named-value: 'env'"):
         simulate(workflow, Event("push"))
+    workflow = {"jobs": {"a": {"runs-on": "x", "steps": [{"if": "secrets.T != ''"}]}}}
+    with pytest.raises(ExpressionError, match="Unrecognized named-value: 'secrets'"):
+        simulate(workflow, Event("push", secrets={"T": "t"}))
     workflow = {"env": {"W": "w"}, "jobs": {"a": {"runs-on": "x", "env": {"J": "${{ github.event_name }}-j"}, "steps": [
         {"id": "s", "if": "env.J == 'push-j' && env.W == 'w' && job.status == 'success'",
          "env": {"S": "${{ secrets.T }}", "B": "${{ true }}", "N": "${{ strategy.job-total }}", "Z": "${{ null }}"},

@@ -10,12 +10,10 @@ evaluated by GitHub's own engine (tests/github_js.py: `@actions/expressions` and
   matrix entry its `name`, `runs-on`, `container`, `timeout-minutes` and steps (`if` with
   `Status.step`, `env`, `with`). What the steps do is given by the test: step outputs, or a hook
   per step that decides its outcome and outputs (running a bash step, `ci-policy result`'s rule).
-- Each value is evaluated with the contexts GitHub makes available where it stands (workflow
-  syntax, "Context availability"): job `if:`, `strategy`: github, inputs, vars, needs; a job's
-  `name`, `runs-on`, `container`, `timeout-minutes`, `env`: those and strategy, matrix (and
-  secrets for `env`); a step's `if:`, `env`, `with` and the job's `outputs`: those and secrets,
-  steps, job, runner, env. Naming another context fails, as GitHub's parser does. `env`,
-  `with`, `secrets` and job outputs are strings, as GitHub makes them.
+- Each value is evaluated with only the contexts GitHub's own workflow schema allows where it
+  stands (`github_js.only`: "job-if", "strategy", "runs-on", "job-env", "step-if", "step-env",
+  "step-with", job outputs' "string-runner-context", ...): naming another context fails, as
+  GitHub's parser does. `env`, `with`, `secrets` and job outputs are strings, as GitHub makes them.
 - Out: a `Simulation`: per job its result (success, failure, cancelled, skipped), its runs (one
   per matrix entry, with each step's evaluated env/with, outcome and outputs) and outputs; and
   the workflow's evaluated `concurrency`.
@@ -51,6 +49,7 @@ from github_js import (
     interpolate,
     interpolate_strings,
     loose_equal,
+    only,
     to_string,
     truthy,
 )
@@ -173,9 +172,9 @@ def call_event(caller: dict, job_id: str, callee: dict, event: Event) -> Event:
       defaults; no other event has any), `event.secrets` the caller's secrets.
     - The callee's `github` context is the caller's ("the github context is always associated
       with the caller workflow", Reusing workflows), `github.workflow` the caller's `name:`.
-    - Its inputs: the job's `with:` evaluated in the caller's context (github, inputs, vars, needs,
-      strategy, matrix), checked by `call_inputs`; its secrets: the caller's with `secrets:
-      inherit`, else each `secrets:` value evaluated (with the secrets context too); a secret the
+    - Its inputs: the job's `with:` evaluated in the caller's contexts that GitHub's schema allows
+      there, checked by `call_inputs`; its secrets: the caller's with `secrets: inherit`, else
+      each `secrets:` value evaluated (the secrets context allowed there too); a secret the
       callee does not declare, or a required one left out, is refused as GitHub refuses the call.
     """
     job = caller["jobs"][job_id]
@@ -183,14 +182,14 @@ def call_event(caller: dict, job_id: str, callee: dict, event: Event) -> Event:
     github = {**github_context(event), **({"workflow": name} if name else {})}
     inputs = dispatch_inputs(caller, event.inputs) if event.name == "workflow_dispatch" else {}
     ctx = {"github": github, "inputs": inputs, "vars": event.vars, "needs": {}, "matrix": {},
-           "strategy": {"fail-fast": True, "job-index": 0, "job-total": 1, "max-parallel": 1}}
-    given = interpolate(job.get("with", {}), ctx)
+           "strategy": {"fail-fast": True, "job-index": 0, "job-total": 1, "max-parallel": 1},
+           "secrets": {"GITHUB_TOKEN": "***", **event.secrets}}
+    given = interpolate(job.get("with", {}), only(ctx, "scalar-needs-context"))
     declared = workflow_triggers(callee).get("workflow_call", {}).get("secrets") or {}
     if job.get("secrets") == "inherit":
         secrets = dict(event.secrets)
     else:
-        secrets = interpolate_strings(job.get("secrets", {}),
-                                      {**ctx, "secrets": {"GITHUB_TOKEN": "***", **event.secrets}})
+        secrets = interpolate_strings(job.get("secrets", {}), only(ctx, "scalar-needs-context-with-secrets"))
         unknown = set(secrets) - set(declared)
         if unknown:
             raise ExpressionError(f"secrets not declared by the called workflow: {sorted(unknown)}")
@@ -276,11 +275,12 @@ def simulate(workflow: dict, event: Event, *,
       results and outputs stand as they were.
     """
     step_outputs, hooks, results, kept = step_outputs or {}, hooks or {}, results or {}, kept or {}
-    github = github_context(event)
-    secrets = {"GITHUB_TOKEN": "***", **event.secrets}
-    base = {"github": github, "inputs": event.inputs, "vars": event.vars}
-    concurrency = interpolate(workflow.get("concurrency", {}), base)
-    workflow_env = interpolate_strings(workflow.get("env", {}), {**base, "secrets": secrets})
+    runner = {"os": "Linux", "arch": "X64", "name": "runner", "temp": "/tmp"}
+    # Every context there is at each level; each value gets those GitHub's schema allows where it stands.
+    base = {"github": github_context(event), "inputs": event.inputs, "vars": event.vars,
+            "secrets": {"GITHUB_TOKEN": "***", **event.secrets}}
+    concurrency = interpolate(workflow.get("concurrency", {}), only(base, "workflow-concurrency"))
+    workflow_env = interpolate_strings(workflow.get("env", {}), only(base, "workflow-env"))
     jobs = workflow["jobs"]
     done: dict[str, JobResult] = {}
 
@@ -297,32 +297,32 @@ def simulate(workflow: dict, event: Event, *,
             continue
         status = Status.job([done[a].result for a in ancestors(job_id)], cancelled=event.cancelled)
         ctx = {**base, "needs": {n: {"result": done[n].result, "outputs": done[n].outputs} for n in _needs(job)}}
-        if not condition(job.get("if"), ctx, status):
+        if not condition(job.get("if"), only(ctx, "job-if"), status):
             done[job_id] = JobResult(job_id, "skipped", [], {})
             continue
         strategy = job.get("strategy", {})
         matrix_spec = strategy.get("matrix")
-        entries: list[dict | None] = expand_matrix(interpolate(matrix_spec, ctx)) if matrix_spec is not None \
-            else [None]
+        entries: list[dict | None] = expand_matrix(interpolate(matrix_spec, only(ctx, "strategy"))) \
+            if matrix_spec is not None else [None]
         runs, outputs = [], {}
         for index, entry in enumerate(entries):
             jctx = {**ctx, "matrix": entry or {},
                     "strategy": {"fail-fast": strategy.get("fail-fast", True), "job-index": index,
                                  "job-total": len(entries), "max-parallel": strategy.get("max-parallel", len(entries))}}
-            job_env = {**workflow_env, **interpolate_strings(job.get("env", {}), {**jctx, "secrets": secrets})}
+            job_env = {**workflow_env, **interpolate_strings(job.get("env", {}), only(jctx, "job-env"))}
             steps: list[StepRun] = []
             steps_ctx: dict = {}
             for step in job.get("steps", []):
                 failed = any(s.outcome == "failure" and not s.step.get("continue-on-error") for s in steps)
-                sctx = {**jctx, "secrets": secrets, "steps": steps_ctx, "env": job_env,
-                        "job": {"status": "failure" if failed else "success"},
-                        "runner": {"os": "Linux", "arch": "X64", "name": "runner", "temp": "/tmp"}}
+                sctx = {**jctx, "steps": steps_ctx, "env": job_env, "runner": runner,
+                        "job": {"status": "failure" if failed else "success"}}
                 sid = step.get("id")
-                if not condition(step.get("if"), sctx, Status.step(failed, cancelled=event.cancelled)):
+                if not condition(step.get("if"), only(sctx, "step-if"), Status.step(failed, cancelled=event.cancelled)):
                     run = StepRun(sid, step.get("name"), False, "skipped", {}, {}, {}, step)
                 else:
-                    env = interpolate_strings(step.get("env", {}), sctx)
-                    with_ = interpolate_strings(step.get("with", {}), {**sctx, "env": {**job_env, **env}})
+                    env = interpolate_strings(step.get("env", {}), only(sctx, "step-env"))
+                    wctx = only({**sctx, "env": {**job_env, **env}}, "step-with")
+                    with_ = interpolate_strings(step.get("with", {}), wctx)
                     view = {"env": env, "with": with_, "matrix": entry, "step": step}
                     if (job_id, sid) in hooks:
                         outcome, outs = hooks[(job_id, sid)](view)
@@ -335,15 +335,17 @@ def simulate(workflow: dict, event: Event, *,
             forced = results[job_id](entry) if job_id in results else None
             failed = any(s.outcome == "failure" and not s.step.get("continue-on-error") for s in steps)
             result = forced or ("failure" if failed else "success")
-            octx = {**jctx, "secrets": secrets, "steps": steps_ctx, "env": job_env, "job": {"status": result},
-                    "runner": {"os": "Linux", "arch": "X64", "name": "runner", "temp": "/tmp"}}
-            for name, value in interpolate_strings(job.get("outputs", {}), octx).items():
+            octx = {**jctx, "steps": steps_ctx, "env": job_env, "runner": runner, "job": {"status": result}}
+            for name, value in interpolate_strings(job.get("outputs", {}), only(octx, "string-runner-context")).items():
                 if value != "":
                     outputs[name] = value
                 else:
                     outputs.setdefault(name, "")
-            runs.append(JobRun(entry, to_string(interpolate(job.get("name", job_id), jctx)),
-                               interpolate(job.get("runs-on"), jctx), interpolate(job.get("container"), jctx),
-                               interpolate(job.get("timeout-minutes"), jctx), steps, result))
+            name = interpolate(job.get("name", job_id), only(jctx, "string-strategy-context"))
+            runs.append(JobRun(entry, to_string(name),
+                               interpolate(job.get("runs-on"), only(jctx, "runs-on")),
+                               interpolate(job.get("container"), only(jctx, "container")),
+                               interpolate(job.get("timeout-minutes"), only(jctx, "number-strategy-context")),
+                               steps, result))
         done[job_id] = JobResult(job_id, _rollup([r.result for r in runs]), runs, outputs)
     return Simulation(done, concurrency)

@@ -10,6 +10,8 @@
 // - evaluate {expression, context, status}: a bare expression (the text inside `${{ }}`).
 // - coerce {value, other}: the engine's own conversions of a value: string, truthy, and
 //   equals(value, other).
+// - contexts {definition}: the named contexts GitHub's workflow schema allows in a definition
+//   (e.g. "job-if", "step-env"), without its functions.
 // - parse {name, content, kind}: a workflow ("workflow") or action ("action") file loaded by
 //   @actions/workflow-parser; the value is the list of its errors, each "name (Line: L, Col: C): message".
 //
@@ -31,6 +33,7 @@ const { YamlObjectReader } = await import("@actions/workflow-parser/workflows/ya
 const { TemplateContext, TemplateValidationErrors } = await import("@actions/workflow-parser/templates/template-context");
 const { readTemplate } = await import("@actions/workflow-parser/templates/template-reader");
 const { splitAllowedContext } = await import("@actions/workflow-parser/templates/allowed-context");
+const { getWorkflowSchema } = await import("@actions/workflow-parser/workflows/workflow-schema");
 const { convertToIfCondition } = await import("@actions/workflow-parser/model/converter/if-condition");
 const { TokenType } = await import("@actions/workflow-parser/templates/tokens/types");
 
@@ -196,6 +199,10 @@ function answer(request) {
       const value = toData(request.value);
       const other = toData(request.other);
       return { string: value.coerceString(), truthy: truthy(value), equals: equals(value, other) };
+    }
+    case "contexts": {
+      const definition = getWorkflowSchema().getDefinition(request.definition);
+      return definition.readerContext.filter(name => !name.includes("("));
     }
     case "parse": {
       const file = { name: request.name, content: request.content };
