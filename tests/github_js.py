@@ -21,6 +21,7 @@ answers JSON lines for the whole pytest session.
 - In: `parse_errors(path)`: a workflow or action file (`action.yml`/`action.yaml`) loaded by
   `@actions/workflow-parser` (schema, expressions, contexts allowed where they are used, jobs,
   needs, matrices) -> its errors, each "FILE (Line: L, Col: C): message"; [] when GitHub would load it.
+  `parse_text_errors(content, name, kind)`: the same for text (a workflow a command writes).
 - In: `contexts(definition)`: the contexts GitHub's workflow schema allows in one of its
   definitions ("job-if", "strategy", "runs-on", "job-env", "step-if", "step-env", "step-with",
   "string-runner-context" for job outputs, ...); `only(context, definition)` keeps just those.
@@ -253,5 +254,10 @@ def only(context: Mapping[str, Any], definition: str) -> dict[str, Any]:
 def parse_errors(path: Path, name: str | None = None) -> list[str]:
     """`@actions/workflow-parser`'s errors for a workflow or action file; `name` labels them."""
     kind = "action" if path.name in ("action.yml", "action.yaml") else "workflow"
-    return list(_BRIDGE.ask({"op": "parse", "name": name or str(path), "content": path.read_text(encoding="utf-8"),
-                             "kind": kind}))
+    return parse_text_errors(path.read_text(encoding="utf-8"), name or str(path), kind)
+
+
+def parse_text_errors(content: str, name: str, kind: str = "workflow") -> list[str]:
+    """The same for a workflow (`kind` "workflow") or action ("action") held as text, e.g. one a
+    command writes."""
+    return list(_BRIDGE.ask({"op": "parse", "name": name, "content": content, "kind": kind}))

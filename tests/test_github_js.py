@@ -128,3 +128,10 @@ def test_a_bridge_that_ends_says_what_node_said(tmp_path, monkeypatch):
     bridge = github_js._Bridge()
     with pytest.raises(GitHubJsMissing, match=r"^the node bridge ended \(exit 3\): boom$"):
         bridge.ask({"op": "evaluate", "expression": "1", "context": "{}", "status": None})
+
+
+def test_a_workflow_held_as_text_is_parsed_too():
+    text = "on: push\njobs:\n  a:\n    runs-on: x\n    steps:\n      - run: echo ${{ steps.z }}\n"
+    assert github_js.parse_text_errors(text, "w.yml") == []
+    assert github_js.parse_text_errors(text.replace("steps.z", "nope.z"), "w.yml") == [
+        "w.yml (Line: 6, Col: 14): Unrecognized named-value: 'nope'"]
