@@ -63,14 +63,17 @@ __all__ = ["Event", "ExpressionError", "JobResult", "JobRun", "Simulation", "Sta
 
 @dataclass
 class Event:
-    """What started the run: the event, and what the caller passed to a `workflow_call`."""
+    """What started the run: the event and its payload, the workflow's inputs and secrets (a
+    called workflow's from its caller, see `call_event`; a dispatched workflow's own inputs),
+    the repository's vars, overrides of the github context (ref, sha, run_attempt...), and
+    whether the run was cancelled."""
 
     name: str
     payload: dict = field(default_factory=dict)
     inputs: dict = field(default_factory=dict)
     secrets: dict = field(default_factory=dict)
     vars: dict = field(default_factory=dict)
-    github: dict = field(default_factory=dict)  # overrides of the github context (ref, sha, run_attempt...)
+    github: dict = field(default_factory=dict)
     cancelled: bool = False
 
 
