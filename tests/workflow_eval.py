@@ -21,8 +21,9 @@ evaluated by GitHub's own engine (tests/github_js.py: `@actions/expressions` and
   `needs`, a cycle, a matrix GitHub would not start (no combination, over 256 jobs).
 - Not modelled here (a scenario test asserts them itself): which commit a run's checks attach
   to, required checks, concurrency groups replacing runs, output and argv size limits, the
-  caller's permission grants, artifacts; matrix expansion is this module's own (GitHub's
-  packages do not expand matrices).
+  caller's permission grants, artifacts, `fail-fast` cancelling a matrix's other entries, a
+  job's own `concurrency:`; matrix expansion is this module's own (GitHub's packages do not
+  expand matrices).
 - `call_event(caller, job_id, callee, event)`: the `Event` a reusable workflow sees when a
   caller's job calls it (its `with:` and `secrets:` evaluated in the caller's context, checked
   against the callee's `workflow_call` as GitHub checks them; the caller's github context).
