@@ -685,20 +685,44 @@ def test_a_push_gets_the_write_store_only_on_the_default_branch(tmp_path, ref, e
         "push", BASE, HEAD, "false", "")
 
 
-@pytest.mark.parametrize("action, cancels", [("synchronize", True), ("labeled", False), ("unlabeled", False),
-                                             ("opened", False), ("reopened", False)])
-def test_only_a_new_push_cancels_the_running_pipeline(action, cancels):
+@pytest.mark.parametrize("action, cancels", [("synchronize", True), ("closed", True), ("labeled", False),
+                                             ("unlabeled", False), ("opened", False), ("reopened", False)])
+def test_a_new_push_or_closing_the_pr_cancels_the_running_pipeline(action, cancels):
     s = Scenario("pull_request", pull_request_event(action), {}, None, None, {})
     sim = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}}, caller_event(s))
-    assert sim.concurrency == {"group": "ci-policy-PR Test-42", "cancel-in-progress": cancels}
+    assert sim.concurrency == {"group": "ci-policy-pr-pipeline-42", "cancel-in-progress": cancels}
 
 
 def test_a_dispatched_run_waits_in_its_prs_group_and_a_schedule_has_its_own():
     dispatched = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}},
                           caller_event(SCENARIOS["fork-approved"]))
     scheduled = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}}, caller_event(SCENARIOS["nightly"]))
-    assert dispatched.concurrency == {"group": "ci-policy-PR Test-42", "cancel-in-progress": False}
-    assert scheduled.concurrency == {"group": "ci-policy-PR Test-1001", "cancel-in-progress": False}
+    assert dispatched.concurrency == {"group": "ci-policy-pr-pipeline-42", "cancel-in-progress": False}
+    assert scheduled.concurrency == {"group": "ci-policy-pr-pipeline-1001", "cancel-in-progress": False}
+
+
+def test_the_group_does_not_depend_on_the_callers_name_and_a_second_call_can_have_its_own():
+    """`github.workflow` is the caller's name in a called workflow: it is not part of the group."""
+    s = Scenario("pull_request", pull_request_event("labeled"), {}, None, None, {})
+    event = caller_event(s)
+    renamed = Event(event.name, event.payload, event.inputs, event.secrets,
+                    github={**event.github, "workflow": "Another caller"})
+    second = Event(event.name, event.payload, {**event.inputs, "concurrency-group": "pr-pipeline-rocm"},
+                   event.secrets, github=event.github)
+    groups = [simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}}, e).concurrency["group"]
+              for e in (event, renamed, second)]
+    assert groups == ["ci-policy-pr-pipeline-42", "ci-policy-pr-pipeline-42", "ci-policy-pr-pipeline-rocm-42"]
+
+
+def test_a_closed_pr_runs_no_job_and_only_takes_its_group(tmp_path):
+    """Merged or closed: the run cancels the PR's running lanes (its group, cancel-in-progress) and
+    plans nothing, builds nothing, runs no lane and reports no result."""
+    s = Scenario("pull_request", pull_request_event("closed", labels=MEGATRON), {}, None, None, {})
+    sim = simulate(load(PIPELINE), caller_event(s))
+    assert sim.concurrency == {"group": "ci-policy-pr-pipeline-42", "cancel-in-progress": True}
+    assert {job: r.result for job, r in sim.jobs.items()} == {
+        "plan": "skipped", "images": "skipped", "stages": "skipped", "result": "skipped"}
+    assert sim.ran() == []
 
 
 def artifact_names(sim: Simulation) -> list[str]:
@@ -813,7 +837,7 @@ def test_the_example_caller_grants_what_the_pipeline_jobs_ask_and_passes_its_sec
 
 def test_the_example_caller_runs_on_the_events_the_pipeline_handles():
     on = workflow_triggers(load(CALLER))
-    assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
+    assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled", "closed"]
     config = yaml.safe_load((EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text(encoding="utf-8"))
     assert [c["cron"] for c in on["schedule"]] == list(config["cadences"]["schedules"])
     assert set(on["workflow_dispatch"]["inputs"]) == {"pull-request", "cadence"}
