@@ -224,7 +224,7 @@ def test_simulate_resolves_needs_and_skips_what_a_failure_skips():
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / ".github" / "workflows" / "pr-pipeline.yml"
-CALLER = EXAMPLE_REPO / ".github" / "workflows" / "pr-test.yml"
+CALLER = EXAMPLE_REPO / ".github" / "workflows" / "ci-policy.yml"
 HEAD = "a" * 40
 BASE = "b" * 40
 PR_DIFF = "ci-policy-plan/pr.diff"
@@ -376,7 +376,7 @@ SCENARIOS = {
 def caller_event(s: Scenario, run_attempt: str = "1") -> Event:
     """The pipeline's view of the run: the caller's `with:` and `secrets:` evaluated for the event."""
     caller = load(CALLER)
-    [job] = caller["jobs"].values()
+    job = caller["jobs"]["pipeline"]
     github = {"event_name": s.event, "event": s.payload, "ref": "refs/heads/main", "sha": HEAD,
               "run_attempt": run_attempt, **s.github}
     ctx = {"github": github, "inputs": {"pull-request": "", "cadence": "", **s.dispatch}, "secrets": SECRETS,
@@ -810,7 +810,7 @@ def test_the_image_job_builds_only_a_head_tagged_ghcr_image_from_inside_the_chec
 # -- the example caller, and the files as GitHub reads them ----------------------------------------
 
 def test_the_example_caller_pins_the_pipeline_and_ci_policy_to_one_commit():
-    [job] = load(CALLER)["jobs"].values()
+    job = load(CALLER)["jobs"]["pipeline"]
     path, _, sha = job["uses"].partition("@")
     assert path == "ci-policy/ci-policy/.github/workflows/pr-pipeline.yml"
     assert re.fullmatch(r"[0-9a-f]{40}", sha) and job["with"]["ci-policy-ref"] == sha
@@ -822,7 +822,7 @@ GRANTS = {"none": 0, "read": 1, "write": 2}
 
 
 def test_the_example_caller_grants_what_the_pipeline_jobs_ask_and_passes_its_secrets():
-    [job] = load(CALLER)["jobs"].values()
+    job = load(CALLER)["jobs"]["pipeline"]
     pipeline_ = load(PIPELINE)
     needed: dict[str, str] = {}
     for j in pipeline_["jobs"].values():
@@ -839,11 +839,12 @@ def test_the_example_caller_runs_on_the_events_the_pipeline_handles():
     on = workflow_triggers(load(CALLER))
     assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled", "closed"]
     config = yaml.safe_load((EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text(encoding="utf-8"))
-    assert [c["cron"] for c in on["schedule"]] == list(config["cadences"]["schedules"])
-    assert set(on["workflow_dispatch"]["inputs"]) == {"pull-request", "cadence"}
+    # The pipeline's crons, then the tuning's (job tune), which the pipeline job leaves alone.
+    assert [c["cron"] for c in on["schedule"]] == [*config["cadences"]["schedules"], "17 4 * * 1"]
+    assert {"pull-request", "cadence"} <= set(on["workflow_dispatch"]["inputs"])
 
 
-@pytest.mark.parametrize("path", [PIPELINE, CALLER], ids=["pr-pipeline.yml", "pr-test.yml"])
+@pytest.mark.parametrize("path", [PIPELINE, CALLER], ids=["pr-pipeline.yml", "ci-policy.yml"])
 def test_every_run_block_passes_shellcheck(path):
     shellcheck = shutil.which("shellcheck")
     assert shellcheck, "shellcheck is not installed (apt-get install shellcheck)"
@@ -876,8 +877,8 @@ def test_every_inline_zizmor_suppression_is_justified_by_a_comment():
 
 def test_the_readme_shows_the_example_caller_as_it_is():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### The PR pipeline\n", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("### One caller file\n", 1)[1].split("\n### ", 1)[0]
     block = section.split("```yaml\n", 1)[1].split("```\n", 1)[0]
     assert block == CALLER.read_text(encoding="utf-8")
-    assert readme.index("## Adopting ci_policy (GitHub Actions)") < readme.index("### The PR pipeline") \
-        < readme.index("## Security model")
+    assert readme.index("## Adopting ci_policy (GitHub Actions)") < readme.index("### One caller file") \
+        < readme.index("### The PR pipeline") < readme.index("## Security model")

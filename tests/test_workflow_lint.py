@@ -41,7 +41,7 @@ SUPPRESSED = {
     # This repository's CI runs the checked-out commit's own setup action (`./`).
     ".github/workflows/ci.yml": ["self-repository", "self-repository"],
     # issue_comment is the trigger comment commands need; nothing from the PR or comment runs.
-    "examples/gpu-repo/.github/workflows/comment-command.yml": ["dangerous-triggers"],
+    "examples/gpu-repo/.github/workflows/ci-policy.yml": ["dangerous-triggers"],
     # The pipeline's setup action is the checkout of ci-policy at the pinned ref (zizmor reads
     # `./` as the caller's own repository); the stage image is built by the same run, so its
     # digest is unknown to the plan; images are built on the repository's own builder.
@@ -94,7 +94,7 @@ def load(path: Path) -> dict:
 def test_the_known_workflows_and_actions_are_discovered():
     names = {rel(p) for p in FILES}
     assert {".github/workflows/ci.yml", ".github/workflows/release.yml", ".github/actions/setup/action.yml",
-            "examples/gpu-repo/.github/workflows/comment-command.yml"} <= names
+            "examples/gpu-repo/.github/workflows/ci-policy.yml"} <= names
     assert set(SUPPRESSED) <= names, "SUPPRESSED names a file that no longer exists"
 
 
@@ -272,4 +272,8 @@ def test_the_example_callers_pin_one_commit_of_this_repository_that_holds_what_t
             secrets = call.get("secrets") or {}
             passed = job.get("secrets") or {}
             assert passed == "inherit" or set(passed) <= set(secrets), (rel(path), sha, passed)
-    assert len(callers) == 4 and len(pins) == 1, pins
+    # One caller file, one job per reusable workflow.
+    assert [path.name for path in callers] == ["ci-policy.yml"] and len(pins) == 1, pins
+    assert sorted(job["uses"].split("@")[0].rsplit("/", 1)[1] for job in yaml.safe_load(
+        callers[0].read_text(encoding="utf-8"))["jobs"].values()) == [
+        "comment-gateway.yml", "pr-pipeline.yml", "rerun-test.yml", "tune.yml"]
