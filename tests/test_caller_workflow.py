@@ -217,3 +217,22 @@ def test_init_workflows_refuses_a_pipeline_cron_the_tuning_uses(repo, capsys):
                    f"'{TUNE_CRON}' is the tuning's own cron; the pipeline needs another\n"
                    "    hint: give the pipeline's schedule another cron in cadences.schedules\nci-policy: 1 error\n")
     assert not (repo / ".github" / "workflows").exists()
+
+
+def test_lint_reports_a_job_whose_ci_policy_ref_differs_from_its_pin(repo):
+    """The commit is written twice per job (GitHub takes no expression in `uses:`): lint keeps them equal."""
+    from ci_policy.model.lint import lint
+
+    target = repo / ".github" / "workflows" / "ci-policy.yml"
+    target.parent.mkdir()
+    text = CALLER.read_text()
+    lines = text.splitlines(keepends=True)
+    rerun = next(i for i, line in enumerate(lines) if line.startswith("  rerun-test:"))
+    at = next(i for i in range(rerun, len(lines)) if "ci-policy-ref:" in lines[i])
+    lines[at] = lines[at].replace(PIN, "b" * 40)
+    target.write_text("".join(lines))
+    assert [(d.code, d.path, d.line, d.message) for d in lint(repo).errors if d.code == "CP603"] == [
+        ("CP603", ".github/workflows/ci-policy.yml", at + 1,
+         f"jobs.rerun-test.with.ci-policy-ref: '{'b' * 40}' differs from the ref rerun-test.yml is called at "
+         f"('{PIN}')")]
+    assert [d.code for d in lint(repo).errors if d.code is not None and d.code.startswith("CP6")] == ["CP603"]
