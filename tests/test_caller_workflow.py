@@ -236,3 +236,12 @@ def test_lint_reports_a_job_whose_ci_policy_ref_differs_from_its_pin(repo):
          f"jobs.rerun-test.with.ci-policy-ref: '{'b' * 40}' differs from the ref rerun-test.yml is called at "
          f"('{PIN}')")]
     assert [d.code for d in lint(repo).errors if d.code is not None and d.code.startswith("CP6")] == ["CP603"]
+
+
+def test_init_workflows_reads_the_configuration_it_is_given(repo, capsys):
+    missing = repo / "missing.yml"
+    assert main(["init", "--repo", str(repo), "--workflows", "--ci-policy-ref", PIN, "--config", str(missing)]) == 1
+    assert capsys.readouterr() == ("", "missing.yml: CP402 path-missing: configuration file missing.yml does not "
+                                       "exist\n    hint: create it or point the configuration at the right "
+                                       "configuration file\nci-policy: 1 error\n")
+    assert not (repo / ".github" / "workflows").exists()

@@ -11,8 +11,9 @@
   file that cannot be written (`InputError`).
 - `init_workflows(WorkflowsRequest)`: the one caller workflow `.github/workflows/ci-policy.yml`
   (`ci_policy.render.caller`), pinned to the given ci-policy commit, with the pipeline's schedules
-  of the checkout's configuration (none without one) and an input per PR-body pin of its
-  `.github/ci-commands.json` (none without one). Out: a `WorkflowsWritten`. Refused: a commit that
+  of the checkout's configuration (none without one; a --config named must exist) and an input
+  per PR-body pin of its `.github/ci-commands.json` (read with the configuration's labels: none
+  without either). Out: a `WorkflowsWritten`. Refused: a commit that
   is not 40 lowercase hex (`UsageError` at --ci-policy-ref); an existing file without `force`, a
   symlink, a configuration or policy that does not read, a cron the tuning uses (nothing written).
 """
@@ -110,7 +111,7 @@ def init_workflows(request: WorkflowsRequest) -> WorkflowsWritten:
     config_file = Path(request.config) if request.config is not None else repo / ".github" / "ci-policy.yml"
     schedules: list[tuple[str, str]] = []
     pins: tuple[str, ...] = ()
-    if config_file.exists():
+    if request.config is not None or config_file.exists():  # a configuration named must be read
         config = load_config(repo, request.config)
         schedules = [(cron, str(config.cadences.for_cron(cron))) for cron in config.cadences.schedules]
         if (repo / POLICY_SHOWN).exists():
