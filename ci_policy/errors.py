@@ -169,7 +169,7 @@ CODES: dict[str, tuple[str, str]] = {
               "pr-pipeline.yml is called at ('1111111111111111111111111111111111111111')"),
     "CP604": ("reusable-input-unknown",
               "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: ci-policy-ref, "
-              "ci-policy-repository, pull-request, cadence, python)"),
+              "ci-policy-repository, pull-request, cadence, python, concurrency-group)"),
     "CP605": ("pipeline-secret-missing",
               "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates and gates read "
               "their baselines from it"),

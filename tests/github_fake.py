@@ -769,18 +769,24 @@ def comment_event(body: str, *, action: str = "created", login: str = "alice", u
 def workflow_dispatch_definition(workflow_file: Path, run_name: str | None = None) -> Workflow:
     """The `workflow_dispatch` inputs and `run-name` of a real workflow file, as GitHub applies them.
 
-    `run_name` overrides the file's `run-name` template (as YAML parses it).
+    The run-name is evaluated (tests/workflow_eval.py) with the `inputs` context of the dispatch:
+    the values sent over each input's default. A name that is empty or only whitespace is
+    replaced by GitHub's own, here the workflow's name. `run_name` overrides the file's
+    `run-name` template (as YAML parses it).
     """
     import yaml
+    from workflow_eval import interpolate, to_string
 
     doc = yaml.safe_load(workflow_file.read_text(encoding="utf-8"))
     on = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` key as True
-    inputs = {name: bool(spec.get("required")) for name, spec in on["workflow_dispatch"]["inputs"].items()}
-    template = doc["run-name"] if run_name is None else run_name
+    declared = on["workflow_dispatch"]["inputs"]
+    inputs = {name: bool(spec.get("required")) for name, spec in declared.items()}
+    template = doc.get("run-name", "") if run_name is None else run_name
+    name = doc.get("name", workflow_file.name)
 
     def render(values: dict[str, str]) -> str:
-        def sub(m: re.Match) -> str:
-            return values.get(m.group(1), "")
-        return re.sub(r"\$\{\{\s*inputs\.([A-Za-z0-9_]+)\s*\}\}", sub, template)
+        context = {n: spec.get("default", "") for n, spec in declared.items()} | values
+        shown = to_string(interpolate(template, {"inputs": context, "github": {"event_name": "workflow_dispatch"}}))
+        return shown if shown.strip() else name
 
-    return Workflow(inputs=inputs, run_name=render, name=doc.get("name", workflow_file.name))
+    return Workflow(inputs=inputs, run_name=render, name=name)

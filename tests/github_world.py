@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from github_fake import FakeGitHub, Workflow, comment_event, copy_example, workflow_dispatch_definition
+from github_fake import FakeGitHub, comment_event, copy_example, workflow_dispatch_definition
 from helpers import EXAMPLE_REPO
 
 from ci_policy.cli import main
@@ -32,12 +32,11 @@ USERS = {  # login -> (user id, repository role)
     "rita": (5005, "read"),
     "hank": (40000001, "read"),  # in the ci-helpers user_ids allowlist
 }
-PIPELINE_INPUTS = {"pull-request": False, "cadence": False}
-RERUN_WORKFLOW = EXAMPLE_REPO / ".github" / "workflows" / "rerun-test.yml"
-# The run-name as rerun-test.yml writes it (see tests/adapters/github/test_gateway.py,
-# test_the_rerun_workflows_run_name_is_what_the_gateway_looks_for).
-# The run-name as GitHub reads it (YAML-parsed: an unquoted " #" would start a comment).
-RUN_NAME_AS_WRITTEN = yaml.safe_load(RERUN_WORKFLOW.read_text())["run-name"]
+# The example's one caller workflow: the gateway dispatches it for the pipeline and for /rerun-test.
+CALLER_WORKFLOW = EXAMPLE_REPO / ".github" / "workflows" / "ci-policy.yml"
+# Its run-name as GitHub reads it (YAML-parsed; see tests/adapters/github/test_gateway.py,
+# test_the_run_name_as_written_is_the_one_the_gateway_looks_for).
+RUN_NAME_AS_WRITTEN = yaml.safe_load(CALLER_WORKFLOW.read_text())["run-name"]
 
 
 def inputs(test_file: str, *, sha: str = HEAD, image_tag: str = "v2.1", sglang_pr: str = "4242",
@@ -120,7 +119,6 @@ def world(gh: FakeGitHub, tmp_path: Path, monkeypatch, capsys) -> World:
     gh.add_pull(PR, HEAD, body="Fixes the loss.\r\n\r\nci-image-tag: v2.1\r\nci-sglang-pr: 4242\r\n",
                 labels=("documentation",))
     gh.pulls[PR].author_association = "MEMBER"  # a trusted author's fork: /rerun-test needs no approval
-    gh.workflows["rerun-test.yml"] = workflow_dispatch_definition(RERUN_WORKFLOW, run_name=RUN_NAME_AS_WRITTEN)
-    # The PR pipeline's caller (pr-test.yml): the inputs of its workflow_dispatch trigger.
-    gh.workflows["pr-test.yml"] = Workflow(inputs=PIPELINE_INPUTS, run_name=lambda _inputs: "PR Test", name="PR Test")
+    # The one caller (ci-policy.yml): the inputs of its workflow_dispatch trigger and its run-name.
+    gh.workflows["ci-policy.yml"] = workflow_dispatch_definition(CALLER_WORKFLOW)
     return World(gh, tmp_path, token, capsys)

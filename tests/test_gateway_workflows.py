@@ -1,5 +1,5 @@
 """The comment gateway's workflows: the reusable `.github/workflows/comment-gateway.yml` and
-`rerun-test.yml`, and the example's thin callers of them.
+`rerun-test.yml`, and the example's one caller file, whose `comment` and `rerun-test` jobs call them.
 
 Linted (zizmor with every persona, GitHub's workflow schema, shellcheck on every `run:` block)
 and checked structurally: the grants of each job, the App-token step (pinned, and only when the
@@ -30,12 +30,11 @@ BIN = Path(sys.executable).parent
 GATEWAY = ROOT / ".github" / "workflows" / "comment-gateway.yml"
 RERUN = ROOT / ".github" / "workflows" / "rerun-test.yml"
 CALLERS = ROOT / "examples" / "gpu-repo" / ".github" / "workflows"
-COMMENT_CALLER = CALLERS / "comment-command.yml"
-RERUN_CALLER = CALLERS / "rerun-test.yml"
-FILES = [GATEWAY, RERUN, COMMENT_CALLER, RERUN_CALLER]
+CALLER = CALLERS / "ci-policy.yml"
+FILES = [GATEWAY, RERUN, CALLER]
 PARAMS = [pytest.param(p, id=p.relative_to(ROOT).as_posix()) for p in FILES]
 # The commit of ci-policy the example callers pin (tests/test_workflow_lint.py checks it exists here).
-PIN = re.search(r"@([0-9a-f]{40})", (CALLERS / "pr-test.yml").read_text(encoding="utf-8")).group(1)
+PIN = re.search(r"@([0-9a-f]{40})", CALLER.read_text(encoding="utf-8")).group(1)
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"
 SETUP = "./.ci-policy-src/.github/actions/setup"
 
@@ -46,8 +45,7 @@ SETUP = "./.ci-policy-src/.github/actions/setup"
 SUPPRESSED = {
     ".github/workflows/comment-gateway.yml": ["self-repository"] * 4,
     ".github/workflows/rerun-test.yml": ["self-repository", "self-repository", "unpinned-images"],
-    "examples/gpu-repo/.github/workflows/comment-command.yml": ["dangerous-triggers"],
-    "examples/gpu-repo/.github/workflows/rerun-test.yml": [],
+    "examples/gpu-repo/.github/workflows/ci-policy.yml": ["dangerous-triggers"],
 }
 
 
@@ -147,16 +145,15 @@ def test_values_reach_shell_steps_only_through_env(path):
 
 # -- the callers ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("caller, reusable", [(COMMENT_CALLER, "comment-gateway.yml"),
-                                              (RERUN_CALLER, "rerun-test.yml")])
-def test_callers_pin_the_reusable_workflow_and_ci_policy_at_one_quoted_commit(caller, reusable):
-    doc = load(caller)
-    [job] = doc["jobs"].values()
+@pytest.mark.parametrize("job_id, reusable", [("comment", "comment-gateway.yml"), ("rerun-test", "rerun-test.yml")])
+def test_callers_pin_the_reusable_workflow_and_ci_policy_at_one_quoted_commit(job_id, reusable):
+    doc = load(CALLER)
+    job = doc["jobs"][job_id]
     m = re.fullmatch(rf"ci-policy/ci-policy/\.github/workflows/{re.escape(reusable)}@([0-9a-f]{{40}})", job["uses"])
     assert m and m.group(1) == PIN
     assert job["with"]["ci-policy-ref"] == m.group(1)
     # Quoted, so YAML never reads an all-digit SHA as a number.
-    assert f'ci-policy-ref: "{m.group(1)}"' in caller.read_text(encoding="utf-8")
+    assert f'ci-policy-ref: "{m.group(1)}"' in CALLER.read_text(encoding="utf-8")
     assert doc["permissions"] == {}
     # The caller grants no more than the reusable workflow's jobs use.
     used: dict[str, str] = {}
@@ -166,28 +163,31 @@ def test_callers_pin_the_reusable_workflow_and_ci_policy_at_one_quoted_commit(ca
     assert job["permissions"] == used
 
 
-def test_the_comment_caller_passes_the_app_only_through_a_variable_and_a_secret():
-    doc = load(COMMENT_CALLER)
-    job = doc["jobs"]["gateway"]
-    assert on(doc) == {"issue_comment": {"types": ["created"]}}
+def test_the_comment_job_runs_on_comments_and_passes_the_app_only_through_a_variable_and_a_secret():
+    doc = load(CALLER)
+    job = doc["jobs"]["comment"]
+    assert on(doc)["issue_comment"] == {"types": ["created"]}
+    assert job["if"] == "github.event_name == 'issue_comment'"
+    # No pipeline-workflow or rerun-test-workflow: the gateway's defaults name this file.
     assert job["with"] == {"ci-policy-ref": PIN, "app-id": "${{ vars.CI_POLICY_APP_ID }}"}
     assert job["secrets"] == {"app-private-key": "${{ secrets.CI_POLICY_APP_PRIVATE_KEY }}"}
+    assert CALLER.name == workflow_call(GATEWAY)["inputs"]["pipeline-workflow"]["default"] \
+        == workflow_call(GATEWAY)["inputs"]["rerun-test-workflow"]["default"]
 
 
-def test_the_rerun_caller_takes_what_the_gateway_dispatches_and_keeps_the_run_name_it_looks_for():
+def test_the_rerun_job_takes_what_the_gateway_dispatches_and_keeps_the_run_name_it_looks_for():
     from github_fake import workflow_dispatch_definition
     from github_world import inputs
 
     from ci_policy.adapters.github.gateway import run_name
 
-    definition = workflow_dispatch_definition(RERUN_CALLER)
+    definition = workflow_dispatch_definition(CALLER)
     sent = inputs("tests/e2e/test_x.py")
-    # `stage` is sent only when the command names a backend or stage.
-    assert set(sent) | {"stage"} == set(definition.inputs)
-    assert {name for name, required in definition.inputs.items() if required} == {"pull_number", "head_sha",
-                                                                                  "test_file"}
+    # `stage` is sent only when the command names a backend or stage; the pipeline takes the other two.
+    assert set(sent) | {"stage", "pull-request", "cadence"} == set(definition.inputs)
+    assert not any(definition.inputs.values())
     assert definition.run_name(sent) == run_name(7, "tests/e2e/test_x.py", sent["head_sha"])
-    job = load(RERUN_CALLER)["jobs"]["rerun"]
+    job = load(CALLER)["jobs"]["rerun-test"]
     assert job["with"] == {"ci-policy-ref": PIN, "pull-request": "${{ inputs.pull_number }}",
                            "head-sha": "${{ inputs.head_sha }}", "file": "${{ inputs.test_file }}",
                            "stage": "${{ inputs.stage }}", "image-tag": "${{ inputs.image_tag }}"}
@@ -208,11 +208,25 @@ def test_the_contract_inputs(path):
     assert load(path)["permissions"] == {}
 
 
+def test_each_gateway_job_passes_the_workflow_it_dispatches():
+    jobs = load(GATEWAY)["jobs"]
+    for job_id, option, variable, value in [
+            ("labels", "--pipeline-workflow", "PIPELINE_WORKFLOW", "${{ inputs.pipeline-workflow }}"),
+            ("approve", "--pipeline-workflow", "PIPELINE_WORKFLOW", "${{ inputs.pipeline-workflow }}"),
+            ("rerun-failed", "--pipeline-workflow", "PIPELINE_WORKFLOW", "${{ inputs.pipeline-workflow }}"),
+            ("rerun-test", "--rerun-test-workflow", "RERUN_TEST_WORKFLOW", "${{ inputs.rerun-test-workflow }}")]:
+        [step] = [s for s in jobs[job_id]["steps"] if "ci-policy comment" in s.get("run", "")]
+        argv = shlex.split(step["run"])
+        assert argv[argv.index(option) + 1] == f"${variable}" and step["env"][variable] == value, job_id
+
+
 def test_the_gateway_inputs_and_secret():
     call = workflow_call(GATEWAY)
     assert {k: (v["type"], v.get("default")) for k, v in call["inputs"].items()} == {
         "ci-policy-ref": ("string", None), "ci-policy-repository": ("string", "ci-policy/ci-policy"),
-        "app-id": ("string", ""), "python": ("string", "python3")}
+        "app-id": ("string", ""), "python": ("string", "python3"),
+        # The workflows dispatched where .github/ci-commands.json names none: the one caller file.
+        "pipeline-workflow": ("string", "ci-policy.yml"), "rerun-test-workflow": ("string", "ci-policy.yml")}
     assert set(call["secrets"]) == {"app-private-key"} and call["secrets"]["app-private-key"]["required"] is False
 
 
@@ -227,7 +241,8 @@ def test_the_rerun_inputs():
 def test_approvals_are_written_and_counted_by_one_identity():
     """The approve job writes ci-policy/ok-to-test with the job's token (creator github-actions[bot]),
     and every command that counts approvals keeps the default --approver, that same identity."""
-    assert load(GATEWAY)["jobs"]["approve"]["steps"][-1]["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
+    assert load(GATEWAY)["jobs"]["approve"]["steps"][-1]["env"] == {
+        "GITHUB_TOKEN": "${{ github.token }}", "PIPELINE_WORKFLOW": "${{ inputs.pipeline-workflow }}"}
     pipeline = ROOT / ".github" / "workflows" / "pr-pipeline.yml"
     runs = [step["run"] for path in (GATEWAY, RERUN, pipeline) for job in load(path)["jobs"].values()
             for step in job.get("steps", []) if "run" in step]
@@ -276,8 +291,9 @@ def test_the_app_token_is_minted_by_a_pinned_action_only_when_an_app_is_configur
                             "permission-pull-requests": "write"}
     [run] = [s for s in jobs["labels"]["steps"] if "run" in s]
     assert run["env"] == {"GITHUB_TOKEN": "${{ steps.app-token.outputs.token || github.token }}",
-                          "TOKEN_KIND": "${{ inputs.app-id != '' && 'app' || 'github-token' }}"}
-    assert shlex.split(run["run"])[-2:] == ["--token-kind", "$TOKEN_KIND"]
+                          "TOKEN_KIND": "${{ inputs.app-id != '' && 'app' || 'github-token' }}",
+                          "PIPELINE_WORKFLOW": "${{ inputs.pipeline-workflow }}"}
+    assert shlex.split(run["run"])[-4:] == ["--token-kind", "$TOKEN_KIND", "--pipeline-workflow", "$PIPELINE_WORKFLOW"]
     assert "app-private-key" not in json.dumps({k: v for k, v in jobs.items() if k != "labels"})
 
 

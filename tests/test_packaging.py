@@ -2,7 +2,8 @@
 
 - The sdist carries every file the test suite reads: the whole checkout but its VCS and cache
   files, so its tests run from the unpacked sdist.
-- The wheel carries the package (with its PEP 561 `py.typed` marker and its JSON Schemas), its
+- The wheel carries the package (with its PEP 561 `py.typed` marker, its JSON Schemas and the
+  template `ci-policy init --workflows` renders), its
   console script and the license, nothing else; its metadata has the classifiers and project URLs
   PyPI shows.
 """
@@ -75,7 +76,8 @@ def test_the_wheel_carries_the_typed_package_the_console_script_and_the_license(
         for name in ("METADATA", "RECORD", "WHEEL", "entry_points.txt", "licenses/LICENSE", "top_level.txt")]
     package = {n for n in names if n.startswith("ci_policy/")}
     assert "ci_policy/py.typed" in package
-    assert {"ci_policy/schemas/config.schema.json", "ci_policy/schemas/plan.schema.json"} <= package
+    assert {"ci_policy/schemas/config.schema.json", "ci_policy/schemas/plan.schema.json",
+            "ci_policy/templates/ci-policy.yml"} <= package
     assert package == {p.relative_to(ROOT).as_posix() for p in (ROOT / "ci_policy").rglob("*")
                        if p.is_file() and "__pycache__" not in p.parts}
     with zipfile.ZipFile(wheel) as archive:

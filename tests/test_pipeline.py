@@ -318,7 +318,7 @@ def test_a_list_where_github_wants_a_string_is_refused():
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = ROOT / ".github" / "workflows" / "pr-pipeline.yml"
-CALLER = EXAMPLE_REPO / ".github" / "workflows" / "pr-test.yml"
+CALLER = EXAMPLE_REPO / ".github" / "workflows" / "ci-policy.yml"
 HEAD = "a" * 40
 BASE = "b" * 40
 PR_DIFF = "ci-policy-plan/pr.diff"
@@ -470,9 +470,8 @@ SCENARIOS = {
 def caller_event(s: Scenario, run_attempt: str = "1") -> Event:
     """The pipeline's view of the run: the caller's job called for the scenario's event."""
     caller = load(CALLER)
-    [job_id] = caller["jobs"]
     github = {"ref": "refs/heads/main", "sha": HEAD, "run_attempt": run_attempt, **s.github}
-    return call_event(caller, job_id, load(PIPELINE), Event(s.event, s.payload, s.dispatch, SECRETS, github=github))
+    return call_event(caller, "pipeline", load(PIPELINE), Event(s.event, s.payload, s.dispatch, SECRETS, github=github))
 
 
 def prepare_workspace(s: Scenario, workspace: Path) -> None:
@@ -775,20 +774,44 @@ def test_a_push_gets_the_write_store_only_on_the_default_branch(tmp_path, ref, e
         "push", BASE, HEAD, "false", "")
 
 
-@pytest.mark.parametrize("action, cancels", [("synchronize", True), ("labeled", False), ("unlabeled", False),
-                                             ("opened", False), ("reopened", False)])
-def test_only_a_new_push_cancels_the_running_pipeline(action, cancels):
+@pytest.mark.parametrize("action, cancels", [("synchronize", True), ("closed", True), ("labeled", False),
+                                             ("unlabeled", False), ("opened", False), ("reopened", False)])
+def test_a_new_push_or_closing_the_pr_cancels_the_running_pipeline(action, cancels):
     s = Scenario("pull_request", pull_request_event(action), {}, None, None, {})
     sim = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}}, caller_event(s))
-    assert sim.concurrency == {"group": "ci-policy-PR Test-42", "cancel-in-progress": cancels}
+    assert sim.concurrency == {"group": "ci-policy-pr-pipeline-42", "cancel-in-progress": cancels}
 
 
 def test_a_dispatched_run_waits_in_its_prs_group_and_a_schedule_has_its_own():
     dispatched = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}},
                           caller_event(SCENARIOS["fork-approved"]))
     scheduled = simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}}, caller_event(SCENARIOS["nightly"]))
-    assert dispatched.concurrency == {"group": "ci-policy-PR Test-42", "cancel-in-progress": False}
-    assert scheduled.concurrency == {"group": "ci-policy-PR Test-1001", "cancel-in-progress": False}
+    assert dispatched.concurrency == {"group": "ci-policy-pr-pipeline-42", "cancel-in-progress": False}
+    assert scheduled.concurrency == {"group": "ci-policy-pr-pipeline-1001", "cancel-in-progress": False}
+
+
+def test_the_group_does_not_depend_on_the_callers_name_and_a_second_call_can_have_its_own():
+    """`github.workflow` is the caller's name in a called workflow: it is not part of the group."""
+    s = Scenario("pull_request", pull_request_event("labeled"), {}, None, None, {})
+    event = caller_event(s)
+    renamed = Event(event.name, event.payload, event.inputs, event.secrets,
+                    github={**event.github, "workflow": "Another caller"})
+    second = Event(event.name, event.payload, {**event.inputs, "concurrency-group": "pr-pipeline-rocm"},
+                   event.secrets, github=event.github)
+    groups = [simulate({"concurrency": load(PIPELINE)["concurrency"], "jobs": {}}, e).concurrency["group"]
+              for e in (event, renamed, second)]
+    assert groups == ["ci-policy-pr-pipeline-42", "ci-policy-pr-pipeline-42", "ci-policy-pr-pipeline-rocm-42"]
+
+
+def test_a_closed_pr_runs_no_job_and_only_takes_its_group(tmp_path):
+    """Merged or closed: the run cancels the PR's running lanes (its group, cancel-in-progress) and
+    plans nothing, builds nothing, runs no lane and reports no result."""
+    s = Scenario("pull_request", pull_request_event("closed", labels=MEGATRON), {}, None, None, {})
+    sim = simulate(load(PIPELINE), caller_event(s))
+    assert sim.concurrency == {"group": "ci-policy-pr-pipeline-42", "cancel-in-progress": True}
+    assert {job: r.result for job, r in sim.jobs.items()} == {
+        "plan": "skipped", "images": "skipped", "stages": "skipped", "result": "skipped"}
+    assert sim.ran() == []
 
 
 def artifact_names(sim: Simulation) -> list[str]:
@@ -876,7 +899,7 @@ def test_the_image_job_builds_only_a_head_tagged_ghcr_image_from_inside_the_chec
 # -- the example caller, and the files as GitHub reads them ----------------------------------------
 
 def test_the_example_caller_pins_the_pipeline_and_ci_policy_to_one_commit():
-    [job] = load(CALLER)["jobs"].values()
+    job = load(CALLER)["jobs"]["pipeline"]
     path, _, sha = job["uses"].partition("@")
     assert path == "ci-policy/ci-policy/.github/workflows/pr-pipeline.yml"
     assert re.fullmatch(r"[0-9a-f]{40}", sha) and job["with"]["ci-policy-ref"] == sha
@@ -888,7 +911,7 @@ GRANTS = {"none": 0, "read": 1, "write": 2}
 
 
 def test_the_example_caller_grants_what_the_pipeline_jobs_ask_and_passes_its_secrets():
-    [job] = load(CALLER)["jobs"].values()
+    job = load(CALLER)["jobs"]["pipeline"]
     pipeline_ = load(PIPELINE)
     needed: dict[str, str] = {}
     for j in pipeline_["jobs"].values():
@@ -903,13 +926,14 @@ def test_the_example_caller_grants_what_the_pipeline_jobs_ask_and_passes_its_sec
 
 def test_the_example_caller_runs_on_the_events_the_pipeline_handles():
     on = workflow_triggers(load(CALLER))
-    assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
+    assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled", "closed"]
     config = yaml.safe_load((EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text(encoding="utf-8"))
-    assert [c["cron"] for c in on["schedule"]] == list(config["cadences"]["schedules"])
-    assert set(on["workflow_dispatch"]["inputs"]) == {"pull-request", "cadence"}
+    # The pipeline's crons, then the tuning's (job tune), which the pipeline job leaves alone.
+    assert [c["cron"] for c in on["schedule"]] == [*config["cadences"]["schedules"], "17 4 * * 1"]
+    assert {"pull-request", "cadence"} <= set(on["workflow_dispatch"]["inputs"])
 
 
-@pytest.mark.parametrize("path", [PIPELINE, CALLER], ids=["pr-pipeline.yml", "pr-test.yml"])
+@pytest.mark.parametrize("path", [PIPELINE, CALLER], ids=["pr-pipeline.yml", "ci-policy.yml"])
 def test_every_run_block_passes_shellcheck(path):
     shellcheck = shutil.which("shellcheck")
     assert shellcheck, "shellcheck is not installed (apt-get install shellcheck)"
@@ -942,8 +966,8 @@ def test_every_inline_zizmor_suppression_is_justified_by_a_comment():
 
 def test_the_readme_shows_the_example_caller_as_it_is():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### The PR pipeline\n", 1)[1].split("\n## ", 1)[0]
+    section = readme.split("### One caller file\n", 1)[1].split("\n### ", 1)[0]
     block = section.split("```yaml\n", 1)[1].split("```\n", 1)[0]
     assert block == CALLER.read_text(encoding="utf-8")
-    assert readme.index("## Adopting ci_policy (GitHub Actions)") < readme.index("### The PR pipeline") \
-        < readme.index("## Security model")
+    assert readme.index("## Adopting ci_policy (GitHub Actions)") < readme.index("### One caller file") \
+        < readme.index("### The PR pipeline") < readme.index("## Security model")

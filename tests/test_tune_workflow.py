@@ -1,12 +1,12 @@
 """The reusable scheduled-tuning workflow (.github/workflows/tune.yml) and the example's weekly
-caller (examples/gpu-repo/.github/workflows/tune.yml).
+caller (the `tune` job of examples/gpu-repo/.github/workflows/ci-policy.yml).
 
 - Structure: `workflow_call` only, the CONTRACT inputs plus `workflow`, `runs` and
   `estimates-file`; one job with exactly `actions: read`, `contents: write` and
   `pull-requests: write`; ci_policy checked out at the pinned commit into `.ci-policy-src`
   and installed by its setup action; the default branch checked out as data into `repo`
   (never run); every untrusted value reaches `run:` through `env:`; actions pinned by SHA.
-- The caller: weekly schedule and workflow_dispatch, the reusable workflow and
+- The caller: its own weekly cron (no other job runs on it), the reusable workflow and
   `ci-policy-ref` pinned to the same commit, only inputs the workflow declares (the same
   table `ci-policy lint` checks callers with).
 - zizmor with each persona, the workflow schema and shellcheck cover both files with every
@@ -24,7 +24,7 @@ from ci_policy.model.workflows import INPUTS
 
 ROOT = Path(__file__).resolve().parents[1]
 TUNE = ROOT / ".github" / "workflows" / "tune.yml"
-CALLER = ROOT / "examples" / "gpu-repo" / ".github" / "workflows" / "tune.yml"
+CALLER = ROOT / "examples" / "gpu-repo" / ".github" / "workflows" / "ci-policy.yml"
 SHA = re.compile(r"[0-9a-f]{40}")
 
 
@@ -61,7 +61,8 @@ def test_least_privilege_and_one_job():
     job = doc["jobs"]["tune"]
     assert job["permissions"] == {"actions": "read", "contents": "write", "pull-requests": "write"}
     assert job["runs-on"] == "ubuntu-latest"
-    assert doc["concurrency"] == {"group": "ci-policy-tune-${{ github.workflow }}", "cancel-in-progress": False}
+    # A literal group: one tuning at a time in the repository, whatever the caller's name.
+    assert doc["concurrency"] == {"group": "ci-policy-tune", "cancel-in-progress": False}
 
 
 def test_ci_policy_is_installed_from_the_pinned_commit_and_the_checkout_is_only_data():
@@ -102,16 +103,17 @@ def test_external_actions_are_pinned_by_sha_with_a_version_comment():
 
 def test_the_example_caller_is_weekly_pinned_and_consistent():
     doc = load(CALLER)
-    assert doc["on"] == {"schedule": [{"cron": "17 4 * * 1"}], "workflow_dispatch": None}
+    assert {"cron": "17 4 * * 1"} in doc["on"]["schedule"]
     assert doc["permissions"] == {}
-    [(job_id, job)] = doc["jobs"].items()
+    job = doc["jobs"]["tune"]
+    assert job["if"] == "github.event_name == 'schedule' && github.event.schedule == '17 4 * * 1'"
     uses, ref = job["uses"].split("@")  # the `# v0.1.0` comment is YAML, not part of the value
     assert uses == "ci-policy/ci-policy/.github/workflows/tune.yml"
     assert re.fullmatch(r"[0-9a-f]{40}", ref)
     assert job["with"]["ci-policy-ref"] == ref
     assert f'"{ref}"' in CALLER.read_text()  # quoted: a string
     assert set(job["with"]) <= set(INPUTS["tune"])
-    assert job["with"]["workflow"] == "pr-test.yml"
+    assert job["with"]["workflow"] == CALLER.name  # the scheduled runs of this same file
     assert job["permissions"] == {"actions": "read", "contents": "write", "pull-requests": "write"}
     assert "secrets" not in job
 

@@ -37,7 +37,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from github_js import parse_errors
+from github_js import parse_errors, parse_text_errors
+
+from ci_policy.render.caller import caller_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -51,7 +53,7 @@ SUPPRESSED = {
     # This repository's CI runs the checked-out commit's own setup action (`./`).
     ".github/workflows/ci.yml": ["self-repository", "self-repository"],
     # issue_comment is the trigger comment commands need; nothing from the PR or comment runs.
-    "examples/gpu-repo/.github/workflows/comment-command.yml": ["dangerous-triggers"],
+    "examples/gpu-repo/.github/workflows/ci-policy.yml": ["dangerous-triggers"],
     # The pipeline's setup action is the checkout of ci-policy at the pinned ref (zizmor reads
     # `./` as the caller's own repository); the stage image is built by the same run, so its
     # digest is unknown to the plan; images are built on the repository's own builder.
@@ -104,7 +106,7 @@ def load(path: Path) -> dict:
 def test_the_known_workflows_and_actions_are_discovered():
     names = {rel(p) for p in FILES}
     assert {".github/workflows/ci.yml", ".github/workflows/release.yml", ".github/actions/setup/action.yml",
-            "examples/gpu-repo/.github/workflows/comment-command.yml"} <= names
+            "examples/gpu-repo/.github/workflows/ci-policy.yml"} <= names
     assert set(SUPPRESSED) <= names, "SUPPRESSED names a file that no longer exists"
 
 
@@ -167,15 +169,28 @@ def test_the_file_matches_githubs_schema(path):
 
 # -- GitHub's own parser ---------------------------------------------------------------------------
 
-def shipped_templates() -> list[Path]:
-    """Workflows the package writes into a repository (`ci-policy init`): YAML with `jobs:`."""
+TEMPLATES = ROOT / "ci_policy" / "templates"
+
+
+def shipped_workflows() -> list[Path]:
+    """Workflows the package holds as they are (YAML with `jobs:`); the templates under
+    ci_policy/templates are not YAML until rendered, and are loaded rendered below."""
     found = sorted([*(ROOT / "ci_policy").rglob("*.yml"), *(ROOT / "ci_policy").rglob("*.yaml")])
-    return [p for p in found if isinstance(load(p), dict) and "jobs" in load(p)]
+    return [p for p in found if TEMPLATES not in p.parents and isinstance(load(p), dict) and "jobs" in load(p)]
 
 
-@pytest.mark.parametrize("path", params(FILES + shipped_templates()))
+@pytest.mark.parametrize("path", params(FILES + shipped_workflows()))
 def test_githubs_workflow_parser_loads_the_file_without_an_error(path):
     assert parse_errors(path, rel(path)) == []
+
+
+@pytest.mark.parametrize("schedules, pins", [
+    ([], []),
+    ([("0 15 * * 0-5", "nightly"), ("0 15 * * 6", "weekly")], ["ci-sglang-pr", "ci-megatron-pr"]),
+])
+def test_githubs_workflow_parser_loads_the_caller_that_init_writes(schedules, pins):
+    text = caller_workflow("a" * 40, schedules, pins)
+    assert parse_text_errors(text, "ci-policy.yml") == []
 
 
 def test_githubs_workflow_parser_reports_what_github_would_refuse(tmp_path):
@@ -355,4 +370,8 @@ def test_the_example_callers_pin_one_commit_of_this_repository_that_holds_what_t
             secrets = call.get("secrets") or {}
             passed = job.get("secrets") or {}
             assert passed == "inherit" or set(passed) <= set(secrets), (rel(path), sha, passed)
-    assert len(callers) == 4 and len(pins) == 1, pins
+    # One caller file, one job per reusable workflow.
+    assert [path.name for path in callers] == ["ci-policy.yml"] and len(pins) == 1, pins
+    assert sorted(job["uses"].split("@")[0].rsplit("/", 1)[1] for job in yaml.safe_load(
+        callers[0].read_text(encoding="utf-8"))["jobs"].values()) == [
+        "comment-gateway.yml", "pr-pipeline.yml", "rerun-test.yml", "tune.yml"]

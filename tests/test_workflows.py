@@ -13,7 +13,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gpu-repo"
-PR_TEST = EXAMPLE / ".github" / "workflows" / "pr-test.yml"
+CALLER = EXAMPLE / ".github" / "workflows" / "ci-policy.yml"
 PIPELINE = ROOT / ".github" / "workflows" / "pr-pipeline.yml"
 
 
@@ -29,7 +29,7 @@ WORKFLOWS = [pytest.param(p, id=p.relative_to(ROOT).as_posix()) for p in workflo
 
 
 def test_the_example_workflow_and_the_pipeline_are_collected():
-    assert {PR_TEST, PIPELINE} <= set(workflows())
+    assert {CALLER, PIPELINE} <= set(workflows())
 
 
 # -- the reusable PR pipeline, by the project's workflow rules ------------------------------
@@ -149,7 +149,7 @@ def test_every_ci_policy_command_in_a_workflow_parses(workflow):
     for argv in commands:
         args = build_parser().parse_args([values.get(a, a) for a in argv[1:]])  # exits 2 on a bad flag
         assert args.command == argv[1]
-    expected = {"pr-test.yml": 0, "pr-pipeline.yml": 6, "ci.yml": 3}
+    expected = {"ci-policy.yml": 0, "pr-pipeline.yml": 6, "ci.yml": 3}
     assert len(commands) == expected.get(workflow.name, len(commands)), commands
 
 

@@ -4,12 +4,14 @@
   payload's path (None: `$GITHUB_EVENT_PATH`), the access policy's path, the configured repository
   and its id (None: `$GITHUB_REPOSITORY`, `$GITHUB_REPOSITORY_ID`), the token (asked for once the
   rest is read) and its kind, the command kinds handled, dry-run, whether the dry-run
-  requests are collected (json) or printed as they are made, and the approver (the login
-  the gateway's `ci-policy/ok-to-test` statuses are created by; None: `github-actions[bot]`).
+  requests are collected (json) or printed as they are made, the approver (the login
+  the gateway's `ci-policy/ok-to-test` statuses are created by; None: `github-actions[bot]`),
+  and the workflow files the gateway dispatches where the access policy names none: the
+  pipeline's and `/rerun-test`'s (default both `CALLER_WORKFLOW`, the one caller file).
 - Out: a `CommentResult`: the gateway's status, message and exit code, in json dry-run the
   requests it would have sent, and warnings (approval statuses another identity created).
 - Refused: a missing payload, repository or repository id, an unknown command kind, an
-  approver that is not a GitHub login (`UsageError`);
+  approver that is not a GitHub login, a workflow that is not a file name (`UsageError`);
   a payload or policy that cannot be read (exit 1).
 """
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ci_policy.adapters.github.access import KINDS, parse_access_policy
+from ci_policy.adapters.github.access import KINDS, WORKFLOW_FILE_RE, parse_access_policy, with_workflows
 from ci_policy.adapters.github.api import github_api
 from ci_policy.adapters.github.gateway import Gateway
 from ci_policy.app.pull_request import approver_of
@@ -33,6 +35,7 @@ from ci_policy.config.path import DEFAULT_CONFIG
 from ci_policy.errors import InputError, UsageError
 from ci_policy.read.checkout import read_text
 from ci_policy.read.labels import load_labels
+from ci_policy.read.names import CALLER_WORKFLOW
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class CommentRequest:
     dry_run: bool = False
     collect: bool = False          # json: the dry-run requests become part of the one document
     approver: str | None = None
+    pipeline_workflow: str = CALLER_WORKFLOW     # where the access policy names no pipeline workflow
+    rerun_test_workflow: str = CALLER_WORKFLOW   # where commands.rerun_test names no workflow
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,17 @@ def _kinds(text: str | None) -> frozenset[str] | None:
     return kinds
 
 
+def _workflow(name: str, option: str) -> str:
+    if not WORKFLOW_FILE_RE.fullmatch(name):
+        raise UsageError(f"{name!r} is not a workflow file name", source=option,
+                         hint=f"the file name under .github/workflows, e.g. {CALLER_WORKFLOW}")
+    return name
+
+
 def comment(args: CommentRequest) -> CommentResult:
     repo = args.trusted_repo
+    pipeline = _workflow(args.pipeline_workflow, "--pipeline-workflow")
+    rerun_test = _workflow(args.rerun_test_workflow, "--rerun-test-workflow")
     event_path = args.event_path or os.environ.get("GITHUB_EVENT_PATH")
     if not event_path:
         raise UsageError("no event payload", source="--event-path",
@@ -118,7 +132,7 @@ def comment(args: CommentRequest) -> CommentResult:
         policy_text, policy_path = Path(args.policy).read_text(encoding="utf-8"), args.policy
     else:
         policy_text, policy_path = read_text(repo, policy_rel, what="access policy"), policy_rel
-    access = parse_access_policy(policy_text, labels, policy_path)
+    access = with_workflows(parse_access_policy(policy_text, labels, policy_path), pipeline, rerun_test)
     secret = args.token()
     requests: io.StringIO | None = io.StringIO() if args.collect else None
     api = github_api(secret, args.api_url, dry_run=args.dry_run, out=requests or sys.stdout)

@@ -9,6 +9,13 @@
 - Refused (nothing written): an existing configuration or labels file without `force`; a target
   path through a symlink (even with `force`); a checkout with no marker call (`InputErrors`); a
   file that cannot be written (`InputError`).
+- `init_workflows(WorkflowsRequest)`: the one caller workflow `.github/workflows/ci-policy.yml`
+  (`ci_policy.render.caller`), pinned to the given ci-policy commit, with the pipeline's schedules
+  of the checkout's configuration (none without one; a --config named must exist) and an input
+  per PR-body pin of its `.github/ci-commands.json` (read with the configuration's labels: none
+  without either). Out: a `WorkflowsWritten`. Refused: a commit that
+  is not 40 lowercase hex (`UsageError` at --ci-policy-ref); an existing file without `force`, a
+  symlink, a configuration or policy that does not read, a cron the tuning uses (nothing written).
 """
 
 from __future__ import annotations
@@ -18,10 +25,14 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ci_policy.errors import Diagnostic, InputError, InputErrors
+from ci_policy.adapters.github.access import parse_access_policy
+from ci_policy.config.load import load_config
+from ci_policy.errors import Diagnostic, InputError, InputErrors, UsageError
 from ci_policy.model.lint import LintReport, lint
 from ci_policy.model.starter import LABELS_FILE, Starter, starter
-from ci_policy.read.checkout import check_no_symlinks
+from ci_policy.read.checkout import check_no_symlinks, read_text
+from ci_policy.read.labels import load_labels
+from ci_policy.render.caller import SHA_RE, caller_workflow
 
 DEFAULT_SHOWN = ".github/ci-policy.yml"
 
@@ -69,6 +80,55 @@ def init(request: InitRequest) -> Initialised:
     report = _lint_filled(repo, start, shown_config) if filled else written
     ok = report.ok and len(placeholder_errors) == len(written.errors)
     return Initialised(start, tuple(s for _p, s, _t in targets), shown_config, report, filled, ok)
+
+
+CALLER_SHOWN = ".github/workflows/ci-policy.yml"
+POLICY_SHOWN = ".github/ci-commands.json"
+
+
+@dataclass(frozen=True)
+class WorkflowsRequest:
+    repo: Path
+    ci_policy_ref: str
+    config: str | None = None   # the configuration whose schedules the pipeline runs on
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class WorkflowsWritten:
+    written: str                # the caller file, as shown
+    ci_policy_ref: str
+    schedules: tuple[str, ...]  # the pipeline's crons
+    pins: tuple[str, ...]       # the PR-body pins dispatched to /rerun-test
+
+
+def init_workflows(request: WorkflowsRequest) -> WorkflowsWritten:
+    ref = request.ci_policy_ref
+    if not SHA_RE.fullmatch(ref):
+        raise UsageError(f"{ref!r} is not a full 40-hex commit SHA (lowercase)", source="--ci-policy-ref",
+                         hint="pin the ci-policy commit to run, e.g. the output of `git rev-parse HEAD` in ci-policy")
+    repo = request.repo
+    config_file = Path(request.config) if request.config is not None else repo / ".github" / "ci-policy.yml"
+    schedules: list[tuple[str, str]] = []
+    pins: tuple[str, ...] = ()
+    if request.config is not None or config_file.exists():  # a configuration named must be read
+        config = load_config(repo, request.config)
+        schedules = [(cron, str(config.cadences.for_cron(cron))) for cron in config.cadences.schedules]
+        if (repo / POLICY_SHOWN).exists():
+            access = parse_access_policy(read_text(repo, POLICY_SHOWN, what="access policy"),
+                                         load_labels(repo, config.labels_file), POLICY_SHOWN)
+            rerun = access.command("rerun_test")
+            pins = tuple(name for name, _pattern in rerun.pins) if rerun is not None else ()
+    try:
+        text = caller_workflow(ref, schedules, pins)
+    except ValueError as exc:
+        raise InputError(f"cannot write {CALLER_SHOWN}: {exc}", path=request.config or DEFAULT_SHOWN,
+                         hint="give the pipeline's schedule another cron in cadences.schedules, or the /rerun-test pin "
+                         f"another name in {POLICY_SHOWN}") from None
+    target = repo / CALLER_SHOWN
+    _refuse_existing([(target, CALLER_SHOWN, text)], request.force)
+    _write(repo, target, CALLER_SHOWN, text)
+    return WorkflowsWritten(CALLER_SHOWN, ref, tuple(cron for cron, _c in schedules), pins)
 
 
 def _refuse_existing(targets: list[tuple[Path, str, str]], force: bool) -> None:

@@ -7,13 +7,14 @@
   gateway dispatches the PR pipeline), --commands (the kinds this job may carry out),
   --dry-run, --format text|json, --approver (the login the gateway's `ci-policy/ok-to-test`
   statuses are created by: github-actions[bot], the default, for the job's token; an App's
-  NAME[bot]).
+  NAME[bot]), --pipeline-workflow and --rerun-test-workflow (the workflow files dispatched
+  where the access policy names none; default both ci-policy.yml, the one caller file).
 - Out: the result (ignored, refused, done or failed) and its message, after a warning for
   each approval status another identity created; in dry-run every
   mutating request, printed instead of sent (JSON lines in text format, a list in json).
   Exit 1 when the command failed.
 - Refused: a missing payload, repository or token, an unknown command kind, an
-  --approver that is not a GitHub login (exit 2).
+  --approver that is not a GitHub login, a workflow option that is not a file name (exit 2).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ci_policy.app.comment import CommentRequest, comment
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_config, add_format, add_token, api_url, token
 from ci_policy.cli.output import warn
+from ci_policy.read.names import CALLER_WORKFLOW
 from ci_policy.render.escape import one_line
 from ci_policy.render.jsondoc import comment_json
 
@@ -60,6 +62,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the identity this gateway's ci-policy/ok-to-test statuses are created by, the only one "
                         "whose approvals count (default github-actions[bot], the job's token; a GitHub App's "
                         "is NAME[bot])")
+    p.add_argument("--pipeline-workflow", default=CALLER_WORKFLOW, metavar="FILE",
+                   help="the workflow file the commands that start a pipeline run dispatch, when "
+                        f".github/ci-commands.json names none (default {CALLER_WORKFLOW}, the one caller file)")
+    p.add_argument("--rerun-test-workflow", default=CALLER_WORKFLOW, metavar="FILE",
+                   help="the workflow file /rerun-test dispatches, when commands.rerun_test names none "
+                        f"(default {CALLER_WORKFLOW})")
     p.add_argument("--dry-run", action="store_true",
                    help="print every mutating API request instead of sending it")
     add_format(p, ("text", "json"))
@@ -72,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
                                     args.repository, args.repository_id, args.commands,
                                     lambda: token(args, "the comment gateway"), api_url(args),
                                     token_kind=args.token_kind, dry_run=args.dry_run, collect=as_json,
-                                    approver=args.approver))
+                                    approver=args.approver, pipeline_workflow=args.pipeline_workflow,
+                                    rerun_test_workflow=args.rerun_test_workflow))
     for line in result.warnings:
         warn(NAME, args.format, line)
     if as_json:

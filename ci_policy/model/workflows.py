@@ -42,8 +42,8 @@ COMMON_INPUTS = ("ci-policy-ref", "ci-policy-repository")
 # The inputs each reusable workflow of this repository declares (.github/workflows/NAME.yml;
 # tests/model/test_lint_workflows.py compares them), and which of them are required.
 INPUTS: dict[str, tuple[str, ...]] = {
-    "pr-pipeline": (*COMMON_INPUTS, "pull-request", "cadence", "python"),
-    "comment-gateway": (*COMMON_INPUTS, "app-id", "python"),
+    "pr-pipeline": (*COMMON_INPUTS, "pull-request", "cadence", "python", "concurrency-group"),
+    "comment-gateway": (*COMMON_INPUTS, "app-id", "python", "pipeline-workflow", "rerun-test-workflow"),
     "rerun-test": (*COMMON_INPUTS, "pull-request", "file", "head-sha", "stage", "image-tag", "python"),
     "tune": (*COMMON_INPUTS, "workflow", "runs", "estimates-file", "python"),
 }

@@ -7,6 +7,9 @@
 - `WORKFLOW_ONLY_LABELS`: the PR labels that steer the workflow itself rather than name
   tests: `nightly` (the nightly cadence on a PR) and `bypass-fastfail`.
 - `is_ci_label(label)`: a label the CI policy reads (`run-ci-<name>` or workflow-only).
+- `CALLER_WORKFLOW`: the file name of an adopting repository's one caller workflow
+  (`.github/workflows/ci-policy.yml`, written by `ci-policy init --workflows`): the workflow the
+  comment gateway dispatches by default, for the pipeline and for `/rerun-test`.
 - `closest(word, names)` / `did_you_mean(word, names)`: the known name a misspelt one is
   closest to (difflib's, cutoff 0.6), for a hint.
 """
@@ -23,6 +26,8 @@ CI_LABEL_PREFIX = "run-ci-"
 CI_LABEL_RE = re.compile(rf"{CI_LABEL_PREFIX}({NAME})")
 
 WORKFLOW_ONLY_LABELS = ("nightly", "bypass-fastfail")
+
+CALLER_WORKFLOW = "ci-policy.yml"
 
 
 def is_ci_label(label: str) -> bool:

@@ -21,7 +21,7 @@ def test_json_of_a_command_carried_out(world):
     result = world.run("/run-ci-megatron", "--format", "json", login="maria")
     assert (result.rc, result.err) == (0, "")
     assert json.loads(result.out) == {"schema": 1, "status": "done",
-                                      "message": f"added run-ci-megatron; dispatched pr-test.yml for #{PR}",
+                                      "message": f"added run-ci-megatron; dispatched ci-policy.yml for #{PR}",
                                       "exit_code": 0}
     assert result.out == json.dumps(json.loads(result.out), indent=2) + "\n"
     assert_valid("comment", result.out)
@@ -41,9 +41,9 @@ def test_json_of_a_dry_run_lists_the_requests_not_sent(world):
     data = json.loads(result.out)
     assert_valid("comment", data)
     assert list(data) == ["schema", "status", "message", "exit_code", "requests"]
-    assert (data["status"], data["message"]) == ("done", f"dispatched rerun-test.yml for {SFT} at {HEAD}")
+    assert (data["status"], data["message"]) == ("done", f"dispatched ci-policy.yml for {SFT} at {HEAD}")
     assert [(r["method"], r["path"]) for r in data["requests"]] == [
-        ("POST", f"{P}/actions/workflows/rerun-test.yml/dispatches"),
+        ("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches"),
         ("POST", f"{P}/issues/comments/{COMMENT_ID}/reactions"),
         ("POST", f"{P}/issues/{PR}/comments")]
     assert data["requests"][0]["body"] == {"ref": "main", "inputs": inputs(SFT)}
@@ -52,9 +52,9 @@ def test_json_of_a_dry_run_lists_the_requests_not_sent(world):
 
 def test_text_of_a_dry_run_keeps_requests_on_stdout_and_the_result_on_stderr(world):
     result = world.run("/run-ci-megatron", "--dry-run", login="maria")
-    assert result.err == f"ci-policy comment: done: added run-ci-megatron; dispatched pr-test.yml for #{PR}\n"
+    assert result.err == f"ci-policy comment: done: added run-ci-megatron; dispatched ci-policy.yml for #{PR}\n"
     assert [(json.loads(line)["method"], json.loads(line)["path"]) for line in result.out.splitlines()] == [
-        ("POST", f"{P}/issues/{PR}/labels"), ("POST", f"{P}/actions/workflows/pr-test.yml/dispatches"),
+        ("POST", f"{P}/issues/{PR}/labels"), ("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches"),
         ("POST", f"{P}/issues/comments/{COMMENT_ID}/reactions")]
 
 

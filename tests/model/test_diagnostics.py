@@ -299,7 +299,7 @@ CASES = [
                             f"the ref pr-pipeline.yml is called at ('{SHA1}')")]),
     Case("CP604", {WORKFLOW: caller(SHA1, SHA1) + "      cadance: nightly\n"},
          [(WORKFLOW, 7, 16, "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: ci-policy-ref, "
-                            "ci-policy-repository, pull-request, cadence, python)")]),
+                            "ci-policy-repository, pull-request, cadence, python, concurrency-group)")]),
     Case("CP605", {WORKFLOW: caller(SHA1, SHA1), A: GATE + CUDA + 'register_cuda_ci(60, "gpu-a", labels=["fsdp"])\n'
                    'register_ci_gate(metric_key="train/grad_norm")\n' + MAIN_BLOCK},
          [(WORKFLOW, 3, 3, "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates and "

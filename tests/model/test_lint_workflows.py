@@ -72,7 +72,8 @@ def test_a_drifted_caller(make_repo):
         (path, 12, 22, "CP603", "jobs.ci.with.ci-policy-ref: '2222222222222222222222222222222222222222' differs "
                                 "from the ref pr-pipeline.yml is called at ('main')"),
         (path, 13, 16, "CP604", "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: "
-                                "ci-policy-ref, ci-policy-repository, pull-request, cadence, python)"),
+                                "ci-policy-ref, ci-policy-repository, pull-request, cadence, python, "
+                                "concurrency-group)"),
         (path, 15, 11, "CP603", "jobs.fork-ci.with.ci-policy-ref: missing; pr-pipeline.yml needs the commit it was "
                                 "called at"),
         (path, 18, 11, "CP603", "jobs.tune.with.ci-policy-ref: missing; tune.yml needs the commit it was called at"),

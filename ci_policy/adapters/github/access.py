@@ -5,6 +5,9 @@
 - Out: a frozen `AccessPolicy`: groups (repository permissions and user ids), per
   command, the group allowed to use it plus its settings, and the pipeline workflow
   (`"pipeline": {"workflow": "pr-test.yml"}`) the commands that start a run dispatch.
+  Both workflow files (the pipeline's and `commands.rerun_test.workflow`) are optional:
+  `with_workflows(policy, pipeline, rerun_test)` fills in the ones the policy leaves out
+  with the gateway's (by default the one caller file `CALLER_WORKFLOW`); the policy's own win.
   The document is declared once, as `PolicyDocument`'s dataclasses through `read.codec`
   (each entry read on its own so that every problem is reported at once);
   `write_access_policy(policy)`: the text that reads back as `policy`.
@@ -13,8 +16,7 @@
 - Refused: duplicate keys, NaN/Infinity, unknown fields, wrong types, a group that does
   not exist, an `allowed_labels` entry that is neither `run-ci-<known label>` nor a
   workflow-only label, a pin pattern that is not a valid regex or is longer than
-  `MAX_PIN_PATTERN` characters or repeats more than `MAX_PIN_REPEAT` times (`a{9999999999}`), `rerun_failed_ci`
-  without a pipeline workflow to dispatch.
+  `MAX_PIN_PATTERN` characters or repeats more than `MAX_PIN_REPEAT` times (`a{9999999999}`).
 """
 
 from __future__ import annotations
@@ -179,7 +181,8 @@ class AddLabelEntry:
 @document
 class RerunTestEntry:
     group: str
-    workflow: str = spec(pattern=WORKFLOW_FILE_RE.pattern, check=_workflow_problem("rerun-test.yml"))
+    workflow: str | None = spec(default=None, omit_none=True, pattern=WORKFLOW_FILE_RE.pattern,
+                                check=_workflow_problem("rerun-test.yml"))
     ref: str | None = spec(default=None, omit_none=True, pattern=BRANCH_RE.pattern, check=_ref_problem)
     # PR-body pin name -> full-match regex, each checked by `pin_pattern_problem` when read
     pins: Mapping[str, str] | None = spec(default=None, omit_none=True, key_check=_pin_name_problem,
@@ -228,7 +231,7 @@ def policy_document(policy: AccessPolicy) -> PolicyDocument:
         if kind == "add_label":
             entries[kind] = AddLabelEntry(command.group, command.allowed_labels)
         elif kind == "rerun_test":
-            entries[kind] = RerunTestEntry(command.group, command.workflow or "", command.ref,
+            entries[kind] = RerunTestEntry(command.group, command.workflow, command.ref,
                                            dict(command.pins) if command.pins else None)
         else:
             entries[kind] = GroupOnlyEntry(command.group)
@@ -311,9 +314,6 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
                            f"workflow-only label ({', '.join(WORKFLOW_ONLY_LABELS)})",
                            hint=f"known labels are in {labels.path}")
             policy = CommandPolicy(group=group, allowed_labels=allowed)
-        elif kind == "rerun_failed_ci" and "pipeline" not in top:
-            c.fail(where, "starts a fresh pipeline run, but no pipeline workflow is configured",
-                   hint='add "pipeline": {"workflow": "<the PR pipeline caller, e.g. pr-test.yml>"}')
         elif kind == "rerun_test":
             policy = CommandPolicy(group=group, workflow=fields.get("workflow"), ref=fields.get("ref"),
                                    pins=_pins(fields.get("pins") or {}, f"{where}.pins", c))
@@ -326,6 +326,13 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
     if c.errors:
         raise InputErrors(c.errors)
     return AccessPolicy(groups=tuple(groups), commands=tuple(commands), pipeline_workflow=pipeline_workflow)
+
+
+def with_workflows(policy: AccessPolicy, pipeline: str, rerun_test: str) -> AccessPolicy:
+    """`policy` with the gateway's workflow files where it names none; the policy's own stand."""
+    commands = tuple((kind, dataclasses.replace(command, workflow=command.workflow or rerun_test)
+                      if kind == "rerun_test" else command) for kind, command in policy.commands)
+    return dataclasses.replace(policy, commands=commands, pipeline_workflow=policy.pipeline_workflow or pipeline)
 
 
 def _pins(raw: dict[str, Any], where: str, c: _Problems) -> tuple[tuple[str, str], ...]:

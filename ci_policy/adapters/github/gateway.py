@@ -424,7 +424,7 @@ def as_code(text: str, limit: int = 500) -> str:
 
 
 def run_name(pull_number: int, file: str, sha: str) -> str:
-    """The dispatched run's `run-name` (rerun-test.yml builds the same string)."""
+    """The dispatched run's `run-name` (the caller's `run-name` builds the same string for a /rerun-test dispatch)."""
     return f"rerun {file} for #{pull_number} at {sha}"
 
 

@@ -17,6 +17,7 @@ from ci_policy.adapters.github.access import (
     CommandPolicy,
     Group,
     parse_access_policy,
+    with_workflows,
     write_access_policy,
 )
 from ci_policy.errors import InputError, InputErrors
@@ -68,10 +69,10 @@ def test_the_example_policy_parses_to_its_groups_and_commands():
                 "run-ci-long", "nightly", "bypass-fastfail"))),
             ("clear_labels", CommandPolicy(group="ci-helpers")),
             ("rerun_failed_ci", CommandPolicy(group="maintainers")),
-            ("rerun_test", CommandPolicy(group="maintainers", workflow="rerun-test.yml", ref=None,
+            ("rerun_test", CommandPolicy(group="maintainers", workflow="ci-policy.yml", ref=None,
                                          pins=(("ci-sglang-pr", "[0-9]{1,7}"), ("ci-megatron-pr", "[0-9]{1,7}")))),
         ),
-        pipeline_workflow="pr-test.yml")
+        pipeline_workflow="ci-policy.yml")
 
 
 def test_a_full_policy_keeps_every_setting_and_admits_by_role_or_user_id():
@@ -91,6 +92,25 @@ def test_a_policy_need_not_enable_every_command():
     policy = parse_access_policy(edited(lambda d: d.update(commands={"clear_labels": {"group": "helpers"}})),
                                  LABELS)
     assert policy.commands == (("clear_labels", CommandPolicy(group="helpers")),)
+
+
+def test_the_workflow_files_are_optional_and_the_gateways_fill_in_only_what_the_policy_leaves_out():
+    """Without them the gateway dispatches its own (`--pipeline-workflow`, `--rerun-test-workflow`,
+    by default the one caller file); rerun_failed_ci needs no pipeline named here any more."""
+    data = json.loads(json.dumps(VALID))
+    del data["pipeline"], data["commands"]["rerun_test"]["workflow"]
+    bare = parse_access_policy(json.dumps(data), LABELS)
+    assert (bare.pipeline_workflow, bare.command("rerun_test").workflow) == (None, None)
+    assert bare.command("rerun_failed_ci") == CommandPolicy(group="maintainers")
+    filled = with_workflows(bare, "ci-policy.yml", "ci-policy.yml")
+    assert (filled.pipeline_workflow, filled.command("rerun_test").workflow) == ("ci-policy.yml", "ci-policy.yml")
+    assert filled.command("rerun_test") == CommandPolicy(group="maintainers", workflow="ci-policy.yml",
+                                                         ref="release/v1.2", pins=(("ci-sglang-pr", "[0-9]{1,7}"),))
+    kept = with_workflows(parse_access_policy(json.dumps(VALID), LABELS), "ci-policy.yml", "ci-policy.yml")
+    assert (kept.pipeline_workflow, kept.command("rerun_test").workflow) == ("pr-test.yaml", "rerun-test.yml")
+    assert write_access_policy(bare) == write_access_policy(parse_access_policy(write_access_policy(bare), LABELS))
+    assert "workflow" not in json.loads(write_access_policy(bare))["commands"]["rerun_test"]
+
 
 
 @pytest.mark.parametrize("text, message", [
@@ -215,14 +235,11 @@ C = "commands"
     # A re-run of an old run would see its event's old labels: the command dispatches the pipeline instead.
     ((C, "rerun_failed_ci", "workflows"), ["pr-test.yml"],
      ["commands.rerun_failed_ci.workflows: unknown field; allowed: group"]),
-    (("pipeline",), _DELETE, ["commands.rerun_failed_ci: starts a fresh pipeline run, but no pipeline workflow is "
-                              "configured"]),
     (("pipeline",), "pr-test.yml", ["pipeline: expected an object, got a string"]),
     (("pipeline", "workflow"), _DELETE, ["pipeline.workflow: required field is missing"]),
     (("pipeline", "ref"), "main", ["pipeline.ref: unknown field; allowed: workflow"]),
     (("pipeline", "workflow"), "../evil.yml", ["pipeline.workflow: '../evil.yml' is not a workflow file name like "
                                                "pr-test.yml"]),
-    ((C, "rerun_test", "workflow"), _DELETE, ["commands.rerun_test.workflow: required field is missing"]),
     ((C, "rerun_test", "workflow"), "rerun test.yml",
      ["commands.rerun_test.workflow: 'rerun test.yml' is not a workflow file name like rerun-test.yml"]),
     ((C, "rerun_test", "workflow"), 5, ["commands.rerun_test.workflow: 5 is not a workflow file name like "

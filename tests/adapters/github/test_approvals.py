@@ -22,7 +22,8 @@ MOVED = "feedfacecafebeef00112233445566778899aabb"
 COMMENT_URL = f"https://github.com/{REPO}/pull/{PR}#issuecomment-{COMMENT_ID}"
 PULL = ("GET", f"{P}/pulls/{PR}", {}, None)
 REACT = ("POST", f"{P}/issues/comments/{COMMENT_ID}/reactions", {}, {"content": "+1"})
-START = ("POST", f"{P}/actions/workflows/pr-test.yml/dispatches", {}, {"ref": "main", "inputs": {"pull-request": "7"}})
+START = ("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches", {},
+         {"ref": "main", "inputs": {"pull-request": "7"}})
 
 
 def perm(login: str) -> tuple:
@@ -44,7 +45,7 @@ def approval(sha: str, login: str) -> tuple:
 
 def approved_reply(sha: str, prefix: str) -> tuple:
     return reply(f"> /ok-to-test {prefix}\n\nApproved `{sha}` for CI (`ci-policy/ok-to-test` on that commit; a new "
-                 "push needs a new approval). Started `pr-test.yml`.")
+                 "push needs a new approval). Started `ci-policy.yml`.")
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ def test_a_writer_approves_exactly_the_head_and_starts_the_pipeline(fork, capsys
     fork.gh.requests.clear()
     result = fork.run(f"/ok-to-test {prefix}", login=login)
     assert (result.rc, result.err) == (0, "")
-    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched pr-test.yml for #{PR}\n"
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched ci-policy.yml for #{PR}\n"
     assert fork.calls() == [perm(login), PULL, approval(HEAD, login), START, REACT, approved_reply(HEAD, prefix)]
     assert [(s["context"], s["state"]) for s in fork.gh.statuses[HEAD]] == [("ci-policy/ok-to-test", "success")]
     assert trust(fork, capsys) == "approved"
@@ -77,7 +78,7 @@ def test_a_writer_approves_exactly_the_head_and_starts_the_pipeline(fork, capsys
 
 def test_an_app_token_also_dispatches_the_pipeline_no_label_event_carries_an_approval(fork):
     result = fork.run(f"/ok-to-test {HEAD[:16]}", "--token-kind", "app", login="maria")
-    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched pr-test.yml for #{PR}\n"
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched ci-policy.yml for #{PR}\n"
     assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), START, REACT,
                             approved_reply(HEAD, HEAD[:16])]
 
@@ -130,16 +131,16 @@ def test_only_write_maintain_or_admin_may_approve_whatever_the_groups_say(fork, 
     assert fork.gh.statuses == {}
 
 
-def test_without_a_pipeline_workflow_the_approval_is_still_recorded(fork):
+def test_without_a_pipeline_workflow_in_the_policy_the_approval_starts_the_gateways_caller(fork):
+    """The policy names no pipeline: the gateway dispatches its own (--pipeline-workflow, by
+    default ci-policy.yml, the one caller file)."""
     data = fork.example_policy()
-    del data["pipeline"], data["commands"]["rerun_failed_ci"]
+    del data["pipeline"]
     fork.policy(data)
     result = fork.run(f"/ok-to-test {HEAD[:16]}", login="maria")
-    assert result.out == f"ci-policy comment: done: approved {HEAD}; no pipeline workflow to dispatch\n"
-    assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), REACT, reply(
-        f"> /ok-to-test {HEAD[:16]}\n\nApproved `{HEAD}` for CI (`ci-policy/ok-to-test` on that commit; a new push "
-        'needs a new approval). No run was started: .github/ci-commands.json names no pipeline workflow '
-        '("pipeline": {"workflow": ...}).')]
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched ci-policy.yml for #{PR}\n"
+    assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), START, REACT,
+                            approved_reply(HEAD, HEAD[:16])]
 
 
 def test_ok_to_test_is_ignored_by_a_job_that_does_not_carry_it_out(fork):
@@ -166,13 +167,13 @@ def test_rerun_test_of_an_approved_fork_head_is_dispatched(fork):
     assert fork.run(f"/ok-to-test {HEAD[:16]}", login="maria").rc == 0
     fork.gh.requests.clear()
     result = fork.run(f"/rerun-test {SFT}", login="maria")
-    assert result.out == f"ci-policy comment: done: dispatched rerun-test.yml for {SFT} at {HEAD}\n"
-    (run,) = [r for r in fork.gh.runs["rerun-test.yml"] if r["display_title"] == run_name(PR, SFT, HEAD)]
+    assert result.out == f"ci-policy comment: done: dispatched ci-policy.yml for {SFT} at {HEAD}\n"
+    (run,) = [r for r in fork.gh.runs["ci-policy.yml"] if r["display_title"] == run_name(PR, SFT, HEAD)]
     assert fork.calls()[:6] == [
         perm("maria"), PULL, status_of(HEAD), ("GET", f"{P}/git/trees/{HEAD}", {"recursive": "1"}, None),
         ("GET", f"{P}/git/blobs/{git_blob_sha(fork.pr_bytes('labels.py'))}", {}, None),
         ("GET", f"{P}/git/blobs/{git_blob_sha(fork.pr_bytes(SFT))}", {}, None)]
-    assert fork.gh.dispatches[-1] == {"workflow": "rerun-test.yml", "ref": "main", "inputs": inputs(SFT)}
+    assert fork.gh.dispatches[-1] == {"workflow": "ci-policy.yml", "ref": "main", "inputs": inputs(SFT)}
 
 
 def test_rerun_test_of_an_approval_on_an_older_head_is_refused(fork):
@@ -209,7 +210,7 @@ def test_a_gateway_with_an_app_identity_counts_its_own_approvals_only(fork, caps
     # ... and a gateway told the App's does.
     fork.gh.requests.clear()
     result = fork.run(f"/rerun-test {SFT}", "--approver", "acme-ci[bot]", login="maria")
-    assert result.out == f"ci-policy comment: done: dispatched rerun-test.yml for {SFT} at {HEAD}\n"
+    assert result.out == f"ci-policy comment: done: dispatched ci-policy.yml for {SFT} at {HEAD}\n"
     assert result.err == ""
     result = fork.run(f"/rerun-test {SFT}", login="maria")
     assert result.out == f"ci-policy comment: refused: untrusted head {HEAD} not approved\n"

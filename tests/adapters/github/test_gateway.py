@@ -9,13 +9,12 @@ appears in the output or in anything posted.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import socket
 
 import pytest
 from github_fake import FakeGitHub, git_blob_sha, workflow_dispatch_definition
-from github_world import COMMENT_ID, HEAD, PR, RERUN_WORKFLOW, RUN_NAME_AS_WRITTEN, P, World, inputs
+from github_world import CALLER_WORKFLOW, COMMENT_ID, HEAD, PR, RUN_NAME_AS_WRITTEN, P, World, inputs
 
 from ci_policy.adapters.github.gateway import run_name
 
@@ -54,16 +53,16 @@ def get_label(name: str) -> tuple:
 
 
 def dispatch(inputs: dict, ref: str = "main") -> tuple:
-    return ("POST", f"{P}/actions/workflows/rerun-test.yml/dispatches", {}, {"ref": ref, "inputs": inputs})
+    return ("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches", {}, {"ref": ref, "inputs": inputs})
 
 
 def start_pipeline(number: int = PR) -> tuple:
-    """The dispatch that starts a fresh run of the PR pipeline (pr-test.yml) for the PR."""
-    return ("POST", f"{P}/actions/workflows/pr-test.yml/dispatches", {},
+    """The dispatch that starts a fresh run of the PR pipeline (ci-policy.yml) for the PR."""
+    return ("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches", {},
             {"ref": "main", "inputs": {"pull-request": str(number)}})
 
 
-FIND_RUN = ("GET", f"{P}/actions/workflows/rerun-test.yml/runs", {"event": "workflow_dispatch", "per_page": "20"},
+FIND_RUN = ("GET", f"{P}/actions/workflows/ci-policy.yml/runs", {"event": "workflow_dispatch", "per_page": "20"},
             None)
 
 
@@ -167,8 +166,8 @@ def test_with_the_job_token_a_label_command_adds_the_label_then_dispatches_the_p
     # The job token's label event starts no workflow run: the gateway starts one, which reads
     # the PR's labels (now with run-ci-megatron) and head through the API.
     result = world.run("/run-ci-megatron", *token_kind, login="tom")
-    assert (result.rc, result.out, result.err) == (0, done(f"added run-ci-megatron; dispatched pr-test.yml for #{PR}"),
-                                                   "")
+    assert (result.rc, result.out, result.err) == (
+        0, done(f"added run-ci-megatron; dispatched ci-policy.yml for #{PR}"), "")
     assert world.calls() == [
         perm("tom"),
         get_label("run-ci-megatron"),
@@ -176,21 +175,33 @@ def test_with_the_job_token_a_label_command_adds_the_label_then_dispatches_the_p
         start_pipeline(),
         REACT,
     ]
-    assert world.gh.dispatches == [{"workflow": "pr-test.yml", "ref": "main", "inputs": {"pull-request": "7"}}]
+    assert world.gh.dispatches == [{"workflow": "ci-policy.yml", "ref": "main", "inputs": {"pull-request": "7"}}]
     assert world.gh.comments == []
 
 
-def test_with_the_job_token_and_no_pipeline_workflow_the_label_is_added_and_the_reply_says_no_run_started(world):
+@pytest.mark.parametrize("named, extra, workflow", [
+    (False, (), "ci-policy.yml"),                                # the gateway's default: the one caller file
+    (False, ("--pipeline-workflow", "gpu-ci.yml"), "gpu-ci.yml"),  # the gateway's input
+    (True, ("--pipeline-workflow", "gpu-ci.yml"), "ci-policy.yml"),  # the policy's own wins
+])
+def test_the_pipeline_dispatched_is_the_policys_else_the_gateways(world, named, extra, workflow):
     data = world.example_policy()
-    del data["pipeline"], data["commands"]["rerun_failed_ci"]
+    if not named:
+        del data["pipeline"]
     world.policy(data)
-    result = world.run("/run-ci-megatron", login="tom")
-    assert (result.rc, result.out) == (0, done("added run-ci-megatron; no pipeline workflow to dispatch"))
-    assert world.calls() == [
-        perm("tom"), get_label("run-ci-megatron"),
-        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}), REACT,
-        reply('> /run-ci-megatron\n\nadded `run-ci-megatron`, but no run was started: .github/ci-commands.json '
-              'names no pipeline workflow ("pipeline": {"workflow": ...}).')]
+    world.gh.workflows["gpu-ci.yml"] = workflow_dispatch_definition(CALLER_WORKFLOW)
+    result = world.run("/run-ci-megatron", *extra, login="tom")
+    assert (result.rc, result.out) == (0, done(f"added run-ci-megatron; dispatched {workflow} for #{PR}"))
+    assert world.gh.dispatches == [{"workflow": workflow, "ref": "main", "inputs": {"pull-request": "7"}}]
+
+
+@pytest.mark.parametrize("option", ["--pipeline-workflow", "--rerun-test-workflow"])
+def test_a_workflow_option_that_is_not_a_file_name_is_a_usage_error(world, option):
+    result = world.run("/run-ci-megatron", option, "../pr-test.yml", login="tom")
+    assert (result.rc, result.out) == (2, "")
+    assert result.err == (f"ci-policy comment: error: {option}: '../pr-test.yml' is not a workflow file name\n"
+                          "    hint: the file name under .github/workflows, e.g. ci-policy.yml\n")
+    assert world.calls() == []
 
 
 def test_bypass_fastfail_adds_its_workflow_label(world):
@@ -201,7 +212,7 @@ def test_bypass_fastfail_adds_its_workflow_label(world):
         ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), REACT]
     world.gh.requests.clear()
     result = world.run("/bypass-fastfail", login="tom")
-    assert (result.rc, result.out) == (0, done(f"added bypass-fastfail; dispatched pr-test.yml for #{PR}"))
+    assert (result.rc, result.out) == (0, done(f"added bypass-fastfail; dispatched ci-policy.yml for #{PR}"))
     assert world.calls() == [
         perm("tom"), get_label("bypass-fastfail"),
         ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), start_pipeline(), REACT]
@@ -259,7 +270,7 @@ def test_the_role_decides_not_the_legacy_permission_field(world):
     data["groups"]["maintainers"]["repository_permissions"] = ["admin", "maintain"]
     world.policy(data)
     result = world.run("/rerun-failed-ci", login="maria")  # maintain: legacy permission "write"
-    assert result.out == done(f"dispatched pr-test.yml for #{PR}")
+    assert result.out == done(f"dispatched ci-policy.yml for #{PR}")
     assert world.calls() == [perm("maria"), start_pipeline(), REACT]
     world.gh.requests.clear()
     result = world.run("/rerun-failed-ci", login="wendy")
@@ -406,17 +417,17 @@ def test_clear_labels_without_ci_labels_reacts_and_says_so(world):
 def test_rerun_failed_ci_dispatches_a_fresh_pipeline_run_never_a_rerun_of_an_old_one(world, token_kind):
     # An old run's payload carries the labels and head of its own event; a fresh run reads them now.
     gh = world.gh
-    failed = gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")
+    failed = gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
     result = world.run("/rerun-failed-ci", "--token-kind", token_kind, login="wendy")
-    assert (result.rc, result.out, result.err) == (0, done(f"dispatched pr-test.yml for #{PR}"), "")
+    assert (result.rc, result.out, result.err) == (0, done(f"dispatched ci-policy.yml for #{PR}"), "")
     assert world.calls() == [perm("wendy"), start_pipeline(), REACT]
     assert gh.reruns == [] and failed["conclusion"] == "failure"
-    assert [(r["event"], r["status"]) for r in gh.runs["pr-test.yml"]] == [("pull_request", "completed"),
+    assert [(r["event"], r["status"]) for r in gh.runs["ci-policy.yml"]] == [("pull_request", "completed"),
                                                                           ("workflow_dispatch", "queued")]
 
 
 def test_a_failed_dispatch_is_reported(world):
-    world.gh.fail("POST", f"{P}/actions/workflows/pr-test.yml/dispatches", 422,
+    world.gh.fail("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches", 422,
                   "Workflow does not have 'workflow_dispatch' trigger")
     result = world.run("/rerun-failed-ci", login="wendy")
     assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 422: Workflow does not have "
@@ -432,14 +443,14 @@ def test_rerun_test_dispatches_the_file_at_the_head_and_replies_with_the_run(wor
     gh = world.gh
     file = "tests/e2e/test_megatron_sft.py"
     # Other dispatched runs: an older one of the same file at another commit, and a newer one.
-    gh.add_run("rerun-test.yml", head_sha="0" * 40, conclusion="success", event="workflow_dispatch",
+    gh.add_run("ci-policy.yml", head_sha="0" * 40, conclusion="success", event="workflow_dispatch",
                display_title=run_name(PR, file, MOVED))
     gh.on_dispatch = lambda fake, run: fake.add_run(
-        "rerun-test.yml", head_sha="0" * 40, conclusion=None, status="queued", event="workflow_dispatch",
+        "ci-policy.yml", head_sha="0" * 40, conclusion=None, status="queued", event="workflow_dispatch",
         display_title=run_name(8, "tests/e2e/test_fsdp_grpo.py", MOVED))
     result = world.run(f"/rerun-test {file}", login="maria")
-    (ours,) = [r for r in gh.runs["rerun-test.yml"] if r["display_title"] == run_name(PR, file, HEAD)]
-    assert (result.rc, result.out, result.err) == (0, done(f"dispatched rerun-test.yml for {file} at {HEAD}"), "")
+    (ours,) = [r for r in gh.runs["ci-policy.yml"] if r["display_title"] == run_name(PR, file, HEAD)]
+    assert (result.rc, result.out, result.err) == (0, done(f"dispatched ci-policy.yml for {file} at {HEAD}"), "")
     body = (f"> /rerun-test {file}\n\nRerunning `{file}` (cuda, stage-b-1-gpu-h200) on [h200, 1gpu] at "
             f"{HEAD[:12]}, timeout 900s: https://github.com/acme/minirl/actions/runs/{ours['id']}")
     assert world.calls() == [
@@ -457,7 +468,7 @@ def dispatched(world: World, file: str, sent: dict, placement: str, *, login: st
                ref: str = "main", labels: bytes | None = None) -> list[tuple]:
     """The exact requests of a successful /rerun-test: reads, dispatch, finding the run, +1, reply."""
     sha = sent["head_sha"]
-    (run,) = [r for r in world.gh.runs["rerun-test.yml"] if r["display_title"] == run_name(PR, file, sha)]
+    (run,) = [r for r in world.gh.runs["ci-policy.yml"] if r["display_title"] == run_name(PR, file, sha)]
     return [
         perm(login), PULL, tree(sha),
         blob(world.pr_bytes("labels.py") if labels is None else labels), blob(world.pr_bytes(file)),
@@ -473,7 +484,7 @@ def test_rerun_test_of_a_rocm_file_runs_on_the_rocm_runners_with_every_pin(world
     world.gh.pulls[PR].body = "ci-megatron-pr: 1234567\nci-image-tag: rocm-6.4_nightly\nci-sglang-pr: 1"
     file = "tests/e2e/test_rocm_megatron_sft.py"
     result = world.run(f"/rerun-test {file}", login="ada")
-    assert (result.rc, result.out) == (0, done(f"dispatched rerun-test.yml for {file} at {HEAD}"))
+    assert (result.rc, result.out) == (0, done(f"dispatched ci-policy.yml for {file} at {HEAD}"))
     sent = inputs(file, image_tag="rocm-6.4_nightly", sglang_pr="1", megatron_pr="1234567")
     assert world.calls() == dispatched(world, file, sent, f"(rocm, stage-c-4-gpu-mi350) on [mi350, 4gpu] at "
                                        f"{HEAD[:12]}, timeout 1620s", login="ada")
@@ -487,7 +498,7 @@ def test_rerun_test_dispatches_on_the_configured_ref_without_pins(world):
     world.gh.pulls[PR].body = None
     file = "tests/fast/test_kl.py"
     result = world.run(f"/rerun-test {file}", login="ada")
-    assert (result.rc, result.out) == (0, done(f"dispatched rerun-test.yml for {file} at {HEAD}"))
+    assert (result.rc, result.out) == (0, done(f"dispatched ci-policy.yml for {file} at {HEAD}"))
     assert world.calls() == dispatched(world, file, inputs(file, image_tag="", sglang_pr=""),
                                        f"(cpu, stage-a-cpu) on [ubuntu-latest] at {HEAD[:12]}, timeout 900s",
                                        login="ada", ref="ci/rerun")
@@ -498,7 +509,7 @@ def test_a_named_backend_or_stage_picks_the_registration_and_is_dispatched_as_it
     # finding 10: /rerun-test <file> [backend|stage]
     file = "tests/e2e/test_rocm_fsdp_grpo.py"
     result = world.run(f"/rerun-test {file} {target}")
-    assert result.out == done(f"dispatched rerun-test.yml for {file} at {HEAD}")
+    assert result.out == done(f"dispatched ci-policy.yml for {file} at {HEAD}")
     sent = {**inputs(file), "stage": "stage-c-4-gpu-mi350"}
     calls = world.calls()
     assert calls[5] == dispatch({k: sent[k] for k in ("pull_number", "head_sha", "test_file", "image_tag", "stage",
@@ -515,7 +526,7 @@ def test_a_pr_that_adds_a_label_and_a_test_using_it_can_rerun_that_test(world):
                                  'suite="stage-b-1-gpu-h200", labels=["vllm"])\n\nimport unittest\n\n'
                                  'if __name__ == "__main__":\n    unittest.main()\n')
     result = world.run(f"/rerun-test {file}", login="maria")
-    assert result.out == done(f"dispatched rerun-test.yml for {file} at {HEAD}")
+    assert result.out == done(f"dispatched ci-policy.yml for {file} at {HEAD}")
     assert world.calls() == dispatched(world, file, inputs(file), f"(cuda, stage-b-1-gpu-h200) on [h200, 1gpu] at "
                                        f"{HEAD[:12]}, timeout 1200s")
     assert "vllm" not in (world.trusted / "labels.py").read_text()  # the trusted labels do not know it
@@ -533,7 +544,7 @@ def test_the_head_sha_read_at_comment_time_is_the_one_dispatched(world):
 
     world.gh.on_pull_read = push
     result = world.run(f"/rerun-test {file}", login="maria")
-    assert result.out == done(f"dispatched rerun-test.yml for {file} at {HEAD}")
+    assert result.out == done(f"dispatched ci-policy.yml for {file} at {HEAD}")
     assert world.gh.pulls[PR].reads == 1 and world.gh.pulls[PR].head_sha == MOVED
     assert world.calls() == dispatched(world, file, inputs(file, sha=HEAD), f"(cuda, stage-b-1-gpu-h200) on "
                                        f"[h200, 1gpu] at {HEAD[:12]}, timeout 900s")
@@ -682,7 +693,7 @@ def test_a_server_error_of_the_permission_check_is_retried_then_gets_a_clear_rep
 
 
 def test_a_failed_dispatch_gets_a_clear_reply_and_no_reaction(world):
-    world.gh.fail("POST", f"{P}/actions/workflows/rerun-test.yml/dispatches", 500, "Internal Server Error")
+    world.gh.fail("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches", 500, "Internal Server Error")
     file = "tests/e2e/test_megatron_sft.py"
     result = world.run(f"/rerun-test {file}")
     assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 500: Internal Server Error\n")
@@ -730,14 +741,14 @@ def printed(out: str) -> list[dict]:
 def test_dry_run_prints_the_mutating_requests_and_sends_only_reads(world):
     file = "tests/e2e/test_megatron_sft.py"
     result = world.run(f"/rerun-test {file}", "--dry-run", login="maria")
-    assert (result.rc, result.err) == (0, done(f"dispatched rerun-test.yml for {file} at {HEAD}"))
+    assert (result.rc, result.err) == (0, done(f"dispatched ci-policy.yml for {file} at {HEAD}"))
     assert printed(result.out) == [
-        {"method": "POST", "path": f"{P}/actions/workflows/rerun-test.yml/dispatches",
+        {"method": "POST", "path": f"{P}/actions/workflows/ci-policy.yml/dispatches",
          "body": {"ref": "main", "inputs": inputs(file)}},
         {"method": "POST", "path": f"{P}/issues/comments/{COMMENT_ID}/reactions", "body": {"content": "+1"}},
         {"method": "POST", "path": f"{P}/issues/{PR}/comments", "body": {"body": (
             f"> /rerun-test {file}\n\nRerunning `{file}` (cuda, stage-b-1-gpu-h200) on [h200, 1gpu] at {HEAD[:12]}, "
-            "timeout 900s: https://github.com/acme/minirl/actions/workflows/rerun-test.yml")}},
+            "timeout 900s: https://github.com/acme/minirl/actions/workflows/ci-policy.yml")}},
     ]
     assert world.calls() == [perm("maria"), PULL, tree(), blob(world.pr_bytes("labels.py")), blob(world.pr_bytes(file))]
     assert world.gh.dispatches == [] and world.gh.comments == [] and world.gh.reactions == []
@@ -767,22 +778,24 @@ def test_dry_run_of_a_refusal_prints_the_reply(world):
 
 # -- the rerun workflow and the gateway agree ----------------------------------------------------------------
 
-def test_the_dispatch_inputs_are_exactly_the_rerun_workflows_inputs():
-    definition = workflow_dispatch_definition(RERUN_WORKFLOW)
+def test_the_dispatch_inputs_are_exactly_the_caller_workflows_inputs():
+    """The one caller takes both dispatches: the pipeline's and /rerun-test's, all optional."""
+    definition = workflow_dispatch_definition(CALLER_WORKFLOW)
     # `stage` is sent only when the command names a backend or stage (optional, like the pins).
-    assert set(definition.inputs) == set(inputs("tests/e2e/test_a.py")) | {"stage"}
-    assert {name for name, required in definition.inputs.items() if required} == {"pull_number", "head_sha",
-                                                                                   "test_file"}
+    assert set(definition.inputs) == set(inputs("tests/e2e/test_a.py")) | {"stage", "pull-request", "cadence"}
+    assert {name for name, required in definition.inputs.items() if required} == set()
 
 
 def test_the_run_name_as_written_is_the_one_the_gateway_looks_for():
-    rendered = re.sub(r"\$\{\{ inputs\.(\w+) \}\}", lambda m: {"test_file": "tests/e2e/test_a.py",
-                                                                 "pull_number": "7", "head_sha": HEAD}[m.group(1)],
-                      RUN_NAME_AS_WRITTEN)
-    assert rendered == run_name(7, "tests/e2e/test_a.py", HEAD)
+    rerun = {"test_file": "tests/e2e/test_a.py", "pull_number": "7", "head_sha": HEAD}
+    definition = workflow_dispatch_definition(CALLER_WORKFLOW)
+    assert definition.run_name(rerun) == run_name(7, "tests/e2e/test_a.py", HEAD)
+    # A pipeline dispatch's run-name is empty: GitHub names the run itself (here, the workflow's name).
+    assert definition.run_name({"pull-request": "7"}) == "ci-policy"
 
 
-def test_the_rerun_workflows_run_name_survives_yaml_parsing_whole():
-    raw = re.search(r"^run-name: (.*)$", RERUN_WORKFLOW.read_text(), re.M).group(1)
-    assert " #" in RUN_NAME_AS_WRITTEN  # the part an unquoted scalar would lose as a comment
-    assert raw == f'"{RUN_NAME_AS_WRITTEN}"'
+def test_the_callers_run_name_is_empty_for_every_other_event():
+    from workflow_eval import interpolate
+
+    for event in ("pull_request", "issue_comment", "schedule"):
+        assert interpolate(RUN_NAME_AS_WRITTEN, {"inputs": {}, "github": {"event_name": event}}) == ""
