@@ -5,9 +5,12 @@
   `name<<DELIMITER` output blocks (a value containing the delimiter is refused).
 - `max_parallel` (`{"stage": N}`, every planned stage) sits beside `matrix`, whose shape
   workflows read and which stays as it is.
-- `trust`; the stage jobs given (`plan.jobs.stage_jobs`, computed by the caller): `stage_matrix`
-  (`{"include": [entry, ...]}`, one entry per lane), `has_stage_jobs` (`true`/`false`) and
-  `images_to_build` (a JSON list), tagged with the head SHA they were made for (none: no image is built).
+- `trust`; the stage jobs given (`plan.jobs.stage_jobs`, computed by the caller): one matrix
+  per wave, `stage_matrix_0` to `stage_matrix_<MAX_WAVES - 1>` (`{"include": [entry, ...]}`,
+  one entry per lane, at most 256), `wave_jobs` (a JSON list: each wave's entry count),
+  `merged_lanes` (a JSON list of `{stage, wave, lanes_from, lanes_to, reason}`),
+  `has_stage_jobs` (`true`/`false`) and `images_to_build` (a JSON list), tagged with the
+  head SHA they were made for (none: no image is built).
 - A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
   `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
 """
@@ -43,7 +46,11 @@ def plan_outputs(plan: Plan, jobs: StageJobs, delimiter: str) -> str:
         "max_parallel": dumps(plan.max_parallel, separators=(",", ":")),
         # One `<backend>_image` per accelerator backend (cuda_image and rocm_image always).
         **{f"{backend}_image": action for backend, action in plan.images},
-        "stage_matrix": dumps(jobs.matrix(), separators=(",", ":")),
+        # One matrix per wave job of the pipeline (`stages-<wave>`), each within GitHub's 256 jobs.
+        **{f"stage_matrix_{wave}": dumps(jobs.matrix(wave), separators=(",", ":"))
+           for wave in range(len(jobs.waves))},
+        "wave_jobs": dumps([len(entries) for entries in jobs.waves], separators=(",", ":")),
+        "merged_lanes": dumps([m.as_dict() for m in jobs.merges], separators=(",", ":")),
         "has_stage_jobs": "true" if jobs.has_stage_jobs else "false",
         "images_to_build": dumps([b.as_dict() for b in jobs.images_to_build], separators=(",", ":")),
         "invalid_files": dumps([f.file for f in plan.invalid], separators=(",", ":")),
