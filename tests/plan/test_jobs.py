@@ -38,6 +38,7 @@ from ci_policy.plan.jobs import (
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import Trigger
 from ci_policy.read.diff import Diff
+from ci_policy.render.markdown import plan_markdown
 from ci_policy.render.text import plan_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -281,6 +282,8 @@ def test_a_300_partition_stage_plans_at_most_256_jobs_covering_every_file(make_r
                   f"(Actions limits, \"Job matrix\"); each lane runs its shards one after another (longest lane "
                   f"{longest:g}s est)"}]
     assert "lanes merged:\n  gpu: 300 lanes merged into 255: wave 0 needs 301 jobs" in plan_text(plan)
+    assert ("**Lanes merged** (GitHub runs at most 256 jobs per matrix)\n\n- gpu: 300 lanes merged into 255: wave 0 "
+            "needs 301 jobs") in plan_markdown(plan)
     outputs = github_outputs(plan, "EOF", SHA)
     assert f"merged_lanes<<EOF\n{json.dumps([jobs.merges[0].as_dict()], separators=(',', ':'))}\nEOF\n" in outputs
     assert "wave_jobs<<EOF\n[256,0,0,0]\nEOF\n" in outputs
@@ -302,6 +305,9 @@ def test_waves_split_the_matrix_and_the_plan_shows_them(make_repo):
     text = plan_text(plan)
     assert ("waves, one after another: a failed wave skips the later ones (fast-fail; the bypass-fastfail label "
             "runs them all)\n  0: cpu; 1 job\n  1: gpu; 2 jobs\n  2: late; 1 job\n") in text
+    assert ("**Waves, one after another: a failed wave skips the later ones (fast-fail; the bypass-fastfail "
+            "label runs them all)**\n\n- wave 0: cpu; 1 job\n- wave 1: gpu; 2 jobs\n- wave 2: late; 1 job\n"
+            ) in plan_markdown(plan)
     outputs = github_outputs(plan, "EOF", SHA)
     assert "wave_jobs<<EOF\n[1,2,1,0]\nEOF\n" in outputs
     assert "stage_matrix_3<<EOF\n{\"include\":[]}\nEOF\n" in outputs
@@ -317,7 +323,7 @@ def test_waves_split_the_matrix_and_the_plan_shows_them(make_repo):
 
 def test_a_configuration_without_after_shows_no_wave(jobs_checkout):
     plan = build_plan(jobs_checkout, Trigger(event="workflow_dispatch"), Diff.unavailable("none"))
-    assert "waves" not in plan_text(plan)
+    assert "waves" not in plan_text(plan) and "Waves" not in plan_markdown(plan)
     doc = plan_dict(plan, SHA)
     assert all("wave" not in s for s in doc["stages"]) and all("wave" not in j for j in doc["jobs"])
     assert "merged_lanes" not in doc
