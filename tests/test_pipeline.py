@@ -12,6 +12,7 @@ and the expression evaluator that does it (tests/workflow_eval.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -657,6 +658,33 @@ def test_an_empty_wave_between_two_others_does_not_stop_them(tmp_path):
     sim = waves_run(tmp_path, waved_plan([CPU, [], GPU[1:3]]))
     assert [sim.jobs[job].result for job in (*WAVE_JOBS, "result")] == [
         "success", "skipped", "success", "skipped", "success"]
+
+
+def test_a_300_partition_stage_runs_in_256_jobs_covering_every_file(tmp_path):
+    """The real plan of a nightly run whose cpu stage asks for 300 shards: GitHub refuses a matrix
+    of more than 256 jobs, so its lanes are merged, and every file still runs in one of them."""
+    config = (EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text().replace(
+        "    backend: cpu\n    runner: pytest\n", "    backend: cpu\n    runner: pytest\n    partitions: 300\n")
+    wide = {f"tests/fast/test_wide_{i:03}.py": "def test_ok():\n    pass\n" for i in range(300)}
+    s = dataclasses.replace(SCENARIOS["nightly"], plan={}, repo_patch={".github/ci-policy.yml": config, **wide})
+    sim = pipeline(s, tmp_path)
+    planned = json.loads((tmp_path / "ci-policy-plan" / "plan.json").read_text())
+    cpu = next(st for st in planned["stages"] if st["name"] == "stage-a-cpu")
+    assert len(cpu["shards"]) == 300
+    runs = stage_runs(sim)
+    # Wave 0 holds every stage: 7 GPU lanes beside the cpu stage's, which keeps 249.
+    assert len(runs) == len(sim.jobs["stages-0"].runs) == 256
+    assert json.loads(sim.jobs["plan"].outputs["merged_lanes"]) == [{
+        "stage": "stage-a-cpu", "wave": 0, "lanes_from": 300, "lanes_to": 249, "reason": planned["merged_lanes"][0][
+            "reason"]}]
+    assert planned["merged_lanes"][0]["reason"].startswith(
+        "300 lanes merged into 249: wave 0 needs 307 jobs and GitHub runs at most 256 jobs per matrix")
+    ran = [f for run in runs if run.matrix["stage"] == "stage-a-cpu"
+           for i in run.step("Run the lane's shards").env["SHARDS"].split() for f in cpu["shards"][int(i)]["files"]]
+    assert sorted(ran) == sorted(t["file"] for t in cpu["tests"])
+    assert {f"tests/fast/test_wide_{i:03}.py" for i in range(300)} <= set(ran)
+    assert results(sim) == {"plan": "success", "images": "success", "stages-0": "success", **ONE_WAVE,
+                            "result": "success"}
 
 
 def test_an_unapproved_fork_pr_runs_no_accelerator_job_and_builds_no_image(tmp_path):
