@@ -5,7 +5,11 @@ limits, built, default-tagged and absent images, a declared backend's options), 
 bundled example as a golden file, and two properties: `lanes` places every shard in
 exactly one lane and never opens more lanes than `max_parallel`; on random plans, every
 shard of every running stage is in exactly one matrix entry, and only running stages
-have entries.
+have entries. GitHub's 256 jobs per matrix: a 300-partition stage plans 256 jobs covering
+every file, and the plan says which lanes were merged and why; waves split the matrix and
+the plan shows them; over generated stage sets, `fit_lanes` fits the limit, runs every
+shard once, and no allotment of the jobs has a shorter longest lane (brute force on small
+limits, a proportional share at 256).
 """
 
 from __future__ import annotations
@@ -370,3 +374,36 @@ def test_fit_lanes_fits_covers_every_shard_and_keeps_the_longest_lane_shortest(s
                for ks in itertools.product(*(range(1, len(o) + 1) for o in options)) if sum(ks) <= limit)
     est = [{sh.index: sh.est_seconds for sh in shards} for shards, _ in stages]
     assert max(sum(e[i] for i in lane) for e, got in zip(est, fitted, strict=True) for lane in got) == best
+
+
+big_stage_sets = st.lists(st.tuples(st.integers(1, 400), st.one_of(st.none(), st.integers(1, 300)),
+                                    st.integers(0, 2**16)), min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(stage_set=big_stage_sets)
+def test_any_wave_fits_256_jobs_and_runs_every_shard_once(stage_set):
+    stages = []
+    for count, max_parallel, seed in stage_set:
+        # est values from the seed, longest first as the partitioner numbers shards
+        ests = sorted(((seed * (i + 7) * 2654435761) % 3600 for i in range(count)), reverse=True)
+        shards = tuple(Shard(i, float(e), (f"f{i}",)) for i, e in enumerate(ests))
+        stages.append((shards, lanes(count, max_parallel)))
+    fitted = fit_lanes(stages)
+    assert sum(len(f) for f in fitted) <= 256
+    for (shards, natural), got in zip(stages, fitted, strict=True):
+        assert sorted(i for lane in got for i in lane) == list(range(len(shards)))
+        assert 1 <= len(got) <= len(natural)
+    total = sum(len(n) for _, n in stages)
+    if total <= 256:
+        assert fitted == [n for _, n in stages]
+        return
+    # No longer than a proportional share of the jobs, each stage's shards dealt longest first.
+    share = [max(1, (256 - len(stages)) * len(n) // total) for _, n in stages]
+    baseline = [n if k == len(n) else _lpt(shards, k) for (shards, n), k in zip(stages, share, strict=True)]
+
+    def longest(all_lanes: list[tuple[tuple[int, ...], ...]]) -> float:
+        return max(sum(shards[i].est_seconds for i in lane)
+                   for (shards, _), lanes_of in zip(stages, all_lanes, strict=True) for lane in lanes_of)
+
+    assert longest(fitted) <= longest(baseline)
