@@ -660,6 +660,18 @@ def test_an_empty_wave_between_two_others_does_not_stop_them(tmp_path):
         "success", "skipped", "success", "skipped", "success"]
 
 
+def test_a_rerun_of_the_failed_wave_runs_the_waves_it_skipped(tmp_path):
+    """"Re-run failed jobs" (`/rerun-failed-ci`) runs the failed wave again and, as its dependents,
+    the waves it skipped; the plan job stands as it was."""
+    first = waves_run(tmp_path, waved_plan(WAVES), failing={"stage-a-cpu"})
+    second = simulate(load(PIPELINE), caller_event(SCENARIOS["megatron"], run_attempt="2"),
+                      kept={job: first.jobs[job] for job in ("plan", "images")},
+                      hooks={("result", "result"): result_step})
+    assert [second.jobs[job].result for job in (*WAVE_JOBS, "fast-fail", "result")] == [
+        "success", "success", "success", "skipped", "skipped", "success"]
+    assert [[run.matrix for run in second.jobs[job].runs] for job in WAVE_JOBS[:3]] == WAVES
+
+
 def test_a_300_partition_stage_runs_in_256_jobs_covering_every_file(tmp_path):
     """The real plan of a nightly run whose cpu stage asks for 300 shards: GitHub refuses a matrix
     of more than 256 jobs, so its lanes are merged, and every file still runs in one of them."""
