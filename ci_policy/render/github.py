@@ -11,6 +11,7 @@
   `merged_lanes` (a JSON list of `{stage, wave, lanes_from, lanes_to, reason}`),
   `has_stage_jobs` (`true`/`false`) and `images_to_build` (a JSON list), tagged with the
   head SHA they were made for (none: no image is built).
+- A stage whose lanes were merged (`plan.jobs`): a `::notice` saying which and why.
 - A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
   `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
 """
@@ -23,7 +24,7 @@ from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan
 from ci_policy.plan.filerun import FilePlan
-from ci_policy.plan.jobs import StageJobs
+from ci_policy.plan.jobs import StageJobs, stage_jobs
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.jsondoc import dumps
@@ -69,9 +70,12 @@ def github_output_lines(values: dict[str, str], delimiter: str) -> str:
 
 
 def plan_annotations(plan: Plan, path_of: Callable[[str], str] = lambda p: p) -> str:
-    """An `::error` per diagnostic of each invalid test file, then a `::warning` per plan warning."""
+    """An `::error` per diagnostic of each invalid test file, a `::warning` per plan warning, then a
+    `::notice` per stage whose lanes were merged to fit GitHub's 256 jobs per matrix."""
     lines = [diagnostic_github(d, path_of) for f in plan.invalid for d in f.diagnostics]
     lines += [f"::warning::{escape_data(w)}" for w in plan.warnings]
+    lines += [f"::notice title=lanes merged::{escape_data(f'{m.stage}: {m.reason}')}"
+              for m in stage_jobs(plan, None).merges]
     return "\n".join(lines)
 
 

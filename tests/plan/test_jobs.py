@@ -42,6 +42,7 @@ from ci_policy.plan.jobs import (
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import Trigger
 from ci_policy.read.diff import Diff
+from ci_policy.render.github import plan_annotations
 from ci_policy.render.markdown import plan_markdown
 from ci_policy.render.text import plan_text
 
@@ -288,6 +289,7 @@ def test_a_300_partition_stage_plans_at_most_256_jobs_covering_every_file(make_r
     assert "lanes merged:\n  gpu: 300 lanes merged into 255: wave 0 needs 301 jobs" in plan_text(plan)
     assert ("**Lanes merged** (GitHub runs at most 256 jobs per matrix)\n\n- gpu: 300 lanes merged into 255: wave 0 "
             "needs 301 jobs") in plan_markdown(plan)
+    assert plan_annotations(plan).splitlines()[-1] == f"::notice title=lanes merged::gpu: {jobs.merges[0].reason}"
     outputs = github_outputs(plan, "EOF", SHA)
     assert f"merged_lanes<<EOF\n{json.dumps([jobs.merges[0].as_dict()], separators=(',', ':'))}\nEOF\n" in outputs
     assert "wave_jobs<<EOF\n[256,0,0,0]\nEOF\n" in outputs
