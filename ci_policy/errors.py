@@ -40,6 +40,11 @@ CODES: dict[str, tuple[str, str]] = {
     "CP106": ("config-duplicate", "stages[2].name: duplicate stage name 'a' (also stages[0])"),
     "CP107": ("config-unsupported", "version: unsupported version 2; this ci_policy reads version 1"),
     "CP108": ("config-inconsistent", "gates.min_samples: must not exceed gates.window (5), got 7"),
+    "CP109": ("config-after-unknown", "stages[2].after[0]: names no stage: 'gpu-c'; did you mean 'gpu-a'?"),
+    "CP110": ("config-after-cycle", "stages[1].after[0]: the stages wait for each other in a cycle: "
+              "gpu-a -> gpu-b -> gpu-a"),
+    "CP111": ("config-github-limit", "stages[4].after: puts stage 'gpu-e' in wave 4; the pipeline runs at most "
+              "4 waves (waves 0 to 3), one job each, fixed before the run starts"),
     # -- CP200-CP299: markers and registrations --------------------------------------------------
     "CP201": ("marker-not-module-level",
               "register_cuda_ci(...) here is not a registration: markers are read only as "

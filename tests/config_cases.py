@@ -12,7 +12,7 @@ from ci_policy.config.top import parse_config
 from ci_policy.errors import InputErrors
 
 P = ".github/ci-policy.yml"
-STAGE_KEYS_HINT = ("allowed keys here: backend, cadences, diff_pruned, external, max_parallel, max_partitions, "
+STAGE_KEYS_HINT = ("allowed keys here: after, backend, cadences, diff_pruned, external, max_parallel, max_partitions, "
                    "name, partitions, paths, requires_labels, runner, runs_on, shard_seconds, timeout_per_file")
 
 HEAD = "version: 1\ndiscovery:\n  roots: [tests]\n"

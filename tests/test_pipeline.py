@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -403,7 +404,10 @@ def contract_outputs(entries: list[dict], *, images: list[dict] | None = None, t
                      complete: bool = True, write_baseline: bool = False, cadence: str = "regular") -> dict:
     """What `ci-policy plan --format github` writes, by the contract, for examples/gpu-repo."""
     return {"cadence": cadence, "write_baseline": "true" if write_baseline else "false", "trust": trust,
-            "stage_matrix": json.dumps({"include": entries}), "has_stage_jobs": "true" if entries else "false",
+            # The example orders no stage: every lane is in wave 0, the other wave jobs have none.
+            "stage_matrix_0": json.dumps({"include": entries}), "wave_jobs": json.dumps([len(entries), 0, 0, 0]),
+            **{f"stage_matrix_{wave}": json.dumps({"include": []}) for wave in (1, 2, 3)},
+            "merged_lanes": "[]", "has_stage_jobs": "true" if entries else "false",
             "images_to_build": json.dumps(images or []), "plan_complete": "true" if complete else "false",
             "invalid_files": "[]" if complete else '["tests/e2e/test_broken.py"]'}
 
@@ -489,7 +493,11 @@ def prepare_workspace(s: Scenario, workspace: Path) -> None:
         (workspace / PR_DIFF).write_bytes(s.diff)
 
 
-JSON_OUTPUTS = {"stage_matrix", "images_to_build", "invalid_files"}
+JSON_OUTPUTS = {"stage_matrix_0", "stage_matrix_1", "stage_matrix_2", "stage_matrix_3", "wave_jobs", "merged_lanes",
+                "images_to_build", "invalid_files"}
+WAVE_JOBS = ("stages-0", "stages-1", "stages-2", "stages-3")
+# A plan of one wave: the later wave jobs have nothing to run, and no wave failed.
+ONE_WAVE = {"stages-1": "skipped", "stages-2": "skipped", "stages-3": "skipped", "fast-fail": "skipped"}
 
 
 def decoded(name: str, value: str | None) -> object:
@@ -516,15 +524,15 @@ def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], st
                            ("plan", "plan"): plan_step,
                            ("images", "image"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("result", "result"): result_step},
-                    results={"stages": stage_results} if stage_results else None)
+                    results={job: stage_results for job in WAVE_JOBS} if stage_results else None)
 
 
 def planned_entries(sim: Simulation) -> list[dict]:
-    return json.loads(sim.jobs["plan"].outputs["stage_matrix"])["include"]
+    return [e for job in WAVE_JOBS for e in json.loads(sim.jobs["plan"].outputs[f"stage_matrix_{job[-1]}"])["include"]]
 
 
 def stage_runs(sim: Simulation) -> list[JobRun]:
-    return sim.jobs["stages"].runs
+    return [run for job in WAVE_JOBS for run in sim.jobs[job].runs]
 
 
 def check_stage_jobs_follow_the_plan(sim: Simulation) -> None:
@@ -603,7 +611,8 @@ def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path)
 def test_a_docs_only_pr_runs_no_stage_job_and_passes(tmp_path):
     sim = pipeline(SCENARIOS["docs-only"], tmp_path)
     assert sim.jobs["plan"].outputs["has_stage_jobs"] == "false"
-    assert results(sim) == {"plan": "success", "images": "skipped", "stages": "skipped", "result": "success"}
+    assert results(sim) == {"plan": "success", "images": "skipped", "stages-0": "skipped", **ONE_WAVE,
+                            "result": "success"}
     # A run on a pull_request event reports no commit status: its check is `pr-test / result`.
     assert not sim.jobs["result"].runs[0].step("Report the result on the pull request head").ran
 
@@ -612,7 +621,7 @@ def test_a_pr_that_selects_gpu_tests_builds_its_images_and_runs_every_lane(tmp_p
     sim = pipeline(SCENARIOS["megatron"], tmp_path)
     plan = sim.jobs["plan"].outputs
     assert results(sim) == {"plan": "success", "images": "success" if plan["images_to_build"] != "[]" else "skipped",
-                            "stages": "success", "result": "success"}
+                            "stages-0": "success", **ONE_WAVE, "result": "success"}
     assert {e["backend"] for e in planned_entries(sim)} >= {"cuda", "rocm"}
     images = json.loads(plan["images_to_build"])
     assert [run.matrix for run in sim.jobs["images"].runs] == images
@@ -630,24 +639,25 @@ def test_a_pr_that_selects_gpu_tests_builds_its_images_and_runs_every_lane(tmp_p
 def test_an_incomplete_plan_fails_the_result_though_every_job_passed(tmp_path):
     sim = pipeline(SCENARIOS["partial"], tmp_path)
     assert sim.jobs["plan"].outputs["plan_complete"] == "false"
-    assert (sim.jobs["stages"].result, sim.jobs["result"].result) == ("success", "failure")
+    assert (sim.jobs["stages-0"].result, sim.jobs["result"].result) == ("success", "failure")
 
 
 def test_a_failed_plan_job_skips_every_other_job_and_fails_the_result(tmp_path):
     sim = pipeline(SCENARIOS["megatron"], tmp_path, plan_fails=True)
-    assert results(sim) == {"plan": "failure", "images": "skipped", "stages": "skipped", "result": "failure"}
+    assert results(sim) == {"plan": "failure", "images": "skipped", "stages-0": "skipped", **ONE_WAVE,
+                            "result": "failure"}
 
 
 @pytest.mark.parametrize("outcome", ["failure", "cancelled"])
 def test_one_failed_or_cancelled_lane_fails_the_result_and_the_other_lanes_run(tmp_path, outcome):
     workflow = load(PIPELINE)
-    assert workflow["jobs"]["stages"]["strategy"]["fail-fast"] is False
+    assert all(workflow["jobs"][job]["strategy"]["fail-fast"] is False for job in WAVE_JOBS)
     sim = pipeline(SCENARIOS["megatron"], tmp_path,
                    stage_results=lambda e: outcome if (e["stage"], e["lane"]) == ("stage-c-4-gpu-h200", 1) else None)
     lanes = {(r.matrix["stage"], r.matrix["lane"]): r.result for r in stage_runs(sim)}
     assert lanes.pop(("stage-c-4-gpu-h200", 1)) == outcome
     assert lanes and set(lanes.values()) == {"success"}
-    assert (sim.jobs["stages"].result, sim.jobs["result"].result) == (outcome, "failure")
+    assert (sim.jobs["stages-0"].result, sim.jobs["result"].result) == (outcome, "failure")
 
 
 def test_a_failed_image_build_skips_the_stages_and_fails_the_result(tmp_path):
@@ -657,7 +667,124 @@ def test_a_failed_image_build_skips_the_stages_and_fails_the_result(tmp_path):
                    hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path),
                           ("result", "result"): result_step},
                    results={"images": lambda e: "failure" if e["backend"] == "rocm" else None})
-    assert results(sim) == {"plan": "success", "images": "failure", "stages": "skipped", "result": "failure"}
+    assert results(sim) == {"plan": "success", "images": "failure", "stages-0": "skipped", **ONE_WAVE,
+                            "result": "failure"}
+
+
+# -- waves ---------------------------------------------------------------------------------------
+
+def test_the_wave_jobs_are_one_job_but_for_their_needs_condition_and_matrix():
+    jobs = load(PIPELINE)["jobs"]
+    bodies = []
+    for wave, job_id in enumerate(WAVE_JOBS):
+        job = dict(jobs[job_id])
+        assert job.pop("needs") == ["plan", "images", *WAVE_JOBS[:wave]]
+        assert f"fromJSON(needs.plan.outputs.wave_jobs)[{wave}] != 0" in job.pop("if")
+        assert job["strategy"].pop("matrix") == f"${{{{ fromJSON(needs.plan.outputs.stage_matrix_{wave}) }}}}"
+        bodies.append(job)
+    assert all(body == bodies[0] for body in bodies)
+    assert jobs["result"]["needs"] == ["plan", "images", *WAVE_JOBS]
+
+
+def waved_plan(waves: list[list[dict]], *, bypass: bool = False) -> dict:
+    """`ci-policy plan --format github` outputs of a plan whose stages run in waves."""
+    flat = [e for wave in waves for e in wave]
+    return {**contract_outputs(flat), "bypass_fastfail": "true" if bypass else "false",
+            **{f"stage_matrix_{w}": json.dumps({"include": waves[w] if w < len(waves) else []}) for w in range(4)},
+            "wave_jobs": json.dumps([len(waves[w]) if w < len(waves) else 0 for w in range(4)], separators=(",", ":"))}
+
+
+WAVES = [CPU, GPU[:1], GPU[1:3]]
+
+
+def waves_run(tmp_path: Path, plan: dict, failing: set[str] = frozenset()) -> Simulation:
+    s = SCENARIOS["megatron"]
+    prepare_workspace(s, tmp_path)
+    return simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"pr-event": s.pr, "plan": plan}},
+                    hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path),
+                           ("result", "result"): result_step},
+                    results={job: (lambda e: "failure" if e["stage"] in failing else None) for job in WAVE_JOBS})
+
+
+def test_waves_run_one_after_another_each_its_own_lanes(tmp_path):
+    sim = waves_run(tmp_path, waved_plan(WAVES))
+    assert results(sim) == {"plan": "success", "images": "skipped", "stages-0": "success", "stages-1": "success",
+                            "stages-2": "success", "stages-3": "skipped", "fast-fail": "skipped", "result": "success"}
+    assert [[run.matrix for run in sim.jobs[job].runs] for job in WAVE_JOBS[:3]] == WAVES
+    assert [run.name for run in sim.jobs["stages-2"].runs] == ["stage-c-4-gpu-h200 (lane 0)",
+                                                              "stage-c-4-gpu-h200 (lane 1)"]
+
+
+def test_a_failed_wave_skips_the_later_ones_and_says_why(tmp_path):
+    sim = waves_run(tmp_path, waved_plan(WAVES), failing={"stage-a-cpu"})
+    assert results(sim) == {"plan": "success", "images": "skipped", "stages-0": "failure", "stages-1": "skipped",
+                            "stages-2": "skipped", "stages-3": "skipped", "fast-fail": "success", "result": "failure"}
+    step = sim.jobs["fast-fail"].runs[0].steps[0]
+    assert step.env == {"WAVE_JOBS": "[1,1,2,0]", "WAVE_RESULTS": "failure skipped skipped skipped"}
+    proc = subprocess.run(["bash", "-e", "-c", step.step["run"]], env={"PATH": os.environ["PATH"], **step.env},
+                          capture_output=True, text=True, timeout=60, check=False)
+    said = "did not run: wave 0 failed, and a run on the regular cadence stops at its first failed wave (fast-fail); " \
+           "the bypass-fastfail label (/bypass-fastfail) runs every wave"
+    assert (proc.returncode, proc.stdout) == (0, f"::warning title=wave 1 skipped::wave 1 (1 job(s)) {said}\n"
+                                                 f"::warning title=wave 2 skipped::wave 2 (2 job(s)) {said}\n")
+
+
+def test_a_failed_middle_wave_skips_only_the_waves_after_it(tmp_path):
+    sim = waves_run(tmp_path, waved_plan(WAVES), failing={"stage-b-1-gpu-h200"})
+    assert [sim.jobs[job].result for job in (*WAVE_JOBS, "fast-fail", "result")] == [
+        "success", "failure", "skipped", "skipped", "success", "failure"]
+
+
+def test_with_bypass_fastfail_every_wave_runs_after_a_failure(tmp_path):
+    # The PR label bypass-fastfail, or a nightly, weekly or release cadence: the plan's bypass_fastfail.
+    sim = waves_run(tmp_path, waved_plan(WAVES, bypass=True), failing={"stage-a-cpu"})
+    assert [sim.jobs[job].result for job in (*WAVE_JOBS, "fast-fail", "result")] == [
+        "failure", "success", "success", "skipped", "skipped", "failure"]
+
+
+def test_an_empty_wave_between_two_others_does_not_stop_them(tmp_path):
+    sim = waves_run(tmp_path, waved_plan([CPU, [], GPU[1:3]]))
+    assert [sim.jobs[job].result for job in (*WAVE_JOBS, "result")] == [
+        "success", "skipped", "success", "skipped", "success"]
+
+
+def test_a_rerun_of_the_failed_wave_runs_the_waves_it_skipped(tmp_path):
+    """"Re-run failed jobs" (`/rerun-failed-ci`) runs the failed wave again and, as its dependents,
+    the waves it skipped; the plan job stands as it was."""
+    first = waves_run(tmp_path, waved_plan(WAVES), failing={"stage-a-cpu"})
+    second = simulate(load(PIPELINE), caller_event(SCENARIOS["megatron"], run_attempt="2"),
+                      kept={job: first.jobs[job] for job in ("plan", "images")},
+                      hooks={("result", "result"): result_step})
+    assert [second.jobs[job].result for job in (*WAVE_JOBS, "fast-fail", "result")] == [
+        "success", "success", "success", "skipped", "skipped", "success"]
+    assert [[run.matrix for run in second.jobs[job].runs] for job in WAVE_JOBS[:3]] == WAVES
+
+
+def test_a_300_partition_stage_runs_in_256_jobs_covering_every_file(tmp_path):
+    """The real plan of a nightly run whose cpu stage asks for 300 shards: GitHub refuses a matrix
+    of more than 256 jobs, so its lanes are merged, and every file still runs in one of them."""
+    config = (EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text().replace(
+        "    backend: cpu\n    runner: pytest\n", "    backend: cpu\n    runner: pytest\n    partitions: 300\n")
+    wide = {f"tests/fast/test_wide_{i:03}.py": "def test_ok():\n    pass\n" for i in range(300)}
+    s = dataclasses.replace(SCENARIOS["nightly"], plan={}, repo_patch={".github/ci-policy.yml": config, **wide})
+    sim = pipeline(s, tmp_path)
+    planned = json.loads((tmp_path / "ci-policy-plan" / "plan.json").read_text())
+    cpu = next(st for st in planned["stages"] if st["name"] == "stage-a-cpu")
+    assert len(cpu["shards"]) == 300
+    runs = stage_runs(sim)
+    # Wave 0 holds every stage: 7 GPU lanes beside the cpu stage's, which keeps 249.
+    assert len(runs) == len(sim.jobs["stages-0"].runs) == 256
+    assert json.loads(sim.jobs["plan"].outputs["merged_lanes"]) == [{
+        "stage": "stage-a-cpu", "wave": 0, "lanes_from": 300, "lanes_to": 249, "reason": planned["merged_lanes"][0][
+            "reason"]}]
+    assert planned["merged_lanes"][0]["reason"].startswith(
+        "300 lanes merged into 249: wave 0 needs 307 jobs and GitHub runs at most 256 jobs per matrix")
+    ran = [f for run in runs if run.matrix["stage"] == "stage-a-cpu"
+           for i in run.step("Run the lane's shards").env["SHARDS"].split() for f in cpu["shards"][int(i)]["files"]]
+    assert sorted(ran) == sorted(t["file"] for t in cpu["tests"])
+    assert {f"tests/fast/test_wide_{i:03}.py" for i in range(300)} <= set(ran)
+    assert results(sim) == {"plan": "success", "images": "success", "stages-0": "success", **ONE_WAVE,
+                            "result": "success"}
 
 
 def test_an_unapproved_fork_pr_runs_no_accelerator_job_and_builds_no_image(tmp_path):
@@ -810,7 +937,8 @@ def test_a_closed_pr_runs_no_job_and_only_takes_its_group(tmp_path):
     sim = simulate(load(PIPELINE), caller_event(s))
     assert sim.concurrency == {"group": "ci-policy-pr-pipeline-42", "cancel-in-progress": True}
     assert {job: r.result for job, r in sim.jobs.items()} == {
-        "plan": "skipped", "images": "skipped", "stages": "skipped", "result": "skipped"}
+        "plan": "skipped", "images": "skipped", "stages-0": "skipped", "stages-1": "skipped", "stages-2": "skipped",
+        "stages-3": "skipped", "fast-fail": "skipped", "result": "skipped"}
     assert sim.ran() == []
 
 
@@ -959,7 +1087,7 @@ def test_zizmor_finds_nothing_with_each_persona(persona):
 def test_every_inline_zizmor_suppression_is_justified_by_a_comment():
     lines = PIPELINE.read_text(encoding="utf-8").splitlines()
     suppressed = [i for i, line in enumerate(lines) if "# zizmor: ignore[" in line]
-    assert len(suppressed) == 5
+    assert len(suppressed) == 11  # 3 in the plan and image jobs, 2 in each of the 4 wave jobs
     for i in suppressed:
         assert lines[i - 1].strip().startswith("#"), lines[i]
 

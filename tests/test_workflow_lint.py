@@ -56,9 +56,9 @@ SUPPRESSED = {
     "examples/gpu-repo/.github/workflows/ci-policy.yml": ["dangerous-triggers"],
     # The pipeline's setup action is the checkout of ci-policy at the pinned ref (zizmor reads
     # `./` as the caller's own repository); the stage image is built by the same run, so its
-    # digest is unknown to the plan; images are built on the repository's own builder.
-    ".github/workflows/pr-pipeline.yml": ["self-hosted-runner", "self-repository", "self-repository",
-                                          "self-repository", "unpinned-images"],
+    # digest is unknown to the plan; images are built on the repository's own builder. Each of
+    # the four wave jobs has its setup action and its image.
+    ".github/workflows/pr-pipeline.yml": ["self-hosted-runner", *["self-repository"] * 6, *["unpinned-images"] * 4],
     # The gateway's and the rerun's setup action is the checkout of ci-policy at the pinned ref;
     # a rerun's container tag is a validated pin that cannot be a digest.
     ".github/workflows/comment-gateway.yml": ["self-repository"] * 4,

@@ -65,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_format(p, ("text", "json", "markdown", "github"))
     p.add_argument("--head-sha", default="", metavar="SHA",
                    help="the head commit's full SHA (40 hex digits): tags the images the plan builds "
-                        "(stage_matrix, images_to_build); empty: no image is built")
+                        "(stage_matrix_<wave>, images_to_build); empty: no image is built")
     p.add_argument("--json-out", metavar="FILE", default=None,
                    help="also write the plan JSON (as --format json prints it) to FILE, for `run --plan` "
                         "and `list --plan`; written whole for a partial plan too")

@@ -70,7 +70,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_shard(p)
     p.add_argument("--shards", default=None, metavar="'I J ...'",
                    help="several shard indices, space-separated, run one after another with one summary "
-                        "(a lane of the plan's stage_matrix); not with --shard")
+                        "(a lane of the plan's stage_matrix_<wave>); not with --shard")
     p.add_argument("--python", default=None, metavar="PATH",
                    help="the Python interpreter that runs the tests (default: the one running ci-policy)")
     add_plan_inputs(p, plan_file=True)

@@ -59,7 +59,7 @@ BACKEND = Table("backends.<name>", "A declared backend (null keeps the defaults)
     Key("container_options", fields.string("string (docker run options)", _check_container_options,
                                            item={"maxLength": MAX_CONTAINER_OPTIONS,
                                                  "pattern": "^[^\\x00-\\x1f\\x7f]*$"}), None,
-        "The `docker run` options of its stage jobs' containers (the plan's `stage_matrix`).",
+        "The `docker run` options of its stage jobs' containers (the plan's `stage_matrix_<wave>`).",
         shown_default="cuda: `--gpus all`; rocm: `--device /dev/kfd --device /dev/dri --group-add video "
                       "--group-add render`; others: none"),
 ))

@@ -23,6 +23,9 @@ INVALID_VALUE: Final = "CP105"
 DUPLICATE: Final = "CP106"
 UNSUPPORTED: Final = "CP107"
 INCONSISTENT: Final = "CP108"
+AFTER_UNKNOWN: Final = "CP109"
+AFTER_CYCLE: Final = "CP110"
+GITHUB_LIMIT: Final = "CP111"
 
 # code -> (short name, one-line example): the configuration's rows of the one registry.
 CONFIG_CODES: Mapping[str, tuple[str, str]] = {code: entry for code, entry in CODES.items()

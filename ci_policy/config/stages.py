@@ -8,6 +8,12 @@
   globs a stage owns) on a stage that is not diff-pruned.
 - Defaults that depend on the backend: `runner` (pytest for non-accelerator backends such
   as cpu, python otherwise) and `diff_pruned` (true for accelerator stages).
+- Order: `after` names the stages a stage waits for; the stages fall into waves (topological
+  levels: a stage without `after` is in wave 0, any other one wave after the latest it names),
+  which the reusable pipeline runs one after another, one matrix job each. Refused: an
+  unknown, external or own name in `after`, a cycle, `after` on an external stage, more
+  than `MAX_WAVES` waves, and more stages in one wave than GitHub runs jobs in one matrix
+  (`MAX_MATRIX_JOBS`: each running stage needs a job of its own).
 - Shards and parallelism: `partitions` is a count or `auto` (sized from the selected
   est_time by `shard_seconds`, at most `max_partitions`); `auto` without `shard_seconds`,
   and `shard_seconds`/`max_partitions` without `auto`, are refused. `max_parallel` is a
@@ -17,7 +23,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import yaml
@@ -28,7 +34,7 @@ from ci_policy.config.cadences import CADENCES, Cadence, cadence_list
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.pull_request import PullRequest, gate_labels
 from ci_policy.config.runrules import RUNNERS, RunnerKind
-from ci_policy.read.names import NAME, NAME_RE
+from ci_policy.read.names import NAME, NAME_RE, did_you_mean
 from ci_policy.read.numbers import MAX_COUNT, MAX_SECONDS, number_range
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -38,6 +44,15 @@ BACKENDS: tuple[Backend, ...] = tuple(BUILTIN_BACKENDS)
 
 
 AUTO = "auto"
+
+# GitHub: "A job matrix can generate a maximum of 256 jobs per workflow run. This limit applies
+# to both GitHub-hosted and self-hosted runners." (docs.github.com/en/actions/reference/limits,
+# "Job matrix"); a matrix over it fails the run before any of its jobs starts.
+MAX_MATRIX_JOBS = 256
+GITHUB_MATRIX_RULE = "GitHub runs at most 256 jobs per matrix (Actions limits, \"Job matrix\")"
+# The wave jobs of the reusable pipeline (`pr-pipeline.yml`, `stages-0` ...): a job graph is
+# fixed when the run starts, so the number of waves a configuration may need is too.
+MAX_WAVES = 4
 
 
 def _parse_partitions(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
@@ -133,6 +148,11 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), (),
         "The paths the stage owns: a change under them affects it, and a path no rule knows does not.",
         shown_default="none: every unknown path affects the stage"),
+    Key("after", fields.strings("non-empty list of stage names", non_empty=True, check=check_name,
+                                item={"pattern": f"^(?:{NAME})$"}), (),
+        f"Stages whose wave runs before this stage's: the pipeline runs waves in order (at most {MAX_WAVES}) "
+        "and skips the later ones when an earlier one failed, unless the PR carries `bypass-fastfail` "
+        "or the cadence is not `regular`.", shown_default="none: wave 0"),
 ))
 
 
@@ -152,7 +172,10 @@ class Stage:
     requires_labels: tuple[str, ...] = STAGE.default("requires_labels")
     cadences: tuple[Cadence, ...] = STAGE.default("cadences")
     paths: tuple[str, ...] = STAGE.default("paths")
+    after: tuple[str, ...] = STAGE.default("after")
     line: int | None = None
+    # The wave the stage runs in (`after`), computed by `parse_stages`.
+    wave: int = 0
 
 
 def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context) -> Stage | None:
@@ -201,6 +224,7 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
         requires_labels=v.get("requires_labels"),
         cadences=v.get("cadences"),
         paths=v.get("paths"),
+        after=v.get("after"),
         line=v.line,
     )
 
@@ -210,16 +234,96 @@ def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
     if items is None:
         return INVALID
     stages: list[Stage] = []
+    read: list[Values] = []
     seen: dict[str, int] = {}
     ok = True
     for i, item in enumerate(items):
         values = STAGE.read(s, item, f"{where}[{i}]", ctx)
         stage = None if values is None else _stage(s, values, i, seen, ctx)
-        if stage is None:
+        if stage is None or values is None:
             ok = False
         else:
             stages.append(stage)
-    return tuple(stages) if ok else INVALID
+            read.append(values)
+    if not ok:
+        return INVALID
+    waves = _waves(s, node, where, stages, read)
+    return INVALID if waves is None else tuple(replace(st, wave=waves[st.name]) for st in stages)
+
+
+def _after_node(v: Values, index: int) -> yaml.Node:
+    node = v.value_node("after")
+    return node.value[index] if isinstance(node, yaml.SequenceNode) else node
+
+
+def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: list[Values]) -> dict[str, int] | None:
+    """Each stage's wave, or None after recording why `after` cannot order the stages."""
+    before = len(s.errors)
+    by_name = {st.name: (st, v) for st, v in zip(stages, read, strict=True)}
+    for st, v in by_name.values():
+        if st.after and st.external:
+            s.error(v.value_node("after"), v.path("after"), "has no effect: an external stage is run by "
+                    "another system, never by this pipeline's waves", hint="remove after",
+                    code=codes.INCONSISTENT)
+        for j, name in enumerate(st.after):
+            other = by_name.get(name)
+            if other is None:
+                s.error(_after_node(v, j), f"{v.path('after')}[{j}]",
+                        f"names no stage: {name!r}{did_you_mean(name, by_name)}",
+                        hint=f"name stages of this file: {', '.join(by_name)}",
+                        code=codes.AFTER_UNKNOWN)
+            elif other[0].external:
+                s.error(_after_node(v, j), f"{v.path('after')}[{j}]", f"names the external stage {name!r}: "
+                        "this pipeline does not run it, so no wave can wait for it",
+                        hint=f"remove {name!r} from after", code=codes.AFTER_UNKNOWN)
+    if len(s.errors) != before:
+        return None
+    # Topological levels, in file order; a stage met again while its own `after` is being
+    # followed closes a cycle, reported once, at the first stage of it in file order.
+    waves: dict[str, int] = {}
+    path: list[str] = []
+
+    def wave(name: str) -> int | None:
+        if name in waves:
+            return waves[name]
+        if name in path:
+            nodes = path[path.index(name):]
+            first = min(nodes, key=lambda n: stages.index(by_name[n][0]))
+            k = nodes.index(first)
+            ring = nodes[k:] + nodes[:k]
+            st, v = by_name[first]
+            at = st.after.index(ring[1] if len(ring) > 1 else first)
+            s.error(_after_node(v, at), f"{v.path('after')}[{at}]", "the stages wait for each other in a "
+                    f"cycle: {' -> '.join([*ring, first])}",
+                    hint="remove one of these names from its stage's after", code=codes.AFTER_CYCLE)
+            return None
+        path.append(name)
+        levels = [wave(a) for a in by_name[name][0].after]
+        path.pop()
+        if any(level is None for level in levels):
+            return None
+        waves[name] = 1 + max((level for level in levels if level is not None), default=-1)
+        return waves[name]
+
+    for st in stages:
+        if wave(st.name) is None:
+            return None
+    for st, v in by_name.values():
+        if waves[st.name] >= MAX_WAVES:
+            s.error(v.value_node("after"), v.path("after"), f"puts stage {st.name!r} in wave {waves[st.name]}; "
+                    f"the pipeline runs at most {MAX_WAVES} waves (waves 0 to {MAX_WAVES - 1}), one job each, "
+                    "fixed before the run starts", hint="wait for fewer stages in a row: let a stage share a "
+                    "wave with another one it does not need to follow", code=codes.GITHUB_LIMIT)
+            return None
+    for level in range(MAX_WAVES):
+        members = [st.name for st in stages if waves[st.name] == level and not st.external]
+        if len(members) > MAX_MATRIX_JOBS:
+            s.error(node, where, f"wave {level} holds {len(members)} stages that are not external, each of which "
+                    f"needs a job of its own; {GITHUB_MATRIX_RULE}, and a wave is one matrix",
+                    hint="put some of these stages in a later wave with after, or merge stages",
+                    code=codes.GITHUB_LIMIT)
+            return None
+    return waves
 
 
 STAGES = Parser("non-empty list of stages", parse_stages, STAGE,

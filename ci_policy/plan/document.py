@@ -7,7 +7,7 @@
 - Out: `PlanDocument` (the whole plan; a per-stage plan, `plan --stage-plans`, holds one stage,
   `inputs` without `files` and `run_settings`), `StageDoc` (a stage as the file records it),
   `TestRow` (one test of a stage), `GateDoc`, `InvalidDoc` with `DiagnosticDoc`, `InputsDoc`,
-  `SettingsDoc`, `JobDoc`, `DiffDoc`; a shard is `plan.partition.Shard`, an image to build
+  `SettingsDoc`, `JobDoc`, `MergeDoc`, `DiffDoc`; a shard is `plan.partition.Shard`, an image to build
   `plan.jobs.ImageBuild`'s fields (`ImageDoc`).
 - Refused (what the fields say; `plan.planfile` checks what spans fields: a test file among
   `inputs.files`, a shard's files among its stage's tests, the digest): a path that is not
@@ -109,6 +109,8 @@ class StageDoc:
     shards_reason: str | None = spec(default=None, omit_none=True)
     max_parallel: int | None = spec(default=None, omit_none=True, minimum=1)
     max_parallel_reason: str | None = spec(default=None, omit_none=True)
+    wave: int | None = spec(default=None, omit_none=True, minimum=0,
+                            description="The stage's wave (`after`); only where the configuration orders stages.")
 
 
 @document
@@ -130,6 +132,19 @@ class JobDoc:
     image: str
     container_options: str
     timeout_minutes: int = spec(minimum=0)
+    wave: int | None = spec(default=None, omit_none=True, minimum=0,
+                            description="The wave job that runs it; only where the configuration orders stages.")
+
+
+@document
+class MergeDoc:
+    """A stage whose lanes were merged to fit GitHub's 256 jobs per matrix (`plan.jobs.LaneMerge`)."""
+
+    stage: str
+    wave: int = spec(minimum=0)
+    lanes_from: int = spec(minimum=1)
+    lanes_to: int = spec(minimum=1)
+    reason: str
 
 
 @document
@@ -256,6 +271,10 @@ class PlanDocument:
         default=None, omit_none=True,
         description="Content ids of what the plan read, the checkout's clean tree, and their digest (`run --plan` "
                     "checks them).")
+    merged_lanes: tuple[MergeDoc, ...] | None = spec(
+        default=None, omit_none=True,
+        description="The stages whose lanes were merged so that each wave's matrix fits GitHub's 256 jobs; "
+                    "absent when none was.")
     run_settings: SettingsDoc | None = spec(
         default=None, omit_none=True,
         description="A per-stage plan's only: how its stage's files run (the stage's runner and timeout_per_file, "

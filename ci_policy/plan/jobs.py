@@ -1,12 +1,23 @@
-"""The stage jobs of a plan: one matrix over (stage, lane) and the images to build first.
+"""The stage jobs of a plan: one matrix over (stage, lane) per wave and the images to build first.
 
 - In: a `Plan` and the head commit's SHA (`None`: no image is tagged or built).
 - Out: frozen `StageJobs`: `entries` (one `MatrixEntry` per lane of each running stage,
-  in plan order), `images_to_build` (one `ImageBuild` per backend the plan builds and
-  `images.<backend>` describes), and `has_stage_jobs`.
+  in plan order, each with its stage's wave), `waves` (the entries of each wave, always
+  `MAX_WAVES` of them, empty where no stage of the wave runs), `merges` (one `LaneMerge`
+  per stage whose lanes were merged to fit a matrix), `images_to_build` (one `ImageBuild`
+  per backend the plan builds and `images.<backend>` describes), and `has_stage_jobs`.
 - Lanes: a stage with N shards and `max_parallel` P < N gets P lanes, shard i in lane
   i mod P, each lane running its shards one after another; otherwise one lane per shard.
-  So one matrix for every stage keeps each stage's own parallelism.
+  So one matrix per wave keeps each stage's own parallelism.
+- GitHub's limit (`config.stages.MAX_MATRIX_JOBS`, 256 jobs per matrix): when the lanes of
+  a wave's running stages exceed it, lanes are merged (`fit_lanes`): every stage keeps at
+  least one lane, and the lanes go one at a time to the stage whose longest lane is
+  longest (est seconds, then shards in it; ties to the earlier stage), each stage's
+  shards dealt to its lanes longest first, each to the least-loaded lane (LPT). As a
+  stage's longest lane never grows with more lanes (a stage keeps its split with fewer
+  lanes when that is shorter), this leaves the wave's longest lane as short as any
+  allotment of the 256 jobs to these splits can. Deterministic: plan order, shard indices
+  and est_time decide every tie.
 - An entry's `image`: `repository:<head sha>` when its backend's image is built in this
   run, `repository:<file_run.default_tag>` when `images.<backend>` exists but nothing is
   built, "" (no container) otherwise. `container_options`: the backend's
@@ -19,10 +30,12 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from ci_policy.config.stages import GITHUB_MATRIX_RULE, MAX_MATRIX_JOBS, MAX_WAVES
 from ci_policy.plan.build import Plan, StagePlan
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.timeouts import timeout_for
@@ -48,6 +61,7 @@ class MatrixEntry:
     image: str
     container_options: str
     timeout_minutes: int
+    wave: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"stage": self.stage, "lane": self.lane, "shards": " ".join(str(i) for i in self.shards),
@@ -69,23 +83,103 @@ class ImageBuild:
 
 
 @dataclass(frozen=True)
+class LaneMerge:
+    """A stage whose lanes were merged so that its wave's matrix fits GitHub's limit."""
+
+    stage: str
+    wave: int
+    lanes_from: int
+    lanes_to: int
+    wave_lanes: int  # the wave's lanes before merging
+    longest_seconds: float  # the stage's longest lane after merging (est)
+
+    @property
+    def reason(self) -> str:
+        return (f"{self.lanes_from} lanes merged into {self.lanes_to}: wave {self.wave} needs {self.wave_lanes} "
+                f"jobs and {GITHUB_MATRIX_RULE}; each lane runs its shards one after another "
+                f"(longest lane {self.longest_seconds:g}s est)")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"stage": self.stage, "wave": self.wave, "lanes_from": self.lanes_from, "lanes_to": self.lanes_to,
+                "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class StageJobs:
     entries: tuple[MatrixEntry, ...]
     images_to_build: tuple[ImageBuild, ...]
+    merges: tuple[LaneMerge, ...] = ()
 
     @property
     def has_stage_jobs(self) -> bool:
         return bool(self.entries)
 
-    def matrix(self) -> dict[str, list[dict[str, Any]]]:
-        """`strategy.matrix` of the stage jobs: `{"include": [entry, ...]}`."""
-        return {"include": [e.as_dict() for e in self.entries]}
+    @property
+    def waves(self) -> tuple[tuple[MatrixEntry, ...], ...]:
+        """The entries of each wave, `MAX_WAVES` of them (the pipeline's wave jobs), in plan order."""
+        return tuple(tuple(e for e in self.entries if e.wave == w) for w in range(MAX_WAVES))
+
+    def matrix(self, wave: int | None = None) -> dict[str, list[dict[str, Any]]]:
+        """`strategy.matrix` of the stage jobs (of one wave): `{"include": [entry, ...]}`."""
+        return {"include": [e.as_dict() for e in self.entries if wave is None or e.wave == wave]}
 
 
 def lanes(shards: int, max_parallel: int | None) -> tuple[tuple[int, ...], ...]:
     """The shard indices of each lane: P lanes when `max_parallel` P < `shards`, else one per shard."""
     count = max_parallel if max_parallel is not None and max_parallel < shards else shards
     return tuple(tuple(range(lane, shards, count)) for lane in range(count))
+
+
+Lanes = tuple[tuple[int, ...], ...]
+
+
+def _lpt(shards: tuple[Shard, ...], count: int) -> Lanes:
+    """The shards dealt to `count` lanes, longest first (ties by index), each to the lane with the
+    least est, then the fewest shards, then the lowest number; each lane's shards in index order,
+    lanes in order of their first shard."""
+    loads = [(0.0, 0, lane) for lane in range(count)]
+    dealt: list[list[int]] = [[] for _ in range(count)]
+    for shard in sorted(shards, key=lambda sh: (-sh.est_seconds, sh.index)):
+        load, n, lane = heapq.heappop(loads)
+        dealt[lane].append(shard.index)
+        heapq.heappush(loads, (load + shard.est_seconds, n + 1, lane))
+    return tuple(sorted(tuple(sorted(d)) for d in dealt if d))
+
+
+def _longest(shards: tuple[Shard, ...], lanes_of: Lanes) -> tuple[float, int]:
+    """The longest lane: (est seconds, shards), the order `fit_lanes` compares stages by."""
+    est = {sh.index: sh.est_seconds for sh in shards}
+    return max(((sum(est[i] for i in lane), len(lane)) for lane in lanes_of), default=(0.0, 0))
+
+
+def fit_lanes(stages: list[tuple[tuple[Shard, ...], Lanes]], limit: int = MAX_MATRIX_JOBS) -> list[Lanes]:
+    """Each stage's lanes (given: its shards and natural lanes), merged so that they total at most
+    `limit`; unchanged when they fit. Refused (ValueError): more stages than `limit`."""
+    if sum(len(natural) for _, natural in stages) <= limit:
+        return [natural for _, natural in stages]
+    if len(stages) > limit:
+        raise ValueError(f"{len(stages)} stages cannot share {limit} jobs")
+    # best[i]: stage i's shortest lanes found with at most its current count.
+    best: list[Lanes] = [_lpt(shards, 1) for shards, _ in stages]
+    count = [1] * len(stages)
+    heap = [(_neg(_longest(shards, best[i])), i) for i, (shards, natural) in enumerate(stages) if len(natural) > 1]
+    heapq.heapify(heap)
+    total = len(stages)
+    while heap and total < limit:
+        _, i = heapq.heappop(heap)
+        shards, natural = stages[i]
+        count[i] += 1
+        total += 1
+        candidate = natural if count[i] == len(natural) else _lpt(shards, count[i])
+        if _longest(shards, candidate) <= _longest(shards, best[i]):
+            best[i] = candidate
+        if count[i] < len(natural):
+            heapq.heappush(heap, (_neg(_longest(shards, best[i])), i))
+    return best
+
+
+def _neg(key: tuple[float, int]) -> tuple[float, int]:
+    return -key[0], -key[1]
 
 
 def lane_timeout_minutes(plan: Plan, stage: StagePlan, shards: tuple[Shard, ...]) -> int:
@@ -111,18 +205,30 @@ def stage_jobs(plan: Plan, head_sha: str | None) -> StageJobs:
             return ""
         return f"{image.repository}:{head_sha if backend in building else config.file_run.default_tag}"
 
+    running = [stage for stage in plan.stages if stage.decision == "run"]
+    natural = [lanes(len(stage.shards), stage.max_parallel) for stage in running]
+    fitted: list[Lanes] = list(natural)
+    merges = []
+    for wave in range(MAX_WAVES):
+        members = [i for i, stage in enumerate(running) if stage.stage.wave == wave]
+        shards_of = [tuple(running[i].shards) for i in members]
+        # lanes() numbers shards 0..N-1; a stage's shards carry those indices (`plan.partition`).
+        merged = fit_lanes([(shards_of[k], natural[i]) for k, i in enumerate(members)])
+        wave_lanes = sum(len(natural[i]) for i in members)
+        for k, i in enumerate(members):
+            fitted[i] = merged[k]
+            if merged[k] != natural[i]:
+                merges.append(LaneMerge(running[i].name, wave, len(natural[i]), len(merged[k]), wave_lanes,
+                                        _longest(shards_of[k], merged[k])[0]))
     entries = []
-    for stage in plan.stages:
-        if stage.decision != "run":
-            continue
+    for stage, stage_lanes in zip(running, fitted, strict=True):
         backend = stage.stage.backend
-        for lane, indices in enumerate(lanes(len(stage.shards), stage.max_parallel)):
+        for lane, indices in enumerate(stage_lanes):
             shards = tuple(stage.shard(i) for i in indices)
             entries.append(MatrixEntry(
                 stage=stage.name, lane=lane, shards=indices, backend=backend,
                 # A cpu stage may leave runs_on out: GitHub's hosted Linux runner, as `/rerun-test` uses.
                 runs_on=stage.stage.runs_on or (DEFAULT_CPU_RUNNER,), image=image_of(backend),
                 container_options=config.backends.container_options_for(backend),
-                timeout_minutes=lane_timeout_minutes(plan, stage, shards)))
-    return StageJobs(tuple(entries), images_to_build)
-
+                timeout_minutes=lane_timeout_minutes(plan, stage, shards), wave=stage.stage.wave))
+    return StageJobs(tuple(entries), images_to_build, tuple(merges))

@@ -3,7 +3,8 @@
 - In: a `Plan`, the head commit's SHA (None: no image is tagged or built) and the plan's
   `inputs` (`plan.planfile.inputs_dict`, or None when the caller computed no content id).
 - Out: `plan_document`: the `PlanDocument` (`plan.document`) of the whole plan, with its
-  stage jobs (`plan.jobs.stage_jobs`) and each stage's tests as `TestRow`s;
+  stage jobs (`plan.jobs.stage_jobs`: their waves where the configuration orders stages,
+  the stages whose lanes were merged) and each stage's tests as `TestRow`s;
   `stage_documents`: each stage's own plan (`plan --stage-plans`), by stage name: that
   stage alone, `inputs` without `files` (a per-stage plan holds for the clean tree it
   recorded only) and its `run_settings` (`plan.stagejob.run_settings`, resolved from the
@@ -29,6 +30,7 @@ from ci_policy.plan.document import (
     InputsDoc,
     InvalidDoc,
     JobDoc,
+    MergeDoc,
     PlanDocument,
     StageDoc,
     TestRow,
@@ -41,12 +43,18 @@ def test_rows(tests: Iterable[Registration]) -> tuple[TestRow, ...]:
     return tuple(TestRow(r.file, r.est_time, r.est_source, r.line, r.marker) for r in tests)
 
 
-def stage_doc(s: StagePlan) -> StageDoc:
+def ordered(plan: Plan) -> bool:
+    """Whether the configuration orders its stages in waves (`after`): only then do documents show waves."""
+    return any(stage.after for stage in plan.config.stages)
+
+
+def stage_doc(s: StagePlan, waves: bool = False) -> StageDoc:
     return StageDoc(name=s.name, backend=s.stage.backend, decision=s.decision, reasons=s.reasons,
                     runs_on=tuple(s.stage.runs_on), tests=test_rows(s.tests), shards=s.shards, makespan=s.makespan,
                     lower_bound=s.lower_bound, optimal=s.optimal, invalid=s.invalid, shards_reason=s.shards_reason,
                     max_parallel=s.max_parallel,
-                    max_parallel_reason=s.max_parallel_reason if s.max_parallel is not None else None)
+                    max_parallel_reason=s.max_parallel_reason if s.max_parallel is not None else None,
+                    wave=s.stage.wave if waves else None)
 
 
 def diagnostic_doc(d: Diagnostic) -> DiagnosticDoc:
@@ -75,18 +83,23 @@ def plan_document(plan: Plan, head_sha: str | None = None, inputs: InputsDoc | N
     """The plan document; `inputs` when the caller computed the content ids."""
     policy, diff = plan.policy, plan.diff
     jobs = stage_jobs(plan, head_sha)
+    waves = ordered(plan)
     return PlanDocument(
         schema=1, event=policy.event, cadence=policy.cadence, trust=policy.trust,  # type: ignore[arg-type]
         raw_labels=tuple(policy.raw_labels), include_labels=tuple(policy.include_labels),
         bypass_fastfail=policy.bypass_fastfail, write_baseline=policy.write_baseline,
         diff=DiffDoc(diff.available, tuple(diff.files), None if diff.available else diff.reason),
-        stages=tuple(map(stage_doc, plan.stages)), skipped_stages=plan.skipped_stages, images=dict(plan.images),
+        stages=tuple(stage_doc(s, waves) for s in plan.stages), skipped_stages=plan.skipped_stages,
+        images=dict(plan.images),
         jobs=tuple(JobDoc(stage=e.stage, lane=e.lane, shards=" ".join(str(i) for i in e.shards), backend=e.backend,
                           runs_on=tuple(e.runs_on), image=e.image, container_options=e.container_options,
-                          timeout_minutes=e.timeout_minutes) for e in jobs.entries),
+                          timeout_minutes=e.timeout_minutes, wave=e.wave if waves else None)
+                   for e in jobs.entries),
         images_to_build=tuple(ImageDoc(b.backend, b.image, b.dockerfile, b.context) for b in jobs.images_to_build),
         warnings=tuple(plan.warnings), plan_complete=plan.complete, invalid=invalid_docs(plan.invalid),
-        not_fully_read=tuple(plan.not_fully_read), gates=tuple(map(gate_doc, plan.snapshot.gates)), inputs=inputs)
+        not_fully_read=tuple(plan.not_fully_read), gates=tuple(map(gate_doc, plan.snapshot.gates)), inputs=inputs,
+        merged_lanes=tuple(MergeDoc(m.stage, m.wave, m.lanes_from, m.lanes_to, m.reason) for m in jobs.merges)
+        or None)
 
 
 def stage_documents(plan: Plan, doc: PlanDocument) -> dict[str, PlanDocument]:

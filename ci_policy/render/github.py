@@ -5,9 +5,13 @@
   `name<<DELIMITER` output blocks (a value containing the delimiter is refused).
 - `max_parallel` (`{"stage": N}`, every planned stage) sits beside `matrix`, whose shape
   workflows read and which stays as it is.
-- `trust`; the stage jobs given (`plan.jobs.stage_jobs`, computed by the caller): `stage_matrix`
-  (`{"include": [entry, ...]}`, one entry per lane), `has_stage_jobs` (`true`/`false`) and
-  `images_to_build` (a JSON list), tagged with the head SHA they were made for (none: no image is built).
+- `trust`; the stage jobs given (`plan.jobs.stage_jobs`, computed by the caller): one matrix
+  per wave, `stage_matrix_0` to `stage_matrix_<MAX_WAVES - 1>` (`{"include": [entry, ...]}`,
+  one entry per lane, at most 256), `wave_jobs` (a JSON list: each wave's entry count),
+  `merged_lanes` (a JSON list of `{stage, wave, lanes_from, lanes_to, reason}`),
+  `has_stage_jobs` (`true`/`false`) and `images_to_build` (a JSON list), tagged with the
+  head SHA they were made for (none: no image is built).
+- A stage whose lanes were merged (`plan.jobs`): a `::notice` saying which and why.
 - A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
   `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
 """
@@ -20,7 +24,7 @@ from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan
 from ci_policy.plan.filerun import FilePlan
-from ci_policy.plan.jobs import StageJobs
+from ci_policy.plan.jobs import StageJobs, stage_jobs
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.jsondoc import dumps
@@ -43,7 +47,11 @@ def plan_outputs(plan: Plan, jobs: StageJobs, delimiter: str) -> str:
         "max_parallel": dumps(plan.max_parallel, separators=(",", ":")),
         # One `<backend>_image` per accelerator backend (cuda_image and rocm_image always).
         **{f"{backend}_image": action for backend, action in plan.images},
-        "stage_matrix": dumps(jobs.matrix(), separators=(",", ":")),
+        # One matrix per wave job of the pipeline (`stages-<wave>`), each within GitHub's 256 jobs.
+        **{f"stage_matrix_{wave}": dumps(jobs.matrix(wave), separators=(",", ":"))
+           for wave in range(len(jobs.waves))},
+        "wave_jobs": dumps([len(entries) for entries in jobs.waves], separators=(",", ":")),
+        "merged_lanes": dumps([m.as_dict() for m in jobs.merges], separators=(",", ":")),
         "has_stage_jobs": "true" if jobs.has_stage_jobs else "false",
         "images_to_build": dumps([b.as_dict() for b in jobs.images_to_build], separators=(",", ":")),
         "invalid_files": dumps([f.file for f in plan.invalid], separators=(",", ":")),
@@ -62,9 +70,12 @@ def github_output_lines(values: dict[str, str], delimiter: str) -> str:
 
 
 def plan_annotations(plan: Plan, path_of: Callable[[str], str] = lambda p: p) -> str:
-    """An `::error` per diagnostic of each invalid test file, then a `::warning` per plan warning."""
+    """An `::error` per diagnostic of each invalid test file, a `::warning` per plan warning, then a
+    `::notice` per stage whose lanes were merged to fit GitHub's 256 jobs per matrix."""
     lines = [diagnostic_github(d, path_of) for f in plan.invalid for d in f.diagnostics]
     lines += [f"::warning::{escape_data(w)}" for w in plan.warnings]
+    lines += [f"::notice title=lanes merged::{escape_data(f'{m.stage}: {m.reason}')}"
+              for m in stage_jobs(plan, None).merges]
     return "\n".join(lines)
 
 

@@ -22,7 +22,7 @@ from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import bar_names, md_escape, mermaid_name
-from ci_policy.render.text import code_title, est_sources, failure, gate_rows, split_phrase
+from ci_policy.render.text import code_title, est_sources, failure, gate_rows, split_phrase, waves_of
 
 CHART_BARS = 200
 SHARD_BARS = 25
@@ -87,6 +87,13 @@ def plan_markdown(plan: Plan) -> str:
         wall = duration(s.wall_seconds) if s.decision == "run" else "-"
         out.append(f"| {md_escape(s.name)} | {s.stage.backend} | {mark} | {len(s.tests)} | {len(s.shards)} "
                    f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons + s.notes)} |")
+    heading, waves, merges = waves_of(plan)
+    if heading:
+        out += ["", f"**{md_escape(heading[0].upper() + heading[1:])}**", "",
+                *(f"- wave {md_escape(w)}" for w in waves)]
+    if merges:
+        out += ["", "**Lanes merged** (GitHub runs at most 256 jobs per matrix)", "",
+                *(f"- {md_escape(m)}" for m in merges)]
     for s in plan.stages:
         if s.decision != "run" or not s.shards:
             continue

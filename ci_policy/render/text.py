@@ -94,6 +94,7 @@ def plan_text(plan: Plan, *, warnings: bool = True) -> str:
         # Each reason on its own line under its stage's row: a table cell of them grows too wide.
         lines += [row] + [f"  {one_line(r)}" for r in s.reasons + s.notes]
     running = [s for s in plan.stages if s.decision == "run"]
+    lines += waves_text(plan)
     if running:
         lines.append("")
         lines.append("shards:")
@@ -115,6 +116,34 @@ def plan_text(plan: Plan, *, warnings: bool = True) -> str:
     if warnings:
         lines += [f"warning: {one_line(w)}" for w in plan.warnings]
     return "\n".join(lines)
+
+
+def waves_of(plan: Plan) -> tuple[str, list[str], list[str]]:
+    """What the plan says of its waves (a heading and one line per wave, where the configuration
+    orders stages) and of its merged lanes (one line per stage)."""
+    from ci_policy.plan.jobs import stage_jobs  # imported here: see plan_text's import
+
+    jobs = stage_jobs(plan, None)
+    heading, waves = "", []
+    if any(stage.after for stage in plan.config.stages):
+        heading = "waves, one after another: " + (
+            "every wave runs, whatever the earlier ones did (bypass_fastfail)" if plan.policy.bypass_fastfail
+            else "a failed wave skips the later ones (fast-fail; the bypass-fastfail label runs them all)")
+        for wave, entries in enumerate(jobs.waves):
+            stages = [s for s in plan.stages if s.stage.wave == wave]
+            if stages:
+                names = ", ".join(s.name + ("" if s.decision == "run" else " (skipped)") for s in stages)
+                waves.append(f"{wave}: {names}; {count(len(entries), 'job')}")
+    return heading, waves, [f"{m.stage}: {m.reason}" for m in jobs.merges]
+
+
+def waves_text(plan: Plan) -> list[str]:
+    """The waves, where the configuration orders stages, and the stages whose lanes were merged."""
+    heading, waves, merges = waves_of(plan)
+    lines = ["", heading, *(f"  {w}" for w in waves)] if heading else []
+    if merges:
+        lines += ["", "lanes merged:", *(f"  {m}" for m in merges)]
+    return lines
 
 
 def explain_text(explanation: Explanation, plan: Plan) -> str:

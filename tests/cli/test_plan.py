@@ -82,6 +82,13 @@ QUICKSTART_JOBS = [
     job("stage-c-4-gpu-mi350", 0, "0", "rocm", MI350_4, ROCM_LATEST, ROCM_DEVICES, 70),
 ]
 
+def one_wave(jobs: list[dict]) -> dict[str, str]:
+    """The stage job outputs of a configuration that orders no stage: every lane in wave 0, none merged."""
+    return {"stage_matrix_0": compact({"include": jobs}),
+            **{f"stage_matrix_{wave}": compact({"include": []}) for wave in (1, 2, 3)},
+            "wave_jobs": compact([len(jobs), 0, 0, 0]), "merged_lanes": "[]"}
+
+
 QUICKSTART_OUTPUTS = {
     "cadence": "regular",
     "trust": "trusted",
@@ -96,7 +103,7 @@ QUICKSTART_OUTPUTS = {
     "cuda_image": "build",
     "rocm_image": "build",
     # Without --head-sha nothing is built: the stage jobs run in the images' default tag.
-    "stage_matrix": compact({"include": QUICKSTART_JOBS}),
+    **one_wave(QUICKSTART_JOBS),
     "has_stage_jobs": "true",
     "images_to_build": "[]",
     "invalid_files": "[]",
@@ -225,7 +232,7 @@ def test_quickstart_github(at_root, tmp_path, monkeypatch, capsys):
     assert text.startswith("previous=kept\n")
     assert parse_github_output(text) == {"previous": "kept", **QUICKSTART_OUTPUTS}
     # Every value is written in the multi-line-safe `name<<DELIMITER` syntax.
-    blocks = re.findall(r"^([a-z_]+)<<(ghadelimiter_[0-9a-f-]{36})\n", text, re.M)
+    blocks = re.findall(r"^([a-z0-9_]+)<<(ghadelimiter_[0-9a-f-]{36})\n", text, re.M)
     assert [name for name, _ in blocks] == list(QUICKSTART_OUTPUTS)
     assert summary.read_text() == "# earlier step\n" + read_golden("cli/plan/quickstart.md")
     # A second run appends again; the runner's parse still sees one value per name.
@@ -257,7 +264,7 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":1,"stage-c-4-gpu-h200":1,"stage-c-4-gpu-mi350":1}',
         "cuda_image": "skip",
         "rocm_image": "skip",
-        "stage_matrix": compact({"include": [CPU_JOB]}),
+        **one_wave([CPU_JOB]),
         "has_stage_jobs": "true",
         "images_to_build": "[]",
         "invalid_files": "[]",
@@ -329,13 +336,13 @@ def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsy
         "max_parallel": '{"stage-a-cpu":1,"stage-b-1-gpu-h200":2,"stage-c-4-gpu-h200":3,"stage-c-4-gpu-mi350":2}',
         "cuda_image": "build", "rocm_image": "build",
         # Two files of 1800s (stage-b) or 3600s (stage-c, mi350) at most per shard.
-        "stage_matrix": compact({"include": [
+        **one_wave([
             CPU_JOB,
             *(job("stage-b-1-gpu-h200", i, str(i), "cuda", H200_1, CUDA_LATEST, GPUS, 70) for i in range(2)),
             job("stage-c-4-gpu-h200", 0, "0", "cuda", H200_4, CUDA_LATEST, GPUS, 70),
             *(job("stage-c-4-gpu-h200", i, str(i), "cuda", H200_4, CUDA_LATEST, GPUS, 130) for i in (1, 2)),
             *(job("stage-c-4-gpu-mi350", i, str(i), "rocm", MI350_4, ROCM_LATEST, ROCM_DEVICES, 70)
-              for i in range(2))]}),
+              for i in range(2))]),
         "has_stage_jobs": "true", "images_to_build": "[]",
         "invalid_files": "[]", "plan_complete": "true",
     }
@@ -625,9 +632,9 @@ def test_a_partial_plan_in_github_format_writes_every_output_and_exits_0(partial
         "max_parallel": '{"cpu":1,"gpu-a":2,"gpu-b":1,"amd":1}',
         "cuda_image": "build", "rocm_image": "skip",
         # No image is configured and no stage sets a time limit: no container, GitHub's default timeout.
-        "stage_matrix": compact({"include": [
+        **one_wave([
             job("cpu", 0, "0", "cpu", ["ubuntu-latest"], "", "", 360),
-            *(job("gpu-a", i, str(i), "cuda", ["h200"], "", GPUS, 360) for i in range(2))]}),
+            *(job("gpu-a", i, str(i), "cuda", ["h200"], "", GPUS, 360) for i in range(2))]),
         "has_stage_jobs": "true", "images_to_build": "[]",
         "invalid_files": f'["{BAD}"]', "plan_complete": "false",
     }

@@ -37,7 +37,8 @@ def test_head_sha_tags_the_built_images_in_github_outputs(at_root, tmp_path, mon
     rc, _out, err = run([*QUICKSTART_ARGV, "--head-sha", SHA, "--format", "github"], capsys)
     assert (rc, err) == (0, "")
     values = parse_github_output(outputs.read_text())
-    assert json.loads(values["stage_matrix"]) == {"include": JOBS}
+    assert json.loads(values["stage_matrix_0"]) == {"include": JOBS}
+    assert [json.loads(values[f"stage_matrix_{wave}"]) for wave in (1, 2, 3)] == [{"include": []}] * 3
     assert json.loads(values["images_to_build"]) == IMAGES
     assert values["has_stage_jobs"] == "true"
 

@@ -29,6 +29,10 @@ def coded(text: str) -> list[tuple[str, str | None]]:
     pytest.fail("no error raised")
 
 
+ORDERED = "version: 1\ndiscovery:\n  roots: [tests]\nstages:\n" + "".join(
+    f"  - {{{{name: {n}, backend: cpu{{{n}}}}}}}\n" for n in "abc")
+
+
 def test_the_code_table():
     assert list(CONFIG_CODES) == sorted(CONFIG_CODES)
     names = [name for name, _example in CONFIG_CODES.values()]
@@ -103,6 +107,29 @@ def test_the_code_table():
      [("gates.defaults['b']: default gate key 'b' is not captured", "CP108")]),
     (VALID + "gates: {require: [{files: x.py, metric_keys: ['a/{version}']}]}\n",
      [("gates.require[0].metric_keys: 'a/{version}' uses {version} but no versions are listed", "CP108")]),
+    (ORDERED.format(a="", b=", after: [a]", c=", after: [gpu]"),
+     [("stages[2].after[0]: names no stage: 'gpu'", "CP109")]),
+    (ORDERED.format(a=", after: [c]", b=", after: [a]", c=", after: [x, b]"),
+     [("stages[2].after[0]: names no stage: 'x'", "CP109")]),
+    (ORDERED.format(a="", b=", after: [a]", c=", after: [ext]") + "  - {name: ext, backend: cpu, external: true}\n",
+     [("stages[2].after[0]: names the external stage 'ext': this pipeline does not run it, so no wave can wait "
+       "for it", "CP109")]),
+    (ORDERED.format(a="", b="", c="") + "  - {name: ext, backend: cpu, external: true, after: [a]}\n",
+     [("stages[3].after: has no effect: an external stage is run by another system, never by this pipeline's "
+       "waves", "CP108")]),
+    # CP110: stages waiting for each other, reported once, at the first of them in the file.
+    (ORDERED.format(a=", after: [c]", b=", after: [a]", c=", after: [b]"),
+     [("stages[0].after[0]: the stages wait for each other in a cycle: a -> c -> b -> a", "CP110")]),
+    (ORDERED.format(a="", b=", after: [a, b]", c=""),
+     [("stages[1].after[1]: the stages wait for each other in a cycle: b -> b", "CP110")]),
+    # CP111: what GitHub would refuse: more waves than the pipeline's wave jobs, a wave over 256 jobs.
+    (ORDERED.format(a="", b=", after: [a]", c=", after: [b]") + "  - {name: d, backend: cpu, after: [c]}\n"
+     "  - {name: e, backend: cpu, after: [d, a]}\n",
+     [("stages[4].after: puts stage 'e' in wave 4; the pipeline runs at most 4 waves (waves 0 to 3), one job each, "
+       "fixed before the run starts", "CP111")]),
+    (ORDERED.format(a="", b="", c=", after: [a]") + "".join(f"  - {{name: s{i}, backend: cpu}}\n" for i in range(255)),
+     [("stages: wave 0 holds 257 stages that are not external, each of which needs a job of its own; GitHub runs "
+       "at most 256 jobs per matrix (Actions limits, \"Job matrix\"), and a wave is one matrix", "CP111")]),
 ])
 def test_representative_errors_of_each_kind(text, expected):
     assert coded(text) == expected

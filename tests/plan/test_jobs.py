@@ -5,12 +5,18 @@ limits, built, default-tagged and absent images, a declared backend's options), 
 bundled example as a golden file, and two properties: `lanes` places every shard in
 exactly one lane and never opens more lanes than `max_parallel`; on random plans, every
 shard of every running stage is in exactly one matrix entry, and only running stages
-have entries.
+have entries. GitHub's 256 jobs per matrix: a 300-partition stage plans 256 jobs covering
+every file, and the plan says which lanes were merged and why; waves split the matrix and
+the plan shows them; over generated stage sets, `fit_lanes` fits the limit, runs every
+shard once, and no allotment of the jobs has a shorter longest lane (brute force on small
+limits, a proportional share at 256).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -20,11 +26,25 @@ from hypothesis import strategies as st
 from plan.test_selection import CONFIG as SELECTION_CONFIG
 from plan.test_selection import FILES, LABELS, RECORD, TRIGGER, diff_of
 
+from ci_policy.app.plan_documents import github_outputs, plan_dict
 from ci_policy.model.snapshot import Snapshot, load_snapshot
 from ci_policy.plan.build import build_plan
-from ci_policy.plan.jobs import DEFAULT_TIMEOUT_MINUTES, SETUP_MINUTES, ImageBuild, MatrixEntry, lanes, stage_jobs
+from ci_policy.plan.jobs import (
+    DEFAULT_TIMEOUT_MINUTES,
+    SETUP_MINUTES,
+    ImageBuild,
+    MatrixEntry,
+    _lpt,
+    fit_lanes,
+    lanes,
+    stage_jobs,
+)
+from ci_policy.plan.partition import Shard
 from ci_policy.plan.policy import Trigger
 from ci_policy.read.diff import Diff
+from ci_policy.render.github import plan_annotations
+from ci_policy.render.markdown import plan_markdown
+from ci_policy.render.text import plan_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -232,3 +252,160 @@ def test_every_running_shard_is_in_exactly_one_entry(lane_snapshot, trigger, tru
         assert all(e.runs_on == (s.stage.runs_on or ("ubuntu-latest",)) for e in mine)
     assert jobs.has_stage_jobs == bool(placed)
     assert bool(jobs.images_to_build) is False  # the selection checkout configures no image
+
+
+# -- GitHub's 256 jobs per matrix, and waves -----------------------------------------------------
+
+def big_stage(partitions: int, after: str = "") -> str:
+    return (f"version: 1\ngpu_requires_labels: false\ndiscovery:\n  roots: [tests]\nstages:\n"
+            f"  - {{name: cpu, backend: cpu}}\n"
+            f"  - {{name: gpu, backend: cuda, runs_on: [h200], partitions: {partitions}{after}}}\n")
+
+
+def test_a_300_partition_stage_plans_at_most_256_jobs_covering_every_file(make_repo):
+    files = {f"tests/test_g{i:03}.py": reg("cuda", "gpu", 10 + i % 7) for i in range(300)}
+    files["tests/test_cpu.py"] = reg("cpu", "cpu", 5)
+    plan = build_plan(load_snapshot(make_repo(files, config=big_stage(300), labels=None)),
+                      Trigger(event="workflow_dispatch"), Diff.unavailable("none"))
+    gpu_plan = plan.stage("gpu")
+    assert gpu_plan is not None and len(gpu_plan.shards) == 300
+    jobs = stage_jobs(plan, SHA)
+    assert len(jobs.entries) == 256 and len(jobs.matrix(0)["include"]) == 256
+    gpu_entries = [e for e in jobs.entries if e.stage == "gpu"]
+    assert len(gpu_entries) == 255  # the cpu stage keeps its one job
+    assert sorted(i for e in gpu_entries for i in e.shards) == list(range(300))
+    covered = sorted(f for e in gpu_entries for i in e.shards for f in gpu_plan.shard(i).files)
+    assert covered == sorted(f for f in files if f != "tests/test_cpu.py")
+    # 300 shards of 10..16 s (43 of 10 s, 43 of 11 s, 43 of 12 s, ...) in 255 lanes: 45 lanes run
+    # two shards one after another, the 90 shortest; any 45 pairs hold one of 22 s at least.
+    assert sorted(len(e.shards) for e in gpu_entries) == [1] * 210 + [2] * 45
+    longest = max(sum(gpu_plan.shard(i).est_seconds for i in e.shards) for e in gpu_entries)
+    assert longest == 22
+    assert [m.as_dict() for m in jobs.merges] == [{
+        "stage": "gpu", "wave": 0, "lanes_from": 300, "lanes_to": 255,
+        "reason": "300 lanes merged into 255: wave 0 needs 301 jobs and GitHub runs at most 256 jobs per matrix "
+                  f"(Actions limits, \"Job matrix\"); each lane runs its shards one after another (longest lane "
+                  f"{longest:g}s est)"}]
+    assert "lanes merged:\n  gpu: 300 lanes merged into 255: wave 0 needs 301 jobs" in plan_text(plan)
+    assert ("**Lanes merged** (GitHub runs at most 256 jobs per matrix)\n\n- gpu: 300 lanes merged into 255: wave 0 "
+            "needs 301 jobs") in plan_markdown(plan)
+    assert plan_annotations(plan).splitlines()[-1] == f"::notice title=lanes merged::gpu: {jobs.merges[0].reason}"
+    outputs = github_outputs(plan, "EOF", SHA)
+    assert f"merged_lanes<<EOF\n{json.dumps([jobs.merges[0].as_dict()], separators=(',', ':'))}\nEOF\n" in outputs
+    assert "wave_jobs<<EOF\n[256,0,0,0]\nEOF\n" in outputs
+    doc = plan_dict(plan, SHA)
+    assert doc["merged_lanes"] == [jobs.merges[0].as_dict()]
+    assert len(doc["jobs"]) == 256
+
+
+def test_waves_split_the_matrix_and_the_plan_shows_them(make_repo):
+    config = big_stage(2, ", after: [cpu]") + "  - {name: late, backend: cpu, after: [gpu, cpu]}\n"
+    files = {"tests/test_cpu.py": reg("cpu", "cpu", 5), "tests/test_late.py": reg("cpu", "late", 5),
+             **{f"tests/test_g{i}.py": reg("cuda", "gpu", 10) for i in range(2)}}
+    plan = build_plan(load_snapshot(make_repo(files, config=config, labels=None)),
+                      Trigger(event="pull_request"), Diff.unavailable("none"))
+    jobs = stage_jobs(plan, SHA)
+    assert [[(e.stage, e.lane) for e in wave] for wave in jobs.waves] == [
+        [("cpu", 0)], [("gpu", 0), ("gpu", 1)], [("late", 0)], []]
+    assert jobs.merges == ()
+    text = plan_text(plan)
+    assert ("waves, one after another: a failed wave skips the later ones (fast-fail; the bypass-fastfail label "
+            "runs them all)\n  0: cpu; 1 job\n  1: gpu; 2 jobs\n  2: late; 1 job\n") in text
+    assert ("**Waves, one after another: a failed wave skips the later ones (fast-fail; the bypass-fastfail "
+            "label runs them all)**\n\n- wave 0: cpu; 1 job\n- wave 1: gpu; 2 jobs\n- wave 2: late; 1 job\n"
+            ) in plan_markdown(plan)
+    outputs = github_outputs(plan, "EOF", SHA)
+    assert "wave_jobs<<EOF\n[1,2,1,0]\nEOF\n" in outputs
+    assert "stage_matrix_3<<EOF\n{\"include\":[]}\nEOF\n" in outputs
+    assert json.loads(outputs.split("stage_matrix_1<<EOF\n")[1].split("\nEOF")[0]) == jobs.matrix(1)
+    doc = plan_dict(plan, SHA)
+    assert [(s["name"], s["wave"]) for s in doc["stages"]] == [("cpu", 0), ("gpu", 1), ("late", 2)]
+    assert [(j["stage"], j["wave"]) for j in doc["jobs"]] == [("cpu", 0), ("gpu", 1), ("gpu", 1), ("late", 2)]
+    bypass = build_plan(plan.snapshot, Trigger(event="pull_request", labels=("bypass-fastfail",)),
+                        Diff.unavailable("none"))
+    assert "waves, one after another: every wave runs, whatever the earlier ones did (bypass_fastfail)" in (
+        plan_text(bypass))
+
+
+def test_a_configuration_without_after_shows_no_wave(jobs_checkout):
+    plan = build_plan(jobs_checkout, Trigger(event="workflow_dispatch"), Diff.unavailable("none"))
+    assert "waves" not in plan_text(plan) and "Waves" not in plan_markdown(plan)
+    doc = plan_dict(plan, SHA)
+    assert all("wave" not in s for s in doc["stages"]) and all("wave" not in j for j in doc["jobs"])
+    assert "merged_lanes" not in doc
+
+
+def _candidates(shards: tuple[Shard, ...], natural: tuple[tuple[int, ...], ...]) -> list[float]:
+    """A stage's longest lane with at most k lanes, k = 1 .. its natural count (what fit_lanes may pick)."""
+    best, out = math.inf, []
+    for k in range(1, len(natural) + 1):
+        lanes_k = natural if k == len(natural) else _lpt(shards, k)
+        est = {sh.index: sh.est_seconds for sh in shards}
+        best = min(best, max(sum(est[i] for i in lane) for lane in lanes_k))
+        out.append(best)
+    return out
+
+
+stage_sets = st.lists(st.tuples(st.lists(st.integers(0, 50), min_size=1, max_size=9),
+                                st.one_of(st.none(), st.integers(1, 9))), min_size=1, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(stage_set=stage_sets, limit=st.integers(1, 20))
+def test_fit_lanes_fits_covers_every_shard_and_keeps_the_longest_lane_shortest(stage_set, limit):
+    stages = []
+    for ests, max_parallel in stage_set:
+        shards = tuple(Shard(i, float(e), (f"f{i}",)) for i, e in enumerate(sorted(ests, reverse=True)))
+        stages.append((shards, lanes(len(shards), max_parallel)))
+    if len(stages) > limit:
+        with pytest.raises(ValueError, match=f"{len(stages)} stages cannot share {limit} jobs"):
+            fit_lanes(stages, limit)
+        return
+    fitted = fit_lanes(stages, limit)
+    assert fitted == fit_lanes(list(stages), limit)  # deterministic
+    assert sum(len(f) for f in fitted) <= limit
+    for (shards, natural), got in zip(stages, fitted, strict=True):
+        assert sorted(i for lane in got for i in lane) == [sh.index for sh in shards]
+        assert 1 <= len(got) <= len(natural) and all(got)
+    if sum(len(n) for _, n in stages) <= limit:
+        assert fitted == [n for _, n in stages]
+        return
+    # No allotment of the jobs to these stages' splits has a shorter longest lane.
+    options = [_candidates(shards, natural) for shards, natural in stages]
+    best = min(max(opt[k - 1] for opt, k in zip(options, ks, strict=True))
+               for ks in itertools.product(*(range(1, len(o) + 1) for o in options)) if sum(ks) <= limit)
+    est = [{sh.index: sh.est_seconds for sh in shards} for shards, _ in stages]
+    assert max(sum(e[i] for i in lane) for e, got in zip(est, fitted, strict=True) for lane in got) == best
+
+
+big_stage_sets = st.lists(st.tuples(st.integers(1, 400), st.one_of(st.none(), st.integers(1, 300)),
+                                    st.integers(0, 2**16)), min_size=1, max_size=8)
+
+
+@settings(max_examples=60, deadline=None)
+@given(stage_set=big_stage_sets)
+def test_any_wave_fits_256_jobs_and_runs_every_shard_once(stage_set):
+    stages = []
+    for count, max_parallel, seed in stage_set:
+        # est values from the seed, longest first as the partitioner numbers shards
+        ests = sorted(((seed * (i + 7) * 2654435761) % 3600 for i in range(count)), reverse=True)
+        shards = tuple(Shard(i, float(e), (f"f{i}",)) for i, e in enumerate(ests))
+        stages.append((shards, lanes(count, max_parallel)))
+    fitted = fit_lanes(stages)
+    assert sum(len(f) for f in fitted) <= 256
+    for (shards, natural), got in zip(stages, fitted, strict=True):
+        assert sorted(i for lane in got for i in lane) == list(range(len(shards)))
+        assert 1 <= len(got) <= len(natural)
+    total = sum(len(n) for _, n in stages)
+    if total <= 256:
+        assert fitted == [n for _, n in stages]
+        return
+    # No longer than a proportional share of the jobs, each stage's shards dealt longest first.
+    share = [max(1, (256 - len(stages)) * len(n) // total) for _, n in stages]
+    baseline = [n if k == len(n) else _lpt(shards, k) for (shards, n), k in zip(stages, share, strict=True)]
+
+    def longest(all_lanes: list[tuple[tuple[int, ...], ...]]) -> float:
+        return max(sum(shards[i].est_seconds for i in lane)
+                   for (shards, _), lanes_of in zip(stages, all_lanes, strict=True) for lane in lanes_of)
+
+    assert longest(fitted) <= longest(baseline)

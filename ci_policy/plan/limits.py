@@ -1,0 +1,128 @@
+"""GitHub's size limits on what the plan job hands the other jobs, checked for a checkout's worst case.
+
+- In: a `Snapshot` (the configuration and every registration).
+- Out: `worst_case(snapshot)`: the largest stage job outputs any plan of this checkout can
+  write (`Sizes`: the plan job's outputs in bytes as GitHub counts them, the longest
+  `--shards` of a lane, the result job's `needs` in one environment variable); and
+  `size_problems(snapshot)`: one CP111 error per limit the worst case exceeds, located at
+  the stage that weighs most, naming the rule.
+- The worst case: every stage that is not external runs with every file registered for
+  it, in as many shards as it may have (`partitions`; with `auto`, `max_partitions` or
+  one per file) and as many lanes as its largest `max_parallel` allows, each wave's lanes
+  capped at GitHub's 256 jobs per matrix; every image built (a 40-hex tag); every time
+  limit of four digits. An upper bound: a real plan's outputs are never larger
+  (tests/plan/test_limits.py holds the planner to it).
+- The rules (cited where they decide): job outputs "can be a maximum of 1 MB per job [...]
+  Size is approximated based on UTF-16 encoding" (GitHub, "Passing information between
+  jobs"); one environment string (`NAME=value`) or argument at most `MAX_ARG_STRLEN`, 32
+  pages (131072 bytes), on Linux (execve(2)). The result job takes `toJSON(needs)`, the
+  plan job's outputs among them, through `env:`: that string is the tighter bound.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ci_policy.config import codes
+from ci_policy.config.stages import MAX_MATRIX_JOBS, MAX_WAVES, Stage
+from ci_policy.errors import Diagnostic
+from ci_policy.model.snapshot import Snapshot
+from ci_policy.plan.jobs import DEFAULT_CPU_RUNNER, MatrixEntry
+
+MAX_JOB_OUTPUTS_BYTES = 1_000_000
+MAX_ENV_STRING_BYTES = 131_072
+# What the plan job's other outputs (PR, SHAs, labels, files lists) and GitHub's indented
+# `toJSON(needs)` add around the stage matrices: generous, so that the bound stays one.
+OTHER_OUTPUTS = 16_384
+
+
+@dataclass(frozen=True)
+class Sizes:
+    outputs_bytes: int  # the plan job's outputs, UTF-16 (2 bytes a character: names are ASCII)
+    needs_env_bytes: int  # `NEEDS=<toJSON(needs)>` in the result job
+    longest_shards: int  # a lane's `--shards` (and `SHARDS=`), in characters
+    heaviest: Stage | None  # the stage whose lanes weigh most in the outputs
+
+
+def _max_shards(stage: Stage, files: int) -> int:
+    if isinstance(stage.partitions, int):
+        return min(files, stage.partitions)
+    return min(files, stage.max_partitions) if stage.max_partitions is not None else files
+
+
+def _max_lanes(stage: Stage, shards: int) -> int:
+    limit = stage.max_parallel
+    if limit is None:
+        return shards
+    return min(shards, max(n for n in (limit.default, limit.priority, limit.schedule) if n is not None))
+
+
+def _indices(count: int) -> int:
+    """Characters of `"0 1 ... count-1"`: every shard index of a stage, once, across its lanes."""
+    return len(" ".join(str(i) for i in range(count)))
+
+
+def worst_case(snapshot: Snapshot) -> Sizes:
+    config = snapshot.config
+    files: dict[str, int] = {}
+    for r in snapshot.registrations:
+        files[r.suite] = files.get(r.suite, 0) + 1
+    matrices = 0
+    quotes = 0
+    longest = 0
+    weights: dict[str, int] = {}
+    for wave in range(MAX_WAVES):
+        stages = [s for s in config.stages if s.wave == wave and not s.external and files.get(s.name)]
+        lanes = {s.name: _max_lanes(s, _max_shards(s, files[s.name])) for s in stages}
+        jobs = min(MAX_MATRIX_JOBS, sum(lanes.values()))
+        size = len('{"include":[]}') + max(0, jobs - 1)  # the commas between entries
+        for s in stages:
+            entry = MatrixEntry(stage=s.name, lane=MAX_MATRIX_JOBS - 1, shards=(), backend=s.backend,
+                                runs_on=s.runs_on or (DEFAULT_CPU_RUNNER,),
+                                image=_image(snapshot, s), container_options=config.backends.container_options_for(
+                                    s.backend), timeout_minutes=9999, wave=wave)
+            text = json.dumps(entry.as_dict(), separators=(",", ":"))
+            shards = _indices(_max_shards(s, files[s.name]))
+            # Each of the stage's jobs (at most the wave's) carries the entry; its shards once in all.
+            weight = min(lanes[s.name], jobs) * len(text) + shards
+            weights[s.name] = weight
+            size += weight
+            quotes += min(lanes[s.name], jobs) * text.count('"')
+            longest = max(longest, shards)
+        matrices += size
+    chars = matrices + OTHER_OUTPUTS
+    heaviest = max(config.stages, key=lambda s: weights.get(s.name, -1)) if weights else None
+    # toJSON(needs) holds each output as a JSON string: every quote of a matrix escaped.
+    return Sizes(outputs_bytes=2 * chars, needs_env_bytes=len("NEEDS=") + chars + quotes + 1,
+                 longest_shards=longest, heaviest=heaviest)
+
+
+def _image(snapshot: Snapshot, stage: Stage) -> str:
+    image = snapshot.config.images.get(stage.backend)
+    return "" if image is None else f"{image.repository}:{'0' * 40}"
+
+
+def size_problems(snapshot: Snapshot) -> list[Diagnostic]:
+    """A CP111 error per GitHub limit the worst case of this checkout's stage jobs exceeds."""
+    sizes = worst_case(snapshot)
+    stage = sizes.heaviest
+    if stage is None:
+        return []
+    hint = (f"lower stage {stage.name}'s partitions or max_parallel, or move stages to another wave with after: "
+            "each wave is one matrix of at most 256 jobs")
+    problems = []
+
+    def located(message: str) -> Diagnostic:
+        return Diagnostic(message, path=snapshot.config.path, line=stage.line, hint=hint, code=codes.GITHUB_LIMIT)
+
+    if sizes.outputs_bytes > MAX_JOB_OUTPUTS_BYTES:
+        problems.append(located(
+            f"stages: the plan job's outputs may reach {sizes.outputs_bytes} bytes (UTF-16) with every stage "
+            f"running; GitHub keeps at most 1 MB of outputs per job (\"Passing information between jobs\")"))
+    if sizes.needs_env_bytes > MAX_ENV_STRING_BYTES:
+        problems.append(located(
+            f"stages: the result job's NEEDS (toJSON(needs), the plan job's outputs among them) may reach "
+            f"{sizes.needs_env_bytes} bytes with every stage running; Linux passes at most 131072 bytes in one "
+            "environment variable (MAX_ARG_STRLEN)"))
+    return problems
