@@ -802,7 +802,8 @@ def test_the_example_caller_grants_what_the_pipeline_jobs_ask_and_passes_its_sec
     pipeline_ = load(PIPELINE)
     needed: dict[str, str] = {}
     for j in pipeline_["jobs"].values():
-        for scope, grant in j["permissions"].items():
+        # The images job declares none (it has the caller's): the example's ghcr.io images need packages: write.
+        for scope, grant in j.get("permissions", {"contents": "read", "packages": "write"}).items():
             if GRANTS[grant] > GRANTS[needed.get(scope, "none")]:
                 needed[scope] = grant
     assert job["permissions"] == needed
@@ -845,7 +846,8 @@ def test_zizmor_finds_nothing_with_each_persona(persona):
 def test_every_inline_zizmor_suppression_is_justified_by_a_comment():
     lines = PIPELINE.read_text(encoding="utf-8").splitlines()
     suppressed = [i for i, line in enumerate(lines) if "# zizmor: ignore[" in line]
-    assert len(suppressed) == 5
+    # self-repository x3, self-hosted-runner, unpinned-images, excessive-permissions x2 (the images job).
+    assert len(suppressed) == 7
     for i in suppressed:
         assert lines[i - 1].strip().startswith("#"), lines[i]
 

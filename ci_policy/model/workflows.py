@@ -11,6 +11,15 @@
     checkout that declares gates passes the store secrets it needs (CP605):
     `metrics-store-read-url`, plus `metrics-store-url` when the caller runs on `schedule`
     or `push` (the runs that write baselines);
+  - the same calls' grants (CP610, one per scope, at the caller job): GitHub checks every job
+    of a called workflow against the caller job's `permissions:` before the run starts and
+    never elevates them ("The nested job 'X' is requesting 'S: write', but is only allowed
+    'S: none'"; an `if:` that skips the job does not help). Needed: each callee job's own
+    `permissions:` (`GRANTS`), plus what a job that declares none (and so runs with the
+    caller's grants, `INHERITING`) needs for what the configuration uses: `packages: write`
+    for the `images` job only when a backend has an image on ghcr.io. Granted: the job's
+    `permissions:`, else the caller workflow's, else the repository's default, taken as
+    GitHub's restricted one (`contents: read`, `packages: read`), which lint cannot see;
   - hand-written stage jobs (a `run:` step with `ci-policy run --stage X`): X is a
     configured stage (CP607), the job's `runs-on` equals the stage's `runs_on` as a set,
     `self-hosted` aside (CP608), and, when no workflow calls the reusable pipeline and
@@ -35,6 +44,7 @@ SECRET_MISSING = "CP605"
 STAGE_JOB_MISSING = "CP606"
 STAGE_UNKNOWN = "CP607"
 RUNS_ON_MISMATCH = "CP608"
+GRANT_MISSING = "CP610"
 
 _REUSABLE = re.compile(r"^[^/@\s]+/ci-policy/\.github/workflows/([A-Za-z0-9_.-]+)\.ya?ml@(.*)$")
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -54,6 +64,42 @@ REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "tune": ("ci-policy-ref", "workflow"),
 }
 READ_SECRET, WRITE_SECRET = "metrics-store-read-url", "metrics-store-url"
+
+# The `permissions:` each job of a reusable workflow of this repository declares
+# (.github/workflows/NAME.yml, jobs.<id>.permissions; tests/model/test_lint_workflows.py
+# compares them), in file order. GitHub checks all of them when the caller's run starts.
+GRANTS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
+    "pr-pipeline": (
+        ("plan", (("contents", "read"), ("pull-requests", "read"), ("statuses", "read"))),
+        ("stages", (("contents", "read"), ("packages", "read"))),
+        ("result", (("contents", "read"), ("statuses", "write"))),
+    ),
+    "comment-gateway": (
+        ("labels", (("contents", "read"), ("issues", "write"), ("pull-requests", "write"), ("actions", "write"))),
+        ("approve", (("contents", "read"), ("issues", "write"), ("pull-requests", "read"), ("statuses", "write"),
+                     ("actions", "write"))),
+        ("rerun-failed", (("contents", "read"), ("issues", "write"), ("actions", "write"))),
+        ("rerun-test", (("contents", "read"), ("issues", "write"), ("pull-requests", "read"), ("statuses", "read"),
+                        ("actions", "write"))),
+    ),
+    "rerun-test": (
+        ("resolve", (("contents", "read"), ("pull-requests", "read"), ("statuses", "write"))),
+        ("run", (("contents", "read"),)),
+        ("report", (("contents", "read"), ("statuses", "write"))),
+    ),
+    "tune": (
+        ("tune", (("actions", "read"), ("contents", "write"), ("pull-requests", "write"))),
+    ),
+}
+# The jobs that declare no `permissions:` (in a workflow without top-level ones): they run
+# with the caller job's grants, so GitHub checks nothing for them at startup, and a caller
+# grants what they need only when its configuration uses them.
+INHERITING: dict[str, tuple[str, ...]] = {"pr-pipeline": ("images",)}
+LEVELS = {"none": 0, "read": 1, "write": 2}
+# GitHub's restricted default for the GITHUB_TOKEN (a job and its workflow without
+# `permissions:` get the repository's default, which lint cannot see; permissive is read/write).
+RESTRICTED_DEFAULT = (("contents", "read"), ("packages", "read"))
+GHCR = "ghcr.io"
 WRITING_TRIGGERS = ("schedule", "push")
 
 
@@ -67,6 +113,7 @@ def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Wo
                 if match is not None:
                     calls_pipeline |= match.group(1) == "pr-pipeline"
                     out += _reusable_call(workflow, job, match.group(1), match.group(2), has_gates)
+                    out += _grants_missing(config, workflow, job, match.group(1))
     stages = {stage.name: stage for stage in config.stages}
     runs = [(workflow, job, run) for workflow in workflows for job in workflow.jobs for run in job.stage_runs]
     for workflow, job, run in runs:
@@ -150,3 +197,62 @@ def _reusable_call(workflow: Workflow, job: Job, name: str, ref: str, has_gates:
                     hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, "
                          "\"The metric store in CI\")"))
     return out
+
+
+def needed_grants(config: Config, name: str) -> dict[str, tuple[str, str]]:
+    """scope -> (level, the callee job that asks it) a caller of reusable workflow NAME must grant."""
+    needed: dict[str, tuple[str, str]] = {}
+
+    def need(scope: str, level: str, job: str) -> None:
+        if LEVELS[level] > LEVELS[needed.get(scope, ("none", ""))[0]]:
+            needed[scope] = (level, job)
+
+    for job, scopes in GRANTS.get(name, ()):
+        for scope, level in scopes:
+            need(scope, level, job)
+    if "images" in INHERITING.get(name, ()):
+        if any(image.repository.split("/", 1)[0] == GHCR for image in config.images.values()):
+            need("contents", "read", "images")
+            need("packages", "write", "images")
+    return needed
+
+
+def _granted(workflow: Workflow, job: Job) -> tuple[dict[str, str], str]:
+    """The caller job's grants (scope -> level; absent: none) and who grants them, for the message."""
+    grants, source = job.permissions, "the job grants"
+    if grants is None and workflow.permissions is not None:
+        grants = workflow.permissions
+        source = f"the job sets none and the workflow's (line {grants.line}) grant"
+    if grants is None:
+        return dict(RESTRICTED_DEFAULT), ("the job and the workflow set none, and the repository's default (taken as "
+                                          "GitHub's restricted one: contents and packages read) grants")
+    if grants.shorthand is not None:
+        level = {"read-all": "read", "write-all": "write"}.get(grants.shorthand, "none")
+        return {scope: level for scope in ALL_SCOPES}, source
+    return {scope: level for scope, level in grants.scopes if level in LEVELS}, source
+
+
+# Every scope a `permissions:` mapping may name (GitHub's workflow syntax; `read-all`/`write-all` cover them).
+ALL_SCOPES = ("actions", "attestations", "checks", "contents", "deployments", "discussions", "id-token", "issues",
+              "models", "packages", "pages", "pull-requests", "repository-projects", "security-events", "statuses")
+
+
+def _grants_missing(config: Config, workflow: Workflow, job: Job, name: str) -> list[Diagnostic]:
+    needed = needed_grants(config, name)
+    granted, source = _granted(workflow, job)
+    missing = [(scope, level, callee) for scope, (level, callee) in sorted(needed.items())
+               if LEVELS[granted.get(scope, "none")] < LEVELS[level]]
+    if not missing:
+        return []
+    merged = dict(granted)
+    for scope, (level, _callee) in needed.items():
+        if LEVELS[level] > LEVELS[merged.get(scope, "none")]:
+            merged[scope] = level
+    block = ", ".join(f"{scope}: {level}" for scope, level in sorted(merged.items()) if level != "none")
+    return [Diagnostic(
+        f"jobs.{job.id}.permissions: {name}.yml's job {callee} requests {scope}: {level}, but {source} "
+        f"{scope}: {granted.get(scope, 'none')}; GitHub refuses to start the run (a called workflow's jobs can "
+        "only reduce the caller job's permissions, never elevate them)",
+        path=workflow.path, line=job.line, col=job.col, code=GRANT_MISSING,
+        hint=f"give jobs.{job.id} the permissions: {{{block}}}")
+        for scope, level, callee in missing]

@@ -21,7 +21,7 @@ from model.test_diagnostics import SMALL_CONFIG
 from ci_policy.config.load import load_config
 from ci_policy.errors import InputErrors
 from ci_policy.model.lint import lint
-from ci_policy.model.workflows import INPUTS, REQUIRED_INPUTS
+from ci_policy.model.workflows import GRANTS, INHERITING, INPUTS, REQUIRED_INPUTS
 from ci_policy.read.workflows import read_workflows
 
 FIXTURES = ROOT / "tests" / "data" / "workflows"
@@ -61,21 +61,34 @@ def test_a_pinned_caller_is_clean(make_repo):
     assert found(checkout(make_repo, "caller-pinned.yml")) == []
 
 
+REFUSED = ("GitHub refuses to start the run (a called workflow's jobs can only reduce the caller job's "
+           "permissions, never elevate them)")
+
+
 def test_a_drifted_caller(make_repo):
     path = f"{WF}/caller-drift.yml"
+    grant = "but the job sets none and the workflow's (line 8) grant"
     assert found(checkout(make_repo, "caller-drift.yml")) == [
-        (path, 9, 3, "CP605", "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates "
-                              "and gates read their baselines from it"),
-        (path, 9, 3, "CP605", "jobs.ci.secrets.metrics-store-url: missing; the checkout declares metric gates and "
-                              "its schedule runs write the baselines"),
-        (path, 10, 11, "CP602", "jobs.ci.uses: pr-pipeline.yml is called at 'main', not a full commit SHA"),
-        (path, 12, 22, "CP603", "jobs.ci.with.ci-policy-ref: '2222222222222222222222222222222222222222' differs "
+        (path, 10, 3, "CP605", "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates "
+                               "and gates read their baselines from it"),
+        (path, 10, 3, "CP605", "jobs.ci.secrets.metrics-store-url: missing; the checkout declares metric gates and "
+                               "its schedule runs write the baselines"),
+        (path, 11, 11, "CP602", "jobs.ci.uses: pr-pipeline.yml is called at 'main', not a full commit SHA"),
+        (path, 14, 22, "CP603", "jobs.ci.with.ci-policy-ref: '2222222222222222222222222222222222222222' differs "
                                 "from the ref pr-pipeline.yml is called at ('main')"),
-        (path, 13, 16, "CP604", "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: "
+        (path, 15, 16, "CP604", "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: "
                                 "ci-policy-ref, ci-policy-repository, pull-request, cadence, python)"),
-        (path, 15, 11, "CP603", "jobs.fork-ci.with.ci-policy-ref: missing; pr-pipeline.yml needs the commit it was "
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job plan requests contents: read, "
+                               f"{grant} contents: none; {REFUSED}"),
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job plan requests pull-requests: read, "
+                               f"{grant} pull-requests: none; {REFUSED}"),
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job result requests statuses: write, "
+                               f"{grant} statuses: none; {REFUSED}"),
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job stages requests packages: read, "
+                               f"{grant} packages: none; {REFUSED}"),
+        (path, 17, 11, "CP603", "jobs.fork-ci.with.ci-policy-ref: missing; pr-pipeline.yml needs the commit it was "
                                 "called at"),
-        (path, 18, 11, "CP603", "jobs.tune.with.ci-policy-ref: missing; tune.yml needs the commit it was called at"),
+        (path, 20, 11, "CP603", "jobs.tune.with.ci-policy-ref: missing; tune.yml needs the commit it was called at"),
     ]
 
 
@@ -99,7 +112,8 @@ def test_store_secrets_are_needed_only_when_gates_are_declared(make_repo):
     repo = checkout(make_repo, "caller-drift.yml")
     (repo / "tests/e2e/test_a.py").write_text(FILES["tests/e2e/test_a.py"].replace(
         'register_ci_gate(metric_key="train/grad_norm")\n', "").replace("register_ci_gate, ", ""))
-    assert [code for _p, _l, _c, code, _m in found(repo)] == ["CP602", "CP603", "CP604", "CP603", "CP603"]
+    assert [code for _p, _l, _c, code, _m in found(repo)] == ["CP602", "CP603", "CP604", *["CP610"] * 4, "CP603",
+                                                               "CP603"]
 
 
 def test_hand_written_stage_jobs(make_repo):
@@ -203,3 +217,90 @@ def test_lint_ignore_accepts_workflow_codes(make_repo):
     report = lint(repo)
     assert [d.code for d in report.errors] == ["CP606"]
     assert [d.code for d in report.suppressed] == ["CP608", "CP607"]
+
+
+
+# -- the caller's grants (CP610) ---------------------------------------------------------------------
+
+def permissions_of(path: Path) -> dict[str, dict | None]:
+    """job id -> its `permissions:` (None when it declares none), in file order."""
+    return {job_id: job.get("permissions") for job_id, job in load_workflow(path)["jobs"].items()}
+
+
+def load_workflow(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", REUSABLE, ids=lambda p: p.name)
+def test_the_grant_table_is_the_reusable_workflows_job_permissions(path):
+    declared = permissions_of(path)
+    assert GRANTS[path.stem] == tuple((job_id, tuple(grants.items())) for job_id, grants in declared.items()
+                                      if grants is not None)
+    # A job without its own grants runs with the caller's, which a top-level `permissions:` would replace.
+    assert INHERITING.get(path.stem, ()) == tuple(job_id for job_id, grants in declared.items() if grants is None)
+    assert ("permissions" in load_workflow(path)) == (path.stem not in INHERITING)
+
+
+def test_the_grant_table_covers_every_reusable_workflow():
+    assert sorted(GRANTS) == sorted(INPUTS)
+
+
+def diagnostics(repo: Path) -> list[tuple]:
+    report = lint(repo)
+    return [(d.path, d.line, d.code, d.message, d.hint) for d in report.errors + report.warnings if d.code == "CP610"]
+
+
+def test_one_caller_file_with_a_job_per_reusable_workflow(make_repo):
+    path = f"{WF}/caller-grants.yml"
+    workflow = "but the job sets none and the workflow's (line 11) grant"
+    pipeline = ("give jobs.pipeline the permissions: {contents: read, packages: read, pull-requests: read, "
+                "statuses: write}")
+    gateway = ("give jobs.gateway the permissions: {actions: write, contents: read, issues: write, "
+               "pull-requests: write, statuses: write}")
+    rerun = ("give jobs.rerun the permissions: {actions: read, attestations: read, checks: read, contents: read, "
+             "deployments: read, discussions: read, id-token: read, issues: read, models: read, packages: read, "
+             "pages: read, pull-requests: read, repository-projects: read, security-events: read, statuses: write}")
+    assert diagnostics(checkout(make_repo, "caller-grants.yml")) == [
+        (path, 14, "CP610", f"jobs.pipeline.permissions: pr-pipeline.yml's job result requests statuses: write, "
+                            f"but the job grants statuses: none; {REFUSED}", pipeline),
+        (path, 14, "CP610", f"jobs.pipeline.permissions: pr-pipeline.yml's job stages requests packages: read, "
+                            f"but the job grants packages: none; {REFUSED}", pipeline),
+        (path, 21, "CP610", f"jobs.gateway.permissions: comment-gateway.yml's job approve requests statuses: write, "
+                            f"{workflow} statuses: none; {REFUSED}", gateway),
+        (path, 21, "CP610", f"jobs.gateway.permissions: comment-gateway.yml's job labels requests actions: write, "
+                            f"{workflow} actions: none; {REFUSED}", gateway),
+        (path, 21, "CP610", f"jobs.gateway.permissions: comment-gateway.yml's job labels requests "
+                            f"pull-requests: write, {workflow} pull-requests: none; {REFUSED}", gateway),
+        # tune's write-all grants everything; read-all misses the rerun's status writes.
+        (path, 31, "CP610", f"jobs.rerun.permissions: rerun-test.yml's job resolve requests statuses: write, but the "
+                            f"job grants statuses: read; {REFUSED}", rerun),
+    ]
+
+
+def test_without_permissions_anywhere_the_restricted_default_is_assumed(make_repo):
+    path = f"{WF}/caller-default.yml"
+    default = ("but the job and the workflow set none, and the repository's default (taken as GitHub's restricted "
+               "one: contents and packages read) grants")
+    hint = "give jobs.tune the permissions: {actions: read, contents: write, packages: read, pull-requests: write}"
+    assert diagnostics(checkout(make_repo, "caller-default.yml")) == [
+        (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job tune requests actions: read, {default} actions: "
+                           f"none; {REFUSED}", hint),
+        (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job tune requests contents: write, {default} contents: "
+                           f"read; {REFUSED}", hint),
+        (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job tune requests pull-requests: write, {default} "
+                           f"pull-requests: none; {REFUSED}", hint),
+    ]
+
+
+IMAGES = "images:\n  cuda: {{repository: {repository}, dockerfile: docker/Dockerfile}}\n"
+
+
+def test_packages_write_is_needed_only_for_images_pushed_to_ghcr(make_repo):
+    path = f"{WF}/caller-pinned.yml"
+    assert diagnostics(checkout(make_repo, "caller-pinned.yml")) == []
+    ghcr = CONFIG + IMAGES.format(repository="ghcr.io/org/ci-cuda")
+    assert diagnostics(checkout(make_repo, "caller-pinned.yml", config=ghcr)) == [
+        (path, 9, "CP610", f"jobs.ci.permissions: pr-pipeline.yml's job images requests packages: write, but the job "
+                           f"grants packages: read; {REFUSED}",
+         "give jobs.ci the permissions: {contents: read, packages: write, pull-requests: read, statuses: write}"),
+    ]
