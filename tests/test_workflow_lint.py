@@ -44,12 +44,11 @@ SUPPRESSED = {
     "examples/gpu-repo/.github/workflows/comment-command.yml": ["dangerous-triggers"],
     # The pipeline's setup action is the checkout of ci-policy at the pinned ref (zizmor reads
     # `./` as the caller's own repository); the stage image is built by the same run, so its
-    # digest is unknown to the plan; images are built on the repository's own builder.
-    # Its images job runs with the caller job's grants: GitHub checks declared grants against the
-    # caller's at startup, so a declared `packages: write` would fail callers that build no image.
-    ".github/workflows/pr-pipeline.yml": ["excessive-permissions", "excessive-permissions", "self-hosted-runner",
-                                          "self-repository", "self-repository", "self-repository",
-                                          "unpinned-images"],
+    # digest is unknown to the plan. Its images job runs with the caller job's grants: GitHub checks
+    # declared grants against the caller's at startup, so a declared `packages: write` would fail
+    # callers that build no image.
+    ".github/workflows/pr-pipeline.yml": ["excessive-permissions", "excessive-permissions", "self-repository",
+                                          "self-repository", "self-repository", "unpinned-images"],
     # The gateway's and the rerun's setup action is the checkout of ci-policy at the pinned ref;
     # a rerun's container tag is a validated pin that cannot be a digest.
     ".github/workflows/comment-gateway.yml": ["self-repository"] * 4,
