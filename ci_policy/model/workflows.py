@@ -10,14 +10,16 @@
     (CP609), and a `pr-pipeline.yml` call of a
     checkout that declares gates passes the store secrets it needs (CP605):
     `metrics-store-read-url`, plus `metrics-store-url` when the caller runs on `schedule`
-    or `push` (the runs that write baselines);
+    or `push` (the runs that write baselines), and, when the images are in a registry other
+    than ghcr.io (`image_build.registry`), `registry-username` and `registry-password`;
   - the same calls' grants (CP610, one per scope, at the caller job): GitHub checks every job
     of a called workflow against the caller job's `permissions:` before the run starts and
     never elevates them ("The nested job 'X' is requesting 'S: write', but is only allowed
     'S: none'"; an `if:` that skips the job does not help). Needed: each callee job's own
     `permissions:` (`GRANTS`), plus what a job that declares none (and so runs with the
     caller's grants, `INHERITING`) needs for what the configuration uses: `packages: write`
-    for the `images` job only when a backend has an image on ghcr.io. Granted: the job's
+    for the `images` job only when a backend has an image and `image_build.registry` is
+    ghcr.io (another registry logs in with the caller's secrets). Granted: the job's
     `permissions:`, else the caller workflow's, else the repository's default, taken as
     GitHub's restricted one (`contents: read`, `packages: read`), which lint cannot see;
   - hand-written stage jobs (a `run:` step with `ci-policy run --stage X`): X is a
@@ -32,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ci_policy.config.images import GHCR
 from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.read.workflows import Job, Located, Workflow
@@ -99,7 +102,7 @@ LEVELS = {"none": 0, "read": 1, "write": 2}
 # GitHub's restricted default for the GITHUB_TOKEN (a job and its workflow without
 # `permissions:` get the repository's default, which lint cannot see; permissive is read/write).
 RESTRICTED_DEFAULT = (("contents", "read"), ("packages", "read"))
-GHCR = "ghcr.io"
+REGISTRY_SECRETS = ("registry-username", "registry-password")
 WRITING_TRIGGERS = ("schedule", "push")
 
 
@@ -113,6 +116,7 @@ def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Wo
                 if match is not None:
                     calls_pipeline |= match.group(1) == "pr-pipeline"
                     out += _reusable_call(workflow, job, match.group(1), match.group(2), has_gates)
+                    out += _registry_secrets(config, workflow, job, match.group(1))
                     out += _grants_missing(config, workflow, job, match.group(1))
     stages = {stage.name: stage for stage in config.stages}
     runs = [(workflow, job, run) for workflow in workflows for job in workflow.jobs for run in job.stage_runs]
@@ -211,7 +215,7 @@ def needed_grants(config: Config, name: str) -> dict[str, tuple[str, str]]:
         for scope, level in scopes:
             need(scope, level, job)
     if "images" in INHERITING.get(name, ()):
-        if any(image.repository.split("/", 1)[0] == GHCR for image in config.images.values()):
+        if config.images and config.image_build.registry == GHCR:
             need("contents", "read", "images")
             need("packages", "write", "images")
     return needed
@@ -256,3 +260,17 @@ def _grants_missing(config: Config, workflow: Workflow, job: Job, name: str) -> 
         path=workflow.path, line=job.line, col=job.col, code=GRANT_MISSING,
         hint=f"give jobs.{job.id} the permissions: {{{block}}}")
         for scope, level, callee in missing]
+
+
+def _registry_secrets(config: Config, workflow: Workflow, job: Job, name: str) -> list[Diagnostic]:
+    """A pipeline whose images are in a registry other than ghcr.io logs in with the caller's secrets."""
+    registry = config.image_build.registry
+    if name != "pr-pipeline" or not config.images or registry == GHCR or isinstance(job.secrets, str):
+        return []
+    passed = dict(job.secrets)
+    return [Diagnostic(
+        f"jobs.{job.id}.secrets.{secret}: missing; the images are pushed to and pulled from {registry} "
+        "(image_build.registry), which the pipeline logs in to with it", path=workflow.path, line=job.line,
+        col=job.col, code=SECRET_MISSING,
+        hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, \"Images\")")
+        for secret in REGISTRY_SECRETS if secret not in passed]

@@ -304,3 +304,19 @@ def test_packages_write_is_needed_only_for_images_pushed_to_ghcr(make_repo):
                            f"grants packages: read; {REFUSED}",
          "give jobs.ci the permissions: {contents: read, packages: write, pull-requests: read, statuses: write}"),
     ]
+
+
+def test_another_registry_needs_no_packages_grant_but_the_registry_secrets(make_repo):
+    path = f"{WF}/caller-pinned.yml"
+    quay = CONFIG + "image_build: {registry: quay.io}\n" + IMAGES.format(repository="quay.io/org/ci-cuda")
+    repo = checkout(make_repo, "caller-pinned.yml", config=quay)
+    report = lint(repo)
+    assert [(d.path, d.line, d.col, d.code, d.message, d.hint) for d in report.errors] == [
+        (path, 9, 3, "CP605", f"jobs.ci.secrets.{secret}: missing; the images are pushed to and pulled from quay.io "
+                              "(image_build.registry), which the pipeline logs in to with it",
+         f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, \"Images\")")
+        for secret in ("registry-password", "registry-username")]
+    text = (repo / path).read_text()
+    (repo / path).write_text(text + "      registry-username: ${{ secrets.QUAY_USER }}\n"
+                                    "      registry-password: ${{ secrets.QUAY_TOKEN }}\n")
+    assert found(repo) == []
