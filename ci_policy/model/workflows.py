@@ -32,7 +32,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ci_policy.config.images import GHCR
 from ci_policy.config.top import Config
@@ -94,10 +94,21 @@ GRANTS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
         ("tune", (("actions", "read"), ("contents", "write"), ("pull-requests", "write"))),
     ),
 }
+
+
+def _image_job_needs(config: Config) -> tuple[tuple[str, str], ...]:
+    """The image job checks out the head and, on ghcr.io, pushes with the job's token."""
+    if not config.images:
+        return ()  # `images_to_build` is always empty: the job never runs
+    return (("contents", "read"), *((("packages", "write"),) if config.image_build.registry == GHCR else ()))
+
+
 # The jobs that declare no `permissions:` (in a workflow without top-level ones): they run
 # with the caller job's grants, so GitHub checks nothing for them at startup, and a caller
-# grants what they need only when its configuration uses them.
-INHERITING: dict[str, tuple[str, ...]] = {"pr-pipeline": ("images",)}
+# grants what they need (for the configuration) only when its configuration uses them.
+INHERITING: dict[str, dict[str, Callable[[Config], tuple[tuple[str, str], ...]]]] = {
+    "pr-pipeline": {"images": _image_job_needs},
+}
 LEVELS = {"none": 0, "read": 1, "write": 2}
 # GitHub's restricted default for the GITHUB_TOKEN (a job and its workflow without
 # `permissions:` get the repository's default, which lint cannot see; permissive is read/write).
@@ -214,10 +225,9 @@ def needed_grants(config: Config, name: str) -> dict[str, tuple[str, str]]:
     for job, scopes in GRANTS.get(name, ()):
         for scope, level in scopes:
             need(scope, level, job)
-    if "images" in INHERITING.get(name, ()):
-        if config.images and config.image_build.registry == GHCR:
-            need("contents", "read", "images")
-            need("packages", "write", "images")
+    for job, needs in INHERITING.get(name, {}).items():
+        for scope, level in needs(config):
+            need(scope, level, job)
     return needed
 
 

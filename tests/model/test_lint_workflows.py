@@ -19,9 +19,10 @@ from helpers import ROOT
 from model.test_diagnostics import SMALL_CONFIG
 
 from ci_policy.config.load import load_config
+from ci_policy.config.top import parse_config
 from ci_policy.errors import InputErrors
 from ci_policy.model.lint import lint
-from ci_policy.model.workflows import GRANTS, INHERITING, INPUTS, REQUIRED_INPUTS
+from ci_policy.model.workflows import GRANTS, INHERITING, INPUTS, REQUIRED_INPUTS, needed_grants
 from ci_policy.read.workflows import read_workflows
 
 FIXTURES = ROOT / "tests" / "data" / "workflows"
@@ -237,7 +238,8 @@ def test_the_grant_table_is_the_reusable_workflows_job_permissions(path):
     assert GRANTS[path.stem] == tuple((job_id, tuple(grants.items())) for job_id, grants in declared.items()
                                       if grants is not None)
     # A job without its own grants runs with the caller's, which a top-level `permissions:` would replace.
-    assert INHERITING.get(path.stem, ()) == tuple(job_id for job_id, grants in declared.items() if grants is None)
+    inheriting = tuple(job_id for job_id, grants in declared.items() if grants is None)
+    assert tuple(INHERITING.get(path.stem, {})) == inheriting
     assert ("permissions" in load_workflow(path)) == (path.stem not in INHERITING)
 
 
@@ -320,3 +322,17 @@ def test_another_registry_needs_no_packages_grant_but_the_registry_secrets(make_
     (repo / path).write_text(text + "      registry-username: ${{ secrets.QUAY_USER }}\n"
                                     "      registry-password: ${{ secrets.QUAY_TOKEN }}\n")
     assert found(repo) == []
+
+
+@pytest.mark.parametrize("images, packages", [
+    ("", ("read", "stages")),  # no image: the image job never runs, nothing of it is asked
+    ("image_build: {registry: quay.io}\n" + IMAGES.format(repository="quay.io/org/ci-cuda"), ("read", "stages")),
+    (IMAGES.format(repository="ghcr.io/org/ci-cuda"), ("write", "images")),
+])
+def test_the_pipeline_needs_packages_write_only_to_push_to_ghcr(images, packages):
+    config = parse_config(CONFIG + images)
+    assert needed_grants(config, "pr-pipeline") == {
+        "contents": ("read", "plan"), "pull-requests": ("read", "plan"), "statuses": ("write", "result"),
+        "packages": packages}
+    assert needed_grants(config, "tune") == {"actions": ("read", "tune"), "contents": ("write", "tune"),
+                                             "pull-requests": ("write", "tune")}
