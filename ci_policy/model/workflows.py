@@ -10,12 +10,15 @@
     (CP609), and a `pr-pipeline.yml` call of a
     checkout that declares gates passes the store secrets it needs (CP605):
     `metrics-store-read-url`, plus `metrics-store-url` when the caller runs on `schedule`
-    or `push` (the runs that write baselines), and, when the images are in a registry other
-    than ghcr.io (`image_build.registry`), `registry-username` and `registry-password`;
+    or `push` (the runs that write baselines); a `pr-pipeline.yml` call whose images are in
+    a registry other than ghcr.io (`image_build.registry`) passes `registry-username` and
+    `registry-password` (CP605);
   - the same calls' grants (CP610, one per scope, at the caller job): GitHub checks every job
-    of a called workflow against the caller job's `permissions:` before the run starts and
-    never elevates them ("The nested job 'X' is requesting 'S: write', but is only allowed
-    'S: none'"; an `if:` that skips the job does not help). Needed: each callee job's own
+    of a called workflow against the caller job's `permissions:` before the run starts, and
+    a called workflow can only downgrade the caller's GITHUB_TOKEN permissions, never
+    elevate them (GitHub's "Reusing workflows", access and permissions; the run fails with
+    "The nested job 'X' is requesting 'S: write', but is only allowed 'S: none'", and an
+    `if:` that skips the job does not help, actions/runner#4151). Needed: each callee job's own
     `permissions:` (`GRANTS`), plus what a job that declares none (and so runs with the
     caller's grants, `INHERITING`) needs for what the configuration uses: `packages: write`
     for the `images` job only when a backend has an image and `image_build.registry` is
