@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import EXAMPLE_REPO, ROOT
 from model.test_diagnostics import SMALL_CONFIG
 
 from ci_policy.config.load import load_config
@@ -336,3 +336,39 @@ def test_the_pipeline_needs_packages_write_only_to_push_to_ghcr(images, packages
         "packages": packages}
     assert needed_grants(config, "tune") == {"actions": ("read", "tune"), "contents": ("write", "tune"),
                                              "pull-requests": ("write", "tune")}
+
+
+EXAMPLE_CALLERS = sorted((EXAMPLE_REPO / WF).glob("*.yml"))
+
+
+def reusable_calls(path: Path) -> list[tuple[str, str, dict]]:
+    """(job id, reusable workflow name, granted permissions) of each job calling one of ours."""
+    calls = []
+    for job_id, job in load_workflow(path)["jobs"].items():
+        name = job.get("uses", "").partition("@")[0].rpartition("/")[2].removesuffix(".yml")
+        if name in GRANTS:
+            calls.append((job_id, name, job["permissions"]))
+    return calls
+
+
+def test_the_example_callers_grant_exactly_what_lint_asks():
+    config = load_config(EXAMPLE_REPO)
+    calls = [(path.name, *call) for path in EXAMPLE_CALLERS for call in reusable_calls(path)]
+    assert sorted(name for _f, _j, name, _g in calls) == sorted(GRANTS)
+    for _file, _job, name, granted in calls:
+        assert granted == {scope: level for scope, (level, _callee) in needed_grants(config, name).items()}
+
+
+def test_an_example_caller_missing_a_grant_is_located_with_the_block_to_write(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_REPO, repo)
+    caller = repo / WF / "pr-test.yml"
+    text = caller.read_text(encoding="utf-8")
+    line = next(line for line in text.splitlines(keepends=True) if line.strip().startswith("packages: write"))
+    caller.write_text(text.replace(line, ""), encoding="utf-8")
+    job_line = text.splitlines().index("  pr-test:") + 1
+    assert diagnostics(repo) == [
+        (f"{WF}/pr-test.yml", job_line, "CP610", "jobs.pr-test.permissions: pr-pipeline.yml's job images requests "
+         f"packages: write, but the job grants packages: none; {REFUSED}",
+         "give jobs.pr-test the permissions: {contents: read, packages: write, pull-requests: read, statuses: write}"),
+    ]
