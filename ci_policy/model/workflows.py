@@ -112,6 +112,9 @@ def _image_job_needs(config: Config) -> tuple[tuple[str, str], ...]:
 INHERITING: dict[str, dict[str, Callable[[Config], tuple[tuple[str, str], ...]]]] = {
     "pr-pipeline": {"images": _image_job_needs},
 }
+# Why an inheriting job needs its grants, and what fails without them, for the message.
+INHERITING_WHY = {("pr-pipeline", "images"): ("for the images it pushes to ghcr.io (image_build.registry)",
+                                              "the image push would fail")}
 LEVELS = {"none": 0, "read": 1, "write": 2}
 # GitHub's restricted default for the GITHUB_TOKEN (a job and its workflow without
 # `permissions:` get the repository's default, which lint cannot see; permissive is read/write).
@@ -267,12 +270,21 @@ def _grants_missing(config: Config, workflow: Workflow, job: Job, name: str) -> 
             merged[scope] = level
     block = ", ".join(f"{scope}: {level}" for scope, level in sorted(merged.items()) if level != "none")
     return [Diagnostic(
-        f"jobs.{job.id}.permissions: {name}.yml's job {callee} requests {scope}: {level}, but {source} "
-        f"{scope}: {granted.get(scope, 'none')}; GitHub refuses to start the run (a called workflow's jobs can "
-        "only reduce the caller job's permissions, never elevate them)",
+        _missing_message(job, name, callee, scope, level, f"{source} {scope}: {granted.get(scope, 'none')}"),
         path=workflow.path, line=job.line, col=job.col, code=GRANT_MISSING,
         hint=f"give jobs.{job.id} the permissions: {{{block}}}")
         for scope, level, callee in missing]
+
+
+def _missing_message(job: Job, name: str, callee: str, scope: str, level: str, granted: str) -> str:
+    inherited = INHERITING_WHY.get((name, callee))
+    if inherited is not None:  # no startup check: the step that needs the grant fails
+        why, failure = inherited
+        return (f"jobs.{job.id}.permissions: {name}.yml's job {callee} runs with the caller job's grants and needs "
+                f"{scope}: {level} {why}, but {granted}; {failure}")
+    return (f"jobs.{job.id}.permissions: {name}.yml's job {callee} requests {scope}: {level}, but {granted}; GitHub "
+            "refuses to start the run (a called workflow's jobs can only reduce the caller job's permissions, never "
+            "elevate them)")
 
 
 def _registry_secrets(config: Config, workflow: Workflow, job: Job, name: str) -> list[Diagnostic]:

@@ -302,8 +302,9 @@ def test_packages_write_is_needed_only_for_images_pushed_to_ghcr(make_repo):
     assert diagnostics(checkout(make_repo, "caller-pinned.yml")) == []
     ghcr = CONFIG + IMAGES.format(repository="ghcr.io/org/ci-cuda")
     assert diagnostics(checkout(make_repo, "caller-pinned.yml", config=ghcr)) == [
-        (path, 9, "CP610", f"jobs.ci.permissions: pr-pipeline.yml's job images requests packages: write, but the job "
-                           f"grants packages: read; {REFUSED}",
+        (path, 9, "CP610", "jobs.ci.permissions: pr-pipeline.yml's job images runs with the caller job's grants and "
+                           "needs packages: write for the images it pushes to ghcr.io (image_build.registry), but the "
+                           "job grants packages: read; the image push would fail",
          "give jobs.ci the permissions: {contents: read, packages: write, pull-requests: read, statuses: write}"),
     ]
 
@@ -368,7 +369,8 @@ def test_an_example_caller_missing_a_grant_is_located_with_the_block_to_write(tm
     caller.write_text(text.replace(line, ""), encoding="utf-8")
     job_line = text.splitlines().index("  pr-test:") + 1
     assert diagnostics(repo) == [
-        (f"{WF}/pr-test.yml", job_line, "CP610", "jobs.pr-test.permissions: pr-pipeline.yml's job images requests "
-         f"packages: write, but the job grants packages: none; {REFUSED}",
+        (f"{WF}/pr-test.yml", job_line, "CP610", "jobs.pr-test.permissions: pr-pipeline.yml's job images runs with "
+         "the caller job's grants and needs packages: write for the images it pushes to ghcr.io "
+         "(image_build.registry), but the job grants packages: none; the image push would fail",
          "give jobs.pr-test the permissions: {contents: read, packages: write, pull-requests: read, statuses: write}"),
     ]
