@@ -248,7 +248,8 @@ def _granted(workflow: Workflow, job: Job) -> tuple[dict[str, str], str]:
                                           "GitHub's restricted one: contents and packages read) grants")
     if grants.shorthand is not None:
         level = {"read-all": "read", "write-all": "write"}.get(grants.shorthand, "none")
-        return {scope: level for scope in ALL_SCOPES}, source
+        # id-token takes only write or none: read-all leaves it out.
+        return {scope: level for scope in ALL_SCOPES if (scope, level) != ("id-token", "read")}, source
     return {scope: level for scope, level in grants.scopes if level in LEVELS}, source
 
 

@@ -260,7 +260,7 @@ def test_one_caller_file_with_a_job_per_reusable_workflow(make_repo):
     gateway = ("give jobs.gateway the permissions: {actions: write, contents: read, issues: write, "
                "pull-requests: write, statuses: write}")
     rerun = ("give jobs.rerun the permissions: {actions: read, attestations: read, checks: read, contents: read, "
-             "deployments: read, discussions: read, id-token: read, issues: read, models: read, packages: read, "
+             "deployments: read, discussions: read, issues: read, models: read, packages: read, "
              "pages: read, pull-requests: read, repository-projects: read, security-events: read, statuses: write}")
     assert diagnostics(checkout(make_repo, "caller-grants.yml")) == [
         (path, 14, "CP610", f"jobs.pipeline.permissions: pr-pipeline.yml's job result requests statuses: write, "
