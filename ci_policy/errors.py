@@ -185,6 +185,10 @@ CODES: dict[str, tuple[str, str]] = {
     "CP608": ("stage-runs-on-mismatch",
               "jobs.gpu-a.runs-on: [self-hosted, h100] does not match stage gpu-a's runs_on [h200]"),
     "CP609": ("reusable-input-missing", "jobs.tune.with.workflow: missing; tune.yml requires it"),
+    "CP610": ("caller-grant-missing",
+              "jobs.ci.permissions: pr-pipeline.yml's job result requests statuses: write, but the job grants "
+              "statuses: none; GitHub refuses to start the run (a called workflow's jobs can only reduce the caller "
+              "job's permissions, never elevate them)"),
     "CP901": ("stage-without-tests", "stage gpu-b has no registered test files"),
     "CP902": ("label-unused", "label 'long' is not used by any test"),
     "CP903": ("estimates-file-missing",

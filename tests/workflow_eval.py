@@ -256,6 +256,16 @@ def expand_matrix(matrix: Any) -> list[dict]:
     return combos
 
 
+def _container(container: Any, jctx: Mapping[str, Any]) -> Any:
+    """A job's `container`; its `credentials` have contexts of their own in GitHub's schema
+    (`container-registry-credentials`: github, inputs, vars, secrets, env; no matrix)."""
+    if not isinstance(container, dict) or "credentials" not in container:
+        return interpolate(container, only(jctx, "container"))
+    rest = {key: value for key, value in container.items() if key != "credentials"}
+    return {**interpolate(rest, only(jctx, "container")),
+            "credentials": interpolate(container["credentials"], only(jctx, "container-registry-credentials"))}
+
+
 def _rollup(results: list[str]) -> str:
     for r in ("failure", "cancelled"):
         if r in results:
@@ -348,7 +358,7 @@ def simulate(workflow: dict, event: Event, *,
             name = interpolate(job.get("name", job_id), only(jctx, "string-strategy-context"))
             runs.append(JobRun(entry, to_string(name),
                                interpolate(job.get("runs-on"), only(jctx, "runs-on")),
-                               interpolate(job.get("container"), only(jctx, "container")),
+                               _container(job.get("container"), jctx),
                                interpolate(job.get("timeout-minutes"), only(jctx, "number-strategy-context")),
                                steps, result))
         done[job_id] = JobResult(job_id, _rollup([r.result for r in runs]), runs, outputs)

@@ -25,7 +25,7 @@ from ci_policy.config.discovery import DISCOVERY, Discovery
 from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table
 from ci_policy.config.file_run import FILE_RUN, FileRunConfig
 from ci_policy.config.gates import GATES, GatesConfig
-from ci_policy.config.images import IMAGES, ImageBuild
+from ci_policy.config.images import IMAGE_BUILDER, IMAGES, ImageBuild, ImageBuilder
 from ci_policy.config.lint import LINT, LintConfig
 from ci_policy.config.markers import MARKERS, Markers
 from ci_policy.config.path import DEFAULT_CONFIG
@@ -85,7 +85,7 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 # `stages` check their backend against them, `discovery` checks its implicit roots against
 # the stages, `cadences` its schedules against the backends and stages, and `file_run` and
 # `images` their keys against the backends; a stage's `max_parallel.priority` needs the
-# `pull_request` labels before it.
+# `pull_request` labels before it; `images` their registry against `image_build`.
 TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("version", Parser(f"integer {VERSION}", _parse_version, schema={"type": "integer", "const": VERSION}),
         REQUIRED, "The format version of this file."),
@@ -113,6 +113,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
         shown_default="the defaults below"),
     Key("gates", GATES, GatesConfig(), "Metric-history gates.", shown_default="the defaults below"),
     Key("file_run", FILE_RUN, FileRunConfig(), "How `/rerun-test` places one file.",
+        shown_default="the defaults below"),
+    Key("image_build", IMAGE_BUILDER, ImageBuilder(), "Where the CI images are built and pushed.",
         shown_default="the defaults below"),
     Key("images", IMAGES, FrozenMap(), "The CI image of each backend, built by the plan when its stages run.",
         shown_default="none: stages run without a container"),
@@ -143,6 +145,7 @@ class Config:
     runner: RunnerConfig = TOP.default("runner")
     gates: GatesConfig = TOP.default("gates")
     file_run: FileRunConfig = TOP.default("file_run")
+    image_build: ImageBuilder = TOP.default("image_build")
     images: FrozenMap[str, ImageBuild] = TOP.default("images")
     tune: TuneConfig = TOP.default("tune")
     estimates_file: str | None = TOP.default("estimates_file")

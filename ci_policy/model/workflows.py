@@ -10,7 +10,21 @@
     (CP609), and a `pr-pipeline.yml` call of a
     checkout that declares gates passes the store secrets it needs (CP605):
     `metrics-store-read-url`, plus `metrics-store-url` when the caller runs on `schedule`
-    or `push` (the runs that write baselines);
+    or `push` (the runs that write baselines); a `pr-pipeline.yml` call whose images are in
+    a registry other than ghcr.io (`image_build.registry`) passes `registry-username` and
+    `registry-password` (CP605);
+  - the same calls' grants (CP610, one per scope, at the caller job): GitHub checks every job
+    of a called workflow against the caller job's `permissions:` before the run starts, and
+    a called workflow can only downgrade the caller's GITHUB_TOKEN permissions, never
+    elevate them (GitHub's "Reusing workflows", access and permissions; the run fails with
+    "The nested job 'X' is requesting 'S: write', but is only allowed 'S: none'", and an
+    `if:` that skips the job does not help, actions/runner#4151). Needed: each callee job's own
+    `permissions:` (`GRANTS`), plus what a job that declares none (and so runs with the
+    caller's grants, `INHERITING`) needs for what the configuration uses: `packages: write`
+    for the `images` job only when a backend has an image and `image_build.registry` is
+    ghcr.io (another registry logs in with the caller's secrets). Granted: the job's
+    `permissions:`, else the caller workflow's, else the repository's default, taken as
+    GitHub's restricted one (`contents: read`, `packages: read`), which lint cannot see;
   - hand-written stage jobs (a `run:` step with `ci-policy run --stage X`): X is a
     configured stage (CP607), the job's `runs-on` equals the stage's `runs_on` as a set,
     `self-hosted` aside (CP608), and, when no workflow calls the reusable pipeline and
@@ -21,8 +35,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ci_policy.config.images import GHCR
 from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.read.workflows import Job, Located, Workflow
@@ -35,6 +50,7 @@ SECRET_MISSING = "CP605"
 STAGE_JOB_MISSING = "CP606"
 STAGE_UNKNOWN = "CP607"
 RUNS_ON_MISMATCH = "CP608"
+GRANT_MISSING = "CP610"
 
 _REUSABLE = re.compile(r"^[^/@\s]+/ci-policy/\.github/workflows/([A-Za-z0-9_.-]+)\.ya?ml@(.*)$")
 _SHA = re.compile(r"[0-9a-f]{40}")
@@ -54,6 +70,60 @@ REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "tune": ("ci-policy-ref", "workflow"),
 }
 READ_SECRET, WRITE_SECRET = "metrics-store-read-url", "metrics-store-url"
+
+# The `permissions:` each job of a reusable workflow of this repository declares
+# (.github/workflows/NAME.yml, jobs.<id>.permissions; tests/model/test_lint_workflows.py
+# compares them), in file order. GitHub checks all of them when the caller's run starts.
+GRANTS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
+    "pr-pipeline": (
+        ("plan", (("contents", "read"), ("pull-requests", "read"), ("statuses", "read"))),
+        ("stages-0", (("contents", "read"), ("packages", "read"))),
+        ("stages-1", (("contents", "read"), ("packages", "read"))),
+        ("stages-2", (("contents", "read"), ("packages", "read"))),
+        ("stages-3", (("contents", "read"), ("packages", "read"))),
+        ("fast-fail", ()),
+        ("result", (("contents", "read"), ("statuses", "write"))),
+    ),
+    "comment-gateway": (
+        ("labels", (("contents", "read"), ("issues", "write"), ("pull-requests", "write"), ("actions", "write"))),
+        ("approve", (("contents", "read"), ("issues", "write"), ("pull-requests", "read"), ("statuses", "write"),
+                     ("actions", "write"))),
+        ("rerun-failed", (("contents", "read"), ("issues", "write"), ("actions", "write"))),
+        ("rerun-test", (("contents", "read"), ("issues", "write"), ("pull-requests", "read"), ("statuses", "read"),
+                        ("actions", "write"))),
+    ),
+    "rerun-test": (
+        ("resolve", (("contents", "read"), ("pull-requests", "read"), ("statuses", "write"))),
+        ("run", (("contents", "read"),)),
+        ("report", (("contents", "read"), ("statuses", "write"))),
+    ),
+    "tune": (
+        ("tune", (("actions", "read"), ("contents", "write"), ("pull-requests", "write"))),
+    ),
+}
+
+
+def _image_job_needs(config: Config) -> tuple[tuple[str, str], ...]:
+    """The image job checks out the head and, on ghcr.io, pushes with the job's token."""
+    if not config.images:
+        return ()  # `images_to_build` is always empty: the job never runs
+    return (("contents", "read"), *((("packages", "write"),) if config.image_build.registry == GHCR else ()))
+
+
+# The jobs that declare no `permissions:` (in a workflow without top-level ones): they run
+# with the caller job's grants, so GitHub checks nothing for them at startup, and a caller
+# grants what they need (for the configuration) only when its configuration uses them.
+INHERITING: dict[str, dict[str, Callable[[Config], tuple[tuple[str, str], ...]]]] = {
+    "pr-pipeline": {"images": _image_job_needs},
+}
+# Why an inheriting job needs its grants, and what fails without them, for the message.
+INHERITING_WHY = {("pr-pipeline", "images"): ("for the images it pushes to ghcr.io (image_build.registry)",
+                                              "the image push would fail")}
+LEVELS = {"none": 0, "read": 1, "write": 2}
+# GitHub's restricted default for the GITHUB_TOKEN (a job and its workflow without
+# `permissions:` get the repository's default, which lint cannot see; permissive is read/write).
+RESTRICTED_DEFAULT = (("contents", "read"), ("packages", "read"))
+REGISTRY_SECRETS = ("registry-username", "registry-password")
 WRITING_TRIGGERS = ("schedule", "push")
 
 
@@ -67,6 +137,8 @@ def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Wo
                 if match is not None:
                     calls_pipeline |= match.group(1) == "pr-pipeline"
                     out += _reusable_call(workflow, job, match.group(1), match.group(2), has_gates)
+                    out += _registry_secrets(config, workflow, job, match.group(1))
+                    out += _grants_missing(config, workflow, job, match.group(1))
     stages = {stage.name: stage for stage in config.stages}
     runs = [(workflow, job, run) for workflow in workflows for job in workflow.jobs for run in job.stage_runs]
     for workflow, job, run in runs:
@@ -150,3 +222,85 @@ def _reusable_call(workflow: Workflow, job: Job, name: str, ref: str, has_gates:
                     hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, "
                          "\"The metric store in CI\")"))
     return out
+
+
+def needed_grants(config: Config, name: str) -> dict[str, tuple[str, str]]:
+    """scope -> (level, the callee job that asks it) a caller of reusable workflow NAME must grant."""
+    needed: dict[str, tuple[str, str]] = {}
+
+    def need(scope: str, level: str, job: str) -> None:
+        if LEVELS[level] > LEVELS[needed.get(scope, ("none", ""))[0]]:
+            needed[scope] = (level, job)
+
+    for job, scopes in GRANTS.get(name, ()):
+        for scope, level in scopes:
+            need(scope, level, job)
+    for job, needs in INHERITING.get(name, {}).items():
+        for scope, level in needs(config):
+            need(scope, level, job)
+    return needed
+
+
+def _granted(workflow: Workflow, job: Job) -> tuple[dict[str, str], str]:
+    """The caller job's grants (scope -> level; absent: none) and who grants them, for the message."""
+    grants, source = job.permissions, "the job grants"
+    if grants is None and workflow.permissions is not None:
+        grants = workflow.permissions
+        source = f"the job sets none and the workflow's (line {grants.line}) grant"
+    if grants is None:
+        return dict(RESTRICTED_DEFAULT), ("the job and the workflow set none, and the repository's default (taken as "
+                                          "GitHub's restricted one: contents and packages read) grants")
+    if grants.shorthand is not None:
+        level = {"read-all": "read", "write-all": "write"}.get(grants.shorthand, "none")
+        # id-token takes only write or none: read-all leaves it out.
+        return {scope: level for scope in ALL_SCOPES if (scope, level) != ("id-token", "read")}, source
+    return {scope: level for scope, level in grants.scopes if level in LEVELS}, source
+
+
+# Every scope a `permissions:` mapping may name (GitHub's workflow syntax; `read-all`/`write-all` cover them).
+ALL_SCOPES = ("actions", "attestations", "checks", "contents", "deployments", "discussions", "id-token", "issues",
+              "models", "packages", "pages", "pull-requests", "repository-projects", "security-events", "statuses")
+
+
+def _grants_missing(config: Config, workflow: Workflow, job: Job, name: str) -> list[Diagnostic]:
+    needed = needed_grants(config, name)
+    granted, source = _granted(workflow, job)
+    missing = [(scope, level, callee) for scope, (level, callee) in sorted(needed.items())
+               if LEVELS[granted.get(scope, "none")] < LEVELS[level]]
+    if not missing:
+        return []
+    merged = dict(granted)
+    for scope, (level, _callee) in needed.items():
+        if LEVELS[level] > LEVELS[merged.get(scope, "none")]:
+            merged[scope] = level
+    block = ", ".join(f"{scope}: {level}" for scope, level in sorted(merged.items()) if level != "none")
+    return [Diagnostic(
+        _missing_message(job, name, callee, scope, level, f"{source} {scope}: {granted.get(scope, 'none')}"),
+        path=workflow.path, line=job.line, col=job.col, code=GRANT_MISSING,
+        hint=f"give jobs.{job.id} the permissions: {{{block}}}")
+        for scope, level, callee in missing]
+
+
+def _missing_message(job: Job, name: str, callee: str, scope: str, level: str, granted: str) -> str:
+    inherited = INHERITING_WHY.get((name, callee))
+    if inherited is not None:  # no startup check: the step that needs the grant fails
+        why, failure = inherited
+        return (f"jobs.{job.id}.permissions: {name}.yml's job {callee} runs with the caller job's grants and needs "
+                f"{scope}: {level} {why}, but {granted}; {failure}")
+    return (f"jobs.{job.id}.permissions: {name}.yml's job {callee} requests {scope}: {level}, but {granted}; GitHub "
+            "refuses to start the run (a called workflow's jobs can only reduce the caller job's permissions, never "
+            "elevate them)")
+
+
+def _registry_secrets(config: Config, workflow: Workflow, job: Job, name: str) -> list[Diagnostic]:
+    """A pipeline whose images are in a registry other than ghcr.io logs in with the caller's secrets."""
+    registry = config.image_build.registry
+    if name != "pr-pipeline" or not config.images or registry == GHCR or isinstance(job.secrets, str):
+        return []
+    passed = dict(job.secrets)
+    return [Diagnostic(
+        f"jobs.{job.id}.secrets.{secret}: missing; the images are pushed to and pulled from {registry} "
+        "(image_build.registry), which the pipeline logs in to with it", path=workflow.path, line=job.line,
+        col=job.col, code=SECRET_MISSING,
+        hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, \"Images\")")
+        for secret in REGISTRY_SECRETS if secret not in passed]

@@ -6,7 +6,8 @@
   what lint compares, with 1-based lines and columns: each job's `runs-on` labels (None
   when absent or an expression), the reusable workflow it calls (`uses`, `with`,
   `secrets`), and every `ci-policy run --stage X` of its `run:` steps (`$GITHUB_JOB`
-  is the job's id; any other variable or `${{ }}` expression is dynamic, None).
+  is the job's id; any other variable or `${{ }}` expression is dynamic, None), and the
+  `permissions:` of the workflow and of each job (`Grants`; None when absent).
 - Refused: a symlinked directory or file (CP401, like every read of the checkout), a file
   that cannot be read (CP4xx) or is not YAML (CP601). A missing directory is no workflow.
 - Files are read as bytes and parsed with PyYAML's safe composer; nothing is executed.
@@ -49,6 +50,16 @@ class StageRun:
 
 
 @dataclass(frozen=True)
+class Grants:
+    """A `permissions:` value and where it is: scope -> level, or a shorthand (`read-all`, `write-all`)."""
+
+    scopes: tuple[tuple[str, str], ...]
+    shorthand: str | None
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
 class Job:
     id: str
     line: int
@@ -59,6 +70,7 @@ class Job:
     with_: tuple[tuple[str, Located], ...]
     secrets: tuple[tuple[str, Located], ...] | str  # "inherit", or the secrets passed
     stage_runs: tuple[StageRun, ...]
+    permissions: Grants | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,7 @@ class Workflow:
     path: str
     triggers: tuple[str, ...]
     jobs: tuple[Job, ...]
+    permissions: Grants | None = None
 
 
 def read_workflows(root: Path, directory: str) -> tuple[list[Workflow], list[Diagnostic]]:
@@ -132,7 +145,17 @@ def _workflow(rel: str, root: yaml.Node | None) -> Workflow:
     else:
         triggers = tuple(key for key, _k, _v in _pairs(on))
     jobs = tuple(_job(key, k, v) for key, k, v in _pairs(_get(root, "jobs")))
-    return Workflow(path=rel, triggers=triggers, jobs=jobs)
+    return Workflow(path=rel, triggers=triggers, jobs=jobs, permissions=_grants(_get(root, "permissions")))
+
+
+def _grants(node: yaml.Node | None) -> Grants | None:
+    if node is None:
+        return None
+    line, col = _at(node)
+    if isinstance(node, yaml.ScalarNode):
+        return Grants(scopes=(), shorthand=str(node.value), line=line, col=col)
+    return Grants(scopes=tuple((key, located.value) for key, located in _scalars(node)), shorthand=None, line=line,
+                  col=col)
 
 
 def _job(job_id: str, key: yaml.Node, node: yaml.Node) -> Job:
@@ -163,7 +186,8 @@ def _job(job_id: str, key: yaml.Node, node: yaml.Node) -> Job:
         if isinstance(script, yaml.ScalarNode):
             runs += _stage_runs(str(script.value), job_id, script)
     return Job(id=job_id, line=_at(key)[0], col=_at(key)[1], runs_on=runs_on, runs_on_at=runs_on_at, uses=uses,
-               with_=_scalars(_get(node, "with")), secrets=secrets, stage_runs=tuple(runs))
+               with_=_scalars(_get(node, "with")), secrets=secrets, stage_runs=tuple(runs),
+               permissions=_grants(_get(node, "permissions")))
 
 
 def _stage_runs(script: str, job_id: str, node: yaml.ScalarNode) -> list[StageRun]:

@@ -10,7 +10,9 @@
   one entry per lane, at most 256), `wave_jobs` (a JSON list: each wave's entry count),
   `merged_lanes` (a JSON list of `{stage, wave, lanes_from, lanes_to, reason}`),
   `has_stage_jobs` (`true`/`false`) and `images_to_build` (a JSON list), tagged with the
-  head SHA they were made for (none: no image is built).
+  head SHA they were made for (none: no image is built); the configuration's `image_build`:
+  `image_runs_on` (a JSON list, the image job's `runs-on`) and `image_registry` (the registry
+  host it logs in to).
 - A stage whose lanes were merged (`plan.jobs`): a `::notice` saying which and why.
 - A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
   `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
@@ -54,6 +56,10 @@ def plan_outputs(plan: Plan, jobs: StageJobs, delimiter: str) -> str:
         "merged_lanes": dumps([m.as_dict() for m in jobs.merges], separators=(",", ":")),
         "has_stage_jobs": "true" if jobs.has_stage_jobs else "false",
         "images_to_build": dumps([b.as_dict() for b in jobs.images_to_build], separators=(",", ":")),
+        # The image job's runner and registry travel as outputs of the plan, which read the trusted
+        # configuration (the base commit's for an untrusted head), never the head's own file.
+        "image_runs_on": dumps(list(plan.config.image_build.runs_on), separators=(",", ":")),
+        "image_registry": plan.config.image_build.registry,
         "invalid_files": dumps([f.file for f in plan.invalid], separators=(",", ":")),
         "plan_complete": "true" if plan.complete else "false",
     }

@@ -106,6 +106,8 @@ QUICKSTART_OUTPUTS = {
     **one_wave(QUICKSTART_JOBS),
     "has_stage_jobs": "true",
     "images_to_build": "[]",
+    # The default image builder of the configuration the plan read.
+    "image_runs_on": '["self-hosted","image-builder"]', "image_registry": "ghcr.io",
     "invalid_files": "[]",
     "plan_complete": "true",
 }
@@ -267,6 +269,7 @@ def test_docs_only_pr_text_markdown_and_github(at_root, docs_diff, tmp_path, mon
         **one_wave([CPU_JOB]),
         "has_stage_jobs": "true",
         "images_to_build": "[]",
+        "image_runs_on": '["self-hosted","image-builder"]', "image_registry": "ghcr.io",
         "invalid_files": "[]",
         "plan_complete": "true",
     }
@@ -344,6 +347,7 @@ def test_nightly_schedule_text_and_outputs(at_root, tmp_path, monkeypatch, capsy
             *(job("stage-c-4-gpu-mi350", i, str(i), "rocm", MI350_4, ROCM_LATEST, ROCM_DEVICES, 70)
               for i in range(2))]),
         "has_stage_jobs": "true", "images_to_build": "[]",
+        "image_runs_on": '["self-hosted","image-builder"]', "image_registry": "ghcr.io",
         "invalid_files": "[]", "plan_complete": "true",
     }
 
@@ -636,6 +640,7 @@ def test_a_partial_plan_in_github_format_writes_every_output_and_exits_0(partial
             job("cpu", 0, "0", "cpu", ["ubuntu-latest"], "", "", 360),
             *(job("gpu-a", i, str(i), "cuda", ["h200"], "", GPUS, 360) for i in range(2))]),
         "has_stage_jobs": "true", "images_to_build": "[]",
+        "image_runs_on": '["self-hosted","image-builder"]', "image_registry": "ghcr.io",
         "invalid_files": f'["{BAD}"]', "plan_complete": "false",
     }
     annotations = [line for line in out.splitlines() if line.startswith("::error")]

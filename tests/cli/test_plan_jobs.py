@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from cli.test_plan import QUICKSTART_ARGV, QUICKSTART_JOBS, ROOT, parse_github_output
@@ -61,3 +62,25 @@ def test_a_malformed_head_sha_is_a_usage_error(at_root, capsys, value):
     assert run([*QUICKSTART_ARGV, "--head-sha", value], capsys) == (
         2, "", f"ci-policy plan: error: --head-sha: expected a full commit SHA (40 lower-case hex digits), "
                f"got {value!r}\n    hint: pass the pull request's head SHA, or nothing\n")
+
+
+def test_the_image_builder_and_registry_of_the_configuration_are_outputs(tmp_path, monkeypatch, capsys):
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "gpu-repo", repo)
+    config = repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text().replace("ghcr.io/minirl/", "registry.example.com:5000/minirl/")
+                      + "image_build: {runs_on: [self-hosted, docker-builder],"
+                        " registry: 'registry.example.com:5000'}\n")
+    outputs = tmp_path / "output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(outputs))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    argv = [*QUICKSTART_ARGV, "--head-sha", SHA, "--format", "github"]
+    argv[argv.index("examples/gpu-repo")] = str(repo)
+    argv[argv.index("examples/pr-42.diff")] = str(ROOT / "examples" / "pr-42.diff")
+    rc, _out, err = run(argv, capsys)
+    assert (rc, err) == (0, "")
+    values = parse_github_output(outputs.read_text())
+    assert (values["image_runs_on"], values["image_registry"]) == ('["self-hosted","docker-builder"]',
+                                                                   "registry.example.com:5000")
+    assert [b["image"] for b in json.loads(values["images_to_build"])] == [
+        f"registry.example.com:5000/minirl/ci-cuda:{SHA}", f"registry.example.com:5000/minirl/ci-rocm:{SHA}"]

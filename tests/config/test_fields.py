@@ -13,7 +13,7 @@ from ci_policy.config.discovery import DISCOVERY_TABLE, IMPLICIT, ROOT, Discover
 from ci_policy.config.fields import REQUIRED, FrozenMap, Key, Table, boolean, freeze, integer
 from ci_policy.config.file_run import FILE_RUN_TABLE, FileRunConfig
 from ci_policy.config.gates import GATE_DEFAULT, GATES_TABLE, REQUIREMENT, GateRequirement, GatesConfig
-from ci_policy.config.images import IMAGE, ImageBuild
+from ci_policy.config.images import IMAGE, IMAGE_BUILD, ImageBuild, ImageBuilder
 from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfig
 from ci_policy.config.markers import MARKERS_TABLE, Markers
 from ci_policy.config.pull_request import PULL_REQUEST_TABLE, PullRequest
@@ -47,6 +47,7 @@ SECTIONS = [
     (GATES_TABLE, GatesConfig, {"line"}),
     (REQUIREMENT, GateRequirement, {"line"}),
     (FILE_RUN_TABLE, FileRunConfig, set()),
+    (IMAGE_BUILD, ImageBuilder, set()),
     (IMAGE, ImageBuild, set()),
     (TUNE_TABLE, TuneConfig, set()),
     (LINT_TABLE, LintConfig, {"line"}),
@@ -76,7 +77,7 @@ def test_every_table_is_reachable_from_the_top_level():
         "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "selection",
         "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "runner.env", "gates", "gates.defaults.<metric key>", "gates.require[]",
-        "file_run",
+        "file_run", "image_build",
         "images.<backend>", "tune", "lint", "lint.ignore[]"]
     # Tables without a dataclass of their own: a `{path, pattern}` root is a pair in `Discovery`.
     # A declared backend is one entry of `Backends.accelerator`.

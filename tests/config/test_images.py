@@ -7,7 +7,7 @@ from config_cases import HEAD, VALID, coded, coded_err
 
 from ci_policy.config.backends import DEFAULT_CONTAINER_OPTIONS
 from ci_policy.config.fields import FrozenMap
-from ci_policy.config.images import ImageBuild
+from ci_policy.config.images import ImageBuild, ImageBuilder
 from ci_policy.config.top import parse_config
 
 ROCM_OPTIONS = "--device /dev/kfd --device /dev/dri --group-add video --group-add render"
@@ -53,15 +53,47 @@ def test_images_default_to_none():
 
 
 def test_images_are_read_per_backend_with_a_default_context():
-    config = parse_config(VALID + "backends: {npu: {}}\nimages:\n"
-                          "  cuda: {repository: ghcr.io/org/ci-cuda, dockerfile: docker/cuda.Dockerfile}\n"
+    config = parse_config(VALID + "backends: {npu: {}}\nimage_build: {registry: 'registry.example:5000'}\nimages:\n"
+                          "  cuda: {repository: registry.example:5000/org/ci-cuda,"
+                          " dockerfile: docker/cuda.Dockerfile}\n"
                           "  npu: {repository: 'registry.example:5000/org/ci-npu',"
                           " dockerfile: ./docker//npu.Dockerfile, context: docker}\n")
     assert config.images == {
-        "cuda": ImageBuild(repository="ghcr.io/org/ci-cuda", dockerfile="docker/cuda.Dockerfile", context="."),
+        "cuda": ImageBuild(repository="registry.example:5000/org/ci-cuda", dockerfile="docker/cuda.Dockerfile",
+                           context="."),
         "npu": ImageBuild(repository="registry.example:5000/org/ci-npu", dockerfile="docker/npu.Dockerfile",
                           context="docker"),
     }
+    assert config.image_build == ImageBuilder(runs_on=("self-hosted", "image-builder"),
+                                              registry="registry.example:5000")
+
+
+def test_the_image_builder_defaults_to_the_self_hosted_image_builder_and_ghcr():
+    assert parse_config(VALID).image_build == ImageBuilder(runs_on=("self-hosted", "image-builder"),
+                                                           registry="ghcr.io")
+    config = parse_config(VALID + "image_build: {runs_on: [self-hosted, docker, x64]}\n")
+    assert config.image_build == ImageBuilder(runs_on=("self-hosted", "docker", "x64"), registry="ghcr.io")
+
+
+@pytest.mark.parametrize("build, needle, message, hint, code", [
+    ("image_build: {registry: myorg}\nimages: {cuda: {repository: myorg/ci-cuda, dockerfile: d}}\n", "myorg}",
+     "image_build.registry: 'myorg' is not a registry host (e.g. ghcr.io, registry.example.com:5000); a name "
+     "without '.' or ':' is a Docker Hub namespace, whose registry is docker.io", None, "CP105"),
+    ("image_build: {runs_on: [self-hosted, '${{ vars.BUILDER }}']}\n", "'${{",
+     "image_build.runs_on[1]: '${{ vars.BUILDER }}' is not a runner label (letters, digits, '_', '.', '-'; no "
+     "space, comma or expression)", None, "CP105"),
+    ("image_build: {runs_on: []}\n", "[]", "image_build.runs_on: must not be empty", None, "CP105"),
+    ("images: {cuda: {repository: quay.io/org/ci-cuda, dockerfile: d}}\n", "quay",
+     "images.cuda.repository: 'quay.io/org/ci-cuda' is not in the image registry ghcr.io (image_build.registry)",
+     "push it to ghcr.io/..., or set image_build.registry to quay.io (one registry for every image)", "CP108"),
+    ("image_build: {registry: quay.io}\nimages:\n  cuda: {repository: quay.io/org/ci-cuda, dockerfile: d}\n"
+     "  rocm: {repository: ghcr.io/org/ci-rocm, dockerfile: d}\n", "ghcr.io/org",
+     "images.rocm.repository: 'ghcr.io/org/ci-rocm' is not in the image registry quay.io (image_build.registry)",
+     "push it to quay.io/..., or set image_build.registry to ghcr.io (one registry for every image)", "CP108"),
+])
+def test_a_bad_registry_or_builder_runner_is_located(build, needle, message, hint, code):
+    text = VALID + build
+    assert coded(text) == [coded_err(text, needle, message, code, hint)]
 
 
 @pytest.mark.parametrize("images, needle, message, code", [

@@ -315,6 +315,11 @@ CASES = [
          [(WORKFLOW, 8, 14, "jobs.gpu-a.runs-on: [self-hosted, h100] does not match stage gpu-a's runs_on [h200]")]),
     Case("CP609", {WORKFLOW: caller(SHA1, SHA1).replace("pr-pipeline.yml", "tune.yml")},
          [(WORKFLOW, 4, 11, "jobs.ci.with.workflow: missing; tune.yml requires it")]),
+    Case("CP610", {WORKFLOW: caller(SHA1, SHA1).replace(
+        "    with:", "    permissions: {contents: read, packages: read, pull-requests: read}\n    with:")},
+         [(WORKFLOW, 3, 3, "jobs.ci.permissions: pr-pipeline.yml's job result requests statuses: write, but the job "
+                           "grants statuses: none; GitHub refuses to start the run (a called workflow's jobs can only "
+                           "reduce the caller job's permissions, never elevate them)")]),
     Case("CP906", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore[CP201]')},
          [(A, 3, 49, "`# ci-policy: ignore[CP201]` suppresses nothing here")]),
     Case("CP905", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"], disabled="flaky on driver 580")')},

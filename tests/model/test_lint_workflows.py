@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import EXAMPLE_REPO, ROOT
 from model.test_diagnostics import SMALL_CONFIG
 
 from ci_policy.config.load import load_config
+from ci_policy.config.top import parse_config
 from ci_policy.errors import InputErrors
 from ci_policy.model.lint import lint
-from ci_policy.model.workflows import INPUTS, REQUIRED_INPUTS
+from ci_policy.model.workflows import GRANTS, INHERITING, INPUTS, REQUIRED_INPUTS, needed_grants
 from ci_policy.read.workflows import read_workflows
 
 FIXTURES = ROOT / "tests" / "data" / "workflows"
@@ -61,22 +62,35 @@ def test_a_pinned_caller_is_clean(make_repo):
     assert found(checkout(make_repo, "caller-pinned.yml")) == []
 
 
+REFUSED = ("GitHub refuses to start the run (a called workflow's jobs can only reduce the caller job's "
+           "permissions, never elevate them)")
+
+
 def test_a_drifted_caller(make_repo):
     path = f"{WF}/caller-drift.yml"
+    grant = "but the job sets none and the workflow's (line 8) grant"
     assert found(checkout(make_repo, "caller-drift.yml")) == [
-        (path, 9, 3, "CP605", "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates "
-                              "and gates read their baselines from it"),
-        (path, 9, 3, "CP605", "jobs.ci.secrets.metrics-store-url: missing; the checkout declares metric gates and "
-                              "its schedule runs write the baselines"),
-        (path, 10, 11, "CP602", "jobs.ci.uses: pr-pipeline.yml is called at 'main', not a full commit SHA"),
-        (path, 12, 22, "CP603", "jobs.ci.with.ci-policy-ref: '2222222222222222222222222222222222222222' differs "
+        (path, 10, 3, "CP605", "jobs.ci.secrets.metrics-store-read-url: missing; the checkout declares metric gates "
+                               "and gates read their baselines from it"),
+        (path, 10, 3, "CP605", "jobs.ci.secrets.metrics-store-url: missing; the checkout declares metric gates and "
+                               "its schedule runs write the baselines"),
+        (path, 11, 11, "CP602", "jobs.ci.uses: pr-pipeline.yml is called at 'main', not a full commit SHA"),
+        (path, 14, 22, "CP603", "jobs.ci.with.ci-policy-ref: '2222222222222222222222222222222222222222' differs "
                                 "from the ref pr-pipeline.yml is called at ('main')"),
-        (path, 13, 16, "CP604", "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: "
+        (path, 15, 16, "CP604", "jobs.ci.with.cadance: pr-pipeline.yml has no input 'cadance' (inputs: "
                                 "ci-policy-ref, ci-policy-repository, pull-request, cadence, python, "
                                 "concurrency-group)"),
-        (path, 15, 11, "CP603", "jobs.fork-ci.with.ci-policy-ref: missing; pr-pipeline.yml needs the commit it was "
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job plan requests contents: read, "
+                               f"{grant} contents: none; {REFUSED}"),
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job plan requests pull-requests: read, "
+                               f"{grant} pull-requests: none; {REFUSED}"),
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job result requests statuses: write, "
+                               f"{grant} statuses: none; {REFUSED}"),
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job stages-0 requests packages: read, "
+                               f"{grant} packages: none; {REFUSED}"),
+        (path, 17, 11, "CP603", "jobs.fork-ci.with.ci-policy-ref: missing; pr-pipeline.yml needs the commit it was "
                                 "called at"),
-        (path, 18, 11, "CP603", "jobs.tune.with.ci-policy-ref: missing; tune.yml needs the commit it was called at"),
+        (path, 20, 11, "CP603", "jobs.tune.with.ci-policy-ref: missing; tune.yml needs the commit it was called at"),
     ]
 
 
@@ -100,7 +114,8 @@ def test_store_secrets_are_needed_only_when_gates_are_declared(make_repo):
     repo = checkout(make_repo, "caller-drift.yml")
     (repo / "tests/e2e/test_a.py").write_text(FILES["tests/e2e/test_a.py"].replace(
         'register_ci_gate(metric_key="train/grad_norm")\n', "").replace("register_ci_gate, ", ""))
-    assert [code for _p, _l, _c, code, _m in found(repo)] == ["CP602", "CP603", "CP604", "CP603", "CP603"]
+    assert [code for _p, _l, _c, code, _m in found(repo)] == ["CP602", "CP603", "CP604", *["CP610"] * 4, "CP603",
+                                                               "CP603"]
 
 
 def test_hand_written_stage_jobs(make_repo):
@@ -204,3 +219,159 @@ def test_lint_ignore_accepts_workflow_codes(make_repo):
     report = lint(repo)
     assert [d.code for d in report.errors] == ["CP606"]
     assert [d.code for d in report.suppressed] == ["CP608", "CP607"]
+
+
+
+# -- the caller's grants (CP610) ---------------------------------------------------------------------
+
+def permissions_of(path: Path) -> dict[str, dict | None]:
+    """job id -> its `permissions:` (None when it declares none), in file order."""
+    return {job_id: job.get("permissions") for job_id, job in load_workflow(path)["jobs"].items()}
+
+
+def load_workflow(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", REUSABLE, ids=lambda p: p.name)
+def test_the_grant_table_is_the_reusable_workflows_job_permissions(path):
+    declared = permissions_of(path)
+    assert GRANTS[path.stem] == tuple((job_id, tuple(grants.items())) for job_id, grants in declared.items()
+                                      if grants is not None)
+    # A job without its own grants runs with the caller's, which a top-level `permissions:` would replace.
+    inheriting = tuple(job_id for job_id, grants in declared.items() if grants is None)
+    assert tuple(INHERITING.get(path.stem, {})) == inheriting
+    assert ("permissions" in load_workflow(path)) == (path.stem not in INHERITING)
+
+
+def test_the_grant_table_covers_every_reusable_workflow():
+    assert sorted(GRANTS) == sorted(INPUTS)
+
+
+def diagnostics(repo: Path) -> list[tuple]:
+    report = lint(repo)
+    return [(d.path, d.line, d.code, d.message, d.hint) for d in report.errors + report.warnings if d.code == "CP610"]
+
+
+def test_one_caller_file_with_a_job_per_reusable_workflow(make_repo):
+    path = f"{WF}/caller-grants.yml"
+    workflow = "but the job sets none and the workflow's (line 11) grant"
+    pipeline = ("give jobs.pipeline the permissions: {contents: read, packages: read, pull-requests: read, "
+                "statuses: write}")
+    gateway = ("give jobs.gateway the permissions: {actions: write, contents: read, issues: write, "
+               "pull-requests: write, statuses: write}")
+    rerun = ("give jobs.rerun the permissions: {actions: read, attestations: read, checks: read, contents: read, "
+             "deployments: read, discussions: read, issues: read, models: read, packages: read, "
+             "pages: read, pull-requests: read, repository-projects: read, security-events: read, statuses: write}")
+    assert diagnostics(checkout(make_repo, "caller-grants.yml")) == [
+        (path, 14, "CP610", f"jobs.pipeline.permissions: pr-pipeline.yml's job result requests statuses: write, "
+                            f"but the job grants statuses: none; {REFUSED}", pipeline),
+        (path, 14, "CP610", f"jobs.pipeline.permissions: pr-pipeline.yml's job stages-0 requests packages: read, "
+                            f"but the job grants packages: none; {REFUSED}", pipeline),
+        (path, 21, "CP610", f"jobs.gateway.permissions: comment-gateway.yml's job approve requests statuses: write, "
+                            f"{workflow} statuses: none; {REFUSED}", gateway),
+        (path, 21, "CP610", f"jobs.gateway.permissions: comment-gateway.yml's job labels requests actions: write, "
+                            f"{workflow} actions: none; {REFUSED}", gateway),
+        (path, 21, "CP610", f"jobs.gateway.permissions: comment-gateway.yml's job labels requests "
+                            f"pull-requests: write, {workflow} pull-requests: none; {REFUSED}", gateway),
+        # tune's write-all grants everything; read-all misses the rerun's status writes.
+        (path, 31, "CP610", f"jobs.rerun.permissions: rerun-test.yml's job resolve requests statuses: write, but the "
+                            f"job grants statuses: read; {REFUSED}", rerun),
+    ]
+
+
+def test_without_permissions_anywhere_the_restricted_default_is_assumed(make_repo):
+    path = f"{WF}/caller-default.yml"
+    default = ("but the job and the workflow set none, and the repository's default (taken as GitHub's restricted "
+               "one: contents and packages read) grants")
+    hint = "give jobs.tune the permissions: {actions: read, contents: write, packages: read, pull-requests: write}"
+    assert diagnostics(checkout(make_repo, "caller-default.yml")) == [
+        (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job tune requests actions: read, {default} actions: "
+                           f"none; {REFUSED}", hint),
+        (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job tune requests contents: write, {default} contents: "
+                           f"read; {REFUSED}", hint),
+        (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job tune requests pull-requests: write, {default} "
+                           f"pull-requests: none; {REFUSED}", hint),
+    ]
+
+
+IMAGES = "images:\n  cuda: {{repository: {repository}, dockerfile: docker/Dockerfile}}\n"
+
+
+def test_packages_write_is_needed_only_for_images_pushed_to_ghcr(make_repo):
+    path = f"{WF}/caller-pinned.yml"
+    assert diagnostics(checkout(make_repo, "caller-pinned.yml")) == []
+    ghcr = CONFIG + IMAGES.format(repository="ghcr.io/org/ci-cuda")
+    assert diagnostics(checkout(make_repo, "caller-pinned.yml", config=ghcr)) == [
+        (path, 9, "CP610", "jobs.ci.permissions: pr-pipeline.yml's job images runs with the caller job's grants and "
+                           "needs packages: write for the images it pushes to ghcr.io (image_build.registry), but the "
+                           "job grants packages: read; the image push would fail",
+         "give jobs.ci the permissions: {contents: read, packages: write, pull-requests: read, statuses: write}"),
+    ]
+
+
+def test_another_registry_needs_no_packages_grant_but_the_registry_secrets(make_repo):
+    path = f"{WF}/caller-pinned.yml"
+    quay = CONFIG + "image_build: {registry: quay.io}\n" + IMAGES.format(repository="quay.io/org/ci-cuda")
+    repo = checkout(make_repo, "caller-pinned.yml", config=quay)
+    report = lint(repo)
+    assert [(d.path, d.line, d.col, d.code, d.message, d.hint) for d in report.errors] == [
+        (path, 9, 3, "CP605", f"jobs.ci.secrets.{secret}: missing; the images are pushed to and pulled from quay.io "
+                              "(image_build.registry), which the pipeline logs in to with it",
+         f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, \"Images\")")
+        for secret in ("registry-password", "registry-username")]
+    text = (repo / path).read_text()
+    (repo / path).write_text(text + "      registry-username: ${{ secrets.QUAY_USER }}\n"
+                                    "      registry-password: ${{ secrets.QUAY_TOKEN }}\n")
+    assert found(repo) == []
+
+
+@pytest.mark.parametrize("images, packages", [
+    ("", ("read", "stages-0")),  # no image: the image job never runs, nothing of it is asked
+    ("image_build: {registry: quay.io}\n" + IMAGES.format(repository="quay.io/org/ci-cuda"), ("read", "stages-0")),
+    (IMAGES.format(repository="ghcr.io/org/ci-cuda"), ("write", "images")),
+])
+def test_the_pipeline_needs_packages_write_only_to_push_to_ghcr(images, packages):
+    config = parse_config(CONFIG + images)
+    assert needed_grants(config, "pr-pipeline") == {
+        "contents": ("read", "plan"), "pull-requests": ("read", "plan"), "statuses": ("write", "result"),
+        "packages": packages}
+    assert needed_grants(config, "tune") == {"actions": ("read", "tune"), "contents": ("write", "tune"),
+                                             "pull-requests": ("write", "tune")}
+
+
+EXAMPLE_CALLERS = sorted((EXAMPLE_REPO / WF).glob("*.yml"))
+
+
+def reusable_calls(path: Path) -> list[tuple[str, str, dict]]:
+    """(job id, reusable workflow name, granted permissions) of each job calling one of ours."""
+    calls = []
+    for job_id, job in load_workflow(path)["jobs"].items():
+        name = job.get("uses", "").partition("@")[0].rpartition("/")[2].removesuffix(".yml")
+        if name in GRANTS:
+            calls.append((job_id, name, job["permissions"]))
+    return calls
+
+
+def test_the_example_callers_grant_exactly_what_lint_asks():
+    config = load_config(EXAMPLE_REPO)
+    calls = [(path.name, *call) for path in EXAMPLE_CALLERS for call in reusable_calls(path)]
+    assert sorted(name for _f, _j, name, _g in calls) == sorted(GRANTS)
+    for _file, _job, name, granted in calls:
+        assert granted == {scope: level for scope, (level, _callee) in needed_grants(config, name).items()}
+
+
+def test_an_example_caller_missing_a_grant_is_located_with_the_block_to_write(tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE_REPO, repo)
+    caller = repo / WF / "ci-policy.yml"
+    text = caller.read_text(encoding="utf-8")
+    line = next(line for line in text.splitlines(keepends=True) if line.strip().startswith("packages: write"))
+    caller.write_text(text.replace(line, ""), encoding="utf-8")
+    job_line = text.splitlines().index("  pipeline:") + 1
+    assert diagnostics(repo) == [
+        (f"{WF}/ci-policy.yml", job_line, "CP610", "jobs.pipeline.permissions: pr-pipeline.yml's job images runs with "
+         "the caller job's grants and needs packages: write for the images it pushes to ghcr.io "
+         "(image_build.registry), but the job grants packages: none; the image push would fail",
+         "give jobs.pipeline the permissions: {contents: read, packages: write, pull-requests: read, statuses: write}"),
+    ]
