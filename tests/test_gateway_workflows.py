@@ -212,7 +212,7 @@ def test_the_gateway_inputs_and_secret():
     call = workflow_call(GATEWAY)
     assert {k: (v["type"], v.get("default")) for k, v in call["inputs"].items()} == {
         "ci-policy-ref": ("string", None), "ci-policy-repository": ("string", "ci-policy/ci-policy"),
-        "app-id": ("string", ""), "python": ("string", "python3")}
+        "pipeline-workflow": ("string", ""), "app-id": ("string", ""), "python": ("string", "python3")}
     assert set(call["secrets"]) == {"app-private-key"} and call["secrets"]["app-private-key"]["required"] is False
 
 
@@ -227,7 +227,8 @@ def test_the_rerun_inputs():
 def test_approvals_are_written_and_counted_by_one_identity():
     """The approve job writes ci-policy/ok-to-test with the job's token (creator github-actions[bot]),
     and every command that counts approvals keeps the default --approver, that same identity."""
-    assert load(GATEWAY)["jobs"]["approve"]["steps"][-1]["env"] == {"GITHUB_TOKEN": "${{ github.token }}"}
+    assert load(GATEWAY)["jobs"]["approve"]["steps"][-1]["env"] == {
+        "GITHUB_TOKEN": "${{ github.token }}", "PIPELINE_WORKFLOW": "${{ inputs.pipeline-workflow }}"}
     pipeline = ROOT / ".github" / "workflows" / "pr-pipeline.yml"
     runs = [step["run"] for path in (GATEWAY, RERUN, pipeline) for job in load(path)["jobs"].values()
             for step in job.get("steps", []) if "run" in step]
@@ -240,7 +241,8 @@ GATEWAY_JOBS = {
                "add_label,clear_labels"),
     "approve": ({"contents": "read", "issues": "write", "pull-requests": "read", "statuses": "write",
                  "actions": "write"}, "ok_to_test"),
-    "rerun-failed": ({"contents": "read", "issues": "write", "actions": "write"}, "rerun_failed_ci"),
+    "rerun-failed": ({"contents": "read", "issues": "write", "pull-requests": "read", "actions": "write"},
+                     "rerun_failed_ci"),
     "rerun-test": ({"contents": "read", "issues": "write", "pull-requests": "read", "statuses": "read",
                     "actions": "write"}, "rerun_test"),
 }
@@ -276,6 +278,7 @@ def test_the_app_token_is_minted_by_a_pinned_action_only_when_an_app_is_configur
                             "permission-pull-requests": "write"}
     [run] = [s for s in jobs["labels"]["steps"] if "run" in s]
     assert run["env"] == {"GITHUB_TOKEN": "${{ steps.app-token.outputs.token || github.token }}",
+                          "PIPELINE_WORKFLOW": "${{ inputs.pipeline-workflow }}",
                           "TOKEN_KIND": "${{ inputs.app-id != '' && 'app' || 'github-token' }}"}
     assert shlex.split(run["run"])[-2:] == ["--token-kind", "$TOKEN_KIND"]
     assert "app-private-key" not in json.dumps({k: v for k, v in jobs.items() if k != "labels"})

@@ -3,13 +3,17 @@
 - In: a `CommentRequest`: the trusted checkout (never the PR's) and its configuration, the event
   payload's path (None: `$GITHUB_EVENT_PATH`), the access policy's path, the configured repository
   and its id (None: `$GITHUB_REPOSITORY`, `$GITHUB_REPOSITORY_ID`), the token (asked for once the
-  rest is read) and its kind, the command kinds handled, dry-run, whether the dry-run
+  rest is read) and its kind, the command kinds handled, the pipeline workflow, dry-run, whether the dry-run
   requests are collected (json) or printed as they are made, and the approver (the login
   the gateway's `ci-policy/ok-to-test` statuses are created by; None: `github-actions[bot]`).
 - Out: a `CommentResult`: the gateway's status, message and exit code, in json dry-run the
   requests it would have sent, and warnings (approval statuses another identity created).
+- The pipeline workflow (`pipeline_workflow`: the PR pipeline caller's file name, e.g.
+  pr-test.yml; None: the access policy's "pipeline") is the one whose runs the commands that
+  start a run re-run, approve or, with no run for the head, dispatch.
 - Refused: a missing payload, repository or repository id, an unknown command kind, an
-  approver that is not a GitHub login (`UsageError`);
+  approver that is not a GitHub login, a pipeline workflow that is not a workflow file name
+  (`UsageError`);
   a payload or policy that cannot be read (exit 1).
 """
 
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ci_policy.adapters.github.access import KINDS, parse_access_policy
+from ci_policy.adapters.github.access import KINDS, WORKFLOW_FILE_RE, parse_access_policy
 from ci_policy.adapters.github.api import github_api
 from ci_policy.adapters.github.gateway import Gateway
 from ci_policy.app.pull_request import approver_of
@@ -50,6 +54,7 @@ class CommentRequest:
     dry_run: bool = False
     collect: bool = False          # json: the dry-run requests become part of the one document
     approver: str | None = None
+    pipeline_workflow: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +114,10 @@ def comment(args: CommentRequest) -> CommentResult:
                          hint="pass --event-path FILE, or set $GITHUB_EVENT_PATH")
     kinds = _kinds(args.commands)
     approver = approver_of(args.approver)
+    if args.pipeline_workflow and not WORKFLOW_FILE_RE.fullmatch(args.pipeline_workflow):
+        raise UsageError(f"{args.pipeline_workflow[:80]!r} is not a workflow file name like pr-test.yml",
+                         source="--pipeline-workflow",
+                         hint="name the file under .github/workflows/ that calls the PR pipeline on pull_request")
     event = _json_file(Path(event_path), "event payload")
     repository, repository_id = _repository(args)
     config = load_config(repo, args.config)
@@ -124,7 +133,7 @@ def comment(args: CommentRequest) -> CommentResult:
     api = github_api(secret, args.api_url, dry_run=args.dry_run, out=requests or sys.stdout)
     config_path = Path(args.config) if args.config else repo / DEFAULT_CONFIG
     gateway = Gateway(api, access, config, config_path, kinds=kinds, token_kind=args.token_kind,
-                      approver=approver)
+                      approver=approver, pipeline_workflow=args.pipeline_workflow or None)
     result = gateway.handle(event, repository, repository_id)
     sent: list[Any] | None = None
     if args.collect and args.dry_run and requests is not None:

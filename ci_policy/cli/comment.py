@@ -4,8 +4,9 @@
   configuration and the labels; never the PR's), --event-path (the event payload), the
   configured repository, a token and its kind (--token-kind: a GitHub App's token, whose
   label events start workflow runs, or the job's token, after whose label commands the
-  gateway dispatches the PR pipeline), --commands (the kinds this job may carry out),
-  --dry-run, --format text|json, --approver (the login the gateway's `ci-policy/ok-to-test`
+  gateway re-runs the PR pipeline's run for the head), --commands (the kinds this job may
+  carry out), --pipeline-workflow (the PR pipeline caller's file; default: the access
+  policy's), --dry-run, --format text|json, --approver (the login the gateway's `ci-policy/ok-to-test`
   statuses are created by: github-actions[bot], the default, for the job's token; an App's
   NAME[bot]).
 - Out: the result (ignored, refused, done or failed) and its message, after a warning for
@@ -13,7 +14,8 @@
   mutating request, printed instead of sent (JSON lines in text format, a list in json).
   Exit 1 when the command failed.
 - Refused: a missing payload, repository or token, an unknown command kind, an
-  --approver that is not a GitHub login (exit 2).
+  --approver that is not a GitHub login, a --pipeline-workflow that is not a workflow file
+  name (exit 2).
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the identity this gateway's ci-policy/ok-to-test statuses are created by, the only one "
                         "whose approvals count (default github-actions[bot], the job's token; a GitHub App's "
                         "is NAME[bot])")
+    p.add_argument("--pipeline-workflow", default=None, metavar="FILE",
+                   help="the PR pipeline caller's workflow file (e.g. pr-test.yml) whose pull_request runs the "
+                        "commands re-run or approve; empty or absent: the access policy's \"pipeline\"")
     p.add_argument("--dry-run", action="store_true",
                    help="print every mutating API request instead of sending it")
     add_format(p, ("text", "json"))
@@ -72,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                                     args.repository, args.repository_id, args.commands,
                                     lambda: token(args, "the comment gateway"), api_url(args),
                                     token_kind=args.token_kind, dry_run=args.dry_run, collect=as_json,
-                                    approver=args.approver))
+                                    approver=args.approver, pipeline_workflow=args.pipeline_workflow))
     for line in result.warnings:
         warn(NAME, args.format, line)
     if as_json:

@@ -58,9 +58,29 @@ def dispatch(inputs: dict, ref: str = "main") -> tuple:
 
 
 def start_pipeline(number: int = PR) -> tuple:
-    """The dispatch that starts a fresh run of the PR pipeline (pr-test.yml) for the PR."""
+    """The dispatch that starts a run of the PR pipeline (pr-test.yml) for the PR, when no
+    pull_request run exists for its head."""
     return ("POST", f"{P}/actions/workflows/pr-test.yml/dispatches", {},
             {"ref": "main", "inputs": {"pull-request": str(number)}})
+
+
+def find_pipeline_run(sha: str = HEAD) -> tuple:
+    """The lookup of the PR pipeline's latest pull_request run for the head."""
+    return ("GET", f"{P}/actions/workflows/pr-test.yml/runs",
+            {"head_sha": sha, "event": "pull_request", "per_page": "1"}, None)
+
+
+def rerun(run_id: int, what: str = "rerun") -> tuple:
+    """`rerun` (the whole run), `rerun-failed-jobs` or `approve` of a pipeline run."""
+    return ("POST", f"{P}/actions/runs/{run_id}/{what}", {}, None)
+
+
+def run_link(run: dict) -> str:
+    return f"[run {run['id']}]({run['html_url']})"
+
+
+DISPATCHED = (f"No `pr-test.yml` run exists for `{HEAD[:12]}`, so one was dispatched on the default branch: its "
+              f"checks show on that branch's head, and it reports `ci-policy/result` on `{HEAD[:12]}`.")
 
 
 FIND_RUN = ("GET", f"{P}/actions/workflows/rerun-test.yml/runs", {"event": "workflow_dispatch", "per_page": "20"},
@@ -163,21 +183,74 @@ def test_a_helper_adds_an_allowed_existing_label_with_an_app_token_whose_label_e
 
 
 @pytest.mark.parametrize("token_kind", [(), ("--token-kind", "github-token")])
-def test_with_the_job_token_a_label_command_adds_the_label_then_dispatches_the_pipeline(world, token_kind):
-    # The job token's label event starts no workflow run: the gateway starts one, which reads
-    # the PR's labels (now with run-ci-megatron) and head through the API.
+def test_with_the_job_token_a_label_command_adds_the_label_then_reruns_the_heads_pipeline_run(world, token_kind):
+    # The job token's label event starts no workflow run: the gateway re-runs the head's
+    # pull_request run (its checks attach to the PR head again), whose plan job reads the PR's
+    # labels (now with run-ci-megatron) through the API.
+    run = world.gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="success")
     result = world.run("/run-ci-megatron", *token_kind, login="tom")
-    assert (result.rc, result.out, result.err) == (0, done(f"added run-ci-megatron; dispatched pr-test.yml for #{PR}"),
-                                                   "")
+    assert (result.rc, result.out, result.err) == (
+        0, done(f"added run-ci-megatron; re-running run {run['id']} of pr-test.yml for {HEAD}"), "")
     assert world.calls() == [
         perm("tom"),
         get_label("run-ci-megatron"),
         ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
-        start_pipeline(),
+        PULL,
+        find_pipeline_run(),
+        rerun(run["id"]),
         REACT,
     ]
+    assert world.gh.full_reruns == [run["id"]] and world.gh.dispatches == [] and world.gh.comments == []
+    assert (run["event"], run["head_sha"], run["run_attempt"]) == ("pull_request", HEAD, 2)
+
+
+def test_with_the_job_token_and_no_run_for_the_head_a_label_command_dispatches_the_pipeline(world):
+    # A run for an older head is never re-run for this one.
+    world.gh.add_run("pr-test.yml", head_sha=MOVED, conclusion="failure")
+    result = world.run("/run-ci-megatron", login="tom")
+    assert (result.rc, result.out) == (
+        0, done(f"added run-ci-megatron; dispatched pr-test.yml for #{PR} (no run for {HEAD})"))
+    assert world.calls() == [
+        perm("tom"), get_label("run-ci-megatron"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
+        PULL, find_pipeline_run(), start_pipeline(), REACT,
+        reply(f"> /run-ci-megatron\n\nadded `run-ci-megatron`. {DISPATCHED}")]
     assert world.gh.dispatches == [{"workflow": "pr-test.yml", "ref": "main", "inputs": {"pull-request": "7"}}]
-    assert world.gh.comments == []
+    assert world.gh.full_reruns == world.gh.reruns == []
+
+
+def test_with_the_job_token_a_running_run_is_not_rerun_and_the_reply_says_so(world):
+    run = world.gh.add_run("pr-test.yml", head_sha=HEAD, conclusion=None, status="in_progress")
+    result = world.run("/run-ci-megatron", login="tom")
+    assert (result.rc, result.out) == (
+        0, done(f"added run-ci-megatron; run {run['id']} of pr-test.yml for {HEAD} is still running; not re-run"))
+    assert world.calls() == [
+        perm("tom"), get_label("run-ci-megatron"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
+        PULL, find_pipeline_run(), REACT,
+        reply(f"> /run-ci-megatron\n\nadded `run-ci-megatron`. {run_link(run)} for `{HEAD[:12]}` is still running, "
+              "so it was not re-run: comment again once it has finished.")]
+
+
+def test_the_gateway_input_names_the_pipeline_workflow_over_the_policy(world):
+    world.gh.workflows["ci.yml"] = world.gh.workflows["pr-test.yml"]
+    run = world.gh.add_run("ci.yml", head_sha=HEAD, conclusion="failure")
+    result = world.run("/run-ci-megatron", "--pipeline-workflow", "ci.yml", login="tom")
+    assert (result.rc, result.out) == (
+        0, done(f"added run-ci-megatron; re-running run {run['id']} of ci.yml for {HEAD}"))
+    assert world.calls()[3:] == [
+        PULL, ("GET", f"{P}/actions/workflows/ci.yml/runs",
+               {"head_sha": HEAD, "event": "pull_request", "per_page": "1"}, None),
+        rerun(run["id"]), REACT]
+
+
+def test_a_pipeline_workflow_that_is_not_a_file_name_is_refused(world):
+    result = world.run("/run-ci-megatron", "--pipeline-workflow", "../x.yml", login="tom")
+    assert (result.rc, result.out, result.err) == (
+        2, "", "ci-policy comment: error: --pipeline-workflow: '../x.yml' is not a workflow file name like "
+               "pr-test.yml\n    hint: name the file under .github/workflows/ that calls the PR pipeline on "
+               "pull_request\n")
+    assert world.gh.requests == []
 
 
 def test_with_the_job_token_and_no_pipeline_workflow_the_label_is_added_and_the_reply_says_no_run_started(world):
@@ -185,10 +258,10 @@ def test_with_the_job_token_and_no_pipeline_workflow_the_label_is_added_and_the_
     del data["pipeline"], data["commands"]["rerun_failed_ci"]
     world.policy(data)
     result = world.run("/run-ci-megatron", login="tom")
-    assert (result.rc, result.out) == (0, done("added run-ci-megatron; no pipeline workflow to dispatch"))
+    assert (result.rc, result.out) == (0, done("added run-ci-megatron; no pipeline workflow to start"))
     assert world.calls() == [
         perm("tom"), get_label("run-ci-megatron"),
-        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}), REACT,
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}), PULL, REACT,
         reply('> /run-ci-megatron\n\nadded `run-ci-megatron`, but no run was started: .github/ci-commands.json '
               'names no pipeline workflow ("pipeline": {"workflow": ...}).')]
 
@@ -200,11 +273,14 @@ def test_bypass_fastfail_adds_its_workflow_label(world):
         perm("tom"), get_label("bypass-fastfail"),
         ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), REACT]
     world.gh.requests.clear()
+    run = world.gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")
     result = world.run("/bypass-fastfail", login="tom")
-    assert (result.rc, result.out) == (0, done(f"added bypass-fastfail; dispatched pr-test.yml for #{PR}"))
+    assert (result.rc, result.out) == (0, done(f"added bypass-fastfail; re-running run {run['id']} of pr-test.yml "
+                                               f"for {HEAD}"))
     assert world.calls() == [
         perm("tom"), get_label("bypass-fastfail"),
-        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), start_pipeline(), REACT]
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), PULL, find_pipeline_run(),
+        rerun(run["id"]), REACT]
 
 
 def test_a_read_only_user_on_the_user_id_allowlist_may_add_labels(world):
@@ -259,8 +335,9 @@ def test_the_role_decides_not_the_legacy_permission_field(world):
     data["groups"]["maintainers"]["repository_permissions"] = ["admin", "maintain"]
     world.policy(data)
     result = world.run("/rerun-failed-ci", login="maria")  # maintain: legacy permission "write"
-    assert result.out == done(f"dispatched pr-test.yml for #{PR}")
-    assert world.calls() == [perm("maria"), start_pipeline(), REACT]
+    assert result.out == done(f"dispatched pr-test.yml for #{PR} (no run for {HEAD})")
+    assert world.calls() == [perm("maria"), PULL, find_pipeline_run(), start_pipeline(), REACT,
+                             reply(f"> /rerun-failed-ci\n\n{DISPATCHED}")]
     world.gh.requests.clear()
     result = world.run("/rerun-failed-ci", login="wendy")
     assert result.out == "ci-policy comment: refused: wendy (write) is not in group maintainers\n"
@@ -403,16 +480,43 @@ def test_clear_labels_without_ci_labels_reacts_and_says_so(world):
 # -- rerunning failed jobs -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("token_kind", ["github-token", "app"])
-def test_rerun_failed_ci_dispatches_a_fresh_pipeline_run_never_a_rerun_of_an_old_one(world, token_kind):
-    # An old run's payload carries the labels and head of its own event; a fresh run reads them now.
+def test_rerun_failed_ci_reruns_only_the_failed_jobs_of_the_heads_latest_pull_request_run(world, token_kind):
     gh = world.gh
-    failed = gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")
+    gh.add_run("pr-test.yml", head_sha=MOVED, conclusion="failure")          # an older head's: never re-run
+    older = gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")
+    gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="success", event="workflow_dispatch")
+    latest = gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")
     result = world.run("/rerun-failed-ci", "--token-kind", token_kind, login="wendy")
-    assert (result.rc, result.out, result.err) == (0, done(f"dispatched pr-test.yml for #{PR}"), "")
-    assert world.calls() == [perm("wendy"), start_pipeline(), REACT]
-    assert gh.reruns == [] and failed["conclusion"] == "failure"
-    assert [(r["event"], r["status"]) for r in gh.runs["pr-test.yml"]] == [("pull_request", "completed"),
-                                                                          ("workflow_dispatch", "queued")]
+    assert (result.rc, result.out, result.err) == (
+        0, done(f"re-running the failed jobs of run {latest['id']} of pr-test.yml for {HEAD}"), "")
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(), rerun(latest["id"], "rerun-failed-jobs"),
+                             REACT]
+    # The same run, a new attempt: its checks attach to the PR head again.
+    assert gh.reruns == [latest["id"]] and gh.full_reruns == [] and gh.dispatches == []
+    assert (latest["event"], latest["head_sha"], latest["run_attempt"]) == ("pull_request", HEAD, 2)
+    assert older["run_attempt"] == 1
+
+
+def test_rerun_failed_ci_of_a_run_that_passed_reruns_nothing(world):
+    run = world.gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="success")
+    result = world.run("/rerun-failed-ci", login="wendy")
+    assert (result.rc, result.out) == (0, done(f"run {run['id']} of pr-test.yml for {HEAD} succeeded; nothing to "
+                                               "re-run"))
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(), REACT, reply(
+        f"> /rerun-failed-ci\n\n{run_link(run)} for `{HEAD[:12]}` succeeded: there is no failed job to re-run.")]
+    assert world.gh.reruns == []
+
+
+def test_rerun_failed_ci_reads_the_head_at_comment_time(world):
+    # The PR moved on: the run of the new head is the one looked for; the old head's is left alone.
+    old = world.gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")
+    world.gh.pulls[PR].head_sha = MOVED
+    new = world.gh.add_run("pr-test.yml", head_sha=MOVED, conclusion="failure")
+    result = world.run("/rerun-failed-ci", login="wendy")
+    assert result.rc == 0
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(MOVED), rerun(new["id"], "rerun-failed-jobs"),
+                             REACT]
+    assert world.gh.reruns == [new["id"]] and old["run_attempt"] == 1
 
 
 def test_a_failed_dispatch_is_reported(world):
@@ -421,9 +525,21 @@ def test_a_failed_dispatch_is_reported(world):
     result = world.run("/rerun-failed-ci", login="wendy")
     assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 422: Workflow does not have "
                                           "'workflow_dispatch' trigger\n")
-    assert world.calls() == [perm("wendy"), start_pipeline(), reply(
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(), start_pipeline(), reply(
         "> /rerun-failed-ci\n\n`/rerun-failed-ci` failed: GitHub API error 422: Workflow does not have "
         "'workflow_dispatch' trigger.")]
+
+
+def test_a_refused_rerun_is_reported(world):
+    run = world.gh.add_run("pr-test.yml", head_sha=HEAD, conclusion="failure")
+    world.gh.fail("POST", f"{P}/actions/runs/{run['id']}/rerun-failed-jobs", 403, "Resource not accessible by "
+                  "integration")
+    result = world.run("/rerun-failed-ci", login="wendy")
+    assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 403: Resource not accessible "
+                                          "by integration\n")
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(), rerun(run["id"], "rerun-failed-jobs"), reply(
+        "> /rerun-failed-ci\n\n`/rerun-failed-ci` failed: GitHub API error 403: Resource not accessible by "
+        "integration.")]
 
 
 # -- rerunning one test file ---------------------------------------------------------------------------------
