@@ -7,7 +7,8 @@ and the expression evaluator that does it (tests/workflow_eval.py).
   must be exactly the scenario's expected ones; every assertion about stage jobs is made
   against the plan's outputs.
 - The workflow's bash steps that decide something (the plan inputs, the pin and image
-  checks) run in bash; the result job is decided by `ci-policy result`'s own rule.
+  checks, the result) run in bash: the result job's own `ci-policy result` line reads the
+  plan file the plan job's own `ci-policy plan` line wrote.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -256,8 +258,9 @@ def read_github_output(text: str) -> dict[str, str]:
     return out
 
 
-def run_step(step: dict, env: dict, cwd: Path) -> tuple[str, dict]:
-    """A `run:` step as the runner runs it (bash -eo pipefail), in `cwd`, with its evaluated env."""
+def run_step(step: dict, env: dict, cwd: Path, stdout: list[str] | None = None) -> tuple[str, dict]:
+    """A `run:` step as the runner runs it (bash -eo pipefail), in `cwd`, with its evaluated env;
+    its standard output appended to `stdout` when given."""
     output = cwd / f"github-output-{len(list(cwd.glob('github-output-*')))}"
     output.write_text("")
     full = {"PATH": f"{Path(console_script()).parent}{os.pathsep}{os.environ['PATH']}",
@@ -265,16 +268,17 @@ def run_step(step: dict, env: dict, cwd: Path) -> tuple[str, dict]:
             "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(cwd / "summary.md")}
     proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
                           cwd=cwd, env=clean_env(**full), capture_output=True, text=True, timeout=120, check=False)
+    if stdout is not None:
+        stdout.append(proc.stdout)
     return ("success" if proc.returncode == 0 else "failure"), read_github_output(output.read_text())
 
 
-def result_step(step: dict) -> tuple[str, dict]:
-    """The result job's `ci-policy result` step, decided by the command's own rule on what the
-    workflow passes it."""
-    from ci_policy.plan.outcome import outcome, parse_needs, parse_plan_complete
-
-    decided = outcome(parse_plan_complete(step["env"]["PLAN_COMPLETE"]), parse_needs(step["env"]["NEEDS"]))
-    return ("success" if decided.ok else "failure"), {}
+def result_step(workspace: Path, stdout: list[str] | None = None) -> Callable[[dict], tuple[str, dict]]:
+    """The result job's own `ci-policy result` line, run in the workspace where the plan job's
+    own `ci-policy plan` line wrote the plan file (the artifact the job fetches)."""
+    def hook(step: dict) -> tuple[str, dict]:
+        return run_step(step["step"], step["env"], workspace, stdout)
+    return hook
 
 
 def entry(stage: str, lane: int, shards: str, backend: str, runs_on: list[str], image: str = "",
@@ -409,7 +413,8 @@ def decoded(name: str, value: str | None) -> object:
 
 
 def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], str | None] | None = None,
-             run_attempt: str = "1", plan_fails: bool = False) -> Simulation:
+             image_results: Callable[[dict], str | None] | None = None, run_attempt: str = "1",
+             plan_fails: bool = False, result_out: list[str] | None = None) -> Simulation:
     prepare_workspace(s, workspace)
 
     def plan_step(step: dict) -> tuple[str, dict]:
@@ -427,8 +432,9 @@ def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], st
                     hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("plan", "plan"): plan_step,
                            ("images", "image"): lambda step: run_step(step["step"], step["env"], workspace),
-                           ("result", "result"): result_step},
-                    results={"stages": stage_results} if stage_results else None)
+                           ("result", "result"): result_step(workspace, result_out)},
+                    results={**({"stages": stage_results} if stage_results else {}),
+                             **({"images": image_results} if image_results else {})} or None)
 
 
 def planned_entries(sim: Simulation) -> list[dict]:
@@ -563,22 +569,61 @@ def test_one_failed_or_cancelled_lane_fails_the_result_and_the_other_lanes_run(t
 
 
 def test_a_failed_image_build_skips_the_stages_and_fails_the_result(tmp_path):
-    s = SCENARIOS["megatron"]
-    prepare_workspace(s, tmp_path)
-    sim = simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"pr-event": s.pr, "plan": s.plan}},
-                   hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path),
-                          ("result", "result"): result_step},
-                   results={"images": lambda e: "failure" if e["backend"] == "rocm" else None})
+    said: list[str] = []
+    sim = pipeline(SCENARIOS["megatron"], tmp_path, image_results=lambda e: "failure" if e["backend"] == "rocm"
+                   else None, result_out=said)
     assert results(sim) == {"plan": "success", "images": "failure", "stages": "skipped", "result": "failure"}
+    assert said == ["ci-policy result: FAIL\n  plan: success\n  images: failure\n  stages: skipped\n"
+                    "fail: job images failed\n::error::job images failed\n"]
 
 
 def test_an_unapproved_fork_pr_runs_no_accelerator_job_and_builds_no_image(tmp_path):
-    sim = pipeline(SCENARIOS["fork-unapproved"], tmp_path)
+    """Every job that ran passed, yet the required check fails until a maintainer approves the head."""
+    said: list[str] = []
+    sim = pipeline(SCENARIOS["fork-unapproved"], tmp_path, result_out=said)
     plan = sim.jobs["plan"].outputs
     assert plan["trust"] == "untrusted"
     assert sim.jobs["images"].result == "skipped"
     assert {run.matrix["backend"] for run in stage_runs(sim)} <= {"cpu"}
-    assert sim.jobs["result"].result == "success"
+    assert (sim.jobs["stages"].result, sim.jobs["result"].result) == ("success", "failure")
+    awaiting = (f"awaiting `/ok-to-test {HEAD}` from a maintainer: this head is an outside contributor's, not "
+                "approved, so its accelerator stages did not run")
+    held = [f"stage {stage} did not run: untrusted head not approved"
+            for stage in ("stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350")]
+    assert said == ["ci-policy result: FAIL\n  plan: success\n  images: skipped\n  stages: success\n"
+                    + "".join(f"fail: {r}\n" for r in [awaiting, *held])
+                    + "".join(f"::error::{r}\n" for r in [awaiting, *held])]
+    decide = sim.jobs["result"].runs[0].step("result")
+    assert decide.env == {
+        "PLAN_COMPLETE": "true", "PLAN_FILE": "ci-policy-plan/plan.json", "HEAD_SHA": HEAD,
+        "NEEDS": '{"plan":{"result":"success"},"images":{"result":"skipped"},"stages":{"result":"success"}}'}
+    assert sim.jobs["result"].runs[0].step("Fetch the plan").with_ == {"name": "ci-policy-plan-1",
+                                                                     "path": "ci-policy-plan"}
+
+
+def test_a_pull_request_run_reads_its_pull_request_through_the_api_for_its_event_head(tmp_path):
+    """Labels added since the event (a re-run keeps the payload) are read now; the head stays the event's."""
+    sim = pipeline(SCENARIOS["megatron"], tmp_path)
+    plan_run = sim.jobs["plan"].runs[0]
+    assert (plan_run.step("pr-event").ran, plan_run.step("pr-number").ran) == (True, False)
+    assert plan_run.step("pr-event").env == {"GITHUB_TOKEN": "***", "PULL_NUMBER": 42, "EVENT_HEAD_SHA": HEAD}
+    [argv] = [shlex.split(step["run"]) for step in load(PIPELINE)["jobs"]["plan"]["steps"]
+              if step.get("id") == "pr-event"]
+    assert argv == ["ci-policy", "pull-request", "--number", "$PULL_NUMBER", "--expect-head", "$EVENT_HEAD_SHA",
+                    "--diff-out", "ci-policy-plan/pr.diff", "--format", "github"]
+
+
+def test_an_approved_fork_head_passes_when_its_lanes_pass(tmp_path):
+    s = SCENARIOS["fork-approved"]
+    approved = Scenario("pull_request", pull_request_event("synchronize", fork=True, labels=MEGATRON), {},
+                        s.pr, s.diff, s.plan)
+    said: list[str] = []
+    sim = pipeline(approved, tmp_path, result_out=said)
+    assert results(sim) == {"plan": "success", "images": "success", "stages": "success", "result": "success"}
+    assert said == ["ci-policy result: PASS\n  plan: success\n  images: success\n  stages: success\n"
+                    "pass: every needed job succeeded (plan, images, stages)\n"]
+    # A pull_request run reports no commit status: its check run is the one required.
+    assert not sim.jobs["result"].runs[0].step("Report the result on the pull request head").ran
 
 
 CONFIG_CHECKOUT = "Check out the configuration of the base commit"
@@ -632,7 +677,8 @@ def test_a_dispatched_run_reports_a_failure_on_the_pr_head(tmp_path):
     sim = pipeline(SCENARIOS["fork-approved"], tmp_path, stage_results=lambda e: "failure")
     report = sim.jobs["result"].runs[0].step("Report the result on the pull request head")
     assert (sim.jobs["result"].result, report.ran, report.env["STATE"]) == ("failure", True, "failure")
-    assert report.env["DESCRIPTION"] == "the plan is incomplete, or a job failed or was cancelled"
+    assert report.env["DESCRIPTION"] == ("the plan is incomplete, the head awaits /ok-to-test, or a job failed or was "
+                                         "cancelled")
 
 
 def store_urls(sim: Simulation) -> set[str]:
@@ -724,7 +770,7 @@ def test_a_rerun_of_failed_lanes_fetches_the_plan_of_the_plan_jobs_attempt(tmp_p
     assert first.jobs["result"].result == "failure"
     second = simulate(load(PIPELINE), caller_event(s, run_attempt="2"),
                       kept={job: first.jobs[job] for job in ("plan", "images")},
-                      hooks={("result", "result"): result_step})
+                      hooks={("result", "result"): result_step(tmp_path)})
     assert second.jobs["result"].result == "success"
     for run in stage_runs(second):
         assert run.step("Fetch the plan").with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan"}
