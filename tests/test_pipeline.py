@@ -857,6 +857,20 @@ def test_the_example_caller_grants_what_the_pipeline_jobs_ask_and_passes_its_sec
     assert not any(spec["required"] for spec in declared.values())
 
 
+@pytest.mark.parametrize("event, payload, dispatch, title", [
+    ("workflow_dispatch", {"inputs": {"pull-request": "42"}}, {"pull-request": "42"},
+     "PR Test for #42 (started by a comment command)"),
+    ("pull_request", {"pull_request": {"number": 42, "title": "Fix the loss"}}, {}, "Fix the loss"),
+    ("schedule", {"schedule": "0 15 * * 6"}, {}, "PR Test"),
+])
+def test_a_dispatched_run_is_named_after_its_pr_and_other_runs_keep_their_titles(event, payload, dispatch, title):
+    """A dispatched run's checks show on the default branch: its name says which PR it is for."""
+    ctx = {"github": {"event_name": event, "event": payload, "workflow": "PR Test"},
+           "inputs": {"pull-request": "", "cadence": "", **dispatch} if event == "workflow_dispatch" else {},
+           "vars": {}}
+    assert interpolate(load(CALLER)["run-name"], ctx) == title
+
+
 def test_the_example_caller_runs_on_the_events_the_pipeline_handles():
     on = workflow_triggers(load(CALLER))
     assert on["pull_request"]["types"] == ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
