@@ -6,7 +6,7 @@
   ("" when unknown).
 - Out: a `Result`: the `Outcome` (each needed job's result, the reasons to fail, the head
   awaiting `/ok-to-test` and the stages held back for trust) and the plan's completeness as
-  read. With a plan file, its `plan_complete` and invalid files are the plan's; its stages
+  read. With a plan file, its `plan_complete`, invalid files and skipped stages are the plan's; its stages
   skipped with `plan.policy.UNTRUSTED_REASON` fail the result until a maintainer approves
   the head (`plan.outcome`).
 - Refused (`UsageError`): neither --plan nor --plan-complete; a plan_complete other than
@@ -62,5 +62,7 @@ def result(request: ResultRequest) -> Result:
                          hint="pass the plan job's own plan file and output, from the same run attempt")
     held = held_for_trust((stage.name, stage.decision, stage.reasons) for stage in plan.stages)
     invalid = tuple(file for file, _diagnostics in plan.invalid)
-    decided = outcome(plan.plan_complete, jobs, held=held, head_sha=request.head_sha, invalid=invalid)
+    skipped = tuple(stage.name for stage in plan.stages if stage.decision == "skip")
+    decided = outcome(plan.plan_complete, jobs, held=held, head_sha=request.head_sha, invalid=invalid,
+                      skipped_stages=skipped)
     return Result(decided, plan.plan_complete)

@@ -124,9 +124,10 @@ def awaiting_text(head_sha: str) -> str:
 
 def outcome(plan_complete: bool | None, jobs: tuple[Job, ...], *,
             held: tuple[tuple[str, str], ...] = (), head_sha: str = "",
-            invalid: tuple[str, ...] | None = None) -> Outcome:
-    """`held`: the stages held back for trust (`held_for_trust`); `invalid`: the plan file's
-    invalid files (None: a job's `invalid_files` output, if any)."""
+            invalid: tuple[str, ...] | None = None, skipped_stages: tuple[str, ...] | None = None) -> Outcome:
+    """`held`: the stages held back for trust (`held_for_trust`); `invalid` and `skipped_stages`:
+    the plan file's invalid files and skipped stages (None: a job's `invalid_files` and
+    `skipped_stages` outputs, if any)."""
     failures = []
     if held:
         # Never a pass while a stage was skipped only because nobody approved the head: a
@@ -155,7 +156,7 @@ def outcome(plan_complete: bool | None, jobs: tuple[Job, ...], *,
     if skipped and not set(ran) - planners:
         # Only the plan ran: what ran nothing is the plan's decision, with its reasons in its summary.
         why = [f"jobs skipped: {', '.join(skipped)}"]
-        stages = _names(jobs, "skipped_stages")
+        stages = list(skipped_stages) if skipped_stages is not None else _names(jobs, "skipped_stages")
         if stages:
             why.append(f"stages the plan skipped: {', '.join(stages)}")
         return Outcome(True, (), jobs, "every stage skipped: " + "; ".join(why))

@@ -228,6 +228,25 @@ def test_the_plan_files_completeness_and_invalid_files_are_the_plans(tmp_path, c
         1, "", False, ["the plan is partial (see the plan job's annotations)"])
 
 
+def test_a_docs_only_plan_passes_naming_the_stages_it_skipped(tmp_path, capsys):
+    """With the cpu stage diff-pruned, a docs-only change plans no stage: nothing ran, and it passes."""
+    config = tmp_path / "ci-policy.yml"
+    config.write_text((EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text(encoding="utf-8").replace(
+        "    backend: cpu\n    runner: pytest\n", "    backend: cpu\n    runner: pytest\n    diff_pruned: true\n"),
+        encoding="utf-8")
+    (tmp_path / "pr.diff").write_bytes(b"M\0docs/guide.md\0")
+    path = tmp_path / "docs.json"
+    rc, _out, err = run(["plan", "--repo", str(EXAMPLE_REPO), "--config", str(config), "--event", "pull_request",
+                         "--labels-json", "[]", "--diff", str(tmp_path / "pr.diff"), "--trust", "trusted",
+                         "--json-out", str(path)], capsys)
+    assert (rc, err) == (0, "")
+    skipped = needs(plan="success", images="skipped", stages="skipped")
+    assert run(["result", "--plan", str(path), "--needs-json", skipped], capsys) == (
+        0, "ci-policy result: PASS\n  plan: success\n  images: skipped\n  stages: skipped\n"
+           "pass: every stage skipped: jobs skipped: images, stages; stages the plan skipped: stage-a-cpu, "
+           "stage-b-1-gpu-h200, stage-c-4-gpu-h200, stage-c-4-gpu-mi350\n", "")
+
+
 def test_an_empty_plan_option_means_no_plan_file(capsys):
     """The result job passes "" when the plan job wrote no plan: --plan-complete decides."""
     assert run(["result", "--plan", "", "--plan-complete", "", "--needs-json",
