@@ -4,10 +4,12 @@ against one fake GitHub (tests/github_fake.py), the job graph evaluated by tests
 
 A fork's pull request (outside contributor, labels added after its event):
 
-1. its `pull_request` run plans it untrusted: the GPU stages are held back, and the result
-   fails with "awaiting `/ok-to-test <head>`" though every job that ran passed;
+1. its `pull_request` run plans it untrusted; no label calls for a GPU test, so nothing waits
+   for an approval and the cpu stage decides the check;
 2. a maintainer's label command (the job's token: no labeled run) re-runs that run; its plan
-   job reads the new label through the API, not from the re-run's old payload;
+   job reads the new label through the API, not from the re-run's old payload: the GPU
+   stages it calls for are held back, and the result fails with "awaiting `/ok-to-test
+   <head>`" though every job that ran passed;
 3. `/ok-to-test <head>` records the approval and re-runs it again: approved, the GPU lanes
    run and the result passes; one failing lane fails it, and `/rerun-failed-ci` re-runs only
    the failed jobs, with the plan job's plan kept;
@@ -116,12 +118,13 @@ def test_a_fork_pr_from_its_first_run_to_approval_a_failed_lane_and_a_new_push(w
     gh.issue_labels[PR] = []
     pipeline = Pipeline(world, tmp_path / "runner")
 
-    # 1. The pull_request run: untrusted, the GPU stages held back, the check fails.
+    # 1. The pull_request run, no label yet: untrusted, but no label calls for a GPU test
+    #    (trusted, none would run either), so nothing waits for an approval: the cpu stage decides.
     run = gh.add_run("pr-test.yml", head_sha=HEAD, conclusion=None, status="in_progress")
     first = pipeline.run(HEAD, 1)
     assert first.jobs["plan"].outputs["trust"] == "untrusted"
-    assert first.jobs["result"].result == "failure"
-    assert awaiting(HEAD) in pipeline.said[0]
+    assert stages_planned(first) == {"stage-a-cpu"}
+    assert first.jobs["result"].result == "success"
     finish(run, first)
 
     # 2. A label command with the job's token: the label, then a re-run of that run.
