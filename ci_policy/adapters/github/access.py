@@ -4,7 +4,8 @@
   and the trusted label registry.
 - Out: a frozen `AccessPolicy`: groups (repository permissions and user ids), per
   command, the group allowed to use it plus its settings, and the pipeline workflow
-  (`"pipeline": {"workflow": "pr-test.yml"}`) the commands that start a run dispatch.
+  (`"pipeline": {"workflow": "pr-test.yml"}`) whose pull_request runs the commands that
+  start a run re-run (or, with no run for the head, dispatch).
   The document is declared once, as `PolicyDocument`'s dataclasses through `read.codec`
   (each entry read on its own so that every problem is reported at once);
   `write_access_policy(policy)`: the text that reads back as `policy`.
@@ -14,7 +15,7 @@
   not exist, an `allowed_labels` entry that is neither `run-ci-<known label>` nor a
   workflow-only label, a pin pattern that is not a valid regex or is longer than
   `MAX_PIN_PATTERN` characters or repeats more than `MAX_PIN_REPEAT` times (`a{9999999999}`), `rerun_failed_ci`
-  without a pipeline workflow to dispatch.
+  without a pipeline workflow to re-run.
 """
 
 from __future__ import annotations
@@ -312,7 +313,7 @@ def parse_access_policy(text: str, labels: LabelRegistry, path: str = ".github/c
                            hint=f"known labels are in {labels.path}")
             policy = CommandPolicy(group=group, allowed_labels=allowed)
         elif kind == "rerun_failed_ci" and "pipeline" not in top:
-            c.fail(where, "starts a fresh pipeline run, but no pipeline workflow is configured",
+            c.fail(where, "re-runs the PR pipeline's run, but no pipeline workflow is configured",
                    hint='add "pipeline": {"workflow": "<the PR pipeline caller, e.g. pr-test.yml>"}')
         elif kind == "rerun_test":
             policy = CommandPolicy(group=group, workflow=fields.get("workflow"), ref=fields.get("ref"),

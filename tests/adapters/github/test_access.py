@@ -212,10 +212,10 @@ C = "commands"
     ((C, "add_label", "allowed_labels"), ["megatron", "run-ci-", "run-ci-Megatron", "documentation"],
      [f"commands.add_label.allowed_labels: {label!r} is neither run-ci-<known label> nor a workflow-only "
       "label (nightly, bypass-fastfail)" for label in ("megatron", "run-ci-", "run-ci-Megatron", "documentation")]),
-    # A re-run of an old run would see its event's old labels: the command dispatches the pipeline instead.
+    # The command re-runs the PR pipeline's own run for the head: it takes no workflow of its own.
     ((C, "rerun_failed_ci", "workflows"), ["pr-test.yml"],
      ["commands.rerun_failed_ci.workflows: unknown field; allowed: group"]),
-    (("pipeline",), _DELETE, ["commands.rerun_failed_ci: starts a fresh pipeline run, but no pipeline workflow is "
+    (("pipeline",), _DELETE, ["commands.rerun_failed_ci: re-runs the PR pipeline's run, but no pipeline workflow is "
                               "configured"]),
     (("pipeline",), "pr-test.yml", ["pipeline: expected an object, got a string"]),
     (("pipeline", "workflow"), _DELETE, ["pipeline.workflow: required field is missing"]),
