@@ -54,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--token-kind", choices=("github-token", "app"), default="github-token",
                    help="app: a GitHub App's token, whose label events start the pull_request workflow; "
                         "github-token (default): the job's token, whose events start no run, so label commands "
-                        "also dispatch the pipeline workflow of .github/ci-commands.json")
+                        "also re-run the head's pull_request run of the pipeline workflow")
     p.add_argument("--commands", default=None, metavar="KINDS",
                    help="comma-separated command kinds this job handles (add_label, clear_labels, "
                         "rerun_failed_ci, rerun_test, ok_to_test); others are ignored. Default: all")
