@@ -14,7 +14,9 @@
     POST   /repos/{o}/{r}/statuses/{sha}
     GET    /repos/{o}/{r}/commits/{sha}/statuses    (per_page, page; newest first, each with its creator)
     GET    /repos/{o}/{r}/actions/workflows/{wf}/runs
-    POST   /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs
+    POST   /repos/{o}/{r}/actions/runs/{id}/rerun-failed-jobs   (a completed run only, else 403)
+    POST   /repos/{o}/{r}/actions/runs/{id}/rerun                (a completed run only, else 403)
+    POST   /repos/{o}/{r}/actions/runs/{id}/approve              (a run awaiting approval only, else 403)
     POST   /repos/{o}/{r}/actions/workflows/{wf}/dispatches
     GET    /repos/{o}/{r}/git/trees/{sha}?recursive=1
     GET    /repos/{o}/{r}/git/blobs/{sha}
@@ -189,7 +191,9 @@ class FakeGitHub:
         self.comments: list[dict] = []
         self.reactions: list[dict] = []
         self.dispatches: list[dict] = []
-        self.reruns: list[int] = []
+        self.reruns: list[int] = []          # run ids whose failed jobs were re-run
+        self.full_reruns: list[int] = []     # run ids re-run whole
+        self.approved_runs: list[int] = []   # held fork runs approved
         self.statuses: dict[str, list[dict]] = {}  # commit sha -> commit statuses, oldest first
         self.status_creator = "github-actions[bot]"  # the login of whoever calls this API
         # GitHub Actions runs: run id -> jobs (GitHub's job objects), job id -> raw log,
@@ -487,10 +491,35 @@ class FakeGitHub:
                     return 200, copy.deepcopy(run)
         return 404, _not_found()
 
-    def api_rerun_failed(self, run_id, *, query, body):
-        if not run_id.isdigit() or not any(r["id"] == int(run_id) for rs in self.runs.values() for r in rs):
+    def _find_run(self, run_id: str) -> dict | None:
+        return next((r for rs in self.runs.values() for r in rs if run_id.isdigit() and r["id"] == int(run_id)), None)
+
+    def _rerun(self, run_id: str, done: list[int]) -> tuple[int, Any]:
+        run = self._find_run(run_id)
+        if run is None:
             return 404, _not_found()
-        self.reruns.append(int(run_id))
+        if run["status"] != "completed" or run["conclusion"] == "action_required":
+            # GitHub: a run in progress (or one held for approval) cannot be re-run.
+            return 403, {"message": f"This workflow run is not completed: {run['status']}"}
+        done.append(run["id"])
+        # A re-run is a new attempt of the same run: same id, event and head.
+        run.update(status="queued", conclusion=None, run_attempt=run["run_attempt"] + 1)
+        return 201, {}
+
+    def api_rerun_failed(self, run_id, *, query, body):
+        return self._rerun(run_id, self.reruns)
+
+    def api_rerun(self, run_id, *, query, body):
+        return self._rerun(run_id, self.full_reruns)
+
+    def api_approve(self, run_id, *, query, body):
+        run = self._find_run(run_id)
+        if run is None:
+            return 404, _not_found()
+        if "action_required" not in (run["status"], run["conclusion"]):
+            return 403, {"message": "This run is not waiting for approval"}
+        self.approved_runs.append(run["id"])
+        run.update(status="queued", conclusion=None)
         return 201, {}
 
     def api_dispatch(self, workflow, *, query, body):
@@ -637,6 +666,8 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"pulls/(\d+)", "pull"),
     ("GET", r"actions/workflows/(.+)/runs", "runs"),
     ("POST", r"actions/runs/(\d+)/rerun-failed-jobs", "rerun_failed"),
+    ("POST", r"actions/runs/(\d+)/rerun", "rerun"),
+    ("POST", r"actions/runs/(\d+)/approve", "approve"),
     ("POST", r"actions/workflows/(.+)/dispatches", "dispatch"),
     ("POST", r"statuses/([0-9a-f]{40})", "create_status"),
     ("GET", r"commits/([0-9a-f]{40})/statuses", "list_statuses"),

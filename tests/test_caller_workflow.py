@@ -99,10 +99,10 @@ def test_a_newer_rerun_of_the_same_file_replaces_the_running_one():
 @pytest.mark.parametrize("inputs, expected", [
     ({"pull_number": "7", "head_sha": HEAD, "test_file": "tests/e2e/test_a.py"},
      f"rerun tests/e2e/test_a.py for #7 at {HEAD}"),
-    ({"pull-request": "7"}, ""),
+    ({"pull-request": "7"}, "ci-policy for #7 (started by a comment command)"),
     ({}, ""),
 ])
-def test_the_run_name_is_the_reruns_or_empty(inputs, expected):
+def test_the_run_name_is_the_reruns_the_dispatched_pipelines_or_empty(inputs, expected):
     """An empty run-name is GitHub's cue to name the run itself (the PR title, the commit)."""
     assert interpolate(load()["run-name"], {"inputs": dispatch_inputs(**inputs), "github": {}}) == expected
 

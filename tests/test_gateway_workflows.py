@@ -255,7 +255,8 @@ GATEWAY_JOBS = {
                "add_label,clear_labels"),
     "approve": ({"contents": "read", "issues": "write", "pull-requests": "read", "statuses": "write",
                  "actions": "write"}, "ok_to_test"),
-    "rerun-failed": ({"contents": "read", "issues": "write", "actions": "write"}, "rerun_failed_ci"),
+    "rerun-failed": ({"contents": "read", "issues": "write", "pull-requests": "read", "actions": "write"},
+                     "rerun_failed_ci"),
     "rerun-test": ({"contents": "read", "issues": "write", "pull-requests": "read", "statuses": "read",
                     "actions": "write"}, "rerun_test"),
 }

@@ -7,7 +7,8 @@
   must be exactly the scenario's expected ones; every assertion about stage jobs is made
   against the plan's outputs.
 - The workflow's bash steps that decide something (the plan inputs, the pin and image
-  checks) run in bash; the result job is decided by `ci-policy result`'s own rule.
+  checks, the result) run in bash: the result job's own `ci-policy result` line reads the
+  plan file the plan job's own `ci-policy plan` line wrote.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -351,8 +353,9 @@ def read_github_output(text: str) -> dict[str, str]:
     return out
 
 
-def run_step(step: dict, env: dict, cwd: Path) -> tuple[str, dict]:
-    """A `run:` step as the runner runs it (bash -eo pipefail), in `cwd`, with its evaluated env."""
+def run_step(step: dict, env: dict, cwd: Path, stdout: list[str] | None = None) -> tuple[str, dict]:
+    """A `run:` step as the runner runs it (bash -eo pipefail), in `cwd`, with its evaluated env;
+    its standard output appended to `stdout` when given."""
     output = cwd / f"github-output-{len(list(cwd.glob('github-output-*')))}"
     output.write_text("")
     full = {"PATH": f"{Path(console_script()).parent}{os.pathsep}{os.environ['PATH']}",
@@ -360,16 +363,25 @@ def run_step(step: dict, env: dict, cwd: Path) -> tuple[str, dict]:
             "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(cwd / "summary.md")}
     proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
                           cwd=cwd, env=clean_env(**full), capture_output=True, text=True, timeout=120, check=False)
+    if stdout is not None:
+        stdout.append(proc.stdout)
     return ("success" if proc.returncode == 0 else "failure"), read_github_output(output.read_text())
 
 
-def result_step(step: dict) -> tuple[str, dict]:
-    """The result job's `ci-policy result` step, decided by the command's own rule on what the
-    workflow passes it."""
-    from ci_policy.plan.outcome import outcome, parse_needs, parse_plan_complete
+def result_step(workspace: Path, stdout: list[str] | None = None) -> Callable[[dict], tuple[str, dict]]:
+    """The result job's own `ci-policy result` line, run in the workspace where the plan job's
+    own `ci-policy plan` line wrote the plan file (the artifact the job fetches)."""
+    def hook(step: dict) -> tuple[str, dict]:
+        return run_step(step["step"], step["env"], workspace, stdout)
+    return hook
 
-    decided = outcome(parse_plan_complete(step["env"]["PLAN_COMPLETE"]), parse_needs(step["env"]["NEEDS"]))
-    return ("success" if decided.ok else "failure"), {}
+
+def result_step_of_outputs(workspace: Path) -> Callable[[dict], tuple[str, dict]]:
+    """The result job's line where the plan job's outputs are given, not made: no plan file was
+    written, so the result decides from `plan_complete` and the needed jobs' results."""
+    def hook(step: dict) -> tuple[str, dict]:
+        return run_step(step["step"], {**step["env"], "PLAN_FILE": ""}, workspace)
+    return hook
 
 
 def entry(stage: str, lane: int, shards: str, backend: str, runs_on: list[str], image: str = "",
@@ -506,7 +518,8 @@ def decoded(name: str, value: str | None) -> object:
 
 
 def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], str | None] | None = None,
-             run_attempt: str = "1", plan_fails: bool = False) -> Simulation:
+             image_results: Callable[[dict], str | None] | None = None, run_attempt: str = "1",
+             plan_fails: bool = False, result_out: list[str] | None = None) -> Simulation:
     prepare_workspace(s, workspace)
 
     def plan_step(step: dict) -> tuple[str, dict]:
@@ -524,8 +537,9 @@ def pipeline(s: Scenario, workspace: Path, *, stage_results: Callable[[dict], st
                     hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], workspace),
                            ("plan", "plan"): plan_step,
                            ("images", "image"): lambda step: run_step(step["step"], step["env"], workspace),
-                           ("result", "result"): result_step},
-                    results={job: stage_results for job in WAVE_JOBS} if stage_results else None)
+                           ("result", "result"): result_step(workspace, result_out)},
+                    results={**({job: stage_results for job in WAVE_JOBS} if stage_results else {}),
+                             **({"images": image_results} if image_results else {})} or None)
 
 
 def planned_entries(sim: Simulation) -> list[dict]:
@@ -569,7 +583,8 @@ def test_every_stage_job_runs_its_lane_with_the_plan_jobs_inputs(name, tmp_path)
     plan_step = sim.jobs["plan"].runs[0].step("plan")
     # The repository is checked out, planned and run at the head SHA.
     assert sim.jobs["plan"].runs[0].step("Check out the repository under test").with_["ref"] == HEAD
-    assert plan_step.env["HEAD_SHA"] == HEAD
+    # Images are tagged with it, except in a fork's pull_request run, which could push none.
+    assert plan_step.env["IMAGE_SHA"] == ("" if name == "fork-unapproved" else HEAD)
     # The plan file comes from the same planning, written whole (a partial plan too) and kept with the diff.
     assert "--json-out ci-policy-plan/plan.json --stage-plans ci-policy-plan/stages" in plan_step.step["run"]
     assert [step.name for step in sim.jobs["plan"].runs[0].steps if "ci-policy plan " in step.step.get("run", "")] \
@@ -661,14 +676,14 @@ def test_one_failed_or_cancelled_lane_fails_the_result_and_the_other_lanes_run(t
 
 
 def test_a_failed_image_build_skips_the_stages_and_fails_the_result(tmp_path):
-    s = SCENARIOS["megatron"]
-    prepare_workspace(s, tmp_path)
-    sim = simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"pr-event": s.pr, "plan": s.plan}},
-                   hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path),
-                          ("result", "result"): result_step},
-                   results={"images": lambda e: "failure" if e["backend"] == "rocm" else None})
+    said: list[str] = []
+    sim = pipeline(SCENARIOS["megatron"], tmp_path, image_results=lambda e: "failure" if e["backend"] == "rocm"
+                   else None, result_out=said)
     assert results(sim) == {"plan": "success", "images": "failure", "stages-0": "skipped", **ONE_WAVE,
                             "result": "failure"}
+    assert said == ["ci-policy result: FAIL\n  plan: success\n  images: failure\n  stages-0: skipped\n"
+                    "  stages-1: skipped\n  stages-2: skipped\n  stages-3: skipped\n"
+                    "fail: job images failed\n::error::job images failed\n"]
 
 
 # -- waves ---------------------------------------------------------------------------------------
@@ -702,7 +717,7 @@ def waves_run(tmp_path: Path, plan: dict, failing: set[str] = frozenset()) -> Si
     prepare_workspace(s, tmp_path)
     return simulate(load(PIPELINE), caller_event(s), step_outputs={"plan": {"pr-event": s.pr, "plan": plan}},
                     hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path),
-                           ("result", "result"): result_step},
+                           ("result", "result"): result_step_of_outputs(tmp_path)},
                     results={job: (lambda e: "failure" if e["stage"] in failing else None) for job in WAVE_JOBS})
 
 
@@ -754,7 +769,7 @@ def test_a_rerun_of_the_failed_wave_runs_the_waves_it_skipped(tmp_path):
     first = waves_run(tmp_path, waved_plan(WAVES), failing={"stage-a-cpu"})
     second = simulate(load(PIPELINE), caller_event(SCENARIOS["megatron"], run_attempt="2"),
                       kept={job: first.jobs[job] for job in ("plan", "images")},
-                      hooks={("result", "result"): result_step})
+                      hooks={("result", "result"): result_step_of_outputs(tmp_path)})
     assert [second.jobs[job].result for job in (*WAVE_JOBS, "fast-fail", "result")] == [
         "success", "success", "success", "skipped", "skipped", "success"]
     assert [[run.matrix for run in second.jobs[job].runs] for job in WAVE_JOBS[:3]] == WAVES
@@ -803,7 +818,7 @@ def test_the_image_job_runs_on_the_planned_builder_and_logs_in_to_another_regist
     sim = simulate(load(PIPELINE), event, step_outputs={"plan": {"pr-event": s.pr, "plan": plan}},
                    hooks={("plan", "inputs"): lambda step: run_step(step["step"], step["env"], tmp_path),
                           ("images", "image"): lambda step: run_step(step["step"], step["env"], tmp_path),
-                          ("result", "result"): result_step})
+                          ("result", "result"): result_step_of_outputs(tmp_path)})
     assert results(sim) == {"plan": "success", "images": "success", "stages-0": "success", "stages-1": "skipped",
                             "stages-2": "skipped", "stages-3": "skipped", "fast-fail": "skipped", "result": "success"}
     assert [run.matrix for run in sim.jobs["images"].runs] == images
@@ -826,12 +841,29 @@ def test_without_an_image_to_build_the_image_job_never_queues(tmp_path):
 
 
 def test_an_unapproved_fork_pr_runs_no_accelerator_job_and_builds_no_image(tmp_path):
-    sim = pipeline(SCENARIOS["fork-unapproved"], tmp_path)
+    """Every job that ran passed, yet the required check fails until a maintainer approves the head."""
+    said: list[str] = []
+    sim = pipeline(SCENARIOS["fork-unapproved"], tmp_path, result_out=said)
     plan = sim.jobs["plan"].outputs
     assert plan["trust"] == "untrusted"
     assert sim.jobs["images"].result == "skipped"
     assert {run.matrix["backend"] for run in stage_runs(sim)} <= {"cpu"}
-    assert sim.jobs["result"].result == "success"
+    assert (sim.jobs["stages-0"].result, sim.jobs["result"].result) == ("success", "failure")
+    awaiting = (f"awaiting `/ok-to-test {HEAD}` from a maintainer: this head is an outside contributor's, not "
+                "approved, so its accelerator stages did not run")
+    held = [f"stage {stage} did not run: untrusted head not approved"
+            for stage in ("stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350")]
+    assert said == ["ci-policy result: FAIL\n  plan: success\n  images: skipped\n  stages-0: success\n"
+                    "  stages-1: skipped\n  stages-2: skipped\n  stages-3: skipped\n"
+                    + "".join(f"fail: {r}\n" for r in [awaiting, *held])
+                    + "".join(f"::error::{r}\n" for r in [awaiting, *held])]
+    decide = sim.jobs["result"].runs[0].step("result")
+    assert decide.env == {
+        "PLAN_COMPLETE": "true", "PLAN_FILE": "ci-policy-plan/plan.json", "HEAD_SHA": HEAD,
+        "NEEDS": '{"plan":{"result":"success"},"images":{"result":"skipped"},"stages-0":{"result":"success"},'
+                 '"stages-1":{"result":"skipped"},"stages-2":{"result":"skipped"},"stages-3":{"result":"skipped"}}'}
+    assert sim.jobs["result"].runs[0].step("Fetch the plan").with_ == {"name": "ci-policy-plan-1",
+                                                                     "path": "ci-policy-plan"}
 
 
 CONFIG_CHECKOUT = "Check out the configuration of the base commit"
@@ -865,28 +897,46 @@ def test_the_image_job_refuses_an_untrusted_head_whatever_the_plan_says(tmp_path
     assert sim.jobs["images"].result == "skipped"
 
 
-def test_an_approved_fork_head_runs_its_gpu_lanes_and_reports_on_the_pr_head(tmp_path):
-    sim = pipeline(SCENARIOS["fork-approved"], tmp_path)
+def test_a_pull_request_run_reads_its_pull_request_through_the_api_for_its_event_head(tmp_path):
+    """Labels added since the event (a re-run keeps the payload) are read now; the head stays the event's."""
+    sim = pipeline(SCENARIOS["megatron"], tmp_path)
     plan_run = sim.jobs["plan"].runs[0]
-    # Dispatched with the PR number: the PR is read through the API, planned as a pull request.
-    assert (plan_run.step("pr-event").ran, plan_run.step("pr-number").ran) == (False, True)
-    assert plan_run.step("pr-number").env == {"GITHUB_TOKEN": "***", "PULL_NUMBER": "42"}
-    assert plan_run.step("plan").env["EVENT_NAME"] == "pull_request"
-    assert sim.jobs["plan"].outputs["trust"] == "approved"
-    assert {"cuda", "rocm"} <= {run.matrix["backend"] for run in stage_runs(sim)}
-    assert results(sim)["result"] == "success"
-    report = sim.jobs["result"].runs[0].step("Report the result on the pull request head")
-    assert report.ran
-    assert report.env == {"GITHUB_TOKEN": "***", "HEAD_SHA": HEAD, "STATE": "success",
-                          "DESCRIPTION": "every planned job passed or was skipped with a reason",
-                          "RUN_URL": "https://github.com/octo/gpu-repo/actions/runs/1001"}
+    assert (plan_run.step("pr-event").ran, plan_run.step("pr-number").ran) == (True, False)
+    assert plan_run.step("pr-event").env == {"GITHUB_TOKEN": "***", "PULL_NUMBER": "42", "EVENT_HEAD_SHA": HEAD}
+    [argv] = [shlex.split(step["run"]) for step in load(PIPELINE)["jobs"]["plan"]["steps"]
+              if step.get("id") == "pr-event"]
+    assert argv == ["ci-policy", "pull-request", "--number", "$PULL_NUMBER", "--expect-head", "$EVENT_HEAD_SHA",
+                    "--diff-out", "ci-policy-plan/pr.diff", "--format", "github"]
+
+
+def test_an_approved_fork_head_passes_when_its_lanes_pass(tmp_path):
+    """Its pull_request run (re-run after /ok-to-test) holds a read-only token: no image is built,
+    and the GPU lanes run in the configured default tag."""
+    s = SCENARIOS["fork-approved"]
+    latest = [{**e, "image": e["image"].replace(HEAD, "latest")} for e in CPU + GPU]
+    approved = Scenario("pull_request", pull_request_event("synchronize", fork=True, labels=MEGATRON), {},
+                        s.pr, s.diff, contract_outputs(latest, trust="approved"))
+    said: list[str] = []
+    sim = pipeline(approved, tmp_path, result_out=said)
+    assert sim.jobs["plan"].runs[0].step("plan").env["IMAGE_SHA"] == ""
+    assert results(sim) == {"plan": "success", "images": "skipped", "stages-0": "success", **ONE_WAVE,
+                            "result": "success"}
+    assert {run.matrix["image"] for run in stage_runs(sim)} == {"", "ghcr.io/minirl/ci-cuda:latest",
+                                                                  "ghcr.io/minirl/ci-rocm:latest"}
+    assert said == ["ci-policy result: PASS\n  plan: success\n  images: skipped\n  stages-0: success\n"
+                    "  stages-1: skipped\n  stages-2: skipped\n  stages-3: skipped\n"
+                    "pass: every needed job succeeded (plan, stages-0) or was skipped (images, stages-1, stages-2, "
+                    "stages-3)\n"]
+    # A pull_request run reports no commit status: its check run is the one required.
+    assert not sim.jobs["result"].runs[0].step("Report the result on the pull request head").ran
 
 
 def test_a_dispatched_run_reports_a_failure_on_the_pr_head(tmp_path):
     sim = pipeline(SCENARIOS["fork-approved"], tmp_path, stage_results=lambda e: "failure")
     report = sim.jobs["result"].runs[0].step("Report the result on the pull request head")
     assert (sim.jobs["result"].result, report.ran, report.env["STATE"]) == ("failure", True, "failure")
-    assert report.env["DESCRIPTION"] == "the plan is incomplete, or a job failed or was cancelled"
+    assert report.env["DESCRIPTION"] == ("the plan is incomplete, the head awaits /ok-to-test, or a job failed or was "
+                                         "cancelled")
 
 
 def store_urls(sim: Simulation) -> set[str]:
@@ -1003,7 +1053,7 @@ def test_a_rerun_of_failed_lanes_fetches_the_plan_of_the_plan_jobs_attempt(tmp_p
     assert first.jobs["result"].result == "failure"
     second = simulate(load(PIPELINE), caller_event(s, run_attempt="2"),
                       kept={job: first.jobs[job] for job in ("plan", "images")},
-                      hooks={("result", "result"): result_step})
+                      hooks={("result", "result"): result_step(tmp_path)})
     assert second.jobs["result"].result == "success"
     for run in stage_runs(second):
         assert run.step("Fetch the plan").with_ == {"name": "ci-policy-plan-1", "path": "ci-policy-plan"}
@@ -1097,6 +1147,21 @@ def test_the_example_caller_grants_what_the_pipeline_jobs_ask_and_passes_its_sec
     # The registry secrets are for an image registry other than ghcr.io; the example pushes to ghcr.io.
     assert set(job["secrets"]) == set(declared) - {"registry-username", "registry-password"}
     assert not any(spec["required"] for spec in declared.values())
+
+
+@pytest.mark.parametrize("event, payload, dispatch, title", [
+    ("workflow_dispatch", {"inputs": {"pull-request": "42"}}, {"pull-request": "42"},
+     "ci-policy for #42 (started by a comment command)"),
+    ("pull_request", {"pull_request": {"number": 42, "title": "Fix the loss"}}, {}, ""),
+    ("schedule", {"schedule": "0 15 * * 6"}, {}, ""),
+])
+def test_a_dispatched_run_is_named_after_its_pr_and_other_runs_keep_githubs_names(event, payload, dispatch, title):
+    """A dispatched run's checks show on the default branch: its name says which PR it is for. An
+    empty run-name is GitHub's cue to name the run itself (the PR title, the commit)."""
+    ctx = {"github": {"event_name": event, "event": payload, "workflow": "PR Test"},
+           "inputs": {"pull-request": "", "cadence": "", **dispatch} if event == "workflow_dispatch" else {},
+           "vars": {}}
+    assert interpolate(load(CALLER)["run-name"], ctx) == title
 
 
 def test_the_example_caller_runs_on_the_events_the_pipeline_handles():

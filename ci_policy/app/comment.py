@@ -6,10 +6,13 @@
   rest is read) and its kind, the command kinds handled, dry-run, whether the dry-run
   requests are collected (json) or printed as they are made, the approver (the login
   the gateway's `ci-policy/ok-to-test` statuses are created by; None: `github-actions[bot]`),
-  and the workflow files the gateway dispatches where the access policy names none: the
-  pipeline's and `/rerun-test`'s (default both `CALLER_WORKFLOW`, the one caller file).
+  and the workflow files where the access policy names none: the pipeline's and
+  `/rerun-test`'s (default both `CALLER_WORKFLOW`, the one caller file).
 - Out: a `CommentResult`: the gateway's status, message and exit code, in json dry-run the
   requests it would have sent, and warnings (approval statuses another identity created).
+- The pipeline workflow (the access policy's "pipeline", else `pipeline_workflow`) is the one
+  whose pull_request runs the commands that start a run re-run, approve or, with no run for
+  the head, dispatch.
 - Refused: a missing payload, repository or repository id, an unknown command kind, an
   approver that is not a GitHub login, a workflow that is not a file name (`UsageError`);
   a payload or policy that cannot be read (exit 1).

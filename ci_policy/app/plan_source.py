@@ -97,7 +97,7 @@ def stage_job(source: PlanSource, tree: CleanTree | None = None, *, gated: bool)
         return StageJob.of(_plan_of_file(source, plan_file, changed), source.stage)
 
 
-def _plan_text(value: str) -> str:
+def plan_text(value: str) -> str:
     try:
         with open(value, "rb") as fh:
             data = fh.read(MAX_PLAN_FILE_BYTES + 1)
@@ -123,12 +123,12 @@ def _read_plan(source: PlanSource, tree: CleanTree | None) -> tuple[PlanFile, st
         # recorded (nothing else of the plan is read), else the whole plan beside it.
         own = os.path.join(path, STAGE_PLANS, f"{source.stage}.json")
         if source.stage and NAME_RE.fullmatch(source.stage) and os.path.isfile(own):
-            stage_plan = planfile.read_plan_file(_plan_text(own), own, source.stage)
+            stage_plan = planfile.read_plan_file(plan_text(own), own, source.stage)
             if (stage_plan.stage_plan and repo.is_dir()
                     and unchanged_since(repo, source.config, stage_plan.inputs, tree)):
                 return stage_plan, None
         path = os.path.join(path, WHOLE_PLAN)
-    plan_file = planfile.read_plan_file(_plan_text(path), path, source.stage)
+    plan_file = planfile.read_plan_file(plan_text(path), path, source.stage)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
                          code="CP403", hint="pass --repo with the checkout's root directory")

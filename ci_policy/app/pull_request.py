@@ -1,15 +1,18 @@
 """`pull-request`: the pull request a pipeline run is for, its trust and its diff.
 
-- In: a `PullRequestRequest`: the event payload's path or the PR number, the repository (None:
+- In: a `PullRequestRequest`: the event payload's path or the PR number (with the head the run
+  is for, `expect_head`, when a pull_request run reads its PR through the API), the repository (None:
   `$GITHUB_REPOSITORY`, else the payload's base repository), the token (asked for only when the
   API is needed), the API URL, where to write the diff, and the approver: the login whose
   `ci-policy/ok-to-test` statuses count (None: `plan.trust.DEFAULT_APPROVER`).
 - Out: a `PullRequestResult`: the pull request, its trust decision (`plan.trust`, with a warning
   for each approval status another identity created), the diff file written ("" for none) and,
   when the API gave no usable diff, why (a warning to print).
-- Refused: an approver that is not a GitHub login, a missing token or repository when the API is
-  needed (`UsageError`); a payload that is not a pull request's, a PR to another repository, an
-  API error (exit 1).
+- Refused: an approver that is not a GitHub login, an expected head that is not 40 hex digits, a
+  missing token or repository when the API is needed (`UsageError`); a payload that is not a
+  pull request's, a PR to another repository, an API error, a PR whose head is no longer the
+  expected one (a re-run of an older head's run: its checks attach to that head, so planning
+  the new one there would report the new head's result on the old commit) (exit 1).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_policy.adapters.github.api import Api, github_api
-from ci_policy.adapters.github.pulls import decide, fetch_diff, fetch_pull_request, pull_request_of
+from ci_policy.adapters.github.pulls import SHA_RE, decide, fetch_diff, fetch_pull_request, pull_request_of
 from ci_policy.errors import InputError, UsageError
 from ci_policy.plan.trust import DEFAULT_APPROVER, PullRequest, TrustDecision, check_login
 
@@ -37,6 +40,7 @@ class PullRequestRequest:
     api_url: str
     diff_out: str | None = None
     approver: str | None = None
+    expect_head: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ def approver_of(value: str | None) -> str:
 
 def pull_request(request: PullRequestRequest) -> PullRequestResult:
     approver = approver_of(request.approver)
+    if request.expect_head is not None and not SHA_RE.fullmatch(request.expect_head):
+        raise UsageError(f"expected a 40-hex commit SHA, got {request.expect_head[:80]!r}", source="--expect-head",
+                         hint="pass ${{ github.event.pull_request.head.sha }}")
     repository = request.repository or os.environ.get("GITHUB_REPOSITORY") or None
     api: Api | None = None
 
@@ -90,6 +97,11 @@ def pull_request(request: PullRequestRequest) -> PullRequestResult:
 
     if request.number is not None:
         pull = fetch_pull_request(client(), repository or "", request.number)
+        if request.expect_head is not None and pull.head_sha != request.expect_head:
+            raise InputError(f"its head is now {pull.head_sha}, not {request.expect_head}, the commit this run is for",
+                             path=f"pull request #{pull.number}",
+                             hint="the run of the new head decides the pull request; re-run that one "
+                                  "(`/rerun-failed-ci`), not this one")
     else:
         assert request.event_path is not None
         pull = pull_request_of(_payload_pull(request.event_path), "the event payload's pull_request",

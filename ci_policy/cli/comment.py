@@ -4,8 +4,9 @@
   configuration and the labels; never the PR's), --event-path (the event payload), the
   configured repository, a token and its kind (--token-kind: a GitHub App's token, whose
   label events start workflow runs, or the job's token, after whose label commands the
-  gateway dispatches the PR pipeline), --commands (the kinds this job may carry out),
-  --dry-run, --format text|json, --approver (the login the gateway's `ci-policy/ok-to-test`
+  gateway re-runs the PR pipeline's run for the head), --commands (the kinds this job may
+  carry out), --pipeline-workflow (the PR pipeline caller's file; default: the access
+  policy's), --dry-run, --format text|json, --approver (the login the gateway's `ci-policy/ok-to-test`
   statuses are created by: github-actions[bot], the default, for the job's token; an App's
   NAME[bot]), --pipeline-workflow and --rerun-test-workflow (the workflow files dispatched
   where the access policy names none; default both ci-policy.yml, the one caller file).
@@ -54,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--token-kind", choices=("github-token", "app"), default="github-token",
                    help="app: a GitHub App's token, whose label events start the pull_request workflow; "
                         "github-token (default): the job's token, whose events start no run, so label commands "
-                        "also dispatch the pipeline workflow of .github/ci-commands.json")
+                        "also re-run the head's pull_request run of the pipeline workflow")
     p.add_argument("--commands", default=None, metavar="KINDS",
                    help="comma-separated command kinds this job handles (add_label, clear_labels, "
                         "rerun_failed_ci, rerun_test, ok_to_test); others are ignored. Default: all")
@@ -63,7 +64,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "whose approvals count (default github-actions[bot], the job's token; a GitHub App's "
                         "is NAME[bot])")
     p.add_argument("--pipeline-workflow", default=CALLER_WORKFLOW, metavar="FILE",
-                   help="the workflow file the commands that start a pipeline run dispatch, when "
+                   help="the workflow file that calls the PR pipeline, whose pull_request runs the commands re-run "
+                        "(or dispatch, with no run for the head), when "
                         f".github/ci-commands.json names none (default {CALLER_WORKFLOW}, the one caller file)")
     p.add_argument("--rerun-test-workflow", default=CALLER_WORKFLOW, metavar="FILE",
                    help="the workflow file /rerun-test dispatches, when commands.rerun_test names none "

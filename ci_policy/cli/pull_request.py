@@ -1,7 +1,8 @@
 """`ci-policy pull-request`: the pull request a pipeline run is for, its trust and its diff.
 
 - In: --event-path (a `pull_request` event payload) or --number (read through the API:
-  the PR's current head and labels, for a run a comment command dispatched);
+  the PR's current head and labels: a pull_request run's labels in its payload are those of
+  its event, stale in a re-run) with --expect-head (the head the run is for);
   --repository (default $GITHUB_REPOSITORY, else the payload's base repository), the
   token ($GITHUB_TOKEN, or --token-env), --api-url, --diff-out, --format
   text|json|github, --approver (the login whose `ci-policy/ok-to-test` statuses approve a
@@ -13,8 +14,9 @@
   usable diff nothing is written, `diff_file` is empty and a warning says why. An
   approval status another identity created is ignored, with a warning naming it.
 - Refused: both or neither of --event-path and --number, an --approver that is not a
-  GitHub login, a missing token or repository when the API is needed (exit 2); a payload
-  that is not a pull request's, an API error (exit 1).
+  GitHub login, an --expect-head that is not a commit SHA or comes without --number, a
+  missing token or repository when the API is needed (exit 2); a payload that is not a pull
+  request's, an API error, a PR whose head is not --expect-head (exit 1).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ci_policy.app.pull_request import PullRequestRequest, pull_request
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, positive_int, token
 from ci_policy.cli.output import append_github_file, github_file, warn
+from ci_policy.errors import UsageError
 from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
 
 NAME = "pull-request"
@@ -40,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     source.add_argument("--event-path", metavar="FILE", help="the payload of a pull_request event")
     source.add_argument("--number", type=positive_int, metavar="N",
                         help="the pull request number, read through the API (its current head and labels)")
+    p.add_argument("--expect-head", default=None, metavar="SHA",
+                   help="with --number: the head commit this run is for (a pull_request run's event head); "
+                        "refused when the PR's head is now another commit")
     p.add_argument("--repository", default=None, metavar="OWNER/REPO",
                    help="the base repository (default $GITHUB_REPOSITORY, else the payload's)")
     add_token(p, "for the GitHub API")
@@ -54,10 +60,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.expect_head is not None and args.number is None:
+        raise UsageError("is the head a PR read through the API must still have", source="--expect-head",
+                         hint="pass it with --number N")
     output = github_file("GITHUB_OUTPUT") if args.format == "github" else None  # refused before any request
     read = pull_request(PullRequestRequest(args.event_path, args.number, args.repository,
                                            lambda: token(args, "reading the pull request"), api_url(args),
-                                           args.diff_out, args.approver))
+                                           args.diff_out, args.approver, args.expect_head))
     pull, decision, diff_file = read.pull, read.decision, read.diff_file
     for line in decision.warnings:
         warn(NAME, args.format, line)

@@ -88,7 +88,7 @@ GRANTS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
         ("labels", (("contents", "read"), ("issues", "write"), ("pull-requests", "write"), ("actions", "write"))),
         ("approve", (("contents", "read"), ("issues", "write"), ("pull-requests", "read"), ("statuses", "write"),
                      ("actions", "write"))),
-        ("rerun-failed", (("contents", "read"), ("issues", "write"), ("actions", "write"))),
+        ("rerun-failed", (("contents", "read"), ("issues", "write"), ("pull-requests", "read"), ("actions", "write"))),
         ("rerun-test", (("contents", "read"), ("issues", "write"), ("pull-requests", "read"), ("statuses", "read"),
                         ("actions", "write"))),
     ),

@@ -3,7 +3,7 @@
 - In: a `Snapshot` (the configuration and every registration).
 - Out: `worst_case(snapshot)`: the largest stage job outputs any plan of this checkout can
   write (`Sizes`: the plan job's outputs in bytes as GitHub counts them, the longest
-  `--shards` of a lane, the result job's `needs` in one environment variable); and
+  `--shards` of a lane); and
   `size_problems(snapshot)`: one CP111 error per limit the worst case exceeds, located at
   the stage that weighs most, naming the rule.
 - The worst case: every stage that is not external runs with every file registered for
@@ -15,8 +15,9 @@
 - The rules (cited where they decide): job outputs "can be a maximum of 1 MB per job [...]
   Size is approximated based on UTF-16 encoding" (GitHub, "Passing information between
   jobs"); one environment string (`NAME=value`) or argument at most `MAX_ARG_STRLEN`, 32
-  pages (131072 bytes), on Linux (execve(2)). The result job takes `toJSON(needs)`, the
-  plan job's outputs among them, through `env:`: that string is the tighter bound.
+  pages (131072 bytes), on Linux (execve(2)): a lane's `SHARDS` is the one plan value that
+  reaches a shell, and stays far below it; the result job takes each needed job's result by
+  name, not `toJSON(needs)` with the plan job's outputs, so the outputs meet only the 1 MB.
 """
 
 from __future__ import annotations
@@ -32,15 +33,14 @@ from ci_policy.plan.jobs import DEFAULT_CPU_RUNNER, MatrixEntry
 
 MAX_JOB_OUTPUTS_BYTES = 1_000_000
 MAX_ENV_STRING_BYTES = 131_072
-# What the plan job's other outputs (PR, SHAs, labels, files lists) and GitHub's indented
-# `toJSON(needs)` add around the stage matrices: generous, so that the bound stays one.
+# What the plan job's other outputs (PR, SHAs, labels, files lists) add around the stage
+# matrices: generous, so that the bound stays one.
 OTHER_OUTPUTS = 16_384
 
 
 @dataclass(frozen=True)
 class Sizes:
     outputs_bytes: int  # the plan job's outputs, UTF-16 (2 bytes a character: names are ASCII)
-    needs_env_bytes: int  # `NEEDS=<toJSON(needs)>` in the result job
     longest_shards: int  # a lane's `--shards` (and `SHARDS=`), in characters
     heaviest: Stage | None  # the stage whose lanes weigh most in the outputs
 
@@ -69,7 +69,6 @@ def worst_case(snapshot: Snapshot) -> Sizes:
     for r in snapshot.registrations:
         files[r.suite] = files.get(r.suite, 0) + 1
     matrices = 0
-    quotes = 0
     longest = 0
     weights: dict[str, int] = {}
     for wave in range(MAX_WAVES):
@@ -88,14 +87,11 @@ def worst_case(snapshot: Snapshot) -> Sizes:
             weight = min(lanes[s.name], jobs) * len(text) + shards
             weights[s.name] = weight
             size += weight
-            quotes += min(lanes[s.name], jobs) * text.count('"')
             longest = max(longest, shards)
         matrices += size
     chars = matrices + OTHER_OUTPUTS
     heaviest = max(config.stages, key=lambda s: weights.get(s.name, -1)) if weights else None
-    # toJSON(needs) holds each output as a JSON string: every quote of a matrix escaped.
-    return Sizes(outputs_bytes=2 * chars, needs_env_bytes=len("NEEDS=") + chars + quotes + 1,
-                 longest_shards=longest, heaviest=heaviest)
+    return Sizes(outputs_bytes=2 * chars, longest_shards=longest, heaviest=heaviest)
 
 
 def _image(snapshot: Snapshot, stage: Stage) -> str:
@@ -120,9 +116,8 @@ def size_problems(snapshot: Snapshot) -> list[Diagnostic]:
         problems.append(located(
             f"stages: the plan job's outputs may reach {sizes.outputs_bytes} bytes (UTF-16) with every stage "
             f"running; GitHub keeps at most 1 MB of outputs per job (\"Passing information between jobs\")"))
-    if sizes.needs_env_bytes > MAX_ENV_STRING_BYTES:
+    if sizes.longest_shards + len("SHARDS=") + 1 > MAX_ENV_STRING_BYTES:
         problems.append(located(
-            f"stages: the result job's NEEDS (toJSON(needs), the plan job's outputs among them) may reach "
-            f"{sizes.needs_env_bytes} bytes with every stage running; Linux passes at most 131072 bytes in one "
-            "environment variable (MAX_ARG_STRLEN)"))
+            f"stages: a lane's SHARDS may reach {sizes.longest_shards} characters; Linux passes at most "
+            "131072 bytes in one environment variable (MAX_ARG_STRLEN)"))
     return problems

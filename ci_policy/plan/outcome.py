@@ -1,12 +1,18 @@
 """The outcome of a pipeline run: what its one required check (`ci-policy result`) decides.
 
 - In: the plan job's `plan_complete` output (`true`, `false`, or None when the plan job
-  wrote none) and GitHub's `toJSON(needs)`: job id -> `{"result", "outputs"}`.
-- Out: a frozen `Outcome`: `ok`, one reason per failure, each job's result, and a
-  one-line summary.
-- Fails, one reason each: a missing plan (no `plan_complete`), a partial plan
-  (`plan_complete` false; the invalid files named when a job's outputs list them in
-  `invalid_files`), every needed job whose result is `failure` or `cancelled`.
+  wrote none) and the needed jobs' results: job id -> `{"result", "outputs"}` (GitHub's
+  `toJSON(needs)` shape; `outputs` optional); from the plan file, when the result job has
+  it, the stages held back for trust (`held_for_trust`: each stage `plan.policy.held_back`
+  skipped with `UNTRUSTED_REASON`, and its reason), the invalid files, and the head SHA
+  the plan is for.
+- Out: a frozen `Outcome`: `ok`, one reason per failure, each job's result, a one-line
+  summary, and the head awaiting a maintainer's approval (None when none is).
+- Fails, one reason each: a head awaiting approval (any stage held back for trust: an
+  outside contributor's head whose accelerator stages never ran is never a pass), then one
+  per such stage with its reason; a missing plan (no `plan_complete`), a partial plan
+  (`plan_complete` false; the invalid files named, from the plan file or a job's
+  `invalid_files` output), every needed job whose result is `failure` or `cancelled`.
 - Passes otherwise, saying why: every job succeeded or was skipped; when no job but the plan
   job (the one with a `plan_complete` output, else the one named `plan`) ran, "every stage
   skipped", with the jobs skipped and the stages the plan skipped
@@ -19,14 +25,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ci_policy.errors import UsageError
+from ci_policy.plan.policy import UNTRUSTED_REASON
 from ci_policy.read.strictjson import no_constants
 
 RESULTS = ("success", "failure", "cancelled", "skipped")
-NEEDS_HINT = "pass ${{ toJSON(needs) }} through an env: variable"
+NEEDS_HINT = ("pass the needed jobs' results as a JSON object of job id -> {\"result\": ...} through an env: "
+              "variable")
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,9 @@ class Outcome:
     failures: tuple[str, ...]
     jobs: tuple[Job, ...]
     summary: str
+    # The head SHA that waits for `/ok-to-test` (stages were held back for trust), else None.
+    awaiting_approval: str | None = None
+    held_for_trust: tuple[tuple[str, str], ...] = ()   # (stage, reason), in the plan's order
 
     def with_result(self, result: str) -> tuple[str, ...]:
         return tuple(job.name for job in self.jobs if job.result == result)
@@ -91,14 +103,43 @@ def _names(jobs: tuple[Job, ...], output: str) -> list[str]:
     return []
 
 
-def outcome(plan_complete: bool | None, jobs: tuple[Job, ...]) -> Outcome:
+def held_for_trust(stages: Iterable[tuple[str, str, tuple[str, ...]]]) -> tuple[tuple[str, str], ...]:
+    """The (stage, reason) of each skipped stage whose reasons say the head was not approved:
+    `stages` are the plan's (name, decision, reasons), each reason as the plan writes it
+    (`skip: untrusted head not approved`)."""
+    held = []
+    for name, decision, reasons in stages:
+        bare = (r.removeprefix("skip: ") for r in reasons)
+        reason = next((r for r in bare if r.startswith(UNTRUSTED_REASON)), None)
+        if decision == "skip" and reason is not None:
+            held.append((name, reason))
+    return tuple(held)
+
+
+def awaiting_text(head_sha: str) -> str:
+    """The one reason an unapproved outside contributor's head fails: what unblocks it."""
+    return (f"awaiting `/ok-to-test {head_sha or '<head sha>'}` from a maintainer: this head is an outside "
+            "contributor's, not approved, so its accelerator stages did not run")
+
+
+def outcome(plan_complete: bool | None, jobs: tuple[Job, ...], *,
+            held: tuple[tuple[str, str], ...] = (), head_sha: str = "",
+            invalid: tuple[str, ...] | None = None, skipped_stages: tuple[str, ...] | None = None) -> Outcome:
+    """`held`: the stages held back for trust (`held_for_trust`); `invalid` and `skipped_stages`:
+    the plan file's invalid files and skipped stages (None: a job's `invalid_files` and
+    `skipped_stages` outputs, if any)."""
     failures = []
+    if held:
+        # Never a pass while a stage was skipped only because nobody approved the head: a
+        # required check that is green here would let a fork PR merge untested.
+        failures.append(awaiting_text(head_sha))
+        failures += [f"stage {stage} did not run: {reason}" for stage, reason in held]
     if plan_complete is None:
         failures.append("the plan is missing: the plan job wrote no plan_complete output, so nothing says "
                         "which stages had to run")
     elif not plan_complete:
-        invalid = _names(jobs, "invalid_files")
-        named = f": {len(invalid)} invalid test file(s) not scheduled: {', '.join(invalid)}" if invalid else ""
+        files = list(invalid) if invalid is not None else _names(jobs, "invalid_files")
+        named = f": {len(files)} invalid test file(s) not scheduled: {', '.join(files)}" if files else ""
         failures.append(f"the plan is partial{named} (see the plan job's annotations)")
     for job in jobs:
         if job.result == "failure":
@@ -106,7 +147,8 @@ def outcome(plan_complete: bool | None, jobs: tuple[Job, ...]) -> Outcome:
         elif job.result == "cancelled":
             failures.append(f"job {job.name} was cancelled")
     if failures:
-        return Outcome(False, tuple(failures), jobs, f"{len(failures)} reason(s) to fail")
+        return Outcome(False, tuple(failures), jobs, f"{len(failures)} reason(s) to fail",
+                       head_sha if held else None, held)
     ran = [job.name for job in jobs if job.result == "success"]
     skipped = [job.name for job in jobs if job.result == "skipped"]
     # The plan job: the one with a plan_complete output (or, without outputs, named plan).
@@ -114,7 +156,7 @@ def outcome(plan_complete: bool | None, jobs: tuple[Job, ...]) -> Outcome:
     if skipped and not set(ran) - planners:
         # Only the plan ran: what ran nothing is the plan's decision, with its reasons in its summary.
         why = [f"jobs skipped: {', '.join(skipped)}"]
-        stages = _names(jobs, "skipped_stages")
+        stages = list(skipped_stages) if skipped_stages is not None else _names(jobs, "skipped_stages")
         if stages:
             why.append(f"stages the plan skipped: {', '.join(stages)}")
         return Outcome(True, (), jobs, "every stage skipped: " + "; ".join(why))

@@ -128,6 +128,8 @@ class PlanFile:
     stage_plan: bool = False
     # A per-stage plan's `run_settings`: how its stage's files run, resolved from the configuration.
     settings: RunSettings | None = None
+    # Whether the plan job scheduled every test it was asked for (`plan_complete`).
+    plan_complete: bool = True
 
 
 class _Refusal:
@@ -199,6 +201,7 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
                       for entry in invalid),
         warnings=fields["warnings"], not_fully_read=fields["not_fully_read"], stage_plan=stage_plan,
         settings=_run_settings(fail, raw["run_settings"]) if stage_plan and "run_settings" in raw else None,
+        plan_complete=fields["plan_complete"],
     )
 
 

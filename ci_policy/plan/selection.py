@@ -18,7 +18,9 @@
   registrations name it (`StageDecision.invalid`).
 - Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not
   one of its cadences, an untrusted head (accelerator stages, and stages that may run on
-  self-hosted runners), a pull request without its gate labels.
+  self-hosted runners), a pull request without its gate labels. An untrusted head's stage
+  with no selected test is skipped for that (its reason says so), not for trust: only a
+  stage the PR's labels call for waits for `/ok-to-test`.
 - `push` and `merge_group` are pruned by their diff as pull requests are (`DIFF_EVENTS`).
 - Other events, and stages with `diff_pruned: false`, run whenever they have selected tests.
 """
@@ -34,7 +36,16 @@ from ci_policy.config.selection import Rule
 from ci_policy.config.stages import Stage
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import Snapshot
-from ci_policy.plan.policy import DIFF_EVENTS, Policy, exclusion_text, exclusions, held_back, selects, why_not
+from ci_policy.plan.policy import (
+    DIFF_EVENTS,
+    UNTRUSTED_REASON,
+    Policy,
+    exclusion_text,
+    exclusions,
+    held_back,
+    selects,
+    why_not,
+)
 from ci_policy.read.diff import Diff
 from ci_policy.read.globs import deciding_glob, matches_any
 
@@ -141,6 +152,10 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         selected = tuple(r for r, why in verdict if why is None)
         not_selected = tuple((r, why) for r, why in verdict if why is not None)
         held = held_back(stage, policy, config)
+        if held and not selected and held[0].startswith(UNTRUSTED_REASON):
+            # The PR's labels call for no test of this stage, trusted or not: its skip waits for
+            # no approval (the required check does not hold it back for one).
+            held = ()
         if held:
             decisions.append(StageDecision(stage, "skip", tuple(f"skip: {h}" for h in held), selected,
                                            not_selected, invalid))

@@ -293,7 +293,10 @@ def lint_json(report: LintReport) -> str:
 
 
 def outcome_json(outcome: Outcome, plan_complete: bool | None) -> str:
-    """`ci-policy result --format json`: `{"schema", "ok", "plan_complete", "jobs", "failures", "summary"}`."""
+    """`ci-policy result --format json`: `{"schema", "ok", "plan_complete", "jobs", "failures", "summary",
+    "awaiting_approval", "held_for_trust"}`."""
     return dumps({"schema": JSON_SCHEMA_VERSION, "ok": outcome.ok, "plan_complete": plan_complete,
                        "jobs": {job.name: job.result for job in outcome.jobs},
-                       "failures": list(outcome.failures), "summary": outcome.summary}, indent=2)
+                       "failures": list(outcome.failures), "summary": outcome.summary,
+                       "awaiting_approval": outcome.awaiting_approval,
+                       "held_for_trust": dict(outcome.held_for_trust)}, indent=2)

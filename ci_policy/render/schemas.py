@@ -166,6 +166,8 @@ RESULT = document({
     "jobs": {"type": "object", "additionalProperties": one_of(RESULTS)},
     "failures": STRINGS,
     "summary": STRING,
+    "awaiting_approval": nullable(STRING),
+    "held_for_trust": {"type": "object", "additionalProperties": STRING},
 })
 
 FILE_RUN = obj({

@@ -9,7 +9,7 @@ import pytest
 from ci_policy.app.attempts import MAX_RUN_ATTEMPT, attempt_of, run_attempt
 from ci_policy.app.planning import trigger_and_diff
 from ci_policy.app.requests import PlanInputs, PlanRequest
-from ci_policy.app.result import result
+from ci_policy.app.result import ResultRequest, result
 from ci_policy.app.stores import store_url
 from ci_policy.errors import UsageError
 
@@ -47,11 +47,14 @@ def test_inconsistent_plan_inputs_name_the_option(inputs, source, message) -> No
 
 
 def test_the_result_of_a_pipeline_is_read_from_its_texts() -> None:
-    decided = result("true", '{"a": {"result": "success"}}')
+    decided = result(ResultRequest("true", '{"a": {"result": "success"}}'))
     assert (decided.plan_complete, decided.outcome.ok, decided.outcome.failures) == (True, True, ())
     with pytest.raises(UsageError) as err:
-        result("true", " ")
+        result(ResultRequest("true", " "))
     assert (err.value.source, err.value.message) == ("--needs-json", "is empty")
+    with pytest.raises(UsageError) as err:
+        result(ResultRequest(None, '{"a": {"result": "success"}}', plan=""))
+    assert (err.value.source, err.value.message) == ("--plan", "nothing says whether the plan is complete")
 
 
 def test_a_store_file_holds_one_url(tmp_path) -> None:

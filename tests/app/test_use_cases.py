@@ -20,7 +20,7 @@ from ci_policy.app.lint import CheckoutRequest, lint, registry
 from ci_policy.app.listing import list_shard
 from ci_policy.app.planning import PlanCommand, plan, plan_command
 from ci_policy.app.requests import PlanInputs, PlanRequest, PlanSource, ScanRequest
-from ci_policy.app.result import result
+from ci_policy.app.result import ResultRequest, result
 from ci_policy.app.run import RunRequest, execute, prepare
 from ci_policy.errors import InputErrors, UsageError
 
@@ -160,13 +160,14 @@ def test_file_run_resolves_the_stage_runners_image_and_timeout(example_repo) -> 
 
 
 def test_result_passes_on_success_and_skipped_and_fails_naming_the_failed_job() -> None:
-    passed = result("true", '{"a": {"result": "success", "outputs": {}}, "b": {"result": "skipped", "outputs": {}}}')
+    passed = result(ResultRequest(
+        "true", '{"a": {"result": "success", "outputs": {}}, "b": {"result": "skipped", "outputs": {}}}'))
     assert (passed.plan_complete, passed.outcome.ok, passed.outcome.failures, passed.outcome.summary) == (
         True, True, (), "every needed job succeeded (a) or was skipped (b)")
-    failed = result("true", '{"a": {"result": "failure", "outputs": {}}}')
+    failed = result(ResultRequest("true", '{"a": {"result": "failure", "outputs": {}}}'))
     assert (failed.outcome.ok, failed.outcome.failures) == (False, ("job a failed",))
     with pytest.raises(UsageError) as err:
-        result("true", " ")
+        result(ResultRequest("true", " "))
     assert (err.value.source, err.value.message) == ("--needs-json", "is empty")
 
 

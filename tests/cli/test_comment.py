@@ -18,11 +18,12 @@ SFT = "tests/e2e/test_megatron_sft.py"
 
 
 def test_json_of_a_command_carried_out(world):
+    run = world.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="success")
     result = world.run("/run-ci-megatron", "--format", "json", login="maria")
     assert (result.rc, result.err) == (0, "")
-    assert json.loads(result.out) == {"schema": 1, "status": "done",
-                                      "message": f"added run-ci-megatron; dispatched ci-policy.yml for #{PR}",
-                                      "exit_code": 0}
+    assert json.loads(result.out) == {
+        "schema": 1, "status": "done",
+        "message": f"added run-ci-megatron; re-running run {run['id']} of ci-policy.yml for {HEAD}", "exit_code": 0}
     assert result.out == json.dumps(json.loads(result.out), indent=2) + "\n"
     assert_valid("comment", result.out)
 
@@ -52,10 +53,11 @@ def test_json_of_a_dry_run_lists_the_requests_not_sent(world):
 
 def test_text_of_a_dry_run_keeps_requests_on_stdout_and_the_result_on_stderr(world):
     result = world.run("/run-ci-megatron", "--dry-run", login="maria")
-    assert result.err == f"ci-policy comment: done: added run-ci-megatron; dispatched ci-policy.yml for #{PR}\n"
+    assert result.err == (f"ci-policy comment: done: added run-ci-megatron; dispatched ci-policy.yml for #{PR} "
+                          f"(no run for {HEAD})\n")
     assert [(json.loads(line)["method"], json.loads(line)["path"]) for line in result.out.splitlines()] == [
         ("POST", f"{P}/issues/{PR}/labels"), ("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches"),
-        ("POST", f"{P}/issues/comments/{COMMENT_ID}/reactions")]
+        ("POST", f"{P}/issues/comments/{COMMENT_ID}/reactions"), ("POST", f"{P}/issues/{PR}/comments")]
 
 
 # -- usage errors: exit 2, before any request ----------------------------------------------------------------

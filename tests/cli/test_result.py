@@ -1,8 +1,12 @@
-"""`ci-policy result`: the pipeline's required check, from the plan's completeness and `toJSON(needs)`.
+"""`ci-policy result`: the pipeline's required check, from the plan (its file, or its
+completeness) and the needed jobs' results.
 
 Exact outputs (text, json, github annotations and summary) for: every stage skipped (a
 pass that lists the jobs and stages skipped), the plan job failed, a partial plan, a
-shard failed, a shard cancelled, everything succeeded; and the usage errors of each input.
+shard failed, a shard cancelled, everything succeeded; with the plan file: an unapproved
+outside contributor's head (never a pass: awaiting `/ok-to-test <sha>`, one reason per
+stage held back), the same head approved (passes when its lanes pass, fails when one
+fails); and the usage errors of each input and of a bad plan file.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import json
 import subprocess
 
 import pytest
-from helpers import clean_env, console_script
+from helpers import EXAMPLE_REPO, clean_env, console_script
 from helpers import run_cli as run
 
 from ci_policy.plan.outcome import Job, outcome, parse_needs
@@ -99,7 +103,7 @@ def test_json(capsys):
         "schema": 1, "ok": True, "plan_complete": True,
         "jobs": {"plan": "success", "images": "skipped", "stages": "skipped"}, "failures": [],
         "summary": "every stage skipped: jobs skipped: images, stages; stages the plan skipped: stage-b-1-gpu-h200, "
-                   "stage-c-4-gpu-h200"}
+                   "stage-c-4-gpu-h200", "awaiting_approval": None, "held_for_trust": {}}
     rc, out, err = run(["result", "--plan-complete", "", "--needs-json", needs(plan="cancelled"), "--format",
                         "json"], capsys)
     assert (rc, json.loads(out)["plan_complete"], json.loads(out)["failures"][1]) == (1, None, "job plan was cancelled")
@@ -114,7 +118,8 @@ def test_a_stage_job_that_ran_is_not_every_stage_skipped():
         "every stage skipped: jobs skipped: stages")
 
 
-HINT = "    hint: pass ${{ toJSON(needs) }} through an env: variable\n"
+HINT = ('    hint: pass the needed jobs\' results as a JSON object of job id -> {"result": ...} through an env: '
+        'variable\n')
 
 
 @pytest.mark.parametrize("plan_complete, needs_json, message", [
@@ -150,3 +155,132 @@ def test_a_lone_surrogate_in_an_input_is_shown_escaped_not_a_crash(fmt):
                           capture_output=True, text=True, env=clean_env(), check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "job \\ud800 failed" in proc.stdout
+
+
+# -- with the plan file: the stages the plan held back for trust -----------------------------------------
+
+HEAD = "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"
+LANES_PASSED = needs(plan="success", images="success", stages="success")
+UNTRUSTED_LANES = needs(plan="success", images="skipped", stages="success")  # the cpu lane ran
+AWAITING = (f"awaiting `/ok-to-test {HEAD}` from a maintainer: this head is an outside contributor's, not "
+            "approved, so its accelerator stages did not run")
+HELD = ("stage-b-1-gpu-h200", "stage-c-4-gpu-h200", "stage-c-4-gpu-mi350")
+
+
+def plan_file(tmp_path, capsys, trust: str) -> str:
+    """The plan file `ci-policy plan --json-out` writes for a megatron-labelled PR of examples/gpu-repo."""
+    path = tmp_path / f"{trust}.json"
+    rc, _out, err = run(["plan", "--repo", str(EXAMPLE_REPO), "--event", "pull_request", "--labels-json",
+                         '["run-ci-megatron"]', "--trust", trust, "--json-out", str(path)], capsys)
+    assert (rc, err) == (0, "")
+    return str(path)
+
+
+def test_an_unapproved_outside_contributors_head_never_passes(tmp_path, capsys, monkeypatch):
+    """Its accelerator stages were held back for trust: every job that ran passed, yet the check
+    fails, naming the approval it awaits and each stage with its reason."""
+    plan = plan_file(tmp_path, capsys, "untrusted")
+    argv = ["result", "--plan", plan, "--needs-json", UNTRUSTED_LANES, "--head-sha", HEAD]
+    reasons = [AWAITING, *(f"stage {stage} did not run: untrusted head not approved" for stage in HELD)]
+    text = ("ci-policy result: FAIL\n  plan: success\n  images: skipped\n  stages: success\n"
+            + "".join(f"fail: {r}\n" for r in reasons))
+    assert run(argv, capsys) == (1, text, "")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert run([*argv, "--format", "github"], capsys) == (1, text + "".join(f"::error::{r}\n" for r in reasons), "")
+    assert "- awaiting \\`/ok-to-test " in summary.read_text()
+    rc, out, err = run([*argv, "--format", "json"], capsys)
+    assert (rc, err) == (1, "")
+    assert json.loads(out) == {
+        "schema": 1, "ok": False, "plan_complete": True,
+        "jobs": {"plan": "success", "images": "skipped", "stages": "success"}, "failures": reasons,
+        "summary": "4 reason(s) to fail", "awaiting_approval": HEAD,
+        "held_for_trust": dict.fromkeys(HELD, "untrusted head not approved")}
+
+
+def test_without_the_head_sha_the_approval_is_named_with_a_placeholder(tmp_path, capsys):
+    rc, out, _err = run(["result", "--plan", plan_file(tmp_path, capsys, "untrusted"), "--needs-json",
+                         UNTRUSTED_LANES], capsys)
+    assert rc == 1
+    assert out.splitlines()[4] == ("fail: awaiting `/ok-to-test <head sha>` from a maintainer: this head is an "
+                                   "outside contributor's, not approved, so its accelerator stages did not run")
+
+
+def test_the_same_head_approved_passes_when_its_lanes_pass_and_fails_when_one_fails(tmp_path, capsys):
+    plan = plan_file(tmp_path, capsys, "approved")
+    assert run(["result", "--plan", plan, "--needs-json", LANES_PASSED, "--head-sha", HEAD], capsys) == (
+        0, "ci-policy result: PASS\n  plan: success\n  images: success\n  stages: success\n"
+           "pass: every needed job succeeded (plan, images, stages)\n", "")
+    failed = needs(plan="success", images="success", stages="failure")
+    assert run(["result", "--plan", plan, "--needs-json", failed, "--head-sha", HEAD], capsys) == (
+        1, "ci-policy result: FAIL\n  plan: success\n  images: success\n  stages: failure\n"
+           "fail: job stages failed\n", "")
+
+
+def test_the_plan_files_completeness_and_invalid_files_are_the_plans(tmp_path, capsys):
+    plan = json.loads(open(plan_file(tmp_path, capsys, "trusted"), encoding="utf-8").read())
+    plan["plan_complete"] = False
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(plan), encoding="utf-8")
+    rc, out, err = run(["result", "--plan", str(partial), "--plan-complete", "false", "--needs-json",
+                        LANES_PASSED, "--format", "json"], capsys)
+    assert (rc, err, json.loads(out)["plan_complete"], json.loads(out)["failures"]) == (
+        1, "", False, ["the plan is partial (see the plan job's annotations)"])
+
+
+def test_a_docs_only_plan_passes_naming_the_stages_it_skipped(tmp_path, capsys):
+    """With the cpu stage diff-pruned, a docs-only change plans no stage: nothing ran, and it passes."""
+    config = tmp_path / "ci-policy.yml"
+    config.write_text((EXAMPLE_REPO / ".github" / "ci-policy.yml").read_text(encoding="utf-8").replace(
+        "    backend: cpu\n    runner: pytest\n", "    backend: cpu\n    runner: pytest\n    diff_pruned: true\n"),
+        encoding="utf-8")
+    (tmp_path / "pr.diff").write_bytes(b"M\0docs/guide.md\0")
+    path = tmp_path / "docs.json"
+    rc, _out, err = run(["plan", "--repo", str(EXAMPLE_REPO), "--config", str(config), "--event", "pull_request",
+                         "--labels-json", "[]", "--diff", str(tmp_path / "pr.diff"), "--trust", "trusted",
+                         "--json-out", str(path)], capsys)
+    assert (rc, err) == (0, "")
+    skipped = needs(plan="success", images="skipped", stages="skipped")
+    assert run(["result", "--plan", str(path), "--needs-json", skipped], capsys) == (
+        0, "ci-policy result: PASS\n  plan: success\n  images: skipped\n  stages: skipped\n"
+           "pass: every stage skipped: jobs skipped: images, stages; stages the plan skipped: stage-a-cpu, "
+           "stage-b-1-gpu-h200, stage-c-4-gpu-h200, stage-c-4-gpu-mi350\n", "")
+
+
+def test_an_empty_plan_option_means_no_plan_file(capsys):
+    """The result job passes "" when the plan job wrote no plan: --plan-complete decides."""
+    assert run(["result", "--plan", "", "--plan-complete", "", "--needs-json",
+                needs(plan="failure", images="skipped", stages="skipped")], capsys)[0] == 1
+
+
+PLAN_HINT = "    hint: pass the file `ci-policy plan --format json` wrote in this run's plan job\n"
+
+
+@pytest.mark.parametrize("content, extra, message", [
+    (None, (), "--plan: cannot read {path}: No such file or directory\n" + PLAN_HINT),
+    ("{", (), "--plan: {path}: not a JSON plan: Expecting property name enclosed in double quotes: line 1 "
+              "column 2 (char 1)\n" + PLAN_HINT),
+    ('{"schema": 1}', (), "--plan: {path}: missing key 'inputs'\n" + PLAN_HINT),
+    ('{"schema": 2}', (), "--plan: {path}: schema: expected schema 1, got 2\n" + PLAN_HINT),
+    ("trusted", ("--plan-complete", "false"),
+     "--plan-complete: says false, but the plan file {path} says plan_complete true\n"
+     "    hint: pass the plan job's own plan file and output, from the same run attempt\n"),
+    ("trusted", ("--head-sha", "1a2b3c"),
+     "--head-sha: expected a 40-hex commit SHA, got '1a2b3c'\n"
+     "    hint: pass ${{{{ needs.plan.outputs.head_sha }}}}\n"),
+])
+def test_a_bad_plan_file_is_a_located_usage_error(tmp_path, capsys, content, extra, message):
+    if content == "trusted":
+        path = plan_file(tmp_path, capsys, "trusted")
+    else:
+        path = str(tmp_path / "plan.json")
+        if content is not None:
+            (tmp_path / "plan.json").write_text(content, encoding="utf-8")
+    argv = ["result", "--plan", path, "--needs-json", LANES_PASSED, *extra]
+    assert run(argv, capsys) == (2, "", "ci-policy result: error: " + message.format(path=path))
+
+
+def test_neither_the_plan_nor_its_completeness_is_a_usage_error(capsys):
+    assert run(["result", "--needs-json", LANES_PASSED], capsys) == (
+        2, "", "ci-policy result: error: --plan: nothing says whether the plan is complete\n"
+               "    hint: pass --plan FILE (the plan job's plan file) or --plan-complete BOOL\n")

@@ -1,10 +1,10 @@
 """GitHub's size limits on what the plan job hands on, for the largest plans the 256 limit allows.
 
-Measured: a real 300-partition plan's outputs, and `toJSON(needs)` as the result job gets
-it, stay under the worst case `plan.limits` computes for its checkout (an upper bound);
-the worst case of four full waves of 10000-shard stages, with its exact sizes: the plan
-job's outputs fit GitHub's 1 MB, a lane's `--shards` fits Linux's 128 KiB, the result
-job's `NEEDS` does not, which `lint` reports as CP111 at the heaviest stage.
+Measured: a real 300-partition plan's outputs stay under the worst case `plan.limits`
+computes for its checkout (an upper bound); the worst case of four full waves of 10000-shard
+stages, with its exact sizes: the plan job's outputs fit GitHub's 1 MB and a lane's
+`--shards` fits Linux's 128 KiB; stages whose lanes carry long runner labels do not fit the
+1 MB, which `lint` reports as CP111 at the heaviest stage.
 """
 
 from __future__ import annotations
@@ -48,13 +48,6 @@ def outputs_of(text: str) -> dict[str, str]:
     return values
 
 
-def needs_json(outputs: dict[str, str]) -> str:
-    """`toJSON(needs)` of the result job: GitHub's indented JSON, the plan job's outputs in it."""
-    jobs = {"plan": {"result": "success", "outputs": outputs}, "images": {"result": "success", "outputs": {}},
-            **{f"stages-{w}": {"result": "success", "outputs": {}} for w in range(4)}}
-    return json.dumps(jobs, indent=2)
-
-
 def test_a_300_partition_plan_stays_under_its_checkouts_worst_case(make_repo):
     files = {f"tests/test_g{i:03}.py": reg("cuda", "stage-c-test-4-gpu-h200", 10 + i % 7) for i in range(300)}
     files["tests/test_cpu.py"] = reg("cpu", "cpu", 5)
@@ -64,13 +57,11 @@ def test_a_300_partition_plan_stays_under_its_checkouts_worst_case(make_repo):
     outputs = outputs_of(github_outputs(plan, "EOF", SHA))
     # The plan job's outputs (pr-pipeline.yml) hold the step's, with the PR's own beside them.
     chars = sum(len(v) for v in outputs.values())
-    needs = len("NEEDS=") + len(needs_json(outputs)) + 1
     lanes = [e["shards"] for e in json.loads(outputs["stage_matrix_0"])["include"]]
-    assert (chars, needs, max(len(s) for s in lanes)) == (72503, 81196, 7)
+    assert (chars, max(len(s) for s in lanes)) == (72503, 7)
     sizes = worst_case(snapshot)
-    assert sizes == Sizes(outputs_bytes=176136, needs_env_bytes=95783, longest_shards=1089,
-                          heaviest=snapshot.config.stages[1])
-    assert 2 * chars <= sizes.outputs_bytes and needs <= sizes.needs_env_bytes <= MAX_ENV_STRING_BYTES
+    assert sizes == Sizes(outputs_bytes=176136, longest_shards=1089, heaviest=snapshot.config.stages[1])
+    assert 2 * chars <= sizes.outputs_bytes
     assert size_problems(snapshot) == []
 
 
@@ -82,31 +73,28 @@ FULL_WAVES = ("version: 1\ndiscovery:\n  roots: [tests]\n"
                         for w in range(4)))
 
 
-def test_four_full_waves_fit_githubs_outputs_but_not_the_result_jobs_environment():
+def test_four_full_waves_fit_githubs_outputs_and_a_lanes_environment():
     config = parse_config(FULL_WAVES)
     # 10000 files registered for each stage: 10000 shards each, 256 jobs in each of the 4 waves.
     registrations = [SimpleNamespace(suite=s.name) for s in config.stages for _ in range(10000)]
     snapshot = cast(Snapshot, SimpleNamespace(config=config, registrations=registrations))
     sizes = worst_case(snapshot)
-    assert sizes == Sizes(outputs_bytes=958512, needs_env_bytes=507935, longest_shards=48889,
-                          heaviest=config.stages[0])
+    assert sizes == Sizes(outputs_bytes=958512, longest_shards=48889, heaviest=config.stages[0])
     assert sizes.outputs_bytes <= MAX_JOB_OUTPUTS_BYTES
     assert len("SHARDS=") + sizes.longest_shards + 1 <= MAX_ENV_STRING_BYTES
-    assert [(d.code, d.path, d.line, d.message) for d in size_problems(snapshot)] == [(
-        "CP111", ".github/ci-policy.yml", 8,
-        "stages: the result job's NEEDS (toJSON(needs), the plan job's outputs among them) may reach 507935 bytes "
-        "with every stage running; Linux passes at most 131072 bytes in one environment variable (MAX_ARG_STRLEN)")]
+    assert size_problems(snapshot) == []
 
 
 def test_lint_reports_a_configuration_whose_outputs_github_would_refuse(make_repo):
-    config = FULL_WAVES.replace("10000", "300")
+    # Ten 40-character runner labels on every lane: each of the 1024 matrix entries carries them.
+    labels = ", ".join(f"runner-label-{i:02}-{'x' * 24}" for i in range(10))
+    config = FULL_WAVES.replace("10000", "300").replace("runs_on: [linux-h200-gpu-4]", f"runs_on: [{labels}]")
     files = {f"tests/test_{w}_{i:03}.py": reg("cuda", f"stage-{w}-test-4-gpu-h200", 10) for w in range(4)
              for i in range(300)}
     repo = make_repo(files, config=config.replace("discovery:", "gpu_requires_labels: false\ndiscovery:"),
                      labels=None)
     report = lint(CheckoutRequest(repo, None, ScanRequest(Path(repo), no_cache=True)))
     assert [(d.code, d.line, d.message.split(";")[0]) for d in report.errors] == [
-        ("CP111", 9, "stages: the result job's NEEDS (toJSON(needs), the plan job's outputs among them) may reach "
-                     "316735 bytes with every stage running")]
+        ("CP111", 9, "stages: the plan job's outputs may reach 1417840 bytes (UTF-16) with every stage running")]
     assert report.errors[0].hint == ("lower stage stage-0-test-4-gpu-h200's partitions or max_parallel, or move "
                                      "stages to another wave with after: each wave is one matrix of at most 256 jobs")

@@ -4,7 +4,8 @@
   and the trusted label registry.
 - Out: a frozen `AccessPolicy`: groups (repository permissions and user ids), per
   command, the group allowed to use it plus its settings, and the pipeline workflow
-  (`"pipeline": {"workflow": "pr-test.yml"}`) the commands that start a run dispatch.
+  (`"pipeline": {"workflow": "pr-test.yml"}`) whose pull_request runs the commands that
+  start a run re-run (or, with no run for the head, dispatch).
   Both workflow files (the pipeline's and `commands.rerun_test.workflow`) are optional:
   `with_workflows(policy, pipeline, rerun_test)` fills in the ones the policy leaves out
   with the gateway's (by default the one caller file `CALLER_WORKFLOW`); the policy's own win.

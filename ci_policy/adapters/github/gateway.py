@@ -13,16 +13,28 @@
   `author_association` or the actor's name; an unauthorised command gets a reply and
   makes no other mutating request. A malformed or disabled command gets a reply only
   when its author may use some command; anyone else's is ignored without one.
-- Starting runs: a label command with an App token (`token_kind="app"`) only adds the
-  label (its `labeled` event starts the caller's pull_request workflow); with the job's
-  token, whose events start no run, it then dispatches the pipeline workflow of the
-  access policy (`POST .../actions/workflows/{file}/dispatches`, ref the default branch,
-  inputs `{"pull-request": "<n>"}`). `/rerun-failed-ci` always dispatches a fresh run:
-  an old run's payload carries its own event's labels and head.
+- Starting runs, so that the checks land on the PR head (a `pull_request` run's checks attach
+  to the PR's head commit; a `workflow_dispatch` run's to the dispatched branch's head, the
+  default branch): a label command with an App token (`token_kind="app"`) only adds the label
+  (its `labeled` event starts the caller's pull_request workflow). Otherwise (a label command
+  with the job's token, whose events start no run; `/ok-to-test`; `/rerun-failed-ci`) the
+  gateway finds the PR pipeline's latest `pull_request` run for the PR's current head
+  (`GET .../actions/workflows/{file}/runs?head_sha=<head>&event=pull_request&per_page=1`,
+  the file: `--pipeline-workflow`, else the access policy's "pipeline") and:
+  awaiting a maintainer's approval (a first-time contributor's fork run, status or conclusion
+  `action_required`): `POST .../actions/runs/{id}/approve`; still running: nothing (the
+  reply says so); completed: `/rerun-failed-ci` re-runs its failed jobs and their dependents
+  (`POST .../rerun-failed-jobs`; nothing when it succeeded), the others the whole run
+  (`POST .../rerun`): its plan job reads the PR's labels and approval again through the API.
+  A re-run keeps its event and head, so its checks attach to that head again. Only a run for
+  the current head is ever re-run: a run for an older head is never found, and the plan job
+  refuses a re-run whose head is no longer the PR's. With no run for the head at all, the
+  pipeline is dispatched on the default branch (`POST .../dispatches`, inputs
+  `{"pull-request": "<n>"}`): that run reports `ci-policy/result` on the PR head.
 - `/ok-to-test <sha prefix>` (write, maintain or admin permission only): the prefix (16 to
   40 hex digits, `grammar`) must match the PR's current head, else a reply names the head and nothing is written; then
   a `ci-policy/ok-to-test` success status on exactly that SHA (naming the approver), and
-  the pipeline is dispatched.
+  the head's run is started as above.
 - `/rerun-test` of an outside contributor's head (`plan.trust`) runs only when that head
   carries the approval status created by `approver` (the identity this gateway writes it
   with); an approval status anyone else created is ignored and named in `warnings`.
@@ -58,6 +70,47 @@ from ci_policy.read.names import CI_LABEL_PREFIX, WORKFLOW_ONLY_LABELS
 
 NO_PIPELINE = '.github/ci-commands.json names no pipeline workflow ("pipeline": {"workflow": ...})'
 SYMLINK_MODE = "120000"
+# A run GitHub holds until a maintainer approves it (a first-time contributor's fork PR).
+AWAITING_APPROVAL = "action_required"
+
+
+@dataclass(frozen=True)
+class Started:
+    """What the gateway did to get a pipeline run for a head: `how` is approved (a held fork
+    run), rerun (the whole run), rerun-failed (its failed jobs), running (nothing: the run is
+    in progress), passed (nothing: `/rerun-failed-ci` of a run that succeeded) or dispatched
+    (no run for the head existed)."""
+
+    how: str
+    workflow: str
+    run_id: int | None = None
+    url: str = ""
+
+    @property
+    def link(self) -> str:
+        return f"[run {self.run_id}]({self.url})" if self.url else f"run {self.run_id}"
+
+    def summary(self, pull_number: int, sha: str) -> str:
+        """The result line's words."""
+        return {"approved": f"approved run {self.run_id} of {self.workflow} for {sha}",
+                "rerun": f"re-running run {self.run_id} of {self.workflow} for {sha}",
+                "rerun-failed": f"re-running the failed jobs of run {self.run_id} of {self.workflow} for {sha}",
+                "running": f"run {self.run_id} of {self.workflow} for {sha} is still running; not re-run",
+                "passed": f"run {self.run_id} of {self.workflow} for {sha} succeeded; nothing to re-run",
+                "dispatched": f"dispatched {self.workflow} for #{pull_number} (no run for {sha})"}[self.how]
+
+    def sentence(self, sha: str) -> str:
+        """What the reply tells the PR."""
+        short = sha[:12]
+        return {"approved": f"Approved the waiting {self.link} for `{short}`: it runs now.",
+                "rerun": f"Re-running {self.link} for `{short}`.",
+                "rerun-failed": f"Re-running the failed jobs of {self.link} for `{short}`.",
+                "running": f"{self.link} for `{short}` is still running, so it was not re-run: comment again "
+                           "once it has finished.",
+                "passed": f"{self.link} for `{short}` succeeded: there is no failed job to re-run.",
+                "dispatched": f"No `{self.workflow}` run exists for `{short}`, so one was dispatched on the default "
+                              f"branch: its checks show on that branch's head, and it reports `ci-policy/result` on "
+                              f"`{short}`."}[self.how]
 
 
 @dataclass
@@ -129,6 +182,9 @@ class Gateway:
         # `approver`: the login of the identity this gateway's approvals are created by; only
         # its ci-policy/ok-to-test statuses approve a head.
         self.approver = approver
+        # The PR pipeline's caller file: the policy's, filled in with the gateway's input
+        # (`access.with_workflows`) where the policy names none.
+        self.pipeline_workflow = access.pipeline_workflow
         self.warnings: list[str] = []
         self.api = api
         self.access = access
@@ -228,25 +284,54 @@ class Gateway:
             # The App's label event starts the caller's pull_request workflow by itself.
             self.react(ctx)
             return Result("done", f"added {label}")
-        started = self.start_pipeline(ctx)
+        sha, _body, _pull = self.head(ctx)
+        started = self.start_pipeline(ctx, sha)
         self.react(ctx)
         if started is None:
             self.reply(ctx, command, f"added `{label}`, but no run was started: {NO_PIPELINE}.")
-            return Result("done", f"added {label}; no pipeline workflow to dispatch")
-        return Result("done", f"added {label}; dispatched {started} for #{ctx.pull_number}")
+            return Result("done", f"added {label}; no pipeline workflow to start")
+        if started.how in ("running", "dispatched"):
+            self.reply(ctx, command, f"added `{label}`. {started.sentence(sha)}")
+        return Result("done", f"added {label}; {started.summary(ctx.pull_number, sha)}")
 
-    def start_pipeline(self, ctx: Context) -> str | None:
-        """Dispatch a fresh run of the PR pipeline for this PR; the workflow file, or None without one.
+    def start_pipeline(self, ctx: Context, sha: str, *, failed_only: bool = False) -> Started | None:
+        """Get the PR pipeline run for head `sha` going again; None without a pipeline workflow.
 
-        The run reads the PR's current head and labels through the API (`pull-request --number`),
-        so it never sees an old event's labels, and reports `ci-policy/result` on that head.
+        The latest `pull_request` run for `sha` (never one for another head) is approved,
+        re-run whole, or re-run for its failed jobs (`failed_only`); its plan job reads the
+        PR's current labels and approval through the API. Without such a run, a dispatch.
         """
-        workflow = self.access.pipeline_workflow
+        workflow = self.pipeline_workflow
         if workflow is None:
             return None
-        self.api.mutate("POST", f"/repos/{ctx.repository}/actions/workflows/{workflow}/dispatches",
-                        {"ref": ctx.default_branch, "inputs": {"pull-request": str(ctx.pull_number)}})
-        return workflow
+        runs = self.api.get(f"/repos/{ctx.repository}/actions/workflows/{workflow}/runs",
+                            {"head_sha": sha, "event": "pull_request", "per_page": 1}) or {}
+        listed = runs.get("workflow_runs") if isinstance(runs, dict) else None
+        latest = next((run for run in listed or [] if isinstance(run, dict) and run.get("head_sha") == sha
+                       and isinstance(run.get("id"), int) and run.get("event") == "pull_request"), None)
+        if latest is None:
+            # No run GitHub attaches to the PR exists: a dispatched run is the only way left.
+            self.api.mutate("POST", f"/repos/{ctx.repository}/actions/workflows/{workflow}/dispatches",
+                            {"ref": ctx.default_branch, "inputs": {"pull-request": str(ctx.pull_number)}})
+            return Started("dispatched", workflow)
+        run_id = latest["id"]
+        link = latest.get("html_url")
+        url = link if isinstance(link, str) and link.startswith("https://") else ""
+        status, conclusion = latest.get("status"), latest.get("conclusion")
+        path = f"/repos/{ctx.repository}/actions/runs/{run_id}"
+        if AWAITING_APPROVAL in (status, conclusion):
+            self.api.mutate("POST", f"{path}/approve")
+            return Started("approved", workflow, run_id, url)
+        if status != "completed":
+            # GitHub re-runs only a completed run.
+            return Started("running", workflow, run_id, url)
+        if failed_only:
+            if conclusion == "success":
+                return Started("passed", workflow, run_id, url)
+            self.api.mutate("POST", f"{path}/rerun-failed-jobs")
+            return Started("rerun-failed", workflow, run_id, url)
+        self.api.mutate("POST", f"{path}/rerun")
+        return Started("rerun", workflow, run_id, url)
 
     def do_add_label(self, ctx, command, policy) -> Result:
         return self._add(ctx, command, policy, command.argument)
@@ -277,13 +362,15 @@ class Gateway:
         return sha, (pull.get("body") or ""), pull
 
     def do_rerun_failed_ci(self, ctx, command, policy) -> Result:
-        # Never a re-run of an old run: its payload carries the labels and head of its own event.
-        workflow = self.start_pipeline(ctx)
-        if workflow is None:  # the access policy refuses rerun_failed_ci without one; kept for safety
+        sha, _body, _pull = self.head(ctx)
+        started = self.start_pipeline(ctx, sha, failed_only=True)
+        if started is None:  # the access policy refuses rerun_failed_ci without one; kept for safety
             self.reply(ctx, command, f"no run was started: {NO_PIPELINE}.")
-            return Result("refused", "no pipeline workflow to dispatch")
+            return Result("refused", "no pipeline workflow to start")
         self.react(ctx)
-        return Result("done", f"dispatched {workflow} for #{ctx.pull_number}")
+        if started.how in ("running", "passed", "dispatched"):
+            self.reply(ctx, command, started.sentence(sha))
+        return Result("done", started.summary(ctx.pull_number, sha))
 
     # -- /ok-to-test ----------------------------------------------------------------------
     def _approve(self, ctx: Context, command: Command) -> Result:
@@ -309,13 +396,13 @@ class Gateway:
             if ctx.comment_url:
                 status["target_url"] = ctx.comment_url
             self.api.mutate("POST", f"/repos/{ctx.repository}/statuses/{sha}", status)
-            workflow = self.start_pipeline(ctx)
+            started = self.start_pipeline(ctx, sha)
             self.react(ctx)
-            started = f" Started `{workflow}`." if workflow else f" No run was started: {NO_PIPELINE}."
+            said = started.sentence(sha) if started else f"No run was started: {NO_PIPELINE}."
             self.reply(ctx, command, f"Approved `{sha}` for CI (`{APPROVAL_CONTEXT}` on that commit; a new "
-                       f"push needs a new approval).{started}")
-            return Result("done", f"approved {sha}" + (f"; dispatched {workflow} for #{ctx.pull_number}"
-                                                       if workflow else "; no pipeline workflow to dispatch"))
+                       f"push needs a new approval). {said}")
+            return Result("done", f"approved {sha}; " + (started.summary(ctx.pull_number, sha) if started
+                                                         else "no pipeline workflow to start"))
         except ApiError as exc:
             self.reply(ctx, command, f"`{command}` failed: {exc}.")
             return Result("failed", str(exc), exit_code=1)

@@ -232,7 +232,7 @@ C = "commands"
     ((C, "add_label", "allowed_labels"), ["megatron", "run-ci-", "run-ci-Megatron", "documentation"],
      [f"commands.add_label.allowed_labels: {label!r} is neither run-ci-<known label> nor a workflow-only "
       "label (nightly, bypass-fastfail)" for label in ("megatron", "run-ci-", "run-ci-Megatron", "documentation")]),
-    # A re-run of an old run would see its event's old labels: the command dispatches the pipeline instead.
+    # The command re-runs the PR pipeline's own run for the head: it takes no workflow of its own.
     ((C, "rerun_failed_ci", "workflows"), ["pr-test.yml"],
      ["commands.rerun_failed_ci.workflows: unknown field; allowed: group"]),
     (("pipeline",), "pr-test.yml", ["pipeline: expected an object, got a string"]),

@@ -26,6 +26,15 @@ START = ("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches", {},
          {"ref": "main", "inputs": {"pull-request": "7"}})
 
 
+def find_run(sha: str = HEAD) -> tuple:
+    return ("GET", f"{P}/actions/workflows/ci-policy.yml/runs", {"head_sha": sha, "event": "pull_request",
+                                                               "per_page": "1"}, None)
+
+
+def post_run(run: dict, what: str) -> tuple:
+    return ("POST", f"{P}/actions/runs/{run['id']}/{what}", {}, None)
+
+
 def perm(login: str) -> tuple:
     return ("GET", f"{P}/collaborators/{login}/permission", {}, None)
 
@@ -43,9 +52,13 @@ def approval(sha: str, login: str) -> tuple:
                                                 "description": f"approved by {login}", "target_url": COMMENT_URL})
 
 
-def approved_reply(sha: str, prefix: str) -> tuple:
+def approved_reply(sha: str, prefix: str, started: str) -> tuple:
     return reply(f"> /ok-to-test {prefix}\n\nApproved `{sha}` for CI (`ci-policy/ok-to-test` on that commit; a new "
-                 "push needs a new approval). Started `ci-policy.yml`.")
+                 f"push needs a new approval). {started}")
+
+
+def rerunning(run: dict, sha: str = HEAD) -> str:
+    return f"Re-running [run {run['id']}]({run['html_url']}) for `{sha[:12]}`."
 
 
 @pytest.fixture
@@ -65,22 +78,65 @@ def trust(world, capsys) -> str:
 # -- /ok-to-test ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("login, prefix", [("maria", HEAD[:16]), ("wendy", HEAD[:24]), ("ada", HEAD)])
-def test_a_writer_approves_exactly_the_head_and_starts_the_pipeline(fork, capsys, login, prefix):
+def test_a_writer_approves_exactly_the_head_and_reruns_its_pull_request_run(fork, capsys, login, prefix):
+    # The head's pull_request run failed awaiting approval; re-run whole, its plan job reads the
+    # approval through the API, and its checks (pr-test / result) land on the PR head again.
+    run = fork.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
     assert trust(fork, capsys) == "untrusted"
     fork.gh.requests.clear()
     result = fork.run(f"/ok-to-test {prefix}", login=login)
     assert (result.rc, result.err) == (0, "")
-    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched ci-policy.yml for #{PR}\n"
-    assert fork.calls() == [perm(login), PULL, approval(HEAD, login), START, REACT, approved_reply(HEAD, prefix)]
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; re-running run {run['id']} of ci-policy.yml " \
+                         f"for {HEAD}\n"
+    assert fork.calls() == [perm(login), PULL, approval(HEAD, login), find_run(), post_run(run, "rerun"), REACT,
+                            approved_reply(HEAD, prefix, rerunning(run))]
     assert [(s["context"], s["state"]) for s in fork.gh.statuses[HEAD]] == [("ci-policy/ok-to-test", "success")]
+    assert fork.gh.full_reruns == [run["id"]] and fork.gh.dispatches == []
     assert trust(fork, capsys) == "approved"
 
 
-def test_an_app_token_also_dispatches_the_pipeline_no_label_event_carries_an_approval(fork):
+def test_an_app_token_also_reruns_the_run_no_label_event_carries_an_approval(fork):
+    run = fork.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
     result = fork.run(f"/ok-to-test {HEAD[:16]}", "--token-kind", "app", login="maria")
-    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched ci-policy.yml for #{PR}\n"
-    assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), START, REACT,
-                            approved_reply(HEAD, HEAD[:16])]
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; re-running run {run['id']} of ci-policy.yml " \
+                         f"for {HEAD}\n"
+    assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), find_run(), post_run(run, "rerun"), REACT,
+                            approved_reply(HEAD, HEAD[:16], rerunning(run))]
+
+
+def test_a_first_time_contributors_held_run_is_approved_not_rerun(fork):
+    # GitHub holds a first-time contributor's fork run (action_required) until a maintainer approves it.
+    run = fork.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="action_required")
+    result = fork.run(f"/ok-to-test {HEAD[:16]}", login="maria")
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; approved run {run['id']} of ci-policy.yml " \
+                         f"for {HEAD}\n"
+    assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), find_run(), post_run(run, "approve"),
+                            REACT, approved_reply(HEAD, HEAD[:16], f"Approved the waiting [run {run['id']}]"
+                                                  f"({run['html_url']}) for `{HEAD[:12]}`: it runs now.")]
+    assert fork.gh.approved_runs == [run["id"]] and fork.gh.full_reruns == []
+
+
+def test_with_no_run_for_the_head_the_pipeline_is_dispatched_and_reports_on_the_head(fork):
+    fork.gh.add_run("ci-policy.yml", head_sha=MOVED, conclusion="failure")  # another head's run: left alone
+    result = fork.run(f"/ok-to-test {HEAD[:16]}", login="maria")
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched ci-policy.yml for #{PR} " \
+                         f"(no run for {HEAD})\n"
+    assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), find_run(), START, REACT,
+                            approved_reply(HEAD, HEAD[:16], (
+                                f"No `ci-policy.yml` run exists for `{HEAD[:12]}`, so one was dispatched on the "
+                                f"default branch: its checks show on that branch's head, and it reports "
+                                f"`ci-policy/result` on `{HEAD[:12]}`."))]
+
+
+def test_a_run_still_in_progress_is_not_rerun_and_the_reply_asks_to_approve_again(fork):
+    run = fork.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion=None, status="in_progress")
+    result = fork.run(f"/ok-to-test {HEAD[:16]}", login="maria")
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; run {run['id']} of ci-policy.yml for {HEAD} " \
+                         "is still running; not re-run\n"
+    assert fork.calls()[-2:] == [REACT, approved_reply(HEAD, HEAD[:16], (
+        f"[run {run['id']}]({run['html_url']}) for `{HEAD[:12]}` is still running, so it was not re-run: comment "
+        "again once it has finished."))]
+    assert fork.gh.full_reruns == []
 
 
 def test_a_moved_head_is_refused_naming_the_current_head_and_no_status_is_written(fork):
@@ -108,13 +164,19 @@ def test_githubs_short_sha_is_refused_even_when_the_current_head_shares_it(fork)
 
 
 def test_a_new_push_needs_a_new_approval(fork, capsys):
+    old = fork.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
     assert fork.run(f"/ok-to-test {HEAD[:16]}", login="maria").rc == 0
     assert trust(fork, capsys) == "approved"
-    fork.gh.pulls[PR].head_sha = MOVED  # the contributor pushes again
+    fork.gh.pulls[PR].head_sha = MOVED  # the contributor pushes again: a new pull_request run
+    new = fork.gh.add_run("ci-policy.yml", head_sha=MOVED, conclusion="failure")
     fork.gh.requests.clear()
     assert trust(fork, capsys) == "untrusted"
     assert fork.calls() == [PULL, status_of(MOVED)]
+    fork.gh.requests.clear()
     assert fork.run(f"/ok-to-test {MOVED[:16]}", login="maria").rc == 0
+    # The new head's run is re-run; the old head's run (approved, re-run once) is never re-run again.
+    assert fork.calls()[3:5] == [find_run(MOVED), post_run(new, "rerun")]
+    assert fork.gh.full_reruns == [old["id"], new["id"]]
     assert trust(fork, capsys) == "approved"
     assert sorted(fork.gh.statuses) == sorted([HEAD, MOVED])
 
@@ -138,9 +200,13 @@ def test_without_a_pipeline_workflow_in_the_policy_the_approval_starts_the_gatew
     del data["pipeline"]
     fork.policy(data)
     result = fork.run(f"/ok-to-test {HEAD[:16]}", login="maria")
-    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched ci-policy.yml for #{PR}\n"
-    assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), START, REACT,
-                            approved_reply(HEAD, HEAD[:16])]
+    assert result.out == f"ci-policy comment: done: approved {HEAD}; dispatched ci-policy.yml for #{PR} " \
+                         f"(no run for {HEAD})\n"
+    assert fork.calls() == [perm("maria"), PULL, approval(HEAD, "maria"), find_run(), START, REACT,
+                            approved_reply(HEAD, HEAD[:16], (
+                                f"No `ci-policy.yml` run exists for `{HEAD[:12]}`, so one was dispatched on the "
+                                f"default branch: its checks show on that branch's head, and it reports "
+                                f"`ci-policy/result` on `{HEAD[:12]}`."))]
 
 
 def test_ok_to_test_is_ignored_by_a_job_that_does_not_carry_it_out(fork):

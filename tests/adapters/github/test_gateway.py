@@ -57,9 +57,29 @@ def dispatch(inputs: dict, ref: str = "main") -> tuple:
 
 
 def start_pipeline(number: int = PR) -> tuple:
-    """The dispatch that starts a fresh run of the PR pipeline (ci-policy.yml) for the PR."""
+    """The dispatch that starts a run of the PR pipeline (ci-policy.yml) for the PR, when no
+    pull_request run exists for its head."""
     return ("POST", f"{P}/actions/workflows/ci-policy.yml/dispatches", {},
             {"ref": "main", "inputs": {"pull-request": str(number)}})
+
+
+def find_pipeline_run(sha: str = HEAD) -> tuple:
+    """The lookup of the PR pipeline's latest pull_request run for the head."""
+    return ("GET", f"{P}/actions/workflows/ci-policy.yml/runs",
+            {"head_sha": sha, "event": "pull_request", "per_page": "1"}, None)
+
+
+def rerun(run_id: int, what: str = "rerun") -> tuple:
+    """`rerun` (the whole run), `rerun-failed-jobs` or `approve` of a pipeline run."""
+    return ("POST", f"{P}/actions/runs/{run_id}/{what}", {}, None)
+
+
+def run_link(run: dict) -> str:
+    return f"[run {run['id']}]({run['html_url']})"
+
+
+DISPATCHED = (f"No `ci-policy.yml` run exists for `{HEAD[:12]}`, so one was dispatched on the default branch: its "
+              f"checks show on that branch's head, and it reports `ci-policy/result` on `{HEAD[:12]}`.")
 
 
 FIND_RUN = ("GET", f"{P}/actions/workflows/ci-policy.yml/runs", {"event": "workflow_dispatch", "per_page": "20"},
@@ -162,21 +182,54 @@ def test_a_helper_adds_an_allowed_existing_label_with_an_app_token_whose_label_e
 
 
 @pytest.mark.parametrize("token_kind", [(), ("--token-kind", "github-token")])
-def test_with_the_job_token_a_label_command_adds_the_label_then_dispatches_the_pipeline(world, token_kind):
-    # The job token's label event starts no workflow run: the gateway starts one, which reads
-    # the PR's labels (now with run-ci-megatron) and head through the API.
+def test_with_the_job_token_a_label_command_adds_the_label_then_reruns_the_heads_pipeline_run(world, token_kind):
+    # The job token's label event starts no workflow run: the gateway re-runs the head's
+    # pull_request run (its checks attach to the PR head again), whose plan job reads the PR's
+    # labels (now with run-ci-megatron) through the API.
+    run = world.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="success")
     result = world.run("/run-ci-megatron", *token_kind, login="tom")
     assert (result.rc, result.out, result.err) == (
-        0, done(f"added run-ci-megatron; dispatched ci-policy.yml for #{PR}"), "")
+        0, done(f"added run-ci-megatron; re-running run {run['id']} of ci-policy.yml for {HEAD}"), "")
     assert world.calls() == [
         perm("tom"),
         get_label("run-ci-megatron"),
         ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
-        start_pipeline(),
+        PULL,
+        find_pipeline_run(),
+        rerun(run["id"]),
         REACT,
     ]
+    assert world.gh.full_reruns == [run["id"]] and world.gh.dispatches == [] and world.gh.comments == []
+    assert (run["event"], run["head_sha"], run["run_attempt"]) == ("pull_request", HEAD, 2)
+
+
+def test_with_the_job_token_and_no_run_for_the_head_a_label_command_dispatches_the_pipeline(world):
+    # A run for an older head is never re-run for this one.
+    world.gh.add_run("ci-policy.yml", head_sha=MOVED, conclusion="failure")
+    result = world.run("/run-ci-megatron", login="tom")
+    assert (result.rc, result.out) == (
+        0, done(f"added run-ci-megatron; dispatched ci-policy.yml for #{PR} (no run for {HEAD})"))
+    assert world.calls() == [
+        perm("tom"), get_label("run-ci-megatron"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
+        PULL, find_pipeline_run(), start_pipeline(), REACT,
+        reply(f"> /run-ci-megatron\n\nadded `run-ci-megatron`. {DISPATCHED}")]
     assert world.gh.dispatches == [{"workflow": "ci-policy.yml", "ref": "main", "inputs": {"pull-request": "7"}}]
-    assert world.gh.comments == []
+    assert world.gh.full_reruns == world.gh.reruns == []
+
+
+def test_with_the_job_token_a_running_run_is_not_rerun_and_the_reply_says_so(world):
+    run = world.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion=None, status="in_progress")
+    result = world.run("/run-ci-megatron", login="tom")
+    assert (result.rc, result.out) == (
+        0, done(f"added run-ci-megatron; run {run['id']} of ci-policy.yml for {HEAD} is still running; not re-run"))
+    assert world.calls() == [
+        perm("tom"), get_label("run-ci-megatron"),
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["run-ci-megatron"]}),
+        PULL, find_pipeline_run(), REACT,
+        reply(f"> /run-ci-megatron\n\nadded `run-ci-megatron`. {run_link(run)} for `{HEAD[:12]}` is still running, "
+              "so it was not re-run: comment again once it has finished.")]
+
 
 
 @pytest.mark.parametrize("named, extra, workflow", [
@@ -191,8 +244,11 @@ def test_the_pipeline_dispatched_is_the_policys_else_the_gateways(world, named, 
     world.policy(data)
     world.gh.workflows["gpu-ci.yml"] = workflow_dispatch_definition(CALLER_WORKFLOW)
     result = world.run("/run-ci-megatron", *extra, login="tom")
-    assert (result.rc, result.out) == (0, done(f"added run-ci-megatron; dispatched {workflow} for #{PR}"))
+    assert (result.rc, result.out) == (0, done(f"added run-ci-megatron; dispatched {workflow} for #{PR} "
+                                               f"(no run for {HEAD})"))
     assert world.gh.dispatches == [{"workflow": workflow, "ref": "main", "inputs": {"pull-request": "7"}}]
+    assert world.calls()[4] == ("GET", f"{P}/actions/workflows/{workflow}/runs",
+                                {"head_sha": HEAD, "event": "pull_request", "per_page": "1"}, None)
 
 
 @pytest.mark.parametrize("option", ["--pipeline-workflow", "--rerun-test-workflow"])
@@ -211,11 +267,14 @@ def test_bypass_fastfail_adds_its_workflow_label(world):
         perm("tom"), get_label("bypass-fastfail"),
         ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), REACT]
     world.gh.requests.clear()
+    run = world.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
     result = world.run("/bypass-fastfail", login="tom")
-    assert (result.rc, result.out) == (0, done(f"added bypass-fastfail; dispatched ci-policy.yml for #{PR}"))
+    assert (result.rc, result.out) == (0, done(f"added bypass-fastfail; re-running run {run['id']} of ci-policy.yml "
+                                               f"for {HEAD}"))
     assert world.calls() == [
         perm("tom"), get_label("bypass-fastfail"),
-        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), start_pipeline(), REACT]
+        ("POST", f"{P}/issues/{PR}/labels", {}, {"labels": ["bypass-fastfail"]}), PULL, find_pipeline_run(),
+        rerun(run["id"]), REACT]
 
 
 def test_a_read_only_user_on_the_user_id_allowlist_may_add_labels(world):
@@ -270,8 +329,9 @@ def test_the_role_decides_not_the_legacy_permission_field(world):
     data["groups"]["maintainers"]["repository_permissions"] = ["admin", "maintain"]
     world.policy(data)
     result = world.run("/rerun-failed-ci", login="maria")  # maintain: legacy permission "write"
-    assert result.out == done(f"dispatched ci-policy.yml for #{PR}")
-    assert world.calls() == [perm("maria"), start_pipeline(), REACT]
+    assert result.out == done(f"dispatched ci-policy.yml for #{PR} (no run for {HEAD})")
+    assert world.calls() == [perm("maria"), PULL, find_pipeline_run(), start_pipeline(), REACT,
+                             reply(f"> /rerun-failed-ci\n\n{DISPATCHED}")]
     world.gh.requests.clear()
     result = world.run("/rerun-failed-ci", login="wendy")
     assert result.out == "ci-policy comment: refused: wendy (write) is not in group maintainers\n"
@@ -414,16 +474,43 @@ def test_clear_labels_without_ci_labels_reacts_and_says_so(world):
 # -- rerunning failed jobs -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("token_kind", ["github-token", "app"])
-def test_rerun_failed_ci_dispatches_a_fresh_pipeline_run_never_a_rerun_of_an_old_one(world, token_kind):
-    # An old run's payload carries the labels and head of its own event; a fresh run reads them now.
+def test_rerun_failed_ci_reruns_only_the_failed_jobs_of_the_heads_latest_pull_request_run(world, token_kind):
     gh = world.gh
-    failed = gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
+    gh.add_run("ci-policy.yml", head_sha=MOVED, conclusion="failure")          # an older head's: never re-run
+    older = gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
+    gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="success", event="workflow_dispatch")
+    latest = gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
     result = world.run("/rerun-failed-ci", "--token-kind", token_kind, login="wendy")
-    assert (result.rc, result.out, result.err) == (0, done(f"dispatched ci-policy.yml for #{PR}"), "")
-    assert world.calls() == [perm("wendy"), start_pipeline(), REACT]
-    assert gh.reruns == [] and failed["conclusion"] == "failure"
-    assert [(r["event"], r["status"]) for r in gh.runs["ci-policy.yml"]] == [("pull_request", "completed"),
-                                                                          ("workflow_dispatch", "queued")]
+    assert (result.rc, result.out, result.err) == (
+        0, done(f"re-running the failed jobs of run {latest['id']} of ci-policy.yml for {HEAD}"), "")
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(), rerun(latest["id"], "rerun-failed-jobs"),
+                             REACT]
+    # The same run, a new attempt: its checks attach to the PR head again.
+    assert gh.reruns == [latest["id"]] and gh.full_reruns == [] and gh.dispatches == []
+    assert (latest["event"], latest["head_sha"], latest["run_attempt"]) == ("pull_request", HEAD, 2)
+    assert older["run_attempt"] == 1
+
+
+def test_rerun_failed_ci_of_a_run_that_passed_reruns_nothing(world):
+    run = world.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="success")
+    result = world.run("/rerun-failed-ci", login="wendy")
+    assert (result.rc, result.out) == (0, done(f"run {run['id']} of ci-policy.yml for {HEAD} succeeded; nothing to "
+                                               "re-run"))
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(), REACT, reply(
+        f"> /rerun-failed-ci\n\n{run_link(run)} for `{HEAD[:12]}` succeeded: there is no failed job to re-run.")]
+    assert world.gh.reruns == []
+
+
+def test_rerun_failed_ci_reads_the_head_at_comment_time(world):
+    # The PR moved on: the run of the new head is the one looked for; the old head's is left alone.
+    old = world.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
+    world.gh.pulls[PR].head_sha = MOVED
+    new = world.gh.add_run("ci-policy.yml", head_sha=MOVED, conclusion="failure")
+    result = world.run("/rerun-failed-ci", login="wendy")
+    assert result.rc == 0
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(MOVED), rerun(new["id"], "rerun-failed-jobs"),
+                             REACT]
+    assert world.gh.reruns == [new["id"]] and old["run_attempt"] == 1
 
 
 def test_a_failed_dispatch_is_reported(world):
@@ -432,9 +519,21 @@ def test_a_failed_dispatch_is_reported(world):
     result = world.run("/rerun-failed-ci", login="wendy")
     assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 422: Workflow does not have "
                                           "'workflow_dispatch' trigger\n")
-    assert world.calls() == [perm("wendy"), start_pipeline(), reply(
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(), start_pipeline(), reply(
         "> /rerun-failed-ci\n\n`/rerun-failed-ci` failed: GitHub API error 422: Workflow does not have "
         "'workflow_dispatch' trigger.")]
+
+
+def test_a_refused_rerun_is_reported(world):
+    run = world.gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="failure")
+    world.gh.fail("POST", f"{P}/actions/runs/{run['id']}/rerun-failed-jobs", 403, "Resource not accessible by "
+                  "integration")
+    result = world.run("/rerun-failed-ci", login="wendy")
+    assert (result.rc, result.out) == (1, "ci-policy comment: failed: GitHub API error 403: Resource not accessible "
+                                          "by integration\n")
+    assert world.calls() == [perm("wendy"), PULL, find_pipeline_run(), rerun(run["id"], "rerun-failed-jobs"), reply(
+        "> /rerun-failed-ci\n\n`/rerun-failed-ci` failed: GitHub API error 403: Resource not accessible by "
+        "integration.")]
 
 
 # -- rerunning one test file ---------------------------------------------------------------------------------
@@ -790,8 +889,8 @@ def test_the_run_name_as_written_is_the_one_the_gateway_looks_for():
     rerun = {"test_file": "tests/e2e/test_a.py", "pull_number": "7", "head_sha": HEAD}
     definition = workflow_dispatch_definition(CALLER_WORKFLOW)
     assert definition.run_name(rerun) == run_name(7, "tests/e2e/test_a.py", HEAD)
-    # A pipeline dispatch's run-name is empty: GitHub names the run itself (here, the workflow's name).
-    assert definition.run_name({"pull-request": "7"}) == "ci-policy"
+    # A pipeline dispatch is named after its PR (its checks show on the default branch).
+    assert definition.run_name({"pull-request": "7"}) == "ci-policy for #7 (started by a comment command)"
 
 
 def test_the_callers_run_name_is_empty_for_every_other_event():

@@ -190,6 +190,42 @@ def test_number_reads_the_current_head_and_labels_through_the_api(capsys, gh, fo
     assert gh.calls() == [PULL, STATUS]
 
 
+def test_a_pull_request_run_reads_its_labels_through_the_api_for_its_own_head(capsys, gh, fork_pr, tmp_path,
+                                                                               token):
+    """A re-run keeps its event's payload (the labels then): the plan job reads them now, for
+    the head the run is for."""
+    gh.issue_labels[7].append("run-ci-fsdp")
+    rc, out, err = run(capsys, gh, tmp_path, token, "--number", "7", "--expect-head", HEAD, "--repository", REPO,
+                       "--format", "json")
+    assert (rc, err) == (0, "")
+    assert as_json(out)["labels"] == ["run-ci-megatron", "documentation", "run-ci-fsdp"]
+    assert gh.calls() == [PULL, STATUS]
+
+
+def test_a_rerun_of_an_older_heads_run_is_refused(capsys, gh, fork_pr, tmp_path, token):
+    """The run's checks attach to its own head: it never plans (nor reads the approval of) the PR's new head."""
+    rc, out, err = run(capsys, gh, tmp_path, token, "--number", "7", "--expect-head", OLD, "--repository", REPO)
+    assert (rc, out) == (1, "")
+    assert err == (f"pull request #7: its head is now {HEAD}, not {OLD}, the commit this run is for\n"
+                   "    hint: the run of the new head decides the pull request; re-run that one (`/rerun-failed-ci`), "
+                   "not this one\n"
+                   "ci-policy: 1 error\n")
+    assert gh.calls() == [PULL]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--number", "7", "--expect-head", "abc"],
+     "--expect-head: expected a 40-hex commit SHA, got 'abc'\n"
+     "    hint: pass ${{ github.event.pull_request.head.sha }}\n"),
+    (["--event-path", "e.json", "--expect-head", HEAD],
+     "--expect-head: is the head a PR read through the API must still have\n    hint: pass it with --number N\n"),
+])
+def test_a_bad_expected_head_is_a_usage_error_before_any_request(capsys, gh, tmp_path, token, args, message):
+    assert run(capsys, gh, tmp_path, token, "--repository", REPO, *args) == (
+        2, "", "ci-policy pull-request: error: " + message)
+    assert gh.requests == []
+
+
 def test_number_for_a_same_repository_branch(capsys, gh, fork_pr, tmp_path, token, monkeypatch):
     fork_pr.head_repository = REPO
     monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
