@@ -15,6 +15,9 @@ A fork's pull request (outside contributor, labels added after its event):
    the failed jobs, with the plan job's plan kept;
 4. a new push is a new head and a new run, awaiting a new approval; a re-run of the old
    head's run is refused by its plan job, never planned for the new head.
+
+With a GitHub App, a label command only adds the label: the App's `labeled` event is a new
+pull_request run of its own, which plans the label's stages; nothing is re-run or dispatched.
 """
 
 from __future__ import annotations
@@ -42,20 +45,20 @@ MEGATRON_DIFF = ("diff --git a/minirl/backends/megatron.py b/minirl/backends/meg
                  "+++ b/minirl/backends/megatron.py\n@@ -1 +1 @@\n-a = 1\n+a = 2\n")
 
 
-def payload(head: str) -> dict:
+def payload(head: str, action: str = "synchronize") -> dict:
     """The pull_request event as GitHub delivered it: the labels of that moment (none)."""
-    return {"action": "synchronize", "number": PR,
+    return {"action": action, "number": PR,
             "pull_request": {"number": PR, "head": {"sha": head, "repo": {"full_name": "contributor/minirl"}},
                              "base": {"sha": "0" * 40, "repo": {"full_name": REPO}},
                              "author_association": "CONTRIBUTOR", "labels": []},
             "repository": {"full_name": REPO, "default_branch": "main"}}
 
 
-def event(head: str, attempt: int) -> Event:
+def event(head: str, attempt: int, action: str = "synchronize") -> Event:
     """The pull_request event as the caller file's `pipeline` job calls the pipeline for it."""
     github = {"ref": f"refs/pull/{PR}/merge", "sha": "e" * 40, "run_attempt": str(attempt), "repository": REPO}
     return call_event(yaml_load(CALLER), "pipeline", yaml_load(PIPELINE),
-                      Event("pull_request", payload(head), {}, SECRETS, github=github))
+                      Event("pull_request", payload(head, action), {}, SECRETS, github=github))
 
 
 def yaml_load(path: Path) -> dict:
@@ -77,14 +80,15 @@ class Pipeline:
                "GITHUB_API_URL": self.world.gh.url}
         return run_step(step["step"], env, self.workspace)
 
-    def run(self, head: str, attempt: int, *, lanes=None, kept: Simulation | None = None) -> Simulation:
+    def run(self, head: str, attempt: int, *, lanes=None, kept: Simulation | None = None,
+            action: str = "synchronize") -> Simulation:
         self.said.clear()
         hooks = {("result", "result"): result_step(self.workspace, self.said)}
         if kept is None:
             hooks |= {("plan", "pr-event"): self.api_step,
                       ("plan", "inputs"): lambda step: run_step(step["step"], step["env"], self.workspace),
                       ("plan", "plan"): lambda step: run_step(step["step"], step["env"], self.workspace)}
-        return simulate(yaml_load(PIPELINE), event(head, attempt), hooks=hooks,
+        return simulate(yaml_load(PIPELINE), event(head, attempt, action), hooks=hooks,
                         results={job: lanes for job in WAVE_JOBS} if lanes else None,
                         kept={job: kept.jobs[job] for job in ("plan", "images")} if kept else None)
 
@@ -190,3 +194,24 @@ def test_the_jobs_results_are_named_as_the_result_job_needs_them():
     for job in result["needs"]:
         assert f'"{job}":{{{{"result":"{{' in decide["env"]["NEEDS"]
     assert "toJSON(needs)" not in repr(yaml_load(PIPELINE)["jobs"]["result"])
+
+
+def test_with_an_app_a_label_command_only_labels_and_its_labeled_run_is_the_check(world, tmp_path):
+    """The App's token adds the label, and GitHub starts a `labeled` pull_request run for it: the
+    gateway re-runs and dispatches nothing, and that new run plans the label's GPU stages."""
+    gh = world.gh
+    gh.pulls[PR].head_repository = REPO  # a branch of the repository: a trusted head
+    gh.pulls[PR].author_association = "MEMBER"
+    gh.pulls[PR].diff = MEGATRON_DIFF
+    gh.issue_labels[PR] = []
+    pipeline = Pipeline(world, tmp_path / "runner")
+    earlier = gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion="success")
+    assert world.run("/run-ci-megatron", "--token-kind", "app", login="tom").rc == 0
+    assert gh.full_reruns == gh.reruns == gh.approved_runs == [] and gh.dispatches == []
+    assert earlier["run_attempt"] == 1
+    labelled = pipeline.run(HEAD, 1, action="labeled")
+    assert labelled.jobs["plan"].outputs["trust"] == "trusted"
+    assert labelled.jobs["plan"].outputs["labels_json"] == '["run-ci-megatron"]'
+    assert set(GPU_STAGES) <= stages_planned(labelled)
+    assert labelled.jobs["result"].result == "success"
+    assert pipeline.said[0].startswith("ci-policy result: PASS\n")
