@@ -14,7 +14,7 @@ Each fenced block of the page follows a marker comment naming what it is and how
   pipeline's jobs) and `ci-policy comment` against the fake GitHub (tests/github_fake.py).
 
 Also: the jobs table's grants are the caller file's `permissions:`, and every relative link of
-the page resolves to a file and, with a fragment, to a heading.
+the page (and the README's link to it) resolves to a file and, with a fragment, to a heading.
 """
 
 from __future__ import annotations
@@ -283,3 +283,7 @@ def test_every_relative_link_resolves_to_a_file_and_heading():
         if fragment:
             assert fragment in anchors(path), f"docs/adopting.md links to {link}: no such heading"
 
+
+
+def test_the_readme_links_the_page():
+    assert "](docs/adopting.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
