@@ -222,8 +222,8 @@ def test_the_walk_through_shows_what_the_tools_print(world, tmp_path, capsys):
 
     cpu_only = ("success", "skipped", "skipped", "skipped")
     produced = {
-        "result-cpu-only": result_of(tmp_path, capsys, trust="untrusted", labels=[], waves=cpu_only),
-        "result-awaiting": result_of(tmp_path, capsys, trust="untrusted", labels=["run-ci-megatron"], waves=cpu_only),
+        "result-awaiting": result_of(tmp_path, capsys, trust="untrusted", labels=[], waves=cpu_only),
+        "result-awaiting-labels": result_of(tmp_path, capsys, trust="approved", labels=[], waves=cpu_only),
         "gateway-log": labelled + rerun_failed,
         "reply-ok-to-test": approved,
         "result-lane-failed": result_of(tmp_path, capsys, trust="approved", labels=["run-ci-megatron"],

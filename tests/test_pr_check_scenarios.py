@@ -4,12 +4,12 @@ against one fake GitHub (tests/github_fake.py), the job graph evaluated by tests
 
 A fork's pull request (outside contributor, labels added after its event):
 
-1. its `pull_request` run plans it untrusted; no label calls for a GPU test, so nothing waits
-   for an approval and the cpu stage decides the check;
+1. its `pull_request` run plans it untrusted; its diff (megatron.py) calls for GPU tests,
+   which may not run unapproved: the result fails with "awaiting `/ok-to-test <head>`" though
+   every job that ran passed;
 2. a maintainer's label command (the job's token: no labeled run) re-runs that run; its plan
    job reads the new label through the API, not from the re-run's old payload: the GPU
-   stages it calls for are held back, and the result fails with "awaiting `/ok-to-test
-   <head>`" though every job that ran passed;
+   stages it calls for are still held back for the approval;
 3. `/ok-to-test <head>` records the approval and re-runs it again: approved, the GPU lanes
    run and the result passes; one failing lane fails it, and `/rerun-failed-ci` re-runs only
    the failed jobs, with the plan job's plan kept;
@@ -120,13 +120,15 @@ def test_a_fork_pr_from_its_first_run_to_approval_a_failed_lane_and_a_new_push(w
     gh.issue_labels[PR] = []
     pipeline = Pipeline(world, tmp_path / "runner")
 
-    # 1. The pull_request run, no label yet: untrusted, but no label calls for a GPU test
-    #    (trusted, none would run either), so nothing waits for an approval: the cpu stage decides.
+    # 1. The pull_request run, no label yet: untrusted, and its diff calls for the megatron
+    #    tests, which wait for an approval: the check fails though the cpu stage passed.
     run = gh.add_run("ci-policy.yml", head_sha=HEAD, conclusion=None, status="in_progress")
     first = pipeline.run(HEAD, 1)
     assert first.jobs["plan"].outputs["trust"] == "untrusted"
     assert stages_planned(first) == {"stage-a-cpu"}
-    assert first.jobs["result"].result == "success"
+    assert first.jobs["result"].result == "failure"
+    assert pipeline.said[0].splitlines()[7:11] == [awaiting(HEAD)] + [
+        f"fail: stage {stage} did not run: {UNTRUSTED_REASON}" for stage in GPU_STAGES]
     finish(run, first)
 
     # 2. A label command with the job's token: the label, then a re-run of that run.

@@ -3,8 +3,8 @@
 - In: the plan job's `plan_complete` output (`true`, `false`, or None when the plan job
   wrote none) and the needed jobs' results: job id -> `{"result", "outputs"}` (GitHub's
   `toJSON(needs)` shape; `outputs` optional); from the plan file, when the result job has
-  it, the stages held back for trust (`held_for_trust`: each stage `plan.policy.held_back`
-  skipped with `UNTRUSTED_REASON`, and its reason), the invalid files, and the head SHA
+  it, the stages held back for trust (`held_for_trust`: each stage skipped with
+  `UNTRUSTED_REASON` or `UNLABELLED_REASON`, and its reason), the invalid files, and the head SHA
   the plan is for.
 - Out: a frozen `Outcome`: `ok`, one reason per failure, each job's result, a one-line
   summary, and the head awaiting a maintainer's approval (None when none is).
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ci_policy.errors import UsageError
-from ci_policy.plan.policy import UNTRUSTED_REASON
+from ci_policy.plan.policy import UNLABELLED_REASON, UNTRUSTED_REASON
 from ci_policy.read.strictjson import no_constants
 
 RESULTS = ("success", "failure", "cancelled", "skipped")
@@ -104,20 +104,26 @@ def _names(jobs: tuple[Job, ...], output: str) -> list[str]:
 
 
 def held_for_trust(stages: Iterable[tuple[str, str, tuple[str, ...]]]) -> tuple[tuple[str, str], ...]:
-    """The (stage, reason) of each skipped stage whose reasons say the head was not approved:
-    `stages` are the plan's (name, decision, reasons), each reason as the plan writes it
-    (`skip: untrusted head not approved`)."""
+    """The (stage, reason) of each stage held for a maintainer: skipped because the head was not
+    approved or its diff calls for labels no maintainer set, or run without the tests its diff
+    calls for (a `run:` reason saying so). `stages` are the plan's (name, decision, reasons), each reason as
+    the plan writes it (`skip: untrusted head not approved`)."""
     held = []
     for name, decision, reasons in stages:
-        bare = (r.removeprefix("skip: ") for r in reasons)
-        reason = next((r for r in bare if r.startswith(UNTRUSTED_REASON)), None)
-        if decision == "skip" and reason is not None:
+        bare = [r.removeprefix(f"{decision}: ") for r in reasons]
+        reason = next((r for r in bare if r.startswith(UNLABELLED_REASON)
+                       or (decision == "skip" and r.startswith(UNTRUSTED_REASON))), None)
+        if reason is not None:
             held.append((name, reason))
     return tuple(held)
 
 
-def awaiting_text(head_sha: str) -> str:
-    """The one reason an unapproved outside contributor's head fails: what unblocks it."""
+def awaiting_text(head_sha: str, held: tuple[tuple[str, str], ...] = ()) -> str:
+    """The one reason an outside contributor's head fails while stages wait for a maintainer:
+    an approval (`/ok-to-test`) when any stage waits for one, else the labels its diff calls for."""
+    if held and not any(reason.startswith(UNTRUSTED_REASON) for _stage, reason in held):
+        return ("awaiting a maintainer's labels: this head is an outside contributor's, and its diff calls for "
+                "tests that no maintainer's label selects, so they did not run")
     return (f"awaiting `/ok-to-test {head_sha or '<head sha>'}` from a maintainer: this head is an outside "
             "contributor's, not approved, so its accelerator stages did not run")
 
@@ -132,8 +138,9 @@ def outcome(plan_complete: bool | None, jobs: tuple[Job, ...], *,
     if held:
         # Never a pass while a stage was skipped only because nobody approved the head: a
         # required check that is green here would let a fork PR merge untested.
-        failures.append(awaiting_text(head_sha))
-        failures += [f"stage {stage} did not run: {reason}" for stage, reason in held]
+        failures.append(awaiting_text(head_sha, held))
+        failures += [f"stage {stage} did not run: {reason}" if reason.startswith(UNTRUSTED_REASON)
+                     else f"stage {stage} waits for a maintainer: {reason}" for stage, reason in held]
     if plan_complete is None:
         failures.append("the plan is missing: the plan job wrote no plan_complete output, so nothing says "
                         "which stages had to run")

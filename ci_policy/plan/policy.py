@@ -64,6 +64,10 @@ ZERO_SHA_RE = re.compile(r"0{40}|0{64}")
 TRUSTS = TRUST_VALUES
 # The skip reason of every accelerator stage of an untrusted head.
 UNTRUSTED_REASON = "untrusted head not approved"
+# The skip reason of a stage whose tests an outside contributor's diff calls for (a path
+# rule's labels) but no maintainer's label selects: the diff may not choose what runs on
+# accelerator runners, and the required check may not pass without those tests.
+UNLABELLED_REASON = "the diff calls for labels no maintainer set"
 # One runner label of GitHub's hosted images (ubuntu-24.04, ubuntu-24.04-arm, windows-2025,
 # macos-15-xlarge, ...). Any other `runs_on` may be a self-hosted runner: a self-hosted
 # runner needs no `self-hosted` label in `runs-on`, and larger hosted runners have names of

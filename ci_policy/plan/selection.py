@@ -19,8 +19,15 @@
 - Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not
   one of its cadences, an untrusted head (accelerator stages, and stages that may run on
   self-hosted runners), a pull request without its gate labels. An untrusted head's stage
-  with no selected test is skipped for that (its reason says so), not for trust: only a
-  stage the PR's labels call for waits for `/ok-to-test`.
+  with no selected test is skipped for that (its reason says so), not for trust, unless its
+  diff calls for tests of it: only a stage the PR's labels or diff call for waits for
+  `/ok-to-test`.
+- An outside contributor's head (untrusted or approved) selects no test by path rule: its
+  diff may not choose what runs. A stage whose tests the diff's path rules would select for
+  a trusted head, and no maintainer's label selects, is skipped with `UNLABELLED_REASON`,
+  naming the labels to add (`/run-ci-<label>`); a stage that runs some tests and not those
+  carries the same reason among its `run:` reasons. The required check holds either as it holds a
+  head awaiting approval, so such a PR is never green without the tests its diff calls for.
 - `push` and `merge_group` are pruned by their diff as pull requests are (`DIFF_EVENTS`).
 - Other events, and stages with `diff_pruned: false`, run whenever they have selected tests.
 """
@@ -29,7 +36,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ci_policy.config.selection import Rule
@@ -38,6 +45,7 @@ from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import Snapshot
 from ci_policy.plan.policy import (
     DIFF_EVENTS,
+    UNLABELLED_REASON,
     UNTRUSTED_REASON,
     Policy,
     exclusion_text,
@@ -124,9 +132,11 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
     # Labels of explicit requests and broad scopes force their stages; auto-selected ones do not.
     forcing = set(policy.include_labels) if config.selection.explicit == "run" else set()
     # A fork's diff must not choose what runs on accelerator runners: a maintainer's labels do.
-    auto = [(label, f"a change to {e.path}") for e in effects if e.kind == "rule" for label in e.labels
-            if policy.auto_selects]
-    policy = policy.with_labels(auto)
+    diff_labels = [(label, f"a change to {e.path}") for e in effects if e.kind == "rule" for label in e.labels]
+    # What the same diff would select for a trusted head: the tests an outside contributor's
+    # diff calls for, which wait for a maintainer's labels rather than pass unrun.
+    trusted_view = None if policy.auto_selects or not diff_labels else policy.with_labels(diff_labels)
+    policy = policy.with_labels(diff_labels if policy.auto_selects else [])
 
     # Whether a test is selected, and why not, depend on its labels, nightly flag and disabled
     # reason only: decided once per such combination, not once per test of a large repository.
@@ -143,6 +153,7 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
     for r in snapshot.registrations:
         by_suite.setdefault(r.suite, []).append(r)
     decisions = []
+    partial: dict[str, str] = {}
     for stage in config.stages:
         if stage.external:
             continue
@@ -151,11 +162,18 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         verdict = [(r, why_left_out(r)) for r in regs]
         selected = tuple(r for r, why in verdict if why is None)
         not_selected = tuple((r, why) for r, why in verdict if why is not None)
+        called = _called_by_diff(regs, selected, trusted_view)
         held = held_back(stage, policy, config)
-        if held and not selected and held[0].startswith(UNTRUSTED_REASON):
-            # The PR's labels call for no test of this stage, trusted or not: its skip waits for
-            # no approval (the required check does not hold it back for one).
+        if held and not selected and not called and held[0].startswith(UNTRUSTED_REASON):
+            # The PR's labels and diff call for no test of this stage, trusted or not: its skip
+            # waits for no approval (the required check does not hold it back for one).
             held = ()
+        if not held and called and not selected:
+            held = (_unlabelled(called, trusted_view),)
+        elif called and selected and not held:
+            # Some of its tests run (a maintainer's labels select them); the ones only the diff
+            # calls for do not, and hold the required check as a skipped stage would.
+            partial[stage.name] = f"run: {_unlabelled(called, trusted_view)}; the stage runs without them"
         if held:
             decisions.append(StageDecision(stage, "skip", tuple(f"skip: {h}" for h in held), selected,
                                            not_selected, invalid))
@@ -188,7 +206,26 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         else:
             decisions.append(StageDecision(stage, "skip", (_untouched_reason(stage, effects),),
                                            selected, not_selected, invalid))
-    return policy, tuple(decisions)
+    return policy, tuple(replace(d, reasons=(*d.reasons, partial[d.stage.name])) if d.stage.name in partial else d
+                         for d in decisions)
+
+
+def _called_by_diff(regs: list[Registration], selected: tuple[Registration, ...],
+                    trusted_view: Policy | None) -> tuple[Registration, ...]:
+    """The tests of a stage that the diff's path rules select for a trusted head but nothing
+    selects for this one (none for a trusted head, or a diff that selects no label)."""
+    if trusted_view is None:
+        return ()
+    chosen = set(selected)
+    return tuple(r for r in regs if r not in chosen and selects(r, trusted_view))
+
+
+def _unlabelled(called: tuple[Registration, ...], trusted_view: Policy | None) -> str:
+    labels = sorted({label for r in called for label in r.labels
+                     if trusted_view is not None and (source := trusted_view.source_of(label)) is not None
+                     and source.startswith("a change to ")})
+    asked = ", ".join(f"/run-ci-{label}" for label in labels)
+    return f"{UNLABELLED_REASON}: {len(called)} test(s) need {', '.join(labels)} ({asked})"
 
 
 def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect], owning: bool) -> list[str]:

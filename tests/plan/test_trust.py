@@ -46,9 +46,12 @@ from plan.test_selection import (
 from ci_policy.errors import UsageError
 from ci_policy.model.snapshot import Snapshot, load_snapshot
 from ci_policy.plan.build import build_plan
-from ci_policy.plan.policy import UNTRUSTED_REASON, Trigger, resolve
+from ci_policy.plan.outcome import Job, held_for_trust
+from ci_policy.plan.outcome import outcome as decide_outcome
+from ci_policy.plan.policy import UNLABELLED_REASON, UNTRUSTED_REASON, Trigger, resolve
 
 UNTRUSTED = f"skip: {UNTRUSTED_REASON}"
+UNLABELLED = f"skip: {UNLABELLED_REASON}: 1 test(s) need megatron (/run-ci-megatron)"
 MEGA_RULE = ["M", "src/megatron/x.py"]
 MEGA_LONG = ["tests/gpu/test_mega_long.py"]
 NO_DIFF = "run: the diff is unavailable (pr.diff: the diff is empty), so every runnable stage runs"
@@ -71,15 +74,33 @@ SELECTION_CASES = [
          "amd": NEEDS_AMD},
         id="trusted-a-rule-path-selects-its-labels"),
     pytest.param(
+        # The diff may not choose what runs on accelerator runners, but what it calls for waits
+        # for a maintainer's labels (the required check holds it) instead of passing unrun.
         "approved", pr(), MEGA_RULE, set(),
-        {"cpu": CPU_RUN, "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD},
-        id="approved-a-rule-path-selects-nothing"),
+        {"cpu": CPU_RUN, "gpu-a": ("skip", [UNLABELLED], []), "gpu-b": ("skip", [UNLABELLED], []), "amd": NEEDS_AMD},
+        id="approved-a-rule-path-selects-nothing-and-its-stages-wait-for-labels"),
     pytest.param(
-        # No label calls for a GPU test: approved or not, nothing would run, so no stage waits
-        # for an approval (the required check passes on the cpu stage alone).
+        # Unapproved, the stages the diff calls for wait for an approval first.
         "untrusted", pr(), MEGA_RULE, set(),
+        {"cpu": CPU_RUN, "gpu-a": ("skip", [UNTRUSTED], []), "gpu-b": ("skip", [UNTRUSTED], []), "amd": NEEDS_AMD},
+        id="untrusted-a-rule-path-selects-nothing-and-its-stages-wait-for-an-approval"),
+    pytest.param(
+        # The maintainer's label selects the fsdp test; the megatron one only the diff calls for:
+        # the stage runs without it, and says so in a reason the required check holds.
+        "approved", pr("run-ci-fsdp"), MEGA_RULE, {"fsdp"},
+        {"cpu": CPU_RUN,
+         "gpu-a": ("run", ["run: src/megatron/x.py selects megatron", "run: requested by run-ci-fsdp",
+                           f"run: {UNLABELLED_REASON}: 1 test(s) need megatron (/run-ci-megatron); the stage runs "
+                           "without them"], ["tests/gpu/test_fsdp.py"]),
+         "gpu-b": ("skip", [UNLABELLED], []),
+         "amd": ("run", ["run: requested by run-ci-fsdp"], ["tests/gpu/test_amd.py"])},
+        id="approved-a-label-selects-some-tests-and-the-diff-calls-for-others"),
+    pytest.param(
+        # No label and no path rule calls for a GPU test: approved or not, nothing would run, so
+        # no stage waits for an approval (the required check passes on the cpu stage alone).
+        "untrusted", pr(), ["M", "docs/x.md"], set(),
         {"cpu": CPU_RUN, "gpu-a": NEEDS_A, "gpu-b": NEEDS_B, "amd": NEEDS_AMD},
-        id="untrusted-a-rule-path-selects-nothing-and-no-stage-waits-for-an-approval"),
+        id="untrusted-no-label-and-no-rule-and-no-stage-waits-for-an-approval"),
     pytest.param(
         "approved", pr("run-ci-megatron"), MEGA_RULE, {"megatron"},
         {"cpu": CPU_RUN,
@@ -298,3 +319,28 @@ def test_untrusted_never_runs_an_accelerator_stage_or_builds_an_image(trust_snap
                                                                        "skip: no registered tests")))
     assert plan.policy.sources == tuple((label, source) for label, source in plan.policy.sources
                                         if not source.startswith("a change to "))
+
+
+def test_the_result_holds_a_stage_its_diff_calls_for_until_a_maintainer_labels_it():
+    """Approved, with a stage run without the tests its diff calls for and one skipped for them:
+    never a pass, and the reasons name the labels to add."""
+    stages = [("cpu", "run", ("run: stage is not diff-pruned (1 selected)",)),
+              ("gpu-a", "run", ("run: requested by run-ci-fsdp",
+                                f"run: {UNLABELLED_REASON}: 1 test(s) need megatron (/run-ci-megatron); the stage "
+                                "runs without them")),
+              ("gpu-b", "skip", (UNLABELLED,))]
+    held = held_for_trust(stages)
+    assert held == (("gpu-a", f"{UNLABELLED_REASON}: 1 test(s) need megatron (/run-ci-megatron); the stage runs "
+                               "without them"),
+                    ("gpu-b", f"{UNLABELLED_REASON}: 1 test(s) need megatron (/run-ci-megatron)"))
+    decided = decide_outcome(True, (Job("plan", "success"), Job("stages-0", "success")), held=held, head_sha="a" * 40)
+    assert (decided.ok, decided.failures) == (False, (
+        "awaiting a maintainer's labels: this head is an outside contributor's, and its diff calls for tests that "
+        "no maintainer's label selects, so they did not run",
+        f"stage gpu-a waits for a maintainer: {UNLABELLED_REASON}: 1 test(s) need megatron (/run-ci-megatron); the "
+        "stage runs without them",
+        f"stage gpu-b waits for a maintainer: {UNLABELLED_REASON}: 1 test(s) need megatron (/run-ci-megatron)"))
+    # Unapproved as well: the approval comes first.
+    both = (("gpu-a", UNTRUSTED_REASON), *held)
+    assert decide_outcome(True, (), held=both, head_sha="a" * 40).failures[0].startswith(
+        f"awaiting `/ok-to-test {'a' * 40}` from a maintainer")
