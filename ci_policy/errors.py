@@ -186,7 +186,7 @@ CODES: dict[str, tuple[str, str]] = {
               "jobs.gpu-a.runs-on: [self-hosted, h100] does not match stage gpu-a's runs_on [h200]"),
     "CP609": ("reusable-input-missing", "jobs.tune.with.workflow: missing; tune.yml requires it"),
     "CP610": ("caller-grant-missing",
-              "jobs.ci.permissions: pr-pipeline.yml's job result requests statuses: write, but the job grants "
+              "jobs.ci.permissions: pr-pipeline.yml's job plan requests statuses: read, but the job grants "
               "statuses: none; GitHub refuses to start the run (a called workflow's jobs can only reduce the caller "
               "job's permissions, never elevate them)"),
     "CP901": ("stage-without-tests", "stage gpu-b has no registered test files"),

@@ -92,10 +92,10 @@ def before_workflows(repo: Path) -> None:
 
 
 def grant_missing(repo: Path) -> None:
-    """The pipeline job without its `statuses: write` line (the page says which line)."""
+    """The pipeline job without its `pull-requests: read` line (the page says which line)."""
     text = (repo / CALLER).read_text(encoding="utf-8")
     [line] = [line for line in text.splitlines(keepends=True)
-              if line.strip().startswith("statuses: write  # read the ok-to-test approval")]
+              if line.strip().startswith("pull-requests: read  # the plan job reads the PR")]
     (repo / CALLER).write_text(text.replace(line, ""), encoding="utf-8")
 
 

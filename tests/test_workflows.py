@@ -47,14 +47,15 @@ def steps(workflow: dict):
 
 SETUP_ACTION = "./.ci-policy-src/.github/actions/setup"
 
-# The only write grant: the result job reports the ci-policy/result status of a dispatched run.
-WRITES = {"result": {"statuses"}}
-# Runs with the caller job's grants (packages: write to push to ghcr.io): GitHub checks a declared
-# grant against the caller's before the run starts, even for a skipped job.
-CALLER_GRANTED = {"images"}
+# No job declares a write grant: the two that write run with the caller job's grants.
+WRITES: dict[str, set[str]] = {}
+# Run with the caller job's grants (packages: write to push to ghcr.io; statuses: write for a
+# dispatched run's ci-policy/result): GitHub checks a declared grant against the caller's before
+# the run starts, even for a skipped job, and a caller grants those only where it uses them.
+CALLER_GRANTED = {"images", "report"}
 
 
-def test_no_top_level_permissions_so_the_image_job_has_the_callers(workflow):
+def test_no_top_level_permissions_so_the_image_and_report_jobs_have_the_callers(workflow):
     assert "permissions" not in workflow
     assert {job_id for job_id, job in workflow["jobs"].items() if "permissions" not in job} == CALLER_GRANTED
 

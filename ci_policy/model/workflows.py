@@ -82,7 +82,7 @@ GRANTS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
         ("stages-2", (("contents", "read"), ("packages", "read"))),
         ("stages-3", (("contents", "read"), ("packages", "read"))),
         ("fast-fail", ()),
-        ("result", (("contents", "read"), ("statuses", "write"))),
+        ("result", (("contents", "read"),)),
     ),
     "comment-gateway": (
         ("labels", (("contents", "read"), ("issues", "write"), ("pull-requests", "write"), ("actions", "write"))),
@@ -103,22 +103,31 @@ GRANTS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
 }
 
 
-def _image_job_needs(config: Config) -> tuple[tuple[str, str], ...]:
+def _image_job_needs(config: Config, gateway: bool) -> tuple[tuple[str, str], ...]:
     """The image job checks out the head and, on ghcr.io, pushes with the job's token."""
     if not config.images:
         return ()  # `images_to_build` is always empty: the job never runs
     return (("contents", "read"), *((("packages", "write"),) if config.image_build.registry == GHCR else ()))
 
 
+def _report_job_needs(config: Config, gateway: bool) -> tuple[tuple[str, str], ...]:
+    """The report job runs only in a pipeline run the comment gateway dispatched: it checks out
+    ci-policy and writes the commit status ci-policy/result."""
+    return (("contents", "read"), ("statuses", "write")) if gateway else ()
+
+
 # The jobs that declare no `permissions:` (in a workflow without top-level ones): they run
 # with the caller job's grants, so GitHub checks nothing for them at startup, and a caller
-# grants what they need (for the configuration) only when its configuration uses them.
-INHERITING: dict[str, dict[str, Callable[[Config], tuple[tuple[str, str], ...]]]] = {
-    "pr-pipeline": {"images": _image_job_needs},
+# grants what they need only when its configuration (or its use of the comment gateway, the
+# `bool`) uses them.
+INHERITING: dict[str, dict[str, Callable[[Config, bool], tuple[tuple[str, str], ...]]]] = {
+    "pr-pipeline": {"images": _image_job_needs, "report": _report_job_needs},
 }
 # Why an inheriting job needs its grants, and what fails without them, for the message.
 INHERITING_WHY = {("pr-pipeline", "images"): ("for the images it pushes to ghcr.io (image_build.registry)",
-                                              "the image push would fail")}
+                                              "the image push would fail"),
+                  ("pr-pipeline", "report"): ("to report ci-policy/result on the PR head of a run the comment "
+                                              "gateway dispatched", "that report would fail")}
 LEVELS = {"none": 0, "read": 1, "write": 2}
 # GitHub's restricted default for the GITHUB_TOKEN (a job and its workflow without
 # `permissions:` get the repository's default, which lint cannot see; permissive is read/write).
@@ -130,6 +139,9 @@ WRITING_TRIGGERS = ("schedule", "push")
 def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Workflow]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     calls_pipeline = False
+    # The comment gateway may dispatch the pipeline, whose report job then writes a status.
+    gateway = any(match.group(1) == "comment-gateway" for workflow in workflows for job in workflow.jobs
+                  if job.uses is not None and (match := _REUSABLE.match(job.uses.value)) is not None)
     for workflow in workflows:
         for job in workflow.jobs:
             if job.uses is not None:
@@ -138,7 +150,7 @@ def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Wo
                     calls_pipeline |= match.group(1) == "pr-pipeline"
                     out += _reusable_call(workflow, job, match.group(1), match.group(2), has_gates)
                     out += _registry_secrets(config, workflow, job, match.group(1))
-                    out += _grants_missing(config, workflow, job, match.group(1))
+                    out += _grants_missing(config, workflow, job, match.group(1), gateway)
     stages = {stage.name: stage for stage in config.stages}
     runs = [(workflow, job, run) for workflow in workflows for job in workflow.jobs for run in job.stage_runs]
     for workflow, job, run in runs:
@@ -224,8 +236,9 @@ def _reusable_call(workflow: Workflow, job: Job, name: str, ref: str, has_gates:
     return out
 
 
-def needed_grants(config: Config, name: str) -> dict[str, tuple[str, str]]:
-    """scope -> (level, the callee job that asks it) a caller of reusable workflow NAME must grant."""
+def needed_grants(config: Config, name: str, gateway: bool = False) -> dict[str, tuple[str, str]]:
+    """scope -> (level, the callee job that asks it) a caller of reusable workflow NAME must grant;
+    `gateway`: the repository calls the comment gateway, which may dispatch the pipeline."""
     needed: dict[str, tuple[str, str]] = {}
 
     def need(scope: str, level: str, job: str) -> None:
@@ -236,7 +249,7 @@ def needed_grants(config: Config, name: str) -> dict[str, tuple[str, str]]:
         for scope, level in scopes:
             need(scope, level, job)
     for job, needs in INHERITING.get(name, {}).items():
-        for scope, level in needs(config):
+        for scope, level in needs(config, gateway):
             need(scope, level, job)
     return needed
 
@@ -262,8 +275,8 @@ ALL_SCOPES = ("actions", "attestations", "checks", "contents", "deployments", "d
               "models", "packages", "pages", "pull-requests", "repository-projects", "security-events", "statuses")
 
 
-def _grants_missing(config: Config, workflow: Workflow, job: Job, name: str) -> list[Diagnostic]:
-    needed = needed_grants(config, name)
+def _grants_missing(config: Config, workflow: Workflow, job: Job, name: str, gateway: bool) -> list[Diagnostic]:
+    needed = needed_grants(config, name, gateway)
     granted, source = _granted(workflow, job)
     missing = [(scope, level, callee) for scope, (level, callee) in sorted(needed.items())
                if LEVELS[granted.get(scope, "none")] < LEVELS[level]]

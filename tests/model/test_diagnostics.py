@@ -317,7 +317,7 @@ CASES = [
          [(WORKFLOW, 4, 11, "jobs.ci.with.workflow: missing; tune.yml requires it")]),
     Case("CP610", {WORKFLOW: caller(SHA1, SHA1).replace(
         "    with:", "    permissions: {contents: read, packages: read, pull-requests: read}\n    with:")},
-         [(WORKFLOW, 3, 3, "jobs.ci.permissions: pr-pipeline.yml's job result requests statuses: write, but the job "
+         [(WORKFLOW, 3, 3, "jobs.ci.permissions: pr-pipeline.yml's job plan requests statuses: read, but the job "
                            "grants statuses: none; GitHub refuses to start the run (a called workflow's jobs can only "
                            "reduce the caller job's permissions, never elevate them)")]),
     Case("CP906", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore[CP201]')},

@@ -84,7 +84,7 @@ def test_a_drifted_caller(make_repo):
                                f"{grant} contents: none; {REFUSED}"),
         (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job plan requests pull-requests: read, "
                                f"{grant} pull-requests: none; {REFUSED}"),
-        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job result requests statuses: write, "
+        (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job plan requests statuses: read, "
                                f"{grant} statuses: none; {REFUSED}"),
         (path, 16, 3, "CP610", f"jobs.fork-ci.permissions: pr-pipeline.yml's job stages-0 requests packages: read, "
                                f"{grant} packages: none; {REFUSED}"),
@@ -264,8 +264,10 @@ def test_one_caller_file_with_a_job_per_reusable_workflow(make_repo):
              "deployments: read, discussions: read, issues: read, models: read, packages: read, "
              "pages: read, pull-requests: read, repository-projects: read, security-events: read, statuses: write}")
     assert diagnostics(checkout(make_repo, "caller-grants.yml")) == [
-        (path, 14, "CP610", f"jobs.pipeline.permissions: pr-pipeline.yml's job result requests statuses: write, "
-                            f"but the job grants statuses: none; {REFUSED}", pipeline),
+        (path, 14, "CP610", "jobs.pipeline.permissions: pr-pipeline.yml's job report runs with the caller job's "
+                            "grants and needs statuses: write to report ci-policy/result on the PR head of a run the "
+                            "comment gateway dispatched, but the job grants statuses: none; that report would fail",
+         pipeline),
         (path, 14, "CP610", f"jobs.pipeline.permissions: pr-pipeline.yml's job stages-0 requests packages: read, "
                             f"but the job grants packages: none; {REFUSED}", pipeline),
         (path, 21, "CP610", f"jobs.gateway.permissions: comment-gateway.yml's job approve requests statuses: write, "
@@ -334,10 +336,25 @@ def test_another_registry_needs_no_packages_grant_but_the_registry_secrets(make_
 def test_the_pipeline_needs_packages_write_only_to_push_to_ghcr(images, packages):
     config = parse_config(CONFIG + images)
     assert needed_grants(config, "pr-pipeline") == {
-        "contents": ("read", "plan"), "pull-requests": ("read", "plan"), "statuses": ("write", "result"),
+        "contents": ("read", "plan"), "pull-requests": ("read", "plan"), "statuses": ("read", "plan"),
+        "packages": packages}
+    # With the comment gateway, which may dispatch the pipeline: its report job writes a status.
+    assert needed_grants(config, "pr-pipeline", gateway=True) == {
+        "contents": ("read", "plan"), "pull-requests": ("read", "plan"), "statuses": ("write", "report"),
         "packages": packages}
     assert needed_grants(config, "tune") == {"actions": ("read", "tune"), "contents": ("write", "tune"),
                                              "pull-requests": ("write", "tune")}
+
+
+def test_without_the_comment_gateway_the_pipeline_asks_no_statuses_write(make_repo):
+    """Only the gateway dispatches the pipeline, the one run whose report job writes a status."""
+    assert diagnostics(checkout(make_repo, "caller-no-gateway.yml")) == []
+    # The same caller beside a gateway's: the dispatched runs' report needs statuses: write.
+    repo = checkout(make_repo, "caller-no-gateway.yml", "caller-grants.yml")
+    assert [(d[0], d[3].split(",")[0]) for d in diagnostics(repo) if d[0].endswith("caller-no-gateway.yml")] == [
+        (f"{WF}/caller-no-gateway.yml", "jobs.pipeline.permissions: pr-pipeline.yml's job report runs with the "
+                                        "caller job's grants and needs statuses: write to report ci-policy/result "
+                                        "on the PR head of a run the comment gateway dispatched")]
 
 
 EXAMPLE_CALLERS = sorted((EXAMPLE_REPO / WF).glob("*.yml"))
@@ -357,8 +374,8 @@ def test_the_example_callers_grant_exactly_what_lint_asks():
     config = load_config(EXAMPLE_REPO)
     calls = [(path.name, *call) for path in EXAMPLE_CALLERS for call in reusable_calls(path)]
     assert sorted(name for _f, _j, name, _g in calls) == sorted(GRANTS)
-    for _file, _job, name, granted in calls:
-        assert granted == {scope: level for scope, (level, _callee) in needed_grants(config, name).items()}
+    for _file, _job, name, granted in calls:  # the example calls the comment gateway
+        assert granted == {scope: level for scope, (level, _callee) in needed_grants(config, name, True).items()}
 
 
 def test_an_example_caller_missing_a_grant_is_located_with_the_block_to_write(tmp_path):
