@@ -89,6 +89,7 @@ gates:
        metric_keys: ["rollout/tito_session_mismatch_rate/{version}/assistant_text"], versions: [v1, v2]}
 file_run:
   image: {cuda: ghcr.io/org/ci-cuda, rocm: ghcr.io/org/ci-rocm}
+  prefer: [cuda, rocm]
 image_build: {runs_on: [self-hosted, docker], registry: ghcr.io}
 images:
   cuda: {repository: ghcr.io/org/ci-cuda, dockerfile: docker/cuda.Dockerfile}
