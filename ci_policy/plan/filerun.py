@@ -19,9 +19,11 @@
   image tag.
 - Which registration: the one of `backend` and/or `stage` when given (else refused, listing
   the file's registrations); with neither, the one enabled registration to a stage that
-  ci-policy runs (external stages left out), and when there are several, refused listing
-  them, so the command names one (`/rerun-test FILE STAGE`). An explicit file request
-  ignores labels and cadence.
+  ci-policy runs (external stages left out). When there are several, the one of the first
+  backend of `file_run.prefer` the file has, if exactly one registration has it (the plan's
+  `choice` says so); else refused listing them, so the command names one
+  (`/rerun-test FILE STAGE`; the hint offers a backend only where it names one registration).
+  An explicit file request ignores labels and cadence.
 """
 
 from __future__ import annotations
@@ -55,6 +57,19 @@ MAX_TEST_PATH = 255
 
 
 @dataclass(frozen=True)
+class Choice:
+    """Why a file of several runnable registrations runs this one: `by` the key that chose
+    (`file_run.prefer`), its backends in order, and the registrations it chose among."""
+
+    by: str
+    prefer: tuple[str, ...]
+    among: tuple[str, ...]  # "backend suite (line N)" of each runnable registration
+
+    def as_dict(self) -> dict[str, object]:
+        return {"by": self.by, "prefer": list(self.prefer), "among": list(self.among)}
+
+
+@dataclass(frozen=True)
 class FilePlan:
     file: str
     hw: str
@@ -63,11 +78,17 @@ class FilePlan:
     container_image: str | None
     timeout_seconds: int
     container_options: str = ""
+    # Set when the configuration chose among several registrations (none was named).
+    choice: Choice | None = None
 
     def as_dict(self) -> dict[str, object]:
-        return {"file": self.file, "hw": self.hw, "suite": self.suite, "runs_on": list(self.runs_on),
-                "container_image": self.container_image, "container_options": self.container_options,
-                "timeout_seconds": self.timeout_seconds}
+        out: dict[str, object] = {
+            "file": self.file, "hw": self.hw, "suite": self.suite, "runs_on": list(self.runs_on),
+            "container_image": self.container_image, "container_options": self.container_options,
+            "timeout_seconds": self.timeout_seconds}
+        if self.choice is not None:
+            out["choice"] = self.choice.as_dict()
+        return out
 
 
 @dataclass(frozen=True)
@@ -97,8 +118,41 @@ def check_image_tag(tag: str) -> str:
     return tag
 
 
+def _described(reg: Registration) -> str:
+    return f"{reg.backend} {reg.suite} (line {reg.line})"
+
+
 def _choices(regs: Sequence[Registration]) -> str:
-    return ", ".join(f"{r.backend} {r.suite} (line {r.line})" for r in regs)
+    return ", ".join(map(_described, regs))
+
+
+def _preferred(prefer: Sequence[str], regs: Sequence[Registration]) -> Registration | None:
+    """The one registration of the first backend of `prefer` that `regs` have, or None (none
+    listed, or that backend registers the file on several stages: the command names one)."""
+    for backend in prefer:
+        of_backend = [r for r in regs if r.backend == backend]
+        if of_backend:
+            return of_backend[0] if len(of_backend) == 1 else None
+    return None
+
+
+def _several_hint(file: str, runnable: Sequence[Registration], backend_given: bool,
+                  prefer: Sequence[str]) -> str:
+    """How to name one of several runnable registrations: a stage; a backend only where it names
+    one registration (two NPU registrations are told apart by their stage alone); and, when
+    nothing was named and their backends differ, the configuration's `file_run.prefer`."""
+    hint = (f"/rerun-test {file} STAGE, with STAGE one of: {', '.join(r.suite for r in runnable)}")
+    backends = [r.backend for r in runnable]
+    unique = [b for b in dict.fromkeys(backends) if backends.count(b) == 1]
+    if unique and not backend_given:
+        hint += f" (or the backend: {', '.join(unique)})"
+    distinct = list(dict.fromkeys(backends))
+    if not backend_given and len(distinct) > 1 and not any(b in prefer for b in distinct):
+        if prefer:
+            hint += f"; or add one of {', '.join(distinct)} to file_run.prefer"
+        else:
+            hint += f"; or choose by backend for every file: file_run.prefer: [{', '.join(distinct)}]"
+    return hint
 
 
 def _external(config: Config, reg: Registration) -> bool:
@@ -165,13 +219,21 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
         reg = chosen[0]
         raise InputError(f"{file} is registered to {reg.suite}, an external stage that ci-policy "
                           "does not run", path=file, line=reg.line)
+    choice: Choice | None = None
+    if len(runnable) > 1 and backend is None and stage is None:
+        # Several stages could run it (a CUDA and a ROCm registration): the configuration's
+        # order of backends chooses, as upstream's rerun takes the CUDA one.
+        preferred = _preferred(config.file_run.prefer, runnable)
+        if preferred is not None:
+            choice = Choice(by="file_run.prefer", prefer=config.file_run.prefer,
+                            among=tuple(map(_described, runnable)))
+            runnable = [preferred]
     if len(runnable) > 1:
-        # Several stages could run it (a CUDA and a ROCm registration): the command names one.
+        # Still several: the command names one.
+        named = "stage" if backend is not None else "backend or stage"
         raise InputError(f"{file} has {len(runnable)} registrations that can run ({_choices(runnable)}); "
-                          "name the backend or stage to rerun", path=file, line=runnable[1].line,
-                          hint=f"/rerun-test {file} STAGE, with STAGE one of: "
-                          f"{', '.join(r.suite for r in runnable)} (or the backend: "
-                          f"{', '.join(r.backend for r in runnable)})")
+                          f"name the {named} to rerun", path=file, line=runnable[1].line,
+                          hint=_several_hint(file, runnable, backend is not None, config.file_run.prefer))
     reg = runnable[0]
     stage_config = config.stage(reg.suite)
     assert stage_config is not None  # registrations_of validated the suite
@@ -186,4 +248,4 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     runs_on = stage_config.runs_on or (DEFAULT_CPU_RUNNER,)
     return FilePlan(file=file, hw=reg.backend, suite=reg.suite, runs_on=runs_on,
                     container_image=f"{repo}:{tag}" if repo else None, timeout_seconds=int(math.ceil(timeout)),
-                    container_options=config.backends.container_options_for(reg.backend))
+                    container_options=config.backends.container_options_for(reg.backend), choice=choice)

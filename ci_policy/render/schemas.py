@@ -178,7 +178,9 @@ FILE_RUN = obj({
     "container_image": STRING,
     "container_options": STRING,
     "timeout_seconds": {"type": "integer", "minimum": 1},
-})
+    # Present when the configuration chose among several registrations (`file_run.prefer`).
+    "choice": obj({"by": {"type": "string", "enum": ["file_run.prefer"]}, "prefer": DISTINCT, "among": STRINGS}),
+}, optional=("choice",))
 
 TUNE = document({
     "proposals": array(obj({

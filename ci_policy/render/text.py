@@ -285,6 +285,9 @@ def file_run_text(plan: FilePlan) -> str:
     rows = [("file", plan.file), ("stage", f"{plan.suite} ({plan.hw})"), ("runs on", ", ".join(plan.runs_on)),
             ("image", plan.container_image or "-"), ("container options", plan.container_options or "-"),
             ("timeout", duration(plan.timeout_seconds))]
+    if plan.choice is not None:
+        rows.append(("chosen by", f"{plan.choice.by} [{', '.join(plan.choice.prefer)}], among "
+                                  f"{', '.join(plan.choice.among)}"))
     return "\n".join(f"{name}: {one_line(value)}" for name, value in rows)
 
 

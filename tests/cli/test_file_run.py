@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from filerun_cases import BAD_TAG, gpu_test, write
+from schema_check import assert_valid
 
 from ci_policy.cli import main
 
@@ -228,7 +229,33 @@ def test_without_a_choice_several_registrations_are_refused_listing_them(pr, cap
         1, "", f"{ROCM_FSDP}:10: {ROCM_FSDP} has 2 registrations that can run (cuda stage-c-4-gpu-h200 (line 9), "
         "rocm stage-c-4-gpu-mi350 (line 10)); name the backend or stage to rerun\n"
         f"    hint: /rerun-test {ROCM_FSDP} STAGE, with STAGE one of: stage-c-4-gpu-h200, stage-c-4-gpu-mi350 "
-        "(or the backend: cuda, rocm)\nci-policy: 1 error\n")
+        "(or the backend: cuda, rocm); or choose by backend for every file: file_run.prefer: [cuda, rocm]\n"
+        "ci-policy: 1 error\n")
+
+
+def test_prefer_gives_upstreams_choice_and_the_output_says_why(pr, capsys):
+    # radixark/miles reruns the CUDA registration of a file registered for CUDA and ROCm.
+    config = pr / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + "  prefer: [cuda, rocm]\n")
+    assert cli(capsys, "--file", ROCM_FSDP, "--repo", str(pr), "--format", "text") == (0, (
+        f"file: {ROCM_FSDP}\n"
+        "stage: stage-c-4-gpu-h200 (cuda)\n"
+        "runs on: h200, 4gpu\n"
+        "image: ghcr.io/minirl/ci-cuda:latest\n"
+        "container options: --gpus all\n"
+        "timeout: 18m0s\n"
+        "chosen by: file_run.prefer [cuda, rocm], among cuda stage-c-4-gpu-h200 (line 9), "
+        "rocm stage-c-4-gpu-mi350 (line 10)\n"), "")
+    rc, out, err = cli(capsys, "--file", ROCM_FSDP, "--repo", str(pr))
+    assert (rc, err) == (0, "")
+    assert out == json.dumps({
+        "file": ROCM_FSDP, "hw": "cuda", "suite": "stage-c-4-gpu-h200", "runs_on": ["h200", "4gpu"],
+        "container_image": "ghcr.io/minirl/ci-cuda:latest", "container_options": "--gpus all",
+        "timeout_seconds": 1080,
+        "choice": {"by": "file_run.prefer", "prefer": ["cuda", "rocm"],
+                   "among": ["cuda stage-c-4-gpu-h200 (line 9)", "rocm stage-c-4-gpu-mi350 (line 10)"]}},
+        indent=2) + "\n"
+    assert_valid("file-run", json.loads(out))
 
 
 def test_a_stage_that_is_not_a_name_is_a_usage_error(capsys):

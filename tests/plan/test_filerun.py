@@ -263,7 +263,7 @@ def test_a_file_with_several_runnable_registrations_is_refused_listing_the_choic
         10, f"{ROCM_FSDP} has 2 registrations that can run (cuda stage-c-4-gpu-h200 (line 9), "
         "rocm stage-c-4-gpu-mi350 (line 10)); name the backend or stage to rerun",
         f"/rerun-test {ROCM_FSDP} STAGE, with STAGE one of: stage-c-4-gpu-h200, stage-c-4-gpu-mi350 "
-        "(or the backend: cuda, rocm)")
+        "(or the backend: cuda, rocm); or choose by backend for every file: file_run.prefer: [cuda, rocm]")
 
 
 @pytest.mark.parametrize("choice, suite", [
@@ -275,6 +275,91 @@ def test_a_file_with_several_runnable_registrations_is_refused_listing_the_choic
 def test_a_backend_or_stage_picks_one_registration(pr, choice, suite):
     # finding 10: /rerun-test <file> [backend|stage]
     assert resolve_file(ROCM_FSDP, pr, **choice).suite == suite
+
+
+def prefer(root: Path, backends: str) -> None:
+    """Set `file_run.prefer` in the checkout's configuration (its last section is `file_run`)."""
+    config = root / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + f"  prefer: {backends}\n")
+
+
+# -- file_run.prefer: upstream's /rerun-test of a file registered for CUDA and ROCm takes the CUDA one ---------
+
+def test_prefer_picks_the_first_listed_backend_the_file_has_and_says_so(pr):
+    prefer(pr, "[cuda, rocm]")
+    assert resolve_file(ROCM_FSDP, pr).as_dict() == {
+        "file": ROCM_FSDP, "hw": "cuda", "suite": "stage-c-4-gpu-h200", "runs_on": ["h200", "4gpu"],
+        "container_image": "ghcr.io/minirl/ci-cuda:latest", "container_options": "--gpus all",
+        "timeout_seconds": 1080,
+        "choice": {"by": "file_run.prefer", "prefer": ["cuda", "rocm"],
+                   "among": ["cuda stage-c-4-gpu-h200 (line 9)", "rocm stage-c-4-gpu-mi350 (line 10)"]}}
+
+
+def test_prefer_skips_a_backend_the_file_lacks(pr):
+    prefer(pr, "[cpu, rocm, cuda]")
+    plan = resolve_file(ROCM_FSDP, pr)
+    assert (plan.hw, plan.suite, plan.choice and plan.choice.prefer) == (
+        "rocm", "stage-c-4-gpu-mi350", ("cpu", "rocm", "cuda"))
+
+
+@pytest.mark.parametrize("choice, suite", [
+    ({"backend": "rocm"}, "stage-c-4-gpu-mi350"),
+    ({"stage": "stage-c-4-gpu-mi350"}, "stage-c-4-gpu-mi350"),
+])
+def test_a_named_backend_or_stage_wins_over_prefer(pr, choice, suite):
+    prefer(pr, "[cuda, rocm]")
+    plan = resolve_file(ROCM_FSDP, pr, **choice)
+    assert (plan.suite, plan.choice) == (suite, None)
+
+
+def test_a_single_registration_has_no_choice_to_report(pr):
+    prefer(pr, "[cuda, rocm]")
+    assert resolve_file("tests/e2e/test_megatron_sft.py", pr).choice is None
+
+
+def test_prefer_without_a_backend_of_the_file_keeps_the_refusal(pr):
+    prefer(pr, "[cpu]")
+    with pytest.raises(InputError) as info:
+        resolve_file(ROCM_FSDP, pr)
+    assert (info.value.message, info.value.hint) == (
+        f"{ROCM_FSDP} has 2 registrations that can run (cuda stage-c-4-gpu-h200 (line 9), "
+        "rocm stage-c-4-gpu-mi350 (line 10)); name the backend or stage to rerun",
+        f"/rerun-test {ROCM_FSDP} STAGE, with STAGE one of: stage-c-4-gpu-h200, stage-c-4-gpu-mi350 "
+        "(or the backend: cuda, rocm); or add one of cuda, rocm to file_run.prefer")
+
+
+TWO_CUDA = "tests/e2e/test_two_cuda.py"
+
+
+def two_cuda(root: Path) -> None:
+    write(root, TWO_CUDA, gpu_test('register_cuda_ci(60, "stage-b-1-gpu-h200", labels=["fsdp"])\n'
+                                   'register_cuda_ci(60, "stage-c-4-gpu-h200", labels=["fsdp"])'))
+
+
+def test_two_registrations_of_one_backend_are_told_apart_by_stage_alone(pr):
+    # Finding: "(or the backend: npu, npu)", and the backend named failed the same way.
+    two_cuda(pr)
+    with pytest.raises(InputError) as info:
+        resolve_file(TWO_CUDA, pr)
+    assert (info.value.line, info.value.message, info.value.hint) == (
+        4, f"{TWO_CUDA} has 2 registrations that can run (cuda stage-b-1-gpu-h200 (line 3), "
+        "cuda stage-c-4-gpu-h200 (line 4)); name the backend or stage to rerun",
+        f"/rerun-test {TWO_CUDA} STAGE, with STAGE one of: stage-b-1-gpu-h200, stage-c-4-gpu-h200")
+    with pytest.raises(InputError) as info:
+        resolve_file(TWO_CUDA, pr, backend="cuda")
+    assert (info.value.message, info.value.hint) == (
+        f"{TWO_CUDA} has 2 registrations that can run (cuda stage-b-1-gpu-h200 (line 3), "
+        "cuda stage-c-4-gpu-h200 (line 4)); name the stage to rerun",
+        f"/rerun-test {TWO_CUDA} STAGE, with STAGE one of: stage-b-1-gpu-h200, stage-c-4-gpu-h200")
+    assert resolve_file(TWO_CUDA, pr, backend="cuda", stage="stage-c-4-gpu-h200").suite == "stage-c-4-gpu-h200"
+
+
+def test_prefer_does_not_choose_between_two_stages_of_its_backend(pr):
+    two_cuda(pr)
+    prefer(pr, "[cuda]")
+    assert errors_of(TWO_CUDA, pr) == [
+        f"{TWO_CUDA} has 2 registrations that can run (cuda stage-b-1-gpu-h200 (line 3), "
+        "cuda stage-c-4-gpu-h200 (line 4)); name the backend or stage to rerun"]
 
 
 def test_a_backend_or_stage_without_a_registration_is_refused_listing_them(pr):

@@ -41,7 +41,8 @@
 - `/rerun-test` reads the PR head SHA at comment time and resolves the file from that
   commit's tree as data (the Git trees/blobs API; symlinks refused) with the trusted
   configuration and the PR's own `labels.py`, then dispatches the rerun workflow with
-  that SHA. Nothing from a comment or the PR reaches a shell.
+  that SHA, and with the stage when the command named one or `file_run.prefer` chose it
+  among the file's registrations. Nothing from a comment or the PR reaches a shell.
 """
 
 from __future__ import annotations
@@ -433,8 +434,9 @@ class Gateway:
             return Result("refused", text)
         inputs = {"pull_number": str(ctx.pull_number), "head_sha": sha, "test_file": plan.file,
                   "image_tag": pins.get("ci-image-tag", "")}
-        if command.target:
-            # The stage the gateway resolved: the rerun workflow resolves the same registration.
+        if command.target or plan.choice is not None:
+            # The stage the gateway resolved (named, or chosen by `file_run.prefer`): the rerun
+            # workflow resolves the same registration even if the configuration changes meanwhile.
             inputs["stage"] = plan.suite
         for name, _pattern in policy.pins:
             inputs[pin_input(name)] = pins.get(name, "")
@@ -444,7 +446,9 @@ class Gateway:
         link = self.find_run(ctx, policy.workflow, run_name(ctx.pull_number, plan.file, sha))
         self.react(ctx)
         where = ", ".join(plan.runs_on) or "the default runner"
-        self.reply(ctx, command, f"Rerunning `{plan.file}` ({plan.hw}, {plan.suite}) on [{where}] at "
+        chosen = (f"; chosen by {plan.choice.by} of {len(plan.choice.among)} registrations"
+                  if plan.choice is not None else "")
+        self.reply(ctx, command, f"Rerunning `{plan.file}` ({plan.hw}, {plan.suite}{chosen}) on [{where}] at "
                    f"{sha[:12]}, timeout {plan.timeout_seconds}s: {link}")
         return Result("done", f"dispatched {policy.workflow} for {plan.file} at {sha}",
                       details={"inputs": inputs, "plan": plan.as_dict()})

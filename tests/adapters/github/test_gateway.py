@@ -617,6 +617,29 @@ def test_a_named_backend_or_stage_picks_the_registration_and_is_dispatched_as_it
                                             "stage-c-4-gpu-mi350) on [mi350, 4gpu]")
 
 
+def test_prefer_of_the_trusted_configuration_picks_the_registration_and_is_dispatched_as_its_stage(world):
+    # radixark/miles: `/rerun-test FILE` of a file registered for CUDA and ROCm reruns the CUDA one.
+    config = world.trusted / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + "  prefer: [cuda, rocm]\n")
+    file = "tests/e2e/test_rocm_fsdp_grpo.py"
+    result = world.run(f"/rerun-test {file}")
+    assert result.out == done(f"dispatched ci-policy.yml for {file} at {HEAD}")
+    assert world.gh.dispatches[-1]["inputs"] == {**inputs(file), "stage": "stage-c-4-gpu-h200"}
+    assert world.calls() == dispatched(world, file, {**inputs(file), "stage": "stage-c-4-gpu-h200"},
+                                       f"(cuda, stage-c-4-gpu-h200; chosen by file_run.prefer of 2 registrations) "
+                                       f"on [h200, 4gpu] at {HEAD[:12]}, timeout 1080s")
+
+
+def test_prefer_of_the_prs_own_configuration_is_not_read(world):
+    # The placement is the default branch's to decide: a PR cannot choose its rerun's runners.
+    config = world.pr / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + "  prefer: [cuda, rocm]\n")
+    world.gh.add_commit(HEAD, world.pr)
+    file = "tests/e2e/test_rocm_fsdp_grpo.py"
+    assert world.run(f"/rerun-test {file}").rc == 0
+    assert world.gh.dispatches == []
+
+
 def test_a_pr_that_adds_a_label_and_a_test_using_it_can_rerun_that_test(world):
     labels = world.pr / "labels.py"
     labels.write_text(labels.read_text().replace('"long":', '"vllm": "vLLM rollout",\n    "long":'))
