@@ -12,7 +12,8 @@
   a label and a test using it can be rerun. Imports nothing of the checkout, and only
   ci_policy's core dependencies.
 - Refused, each with its own error: a path that is not a repo-relative `.py` path of safe
-  segments (`TEST_PATH_RE`); a symlink anywhere on the path; a file that is not a
+  segments (`TEST_PATH_RE`); a symlink anywhere on the path; a path that does not exist
+  (CP402, the hint naming a close file beside it or where the path stops); a file that is not a
   discovered test file (roots, patterns, excludes of the configuration); an
   unregistered file; a file that lacks a gate `gates.require` asks of it (CP520, as the plan
   refuses it); a disabled registration; a registration to an external stage; an invalid
@@ -28,6 +29,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Sequence
@@ -46,7 +48,7 @@ from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import ScanCache, optional_labels, scan_text
 from ci_policy.model.suppress import apply as apply_suppressions
 from ci_policy.plan.jobs import DEFAULT_CPU_RUNNER
-from ci_policy.read.checkout import read_text
+from ci_policy.read.checkout import read_text, where_missing
 
 # A repo-relative `.py` path of safe segments: each starts with a word character (so no '.',
 # '..' or hidden segment), no shell or Markdown characters, no absolute path. The layout is
@@ -155,10 +157,36 @@ def _several_hint(file: str, runnable: Sequence[Registration], backend_given: bo
     return hint
 
 
+def _missing_hint(root: Path, file: str) -> str:
+    """What to give instead of a path that does not exist: never to create it (a rerun runs
+    the checkout's files), but the close name beside it, or where the path stops existing."""
+    directory, name, names = where_missing(root, file)
+    rest = "Paths are relative to the checkout's root (--repo DIR)."
+    at = "/".join(filter(None, (directory, name)))
+    if at != file:  # a directory on the way is missing
+        if name in names:
+            return f"{at} is a file, not a directory. {rest}"
+        close = _close(name, [n for n in names if not n.endswith(".py")], 0.6)
+        guess = f"; did you mean {'/'.join(filter(None, (directory, close)))}/...?" if close else "."
+        return f"{directory or 'the checkout root'} has no directory {name}{guess} {rest}"
+    close = _close(name, [n for n in names if n.endswith(".py")], 0.85)
+    if close is not None:
+        return f"did you mean {'/'.join(filter(None, (directory, close)))}? {rest}"
+    return f"{directory or 'the checkout root'} has no file {name}. {rest}"
+
+
+def _close(word: str, names: Sequence[str], cutoff: float) -> str | None:
+    # A file's cutoff is stricter than a misspelt key's (0.6): test file names share `test_` and `.py`.
+    found = difflib.get_close_matches(word, names, n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
 def _external(config: Config, reg: Registration) -> bool:
     stage = config.stage(reg.suite)
     return stage is not None and stage.external
 
+
+MISSING = "CP402"  # the code `read_text` gives a path that does not exist
 
 # Diagnostics of the file's scan that are not reasons to refuse it here: a suppression
 # written wrongly (lint reports it), and "no registration", which is refused below in words of its own.
@@ -176,7 +204,12 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     config: Config = load_config(root, config_path)
     tag = check_image_tag(image_tag) if image_tag else config.file_run.default_tag
     labels, _missing = optional_labels(root, config)  # as the plan reads it: labels.py only when used
-    text = read_text(root, file, what="test file")  # refuses symlinks on every component
+    try:
+        text = read_text(root, file, what="test file")  # refuses symlinks on every component
+    except InputError as exc:
+        if exc.code != MISSING:
+            raise
+        raise InputError(exc.message, path=file, code=exc.code, hint=_missing_hint(root, file)) from None
     if not config.discovery.is_test_file(file):
         pattern = config.discovery.pattern
         shown = ", ".join(map(repr, pattern)) if isinstance(pattern, tuple) else repr(pattern)

@@ -7,6 +7,8 @@
   the root and it (a symlink could point at `/etc/passwd` or at a file of the runner);
   anything that is not a regular file; files over the size cap; bytes that are not UTF-8.
 - Files are only ever read as bytes. Nothing here imports, executes or spawns.
+- `where_missing`: for a path that does not exist, its deepest existing directory, the first
+  missing name and the names beside it (what a hint suggests instead).
 """
 
 from __future__ import annotations
@@ -134,3 +136,19 @@ def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_
         col = len(data[data.rfind(b"\n", 0, exc.start) + 1: exc.start].decode("utf-8")) + 1
         raise InputError(f"{what} {rel} is not valid UTF-8", path=rel, line=line, col=col,
                          code="CP406", hint="save the file as UTF-8") from None
+
+
+def where_missing(root: Path, rel: str) -> tuple[str, str, tuple[str, ...]]:
+    """For a plain relative `rel` that does not exist: the deepest directory of it that exists
+    ("" for the root), the first name below it that does not, and the sorted names of that
+    directory (none when it is a symlink or not a directory: nothing is followed)."""
+    parts = rel.split("/")
+    current = os.fspath(root)
+    for i, part in enumerate(parts):
+        st = _lstat(os.path.join(current, part))
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            here = os.lstat(current)
+            names = tuple(sorted(os.listdir(current))) if stat.S_ISDIR(here.st_mode) else ()
+            return "/".join(parts[:i]), part, names
+        current = os.path.join(current, part)
+    return rel, "", ()

@@ -258,6 +258,14 @@ def test_prefer_gives_upstreams_choice_and_the_output_says_why(pr, capsys):
     assert_valid("file-run", json.loads(out))
 
 
+def test_a_missing_file_says_it_does_not_exist_and_suggests_the_close_one(pr, capsys):
+    missing = "tests/e2e/test_megatron_sf.py"
+    assert cli(capsys, "--file", missing, "--repo", str(pr), "--format", "text") == (
+        1, "", f"{missing}: CP402 path-missing: test file {missing} does not exist\n"
+        f"    hint: did you mean {SFT}? Paths are relative to the checkout's root (--repo DIR).\n"
+        "ci-policy: 1 error\n")
+
+
 def test_a_stage_that_is_not_a_name_is_a_usage_error(capsys):
     assert "argument --stage: '$(id)' is not a backend or stage name" in usage_error(
         capsys, "--file", ROCM_FSDP, "--stage", "$(id)")

@@ -240,6 +240,24 @@ def test_a_missing_file_is_refused(pr):
     assert errors_of("tests/e2e/test_missing.py", pr) == ["test file tests/e2e/test_missing.py does not exist"]
 
 
+REST = "Paths are relative to the checkout's root (--repo DIR)."
+
+
+@pytest.mark.parametrize("file, hint", [
+    # Never "create it": a rerun runs what the checkout has; the hint says what is there instead.
+    ("tests/e2e/test_megatron_sf.py", f"did you mean tests/e2e/test_megatron_sft.py? {REST}"),
+    ("tests/e2e/test_missing.py", f"tests/e2e has no file test_missing.py. {REST}"),
+    ("tests/e2f/test_megatron_sft.py", f"tests has no directory e2f; did you mean tests/e2e/...? {REST}"),
+    ("e2e/test_megatron_sft.py", f"the checkout root has no directory e2e. {REST}"),
+    ("tests/e2e/test_megatron_sft.py/test_a.py", f"tests/e2e/test_megatron_sft.py is a file, not a directory. {REST}"),
+])
+def test_a_missing_file_is_refused_with_what_the_checkout_has_instead(pr, file, hint):
+    with pytest.raises(InputError) as info:
+        resolve_file(file, pr)
+    assert (info.value.code, info.value.path, info.value.message, info.value.hint) == (
+        "CP402", file, f"test file {file} does not exist", hint)
+
+
 def test_a_file_outside_the_discovery_roots_is_refused(pr):
     write(pr, "tests/other/test_a.py", gpu_test('register_cuda_ci(1, "stage-b-1-gpu-h200", labels=["fsdp"])'))
     assert errors_of("tests/other/test_a.py", pr) == [

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.errors import InputError
-from ci_policy.read.checkout import MAX_FILE_BYTES, check_no_symlinks, check_relative, read_text
+from ci_policy.read.checkout import MAX_FILE_BYTES, check_no_symlinks, check_relative, read_text, where_missing
 
 SYMLINK_HINT = "replace the symlink with the real file or directory"
 MISSING_HINT = "create it or point the configuration at the right file"
@@ -271,3 +271,14 @@ def test_check_no_symlinks_names_the_symlinked_component(repo, outside):
     assert refused(check_no_symlinks, repo, "tests/ext/deeper", what="discovery root") == (
         "tests/ext/deeper", None, None, "discovery root tests/ext/deeper: directory tests/ext is a symlink; "
         "ci-policy refuses symlinks in a checkout", SYMLINK_HINT)
+
+
+def test_where_missing_names_the_deepest_existing_directory_and_what_is_in_it(tmp_path):
+    (tmp_path / "tests" / "e2e").mkdir(parents=True)
+    (tmp_path / "tests" / "e2e" / "test_a.py").write_text("")
+    (tmp_path / "tests" / "link").symlink_to(tmp_path / "tests" / "e2e")
+    assert where_missing(tmp_path, "tests/e2e/test_b.py") == ("tests/e2e", "test_b.py", ("test_a.py",))
+    assert where_missing(tmp_path, "tests/e2f/test_b.py") == ("tests", "e2f", ("e2e", "link"))
+    assert where_missing(tmp_path, "tests/e2e/test_a.py/x.py") == ("tests/e2e", "test_a.py", ("test_a.py",))
+    # A symlinked directory is not followed: the path stops at it.
+    assert where_missing(tmp_path, "tests/link/test_b.py") == ("tests", "link", ("e2e", "link"))
