@@ -1,8 +1,9 @@
 """`ci-policy lint`: check a checkout's configuration, labels, registrations and gates.
 
-- In: --repo, --config, --format text|json|github.
-- Out: every diagnostic (errors and warnings) and a summary line on stdout; exit 0 when
-  there are no errors, 1 otherwise.
+- In: --repo, --config, --format text|json|github, --verbose.
+- Out: every diagnostic (errors and warnings) and a summary line on stdout; in text, several
+  disabled registrations (CP905) are one line unless --verbose; exit 0 when there are no
+  errors, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     add_checkout(p)
     add_cache(p)
     add_format(p, ("text", "json", "github"))
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="text: list every disabled registration (CP905) instead of one line for them all")
     return p
 
 
 def run(args: argparse.Namespace) -> int:
     repo = Path(args.repo)
     report = lint(CheckoutRequest(repo, args.config, scan_request(args)))
-    text = lint_report(report, args.format, workspace_paths(repo, args.config))
+    text = lint_report(report, args.format, workspace_paths(repo, args.config), verbose=args.verbose)
     if args.format == "github":
         write_commands(text)
     else:

@@ -3,6 +3,9 @@
 - In: `Diagnostic`s, or a `LintReport`, and the output format.
 - Out: one string: GitHub annotations, a JSON document, or text lines (and, for a lint
   report, the summary line). No I/O here; the command line writes it.
+- A lint report's text shows the warnings of a kind that is normal in number (CP905, a
+  disabled registration) as one summary line when there are several; `verbose` lists each.
+  JSON and GitHub annotations always carry every one.
 """
 
 from __future__ import annotations
@@ -30,10 +33,38 @@ def diagnostics(errors: Iterable[Diagnostic], fmt: str,
     return "\n".join(diagnostic_text(e) for e in errors)
 
 
-def lint_report(report: LintReport, fmt: str, path_of: Callable[[str], str] = lambda p: p) -> str:
-    """`ci-policy lint`'s output: a JSON document, or every diagnostic then the summary line."""
+# Warning code -> what one of them is, for its summary line: kinds a repository has many of on
+# purpose (sglang disables dozens of tests), which would bury the other diagnostics line by line.
+SUMMARISED = {"CP905": ("registration", "disabled")}
+
+
+def summarised(warnings: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """`warnings` with each `SUMMARISED` kind of several reduced to one line where its first was."""
+    warnings = list(warnings)
+    out: list[Diagnostic] = []
+    for w in warnings:
+        kind = SUMMARISED.get(w.code or "")
+        if kind is None:
+            out.append(w)
+            continue
+        same = [x for x in warnings if x.code == w.code]
+        if len(same) == 1:
+            out.append(w)
+        elif w is same[0]:
+            noun, state = kind
+            files = len({x.path for x in same})
+            out.append(Diagnostic(f"{len(same)} {noun}s in {files} file{'s' if files != 1 else ''} are {state}",
+                                  code=w.code, severity="warning",
+                                  hint="`ci-policy lint --verbose` lists each one (so does --format json)"))
+    return out
+
+
+def lint_report(report: LintReport, fmt: str, path_of: Callable[[str], str] = lambda p: p, *,
+                verbose: bool = False) -> str:
+    """`ci-policy lint`'s output: a JSON document, or the diagnostics then the summary line."""
     if fmt == "json":
         return lint_json(report)
-    items = list(report.errors) + list(report.warnings)
+    warnings = report.warnings if verbose or fmt != "text" else summarised(report.warnings)
+    items = list(report.errors) + list(warnings)
     lines = [diagnostics(items, fmt, path_of)] if items else []
     return "\n".join(lines + [lint_summary(report)])

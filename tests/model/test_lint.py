@@ -124,7 +124,8 @@ def test_registry_accepts_a_checkout_with_only_warnings(warning_repo, capsys):
     ]
 
 
-def test_every_disabled_registration_is_listed_with_its_reason(make_repo, capsys):
+def test_disabled_registrations_are_one_line_in_text_and_each_listed_under_verbose_and_in_json(make_repo, capsys):
+    # sglang disables dozens of tests on purpose: one line says so, not one per registration.
     repo = make_repo({
         "tests/e2e/test_both.py": (
             "from ci_policy import register_cuda_ci, register_rocm_ci\n\n"
@@ -137,11 +138,26 @@ def test_every_disabled_registration_is_listed_with_its_reason(make_repo, capsys
     assert out == (
         ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage cpu has no registered test files\n"
         "    hint: register tests with suite='cpu' or remove the stage\n"
+        "warning: CP905 registration-disabled: 2 registrations in 1 file are disabled\n"
+        "    hint: `ci-policy lint --verbose` lists each one (so does --format json)\n"
+        "ci-policy lint: OK: 0 errors, 3 warnings (2 test files, 3 registrations, 0 gates)\n")
+    assert main(["lint", "--repo", str(repo), "--verbose"]) == 0
+    assert capsys.readouterr().out == (
+        ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage cpu has no registered test files\n"
+        "    hint: register tests with suite='cpu' or remove the stage\n"
         "tests/e2e/test_both.py:3:1: warning: CP905 registration-disabled: "
         "register_cuda_ci for suite gpu-a is disabled: no H200 this week\n"
         "tests/e2e/test_both.py:4:1: warning: CP905 registration-disabled: "
         "register_rocm_ci for suite amd is disabled: MI350 driver bug #7\n"
         "ci-policy lint: OK: 0 errors, 3 warnings (2 test files, 3 registrations, 0 gates)\n")
+    assert main(["lint", "--repo", str(repo), "--format", "json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert [(w["code"], w["path"], w["line"], w["message"]) for w in warnings] == [
+        ("CP901", ".github/ci-policy.yml", 7, "stage cpu has no registered test files"),
+        ("CP905", "tests/e2e/test_both.py", 3, "register_cuda_ci for suite gpu-a is disabled: no H200 this week"),
+        ("CP905", "tests/e2e/test_both.py", 4, "register_rocm_ci for suite amd is disabled: MI350 driver bug #7")]
+    assert main(["lint", "--repo", str(repo), "--format", "github"]) == 0
+    assert capsys.readouterr().out.count("title=CP905 registration-disabled::") == 2
 
 
 def test_every_configuration_error_is_reported_at_once(make_repo, capsys):

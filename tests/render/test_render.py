@@ -19,7 +19,7 @@ from workflow_commands import commands
 
 from ci_policy.cli import main
 from ci_policy.errors import Diagnostic
-from ci_policy.render.report import diagnostics
+from ci_policy.render.report import diagnostics, summarised
 
 CONFIG = """\
 version: 1
@@ -159,3 +159,17 @@ def test_a_path_starting_with_a_workflow_command_cannot_start_a_line(tmp_path, m
     out = capsys.readouterr().out
     assert commands(out) == []
     assert out.splitlines()[1].startswith(f"./{root}/test_b.py:3 ")
+
+
+def test_several_disabled_registrations_summarise_where_the_first_was_and_one_stays_as_it_is():
+    def off(path: str, line: int) -> Diagnostic:
+        return Diagnostic(f"register_cuda_ci for suite s is disabled: r{line}", path=path, line=line, col=1,
+                          code="CP905", severity="warning")
+
+    other = Diagnostic("stage cpu has no registered test files", path="c.yml", line=7, code="CP901",
+                       severity="warning")
+    assert summarised([off("a.py", 3), other, off("a.py", 4), off("b.py", 1)]) == [
+        Diagnostic("3 registrations in 2 files are disabled", code="CP905", severity="warning",
+                   hint="`ci-policy lint --verbose` lists each one (so does --format json)"),
+        other]
+    assert summarised([other, off("a.py", 3)]) == [other, off("a.py", 3)]
