@@ -266,6 +266,28 @@ def test_a_missing_file_says_it_does_not_exist_and_suggests_the_close_one(pr, ca
         "ci-policy: 1 error\n")
 
 
+def test_an_npu_file_registered_twice_is_told_apart_by_its_stage(pr, capsys):
+    # Finding: "(or the backend: npu, npu)", and --backend npu failed the same way.
+    config = pr / ".github" / "ci-policy.yml"
+    npu_config = ("backends: {npu: {}}\n"
+                  "markers: {names: {register_cpu_ci: cpu, register_cuda_ci: cuda, register_rocm_ci: rocm, "
+                  "register_npu_ci: npu}}\n"
+                  "stages:\n"
+                  "  - {name: npu-a2, backend: npu, runs_on: [a2]}\n"
+                  "  - {name: npu-a3, backend: npu, runs_on: [a3]}\n")
+    config.write_text(config.read_text().replace("stages:\n", npu_config, 1))
+    npu = "tests/e2e/test_npu.py"
+    write(pr, npu, gpu_test('register_npu_ci(60, "npu-a2", labels=["fsdp"])\n'
+                            'register_npu_ci(60, "npu-a3", labels=["fsdp"])'))
+    head = (f"{npu}:4: {npu} has 2 registrations that can run (npu npu-a2 (line 3), npu npu-a3 (line 4)); "
+            "name the {} to rerun\n"
+            f"    hint: /rerun-test {npu} STAGE, with STAGE one of: npu-a2, npu-a3\nci-policy: 1 error\n")
+    assert cli(capsys, "--file", npu, "--repo", str(pr)) == (1, "", head.format("backend or stage"))
+    assert cli(capsys, "--file", npu, "--repo", str(pr), "--backend", "npu") == (1, "", head.format("stage"))
+    rc, out, err = cli(capsys, "--file", npu, "--repo", str(pr), "--backend", "npu", "--stage", "npu-a3")
+    assert (rc, err, json.loads(out)["suite"], json.loads(out)["runs_on"]) == (0, "", "npu-a3", ["a3"])
+
+
 def test_a_stage_that_is_not_a_name_is_a_usage_error(capsys):
     assert "argument --stage: '$(id)' is not a backend or stage name" in usage_error(
         capsys, "--file", ROCM_FSDP, "--stage", "$(id)")
