@@ -188,3 +188,64 @@ def test_init_writes_a_configuration_that_lints_clean_once_runs_on_is_filled(tmp
     written = [(r["file"], r["backend"], r["suite"], r["marker"]) for r in json.loads(out)["registrations"]]
     ascend = ("test/registered/ascend/test_ascend_legacy.py", "npu", "ascend-legacy", "register_npu_ci")
     assert sorted(inferred) == sorted([*written, ascend])
+
+
+MAIN_RULE = '  rules:\n    - {paths: ["test/**"], stages: ["*"]}\n'
+FUSED_MOE = "test/registered/kernels/test_fused_moe.py"
+NPU_NIGHTLY = ("nightly-1-npu-a3", "skip", ["skip: no selected tests (its tests are nightly-only; the regular "
+                                            "cadence does not admit them)"])
+CPU_STAGE = ("stage-a-cpu-only", "run", ["run: stage is not diff-pruned (1 selected)"])
+OTHER_MAIN = ("stage-b-test-1-gpu-large", "base-b-test-1-gpu-large", "stage-b-kernel-benchmark-1-gpu-large",
+              "stage-b-test-1-gpu-small-amd", "per-commit-xpu")
+
+
+def _stages_for_a_changed_test(tmp_path, capsys, changed_tests: str | None) -> list:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    config = repo / ".github" / "ci-policy.yml"
+    setting = "" if changed_tests is None else f"  changed_tests: {changed_tests}\n"
+    text = config.read_text()
+    assert "selection:\n" in text
+    config.write_text(text.replace("selection:\n", "selection:\n" + MAIN_RULE + setting))
+    diff = tmp_path / "pr.diff"
+    diff.write_bytes(b"M\0" + FUSED_MOE.encode() + b"\0")
+    rc, out, err = run(["plan", "--repo", str(repo), "--event", "pull_request", "--diff", str(diff),
+                        "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    return [(s["name"], s["decision"], s["reasons"]) for s in json.loads(out)["stages"]]
+
+
+def test_a_changed_test_file_selects_its_own_stages_before_a_test_rule_by_default(tmp_path, capsys):
+    # sglang runs every main stage for any change under test/**; the default keeps a test
+    # file's own stages first, so only its stage runs.
+    expected = [
+        CPU_STAGE,
+        ("stage-b-test-1-gpu-small", "run", [f"run: {FUSED_MOE} changed"]),
+        *[(name, "skip", [f"skip: the diff touches only {FUSED_MOE}"]) for name in OTHER_MAIN[:4]],
+        NPU_NIGHTLY,
+        ("per-commit-xpu", "skip", [f"skip: the diff touches only {FUSED_MOE}"]),
+    ]
+    assert _stages_for_a_changed_test(tmp_path / "default", capsys, None) == expected
+    assert _stages_for_a_changed_test(tmp_path / "own", capsys, "own_stages") == expected
+
+
+def test_changed_tests_paths_lets_the_test_rule_decide_for_a_test_file(tmp_path, capsys):
+    ruled = f"run: {FUSED_MOE} matches a selection rule for stages * (selection.changed_tests: paths)"
+    assert _stages_for_a_changed_test(tmp_path, capsys, "paths") == [
+        CPU_STAGE,
+        ("stage-b-test-1-gpu-small", "run", [ruled]),
+        *[(name, "run", [ruled]) for name in OTHER_MAIN[:4]],
+        NPU_NIGHTLY,
+        ("per-commit-xpu", "run", [ruled]),
+    ]
+
+
+def test_changed_tests_both_takes_the_file_own_stages_and_the_test_rule(tmp_path, capsys):
+    ruled = f"run: {FUSED_MOE} matches a selection rule for stages * (selection.changed_tests: both)"
+    assert _stages_for_a_changed_test(tmp_path, capsys, "both") == [
+        CPU_STAGE,
+        ("stage-b-test-1-gpu-small", "run", [f"run: {FUSED_MOE} changed", ruled]),
+        *[(name, "run", [ruled]) for name in OTHER_MAIN[:4]],
+        NPU_NIGHTLY,
+        ("per-commit-xpu", "run", [ruled]),
+    ]
