@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 
 from cli.test_plan import parse_github_output
 from helpers import ROOT, assert_golden
@@ -249,3 +251,42 @@ def test_changed_tests_both_takes_the_file_own_stages_and_the_test_rule(tmp_path
         NPU_NIGHTLY,
         ("per-commit-xpu", "run", [ruled]),
     ]
+
+
+def test_a_diff_known_to_be_empty_plans_as_no_change_and_an_empty_file_stays_unavailable(tmp_path, monkeypatch,
+                                                                                          capsys):
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+                               "-c", "commit.gpgsign=false", *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    git("commit", "-q", "--allow-empty", "-m", "identical to its parent")
+
+    def stages(*argv: str) -> tuple[dict, list]:
+        rc, out, err = run(["plan", "--repo", str(repo), "--event", "pull_request", *argv, "--format", "json"], capsys)
+        assert (rc, err) == (0, "")
+        plan = json.loads(out)
+        return plan["diff"], [(s["name"], s["decision"], s["reasons"]) for s in plan["stages"]]
+
+    unchanged = ["skip: no file changed (the diff is empty)"]
+    no_change = [CPU_STAGE, *[(name, "skip", unchanged) for name in ("stage-b-test-1-gpu-small", *OTHER_MAIN[:4])],
+                 NPU_NIGHTLY, ("per-commit-xpu", "skip", unchanged)]
+    assert stages("--base", "HEAD~1", "--head", "HEAD") == ({"available": True, "files": []}, no_change)
+    assert stages("--base", "HEAD", "--head", "HEAD") == ({"available": True, "files": []}, no_change)
+
+    empty = tmp_path / "pr.diff"
+    empty.write_bytes(b"")
+    everything = [f"run: the diff is unavailable ({empty}: the diff is empty), so every runnable stage runs"]
+    diff, decisions = stages("--diff", str(empty))
+    assert diff == {"available": False, "files": [], "reason": f"{empty}: the diff is empty"}
+    assert decisions == [CPU_STAGE, *[(name, "run", everything) for name in ("stage-b-test-1-gpu-small",
+                                                                              *OTHER_MAIN[:4])],
+                         NPU_NIGHTLY, ("per-commit-xpu", "run", everything)]

@@ -16,7 +16,8 @@
   and the stages owning it; a `no_gpu_paths` path affects none; any other path affects
   every stage without `paths` (fail safe; a stage that declares `paths` owns its paths and
   is not reached by unknown ones).
-  An unavailable diff affects every stage.
+  An unavailable diff affects every stage; a diff known to be empty affects none (`skip: no
+  file changed (the diff is empty)`).
 - Invalid test files are never scheduled; each stage lists those whose readable
   registrations name it (`StageDecision.invalid`).
 - Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not
@@ -306,6 +307,8 @@ def _by_glob(effects: list[PathEffect], stage: str, field: Literal["targeted", "
 
 
 def _untouched_reason(stage: Stage, effects: list[PathEffect]) -> str:
+    if not effects:  # a diff known to be empty (`Diff.no_changes()`)
+        return "skip: no file changed (the diff is empty)"
     touched = _shown(e.path for e in effects)
     if stage.paths:
         return f"skip: the diff touches only {touched}: none of its test files, nothing under its paths"
