@@ -118,6 +118,7 @@ class Pull:
     author_association: str = "CONTRIBUTOR"
     diff: str | None = None              # the unified diff; None: GitHub refuses it (406, too large)
     head_repo_deleted: bool = False
+    changed_files: int | None = None     # the pull request object's count; None: left out of the answer
 
 
 @dataclass
@@ -468,6 +469,8 @@ class FakeGitHub:
                 "labels": [self._label(n) for n in self.issue_labels.get(pull.number, [])],
                 "author_association": pull.author_association,
                 "user": self._user("contributor")}
+        if pull.changed_files is not None:
+            data["changed_files"] = pull.changed_files
         if self.on_pull_read is not None:
             self.on_pull_read(self, pull)  # the head may move after this read
         return 200, data

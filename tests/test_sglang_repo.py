@@ -14,7 +14,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 
 from cli.test_plan import parse_github_output
 from helpers import ROOT, assert_golden
@@ -188,3 +190,103 @@ def test_init_writes_a_configuration_that_lints_clean_once_runs_on_is_filled(tmp
     written = [(r["file"], r["backend"], r["suite"], r["marker"]) for r in json.loads(out)["registrations"]]
     ascend = ("test/registered/ascend/test_ascend_legacy.py", "npu", "ascend-legacy", "register_npu_ci")
     assert sorted(inferred) == sorted([*written, ascend])
+
+
+MAIN_RULE = '  rules:\n    - {paths: ["test/**"], stages: ["*"]}\n'
+FUSED_MOE = "test/registered/kernels/test_fused_moe.py"
+NPU_NIGHTLY = ("nightly-1-npu-a3", "skip", ["skip: no selected tests (its tests are nightly-only; the regular "
+                                            "cadence does not admit them)"])
+CPU_STAGE = ("stage-a-cpu-only", "run", ["run: stage is not diff-pruned (1 selected)"])
+OTHER_MAIN = ("stage-b-test-1-gpu-large", "base-b-test-1-gpu-large", "stage-b-kernel-benchmark-1-gpu-large",
+              "stage-b-test-1-gpu-small-amd", "per-commit-xpu")
+
+
+def _stages_for_a_changed_test(tmp_path, capsys, changed_tests: str | None) -> list:
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+    config = repo / ".github" / "ci-policy.yml"
+    setting = "" if changed_tests is None else f"  changed_tests: {changed_tests}\n"
+    text = config.read_text()
+    assert "selection:\n" in text
+    config.write_text(text.replace("selection:\n", "selection:\n" + MAIN_RULE + setting))
+    diff = tmp_path / "pr.diff"
+    diff.write_bytes(b"M\0" + FUSED_MOE.encode() + b"\0")
+    rc, out, err = run(["plan", "--repo", str(repo), "--event", "pull_request", "--diff", str(diff),
+                        "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    return [(s["name"], s["decision"], s["reasons"]) for s in json.loads(out)["stages"]]
+
+
+def test_a_changed_test_file_selects_its_own_stages_before_a_test_rule_by_default(tmp_path, capsys):
+    # sglang runs every main stage for any change under test/**; the default keeps a test
+    # file's own stages first, so only its stage runs.
+    expected = [
+        CPU_STAGE,
+        ("stage-b-test-1-gpu-small", "run", [f"run: {FUSED_MOE} changed"]),
+        *[(name, "skip", [f"skip: the diff touches only {FUSED_MOE}"]) for name in OTHER_MAIN[:4]],
+        NPU_NIGHTLY,
+        ("per-commit-xpu", "skip", [f"skip: the diff touches only {FUSED_MOE}"]),
+    ]
+    assert _stages_for_a_changed_test(tmp_path / "default", capsys, None) == expected
+    assert _stages_for_a_changed_test(tmp_path / "own", capsys, "own_stages") == expected
+
+
+def test_changed_tests_paths_lets_the_test_rule_decide_for_a_test_file(tmp_path, capsys):
+    ruled = f"run: {FUSED_MOE} matches a selection rule for stages * (selection.changed_tests: paths)"
+    assert _stages_for_a_changed_test(tmp_path, capsys, "paths") == [
+        CPU_STAGE,
+        ("stage-b-test-1-gpu-small", "run", [ruled]),
+        *[(name, "run", [ruled]) for name in OTHER_MAIN[:4]],
+        NPU_NIGHTLY,
+        ("per-commit-xpu", "run", [ruled]),
+    ]
+
+
+def test_changed_tests_both_takes_the_file_own_stages_and_the_test_rule(tmp_path, capsys):
+    ruled = f"run: {FUSED_MOE} matches a selection rule for stages * (selection.changed_tests: both)"
+    assert _stages_for_a_changed_test(tmp_path, capsys, "both") == [
+        CPU_STAGE,
+        ("stage-b-test-1-gpu-small", "run", [f"run: {FUSED_MOE} changed", ruled]),
+        *[(name, "run", [ruled]) for name in OTHER_MAIN[:4]],
+        NPU_NIGHTLY,
+        ("per-commit-xpu", "run", [ruled]),
+    ]
+
+
+def test_a_diff_known_to_be_empty_plans_as_no_change_and_an_empty_file_stays_unavailable(tmp_path, monkeypatch,
+                                                                                          capsys):
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    repo = tmp_path / "repo"
+    shutil.copytree(REPO, repo)
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), "-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+                               "-c", "commit.gpgsign=false", *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    git("commit", "-q", "--allow-empty", "-m", "identical to its parent")
+
+    def stages(*argv: str) -> tuple[dict, list]:
+        rc, out, err = run(["plan", "--repo", str(repo), "--event", "pull_request", *argv, "--format", "json"], capsys)
+        assert (rc, err) == (0, "")
+        plan = json.loads(out)
+        return plan["diff"], [(s["name"], s["decision"], s["reasons"]) for s in plan["stages"]]
+
+    unchanged = ["skip: no file changed (the diff is empty)"]
+    no_change = [CPU_STAGE, *[(name, "skip", unchanged) for name in ("stage-b-test-1-gpu-small", *OTHER_MAIN[:4])],
+                 NPU_NIGHTLY, ("per-commit-xpu", "skip", unchanged)]
+    assert stages("--base", "HEAD~1", "--head", "HEAD") == ({"available": True, "files": []}, no_change)
+    assert stages("--base", "HEAD", "--head", "HEAD") == ({"available": True, "files": []}, no_change)
+
+    empty = tmp_path / "pr.diff"
+    empty.write_bytes(b"")
+    everything = [f"run: the diff is unavailable ({empty}: the diff is empty), so every runnable stage runs"]
+    diff, decisions = stages("--diff", str(empty))
+    assert diff == {"available": False, "files": [], "reason": f"{empty}: the diff is empty"}
+    assert decisions == [CPU_STAGE, *[(name, "run", everything) for name in ("stage-b-test-1-gpu-small",
+                                                                              *OTHER_MAIN[:4])],
+                         NPU_NIGHTLY, ("per-commit-xpu", "run", everything)]

@@ -5,6 +5,10 @@
   (at most `MAX_DIFF_BYTES` of it: more, or a timeout, is an unavailable diff).
   Refused without running git: a revision that is not plain (`REV_RE`: no leading `-`,
   no spaces or shell syntax). Any failure of git is an unavailable diff, never "no changes".
+  An empty diff of two revisions is "no changes" (`Diff.no_changes()`) only when both name
+  a tree of the repository (`git rev-parse --verify BASE^{tree}`): outside a repository git
+  compares two filesystem paths instead and may print nothing. Against the working tree
+  (no head) an empty diff stays unavailable: git diff does not list untracked files.
 - `content_ids`: in, a checkout and optionally the repo-relative paths wanted; out, each
   existing regular file's content id: `git:<blob id>` for a file git tracks whose
   working-tree copy is unmodified (one `git ls-files -s -v -z` and one
@@ -70,6 +74,11 @@ def git_diff(repo: Path, base: str, head: str | None = None, *, timeout: float =
     out = command.output()
     if out is None:
         return Diff.unavailable(f"{source} failed{command.failure}")
+    if out == b"" and head is not None:
+        trees = [_Git(repo, ["rev-parse", "--verify", "--quiet", f"{rev}^{{tree}}"], timeout=timeout, limit=200)
+                 for rev in (base, head)]
+        if all(tree.output() for tree in trees):
+            return Diff.no_changes()
     return read_diff(out, source)
 
 

@@ -7,7 +7,8 @@
   `ci-policy/ok-to-test` statuses count (None: `plan.trust.DEFAULT_APPROVER`).
 - Out: a `PullRequestResult`: the pull request, its trust decision (`plan.trust`, with a warning
   for each approval status another identity created), the diff file written ("" for none) and,
-  when the API gave no usable diff, why (a warning to print).
+  when the API gave no usable diff, why (a warning to print). For a pull request with no
+  changed file the file holds `read.diff.NO_CHANGES`, which `plan --diff` reads as no change.
 - Refused: an approver that is not a GitHub login, an expected head that is not 40 hex digits, a
   missing token or repository when the API is needed (`UsageError`); a payload that is not a
   pull request's, a PR to another repository, an API error, a PR whose head is no longer the
@@ -113,7 +114,7 @@ def pull_request(request: PullRequestRequest) -> PullRequestResult:
     decision = decide(client, pull, approver)
     if not request.diff_out:
         return PullRequestResult(pull, decision, "")
-    data, why = fetch_diff(client(), pull.base_repository, pull.number)
+    data, why = fetch_diff(client(), pull.base_repository, pull.number, pull.changed_files)
     if data is None:
         return PullRequestResult(pull, decision, "", why)
     Path(request.diff_out).write_bytes(data)

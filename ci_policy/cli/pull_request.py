@@ -10,8 +10,9 @@
   nothing is read from it.
 - Out: number, head and base SHA, labels, trust (`plan.trust`) and the diff file, as
   text, JSON or $GITHUB_OUTPUT values (`render.pullrequest`). With --diff-out the PR's
-  changes are written there in the form `plan --diff` reads; when the API gives no
-  usable diff nothing is written, `diff_file` is empty and a warning says why. An
+  changes are written there in the form `plan --diff` reads (for a PR with no changed
+  file, the line `ci-policy: no changed file`, which `plan` reads as no change); when the
+  API gives no usable diff nothing is written, `diff_file` is empty and a warning says why. An
   approval status another identity created is ignored, with a warning naming it.
 - Refused: both or neither of --event-path and --number, an --approver that is not a
   GitHub login, an --expect-head that is not a commit SHA or comes without --number, a

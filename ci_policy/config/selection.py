@@ -3,7 +3,8 @@
 - In: the `selection` mapping, and the stages parsed before it (rules may name them).
 - Out: a frozen `Selection`: globs of paths that never need a GPU, path rules that
   select labels and/or affect stages (stage-name globs), and whether explicitly requested
-  labels still run pruned stages.
+  labels still run pruned stages, and what decides for a changed registered test file
+  (`changed_tests`).
 - Refused: invalid globs, a rule without paths, a rule with neither labels nor stages, a
   stage-name glob that matches no configured stage, an unknown explicit mode.
 """
@@ -22,6 +23,8 @@ from ci_policy.read.yamlnodes import INVALID, Schema
 
 ExplicitMode = Literal["run", "prune"]
 EXPLICIT_MODES: tuple[ExplicitMode, ...] = get_args(ExplicitMode)
+ChangedTests = Literal["own_stages", "paths", "both"]
+CHANGED_TESTS: tuple[ChangedTests, ...] = get_args(ChangedTests)
 
 
 def _parse_stage_globs(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
@@ -91,6 +94,10 @@ SELECTION_TABLE = Table("selection", "How the diff prunes `diff_pruned` stages."
     Key("explicit", fields.choice(EXPLICIT_MODES), "run",
         "`run`: labels and scopes asked for explicitly run their stages in full; `prune`: the diff prunes "
         "them too."),
+    Key("changed_tests", fields.choice(CHANGED_TESTS), "own_stages",
+        "What a changed registered test file affects: `own_stages`, the stages it registers for (before any "
+        "path rule); `paths`, what `rules` and stage `paths` select for it, as for any other path; `both`, "
+        "the union."),
 ))
 
 
@@ -99,12 +106,13 @@ class Selection:
     no_gpu_paths: tuple[str, ...] = SELECTION_TABLE.default("no_gpu_paths")
     rules: tuple[Rule, ...] = SELECTION_TABLE.default("rules")
     explicit: ExplicitMode = SELECTION_TABLE.default("explicit")
+    changed_tests: ChangedTests = SELECTION_TABLE.default("changed_tests")
     line: int | None = None
 
 
 def _build(s: Schema, v: Values) -> Selection:
     return Selection(no_gpu_paths=v.get("no_gpu_paths"), rules=v.get("rules"), explicit=v.get("explicit"),
-                     line=v.line)
+                     changed_tests=v.get("changed_tests"), line=v.line)
 
 
 SELECTION = fields.mapping_of(SELECTION_TABLE, _build)

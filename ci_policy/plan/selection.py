@@ -8,12 +8,16 @@
   (`selection.explicit: run`). Each changed path is classified, first match wins:
   an invalid test file (one the snapshot could not read or validate) affects every stage,
   path-owned ones too (fail safe: its registrations are unknown); a registered test file
-  affects its own stages; a path matching `selection.rules` or a stage's `paths` affects
-  the stages holding tests with the rules' labels (and auto-selects those labels), the
-  stages the rules name (`stages`, name globs) and the stages owning it; a `no_gpu_paths`
-  path affects none; any other path affects every stage without `paths` (fail safe; a
-  stage that declares `paths` owns its paths and is not reached by unknown ones).
-  An unavailable diff affects every stage.
+  affects its own stages (`selection.changed_tests: own_stages`; with `paths` it goes on
+  through the rules below as any other path does, with `both` it affects its own stages and
+  what the rules below give it, their reasons naming the setting); a path matching
+  `selection.rules` or a stage's `paths` affects the stages holding tests with the rules'
+  labels (and auto-selects those labels), the stages the rules name (`stages`, name globs)
+  and the stages owning it; a `no_gpu_paths` path affects none; any other path affects
+  every stage without `paths` (fail safe; a stage that declares `paths` owns its paths and
+  is not reached by unknown ones).
+  An unavailable diff affects every stage; a diff known to be empty affects none (`skip: no
+  file changed (the diff is empty)`).
 - Invalid test files are never scheduled; each stage lists those whose readable
   registrations name it (`StageDecision.invalid`).
 - Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not
@@ -78,6 +82,12 @@ class PathEffect:
     targeted: tuple[tuple[str, str], ...] = ()
     # (stage, the glob of its `paths` that decided the match): the stages owning the path
     owned_by: tuple[tuple[str, str], ...] = ()
+    # A registered test file's own stages, when `selection.changed_tests: both` sent it through
+    # the path rules too (`own_stages` keeps them in `stages`, with kind "test").
+    own: tuple[str, ...] = ()
+    # The `selection.changed_tests` setting that sent a registered test file through the path
+    # rules ("paths" or "both"); "" for any other path.
+    by_setting: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,8 +112,23 @@ def classify(path: str, snapshot: Snapshot) -> PathEffect:
     if path in snapshot.invalid_paths:
         return PathEffect(path, "invalid")
     regs = snapshot.registrations_for(path)
-    if regs:
-        return PathEffect(path, "test", stages=tuple(sorted({r.suite for r in regs})))
+    config = snapshot.config
+    selection = config.selection
+    own = tuple(sorted({r.suite for r in regs}))
+    if regs and selection.changed_tests == "own_stages":
+        return PathEffect(path, "test", stages=own)
+    effect = _by_paths(path, snapshot)
+    if not regs:
+        return effect
+    if selection.changed_tests == "both":
+        if effect.kind in ("no_gpu", "other"):  # no rule and no stage's paths: its own stages alone
+            return PathEffect(path, "test", stages=own)
+        return replace(effect, own=own, by_setting="both")
+    return replace(effect, by_setting="paths")
+
+
+def _by_paths(path: str, snapshot: Snapshot) -> PathEffect:
+    """What `path` affects through the path rules, stage `paths`, `no_gpu_paths` or none of them."""
     config = snapshot.config
     selection = config.selection
     owned_by = tuple((stage.name, glob) for stage in config.stages
@@ -240,27 +265,35 @@ def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect], ownin
     other = [e.path for e in effects if e.kind == "other"]
     if other and not stage.paths:
         verb = "matches" if len(other) == 1 else "match"
+        setting = _setting(effects, other)
         if owning:
             everything.append(f"run: {_shown(other)} {verb} no rule and no stage's paths, so every stage "
-                              "without paths runs")
+                              f"without paths runs{setting}")
         else:
-            everything.append(f"run: {_shown(other)} {verb} no rule, so every stage runs")
+            everything.append(f"run: {_shown(other)} {verb} no rule, so every stage runs{setting}")
     if everything:
         return everything
-    tests = [e.path for e in effects if e.kind == "test" and stage.name in e.stages]
+    tests = [e.path for e in effects if (e.kind == "test" and stage.name in e.stages) or stage.name in e.own]
     reasons = []
     if tests:
         reasons.append(f"run: {_shown(tests)} changed")
     ruled = [e for e in effects if e.kind == "rule" and stage.name in e.stages]
     if ruled:
         labels = sorted({label for e in ruled for label in e.labels})
-        reasons.append(f"run: {_shown(e.path for e in ruled)} selects {', '.join(labels)}")
+        reasons.append(f"run: {_shown(e.path for e in ruled)} selects {', '.join(labels)}"
+                       + _setting(effects, [e.path for e in ruled]))
     for glob, paths in _by_glob(effects, stage.name, "targeted").items():
         verb = "matches" if len(paths) == 1 else "match"
-        reasons.append(f"run: {_shown(paths)} {verb} a selection rule for stages {glob}")
+        reasons.append(f"run: {_shown(paths)} {verb} a selection rule for stages {glob}" + _setting(effects, paths))
     for glob, paths in _by_glob(effects, stage.name, "owned_by").items():
-        reasons.append(f"run: {_shown(paths)} changed under its paths ({glob})")
+        reasons.append(f"run: {_shown(paths)} changed under its paths ({glob})" + _setting(effects, paths))
     return reasons
+
+
+def _setting(effects: list[PathEffect], paths: list[str]) -> str:
+    """Names `selection.changed_tests` when it sent some of `paths` (registered test files) there."""
+    settings = sorted({e.by_setting for e in effects if e.by_setting and e.path in paths})
+    return f" (selection.changed_tests: {settings[0]})" if settings else ""
 
 
 def _by_glob(effects: list[PathEffect], stage: str, field: Literal["targeted", "owned_by"]) -> dict[str, list[str]]:
@@ -274,6 +307,8 @@ def _by_glob(effects: list[PathEffect], stage: str, field: Literal["targeted", "
 
 
 def _untouched_reason(stage: Stage, effects: list[PathEffect]) -> str:
+    if not effects:  # a diff known to be empty (`Diff.no_changes()`)
+        return "skip: no file changed (the diff is empty)"
     touched = _shown(e.path for e in effects)
     if stage.paths:
         return f"skip: the diff touches only {touched}: none of its test files, nothing under its paths"

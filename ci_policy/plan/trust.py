@@ -55,6 +55,9 @@ class PullRequest:
     head_repository: str | None   # None: the fork was deleted
     base_repository: str
     author_association: str | None
+    # How many files GitHub counts as changed (the pull request object's `changed_files`);
+    # None when the answer lacks it. Only 0 lets an empty diff mean "no change".
+    changed_files: int | None = None
 
 
 @dataclass(frozen=True)

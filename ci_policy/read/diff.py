@@ -9,6 +9,11 @@
   control characters (`CONTROL_RE`: CR, LF, bidi controls ...), or an
   unreadable file, is "unavailable" and makes every runnable stage run; never "no changes".
   `parse_name_status` raises only `InputError`.
+- A diff known to be empty is available with no change: bytes that are exactly
+  `NO_CHANGES` (what `ci-policy pull-request --diff-out` writes for a pull request GitHub
+  counts no changed file in; git never prints it), or, in `adapters.git.git_diff`, two
+  revisions of the repository git finds no difference between. An empty file says nothing
+  of where it came from, so it stays unavailable.
 """
 
 from __future__ import annotations
@@ -24,6 +29,11 @@ TWO_PATHS = frozenset("RC")
 # Refused in a path: C0 controls but the tab (CR and LF end a log line), DEL, C1 controls,
 # the Unicode line and paragraph separators, and the bidi embeddings, overrides and isolates.
 CONTROL_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+# The whole content of a diff file that is known to be empty. It cannot be name-status output
+# (no status letter, no NUL byte), and says what it means to whoever opens the file.
+NO_CHANGES = b"ci-policy: no changed file\n"
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,11 @@ class Diff:
     @classmethod
     def unavailable(cls, reason: str) -> Diff:
         return cls(available=False, reason=reason)
+
+    @classmethod
+    def no_changes(cls) -> Diff:
+        """A diff known to be empty: no file changed."""
+        return cls(available=True)
 
 
 def parse_name_status(data: bytes, source: str = "diff") -> tuple[Change, ...]:
@@ -92,6 +107,8 @@ def parse_name_status(data: bytes, source: str = "diff") -> tuple[Change, ...]:
 
 
 def read_diff(data: bytes, source: str) -> Diff:
+    if data == NO_CHANGES:
+        return Diff.no_changes()
     try:
         return Diff(available=True, changes=parse_name_status(data, source))
     except InputError as exc:

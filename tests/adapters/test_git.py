@@ -74,9 +74,25 @@ def test_git_diff_of_a_real_repository(repo):
     assert git_diff(root, base) == diff  # against the (clean) working tree
 
 
-def test_git_diff_of_identical_revisions_is_unavailable_not_empty(repo):
+def test_git_diff_of_identical_revisions_is_known_to_be_empty(repo):
     root, _, head = repo
-    assert git_diff(root, head, "HEAD") == Diff.unavailable(f"git diff {head} HEAD: the diff is empty")
+    assert git_diff(root, head, "HEAD") == Diff(available=True, changes=()) == Diff.no_changes()
+    assert git_diff(root, head, "HEAD").files == ()
+
+
+def test_git_diff_of_two_commits_with_the_same_tree_is_known_to_be_empty(repo):
+    root, _, head = repo
+    git(root, "commit", "-q", "--allow-empty", "-m", "identical to its parent")
+    again = git(root, "rev-parse", "HEAD")
+    assert again != head
+    assert git_diff(root, head, again) == Diff.no_changes()
+
+
+def test_an_empty_diff_against_the_working_tree_stays_unavailable(repo):
+    # git diff BASE lists no untracked file: its silence does not say nothing changed.
+    root, _, head = repo
+    (root / "untracked.py").write_text("new\n")
+    assert git_diff(root, head) == Diff.unavailable(f"git diff {head} (working tree): the diff is empty")
 
 
 def test_git_diff_of_a_bad_revision_is_unavailable(repo):

@@ -507,11 +507,16 @@ def test_base_head_docs_only_commit_skips_gpu_stages(git_repo, capsys):
     # --head defaults to HEAD, and an empty --head means not given.
     assert plan_json(argv + ["--head", "HEAD"], capsys) == plan
     assert plan_json(argv + ["--head", ""], capsys) == plan
-    # Identical revisions give an empty diff: unavailable (never "no changes"), so every runnable stage runs.
+    # Identical revisions of the repository: a diff known to be empty, no file changed.
     first = plan_json(["plan", "--repo", str(git_repo), "--event", "pull_request", "--label", "run-ci-all",
                        "--base", "HEAD~1", "--head", "HEAD~1"], capsys)
-    assert first["diff"]["available"] is False
-    assert [s["decision"] for s in first["stages"]] == ["run", "run", "run", "run"]
+    assert first["diff"] == {"available": True, "files": []}
+    assert decisions(first) == {
+        "stage-a-cpu": ("run", ["run: stage is not diff-pruned (4 selected)"]),
+        "stage-b-1-gpu-h200": ("skip", ["skip: no file changed (the diff is empty)"]),
+        "stage-c-4-gpu-h200": ("skip", ["skip: no file changed (the diff is empty)"]),
+        "stage-c-4-gpu-mi350": ("skip", ["skip: no file changed (the diff is empty)"]),
+    }
 
 
 def test_base_head_rule_change_auto_selects(git_repo, capsys):

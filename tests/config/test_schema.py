@@ -130,7 +130,8 @@ def test_every_documented_key_is_in_the_schema_and_no_other():
     documented = _documented_paths()
     assert len(documented) == sum(len(t.keys) for t in _tables(TOP)) == 112
     assert {"version", "stages[].max_parallel.default", "backends.<>.container_options",
-            "cadences.schedules.<>.stages", "gates.defaults.<>.constraint", "lint.ignore[].codes"} <= documented
+            "cadences.schedules.<>.stages", "gates.defaults.<>.constraint", "lint.ignore[].codes",
+            "selection.changed_tests"} <= documented
     described = _schema_paths(SCHEMA, "", set())
     assert documented <= described
     # Beyond the tables: the bounds of a gate's constraint, which its row lists ("mapping of rel_up | ...").

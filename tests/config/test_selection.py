@@ -5,14 +5,23 @@ from __future__ import annotations
 import pytest
 from config_cases import VALID, coded, coded_err
 
-from ci_policy.config.selection import EXPLICIT_MODES, SELECTION_TABLE, Rule, Selection
+from ci_policy.config.selection import CHANGED_TESTS, EXPLICIT_MODES, SELECTION_TABLE, Rule, Selection
 from ci_policy.config.top import parse_config
 
 
 def test_no_selection_section_means_the_defaults():
-    assert [SELECTION_TABLE.default(k) for k in ("no_gpu_paths", "rules", "explicit")] == [(), (), "run"]
-    assert parse_config(VALID).selection == Selection(no_gpu_paths=(), rules=(), explicit="run", line=None)
+    assert [SELECTION_TABLE.default(k) for k in ("no_gpu_paths", "rules", "explicit", "changed_tests")] == [
+        (), (), "run", "own_stages"]
+    assert parse_config(VALID).selection == Selection(no_gpu_paths=(), rules=(), explicit="run",
+                                                      changed_tests="own_stages", line=None)
     assert EXPLICIT_MODES == ("run", "prune")
+    assert CHANGED_TESTS == ("own_stages", "paths", "both")
+
+
+@pytest.mark.parametrize("changed_tests", ["own_stages", "paths", "both"])
+def test_changed_tests_is_read(changed_tests):
+    config = parse_config(VALID + f"selection:\n  changed_tests: {changed_tests}\n")
+    assert config.selection == Selection(changed_tests=changed_tests, line=7)
 
 
 def test_every_selection_key_set():
@@ -41,6 +50,8 @@ def test_every_selection_key_set():
 @pytest.mark.parametrize("section, needle, message, code, hint", [
     ("selection: {explicit: skip}\n", "skip",
      "selection.explicit: expected one of run, prune, got 'skip'", "CP105", None),
+    ("selection: {changed_tests: all}\n", "all",
+     "selection.changed_tests: expected one of own_stages, paths, both, got 'all'", "CP105", None),
     ("selection: {no_gpu_paths: ['[']}\n", "'['",
      "selection.no_gpu_paths[0]: invalid glob '[': unclosed '['", "CP105", None),
     ("selection:\n  rules:\n    - {paths: [], labels: [a]}\n", "[],",

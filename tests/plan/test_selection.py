@@ -514,6 +514,7 @@ def test_cadence_override_wins_over_the_cron(make_repo):
 def spec_outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
     """The specification, written out directly: which stages run, with which selected files."""
     config = snapshot.config
+    mode = config.selection.changed_tests
     policy = resolve(trigger, snapshot.config, snapshot.labels)
     include = set(policy.include_labels)
     pr = trigger.event == "pull_request"
@@ -524,17 +525,21 @@ def spec_outcome(snapshot: Snapshot, trigger: Trigger, diff: Diff):
     if pr and not diff.available:
         affected = every
     elif pr:
-        registered = {r.file: r for r in snapshot.registrations}
         for path in diff.files:
             rule_labels = {label for rule in config.selection.rules if any(matches(g, path) for g in rule.paths)
                            for label in rule.labels}
-            if path in registered:
-                affected |= {r.suite for r in snapshot.registrations if r.file == path}
-            elif rule_labels:
+            own = {r.suite for r in snapshot.registrations if r.file == path}
+            # own_stages: a test file's own stages, and nothing else; paths: as any other path;
+            # both: its own stages, and what a rule gives it.
+            if own and mode != "paths":
+                affected |= own
+            if own and mode == "own_stages":
+                continue
+            if rule_labels:
                 affected |= {r.suite for r in snapshot.registrations if set(r.labels) & rule_labels}
                 if auto:
                     include |= rule_labels
-            elif any(matches(g, path) for g in config.selection.no_gpu_paths):
+            elif any(matches(g, path) for g in config.selection.no_gpu_paths) or (own and mode == "both"):
                 pass
             else:
                 affected = every | affected
@@ -588,25 +593,93 @@ TRIGGER = st.one_of(
 )
 
 
+# A rule over test files, which only `selection.changed_tests: paths | both` let decide for them:
+# test_long_only.py (stage gpu-b) selects amd (stage amd); test_mega.py (gpu-a) selects spare (no
+# test has it); test_cpu.py (cpu) selects fsdp (gpu-a, gpu-b, amd).
+TEST_RULES = ('    - {paths: ["tests/gpu/test_long_only.py"], labels: [amd]}\n'
+              '    - {paths: ["tests/gpu/test_mega.py"], labels: [spare]}\n'
+              '    - {paths: ["tests/unit/test_cpu.py"], labels: [fsdp]}\n')
+
+
+def changed_tests_config(explicit: str, changed_tests: str) -> str:
+    config = CONFIG.replace("EXPLICIT", f"{explicit}\n  changed_tests: {changed_tests}")
+    assert "  rules:\n" in config
+    return config.replace("  rules:\n", "  rules:\n" + TEST_RULES)
+
+
+@pytest.mark.parametrize("changed_tests, path, effect", [
+    ("own_stages", "tests/gpu/test_long_only.py", PathEffect("tests/gpu/test_long_only.py", "test", stages=("gpu-b",))),
+    ("paths", "tests/gpu/test_long_only.py", PathEffect("tests/gpu/test_long_only.py", "rule", stages=("amd",),
+                                                        labels=("amd",), by_setting="paths")),
+    ("both", "tests/gpu/test_long_only.py", PathEffect("tests/gpu/test_long_only.py", "rule", stages=("amd",),
+                                                       labels=("amd",), own=("gpu-b",), by_setting="both")),
+    ("paths", "tests/gpu/test_mega.py", PathEffect("tests/gpu/test_mega.py", "rule", labels=("spare",),
+                                                   by_setting="paths")),
+    ("both", "tests/gpu/test_mega.py", PathEffect("tests/gpu/test_mega.py", "rule", labels=("spare",),
+                                                  own=("gpu-a",), by_setting="both")),
+    # No rule: as any other path (here, every stage), or under `both` its own stages alone.
+    ("paths", "tests/gpu/test_amd.py", PathEffect("tests/gpu/test_amd.py", "other", by_setting="paths")),
+    ("both", "tests/gpu/test_amd.py", PathEffect("tests/gpu/test_amd.py", "test", stages=("amd",))),
+    # A path that is no test file is classified alike in every setting.
+    ("both", "src/fsdp.py", PathEffect("src/fsdp.py", "rule", stages=("amd", "gpu-a", "gpu-b"), labels=("fsdp",))),
+    ("paths", "setup.py", PathEffect("setup.py", "other")),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_classify_under_each_changed_tests_setting(make_repo, changed_tests, path, effect):
+    repo = make_repo(FILES, config=changed_tests_config("run", changed_tests), labels=LABELS)
+    assert classify(path, load_snapshot(repo).require_valid()) == effect
+
+
+def test_changed_tests_reasons_name_the_setting(make_repo):
+    snapshots = {mode: load_snapshot(make_repo(FILES, config=changed_tests_config("prune", mode), labels=LABELS,
+                                               name=mode)).require_valid()
+                 for mode in ("own_stages", "paths", "both")}
+
+    def stages(changed_tests: str, records: list[str]) -> dict:
+        _policy, table = outcome(snapshots[changed_tests], pr("run-ci-long", "run-ci-megatron"), diff_of(records))
+        return {name: (decision, reasons) for name, (decision, reasons, _files) in table.items()}
+
+    cpu = ("run", ["run: stage is not diff-pruned (1 selected)"])
+    only = "skip: the diff touches only tests/gpu/test_long_only.py"
+    assert stages("own_stages", ["M", "tests/gpu/test_long_only.py"]) == {
+        "cpu": cpu, "gpu-a": ("skip", [only]),
+        "gpu-b": ("run", ["run: tests/gpu/test_long_only.py changed"]),
+        # Not auto-selected: the rule over the test file does not decide for it.
+        "amd": ("skip", ["skip: no selected tests (its tests need one of: amd, fsdp)"])}
+    selects = "run: tests/gpu/test_long_only.py selects amd (selection.changed_tests: {})"
+    assert stages("paths", ["M", "tests/gpu/test_long_only.py"]) == {
+        "cpu": cpu, "gpu-a": ("skip", [only]), "gpu-b": ("skip", [only]),
+        "amd": ("run", [selects.format("paths")])}
+    assert stages("both", ["M", "tests/gpu/test_long_only.py"]) == {
+        "cpu": cpu, "gpu-a": ("skip", [only]),
+        "gpu-b": ("run", ["run: tests/gpu/test_long_only.py changed"]), "amd": ("run", [selects.format("both")])}
+    fans_out = ("run", ["run: tests/gpu/test_amd.py matches no rule, so every stage runs "
+                        "(selection.changed_tests: paths)"])
+    assert stages("paths", ["M", "tests/gpu/test_amd.py"]) == {
+        "cpu": cpu, "gpu-a": fans_out, "gpu-b": fans_out,
+        "amd": ("skip", ["skip: no selected tests (its tests need one of: amd, fsdp)"])}
+
+
 @pytest.fixture(scope="module")
-def snapshots(tmp_path_factory) -> dict[str, Snapshot]:
+def snapshots(tmp_path_factory) -> dict[tuple[str, str], Snapshot]:
     out = {}
     for explicit in ("run", "prune"):
-        repo = tmp_path_factory.mktemp(f"explicit-{explicit}")
-        files = {**FILES, ".github/ci-policy.yml": CONFIG.replace("EXPLICIT", explicit), "labels.py": LABELS}
-        for rel, text in files.items():
-            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-            (repo / rel).write_text(text)
-        out[explicit] = load_snapshot(repo).require_valid()
+        for changed_tests in ("own_stages", "paths", "both"):
+            repo = tmp_path_factory.mktemp(f"explicit-{explicit}-{changed_tests}")
+            files = {**FILES, ".github/ci-policy.yml": changed_tests_config(explicit, changed_tests),
+                     "labels.py": LABELS}
+            for rel, text in files.items():
+                (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+                (repo / rel).write_text(text)
+            out[explicit, changed_tests] = load_snapshot(repo).require_valid()
     return out
 
 
-@settings(max_examples=400, deadline=None)
-@given(explicit=st.sampled_from(["run", "prune"]), trigger=TRIGGER,
-       records=st.one_of(st.none(), st.lists(RECORD, min_size=1, max_size=5)),
+@settings(max_examples=600, deadline=None)
+@given(explicit=st.sampled_from(["run", "prune"]), changed_tests=st.sampled_from(["own_stages", "paths", "both"]),
+       trigger=TRIGGER, records=st.one_of(st.none(), st.lists(RECORD, min_size=1, max_size=5)),
        trust=st.sampled_from(["trusted", "trusted", "approved", "untrusted"]))
-def test_selection_agrees_with_the_rules_restated(snapshots, explicit, trigger, records, trust):
-    snapshot = snapshots[explicit]
+def test_selection_agrees_with_the_rules_restated(snapshots, explicit, changed_tests, trigger, records, trust):
+    snapshot = snapshots[explicit, changed_tests]
     trigger = replace(trigger, trust=trust)
     diff = diff_of(None if records is None else [field for record in records for field in record])
     include, expected = spec_outcome(snapshot, trigger, diff)

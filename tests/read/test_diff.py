@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.errors import InputError
-from ci_policy.read.diff import CONTROL_RE, Change, Diff, parse_name_status, read_diff, read_diff_file
+from ci_policy.read.diff import (
+    CONTROL_RE,
+    NO_CHANGES,
+    Change,
+    Diff,
+    parse_name_status,
+    read_diff,
+    read_diff_file,
+)
 
 HINT = "produce it with: git diff --name-status -z -M BASE HEAD"
 
@@ -125,6 +133,19 @@ def test_read_diff_file(tmp_path: Path):
     assert read_diff_file(path) == Diff(available=True, changes=(Change("M", ("a.py",)),))
     path.write_bytes(b"")
     assert read_diff_file(path) == Diff.unavailable(f"{path}: the diff is empty")
+
+
+def test_a_diff_file_marked_as_no_changes_is_known_to_be_empty(tmp_path: Path):
+    path = tmp_path / "pr.diff"
+    path.write_bytes(b"ci-policy: no changed file\n")
+    assert NO_CHANGES == b"ci-policy: no changed file\n"
+    assert read_diff_file(path) == Diff(available=True, changes=(), reason="")
+    # Only the exact line: anything else is read as name-status output, and refused.
+    for near in (b"ci-policy: no changed file", b"ci-policy: no changed file\n\n", b"ci-policy: no changed file\0"):
+        path.write_bytes(near)
+        assert read_diff_file(path).available is False
+    path.write_bytes(b"ci-policy: no changed file\0")
+    assert read_diff_file(path) == Diff.unavailable(f"{path}: unknown status 'ci-policy: no changed file' in record 1")
     missing = tmp_path / "missing.diff"
     assert read_diff_file(missing) == Diff.unavailable(f"{missing}: cannot be read: No such file or directory")
 
@@ -152,7 +173,9 @@ def test_parse_raises_only_policy_error(data):
 @given(st.one_of(st.binary(max_size=64), NEAR_VALID))
 def test_read_diff_never_raises(data):
     diff = read_diff(data, "fuzz")
-    if diff.available:
+    if data == NO_CHANGES:
+        assert diff == Diff(available=True, changes=(), reason="")
+    elif diff.available:
         assert diff.changes, "an available diff names at least one change"
         assert diff.reason == ""
     else:

@@ -14,7 +14,10 @@
   (`Accept: application/vnd.github.diff`) turned into the name-status bytes
   `plan --diff` reads (`read.unified`).
 - A diff the API does not give (too large, an error) or cannot be read is unavailable
-  with a reason, never an empty diff: the plan then runs every runnable stage.
+  with a reason, never an empty diff: the plan then runs every runnable stage. An empty
+  diff is "no change" (`read.diff.NO_CHANGES`) only for a pull request whose own object
+  counts 0 changed files (`changed_files`, in the REST answer and the event payload alike);
+  without that count, or with another, it is unavailable.
 - Refused (InputError): a payload or API answer without a number, 40-hex head and base
   SHAs or base repository.
 """
@@ -38,6 +41,7 @@ from ci_policy.plan.trust import (
     decide_trust,
     trusted_origin,
 )
+from ci_policy.read.diff import NO_CHANGES
 from ci_policy.read.unified import name_status_from_unified
 
 SHA_RE = re.compile(r"[0-9a-f]{40}")
@@ -75,10 +79,12 @@ def pull_request_of(data: Any, what: str, path: str | None = None) -> PullReques
     labels = tuple(name for name in (_get(lab, "name") for lab in listed or []) if isinstance(name, str))
     head_repository = _get(data, "head", "repo", "full_name")
     association = _get(data, "author_association")
+    changed = _get(data, "changed_files")
     return PullRequest(number=number, head_sha=head, base_sha=base, labels=labels,
                        head_repository=head_repository if isinstance(head_repository, str) else None,
                        base_repository=base_repository,
-                       author_association=association if isinstance(association, str) else None)
+                       author_association=association if isinstance(association, str) else None,
+                       changed_files=changed if isinstance(changed, int) and not isinstance(changed, bool) else None)
 
 
 def fetch_pull_request(api: Api, repository: str, number: int) -> PullRequest:
@@ -122,12 +128,16 @@ def decide(client: Callable[[], Api], pull: PullRequest, approver: str = DEFAULT
     return decide_trust(None, found.state, pull.head_sha, approval_warnings(found, approver, pull.head_sha))
 
 
-def fetch_diff(api: Api, repository: str, number: int) -> tuple[bytes | None, str]:
-    """The PR's changes as name-status bytes, or (None, why they are unavailable)."""
+def fetch_diff(api: Api, repository: str, number: int, changed_files: int | None = None
+               ) -> tuple[bytes | None, str]:
+    """The PR's changes as name-status bytes (`NO_CHANGES` when the diff is empty and the pull
+    request counts `changed_files` 0), or (None, why they are unavailable)."""
     try:
         text = api.get_text(f"/repos/{repository}/pulls/{number}", DIFF_MEDIA_TYPE)
     except ApiError as exc:
         return None, f"the API gave no diff for #{number}: {exc}"
+    if text == "" and changed_files == 0:
+        return NO_CHANGES, ""
     try:
         return name_status_from_unified(text, f"the diff of #{number}"), ""
     except InputError as exc:

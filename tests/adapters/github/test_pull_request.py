@@ -298,6 +298,62 @@ def test_an_empty_diff_is_unavailable_never_no_changes(capsys, gh, fork_pr, tmp_
     assert not diff.exists()
 
 
+def test_a_pr_with_no_changed_file_writes_the_no_changes_line(capsys, gh, fork_pr, tmp_path, token, monkeypatch):
+    output = tmp_path / "github_output"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(output))
+    fork_pr.diff, fork_pr.changed_files = "", 0
+    diff = tmp_path / "pr.diff"
+    rc, out, err = run(capsys, gh, tmp_path, token, "--number", "7", "--repository", REPO, "--diff-out", str(diff),
+                       "--format", "github")
+    assert (rc, err) == (0, "")
+    assert diff.read_bytes() == b"ci-policy: no changed file\n"
+    assert outputs(output)["diff_file"] == str(diff)
+    assert gh.calls() == [PULL, STATUS, diff_request()]
+
+
+@pytest.mark.parametrize("changed_files", [None, 2])
+def test_an_empty_diff_of_a_pr_that_counts_changed_files_or_none_is_unavailable(capsys, gh, fork_pr, tmp_path,
+                                                                                token, changed_files):
+    fork_pr.diff, fork_pr.changed_files = "", changed_files
+    diff = tmp_path / "pr.diff"
+    rc, out, err = run(capsys, gh, tmp_path, token, "--number", "7", "--repository", REPO, "--diff-out", str(diff),
+                       "--format", "json")
+    assert (rc, as_json(out)["diff_file"]) == (0, "")
+    assert err == ("ci-policy pull-request: warning: the diff is unavailable, so every runnable stage runs: "
+                   "the diff of #7: the diff names no changed file\n")
+    assert not diff.exists()
+
+
+def test_the_event_payloads_count_of_no_changed_file_is_read_too(capsys, gh, fork_pr, tmp_path, token):
+    fork_pr.diff = ""
+    diff = tmp_path / "pr.diff"
+    rc, _out, err = run(capsys, gh, tmp_path, token, "--diff-out", str(diff), payload=event(changed_files=0))
+    assert (rc, err) == (0, "")
+    assert diff.read_bytes() == b"ci-policy: no changed file\n"
+
+
+def test_the_plan_of_a_pr_with_no_changed_file_skips_every_diff_pruned_stage(capsys, gh, fork_pr, tmp_path, token):
+    fork_pr.diff = ""
+    diff = tmp_path / "pr.diff"
+    assert run(capsys, gh, tmp_path, token, "--diff-out", str(diff), payload=event(changed_files=0))[0] == 0
+    # A repository whose tests need no label, so every GPU stage has tests the diff could run.
+    sglang = Path(__file__).resolve().parents[2] / "data" / "sglang-repo"
+    assert main(["plan", "--repo", str(sglang), "--event", "pull_request", "--diff", str(diff),
+                 "--format", "json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["diff"] == {"available": True, "files": []}
+    unchanged = ["skip: no file changed (the diff is empty)"]
+    assert [(s["name"], s["decision"], s["reasons"]) for s in plan["stages"]] == [
+        ("stage-a-cpu-only", "run", ["run: stage is not diff-pruned (1 selected)"]),
+        *[(name, "skip", unchanged) for name in (
+            "stage-b-test-1-gpu-small", "stage-b-test-1-gpu-large", "base-b-test-1-gpu-large",
+            "stage-b-kernel-benchmark-1-gpu-large", "stage-b-test-1-gpu-small-amd")],
+        ("nightly-1-npu-a3", "skip", ["skip: no selected tests (its tests are nightly-only; the regular cadence "
+                                      "does not admit them)"]),
+        ("per-commit-xpu", "skip", unchanged),
+    ]
+
+
 # -- refusals ---------------------------------------------------------------------------------------------------
 
 def test_a_payload_that_is_not_a_pull_requests(capsys, gh, tmp_path, token):
