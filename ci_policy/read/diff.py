@@ -5,6 +5,8 @@
   (`read_diff_file`, for `--diff FILE`).
 - Out: a `Diff`: `available` with the sorted changed paths (both paths of a rename or
   copy), or unavailable with the reason.
+- Refused by name: a unified diff (`git diff` without `--name-status -z`, GitHub's `.diff`),
+  whose file headers cannot be read exactly; the reason says so and the hint gives the command.
 - Nothing is guessed: an empty, truncated, malformed or non-UTF-8 diff, a path with
   control characters (`CONTROL_RE`: CR, LF, bidi controls ...), or an
   unreadable file, is "unavailable" and makes every runnable stage run; never "no changes".
@@ -34,6 +36,12 @@ CONTROL_RE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u
 # The whole content of a diff file that is known to be empty. It cannot be name-status output
 # (no status letter, no NUL byte), and says what it means to whoever opens the file.
 NO_CHANGES = b"ci-policy: no changed file\n"
+
+NAME_STATUS_COMMAND = "produce it with: git diff --name-status -z -M BASE HEAD"
+
+# How a unified diff begins: git's own header (`git diff`, GitHub's .diff and .patch after
+# the mail header), a combined diff's, or a plain `diff -u`'s. No name-status record does.
+UNIFIED_STARTS = (b"diff --git ", b"diff --cc ", b"diff --combined ", b"--- ", b"From ")
 
 
 @dataclass(frozen=True)
@@ -65,12 +73,17 @@ class Diff:
 def parse_name_status(data: bytes, source: str = "diff") -> tuple[Change, ...]:
     def fail(message: str) -> InputError:
         return InputError(f"{source}: {message}", path=source,
-                           hint="produce it with: git diff --name-status -z -M BASE HEAD")
+                           hint=NAME_STATUS_COMMAND)
 
     if not isinstance(data, (bytes, bytearray)):
         raise fail("expected bytes")
     if not data:
         raise fail("the diff is empty")
+    if bytes(data).startswith(UNIFIED_STARTS):
+        # A patch's headers are not exact: `diff --git a/x b/y` splits ambiguously when a path
+        # holds " b/", and a mode-only or binary change has no ---/+++ lines. Refused by name.
+        raise fail("this is a unified diff (what `git diff` or GitHub's .diff gives), not the "
+                   f"name-status list ci-policy reads; {NAME_STATUS_COMMAND}")
     if not data.endswith(b"\0"):
         raise fail("the diff is truncated (it does not end with a NUL byte)")
     try:

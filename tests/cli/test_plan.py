@@ -563,6 +563,24 @@ def test_unsafe_revision_makes_the_diff_unavailable(git_repo, capsys, base, reas
     assert not (git_repo / "x").exists()
 
 
+def test_a_unified_diff_file_is_named_with_the_command_that_gives_the_list(git_repo, tmp_path, capsys):
+    with (git_repo / "minirl" / "backends" / "fsdp.py").open("a") as fh:
+        fh.write("\n# tuned\n")
+    git(git_repo, "commit", "-q", "-am", "fsdp change")
+    unified = tmp_path / "pr.diff"
+    unified.write_bytes(subprocess.run(["git", "-C", str(git_repo), "diff", "HEAD~1", "HEAD"],
+                                       check=True, capture_output=True).stdout)
+    assert unified.read_bytes().startswith(b"diff --git a/minirl/backends/fsdp.py b/minirl/backends/fsdp.py\n")
+    plan = plan_json(["plan", "--repo", str(git_repo), "--event", "pull_request", "--label", "run-ci-rocm",
+                      "--diff", str(unified)], capsys)
+    reason = (f"{unified}: this is a unified diff (what `git diff` or GitHub's .diff gives), not the "
+              "name-status list ci-policy reads; produce it with: git diff --name-status -z -M BASE HEAD")
+    assert plan["diff"] == {"available": False, "files": [], "reason": reason}
+    assert plan["warnings"][0] == f"diff unavailable: {reason}"
+    assert decisions(plan)["stage-c-4-gpu-mi350"] == (
+        "run", [f"run: the diff is unavailable ({reason}), so every runnable stage runs"])
+
+
 def test_unknown_revision_makes_the_diff_unavailable(git_repo, capsys):
     plan = plan_json(["plan", "--repo", str(git_repo), "--event", "pull_request", "--label", "run-ci-rocm",
                       "--base", "no-such-branch"], capsys)

@@ -67,6 +67,9 @@ def test_bytearray_is_accepted():
     assert parse_name_status(bytearray(b"M\0a.py\0")) == (Change("M", ("a.py",)),)
 
 
+UNIFIED = ("pr.diff: this is a unified diff (what `git diff` or GitHub's .diff gives), not the "
+           "name-status list ci-policy reads; produce it with: git diff --name-status -z -M BASE HEAD")
+
 # (raw bytes, exact reason the diff is unavailable)
 UNAVAILABLE = [
     pytest.param(b"", "pr.diff: the diff is empty", id="empty"),
@@ -110,6 +113,15 @@ UNAVAILABLE = [
     pytest.param(b"M\0\xff.py\0", "pr.diff: the diff is not valid UTF-8 (byte 2)", id="not-utf8"),
     pytest.param(b"M\0a.py\0M\0\xed\xa0\x80\0", "pr.diff: the diff is not valid UTF-8 (byte 9)",
                  id="utf8-surrogate"),
+    # Issue 31: a unified diff is named as such, with the command that gives what is read.
+    pytest.param(b"diff --git a/x.py b/x.py\nindex 1..2 100644\n--- a/x.py\n+++ b/x.py\n",
+                 UNIFIED, id="git-diff"),
+    pytest.param(b"diff --git a/x.py b/x.py\0", UNIFIED, id="git-diff-ending-with-nul"),
+    pytest.param(b"diff --cc merged.py\nindex 1,2..3\n", UNIFIED, id="combined-diff"),
+    pytest.param(b"--- x.py\t2026-01-01\n+++ x.py\t2026-01-02\n@@ -1 +1 @@\n-a\n+b\n", UNIFIED,
+                 id="diff-u"),
+    pytest.param(b"From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\n"
+                 b"Subject: [PATCH] x\n\ndiff --git a/x b/x\n", UNIFIED, id="github-patch"),
     pytest.param("not bytes", "pr.diff: expected bytes", id="str"),
     pytest.param(None, "pr.diff: expected bytes", id="none"),
 ]
