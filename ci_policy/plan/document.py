@@ -252,7 +252,10 @@ class PlanDocument:
     event: str
     cadence: str
     trust: Trust
-    raw_labels: tuple[str, ...]
+    raw_labels: tuple[str, ...] = spec(description="The PR labels the policy reads (run-ci-<name> and the "
+                                       "workflow-only ones), sorted: the form labels are matched in.")
+    pr_labels: tuple[str, ...] = spec(description="Every PR label exactly as given (case and spaces kept), "
+                                      "sorted, without duplicates.")
     include_labels: tuple[str, ...]
     bypass_fastfail: bool
     write_baseline: bool

@@ -115,6 +115,7 @@ class PlanFile:
     cadence: str
     trust: str
     raw_labels: tuple[str, ...]
+    pr_labels: tuple[str, ...]
     include_labels: tuple[str, ...]
     bypass_fastfail: bool
     write_baseline: bool
@@ -193,7 +194,7 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
     invalid: tuple[InvalidDoc, ...] = fields["invalid"]
     return PlanFile(
         source=source, inputs=inputs, event=fields["event"], cadence=fields["cadence"], trust=fields["trust"],
-        raw_labels=fields["raw_labels"], include_labels=fields["include_labels"],
+        raw_labels=fields["raw_labels"], pr_labels=fields["pr_labels"], include_labels=fields["include_labels"],
         bypass_fastfail=fields["bypass_fastfail"], write_baseline=fields["write_baseline"], stages=stages,
         gates=tuple(map(_gate, gates)),
         invalid=tuple((entry.file, tuple(Diagnostic(message=d.message, path=d.path, line=d.line, col=d.col,
@@ -383,6 +384,7 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
                     gates=plan_file.gates, errors=(),
                     validity=Validity(fatal=(), invalid=invalid, not_fully_read=plan_file.not_fully_read))
     policy = Policy(event=plan_file.event, cadence=plan_file.cadence, raw_labels=plan_file.raw_labels,
+                    pr_labels=plan_file.pr_labels,
                     include_labels=plan_file.include_labels, sources=(), admit_nightly=False,
                     bypass_fastfail=plan_file.bypass_fastfail, write_baseline=plan_file.write_baseline,
                     trust=plan_file.trust)

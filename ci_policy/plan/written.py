@@ -86,7 +86,8 @@ def plan_document(plan: Plan, head_sha: str | None = None, inputs: InputsDoc | N
     waves = ordered(plan)
     return PlanDocument(
         schema=1, event=policy.event, cadence=policy.cadence, trust=policy.trust,  # type: ignore[arg-type]
-        raw_labels=tuple(policy.raw_labels), include_labels=tuple(policy.include_labels),
+        raw_labels=tuple(policy.raw_labels), pr_labels=tuple(policy.pr_labels),
+        include_labels=tuple(policy.include_labels),
         bypass_fastfail=policy.bypass_fastfail, write_baseline=policy.write_baseline,
         diff=DiffDoc(diff.available, tuple(diff.files), None if diff.available else diff.reason),
         stages=tuple(stage_doc(s, waves) for s in plan.stages), skipped_stages=plan.skipped_stages,

@@ -2,7 +2,7 @@
 
 - In: text a checkout or a PR controls (paths, labels, reasons, messages).
 - Out: the same text made inert for its destination: a line of text output
-  (`one_line`, `line_start`), a GitHub workflow command (`escape_data`,
+  (`one_line`, `line_start`, `label_list`), a GitHub workflow command (`escape_data`,
   `escape_property`), a Markdown table cell (`md_escape`), a mermaid task name.
 - The last line of defence under GitHub Actions (`neutralise`, `command_lines`): every
   line written to stdout or stderr, split where the runner splits it (`\r\n`, `\r`,
@@ -21,6 +21,8 @@ from collections.abc import Iterable
 # terminal shows ("Trojan source"), so a path could display as another path.
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _BIDI_RE = re.compile("[" + "".join(sorted(BIDI_CONTROLS)) + "]")
+# A label shown without quotes: no whitespace (it would split or hide in the list), no quote.
+_PLAIN_LABEL = re.compile(r"[^\s\"']+")
 # Where the Actions runner ends a line of a step's output: each piece is parsed on its own.
 RUNNER_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # A workflow command exactly as ci-policy writes one: escape_property keeps `:` and `,`
@@ -43,6 +45,15 @@ def one_line(value: str) -> str:
     line of the checkout's choosing (a GitHub `::workflow-command`, a fake diagnostic).
     """
     return visible_bidi(value.replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def label_list(labels: Iterable[str]) -> str:
+    """PR labels as given, space-separated, on one line: a label with whitespace, a quote or
+    nothing in it is shown as a JSON string (`"Run-CI-SGLang "`), so its ends can be seen."""
+    import json
+
+    return " ".join(label if _PLAIN_LABEL.fullmatch(label) else json.dumps(label, ensure_ascii=False)
+                    for label in labels)
 
 
 def visible_bidi(value: str) -> str:

@@ -21,7 +21,7 @@ from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.durations import duration
-from ci_policy.render.escape import bar_names, md_escape, mermaid_name
+from ci_policy.render.escape import bar_names, label_list, md_escape, mermaid_name
 from ci_policy.render.text import code_title, est_sources, failure, gate_rows, split_phrase, waves_of
 
 CHART_BARS = 200
@@ -72,7 +72,7 @@ def plan_markdown(plan: Plan) -> str:
     out = ["## ci-policy plan", ""]
     out.append(f"- **Event:** {md_escape(policy.event)}, **cadence:** {md_escape(policy.cadence)}, "
                f"**trust:** {policy.trust}")
-    out.append(f"- **PR labels:** {md_escape(' '.join(policy.raw_labels)) or '(none)'}")
+    out.append(f"- **PR labels:** {md_escape(label_list(policy.pr_labels)) or '(none)'}")
     out.append(f"- **Included labels:** {md_escape(', '.join(policy.include_labels)) or '(none)'}")
     if plan.diff.available:
         out.append(f"- **Diff:** {len(plan.diff.files)} changed file(s)")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.render.durations import duration
-from ci_policy.render.escape import line_start, one_line
+from ci_policy.render.escape import label_list, line_start, one_line
 
 if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
     from ci_policy.model.lint import LintReport
@@ -72,7 +72,8 @@ def plan_text(plan: Plan, *, warnings: bool = True) -> str:
 
     policy = plan.policy
     lines = [f"ci-policy plan: {policy.event}, cadence {policy.cadence}, trust {policy.trust}"]
-    lines.append(f"PR labels: {' '.join(policy.raw_labels) or '(none)'}")
+    # As given (case and spaces kept): the canonical `raw_labels` are for matching only.
+    lines.append(f"PR labels: {one_line(label_list(policy.pr_labels)) or '(none)'}")
     lines.append(f"included labels: {', '.join(policy.include_labels) or '(none)'}")
     flags = [name for name, on in (("bypass-fastfail", policy.bypass_fastfail),
                                    ("write-baseline", policy.write_baseline),

@@ -293,7 +293,7 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
                                                     for name in ("multiturn", "tool_calls")}
     assert doc == {
         "schema": 1, "event": "pull_request", "cadence": "regular", "trust": "trusted", "raw_labels": [],
-        "include_labels": [],
+        "pr_labels": [], "include_labels": [],
         "bypass_fastfail": False, "write_baseline": False,
         "diff": {"available": True, "files": ["README.md", "docs/guide.md"]},
         "stages": [
@@ -364,6 +364,17 @@ def test_pr_labels_are_canonicalised_and_space_joined(at_root, docs_diff, tmp_pa
     assert {k: got[k] for k in ("cadence", "raw_labels", "bypass_fastfail", "write_baseline")} == {
         "cadence": "nightly", "raw_labels": "bypass-fastfail nightly run-ci-rocm",
         "bypass_fastfail": "true", "write_baseline": "false"}
+
+
+def test_pr_labels_are_shown_as_given_and_matched_in_canonical_form(at_root, docs_diff, capsys):
+    argv = ["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--diff", docs_diff,
+            "--labels-json", '["Run-CI-SGLang ", "run-ci", "run-ci-rocm", "run-ci-rocm"]']
+    rc, out, err = run(argv, capsys)
+    assert (rc, err) == (0, "")
+    assert out.splitlines()[1:3] == ['PR labels: "Run-CI-SGLang " run-ci run-ci-rocm', "included labels: rocm"]
+    plan = plan_json(argv, capsys)
+    assert (plan["pr_labels"], plan["raw_labels"], plan["include_labels"]) == (
+        ["Run-CI-SGLang ", "run-ci", "run-ci-rocm"], ["run-ci-rocm"], ["rocm"])
 
 
 # -- --format github without the Actions environment ---------------------------------------

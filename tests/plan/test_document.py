@@ -94,7 +94,8 @@ def plans(draw) -> PlanDocument:
     return PlanDocument(
         schema=1, event=draw(NAME), cadence=draw(NAME), trust=draw(st.sampled_from(["trusted", "untrusted",
                                                                                     "approved"])),
-        raw_labels=tuple(draw(st.lists(TEXT, max_size=2))), include_labels=tuple(draw(st.lists(NAME, max_size=2))),
+        raw_labels=tuple(draw(st.lists(TEXT, max_size=2))), pr_labels=tuple(draw(st.lists(TEXT, max_size=2))),
+        include_labels=tuple(draw(st.lists(NAME, max_size=2))),
         bypass_fastfail=draw(st.booleans()), write_baseline=draw(st.booleans()),
         diff=draw(st.builds(DiffDoc, st.booleans(), st.lists(TEXT, max_size=2).map(tuple), st.none() | TEXT)),
         stages=tuple(planned), skipped_stages=tuple(s.name for s in planned if s.decision == "skip"),

@@ -61,6 +61,7 @@ def test_plan_dict_and_plan_json(tmp_path):
     expected = {
         "schema": 1, "event": "pull_request", "cadence": "regular", "trust": "trusted",
         "raw_labels": ["run-ci-megatron"],
+        "pr_labels": ["bug", "run-ci-megatron"],
         "include_labels": ["megatron"], "bypass_fastfail": False, "write_baseline": False,
         "diff": {"available": False, "files": [], "reason": DIFF_REASON},
         "stages": [

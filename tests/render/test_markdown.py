@@ -54,7 +54,7 @@ def test_plan_markdown(tmp_path):
         "## ci-policy plan\n"
         "\n"
         "- **Event:** pull\\_request, **cadence:** regular, **trust:** trusted\n"
-        "- **PR labels:** run-ci-megatron\n"
+        "- **PR labels:** bug run-ci-megatron\n"
         "- **Included labels:** megatron\n"
         "- **Diff:** unavailable (no --diff or --base was given); every runnable stage runs\n"
         "- **Images:** cuda build, rocm skip\n"
