@@ -14,6 +14,8 @@
   nightly > other broad scopes; explicit `run-ci-<known label>` labels are unioned in
   last, so an explicit request always wins over a scope's exclusion. A `merge_group`
   event has the cadence `cadences.merge_group`; `push` and `merge_group` carry no labels.
+  Labels match exactly; a label that selects nothing but was plainly meant for a readable one
+  (case, spaces, no `run-ci-` prefix, a misspelt `run-ci-` name) is a warning with a did-you-mean.
 - Trust (`TRUSTS`, default `trusted`): whether the head commit may run on accelerator
   or self-hosted runners. `untrusted` (an outside contributor's head no maintainer approved)
   holds back every accelerator stage and every stage whose `runs_on` is not a GitHub-hosted
@@ -49,7 +51,7 @@ from ci_policy.gates.baseline import writes_baseline
 from ci_policy.model.registry import Registration
 from ci_policy.plan.trust import TRUST_VALUES
 from ci_policy.read.labels import LabelRegistry
-from ci_policy.read.names import CI_LABEL_RE, is_ci_label
+from ci_policy.read.names import CI_LABEL_PREFIX, CI_LABEL_RE, WORKFLOW_ONLY_LABELS, closest, is_ci_label
 from ci_policy.read.strictjson import no_constants
 
 EVENTS = ("pull_request", "schedule", "workflow_dispatch", "workflow_call", "push", "merge_group")
@@ -184,6 +186,26 @@ def gate_labels(config: Config) -> tuple[str, ...]:
     return tuple(sorted(named))
 
 
+def _did_you_mean(label: str, readable: Iterable[str]) -> str:
+    """`; did you mean 'run-ci-x'?` for the readable label `label` was meant as: equal but for
+    case, surrounding spaces or the `run-ci-` prefix, or a `run-ci-` label whose name is a
+    close misspelling of a known one (difflib's); else nothing."""
+    by_key = {r.casefold(): r for r in readable}
+    key = label.strip().casefold()
+    for candidate in (key, CI_LABEL_PREFIX + key):
+        if candidate in by_key and by_key[candidate] != label:
+            return f"; did you mean {by_key[candidate]!r}?"
+    if key == CI_LABEL_PREFIX.rstrip("-"):  # `run-ci` where no gate names it: a scope, if one is close
+        close = closest(key, by_key)
+        return f"; did you mean {by_key[close]!r}?" if close is not None else ""
+    if not key.startswith(CI_LABEL_PREFIX):
+        return ""  # an ordinary label: only an exact match above is a sign it was meant for CI
+    # The prefix is compared off: every run-ci- label shares it, which would make any two close.
+    names = {r[len(CI_LABEL_PREFIX):].casefold(): r for r in by_key.values() if r.startswith(CI_LABEL_PREFIX)}
+    close = closest(key[len(CI_LABEL_PREFIX):], names)
+    return f"; did you mean {names[close]!r}?" if close is not None else ""
+
+
 def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
     if trigger.trust not in TRUSTS:
         raise UsageError(f"unknown trust {trigger.trust!r}; expected one of {', '.join(TRUSTS)}", source="--trust",
@@ -223,6 +245,8 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
             for label in sorted(every_label_but(scope.exclude)):
                 sources.setdefault(label, scope.name)
 
+    readable = (*(CI_LABEL_PREFIX + name for name in known), *(s.name for s in config.scopes), *gates,
+                *WORKFLOW_ONLY_LABELS)
     for label in raw:
         m = CI_LABEL_RE.fullmatch(label)
         if not m:
@@ -231,7 +255,15 @@ def resolve(trigger: Trigger, config: Config, labels: LabelRegistry) -> Policy:
         if name in known:
             sources[name] = label  # an explicit request wins over any scope's exclusion
         elif config.scope(label) is None and label not in gates:
-            warnings.append(f"PR label {label} names no known label or scope; it selects nothing")
+            warnings.append(f"PR label {label} names no known label or scope; it selects nothing"
+                            + _did_you_mean(label, readable))
+    for label in sorted(set(trigger.labels) - set(raw) - set(gates)):
+        # A label the policy does not read selects nothing. Most are a PR's ordinary labels
+        # (bug, documentation) and say nothing; one a readable label differs from only in case,
+        # spaces or the run-ci- prefix was meant for it, so it is named rather than dropped.
+        hint = _did_you_mean(label, readable)
+        if hint:
+            warnings.append(f"PR label {label!r} is not one ci-policy reads; it selects nothing{hint}")
 
     admit_nightly = cadence in ("nightly", "weekly", "release")
     return Policy(

@@ -377,6 +377,15 @@ def test_pr_labels_are_shown_as_given_and_matched_in_canonical_form(at_root, doc
         ["Run-CI-SGLang ", "run-ci", "run-ci-rocm"], ["run-ci-rocm"], ["rocm"])
 
 
+def test_a_label_without_its_prefix_warns_with_a_did_you_mean(at_root, docs_diff, capsys):
+    rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "pull_request", "--diff", docs_diff,
+                        "--label", "sglang", "--label", "bug"], capsys)
+    assert (rc, err) == (0, "")
+    assert [line for line in out.splitlines() if line.startswith("warning: PR label")] == [
+        "warning: PR label 'sglang' is not one ci-policy reads; it selects nothing; did you mean 'run-ci-sglang'?"]
+    assert "included labels: (none)" in out.splitlines()
+
+
 # -- --format github without the Actions environment ---------------------------------------
 
 def test_github_format_outside_actions_is_a_clear_error(at_root, tmp_path, monkeypatch, capsys):

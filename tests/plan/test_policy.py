@@ -185,6 +185,30 @@ def test_unknown_run_ci_label_warns():
     assert policy("pull_request", ["run-ci-all", "nightly", "bypass-fastfail"]).warnings == ()
 
 
+@pytest.mark.parametrize("label, warning", [
+    ("sglang", "PR label 'sglang' is not one ci-policy reads; it selects nothing; did you mean 'run-ci-sglang'?"),
+    ("Run-CI-SGLang ", "PR label 'Run-CI-SGLang ' is not one ci-policy reads; it selects nothing; "
+                       "did you mean 'run-ci-sglang'?"),
+    ("Nightly", "PR label 'Nightly' is not one ci-policy reads; it selects nothing; did you mean 'nightly'?"),
+    ("run-ci", "PR label 'run-ci' is not one ci-policy reads; it selects nothing; did you mean 'run-ci-all'?"),
+    ("run-ci-megatorn", "PR label run-ci-megatorn names no known label or scope; it selects nothing; "
+                        "did you mean 'run-ci-megatron'?"),
+    ("run-ci-Megatron", "PR label run-ci-Megatron names no known label or scope; it selects nothing; "
+                        "did you mean 'run-ci-megatron'?"),
+])
+def test_a_label_meant_for_a_known_one_warns_with_a_did_you_mean(label, warning):
+    p = policy("pull_request", [label, "bug", "documentation"])
+    assert p.warnings == (warning,)
+    assert p.include_labels == ()  # never matched for it: the canonical form is exact
+
+
+def test_ordinary_and_gate_labels_do_not_warn():
+    assert policy("pull_request", ["bug", "documentation", "good first issue", "megatron-lm"]).warnings == ()
+    gated = resolve(Trigger(event="pull_request", labels=("Run-CI", "extra two", "run-ci")), GATED, LABELS)
+    assert gated.warnings == ("PR label 'Run-CI' is not one ci-policy reads; it selects nothing; "
+                              "did you mean 'run-ci'?",)
+
+
 def test_with_labels_adds_labels_without_replacing_sources():
     p = policy("pull_request", ["run-ci-megatron"])
     q = p.with_labels([("fsdp", "path rule"), ("megatron", "path rule")])
