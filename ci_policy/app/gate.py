@@ -73,10 +73,11 @@ def gate(request: GateRequest) -> GateOutcome:
         if problem is not None:
             raise problem
     # Another file's error does not stop this file's gates (one broken file never stops CI
-    # for the rest); the file's own errors do, with its diagnostics.
+    # for the rest); the file's own errors do, with its diagnostics, unless they only dropped
+    # some of its registrations: a partly read file runs, and its gates are read in full.
     snapshot = start_scan(request.scan).load(request.config).usable()
     for invalid in snapshot.invalid_files:
-        if invalid.file == request.file:
+        if invalid.file == request.file and not invalid.kept:
             raise InputErrors(invalid.diagnostics)
     reg = registration_for(snapshot, request.file, request.stage)
     try:

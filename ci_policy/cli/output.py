@@ -78,6 +78,13 @@ def report_incomplete(command: str, invalid: Sequence[Any], *, section: bool = T
         return 0
     if section:
         print(invalid_text(invalid), file=sys.stderr)
-    print(f"ci-policy {command}: incomplete: {len(invalid)} invalid test file(s) left out: "
-          + one_line(", ".join(f.file for f in invalid)), file=sys.stderr)
+    whole = [f.file for f in invalid if not getattr(f, "kept", ())]
+    partly = [f.file for f in invalid if getattr(f, "kept", ())]
+    parts = []
+    if whole:
+        parts.append(f"{len(whole)} invalid test file(s) left out: " + ", ".join(whole))
+    if partly:
+        parts.append(f"{len(partly)} test file(s) partly read (their invalid registrations left out): "
+                     + ", ".join(partly))
+    print(f"ci-policy {command}: incomplete: " + one_line("; ".join(parts)), file=sys.stderr)
     return 1

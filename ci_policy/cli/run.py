@@ -121,9 +121,13 @@ def run(args: argparse.Namespace) -> int:
     if job.invalid:
         print(invalid_text(job.invalid))
         if args.format == "github":
+            whole = [f.file for f in job.invalid if not f.kept]
+            partly = [f.file for f in job.invalid if f.kept]
+            parts = ([f"{len(whole)} invalid test file(s) not run: " + ", ".join(whole)] if whole else []) + (
+                [f"{len(partly)} test file(s) partly read (their invalid registrations not run): "
+                 + ", ".join(partly)] if partly else [])
             write_commands("::warning::" + escape_data(
-                f"the plan is incomplete: {len(job.invalid)} invalid test file(s) not run: "
-                + ", ".join(f.file for f in job.invalid) + " (see the plan job)"))
+                "the plan is incomplete: " + "; ".join(parts) + " (see the plan job)"))
         print(flush=True)
     if not shards:
         print(f"Stage {job.stage.name} has nothing to run: {one_line('; '.join(job.stage.reasons))}")

@@ -10,7 +10,10 @@
   the errors into fatal ones (configuration, label registry, discovery outside a test
   file, estimates file: raised as `InputErrors`, since the whole plan could be wrong) and
   invalid test files (any error located in a discovered test file, or a missing required
-  gate: the file's registrations and gates are dropped, its diagnostics kept with it).
+  gate: the file's registrations and gates are dropped, its diagnostics kept with it),
+  except that a file whose only errors each drop one registration (a bad argument of
+  one marker call) and that kept a registration is partly read: only the bad
+  registrations are gone (`InvalidFile.kept`).
   `require_valid()` (strict) still refuses any error at all.
 - Each test file is read once and parsed once (`scan_file`: markers, registrations,
   gates, suppressions from one `ast.parse`). With a `cache` (a `ScanCache`, which an
@@ -77,6 +80,15 @@ _READ_IN_FULL = frozenset({"CP220", "CP221", "CP222", "CP231", "CP250", "CP251",
 # hostile checkout has one.
 _REFUSED_TEST_FILE = frozenset({"CP401"})
 
+# Errors about one argument of one registration call, found after the call was bound: each
+# drops that registration alone (`registry._registration` returns None), never the rest of
+# its file. A file whose every error is one of these and that kept a registration is partly
+# read: its other registrations are scheduled, and it stays listed (the plan is incomplete).
+# A call that cannot be bound (CP210-CP215, CP219: the same codes as a gate call's) still
+# invalidates its file.
+_ONE_REGISTRATION = frozenset({"CP216", "CP217", "CP218", "CP223", "CP224", "CP225", "CP226", "CP227",
+                               "CP228", "CP229", "CP230"})
+
 
 @dataclass(frozen=True)
 class InvalidFile:
@@ -84,7 +96,10 @@ class InvalidFile:
 
     file: str
     diagnostics: tuple[Diagnostic, ...]
-    suites: tuple[str, ...] = ()  # the stages of the registrations that could be read
+    suites: tuple[str, ...] = ()  # the stages of the registrations that could be read (dropped with it)
+    # A partly read file: the stages of its registrations still scheduled (only bad
+    # registrations were dropped, see `_ONE_REGISTRATION`); empty when the file is dropped whole.
+    kept: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,13 +142,14 @@ class Snapshot:
         """The snapshot without its invalid files' registrations and gates; `InputErrors` if fatal.
 
         The result's `validity` lists the invalid files; `invalid_files` and `complete` read it.
+        A partly read file (`InvalidFile.kept`) keeps its readable registrations and gates.
         """
         if self.validity is not None:
             return self
         validity = classify(self)
         if validity.fatal:
             raise InputErrors(validity.fatal)
-        bad = {f.file for f in validity.invalid}
+        bad = {f.file for f in validity.invalid if not f.kept}
         if not bad:
             return replace(self, validity=validity)
         return replace(self, validity=validity,
@@ -548,6 +564,9 @@ def classify(snapshot: Snapshot) -> Validity:
       configuration's labels, CP310/CP311), a discovery root or a directory that cannot
       be walked (tests beneath it are unknown), a test file name with control characters
       (CP407), the estimates file (every est_time and shard could change).
+    - A file whose every error drops one registration alone (`_ONE_REGISTRATION`) and that
+      has a registration left is invalid but partly read: `kept` names the stages of the
+      registrations it keeps. With no registration left it is dropped whole.
     - A file whose only errors are suppressed is valid; if a suppressed error left part of
       it unread, it is listed in `not_fully_read`.
     """
@@ -566,11 +585,17 @@ def classify(snapshot: Snapshot) -> Validity:
             by_file.setdefault(path, []).append(diagnostic)
         else:
             fatal.append(diagnostic)
-    invalid = tuple(InvalidFile(file, tuple(found), tuple(sorted({r.suite for r in snapshot.registrations_for(file)})))
-                    for file, found in sorted(by_file.items()))
+    invalid = tuple(_invalid_file(snapshot, file, tuple(found)) for file, found in sorted(by_file.items()))
     partly = sorted({d.path for d in snapshot.suppressed
                      if d.path in files and d.path not in by_file and d.code not in _READ_IN_FULL})
     return Validity(tuple(fatal), invalid, tuple(p for p in partly if p is not None))
+
+
+def _invalid_file(snapshot: Snapshot, file: str, found: tuple[Diagnostic, ...]) -> InvalidFile:
+    suites = tuple(sorted({r.suite for r in snapshot.registrations_for(file)}))
+    if suites and all(d.code in _ONE_REGISTRATION for d in found):
+        return InvalidFile(file, found, kept=suites)
+    return InvalidFile(file, found, suites)
 
 
 def _matched_pattern(config: Config, file: str) -> str:

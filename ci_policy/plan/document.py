@@ -174,6 +174,10 @@ class DiagnosticDoc:
 class InvalidDoc:
     file: str = spec(check=path_problem)
     diagnostics: tuple[DiagnosticDoc, ...]
+    kept_stages: tuple[str, ...] | None = spec(
+        default=None, omit_none=True,
+        description="A partly read file: the stages of its registrations that are still scheduled (only the "
+                    "registrations its diagnostics locate were dropped).")
 
 
 @document

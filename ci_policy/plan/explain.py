@@ -57,8 +57,11 @@ class Explanation:
 
 def explain(plan: Plan, file: str) -> Explanation:
     changed = file in plan.diff.files if plan.diff.available else None
+    partly: tuple[Diagnostic, ...] = ()
     for bad in plan.invalid:
-        if bad.file == file:
+        if bad.file == file and bad.kept:
+            partly = bad.diagnostics  # a partly read file: explained by its kept registrations
+        elif bad.file == file:
             n = len(bad.diagnostics)
             return Explanation(file, "invalid", f"{file} is an invalid test file: never scheduled until its "
                                f"{'error is' if n == 1 else f'{n} errors are'} fixed",
@@ -70,7 +73,10 @@ def explain(plan: Plan, file: str) -> Explanation:
         summary = (f"{file} is registered to {len(stages)} stage{'' if len(stages) == 1 else 's'} "
                    f"({', '.join(s.stage for s in stages)}); "
                    + (f"it runs in {', '.join(running)}" if running else "it runs in no stage"))
-        return Explanation(file, "registered", summary, stages=stages, changed=changed)
+        if partly:
+            summary += (f"; {len(partly)} invalid registration{'' if len(partly) == 1 else 's'} of it "
+                        "never scheduled until fixed")
+        return Explanation(file, "registered", summary, stages=stages, diagnostics=partly, changed=changed)
     return Explanation(file, *_not_registered(plan, file), changed=changed)
 
 

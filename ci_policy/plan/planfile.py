@@ -45,7 +45,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ci_policy import __version__
@@ -129,6 +129,8 @@ class PlanFile:
     stage_plan: bool = False
     # A per-stage plan's `run_settings`: how its stage's files run, resolved from the configuration.
     settings: RunSettings | None = None
+    # file -> the stages a partly read invalid file is still scheduled in (`InvalidDoc.kept_stages`).
+    kept: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Whether the plan job scheduled every test it was asked for (`plan_complete`).
     plan_complete: bool = True
 
@@ -203,6 +205,7 @@ def read_plan_file(text: str, source: str, stage: str | None = None) -> PlanFile
         warnings=fields["warnings"], not_fully_read=fields["not_fully_read"], stage_plan=stage_plan,
         settings=_run_settings(fail, raw["run_settings"]) if stage_plan and "run_settings" in raw else None,
         plan_complete=fields["plan_complete"],
+        kept={entry.file: tuple(entry.kept_stages) for entry in invalid if entry.kept_stages},
     )
 
 
@@ -377,7 +380,7 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
                                 tests=tests, shards=fs.shards, invalid=fs.invalid, shards_reason=fs.shards_reason,
                                 max_parallel=fs.max_parallel, max_parallel_reason=fs.max_parallel_reason,
                                 lower_bound=fs.lower_bound, optimal=fs.optimal))
-    invalid = tuple(InvalidFile(file, diagnostics, tuple(sorted(suites.get(file, ()))))
+    invalid = tuple(InvalidFile(file, diagnostics, tuple(sorted(suites.get(file, ()))), plan_file.kept.get(file, ()))
                     for file, diagnostics in plan_file.invalid)
     snap = Snapshot(repo=snapshot.repo, config=snapshot.config, labels=snapshot.labels, files=snapshot.files,
                     registrations=tuple(sorted(registrations, key=Registration.sort_key)),

@@ -63,7 +63,7 @@ def diagnostic_doc(d: Diagnostic) -> DiagnosticDoc:
 
 
 def invalid_docs(invalid: Iterable[InvalidFile]) -> tuple[InvalidDoc, ...]:
-    return tuple(InvalidDoc(f.file, tuple(map(diagnostic_doc, f.diagnostics))) for f in invalid)
+    return tuple(InvalidDoc(f.file, tuple(map(diagnostic_doc, f.diagnostics)), f.kept or None) for f in invalid)
 
 
 def gate_doc(g: GateDeclaration) -> GateDoc:

@@ -139,8 +139,10 @@ class _TestRows:
 
 
 def invalid_json(invalid: Iterable[InvalidFile]) -> list[dict[str, Any]]:
-    """`[{"file", "diagnostics": [...]}]`, each diagnostic as `lint --format json` writes it."""
-    return [{"file": f.file, "diagnostics": [d.as_dict() for d in f.diagnostics]} for f in invalid]
+    """`[{"file", "diagnostics": [...]}]`, each diagnostic as `lint --format json` writes it, and
+    `"kept_stages"` for a partly read file (its other registrations are scheduled)."""
+    return [{"file": f.file, "diagnostics": [d.as_dict() for d in f.diagnostics],
+             **({"kept_stages": list(f.kept)} if f.kept else {})} for f in invalid]
 
 
 def registry_json(registrations: Iterable[Registration], invalid: Iterable[InvalidFile] = ()) -> str:

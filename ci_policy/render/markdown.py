@@ -106,10 +106,17 @@ def plan_markdown(plan: Plan) -> str:
     if "estimates" in sources:
         out += ["", f"est_time from the estimates file for {len(sources['estimates'])} test(s); "
                 f"{len(sources.get('literal', []))} from literals, {len(sources.get('implicit', []))} implicit."]
-    if plan.invalid:
-        out += ["", f"**Invalid, not scheduled: {len(plan.invalid)} file(s); the plan is incomplete**", ""]
-        for bad in plan.invalid:
-            stages = f" (stages: {md_escape(', '.join(bad.suites))})" if bad.suites else ""
+    whole = [f for f in plan.invalid if not f.kept]
+    partly = [f for f in plan.invalid if f.kept]
+    for title, group in ((f"**Invalid, not scheduled: {len(whole)} file(s); the plan is incomplete**", whole),
+                         (f"**Partly read, invalid registrations not scheduled: {len(partly)} file(s); "
+                          "the plan is incomplete**", partly)):
+        if not group:
+            continue
+        out += ["", title, ""]
+        for bad in group:
+            stages = (f" (still scheduled in: {md_escape(', '.join(bad.kept))})" if bad.kept
+                      else f" (stages: {md_escape(', '.join(bad.suites))})" if bad.suites else "")
             out.append(f"- {md_escape(bad.file)}{stages}")
             for d in bad.diagnostics:
                 where = f"line {d.line}: " if d.line is not None else ""

@@ -91,7 +91,8 @@ DIAGNOSTIC = obj({
     "hint": nullable(STRING),
 }, optional=("code", "name"))
 DIAGNOSTICS = array(DIAGNOSTIC)
-INVALID_FILES = array(obj({"file": STRING, "diagnostics": DIAGNOSTICS}))
+INVALID_FILES = array(obj({"file": STRING, "diagnostics": DIAGNOSTICS, "kept_stages": STRINGS},
+                          optional=("kept_stages",)))
 DECISION = one_of(("run", "skip"))
 EST_SOURCE = one_of(("literal", "implicit", "estimates"))
 

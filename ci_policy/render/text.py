@@ -169,11 +169,22 @@ def explain_text(explanation: Explanation, plan: Plan) -> str:
 
 
 def invalid_text(invalid: Sequence[InvalidFile]) -> str:
-    """The partial-plan section: each invalid file (and its stages), then its diagnostics, indented."""
-    lines = [f"invalid (not scheduled): {count(len(invalid), 'test file')}"]
-    for f in invalid:
+    """The partial-plan section: each invalid file (and its stages), then its diagnostics, indented;
+    then each partly read file (the stages it is still scheduled in), then the diagnostics of
+    the registrations it lost."""
+    lines: list[str] = []
+    whole = [f for f in invalid if not f.kept]
+    partly = [f for f in invalid if f.kept]
+    if whole or not partly:
+        lines.append(f"invalid (not scheduled): {count(len(whole), 'test file')}")
+    for f in whole:
         stages = f" (stages: {', '.join(f.suites)})" if f.suites else ""
         lines.append(f"  {line_start(one_line(f.file))}{stages}")
+        lines += ["    " + line for d in f.diagnostics for line in diagnostic_text(d).split("\n")]
+    if partly:
+        lines.append(f"partly read (invalid registrations not scheduled): {count(len(partly), 'test file')}")
+    for f in partly:
+        lines.append(f"  {line_start(one_line(f.file))} (still scheduled in: {', '.join(f.kept)})")
         lines += ["    " + line for d in f.diagnostics for line in diagnostic_text(d).split("\n")]
     return "\n".join(lines)
 

@@ -761,8 +761,17 @@ def test_another_files_error_does_not_stop_a_files_gates_but_its_own_does(repo, 
     proc = gate(repo, record, store)
     assert (proc.returncode, proc.stderr) == (0, "")
     assert proc.stdout.startswith("ci-policy gate: tests/gpu/test_train.py (cuda, gpu-a)")
+    proc_ok_stdout = proc.stdout
     proc = gate(repo, record, store, file="tests/gpu/test_broken.py")
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr == (
         "tests/gpu/test_broken.py:3:27: CP223 est-time-invalid: register_cuda_ci: est_time must be a finite "
         "non-negative number of seconds, got 'soon'\n    hint: write e.g. est_time=300\nci-policy: 1 error\n")
+    # A partly read file (one bad registration dropped, its gpu-a one kept) has its gates evaluated.
+    (repo / TRAIN).write_text(TRAIN_SOURCE.replace(
+        "register_ci_gate(metric_key=\"train/ppo_kl\"",
+        "register_cuda_ci(est_time=60, suite=\"nosuch\", labels=[\"megatron\"])\n"
+        "register_ci_gate(metric_key=\"train/ppo_kl\"", 1))
+    partly = gate(repo, record, store)
+    assert (partly.returncode, partly.stderr) == (0, "")
+    assert partly.stdout == proc_ok_stdout

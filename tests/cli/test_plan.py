@@ -20,7 +20,19 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli.partial import BAD, BAD_DIAGNOSTIC, BAD_HINT, BAD_MESSAGE, IMPORT, partial_repo
+from cli.partial import (
+    BAD,
+    BAD_DIAGNOSTIC,
+    BAD_HINT,
+    BAD_MESSAGE,
+    IMPORT,
+    TWO,
+    TWO_DIAGNOSTIC,
+    TWO_INCOMPLETE,
+    TWO_SECTION,
+    partial_repo,
+    two_repo,
+)
 from cli.partial import FILES as PARTIAL_FILES
 from helpers import MAIN_BLOCK, assert_golden, assert_run_golden, clean_env, console_script, read_golden
 from helpers import run_cli as run
@@ -938,3 +950,60 @@ def test_plan_lists_the_git_index_once_for_the_scan_and_its_inputs(cache, tmp_pa
                                 ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none",
                                  "--", "."]]
     assert json.loads(out)["inputs"]["files"]["tests/e2e/test_fsdp_grpo.py"].startswith("git:")
+
+
+def test_a_plan_schedules_the_good_registration_of_a_partly_read_file_and_lists_it(make_repo, capsys):
+    repo = two_repo(make_repo)
+    diff = repo.parent / "pr.diff"
+    diff.write_bytes(f"M\0{TWO}\0".encode())
+    argv = ["plan", "--repo", str(repo), "--event", "pull_request", "--label", "run-ci-megatron", "--diff", str(diff)]
+    incomplete = f"ci-policy plan: {TWO_INCOMPLETE}\n"
+    rc, out, err = run(argv, capsys)
+    assert (rc, err) == (1, incomplete)
+    # The changed file is still invalid: the fail safe runs every diff-pruned stage, as before.
+    assert out == (
+        "ci-policy plan: pull_request, cadence regular, trust trusted\n"
+        "PR labels: run-ci-megatron\n"
+        "included labels: megatron\n"
+        "diff: 1 changed file(s)\n"
+        "\n"
+        "STAGE  BACKEND  DECISION  TESTS  SHARDS  EST WALL\n"
+        "cpu    cpu      RUN           1       1        1s\n"
+        "  run: stage is not diff-pruned (1 selected)\n"
+        "gpu-a  cuda     RUN           3       2     1m30s\n"
+        f"  run: {TWO} changed and is an invalid test file, so every stage runs (fail safe)\n"
+        "  run: requested by run-ci-megatron\n"
+        "gpu-b  cuda     SKIP          0       0         -\n"
+        "  skip: no registered tests\n"
+        "amd    rocm     SKIP          0       0         -\n"
+        "  skip: no registered tests\n"
+        "\n"
+        "shards:\n"
+        "  cpu: makespan 1s / lower bound 1s (optimal)\n"
+        "  cpu[0] est 1s, 1 file:\n"
+        "    tests/unit/test_u.py\n"
+        "  gpu-a: makespan 1m30s / lower bound 1m15s (optimal)\n"
+        "  gpu-a[0] est 1m30s, 2 files:\n"
+        "    tests/e2e/test_ok.py\n"
+        "    tests/e2e/test_ok2.py\n"
+        "  gpu-a[1] est 1m0s, 1 file:\n"
+        f"    {TWO}\n"
+        "\n"
+        + TWO_SECTION + "\n"
+        "\n"
+        "images: cuda=build, rocm=skip\n")
+    rc, out, err = run([*argv, "--format", "json"], capsys)
+    assert (rc, err) == (1, incomplete)
+    doc = json.loads(out)
+    assert [(s["name"], s["decision"], sorted((t["file"], t["line"]) for t in s["tests"]), s["invalid"])
+            for s in doc["stages"]] == [
+        ("cpu", "run", [("tests/unit/test_u.py", None)], []),
+        ("gpu-a", "run", [("tests/e2e/test_ok.py", 3), ("tests/e2e/test_ok2.py", 3), (TWO, 3)], []),
+        ("gpu-b", "skip", [], []), ("amd", "skip", [], [])]
+    assert (doc["plan_complete"], doc["invalid"], doc["not_fully_read"]) == (
+        False, [{"file": TWO, "diagnostics": [TWO_DIAGNOSTIC], "kept_stages": ["gpu-a"]}], [])
+    rc, out, err = run([*argv, "--explain", TWO], capsys)
+    assert (rc, err) == (0, "")
+    assert out.splitlines()[1] == (f"{TWO} is registered to 1 stage (gpu-a); it runs in gpu-a; 1 invalid "
+                                   "registration of it never scheduled until fixed")
+    assert f"  {TWO}:4:22: CP225 suite-unknown: " in out

@@ -5,7 +5,18 @@ from __future__ import annotations
 import json
 
 from cli.expected import EXAMPLE
-from cli.partial import BAD, BAD_DIAGNOSTIC, BAD_HINT, BAD_MESSAGE, partial_repo
+from cli.partial import (
+    BAD,
+    BAD_DIAGNOSTIC,
+    BAD_HINT,
+    BAD_MESSAGE,
+    TWO,
+    TWO_DIAGNOSTIC,
+    TWO_INCOMPLETE,
+    TWO_SECTION,
+    partial_repo,
+    two_repo,
+)
 from helpers import assert_golden, assert_run_golden
 from helpers import run_cli as run
 
@@ -71,3 +82,23 @@ def test_registry_of_a_checkout_with_one_invalid_file(make_repo, capsys):
     assert [r["file"] for r in doc["registrations"]] == ["tests/e2e/test_ok.py", "tests/e2e/test_ok2.py",
                                                          "tests/unit/test_u.py"]
     assert (doc["plan_complete"], doc["invalid"]) == (False, [{"file": BAD, "diagnostics": [BAD_DIAGNOSTIC]}])
+
+
+def test_registry_keeps_the_good_registration_of_a_file_and_drops_only_its_bad_one(make_repo, capsys):
+    repo = two_repo(make_repo)
+    incomplete = f"ci-policy registry: {TWO_INCOMPLETE}\n"
+    assert run(["registry", "--repo", str(repo)], capsys) == (1, (
+        "FILE                     BACKEND  SUITE  EST   LABELS    NOTES\n"
+        "tests/e2e/test_ok.py:3   cuda     gpu-a  1m0s  megatron\n"
+        "tests/e2e/test_ok2.py:3  cuda     gpu-a  30s   megatron\n"
+        "tests/e2e/test_two.py:3  cuda     gpu-a  1m0s  megatron\n"
+        "tests/unit/test_u.py     cpu      cpu    1s    -         implicit\n"),
+        TWO_SECTION + "\n" + incomplete)
+    rc, out, err = run(["registry", "--repo", str(repo), "--format", "json"], capsys)
+    assert (rc, err) == (1, incomplete)
+    doc = json.loads(out)
+    assert [(r["file"], r["line"], r["backend"], r["suite"]) for r in doc["registrations"]] == [
+        ("tests/e2e/test_ok.py", 3, "cuda", "gpu-a"), ("tests/e2e/test_ok2.py", 3, "cuda", "gpu-a"),
+        (TWO, 3, "cuda", "gpu-a"), ("tests/unit/test_u.py", None, "cpu", "cpu")]
+    assert (doc["plan_complete"], doc["invalid"]) == (
+        False, [{"file": TWO, "diagnostics": [TWO_DIAGNOSTIC], "kept_stages": ["gpu-a"]}])

@@ -612,6 +612,27 @@ def test_a_partial_plan_runs_the_shard_and_lists_the_invalid_file(repo_with, tmp
     assert run(repo, timings=tmp_path / "t.jsonl").returncode == 1
 
 
+def test_a_partly_read_file_runs_its_good_registration_and_is_listed(repo_with, tmp_path):
+    two = gpu_test('print("hello from two")').replace(
+        "\n\ndef main", '\nregister_cuda_ci(est_time=1, suite="nosuch", labels=["megatron"])\n\ndef main')
+    repo = repo_with({"tests/gpu/test_two.py": two})
+    message = "register_cuda_ci: suite 'nosuch' is not a configured cuda stage"
+    section = ("partly read (invalid registrations not scheduled): 1 test file\n"
+               "  tests/gpu/test_two.py (still scheduled in: gpu)\n"
+               f"    tests/gpu/test_two.py:5:36: CP225 suite-unknown: {message}\n"
+               "        hint: configured cuda stages: gpu, multi, other, ext "
+               "(stages are listed in .github/ci-policy.yml)\n"
+               "\n")
+    proc = run(repo, timings=tmp_path / "t.jsonl")
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout.startswith(section + "Enabled 1 test(s) (est total 1s) for gpu shard 0:\n"
+                                  "  tests/gpu/test_two.py (est 1s)\n")
+    assert "hello from two" in proc.stdout and proc.stdout.endswith("RESULT: PASS\n")
+    proc = run(repo, "--format", "github", timings=tmp_path / "t.jsonl")
+    assert ("::warning::the plan is incomplete: 1 test file(s) partly read (their invalid registrations not run): "
+            "tests/gpu/test_two.py (see the plan job)\n\n") in proc.stdout
+
+
 def test_a_partial_plan_with_nothing_to_run_here_exits_0(repo_with, tmp_path):
     repo = repo_with({
         "tests/gpu/test_one.py": gpu_test("pass"),

@@ -287,3 +287,23 @@ def test_the_context_changes_with_the_configuration_labels_version_and_parser(mo
     monkeypatch.setattr(snapshot_mod, "__version__", "0.0.0-other")
     others.add(scan_context(config, labels))
     assert len(others) == 5 and first not in others
+
+
+def test_a_partly_read_file_is_partly_read_from_a_warm_cache(tmp_path: Path) -> None:
+    """A stored scan keeps the diagnostic that drops one registration: a warm snapshot keeps the
+    file's good registration and lists it partly read, as the cold one does."""
+    repo = tmp_path / "repo"
+    _write(repo, {".github/ci-policy.yml": MINIMAL_CONFIG, "labels.py": MINIMAL_LABELS,
+                  "tests/unit/test_u.py": "x = 1\n",
+                  "tests/e2e/test_two.py": "from ci_policy import register_cuda_ci, register_rocm_ci\n\n"
+                  'register_cuda_ci(60, "gpu-a", labels=["megatron"])\n'
+                  'register_rocm_ci(60, "nosuch", labels=["megatron"])\n'
+                  'if __name__ == "__main__":\n    main()\n'})
+    cache = DirScanCache(tmp_path / "cache")
+    cold = load_snapshot(repo, cache=cache).usable()
+    warm = load_snapshot(repo, cache=cache).usable()
+    assert warm == cold
+    assert [(f.file, f.kept, [d.code for d in f.diagnostics]) for f in warm.invalid_files] == [
+        ("tests/e2e/test_two.py", ("gpu-a",), ["CP225"])]
+    assert [(r.file, r.line, r.suite) for r in warm.registrations] == [
+        ("tests/e2e/test_two.py", 3, "gpu-a"), ("tests/unit/test_u.py", None, "cpu")]

@@ -255,15 +255,21 @@ UNREGISTERED = ("tests/e2e/test_x.py matches the discovery pattern 'test_*.py' b
                 "not under an implicit root, so no stage would run it")
 
 
-def invalid(snapshot: Snapshot) -> list[tuple[str, tuple[str, ...], list[tuple[str | None, int | None]]]]:
-    return [(f.file, f.suites, [(d.code, d.line) for d in f.diagnostics]) for f in snapshot.invalid_files]
+def invalid(snapshot: Snapshot) -> list[tuple[str, tuple[str, ...], tuple[str, ...],
+                                             list[tuple[str | None, int | None]]]]:
+    """Each invalid file: its path, the stages dropped with it, the stages it is still scheduled in, its errors."""
+    return [(f.file, f.suites, f.kept, [(d.code, d.line) for d in f.diagnostics]) for f in snapshot.invalid_files]
 
 
 def test_an_error_in_a_test_file_makes_only_that_file_invalid(make_repo):
     repo = make_repo({
         "tests/e2e/test_ok.py": GPU_A,
-        # One registration reads, the other does not: the file is invalid as a whole.
+        # One registration reads, the other does not: the file is partly read, its good one kept.
         "tests/e2e/test_half.py": GPU_A + 'register_cuda_ci(60, "gpu-b", labels=["nosuch"])\n',
+        # Its only registration is bad: nothing is left, so the file is dropped whole.
+        "tests/e2e/test_none.py": GPU_A.replace('"megatron"', '"nosuch"'),
+        # A gate call that cannot be bound is no registration's error: the file is dropped whole.
+        "tests/e2e/test_gate.py": GPU_A + 'from ci_policy import register_ci_gate\nregister_ci_gate(*x)\n',
         "tests/e2e/test_syntax.py": "def (:\n",
         "tests/e2e/test_x.py": "x = 1\n",
         "tests/unit/test_u.py": "def test_u():\n    pass\n",
@@ -271,17 +277,20 @@ def test_an_error_in_a_test_file_makes_only_that_file_invalid(make_repo):
     snapshot = load_snapshot(repo)
     usable = snapshot.usable()
     assert invalid(usable) == [
-        ("tests/e2e/test_half.py", ("gpu-a",), [("CP227", 7)]),
-        ("tests/e2e/test_syntax.py", (), [("CP206", 1)]),
-        ("tests/e2e/test_x.py", (), [("CP231", 1)]),
+        ("tests/e2e/test_gate.py", ("gpu-a",), (), [("CP210", 8)]),
+        ("tests/e2e/test_half.py", (), ("gpu-a",), [("CP227", 7)]),
+        ("tests/e2e/test_none.py", (), (), [("CP227", 3)]),
+        ("tests/e2e/test_syntax.py", (), (), [("CP206", 1)]),
+        ("tests/e2e/test_x.py", (), (), [("CP231", 1)]),
     ]
-    assert usable.invalid_files[2].diagnostics[0].message == UNREGISTERED
-    assert [(r.file, r.suite) for r in usable.registrations] == [("tests/e2e/test_ok.py", "gpu-a"),
-                                                                 ("tests/unit/test_u.py", "cpu")]
+    assert usable.invalid_files[4].diagnostics[0].message == UNREGISTERED
+    assert [(r.file, r.line, r.suite) for r in usable.registrations] == [
+        ("tests/e2e/test_half.py", 3, "gpu-a"), ("tests/e2e/test_ok.py", 3, "gpu-a"),
+        ("tests/unit/test_u.py", None, "cpu")]
     assert usable.complete is False and usable.validity is not None
     assert usable.validity.fatal == () and usable.validity.not_fully_read == ()
     # The errors stay whole (lint reads them), and the snapshot it came from is untouched.
-    assert usable.errors == snapshot.errors and len(snapshot.registrations) == 3
+    assert usable.errors == snapshot.errors and len(snapshot.registrations) == 4
     assert (snapshot.invalid_files, snapshot.complete) == ((), True)
     assert usable.usable() is usable
     with pytest.raises(InputErrors):
@@ -297,7 +306,7 @@ def test_a_valid_checkout_is_usable_and_complete():
 def test_a_symlinked_test_file_is_an_invalid_file(make_repo):
     repo = make_repo({"tests/e2e/test_ok.py": GPU_A, "elsewhere/real.py": GPU_A})
     (repo / "tests/e2e/test_link.py").symlink_to(repo / "elsewhere/real.py")
-    assert invalid(load_snapshot(repo).usable()) == [("tests/e2e/test_link.py", (), [("CP401", None)])]
+    assert invalid(load_snapshot(repo).usable()) == [("tests/e2e/test_link.py", (), (), [("CP401", None)])]
 
 
 @pytest.mark.parametrize("change, codes", [

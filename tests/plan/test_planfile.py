@@ -354,3 +354,27 @@ def test_a_per_stage_plan_gives_its_stage_job_without_the_configuration():
     whole = read_plan_file(json.dumps(plan_dict(plan, None, inputs_dict(A, B, {f: A for f in snapshot.files}))),
                            "plan.json", name)
     assert (whole.stage_plan, whole.settings, stage_job(whole, name)) == (False, None, None)
+
+
+def test_a_partly_read_file_is_read_back_partly_read(make_repo):
+    """A file that lost one bad registration keeps its kept stages through the plan file."""
+    from dataclasses import replace
+
+    from cli.partial import TWO, two_repo
+
+    from ci_policy.model.snapshot import InvalidFile, load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.planfile import plan_of
+    from ci_policy.plan.policy import Trigger
+    from ci_policy.read.diff import Diff
+
+    snapshot = load_snapshot(two_repo(make_repo))
+    plan = build_plan(snapshot, Trigger(event="pull_request", labels=("run-ci-megatron",)), Diff.unavailable("none"))
+    doc = plan_dict(plan, None, inputs_dict(A, B, {f: A for f in snapshot.files}))
+    assert [(e["file"], e.get("kept_stages")) for e in doc["invalid"]] == [(TWO, ["gpu-a"])]
+    back = plan_of(read_plan_file(json.dumps(doc), "plan.json"), replace(snapshot, registrations=()))
+    assert back.invalid == plan.invalid
+    assert [(f.file, f.suites, f.kept, [d.code for d in f.diagnostics]) for f in back.invalid] == [
+        (TWO, (), ("gpu-a",), ["CP225"])]
+    assert isinstance(back.invalid[0], InvalidFile)
+    assert [(r.file, r.line) for r in back.stage("gpu-a").tests if r.file == TWO] == [(TWO, 3)]

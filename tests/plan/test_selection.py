@@ -447,12 +447,18 @@ def test_gpu_stage_opted_out_of_diff_pruning_always_runs(make_repo):
 
 
 BROKEN = {
-    # A stage is known from the registration that could be read, but the file is invalid.
+    # A stage is known from the registration that could be read, but the file is invalid as a
+    # whole: its gate call cannot be bound (a bad registration alone would drop only itself).
     "tests/gpu/test_broken.py": cuda('register_cuda_ci(est_time=60, suite="gpu-a", labels=["megatron"])\n'
-                                     'register_cuda_ci(est_time=60, suite="amd", labels=["megatron"])'),
+                                     'register_cuda_ci(est_time=60, suite="amd", labels=["megatron"])\n'
+                                     'from ci_policy import register_ci_gate\nregister_ci_gate(*x)'),
     # Nothing could be read: its stages are unknown.
     "tests/gpu/test_syntax.py": "def (:\n",
 }
+# Partly read: its gpu-a registration is scheduled, its registration naming "amd" (not a cuda
+# stage) is dropped alone.
+PARTLY = {"tests/gpu/test_partly.py": cuda('register_cuda_ci(est_time=60, suite="gpu-a", labels=["megatron"])\n'
+                                           'register_cuda_ci(est_time=60, suite="amd", labels=["megatron"])')}
 FAIL_SAFE = "run: {} changed and {}, so every stage runs (fail safe)"
 
 
@@ -489,6 +495,25 @@ def test_each_stage_lists_the_invalid_files_it_would_have_held(make_repo):
     # Its gpu-a registration could be read; the one naming "amd" (not a cuda stage) could not.
     assert {d.stage.name: d.invalid for d in decisions} == {
         "cpu": (), "gpu-a": ("tests/gpu/test_broken.py",), "gpu-b": (), "amd": ()}
+
+
+def test_a_partly_read_file_is_held_by_its_stage_and_still_triggers_the_fail_safe_when_changed(make_repo):
+    repo = make_repo({**FILES, **PARTLY}, config=CONFIG.replace("EXPLICIT", "prune"), labels=LABELS)
+    snapshot = load_snapshot(repo).usable()
+    assert [(f.file, f.suites, f.kept, [d.code for d in f.diagnostics]) for f in snapshot.invalid_files] == [
+        ("tests/gpu/test_partly.py", (), ("gpu-a",), ["CP225"])]
+    policy = resolve(pr(), snapshot.config, snapshot.labels)
+    _, decisions = decide(snapshot, policy, diff_of(DOCS))
+    assert {d.stage.name: d.invalid for d in decisions} == {"cpu": (), "gpu-a": (), "gpu-b": (), "amd": ()}
+    assert classify("tests/gpu/test_partly.py", snapshot).kind == "invalid"
+    reason = FAIL_SAFE.format("tests/gpu/test_partly.py", "is an invalid test file")
+    _, table = outcome(snapshot, pr("run-ci-all"), diff_of(["M", "tests/gpu/test_partly.py"]))
+    assert table == {
+        "cpu": CPU_RUN,
+        "gpu-a": ("run", [reason], ["tests/gpu/test_fsdp.py", "tests/gpu/test_mega.py", "tests/gpu/test_partly.py"]),
+        "gpu-b": ("run", [reason], ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"]),
+        "amd": ("run", [reason], ["tests/gpu/test_amd.py"]),
+    }
 
 
 def test_unknown_cron_is_an_error_never_another_cadence(make_repo):

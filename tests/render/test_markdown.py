@@ -106,3 +106,21 @@ def test_the_invalid_section_of_a_partial_plan_is_escaped(tmp_path):
     assert ("\n\n**Invalid, not scheduled: 1 file(s); the plan is incomplete**\n\n"
             "- tests/a,b:c%d\\|\\`\\*\\_ ::error::pwned.py (stages: gpu)\n"
             "  - line 3: CP227 label-unknown: bad  ::warning::x \\| \\<b\\>\n\n**Warnings**") in out
+
+
+def test_a_partly_read_file_has_its_own_markdown_section_naming_the_stages_it_keeps(make_repo):
+    from cli.partial import TWO, two_repo
+
+    from ci_policy.model.snapshot import load_snapshot
+    from ci_policy.plan.build import build_plan
+    from ci_policy.plan.policy import Trigger
+    from ci_policy.read.diff import Diff
+
+    plan = build_plan(load_snapshot(two_repo(make_repo)), Trigger(event="pull_request", labels=("run-ci-megatron",)),
+                      Diff.unavailable("none"))
+    out = plan_markdown(plan)
+    assert "Invalid, not scheduled" not in out
+    assert ("\n\n**Partly read, invalid registrations not scheduled: 1 file(s); the plan is incomplete**\n\n"
+            f"- {TWO.replace('_', chr(92) + '_')} (still scheduled in: gpu-a)\n"
+            "  - line 4: CP225 suite-unknown: register\\_rocm\\_ci: suite 'nosuch' is not a configured rocm stage\n"
+            ) in out
