@@ -117,15 +117,19 @@ def test_every_target_has_a_corpus_directory_name():
 
 
 def test_the_harness_reports_each_escaping_exception_once_with_its_minimal_input():
+    # Half of all inputs fail (their first byte below 0x80): the harness finds it whatever the
+    # machine's speed (a rarer failure, a `!` anywhere, was missed now and then on a loaded
+    # machine within the 2 s), and shrinks it to the smallest such input.
     def run(data: bytes) -> str:
-        if b"!" in data:
+        if data[0] < 0x80:
             raise ZeroDivisionError("boom")
         return "ok"
 
     target = Target("boom", run, lambda: st.binary(min_size=1, max_size=8))
     report = fuzz(target, 2.0, round_size=50)
     assert report.tried > 50
-    assert [(f.kind, f.where, f.message, f.data) for f in report.found] == [("ZeroDivisionError", "?", "boom", b"!")]
+    assert [(f.kind, f.where, f.message, f.data) for f in report.found] == [
+        ("ZeroDivisionError", "?", "boom", b"\x00")]
 
 
 def test_the_script_prints_inputs_tried_per_target():
