@@ -1214,8 +1214,8 @@ def test_every_inline_zizmor_suppression_is_justified_by_a_comment():
         assert lines[i - 1].strip().startswith("#"), lines[i]
 
 
-def test_the_readme_shows_the_example_caller_as_it_is():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_reference_shows_the_example_caller_as_it_is():
+    readme = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
     section = readme.split("### One caller file\n", 1)[1].split("\n### ", 1)[0]
     block = section.split("```yaml\n", 1)[1].split("```\n", 1)[0]
     assert block == CALLER.read_text(encoding="utf-8")

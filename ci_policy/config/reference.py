@@ -3,7 +3,7 @@
 - In: the tables of `ci_policy.config` (every key's name, accepted values, default, description).
 - Out: `markdown()`, the body of the README section `## Configuration reference`
   (an example, then one table per mapping); `replace_section(readme)` puts it in place.
-- Regenerate the README with `python -m ci_policy.config.reference --update README.md`;
+- Regenerate the reference with `python -m ci_policy.config.reference --update docs/reference.md`;
   without `--update` the section is printed. A test fails when the README differs.
 """
 
@@ -26,7 +26,7 @@ location and carries a code (`.github/ci-policy.yml:14:14: stages[2].backend: ex
 of cpu, cuda, rocm, got 'gpu'`, code CP105; see `ci_policy/config/codes.py`).
 
 This section is generated from the key tables in `ci_policy/config/` by
-`python -m ci_policy.config.reference --update README.md`.
+`python -m ci_policy.config.reference --update docs/reference.md`.
 
 **Editor support.** The same tables generate the file's JSON Schema (draft 2020-12), shipped
 in the package as `ci_policy/schemas/config.schema.json` and printed by `ci-policy schema

@@ -7,14 +7,14 @@ from pathlib import Path
 from ci_policy.config.reference import EXAMPLE, HEADING, _tables, main, markdown, replace_section, section_of
 from ci_policy.config.top import TOP, parse_config
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-REGENERATE = "python -m ci_policy.config.reference --update README.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
+REGENERATE = "python -m ci_policy.config.reference --update docs/reference.md"
 
 
 def test_the_readme_section_is_the_generated_reference():
     text = README.read_text(encoding="utf-8")
     assert section_of(text) == "\n" + markdown() + "\n", (
-        f"README.md's configuration reference differs from the key tables; regenerate it with: {REGENERATE}")
+        f"docs/reference.md's configuration reference differs from the key tables; regenerate it with: {REGENERATE}")
 
 
 def test_every_key_appears_in_the_reference_with_its_default():

@@ -396,9 +396,9 @@ README_ROW = re.compile(r"^\| `(CP\d{3})` \| `([a-z0-9-]+)` \| (.*) \|$")
 
 
 def readme_codes() -> dict[str, tuple[str, str]]:
-    """Rows of every `| Code | Name | Example |` table of the README."""
+    """Rows of every `| Code | Name | Example |` table of the reference (docs/reference.md)."""
     rows: dict[str, tuple[str, str]] = {}
-    for line in (ROOT / "README.md").read_text().splitlines():
+    for line in (ROOT / "docs" / "reference.md").read_text().splitlines():
         match = README_ROW.match(line)
         if match:
             code, name, example = match.groups()
