@@ -21,9 +21,13 @@
   artifacts together against `tune.run_max_bytes`; each member passes through one
   temporary file that is deleted before the next is read. Member names are never paths.
 - Every archive problem (not a zip, truncated, a bad CRC, a false size, encrypted
-  members, an unsupported compression such as deflate64, too many members, a budget
-  exceeded: a zip bomb) skips that whole archive (none of its rows are used) with a
-  warning naming the artifact and the member, appended to `warnings`; never a traceback.
+  members, an unsupported compression such as deflate64, too many members, members that
+  overlap, a member that expands more than `MAX_RATIO` times its compressed size once past
+  `RATIO_FLOOR_BYTES`, a budget exceeded: a zip bomb; a symbolic-link member; malformed or
+  forged records in a member) skips that whole archive (none of its rows are used) with a
+  warning naming the artifact and the member (and the first bad line), appended to
+  `warnings`; the run's other archives and job logs are read; never a traceback. Members
+  that are not `*.jsonl` (a nested zip) are never opened.
 - The redirects to blob storage are followed here, not by PyGithub (which refuses hosts
   outside github.com/githubusercontent.com with an AssertionError), and never carry the
   token: the Location is a signed URL.
@@ -33,7 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import itertools
 import re
+import stat
 import tempfile
 import zipfile
 import zlib
@@ -55,6 +61,13 @@ RUN_RE = re.compile(r"(?:https?://[^/]+/)?(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-
 MAX_ARCHIVE_BYTES = 256 * 1024 * 1024  # one artifact's download (compressed)
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # one member, expanded; also one job log
 MAX_MEMBERS = 10_000
+# Timing records compress about 10:1; deflate's ceiling is about 1032:1. A member expanding
+# more than MAX_RATIO times its compressed size is a bomb, once it is past RATIO_FLOOR_BYTES
+# (a tiny member of repeated lines may compress better than that honestly).
+MAX_RATIO = 100
+RATIO_FLOOR_BYTES = 1024 * 1024
+# The problems of one member's records listed in its warning; the rest are counted.
+SHOWN_RECORD_ERRORS = 3
 CHUNK = 64 * 1024
 # What zipfile and zlib raise for a damaged, encrypted or unsupported archive.
 ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError,
@@ -65,7 +78,13 @@ TIMINGS_PREFIX = "ci-policy-timings"
 
 
 class ArchiveSkipped(CiPolicyError):
-    """An archive that is not read; the message says why."""
+    """An archive that is not read; the message says why, `member` and `line` where (a member's
+    citation and its first bad line, for malformed records)."""
+
+    def __init__(self, message: str, *, member: str | None = None, line: int | None = None) -> None:
+        super().__init__(message)
+        self.member = member
+        self.line = line
 
 
 class TooLarge(InputError):
@@ -209,7 +228,8 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
             try:
                 rows += _records_of_archive(blob, repo_name, run_id, name, records.read_records, budget, warnings)
             except ArchiveSkipped as exc:
-                skipped.append(warning(f"artifact {name!r} of run {run_id} skipped: {exc}", path=cite,
+                skipped.append(warning(f"artifact {name!r} of run {run_id} skipped: {exc}", path=exc.member or cite,
+                                       line=exc.line,
                                        hint="none of its timing records are used; the run's other "
                                             "artifacts and job logs are"))
     except GithubException as exc:
@@ -238,6 +258,7 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
         raise ArchiveSkipped(f"not a readable zip archive ({_reason(exc)})") from None
     if len(archive.infolist()) > MAX_MEMBERS:
         raise ArchiveSkipped(f"more than {MAX_MEMBERS} members")
+    _refuse_overlaps(archive.infolist())
     rows: list[FileEvidence] = []
     expanded = 0
     with tempfile.TemporaryDirectory(prefix="ci-policy-tune-") as tmp:
@@ -246,6 +267,9 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
             member = _shown_name(info.filename)
             if info.flag_bits & 0x1:
                 raise ArchiveSkipped(f"member {member} is encrypted")
+            if stat.S_ISLNK(info.external_attr >> 16):
+                # Never created as a link (members are data), but a link member is no record file.
+                raise ArchiveSkipped(f"member {member} is a symbolic link")
             try:
                 size = _expand(archive, info, local, member, name, expanded, budget)
             except ARCHIVE_ERRORS as exc:
@@ -257,8 +281,7 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
             try:
                 found = read_records(local, run_id=str(run_id), job_name=name, warnings=torn)
             except InputErrors as exc:  # cite the member, not the temporary file
-                raise InputErrors([InputError(e.message, path=cite, line=e.line, col=e.col, hint=e.hint)
-                                    for e in exc.errors]) from None
+                raise _malformed(exc.errors, member, cite) from None
             finally:
                 local.unlink(missing_ok=True)
             if warnings is not None and torn:
@@ -266,6 +289,27 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
             for row in found:
                 rows.append(_cite(row, cite))
     return rows
+
+
+def _refuse_overlaps(infos: list[zipfile.ZipInfo]) -> None:
+    """Members whose data overlap (several directory entries over one stored member: a bomb by
+    count that the byte caps would only stop late). A local header is at least 30 bytes and
+    the member's name, so a member ends no earlier than that plus its compressed size."""
+    ordered = sorted(infos, key=lambda i: i.header_offset)
+    for this, after in itertools.pairwise(ordered):
+        end = this.header_offset + 30 + len(this.orig_filename.encode("utf-8", "replace")) + this.compress_size
+        if end > after.header_offset:
+            raise ArchiveSkipped(f"members {_shown_name(this.filename)} and {_shown_name(after.filename)} "
+                                 "overlap (a zip bomb)")
+
+
+def _malformed(errors: tuple[Diagnostic, ...], member: str, cite: str) -> ArchiveSkipped:
+    shown = "; ".join(f"line {e.line}: {e.message}" if e.line else e.message
+                      for e in errors[:SHOWN_RECORD_ERRORS])
+    more = len(errors) - SHOWN_RECORD_ERRORS
+    return ArchiveSkipped(f"member {member} has {len(errors)} malformed record(s): {shown}"
+                          + (f"; and {more} more" if more > 0 else ""), member=cite,
+                          line=errors[0].line if errors else None)
 
 
 def _expand(archive: zipfile.ZipFile, info: zipfile.ZipInfo, local: Path, member: str, name: str,
@@ -283,6 +327,9 @@ def _expand(archive: zipfile.ZipFile, info: zipfile.ZipInfo, local: Path, member
             if budget.run_used + size > budget.run_max_bytes:
                 raise ArchiveSkipped(f"the run's archives expand to more than tune.run_max_bytes "
                                      f"({budget.run_max_bytes} bytes) at member {member}")
+            if size > RATIO_FLOOR_BYTES and size > MAX_RATIO * max(info.compress_size, 1):
+                raise ArchiveSkipped(f"member {member} expands to more than {MAX_RATIO} times its "
+                                     f"{info.compress_size} compressed bytes (a zip bomb)")
             dst.write(chunk)
     return size
 

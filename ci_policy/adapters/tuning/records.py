@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from ci_policy.adapters.tuning.evidence import FileEvidence, stage_and_shard
 from ci_policy.errors import Diagnostic, InputError, InputErrors
 from ci_policy.read import shapes
+from ci_policy.read.numbers import MAX_SECONDS, in_range, number_range
 from ci_policy.read.strictjson import DuplicateKey, lone_surrogate, no_duplicates
 
 SCHEMA = 1
@@ -59,6 +60,10 @@ def _shown(value) -> str:
 
 _optional_string = shapes.or_null(lambda v: isinstance(v, str))
 
+
+def _seconds(value: object) -> bool:
+    return in_range(value, 0, MAX_SECONDS)
+
 # field -> (check, what the field must be)
 CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "file": (shapes.is_non_empty_string, "a non-empty string"),
@@ -66,8 +71,10 @@ CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "shard": (shapes.or_null(lambda v: shapes.is_integer(v, minimum=0)), "an integer >= 0 or null"),
     "attempt": (lambda v: shapes.is_integer(v, minimum=1), "an integer >= 1"),
     "status": (lambda v: isinstance(v, str) and v in ATTEMPT_STATUSES, "one of " + ", ".join(ATTEMPT_STATUSES)),
-    "elapsed": (shapes.is_non_negative_number, "a finite number >= 0"),
-    "est_time": (shapes.or_null(shapes.is_non_negative_number), "a finite number >= 0 or null"),
+    # One attempt of one file lasts at most what any timeout may be (7 days): a forged 1e308
+    # would otherwise become an estimate.
+    "elapsed": (_seconds, f"a number in {number_range(0, MAX_SECONDS)}"),
+    "est_time": (shapes.or_null(_seconds), f"a number in {number_range(0, MAX_SECONDS)} or null"),
     "failure_kind": (_optional_string, "a string or null"),
     "retriable": (shapes.or_null(lambda v: isinstance(v, bool)), "a boolean or null"),
     "started_at": (_optional_string, "a string or null"),

@@ -26,7 +26,7 @@ from ci_policy.adapters.github.download import download_run, parse_run
 from ci_policy.adapters.tuning import records
 from ci_policy.adapters.tuning.evidence import FileEvidence
 from ci_policy.cli import main
-from ci_policy.errors import CiPolicyError, InputError, InputErrors, UsageError
+from ci_policy.errors import CiPolicyError, InputError, UsageError
 
 REPO = "acme/minirl"
 P = f"/repos/{REPO}"
@@ -429,22 +429,25 @@ def test_an_artifact_that_is_not_a_zip_archive_is_skipped_with_a_warning(gh, tok
         "none of its timing records are used; the run's other artifacts and job logs are")]
 
 
-def test_malformed_records_in_an_artifact_cite_the_member_not_a_temporary_file(gh, token):
+def test_malformed_records_in_an_artifact_skip_it_with_a_warning_citing_the_member_and_line(gh, token):
+    # A malformed member costs its archive, never the run's other evidence (issue 32, item 6).
     gh.run_jobs[RUN] = []
     bad = TIMINGS_JSONL.splitlines()
     bad[1] = bad[1].replace('"elapsed": 512.873', '"elapsed": "512.873"')
     bad[3] = '{"schema": 1, "file": '
     gh.add_artifact(RUN, TIMINGS, zip_of({"timings/ci-policy-timings.jsonl": "\n".join(bad) + "\n"}),
                     artifact_id=ART_TIMINGS)
-    with pytest.raises(InputErrors) as exc:
-        download_run(RUN_URL, token, gh.url)
+    gh.add_artifact(RUN, TIMINGS + "-b", zip_of({"t.jsonl": TIMINGS_JSONL}), artifact_id=ART_TIMINGS + 10)
+    warnings: list = []
+    rows = download_run(RUN_URL, token, gh.url, warnings=warnings)
+    assert {r.source for r in rows} == {f"{REPO}/runs/{RUN}/artifacts/{TIMINGS}-b/t.jsonl"}
     cite = f"{REPO}/runs/{RUN}/artifacts/{TIMINGS}/timings/ci-policy-timings.jsonl"
-    assert [e.as_dict() for e in exc.value.errors] == [
-        {"path": cite, "line": 2, "col": None, "hint": records.HINT,
-         "message": "field 'elapsed': expected a finite number >= 0, got string \"512.873\""},
-        {"path": cite, "line": 4, "col": None, "hint": records.HINT,
-         "message": "not valid JSON: Expecting value (column 23)"},
-    ]
+    assert [(w.severity, w.path, w.line, w.message, w.hint) for w in warnings] == [(
+        "warning", cite, 2,
+        f"artifact '{TIMINGS}' of run {RUN} skipped: member 'timings/ci-policy-timings.jsonl' has 2 malformed "
+        "record(s): line 2: field 'elapsed': expected a number in [0, 604800], got string \"512.873\"; "
+        "line 4: not valid JSON: Expecting value (column 23)",
+        "none of its timing records are used; the run's other artifacts and job logs are")]
 
 
 @pytest.mark.parametrize("listed", [True, False], ids=["by-its-listed-size", "by-its-download"])
