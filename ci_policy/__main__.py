@@ -33,6 +33,6 @@ def _drop_cwd_entry() -> None:
 
 _drop_cwd_entry()
 
-from ci_policy.cli.main import main  # noqa: E402  (after the sys.path fix on purpose)
+from ci_policy.cli.main import entry  # noqa: E402  (after the sys.path fix on purpose)
 
-sys.exit(main())
+sys.exit(entry())

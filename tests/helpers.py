@@ -19,7 +19,8 @@ from unittest import mock
 import pytest
 
 from ci_policy import __version__
-from ci_policy.config.runrules import DEFAULT_ALLOW, DEFAULT_INFRA, DEFAULT_NEVER, DEFAULT_RETRIABLE
+from ci_policy.config.runrules import DEFAULT_ALLOW, DEFAULT_INFRA, DEFAULT_NEVER, DEFAULT_RETRIABLE, SECRET_NAMES
+from ci_policy.read.globs import any_name_match
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_REPO = ROOT / "examples" / "gpu-repo"
@@ -50,10 +51,14 @@ def console_script() -> str:
     return found
 
 
+_is_secret = any_name_match(SECRET_NAMES)
+
+
 def clean_env(**extra: str) -> dict:
-    """The environment without what could steer ci-policy or Python from outside the test."""
+    """The environment without what could steer ci-policy or Python from outside the test, nor any
+    secret of the machine running the tests (a test's `ci-policy run` would hold it)."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("GITHUB_", "PYTEST_", "CI_POLICY_"))
+           if not k.startswith(("GITHUB_", "PYTEST_", "CI_POLICY_")) and not _is_secret(k)
            and k not in ("RUNNER_TEMP", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONSAFEPATH",
                          "PYTHONNOUSERSITE")}
     env.update(extra)
@@ -154,4 +159,5 @@ EXAMPLE_RUN_SETTINGS = {
     "capture": ["train/grad_norm", "train/ppo_kl", "train/train_rollout_logprob_abs_diff", "train/train_rollout_kl",
                 "rollout/raw_reward", "rollout/tito_session_mismatch_rate/v1/assistant_text",
                 "rollout/tito_session_mismatch_rate/v2/assistant_text"],
+    "user": None,
 }

@@ -8,6 +8,9 @@
   shards' result, or the signal that ended them (exit 143 on SIGTERM, 130 on Ctrl-C).
 - Gates are evaluated for the files that declare them, the plan's cadence deciding baseline
   writes; with no gate and no store named, the store's modules are never loaded.
+- Who the tests run as: `runner.user` when the runner is root (`Prepared.user`), with the
+  warnings to print once (`Prepared.warnings`); `leave_secrets_behind()`, called first by the
+  `ci-policy` program, re-executes it without its secrets in the environment block.
 - Refused before any file runs: a `--timings-out` inside the checkout, a `--python` that is not
   an executable, a `--shards` index out of the stage's range, a baseline-writing run of a checkout
   that declares gates without an explicit shared store (`UsageError`); whatever
@@ -24,8 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_policy.adapters.git import CleanTree
+from ci_policy.adapters.runner import environment as secrets_environment
 from ci_policy.adapters.runner import shard as runner
-from ci_policy.adapters.runner.environment import hide_from_tests
+from ci_policy.adapters.runner.environment import RunAs, hide_from_tests
 from ci_policy.adapters.runner.shard import RunOptions, Terminated
 from ci_policy.app.attempts import attempt_of
 from ci_policy.app.plan_source import stage_job
@@ -64,6 +68,14 @@ class Prepared:
     python: str
     timings_out: Path | None
     store: str | None                         # the store URL named, None for none
+    user: RunAs | None = None                 # `runner.user` when the runner is root
+    warnings: tuple[str, ...] = ()            # about who the tests run as, to print once
+
+
+def leave_secrets_behind() -> None:
+    """For the `ci-policy` program only, first thing: the secrets of its environment leave the
+    environment block a test could read (`adapters.runner.environment.leave_secrets_behind`)."""
+    secrets_environment.leave_secrets_behind(list(sys.orig_argv))
 
 
 @dataclass(frozen=True)
@@ -76,6 +88,12 @@ def gated(store: str | None) -> bool:
     """Whether a gate store is named (the option or the environment's URL): its location is
     checked even when no file declares gates."""
     return bool(store or os.environ.get(DATABASE_URL_ENV))
+
+
+def _holding(request: RunRequest) -> tuple[str, ...]:
+    """What secret this runner holds, as the root warning names it."""
+    names = [f"${name}" for name in sorted(secrets_environment.held_secrets())]
+    return tuple(names + ([f"the store URL of --store-file {request.store_file}"] if request.store_file else []))
 
 
 def _timings_out(value: str | None, repo: Path) -> Path | None:
@@ -117,7 +135,9 @@ def prepare(request: RunRequest, tree: CleanTree | None = None) -> Prepared:
     job = stage_job(request.source, tree, gated=gated(store))
     picked = ([stagejob.pick_shard(job.stage, request.shard)] if request.shards is None
               else [_shard_of(job, index) for index in request.shards])
-    return Prepared(job, tuple(shard for shard in picked if shard is not None), python, timings_out, store)
+    user, warnings = secrets_environment.run_as(job.settings.user, _holding(request))
+    return Prepared(job, tuple(shard for shard in picked if shard is not None), python, timings_out, store,
+                    user, warnings)
 
 
 def _records_dir(value: str | None, repo: Path) -> Path:
@@ -186,6 +206,7 @@ def execute(request: RunRequest, prepared: Prepared, show: Callable[[str], None]
         records_dir=_records_dir(request.records_out, repo),
         gate=_gate_hook(prepared.store, job, repo),
         python=prepared.python,
+        user=prepared.user,
     )
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
     # The tests' environment leaves out every secret; the runner's own /proc/<pid>/environ must too.

@@ -1,6 +1,7 @@
 """The `ci-policy` command line: the parser, and the one place errors become exit codes.
 
-- In: argv.
+- In: argv; `entry()` is the program (console script, `python -m ci_policy`), `main(argv)` the
+  same called in-process (never re-executed: see `run`).
 - Out: the subcommand's output and exit code. Errors, each printed once, here:
   - `UsageError` (the command line or the environment it reads is wrong): exit 2, as
     `ci-policy COMMAND: error: SOURCE: MESSAGE` on stderr, the hint on its own line; in
@@ -202,7 +203,13 @@ def report_usage(err: UsageError, args: argparse.Namespace) -> None:
     print(usage_error_text(args.command, err), file=sys.stderr)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def entry() -> int:
+    """The `ci-policy` program (console script, `python -m ci_policy`): `main` owning its process,
+    which `run` may re-execute (`app.run.leave_secrets_behind`); `main` called in-process never is."""
+    return main(own_process=True)
+
+
+def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int:
     # A lone surrogate (from a JSON escape in an input, say) is shown as \udxxx rather than
     # raising UnicodeEncodeError halfway through a report; stderr already does so.
     reconfigure = getattr(sys.stdout, "reconfigure", None)
@@ -227,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"ci-policy {named[0][0]}: error: {missing}", file=sys.stderr)
                 return 2
         args = build_parser(argv, every=False).parse_args(argv)
+        args.own_process = own_process
         with guarded(getattr(args, "format", None) == "github"):
             return _dispatch(args)
 
@@ -275,4 +283,4 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(entry())

@@ -19,6 +19,9 @@
 - `--shards "0 2"` (a stage job's lane, `plan.jobs`): the shards one after another, each with
   its header and its timing records; one summary and one exit status for them all. Fast-fail
   (unless bypassed) stops the later shards too; their files are listed as not run.
+- The `ci-policy` program first re-executes itself without the secrets of its environment
+  block (`app.run.leave_secrets_behind`); `runner.user` warnings are printed once, before the
+  shard's header.
 - `--python PATH`: the interpreter the tests run with (the adopting repository's
   environment, not ci_policy's); default: the one running ci-policy.
 - Refused before any file runs: a checkout that differs from `--plan FILE` (exit 1, naming
@@ -37,7 +40,7 @@ import argparse
 import sys
 
 from ci_policy.app.plan_source import checkout
-from ci_policy.app.run import RunRequest, execute, prepare
+from ci_policy.app.run import RunRequest, execute, leave_secrets_behind, prepare
 from ci_policy.cli.collector import resume
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import (
@@ -108,6 +111,8 @@ def _shard_indices(args: argparse.Namespace) -> tuple[int, ...] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "own_process", False):
+        leave_secrets_behind()  # may re-execute this program: before any output
     source = plan_source(args)
     # With --plan, git looks at the checkout beside the plan file's reading.
     with checkout(source) as tree:
@@ -117,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
                              retry_wait=args.retry_wait, continue_on_error=args.continue_on_error,
                              github=args.format == "github")
         prepared = prepare(request, tree)
+    for warning in prepared.warnings:
+        if args.format == "github":
+            write_commands("::warning::" + escape_data(warning))
+        else:
+            print(f"ci-policy run: warning: {warning}", file=sys.stderr)
     job, shards = prepared.job, prepared.shards
     if job.invalid:
         print(invalid_text(job.invalid))

@@ -2,15 +2,17 @@
 
 - In: the `runner` mapping; every key is optional.
 - Out: a frozen `RunnerConfig`: `RetryRules`, the est_time-derived timeout, the kill grace
-  period, and `EnvRules` (the rules, their defaults and `child_env` live in
-  `config.runrules`, which a stage job imports without this table).
+  period, the user the tests run as (`user`, when the runner is root), and `EnvRules` (the
+  rules, their defaults and `child_env` live in `config.runrules`, which a stage job imports
+  without this table).
 - Refused: invalid regular expressions, non-positive timeout factors or floors, a
   negative grace period, an env pattern that is empty or holds anything but letters,
-  digits, `_` and the wildcards `*`, `?`.
+  digits, `_` and the wildcards `*`, `?`; a `user` that is not a user name or id, or is root.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,7 @@ from ci_policy.config.runrules import (
     ENV_NAME_PATTERN,
     KILL_GRACE,
     MAX_KILL_GRACE,
+    USER_PATTERN,
     EnvRules,
     RetryRules,
     check_env_pattern,
@@ -83,6 +86,15 @@ ENV = Table("runner.env", "Which variables of the runner's environment the tests
 ))
 
 
+def _check_user(value: str) -> str | None:
+    if not re.fullmatch(USER_PATTERN, value):
+        return (f"{value!r} is not a user name (a letter or `_`, then up to 31 letters, digits, `_`, `.`, `-`) "
+                "nor a numeric user id")
+    if value in ("root", "0"):
+        return "the tests must not run as root: name an unprivileged user"
+    return None
+
+
 def _env(s: Schema, v: Values) -> Any:
     allow, drop = v.get("allow"), v.get("drop")
     if INVALID in (allow, drop):
@@ -101,6 +113,10 @@ RUNNER_TABLE = Table("runner", "How `ci-policy run` retries, times out and stops
         "Seconds between SIGTERM and SIGKILL when a file times out or the run is interrupted."),
     Key("env", fields.mapping_of(ENV, _env), EnvRules(), "The environment the tests run with.",
         shown_default="the defaults below"),
+    Key("user", fields.string("user name or numeric user id", _check_user, item={"pattern": f"^(?:{USER_PATTERN})$"}),
+        None, "The unprivileged user the tests run as when `ci-policy run` runs as root (a GPU container's "
+        "default): they then cannot read the runner's memory, environment or `--store-file`. The checkout must be "
+        "readable by that user.", shown_default="none: the tests run as the runner's user"),
 ))
 
 
@@ -112,11 +128,12 @@ class RunnerConfig:
     timeout_from_est_time: tuple[float, float] | None = RUNNER_TABLE.default("timeout_from_est_time")
     kill_grace: float = RUNNER_TABLE.default("kill_grace")
     env: EnvRules = RUNNER_TABLE.default("env")
+    user: str | None = RUNNER_TABLE.default("user")
 
 
 def _build(s: Schema, v: Values) -> RunnerConfig:
     return RunnerConfig(retry=v.get("retry"), timeout_from_est_time=v.get("timeout_from_est_time"),
-                        kill_grace=v.get("kill_grace"), env=v.get("env"))
+                        kill_grace=v.get("kill_grace"), env=v.get("env"), user=v.get("user"))
 
 
 RUNNER = fields.mapping_of(RUNNER_TABLE, _build)

@@ -63,12 +63,19 @@ class RetryRules:
     retriable: tuple[str, ...] = DEFAULT_RETRIABLE
 
 
-# Names (shell-style patterns, case-sensitive) a test never sees, whatever `runner.env` says.
-ALWAYS_DROPPED = (
+# Names (shell-style patterns, case-sensitive) of the variables that hold secrets: a test never
+# sees them, and `ci-policy run` keeps them out of its own environment block while tests run.
+SECRET_NAMES = (
     "GITHUB_TOKEN", "ACTIONS_*", "CI_POLICY_DATABASE_URL", "*_TOKEN", "*_TOKEN_*", "*SECRET*",
     "*PASSWORD*", "*_KEY", "*_CREDENTIALS", "PGPASSWORD", "PGSERVICEFILE", "PGPASSFILE",
+)
+# Names a test never sees, whatever `runner.env` says: the secrets, and the files through which
+# a step talks to the workflow (a test writing them could set outputs or the next step's env).
+ALWAYS_DROPPED = SECRET_NAMES + (
     "GITHUB_ENV", "GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY",
 )
+# `runner.user`: a user name as useradd takes it, or a numeric user id.
+USER_PATTERN = r"[A-Za-z_][A-Za-z0-9_.-]{0,31}|[0-9]{1,10}"
 DEFAULT_ALLOW = (
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
     "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS",

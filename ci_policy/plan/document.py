@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ci_policy.config.runrules import MAX_KILL_GRACE, RunnerKind, check_env_pattern, check_regex
+from ci_policy.config.runrules import MAX_KILL_GRACE, USER_PATTERN, RunnerKind, check_env_pattern, check_regex
 from ci_policy.model.registration import EstSource
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.trust import Trust
@@ -246,6 +246,8 @@ class SettingsDoc:
     retry: RetryDoc
     env: EnvDoc
     capture: tuple[str, ...] = spec(unique=True, min_items=1)
+    user: str | None = spec(pattern=USER_PATTERN,
+                            description="`runner.user`: who the tests run as when the runner is root.")
 
 
 @document

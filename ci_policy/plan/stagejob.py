@@ -59,13 +59,14 @@ class RunSettings:
     retry: RetryRules = RetryRules()
     env: EnvRules = EnvRules()
     capture: tuple[str, ...] = ()
+    user: str | None = None  # `runner.user`: who the tests run as when the runner is root
 
 
 def run_settings(config: Config, stage: Stage) -> RunSettings:
     runner = config.runner
     return RunSettings(runner=stage.runner, timeout_per_file=stage.timeout_per_file,
                        timeout_from_est_time=runner.timeout_from_est_time, kill_grace=runner.kill_grace,
-                       retry=runner.retry, env=runner.env, capture=config.gates.capture)
+                       retry=runner.retry, env=runner.env, capture=config.gates.capture, user=runner.user)
 
 
 def settings_doc(settings: RunSettings) -> SettingsDoc:
@@ -79,7 +80,7 @@ def settings_doc(settings: RunSettings) -> SettingsDoc:
         kill_grace=settings.kill_grace,
         retry=RetryDoc(infra=settings.retry.infra, never=settings.retry.never, retriable=settings.retry.retriable),
         env=EnvDoc(allow=settings.env.allow, drop=settings.env.drop),
-        capture=settings.capture)
+        capture=settings.capture, user=settings.user)
 
 
 def settings_of(doc: SettingsDoc) -> RunSettings:
@@ -91,7 +92,8 @@ def settings_of(doc: SettingsDoc) -> RunSettings:
                        timeout_from_est_time=None if factor is None or floor is None else (factor, floor),
                        kill_grace=doc.kill_grace,
                        retry=RetryRules(infra=doc.retry.infra, never=doc.retry.never, retriable=doc.retry.retriable),
-                       env=EnvRules(allow=doc.env.allow, drop=doc.env.drop), capture=doc.capture)
+                       env=EnvRules(allow=doc.env.allow, drop=doc.env.drop), capture=doc.capture,
+                       user=doc.user)
 
 
 def settings_dict(settings: RunSettings) -> dict[str, Any]:

@@ -12,6 +12,7 @@ store is read back with `open_store` to check exactly what was written.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -749,6 +750,22 @@ def test_nightly_runs_write_baselines_and_an_enforced_gate_fail_fails_the_run(to
     assert read_record(tmp_path / "records" / TOY_RECORD)[GRAD] == [(0, 1.0), (1, 2.0), (2, 0.6)]
     assert len(stored_runs(store, tmp_path)) == 3  # runs that may not write never write
     assert stored_baseline(store, tmp_path, TOY_GRAD_ID, 1) == [0.8, 0.9, 0.7]
+
+
+def test_the_store_url_in_the_environment_still_reaches_the_gates_after_run_sheds_it(toy, store, tmp_path):
+    # Issue 32, finding 7: `ci-policy run` re-executes itself without its secrets in its environment
+    # block and reads them back from an anonymous file; the gates still find the store.
+    proc = cli(toy, "run", "--stage", "gpu", *SCHEDULE, "--records-out", str(tmp_path / "records"),
+               "--timings-out", str(tmp_path / "timings.jsonl"),
+               env=clean_env(TOY_RUN=json.dumps({"grads": [1.0, 0.8, 0.6], "v1": 1, "v2": 0}),
+                             CI_POLICY_DATABASE_URL=store, GITHUB_RUN_ID="201", GITHUB_SHA="sha201"))
+    warning = ("ci-policy run: warning: the tests run as root, so they can read this runner's memory, which holds "
+               "$CI_POLICY_DATABASE_URL: set runner.user to an unprivileged user (the checkout must be readable "
+               "by it)\n") if os.geteuid() == 0 else ""
+    assert (proc.returncode, proc.stderr) == (0, warning), proc.stdout
+    assert "run: trusted; baseline: written (5 value(s))\n" in proc.stdout
+    assert PASSWORD_IN_URL not in proc.stdout
+    assert stored_runs(store, tmp_path) == [("201", 1, TOY, "nightly", "sha201", True, True, "written", 5)]
 
 
 def test_another_files_error_does_not_stop_a_files_gates_but_its_own_does(repo, tmp_path):

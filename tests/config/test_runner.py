@@ -45,11 +45,18 @@ def test_every_runner_key_set():
                     "  retry: {infra: ['Broken pipe'], never: []}\n"
                     "  timeout_from_est_time: {factor: 3, floor: 60.5}\n"
                     "  kill_grace: 0\n"
-                    "  env: {allow: [PATH, 'MY_*'], drop: [MY_PRIVATE]}\n")
+                    "  env: {allow: [PATH, 'MY_*'], drop: [MY_PRIVATE]}\n"
+                    "  user: ci-tests\n")
     # A retry list left out keeps its default; an empty one turns that class off.
     assert parse_config(text).runner == RunnerConfig(
         retry=RetryRules(infra=("Broken pipe",), never=(), retriable=DEFAULT_RETRIABLE),
-        timeout_from_est_time=(3, 60.5), kill_grace=0, env=EnvRules(allow=("PATH", "MY_*"), drop=("MY_PRIVATE",)))
+        timeout_from_est_time=(3, 60.5), kill_grace=0, env=EnvRules(allow=("PATH", "MY_*"), drop=("MY_PRIVATE",)),
+        user="ci-tests")
+
+
+@pytest.mark.parametrize("user", ["nobody", "ci-tests", "_runner", "a.b-c_d", "1001", "x" * 32])
+def test_runner_user_is_a_user_name_or_id(user):
+    assert parse_config(VALID + f"runner: {{user: '{user}'}}\n").runner.user == user
 
 
 ENVIRON = {"PATH": "/bin", "HOME": "/h", "LC_ALL": "C.UTF-8", "CUDA_VISIBLE_DEVICES": "0", "NCCL_DEBUG": "INFO",
@@ -89,6 +96,16 @@ def test_the_tests_environment_is_the_allowlist_minus_every_secret(rules, seen):
      "`?`)", "CP105"),
     ("runner: {env: {drop: GITHUB_TOKEN}}\n", "GITHUB_TOKEN",
      "runner.env.drop: expected a list, got a string ('GITHUB_TOKEN')", "CP104"),
+    ("runner: {user: root}\n", "root}",
+     "runner.user: the tests must not run as root: name an unprivileged user", "CP105"),
+    ("runner: {user: '0'}\n", "'0'", "runner.user: the tests must not run as root: name an unprivileged user", "CP105"),
+    ("runner: {user: 'ci tests'}\n", "'ci tests'",
+     "runner.user: 'ci tests' is not a user name (a letter or `_`, then up to 31 letters, digits, `_`, `.`, `-`) "
+     "nor a numeric user id", "CP105"),
+    ("runner: {user: '-x'}\n", "'-x'",
+     "runner.user: '-x' is not a user name (a letter or `_`, then up to 31 letters, digits, `_`, `.`, `-`) "
+     "nor a numeric user id", "CP105"),
+    ("runner: {user: 1001}\n", "1001", "runner.user: expected a string, got an integer ('1001')", "CP104"),
 ])
 def test_invalid_runner(section, needle, message, code):
     text = VALID + section

@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import subprocess
 import zipfile
@@ -71,6 +72,21 @@ def runner_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), **RUNNER_ENV, **extra}
 
 
+# The variables of RUNNER_ENV that hold secrets, as the root warning names them.
+RUNNER_SECRETS = ("ACTIONS_CACHE_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTIONS_ID_TOKEN_REQUEST_URL",
+                  "ACTIONS_RUNTIME_TOKEN", "AWS_SECRET_ACCESS_KEY", "CI_POLICY_DATABASE_URL", "DB_PASSWORD",
+                  "GITHUB_TOKEN", "HF_TOKEN", "PGPASSWORD")
+
+
+def root_warning(holding: tuple[str, ...], *, store_file: str | None = None) -> str:
+    """What `run` says once when it runs as root holding secrets without `runner.user`; "" otherwise."""
+    if os.geteuid() != 0:
+        return ""
+    held = [f"${name}" for name in holding] + ([f"the store URL of --store-file {store_file}"] if store_file else [])
+    return ("ci-policy run: warning: the tests run as root, so they can read this runner's memory, which holds "
+            f"{', '.join(held)}: set runner.user to an unprivileged user (the checkout must be readable by it)\n")
+
+
 def repo_with(make_repo, files: dict[str, str], config: str = CONFIG) -> Path:
     return make_repo({path: (CORPUS / name).read_text(encoding="utf-8") for path, name in files.items()},
                      config=config)
@@ -78,7 +94,7 @@ def repo_with(make_repo, files: dict[str, str], config: str = CONFIG) -> Path:
 
 def ci_policy(repo: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     proc = subprocess.run([console_script(), *args], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, stdin=subprocess.DEVNULL)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
     return proc
 
@@ -120,12 +136,21 @@ def test_a_test_sees_no_secret_in_its_environment_or_on_a_command_line(make_repo
     config = CONFIG.replace("runner: {kill_grace: 1}\n", "runner:\n  kill_grace: 1\n" + runner_config)
     repo = repo_with(make_repo, {"tests/gpu/test_probe.py": "probe_env_cmdline.py"}, config)
     proc = run(repo, tmp_path, env=runner_env(tmp_path, **extra))
-    assert (proc.returncode, proc.stderr) == (0, ""), proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, root_warning(RUNNER_SECRETS)), proc.stdout
     found = probe(proc)
     assert set(found["env"]) == seen | RUNNER_SET
-    assert SECRET not in proc.stdout  # the probe printed its whole environment and every command line
+    # The probe printed its whole environment, every ancestor's command line and environment block.
+    assert SECRET not in proc.stdout
     # The runner's own command line was read (the interpreter, then the script).
     assert found["cmdlines"][0][1:5] == [console_script(), "run", "--stage", "gpu"]
+    # Issue 32, finding 7: a test running as root reads the runner's environment block although the
+    # runner is not dumpable; the runner re-executed itself without its secrets, so the block holds none.
+    runner_block = found["environs"][0]
+    if os.geteuid() == 0:
+        assert "NCCL_DEBUG=INFO" in runner_block.split("\0")  # it was read: the check above is not vacuous
+        assert not any(name + "=" in runner_block for name in RUNNER_SECRETS)
+    else:
+        assert runner_block == "unreadable: Permission denied"
 
 
 def test_the_store_url_reaches_the_runner_in_a_file_never_on_its_command_line(make_repo, tmp_path):
@@ -134,10 +159,84 @@ def test_the_store_url_reaches_the_runner_in_a_file_never_on_its_command_line(ma
     store_file = tmp_path / "store-url"
     store_file.write_text(f"postgresql://ci:{SECRET}@127.0.0.1:1/metrics\n", encoding="utf-8")
     proc = run(repo, tmp_path, "--store-file", str(store_file))
-    assert (proc.returncode, proc.stderr) == (0, ""), proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, root_warning(RUNNER_SECRETS, store_file=str(store_file))), proc.stdout
     found = probe(proc)
     assert found["cmdlines"][0][-3:] == ["--store-file", str(store_file), ""]  # NUL-terminated arguments
     assert SECRET not in proc.stdout
+
+
+def system_python() -> str:
+    """An interpreter every user may run (the test's one may live under root's home)."""
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        mode = os.stat(candidate).st_mode if os.path.exists(candidate) else 0
+        if mode & 0o001:
+            return candidate
+    pytest.fail("no interpreter every user may run: /usr/bin/python3 or /usr/local/bin/python3")
+
+
+def test_a_root_runner_runs_the_tests_as_runner_user_who_cannot_read_its_secrets(make_repo, tmp_path):
+    # finding 7: a test running as root read the store URL from /proc/<runner>/environ although the
+    # runner was not dumpable, and a same-user test read the --store-file. With runner.user, a root
+    # runner starts each test as that user: /proc of the runner, its memory and the file are closed.
+    import pwd
+    import shutil
+    import tempfile
+
+    nobody = pwd.getpwnam("nobody")
+    shared = Path(tempfile.mkdtemp(prefix="ci-policy-shared-"))  # a checkout the test's user can read
+    try:
+        shared.chmod(0o755)
+        store_file = tmp_path / "store-url"
+        store_file.write_text(f"postgresql://ci:{SECRET}@127.0.0.1:1/metrics\n", encoding="utf-8")
+        store_file.chmod(0o600)
+        probe_text = (CORPUS / "probe_identity.py").read_text(encoding="utf-8").replace("@STORE_FILE@",
+                                                                                       str(store_file))
+        config = CONFIG.replace("runner: {kill_grace: 1}\n", "runner: {kill_grace: 1, user: nobody}\n")
+        repo = shutil.copytree(make_repo({"tests/gpu/test_probe.py": probe_text}, config=config), shared / "repo")
+        proc = run(repo, tmp_path, "--store-file", str(store_file), "--python", system_python())
+        found = probe(proc)
+        assert SECRET not in proc.stdout
+        if os.geteuid() == 0:
+            # Without runner.user the same test, as root, reads the file and the runner's memory opens.
+            (repo / ".github" / "ci-policy.yml").write_text(CONFIG)
+            as_root = probe(run(repo, tmp_path, "--store-file", str(store_file), "--python", system_python()))
+            assert (as_root["uid"], as_root["store_file"]) == (
+                0, f"postgresql://ci:{SECRET}@127.0.0.1:1/metrics\n")
+            assert as_root["mem"] == "unreadable: Input/output error"  # opened; address 0 is not mapped
+            (repo / ".github" / "ci-policy.yml").write_text(config)
+            assert (proc.returncode, proc.stderr) == (0, ""), proc.stdout
+            assert found == {"uid": nobody.pw_uid, "gid": nobody.pw_gid, "groups": [], "home": nobody.pw_dir,
+                             "user": "nobody", "environ": "unreadable: Permission denied",
+                             "mem": "unreadable: Permission denied", "store_file": "unreadable: Permission denied"}
+        else:  # a runner that is not root cannot switch users: it says so once and runs the tests as itself
+            assert (proc.returncode, proc.stderr) == (0, (
+                f"ci-policy run: warning: runner.user is 'nobody', but ci-policy runs as user id {os.geteuid()}, "
+                f"not root, so it cannot switch: the tests run as user id {os.geteuid()}\n")), proc.stdout
+            assert found["uid"] == os.geteuid()
+    finally:
+        shutil.rmtree(shared)
+
+
+def test_a_runner_user_this_machine_does_not_have_is_a_usage_error_before_any_test_runs(make_repo, tmp_path):
+    config = CONFIG.replace("runner: {kill_grace: 1}\n", "runner: {kill_grace: 1, user: ci-no-such-user}\n")
+    repo = repo_with(make_repo, {"tests/gpu/test_probe.py": "probe_env_cmdline.py"}, config)
+    proc = run(repo, tmp_path)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", (
+        "ci-policy run: error: runner.user: no user 'ci-no-such-user' on this machine\n"
+        "    hint: create it (e.g. useradd --no-create-home ci-tests), or name another user\n"))
+
+
+@pytest.mark.parametrize("value, why", [
+    ("x", "'x' is not a file descriptor"),
+    ("99", "descriptor 99 cannot be read (Bad file descriptor)"),
+    ("0", "descriptor 0 does not hold the secrets ci-policy run hands over"),  # stdin: /dev/null
+])
+def test_a_forged_secrets_descriptor_is_a_usage_error(make_repo, tmp_path, value, why):
+    repo = repo_with(make_repo, {"tests/gpu/test_probe.py": "probe_env_cmdline.py"})
+    proc = run(repo, tmp_path, env=runner_env(tmp_path, CI_POLICY_SECRETS_FD=value))
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", (
+        f"ci-policy run: error: $CI_POLICY_SECRETS_FD: {why}; it is set only by ci-policy run itself\n"
+        "    hint: unset CI_POLICY_SECRETS_FD\n"))
 
 
 STORE_HINT = "    hint: pass the URL as $CI_POLICY_DATABASE_URL or in a file with --store-file FILE\n"
@@ -211,7 +310,7 @@ def test_records_a_test_appends_to_the_timing_file_are_removed(make_repo, tmp_pa
                                  "tests/gpu/test_b_probe.py": "probe_env_cmdline.py"})
     timings = tmp_path / "t.jsonl"
     proc = run(repo, tmp_path)
-    assert (proc.returncode, proc.stderr) == (0, ""), proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, root_warning(RUNNER_SECRETS)), proc.stdout
     [forged] = [line for line in proc.stdout.splitlines() if line.startswith("FORGED ")]
     assert forged == f"FORGED {timings} .ci-policy/timings.jsonl"  # no $RUNNER_TEMP in its environment
     assert records(timings) == [("tests/gpu/test_a_forger.py", "pass", 1), ("tests/gpu/test_b_probe.py", "pass", 1)]
@@ -227,7 +326,7 @@ def test_a_timing_file_a_test_replaces_is_restored(make_repo, tmp_path):
     timings = tmp_path / "t.jsonl"
     timings.write_text('{"earlier": "run"}\n', encoding="utf-8")  # an earlier run's lines are kept
     proc = run(repo, tmp_path)
-    assert (proc.returncode, proc.stderr) == (0, ""), proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, root_warning(RUNNER_SECRETS)), proc.stdout
     lines = timings.read_text().splitlines()
     assert lines[0] == '{"earlier": "run"}'
     assert [(r["file"], r["status"]) for r in map(json.loads, lines[1:])] == [
@@ -261,7 +360,7 @@ KINDS = [
 def test_a_reported_failure_kind_never_grants_a_retry(make_repo, tmp_path, program, max_attempts, made, rc, verdict):
     repo = repo_with(make_repo, {"tests/gpu/test_kind.py": program})
     proc = run(repo, tmp_path, "--max-attempts", str(max_attempts))
-    assert (proc.returncode, proc.stderr) == (rc, "")
+    assert (proc.returncode, proc.stderr) == (rc, root_warning(RUNNER_SECRETS))
     assert verdict in proc.stdout.splitlines()
     assert records(tmp_path / "t.jsonl") == [("tests/gpu/test_kind.py", "fail", n) for n in range(1, made + 1)]
 
@@ -442,7 +541,7 @@ def test_a_torn_last_line_of_a_downloaded_timing_file_drops_that_line_only(gh, e
 
 
 def test_every_corpus_file_is_used_by_a_case():
-    used = {"probe_env_cmdline.py", "forge_timings.py", "replace_timings.py", "report_infra.py", "report_code.py",
-            "run-artifact-timings.jsonl"} | {c[1] for c in TRUST} | {c[1] for c in TORN}
+    used = {"probe_env_cmdline.py", "probe_identity.py", "forge_timings.py", "replace_timings.py", "report_infra.py",
+            "report_code.py", "run-artifact-timings.jsonl"} | {c[1] for c in TRUST} | {c[1] for c in TORN}
     assert {p.name for p in CORPUS.iterdir()} == used
     assert not [p for p in CORPUS.glob("*.py") if not re.search(r"^# finding \d+: ", p.read_text(), re.M)]

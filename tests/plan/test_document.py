@@ -122,7 +122,8 @@ SETTINGS = st.builds(
                                 for _ in range(3))),
     env=st.builds(EnvDoc, *(st.lists(st.sampled_from(["PATH", "CUDA_*", "HF_?"]), unique=True).map(tuple)
                             for _ in range(2))),
-    capture=st.lists(NAME, min_size=1, unique=True).map(tuple))
+    capture=st.lists(NAME, min_size=1, unique=True).map(tuple),
+    user=st.none() | st.sampled_from(["nobody", "ci-tests", "1001", "_runner.x"]))
 
 VALIDATOR = Draft202012Validator(json.loads((SCHEMA_DIR / "plan.schema.json").read_text(encoding="utf-8")))
 

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
 from ci_policy.adapters.runner import procs
+from ci_policy.adapters.runner.environment import RunAs, become
 from ci_policy.adapters.runner.procs import Watchdog, proc_table, set_subreaper
 from ci_policy.adapters.runner.retry import classify
 from ci_policy.config.runrules import child_env
@@ -92,6 +93,8 @@ class RunOptions:
     # attempt's files are merged into records_dir/<file>.json and handed to `gate`.
     records_dir: Path | None = None
     gate: Callable[[Registration, Series, Problems], GateOutcome] | None = None
+    # `runner.user` resolved (`environment.run_as`): the tests run as it; None: as the runner.
+    user: RunAs | None = None
 
 
 def check_files(repo: Path, regs: list[Registration]) -> None:
@@ -255,6 +258,20 @@ class Containment:
 
     cgroups: Path | None = None
     watchdog: Watchdog | None = None
+    user: RunAs | None = None
+
+
+def _child_setup(group: Path | None, user: RunAs | None) -> Callable[[], None] | None:
+    """The forked child's setup: join the attempt's cgroup (as root still), then become `user`."""
+    join = procs.join_cgroup(group)
+    if user is None:
+        return join
+
+    def setup() -> None:
+        if join is not None:
+            join()
+        become(user)
+    return setup
 
 
 def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, grace: float,
@@ -270,7 +287,7 @@ def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, gr
     start = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=procs.join_cgroup(group))
+                            preexec_fn=_child_setup(group, contain.user))
     if watchdog is not None:
         watchdog.send(f"P {proc.pid}")
     if group is not None and proc.pid not in procs.cgroup_pids(group):
@@ -510,7 +527,7 @@ def run_shard(repo: Path, stage_plan: RunStage, shard: Shard, options: RunOption
     watchdog = Watchdog()
     watchdog.start()
     spare = before | ({watchdog.pid} if watchdog.pid is not None else set())
-    contain = Containment(cgroups=procs.cgroup_base(), watchdog=watchdog)
+    contain = Containment(cgroups=procs.cgroup_base(), watchdog=watchdog, user=options.user)
     timings = TimingsWriter(options.timings_out or default_timings_path(repo), stage_plan.name, shard.index)
     result = ShardResult(stage=stage_plan.name, shard=shard.index, results=[], not_run=[])
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
@@ -577,15 +594,22 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, options, timi
     argv = ([options.python, reg.file] if settings.runner == "python"
             else [options.python, "-m", "pytest", reg.file])
     timeouts = 0
+    user = options.user
     with tempfile.TemporaryDirectory(prefix="ci-policy-") as tmp:
+        if user is not None:  # where the test reports its failure kind and metric records
+            os.chown(tmp, user.uid, user.gid)
         for attempt in range(1, options.max_attempts + 1):
             kind_file = Path(tmp, f"failure-kind-{attempt}")
             env = child_env(os.environ, settings.env)
+            if user is not None:
+                env.update({"HOME": user.home, "USER": user.name, "LOGNAME": user.name})
             env.update({FAILURE_KIND_ENV: str(kind_file), "CI_POLICY_STAGE": stage_plan.name,
                         "CI_POLICY_SHARD": str(shard.index), "CI_POLICY_ATTEMPT": str(attempt)})
             record_dir = Path(tmp, f"record-{attempt}")
             if options.records_dir is not None:
                 record_dir.mkdir()
+                if user is not None:
+                    os.chown(record_dir, user.uid, user.gid)
                 env.update({RECORD_DIR_ENV: str(record_dir), CAPTURE_ENV: json.dumps(list(settings.capture))})
             started = _now()
             if options.github:
