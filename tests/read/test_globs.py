@@ -327,3 +327,13 @@ def test_a_long_almost_matching_segment_is_answered_like_pathspec_answers_a_shor
         assert matches(glob, "a" * n + "b") is True
         assert matches(glob, "x/" + "a" * n + "b/y") is True   # a directory named so: everything below it
     assert reference((glob,), "a" * 12) is None and reference((glob,), "a" * 12 + "b") == glob
+
+
+def test_name_patterns_scan_a_long_name_once_per_star():
+    """`any_name_match` (discovery patterns, env and stage-name patterns) is `fnmatch`'s: its
+    translation makes every `*` but the last atomic (3.11's `(?>.*?x)`, 3.10's look-ahead and
+    back-reference), so `*a*a*a*a*b` cannot backtrack into an earlier `*` on a long name."""
+    regex = fnmatch.translate("*a*a*a*a*b")
+    assert regex.count("(?>.*?a)") == 4 or regex.count("(?=(?P<g") == 4
+    match = any_name_match(("*a*a*a*a*b", "*a*a*a*a*a*a*a*a*a*a*c"))
+    assert not match("a" * 255) and match("a" * 254 + "b") and match("a" * 254 + "c")
