@@ -250,6 +250,7 @@ CLASS_GLOB = st.text(alphabet="[]!^-+0az*/", min_size=1, max_size=8)
 
 
 @pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # pathspec's own regex of "[[]"
+@pytest.mark.filterwarnings("ignore:Possible set difference:FutureWarning")  # ... and of "[--]"
 @settings(max_examples=800, deadline=None)
 @given(CLASS_GLOB.filter(valid), st.text(alphabet="+-./0az", min_size=1, max_size=8))
 def test_a_class_differs_from_pathspec_only_by_never_matching_a_slash(glob, path):
