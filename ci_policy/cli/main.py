@@ -9,9 +9,9 @@
   - `InputError`/`InputErrors` (bad input): exit 1, every diagnostic located, with its
     hint: text on stderr, or `::error` annotations in github format.
   - an unreadable checkout (OSError and kin) is an input error too; a closed pipe exits 1.
-- Output: under GitHub Actions (`GITHUB_ACTIONS=true`) or in github format, stdout and
-  stderr pass `render.console.guarded` for the whole command; workflow commands are
-  written only with `render.console.write_commands`.
+- Output: stdout and stderr pass `render.console.guarded` for the whole command, in every
+  format, with or without GitHub Actions (`--version`'s one fixed line aside); workflow
+  commands are written only with `render.console.write_commands`, and only in github format.
 - A subcommand whose adapters need an extra that is not installed (`extras.missing_extra`)
   prints one line naming it (`ci-policy tune: error: this command needs the 'tune' extra:
   pip install 'ci-policy[tune]'`) and exits 2, before any other output: a command's own
@@ -22,8 +22,8 @@
   are imported only by the use cases that need them.
 - Imported only when used: a command line naming a subcommand imports that subcommand's
   module alone; one naming none (`--help`, an unknown name) none, its parser holding the
-  names and summaries of `SUBCOMMANDS` only; `--version` first builds no parser; the console
-  guard is imported only when a stream is guarded.
+  names and summaries of `SUBCOMMANDS` only; `--version` first builds no parser and imports
+  no console guard.
 """
 
 from __future__ import annotations
@@ -156,15 +156,11 @@ def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> ar
 
 
 @contextlib.contextmanager
-def guarded(on: bool) -> Iterator[None]:
-    """`render.console.guarded`, imported only when a stream is to be guarded (tests/cli/
-    test_startup.py::test_help_imports_no_subcommand_module: `--help` imports no more)."""
-    if not on:
-        yield
-        return
+def guarded(actions: bool) -> Iterator[None]:
+    """`render.console.guarded`, imported when the command starts (`--version` does without)."""
     from ci_policy.render.console import guarded as console_guarded
 
-    with console_guarded(True):
+    with console_guarded(actions):
         yield
 
 
@@ -215,14 +211,16 @@ def main(argv: Sequence[str] | None = None, *, own_process: bool = False) -> int
     reconfigure = getattr(sys.stdout, "reconfigure", None)
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
-    # Under GitHub Actions every line of both streams is parsed for workflow commands,
-    # argparse's own errors (which quote the arguments) included: one guard for all of it.
+    words = sys.argv[1:] if argv is None else argv
+    if words and words[0] == "--version":
+        # What argparse prints on meeting `--version` first, and its exit, without a parser
+        # (nor a guard: the line is ci-policy's own).
+        sys.stdout.write(f"ci-policy {__version__}\n")
+        sys.exit(0)
+    # Every line of both streams may be parsed for workflow commands (GitHub Actions, a
+    # self-hosted runner without GITHUB_ACTIONS, a log piped into a job), argparse's own
+    # errors (which quote the arguments) included: one guard for all of it, always.
     with guarded(os.environ.get("GITHUB_ACTIONS") == "true"):
-        words = sys.argv[1:] if argv is None else argv
-        if words and words[0] == "--version":
-            # What argparse prints on meeting `--version` first, and its exit, without a parser.
-            sys.stdout.write(f"ci-policy {__version__}\n")
-            sys.exit(0)
         named = _wanted(argv)
         if len(named) == 1 and named[0][0] in COMMAND_EXTRAS:
             # Before the subcommand's module is imported: it imports the extra's modules. Imported

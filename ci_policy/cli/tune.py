@@ -105,8 +105,9 @@ class Progress:
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
-        # A guarded stream (GitHub Actions) reads a CR as a line break: never an updating line there.
-        self.tty = bool(stream.isatty()) and not isinstance(stream, GuardedStream)
+        # Under GitHub Actions the guard writes a CR as the line break the runner reads: never an
+        # updating line there.
+        self.tty = bool(stream.isatty()) and not (isinstance(stream, GuardedStream) and stream.actions)
         self.showing = False
 
     def __call__(self, step: Any) -> None:

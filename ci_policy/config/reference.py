@@ -97,12 +97,16 @@ estimates_file: .github/ci-estimates.json
 """
 
 GLOBS = """\
-Globs are gitignore-style, matched by the `pathspec` library (`GitIgnoreSpec`): `*` stays
+Globs are gitignore-style, with the meaning the `pathspec` library's `GitIgnoreSpec` gives
+them, matched in time linear in the path (a glob with many `*`, such as `*a*a*a*a*b`, takes
+no longer on a 255-character name than a plain one: no backtracking): `*` stays
 within a path segment, `**` crosses directories (`**/*.md` matches `README.md` at the
 root), a pattern without `/` matches at any depth, a trailing `/` or `/**` matches
 everything below, and a character class never matches `/`. A list of globs reads like a
 `.gitignore`: a glob starting with `!` takes back what earlier ones matched, and the last
-matching glob wins (`["docs/**", "!docs/api/**"]`). In `discovery.exclude`, as in git, a
+matching glob wins (`["docs/**", "!docs/api/**"]`), except that, as in pathspec, a glob that
+matches the path itself outranks one that matches only a directory above it (with
+`["*.md", "!docs/"]`, `docs/a.md` matches). In `discovery.exclude`, as in git, a
 `!` glob cannot bring back a file of an excluded directory (exclude `vendor/*` and
 `!vendor/keep/`, not `vendor/**`). A name that starts with `!` or `#` is written `\\!`
 or `\\#`, as in gitignore; a bare leading `#` (a comment there), any other backslash and

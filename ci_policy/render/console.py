@@ -1,11 +1,16 @@
-"""The console under GitHub Actions: every line ci-policy writes passes one guard.
+"""The console: every line ci-policy writes, with or without GitHub Actions, passes one guard.
 
-- In: the process's stdout and stderr, and whether the runner parses them for workflow
-  commands (`GITHUB_ACTIONS=true`, or `--format github`, whose output is meant for it).
-- Out: `guarded(on)` replaces `sys.stdout`/`sys.stderr` for the duration of a command
+- In: the process's stdout and stderr, and whether the GitHub Actions runner reads them
+  (`GITHUB_ACTIONS=true`, or `--format github`, whose output is meant for it).
+- Out: `guarded(actions)` replaces `sys.stdout`/`sys.stderr` for the duration of a command
   with a `GuardedStream`; every write (ci-policy's own text, a checkout's paths, labels
-  and reasons, the live output of the tests `run` runs) is `render.escape.neutralise`d
-  line by line: no `::` at a line start, no `##[` anywhere, no CR, no bidi control.
+  and reasons, JSON documents, the live output of the tests `run` runs) is
+  `render.escape.neutralise`d line by line: no `::` at a line start, no `##[` anywhere, no
+  bidi control. Always, not only under GitHub Actions: a self-hosted runner without
+  `GITHUB_ACTIONS`, another CI, or a script piping ci-policy's output into a job's log
+  is read by the same parser. Under GitHub Actions a CR becomes the LF the runner reads
+  it as; elsewhere it stays a CR (a terminal's updating line), and what follows it is
+  guarded as the start of a line either way.
 - `write_commands(text, stream)`: the one way to write a workflow command. On a guarded
   stream only lines of a command's exact shape stay commands (`render.escape.command_lines`);
   on any other stream the text is printed as it is.
@@ -19,16 +24,21 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import IO, Any
 
 from ci_policy.render.escape import RUNNER_LINE_BREAK, command_lines, neutral_continuation, neutralise
+
+TYPE_CHECKING = False  # typing's, without importing typing: `--help` is guarded and imports no typing
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 
 class GuardedStream:
     """A text stream that writes `neutralise`d lines to the stream it wraps."""
 
-    def __init__(self, raw: IO[str]) -> None:
+    def __init__(self, raw: IO[str], *, actions: bool = True) -> None:
         self.raw = raw
+        # Read by the Actions runner: a CR is written as the LF it reads it as.
+        self.actions = actions
         self._held = ""     # the end of the current line, not yet decided
         self._mid = False   # part of the current line is already written
 
@@ -64,7 +74,7 @@ class GuardedStream:
         while (m := RUNNER_LINE_BREAK.search(buf)) is not None:
             if m.group() == "\r" and m.end() == len(buf) and not final:
                 break  # perhaps the CR of a CRLF
-            self._part(buf[:m.start()], end=True)
+            self._part(buf[:m.start()], end="\n" if self.actions else m.group())
             buf = buf[m.end():]
         keep = 0
         if not final:
@@ -74,14 +84,15 @@ class GuardedStream:
                 keep = len(buf)  # may still turn into `::` at the line start
             else:
                 keep = len(buf) - len(buf.rstrip("#"))  # may still turn into `##[`
-        self._part(buf[:len(buf) - keep], end=False)
+        self._part(buf[:len(buf) - keep], end="")
         self._held = buf[len(buf) - keep:]
 
-    def _part(self, text: str, *, end: bool) -> None:
+    def _part(self, text: str, *, end: str) -> None:
+        """`text` (no line break in it), then the line break `end` when the line ends."""
         if text:
             self.raw.write(neutral_continuation(text) if self._mid else neutralise(text))
         if end:
-            self.raw.write("\n")
+            self.raw.write(end)
         self._mid = not end and (self._mid or bool(text))
 
 
@@ -95,13 +106,22 @@ def write_commands(text: str, stream: IO[str] | None = None) -> None:
 
 
 @contextlib.contextmanager
-def guarded(on: bool) -> Iterator[None]:
-    """stdout and stderr guarded while the block runs, when `on`."""
-    if not on or isinstance(sys.stdout, GuardedStream):
-        yield
+def guarded(actions: bool) -> Iterator[None]:
+    """stdout and stderr guarded while the block runs; `actions`: for the Actions runner
+    (an already guarded stream is switched to it for the block)."""
+    if isinstance(sys.stdout, GuardedStream):
+        streams = [s for s in (sys.stdout, sys.stderr) if isinstance(s, GuardedStream)]
+        before = [s.actions for s in streams]
+        for s in streams:
+            s.actions = s.actions or actions
+        try:
+            yield
+        finally:
+            for s, was in zip(streams, before, strict=True):
+                s.actions = was
         return
     saved = sys.stdout, sys.stderr
-    out, err = GuardedStream(sys.stdout), GuardedStream(sys.stderr)
+    out, err = GuardedStream(sys.stdout, actions=actions), GuardedStream(sys.stderr, actions=actions)
     sys.stdout, sys.stderr = out, err
     try:
         yield

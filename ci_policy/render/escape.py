@@ -4,11 +4,13 @@
 - Out: the same text made inert for its destination: a line of text output
   (`one_line`, `line_start`, `label_list`), a GitHub workflow command (`escape_data`,
   `escape_property`), a Markdown table cell (`md_escape`), a mermaid task name.
-- The last line of defence under GitHub Actions (`neutralise`, `command_lines`): every
-  line written to stdout or stderr, split where the runner splits it (`\r\n`, `\r`,
-  `\n`), leaves no `::` at its start (after whitespace), no `##[` anywhere and no bidi
-  control; only the lines ci-policy writes as commands (`command_lines`) stay commands,
-  and only when they have a command's exact shape.
+- The last line of defence, with or without GitHub Actions (`neutralise`,
+  `command_lines`, applied by `render.console` to every write): every line written to
+  stdout or stderr, split where the runner splits it (`\r\n`, `\r`, `\n`), leaves no
+  `::` at its start (after whitespace), no `##[` anywhere and no bidi control; only the
+  lines ci-policy writes as commands (`command_lines`, github format) stay commands, and
+  only when they have a command's exact shape. In a JSON document the replacements
+  (`##\u005b`, `\u202e`) are JSON escapes of the same characters: it parses the same.
 - Refused: nothing; escaping never fails and never drops characters it cannot show.
 """
 

@@ -34,7 +34,9 @@ LAYOUT = {
     "tests/::warning::PWNED/test_gpu.py": "gpu.src",        # finding 1: `::` in a directory name
     "tests/x##[error]PWNED/test_disabled.py": "disabled.src",  # finding 1: legacy `##[` in a name
     "::notice::PWNED/test_root.py": "runs.src",              # finding 1: a root that starts a line with `::`
+    "tests/test_mask.py": "mask.src",                        # issue 32: `##[add-mask]` in a plain file's reason
 }
+MASK = "tests/test_mask.py"
 GPU = "tests/::warning::PWNED/test_gpu.py"
 DISABLED = "tests/x##[error]PWNED/test_disabled.py"
 ROOT_FILE = "::notice::PWNED/test_root.py"
@@ -137,6 +139,89 @@ def test_every_command_on_the_hostile_checkout_injects_nothing(repo, capsys, git
             "##\\u005berror]PWNED \\u202e\n") in out + err
 
 
+# -- issue 32, findings 4 and 5: every command, every format, with and without GITHUB_ACTIONS ----
+
+FORMATS = {"init": ("text", "json"), "lint": ("text", "json", "github"), "registry": ("text", "json"),
+           "plan": ("text", "json", "markdown", "github"), "list": ("text", "json"), "run": ("text", "github"),
+           "result": ("text", "json", "github"), "gate": ("text", "github"), "tune": ("text", "json"),
+           "file-run": ("json", "text", "github"), "schema": ("json", "text")}
+
+
+def every_command_in_every_format(repo: Path, fresh: Path, tmp: Path) -> list[tuple[str, list[str]]]:
+    r = str(repo)
+    diff = str(DATA / "hostile.diff")
+    needs = json.dumps({"::warning::PWNED": {"result": "failure"},
+                        "x\r::set-output name=PWNED::1": {"result": "cancelled"},
+                        "##[add-mask]PWNED": {"result": "success"}})
+    cases: dict[str, list[list[str]]] = {
+        "init": [["--repo", str(fresh), "--force"]],
+        "lint": [["--repo", r]],
+        "registry": [["--repo", r]],
+        "plan": [["--repo", r, *PLAN_INPUTS, "--diff", diff], ["--repo", r, *PLAN_INPUTS, "--explain", MASK]],
+        "list": [["--repo", r, "--stage", s, *PLAN_INPUTS, "--diff", diff] for s in ("cpu", "gpu")],
+        "run": [["--repo", r, "--stage", "cpu", *PLAN_INPUTS, "--timings-out", str(tmp / "timings.jsonl")]],
+        "result": [["--plan-complete", "true", "--needs-json", needs]],
+        "gate": [["--repo", r, "--file", MASK, "--record", str(tmp / "##[add-mask]PWNED.json")]],
+        "tune": [["--repo", r, "--from", str(DATA / "timings.jsonl")]],
+        "file-run": [["--repo", r, "--file", MASK], ["--repo", r, "--file", DISABLED]],
+        "schema": [["config"]],
+    }
+    return [(f"{name}-{fmt}-{n}", [name, *argv, "--format", fmt])
+            for name, runs in cases.items() for fmt in FORMATS[name] for n, argv in enumerate(runs)]
+
+
+def test_the_matrix_names_every_subcommand_and_format():
+    from ci_policy.cli.main import SUBCOMMANDS, build_parser
+
+    parser = build_parser()
+    choices = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    formats = {name: tuple(next(a for a in choices[name]._actions if a.dest == "format").choices)
+               for name, _, _ in SUBCOMMANDS}
+    # comment, pull-request and report-status talk to GitHub: their own tests below.
+    assert {n: f for n, f in formats.items() if n not in ("comment", "pull-request", "report-status")} == FORMATS
+
+
+@pytest.mark.parametrize("actions", [None, "true"], ids=["no-GITHUB_ACTIONS", "GITHUB_ACTIONS"])
+def test_every_command_in_every_format_writes_no_raw_workflow_command(repo, capsys, github, monkeypatch, actions):
+    """issue 32, finding 5: `lint`, `registry`, `init` (text) and `file-run` (text and json)
+    printed `##[warning]`, `##[error]` and `##[add-mask]` raw when `GITHUB_ACTIONS` was unset.
+    Every line passes the escaping layer; a command is written only in github format, and then
+    only ci-policy's own."""
+    if actions is None:
+        monkeypatch.delenv("GITHUB_ACTIONS")
+    fresh = github / "fresh"
+    shutil.copytree(repo, fresh, ignore=shutil.ignore_patterns("ci-policy.yml", "labels.py"))
+    seen = 0
+    for case, argv in every_command_in_every_format(repo, fresh, github):
+        rc, out, err = cli(capsys, *argv)
+        if argv[-1] == "github":
+            assert injected(out) == [] and injected(err) == [], (case, rc, out, err)
+        else:
+            assert executed(out) == [] and executed(err) == [], (case, rc, out, err)
+        if argv[-1] == "json" and out and rc in (0, 1):
+            json.loads(out)  # the escaping keeps a document a document
+        seen += "##\\u005b" in out + err
+    # The payloads did reach the output, made inert.
+    assert seen >= 10
+
+
+def test_text_and_json_show_a_legacy_command_inert_without_github_actions(repo, capsys, monkeypatch):
+    """issue 32, finding 5, as reported: the disabled reason's `##[add-mask]`, in text and in JSON."""
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    reason = "x\\n...##\\u005badd-mask]ci-policy ##\\u005bwarning]PWNED ##\\u005berror]PWNED"
+    for fmt in ("text", "json"):  # file-run refuses a disabled file on stderr, in both formats
+        assert cli(capsys, "file-run", "--repo", str(repo), "--file", MASK, "--format", fmt) == (
+            1, "", f"{MASK}:5: {MASK} is disabled: {reason}\n    hint: re-enable the registration to rerun it\n"
+                   "ci-policy: 1 error\n")
+    rc, out, err = cli(capsys, "registry", "--repo", str(repo))
+    assert rc == 0 and "##[" not in out + err and f"disabled: {reason}" in out
+    # In a JSON document `##\u005b` is a JSON escape of `##[`: the document parses to the same reason.
+    rc, out, err = cli(capsys, "registry", "--repo", str(repo), "--format", "json")
+    assert rc == 0 and "##[" not in out + err and "##\\u005badd-mask]" in out
+    assert "x\n...##[add-mask]ci-policy ##[warning]PWNED ##[error]PWNED" in [
+        r.get("disabled") for r in json.loads(out)["registrations"]]
+
+
 def test_list_prints_each_path_on_its_own_line_without_a_command(repo, capsys):
     diff = str(DATA / "hostile.diff")
     assert cli(capsys, "list", "--repo", str(repo), "--stage", "cpu", *PLAN_INPUTS, "--diff", diff) == (
@@ -189,7 +274,32 @@ def test_comment_prints_a_disabled_reason_inert(world, monkeypatch):
     assert [json.loads(line)["path"] for line in result.out.splitlines()] == [f"{P}/issues/{PR}/comments"]
 
 
-def test_pull_request_on_a_hostile_event(gh, github, capsys, monkeypatch):
+@pytest.mark.parametrize("actions", [None, "true"], ids=["no-GITHUB_ACTIONS", "GITHUB_ACTIONS"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_comment_prints_a_legacy_command_of_a_disabled_reason_inert(world, monkeypatch, actions, fmt):
+    # issue 32, finding 4: `disabled="x\n...##[add-mask]ci-policy"` reached the issue_comment
+    # job's log raw on stdout (the runner parses `##[` anywhere in a line).
+    if actions is None:
+        monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    else:
+        monkeypatch.setenv("GITHUB_ACTIONS", actions)
+    for checkout in (world.trusted, world.pr):
+        shutil.copyfile(DATA / "comment_mask.src", checkout / "tests/e2e/test_hostile.py")
+    result = world.run("/rerun-test tests/e2e/test_hostile.py", "--format", fmt, login="maria")
+    assert executed(result.out) == [] and executed(result.err) == []
+    reason = "x\\n...##\\u005badd-mask]ci-policy ##\\u005bwarning]PWNED ##\\u005berror]PWNED"
+    if fmt == "text":
+        assert (result.rc, result.out, result.err) == (
+            0, f"ci-policy comment: refused: tests/e2e/test_hostile.py is disabled: {reason}\n", "")
+    else:
+        assert (result.rc, result.err) == (0, "") and "##[" not in result.out and reason in result.out
+        json.loads(result.out)
+
+
+@pytest.mark.parametrize("actions", [None, "true"], ids=["no-GITHUB_ACTIONS", "GITHUB_ACTIONS"])
+def test_pull_request_on_a_hostile_event(gh, github, capsys, monkeypatch, actions):
+    if actions is None:
+        monkeypatch.delenv("GITHUB_ACTIONS")
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_" + "0" * 36)
     pull = gh.add_pull(7, "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b", labels=("run-ci-megatron",))
     pull.diff = ("diff --git a/docs/b\r::set-output name=PWNED::1 b/docs/b\r::set-output name=PWNED::1\n"
@@ -200,7 +310,10 @@ def test_pull_request_on_a_hostile_event(gh, github, capsys, monkeypatch):
         assert rc == 0 and injected(out) == [] and injected(err) == [], fmt
 
 
-def test_report_status_with_hostile_text(gh, github, capsys, monkeypatch):
+@pytest.mark.parametrize("actions", [None, "true"], ids=["no-GITHUB_ACTIONS", "GITHUB_ACTIONS"])
+def test_report_status_with_hostile_text(gh, github, capsys, monkeypatch, actions):
+    if actions is None:
+        monkeypatch.delenv("GITHUB_ACTIONS")
     monkeypatch.setenv("GITHUB_TOKEN", "ghs_" + "0" * 36)
     for fmt in ("text", "json"):
         rc, out, err = cli(capsys, "report-status", "--sha", "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b",

@@ -1090,3 +1090,19 @@ def test_an_excluding_scope_is_not_named_as_including_a_test_it_excludes(make_re
     _, table = outcome(snapshot, pr("run-ci-image", "run-ci-long"), diff_of(DOCS))
     assert table["gpu-b"] == ("run", ["run: requested by run-ci-long"],
                               ["tests/gpu/test_long_only.py", "tests/gpu/test_mega_long.py"])
+
+
+def test_a_long_segment_against_many_star_globs_is_classified_like_a_short_one(make_repo):
+    # issue 32, finding 3: pathspec's regexes backtracked exponentially on `*a*a*a*a*b` against
+    # a long almost-matching segment (`plan` took 19.7 s on 140 characters; 255 is allowed).
+    config = CONFIG.replace("EXPLICIT", "run").replace(
+        'no_gpu_paths: ["docs/**"', 'no_gpu_paths: ["**/*a*a*a*a*a*a*a*a*b.txt", "docs/**"').replace(
+        '{paths: ["src/fsdp.py"], labels: [fsdp]}', '{paths: ["src/**/*a*a*a*a*b/**", "src/fsdp.py"], labels: [fsdp]}')
+    snapshot = load_snapshot(make_repo(FILES, config=config, labels=LABELS)).require_valid()
+    long = "a" * 255
+    assert classify(f"src/x/{long}/y.py", snapshot) == PathEffect(f"src/x/{long}/y.py", "other")
+    assert classify(f"src/x/{long[:-1]}b/y.py", snapshot) == PathEffect(f"src/x/{long[:-1]}b/y.py", "rule",
+                                                                       stages=("amd", "gpu-a", "gpu-b"),
+                                                                       labels=("fsdp",))
+    assert classify(f"notes/{long}.txt", snapshot) == PathEffect(f"notes/{long}.txt", "other")
+    assert classify(f"notes/{long[:-1]}b.txt", snapshot) == PathEffect(f"notes/{long[:-1]}b.txt", "no_gpu")

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import fnmatch
-import re
 import string
 
 import pytest
+from glob_reference import reference
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pathspec import GitIgnoreSpec
 
-from ci_policy.read.globs import GlobError, any_name_match, compile_glob, deciding_glob, matches, matches_any
+from ci_policy.read.globs import Glob, GlobError, any_name_match, compile_glob, deciding_glob, matches, matches_any
 
 # (pattern, path, expected)
 MATCH_TABLE = [
@@ -135,9 +135,10 @@ def test_invalid_globs(pattern, message):
     assert str(info.value) == message
 
 
-def test_compile_returns_the_same_regex_for_the_same_pattern():
+def test_compile_returns_the_same_glob_for_the_same_pattern():
     assert compile_glob("docs/**") is compile_glob("docs/**")
-    assert isinstance(compile_glob("docs/**"), re.Pattern)
+    assert isinstance(compile_glob("docs/**"), Glob)
+    assert (compile_glob("docs/**").include, compile_glob("!docs/**").include) == (True, False)
 
 
 GLOB_CHARS = "*?[]!^-/.az0+&"
@@ -147,11 +148,11 @@ GLOB_CHARS = "*?[]!^-/.az0+&"
 @given(st.one_of(st.text(), st.text(alphabet=GLOB_CHARS, max_size=12)), st.text(max_size=20))
 def test_compile_raises_nothing_but_glob_error(pattern, path):
     try:
-        regex = compile_glob(pattern)
+        glob = compile_glob(pattern)
     except GlobError as exc:
         assert str(exc).startswith(f"invalid glob {pattern!r}: ")
         return
-    assert isinstance(regex, re.Pattern)
+    assert isinstance(glob, Glob)
     # A compiled glob matches any text without raising.
     assert isinstance(matches(pattern, path), bool)
 
@@ -200,6 +201,10 @@ LIST_TABLE = [
     (("\\!important/",), "important/a.py", None),
     (("\\#notes.md",), "docs/#notes.md", "\\#notes.md"),
     (("\\!",), "a/!", "\\!"),
+    # a glob matching the path itself outranks one matching only a directory above it
+    (("*.md", "!docs/"), "docs/a.md", "*.md"),
+    (("docs/", "!*.md"), "docs/a.md", None),
+    (("!docs/a.md", "docs/"), "docs/a.md", None),
 ]
 
 
@@ -245,6 +250,7 @@ CLASS_GLOB = st.text(alphabet="[]!^-+0az*/", min_size=1, max_size=8)
 
 
 @pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # pathspec's own regex of "[[]"
+@pytest.mark.filterwarnings("ignore:Possible set difference:FutureWarning")  # ... and of "[--]"
 @settings(max_examples=800, deadline=None)
 @given(CLASS_GLOB.filter(valid), st.text(alphabet="+-./0az", min_size=1, max_size=8))
 def test_a_class_differs_from_pathspec_only_by_never_matching_a_slash(glob, path):
@@ -268,3 +274,67 @@ def test_any_name_match_is_fnmatchcase_of_any_pattern(patterns, names):
     match = any_name_match(patterns)
     for name in names:
         assert match(name) == any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+
+# -- the matcher is pathspec's, exactly: lists, directory marks, classes, odd paths ---------------
+
+
+# Pieces of globs and of paths where gitignore's edge cases live: `**` chains, a directory's
+# trailing '/', empty segments, a leading '/' or './', line feeds (Python's `.` and `$`).
+GLOB_PIECE = st.sampled_from(["*", "**", "?", "/", "a", "b", ".", "[a-c]", "[!a]", "[^b]", "[]a]", "[+-0]", "-",
+                              "!", "\\!", "\\#", "\n", "é"])
+ANY_GLOB = st.lists(GLOB_PIECE, min_size=1, max_size=7).map("".join).filter(valid)
+PATH_PIECE = st.sampled_from(["a", "b", "ab", "ba", "a.b", "/", "//", "\n", "!", "#", "-", ".", "c", "é", "+"])
+ANY_PATH = st.tuples(st.sampled_from(["", "/", "./"]), st.lists(PATH_PIECE, min_size=1, max_size=8).map("".join),
+                     st.sampled_from(["", "/"])).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(ANY_GLOB, min_size=1, max_size=4), ANY_PATH)
+@example(["a/", "!a/b"], "a/b")                 # a negation as a file outranks a directory match before it
+@example(["a/b", "!a/"], "a/b")                 # ... and a directory's negation does not outrank a file match
+@example(["a", "!a/**"], "a/a")                 # the directory mark of `a` (`a/a` is below a directory `a`)
+@example(["**/"], "a/")
+@example(["*/", "!*"], "a/b")
+@example(["!a/a/a", "a"], "a/a/a")             # `(?:.+/)?` is greedy: `a` matches `a/a/a` as a file
+@example(["!a/b/b/b", "a/**/b"], "a/b/b/b")     # `(?:/.+)?` is greedy too
+@example(["a"], "a\n")                          # Python's `$` before a final LF
+@example(["*"], "\n")                           # `.` does not match a LF
+@example(["a/**/b"], "a/\n/b")
+def test_the_deciding_glob_is_pathspecs(globs, path):
+    assert deciding_glob(globs, path) == reference(globs, path)
+
+
+@pytest.mark.parametrize("pattern", ["*a*a*a*a*b", "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "**/*a*a*a*b/**/x",
+                                     "a*/**/**/**/*a*a*b", "**/" * 20 + "*a*a*b", "[a-z]*[!b]*a?*a*b",
+                                     "*/*/*/*a*a*a*b*"])
+@pytest.mark.parametrize("path", ["a" * 255, "x/" + "a" * 255, "/".join(["a" * 255] * 4), "a" * 254 + "/",
+                                  "aac/" * 60 + "a" * 255])
+def test_matching_reads_each_character_once_without_backtracking(pattern, path):
+    """issue 32, finding 3: `*a*a*a*a*b` against a 255-character segment took minutes with
+    pathspec's regexes. The matcher holds one list of at most `len(program)` threads per
+    position of the path and reads each character once: (n + 1) x m steps at most."""
+    glob = compile_glob(pattern)
+    sizes = glob.work(path)
+    assert len(sizes) == len(path) + 1
+    assert max(sizes) <= len(glob.program)
+    assert glob.match(path) is None  # no 'b' where each of these needs one
+
+
+def test_a_long_almost_matching_segment_is_answered_like_pathspec_answers_a_short_one():
+    glob = "*a*a*a*a*b"
+    for n in (5, 12, 255):
+        assert matches(glob, "a" * n) is False
+        assert matches(glob, "a" * n + "b") is True
+        assert matches(glob, "x/" + "a" * n + "b/y") is True   # a directory named so: everything below it
+    assert reference((glob,), "a" * 12) is None and reference((glob,), "a" * 12 + "b") == glob
+
+
+def test_name_patterns_scan_a_long_name_once_per_star():
+    """`any_name_match` (discovery patterns, env and stage-name patterns) is `fnmatch`'s: its
+    translation makes every `*` but the last atomic (3.11's `(?>.*?x)`, 3.10's look-ahead and
+    back-reference), so `*a*a*a*a*b` cannot backtrack into an earlier `*` on a long name."""
+    regex = fnmatch.translate("*a*a*a*a*b")
+    assert regex.count("(?>.*?a)") == 4 or regex.count("(?=(?P<g") == 4
+    match = any_name_match(("*a*a*a*a*b", "*a*a*a*a*a*a*a*a*a*a*c"))
+    assert not match("a" * 255) and match("a" * 254 + "b") and match("a" * 254 + "c")

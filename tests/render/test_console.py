@@ -1,4 +1,4 @@
-"""render.console: under GitHub every line written passes one guard; commands only by write_commands."""
+"""render.console: every line written passes one guard, with or without GitHub; commands only by write_commands."""
 
 from __future__ import annotations
 
@@ -61,6 +61,21 @@ def test_guarded_wraps_both_streams_once_and_restores_them(capsys):
         print("##[error]err", file=sys.stderr, end="")
     assert not isinstance(sys.stdout, GuardedStream)
     assert capsys.readouterr() == ("\\::warning::out\n", "##\\u005berror]err")
+    # Outside GitHub Actions too (issue 32, finding 5): only a CR stays what it was.
     with guarded(False):
-        print("::warning::plain")
-    assert capsys.readouterr().out == "::warning::plain\n"
+        assert not sys.stdout.actions
+        print("::warning::plain\r::error::x ##[add-mask]y")
+        with guarded(True):  # --format github: for the runner while the command runs
+            assert sys.stdout.actions and sys.stderr.actions
+        assert not sys.stdout.actions
+    assert capsys.readouterr().out == "\\::warning::plain\r\\::error::x ##\\u005badd-mask]y\n"
+
+
+def test_outside_actions_a_cr_stays_a_cr_and_what_follows_it_is_a_line_start():
+    raw = io.StringIO()
+    out = GuardedStream(raw, actions=False)
+    for piece in ["50%\r", "::warning::x 60%\r", "\n", "##", "[error]\r\n", "\u202e\r"]:
+        out.write(piece)
+    out.finish()
+    assert raw.getvalue() == "50%\r\\::warning::x 60%\r\n##\\u005berror]\r\n\\u202e\r"
+    assert executed(raw.getvalue()) == []

@@ -379,6 +379,34 @@ EVENT_TOKENS = ('"labels": ', '"number": ', '"sha": ', '"user": ', '"id": ', '"b
                 '"x"', "[5]", "{}")
 
 
+GLOB_TOKENS = ("*", "**", "**/", "/**", "?", "[", "]", "[!", "[^", "-", "!", "\\!", "\\#", "/", "a" * 255,
+               "*a" * 12, "\0", "\n")
+# The reference is pathspec's backtracking regex: exponential in the `*` of a segment, so it
+# is asked only about short inputs (the matcher alone answers the long ones).
+REFERENCE_MAX = 24
+
+
+def run_glob(data: bytes) -> str:
+    """A configuration glob and a path (`GLOB\\0PATH`): refused with a `GlobError`, or
+    matched in at most (len(path) + 1) x len(program) steps, answering as pathspec does."""
+    from glob_reference import reference
+
+    from ci_policy.read.globs import GlobError, compile_glob, deciding_glob
+
+    glob, _, path = _text(data).partition("\0")
+    try:
+        compiled = compile_glob(glob)
+    except GlobError as exc:
+        return _refused(exc)
+    sizes = compiled.work(path)
+    if len(sizes) != len(path) + 1 or max(sizes) > max(1, len(compiled.program)):
+        raise AssertionError(f"the matcher did more than one pass: {sizes}")
+    decided = deciding_glob((glob,), path)
+    if len(path) <= REFERENCE_MAX and len(glob) <= REFERENCE_MAX and decided != reference((glob,), path):
+        raise AssertionError(f"{glob!r} on {path!r}: {decided!r}, pathspec says {reference((glob,), path)!r}")
+    return f"ok: {'match' if decided is not None else 'no match'}"
+
+
 def _unified_seed() -> str:
     return ("diff --git a/docs/guide.md b/docs/guide.md\nindex 1..2 100644\n--- a/docs/guide.md\n"
             "+++ b/docs/guide.md\n@@ -1 +1 @@\n-a\n+b\n"
@@ -450,6 +478,8 @@ TARGETS: dict[str, Target] = {t.name: Target(t.name, quiet(t.run), t.strategy, t
     Target("workflows", run_workflows, lambda: texts(_seeds("*.yml", "tests/data/workflows", "examples"),
                                                      WORKFLOW_TOKENS), ".yml"),
     Target("archive", run_archive, _archive, ".zip"),
+    Target("glob", run_glob, lambda: texts(("docs/**\0docs/a.md", "**/*.md\0a/b/README.md", "!a/**/b/\0a/x/b/c",
+                                             "*a*a*a*a*b\0x/" + "a" * 255, "[!a-c]?*/\0d/e"), GLOB_TOKENS)),
     Target("pull_request", run_pull_request, lambda: texts((PULL,), JSON_TOKENS + EVENT_TOKENS), ".json"),
     Target("comment_event", run_comment_event, lambda: texts((COMMENT,), JSON_TOKENS + EVENT_TOKENS), ".json"),
 )}
