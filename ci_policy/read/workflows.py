@@ -10,7 +10,8 @@
   `permissions:` of the workflow and of each job (`Grants`; None when absent).
 - Refused: a symlinked directory or file (CP401, like every read of the checkout), a file
   that cannot be read (CP4xx) or is not YAML (CP601). A missing directory is no workflow.
-- Files are read as bytes and parsed with PyYAML's safe composer; nothing is executed.
+- Files are read as bytes and parsed with PyYAML's safe composer (through libyaml where PyYAML
+  has it, `read.yamlnodes.compose_any`: the same nodes and errors); nothing is executed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import yaml
 
 from ci_policy.errors import Diagnostic, InputError
 from ci_policy.read.checkout import check_no_symlinks, read_text
+from ci_policy.read.yamlnodes import compose_any
 
 INVALID_YAML = "CP601"
 _STAGE_OPTION = re.compile(r"(?<![\w-])ci-policy\s+run\b")
@@ -99,7 +101,7 @@ def read_workflows(root: Path, directory: str) -> tuple[list[Workflow], list[Dia
             problems.append(exc.diagnostic)
             continue
         try:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            node = compose_any(text, strict=False)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             problems.append(Diagnostic(

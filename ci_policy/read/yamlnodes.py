@@ -8,6 +8,9 @@
 - Refused: YAML syntax errors, aliases and anchors (a config has no use for them and
   they enable billion-laughs expansion), duplicate mapping keys, non-string keys,
   tags outside YAML's safe core schema, more than one document.
+- Parsed by libyaml where PyYAML has it (`compose_any`), the refusals checked on its event
+  stream; text it refuses is read again by the pure-Python loader, whose error is reported:
+  both give the same nodes and errors (tests/read/test_yamlnodes.py compares them).
 - Codes: every error the `Schema` records is of one `ProblemKind`; the caller maps each
   kind to its stable diagnostic code (`Schema(path, codes={...})`), so the codes of a
   file format are stated by that format, not here.
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
@@ -38,15 +42,18 @@ class _Refused(yaml.MarkedYAMLError, CiPolicyError):
         self.hint = hint
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _Strict:
+    """The refusals, on the event stream: the same for the pure-Python parser and for libyaml's."""
+
     _depth = 0
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
+        loader: Any = self
+        if loader.check_event(yaml.AliasEvent):
+            event = loader.peek_event()
             raise _Refused("aliases are not allowed in ci-policy configuration",
                            event.start_mark, "write each value out in full")
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event = loader.peek_event()
         if getattr(event, "anchor", None):
             raise _Refused("anchors are not allowed in ci-policy configuration",
                            event.start_mark, "write each value out in full")
@@ -61,22 +68,134 @@ class _StrictLoader(yaml.SafeLoader):
                            event.start_mark, "flatten the structure")
         self._depth += 1
         try:
-            return super().compose_node(parent, index)
+            node: yaml.Node | None = super().compose_node(parent, index)  # type: ignore[misc]
+            return node
         finally:
             self._depth -= 1
 
 
-def compose(text: str, path: str, *, code: str | None = None) -> yaml.Node | None:
+class _StrictLoader(_Strict, yaml.SafeLoader):
+    pass
+
+
+# libyaml's parser (`yaml.cyaml.CParser`), where PyYAML was built with it: its scanner and parser are
+# C, and only the composing (the strictness checks above included) stays Python: about 5x faster.
+# Any text it refuses is read again by the pure-Python loader, whose error is the one reported, so
+# both give the same errors; `NON_PRINTABLE` (the pure-Python reader's own check) is applied
+# first, and text with a byte order mark or a tab is left to the pure-Python loader, so both
+# accept the same text. The two parsers place some empty values at different
+# columns (`{a: }`: after the `:` or at the `}`); an empty value libyaml does not place just after
+# its indicator is read again by the pure-Python loader too, so every node has the same location.
+class _Unsure(Exception):
+    """libyaml's location of a node may differ from the pure-Python parser's."""
+
+
+class _Libyaml:
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        node: yaml.ScalarNode = super().compose_scalar_node(anchor)  # type: ignore[misc]
+        if node.style == "":  # libyaml's plain style; the pure-Python parser's is None
+            node.style = None
+            if node.value == "" and not _after_indicator(getattr(self, "_text", ""), node.start_mark):
+                raise _Unsure
+        return node
+
+
+def _after_indicator(text: str, mark: Any) -> bool:
+    """Whether `mark` is just after a `:`, `-` or `?` of its line: where both parsers place an empty value."""
+    return mark.column > 0 and 0 < mark.index <= len(text) and text[mark.index - 1] in ":-?"
+
+
+if getattr(yaml, "__with_libyaml__", False):
+    _CParser: Any = vars(yaml.cyaml)["CParser"]  # not in PyYAML's type stubs
+
+    class _CSafeLoader(_Libyaml, yaml.composer.Composer, yaml.constructor.SafeConstructor,
+                       yaml.resolver.Resolver, _CParser):  # type: ignore[misc]
+        def __init__(self, stream: str) -> None:
+            self._text = stream
+            _CParser.__init__(self, stream)
+            yaml.composer.Composer.__init__(self)
+            yaml.constructor.SafeConstructor.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+
+    class _CStrictLoader(_Strict, _CSafeLoader):
+        pass
+
+    class _CComposer:
+        """Not strict (workflows): libyaml composes too, in C; the tree is then checked as
+        `_Libyaml` checks each node (every node once, however often aliases share it)."""
+
+        def __init__(self, text: str) -> None:
+            self._text = text
+
+        def get_single_node(self) -> yaml.Node | None:
+            root: yaml.Node | None = yaml.compose(self._text, Loader=yaml.CSafeLoader)
+            seen: set[int] = set()
+            stack = [root] if root is not None else []
+            while stack:
+                node = stack.pop()
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                if isinstance(node, yaml.ScalarNode):
+                    if node.style == "":
+                        node.style = None
+                        if node.value == "" and not _after_indicator(self._text, node.start_mark):
+                            raise _Unsure
+                elif isinstance(node, yaml.SequenceNode):
+                    stack.extend(node.value)
+                else:
+                    stack.extend(item for pair in node.value for item in pair)
+            return root
+
+        def dispose(self) -> None:
+            pass
+
+    FAST_LOADER: type | None = _CStrictLoader
+    FAST_SAFE_LOADER: type | None = _CComposer
+else:  # pragma: no cover - PyYAML without libyaml
+    FAST_LOADER = FAST_SAFE_LOADER = None
+
+NON_PRINTABLE = yaml.reader.Reader.NON_PRINTABLE
+# What the two parsers read differently, found by comparing them on generated text
+# (tests/read/test_yamlnodes.py): a byte order mark (libyaml skips one anywhere, the pure-Python
+# reader only the first), a tab (libyaml accepts some the pure-Python scanner refuses), the
+# Unicode line breaks NEL, LS and PS, a comment right after a block scalar's header (`|#`), and a
+# document marker after the first line (libyaml accepts one inside a flow collection), and a `?`
+# inside a flow collection (the pure-Python scanner reads it as a key indicator even in `[a ?]`).
+LIBYAML_DIFFERS = re.compile("[\ufeff\t\x85\u2028\u2029]|[|>][-+0-9]*#|\n(?:---|\\.\\.\\.)|[\\[{][^\\]}]*\\?")
+
+
+def _single_node(loader_class: type, text: str) -> yaml.Node | None:
+    loader = loader_class(text)
+    try:
+        node: yaml.Node | None = loader.get_single_node()
+        return node
+    finally:
+        loader.dispose()
+
+
+def compose_any(text: str, *, strict: bool = True, fast: bool = True) -> yaml.Node | None:
+    """The node tree of `text`, through libyaml when PyYAML has it (`fast`), else pure Python.
+
+    `strict`: ci-policy's refusals (`_Strict`); otherwise PyYAML's safe composer as it is
+    (aliases kept, as GitHub reads workflows). Raises what the pure-Python loader raises."""
+    slow = _StrictLoader if strict else yaml.SafeLoader
+    quick = (FAST_LOADER if strict else FAST_SAFE_LOADER) if fast else None
+    if quick is not None and not NON_PRINTABLE.search(text) and not LIBYAML_DIFFERS.search(text):
+        try:
+            return _single_node(quick, text)
+        except (yaml.YAMLError, _Unsure):
+            pass  # read again below: the pure-Python loader's error (or location) is the one reported
+    return _single_node(slow, text)
+
+
+def compose(text: str, path: str, *, code: str | None = None, fast: bool = True) -> yaml.Node | None:
     """Parse YAML text into a node tree; `None` for an empty document.
 
     `code` is the diagnostic code of the `InputError` raised for text that is not accepted YAML.
     """
     try:
-        loader = _StrictLoader(text)
-        try:
-            return loader.get_single_node()
-        finally:
-            loader.dispose()
+        return compose_any(text, fast=fast)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"

@@ -2,18 +2,40 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ci_policy.errors import InputError
+from ci_policy.read import yamlnodes
 from ci_policy.read.yamlnodes import INVALID, MAX_DEPTH, Schema, compose
 
 F = "conf.yml"
 
 
+def shape(node: yaml.Node | None, *, plain_style: bool = False) -> object:
+    """Everything of a node tree ci-policy reads: kinds, tags, values, styles and start marks (no
+    end mark is read: libyaml ends a block collection where its next token starts; nor whether a
+    block sequence is indented: libyaml's flow_style is False where the pure-Python one is None)."""
+    if node is None:
+        return None
+    marks = (node.start_mark.line, node.start_mark.column)
+    if isinstance(node, yaml.ScalarNode):
+        # libyaml's own composer (workflows) writes a plain scalar's style as "", Python's as None.
+        return ("scalar", node.tag, node.value, (node.style or None) if plain_style else node.style, marks)
+    if isinstance(node, yaml.SequenceNode):
+        return ("seq", node.tag, bool(node.flow_style), marks, [shape(n, plain_style=plain_style) for n in node.value])
+    return ("map", node.tag, bool(node.flow_style), marks,
+            [(shape(k, plain_style=plain_style), shape(v, plain_style=plain_style)) for k, v in node.value])
+
+
 def node(text: str) -> yaml.Node:
     result = compose(text, F)
     assert result is not None
+    assert shape(result) == shape(compose(text, F, fast=False))  # libyaml and pure Python agree
     return result
 
 
@@ -28,10 +50,14 @@ def located(errors: list[InputError]) -> list[tuple]:
 
 
 def compose_error(text: str) -> tuple:
-    with pytest.raises(InputError) as info:
-        compose(text, F)
-    e = info.value
-    return (e.path, e.line, e.col, e.message, e.hint)
+    found = []
+    for fast in (True, False):  # libyaml and pure Python give the same error
+        with pytest.raises(InputError) as info:
+            compose(text, F, fast=fast)
+        e = info.value
+        found.append((e.path, e.line, e.col, e.message, e.hint))
+    assert found[0] == found[1]
+    return found[0]
 
 
 # -- compose --------------------------------------------------------------------------------
@@ -354,3 +380,58 @@ def test_an_explicit_code_wins_and_no_codes_means_none():
     plain.mapping(node("a: 1\n"), "")
     assert [(e.message, e.code) for e in s.errors + plain.errors] == [
         ("a: clash", "X-OWN"), ("b: bad", "X-VALUE"), ("a: unknown key", None)]
+
+
+# -- libyaml and pure Python: the same nodes and the same errors (issue 33, item 4) ---------------
+
+YAML_PIECES = ["a", "b", ":", ": ", "- ", "-", "\n", "  ", "\t", "#", "'", '"', "[", "]", "{", "}", ",", "&x ",
+               "*x", "!!str ", "!!map ", "!t ", "|", ">", "|-", "---", "...", "? ", "%YAML 1.1\n", "1", "0x1f",
+               "1e3", "~", "null", "true", "é", "\u2028", "\x85", "\\", "\\n", "\x00", "\x07", "\ufeff", "%"]
+
+
+def outcome(text: str, *, strict: bool, fast: bool) -> object:
+    try:
+        return shape(yamlnodes.compose_any(text, strict=strict, fast=fast), plain_style=not strict)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return ("error", type(exc).__name__, str(exc), mark and (mark.line, mark.column))
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(YAML_PIECES), max_size=30).map("".join))
+def test_libyaml_and_pure_python_give_the_same_nodes_and_errors(text):
+    for strict in (True, False):
+        assert outcome(text, strict=strict, fast=True) == outcome(text, strict=strict, fast=False)
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+YAML_FILES = sorted(p for pattern in ("*.yml", "*.yaml") for p in REPO_ROOT.rglob(pattern)
+                    if not {"node_modules", ".venv", ".git"} & set(p.parts))
+
+
+def test_every_yaml_file_of_the_project_reads_the_same_both_ways():
+    assert len(YAML_FILES) >= 15  # the workflows, the example's and the fixtures' configurations
+    for path in YAML_FILES:
+        text = path.read_text(encoding="utf-8")
+        for strict in (True, False):
+            assert outcome(text, strict=strict, fast=True) == outcome(text, strict=strict, fast=False), path
+
+
+def test_libyaml_is_what_reads_when_pyyaml_has_it(monkeypatch):
+    # Not vacuous: the fast path is taken for accepted text, the pure-Python loader for refused text.
+    assert yaml.__with_libyaml__  # the test environment's PyYAML is built with libyaml
+    used = []
+    real = yamlnodes._single_node
+    monkeypatch.setattr(yamlnodes, "_single_node", lambda cls, text: used.append(cls.__name__) or real(cls, text))
+    compose("a: 1\n", F)
+    yamlnodes.compose_any("on: push\n", strict=False)
+    assert used == ["_CStrictLoader", "_CComposer"]
+    used.clear()
+    with pytest.raises(InputError):
+        compose("a: [1, 2\n", F)
+    assert used == ["_CStrictLoader", "_StrictLoader"]
+    used.clear()
+    with pytest.raises(InputError):
+        compose("a: \x07\n", F)  # a character the pure-Python reader refuses is never given to libyaml
+    assert used == ["_StrictLoader"]
