@@ -5,7 +5,8 @@
   them from the configuration.
 - Out: a frozen `StageJob`: the stage (`RunStage`: its name, decision, reasons, tests and
   shards), the `RunSettings` its files run with (the stage's `runner` and
-  `timeout_per_file`; `runner:`'s retry rules, est_time-derived timeout, kill grace and
+  `timeout_per_file`, and for a stage with a `command` that command and its working directory;
+  `runner:`'s retry rules, est_time-derived timeout, kill grace and
   environment rules; `gates.capture`), the plan's fast-fail switch and invalid files, and
   the `Plan` itself when there is one (the metric gates read its snapshot).
 - `pick_shard` and `RunStage` (`plan.picking`, which `plan.build` imports too): the shard
@@ -59,13 +60,19 @@ class RunSettings:
     retry: RetryRules = RetryRules()
     env: EnvRules = EnvRules()
     capture: tuple[str, ...] = ()
+    # A stage with a command (a suite without markers): the argv run instead of a test file, in
+    # `working_directory` (repo-relative; None: the root).
+    command: tuple[str, ...] | None = None
+    working_directory: str | None = None
 
 
 def run_settings(config: Config, stage: Stage) -> RunSettings:
     runner = config.runner
     return RunSettings(runner=stage.runner, timeout_per_file=stage.timeout_per_file,
                        timeout_from_est_time=runner.timeout_from_est_time, kill_grace=runner.kill_grace,
-                       retry=runner.retry, env=runner.env, capture=config.gates.capture)
+                       retry=runner.retry, env=runner.env, capture=config.gates.capture,
+                       command=stage.command or None,
+                       working_directory=stage.working_directory if stage.command else None)
 
 
 def settings_doc(settings: RunSettings) -> SettingsDoc:
@@ -79,7 +86,7 @@ def settings_doc(settings: RunSettings) -> SettingsDoc:
         kill_grace=settings.kill_grace,
         retry=RetryDoc(infra=settings.retry.infra, never=settings.retry.never, retriable=settings.retry.retriable),
         env=EnvDoc(allow=settings.env.allow, drop=settings.env.drop),
-        capture=settings.capture)
+        capture=settings.capture, command=settings.command, working_directory=settings.working_directory)
 
 
 def settings_of(doc: SettingsDoc) -> RunSettings:
@@ -91,7 +98,8 @@ def settings_of(doc: SettingsDoc) -> RunSettings:
                        timeout_from_est_time=None if factor is None or floor is None else (factor, floor),
                        kill_grace=doc.kill_grace,
                        retry=RetryRules(infra=doc.retry.infra, never=doc.retry.never, retriable=doc.retry.retriable),
-                       env=EnvRules(allow=doc.env.allow, drop=doc.env.drop), capture=doc.capture)
+                       env=EnvRules(allow=doc.env.allow, drop=doc.env.drop), capture=doc.capture,
+                       command=doc.command, working_directory=doc.working_directory if doc.command else None)
 
 
 def settings_dict(settings: RunSettings) -> dict[str, Any]:
