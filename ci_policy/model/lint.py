@@ -3,7 +3,7 @@
 - In: a checkout root and optional config path.
 - Out: a `LintReport` of `Diagnostic`s: errors (configuration, labels, discovery and
   reads, registrations, gate declarations and requirements) and warnings (CP9xx: a stage
-  with no registrations, a label no test uses, a missing or stale estimates file, each
+  with no registrations and no command, a label no test uses, a missing or stale estimates file, each
   disabled registration with its reason), all located and sorted; and the GitHub Actions
   workflows of `lint.workflows` read as data and checked against the stages (CP6xx, see
   `ci_policy.model.workflows`).
@@ -74,7 +74,7 @@ def warnings_of(snapshot: Snapshot) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     used_suites = {r.suite for r in snapshot.registrations}
     for stage in config.stages:
-        if stage.name not in used_suites:
+        if stage.name not in used_suites and not stage.command:  # a command runs its suite itself
             out.append(warning(f"stage {stage.name} has no registered test files",
                                path=config.path, line=stage.line, code="CP901",
                                hint=f"register tests with suite={stage.name!r} or remove the stage"))

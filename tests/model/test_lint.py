@@ -215,3 +215,18 @@ def test_errors_in_many_files_are_all_reported_and_sorted(make_repo, capsys):
         ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage cpu has no registered test files",
     ]
     assert lines[-1].startswith("ci-policy lint: FAILED: 3 errors, ")
+
+
+def test_a_stage_with_a_command_needs_no_registered_test_file(make_repo, capsys):
+    config = ("version: 1\ngpu_requires_labels: false\ndiscovery: {roots: [tests]}\nstages:\n"
+              "  - {name: unit, backend: cpu}\n"
+              "  - {name: kernel, backend: cuda, runs_on: [h100], command: [pytest, tests/], working_directory: "
+              "sgl-kernel, paths: ['sgl-kernel/**'], est_time: 600}\n"
+              "  - {name: idle, backend: cpu}\n")
+    repo = make_repo({"tests/unit/test_ok.py": "from ci_policy import register_cpu_ci\nregister_cpu_ci(1, 'unit')\n"},
+                     config=config, labels=None)
+    # The stage without tests or a command is warned about; the one that runs its command is not.
+    assert lint(repo, capsys) == (0, (
+        ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage idle has no registered test files\n"
+        "    hint: register tests with suite='idle' or remove the stage\n"
+        "ci-policy lint: OK: 0 errors, 1 warning (1 test file, 1 registration, 0 gates)\n"), "")

@@ -3,6 +3,8 @@ cadences, label gates and trust like any stage, planned as one shard, written to
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ci_policy.model.snapshot import load_snapshot
@@ -149,3 +151,46 @@ def test_a_command_stage_plans_as_one_shard_of_its_est_time(snapshot):
     assert "  kernel: makespan 15m0s / lower bound 15m0s (optimal)\n" \
            "  kernel[0] est 15m0s, command: pytest -q tests/ (in sgl-kernel)\n" in text
     assert "kernel[0] est 15m0s, 1 file" not in text
+
+
+def test_a_plan_file_holds_a_command_stage_with_its_one_test_only(make_repo, tmp_path, capsys):
+    from helpers import run_cli
+
+    repo = make_repo(FILES, config=CONFIG, labels=None)
+    plan_file = tmp_path / "plan.json"
+    assert run_cli(["plan", "--repo", str(repo), "--event", "workflow_dispatch", "--json-out", str(plan_file)],
+                   capsys)[0] == 0
+    listed = ["list", "--repo", str(repo), "--plan", str(plan_file), "--stage", "kernel"]
+    assert run_cli(listed, capsys) == (0, "# command: pytest -q tests/ (in sgl-kernel)\n", "")
+    whole = json.loads(plan_file.read_text())
+    at = next(i for i, s in enumerate(whole["stages"]) if s["name"] == "kernel")
+
+    def refused(change) -> tuple[int, str, str]:
+        doc = json.loads(plan_file.read_text())
+        change(doc["stages"][at])
+        edited = tmp_path / "edited.json"
+        edited.write_text(json.dumps(doc))
+        return run_cli([*listed[:4], str(edited), *listed[5:]], capsys)
+
+    def other_test(stage):
+        stage["tests"][0]["file"] = stage["shards"][0]["files"][0] = "test/registered/test_a.py"
+
+    hint = "\n    hint: pass the file `ci-policy plan --format json` wrote in this run's plan job\n"
+    assert refused(other_test) == (2, "", f"ci-policy list: error: --plan: {tmp_path / 'edited.json'}: "
+                                          f"stages[{at}].tests: a stage with a command has one test, named kernel"
+                                          + hint)
+
+    def directory_alone(stage):
+        stage.pop("command")
+
+    assert refused(directory_alone) == (2, "", f"ci-policy list: error: --plan: {tmp_path / 'edited.json'}: "
+                                               f"stages[{at}].working_directory: only a stage with a command has a "
+                                               "working directory" + hint)
+
+    def another_command(stage):
+        stage["command"] = ["make", "kernel"]
+
+    rc, out, err = refused(another_command)
+    assert (rc, out) == (2, "")
+    assert err.startswith(f"ci-policy list: error: --plan: {tmp_path / 'edited.json'}: stage 'kernel' runs another "
+                          "command in the configuration\n    hint: ")
