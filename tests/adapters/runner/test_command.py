@@ -155,3 +155,15 @@ def test_a_symlinked_working_directory_is_refused(make_repo, tmp_path):
                            "symlinks in a checkout\n    hint: replace the symlink with the real file or directory\n"
                            "ci-policy: 1 error\n")
     assert not (repo / "sgl-kernel" / "out.json").exists()
+
+
+@linux_only
+def test_a_failed_command_is_annotated_without_a_file(make_repo, tmp_path):
+    repo = kernel_repo(make_repo, [sys.executable, "write.py", "3"])
+    proc = cli(repo, "run", "--event", "workflow_dispatch", "--stage", "kernel", "--format", "github",
+               "--timings-out", str(tmp_path / "t.jsonl"), env=clean_env(GITHUB_STEP_SUMMARY=str(tmp_path / "s.md")))
+    assert proc.returncode == 1
+    # Its result is named by the stage: no file of the checkout for GitHub to point at.
+    assert proc.stdout.endswith(
+        "::error::kernel fail after 1 attempt(s) (unknown: failure not classified as retriable)\n")
+    assert "| kernel |" in (tmp_path / "s.md").read_text()
