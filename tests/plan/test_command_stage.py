@@ -13,6 +13,7 @@ from ci_policy.plan.policy import Trigger
 from ci_policy.plan.written import plan_document
 from ci_policy.read.codec import encode
 from ci_policy.read.diff import Diff, read_diff
+from ci_policy.render.markdown import plan_markdown
 from ci_policy.render.text import plan_text
 
 MAIN = '\nif __name__ == "__main__":\n    main()\n'
@@ -151,6 +152,9 @@ def test_a_command_stage_plans_as_one_shard_of_its_est_time(snapshot):
     assert "  kernel: makespan 15m0s / lower bound 15m0s (optimal)\n" \
            "  kernel[0] est 15m0s, command: pytest -q tests/ (in sgl-kernel)\n" in text
     assert "kernel[0] est 15m0s, 1 file" not in text
+    markdown = plan_markdown(plan)
+    assert markdown.endswith("### kernel\n\n**Split:** makespan 15m0s / lower bound 15m0s (optimal)\n\n"
+                             "**Command:** pytest -q tests/ (in sgl-kernel), est 15m0s\n")
 
 
 def test_a_plan_file_holds_a_command_stage_with_its_one_test_only(make_repo, tmp_path, capsys):
