@@ -39,7 +39,7 @@ _BY_MESSAGE: list[tuple[str, str]] = [
     (r" as `python FILE`, but the file has no ", "CP222"),
     (r"^register_\w+_ci: est_time must be ", "CP223"),
     (r"^register_\w+_ci: suite must be a string", "CP224"),
-    (r"^register_\w+_ci: suite '.*' is (not a configured|a \w+ stage)", "CP225"),
+    (r"^register_\w+_ci: suite '.*' is (not a configured|a \w+ stage|a stage with a command)", "CP225"),
     (r"^register_\w+_ci: (labels must be a list|labels entries must be strings|label '.*' is listed twice)",
      "CP226"),
     (r"^register_\w+_ci: unknown label '", "CP227"),

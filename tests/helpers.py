@@ -54,6 +54,16 @@ def console_script() -> str:
 _is_secret = any_name_match(SECRET_NAMES)
 
 
+def root_warning(*holding: str, store_file: str | None = None) -> str:
+    """What `ci-policy run` says once when it runs as root holding secrets (variable names, a
+    `--store-file`) without `runner.user`; "" when this machine runs the tests as another user."""
+    if os.geteuid() != 0:
+        return ""
+    held = [f"${name}" for name in holding] + ([f"the store URL of --store-file {store_file}"] if store_file else [])
+    return ("ci-policy run: warning: the tests run as root, so they can read this runner's memory, which holds "
+            f"{', '.join(held)}: set runner.user to an unprivileged user (the checkout must be readable by it)\n")
+
+
 def clean_env(**extra: str) -> dict:
     """The environment without what could steer ci-policy or Python from outside the test, nor any
     secret of the machine running the tests (a test's `ci-policy run` would hold it)."""

@@ -287,3 +287,17 @@ def test_every_relative_link_resolves_to_a_file_and_heading():
 
 def test_the_readme_links_the_page():
     assert "](docs/adopting.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_reference_example_of_a_stage_with_a_command_is_a_valid_stage():
+    from ci_policy.config.top import parse_config
+
+    text = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    section = text[text.index("**Suites without markers"):]
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert block is not None
+    config = parse_config("version: 1\ndiscovery: {roots: [tests]}\n" + block.group(1))
+    [stage] = config.stages
+    assert (stage.name, stage.command, stage.working_directory, stage.paths, stage.est_time, stage.timeout_per_file,
+            stage.diff_pruned) == ("sgl-kernel", ("pytest", "-q", "tests/"), "sgl-kernel", ("sgl-kernel/**",), 1800,
+                                   3600, True)

@@ -3,8 +3,9 @@
 - In: --repo, --config, the plan inputs or --plan FILE|DIR (the plan job's plan JSON, checked
   against the checkout by content ids: `app.plan_source`), --stage, --shard,
   --format text|json.
-- Out: text: one file per line (nothing for a skipped stage, its reasons on stderr);
-  json: the stage, shard, decision, reasons and files, `invalid` and `plan_complete`.
+- Out: text: one file per line (nothing for a skipped stage, its reasons on stderr; for a stage
+  with a command, `# command: ARGV (in DIR)`); json: the stage, shard, decision, reasons and
+  files (and a stage's `command` and `working_directory`), `invalid` and `plan_complete`.
 - Partial plan: the shard's files are printed as always; invalid test files are listed
   with their diagnostics (text: on stderr) and the exit code is 1.
 - Refused: an unknown or external stage, a missing or out-of-range shard, a plan file that
@@ -23,6 +24,7 @@ from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_
 from ci_policy.cli.output import report_incomplete
 from ci_policy.render.escape import line_start, one_line
 from ci_policy.render.jsondoc import shard_files_json
+from ci_policy.render.text import command_text
 
 NAME = "list"
 
@@ -47,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
         return report_incomplete(NAME, listed.invalid, section=False)
     if shard is None:
         print(f"# stage {stage.name} is skipped: {one_line('; '.join(stage.reasons))}", file=sys.stderr)
+    if shard is not None and stage.stage.command:
+        # Its one file is the stage's name; what runs is the command.
+        print(f"# command: {one_line(command_text(stage.stage))}")
+        return report_incomplete(NAME, listed.invalid)
     for file in shard.files if shard is not None else ():
         print(line_start(one_line(file)))
     return report_incomplete(NAME, listed.invalid)

@@ -1,7 +1,8 @@
 """`ci-policy registry`: every test registration of a checkout.
 
 - In: --repo, --config, --format text|json.
-- Out: one row (text) or object (json) per registration, sorted by file and line.
+- Out: one row (text) or object (json) per registration, sorted by file and line; then the
+  stages with a command (suites without markers), one line (text) or object (json: `commands`) each.
 - Partial: an invalid test file is left out and listed with its diagnostics (json:
   `invalid`, `plan_complete`; text: on stderr); everything else is printed, exit 1.
 - Refused: a configuration, labels, discovery or estimates-file error (exit 1; every
@@ -18,7 +19,7 @@ from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_request
 from ci_policy.cli.output import report_incomplete
 from ci_policy.render.jsondoc import registry_json
-from ci_policy.render.text import registry_text
+from ci_policy.render.text import commands_text, registry_text
 
 NAME = "registry"
 
@@ -36,8 +37,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     snapshot = registry(CheckoutRequest(Path(args.repo), args.config, scan_request(args)))
+    commands = [stage for stage in snapshot.config.stages if stage.command]
     if args.format == "json":
-        print(registry_json(snapshot.registrations, snapshot.invalid_files))
+        print(registry_json(snapshot.registrations, snapshot.invalid_files, commands))
         return report_incomplete(NAME, snapshot.invalid_files, section=False)
     print(registry_text(snapshot.registrations))
+    if commands:
+        print()
+        print(commands_text(commands))
     return report_incomplete(NAME, snapshot.invalid_files)

@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         from ci_policy.render.github import run_annotations
         from ci_policy.render.markdown import run_summary_markdown
 
-        annotations = run_annotations(result)
+        annotations = run_annotations(result, command=job.settings.command is not None)
         if annotations:
             write_commands(annotations)
         append_step_summary(NAME, run_summary_markdown(result))

@@ -11,7 +11,7 @@
 - Refused: roots that are absolute, leave the repository or repeat (in either form); a
   pattern with a `/`, an empty or repeated pattern list; an invalid exclude glob; an
   implicit root outside every discovery root, listed twice, `cpu_only` with a GPU
-  backend, or whose suite is not a configured stage of its backend.
+  backend, or whose suite is not a configured stage of its backend or is a stage with a command.
 """
 
 from __future__ import annotations
@@ -99,6 +99,11 @@ def _implicit(s: Schema, v: Values, roots: Any, stages: Any) -> ImplicitRoot | N
             names = ", ".join(st.name for st in stages if st.backend == backend and isinstance(st.name, str)) or "none"
             s.error(v.value_node("suite"), v.path("suite"),
                     f"{suite!r} is not a configured {backend} stage (configured {backend} stages: {names})",
+                    code=codes.INCONSISTENT)
+        elif stage.command:
+            s.error(v.value_node("suite"), v.path("suite"), f"{suite!r} is a stage with a command, which runs "
+                    "its suite itself; no test file is registered to it",
+                    hint=f"name a {backend} stage that runs test files, or remove command from stage {suite!r}",
                     code=codes.INCONSISTENT)
     if v.any_invalid() or len(s.errors) != before:
         return None

@@ -14,6 +14,12 @@
   unknown, external or own name in `after`, a cycle, `after` on an external stage, more
   than `MAX_WAVES` waves, and more stages in one wave than GitHub runs jobs in one matrix
   (`MAX_MATRIX_JOBS`: each running stage needs a job of its own).
+- A suite without markers: `command` (an argv list, run without a shell), `working_directory`
+  (repo-relative: not absolute, no `..`) and `est_time`; the stage is selected by its `paths`
+  (required), runs as one shard, and is diff-pruned. Refused with a command: `external`, no
+  `paths` or `est_time`, `diff_pruned: false`, `partitions` other than 1, `runner`; a shell
+  string, an empty list, a program that is empty or holds spaces, a NUL byte; and
+  `working_directory` or `est_time` without a command.
 - Shards and parallelism: `partitions` is a count or `auto` (sized from the selected
   est_time by `shard_seconds`, at most `max_partitions`); `auto` without `shard_seconds`,
   and `shard_seconds`/`max_partitions` without `auto`, are refused. `max_parallel` is a
@@ -35,7 +41,7 @@ from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Value
 from ci_policy.config.pull_request import PullRequest, gate_labels
 from ci_policy.config.runrules import RUNNERS, RunnerKind
 from ci_policy.read.names import NAME, NAME_RE, did_you_mean
-from ci_policy.read.numbers import MAX_COUNT, MAX_SECONDS, number_range
+from ci_policy.read.numbers import MAX_COUNT, MAX_EST_TIME, MAX_SECONDS, number_range
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 # A backend name: a built-in one or one declared under `backends` (`Config.backends`).
@@ -107,6 +113,34 @@ def _parse_max_parallel(s: Schema, node: yaml.Node, where: str, ctx: Context) ->
     return MaxParallel(default=default, priority=values.get("priority"), schedule=values.get("schedule"))
 
 
+def _parse_command(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    """An argv list: never a shell string, its program named by a non-empty item without spaces."""
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":str"):
+        s.error(node, where, "a command is an argv list, never a shell string: ci-policy runs it without a shell",
+                hint=f"write one item per argument, e.g. command: [{', '.join(node.value.split()[:4]) or 'pytest'}]",
+                kind="wrong-type")
+        return INVALID
+    items = s.sequence(node, where, non_empty=True)
+    if items is None:
+        return INVALID
+    argv = []
+    for i, item in enumerate(items):
+        value = s.string(item, f"{where}[{i}]")
+        if value is INVALID:
+            return INVALID
+        if "\0" in value:
+            s.error(item, f"{where}[{i}]", "contains a NUL byte, which no argument can carry")
+            return INVALID
+        argv.append(value)
+    program = argv[0]
+    if not program.strip() or program != program.strip() or any(c.isspace() for c in program):
+        s.error(items[0], f"{where}[0]", f"the program {program!r} is empty or holds spaces: each argument is "
+                "an item of its own, no shell splits them",
+                hint=f"write command: [{', '.join(program.split()) or 'pytest'}, ...]")
+        return INVALID
+    return tuple(argv)
+
+
 def check_name(value: str) -> str | None:
     if not NAME_RE.fullmatch(value):
         return f"{value!r} is not a valid name (expected {NAME})"
@@ -138,7 +172,8 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("timeout_per_file", fields.number(0, MAX_SECONDS, strict=True), None, "Seconds one test file may run.",
         shown_default="none"),
     Key("diff_pruned", fields.boolean(), False, "The diff may skip the stage when no changed path affects it.",
-        shown_default="`true` for accelerator stages, `false` for cpu", computed_default=True),
+        shown_default="`true` for accelerator stages and stages with a `command`, `false` for other cpu stages",
+        computed_default=True),
     Key("external", fields.boolean(), False, "Run by another system: listed, never planned here."),
     Key("requires_labels", gate_labels("non-empty list of raw PR labels"), (),
         "On a pull request, the stage runs only when the PR carries every one of these labels.",
@@ -153,6 +188,17 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
         f"Stages whose wave runs before this stage's: the pipeline runs waves in order (at most {MAX_WAVES}) "
         "and skips the later ones when an earlier one failed, unless the PR carries `bypass-fastfail` "
         "or the cadence is not `regular`.", shown_default="none: wave 0"),
+    Key("command", Parser("non-empty list of strings (an argv list)", _parse_command,
+                          schema={"type": "array", "items": {"type": "string"}, "minItems": 1}), (),
+        "A suite without markers: the argv the stage job runs (never through a shell), once, as the stage's "
+        "one shard; needs `paths` (the change that selects it) and `est_time`, and no marker may register to "
+        "the stage.", shown_default="none: the stage runs its registered test files"),
+    Key("working_directory", fields.relative_path(), None,
+        "With `command`: the directory it runs in, relative to the repository root.",
+        shown_default="the repository root"),
+    Key("est_time", fields.number(0, MAX_EST_TIME), None,
+        "With `command`: the seconds the command is estimated to run (its shard's est_time; with "
+        "`runner.timeout_from_est_time` its timeout).", shown_default="none"),
 ))
 
 
@@ -173,6 +219,10 @@ class Stage:
     cadences: tuple[Cadence, ...] = STAGE.default("cadences")
     paths: tuple[str, ...] = STAGE.default("paths")
     after: tuple[str, ...] = STAGE.default("after")
+    # A suite without markers: the argv its stage job runs, in `working_directory` (None: the root).
+    command: tuple[str, ...] = STAGE.default("command")
+    working_directory: str | None = STAGE.default("working_directory")
+    est_time: float | None = STAGE.default("est_time")
     line: int | None = None
     # The wave the stage runs in (`after`), computed by `parse_stages`.
     wave: int = 0
@@ -193,7 +243,15 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
     if gpu and v.get("external") is False and "runs_on" not in v:
         s.error(v.node, v.path("runs_on"), f"required for {backend} stages that are not external",
                 hint="list the runner labels, e.g. runs_on: [h200, 4gpu]", code=codes.MISSING_KEY)
-    if "paths" in v and v.get("diff_pruned", gpu) is False:
+    # A command that failed to parse is reported; its stage is still one with a command.
+    command = "command" in v
+    if command and v.get("command") is not INVALID:
+        _check_command(s, v, partitions=v.get("partitions"))
+    for key in ("working_directory", "est_time"):
+        if key in v and "command" not in v:
+            s.error(v.value_node(key), v.path(key), "applies only to a stage with a command",
+                    hint=f"add command: [...] (the argv the stage runs), or remove {key}", code=codes.INCONSISTENT)
+    if "paths" in v and v.get("diff_pruned", gpu) is False and not command:
         s.error(v.value_node("paths"), v.path("paths"), "has no effect: the stage is not diff-pruned, so it "
                 "runs whenever it has selected tests", hint="set diff_pruned: true, or remove paths",
                 code=codes.INCONSISTENT)
@@ -219,14 +277,45 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
         max_parallel=v.get("max_parallel"),
         runner=v.get("runner", "python" if gpu else "pytest"),
         timeout_per_file=v.get("timeout_per_file"),
-        diff_pruned=v.get("diff_pruned", gpu),
+        diff_pruned=v.get("diff_pruned", gpu or command),
         external=v.get("external"),
         requires_labels=v.get("requires_labels"),
         cadences=v.get("cadences"),
         paths=v.get("paths"),
         after=v.get("after"),
+        command=v.get("command"),
+        working_directory=None if v.get("working_directory") == "." else v.get("working_directory"),
+        est_time=v.get("est_time"),
         line=v.line,
     )
+
+
+def _check_command(s: Schema, v: Values, partitions: Any) -> None:
+    """What a stage with a command needs: its paths and est_time; what it cannot have with it."""
+    at = v.value_node("command")
+    if v.get("external") is True:
+        s.error(v.value_node("external"), v.path("external"), "a stage with a command is run here, by its "
+                "stage job; an external stage is run by another system", hint="remove external: true to plan "
+                "the command here, or remove command to only list the stage", code=codes.INCONSISTENT)
+    if "paths" not in v:
+        s.error(at, v.path("paths"), "required with command: the paths a change must touch to select the "
+                "command's suite (no registered test file selects it)",
+                hint="list the globs the suite owns, e.g. paths: [sgl-kernel/**]", code=codes.MISSING_KEY)
+    if "est_time" not in v:
+        s.error(at, v.path("est_time"), "required with command: the seconds the command is estimated to run "
+                "(its shard's est_time)", hint="e.g. est_time: 1800", code=codes.MISSING_KEY)
+    if v.get("diff_pruned", True) is False:
+        s.error(v.value_node("diff_pruned"), v.path("diff_pruned"), "a stage with a command is selected by the "
+                "changes under its paths, so it is diff-pruned", hint="remove diff_pruned: false",
+                code=codes.INCONSISTENT)
+    if "partitions" in v and partitions is not INVALID and partitions != 1:
+        s.error(v.value_node("partitions"), v.path("partitions"), f"a command runs once, as one shard "
+                f"(partitions is {partitions})", hint="remove partitions, or split the suite into several stages, "
+                "each with a command of its own", code=codes.INCONSISTENT)
+    for key in ("runner",):
+        if key in v:
+            s.error(v.value_node(key), v.path(key), "has no effect with command: the stage runs its command, "
+                    "not test files", hint=f"remove {key}", code=codes.INCONSISTENT)
 
 
 def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:

@@ -3,19 +3,22 @@
 - In: a checkout root and optional config path.
 - Out: a `LintReport` of `Diagnostic`s: errors (configuration, labels, discovery and
   reads, registrations, gate declarations and requirements) and warnings (CP9xx: a stage
-  with no registrations, a label no test uses, a missing or stale estimates file, each
+  with no registrations and no command, a label no test uses, a missing or stale estimates file, each
   disabled registration with its reason), all located and sorted; and the GitHub Actions
   workflows of `lint.workflows` read as data and checked against the stages (CP6xx, see
-  `ci_policy.model.workflows`).
+  `ci_policy.model.workflows`); a stage command's working directory that `run` would refuse
+  (missing, not a directory, a symlink on the way).
 - Never raises for bad input: unusable configuration or labels, and a checkout the
   core cannot read at all, become errors.
 """
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ci_policy.config.pull_request import gate_near_misses
 from ci_policy.errors import Diagnostic, InputError, InputErrors, read_failure, warning
@@ -24,6 +27,7 @@ from ci_policy.model.discovery import IndexEntry
 from ci_policy.model.snapshot import ScanCache, Scanner, Snapshot, load_snapshot
 from ci_policy.model.suppress import apply, unused
 from ci_policy.model.workflows import workflow_diagnostics
+from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.names import WORKFLOW_ONLY_LABELS
 from ci_policy.read.workflows import read_workflows
 
@@ -51,13 +55,38 @@ def lint(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache 
     except (OSError, RecursionError, MemoryError) as exc:
         return LintReport(errors=(read_failure(exc),), warnings=())
     rules = snapshot.config.lint.ignore
-    required = apply([*violations(snapshot), *workflow_problems(repo, snapshot)], snapshot.suppressions, rules)
+    required = apply([*violations(snapshot), *workflow_problems(repo, snapshot), *command_problems(repo, snapshot)],
+                     snapshot.suppressions, rules)
     warned = apply(warnings_of(snapshot), snapshot.suppressions, rules)
     used = snapshot.used_suppressions | required.used | warned.used
     errors = sorted(set(snapshot.errors) | set(required.kept), key=Diagnostic.sort_key)
     warnings = sorted([*warned.kept, *unused(snapshot.suppressions, snapshot.config, used)], key=Diagnostic.sort_key)
     suppressed = sorted({*snapshot.suppressed, *required.suppressed, *warned.suppressed}, key=Diagnostic.sort_key)
     return LintReport(errors=tuple(errors), warnings=tuple(warnings), snapshot=snapshot, suppressed=tuple(suppressed))
+
+
+def command_problems(repo: Path, snapshot: Snapshot) -> list[Diagnostic]:
+    """A stage command's working directory that is missing, not a directory or reached through a
+    symlink (CP402, CP403, CP401), located at the stage: `run` would refuse it before it starts."""
+    config = snapshot.config
+    out = []
+    for i, stage in enumerate(config.stages):
+        if not stage.command or stage.working_directory is None:
+            continue
+        rel = stage.working_directory
+        where: dict[str, Any] = {"path": config.path, "line": stage.line}
+        try:
+            st = check_no_symlinks(repo, rel, what=f"stages[{i}].working_directory")
+        except InputError as exc:
+            out.append(Diagnostic(exc.message, **where, hint=exc.hint, code=exc.code))
+            continue
+        if st is None:
+            out.append(Diagnostic(f"stages[{i}].working_directory: {rel} does not exist", **where, code="CP402",
+                                  hint=f"create it, or name the directory stage {stage.name}'s command runs in"))
+        elif not stat.S_ISDIR(st.st_mode):
+            out.append(Diagnostic(f"stages[{i}].working_directory: {rel} is not a directory", **where, code="CP403",
+                                  hint=f"name the directory stage {stage.name}'s command runs in"))
+    return out
 
 
 def workflow_problems(repo: Path, snapshot: Snapshot) -> list[Diagnostic]:
@@ -74,7 +103,7 @@ def warnings_of(snapshot: Snapshot) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     used_suites = {r.suite for r in snapshot.registrations}
     for stage in config.stages:
-        if stage.name not in used_suites:
+        if stage.name not in used_suites and not stage.command:  # a command runs its suite itself
             out.append(warning(f"stage {stage.name} has no registered test files",
                                path=config.path, line=stage.line, code="CP901",
                                hint=f"register tests with suite={stage.name!r} or remove the stage"))

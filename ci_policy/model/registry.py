@@ -187,6 +187,12 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
                        + did_you_mean(suite, valid),
                        hint=f"configured {backend} stages: {', '.join(valid) or 'none'} "
                        f"(stages are listed in {config.path})")
+        elif stage.command:
+            valid = [s.name for s in config.stages_of(backend) if not s.command]
+            scan.error(suite_node, "CP225", f"{name}: suite {suite!r} is a stage with a command "
+                       f"({' '.join(stage.command)}), which runs its suite itself; no marker registers to it",
+                       hint=f"name a {backend} stage that runs test files ({', '.join(valid) or 'none configured'}), "
+                       f"or remove command from stage {suite!r} in {config.path} to run the files registered to it")
 
     raw_labels = values.get("labels")
     label_tuple: tuple[str, ...] = ()

@@ -111,6 +111,13 @@ class StageDoc:
     max_parallel_reason: str | None = spec(default=None, omit_none=True)
     wave: int | None = spec(default=None, omit_none=True, minimum=0,
                             description="The stage's wave (`after`); only where the configuration orders stages.")
+    command: tuple[str, ...] | None = spec(
+        default=None, omit_none=True, min_items=1,
+        description="A stage with a command (a suite without markers): the argv its stage job runs, without a "
+                    "shell; its one test is the command, named by the stage.")
+    working_directory: str | None = spec(
+        default=None, omit_none=True, check=path_problem,
+        description="With command: the directory it runs in, relative to the repository root; absent: the root.")
 
 
 @document
@@ -248,6 +255,10 @@ class SettingsDoc:
     capture: tuple[str, ...] = spec(unique=True, min_items=1)
     user: str | None = spec(pattern=USER_PATTERN,
                             description="`runner.user`: who the tests run as when the runner is root.")
+    command: tuple[str, ...] | None = spec(default=None, omit_none=True, min_items=1,
+                                           description="A stage with a command: the argv run instead of its files.")
+    working_directory: str | None = spec(default=None, omit_none=True, check=path_problem,
+                                         description="With command: the directory it runs in; absent: the root.")
 
 
 @document

@@ -7,11 +7,11 @@
   `size_problems(snapshot)`: one CP111 error per limit the worst case exceeds, located at
   the stage that weighs most, naming the rule.
 - The worst case: every stage that is not external runs with every file registered for
-  it, in as many shards as it may have (`partitions`; with `auto`, `max_partitions` or
-  one per file) and as many lanes as its largest `max_parallel` allows, each wave's lanes
-  capped at GitHub's 256 jobs per matrix; every image built (a 40-hex tag); every time
-  limit of four digits. An upper bound: a real plan's outputs are never larger
-  (tests/plan/test_limits.py holds the planner to it).
+  it (a stage with a `command`, with its one command), in as many shards as it may have
+  (`partitions`; with `auto`, `max_partitions` or one per file) and as many lanes as its
+  largest `max_parallel` allows, each wave's lanes capped at GitHub's 256 jobs per matrix;
+  every image built (a 40-hex tag); every time limit of four digits. An upper bound: a real
+  plan's outputs are never larger (tests/plan/test_limits.py holds the planner to it).
 - The rules (cited where they decide): job outputs "can be a maximum of 1 MB per job [...]
   Size is approximated based on UTF-16 encoding" (GitHub, "Passing information between
   jobs"); one environment string (`NAME=value`) or argument at most `MAX_ARG_STRLEN`, 32
@@ -68,6 +68,9 @@ def worst_case(snapshot: Snapshot) -> Sizes:
     files: dict[str, int] = {}
     for r in snapshot.registrations:
         files[r.suite] = files.get(r.suite, 0) + 1
+    for stage in config.stages:
+        if stage.command:  # no registration: its command is its one file
+            files[stage.name] = 1
     matrices = 0
     longest = 0
     weights: dict[str, int] = {}

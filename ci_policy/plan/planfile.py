@@ -10,7 +10,8 @@
   read as `plan.document` declares it (`read.codec`: every key and no other, every path a
   plain repo-relative path, every number in range) into a `PlanFile`; checked here what
   spans fields: every test file among `inputs.files`, every shard's file one of its stage's
-  tests and in one shard, the digest. Given `stage` (what a stage job runs) and a plan that
+  tests and in one shard, the digest; a stage with a `command` holds one test named by the
+  stage (its command, no file of the checkout) or none. Given `stage` (what a stage job runs) and a plan that
   has it, the other stages are read for their names only and left out of the `PlanFile`:
   a stage job does not pay for the thousands of tests of the others.
 - A per-stage plan (`plan --stage-plans`: `inputs` without `files`) is read as a `PlanFile`
@@ -254,6 +255,13 @@ def _check_stage(fail: _Refusal, stage: StageDoc, where: str, known: Mapping[str
     if stage.max_parallel is not None and stage.max_parallel_reason is None:
         raise fail(where, "missing key 'max_parallel_reason'")
     files = [t.file for t in stage.tests]
+    if stage.command is not None:
+        # Its one test is its command, named by the stage: no file of the checkout.
+        if files not in ([], [stage.name]):
+            raise fail(f"{where}.tests", f"a stage with a command has one test, named {stage.name}")
+        known = None
+    elif stage.working_directory is not None:
+        raise fail(f"{where}.working_directory", "only a stage with a command has a working directory")
     if known is not None and not known.keys() >= set(files):
         j = next(j for j, file in enumerate(files) if file not in known)
         raise fail(f"{where}.tests[{j}].file", f"{files[j]} is not among inputs.files")
@@ -372,6 +380,10 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
     suites: dict[str, set[str]] = {}
     for fs in plan_file.stages:
         stage = _stage_config(snapshot, fs.name, plan_file.source)
+        if (fs.command or ()) != stage.command or (fs.working_directory if fs.command else None) != (
+                stage.working_directory if stage.command else None):
+            raise UsageError(f"{plan_file.source}: stage {fs.name!r} runs another command in the configuration",
+                             source="--plan", hint=HINT)
         tests = _registrations(fs, stage.backend)
         registrations.extend(tests)
         for file in fs.invalid:

@@ -18,6 +18,11 @@
   is not reached by unknown ones).
   An unavailable diff affects every stage; a diff known to be empty affects none (`skip: no
   file changed (the diff is empty)`).
+- A stage with a `command` (a suite without markers) has one test, its command
+  (`command_registration`), always selected: it runs when the diff touches its `paths` (or is
+  unavailable, or an invalid test file changed), on events that are not diff-pruned, and
+  never when `held_back` holds it (cadences, label gates, an untrusted head), its skip
+  naming its paths when the diff touches none of them.
 - Invalid test files are never scheduled; each stage lists those whose readable
   registrations name it (`StageDecision.invalid`).
 - Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not
@@ -108,6 +113,16 @@ def _shown(items: Iterable[str]) -> str:
     return head + (f" and {more} more" if more > 0 else "")
 
 
+def command_registration(stage: Stage) -> Registration:
+    """The one test of a stage with a `command`: the command, named by the stage, with its `est_time`.
+
+    Planned, split, listed and run as a test file is (`run` runs the command instead of a file,
+    `plan.stagejob.RunSettings.command`); no marker registers it, so it is `implicit`, its
+    est_time from the configuration."""
+    return Registration(file=stage.name, line=None, backend=stage.backend, suite=stage.name,
+                        est_time=stage.est_time or 0, implicit=True, est_source="implicit")
+
+
 def classify(path: str, snapshot: Snapshot) -> PathEffect:
     if path in snapshot.invalid_paths:
         return PathEffect(path, "invalid")
@@ -182,9 +197,11 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
     for stage in config.stages:
         if stage.external:
             continue
-        regs = by_suite.get(stage.name, [])
+        regs = [command_registration(stage)] if stage.command else by_suite.get(stage.name, [])
         invalid = tuple(f.file for f in snapshot.invalid_files if stage.name in f.suites)
-        verdict = [(r, why_left_out(r)) for r in regs]
+        # A command has no labels, nightly flag or disabled reason: the stage's cadences,
+        # label gates, trust and paths decide whether it runs, nothing else.
+        verdict = [(r, None if stage.command else why_left_out(r)) for r in regs]
         selected = tuple(r for r, why in verdict if why is None)
         not_selected = tuple((r, why) for r, why in verdict if why is not None)
         called = _called_by_diff(regs, selected, trusted_view)
@@ -214,7 +231,8 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             if policy.schedule is not None:
                 why = (f"schedule event runs every stage of cadences.schedules[{policy.schedule.cron!r}] "
                        f"({policy.schedule.describe()}) with selected tests")
-            decisions.append(StageDecision(stage, "run", (f"run: {why} ({len(selected)} selected)",),
+            what = "its command" if stage.command else f"{len(selected)} selected"
+            decisions.append(StageDecision(stage, "run", (f"run: {why} ({what})",),
                                            selected, not_selected, invalid))
             continue
         reasons = _affected_reasons(stage, diff, effects, owning)
@@ -310,6 +328,8 @@ def _untouched_reason(stage: Stage, effects: list[PathEffect]) -> str:
     if not effects:  # a diff known to be empty (`Diff.no_changes()`)
         return "skip: no file changed (the diff is empty)"
     touched = _shown(e.path for e in effects)
+    if stage.command:
+        return f"skip: the diff touches only {touched}: nothing under its paths ({', '.join(stage.paths)})"
     if stage.paths:
         return f"skip: the diff touches only {touched}: none of its test files, nothing under its paths"
     return f"skip: the diff touches only {touched}"

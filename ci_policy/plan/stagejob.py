@@ -5,7 +5,8 @@
   them from the configuration.
 - Out: a frozen `StageJob`: the stage (`RunStage`: its name, decision, reasons, tests and
   shards), the `RunSettings` its files run with (the stage's `runner` and
-  `timeout_per_file`; `runner:`'s retry rules, est_time-derived timeout, kill grace and
+  `timeout_per_file`, and for a stage with a `command` that command and its working directory;
+  `runner:`'s retry rules, est_time-derived timeout, kill grace and
   environment rules; `gates.capture`), the plan's fast-fail switch and invalid files, and
   the `Plan` itself when there is one (the metric gates read its snapshot).
 - `pick_shard` and `RunStage` (`plan.picking`, which `plan.build` imports too): the shard
@@ -60,13 +61,19 @@ class RunSettings:
     env: EnvRules = EnvRules()
     capture: tuple[str, ...] = ()
     user: str | None = None  # `runner.user`: who the tests run as when the runner is root
+    # A stage with a command (a suite without markers): the argv run instead of a test file, in
+    # `working_directory` (repo-relative; None: the root).
+    command: tuple[str, ...] | None = None
+    working_directory: str | None = None
 
 
 def run_settings(config: Config, stage: Stage) -> RunSettings:
     runner = config.runner
     return RunSettings(runner=stage.runner, timeout_per_file=stage.timeout_per_file,
                        timeout_from_est_time=runner.timeout_from_est_time, kill_grace=runner.kill_grace,
-                       retry=runner.retry, env=runner.env, capture=config.gates.capture, user=runner.user)
+                       retry=runner.retry, env=runner.env, capture=config.gates.capture, user=runner.user,
+                       command=stage.command or None,
+                       working_directory=stage.working_directory if stage.command else None)
 
 
 def settings_doc(settings: RunSettings) -> SettingsDoc:
@@ -80,7 +87,8 @@ def settings_doc(settings: RunSettings) -> SettingsDoc:
         kill_grace=settings.kill_grace,
         retry=RetryDoc(infra=settings.retry.infra, never=settings.retry.never, retriable=settings.retry.retriable),
         env=EnvDoc(allow=settings.env.allow, drop=settings.env.drop),
-        capture=settings.capture, user=settings.user)
+        capture=settings.capture, user=settings.user, command=settings.command,
+        working_directory=settings.working_directory)
 
 
 def settings_of(doc: SettingsDoc) -> RunSettings:
@@ -93,7 +101,8 @@ def settings_of(doc: SettingsDoc) -> RunSettings:
                        kill_grace=doc.kill_grace,
                        retry=RetryRules(infra=doc.retry.infra, never=doc.retry.never, retriable=doc.retry.retriable),
                        env=EnvRules(allow=doc.env.allow, drop=doc.env.drop), capture=doc.capture,
-                       user=doc.user)
+                       user=doc.user, command=doc.command,
+                       working_directory=doc.working_directory if doc.command else None)
 
 
 def settings_dict(settings: RunSettings) -> dict[str, Any]:

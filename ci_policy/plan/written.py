@@ -54,7 +54,8 @@ def stage_doc(s: StagePlan, waves: bool = False) -> StageDoc:
                     lower_bound=s.lower_bound, optimal=s.optimal, invalid=s.invalid, shards_reason=s.shards_reason,
                     max_parallel=s.max_parallel,
                     max_parallel_reason=s.max_parallel_reason if s.max_parallel is not None else None,
-                    wave=s.stage.wave if waves else None)
+                    wave=s.stage.wave if waves else None, command=s.stage.command or None,
+                    working_directory=s.stage.working_directory if s.stage.command else None)
 
 
 def diagnostic_doc(d: Diagnostic) -> DiagnosticDoc:

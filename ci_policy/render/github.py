@@ -90,12 +90,13 @@ def invalid_annotations(invalid: Iterable[InvalidFile], path_of: Callable[[str],
     return "\n".join(diagnostic_github(d, path_of) for f in invalid for d in f.diagnostics)
 
 
-def run_annotations(result: ShardResult) -> str:
+def run_annotations(result: ShardResult, *, command: bool = False) -> str:
+    """`command`: the shard ran a stage's command, whose result is named by the stage, no file to annotate."""
     lines = []
     for r in result.results:
         if not r.passed:
             status, why = failure(r)
-            lines.append(f"::error file={escape_property(r.file)}::"
+            lines.append(("::error::" if command else f"::error file={escape_property(r.file)}::")
                          + escape_data(f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why})"))
     lines += ["::warning::" + escape_data(w) for w in result.warnings]
     return "\n".join(lines)

@@ -24,6 +24,7 @@ from ci_policy.plan.document import PlanDocument, StageDoc, TestRow
 from ci_policy.read.codec import encode
 
 if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
+    from ci_policy.config.stages import Stage
     from ci_policy.model.lint import LintReport
     from ci_policy.model.registry import Registration
     from ci_policy.model.snapshot import InvalidFile
@@ -145,16 +146,24 @@ def invalid_json(invalid: Iterable[InvalidFile]) -> list[dict[str, Any]]:
              **({"kept_stages": list(f.kept)} if f.kept else {})} for f in invalid]
 
 
-def registry_json(registrations: Iterable[Registration], invalid: Iterable[InvalidFile] = ()) -> str:
+def registry_json(registrations: Iterable[Registration], invalid: Iterable[InvalidFile] = (),
+                  commands: Iterable[Stage] = ()) -> str:
+    """`commands`: the stages with a command, listed under `commands` (the key is absent without any)."""
     invalid = list(invalid)
+    listed_commands = [{"stage": s.name, "backend": s.backend, "command": list(s.command),
+                        "working_directory": s.working_directory, "paths": list(s.paths), "est_time": s.est_time}
+                       for s in commands]
     rows = [_registration_text(r) for r in registrations]
     if any(row is None for row in rows):  # a value of an unusual type: the general encoder
         return dumps({"schema": JSON_SCHEMA_VERSION,
                       "registrations": [r.as_dict() for r in registrations],
+                      **({"commands": listed_commands} if listed_commands else {}),
                       "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
     listed = "[]" if not rows else "[\n    " + ",\n    ".join(rows) + "\n  ]"  # type: ignore[arg-type]
     shown_invalid = dumps(invalid_json(invalid), indent=2).replace("\n", "\n  ")
-    return ('{\n  "schema": ' + str(JSON_SCHEMA_VERSION) + ',\n  "registrations": ' + listed
+    shown_commands = ("" if not listed_commands else
+                      ',\n  "commands": ' + dumps(listed_commands, indent=2).replace("\n", "\n  "))
+    return ('{\n  "schema": ' + str(JSON_SCHEMA_VERSION) + ',\n  "registrations": ' + listed + shown_commands
             + ',\n  "plan_complete": ' + ("false" if invalid else "true") + ',\n  "invalid": ' + shown_invalid
             + "\n}")
 
@@ -245,6 +254,9 @@ def shard_files_json(stage_plan: StagePlan, shard: Shard | None, invalid: Sequen
     return dumps({"schema": JSON_SCHEMA_VERSION, "stage": stage_plan.name, "decision": stage_plan.decision,
                        "reasons": list(stage_plan.reasons), "shard": None if shard is None else shard.index,
                        "files": [] if shard is None else list(shard.files),
+                       **({"command": list(stage_plan.stage.command),
+                           "working_directory": stage_plan.stage.working_directory}
+                          if stage_plan.stage.command else {}),
                        "plan_complete": not invalid, "invalid": invalid_json(invalid)}, indent=2)
 
 

@@ -22,7 +22,7 @@ from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import bar_names, label_list, md_escape, mermaid_name
-from ci_policy.render.text import code_title, est_sources, failure, gate_rows, split_phrase, waves_of
+from ci_policy.render.text import code_title, command_text, est_sources, failure, gate_rows, split_phrase, waves_of
 
 CHART_BARS = 200
 SHARD_BARS = 25
@@ -99,6 +99,9 @@ def plan_markdown(plan: Plan) -> str:
             continue
         est = {r.file: r.est_time for r in s.tests}
         out += ["", f"### {md_escape(s.name)}", "", f"**Split:** {split_phrase(s)}", ""]
+        if s.stage.command:  # one shard: its command, no file to list
+            out += [f"**Command:** {md_escape(command_text(s.stage))}, est {duration(s.est_seconds)}"]
+            continue
         out += gantt(s.name, [(sh.index, [(f, est[f]) for f in sh.files]) for sh in s.shards])
         for sh in s.shards:
             out += ["", *shard_details(s.name, sh.index, [(f, est[f]) for f in sh.files])]

@@ -126,9 +126,12 @@ EXPLAIN = document({
 
 REGISTRY = document({
     "registrations": array(REGISTRATION),
+    "commands": {**array(obj({"stage": STRING, "backend": STRING, "command": array(STRING),
+                              "working_directory": nullable(STRING), "paths": STRINGS, "est_time": SECONDS})),
+                 "description": "The stages with a command (suites without markers): no marker registers to them."},
     "plan_complete": BOOLEAN,
     "invalid": INVALID_FILES,
-})
+}, optional=("commands",))
 
 LIST = document({
     "stage": STRING,
@@ -136,9 +139,12 @@ LIST = document({
     "reasons": STRINGS,
     "shard": nullable(COUNT),
     "files": STRINGS,
+    "command": {**array(STRING), "minItems": 1,
+                "description": "A stage with a command: the argv its shard runs; its one file is the stage's name."},
+    "working_directory": {**nullable(STRING), "description": "With command: where it runs; null: the root."},
     "plan_complete": BOOLEAN,
     "invalid": INVALID_FILES,
-})
+}, optional=("command", "working_directory"))
 
 LINT = document({
     "ok": BOOLEAN,

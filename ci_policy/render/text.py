@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from ci_policy.render.durations import duration
 from ci_policy.render.escape import label_list, line_start, one_line
 
 if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
+    from ci_policy.config.stages import Stage
     from ci_policy.model.lint import LintReport
     from ci_policy.model.registry import Registration
     from ci_policy.model.snapshot import InvalidFile
@@ -29,6 +31,21 @@ if TYPE_CHECKING:  # the types of what is rendered; the modules that make them i
 
 def count(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def command_text(stage: Stage) -> str:
+    """`pytest -q tests/ (in sgl-kernel)`: a stage's command as shown (quoted as a POSIX shell would
+    read it, for reading only: it runs without a shell) and where it runs."""
+    where = stage.working_directory or "the repository root"
+    return f"{shlex.join(stage.command)} (in {where})"
+
+
+def commands_text(stages: Iterable[Stage]) -> str:
+    """The stages with a command, one line each: what `registry` shows after the registrations."""
+    lines = [f"{s.name} ({s.backend}): {command_text(s)}; est {duration(s.est_time or 0)}; selected by changes to "
+             f"{', '.join(s.paths)}" for s in stages]
+    return "" if not lines else "\n".join(["stages with a command (no marker registers to them):",
+                                           *(f"  {one_line(line)}" for line in lines)])
 
 
 def registry_text(registrations: Iterable[Registration]) -> str:
@@ -101,6 +118,11 @@ def plan_text(plan: Plan, *, warnings: bool = True) -> str:
         lines.append("shards:")
         for s in running:
             lines.append(f"  {s.name}: {split_phrase(s)}")
+            if s.stage.command:
+                for sh in s.shards:
+                    lines.append(f"  {s.name}[{sh.index}] est {duration(sh.est_seconds)}, command: "
+                                 f"{one_line(command_text(s.stage))}")
+                continue
             for sh in s.shards:
                 # One file a line: a shard of a big stage holds hundreds of files.
                 lines.append(f"  {s.name}[{sh.index}] est {duration(sh.est_seconds)}, {count(len(sh.files), 'file')}:")

@@ -12,13 +12,12 @@ store is read back with `open_store` to check exactly what was written.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import assert_golden, clean_env, console_script, in_process
+from helpers import assert_golden, clean_env, console_script, in_process, root_warning
 
 from ci_policy.adapters.store import DATABASE_URL_ENV, open_store
 from ci_policy.read.records import read_record, write_record
@@ -683,6 +682,12 @@ def toy(make_repo) -> Path:
     return make_repo({TOY: TOY_TEST}, config=RUN_CONFIG)
 
 
+def warned(store: str, tmp_path: Path) -> str:
+    """What `run` prints on stderr with this store: as root, the warning that the tests could read
+    a store URL it holds (one with a password comes in a --store-file)."""
+    return root_warning(store_file=str(tmp_path / "store-url")) if PASSWORD_IN_URL in store else ""
+
+
 def run(repo: Path, store: str, tmp_path: Path, *args: str, plan: dict, **env: str) -> subprocess.CompletedProcess:
     return cli(repo, "run", "--stage", "gpu", *args, "--records-out", str(tmp_path / "records"),
                *store_args(store, tmp_path), "--timings-out", str(tmp_path / "timings.jsonl"),
@@ -695,7 +700,7 @@ def test_only_the_passing_attempts_records_are_merged_and_gated(toy, tmp_path):
     marker = tmp_path / "attempted"
     proc = run(toy, store, tmp_path, *DISPATCH, "--max-attempts", "2", GITHUB_RUN_ID="77",
                plan={"grads": [1.0, 0.8, 0.6], "v1": 1, "v2": 0, "flaky_marker": str(marker)})
-    assert (proc.returncode, proc.stderr) == (0, "")
+    assert (proc.returncode, proc.stderr) == (0, warned(store, tmp_path))
     assert marker.exists()
     assert_golden("cli/gate/run-merges-passing-attempts.txt", mask(proc.stdout))
     # The merged record: attempt 2's values only (attempt 1 logged 99.0 and 100% mismatches),
@@ -718,14 +723,14 @@ def test_nightly_runs_write_baselines_and_an_enforced_gate_fail_fails_the_run(to
     traces = [[1.0, 0.8, 0.6], [1.1, 0.9, 0.7], [0.9, 0.7, 0.5]]
     # Outside GitHub Actions (no $GITHUB_RUN_ID) a nightly run records nothing.
     proc = run(toy, store, tmp_path, *SCHEDULE, plan={"grads": traces[0], "v1": 1, "v2": 0})
-    assert (proc.returncode, proc.stderr) == (0, "")
+    assert (proc.returncode, proc.stderr) == (0, warned(store, tmp_path))
     assert "run: trusted; baseline: not written: no run id (pass --run-id, or run in GitHub Actions)\n" in proc.stdout
     assert stored_runs(store, tmp_path) == []
     for run_id, args, grads in (("101", SCHEDULE, traces[0]), ("102", SCHEDULE, traces[1]),
                                 ("103", ["--event", "workflow_dispatch", "--cadence", "nightly"], traces[2])):
         proc = run(toy, store, tmp_path, *args, plan={"grads": grads, "v1": 1, "v2": 0},
                    GITHUB_RUN_ID=run_id, GITHUB_SHA=f"sha{run_id}")
-        assert (proc.returncode, proc.stderr) == (0, "")
+        assert (proc.returncode, proc.stderr) == (0, warned(store, tmp_path))
         assert "run: trusted; baseline: written (5 value(s))\n" in proc.stdout
     assert stored_runs(store, tmp_path) == [
         (run_id, 1, TOY, "nightly", f"sha{run_id}", True, True, "written", 5) for run_id in ("101", "102", "103")]
@@ -736,7 +741,7 @@ def test_nightly_runs_write_baselines_and_an_enforced_gate_fail_fails_the_run(to
     # A pull request labelled nightly has the nightly cadence but never writes.
     proc = run(toy, store, tmp_path, "--event", "pull_request", "--label", "nightly", "--label", "run-ci-megatron",
                plan={"grads": traces[0], "v1": 1, "v2": 0}, GITHUB_RUN_ID="104")
-    assert (proc.returncode, proc.stderr) == (0, "")
+    assert (proc.returncode, proc.stderr) == (0, warned(store, tmp_path))
     assert_golden("cli/gate/run-nightly-baseline.txt", mask(proc.stdout))
 
     # An enforced gate out of its band: the test passed, the file is GATE-FAIL, the job fails.
@@ -744,7 +749,10 @@ def test_nightly_runs_write_baselines_and_an_enforced_gate_fail_fails_the_run(to
     proc = run(toy, store, tmp_path, *DISPATCH, "--format", "github", plan={"grads": [1.0, 2.0, 0.6], "v1": 1, "v2": 2},
                GITHUB_RUN_ID="105", GITHUB_STEP_SUMMARY=str(summary))
     assert (proc.returncode, proc.stderr) == (1, "")
-    assert_golden("cli/gate/run-nightly-enforced-fail.txt", mask(proc.stdout))
+    # In github format the warning about who can read the store URL is an annotation, first.
+    warning = warned(store, tmp_path).replace("ci-policy run: warning: ", "::warning::")
+    assert proc.stdout.startswith(warning)
+    assert_golden("cli/gate/run-nightly-enforced-fail.txt", mask(proc.stdout[len(warning):]))
     assert_golden("cli/gate/run-nightly-enforced-fail.md", mask(summary.read_text()))
     # The failing run's record is still kept for inspection; only nightly runs are in the history.
     assert read_record(tmp_path / "records" / TOY_RECORD)[GRAD] == [(0, 1.0), (1, 2.0), (2, 0.6)]
@@ -759,10 +767,7 @@ def test_the_store_url_in_the_environment_still_reaches_the_gates_after_run_shed
                "--timings-out", str(tmp_path / "timings.jsonl"),
                env=clean_env(TOY_RUN=json.dumps({"grads": [1.0, 0.8, 0.6], "v1": 1, "v2": 0}),
                              CI_POLICY_DATABASE_URL=store, GITHUB_RUN_ID="201", GITHUB_SHA="sha201"))
-    warning = ("ci-policy run: warning: the tests run as root, so they can read this runner's memory, which holds "
-               "$CI_POLICY_DATABASE_URL: set runner.user to an unprivileged user (the checkout must be readable "
-               "by it)\n") if os.geteuid() == 0 else ""
-    assert (proc.returncode, proc.stderr) == (0, warning), proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, root_warning("CI_POLICY_DATABASE_URL")), proc.stdout
     assert "run: trusted; baseline: written (5 value(s))\n" in proc.stdout
     assert PASSWORD_IN_URL not in proc.stdout
     assert stored_runs(store, tmp_path) == [("201", 1, TOY, "nightly", "sha201", True, True, "written", 5)]

@@ -102,3 +102,45 @@ def test_registry_keeps_the_good_registration_of_a_file_and_drops_only_its_bad_o
         (TWO, 3, "cuda", "gpu-a"), ("tests/unit/test_u.py", None, "cpu", "cpu")]
     assert (doc["plan_complete"], doc["invalid"]) == (
         False, [{"file": TWO, "diagnostics": [TWO_DIAGNOSTIC], "kept_stages": ["gpu-a"]}])
+
+
+COMMAND_CONFIG = """\
+version: 1
+gpu_requires_labels: false
+discovery: {roots: [test]}
+stages:
+  - {name: unit, backend: cpu}
+  - name: sgl-kernel
+    backend: cuda
+    runs_on: [h100]
+    command: [pytest, -q, "-k", "not slow", tests/]
+    working_directory: sgl-kernel
+    paths: ["sgl-kernel/**", "!sgl-kernel/**/*.md"]
+    est_time: 1800
+"""
+
+
+def test_registry_and_list_show_a_stage_with_a_command(make_repo, capsys):
+    repo = make_repo({"test/test_unit.py": "from ci_policy import register_cpu_ci\nregister_cpu_ci(1, 'unit')\n"},
+                     config=COMMAND_CONFIG, labels=None)
+    assert run(["registry", "--repo", str(repo)], capsys) == (0, (
+        "FILE                 BACKEND  SUITE  EST  LABELS  NOTES\n"
+        "test/test_unit.py:2  cpu      unit   1s   -\n"
+        "\n"
+        "stages with a command (no marker registers to them):\n"
+        "  sgl-kernel (cuda): pytest -q -k 'not slow' tests/ (in sgl-kernel); est 30m0s; selected by changes to "
+        "sgl-kernel/**, !sgl-kernel/**/*.md\n"), "")
+    rc, out, err = run(["registry", "--repo", str(repo), "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out)["commands"] == [{
+        "stage": "sgl-kernel", "backend": "cuda", "command": ["pytest", "-q", "-k", "not slow", "tests/"],
+        "working_directory": "sgl-kernel", "paths": ["sgl-kernel/**", "!sgl-kernel/**/*.md"], "est_time": 1800}]
+    listed = ["list", "--repo", str(repo), "--stage", "sgl-kernel", "--event", "workflow_dispatch"]
+    assert run(listed, capsys) == (0, "# command: pytest -q -k 'not slow' tests/ (in sgl-kernel)\n", "")
+    rc, out, err = run([*listed, "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    assert json.loads(out) == {
+        "schema": 1, "stage": "sgl-kernel", "decision": "run",
+        "reasons": ["run: workflow_dispatch event runs every stage with selected tests (its command)"], "shard": 0,
+        "files": ["sgl-kernel"], "command": ["pytest", "-q", "-k", "not slow", "tests/"],
+        "working_directory": "sgl-kernel", "plan_complete": True, "invalid": []}

@@ -312,3 +312,90 @@ def test_a_priority_label_is_checked_like_a_gate_label():
     message = ("pull_request.priority_labels[0]: ' ' has leading or trailing whitespace, which GitHub strips "
                "from a label")
     assert coded(text) == [coded_err(text, "' '", message, "CP105")]
+
+
+# -- command: a suite without markers -------------------------------------------------------------
+
+
+def test_a_stage_may_run_a_command_selected_by_its_paths():
+    config = parse_config(stages(
+        "{name: kernel, backend: cuda, runs_on: [h100], command: [pytest, -q, tests/], "
+        "working_directory: sgl-kernel, paths: ['sgl-kernel/**'], est_time: 1800, timeout_per_file: 3600}",
+        "{name: unit, backend: cpu, command: [python, -m, pytest, -k, a, -k, b], paths: [src/], est_time: 60}",
+        "{name: root, backend: cpu, command: [make, test], working_directory: ./, paths: [src/], est_time: 1}"))
+    kernel, unit, root = config.stages
+    assert (kernel.command, kernel.working_directory, kernel.paths, kernel.est_time, kernel.diff_pruned,
+            kernel.timeout_per_file) == (("pytest", "-q", "tests/"), "sgl-kernel", ("sgl-kernel/**",), 1800, True, 3600)
+    # A cpu stage with a command is diff-pruned (its paths select it); an argument may repeat.
+    assert (unit.command, unit.working_directory, unit.diff_pruned) == (
+        ("python", "-m", "pytest", "-k", "a", "-k", "b"), None, True)
+    assert root.working_directory is None  # the repository root
+
+
+COMMAND_ERRORS = [
+    ("{name: k, backend: cpu, command: [pytest, tests/], est_time: 60}", "[pytest",
+     "stages[0].paths: required with command: the paths a change must touch to select the command's suite "
+     "(no registered test file selects it)", "CP103", "list the globs the suite owns, e.g. paths: [sgl-kernel/**]"),
+    ("{name: k, backend: cpu, command: [pytest, tests/], paths: [k/**]}", "[pytest",
+     "stages[0].est_time: required with command: the seconds the command is estimated to run (its shard's "
+     "est_time)", "CP103", "e.g. est_time: 1800"),
+    ("{name: k, backend: cuda, external: true, command: [pytest], paths: [k/**], est_time: 60}", "true",
+     "stages[0].external: a stage with a command is run here, by its stage job; an external stage is run by "
+     "another system", "CP108", "remove external: true to plan the command here, or remove command to only list "
+     "the stage"),
+    ("{name: k, backend: cpu, command: [], paths: [k/**], est_time: 60}", "[]",
+     "stages[0].command: must not be empty", "CP105", None),
+    ("{name: k, backend: cpu, command: 'cd sgl-kernel && pytest tests/', paths: [k/**], est_time: 60}", "'cd",
+     "stages[0].command: a command is an argv list, never a shell string: ci-policy runs it without a shell",
+     "CP104", "write one item per argument, e.g. command: [cd, sgl-kernel, &&, pytest]"),
+    ("{name: k, backend: cpu, command: ['pytest -q', tests/], paths: [k/**], est_time: 60}", "'pytest",
+     "stages[0].command[0]: the program 'pytest -q' is empty or holds spaces: each argument is an item of its "
+     "own, no shell splits them", "CP105", "write command: [pytest, -q, ...]"),
+    ("{name: k, backend: cpu, command: ['', x], paths: [k/**], est_time: 60}", "''",
+     "stages[0].command[0]: the program '' is empty or holds spaces: each argument is an item of its own, no "
+     "shell splits them", "CP105", "write command: [pytest, ...]"),
+    ("{name: k, backend: cpu, command: [pytest, 3], paths: [k/**], est_time: 60}", "3]",
+     "stages[0].command[1]: expected a string, got an integer ('3')", "CP104", None),
+    ("{name: k, backend: cpu, command: [pytest], working_directory: ../other, paths: [k/**], est_time: 60}",
+     "../other", "stages[0].working_directory: '../other' leaves the repository ('..' is not allowed)", "CP105",
+     "name a path inside the repository"),
+    ("{name: k, backend: cpu, command: [pytest], working_directory: /abs/dir, paths: [k/**], est_time: 60}",
+     "/abs", "stages[0].working_directory: '/abs/dir' is absolute; paths are relative to the repository root",
+     "CP105", "drop the leading '/'"),
+    ("{name: k, backend: cpu, command: [pytest], working_directory: 'a\\b', paths: [k/**], est_time: 60}",
+     "'a", "stages[0].working_directory: 'a\\\\b' must use forward slashes and no NUL bytes", "CP105",
+     "write a POSIX path such as tests/e2e"),
+    ("{name: k, backend: cpu, working_directory: sgl-kernel}", "sgl-kernel",
+     "stages[0].working_directory: applies only to a stage with a command", "CP108",
+     "add command: [...] (the argv the stage runs), or remove working_directory"),
+    ("{name: k, backend: cpu, est_time: 60}", "60",
+     "stages[0].est_time: applies only to a stage with a command", "CP108",
+     "add command: [...] (the argv the stage runs), or remove est_time"),
+    ("{name: k, backend: cpu, command: [pytest], paths: [k/**], est_time: 60, partitions: 2}", "2}",
+     "stages[0].partitions: a command runs once, as one shard (partitions is 2)", "CP108",
+     "remove partitions, or split the suite into several stages, each with a command of its own"),
+    ("{name: k, backend: cpu, command: [pytest], paths: [k/**], est_time: 60, partitions: auto, shard_seconds: 9}",
+     "auto", "stages[0].partitions: a command runs once, as one shard (partitions is auto)", "CP108",
+     "remove partitions, or split the suite into several stages, each with a command of its own"),
+    ("{name: k, backend: cpu, command: [pytest], paths: [k/**], est_time: 60, diff_pruned: false}", "false",
+     "stages[0].diff_pruned: a stage with a command is selected by the changes under its paths, so it is "
+     "diff-pruned", "CP108", "remove diff_pruned: false"),
+    ("{name: k, backend: cpu, command: [pytest], paths: [k/**], est_time: 60, runner: python}", "python}",
+     "stages[0].runner: has no effect with command: the stage runs its command, not test files", "CP108",
+     "remove runner"),
+]
+
+
+@pytest.mark.parametrize("item, needle, message, code, hint", COMMAND_ERRORS)
+def test_invalid_command_stage(item, needle, message, code, hint):
+    text = stages(item)
+    assert coded(text) == [coded_err(text, needle, message, code, hint)]
+
+
+def test_an_implicit_root_may_not_name_a_command_stage():
+    text = ("version: 1\ndiscovery:\n  roots: [tests]\n  implicit: [{root: tests, backend: cpu, suite: k, "
+            "est_time: 5}]\nstages:\n  - {name: k, backend: cpu, command: [pytest], paths: [k/**], est_time: 60}\n")
+    assert coded(text) == [coded_err(
+        text, "k, est", "discovery.implicit[0].suite: 'k' is a stage with a command, which runs its suite itself; "
+        "no test file is registered to it", "CP108",
+        "name a cpu stage that runs test files, or remove command from stage 'k'")]

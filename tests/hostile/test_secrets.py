@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from github_fake import FakeGitHub
-from helpers import console_script
+from helpers import console_script, root_warning
 
 from ci_policy.cli.main import main
 
@@ -78,15 +78,6 @@ RUNNER_SECRETS = ("ACTIONS_CACHE_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "ACTION
                   "GITHUB_TOKEN", "HF_TOKEN", "PGPASSWORD")
 
 
-def root_warning(holding: tuple[str, ...], *, store_file: str | None = None) -> str:
-    """What `run` says once when it runs as root holding secrets without `runner.user`; "" otherwise."""
-    if os.geteuid() != 0:
-        return ""
-    held = [f"${name}" for name in holding] + ([f"the store URL of --store-file {store_file}"] if store_file else [])
-    return ("ci-policy run: warning: the tests run as root, so they can read this runner's memory, which holds "
-            f"{', '.join(held)}: set runner.user to an unprivileged user (the checkout must be readable by it)\n")
-
-
 def repo_with(make_repo, files: dict[str, str], config: str = CONFIG) -> Path:
     return make_repo({path: (CORPUS / name).read_text(encoding="utf-8") for path, name in files.items()},
                      config=config)
@@ -136,7 +127,7 @@ def test_a_test_sees_no_secret_in_its_environment_or_on_a_command_line(make_repo
     config = CONFIG.replace("runner: {kill_grace: 1}\n", "runner:\n  kill_grace: 1\n" + runner_config)
     repo = repo_with(make_repo, {"tests/gpu/test_probe.py": "probe_env_cmdline.py"}, config)
     proc = run(repo, tmp_path, env=runner_env(tmp_path, **extra))
-    assert (proc.returncode, proc.stderr) == (0, root_warning(RUNNER_SECRETS)), proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, root_warning(*RUNNER_SECRETS)), proc.stdout
     found = probe(proc)
     assert set(found["env"]) == seen | RUNNER_SET
     # The probe printed its whole environment, every ancestor's command line and environment block.
@@ -159,7 +150,8 @@ def test_the_store_url_reaches_the_runner_in_a_file_never_on_its_command_line(ma
     store_file = tmp_path / "store-url"
     store_file.write_text(f"postgresql://ci:{SECRET}@127.0.0.1:1/metrics\n", encoding="utf-8")
     proc = run(repo, tmp_path, "--store-file", str(store_file))
-    assert (proc.returncode, proc.stderr) == (0, root_warning(RUNNER_SECRETS, store_file=str(store_file))), proc.stdout
+    assert (proc.returncode, proc.stderr) == (
+        0, root_warning(*RUNNER_SECRETS, store_file=str(store_file))), proc.stdout
     found = probe(proc)
     assert found["cmdlines"][0][-3:] == ["--store-file", str(store_file), ""]  # NUL-terminated arguments
     assert SECRET not in proc.stdout
@@ -310,7 +302,7 @@ def test_records_a_test_appends_to_the_timing_file_are_removed(make_repo, tmp_pa
                                  "tests/gpu/test_b_probe.py": "probe_env_cmdline.py"})
     timings = tmp_path / "t.jsonl"
     proc = run(repo, tmp_path)
-    assert (proc.returncode, proc.stderr) == (0, root_warning(RUNNER_SECRETS)), proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, root_warning(*RUNNER_SECRETS)), proc.stdout
     [forged] = [line for line in proc.stdout.splitlines() if line.startswith("FORGED ")]
     assert forged == f"FORGED {timings} .ci-policy/timings.jsonl"  # no $RUNNER_TEMP in its environment
     assert records(timings) == [("tests/gpu/test_a_forger.py", "pass", 1), ("tests/gpu/test_b_probe.py", "pass", 1)]
@@ -326,7 +318,7 @@ def test_a_timing_file_a_test_replaces_is_restored(make_repo, tmp_path):
     timings = tmp_path / "t.jsonl"
     timings.write_text('{"earlier": "run"}\n', encoding="utf-8")  # an earlier run's lines are kept
     proc = run(repo, tmp_path)
-    assert (proc.returncode, proc.stderr) == (0, root_warning(RUNNER_SECRETS)), proc.stdout
+    assert (proc.returncode, proc.stderr) == (0, root_warning(*RUNNER_SECRETS)), proc.stdout
     lines = timings.read_text().splitlines()
     assert lines[0] == '{"earlier": "run"}'
     assert [(r["file"], r["status"]) for r in map(json.loads, lines[1:])] == [
@@ -360,7 +352,7 @@ KINDS = [
 def test_a_reported_failure_kind_never_grants_a_retry(make_repo, tmp_path, program, max_attempts, made, rc, verdict):
     repo = repo_with(make_repo, {"tests/gpu/test_kind.py": program})
     proc = run(repo, tmp_path, "--max-attempts", str(max_attempts))
-    assert (proc.returncode, proc.stderr) == (rc, root_warning(RUNNER_SECRETS))
+    assert (proc.returncode, proc.stderr) == (rc, root_warning(*RUNNER_SECRETS))
     assert verdict in proc.stdout.splitlines()
     assert records(tmp_path / "t.jsonl") == [("tests/gpu/test_kind.py", "fail", n) for n in range(1, made + 1)]
 

@@ -215,3 +215,42 @@ def test_errors_in_many_files_are_all_reported_and_sorted(make_repo, capsys):
         ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage cpu has no registered test files",
     ]
     assert lines[-1].startswith("ci-policy lint: FAILED: 3 errors, ")
+
+
+def test_a_stage_with_a_command_needs_no_registered_test_file(make_repo, capsys):
+    config = ("version: 1\ngpu_requires_labels: false\ndiscovery: {roots: [tests]}\nstages:\n"
+              "  - {name: unit, backend: cpu}\n"
+              "  - {name: kernel, backend: cuda, runs_on: [h100], command: [pytest, tests/], working_directory: "
+              "sgl-kernel, paths: ['sgl-kernel/**'], est_time: 600}\n"
+              "  - {name: idle, backend: cpu}\n")
+    repo = make_repo({"tests/unit/test_ok.py": "from ci_policy import register_cpu_ci\nregister_cpu_ci(1, 'unit')\n",
+                      "sgl-kernel/tests/test_k.py": ""}, config=config, labels=None)
+    # The stage without tests or a command is warned about; the one that runs its command is not.
+    assert lint(repo, capsys) == (0, (
+        ".github/ci-policy.yml:7: warning: CP901 stage-without-tests: stage idle has no registered test files\n"
+        "    hint: register tests with suite='idle' or remove the stage\n"
+        "ci-policy lint: OK: 0 errors, 1 warning (1 test file, 1 registration, 0 gates)\n"), "")
+
+
+@pytest.mark.parametrize("made, expected", [
+    ("missing", (".github/ci-policy.yml:6: CP402 path-missing: stages[1].working_directory: sgl-kernel does not "
+                 "exist\n    hint: create it, or name the directory stage kernel's command runs in\n")),
+    ("file", (".github/ci-policy.yml:6: CP403 path-wrong-type: stages[1].working_directory: sgl-kernel is not a "
+              "directory\n    hint: name the directory stage kernel's command runs in\n")),
+    ("symlink", (".github/ci-policy.yml:6: CP401 symlink-refused: stages[1].working_directory sgl-kernel is a "
+                 "symlink; ci-policy refuses symlinks in a checkout\n"
+                 "    hint: replace the symlink with the real file or directory\n")),
+])
+def test_a_stage_commands_working_directory_must_be_a_directory_of_the_checkout(make_repo, capsys, made, expected):
+    config = ("version: 1\ngpu_requires_labels: false\ndiscovery: {roots: [tests]}\nstages:\n"
+              "  - {name: unit, backend: cpu}\n"
+              "  - {name: kernel, backend: cpu, command: [pytest, tests/], working_directory: sgl-kernel, "
+              "paths: ['sgl-kernel/**'], est_time: 600}\n")
+    repo = make_repo({"tests/unit/test_ok.py": "from ci_policy import register_cpu_ci\nregister_cpu_ci(1, 'unit')\n",
+                      "elsewhere/keep": ""}, config=config, labels=None)
+    if made == "file":
+        (repo / "sgl-kernel").write_text("")
+    elif made == "symlink":
+        (repo / "sgl-kernel").symlink_to("elsewhere")
+    summary = "ci-policy lint: FAILED: 1 error, 0 warnings (1 test file, 1 registration, 0 gates)\n"
+    assert lint(repo, capsys) == (1, expected + summary, "")

@@ -876,3 +876,17 @@ def test_the_unregistered_error_shows_the_pattern_the_file_matched_and_the_confi
 ])
 def test_argument_type_is_the_narrowest_extra_argument_type_that_accepts_a_literal(value, kind):
     assert argument_type(value) == kind
+
+
+def test_a_marker_may_not_register_to_a_command_stage():
+    config = parse_config(MINIMAL_CONFIG.replace(
+        "  - {name: gpu-b,", "  - {name: kernel, backend: cuda, runs_on: [h100], command: [pytest, -q, tests/], "
+        "working_directory: sgl-kernel, paths: ['sgl-kernel/**'], est_time: 900}\n  - {name: gpu-b,"))
+    regs, errors = parse('register_cuda_ci(60, "kernel", labels=["fsdp"])\n'
+                         'register_cuda_ci(60, "gpu-a", labels=["fsdp"])\n' + MAIN, config=config)
+    # The registration naming the command stage is dropped alone; the file's other one stays.
+    assert errors == [err(1, 22, "register_cuda_ci: suite 'kernel' is a stage with a command (pytest -q tests/), "
+                                 "which runs its suite itself; no marker registers to it",
+                          "name a cuda stage that runs test files (gpu-a, gpu-b), or remove command from stage "
+                          "'kernel' in .github/ci-policy.yml to run the files registered to it")]
+    assert regs == [reg(2, "cuda", "gpu-a", 60, labels=("fsdp",))]

@@ -222,3 +222,26 @@ def test_check_jsonschema_accepts_every_shipped_schema_with_ecmascript_patterns(
                            *sorted(str(p) for p in SCHEMA_DIR.glob("*.schema.json"))],
                           capture_output=True, text=True, check=False, timeout=120)
     assert (proc.returncode, proc.stdout.strip()) == (0, "ok -- validation done"), proc.stdout + proc.stderr
+
+
+def test_the_outputs_of_a_checkout_with_a_command_stage_validate(make_repo, tmp_path, capsys):
+    config = ("version: 1\ngpu_requires_labels: false\ndiscovery: {roots: [test]}\nstages:\n"
+              "  - {name: unit, backend: cpu}\n"
+              "  - {name: kernel, backend: cuda, runs_on: [h100], command: [pytest, tests/], working_directory: "
+              "sgl-kernel, paths: ['sgl-kernel/**'], est_time: 600}\n")
+    repo = make_repo({"test/test_unit.py": "from ci_policy import register_cpu_ci\nregister_cpu_ci(1, 'unit')\n"},
+                     config=config, labels=None)
+    inputs = ["--event", "workflow_dispatch"]
+    for argv, name in ((["plan", *inputs], "plan"), (["registry"], "registry"),
+                       (["list", *inputs, "--stage", "kernel"], "list")):
+        rc, out, err = run_cli([*argv, "--repo", str(repo), "--format", "json"], capsys)
+        assert (rc, err) == (0, ""), argv
+        assert_valid(name, out)
+        assert "command" in out
+    rc, _out, err = run_cli(["plan", "--repo", str(repo), *inputs, "--json-out", str(tmp_path / "plan.json"),
+                             "--stage-plans", str(tmp_path / "stages")], capsys)
+    assert (rc, err) == (0, "")
+    kernel = json.loads((tmp_path / "stages" / "kernel.json").read_text(encoding="utf-8"))
+    assert_valid("plan", kernel)
+    assert (kernel["run_settings"]["command"], kernel["run_settings"]["working_directory"]) == (
+        ["pytest", "tests/"], "sgl-kernel")

@@ -25,7 +25,12 @@
   test killed by a signal is reported with the signal's name (`killed by SIGKILL`).
 - A timing or metric record that cannot be written (a full disk, EIO, a read-only file
   system) is a warning of the result (`ShardResult.warnings`), and the shard goes on.
-- Refused before anything runs: a missing, non-regular or symlinked test file.
+- A stage with a `command` (`RunSettings.command`) runs that argv instead of a test file, once,
+  in its working directory, with the same environment, timeouts, kill, records and results;
+  its one result is named by the stage.
+- Refused before anything runs: a missing, non-regular or symlinked test file; a stage
+  command's working directory that is missing, not a directory or reached through a symlink,
+  and a program that is not an executable on the PATH it runs with.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ import errno
 import io
 import json
 import os
+import shlex
+import shutil
 import signal
 import stat
 import subprocess
@@ -111,6 +118,38 @@ def check_files(repo: Path, regs: list[Registration]) -> None:
                                       hint="re-run the plan on this checkout"))
     if errors:
         raise InputErrors(errors)
+
+
+def command_cwd(repo: Path, settings: RunSettings) -> Path:
+    """Where a stage's command runs: its working directory, checked now (a symlink anywhere on the
+    way is refused, as for a test file), or the checkout root."""
+    rel = settings.working_directory or "."
+    st = check_no_symlinks(repo, rel, what="working directory")
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"working directory {rel} of the stage's command "
+                         f"{'does not exist' if st is None else 'is not a directory'} in {repo}", path=rel,
+                         hint="create it in the repository, or correct the stage's working_directory")
+    return Path(repo, rel) if rel != "." else repo
+
+
+def check_command(repo: Path, settings: RunSettings, env: dict[str, str]) -> Path:
+    """The command's working directory, after checking it and that its program can be started
+    (found on the PATH it runs with, or a path relative to that directory): refused before it runs."""
+    assert settings.command is not None
+    cwd = command_cwd(repo, settings)
+    program = settings.command[0]
+    if "/" in program:
+        found = Path(cwd, program)
+        ok = found.is_file() and os.access(found, os.X_OK)
+    else:
+        ok = shutil.which(program, path=env.get("PATH", os.defpath)) is not None
+    if not ok:
+        where = "in its working directory" if "/" in program else "on the PATH the command runs with"
+        raise InputError(f"the stage's command cannot start: {program} is not an executable {where}",
+                         path=settings.working_directory or ".",
+                         hint="install it in the job's environment (a step before ci-policy run), or name it by a "
+                              "path relative to the working directory")
+    return cwd
 
 
 class Terminated(BaseException):
@@ -520,7 +559,15 @@ def run_shard(repo: Path, stage_plan: RunStage, shard: Shard, options: RunOption
     settings = options.settings
     regs_by_file = {r.file: r for r in stage_plan.tests}
     regs = [regs_by_file[f] for f in shard.files]
-    check_files(repo, regs)
+    if settings.command is not None:
+        # Its one test is its command: no test file, the working directory and program checked instead.
+        try:
+            cwd = check_command(repo, settings, child_env(os.environ, settings.env))
+        except InputError as exc:
+            raise InputErrors([exc]) from None
+    else:
+        check_files(repo, regs)
+        cwd = repo
     was_subreaper = set_subreaper(True)
     before = frozenset(descendants(os.getpid()))
     # Forked before the first test's output thread starts, and before the SIGTERM handler.
@@ -541,7 +588,7 @@ def run_shard(repo: Path, stage_plan: RunStage, shard: Shard, options: RunOption
         for i, reg in enumerate(regs, start=1):
             file_result = FileResult(reg, timeout_for(reg, settings.timeout_per_file, settings.timeout_from_est_time))
             result.results.append(file_result)
-            _run_file(repo, stage_plan, shard, reg, file_result, i, total, options, timings, out,
+            _run_file(cwd, stage_plan, shard, reg, file_result, i, total, options, timings, out,
                       contain, result.warnings)
             if not file_result.passed and fast_fail and i < total:
                 result.not_run = regs[i:]
@@ -588,11 +635,17 @@ def sweep(spare: frozenset[int]) -> int:
     return len(held)
 
 
-def _run_file(repo, stage_plan, shard, reg, file_result, i, total, options, timings, out, contain,
+def _run_file(cwd, stage_plan, shard, reg, file_result, i, total, options, timings, out, contain,
               warnings) -> None:
+    """`cwd`: the checkout root, or a stage command's working directory."""
     settings = options.settings
-    argv = ([options.python, reg.file] if settings.runner == "python"
-            else [options.python, "-m", "pytest", reg.file])
+    if settings.command is not None:
+        argv = list(settings.command)
+        print(f"ci-policy: {one_line(reg.file)} runs {one_line(shlex.join(argv))} in "
+              f"{one_line(settings.working_directory or 'the repository root')}", file=out, flush=True)
+    else:
+        argv = ([options.python, reg.file] if settings.runner == "python"
+                else [options.python, "-m", "pytest", reg.file])
     timeouts = 0
     user = options.user
     with tempfile.TemporaryDirectory(prefix="ci-policy-") as tmp:
@@ -615,7 +668,7 @@ def _run_file(repo, stage_plan, shard, reg, file_result, i, total, options, timi
             if options.github:
                 write_commands(f"::group::{escape_data(f'{reg.file} (attempt {attempt})')}", out)
                 out.flush()
-            proc = run_process(argv, repo, env, file_result.timeout, settings.kill_grace, out, contain)
+            proc = run_process(argv, cwd, env, file_result.timeout, settings.kill_grace, out, contain)
             if options.github:
                 write_commands("::endgroup::", out)
                 out.flush()

@@ -12,7 +12,7 @@
   `MAX_EST_TIME` (7 days), the most an est_time may be.
 - Actions: raise, lower, keep (also inside the dead-band, so estimates do not churn),
   skip with a reason (no passed sample; several registrations of the same backend; an
-  implicit registration, whose est_time is configuration, not a literal),
+  implicit registration or a stage's command, whose est_time is configuration, not a literal),
   report_only when not applying.
 """
 
@@ -146,6 +146,11 @@ def propose(evidence: Iterable[FileEvidence], snapshot, tune: TuneConfig, *, app
 def _proposal(file, backend, rows, snapshot, tune, applying) -> Proposal:
     regs = [r for r in snapshot.registrations_for(file) if r.backend == backend]
     samples = tuple(sorted(r.elapsed for r in rows if r.passed and r.elapsed is not None))
+    stage = snapshot.config.stage(file)
+    if not regs and stage is not None and stage.command and all(r.stage == file for r in rows):
+        # A stage's command, its one result named by the stage (`plan.selection.command_registration`).
+        return Proposal(file, backend, file, samples, None, stage.est_time, None, SKIP,
+                        "a stage's command: its est_time is configuration (stages[].est_time), not a literal")
     if not regs:
         return Proposal(file, backend, None, samples, None, None, None, SKIP, f"not registered for {backend}")
     if len(regs) > 1:

@@ -488,3 +488,17 @@ def test_deduplicate_drops_a_log_row_when_records_cover_the_same_attempt_group()
     other_log = _row("acme/r/runs/10/jobs/2", 98.0, run_id="10")
     assert deduplicate([log, record, rerun, artifact, log_only, no_run_id, other_log]) == [
         record, rerun, artifact, log_only, no_run_id]
+
+
+def test_a_stage_commands_samples_are_skipped_its_est_time_is_configuration(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".github").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / ".github" / "ci-policy.yml").write_text(
+        "version: 1\ngpu_requires_labels: false\ndiscovery: {roots: [tests]}\nstages:\n"
+        "  - {name: kernel, backend: cuda, runs_on: [h100], command: [pytest, tests/], working_directory: "
+        "sgl-kernel, paths: ['sgl-kernel/**'], est_time: 600}\n")
+    snap = load_snapshot(repo)
+    assert propose(passed("kernel", 700.0, 710.0, stage="kernel"), snap, TUNE, applying=True) == [
+        Proposal("kernel", "cuda", "kernel", (700.0, 710.0), None, 600, None, "skip",
+                 "a stage's command: its est_time is configuration (stages[].est_time), not a literal")]
