@@ -2,7 +2,14 @@
 
 - In: the `stages` list of the configuration.
 - Out: a tuple of frozen `Stage`s in file order.
-- Refused: names outside `[A-Za-z0-9][A-Za-z0-9_.-]*` or used twice, a backend that is
+- Identity: a stage is its (backend, name) pair; `name` is the `suite` its registrations name.
+  Several backends may configure the same name, each its own stage with its own runners.
+  `Stage.key` names the stage everywhere a stage is named (plan, matrix, artifacts,
+  `--stage`, `after`): the name itself when one backend configures it, `NAME@BACKEND`
+  (`base-b-test-2-gpu-large@rocm`) for each backend of a shared name. `@` is in neither a
+  name nor a backend, and is safe in matrix values, artifact and file names and a shell-free
+  argument, so the key stays unique and readable.
+- Refused: names outside `[A-Za-z0-9][A-Za-z0-9_.-]*` or used twice by one backend, a backend that is
   neither built in nor declared under `backends` (parsed before the stages), an unknown
   runner, an accelerator stage that is not external without `runs_on`, and `paths` (the
   globs a stage owns) on a stage that is not diff-pruned.
@@ -11,9 +18,10 @@
 - Order: `after` names the stages a stage waits for; the stages fall into waves (topological
   levels: a stage without `after` is in wave 0, any other one wave after the latest it names),
   which the reusable pipeline runs one after another, one matrix job each. Refused: an
-  unknown, external or own name in `after`, a cycle, `after` on an external stage, more
-  than `MAX_WAVES` waves, and more stages in one wave than GitHub runs jobs in one matrix
-  (`MAX_MATRIX_JOBS`: each running stage needs a job of its own).
+  unknown, external or own name in `after`, a shared name without its `@BACKEND`, a cycle,
+  `after` on an external stage, more than `MAX_WAVES` waves, and more stages in one wave
+  than GitHub runs jobs in one matrix (`MAX_MATRIX_JOBS`: each running stage needs a job of
+  its own).
 - Shards and parallelism: `partitions` is a count or `auto` (sized from the selected
   est_time by `shard_seconds`, at most `max_partitions`); `auto` without `shard_seconds`,
   and `shard_seconds`/`max_partitions` without `auto`, are refused. `max_parallel` is a
@@ -24,6 +32,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 import yaml
@@ -34,7 +43,7 @@ from ci_policy.config.cadences import CADENCES, Cadence, cadence_list
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.pull_request import PullRequest, gate_labels
 from ci_policy.config.runrules import RUNNERS, RunnerKind
-from ci_policy.read.names import NAME, NAME_RE, did_you_mean
+from ci_policy.read.names import NAME, NAME_RE, STAGE_KEY, STAGE_KEY_RE, did_you_mean
 from ci_policy.read.numbers import MAX_COUNT, MAX_SECONDS, number_range
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -113,10 +122,22 @@ def check_name(value: str) -> str | None:
     return None
 
 
+def check_key(value: str) -> str | None:
+    if not STAGE_KEY_RE.fullmatch(value):
+        return f"{value!r} is not a stage name (expected NAME or NAME@BACKEND, NAME matching {NAME})"
+    return None
+
+
+def stage_key(name: str, backend: str) -> str:
+    """The key of the stage `name` of `backend` when several backends configure that name."""
+    return f"{name}@{backend}"
+
+
 STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test files it runs.", (
     Key("name", fields.string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name,
                               item={"pattern": f"^(?:{NAME})$"}), REQUIRED,
-        "Stage name, unique in the file."),
+        "Stage name, unique per backend: the `suite` its registrations name. A name several backends "
+        "configure is one stage per backend, each named `NAME@BACKEND` in plans, `--stage` and `after`."),
     Key("backend", backend_parser(), REQUIRED, "Hardware the stage's tests need (see `backends`)."),
     Key("runs_on", fields.strings("non-empty list of runner labels", non_empty=True), (),
         "Runner labels of the stage's jobs; required for accelerator stages that are not external.",
@@ -148,9 +169,10 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), (),
         "The paths the stage owns: a change under them affects it, and a path no rule knows does not.",
         shown_default="none: every unknown path affects the stage"),
-    Key("after", fields.strings("non-empty list of stage names", non_empty=True, check=check_name,
-                                item={"pattern": f"^(?:{NAME})$"}), (),
-        f"Stages whose wave runs before this stage's: the pipeline runs waves in order (at most {MAX_WAVES}) "
+    Key("after", fields.strings("non-empty list of stage names", non_empty=True, check=check_key,
+                                item={"pattern": f"^(?:{STAGE_KEY})$"}), (),
+        f"Stages whose wave runs before this stage's (`NAME@BACKEND` for a name several backends configure): "
+        f"the pipeline runs waves in order (at most {MAX_WAVES}) "
         "and skips the later ones when an earlier one failed, unless the PR carries `bypass-fastfail` "
         "or the cadence is not `regular`.", shown_default="none: wave 0"),
 ))
@@ -176,18 +198,30 @@ class Stage:
     line: int | None = None
     # The wave the stage runs in (`after`), computed by `parse_stages`.
     wave: int = 0
+    # Whether other backends configure the same name (computed by `parse_stages`): then `key`
+    # names the backend too.
+    shared: bool = False
+
+    @property
+    def key(self) -> str:
+        """How plans, `--stage` and `after` name the stage: `name`, or `name@backend` when `shared`."""
+        return stage_key(self.name, self.backend) if self.shared else self.name
+
+    def matches(self, glob: str) -> bool:
+        """Whether a stage-name glob (`selection.rules[].stages`, `cadences.schedules`) names the stage."""
+        return fnmatchcase(self.name, glob) or fnmatchcase(self.key, glob)
 
 
-def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context) -> Stage | None:
+def _stage(s: Schema, v: Values, index: int, seen: dict[tuple[str, str], int], ctx: Context) -> Stage | None:
     """The stage of one list item, or None when any of its keys is wrong."""
     before = len(s.errors)
     name = v.get("name")
-    if name is not INVALID:
-        if name in seen:
-            s.error(v.value_node("name"), v.path("name"), f"duplicate stage name {name!r} (also stages[{seen[name]}])",
-                    code=codes.DUPLICATE)
-        seen.setdefault(name, index)
     backend = v.get("backend")
+    if name is not INVALID and backend is not INVALID:
+        if (name, backend) in seen:
+            s.error(v.value_node("name"), v.path("name"),
+                    f"duplicate stage name {name!r} (also stages[{seen[name, backend]}])", code=codes.DUPLICATE)
+        seen.setdefault((name, backend), index)
     backends = backends_of(ctx)
     gpu = backend is not INVALID and backends is not INVALID and backends.is_accelerator(backend)
     if gpu and v.get("external") is False and "runs_on" not in v:
@@ -235,7 +269,7 @@ def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
         return INVALID
     stages: list[Stage] = []
     read: list[Values] = []
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, str], int] = {}
     ok = True
     for i, item in enumerate(items):
         values = STAGE.read(s, item, f"{where}[{i}]", ctx)
@@ -247,8 +281,12 @@ def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
             read.append(values)
     if not ok:
         return INVALID
-    waves = _waves(s, node, where, stages, read)
-    return INVALID if waves is None else tuple(replace(st, wave=waves[st.name]) for st in stages)
+    backends_of_name: dict[str, set[str]] = {}
+    for st in stages:
+        backends_of_name.setdefault(st.name, set()).add(st.backend)
+    stages = [replace(st, shared=len(backends_of_name[st.name]) > 1) for st in stages]
+    waves = _waves(s, node, where, stages, read, backends_of_name)
+    return INVALID if waves is None else tuple(replace(st, wave=waves[st.key]) for st in stages)
 
 
 def _after_node(v: Values, index: int) -> yaml.Node:
@@ -256,10 +294,11 @@ def _after_node(v: Values, index: int) -> yaml.Node:
     return node.value[index] if isinstance(node, yaml.SequenceNode) else node
 
 
-def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: list[Values]) -> dict[str, int] | None:
-    """Each stage's wave, or None after recording why `after` cannot order the stages."""
+def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: list[Values],
+           backends_of_name: dict[str, set[str]]) -> dict[str, int] | None:
+    """Each stage's wave (by key), or None after recording why `after` cannot order the stages."""
     before = len(s.errors)
-    by_name = {st.name: (st, v) for st, v in zip(stages, read, strict=True)}
+    by_name = {st.key: (st, v) for st, v in zip(stages, read, strict=True)}
     for st, v in by_name.values():
         if st.after and st.external:
             s.error(v.value_node("after"), v.path("after"), "has no effect: an external stage is run by "
@@ -267,7 +306,14 @@ def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: li
                     code=codes.INCONSISTENT)
         for j, name in enumerate(st.after):
             other = by_name.get(name)
-            if other is None:
+            shared = sorted(backends_of_name.get(name, ()))
+            if other is None and len(shared) > 1:
+                keys = [stage_key(name, b) for b in shared]
+                s.error(_after_node(v, j), f"{v.path('after')}[{j}]",
+                        f"{name!r} names {len(shared)} stages, one per backend ({', '.join(shared)})",
+                        hint=f"name the one to wait for: {' or '.join(keys)} (or list each)",
+                        code=codes.AFTER_UNKNOWN)
+            elif other is None:
                 s.error(_after_node(v, j), f"{v.path('after')}[{j}]",
                         f"names no stage: {name!r}{did_you_mean(name, by_name)}",
                         hint=f"name stages of this file: {', '.join(by_name)}",
@@ -306,17 +352,17 @@ def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: li
         return waves[name]
 
     for st in stages:
-        if wave(st.name) is None:
+        if wave(st.key) is None:
             return None
     for st, v in by_name.values():
-        if waves[st.name] >= MAX_WAVES:
-            s.error(v.value_node("after"), v.path("after"), f"puts stage {st.name!r} in wave {waves[st.name]}; "
+        if waves[st.key] >= MAX_WAVES:
+            s.error(v.value_node("after"), v.path("after"), f"puts stage {st.key!r} in wave {waves[st.key]}; "
                     f"the pipeline runs at most {MAX_WAVES} waves (waves 0 to {MAX_WAVES - 1}), one job each, "
                     "fixed before the run starts", hint="wait for fewer stages in a row: let a stage share a "
                     "wave with another one it does not need to follow", code=codes.GITHUB_LIMIT)
             return None
     for level in range(MAX_WAVES):
-        members = [st.name for st in stages if waves[st.name] == level and not st.external]
+        members = [st.key for st in stages if waves[st.key] == level and not st.external]
         if len(members) > MAX_MATRIX_JOBS:
             s.error(node, where, f"wave {level} holds {len(members)} stages that are not external, each of which "
                     f"needs a job of its own; {GITHUB_MATRIX_RULE}, and a wave is one matrix",

@@ -153,11 +153,24 @@ class Config:
     # Line of each top-level key, for errors found after validation.
     lines: FrozenMap[str, int] = field(default=FrozenMap(), compare=False)
 
-    def stage(self, name: str) -> Stage | None:
+    def stage(self, key: str) -> Stage | None:
+        """The stage `key` names (`Stage.key`: the name, or `NAME@BACKEND` for a shared name)."""
         for stage in self.stages:
-            if stage.name == name:
+            if stage.key == key:
                 return stage
         return None
+
+    def stage_of(self, backend: str, suite: str) -> Stage | None:
+        """The stage a registration of `backend` for `suite` binds to."""
+        for stage in self.stages:
+            if stage.name == suite and stage.backend == backend:
+                return stage
+        return None
+
+    def key_of(self, backend: str, suite: str) -> str:
+        """The key of the stage of (`backend`, `suite`); the suite itself when no stage is configured."""
+        stage = self.stage_of(backend, suite)
+        return suite if stage is None else stage.key
 
     def stages_of(self, backend: Backend | str) -> tuple[Stage, ...]:
         return tuple(s for s in self.stages if s.backend == backend)

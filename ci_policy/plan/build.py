@@ -61,7 +61,8 @@ class StagePlan:
 
     @property
     def name(self) -> str:
-        return self.stage.name
+        """How the plan names the stage: its `Stage.key` (`NAME@BACKEND` for a shared name)."""
+        return self.stage.key
 
     @property
     def est_seconds(self) -> float:
@@ -188,7 +189,7 @@ def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config:
         mean = sum(s.est_seconds for s in shards) / len(shards)
         for r in tests:
             if r.est_time > mean:
-                warnings.append(f"{d.stage.name}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
+                warnings.append(f"{d.stage.key}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
                                 f"mean shard time ({mean:g}s); the stage cannot finish sooner than this file")
     return StagePlan(d.stage, d.decision, d.reasons, tests, shards, d.not_selected, d.invalid,
                      shards_reason, max_parallel, max_parallel_reason, split.lower_bound, split.optimal)

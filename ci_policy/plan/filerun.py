@@ -139,11 +139,12 @@ def _preferred(prefer: Sequence[str], regs: Sequence[Registration]) -> Registrat
 
 
 def _several_hint(file: str, runnable: Sequence[Registration], backend_given: bool,
-                  prefer: Sequence[str]) -> str:
+                  prefer: Sequence[str], config: Config) -> str:
     """How to name one of several runnable registrations: a stage; a backend only where it names
     one registration (two NPU registrations are told apart by their stage alone); and, when
     nothing was named and their backends differ, the configuration's `file_run.prefer`."""
-    hint = (f"/rerun-test {file} STAGE, with STAGE one of: {', '.join(r.suite for r in runnable)}")
+    keys = [config.key_of(r.backend, r.suite) for r in runnable]
+    hint = (f"/rerun-test {file} STAGE, with STAGE one of: {', '.join(keys)}")
     backends = [r.backend for r in runnable]
     unique = [b for b in dict.fromkeys(backends) if backends.count(b) == 1]
     if unique and not backend_given:
@@ -182,7 +183,7 @@ def _close(word: str, names: Sequence[str], cutoff: float) -> str | None:
 
 
 def _external(config: Config, reg: Registration) -> bool:
-    stage = config.stage(reg.suite)
+    stage = config.stage_of(reg.backend, reg.suite)
     return stage is not None and stage.external
 
 
@@ -241,12 +242,15 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     if not enabled:
         raise InputError(f"{file} is disabled: {regs[0].disabled}", path=file, line=regs[0].line,
                           hint="re-enable the registration to rerun it")
-    chosen = [r for r in enabled if backend in (None, r.backend) and stage in (None, r.suite)]
+    # A stage is named by its name (every backend's, when several share it) or its key.
+    chosen = [r for r in enabled if backend in (None, r.backend)
+              and stage in (None, r.suite, config.key_of(r.backend, r.suite))]
     if not chosen:
         asked = " ".join(f"{what} {name}" for what, name in (("backend", backend), ("stage", stage)) if name)
+        keys = sorted({config.key_of(r.backend, r.suite) for r in enabled})
         raise InputError(f"{file} has no enabled registration for {asked}; its registrations: "
                           f"{_choices(enabled)}", path=file, line=enabled[0].line,
-                          hint=f"name one of: {', '.join(sorted({r.suite for r in enabled}))}")
+                          hint=f"name one of: {', '.join(keys)}")
     runnable = [r for r in chosen if not _external(config, r)]
     if not runnable:
         reg = chosen[0]
@@ -266,9 +270,9 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
         named = "stage" if backend is not None else "backend or stage"
         raise InputError(f"{file} has {len(runnable)} registrations that can run ({_choices(runnable)}); "
                           f"name the {named} to rerun", path=file, line=runnable[1].line,
-                          hint=_several_hint(file, runnable, backend is not None, config.file_run.prefer))
+                          hint=_several_hint(file, runnable, backend is not None, config.file_run.prefer, config))
     reg = runnable[0]
-    stage_config = config.stage(reg.suite)
+    stage_config = config.stage_of(reg.backend, reg.suite)
     assert stage_config is not None  # registrations_of validated the suite
     # round() first: 0.1 * 30 is 3.0000000000000004 in binary floating point, not 3.
     timeout = max(config.file_run.min_timeout,

@@ -5,7 +5,8 @@
 - Out: `planned_stage`: the planned stage; `pick_shard`: the shard `--shard` names (None: a
   skipped stage), with the errors `list` and `run` print.
 - Refused: a stage not planned, as `UsageError` naming `--stage` (an external one as
-  such); a shard the stage does not have, or none named of several, naming `--shard`.
+  such, a name several backends share with the keys to pass); a shard the stage does not
+  have, or none named of several, naming `--shard`.
 - Below both `plan.build` (which plans) and `plan.stagejob` (what a stage job runs,
   importing no planner): each imports this, neither the other.
 """
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ci_policy.errors import UsageError
+from ci_policy.read.names import suite_of_key
 
 if TYPE_CHECKING:
     from ci_policy.model.registration import Registration
@@ -68,6 +70,10 @@ def planned_stage(plan: Planned[S], stage_name: str) -> S:
     if planned is None and configured is not None and configured.external:
         raise UsageError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
                          "plans or runs it", source="--stage")
+    shared = [s.name for s in plan.stages if suite_of_key(s.name) == stage_name and s.name != stage_name]
+    if planned is None and shared:
+        raise UsageError(f"{stage_name!r} names {len(shared)} planned stages, one per backend: "
+                         f"{', '.join(shared)}", source="--stage", hint=f"pass --stage {' or '.join(shared)}")
     if planned is None:
         names = ", ".join(s.name for s in plan.stages)
         raise UsageError(f"{stage_name!r} is not a planned stage (planned: {names}); "

@@ -63,6 +63,7 @@ from ci_policy.plan.stagejob import PlannedStage, RunSettings, StageJob, setting
 from ci_policy.read.codec import decode, decode_fields, encode
 from ci_policy.read.declare import DecodeError, kind_of, shown
 from ci_policy.read.diff import Diff
+from ci_policy.read.names import suite_of_key
 from ci_policy.read.strictjson import loads, lone_surrogate
 
 if TYPE_CHECKING:  # what `plan_of` and the gates make: imported there, not by a stage job reading its plan
@@ -353,8 +354,10 @@ def _stage_config(snapshot: Snapshot, name: str, source: str) -> Stage:
 
 def _registrations(fs: FileStage, backend: str) -> tuple[Registration, ...]:
     """A stage's tests as the registrations `run` reads (file, line, backend, suite, est_time and
-    its source, marker), not their labels or columns."""
-    return tuple(Registration(file=t.file, line=t.line, backend=backend, suite=fs.name, est_time=t.est_time,
+    its source, marker), not their labels or columns. The suite is the stage's name: its key
+    without `@BACKEND` (`config.stages`)."""
+    suite = suite_of_key(fs.name)
+    return tuple(Registration(file=t.file, line=t.line, backend=backend, suite=suite, est_time=t.est_time,
                               implicit=t.marker is None, est_source=t.est_source, marker=t.marker)
                  for t in fs.tests)
 

@@ -349,7 +349,7 @@ def held_back(stage: Stage, policy: Policy, config: Config) -> tuple[str, ...]:
     pull request, the label gates (both reasons when both gates are missing labels).
     """
     schedule = policy.schedule
-    if schedule is not None and not schedule.plans(stage.name, stage.backend):
+    if schedule is not None and not schedule.plans(stage.name, stage.backend, stage.key):
         return (f"not in this schedule (cadences.schedules[{schedule.cron!r}] plans only {schedule.describe()})",)
     if policy.cadence not in stage.cadences:
         return (f"the {policy.cadence} cadence is not one of the stage's cadences ({', '.join(stage.cadences)})",)

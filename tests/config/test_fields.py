@@ -32,7 +32,7 @@ SECTIONS = [
     (TOP, Config, {"path", "lines"}),
     (MARKERS_TABLE, Markers, {"line"}),
     (PULL_REQUEST_TABLE, PullRequest, {"line"}),
-    (STAGE, Stage, {"line", "wave"}),  # wave: computed from every stage's after
+    (STAGE, Stage, {"line", "wave", "shared"}),  # wave, shared: computed from every stage's after, name
     (MAX_PARALLEL_TABLE, MaxParallel, set()),
     (DISCOVERY_TABLE, Discovery, {"root_patterns"}),
     (IMPLICIT, ImplicitRoot, {"line"}),

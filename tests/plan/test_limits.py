@@ -76,7 +76,7 @@ FULL_WAVES = ("version: 1\ndiscovery:\n  roots: [tests]\n"
 def test_four_full_waves_fit_githubs_outputs_and_a_lanes_environment():
     config = parse_config(FULL_WAVES)
     # 10000 files registered for each stage: 10000 shards each, 256 jobs in each of the 4 waves.
-    registrations = [SimpleNamespace(suite=s.name) for s in config.stages for _ in range(10000)]
+    registrations = [SimpleNamespace(backend=s.backend, suite=s.name) for s in config.stages for _ in range(10000)]
     snapshot = cast(Snapshot, SimpleNamespace(config=config, registrations=registrations))
     sizes = worst_case(snapshot)
     assert sizes == Sizes(outputs_bytes=958512, longest_shards=48889, heaviest=config.stages[0])
