@@ -13,7 +13,8 @@ from ci_policy.errors import InputErrors
 
 P = ".github/ci-policy.yml"
 STAGE_KEYS_HINT = ("allowed keys here: after, backend, cadences, diff_pruned, external, max_parallel, max_partitions, "
-                   "name, partitions, paths, requires_labels, runner, runs_on, shard_seconds, timeout_per_file")
+                   "name, partitions, paths, requires_labels, runner, runs_on, shard_seconds, timeout_per_file, "
+                   "variants")
 
 HEAD = "version: 1\ndiscovery:\n  roots: [tests]\n"
 CPU_STAGE = "stages:\n  - {name: cpu, backend: cpu}\n"

@@ -151,7 +151,7 @@ def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Wo
                     out += _reusable_call(workflow, job, match.group(1), match.group(2), has_gates)
                     out += _registry_secrets(config, workflow, job, match.group(1))
                     out += _grants_missing(config, workflow, job, match.group(1), gateway)
-    stages = {stage.key: stage for stage in config.stages}
+    stages = {stage.key: stage for stage in config.planned_stages}
     runs = [(workflow, job, run) for workflow in workflows for job in workflow.jobs for run in job.stage_runs]
     for workflow, job, run in runs:
         if run.stage is None:
@@ -175,7 +175,7 @@ def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Wo
     static = [run.stage for _w, _j, run in runs]
     if runs and not calls_pipeline and None not in static:
         where = sorted({workflow.path for workflow, _j, _r in runs})
-        for stage in config.stages:
+        for stage in config.planned_stages:
             if not stage.external and stage.key not in static:
                 out.append(Diagnostic(
                     f"stage {stage.key} has no job running `ci-policy run --stage {stage.key}` in "

@@ -141,7 +141,8 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
     stages = tuple(_stage_plan(d, warnings, trigger, snapshot.config) for d in decisions)
     images = []
     for backend in snapshot.config.backends.accelerators:
-        runs = any(s.decision == "run" and s.stage.backend == backend for s in stages)
+        # A variant that names its own image runs in it as it is: it needs no build.
+        runs = any(s.decision == "run" and s.stage.backend == backend and s.stage.image is None for s in stages)
         images.append((backend, "build" if runs else "skip"))
     if trigger.event in DIFF_EVENTS and not diff.available:
         warnings.insert(0, f"diff unavailable: {diff.reason}")

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from ci_policy.config.file_run import IMAGE_TAG_RE
 from ci_policy.config.load import load_config
+from ci_policy.config.stages import Stage
 from ci_policy.config.top import Config
 from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.gates.declarations import GateDeclaration
@@ -187,6 +188,20 @@ def _external(config: Config, reg: Registration) -> bool:
     return stage is not None and stage.external
 
 
+def _variant(stage: Stage, name: str | None, file: str) -> Stage:
+    """The variant `name` of `stage` a rerun runs on (its first when none is named), or the stage."""
+    planned = stage.planned()
+    if name is None and not stage.variants:
+        return stage
+    found = planned[0] if name is None else next((p for p in planned if p.variant and p.variant.name == name), None)
+    if found is None:
+        keys = [p.key for p in planned]
+        raise InputError(f"stage {stage.key} has no variant {name!r}" + (f" (its variants: {', '.join(keys)})"
+                         if stage.variants else " (it has no variants)"), path=file,
+                         hint=f"name one of: {', '.join(keys)}")
+    return found
+
+
 MISSING = "CP402"  # the code `read_text` gives a path that does not exist
 
 # Diagnostics of the file's scan that are not reasons to refuse it here: a suppression
@@ -242,7 +257,11 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     if not enabled:
         raise InputError(f"{file} is disabled: {regs[0].disabled}", path=file, line=regs[0].line,
                           hint="re-enable the registration to rerun it")
-    # A stage is named by its name (every backend's, when several share it) or its key.
+    # A stage is named by its name (every backend's, when several share it) or its key, and
+    # a variant of it by `KEY+VARIANT`.
+    variant = None
+    if stage is not None and "+" in stage:
+        stage, _plus, variant = stage.partition("+")
     chosen = [r for r in enabled if backend in (None, r.backend)
               and stage in (None, r.suite, config.key_of(r.backend, r.suite))]
     if not chosen:
@@ -272,8 +291,9 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
                           f"name the {named} to rerun", path=file, line=runnable[1].line,
                           hint=_several_hint(file, runnable, backend is not None, config.file_run.prefer, config))
     reg = runnable[0]
-    stage_config = config.stage_of(reg.backend, reg.suite)
-    assert stage_config is not None  # registrations_of validated the suite
+    configured = config.stage_of(reg.backend, reg.suite)
+    assert configured is not None  # registrations_of validated the suite
+    stage_config = _variant(configured, variant, file)
     # round() first: 0.1 * 30 is 3.0000000000000004 in binary floating point, not 3.
     timeout = max(config.file_run.min_timeout,
                   math.ceil(round(config.file_run.timeout_factor * reg.est_time, 6)))
@@ -283,6 +303,7 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     repo = config.file_run.image_for(reg.backend)
     # CPU stages usually name no runner labels; a hosted runner runs them.
     runs_on = stage_config.runs_on or (DEFAULT_CPU_RUNNER,)
+    image = stage_config.image or (f"{repo}:{tag}" if repo else None)
     return FilePlan(file=file, hw=reg.backend, suite=reg.suite, runs_on=runs_on,
-                    container_image=f"{repo}:{tag}" if repo else None, timeout_seconds=int(math.ceil(timeout)),
+                    container_image=image, timeout_seconds=int(math.ceil(timeout)),
                     container_options=config.backends.container_options_for(reg.backend), choice=choice)

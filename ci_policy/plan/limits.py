@@ -68,12 +68,13 @@ def worst_case(snapshot: Snapshot) -> Sizes:
     by_stage: dict[tuple[str, str], int] = {}
     for r in snapshot.registrations:
         by_stage[r.backend, r.suite] = by_stage.get((r.backend, r.suite), 0) + 1
-    files = {s.key: by_stage.get((s.backend, s.name), 0) for s in config.stages}
+    planned = config.planned_stages  # each variant is a stage of its own, with jobs of its own
+    files = {s.key: by_stage.get((s.backend, s.name), 0) for s in planned}
     matrices = 0
     longest = 0
     weights: dict[str, int] = {}
     for wave in range(MAX_WAVES):
-        stages = [s for s in config.stages if s.wave == wave and not s.external and files.get(s.key)]
+        stages = [s for s in planned if s.wave == wave and not s.external and files.get(s.key)]
         lanes = {s.key: _max_lanes(s, _max_shards(s, files[s.key])) for s in stages}
         jobs = min(MAX_MATRIX_JOBS, sum(lanes.values()))
         size = len('{"include":[]}') + max(0, jobs - 1)  # the commas between entries
@@ -91,12 +92,14 @@ def worst_case(snapshot: Snapshot) -> Sizes:
             longest = max(longest, shards)
         matrices += size
     chars = matrices + OTHER_OUTPUTS
-    heaviest = max(config.stages, key=lambda s: weights.get(s.key, -1)) if weights else None
+    heaviest = max(planned, key=lambda s: weights.get(s.key, -1)) if weights else None
     return Sizes(outputs_bytes=2 * chars, longest_shards=longest, heaviest=heaviest)
 
 
 def _image(snapshot: Snapshot, stage: Stage) -> str:
     image = snapshot.config.images.get(stage.backend)
+    if stage.image is not None:
+        return stage.image
     return "" if image is None else f"{image.repository}:{'0' * 40}"
 
 

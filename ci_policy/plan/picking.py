@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ci_policy.errors import UsageError
-from ci_policy.read.names import suite_of_key
 
 if TYPE_CHECKING:
     from ci_policy.model.registration import Registration
@@ -70,9 +69,11 @@ def planned_stage(plan: Planned[S], stage_name: str) -> S:
     if planned is None and configured is not None and configured.external:
         raise UsageError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
                          "plans or runs it", source="--stage")
-    shared = [s.name for s in plan.stages if suite_of_key(s.name) == stage_name and s.name != stage_name]
+    # A name several backends share (`NAME@BACKEND`), or a stage planned as its variants (`KEY+VARIANT`).
+    shared = [s.name for s in plan.stages if s.name.startswith((f"{stage_name}@", f"{stage_name}+"))]
     if planned is None and shared:
-        raise UsageError(f"{stage_name!r} names {len(shared)} planned stages, one per backend: "
+        per = "backend" if all("+" not in s for s in shared) else "backend or variant"
+        raise UsageError(f"{stage_name!r} names {len(shared)} planned stages, one per {per}: "
                          f"{', '.join(shared)}", source="--stage", hint=f"pass --stage {' or '.join(shared)}")
     if planned is None:
         names = ", ".join(s.name for s in plan.stages)

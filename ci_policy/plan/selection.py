@@ -55,6 +55,7 @@ from ci_policy.plan.policy import (
     exclusions,
     held_back,
     selects,
+    variant_reason,
     why_not,
 )
 from ci_policy.read.diff import Diff
@@ -178,11 +179,12 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         by_stage.setdefault((r.backend, r.suite), []).append(r)
     decisions = []
     partial: dict[str, str] = {}
-    for stage in config.stages:
+    # A stage with variants is planned as its variants: each the same tests, on its own runners.
+    for stage in config.planned_stages:
         if stage.external:
             continue
         regs = by_stage.get((stage.backend, stage.name), [])
-        invalid = tuple(f.file for f in snapshot.invalid_files if stage.key in f.suites)
+        invalid = tuple(f.file for f in snapshot.invalid_files if stage.base_key in f.suites)
         verdict = [(r, why_left_out(r)) for r in regs]
         selected = tuple(r for r, why in verdict if why is None)
         not_selected = tuple((r, why) for r, why in verdict if why is not None)
@@ -230,8 +232,12 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         else:
             decisions.append(StageDecision(stage, "skip", (_untouched_reason(stage, effects),),
                                            selected, not_selected, invalid))
-    return policy, tuple(replace(d, reasons=(*d.reasons, partial[d.stage.key])) if d.stage.key in partial else d
-                         for d in decisions)
+    for i, d in enumerate(decisions):
+        extra = [partial[d.stage.key]] if d.stage.key in partial else []
+        placed = variant_reason(d.stage, policy) if d.decision == "run" else None
+        if extra or placed:
+            decisions[i] = replace(d, reasons=(*d.reasons, *extra, *([placed] if placed else [])))
+    return policy, tuple(decisions)
 
 
 def _called_by_diff(regs: list[Registration], selected: tuple[Registration, ...],
@@ -272,19 +278,20 @@ def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect], ownin
             everything.append(f"run: {_shown(other)} {verb} no rule, so every stage runs{setting}")
     if everything:
         return everything
-    tests = [e.path for e in effects if (e.kind == "test" and stage.key in e.stages) or stage.key in e.own]
+    key = stage.base_key  # a variant is affected as its stage is
+    tests = [e.path for e in effects if (e.kind == "test" and key in e.stages) or key in e.own]
     reasons = []
     if tests:
         reasons.append(f"run: {_shown(tests)} changed")
-    ruled = [e for e in effects if e.kind == "rule" and stage.key in e.stages]
+    ruled = [e for e in effects if e.kind == "rule" and key in e.stages]
     if ruled:
         labels = sorted({label for e in ruled for label in e.labels})
         reasons.append(f"run: {_shown(e.path for e in ruled)} selects {', '.join(labels)}"
                        + _setting(effects, [e.path for e in ruled]))
-    for glob, paths in _by_glob(effects, stage.key, "targeted").items():
+    for glob, paths in _by_glob(effects, key, "targeted").items():
         verb = "matches" if len(paths) == 1 else "match"
         reasons.append(f"run: {_shown(paths)} {verb} a selection rule for stages {glob}" + _setting(effects, paths))
-    for glob, paths in _by_glob(effects, stage.key, "owned_by").items():
+    for glob, paths in _by_glob(effects, key, "owned_by").items():
         reasons.append(f"run: {_shown(paths)} changed under its paths ({glob})" + _setting(effects, paths))
     return reasons
 

@@ -437,8 +437,10 @@ class Gateway:
         if command.target or plan.choice is not None:
             # The stage the gateway resolved (named, or chosen by `file_run.prefer`): the rerun
             # workflow resolves the same registration even if the configuration changes meanwhile.
-            # Its key: a name several backends configure names one stage only with `@BACKEND`.
-            inputs["stage"] = self.config.key_of(plan.hw, plan.suite)
+            # Its key: a name several backends configure names one stage only with `@BACKEND`;
+            # a named variant (`KEY+VARIANT`) is kept, so the rerun runs on its runners too.
+            variant = (command.target or "").partition("+")[2]
+            inputs["stage"] = self.config.key_of(plan.hw, plan.suite) + (f"+{variant}" if variant else "")
         for name, _pattern in policy.pins:
             inputs[pin_input(name)] = pins.get(name, "")
         ref = policy.ref or ctx.default_branch

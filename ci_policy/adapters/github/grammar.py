@@ -22,10 +22,10 @@ from ci_policy.errors import CiPolicyError
 from ci_policy.plan.filerun import MAX_TEST_PATH, TEST_PATH_RE
 from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 
-# A backend or stage name, as the configuration spells them, or a stage key `NAME@BACKEND` (a
+# A backend or stage name, as the configuration spells them, or a stage key `NAME@BACKEND`, `KEY+VARIANT` (a
 # name several backends configure; no mention: GitHub mentions only an `@` that starts a word);
 # anything else after the path makes the comment "not exactly one command".
-TARGET = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}(?:@[a-z][a-z0-9_]{0,39})?"
+TARGET = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}(?:@[a-z][a-z0-9_]{0,39})?(?:\+[A-Za-z0-9][A-Za-z0-9_.-]{0,99})?"
 COMMAND_RE = re.compile(
     rf"/(?:(?P<label>{CI_LABEL_PREFIX}{NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
     rf"|rerun-test (?P<path>\S+)(?: (?P<target>{TARGET}))?|ok-to-test (?P<sha>\S+))")
