@@ -378,7 +378,7 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
         tests = _registrations(fs, stage.backend)
         registrations.extend(tests)
         for file in fs.invalid:
-            suites.setdefault(file, set()).add(fs.name)
+            suites.setdefault(file, set()).add(stage.base_key)  # a variant's file is its stage's, as planned
         stages.append(StagePlan(stage=stage, decision=fs.decision, reasons=fs.reasons,
                                 tests=tests, shards=fs.shards, invalid=fs.invalid, shards_reason=fs.shards_reason,
                                 max_parallel=fs.max_parallel, max_parallel_reason=fs.max_parallel_reason,
