@@ -14,7 +14,7 @@ from ci_policy.errors import InputErrors
 P = ".github/ci-policy.yml"
 STAGE_KEYS_HINT = ("allowed keys here: after, backend, cadences, command, diff_pruned, est_time, external, "
                    "max_parallel, max_partitions, name, partitions, paths, requires_labels, runner, runs_on, "
-                   "shard_seconds, timeout_per_file, working_directory")
+                   "shard_seconds, timeout_per_file, variants, working_directory")
 
 HEAD = "version: 1\ndiscovery:\n  roots: [tests]\n"
 CPU_STAGE = "stages:\n  - {name: cpu, backend: cpu}\n"

@@ -65,13 +65,16 @@ def specs_for(snapshot, file: str, reg: Registration) -> list[GateSpec]:
 
 
 def registration_for(snapshot, file: str, stage: str | None) -> Registration:
-    regs = [r for r in snapshot.registrations_for(file) if stage is None or r.suite == stage]
+    # A stage is named by its name (every backend's, when several share it) or its key (`NAME@BACKEND`).
+    key = snapshot.config.key_of
+    regs = [r for r in snapshot.registrations_for(file)
+            if stage is None or stage in (r.suite, key(r.backend, r.suite))]
     if not regs:
         raise InputError(f"--file: {file} has no registration" + (f" for stage {stage}" if stage else ""),
                           path=file, hint="pass a registered test file (see ci-policy registry)")
     if len(regs) > 1:
         raise InputError(f"--file: {file} is registered for several stages "
-                          f"({', '.join(r.suite for r in regs)}); pass --stage", path=file)
+                          f"({', '.join(key(r.backend, r.suite) for r in regs)}); pass --stage", path=file)
     return regs[0]
 
 

@@ -32,7 +32,7 @@ from ci_policy.plan import planfile
 from ci_policy.plan.planfile import Inputs, PlanFile, check_inputs, plan_of
 from ci_policy.plan.planfile import stage_job as planned_job
 from ci_policy.plan.stagejob import StageJob
-from ci_policy.read.names import NAME_RE
+from ci_policy.read.names import STAGE_KEY_RE
 
 if TYPE_CHECKING:
     from ci_policy.config.top import Config
@@ -122,7 +122,7 @@ def _read_plan(source: PlanSource, tree: CleanTree | None) -> tuple[PlanFile, st
         # The plan job's directory: the stage's own plan when the checkout is the clean tree it
         # recorded (nothing else of the plan is read), else the whole plan beside it.
         own = os.path.join(path, STAGE_PLANS, f"{source.stage}.json")
-        if source.stage and NAME_RE.fullmatch(source.stage) and os.path.isfile(own):
+        if source.stage and STAGE_KEY_RE.fullmatch(source.stage) and os.path.isfile(own):
             stage_plan = planfile.read_plan_file(plan_text(own), own, source.stage)
             if (stage_plan.stage_plan and repo.is_dir()
                     and unchanged_since(repo, source.config, stage_plan.inputs, tree)):

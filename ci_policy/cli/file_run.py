@@ -28,7 +28,8 @@ from ci_policy.render.jsondoc import file_run_json
 from ci_policy.render.text import file_run_text
 
 NAME = "file-run"
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+# A backend, a stage name or a stage key (`NAME@BACKEND`, `KEY+VARIANT`: `config.stages`).
+NAME_RE = re.compile(r"(?=.{1,100}$)[A-Za-z0-9][A-Za-z0-9_.-]*(?:@[a-z][a-z0-9_]*)?(?:\+[A-Za-z0-9][A-Za-z0-9_.-]*)?")
 
 
 def _test_path(text: str) -> str:
@@ -52,7 +53,8 @@ def _name(text: str) -> str | None:
         return None
     if not NAME_RE.fullmatch(text):
         raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a backend or stage name "
-                                         "([A-Za-z0-9][A-Za-z0-9_.-]*, at most 100 characters)")
+                                         "([A-Za-z0-9][A-Za-z0-9_.-]*, or a stage's NAME@BACKEND or KEY+VARIANT, "
+                                         "at most 100 characters)")
     return text
 
 

@@ -93,9 +93,11 @@ class Schedule:
     stages: tuple[str, ...] = SCHEDULE.default("stages")
     line: int | None = None
 
-    def plans(self, name: str, backend: str) -> bool:
+    def plans(self, name: str, backend: str, key: str | None = None) -> bool:
+        """Whether it plans the stage `name` of `backend`; a glob may match the stage's `key` too."""
         return ((not self.backends or backend in self.backends)
-                and (not self.stages or any(fnmatchcase(name, glob) for glob in self.stages)))
+                and (not self.stages or any(fnmatchcase(name, glob) or (key is not None and fnmatchcase(key, glob))
+                                            for glob in self.stages)))
 
     def describe(self) -> str:
         """What it plans, for reasons: `rocm stages`, `stages matching nightly-*`, `rocm stages matching a*`."""
@@ -113,7 +115,7 @@ def _parse_schedule(s: Schema, node: yaml.Node, at: str, cron: str, ctx: Context
     if stages is INVALID:  # reported where the stages are; nothing to check against
         return schedule
     for i, glob in enumerate(schedule.stages):
-        if not any(fnmatchcase(stage.name, glob) for stage in stages):
+        if not any(stage.matches(glob) for stage in stages):
             s.error(values.value_node("stages").value[i], f"{at}.stages[{i}]",
                     f"{glob!r} matches no stage", hint="a glob matches whole stage names, e.g. 'nightly-*'",
                     code=codes.INVALID_VALUE)
@@ -121,7 +123,8 @@ def _parse_schedule(s: Schema, node: yaml.Node, at: str, cron: str, ctx: Context
     # A mapping without `backends` or `stages` is the plain `cron: cadence` form spelled out and
     # is accepted wherever that form is, even when every stage is external.
     narrowed = bool(schedule.backends or schedule.stages)
-    if narrowed and not any(schedule.plans(stage.name, stage.backend) for stage in stages if not stage.external):
+    if narrowed and not any(schedule.plans(stage.name, stage.backend, stage.key)
+                            for stage in stages if not stage.external):
         s.error(node, at, f"plans no stage: no stage that is not external is one of the {schedule.describe()}",
                 hint="name backends and stage globs that some stage matches", code=codes.INCONSISTENT)
         return INVALID

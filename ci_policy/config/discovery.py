@@ -93,8 +93,8 @@ def _implicit(s: Schema, v: Values, roots: Any, stages: Any) -> ImplicitRoot | N
         s.error(v.value_node("backend"), v.path("backend"), "a cpu_only root must have backend cpu",
                 code=codes.INCONSISTENT)
     if suite is not INVALID and backend is not INVALID and stages is not INVALID:
-        stage = next((st for st in stages if st.name == suite), None)
-        if stage is None or stage.backend != backend:
+        stage = next((st for st in stages if st.name == suite and st.backend == backend), None)
+        if stage is None:
             # A stage without a valid name is reported where it is defined; only named ones are listed.
             names = ", ".join(st.name for st in stages if st.backend == backend and isinstance(st.name, str)) or "none"
             s.error(v.value_node("suite"), v.path("suite"),

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -32,9 +31,8 @@ def _parse_stage_globs(s: Schema, node: yaml.Node, where: str, ctx: Context) -> 
     stages = ctx.get("stages")
     if globs is INVALID or not isinstance(stages, tuple):  # stages invalid: reported there
         return globs
-    names = [stage.name for stage in stages]
     for i, glob in enumerate(globs):
-        if not fnmatch.filter(names, glob):
+        if not any(stage.matches(glob) for stage in stages):
             s.error(node.value[i], f"{where}[{i}]", f"{glob!r} matches no configured stage",
                     hint="name a stage, or a glob such as 'jit-kernel-*' (fnmatch: `*`, `?`, `[...]`)",
                     code=codes.INVALID_VALUE)

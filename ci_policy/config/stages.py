@@ -2,24 +2,42 @@
 
 - In: the `stages` list of the configuration.
 - Out: a tuple of frozen `Stage`s in file order.
-- Refused: names outside `[A-Za-z0-9][A-Za-z0-9_.-]*` or used twice, a backend that is
-  neither built in nor declared under `backends` (parsed before the stages), an unknown
-  runner, an accelerator stage that is not external without `runs_on`, and `paths` (the
-  globs a stage owns) on a stage that is not diff-pruned.
+- Identity: a stage is its (backend, name) pair; `name` is the `suite` its registrations name.
+  Several backends may configure the same name, each its own stage with its own runners.
+  `Stage.key` names the stage everywhere a stage is named (plan, matrix, artifacts,
+  `--stage`, `after`): the name itself when one backend configures it, `NAME@BACKEND`
+  (`base-b-test-2-gpu-large@rocm`) for each backend of a shared name. `@` is in neither a
+  name nor a backend, and is safe in matrix values, artifact and file names and a shell-free
+  argument, so the key stays unique and readable.
+- Refused: names outside `[A-Za-z0-9][A-Za-z0-9_.-]*` or used twice by one backend, a
+  backend that is neither built in nor declared under `backends` (parsed before the
+  stages), an unknown runner, an accelerator stage that is not external without `runs_on`
+  (or variants), and `paths` (the globs a stage owns) on a stage that is not diff-pruned.
 - Defaults that depend on the backend: `runner` (pytest for non-accelerator backends such
   as cpu, python otherwise) and `diff_pruned` (true for accelerator stages).
 - Order: `after` names the stages a stage waits for; the stages fall into waves (topological
   levels: a stage without `after` is in wave 0, any other one wave after the latest it names),
   which the reusable pipeline runs one after another, one matrix job each. Refused: an
-  unknown, external or own name in `after`, a cycle, `after` on an external stage, more
-  than `MAX_WAVES` waves, and more stages in one wave than GitHub runs jobs in one matrix
-  (`MAX_MATRIX_JOBS`: each running stage needs a job of its own).
+  unknown, external or own name in `after`, a shared name without its `@BACKEND`, a cycle,
+  `after` on an external stage, more than `MAX_WAVES` waves, and more stages in one wave
+  than GitHub runs jobs in one matrix (`MAX_MATRIX_JOBS`: each running stage needs a job of
+  its own).
 - A suite without markers: `command` (an argv list, run without a shell), `working_directory`
   (repo-relative: not absolute, no `..`) and `est_time`; the stage is selected by its `paths`
   (required), runs as one shard, and is diff-pruned. Refused with a command: `external`, no
   `paths` or `est_time`, `diff_pruned: false`, `partitions` other than 1, `runner`; a shell
   string, an empty list, a program that is empty or holds spaces, a NUL byte; and
   `working_directory` or `est_time` without a command.
+- Variants: `variants` runs the stage's selected tests as several stages, one per variant,
+  each on its own runners (`runs_on`, default the stage's) or image (`REPOSITORY:TAG` in
+  `image_build.registry`, default the backend's), with its own `timeout_per_file` and, on
+  top of the stage's, its own `cadences` and `requires_labels`. A variant's key is
+  `KEY+NAME` (`stage-b-amd+mi355`: `+` is in no name, backend or key); it is in its
+  stage's wave and each is a job of that wave's matrix (`after` names the stage, never a
+  variant). A variant's image registry is checked by `config.top`, after `image_build`.
+  `Stage.planned()` gives the stages a stage plans as (itself, or one per variant).
+  Refused: a name used twice in one stage, a variant without `runs_on` of a stage without
+  it, a cadence the stage does not run in, and `variants` on an external stage.
 - Shards and parallelism: `partitions` is a count or `auto` (sized from the selected
   est_time by `shard_seconds`, at most `max_partitions`); `auto` without `shard_seconds`,
   and `shard_seconds`/`max_partitions` without `auto`, are refused. `max_parallel` is a
@@ -29,7 +47,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 import yaml
@@ -38,9 +57,10 @@ from ci_policy.config import codes, fields
 from ci_policy.config.backends import BUILTIN_BACKENDS, backend_parser, backends_of
 from ci_policy.config.cadences import CADENCES, Cadence, cadence_list
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
+from ci_policy.config.file_run import IMAGE_TAG_RE, check_repo
 from ci_policy.config.pull_request import PullRequest, gate_labels
 from ci_policy.config.runrules import RUNNERS, RunnerKind
-from ci_policy.read.names import NAME, NAME_RE, did_you_mean
+from ci_policy.read.names import NAME, NAME_RE, STAGE_KEY, STAGE_KEY_RE, did_you_mean
 from ci_policy.read.numbers import MAX_COUNT, MAX_EST_TIME, MAX_SECONDS, number_range
 from ci_policy.read.yamlnodes import INVALID, Schema
 
@@ -147,13 +167,98 @@ def check_name(value: str) -> str | None:
     return None
 
 
+def check_key(value: str) -> str | None:
+    if not STAGE_KEY_RE.fullmatch(value):
+        return f"{value!r} is not a stage name (expected NAME or NAME@BACKEND, NAME matching {NAME})"
+    return None
+
+
+def _check_image_ref(value: str) -> str | None:
+    repository, colon, tag = value.rpartition(":")
+    if colon and "/" not in tag and check_repo(repository) is None and IMAGE_TAG_RE.fullmatch(tag):
+        return None
+    return f"{value!r} is not an image reference REPOSITORY:TAG (e.g. ghcr.io/org/ci-rocm:rocm720)"
+
+
+VARIANT = Table("stages[].variants[]", "One runner pool or image the stage's tests also run on: a stage with "
+                "variants runs as its variants, each with its own jobs and shards of the same selected tests.", (
+    Key("name", fields.string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name,
+                              item={"pattern": f"^(?:{NAME})$"}), REQUIRED,
+        "Variant name, unique in the stage; the variant is named `KEY+NAME` (`stage-b-amd+mi355`) in plans, "
+        "`--stage` and the stage matrix."),
+    Key("runs_on", fields.strings("non-empty list of runner labels", non_empty=True), (),
+        "Runner labels of the variant's jobs.", shown_default="the stage's `runs_on` (required when it has none)"),
+    Key("image", fields.string("image reference REPOSITORY:TAG", _check_image_ref), None,
+        "The image the variant's jobs run in, as it is (not built by the plan), in `image_build.registry`.",
+        shown_default="the backend's image (`images.<backend>`)"),
+    Key("timeout_per_file", fields.number(0, MAX_SECONDS, strict=True), None, "Seconds one test file may run.",
+        shown_default="the stage's"),
+    Key("cadences", cadence_list(), None, "The cadences the variant runs in (of the stage's); skipped in the others.",
+        shown_default="the stage's cadences"),
+    Key("requires_labels", gate_labels("non-empty list of raw PR labels"), (),
+        "On a pull request, the variant runs only when the PR carries every one of these labels too.",
+        shown_default="none"),
+))
+
+
+@dataclass(frozen=True)
+class Variant:
+    """`stages[].variants[]`: one more runner pool or image of a stage."""
+
+    name: str
+    runs_on: tuple[str, ...] = VARIANT.default("runs_on")
+    image: str | None = VARIANT.default("image")
+    timeout_per_file: float | None = VARIANT.default("timeout_per_file")
+    cadences: tuple[Cadence, ...] | None = VARIANT.default("cadences")
+    requires_labels: tuple[str, ...] = VARIANT.default("requires_labels")
+    line: int | None = None
+    # Where `image` is written: its registry is checked once `image_build` is read (`config.top`).
+    image_line: int | None = field(default=None, compare=False)
+
+
+def _parse_variants(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
+    items = s.sequence(node, where, non_empty=True)
+    if items is None:
+        return INVALID
+    variants: list[Variant] = []
+    seen: dict[str, int] = {}
+    ok = True
+    for i, item in enumerate(items):
+        at = f"{where}[{i}]"
+        v = VARIANT.read(s, item, at, ctx)
+        if v is None or v.any_invalid() or "name" not in v:
+            ok = False
+            continue
+        name = v.get("name")
+        if name in seen:
+            s.error(v.value_node("name"), v.path("name"),
+                    f"duplicate variant name {name!r} (also {where}[{seen[name]}])",
+                    hint="give each variant of the stage its own name", code=codes.DUPLICATE)
+            ok = False
+            continue
+        seen[name] = i
+        image_node = v.value_node("image") if "image" in v else None
+        variants.append(Variant(name=name, runs_on=v.get("runs_on"), image=v.get("image"),
+                                timeout_per_file=v.get("timeout_per_file"), cadences=v.get("cadences"),
+                                requires_labels=v.get("requires_labels"), line=v.line,
+                                image_line=None if image_node is None else image_node.start_mark.line + 1))
+    return tuple(variants) if ok else INVALID
+
+
+def stage_key(name: str, backend: str) -> str:
+    """The key of the stage `name` of `backend` when several backends configure that name."""
+    return f"{name}@{backend}"
+
+
 STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test files it runs.", (
     Key("name", fields.string("name matching `[A-Za-z0-9][A-Za-z0-9_.-]*`", check_name,
                               item={"pattern": f"^(?:{NAME})$"}), REQUIRED,
-        "Stage name, unique in the file."),
+        "Stage name, unique per backend: the `suite` its registrations name. A name several backends "
+        "configure is one stage per backend, each named `NAME@BACKEND` in plans, `--stage` and `after`."),
     Key("backend", backend_parser(), REQUIRED, "Hardware the stage's tests need (see `backends`)."),
     Key("runs_on", fields.strings("non-empty list of runner labels", non_empty=True), (),
-        "Runner labels of the stage's jobs; required for accelerator stages that are not external.",
+        "Runner labels of the stage's jobs (the default of its variants); required for accelerator stages that are "
+        "not external, unless every variant has its own.",
         shown_default="none"),
     Key("partitions", Parser(f"integer in {number_range(1, MAX_COUNT)} | auto", _parse_partitions,
                              schema={"anyOf": [fields.integer_schema(1), {"const": AUTO}]}), 1,
@@ -183,9 +288,10 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), (),
         "The paths the stage owns: a change under them affects it, and a path no rule knows does not.",
         shown_default="none: every unknown path affects the stage"),
-    Key("after", fields.strings("non-empty list of stage names", non_empty=True, check=check_name,
-                                item={"pattern": f"^(?:{NAME})$"}), (),
-        f"Stages whose wave runs before this stage's: the pipeline runs waves in order (at most {MAX_WAVES}) "
+    Key("after", fields.strings("non-empty list of stage names", non_empty=True, check=check_key,
+                                item={"pattern": f"^(?:{STAGE_KEY})$"}), (),
+        f"Stages whose wave runs before this stage's (`NAME@BACKEND` for a name several backends configure): "
+        f"the pipeline runs waves in order (at most {MAX_WAVES}) "
         "and skips the later ones when an earlier one failed, unless the PR carries `bypass-fastfail` "
         "or the cadence is not `regular`.", shown_default="none: wave 0"),
     Key("command", Parser("non-empty list of strings (an argv list)", _parse_command,
@@ -199,6 +305,10 @@ STAGE = Table("stages[]", "One CI stage; its name is the `suite` of the test fil
     Key("est_time", fields.number(0, MAX_EST_TIME), None,
         "With `command`: the seconds the command is estimated to run (its shard's est_time; with "
         "`runner.timeout_from_est_time` its timeout).", shown_default="none"),
+    Key("variants", Parser("non-empty list of variants (below)", _parse_variants, VARIANT,
+                           schema={"type": "array", "items": fields.TABLE, "minItems": 1}), (),
+        "Runner pools or images the stage runs on, each a stage of its own (`KEY+NAME`) with the same selected "
+        "tests, its own shards and a reason why it runs or is skipped.", shown_default="none: the stage itself"),
 ))
 
 
@@ -226,21 +336,54 @@ class Stage:
     line: int | None = None
     # The wave the stage runs in (`after`), computed by `parse_stages`.
     wave: int = 0
+    variants: tuple[Variant, ...] = STAGE.default("variants")
+    # Whether other backends configure the same name (computed by `parse_stages`): then `key`
+    # names the backend too.
+    shared: bool = False
+    # The variant this stage is (`planned()`), with its runs_on and timeout_per_file applied.
+    variant: Variant | None = None
+
+    @property
+    def base_key(self) -> str:
+        """How plans, `--stage` and `after` name the stage: `name`, or `name@backend` when `shared`."""
+        return stage_key(self.name, self.backend) if self.shared else self.name
+
+    @property
+    def key(self) -> str:
+        """`base_key`, and `+VARIANT` for a variant of it."""
+        return self.base_key if self.variant is None else f"{self.base_key}+{self.variant.name}"
+
+    @property
+    def image(self) -> str | None:
+        """The image a variant names (None: the backend's image)."""
+        return None if self.variant is None else self.variant.image
+
+    def planned(self) -> tuple[Stage, ...]:
+        """The stages this one plans as: itself, or one per variant."""
+        return (self,) if not self.variants else tuple(
+            replace(self, variants=(), variant=v, runs_on=v.runs_on or self.runs_on,
+                    timeout_per_file=self.timeout_per_file if v.timeout_per_file is None else v.timeout_per_file)
+            for v in self.variants)
+
+    def matches(self, glob: str) -> bool:
+        """Whether a stage-name glob (`selection.rules[].stages`, `cadences.schedules`) names the stage."""
+        return any(fnmatchcase(name, glob) for name in (self.name, self.base_key, self.key))
 
 
-def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context) -> Stage | None:
+def _stage(s: Schema, v: Values, index: int, seen: dict[tuple[str, str], int], ctx: Context) -> Stage | None:
     """The stage of one list item, or None when any of its keys is wrong."""
     before = len(s.errors)
     name = v.get("name")
-    if name is not INVALID:
-        if name in seen:
-            s.error(v.value_node("name"), v.path("name"), f"duplicate stage name {name!r} (also stages[{seen[name]}])",
-                    code=codes.DUPLICATE)
-        seen.setdefault(name, index)
     backend = v.get("backend")
+    if name is not INVALID and backend is not INVALID:
+        if (name, backend) in seen:
+            s.error(v.value_node("name"), v.path("name"),
+                    f"duplicate stage name {name!r} (also stages[{seen[name, backend]}])", code=codes.DUPLICATE)
+        seen.setdefault((name, backend), index)
     backends = backends_of(ctx)
     gpu = backend is not INVALID and backends is not INVALID and backends.is_accelerator(backend)
-    if gpu and v.get("external") is False and "runs_on" not in v:
+    # A stage with variants runs on theirs: each variant without runs_on is refused below.
+    if gpu and v.get("external") is False and "runs_on" not in v and "variants" not in v:
         s.error(v.node, v.path("runs_on"), f"required for {backend} stages that are not external",
                 hint="list the runner labels, e.g. runs_on: [h200, 4gpu]", code=codes.MISSING_KEY)
     # A command that failed to parse is reported; its stage is still one with a command.
@@ -265,6 +408,9 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
                     f"(partitions is {partitions})",
                     hint=f"write partitions: auto to size the shards from est_time, or remove {key}",
                     code=codes.INCONSISTENT)
+    variants = v.get("variants")
+    if variants and variants is not INVALID:
+        _check_variants(s, v, variants)
     if v.any_invalid() or len(s.errors) != before:
         return None
     return Stage(
@@ -286,6 +432,7 @@ def _stage(s: Schema, v: Values, index: int, seen: dict[str, int], ctx: Context)
         command=v.get("command"),
         working_directory=None if v.get("working_directory") == "." else v.get("working_directory"),
         est_time=v.get("est_time"),
+        variants=variants,
         line=v.line,
     )
 
@@ -316,6 +463,26 @@ def _check_command(s: Schema, v: Values, partitions: Any) -> None:
         if key in v:
             s.error(v.value_node(key), v.path(key), "has no effect with command: the stage runs its command, "
                     "not test files", hint=f"remove {key}", code=codes.INCONSISTENT)
+def _check_variants(s: Schema, v: Values, variants: tuple[Variant, ...]) -> None:
+    """What a stage's variants may not be: of an external stage, without runners where the stage
+    has none, or in a cadence the stage itself does not run in."""
+    items = v.value_node("variants").value
+    if v.get("external") is True:
+        s.error(v.value_node("variants"), v.path("variants"), "has no effect: an external stage is run by another "
+                "system, never planned here", hint="remove variants, or external", code=codes.INCONSISTENT)
+        return
+    stage_cadences = v.get("cadences")
+    for j, variant in enumerate(variants):
+        at = f"{v.path('variants')}[{j}]"
+        if not variant.runs_on and "runs_on" not in v:
+            s.error(items[j], f"{at}.runs_on", "required: the stage has no runs_on for its variants to default to",
+                    hint="list the variant's runner labels, e.g. runs_on: [mi355], or give the stage runs_on",
+                    code=codes.MISSING_KEY)
+        outside = [c for c in variant.cadences or () if stage_cadences is not INVALID and c not in stage_cadences]
+        if outside:
+            s.error(items[j], f"{at}.cadences", f"{', '.join(outside)} is not a cadence of the stage "
+                    f"({', '.join(stage_cadences)}), so the variant would never run in it",
+                    hint="list cadences of the stage, or add them to the stage's cadences", code=codes.INCONSISTENT)
 
 
 def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
@@ -324,7 +491,7 @@ def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
         return INVALID
     stages: list[Stage] = []
     read: list[Values] = []
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, str], int] = {}
     ok = True
     for i, item in enumerate(items):
         values = STAGE.read(s, item, f"{where}[{i}]", ctx)
@@ -336,8 +503,12 @@ def parse_stages(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
             read.append(values)
     if not ok:
         return INVALID
-    waves = _waves(s, node, where, stages, read)
-    return INVALID if waves is None else tuple(replace(st, wave=waves[st.name]) for st in stages)
+    backends_of_name: dict[str, set[str]] = {}
+    for st in stages:
+        backends_of_name.setdefault(st.name, set()).add(st.backend)
+    stages = [replace(st, shared=len(backends_of_name[st.name]) > 1) for st in stages]
+    waves = _waves(s, node, where, stages, read, backends_of_name)
+    return INVALID if waves is None else tuple(replace(st, wave=waves[st.key]) for st in stages)
 
 
 def _after_node(v: Values, index: int) -> yaml.Node:
@@ -345,10 +516,11 @@ def _after_node(v: Values, index: int) -> yaml.Node:
     return node.value[index] if isinstance(node, yaml.SequenceNode) else node
 
 
-def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: list[Values]) -> dict[str, int] | None:
-    """Each stage's wave, or None after recording why `after` cannot order the stages."""
+def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: list[Values],
+           backends_of_name: dict[str, set[str]]) -> dict[str, int] | None:
+    """Each stage's wave (by key), or None after recording why `after` cannot order the stages."""
     before = len(s.errors)
-    by_name = {st.name: (st, v) for st, v in zip(stages, read, strict=True)}
+    by_name = {st.key: (st, v) for st, v in zip(stages, read, strict=True)}
     for st, v in by_name.values():
         if st.after and st.external:
             s.error(v.value_node("after"), v.path("after"), "has no effect: an external stage is run by "
@@ -356,7 +528,19 @@ def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: li
                     code=codes.INCONSISTENT)
         for j, name in enumerate(st.after):
             other = by_name.get(name)
-            if other is None:
+            shared = sorted(backends_of_name.get(name, ()))
+            base, plus, _variant = name.partition("+")
+            if other is None and plus and base in by_name:
+                s.error(_after_node(v, j), f"{v.path('after')}[{j}]", f"names the variant {name!r}: a stage waits "
+                        f"for every variant of {base!r}, which share its wave",
+                        hint=f"write {base!r}", code=codes.AFTER_UNKNOWN)
+            elif other is None and len(shared) > 1:
+                keys = [stage_key(name, b) for b in shared]
+                s.error(_after_node(v, j), f"{v.path('after')}[{j}]",
+                        f"{name!r} names {len(shared)} stages, one per backend ({', '.join(shared)})",
+                        hint=f"name the one to wait for: {' or '.join(keys)} (or list each)",
+                        code=codes.AFTER_UNKNOWN)
+            elif other is None:
                 s.error(_after_node(v, j), f"{v.path('after')}[{j}]",
                         f"names no stage: {name!r}{did_you_mean(name, by_name)}",
                         hint=f"name stages of this file: {', '.join(by_name)}",
@@ -395,20 +579,22 @@ def _waves(s: Schema, node: yaml.Node, where: str, stages: list[Stage], read: li
         return waves[name]
 
     for st in stages:
-        if wave(st.name) is None:
+        if wave(st.key) is None:
             return None
     for st, v in by_name.values():
-        if waves[st.name] >= MAX_WAVES:
-            s.error(v.value_node("after"), v.path("after"), f"puts stage {st.name!r} in wave {waves[st.name]}; "
+        if waves[st.key] >= MAX_WAVES:
+            s.error(v.value_node("after"), v.path("after"), f"puts stage {st.key!r} in wave {waves[st.key]}; "
                     f"the pipeline runs at most {MAX_WAVES} waves (waves 0 to {MAX_WAVES - 1}), one job each, "
                     "fixed before the run starts", hint="wait for fewer stages in a row: let a stage share a "
                     "wave with another one it does not need to follow", code=codes.GITHUB_LIMIT)
             return None
     for level in range(MAX_WAVES):
-        members = [st.name for st in stages if waves[st.name] == level and not st.external]
+        # Each variant is a stage of the wave: a job of its own in the wave's matrix.
+        members = [p.key for st in stages if waves[st.key] == level and not st.external for p in st.planned()]
         if len(members) > MAX_MATRIX_JOBS:
-            s.error(node, where, f"wave {level} holds {len(members)} stages that are not external, each of which "
-                    f"needs a job of its own; {GITHUB_MATRIX_RULE}, and a wave is one matrix",
+            counted = " (each variant a stage)" if any(st.variants for st in stages if waves[st.key] == level) else ""
+            s.error(node, where, f"wave {level} holds {len(members)} stages{counted} that are not external, each "
+                    f"of which needs a job of its own; {GITHUB_MATRIX_RULE}, and a wave is one matrix",
                     hint="put some of these stages in a later wave with after, or merge stages",
                     code=codes.GITHUB_LIMIT)
             return None

@@ -25,7 +25,7 @@ from ci_policy.config.discovery import DISCOVERY, Discovery
 from ci_policy.config.fields import REQUIRED, Context, FrozenMap, Key, Parser, Table
 from ci_policy.config.file_run import FILE_RUN, FileRunConfig
 from ci_policy.config.gates import GATES, GatesConfig
-from ci_policy.config.images import IMAGE_BUILDER, IMAGES, ImageBuild, ImageBuilder
+from ci_policy.config.images import IMAGE_BUILDER, IMAGES, ImageBuild, ImageBuilder, registry_of
 from ci_policy.config.lint import LINT, LintConfig
 from ci_policy.config.markers import MARKERS, Markers
 from ci_policy.config.path import DEFAULT_CONFIG
@@ -153,11 +153,33 @@ class Config:
     # Line of each top-level key, for errors found after validation.
     lines: FrozenMap[str, int] = field(default=FrozenMap(), compare=False)
 
-    def stage(self, name: str) -> Stage | None:
+    def stage(self, key: str) -> Stage | None:
+        """The stage `key` names (`Stage.key`: the name, or `NAME@BACKEND` for a shared name), or
+        the variant `KEY+VARIANT` of one."""
         for stage in self.stages:
-            if stage.name == name:
+            if stage.key == key:
+                return stage
+        for stage in self.planned_stages:
+            if stage.key == key:
                 return stage
         return None
+
+    @property
+    def planned_stages(self) -> tuple[Stage, ...]:
+        """The stages the planner plans, in file order: each stage, or each of its variants."""
+        return tuple(planned for stage in self.stages for planned in stage.planned())
+
+    def stage_of(self, backend: str, suite: str) -> Stage | None:
+        """The stage a registration of `backend` for `suite` binds to."""
+        for stage in self.stages:
+            if stage.name == suite and stage.backend == backend:
+                return stage
+        return None
+
+    def key_of(self, backend: str, suite: str) -> str:
+        """The key of the stage of (`backend`, `suite`); the suite itself when no stage is configured."""
+        stage = self.stage_of(backend, suite)
+        return suite if stage is None else stage.key
 
     def stages_of(self, backend: Backend | str) -> tuple[Stage, ...]:
         return tuple(s for s in self.stages if s.backend == backend)
@@ -180,6 +202,8 @@ class Config:
                 for label in self.pull_request.require_labels]
         for i, stage in enumerate(self.stages):
             refs += [(label, f"stages[{i}].requires_labels", stage.line) for label in stage.requires_labels]
+            refs += [(label, f"stages[{i}].variants[{j}].requires_labels", variant.line)
+                     for j, variant in enumerate(stage.variants) for label in variant.requires_labels]
         return tuple(refs)
 
     def label_references(self) -> tuple[tuple[str, str, int | None], ...]:
@@ -193,6 +217,19 @@ class Config:
         return tuple(refs)
 
 
+def _check_variant_images(stages: tuple[Stage, ...], builder: ImageBuilder, path: str) -> None:
+    """A variant's image must be in `image_build.registry`: the stage jobs log in there with the
+    registry secrets (or the job's token), which another registry must never be sent."""
+    wrong = [InputError(f"stages[{i}].variants[{j}].image: {v.image!r} is not in the image registry "
+                        f"{builder.registry} (image_build.registry)", path=path, line=v.image_line,
+                        hint=f"push it to {builder.registry}/... (the stage jobs log in to that registry only)",
+                        code=codes.INCONSISTENT)
+             for i, stage in enumerate(stages) for j, v in enumerate(stage.variants)
+             if v.image is not None and registry_of(v.image.rpartition(":")[0]) != builder.registry]
+    if wrong:
+        raise InputErrors(wrong)
+
+
 def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
     """Validate configuration text; raise `InputErrors` with every problem found."""
     root = compose(text, path, code=codes.INVALID_YAML)
@@ -203,6 +240,7 @@ def parse_config(text: str, path: str = DEFAULT_CONFIG) -> Config:
     top = TOP.read(s, root, "")
     if top is None or s.errors:
         raise InputErrors(s.errors)
+    _check_variant_images(top.get("stages"), top.get("image_build"), path)
     return Config(
         path=path,
         version=top.get("version"),

@@ -101,10 +101,10 @@ def workflow_problems(repo: Path, snapshot: Snapshot) -> list[Diagnostic]:
 def warnings_of(snapshot: Snapshot) -> list[Diagnostic]:
     config, labels = snapshot.config, snapshot.labels
     out: list[Diagnostic] = []
-    used_suites = {r.suite for r in snapshot.registrations}
+    used_stages = {(r.backend, r.suite) for r in snapshot.registrations}
     for stage in config.stages:
-        if stage.name not in used_suites and not stage.command:  # a command runs its suite itself
-            out.append(warning(f"stage {stage.name} has no registered test files",
+        if (stage.backend, stage.name) not in used_stages and not stage.command:  # a command runs its suite itself
+            out.append(warning(f"stage {stage.key} has no registered test files",
                                path=config.path, line=stage.line, code="CP901",
                                hint=f"register tests with suite={stage.name!r} or remove the stage"))
     used_labels = {label for r in snapshot.registrations for label in r.labels}

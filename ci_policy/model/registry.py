@@ -105,11 +105,11 @@ def registrations_of(scan: Scan, config: Config, labels: LabelRegistry) -> list[
                         hint=f"move the file out of {rule.root} or register it for CPU"))
 
     for reg in out:
-        stage = config.stage(reg.suite)
+        stage = config.stage_of(reg.backend, reg.suite)
         # A disabled registration runs nothing, so only an enabled one needs a `__main__` block.
         if stage is not None and stage.runner == "python" and reg.disabled is None and not scan.has_main_block:
             scan.errors.append(Diagnostic(
-                f"stage {stage.name} runs {reg.file} as `python FILE`, but the file has no "
+                f"stage {stage.key} runs {reg.file} as `python FILE`, but the file has no "
                 "`if __name__ == \"__main__\":` block that calls something, so it would exit 0 "
                 "without running a test",
                 path=reg.file, line=reg.line or 1, col=reg.col or 1, code="CP222",
@@ -178,15 +178,21 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
         scan.error(suite_node, "CP224", f"{name}: suite must be a string, got {suite!r}",
                    hint='write e.g. suite="stage-b-1-gpu-h200"')
     else:
-        stage = config.stage(suite)
-        if stage is None or stage.backend != backend:
+        stage = config.stage_of(backend, suite)
+        if stage is None:
+            # Stage identity is (backend, name): a name other backends configure is not this one's.
             valid = [s.name for s in config.stages_of(backend)]
-            what = (f"is a {stage.backend} stage, not a {backend} stage" if stage is not None
+            others = [s.backend for s in config.stages if s.name == suite]
+            what = (f"is a {' and '.join(others)} stage, not a {backend} stage" if others
                     else f"is not a configured {backend} stage")
+            hint = (f"configured {backend} stages: {', '.join(valid) or 'none'} "
+                    f"(stages are listed in {config.path})")
+            if others:
+                runs_on = ", runs_on: [...]" if config.is_accelerator(backend) else ""
+                hint = (f"to run it on {backend} too, add {{name: {suite}, backend: {backend}{runs_on}}} to the "
+                        f"stages in {config.path}; {hint}")
             scan.error(suite_node, "CP225", f"{name}: suite {suite!r} {what}"
-                       + did_you_mean(suite, valid),
-                       hint=f"configured {backend} stages: {', '.join(valid) or 'none'} "
-                       f"(stages are listed in {config.path})")
+                       + did_you_mean(suite, valid), hint=hint)
         elif stage.command:
             valid = [s.name for s in config.stages_of(backend) if not s.command]
             scan.error(suite_node, "CP225", f"{name}: suite {suite!r} is a stage with a command "

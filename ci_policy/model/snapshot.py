@@ -96,7 +96,7 @@ class InvalidFile:
 
     file: str
     diagnostics: tuple[Diagnostic, ...]
-    suites: tuple[str, ...] = ()  # the stages of the registrations that could be read (dropped with it)
+    suites: tuple[str, ...] = ()  # the stages (keys) of the registrations that could be read (dropped with it)
     # A partly read file: the stages of its registrations still scheduled (only bad
     # registrations were dropped, see `_ONE_REGISTRATION`); empty when the file is dropped whole.
     kept: tuple[str, ...] = ()
@@ -170,7 +170,7 @@ class Snapshot:
         return self._by_file.get(file, ())
 
     def suites_labelled(self, labels: Collection[str]) -> set[str]:
-        """The suites of the registrations that carry any of `labels`."""
+        """The stages (`Stage.key`) of the registrations that carry any of `labels`."""
         by_label = self._suites_by_label
         return {suite for label in labels for suite in by_label.get(label, ())}
 
@@ -179,7 +179,7 @@ class Snapshot:
         grouped: dict[str, set[str]] = {}
         for reg in self.registrations:
             for label in reg.labels:
-                grouped.setdefault(label, set()).add(reg.suite)
+                grouped.setdefault(label, set()).add(self.config.key_of(reg.backend, reg.suite))
         return grouped
 
     @cached_property
@@ -592,7 +592,7 @@ def classify(snapshot: Snapshot) -> Validity:
 
 
 def _invalid_file(snapshot: Snapshot, file: str, found: tuple[Diagnostic, ...]) -> InvalidFile:
-    suites = tuple(sorted({r.suite for r in snapshot.registrations_for(file)}))
+    suites = tuple(sorted({snapshot.config.key_of(r.backend, r.suite) for r in snapshot.registrations_for(file)}))
     if suites and all(d.code in _ONE_REGISTRATION for d in found):
         return InvalidFile(file, found, kept=suites)
     return InvalidFile(file, found, suites)

@@ -151,7 +151,7 @@ def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Wo
                     out += _reusable_call(workflow, job, match.group(1), match.group(2), has_gates)
                     out += _registry_secrets(config, workflow, job, match.group(1))
                     out += _grants_missing(config, workflow, job, match.group(1), gateway)
-    stages = {stage.name: stage for stage in config.stages}
+    stages = {stage.key: stage for stage in config.planned_stages}
     runs = [(workflow, job, run) for workflow in workflows for job in workflow.jobs for run in job.stage_runs]
     for workflow, job, run in runs:
         if run.stage is None:
@@ -168,17 +168,17 @@ def workflow_diagnostics(config: Config, has_gates: bool, workflows: Sequence[Wo
         if set(job.runs_on) - {"self-hosted"} != set(stage.runs_on) - {"self-hosted"}:
             expected = ", ".join(["self-hosted", *stage.runs_on])
             out.append(Diagnostic(
-                f"jobs.{job.id}.runs-on: [{', '.join(job.runs_on)}] does not match stage {stage.name}'s runs_on "
+                f"jobs.{job.id}.runs-on: [{', '.join(job.runs_on)}] does not match stage {stage.key}'s runs_on "
                 f"[{', '.join(stage.runs_on)}]", path=workflow.path, line=job.runs_on_at.line,
                 col=job.runs_on_at.col, code=RUNS_ON_MISMATCH,
                 hint=f"write runs-on: [{expected}], or change the stage's runs_on"))
     static = [run.stage for _w, _j, run in runs]
     if runs and not calls_pipeline and None not in static:
         where = sorted({workflow.path for workflow, _j, _r in runs})
-        for stage in config.stages:
-            if not stage.external and stage.name not in static:
+        for stage in config.planned_stages:
+            if not stage.external and stage.key not in static:
                 out.append(Diagnostic(
-                    f"stage {stage.name} has no job running `ci-policy run --stage {stage.name}` in "
+                    f"stage {stage.key} has no job running `ci-policy run --stage {stage.key}` in "
                     f"{', '.join(where)}", path=config.path, line=stage.line, code=STAGE_JOB_MISSING,
                     hint=f"add a job for it (runs-on: [{', '.join(['self-hosted', *stage.runs_on])}]), call the "
                          "reusable pr-pipeline.yml, or mark the stage external"))

@@ -61,7 +61,8 @@ class StagePlan:
 
     @property
     def name(self) -> str:
-        return self.stage.name
+        """How the plan names the stage: its `Stage.key` (`NAME@BACKEND` for a shared name)."""
+        return self.stage.key
 
     @property
     def est_seconds(self) -> float:
@@ -140,7 +141,8 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
     stages = tuple(_stage_plan(d, warnings, trigger, snapshot.config) for d in decisions)
     images = []
     for backend in snapshot.config.backends.accelerators:
-        runs = any(s.decision == "run" and s.stage.backend == backend for s in stages)
+        # A variant that names its own image runs in it as it is: it needs no build.
+        runs = any(s.decision == "run" and s.stage.backend == backend and s.stage.image is None for s in stages)
         images.append((backend, "build" if runs else "skip"))
     if trigger.event in DIFF_EVENTS and not diff.available:
         warnings.insert(0, f"diff unavailable: {diff.reason}")
@@ -188,7 +190,7 @@ def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config:
         mean = sum(s.est_seconds for s in shards) / len(shards)
         for r in tests:
             if r.est_time > mean:
-                warnings.append(f"{d.stage.name}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
+                warnings.append(f"{d.stage.key}: {r.file} alone (est {r.est_time:g}s) exceeds the stage's "
                                 f"mean shard time ({mean:g}s); the stage cannot finish sooner than this file")
     return StagePlan(d.stage, d.decision, d.reasons, tests, shards, d.not_selected, d.invalid,
                      shards_reason, max_parallel, max_parallel_reason, split.lower_bound, split.optimal)

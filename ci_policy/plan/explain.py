@@ -100,9 +100,10 @@ def _not_registered(plan: Plan, file: str) -> tuple[Status, str]:
 
 
 def _stage(plan: Plan, reg: Registration) -> StageExplanation:
-    sp = plan.stage(reg.suite)
+    key = plan.config.key_of(reg.backend, reg.suite)
+    sp = plan.stage(key)
     if sp is None:  # only external stages are never planned
-        return StageExplanation(reg.suite, reg.backend, reg.line, "external",
+        return StageExplanation(key, reg.backend, reg.line, "external",
                                 ("external: another system runs this stage; ci-policy never plans it",),
                                 False, "not planned here: the stage is external", reg.est_time, reg.est_source,
                                 None, 0)
@@ -112,7 +113,7 @@ def _stage(plan: Plan, reg: Registration) -> StageExplanation:
     shard = next((sh.index for sh in sp.shards if reg.file in sh.files), None)
     if selected and shard is None:
         why += "; the stage is skipped, so it does not run"
-    return StageExplanation(reg.suite, reg.backend, reg.line, sp.decision, sp.reasons + sp.notes, selected, why,
+    return StageExplanation(key, reg.backend, reg.line, sp.decision, sp.reasons + sp.notes, selected, why,
                             reg.est_time, reg.est_source, shard, len(sp.shards))
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from ci_policy.config.file_run import IMAGE_TAG_RE
 from ci_policy.config.load import load_config
+from ci_policy.config.stages import Stage
 from ci_policy.config.top import Config
 from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.gates.declarations import GateDeclaration
@@ -139,11 +140,12 @@ def _preferred(prefer: Sequence[str], regs: Sequence[Registration]) -> Registrat
 
 
 def _several_hint(file: str, runnable: Sequence[Registration], backend_given: bool,
-                  prefer: Sequence[str]) -> str:
+                  prefer: Sequence[str], config: Config) -> str:
     """How to name one of several runnable registrations: a stage; a backend only where it names
     one registration (two NPU registrations are told apart by their stage alone); and, when
     nothing was named and their backends differ, the configuration's `file_run.prefer`."""
-    hint = (f"/rerun-test {file} STAGE, with STAGE one of: {', '.join(r.suite for r in runnable)}")
+    keys = [config.key_of(r.backend, r.suite) for r in runnable]
+    hint = (f"/rerun-test {file} STAGE, with STAGE one of: {', '.join(keys)}")
     backends = [r.backend for r in runnable]
     unique = [b for b in dict.fromkeys(backends) if backends.count(b) == 1]
     if unique and not backend_given:
@@ -182,8 +184,22 @@ def _close(word: str, names: Sequence[str], cutoff: float) -> str | None:
 
 
 def _external(config: Config, reg: Registration) -> bool:
-    stage = config.stage(reg.suite)
+    stage = config.stage_of(reg.backend, reg.suite)
     return stage is not None and stage.external
+
+
+def _variant(stage: Stage, name: str | None, file: str) -> Stage:
+    """The variant `name` of `stage` a rerun runs on (its first when none is named), or the stage."""
+    planned = stage.planned()
+    if name is None and not stage.variants:
+        return stage
+    found = planned[0] if name is None else next((p for p in planned if p.variant and p.variant.name == name), None)
+    if found is None:
+        keys = [p.key for p in planned]
+        raise InputError(f"stage {stage.key} has no variant {name!r}" + (f" (its variants: {', '.join(keys)})"
+                         if stage.variants else " (it has no variants)"), path=file,
+                         hint=f"name one of: {', '.join(keys)}")
+    return found
 
 
 MISSING = "CP402"  # the code `read_text` gives a path that does not exist
@@ -241,12 +257,19 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     if not enabled:
         raise InputError(f"{file} is disabled: {regs[0].disabled}", path=file, line=regs[0].line,
                           hint="re-enable the registration to rerun it")
-    chosen = [r for r in enabled if backend in (None, r.backend) and stage in (None, r.suite)]
+    # A stage is named by its name (every backend's, when several share it) or its key, and
+    # a variant of it by `KEY+VARIANT`.
+    variant = None
+    if stage is not None and "+" in stage:
+        stage, _plus, variant = stage.partition("+")
+    chosen = [r for r in enabled if backend in (None, r.backend)
+              and stage in (None, r.suite, config.key_of(r.backend, r.suite))]
     if not chosen:
         asked = " ".join(f"{what} {name}" for what, name in (("backend", backend), ("stage", stage)) if name)
+        keys = sorted({config.key_of(r.backend, r.suite) for r in enabled})
         raise InputError(f"{file} has no enabled registration for {asked}; its registrations: "
                           f"{_choices(enabled)}", path=file, line=enabled[0].line,
-                          hint=f"name one of: {', '.join(sorted({r.suite for r in enabled}))}")
+                          hint=f"name one of: {', '.join(keys)}")
     runnable = [r for r in chosen if not _external(config, r)]
     if not runnable:
         reg = chosen[0]
@@ -266,10 +289,11 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
         named = "stage" if backend is not None else "backend or stage"
         raise InputError(f"{file} has {len(runnable)} registrations that can run ({_choices(runnable)}); "
                           f"name the {named} to rerun", path=file, line=runnable[1].line,
-                          hint=_several_hint(file, runnable, backend is not None, config.file_run.prefer))
+                          hint=_several_hint(file, runnable, backend is not None, config.file_run.prefer, config))
     reg = runnable[0]
-    stage_config = config.stage(reg.suite)
-    assert stage_config is not None  # registrations_of validated the suite
+    configured = config.stage_of(reg.backend, reg.suite)
+    assert configured is not None  # registrations_of validated the suite
+    stage_config = _variant(configured, variant, file)
     # round() first: 0.1 * 30 is 3.0000000000000004 in binary floating point, not 3.
     timeout = max(config.file_run.min_timeout,
                   math.ceil(round(config.file_run.timeout_factor * reg.est_time, 6)))
@@ -279,6 +303,7 @@ def resolve_file(file: str, source_root: Path, *, config_path: str | Path | None
     repo = config.file_run.image_for(reg.backend)
     # CPU stages usually name no runner labels; a hosted runner runs them.
     runs_on = stage_config.runs_on or (DEFAULT_CPU_RUNNER,)
+    image = stage_config.image or (f"{repo}:{tag}" if repo else None)
     return FilePlan(file=file, hw=reg.backend, suite=reg.suite, runs_on=runs_on,
-                    container_image=f"{repo}:{tag}" if repo else None, timeout_seconds=int(math.ceil(timeout)),
+                    container_image=image, timeout_seconds=int(math.ceil(timeout)),
                     container_options=config.backends.container_options_for(reg.backend), choice=choice)

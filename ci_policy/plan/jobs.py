@@ -228,7 +228,7 @@ def stage_jobs(plan: Plan, head_sha: str | None) -> StageJobs:
             entries.append(MatrixEntry(
                 stage=stage.name, lane=lane, shards=indices, backend=backend,
                 # A cpu stage may leave runs_on out: GitHub's hosted Linux runner, as `/rerun-test` uses.
-                runs_on=stage.stage.runs_on or (DEFAULT_CPU_RUNNER,), image=image_of(backend),
+                runs_on=stage.stage.runs_on or (DEFAULT_CPU_RUNNER,), image=stage.stage.image or image_of(backend),
                 container_options=config.backends.container_options_for(backend),
                 timeout_minutes=lane_timeout_minutes(plan, stage, shards), wave=stage.stage.wave))
     return StageJobs(tuple(entries), images_to_build, tuple(merges))

@@ -65,40 +65,42 @@ def _indices(count: int) -> int:
 
 def worst_case(snapshot: Snapshot) -> Sizes:
     config = snapshot.config
-    files: dict[str, int] = {}
+    by_stage: dict[tuple[str, str], int] = {}
     for r in snapshot.registrations:
-        files[r.suite] = files.get(r.suite, 0) + 1
-    for stage in config.stages:
-        if stage.command:  # no registration: its command is its one file
-            files[stage.name] = 1
+        by_stage[r.backend, r.suite] = by_stage.get((r.backend, r.suite), 0) + 1
+    planned = config.planned_stages  # each variant is a stage of its own, with jobs of its own
+    # A stage with a command has no registration: its command is its one file.
+    files = {s.key: 1 if s.command else by_stage.get((s.backend, s.name), 0) for s in planned}
     matrices = 0
     longest = 0
     weights: dict[str, int] = {}
     for wave in range(MAX_WAVES):
-        stages = [s for s in config.stages if s.wave == wave and not s.external and files.get(s.name)]
-        lanes = {s.name: _max_lanes(s, _max_shards(s, files[s.name])) for s in stages}
+        stages = [s for s in planned if s.wave == wave and not s.external and files.get(s.key)]
+        lanes = {s.key: _max_lanes(s, _max_shards(s, files[s.key])) for s in stages}
         jobs = min(MAX_MATRIX_JOBS, sum(lanes.values()))
         size = len('{"include":[]}') + max(0, jobs - 1)  # the commas between entries
         for s in stages:
-            entry = MatrixEntry(stage=s.name, lane=MAX_MATRIX_JOBS - 1, shards=(), backend=s.backend,
+            entry = MatrixEntry(stage=s.key, lane=MAX_MATRIX_JOBS - 1, shards=(), backend=s.backend,
                                 runs_on=s.runs_on or (DEFAULT_CPU_RUNNER,),
                                 image=_image(snapshot, s), container_options=config.backends.container_options_for(
                                     s.backend), timeout_minutes=9999, wave=wave)
             text = json.dumps(entry.as_dict(), separators=(",", ":"))
-            shards = _indices(_max_shards(s, files[s.name]))
+            shards = _indices(_max_shards(s, files[s.key]))
             # Each of the stage's jobs (at most the wave's) carries the entry; its shards once in all.
-            weight = min(lanes[s.name], jobs) * len(text) + shards
-            weights[s.name] = weight
+            weight = min(lanes[s.key], jobs) * len(text) + shards
+            weights[s.key] = weight
             size += weight
             longest = max(longest, shards)
         matrices += size
     chars = matrices + OTHER_OUTPUTS
-    heaviest = max(config.stages, key=lambda s: weights.get(s.name, -1)) if weights else None
+    heaviest = max(planned, key=lambda s: weights.get(s.key, -1)) if weights else None
     return Sizes(outputs_bytes=2 * chars, longest_shards=longest, heaviest=heaviest)
 
 
 def _image(snapshot: Snapshot, stage: Stage) -> str:
     image = snapshot.config.images.get(stage.backend)
+    if stage.image is not None:
+        return stage.image
     return "" if image is None else f"{image.repository}:{'0' * 40}"
 
 
@@ -108,7 +110,7 @@ def size_problems(snapshot: Snapshot) -> list[Diagnostic]:
     stage = sizes.heaviest
     if stage is None:
         return []
-    hint = (f"lower stage {stage.name}'s partitions or max_parallel, or move stages to another wave with after: "
+    hint = (f"lower stage {stage.key}'s partitions or max_parallel, or move stages to another wave with after: "
             "each wave is one matrix of at most 256 jobs")
     problems = []
 

@@ -5,7 +5,8 @@
 - Out: `planned_stage`: the planned stage; `pick_shard`: the shard `--shard` names (None: a
   skipped stage), with the errors `list` and `run` print.
 - Refused: a stage not planned, as `UsageError` naming `--stage` (an external one as
-  such); a shard the stage does not have, or none named of several, naming `--shard`.
+  such, a name several backends share with the keys to pass); a shard the stage does not
+  have, or none named of several, naming `--shard`.
 - Below both `plan.build` (which plans) and `plan.stagejob` (what a stage job runs,
   importing no planner): each imports this, neither the other.
 """
@@ -68,6 +69,12 @@ def planned_stage(plan: Planned[S], stage_name: str) -> S:
     if planned is None and configured is not None and configured.external:
         raise UsageError(f"{stage_name!r} is an external stage: another system runs it, ci-policy never "
                          "plans or runs it", source="--stage")
+    # A name several backends share (`NAME@BACKEND`), or a stage planned as its variants (`KEY+VARIANT`).
+    shared = [s.name for s in plan.stages if s.name.startswith((f"{stage_name}@", f"{stage_name}+"))]
+    if planned is None and shared:
+        per = "backend" if all("+" not in s for s in shared) else "backend or variant"
+        raise UsageError(f"{stage_name!r} names {len(shared)} planned stages, one per {per}: "
+                         f"{', '.join(shared)}", source="--stage", hint=f"pass --stage {' or '.join(shared)}")
     if planned is None:
         names = ", ".join(s.name for s in plan.stages)
         raise UsageError(f"{stage_name!r} is not a planned stage (planned: {names}); "

@@ -64,6 +64,7 @@ from ci_policy.plan.stagejob import PlannedStage, RunSettings, StageJob, setting
 from ci_policy.read.codec import decode, decode_fields, encode
 from ci_policy.read.declare import DecodeError, kind_of, shown
 from ci_policy.read.diff import Diff
+from ci_policy.read.names import suite_of_key
 from ci_policy.read.strictjson import loads, lone_surrogate
 
 if TYPE_CHECKING:  # what `plan_of` and the gates make: imported there, not by a stage job reading its plan
@@ -361,8 +362,10 @@ def _stage_config(snapshot: Snapshot, name: str, source: str) -> Stage:
 
 def _registrations(fs: FileStage, backend: str) -> tuple[Registration, ...]:
     """A stage's tests as the registrations `run` reads (file, line, backend, suite, est_time and
-    its source, marker), not their labels or columns."""
-    return tuple(Registration(file=t.file, line=t.line, backend=backend, suite=fs.name, est_time=t.est_time,
+    its source, marker), not their labels or columns. The suite is the stage's name: its key
+    without `@BACKEND` (`config.stages`)."""
+    suite = suite_of_key(fs.name)
+    return tuple(Registration(file=t.file, line=t.line, backend=backend, suite=suite, est_time=t.est_time,
                               implicit=t.marker is None, est_source=t.est_source, marker=t.marker)
                  for t in fs.tests)
 
@@ -387,7 +390,7 @@ def plan_of(plan_file: PlanFile, snapshot: Snapshot) -> Plan:
         tests = _registrations(fs, stage.backend)
         registrations.extend(tests)
         for file in fs.invalid:
-            suites.setdefault(file, set()).add(fs.name)
+            suites.setdefault(file, set()).add(stage.base_key)  # a variant's file is its stage's, as planned
         stages.append(StagePlan(stage=stage, decision=fs.decision, reasons=fs.reasons,
                                 tests=tests, shards=fs.shards, invalid=fs.invalid, shards_reason=fs.shards_reason,
                                 max_parallel=fs.max_parallel, max_parallel_reason=fs.max_parallel_reason,

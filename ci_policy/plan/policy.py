@@ -179,10 +179,13 @@ def resolve_cadence(trigger: Trigger, config: Config, raw_labels: Sequence[str])
 
 
 def gate_labels(config: Config) -> tuple[str, ...]:
-    """Every raw PR label a label gate names (`pull_request.require_labels`, `stages[].requires_labels`)."""
+    """Every raw PR label a label gate names (`pull_request.require_labels`, `stages[].requires_labels`,
+    `stages[].variants[].requires_labels`)."""
     named = set(config.pull_request.require_labels)
     for stage in config.stages:
         named.update(stage.requires_labels)
+        for variant in stage.variants:
+            named.update(variant.requires_labels)
     return tuple(sorted(named))
 
 
@@ -349,10 +352,15 @@ def held_back(stage: Stage, policy: Policy, config: Config) -> tuple[str, ...]:
     pull request, the label gates (both reasons when both gates are missing labels).
     """
     schedule = policy.schedule
-    if schedule is not None and not schedule.plans(stage.name, stage.backend):
+    if schedule is not None and not any(schedule.plans(stage.name, stage.backend, key)
+                                        for key in (stage.base_key, stage.key)):
         return (f"not in this schedule (cadences.schedules[{schedule.cron!r}] plans only {schedule.describe()})",)
     if policy.cadence not in stage.cadences:
         return (f"the {policy.cadence} cadence is not one of the stage's cadences ({', '.join(stage.cadences)})",)
+    variant = stage.variant
+    if variant is not None and variant.cadences is not None and policy.cadence not in variant.cadences:
+        return (f"the {policy.cadence} cadence is not one of variant {variant.name}'s cadences "
+                f"({', '.join(variant.cadences)})",)
     if policy.trust == "untrusted" and config.is_accelerator(stage.backend):
         return (UNTRUSTED_REASON,)
     if policy.trust == "untrusted" and not hosted_runner(stage):
@@ -372,7 +380,28 @@ def held_back(stage: Stage, policy: Policy, config: Config) -> tuple[str, ...]:
     if missing:
         noun = "label" if len(missing) == 1 else "labels"
         reasons.append(f"the PR lacks the {noun} {', '.join(missing)}, which the stage requires (requires_labels)")
+    missing = [label for label in variant.requires_labels if label not in policy.pr_labels] if variant else []
+    if variant is not None and missing:
+        noun = "label" if len(missing) == 1 else "labels"
+        reasons.append(f"the PR lacks the {noun} {', '.join(missing)}, which variant {variant.name} requires "
+                       "(variants[].requires_labels)")
     return tuple(reasons)
+
+
+def variant_reason(stage: Stage, policy: Policy) -> str | None:
+    """Why a running variant runs where it does (`run: variant ...`), or None for a stage that is no variant."""
+    variant = stage.variant
+    if variant is None:
+        return None
+    where = f"runs_on [{', '.join(stage.runs_on)}]" + (f", image {variant.image}" if variant.image else "")
+    why = []
+    if variant.cadences is not None:
+        why.append(f"the {policy.cadence} cadence is one of its cadences ({', '.join(variant.cadences)})")
+    if variant.requires_labels and policy.event == "pull_request":
+        why.append(f"the PR carries {', '.join(variant.requires_labels)} (variants[].requires_labels)")
+    elif variant.requires_labels:
+        why.append(f"its requires_labels ({', '.join(variant.requires_labels)}) gate pull requests only")
+    return f"run: variant {variant.name} of {stage.base_key} on {where}" + (f": {'; '.join(why)}" if why else "")
 
 
 def nightly_split(reg: Registration, policy: Policy) -> str | None:

@@ -43,7 +43,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -61,6 +60,7 @@ from ci_policy.plan.policy import (
     exclusions,
     held_back,
     selects,
+    variant_reason,
     why_not,
 )
 from ci_policy.read.diff import Diff
@@ -129,7 +129,7 @@ def classify(path: str, snapshot: Snapshot) -> PathEffect:
     regs = snapshot.registrations_for(path)
     config = snapshot.config
     selection = config.selection
-    own = tuple(sorted({r.suite for r in regs}))
+    own = tuple(sorted({config.key_of(r.backend, r.suite) for r in regs}))
     if regs and selection.changed_tests == "own_stages":
         return PathEffect(path, "test", stages=own)
     effect = _by_paths(path, snapshot)
@@ -146,14 +146,14 @@ def _by_paths(path: str, snapshot: Snapshot) -> PathEffect:
     """What `path` affects through the path rules, stage `paths`, `no_gpu_paths` or none of them."""
     config = snapshot.config
     selection = config.selection
-    owned_by = tuple((stage.name, glob) for stage in config.stages
+    owned_by = tuple((stage.key, glob) for stage in config.stages
                      if stage.paths and (glob := deciding_glob(stage.paths, path)) is not None)
     matched: list[Rule] = [rule for rule in selection.rules if matches_any(rule.paths, path)]
     if matched:
         labels = tuple(sorted({label for rule in matched for label in rule.labels}))
         stages = tuple(sorted(snapshot.suites_labelled(labels)))
-        targeted = tuple(sorted({(stage.name, glob) for rule in matched for glob in rule.stages
-                                 for stage in config.stages if fnmatch.fnmatchcase(stage.name, glob)}))
+        targeted = tuple(sorted({(stage.key, glob) for rule in matched for glob in rule.stages
+                                 for stage in config.stages if stage.matches(glob)}))
         return PathEffect(path, "rule", stages=stages, labels=labels, targeted=targeted, owned_by=owned_by)
     if owned_by:
         return PathEffect(path, "owned", owned_by=owned_by)
@@ -189,16 +189,17 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             verdicts[key] = None if selects(r, policy) else why_not(r, policy)
         return verdicts[key]
 
-    by_suite: dict[str, list[Registration]] = {}
+    by_stage: dict[tuple[str, str], list[Registration]] = {}
     for r in snapshot.registrations:
-        by_suite.setdefault(r.suite, []).append(r)
+        by_stage.setdefault((r.backend, r.suite), []).append(r)
     decisions = []
     partial: dict[str, str] = {}
-    for stage in config.stages:
+    # A stage with variants is planned as its variants: each the same tests, on its own runners.
+    for stage in config.planned_stages:
         if stage.external:
             continue
-        regs = [command_registration(stage)] if stage.command else by_suite.get(stage.name, [])
-        invalid = tuple(f.file for f in snapshot.invalid_files if stage.name in f.suites)
+        regs = [command_registration(stage)] if stage.command else by_stage.get((stage.backend, stage.name), [])
+        invalid = tuple(f.file for f in snapshot.invalid_files if stage.base_key in f.suites)
         # A command has no labels, nightly flag or disabled reason: the stage's cadences,
         # label gates, trust and paths decide whether it runs, nothing else.
         verdict = [(r, None if stage.command else why_left_out(r)) for r in regs]
@@ -215,7 +216,7 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         elif called and selected and not held:
             # Some of its tests run (a maintainer's labels select them); the ones only the diff
             # calls for do not, and hold the required check as a skipped stage would.
-            partial[stage.name] = f"run: {_unlabelled(called, trusted_view)}; the stage runs without them"
+            partial[stage.key] = f"run: {_unlabelled(called, trusted_view)}; the stage runs without them"
         if held:
             decisions.append(StageDecision(stage, "skip", tuple(f"skip: {h}" for h in held), selected,
                                            not_selected, invalid))
@@ -249,8 +250,12 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
         else:
             decisions.append(StageDecision(stage, "skip", (_untouched_reason(stage, effects),),
                                            selected, not_selected, invalid))
-    return policy, tuple(replace(d, reasons=(*d.reasons, partial[d.stage.name])) if d.stage.name in partial else d
-                         for d in decisions)
+    for i, d in enumerate(decisions):
+        extra = [partial[d.stage.key]] if d.stage.key in partial else []
+        placed = variant_reason(d.stage, policy) if d.decision == "run" else None
+        if extra or placed:
+            decisions[i] = replace(d, reasons=(*d.reasons, *extra, *([placed] if placed else [])))
+    return policy, tuple(decisions)
 
 
 def _called_by_diff(regs: list[Registration], selected: tuple[Registration, ...],
@@ -291,19 +296,20 @@ def _affected_reasons(stage: Stage, diff: Diff, effects: list[PathEffect], ownin
             everything.append(f"run: {_shown(other)} {verb} no rule, so every stage runs{setting}")
     if everything:
         return everything
-    tests = [e.path for e in effects if (e.kind == "test" and stage.name in e.stages) or stage.name in e.own]
+    key = stage.base_key  # a variant is affected as its stage is
+    tests = [e.path for e in effects if (e.kind == "test" and key in e.stages) or key in e.own]
     reasons = []
     if tests:
         reasons.append(f"run: {_shown(tests)} changed")
-    ruled = [e for e in effects if e.kind == "rule" and stage.name in e.stages]
+    ruled = [e for e in effects if e.kind == "rule" and key in e.stages]
     if ruled:
         labels = sorted({label for e in ruled for label in e.labels})
         reasons.append(f"run: {_shown(e.path for e in ruled)} selects {', '.join(labels)}"
                        + _setting(effects, [e.path for e in ruled]))
-    for glob, paths in _by_glob(effects, stage.name, "targeted").items():
+    for glob, paths in _by_glob(effects, key, "targeted").items():
         verb = "matches" if len(paths) == 1 else "match"
         reasons.append(f"run: {_shown(paths)} {verb} a selection rule for stages {glob}" + _setting(effects, paths))
-    for glob, paths in _by_glob(effects, stage.name, "owned_by").items():
+    for glob, paths in _by_glob(effects, key, "owned_by").items():
         reasons.append(f"run: {_shown(paths)} changed under its paths ({glob})" + _setting(effects, paths))
     return reasons
 

@@ -2,6 +2,9 @@
 
 - `NAME` / `NAME_RE`: a label, stage, scope or runner name, `[A-Za-z0-9][A-Za-z0-9_.-]*`
   (starts with a letter or digit; then letters, digits, `_`, `.`, `-`).
+- `STAGE_KEY` / `STAGE_KEY_RE`: how a stage is named in plans and on the command line:
+  `NAME`, or `NAME@BACKEND` for a name several backends configure, then `+VARIANT` for a
+  variant of it (`config.stages`).
 - `CI_LABEL_PREFIX` / `CI_LABEL_RE`: the PR label `run-ci-<name>` that requests a label's
   tests (group 1 is the name).
 - `WORKFLOW_ONLY_LABELS`: the PR labels that steer the workflow itself rather than name
@@ -21,6 +24,15 @@ from collections.abc import Iterable
 
 NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 NAME_RE = re.compile(NAME)
+# How a stage is named in plans, `--stage` and `after` (`config.stages`): NAME, or NAME@BACKEND
+# when several backends configure NAME; `+VARIANT` for one of its variants (never in `after`).
+STAGE_KEY = rf"{NAME}(?:@[a-z][a-z0-9_]*)?(?:\+{NAME})?"
+STAGE_KEY_RE = re.compile(STAGE_KEY)
+
+
+def suite_of_key(key: str) -> str:
+    """The stage name (the registrations' `suite`) a stage key starts with: `a@rocm+mi355` -> `a`."""
+    return re.split(r"[@+]", key, maxsplit=1)[0]
 
 CI_LABEL_PREFIX = "run-ci-"
 CI_LABEL_RE = re.compile(rf"{CI_LABEL_PREFIX}({NAME})")

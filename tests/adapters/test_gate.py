@@ -121,6 +121,22 @@ def test_registration_for(make_repo):
     assert err.value.hint == "pass a registered test file (see ci-policy registry)"
 
 
+def test_registration_for_a_suite_two_backends_share_takes_its_key(make_repo):
+    repo = make_repo({
+        "tests/gpu/test_both.py": "from ci_policy import register_cuda_ci, register_rocm_ci\n\n"
+                                  'register_cuda_ci(est_time=5, suite="gpu-b", labels=["megatron"])\n'
+                                  'register_rocm_ci(est_time=5, suite="gpu-b", labels=["megatron"])\n' + MAIN,
+    }, config=CONFIG + "  - {name: gpu-b, backend: rocm, runs_on: [mi350]}\n")
+    snapshot = load_snapshot(repo).require_valid()
+    for stage in (None, "gpu-b"):
+        with pytest.raises(InputError) as err:
+            registration_for(snapshot, "tests/gpu/test_both.py", stage)
+        assert err.value.message == ("--file: tests/gpu/test_both.py is registered for several stages "
+                                     "(gpu-b@cuda, gpu-b@rocm); pass --stage")
+    rocm = registration_for(snapshot, "tests/gpu/test_both.py", "gpu-b@rocm")
+    assert (rocm.backend, rocm.suite, rocm.line) == ("rocm", "gpu-b", 4)
+
+
 def test_specs_fill_defaults_and_identify_their_series(snapshot):
     specs = specs_for(snapshot, TRAIN, registration_for(snapshot, TRAIN, None))
     assert [(s.metric_key, s.steps, dict(s.constraint), s.enforce, s.allowlist_reason, s.identity) for s in specs] == [

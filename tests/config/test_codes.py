@@ -130,6 +130,13 @@ def test_the_code_table():
     (ORDERED.format(a="", b="", c=", after: [a]") + "".join(f"  - {{name: s{i}, backend: cpu}}\n" for i in range(255)),
      [("stages: wave 0 holds 257 stages that are not external, each of which needs a job of its own; GitHub runs "
        "at most 256 jobs per matrix (Actions limits, \"Job matrix\"), and a wave is one matrix", "CP111")]),
+    # Each variant is a stage of the wave: 2 + 128 * 2 jobs.
+    (ORDERED.format(a="", b="", c=", after: [a]") + "".join(
+        f"  - {{name: s{i}, backend: cpu, variants: [{{name: a, runs_on: [x]}}, {{name: b, runs_on: [y]}}]}}\n"
+        for i in range(128)),
+     [("stages: wave 0 holds 258 stages (each variant a stage) that are not external, each of which needs a job of "
+       "its own; GitHub runs at most 256 jobs per matrix (Actions limits, \"Job matrix\"), and a wave is one matrix",
+       "CP111")]),
 ])
 def test_representative_errors_of_each_kind(text, expected):
     assert coded(text) == expected

@@ -22,7 +22,7 @@ from ci_policy.config.runner import ENV, FROM_EST_TIME, RETRY, RUNNER_TABLE, Env
 from ci_policy.config.runrules import RetryRules
 from ci_policy.config.scopes import SCOPE, Scope
 from ci_policy.config.selection import RULE, SELECTION_TABLE, Rule, Selection
-from ci_policy.config.stages import MAX_PARALLEL_TABLE, STAGE, MaxParallel, Stage
+from ci_policy.config.stages import MAX_PARALLEL_TABLE, STAGE, VARIANT, MaxParallel, Stage, Variant
 from ci_policy.config.top import TOP, Config, parse_config
 from ci_policy.config.tune import TUNE_TABLE, TuneConfig
 from ci_policy.read.yamlnodes import Schema, compose
@@ -32,7 +32,9 @@ SECTIONS = [
     (TOP, Config, {"path", "lines"}),
     (MARKERS_TABLE, Markers, {"line"}),
     (PULL_REQUEST_TABLE, PullRequest, {"line"}),
-    (STAGE, Stage, {"line", "wave"}),  # wave: computed from every stage's after
+    # wave, shared: computed from every stage's after, name; variant: the one a planned stage is
+    (STAGE, Stage, {"line", "wave", "shared", "variant"}),
+    (VARIANT, Variant, {"line", "image_line"}),
     (MAX_PARALLEL_TABLE, MaxParallel, set()),
     (DISCOVERY_TABLE, Discovery, {"root_patterns"}),
     (IMPLICIT, ImplicitRoot, {"line"}),
@@ -72,7 +74,7 @@ def test_every_table_is_reachable_from_the_top_level():
     reached = list(_tables(TOP))
     assert [t.title for t in reached] == [
         ".github/ci-policy.yml", "backends.<name>", "markers", "pull_request", "stages[]", "stages[].max_parallel",
-        "discovery", "discovery.roots[]",
+        "stages[].variants[]", "discovery", "discovery.roots[]",
         "discovery.implicit[]",
         "cadences", "cadences.schedules.<cron>", "scopes.<run-ci-name>", "selection",
         "selection.rules[]", "runner", "runner.retry",

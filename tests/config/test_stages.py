@@ -114,6 +114,35 @@ def test_stage_names_are_unique():
     ]
 
 
+def test_a_name_several_backends_configure_is_one_stage_per_backend_keyed_name_at_backend():
+    config = parse_config(stages("{name: a, backend: cpu}", "{name: big, backend: cuda, runs_on: [h200]}",
+                                 "{name: big, backend: rocm, runs_on: [mi325], after: [big@cuda]}",
+                                 "{name: c, backend: rocm, runs_on: [mi325], after: [big@rocm, a]}"))
+    assert [(s.name, s.backend, s.key, s.shared, s.runs_on, s.wave) for s in config.stages] == [
+        ("a", "cpu", "a", False, (), 0),
+        ("big", "cuda", "big@cuda", True, ("h200",), 0),
+        ("big", "rocm", "big@rocm", True, ("mi325",), 1),
+        ("c", "rocm", "c", False, ("mi325",), 2),
+    ]
+    assert config.stage("big") is None
+    assert config.stage("big@rocm") == config.stage_of("rocm", "big") == config.stages[2]
+    assert (config.key_of("cuda", "big"), config.key_of("cpu", "big"), config.key_of("cpu", "a")) == (
+        "big@cuda", "big", "a")
+    # A stage-name glob names the stages of every backend by name, or one of them by key.
+    assert [s.key for s in config.stages if s.matches("big")] == ["big@cuda", "big@rocm"]
+    assert [s.key for s in config.stages if s.matches("*@rocm")] == ["big@rocm"]
+
+
+def test_after_is_a_name_or_a_name_at_backend():
+    text = stages("{name: a, backend: cpu}", "{name: b, backend: cpu, after: ['a@@cpu', a@CPU]}")
+    assert errors(text) == [
+        (P, 6, 37, "stages[1].after[0]: 'a@@cpu' is not a stage name (expected NAME or NAME@BACKEND, NAME matching "
+                   "[A-Za-z0-9][A-Za-z0-9_.-]*)", None),
+        (P, 6, 47, "stages[1].after[1]: 'a@CPU' is not a stage name (expected NAME or NAME@BACKEND, NAME matching "
+                   "[A-Za-z0-9][A-Za-z0-9_.-]*)", None),
+    ]
+
+
 DECLARE = "declare it in the configuration: backends: {{{}: {{accelerator: true}}}}"
 
 

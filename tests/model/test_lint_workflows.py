@@ -392,3 +392,48 @@ def test_an_example_caller_missing_a_grant_is_located_with_the_block_to_write(tm
          "(image_build.registry), but the job grants packages: none; the image push would fail",
          "give jobs.pipeline the permissions: {contents: read, packages: write, pull-requests: read, statuses: write}"),
     ]
+
+
+KEYED_CONFIG = SMALL_CONFIG.replace("  - {name: gpu-b, backend: cuda, runs_on: [h200]}\n", (
+    "  - {name: gpu-a, backend: rocm, runs_on: [mi325]}\n"
+    "  - {name: gpu-b, backend: cuda, runs_on: [h200], variants: [{name: v1}, {name: v2, runs_on: [b200]}]}\n"))
+KEYED_JOBS = """\
+name: keyed
+on: [pull_request]
+permissions: {}
+jobs:
+  cpu:
+    runs-on: ubuntu-latest
+    steps:
+      - run: ci-policy run --stage cpu
+  cuda:
+    runs-on: [self-hosted, h200]
+    steps:
+      - run: ci-policy run --stage gpu-a@cuda
+  rocm:
+    runs-on: [self-hosted, mi300]
+    steps:
+      - run: ci-policy run --stage gpu-a@rocm
+  bare:
+    runs-on: [self-hosted, h200]
+    steps:
+      - run: ci-policy run --stage gpu-a
+  v1:
+    runs-on: [self-hosted, h200]
+    steps:
+      - run: ci-policy run --stage gpu-b+v1
+"""
+
+
+def test_hand_written_jobs_name_a_shared_name_s_stages_and_variants_by_their_keys(make_repo):
+    repo = checkout(make_repo, config=KEYED_CONFIG)
+    (repo / WF / "keyed.yml").write_text(KEYED_JOBS)
+    path = f"{WF}/keyed.yml"
+    assert [f for f in found(repo) if f[3].startswith("CP6")] == [
+        (".github/ci-policy.yml", 10, None, "CP606",
+         f"stage gpu-b+v2 has no job running `ci-policy run --stage gpu-b+v2` in {path}"),
+        (path, 14, 14, "CP608", "jobs.rocm.runs-on: [self-hosted, mi300] does not match stage gpu-a@rocm's runs_on "
+                                "[mi325]"),
+        (path, 20, 14, "CP607", "jobs.bare: `ci-policy run --stage gpu-a` names no configured stage (configured: "
+                                "cpu, gpu-a@cuda, gpu-a@rocm, gpu-b+v1, gpu-b+v2)"),
+    ]

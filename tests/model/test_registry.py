@@ -125,6 +125,9 @@ NON_LITERAL_HINT = "write the value of {key} itself (a number, string, True/Fals
 EST_HINT = "write e.g. est_time=300"
 SUITE_HINT = 'write e.g. suite="stage-b-1-gpu-h200"'
 STAGES_HINT = "configured {backend} stages: {names} (stages are listed in .github/ci-policy.yml)"
+# A name another backend configures: the stage to add for this backend, then the configured ones.
+ADD_HINT = ("to run it on {backend} too, add {{name: {suite}, backend: {backend}{runs_on}}} to the stages in "
+            ".github/ci-policy.yml; " + STAGES_HINT)
 LABEL_HINT = "use a valid label, or add {label!r} with a description to KNOWN_LABELS in labels.py"
 NEEDS_LABEL = ("{name}: a {backend} registration needs at least one label (gpu_requires_labels is true), "
                "so that a PR can select it")
@@ -236,19 +239,23 @@ REJECTED = [
                       STAGES_HINT.format(backend="cpu", names="cpu"))], id="suite-misspelt"),
     pytest.param('register_cpu_ci(1, "gpu-a")',
                  [err(1, 20, "register_cpu_ci: suite 'gpu-a' is a cuda stage, not a cpu stage",
-                      STAGES_HINT.format(backend="cpu", names="cpu"))], id="cpu-on-cuda-stage"),
+                      ADD_HINT.format(backend="cpu", names="cpu", suite="gpu-a",
+                                      runs_on=""))], id="cpu-on-cuda-stage"),
     pytest.param('register_cuda_ci(1, "gpu-c", labels=["fsdp"])',
                  [err(1, 21, "register_cuda_ci: suite 'gpu-c' is not a configured cuda stage; did you mean 'gpu-b'?",
                       STAGES_HINT.format(backend="cuda", names="gpu-a, gpu-b"))], id="cuda-unknown-stage"),
     pytest.param('register_cuda_ci(1, "cpu", labels=["fsdp"])',
                  [err(1, 21, "register_cuda_ci: suite 'cpu' is a cpu stage, not a cuda stage",
-                      STAGES_HINT.format(backend="cuda", names="gpu-a, gpu-b"))], id="cuda-on-cpu-stage"),
+                      ADD_HINT.format(backend="cuda", names="gpu-a, gpu-b", suite="cpu",
+                                      runs_on=", runs_on: [...]"))], id="cuda-on-cpu-stage"),
     pytest.param('register_cuda_ci(1, "amd", labels=["fsdp"])',
                  [err(1, 21, "register_cuda_ci: suite 'amd' is a rocm stage, not a cuda stage",
-                      STAGES_HINT.format(backend="cuda", names="gpu-a, gpu-b"))], id="cuda-on-rocm-stage"),
+                      ADD_HINT.format(backend="cuda", names="gpu-a, gpu-b", suite="amd",
+                                      runs_on=", runs_on: [...]"))], id="cuda-on-rocm-stage"),
     pytest.param('register_rocm_ci(1, "gpu-a", labels=["fsdp"])',
                  [err(1, 21, "register_rocm_ci: suite 'gpu-a' is a cuda stage, not a rocm stage",
-                      STAGES_HINT.format(backend="rocm", names="amd"))], id="rocm-on-cuda-stage"),
+                      ADD_HINT.format(backend="rocm", names="amd", suite="gpu-a",
+                                      runs_on=", runs_on: [...]"))], id="rocm-on-cuda-stage"),
     pytest.param('register_cuda_ci(1, "", labels=["fsdp"])',
                  [err(1, 21, "register_cuda_ci: suite '' is not a configured cuda stage",
                       STAGES_HINT.format(backend="cuda", names="gpu-a, gpu-b"))], id="suite-empty"),
@@ -816,7 +823,8 @@ TEMPLATE = "'{stage}-test-{runner_config}'"
                  id="accelerator-needs-a-label"),
     pytest.param('register_amd_ci(1, "npu-a3", labels=["fsdp"])',
                  [err(1, 20, "register_amd_ci: suite 'npu-a3' is a npu stage, not a rocm stage",
-                      f"configured rocm stages: amd, amd-2 (stages are listed in {DIALECT.path})")],
+                      "to run it on rocm too, add {name: npu-a3, backend: rocm, runs_on: [...]} to the stages in "
+                      f"{DIALECT.path}; configured rocm stages: amd, amd-2 (stages are listed in {DIALECT.path})")],
                  id="stage-of-another-backend"),
 ])
 def test_rejected_dialect_registration(text, expected):

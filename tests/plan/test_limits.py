@@ -76,7 +76,7 @@ FULL_WAVES = ("version: 1\ndiscovery:\n  roots: [tests]\n"
 def test_four_full_waves_fit_githubs_outputs_and_a_lanes_environment():
     config = parse_config(FULL_WAVES)
     # 10000 files registered for each stage: 10000 shards each, 256 jobs in each of the 4 waves.
-    registrations = [SimpleNamespace(suite=s.name) for s in config.stages for _ in range(10000)]
+    registrations = [SimpleNamespace(backend=s.backend, suite=s.name) for s in config.stages for _ in range(10000)]
     snapshot = cast(Snapshot, SimpleNamespace(config=config, registrations=registrations))
     sizes = worst_case(snapshot)
     assert sizes == Sizes(outputs_bytes=958512, longest_shards=48889, heaviest=config.stages[0])
@@ -98,3 +98,17 @@ def test_lint_reports_a_configuration_whose_outputs_github_would_refuse(make_rep
         ("CP111", 9, "stages: the plan job's outputs may reach 1417840 bytes (UTF-16) with every stage running")]
     assert report.errors[0].hint == ("lower stage stage-0-test-4-gpu-h200's partitions or max_parallel, or move "
                                      "stages to another wave with after: each wave is one matrix of at most 256 jobs")
+
+
+def test_each_variant_counts_as_a_stage_of_its_wave_in_the_worst_case():
+    plain = parse_config(ONE_STAGE)
+    varied = parse_config(ONE_STAGE.replace(
+        "partitions: 300}", "partitions: 300, variants: [{name: a}, {name: b, runs_on: [linux-mi355]}]}"))
+    registrations = [SimpleNamespace(backend="cuda", suite="stage-c-test-4-gpu-h200") for _ in range(300)]
+    one = worst_case(cast(Snapshot, SimpleNamespace(config=plain, registrations=registrations)))
+    two = worst_case(cast(Snapshot, SimpleNamespace(config=varied, registrations=registrations)))
+    assert (one.longest_shards, two.longest_shards) == (1089, 1089)
+    # Variant a keeps the stage's longer runs_on: its matrix entries weigh most.
+    assert one.heaviest is not None and two.heaviest is not None
+    assert (one.heaviest.key, two.heaviest.key) == ("stage-c-test-4-gpu-h200", "stage-c-test-4-gpu-h200+a")
+    assert two.outputs_bytes > one.outputs_bytes

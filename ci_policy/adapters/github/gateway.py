@@ -437,7 +437,10 @@ class Gateway:
         if command.target or plan.choice is not None:
             # The stage the gateway resolved (named, or chosen by `file_run.prefer`): the rerun
             # workflow resolves the same registration even if the configuration changes meanwhile.
-            inputs["stage"] = plan.suite
+            # Its key: a name several backends configure names one stage only with `@BACKEND`;
+            # a named variant (`KEY+VARIANT`) is kept, so the rerun runs on its runners too.
+            variant = (command.target or "").partition("+")[2]
+            inputs["stage"] = self.config.key_of(plan.hw, plan.suite) + (f"+{variant}" if variant else "")
         for name, _pattern in policy.pins:
             inputs[pin_input(name)] = pins.get(name, "")
         ref = policy.ref or ctx.default_branch
@@ -488,7 +491,8 @@ class Gateway:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             # The choice names a stage of the trusted configuration, else a backend.
-            is_stage = choice is not None and self.config.stage(choice) is not None
+            is_stage = choice is not None and (self.config.stage(choice) is not None
+                                               or any(s.name == choice for s in self.config.stages))
             return resolve_file(file, Path(tmp), config_path=self.config_path, image_tag=image_tag,
                                 stage=choice if is_stage else None,
                                 backend=choice if choice is not None and not is_stage else None)

@@ -8,8 +8,8 @@
   hex digits (a prefix of the head being approved; a shorter one could be matched by a commit
   crafted for it and pushed after the review), `/rerun-test <path> [<target>]` with `<path>` a repo-relative
   `DIR/.../NAME.py` path of safe segments (the checkout's discovery configuration then
-  decides whether it is a test file) and `<target>` an optional backend or stage name
-  (which registration to rerun when the file has several). Nothing is normalised: a look-alike slash
+  decides whether it is a test file) and `<target>` an optional backend, stage name or stage
+  key `NAME@BACKEND` (which registration to rerun when the file has several). Nothing is normalised: a look-alike slash
   (U+2215, U+FF0F, ...) is not a slash, and a second line is a second command.
 """
 
@@ -22,9 +22,10 @@ from ci_policy.errors import CiPolicyError
 from ci_policy.plan.filerun import MAX_TEST_PATH, TEST_PATH_RE
 from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 
-# A backend or stage name, as the configuration spells them; anything else after the path
-# makes the comment "not exactly one command".
-TARGET = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}"
+# A backend or stage name, as the configuration spells them, or a stage key `NAME@BACKEND`, `KEY+VARIANT` (a
+# name several backends configure; no mention: GitHub mentions only an `@` that starts a word);
+# anything else after the path makes the comment "not exactly one command".
+TARGET = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}(?:@[a-z][a-z0-9_]{0,39})?(?:\+[A-Za-z0-9][A-Za-z0-9_.-]{0,99})?"
 COMMAND_RE = re.compile(
     rf"/(?:(?P<label>{CI_LABEL_PREFIX}{NAME})|(?P<simple>bypass-fastfail|clear-labels|rerun-failed-ci)"
     rf"|rerun-test (?P<path>\S+)(?: (?P<target>{TARGET}))?|ok-to-test (?P<sha>\S+))")

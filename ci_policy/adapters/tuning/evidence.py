@@ -16,13 +16,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ci_policy.read.names import NAME
+from ci_policy.read.names import STAGE_KEY
 
 STATUSES = ("passed", "timeout", "unknown", "failed", "cancelled", "not_run")
 PRECEDENCE = {status: i for i, status in enumerate(STATUSES)}
 
 # "stage-c-4-gpu-h200 (shard 1)", "stage-c-4-gpu-h200 (1)", "stage-c-4-gpu-h200 / shard 1", "stage-a-cpu"
-JOB_NAME_RE = re.compile(rf"(?P<stage>{NAME})"
+JOB_NAME_RE = re.compile(rf"(?P<stage>{STAGE_KEY})"
                          r"(?:\s*(?:\(\s*(?:shard\s*)?(?P<shard>\d+)\s*\)|/\s*shard\s*(?P<shard2>\d+)))?")
 
 

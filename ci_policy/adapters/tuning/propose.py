@@ -196,12 +196,13 @@ def balance(snapshot, proposals: list[Proposal]) -> list[StageBalance]:
     for stage in snapshot.config.stages:
         if stage.external:
             continue
-        regs = [r for r in snapshot.registrations if r.suite == stage.name and r.disabled is None]
+        regs = [r for r in snapshot.registrations
+                if r.suite == stage.name and r.backend == stage.backend and r.disabled is None]
         if not regs:
             continue
         # `partitions: auto` sizes the stage from its est_time: before and after may differ in count.
         before = stage_shards(stage, ((r.file, r.est_time) for r in regs))[0]
         after = stage_shards(stage, ((r.file, new.get((r.file, r.backend), r.est_time)) for r in regs))[0]
-        out.append(StageBalance(stage.name, len(before), makespan(before), imbalance(before),
+        out.append(StageBalance(stage.key, len(before), makespan(before), imbalance(before),
                                 makespan(after), imbalance(after)))
     return out

@@ -617,6 +617,32 @@ def test_a_named_backend_or_stage_picks_the_registration_and_is_dispatched_as_it
                                             "stage-c-4-gpu-mi350) on [mi350, 4gpu]")
 
 
+SHARED_ROCM = ("  - name: stage-c-4-gpu-h200\n    backend: rocm\n    runs_on: [mi350, 4gpu]\n"
+               "    variants: [{name: mi350}, {name: mi355, runs_on: [mi355, 4gpu]}]\n")
+
+
+@pytest.mark.parametrize("target, stage, runs_on", [
+    ("stage-c-4-gpu-h200@rocm", "stage-c-4-gpu-h200@rocm", "mi350, 4gpu"),
+    ("stage-c-4-gpu-h200@rocm+mi355", "stage-c-4-gpu-h200@rocm+mi355", "mi355, 4gpu"),
+    ("rocm", "stage-c-4-gpu-h200@rocm", "mi350, 4gpu"),
+])
+def test_a_suite_shared_by_two_backends_is_dispatched_as_the_named_backend_s_stage(world, target, stage, runs_on):
+    # sglang: one suite for CUDA and AMD; each backend's stage (and each variant) is dispatched by its key,
+    # so the rerun workflow resolves the same registration and runners.
+    file = "tests/e2e/test_rocm_fsdp_grpo.py"
+    for checkout in (world.trusted, world.pr):
+        config = checkout / ".github" / "ci-policy.yml"
+        config.write_text(config.read_text().replace("  # Runs on an externally managed", SHARED_ROCM
+                                                     + "  # Runs on an externally managed"))
+    test = world.pr / file
+    test.write_text(test.read_text().replace('suite="stage-c-4-gpu-mi350"', 'suite="stage-c-4-gpu-h200"'))
+    result = world.run(f"/rerun-test {file} {target}")
+    assert result.out == done(f"dispatched ci-policy.yml for {file} at {HEAD}")
+    assert world.gh.dispatches[-1]["inputs"] == {**inputs(file), "stage": stage}
+    assert world.calls()[-1][-1]["body"].startswith(f"> /rerun-test {file} {target}\n\nRerunning `{file}` (rocm, "
+                                                    f"stage-c-4-gpu-h200) on [{runs_on}]")
+
+
 def test_prefer_of_the_trusted_configuration_picks_the_registration_and_is_dispatched_as_its_stage(world):
     # radixark/miles: `/rerun-test FILE` of a file registered for CUDA and ROCm reruns the CUDA one.
     config = world.trusted / ".github" / "ci-policy.yml"

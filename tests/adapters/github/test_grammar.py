@@ -49,6 +49,9 @@ def test_usage_text_names_every_accepted_form():
      Command("rerun_test", "tests/e2e/test_rocm_fsdp_grpo.py", "rocm")),
     ("/rerun-test tests/e2e/test_rocm_fsdp_grpo.py stage-c-4-gpu-mi350",
      Command("rerun_test", "tests/e2e/test_rocm_fsdp_grpo.py", "stage-c-4-gpu-mi350")),
+    # the key of one backend's stage of a name several backends configure
+    ("/rerun-test test/registered/test_large.py base-b-test-2-gpu-large@rocm",
+     Command("rerun_test", "test/registered/test_large.py", "base-b-test-2-gpu-large@rocm")),
 ])
 def test_exactly_one_command_is_parsed(body, command):
     assert parse(body) == command
@@ -97,6 +100,9 @@ def test_ordinary_comments_are_not_commands(body):
     "/rerun-test\ttests/e2e/test_a.py",
     "/rerun-test\ntests/e2e/test_a.py",
     "/rerun-test tests/e2e/test_a.py tests/e2e/test_b.py",
+    "/rerun-test tests/e2e/test_a.py @rocm",               # a mention, not a stage key
+    "/rerun-test tests/e2e/test_a.py large@@rocm",
+    "/rerun-test tests/e2e/test_a.py large@ROCm",
     "/rerun-test tests/e2e/test_a.py\n/run-ci-megatron",   # newline injection: a second command
     "/rerun-test tests/e2e/test_a.py\nrm -rf /",
     "/rerun-test tests/e2e/test_a.py\r\n/clear-labels",
