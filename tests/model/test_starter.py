@@ -51,8 +51,10 @@ BUILTIN = {
 }
 
 BUILTIN_YAML = """\
-# ci-policy configuration: a starter written by `ci-policy init` from the markers of this checkout.
-# Fill in every line marked TODO, then run `ci-policy lint`.
+# yaml-language-server: $schema=https://raw.githubusercontent.com/ci-policy/ci-policy/main/ci_policy/schemas/\
+config.schema.json
+# ci-policy configuration: a starter written by `ci-policy init` from the markers and workflows of this checkout.
+# Check every line marked TODO, then run `ci-policy lint`.
 version: 1
 labels_file: "labels.py"
 discovery:
@@ -63,6 +65,8 @@ discovery:
   exclude:
     - "bench/bench_helpers.py"  # no registration, so no stage would run it
     - "tests/unit/test_utils.py"  # no registration, so no stage would run it
+cadences:
+  nightly_selects: nightly_only  # nightly=True registrations run only in scheduled runs
 stages:
   - name: "unit"  # 2 files, est_time total 35s
     backend: "cpu"
@@ -70,15 +74,15 @@ stages:
   - name: "stage-b-1-gpu"  # 2 files, est_time total 1500.5s
     backend: "cuda"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "stage-c-4-gpu"  # 1 file, est_time total 60s
     backend: "cuda"
     runner: "python"  # no enabled file
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "stage-b-1-gpu-amd"  # 1 file, est_time total 480s
     backend: "rocm"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
 """  # noqa: E501
 
 BUILTIN_LABELS = """\
@@ -116,8 +120,10 @@ SGLANG = {
 }
 
 SGLANG_YAML = """\
-# ci-policy configuration: a starter written by `ci-policy init` from the markers of this checkout.
-# Fill in every line marked TODO, then run `ci-policy lint`.
+# yaml-language-server: $schema=https://raw.githubusercontent.com/ci-policy/ci-policy/main/ci_policy/schemas/\
+config.schema.json
+# ci-policy configuration: a starter written by `ci-policy init` from the markers and workflows of this checkout.
+# Check every line marked TODO, then run `ci-policy lint`.
 version: 1
 gpu_requires_labels: false  # some accelerator registrations name no label
 backends:
@@ -141,6 +147,8 @@ discovery:
     - {path: "python/sglang/jit_kernel/benchmark", pattern: ["bench_*.py"]}
     - "test/registered"
   pattern: "test_*.py"
+cadences:
+  nightly_selects: nightly_only  # nightly=True registrations run only in scheduled runs
 stages:
   - name: "stage-a-test-cpu"  # 1 file, est_time total 30s
     backend: "cpu"
@@ -148,27 +156,27 @@ stages:
   - name: "base-b-test-1-gpu-large"  # 2 files, est_time total 360s
     backend: "cuda"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "stage-b-test-1-gpu-large"  # 3 files, est_time total 240s
     backend: "cuda"
     runner: "pytest"  # 1 of 2 enabled files lacks an `if __name__ == "__main__":` block, so `python FILE` would run no test there
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "stage-b-test-1-gpu-small-amd"  # 1 file, est_time total 600s
     backend: "rocm"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "nightly-1-npu-a3"  # 1 file, est_time total 400s
     backend: "npu"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "per-commit-tpu"  # 1 file, est_time total 45s
     backend: "tpu"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "per-commit-xpu"  # 1 file, est_time total 200s
     backend: "xpu"
     runner: "pytest"  # 1 of 1 enabled file lacks an `if __name__ == "__main__":` block, so `python FILE` would run no test there
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
 """  # noqa: E501
 
 
@@ -194,11 +202,11 @@ def test_the_builtin_dialect_gives_this_exact_configuration_and_labels_file(tmp_
         ("unit", "cpu", 2, 35, "pytest"), ("stage-b-1-gpu", "cuda", 2, 1500.5, "python"),
         ("stage-c-4-gpu", "cuda", 1, 60, "python"), ("stage-b-1-gpu-amd", "rocm", 1, 480, "python")]
     assert result.placeholders == (
-        Placeholder(None, 20, "stages[1].runs_on: the runner labels of stage stage-b-1-gpu (cuda)",
+        Placeholder(None, 23, "stages[1].runs_on: the runner labels of stage stage-b-1-gpu (cuda)",
                     "stages[1].runs_on"),
-        Placeholder(None, 24, "stages[2].runs_on: the runner labels of stage stage-c-4-gpu (cuda)",
+        Placeholder(None, 27, "stages[2].runs_on: the runner labels of stage stage-c-4-gpu (cuda)",
                     "stages[2].runs_on"),
-        Placeholder(None, 28, "stages[3].runs_on: the runner labels of stage stage-b-1-gpu-amd (rocm)",
+        Placeholder(None, 31, "stages[3].runs_on: the runner labels of stage stage-b-1-gpu-amd (rocm)",
                     "stages[3].runs_on"),
         Placeholder("labels.py", 4, "the description of label fsdp"),
         Placeholder("labels.py", 5, "the description of label megatron"),
@@ -206,21 +214,21 @@ def test_the_builtin_dialect_gives_this_exact_configuration_and_labels_file(tmp_
     )
     lines = BUILTIN_YAML.splitlines()
     assert [lines[p.line - 1].strip() for p in result.placeholders if p.path is None] == [
-        "# runs_on: [...]  # TODO: the runner labels of this stage's jobs"] * 3
+        'runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage\'s jobs; no workflow names them'] * 3
 
 
-def test_the_filled_configuration_parses_with_the_project_parser(tmp_path):
+def test_the_configuration_as_written_parses_with_the_project_parser(tmp_path):
     result = starter(write(tmp_path, BUILTIN))
-    config = parse_config(result.filled("h200"))
+    config = parse_config(result.config_text)
     assert [(s.name, s.backend, s.runner, s.runs_on) for s in config.stages] == [
-        ("unit", "cpu", "pytest", ()), ("stage-b-1-gpu", "cuda", "python", ("h200",)),
-        ("stage-c-4-gpu", "cuda", "python", ("h200",)), ("stage-b-1-gpu-amd", "rocm", "python", ("h200",))]
+        ("unit", "cpu", "pytest", ()), ("stage-b-1-gpu", "cuda", "python", ("TODO-runner",)),
+        ("stage-c-4-gpu", "cuda", "python", ("TODO-runner",)),
+        ("stage-b-1-gpu-amd", "rocm", "python", ("TODO-runner",))]
+    assert config.cadences.nightly_selects == "nightly_only"
     assert config.discovery.roots == ("bench", "tests")
     assert config.discovery.root_patterns == (("bench", ("bench_*.py",)),)
     assert config.discovery.exclude == ("bench/bench_helpers.py", "tests/unit/test_utils.py")
     assert (config.labels_file, config.gpu_requires_labels) == ("labels.py", True)
-    # Line for line: the placeholder lines became the runs_on lines.
-    assert len(result.filled("h200").splitlines()) == len(result.config_text.splitlines())
 
 
 def test_the_sglang_dialect_gives_this_exact_configuration(tmp_path):
@@ -318,23 +326,30 @@ def test_several_patterns_and_a_suffix_pattern(tmp_path):
     assert config.discovery.pattern == ("*_test.py", "single.py", "test_*.py", "testing_*.py")
 
 
-def test_a_suite_with_two_backends_gets_no_stage_and_a_note(tmp_path):
-    write(tmp_path, {"tests/test_a.py": 'register_cuda_ci(est_time=1, suite="shared")\n',
-                     "tests/test_b.py": 'register_rocm_ci(est_time=1, suite="shared")\n',
+def test_a_suite_with_two_backends_is_the_stage_of_the_backend_with_most_registrations(tmp_path):
+    # Until a stage is (backend, suite), the other backend's registrations are accepted as
+    # unknown, so the configuration lints with no error and plans every other registration.
+    write(tmp_path, {"tests/test_a.py": 'register_cuda_ci(est_time=1, suite="shared")\n' + MAIN,
+                     "tests/test_b.py": 'register_rocm_ci(est_time=1, suite="shared")\n' + MAIN,
+                     "tests/test_d.py": 'register_rocm_ci(est_time=1, suite="shared")\n' + MAIN,
                      "tests/test_c.py": 'register_cpu_ci(est_time=1, suite="cpu")\n'})
     result = starter(tmp_path)
-    assert [s.name for s in result.stages] == ["cpu"]
-    assert result.config_text.endswith(
-        '  - name: "cpu"  # 1 file, est_time total 1s\n'
-        '    backend: "cpu"\n'
-        '    runner: "pytest"  # 1 of 1 enabled file lacks an `if __name__ == "__main__":` block, so `python FILE` '
-        "would run no test there\n"
-        '  # no stage for suite "shared": registered for cuda (1 file) and rocm (1 file); TODO: give each backend '
-        "its own suite\n")
-    assert notes(tmp_path) == [(None, None, "suite 'shared' is registered for cuda and rocm (cuda: tests/test_a.py; "
-                                "rocm: tests/test_b.py); a stage has one backend, so init wrote no stage for it",
-                                "rename the suite of one backend's registrations, then add its stages", None,
-                                "warning")]
+    assert [(s.name, s.backend) for s in result.stages] == [("cpu", "cpu"), ("shared", "rocm")]
+    assert '''lint:
+  ignore:
+    # suite "shared" is a rocm stage; TODO: give the cuda registrations their own suite
+    - {paths: ["tests/test_a.py"], codes: [suite-unknown]}
+stages:
+''' in result.config_text
+    assert notes(tmp_path) == [(None, None, "suite 'shared' is registered for rocm and cuda; a stage name has one "
+                                "backend, so stage shared is rocm and the cuda registrations of tests/test_a.py are "
+                                "accepted as unknown (lint.ignore) and not run",
+                                "give each backend's registrations their own suite", None, "warning")]
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "ci-policy.yml").write_text(result.config_text)
+    report = lint(tmp_path)
+    assert [(d.code, d.path) for d in report.errors] == []
+    assert [(d.code, d.path, d.line) for d in report.suppressed] == [("CP225", "tests/test_a.py", 1)]
 
 
 def test_what_cannot_be_read_is_a_note_never_a_guess(tmp_path):
@@ -481,10 +496,10 @@ def test_every_name_lint_reads_as_a_marker_is_found_and_its_backend_read_or_note
                            "gives no stage",
          "declare a backend and map it in markers.names: {register_9x_ci: BACKEND}"),
     ]
-    # What init wrote declares what lint reads: once runs_on is filled in, the one marker init could
-    # not name a backend for is all that is left, as lint's undeclared-marker error.
+    # What init wrote declares what lint reads: the one marker init could not name a backend for
+    # is all that is left, as lint's undeclared-marker error.
     (tmp_path / ".github").mkdir()
-    (tmp_path / ".github" / "ci-policy.yml").write_text(result.filled("gpu"))
+    (tmp_path / ".github" / "ci-policy.yml").write_text(result.config_text)
     report = lint(tmp_path)
     assert [(d.code, d.path, d.line, d.col) for d in report.errors] == [("CP207", "t/test_c.py", 1, 1)]
     assert report.snapshot is not None and len(report.snapshot.registrations) == 2
