@@ -439,9 +439,12 @@ def _runner_maps(root: Path, workflow: str, text: str, notes: list[Diagnostic]) 
     out = []
     for path in sorted(set(_DATA_FILE.findall(text))):
         rel = _normal(path)
-        if rel is None or rel.startswith(".github/workflows/") or not _is_file(root, rel):
+        if rel is None or rel.startswith(".github/workflows/"):
             continue
         try:
+            st = check_no_symlinks(root, rel, what="runner mapping")
+            if st is None or not stat.S_ISREG(st.st_mode):
+                continue  # a name in a script that is no file of the checkout
             data_text = read_text(root, rel, what="runner mapping")
             data = json.loads(data_text) if rel.endswith(".json") else yaml.safe_load(data_text)
         except InputError as exc:

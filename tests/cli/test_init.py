@@ -286,3 +286,23 @@ def test_an_empty_checkout_is_a_clear_error(tmp_path, capsys):
         "grammar describes\n"
         "ci-policy: 1 error\n"))
     assert not (repo / ".github").exists()
+
+
+def test_the_summary_keeps_to_40_lines_and_json_lists_every_item(tmp_path, capsys):
+    # 30 files whose suite init cannot read: 30 notes and 30 lint errors, two lines each.
+    files = {f"tests/test_{i:02}.py": 'S = "cpu"\nregister_cpu_ci(est_time=1, suite=S)\n' for i in range(30)}
+    repo = write(tmp_path / "repo", {"tests/test_ok.py": 'register_cpu_ci(est_time=1, suite="cpu")\n', **files})
+    rc, out, err = run(["init", "--repo", str(repo)], capsys)
+    lines = out.splitlines()
+    assert (rc, err, len(lines)) == (1, "", 40)
+    error = ("tests/test_{:02}.py:2:35: CP215 marker-argument-not-literal: register_cpu_ci: suite must be a literal, "
+             "not `S` (ci-policy reads it from source without running the file)")
+    assert lines[:2] == ["ci-policy init: wrote .github/ci-policy.yml: 1 stage for 31 registrations in 31 test files",
+                         "discovery: tests (test_*.py), covering the registered files (no workflow names a collector)"]
+    assert lines[2:38:2] == [error.format(i) for i in range(18)]
+    assert lines[38:] == [
+        "... and 42 more (ci-policy init --format json lists every one; ci-policy lint lists the lint's)",
+        "ci-policy lint: FAILED: 30 errors, 0 warnings (31 test files, 1 registration, 0 gates)"]
+    rc, out, err = run(["init", "--repo", str(repo), "--force", "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert (rc, err, len(doc["errors"]), len(doc["notes"])) == (1, "", 30, 30)

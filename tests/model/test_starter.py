@@ -503,3 +503,78 @@ def test_every_name_lint_reads_as_a_marker_is_found_and_its_backend_read_or_note
     report = lint(tmp_path)
     assert [(d.code, d.path, d.line, d.col) for d in report.errors] == [("CP207", "t/test_c.py", 1, 1)]
     assert report.snapshot is not None and len(report.snapshot.registrations) == 2
+
+
+# -- what the workflows say ---------------------------------------------------------------------------
+
+GATED = "contains(github.event.pull_request.labels.*.name, 'run-ci')"
+
+
+def test_workflows_give_runners_a_global_label_gate_schedules_and_the_collector_roots(tmp_path):
+    write(tmp_path, {
+        "tests/run.py": 'import glob\nFILES = glob.glob("suites/**/test_*.py", recursive=True)\n',
+        "tests/suites/test_a.py": 'register_cuda_ci(est_time=10, suite="gpu")\n' + MAIN,
+        "tests/suites/test_b.py": 'register_rocm_ci(est_time=20, suite="amd", nightly=True)\n' + MAIN,
+        "tests/suites/test_helper.py": "def helper():\n    pass\n",
+        "tests/suites/notes.py": "# not a test file by the collector's glob\n",
+        "tests/other/test_c.py": 'register_cuda_ci(est_time=30, suite="gpu")\n' + MAIN,
+        ".github/workflows/pr.yml": f"""\
+on: [pull_request, push]
+jobs:
+  gpu:
+    if: {GATED}
+    runs-on: ${{{{ matrix.runner }}}}
+    strategy: {{matrix: {{runner: [h100, h200]}}}}
+    steps: [{{run: "cd tests && python run.py --hw cuda --suite gpu"}}]
+  amd:
+    if: {GATED}
+    runs-on: [self-hosted, mi325]
+    steps: [{{run: "cd tests && python run.py --hw amd --suite amd"}}]
+""",
+        ".github/workflows/weekly.yml": """\
+on:
+  schedule: [{cron: '0 3 * * 0'}, {cron: '0 1 * * *'}]
+jobs:
+  amd:
+    runs-on: [self-hosted, mi355]
+    steps: [{run: "cd tests && python run.py --hw amd --suite amd"}]
+""",
+    })
+    result = starter(tmp_path)
+    text = result.config_text
+    assert '''discovery:
+  roots:
+    - "tests/suites"  # from tests/run.py's glob 'suites/**/test_*.py'
+  pattern: "test_*.py"
+  exclude:
+    - "tests/suites/test_helper.py"  # no registration, so no stage would run it
+pull_request:
+  require_labels: ["run-ci"]  # every accelerator job of the workflows tests for it
+cadences:
+  schedules:
+    "0 3 * * 0": weekly  # .github/workflows/weekly.yml
+    "0 1 * * *": nightly  # .github/workflows/weekly.yml
+  nightly_selects: nightly_only  # nightly=True registrations run only in scheduled runs
+stages:
+''' in text
+    assert [(s.name, s.backend, s.runs_on, s.runs_on_from, s.cadences, s.requires_labels)
+            for s in result.stages] == [
+        ("gpu", "cuda", ("h100",), ".github/workflows/pr.yml job gpu", ("regular",), ()),
+        ("amd", "rocm", ("self-hosted", "mi325"), ".github/workflows/pr.yml job amd", ("regular", "nightly", "weekly"),
+         ()),
+    ]
+    assert result.not_discovered == ("tests/other/test_c.py",)
+    assert [(n.path, n.line, n.message) for n in result.notes] == [
+        (".github/workflows/pr.yml", 3, "stage gpu (cuda) runs on several runners in the workflows (h100; h200); "
+                                        "init took h100"),
+        (".github/workflows/pr.yml", 8, "stage amd (rocm) runs on several runners in the workflows (self-hosted, "
+                                        "mi325; self-hosted, mi355); init took self-hosted, mi325"),
+        ("tests/other/test_c.py", None, "tests/other/test_c.py registers tests but is not under the directories the "
+                                        "workflows' collector reads (tests/suites); it is not discovered"),
+    ]
+    (tmp_path / ".github" / "ci-policy.yml").write_text(text)
+    report = lint(tmp_path)
+    assert (report.errors, report.warnings) == ((), ())
+    assert report.snapshot is not None
+    assert [(r.file, r.suite) for r in report.snapshot.registrations] == [
+        ("tests/suites/test_a.py", "gpu"), ("tests/suites/test_b.py", "amd")]
