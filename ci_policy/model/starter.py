@@ -552,6 +552,7 @@ class _StagePlan:
     runs_on_from: str | None
     cadences: tuple[str, ...]
     gate: tuple[str, ...]
+    on_pull_requests: bool  # some workflow job runs the suite for a pull request
 
 
 def _stage_facts(suite: str, backend: str, calls: list[Call], facts: CiFacts, crons_of: dict[str, tuple[str, ...]],
@@ -595,7 +596,7 @@ def _stage_facts(suite: str, backend: str, calls: list[Call], facts: CiFacts, cr
         for run in pr_runs[1:]:
             common &= set(run.labels)
         gate = tuple(sorted(common))
-    return _StagePlan(suite, backend, calls, runs_on, source, cadences, gate)
+    return _StagePlan(suite, backend, calls, runs_on, source, cadences, gate, bool(pr_runs))
 
 
 def starter(repo: Path) -> Starter:
@@ -689,8 +690,8 @@ def starter(repo: Path) -> Starter:
                                hint="give each backend's registrations their own suite"))
     plans.sort(key=lambda p: (_backend_order(p.backend), p.suite))
 
-    accelerator_gates = {p.gate for p in plans if p.backend != "cpu" and any(
-        r.suite == p.suite for r in facts.runs)}
+    # One gate shared by every accelerator stage a pull request runs is the PR-wide gate.
+    accelerator_gates = {p.gate for p in plans if p.backend != "cpu" and p.on_pull_requests}
     require_labels: tuple[str, ...] = ()
     if len(accelerator_gates) == 1 and next(iter(accelerator_gates)):
         require_labels = next(iter(accelerator_gates))

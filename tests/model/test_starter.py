@@ -578,3 +578,30 @@ stages:
     assert report.snapshot is not None
     assert [(r.file, r.suite) for r in report.snapshot.registrations] == [
         ("tests/suites/test_a.py", "gpu"), ("tests/suites/test_b.py", "amd")]
+
+
+def test_a_gate_shared_by_every_stage_run_on_pull_requests_is_the_pr_wide_gate(tmp_path):
+    write(tmp_path, {
+        "t/test_a.py": 'register_cuda_ci(est_time=1, suite="a")\n' + MAIN,
+        "t/test_n.py": 'register_cuda_ci(est_time=1, suite="n", nightly=True)\n' + MAIN,
+        ".github/workflows/pr.yml": f"on: pull_request\njobs:\n  a:\n    if: {GATED}\n    runs-on: h100\n"
+                                    "    steps: [{run: python run.py --suite a}]\n",
+        ".github/workflows/nightly.yml": "on: {schedule: [{cron: '0 0 * * *'}]}\njobs:\n  n:\n    runs-on: h200\n"
+                                         "    steps: [{run: python run.py --suite n}]\n",
+    })
+    result = starter(tmp_path)
+    assert result.require_labels == ("run-ci",)
+    assert [(s.name, s.runs_on, s.cadences, s.requires_labels) for s in result.stages] == [
+        ("a", ("h100",), ("regular",), ()), ("n", ("h200",), ("nightly",), ())]
+
+
+def test_with_stages_per_backend_a_shared_suite_is_a_stage_per_backend(tmp_path, monkeypatch):
+    # What init writes once a stage is (backend, suite): both backends' stages, nothing ignored.
+    monkeypatch.setattr("ci_policy.model.starter.STAGE_PER_BACKEND", True)
+    write(tmp_path, {"t/test_a.py": 'register_cuda_ci(est_time=1, suite="shared")\n' + MAIN,
+                     "t/test_b.py": 'register_rocm_ci(est_time=2, suite="shared")\n' + MAIN})
+    result = starter(tmp_path)
+    assert [(s.name, s.backend, s.files, s.est_time) for s in result.stages] == [
+        ("shared", "cuda", 1, 1), ("shared", "rocm", 1, 2)]
+    assert "lint:" not in result.config_text
+    assert result.notes == ()
