@@ -1,11 +1,12 @@
 """A starter configuration inferred from a checkout's markers: the core of `ci-policy init`.
 
 - In: the checkout root (explicit, never the current directory).
-- Out: a frozen `Starter`: the text of `.github/ci-policy.yml` (comments included, every
-  string value double-quoted with escapes, so any suite or path round-trips), the text of
-  a labels file when the tests use labels, the stages proposed, the `runs_on`
-  placeholders left to fill in, and notes: what could not be inferred, as uncoded
-  warnings located in the checkout (`ci-policy lint` reports the coded errors later).
+- Out: a frozen `Starter`: the text of `.github/ci-policy.yml` (its schema line first,
+  comments saying where each inference came from, every string value double-quoted with
+  escapes, so any suite or path round-trips), the text of a labels file when the tests use
+  labels, the stages proposed, the discovery roots, schedules and gates, the placeholders
+  left to fill in, and notes: what could not be inferred, as uncoded warnings located in
+  the checkout (`ci-policy lint` reports the coded errors).
 - Read: every `*.py` file below the root through `read.checkout.read_text` (regular,
   symlink-free, size-capped, UTF-8), parsed with `ast` only; nothing is imported or
   executed. Not entered: hidden directories (`.git`, `.venv`), virtualenvs (a
@@ -15,11 +16,17 @@
   module-level statement; its backend is the word lowercased, `amd` -> rocm; names beyond
   the three built-in ones and backends beyond cpu, cuda and rocm are declared), the
   extra arguments with their types, the suite template
-  when `stage=`/`runner_config=` appear, one stage per suite, the discovery roots,
-  patterns and excludes that cover exactly the registered files, the labels used.
-- Not guessed: a suite registered for two backends (no stage; a note), a marker whose
-  word is no backend name (`register_9x_ci`: a note), an argument that is not a literal
-  (the call gives no stage; lint reports it once configured).
+  when `stage=`/`runner_config=` appear, one stage per suite, the labels used; and from
+  the workflows (`ci_policy.read.suite_jobs`): the discovery roots and pattern of the
+  collector they run (else the roots, patterns and excludes that cover exactly the
+  registered files), each accelerator stage's `runs_on` (a job's `runs-on`, else a runner
+  mapping file, else `PLACEHOLDER_RUNNER`, which lint reports once), the schedules and
+  each stage's cadences, `nightly_selects` from `nightly=True`, and label gates.
+- Not guessed: a suite registered for two backends (the stage of the backend with most
+  registrations; the others' accepted as unknown in `lint.ignore`, with a note, until
+  `STAGE_PER_BACKEND`), a marker whose word is no backend name (`register_9x_ci`: a note),
+  an argument that is not a literal (the call gives no stage; lint reports it), a runner
+  decided at run time (the placeholder), several runners for one stage (the first; a note).
 - Refused: a checkout with no marker call at all (`InputError`).
 """
 

@@ -117,9 +117,10 @@ def read_suite_jobs(root: Path, directory: str = ".github/workflows") -> CiFacts
         jobs = doc.get("jobs")
         if isinstance(jobs, dict):
             lines = _job_lines(text)
+            known: dict[str, frozenset[str]] = {}
             for job_id, job in jobs.items():
                 if isinstance(job, dict):
-                    runs.extend(_job_runs(root, rel, str(job_id), job, jobs, lines.get(str(job_id), 0)))
+                    runs.extend(_job_runs(root, rel, str(job_id), job, jobs, lines.get(str(job_id), 0), known))
         maps.extend(_runner_maps(root, rel, text, notes))
     collectors = sorted({r.collector for r in runs if r.collector is not None})
     globs = [(c, g) for c in collectors for g in _collector_globs(root, c, notes)]
@@ -180,6 +181,11 @@ def _combinations(job: dict[Any, Any]) -> list[dict[str, str]] | None:
         if not isinstance(values, list) or not all(_scalar(v) for v in values):
             return None
         axes.append((str(key), [_text(v) for v in values]))
+    size = 1
+    for _key, values in axes:
+        size *= len(values)
+        if size > MAX_COMBINATIONS:
+            return None  # counted before expanding: a hostile matrix cannot make init build it
     combos = [dict(zip([k for k, _ in axes], values, strict=True))
               for values in itertools.product(*(v for _, v in axes))] if axes else []
     excludes = matrix.get("exclude")
@@ -232,11 +238,21 @@ def _runs_on(value: Any, combo: dict[str, str]) -> tuple[str, ...] | None:
     return None if any("${{" in x for x in resolved) else resolved
 
 
-def _gate_labels(job_id: str, jobs: dict[Any, Any], seen: frozenset[str] = frozenset()) -> set[str]:
+def _gate_labels(job_id: str, jobs: dict[Any, Any], seen: frozenset[str] = frozenset(),
+                 known: dict[str, frozenset[str]] | None = None) -> frozenset[str]:
     """The PR labels a job runs only with: tested positively in its `if:`, or in a job it needs."""
+    known = {} if known is None else known
+    if job_id in known:
+        return known[job_id]  # each job once, however many paths of `needs` lead to it
     job = jobs.get(job_id)
     if not isinstance(job, dict) or job_id in seen:
-        return set()
+        return frozenset()
+    known[job_id] = labels = frozenset(_own_and_needed(job_id, job, jobs, seen, known))
+    return labels
+
+
+def _own_and_needed(job_id: str, job: dict[Any, Any], jobs: dict[Any, Any], seen: frozenset[str],
+                    known: dict[str, frozenset[str]]) -> set[str]:
     condition = job.get("if")
     condition = condition if isinstance(condition, str) else ""
     own = {m.group(2) for m in _LABEL_TEST.finditer(condition) if not m.group(1)}
@@ -246,17 +262,17 @@ def _gate_labels(job_id: str, jobs: dict[Any, Any], seen: frozenset[str] = froze
         return own  # runs even when a job it needs was skipped
     needs = job.get("needs")
     for need in [needs] if isinstance(needs, str) else needs if isinstance(needs, list) else []:
-        own |= _gate_labels(str(need), jobs, seen | {job_id})
+        own |= _gate_labels(str(need), jobs, seen | {job_id}, known)
     return own
 
 
 def _job_runs(root: Path, workflow: str, job_id: str, job: dict[Any, Any], jobs: dict[Any, Any],
-              line: int) -> list[SuiteRun]:
+              line: int, known: dict[str, frozenset[str]]) -> list[SuiteRun]:
     combos = _combinations(job)
     steps = job.get("steps")
     if not isinstance(steps, list):
         return []
-    labels = tuple(sorted(_gate_labels(job_id, jobs)))
+    labels = tuple(sorted(_gate_labels(job_id, jobs, known=known)))
     defaults = job.get("defaults")
     job_dir = _get_path(defaults, "run", "working-directory")
     out: list[SuiteRun] = []

@@ -225,3 +225,30 @@ def test_symlinks_and_invalid_yaml_are_notes_and_nothing_is_read_through_them(tm
 def test_a_checkout_without_workflows_has_no_facts(tmp_path):
     facts = read_suite_jobs(tmp_path)
     assert (facts.workflows, facts.runs, facts.maps, facts.globs, facts.notes) == ((), (), (), (), ())
+
+
+def test_a_matrix_too_large_to_expand_and_a_deep_needs_lattice_are_read_at_once(tmp_path):
+    axes = "\n".join(f"        a{i}: [{', '.join(str(v) for v in range(10))}]" for i in range(12))
+    # 40 layers of two jobs, each needing both jobs of the layer before: 2**40 paths of `needs`.
+    layers = "".join(f"  l{i}-{side}:\n    needs: [l{i - 1}-a, l{i - 1}-b]\n    runs-on: x\n    steps: []\n"
+                     for i in range(1, 40) for side in "ab")
+    write(tmp_path, {f"{WF}/ci.yml": f"""\
+on: pull_request
+jobs:
+  l0-a:
+    if: contains(github.event.pull_request.labels.*.name, 'run-ci')
+    runs-on: x
+    steps: []
+  l0-b:
+    runs-on: x
+    steps: []
+{layers}  huge:
+    needs: [l39-a, l39-b]
+    runs-on: ${{{{ matrix.a0 }}}}
+    strategy:
+      matrix:
+{axes}
+    steps: [{{run: "python3 run_suite.py --suite big"}}]
+"""})
+    # 10**12 combinations are never built: the runner is unknown, the static suite still read.
+    assert runs(tmp_path) == [("huge", "big", None, None, ("run-ci",), None, None)]
