@@ -171,6 +171,11 @@ def quote(value: str) -> str:
     return "".join(out)
 
 
+def comment_text(value: str) -> str:
+    """`value` for a YAML comment: escaped as `quote` escapes it, so no newline can end the comment."""
+    return quote(value)[1:-1]
+
+
 def backend_of(marker: str) -> str | None:
     """The backend a marker name implies (`register_amd_ci` -> rocm), or None when its word is no backend name."""
     if marker in BUILTIN_MARKERS:
@@ -749,7 +754,7 @@ def starter(repo: Path) -> Starter:
     lines.append("discovery:")
     lines.append("  roots:")
     for (root, own), found_root in zip(root_lines, roots, strict=True):
-        comment = f"  # from {found_root.source}" if found_root.source else ""
+        comment = f"  # from {comment_text(found_root.source)}" if found_root.source else ""
         lines.append((f"    - {quote(root)}" if own is None else
                       f"    - {{path: {quote(root)}, pattern: [{', '.join(quote(p) for p in own)}]}}") + comment)
     lines.append(f"  pattern: {_one_or_list(pattern)}")
@@ -763,7 +768,8 @@ def starter(repo: Path) -> Starter:
     if schedules:
         lines.append("cadences:")
         lines.append("  schedules:")
-        lines.extend(f"    {quote(cron)}: {cadence}  # {workflow}" for cron, cadence, workflow in schedules)
+        lines.extend(f"    {quote(cron)}: {cadence}  # {comment_text(workflow)}"
+                     for cron, cadence, workflow in schedules)
         if nightly_selects:
             lines.append(f"  nightly_selects: {nightly_selects}  # nightly=True registrations run only in "
                          "scheduled runs")
@@ -801,7 +807,8 @@ def starter(repo: Path) -> Starter:
         if backend != "cpu":
             if plan.runs_on:
                 runs_on = plan.runs_on
-                lines.append(f"    runs_on: [{', '.join(quote(x) for x in runs_on)}]  # from {plan.runs_on_from}")
+                lines.append(f"    runs_on: [{', '.join(quote(x) for x in runs_on)}]  "
+                             f"# from {comment_text(plan.runs_on_from or '')}")
             else:
                 lines.append(f"    runs_on: [{quote(PLACEHOLDER_RUNNER)}]  # TODO: the runner labels of this "
                              "stage's jobs; no workflow names them")

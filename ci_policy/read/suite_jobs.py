@@ -276,14 +276,19 @@ def _job_runs(root: Path, workflow: str, job_id: str, job: dict[Any, Any], jobs:
     defaults = job.get("defaults")
     job_dir = _get_path(defaults, "run", "working-directory")
     out: list[SuiteRun] = []
+    parsed: dict[tuple[str, str | None], list[tuple[str, str | None, str | None, str | None]]] = {}
     for combo in combos if combos is not None else [{}]:
         runs_on = _runs_on(job.get("runs-on"), combo) if combos is not None else None
         for step in steps:
             if not isinstance(step, dict) or not isinstance(step.get("run"), str):
                 continue
+            if "--suite" not in step["run"] and "--stage" not in step["run"]:
+                continue  # names no suite: not worth the shell parsing
             step_dir = step.get("working-directory") if isinstance(step.get("working-directory"), str) else job_dir
             script = _substitute(step["run"], combo) if combos is not None else step["run"]
-            for suite, hw, collector, workdir in _commands(root, script, step_dir):
+            if (script, step_dir) not in parsed:  # combinations that differ elsewhere share the script
+                parsed[script, step_dir] = _commands(root, script, step_dir)
+            for suite, hw, collector, workdir in parsed[script, step_dir]:
                 out.append(SuiteRun(workflow, job_id, line, suite, hw, runs_on, labels, collector, workdir))
     # One entry per distinct fact: a matrix over partitions repeats the same suite and runner.
     return list(dict.fromkeys(out))

@@ -605,3 +605,19 @@ def test_with_stages_per_backend_a_shared_suite_is_a_stage_per_backend(tmp_path,
         ("shared", "cuda", 1, 1), ("shared", "rocm", 1, 2)]
     assert "lint:" not in result.config_text
     assert result.notes == ()
+
+
+def test_names_read_from_workflows_cannot_break_out_of_a_comment(tmp_path):
+    write(tmp_path, {
+        "t/test_a.py": 'register_cuda_ci(est_time=1, suite="a")\n' + MAIN,
+        ".github/workflows/ci.yml": 'on: {pull_request: {}, schedule: [{cron: "0 0 * * *"}]}\njobs:\n'
+                                    '  "x\\nstages: []":\n    runs-on: h100\n'
+                                    '    steps: [{run: "cd t && python3 run.py --suite a"}]\n',
+        "t/run.py": 'FILES = "*\\nversion: 2/**/test_*.py"\n',
+    })
+    os.rename(tmp_path / ".github/workflows/ci.yml", tmp_path / ".github/workflows/ci\nversion: 3.yml")
+    text = starter(tmp_path).config_text
+    assert '    runs_on: ["h100"]  # from .github/workflows/ci\\u000aversion: 3.yml job x\\u000astages: []\n' in text
+    assert '    "0 0 * * *": nightly  # .github/workflows/ci\\u000aversion: 3.yml\n' in text
+    assert yaml.safe_load(text)["version"] == 1
+    assert [s.name for s in parse_config(text).stages] == ["a"]
