@@ -536,6 +536,11 @@ def _collector_roots(repo: Path, facts: CiFacts, registered: set[str], notes: li
     discovered = {f for f in registered
                   if any(_under(f, r.path) and any(fnmatch.fnmatchcase(_basename(f), p) for p in r.pattern)
                          for r in roots.values())}
+    if not discovered:
+        notes.append(_note(f"the collector's directories ({', '.join(sorted(roots))}) hold no file with markers; "
+                           "init took the discovery roots from the files instead",
+                           hint="check discovery.roots against the directories CI runs"))
+        return None
     return _Collected(tuple(sorted(roots.values(), key=lambda r: r.path)), discovered)
 
 

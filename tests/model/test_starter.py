@@ -621,3 +621,17 @@ def test_names_read_from_workflows_cannot_break_out_of_a_comment(tmp_path):
     assert '    "0 0 * * *": nightly  # .github/workflows/ci\\u000aversion: 3.yml\n' in text
     assert yaml.safe_load(text)["version"] == 1
     assert [s.name for s in parse_config(text).stages] == ["a"]
+
+
+def test_a_collector_whose_directories_hold_no_registered_file_is_not_followed(tmp_path):
+    write(tmp_path, {
+        "t/test_a.py": 'register_cpu_ci(est_time=1, suite="a")\n',
+        "ci/run.py": 'FILES = "suites/**/*.py"\n', "ci/suites/helper.py": "",
+        ".github/workflows/ci.yml": 'on: push\njobs:\n  a:\n    runs-on: x\n'
+                                    '    steps: [{run: "cd ci && python run.py --suite a"}]\n',
+    })
+    result = starter(tmp_path)
+    assert [(r.path, r.pattern, r.source) for r in result.roots] == [("t", ("test_*.py",), None)]
+    assert [(n.message, n.hint) for n in result.notes] == [
+        ("the collector's directories (ci/suites) hold no file with markers; init took the discovery roots from the "
+         "files instead", "check discovery.roots against the directories CI runs")]
