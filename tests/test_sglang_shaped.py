@@ -284,3 +284,17 @@ def test_changed_tests_both_adds_the_rule_to_the_file_own_stage(initialised, tmp
         ("per-commit-1-npu-a2", "run", [ruled]),
         ("per-commit-xpu", "run", [ruled]),
     ]
+
+
+def test_a_manual_run_and_the_nightly_schedule_plan_every_enabled_registration(initialised, capsys):
+    repo, _ = initialised
+    planned = set()
+    for argv in (["--event", "workflow_dispatch"], ["--event", "schedule", "--schedule", "0 0 * * *"]):
+        rc, out, err = run(["plan", "--repo", str(repo), *argv, "--format", "json"], capsys)
+        assert (rc, err) == (0, "")
+        planned |= {(file, stage["name"]) for stage in json.loads(out)["stages"]
+                    for shard in stage["shards"] for file in shard["files"]}
+    # Every enabled registration of the ground truth runs on its stage, but the known difference.
+    assert planned == {(file, suite) for file, _backend, suite, _est, _nightly, disabled in GROUND_TRUTH
+                       if disabled is None
+                       and (file, suite) != (SHARED_SUITE_SECOND_BACKEND[0], SHARED_SUITE_SECOND_BACKEND[2])}
