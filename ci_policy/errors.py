@@ -199,6 +199,8 @@ CODES: dict[str, tuple[str, str]] = {
     "CP905": ("registration-disabled", "register_cuda_ci for suite gpu-a is disabled: flaky on driver 580"),
     "CP907": ("gate-label-near-miss",
               "stages[2].requires_labels: gate label 'run-ci-extar' is one edit from 'run-ci-extra'"),
+    "CP908": ("runs-on-placeholder",
+              "runs_on of 2 stages is still the placeholder 'TODO-runner': gpu-b, amd"),
 }
 
 

@@ -84,6 +84,7 @@ _BY_MESSAGE: list[tuple[str, str]] = [
     (r"^the estimates file lists .* which no registration matches$", "CP904"),
     (r"^register_\w+_ci for suite \S+ is disabled: ", "CP905"),
     (r": gate label '.*' is one edit from '.*'$", "CP907"),
+    (r"^runs_on of \d+ stages? is still the placeholder ", "CP908"),
 ]
 
 

@@ -8,7 +8,7 @@
   own pattern, and `conftest.py`/`__init__.py`/a vendored directory excluded.
 - `lint` reports nothing, `registry` reads every registration with its suite and marker,
   `plan` plans a pull request with an image entry per accelerator backend; `init` infers
-  a configuration that lints clean once `runs_on` is filled in.
+  a configuration that lints with no error as written (its runs_on placeholders one warning).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def test_tune_apply_rewrites_the_est_time_of_a_register_amd_ci_call(tmp_path, ca
         'register_amd_ci(est_time=600,', 'register_amd_ci(est_time=1200,')
 
 
-def test_init_writes_a_configuration_that_lints_clean_once_runs_on_is_filled(tmp_path, capsys):
+def test_init_writes_a_configuration_that_lints_with_no_error_as_written(tmp_path, capsys):
     repo = tmp_path / "sglang"
     shutil.copytree(REPO, repo)
     (repo / ".github" / "ci-policy.yml").unlink()
@@ -158,7 +158,7 @@ def test_init_writes_a_configuration_that_lints_clean_once_runs_on_is_filled(tmp
     # and the vendored NPU directory the real configuration excludes becomes a stage of its own.
     assert out.splitlines()[0] == "ci-policy init: wrote .github/ci-policy.yml: 9 stages for 15 registrations in " \
                                   "12 test files"
-    assert [line.split(": ", 1)[1] for line in out.splitlines()[2:10]] == [
+    assert [line.split(": ", 1)[1] for line in out.splitlines()[4:12]] == [
         f"stages[{i}].runs_on: the runner labels of stage {stage}" for i, stage in enumerate((
             "base-b-test-1-gpu-large (cuda)", "stage-b-kernel-benchmark-1-gpu-large (cuda)",
             "stage-b-test-1-gpu-large (cuda)", "stage-b-test-1-gpu-small (cuda)",
@@ -166,19 +166,23 @@ def test_init_writes_a_configuration_that_lints_clean_once_runs_on_is_filled(tmp
             "per-commit-xpu (xpu)"), start=1)]
     config_path = repo / ".github" / "ci-policy.yml"
     config = config_path.read_text()
-    assert config.count("# runs_on: [...]  # TODO") == 8
+    assert config.count('runs_on: ["TODO-runner"]  # TODO') == 8
     for block in ('backends:\n  "npu": {accelerator: true}\n  "xpu": {accelerator: true}\n',
                   'names:\n    "register_amd_ci": "rocm"\n    "register_npu_ci": "npu"\n    "register_xpu_ci": "xpu"\n',
                   'suite: "{stage}-test-{runner_config}"',
                   '    - {path: "python/pkg/jit_kernel/benchmark", pattern: ["bench_*.py"]}\n'
                   '    - "test/registered"\n'):
         assert block in config
-    # Lint names exactly the placeholders...
+    # Lint warns once about the placeholders, naming each stage...
     rc, out, _ = run(["lint", "--repo", str(repo)], capsys)
-    assert rc == 1
-    assert [line.split(": ", 2)[1] for line in out.splitlines() if ": CP" in line] == ["CP103 config-missing-key"] * 8
+    assert rc == 0
+    assert [line for line in out.splitlines() if "CP908" in line] == [
+        ".github/ci-policy.yml:30: warning: CP908 runs-on-placeholder: runs_on of 8 stages is still the placeholder "
+        "'TODO-runner': "
+        "base-b-test-1-gpu-large, stage-b-kernel-benchmark-1-gpu-large, stage-b-test-1-gpu-large, "
+        "stage-b-test-1-gpu-small, stage-b-test-1-gpu-small-amd, ascend-legacy, nightly-1-npu-a3, per-commit-xpu"]
     # ...and once runs_on is filled in, it lints clean and reads what the hand-written configuration reads.
-    config_path.write_text(config.replace("# runs_on: [...]", "runs_on: [gpu-runner]"))
+    config_path.write_text(config.replace('runs_on: ["TODO-runner"]', "runs_on: [gpu-runner]"))
     assert run(["lint", "--repo", str(repo)], capsys) == (0, (
         "test/registered/core/test_flaky_h100.py:4:1: warning: CP905 registration-disabled: register_cuda_ci for "
         "suite stage-b-test-1-gpu-large is disabled: flaky on H100\n"

@@ -2,10 +2,11 @@
 
 - In: an `InitRequest`: the checkout, the configuration file to write (None: DIR/.github/ci-policy.yml),
   whether to overwrite.
-- Out: an `Initialised`: the `Starter` (`ci_policy.model.starter`: its stages, labels, notes and
-  placeholders), the files written as shown, the configuration as shown, the lint of the result
-  (with every runs_on placeholder filled in when one is left, so lint reads the tests too: `filled`)
-  and `ok` (only the placeholders are left). The files are written whether or not it is `ok`.
+- Out: an `Initialised`: the `Starter` (`ci_policy.model.starter`: its stages with the runners,
+  cadences and label gates read from the checkout's workflows, its discovery roots, labels, notes
+  and placeholders), the files written as shown, the configuration as shown, the lint of the
+  written files as they are (a runs_on init could not read is the placeholder label lint warns
+  about once, CP908) and `ok` (lint finds no error). The files are written whether or not it is `ok`.
 - Refused (nothing written): an existing configuration or labels file without `force`; a target
   path through a symlink (even with `force`); a checkout with no marker call (`InputErrors`); a
   file that cannot be written (`InputError`).
@@ -21,13 +22,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ci_policy.adapters.github.access import parse_access_policy
 from ci_policy.config.load import load_config
 from ci_policy.errors import Diagnostic, InputError, InputErrors, UsageError
+from ci_policy.model.lint import PLACEHOLDER_RUNNER as PLACEHOLDER_RUNNER  # the runs_on label init writes
 from ci_policy.model.lint import LintReport, lint
 from ci_policy.model.starter import LABELS_FILE, Starter, starter
 from ci_policy.read.checkout import check_no_symlinks, read_text
@@ -50,7 +51,6 @@ class Initialised:
     written: tuple[str, ...]    # each file written, as shown
     shown_config: str
     report: LintReport
-    filled: bool                # the lint ran with the runs_on placeholders filled in
     ok: bool
 
     @property
@@ -71,15 +71,8 @@ def init(request: InitRequest) -> Initialised:
     for path, shown, text in targets:
         _write(repo, path, shown, text)
 
-    written = lint(repo, request.config)
-    keys = {p.key for p in start.placeholders if p.key is not None}
-    # Lint's "runs_on required" (CP103) for a stage init left a placeholder in.
-    placeholder_errors = [e for e in written.errors
-                          if e.code == "CP103" and e.message.split(":", 1)[0] in keys]
-    filled = bool(placeholder_errors)
-    report = _lint_filled(repo, start, shown_config) if filled else written
-    ok = report.ok and len(placeholder_errors) == len(written.errors)
-    return Initialised(start, tuple(s for _p, s, _t in targets), shown_config, report, filled, ok)
+    report = lint(repo, request.config)
+    return Initialised(start, tuple(s for _p, s, _t in targets), shown_config, report, report.ok)
 
 
 CALLER_SHOWN = ".github/workflows/ci-policy.yml"
@@ -160,20 +153,3 @@ def _write(repo: Path, path: Path, shown: str, text: str) -> None:
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
         fh.write(text)
 
-
-def _lint_filled(repo: Path, start: Starter, shown_config: str) -> LintReport:
-    """Lint with every runs_on placeholder filled in, so the rest of the checkout is checked too.
-
-    The copy lives outside the checkout, line for line the written file; its diagnostics
-    name the written file.
-    """
-    with tempfile.TemporaryDirectory(prefix="ci-policy-init-") as tmp:
-        copy = Path(tmp) / "ci-policy.yml"
-        copy.write_text(start.filled("TODO"), encoding="utf-8")
-        report = lint(repo, copy)
-
-    def named(items: tuple[Diagnostic, ...]) -> tuple[Diagnostic, ...]:
-        return tuple(replace(d, path=shown_config) if d.path == str(copy) else d for d in items)
-
-    return LintReport(errors=named(report.errors), warnings=named(report.warnings), snapshot=report.snapshot,
-                      suppressed=named(report.suppressed))

@@ -3,11 +3,12 @@
 - In: --repo, --config (the file to write; default DIR/.github/ci-policy.yml), --force,
   --format text|json.
 - Out: the configuration, and `labels.py` when the tests use labels (inferred by
-  `ci_policy.model.starter`); then what is left to fill in, init's notes, and the lint
-  of the result with every runs_on placeholder filled in (so lint can read the tests
-  too; the placeholders themselves are what `ci-policy lint` reports until filled).
-- Exit: 0 when only the placeholders are left (lint finds no other error), 1 otherwise;
-  the files are written in both cases.
+  `ci_policy.model.starter` from the markers and the workflows); then, in text, a summary of
+  at most `MAX_LINES` lines: where discovery, runners, cadences and label gates came from,
+  what is left to fill in, init's notes and the lint of the written files, as many as fit and
+  a count of the rest; `--format json` carries every one.
+- Exit: 0 when lint finds no error in what was written (the runs_on placeholder is a
+  warning), 1 otherwise; the files are written in both cases.
 - Refused (exit 1, nothing written): an existing configuration or labels file without
   --force; a checkout with no marker call; a target path through a symlink (even with
   --force).
@@ -22,17 +23,29 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 
-from ci_policy.app.init import Initialised, InitRequest, WorkflowsRequest, WorkflowsWritten, init, init_workflows
+from ci_policy.app.init import (
+    PLACEHOLDER_RUNNER,
+    Initialised,
+    InitRequest,
+    WorkflowsRequest,
+    WorkflowsWritten,
+    init,
+    init_workflows,
+)
 from ci_policy.cli.main import summary
 from ci_policy.cli.options import add_format, add_repo
 from ci_policy.errors import UsageError
 from ci_policy.render.escape import one_line
 from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION
+from ci_policy.render.report import summarised
 from ci_policy.render.text import diagnostic_text, lint_summary
 
 NAME = "init"
+# The text summary's length: a first run on a large repository must stay readable.
+MAX_LINES = 40
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -69,22 +82,61 @@ def run(args: argparse.Namespace) -> int:
     return 0 if done.ok else 1
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
 def _text(done: Initialised) -> str:
     start = done.start
-    stages = len(start.stages)
-    lines = [f"ci-policy init: wrote {' and '.join(one_line(w) for w in done.written)}: {stages} "
-             f"stage{'s' if stages != 1 else ''} for {start.registrations} "
-             f"registration{'s' if start.registrations != 1 else ''} in {start.files} "
-             f"test file{'s' if start.files != 1 else ''}"]
-    lines.extend(diagnostic_text(n) for n in start.notes)
+    lines = [f"ci-policy init: wrote {' and '.join(one_line(w) for w in done.written)}: "
+             f"{_plural(len(start.stages), 'stage')} for {_plural(start.registrations, 'registration')} in "
+             f"{_plural(start.files, 'test file')}"]
+    roots = ", ".join(f"{r.path} ({', '.join(r.pattern)})" for r in start.roots)
+    sources = sorted({r.source for r in start.roots if r.source is not None})
+    lines.append(one_line(f"discovery: {roots}" + (f", from {'; '.join(sources)}" if sources else
+                                                  ", covering the registered files (no workflow names a collector)")))
+    if start.not_discovered:
+        lines.append(f"not discovered: {_plural(len(start.not_discovered), 'file')} with markers outside the "
+                     "collector's directories")
+    accelerator = [s for s in start.stages if s.backend != "cpu"]
+    if accelerator:
+        from_jobs = sum(1 for s in accelerator if s.runs_on_from is not None and " job " in s.runs_on_from)
+        from_files = len([s for s in accelerator if s.runs_on]) - from_jobs
+        left = len(accelerator) - from_jobs - from_files
+        lines.append(f"runners: {from_jobs} of {len(accelerator)} accelerator stages from workflow jobs, {from_files} "
+                     f"from runner mapping files, {left} left as {PLACEHOLDER_RUNNER!r}")
+    if start.schedules:
+        lines.append(one_line("cadences: " + ", ".join(f"'{cron}' {cadence} ({workflow})"
+                                                      for cron, cadence, workflow in start.schedules)
+                              + (f"; nightly_selects: {start.nightly_selects}" if start.nightly_selects else "")))
+    gated = [s for s in start.stages if s.requires_labels]
+    if start.require_labels:
+        lines.append(one_line(f"label gates: pull_request.require_labels {', '.join(start.require_labels)}"))
+    elif gated:
+        gates = Counter(s.requires_labels for s in gated)
+        lines.append(one_line("label gates (stages[].requires_labels): " + "; ".join(
+            f"{', '.join(gate)} on {_plural(n, 'stage')}" for gate, n in sorted(gates.items()))))
+    items: list[str] = []
     todo = done.todo
     if todo:
-        lines.append("left to fill in (each line marked TODO):")
-        lines.extend(f"  {one_line(path)}:{line}: {one_line(what)}" for path, line, what in todo)
-    lines.extend(diagnostic_text(d) for d in (*done.report.errors, *done.report.warnings))
+        items.append("left to fill in (each line marked TODO):\n" + "\n".join(
+            f"  {one_line(path)}:{line}: {one_line(what)}" for path, line, what in todo))
+    items.extend(diagnostic_text(d) for d in done.report.errors)
+    items.extend(diagnostic_text(n) for n in start.notes)
+    items.extend(diagnostic_text(w) for w in summarised(done.report.warnings))
     summary = lint_summary(done.report)
-    if done.filled:
-        summary = summary.replace("ci-policy lint:", "ci-policy lint (with runs_on filled in):", 1)
+    budget = MAX_LINES - len(lines) - 2  # the summary line, and the line counting what did not fit
+    shown = 0
+    for item in items:
+        size = item.count("\n") + 1
+        if size > budget:
+            break
+        lines.append(item)
+        budget -= size
+        shown += 1
+    if shown < len(items):
+        lines.append(f"... and {len(items) - shown} more (ci-policy init --format json lists every one; "
+                     "ci-policy lint lists the lint's)")
     lines.append(summary)
     return "\n".join(lines)
 
@@ -96,7 +148,15 @@ def _json(done: Initialised) -> str:
         "ok": done.ok,
         "written": list(done.written),
         "stages": [{"name": s.name, "backend": s.backend, "files": s.files, "est_time": s.est_time,
-                    "runner": s.runner} for s in start.stages],
+                    "runner": s.runner, "runs_on": list(s.runs_on), "runs_on_from": s.runs_on_from,
+                    "cadences": list(s.cadences), "requires_labels": list(s.requires_labels)}
+                   for s in start.stages],
+        "discovery": [{"path": r.path, "pattern": list(r.pattern), "from": r.source} for r in start.roots],
+        "not_discovered": list(start.not_discovered),
+        "schedules": [{"cron": cron, "cadence": cadence, "workflow": workflow}
+                      for cron, cadence, workflow in start.schedules],
+        "nightly_selects": start.nightly_selects,
+        "require_labels": list(start.require_labels),
         "labels": list(start.labels),
         "todo": [{"path": path, "line": line, "what": what} for path, line, what in done.todo],
         "notes": [n.as_dict() for n in start.notes],

@@ -4,7 +4,8 @@
 - Out: a `LintReport` of `Diagnostic`s: errors (configuration, labels, discovery and
   reads, registrations, gate declarations and requirements) and warnings (CP9xx: a stage
   with no registrations and no command, a label no test uses, a missing or stale estimates file, each
-  disabled registration with its reason), all located and sorted; and the GitHub Actions
+  disabled registration with its reason, the stages whose `runs_on` is still init's
+  placeholder `PLACEHOLDER_RUNNER`, once for them all), all located and sorted; and the GitHub Actions
   workflows of `lint.workflows` read as data and checked against the stages (CP6xx, see
   `ci_policy.model.workflows`); a stage command's working directory that `run` would refuse
   (missing, not a directory, a symlink on the way).
@@ -30,6 +31,11 @@ from ci_policy.model.workflows import workflow_diagnostics
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.names import WORKFLOW_ONLY_LABELS
 from ci_policy.read.workflows import read_workflows
+
+# The runner label `ci-policy init` writes for a stage whose runners no workflow names: any
+# label passes the configuration's load, so the starter plans as written, and lint warns
+# (CP908) once, listing every stage still carrying it.
+PLACEHOLDER_RUNNER = "TODO-runner"
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,14 @@ def warnings_of(snapshot: Snapshot) -> list[Diagnostic]:
                            path=config.path, line=line, code="CP907",
                            hint=f"a PR must carry exactly {gate!r} to open this gate; correct it if you meant "
                                 f"{near!r}"))
+    placeholders = [stage for stage in config.stages if PLACEHOLDER_RUNNER in stage.runs_on]
+    if placeholders:
+        count = len(placeholders)
+        out.append(warning(f"runs_on of {count} stage{'s' if count != 1 else ''} is still the placeholder "
+                           f"{PLACEHOLDER_RUNNER!r}: {', '.join(s.name for s in placeholders)}",
+                           path=config.path, line=placeholders[0].line, code="CP908",
+                           hint=f"replace {PLACEHOLDER_RUNNER!r} with the runner labels of each stage's jobs, "
+                                "e.g. runs_on: [h200, 4gpu]"))
     for reg in snapshot.registrations:
         if reg.disabled is not None:
             out.append(warning(f"{reg.marker} for suite {reg.suite} is disabled: {reg.disabled}",

@@ -1,11 +1,12 @@
 """A starter configuration inferred from a checkout's markers: the core of `ci-policy init`.
 
 - In: the checkout root (explicit, never the current directory).
-- Out: a frozen `Starter`: the text of `.github/ci-policy.yml` (comments included, every
-  string value double-quoted with escapes, so any suite or path round-trips), the text of
-  a labels file when the tests use labels, the stages proposed, the `runs_on`
-  placeholders left to fill in, and notes: what could not be inferred, as uncoded
-  warnings located in the checkout (`ci-policy lint` reports the coded errors later).
+- Out: a frozen `Starter`: the text of `.github/ci-policy.yml` (its schema line first,
+  comments saying where each inference came from, every string value double-quoted with
+  escapes, so any suite or path round-trips), the text of a labels file when the tests use
+  labels, the stages proposed, the discovery roots, schedules and gates, the placeholders
+  left to fill in, and notes: what could not be inferred, as uncoded warnings located in
+  the checkout (`ci-policy lint` reports the coded errors).
 - Read: every `*.py` file below the root through `read.checkout.read_text` (regular,
   symlink-free, size-capped, UTF-8), parsed with `ast` only; nothing is imported or
   executed. Not entered: hidden directories (`.git`, `.venv`), virtualenvs (a
@@ -15,11 +16,17 @@
   module-level statement; its backend is the word lowercased, `amd` -> rocm; names beyond
   the three built-in ones and backends beyond cpu, cuda and rocm are declared), the
   extra arguments with their types, the suite template
-  when `stage=`/`runner_config=` appear, one stage per suite, the discovery roots,
-  patterns and excludes that cover exactly the registered files, the labels used.
-- Not guessed: a suite registered for two backends (no stage; a note), a marker whose
-  word is no backend name (`register_9x_ci`: a note), an argument that is not a literal
-  (the call gives no stage; lint reports it once configured).
+  when `stage=`/`runner_config=` appear, one stage per suite, the labels used; and from
+  the workflows (`ci_policy.read.suite_jobs`): the discovery roots and pattern of the
+  collector they run (else the roots, patterns and excludes that cover exactly the
+  registered files), each accelerator stage's `runs_on` (a job's `runs-on`, else a runner
+  mapping file, else `PLACEHOLDER_RUNNER`, which lint reports once), the schedules and
+  each stage's cadences, `nightly_selects` from `nightly=True`, and label gates.
+- Not guessed: a suite registered for two backends (the stage of the backend with most
+  registrations; the others' accepted as unknown in `lint.ignore`, with a note, until
+  `STAGE_PER_BACKEND`), a marker whose word is no backend name (`register_9x_ci`: a note),
+  an argument that is not a literal (the call gives no stage; lint reports it), a runner
+  decided at run time (the placeholder), several runners for one stage (the first; a note).
 - Refused: a checkout with no marker call at all (`InputError`).
 """
 
@@ -38,6 +45,7 @@ from typing import Any
 from ci_policy.config.backends import BACKEND_NAME_RE
 from ci_policy.config.backends import BUILTIN_BACKENDS as BUILTIN_BACKEND_MAP
 from ci_policy.errors import Diagnostic, InputError, warning
+from ci_policy.model.lint import PLACEHOLDER_RUNNER
 from ci_policy.model.registry import argument_type
 from ci_policy.read.checkout import read_text
 from ci_policy.read.markers import (
@@ -53,6 +61,7 @@ from ci_policy.read.markers import (
     scan,
 )
 from ci_policy.read.numbers import is_finite_number
+from ci_policy.read.suite_jobs import CHANGE_EVENTS, CiFacts, read_suite_jobs, split_glob
 
 # Any name lint would read as a marker (`MARKER_NAME_RE`), so init finds whatever lint would flag.
 _MARKER_IN_TEXT = re.compile(r"\bregister_[A-Za-z0-9_]+_ci\b")
@@ -66,9 +75,13 @@ KNOWN_ACCELERATORS = ("npu", "xpu")
 TEMPLATE_ARGUMENTS = ("stage", "runner_config")
 SUITE_TEMPLATE = "{stage}-test-{runner_config}"
 LABELS_FILE = "labels.py"
-# The line `init` writes instead of an accelerator stage's runs_on; `Starter.filled` and a
-# maintainer replace it with `runs_on: [...]` on the same line.
-RUNS_ON_PLACEHOLDER = "# runs_on: [...]"
+# The first line of the written configuration: editors read the schema from it.
+SCHEMA_LINE = ("# yaml-language-server: $schema=https://raw.githubusercontent.com/ci-policy/ci-policy/main/"
+               "ci_policy/schemas/config.schema.json")
+# One name configured for several backends is a stage per (backend, suite) once the
+# configuration accepts it; until then the suite's stage takes the backend with the most
+# registrations, and the others' registrations are accepted as unknown (lint.ignore).
+STAGE_PER_BACKEND = False
 TODO_DESCRIPTION = "TODO: describe"
 
 _SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "build", "dist", "venv"})
@@ -90,6 +103,7 @@ class Call:
     disabled: bool
     extra: tuple[tuple[str, Any], ...]  # (name, literal value) of each extra argument with a literal value
     extra_names: tuple[str, ...] = ()  # every extra argument given, literal or not
+    nightly: bool = False  # nightly=True written as such
 
 
 @dataclass(frozen=True)
@@ -100,7 +114,11 @@ class StarterStage:
     est_time: float
     runner: str
     runner_reason: str
-    placeholder_line: int | None  # the `# runs_on: [...]` line of an accelerator stage
+    placeholder_line: int | None  # the line of an accelerator stage's placeholder runs_on
+    runs_on: tuple[str, ...] = ()
+    runs_on_from: str | None = None  # where the runner labels were read; None: not read (a placeholder or cpu)
+    cadences: tuple[str, ...] = ()  # empty: every cadence
+    requires_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +132,13 @@ class Placeholder:
 
 
 @dataclass(frozen=True)
+class DiscoveryRoot:
+    path: str
+    pattern: tuple[str, ...]
+    source: str | None  # `test/run_suite.py's glob 'registered/**/*.py'`; None: inferred from the registered files
+
+
+@dataclass(frozen=True)
 class Starter:
     config_text: str
     labels_text: str | None
@@ -123,10 +148,11 @@ class Starter:
     files: int
     registrations: int
     labels: tuple[str, ...]
-
-    def filled(self, runs_on: str) -> str:
-        """The configuration with every runs_on placeholder set to `[runs_on]`, line for line."""
-        return self.config_text.replace(RUNS_ON_PLACEHOLDER, f"runs_on: [{quote(runs_on)}]")
+    roots: tuple[DiscoveryRoot, ...] = ()
+    schedules: tuple[tuple[str, str, str], ...] = ()  # (cron, cadence, workflow)
+    nightly_selects: str | None = None
+    require_labels: tuple[str, ...] = ()  # pull_request.require_labels
+    not_discovered: tuple[str, ...] = ()  # files with markers that the repository's collector does not read
 
 
 def quote(value: str) -> str:
@@ -143,6 +169,11 @@ def quote(value: str) -> str:
             out.append(f"\\U{ord(ch):08x}")
     out.append('"')
     return "".join(out)
+
+
+def comment_text(value: str) -> str:
+    """`value` for a YAML comment: escaped as `quote` escapes it, so no newline can end the comment."""
+    return quote(value)[1:-1]
 
 
 def backend_of(marker: str) -> str | None:
@@ -251,13 +282,14 @@ def _calls_of(rel: str, tree: ast.Module, text: str, notes: list[Diagnostic]) ->
         est = values.get("est_time")
         labels = values.get("labels")
         disabled = values.get("disabled")
+        nightly = values.get("nightly")
         out.append(Call(
             file=rel, line=mc.line, marker=mc.marker, backend=backend, suite=suite,
             est_time=est if is_finite_number(est) and est >= 0 else None,
             labels=tuple(x for x in labels if isinstance(x, str)) if isinstance(labels, list) else (),
             disabled=isinstance(disabled, str) and bool(disabled.strip()),
             extra=tuple((n, values[n]) for n in extra_names if values[n] is not NotLiteral),
-            extra_names=extra_names))
+            extra_names=extra_names, nightly=nightly is True))
     return out, bool(found)
 
 
@@ -448,6 +480,142 @@ def _backend_order(backend: str) -> tuple[int, str]:
 
 # -- the starter ----------------------------------------------------------------------------------
 
+HW_BACKENDS = {"amd": "rocm", "rocm": "rocm", "cuda": "cuda", "nvidia": "cuda", "cpu": "cpu", "npu": "npu",
+               "xpu": "xpu"}
+
+
+def _hw_backend(hw: str | None) -> str | None:
+    """The backend a collector's `--hw` value names (`amd` -> rocm); None when not given."""
+    if hw is None:
+        return None
+    word = hw.lower()
+    return HW_BACKENDS.get(word, WORD_BACKENDS.get(word, word))
+
+
+def _cron_cadence(cron: str) -> str:
+    """`weekly` for a cron on one day of the week or month, `nightly` otherwise."""
+    fields = cron.split()
+    if len(fields) == 5 and (fields[2] != "*" or (fields[4] != "*" and not any(c in fields[4] for c in ",-/"))):
+        return "weekly"
+    return "nightly"
+
+
+@dataclass(frozen=True)
+class _Collected:
+    roots: tuple[DiscoveryRoot, ...]
+    discovered: set[str]
+
+
+def _collector_roots(repo: Path, facts: CiFacts, registered: set[str], notes: list[Diagnostic]) -> _Collected | None:
+    """The discovery roots the repository's own collector reads, from the globs of its source and the
+    directory the workflows run it in; None when no workflow runs a collector whose globs init can read."""
+    workdirs: dict[str, list[str]] = defaultdict(list)
+    for run in facts.runs:
+        if run.collector is not None:
+            where = run.workdir if run.workdir is not None else _parent(run.collector)
+            if where not in workdirs[run.collector]:
+                workdirs[run.collector].append(where)
+    roots: dict[str, DiscoveryRoot] = {}
+    for collector, glob in facts.globs:
+        split = split_glob(glob)
+        if split is None:
+            notes.append(_note(f"{collector}: the glob {glob!r} has patterns in its directories; init did not "
+                               "read a discovery root from it", path=collector))
+            continue
+        sub, pattern = split
+        for workdir in workdirs[collector]:
+            root = os.path.normpath(f"{workdir}/{sub}").replace(os.sep, "/")
+            if root.startswith("..") or not (repo / root).is_dir():
+                continue
+            known = roots.get(root)
+            patterns = (known.pattern if known else ()) + ((pattern,) if not known or pattern not in known.pattern
+                                                           else ())
+            roots[root] = DiscoveryRoot(root, patterns, f"{collector}'s glob {glob!r}" if not known else known.source)
+    if not roots:
+        return None
+    discovered = {f for f in registered
+                  if any(_under(f, r.path) and any(fnmatch.fnmatchcase(_basename(f), p) for p in r.pattern)
+                         for r in roots.values())}
+    if not discovered:
+        notes.append(_note(f"the collector's directories ({', '.join(sorted(roots))}) hold no file with markers; "
+                           "init took the discovery roots from the files instead",
+                           hint="check discovery.roots against the directories CI runs"))
+        return None
+    return _Collected(tuple(sorted(roots.values(), key=lambda r: r.path)), discovered)
+
+
+def _collected_excludes(collected: _Collected, excludable: set[str], skipped: list[str],
+                        holds: Callable[[str, tuple[str, ...]], bool]) -> tuple[tuple[str, str], ...]:
+    """The files under the collector's roots that it would take but that register nothing."""
+    out: list[tuple[str, str]] = []
+    for d in skipped:
+        root = next((r for r in collected.roots if _under(d, r.path)), None)
+        if _basename(d) not in _DISCOVERY_SKIPS and root is not None and holds(d, root.pattern):
+            out.append((_leading_literal(f"{_escape_glob(d)}/"), "not read by init (hidden, a virtualenv, build or "
+                                                                 "dependency directory)"))
+    for f in sorted(excludable):
+        if any(_under(f, r.path) and any(fnmatch.fnmatchcase(_basename(f), p) for p in r.pattern)
+               for r in collected.roots):
+            out.append((_leading_literal(_escape_glob(f)), "no registration, so no stage would run it"))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class _StagePlan:
+    suite: str
+    backend: str
+    calls: list[Call]
+    runs_on: tuple[str, ...]
+    runs_on_from: str | None
+    cadences: tuple[str, ...]
+    gate: tuple[str, ...]
+    on_pull_requests: bool  # some workflow job runs the suite for a pull request
+
+
+def _stage_facts(suite: str, backend: str, calls: list[Call], facts: CiFacts, crons_of: dict[str, tuple[str, ...]],
+                 triggers_of: dict[str, tuple[str, ...]], any_schedule: bool,
+                 notes: list[Diagnostic]) -> _StagePlan:
+    runs = [r for r in facts.runs if r.suite == suite and (r.hw is None or _hw_backend(r.hw) == backend)]
+    runs_on: tuple[str, ...] = ()
+    source = None
+    static = list(dict.fromkeys(r.runs_on for r in runs if r.runs_on is not None))
+    if backend != "cpu":
+        if static:
+            runs_on = static[0]
+            first = next(r for r in runs if r.runs_on == runs_on)
+            source = f"{first.workflow} job {first.job}"
+            if len(static) > 1:
+                notes.append(_note(f"stage {suite} ({backend}) runs on several runners in the workflows ("
+                                   + "; ".join(", ".join(s) for s in static) + f"); init took {', '.join(runs_on)}",
+                                   path=first.workflow, line=first.line,
+                                   hint="a stage has one runs_on: give each runner pool its own stage"))
+        else:
+            read_by = {r.workflow for r in runs}
+            for mapping in sorted(facts.maps, key=lambda m: (m.workflow not in read_by, m.path)):
+                found = dict(mapping.runners).get(suite)
+                if found is not None:
+                    runs_on, source = found, f"{mapping.path} (read by {mapping.workflow})"
+                    break
+    cadences: tuple[str, ...] = ()
+    if any_schedule and runs:
+        found_cadences: set[str] = set()
+        for run in runs:
+            crons = crons_of.get(run.workflow, ())
+            found_cadences.update(_cron_cadence(c) for c in crons)
+            if not crons or any(t in CHANGE_EVENTS and t != "workflow_dispatch" for t in triggers_of[run.workflow]):
+                found_cadences.add("regular")
+        cadences = tuple(c for c in ("regular", "nightly", "weekly", "release") if c in found_cadences)
+    pr_runs = [r for r in runs if any(t in ("pull_request", "pull_request_target")
+                                      for t in triggers_of.get(r.workflow, ()))]
+    gate: tuple[str, ...] = ()
+    if pr_runs:
+        common = set(pr_runs[0].labels)
+        for run in pr_runs[1:]:
+            common &= set(run.labels)
+        gate = tuple(sorted(common))
+    return _StagePlan(suite, backend, calls, runs_on, source, cadences, gate, bool(pr_runs))
+
+
 def starter(repo: Path) -> Starter:
     """Read the checkout at `repo` and infer its starter configuration."""
     repo = Path(repo)
@@ -474,11 +642,13 @@ def starter(repo: Path) -> Starter:
         if isinstance(tree, Diagnostic):
             notes.append(replace(tree, severity="warning", code=None, message=f"skipped: {tree.message}"))
             continue
-        found, marked = _calls_of(rel, tree, text, notes)
+        file_notes: list[Diagnostic] = []
+        found, marked = _calls_of(rel, tree, text, file_notes)
         if marked:
             # Covered by discovery even when no stage came of it: lint then reports why.
             registered.add(rel)
             calls.extend(found)
+            notes.extend(file_notes)
             main_block[rel] = scan(text, rel).has_main_block
         else:
             excludable.add(rel)
@@ -487,32 +657,72 @@ def starter(repo: Path) -> Starter:
                          "marker as a module-level statement", path=str(repo),
                          hint="register a test first, e.g. register_cpu_ci(est_time=60, suite=\"unit\"), "
                               "as the README's marker grammar describes")
-    others = [f for f in walked.python_files if f not in registered]
-    discovery = _discovery(registered, others, excludable, walked.skipped_dirs, lambda d, g: _holds(repo, d, g))
+    facts = read_suite_jobs(repo)
+    notes.extend(facts.notes)
+    collected = _collector_roots(repo, facts, registered, notes)
+    not_discovered: list[str] = []
+    if collected is not None:
+        not_discovered = sorted(registered - collected.discovered)
+        for f in not_discovered:
+            notes.append(_note(f"{f} registers tests but is not under the directories the workflows' collector "
+                               f"reads ({', '.join(r.path for r in collected.roots)}); it is not discovered",
+                               path=f, hint="add its directory to discovery.roots if CI should run it"))
+        registered = collected.discovered
+        calls = [c for c in calls if c.file in registered]
+        exclude = _collected_excludes(collected, excludable, walked.skipped_dirs, lambda d, g: _holds(repo, d, g))
+        patterns = {r.pattern for r in collected.roots}
+        pattern = min(patterns, key=lambda p: (-sum(1 for r in collected.roots if r.pattern == p), p))
+        roots = collected.roots
+        root_lines = [(r.path, None if r.pattern == pattern else r.pattern) for r in roots]
+    else:
+        others = [f for f in walked.python_files if f not in registered]
+        inferred = _discovery(registered, others, excludable, walked.skipped_dirs, lambda d, g: _holds(repo, d, g))
+        pattern, exclude = inferred.pattern, inferred.exclude
+        roots = tuple(DiscoveryRoot(r, own or inferred.pattern, None) for r, own in inferred.roots)
+        root_lines = list(inferred.roots)
 
     by_suite: dict[str, list[Call]] = defaultdict(list)
     for call in calls:
         if call.suite is not None:
             by_suite[call.suite].append(call)
-    stages: list[tuple[str, str, list[Call]]] = []
-    conflicts: list[tuple[str, dict[str, list[str]]]] = []
+    crons_of = {w.path: w.crons for w in facts.workflows}
+    triggers_of = {w.path: w.triggers for w in facts.workflows}
+    suite_workflows = {r.workflow for r in facts.runs}
+    any_schedule = any(crons_of[w] for w in suite_workflows)
+    plans: list[_StagePlan] = []
+    ignored: list[tuple[str, str, str, list[str]]] = []  # (suite, backend kept, backend accepted, files)
     for suite, group in by_suite.items():
-        backends = sorted({c.backend for c in group}, key=_backend_order)
-        if len(backends) > 1:
-            split = {b: sorted({c.file for c in group if c.backend == b}) for b in backends}
-            conflicts.append((suite, split))
-            notes.append(_note(f"suite {suite!r} is registered for {' and '.join(backends)} ("
-                               + "; ".join(f"{b}: {', '.join(fs)}" for b, fs in split.items())
-                               + "); a stage has one backend, so init wrote no stage for it",
-                               hint="rename the suite of one backend's registrations, then add its stages"))
-            continue
-        stages.append((suite, backends[0], group))
-    stages.sort(key=lambda s: (_backend_order(s[1]), s[0]))
+        counts = Counter(c.backend for c in group)
+        backends = sorted(counts, key=lambda b: (-counts[b], _backend_order(b)))
+        kept = backends if STAGE_PER_BACKEND else backends[:1]
+        for backend in kept:
+            plans.append(_stage_facts(suite, backend, [c for c in group if c.backend == backend], facts, crons_of,
+                                      triggers_of, any_schedule, notes))
+        for backend in backends[len(kept):]:
+            files = sorted({c.file for c in group if c.backend == backend})
+            ignored.append((suite, backends[0], backend, files))
+            notes.append(_note(f"suite {suite!r} is registered for {' and '.join(backends)}; a stage name has one "
+                               f"backend, so stage {suite} is {backends[0]} and the {backend} registrations of "
+                               f"{', '.join(files)} are accepted as unknown (lint.ignore) and not run",
+                               hint="give each backend's registrations their own suite"))
+    plans.sort(key=lambda p: (_backend_order(p.backend), p.suite))
+
+    # One gate shared by every accelerator stage a pull request runs is the PR-wide gate.
+    accelerator_gates = {p.gate for p in plans if p.backend != "cpu" and p.on_pull_requests}
+    require_labels: tuple[str, ...] = ()
+    if len(accelerator_gates) == 1 and next(iter(accelerator_gates)):
+        require_labels = next(iter(accelerator_gates))
+    schedules: list[tuple[str, str, str]] = []
+    for workflow in sorted(suite_workflows):
+        for cron in crons_of[workflow]:
+            if cron not in {c for c, _k, _w in schedules}:
+                schedules.append((cron, _cron_cadence(cron), workflow))
+    nightly_selects = "nightly_only" if any(c.nightly for c in calls) else None
 
     # Each call's backend came from its marker's name, so a marker has one backend.
     names = {c.marker: c.backend for c in sorted(calls, key=lambda c: c.marker) if c.marker not in BUILTIN_MARKERS}
-    backends = sorted({b for b in names.values() if b not in BUILTIN_BACKENDS})
-    markers_of = {b: sorted(m for m, mb in names.items() if mb == b) for b in backends}
+    backends_declared = sorted({b for b in names.values() if b not in BUILTIN_BACKENDS})
+    markers_of = {b: sorted(m for m, mb in names.items() if mb == b) for b in backends_declared}
     extra_names = {n for c in calls for n in c.extra_names}
     template = any(n in extra_names for n in TEMPLATE_ARGUMENTS)
     extra = _extra_arguments(calls, extra_names, notes)
@@ -520,20 +730,22 @@ def starter(repo: Path) -> Starter:
     unlabelled_gpu = any(c.backend != "cpu" and not c.labels for c in calls)
 
     lines: list[str] = [
-        "# ci-policy configuration: a starter written by `ci-policy init` from the markers of this checkout.",
-        "# Fill in every line marked TODO, then run `ci-policy lint`.",
+        SCHEMA_LINE,
+        "# ci-policy configuration: a starter written by `ci-policy init` from the markers and workflows of this "
+        "checkout.",
+        "# Check every line marked TODO, then run `ci-policy lint`.",
         "version: 1",
     ]
     if labels:
         lines.append(f"labels_file: {quote(LABELS_FILE)}")
     if unlabelled_gpu:
         lines.append("gpu_requires_labels: false  # some accelerator registrations name no label")
-    if backends:
+    if backends_declared:
         lines.append("backends:")
         lines.extend(f"  {quote(b)}: {{accelerator: true}}"
                      + ("" if b in KNOWN_ACCELERATORS else
                         f"  # from the marker name{'s' if len(markers_of[b]) > 1 else ''} {', '.join(markers_of[b])}")
-                     for b in backends)
+                     for b in backends_declared)
     if names or extra or template:
         lines.append("markers:")
         if names:
@@ -546,17 +758,41 @@ def starter(repo: Path) -> Starter:
             lines.append(f"  suite: {quote(SUITE_TEMPLATE)}  # the suite of a call without suite=")
     lines.append("discovery:")
     lines.append("  roots:")
-    for root, own in discovery.roots:
-        lines.append(f"    - {quote(root)}" if own is None else
-                     f"    - {{path: {quote(root)}, pattern: [{', '.join(quote(p) for p in own)}]}}")
-    lines.append(f"  pattern: {_one_or_list(discovery.pattern)}")
-    if discovery.exclude:
+    for (root, own), found_root in zip(root_lines, roots, strict=True):
+        comment = f"  # from {comment_text(found_root.source)}" if found_root.source else ""
+        lines.append((f"    - {quote(root)}" if own is None else
+                      f"    - {{path: {quote(root)}, pattern: [{', '.join(quote(p) for p in own)}]}}") + comment)
+    lines.append(f"  pattern: {_one_or_list(pattern)}")
+    if exclude:
         lines.append("  exclude:")
-        lines.extend(f"    - {quote(g)}  # {why}" for g, why in discovery.exclude)
+        lines.extend(f"    - {quote(g)}  # {why}" for g, why in exclude)
+    if require_labels:
+        lines.append("pull_request:")
+        lines.append(f"  require_labels: [{', '.join(quote(x) for x in require_labels)}]  # every accelerator job "
+                     "of the workflows tests for it")
+    if schedules:
+        lines.append("cadences:")
+        lines.append("  schedules:")
+        lines.extend(f"    {quote(cron)}: {cadence}  # {comment_text(workflow)}"
+                     for cron, cadence, workflow in schedules)
+        if nightly_selects:
+            lines.append(f"  nightly_selects: {nightly_selects}  # nightly=True registrations run only in "
+                         "scheduled runs")
+    elif nightly_selects:
+        lines.append("cadences:")
+        lines.append(f"  nightly_selects: {nightly_selects}  # nightly=True registrations run only in scheduled runs")
+    if ignored:
+        lines.append("lint:")
+        lines.append("  ignore:")
+        for suite, kept_backend, backend, files in ignored:
+            lines.append(f"    # suite {quote(suite)} is a {kept_backend} stage; TODO: give the {backend} "
+                         "registrations their own suite")
+            lines.append(f"    - {{paths: [{', '.join(quote(f) for f in files)}], codes: [suite-unknown]}}")
     lines.append("stages:")
     built: list[StarterStage] = []
     placeholders: list[Placeholder] = []
-    for index, (suite, backend, group) in enumerate(stages):
+    for index, plan in enumerate(plans):
+        suite, backend, group = plan.suite, plan.backend, plan.calls
         files = sorted({c.file for c in group})
         est = sum(c.est_time for c in group if c.est_time is not None)
         enabled = sorted({c.file for c in group if not c.disabled})
@@ -572,19 +808,28 @@ def starter(repo: Path) -> Starter:
         lines.append(f"    backend: {quote(backend)}")
         lines.append(f"    runner: {quote(runner)}  # {reason}")
         line = None
+        runs_on: tuple[str, ...] = ()
         if backend != "cpu":
-            lines.append(f"    {RUNS_ON_PLACEHOLDER}  # TODO: the runner labels of this stage's jobs")
-            line = len(lines)
-            key = f"stages[{index}].runs_on"
-            placeholders.append(Placeholder(path=None, line=line, key=key,
-                                            what=f"{key}: the runner labels of stage {suite} ({backend})"))
-        built.append(StarterStage(suite, backend, len(files), est, runner, reason, line))
-    for suite, files_by_backend in conflicts:
-        lines.append(f"  # no stage for suite {quote(suite)}: registered for "
-                     + " and ".join(f"{b} ({len(fs)} file{'s' if len(fs) != 1 else ''})"
-                                    for b, fs in files_by_backend.items())
-                     + "; TODO: give each backend its own suite")
-    if not stages:
+            if plan.runs_on:
+                runs_on = plan.runs_on
+                lines.append(f"    runs_on: [{', '.join(quote(x) for x in runs_on)}]  "
+                             f"# from {comment_text(plan.runs_on_from or '')}")
+            else:
+                lines.append(f"    runs_on: [{quote(PLACEHOLDER_RUNNER)}]  # TODO: the runner labels of this "
+                             "stage's jobs; no workflow names them")
+                line = len(lines)
+                key = f"stages[{index}].runs_on"
+                placeholders.append(Placeholder(path=None, line=line, key=key,
+                                                what=f"{key}: the runner labels of stage {suite} ({backend})"))
+        if plan.cadences:
+            lines.append(f"    cadences: [{', '.join(plan.cadences)}]  # the workflows that run it")
+        if plan.gate and not require_labels:
+            lines.append(f"    requires_labels: [{', '.join(quote(x) for x in plan.gate)}]  # its jobs test for "
+                         f"{'it' if len(plan.gate) == 1 else 'them'}")
+        built.append(StarterStage(suite, backend, len(files), est, runner, reason, line, runs_on,
+                                  plan.runs_on_from if runs_on else None, plan.cadences,
+                                  () if require_labels else plan.gate))
+    if not plans:
         lines.append("  []  # TODO: no suite could be read; see the notes of ci-policy init")
     config_text = "\n".join(lines) + "\n"
 
@@ -604,7 +849,9 @@ def starter(repo: Path) -> Starter:
 
     return Starter(config_text=config_text, labels_text=labels_text, stages=tuple(built),
                    placeholders=tuple(placeholders), notes=tuple(sorted(set(notes), key=Diagnostic.sort_key)),
-                   files=len(registered), registrations=len(calls), labels=tuple(labels))
+                   files=len(registered), registrations=len(calls), labels=tuple(labels), roots=roots,
+                   schedules=tuple(schedules), nightly_selects=nightly_selects, require_labels=require_labels,
+                   not_discovered=tuple(not_discovered))
 
 
 def _one_or_list(values: tuple[str, ...]) -> str:

@@ -181,14 +181,16 @@ def test_init_writes_the_starter_files_and_lists_what_is_left(tmp_path) -> None:
     (repo / "tests" / "test_y.py").write_text(
         'from ci_policy import register_cpu_ci\n\nregister_cpu_ci(est_time=5, suite="unit")\n')
     done = init(InitRequest(repo))
-    assert (done.written, done.shown_config, done.filled, done.ok) == (
-        (".github/ci-policy.yml", "labels.py"), ".github/ci-policy.yml", True, True)
-    assert done.todo == [(".github/ci-policy.yml", 16, "stages[1].runs_on: the runner labels of stage gpu-a (cuda)"),
+    assert (done.written, done.shown_config, done.ok) == (
+        (".github/ci-policy.yml", "labels.py"), ".github/ci-policy.yml", True)
+    assert done.todo == [(".github/ci-policy.yml", 17, "stages[1].runs_on: the runner labels of stage gpu-a (cuda)"),
                          ("labels.py", 4, "the description of label fsdp")]
     assert [(s.name, s.backend, s.files, s.est_time, s.runner) for s in done.start.stages] == [
         ("unit", "cpu", 1, 5, "pytest"), ("gpu-a", "cuda", 1, 60, "pytest")]
     assert done.start.labels == ("fsdp",)
-    assert (done.report.errors, done.report.warnings) == ((), ())
+    assert done.report.errors == ()
+    assert [(w.code, w.path, w.line, w.message) for w in done.report.warnings] == [
+        ("CP908", ".github/ci-policy.yml", 14, "runs_on of 1 stage is still the placeholder 'TODO-runner': gpu-a")]
     assert (repo / ".github" / "ci-policy.yml").read_text() == done.start.config_text
     assert (repo / "labels.py").read_text() == done.start.labels_text
     with pytest.raises(InputErrors) as err:  # a second time, without force

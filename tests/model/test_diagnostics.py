@@ -327,6 +327,9 @@ CASES = [
     Case("CP907", {}, [(CONFIG_PATH, 10, None, "pull_request.require_labels: gate label 'run-ci-fsdq' is one edit "
                                                "from 'run-ci-fsdp'")],
          config=SMALL_CONFIG + "pull_request: {require_labels: [run-ci-fsdq]}\n"),
+    Case("CP908", {}, [(CONFIG_PATH, 8, None, "runs_on of 2 stages is still the placeholder 'TODO-runner': gpu-a, "
+                                              "gpu-b")],
+         config=SMALL_CONFIG.replace("runs_on: [h200]", "runs_on: [TODO-runner]")),
 ]
 CASES_BY_CODE = {case.code: case for case in CASES}
 

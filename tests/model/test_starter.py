@@ -51,8 +51,10 @@ BUILTIN = {
 }
 
 BUILTIN_YAML = """\
-# ci-policy configuration: a starter written by `ci-policy init` from the markers of this checkout.
-# Fill in every line marked TODO, then run `ci-policy lint`.
+# yaml-language-server: $schema=https://raw.githubusercontent.com/ci-policy/ci-policy/main/ci_policy/schemas/\
+config.schema.json
+# ci-policy configuration: a starter written by `ci-policy init` from the markers and workflows of this checkout.
+# Check every line marked TODO, then run `ci-policy lint`.
 version: 1
 labels_file: "labels.py"
 discovery:
@@ -63,6 +65,8 @@ discovery:
   exclude:
     - "bench/bench_helpers.py"  # no registration, so no stage would run it
     - "tests/unit/test_utils.py"  # no registration, so no stage would run it
+cadences:
+  nightly_selects: nightly_only  # nightly=True registrations run only in scheduled runs
 stages:
   - name: "unit"  # 2 files, est_time total 35s
     backend: "cpu"
@@ -70,15 +74,15 @@ stages:
   - name: "stage-b-1-gpu"  # 2 files, est_time total 1500.5s
     backend: "cuda"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "stage-c-4-gpu"  # 1 file, est_time total 60s
     backend: "cuda"
     runner: "python"  # no enabled file
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "stage-b-1-gpu-amd"  # 1 file, est_time total 480s
     backend: "rocm"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
 """  # noqa: E501
 
 BUILTIN_LABELS = """\
@@ -116,8 +120,10 @@ SGLANG = {
 }
 
 SGLANG_YAML = """\
-# ci-policy configuration: a starter written by `ci-policy init` from the markers of this checkout.
-# Fill in every line marked TODO, then run `ci-policy lint`.
+# yaml-language-server: $schema=https://raw.githubusercontent.com/ci-policy/ci-policy/main/ci_policy/schemas/\
+config.schema.json
+# ci-policy configuration: a starter written by `ci-policy init` from the markers and workflows of this checkout.
+# Check every line marked TODO, then run `ci-policy lint`.
 version: 1
 gpu_requires_labels: false  # some accelerator registrations name no label
 backends:
@@ -141,6 +147,8 @@ discovery:
     - {path: "python/sglang/jit_kernel/benchmark", pattern: ["bench_*.py"]}
     - "test/registered"
   pattern: "test_*.py"
+cadences:
+  nightly_selects: nightly_only  # nightly=True registrations run only in scheduled runs
 stages:
   - name: "stage-a-test-cpu"  # 1 file, est_time total 30s
     backend: "cpu"
@@ -148,27 +156,27 @@ stages:
   - name: "base-b-test-1-gpu-large"  # 2 files, est_time total 360s
     backend: "cuda"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "stage-b-test-1-gpu-large"  # 3 files, est_time total 240s
     backend: "cuda"
     runner: "pytest"  # 1 of 2 enabled files lacks an `if __name__ == "__main__":` block, so `python FILE` would run no test there
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "stage-b-test-1-gpu-small-amd"  # 1 file, est_time total 600s
     backend: "rocm"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "nightly-1-npu-a3"  # 1 file, est_time total 400s
     backend: "npu"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "per-commit-tpu"  # 1 file, est_time total 45s
     backend: "tpu"
     runner: "python"  # every enabled file has an `if __name__ == "__main__":` block
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
   - name: "per-commit-xpu"  # 1 file, est_time total 200s
     backend: "xpu"
     runner: "pytest"  # 1 of 1 enabled file lacks an `if __name__ == "__main__":` block, so `python FILE` would run no test there
-    # runs_on: [...]  # TODO: the runner labels of this stage's jobs
+    runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage's jobs; no workflow names them
 """  # noqa: E501
 
 
@@ -194,11 +202,11 @@ def test_the_builtin_dialect_gives_this_exact_configuration_and_labels_file(tmp_
         ("unit", "cpu", 2, 35, "pytest"), ("stage-b-1-gpu", "cuda", 2, 1500.5, "python"),
         ("stage-c-4-gpu", "cuda", 1, 60, "python"), ("stage-b-1-gpu-amd", "rocm", 1, 480, "python")]
     assert result.placeholders == (
-        Placeholder(None, 20, "stages[1].runs_on: the runner labels of stage stage-b-1-gpu (cuda)",
+        Placeholder(None, 23, "stages[1].runs_on: the runner labels of stage stage-b-1-gpu (cuda)",
                     "stages[1].runs_on"),
-        Placeholder(None, 24, "stages[2].runs_on: the runner labels of stage stage-c-4-gpu (cuda)",
+        Placeholder(None, 27, "stages[2].runs_on: the runner labels of stage stage-c-4-gpu (cuda)",
                     "stages[2].runs_on"),
-        Placeholder(None, 28, "stages[3].runs_on: the runner labels of stage stage-b-1-gpu-amd (rocm)",
+        Placeholder(None, 31, "stages[3].runs_on: the runner labels of stage stage-b-1-gpu-amd (rocm)",
                     "stages[3].runs_on"),
         Placeholder("labels.py", 4, "the description of label fsdp"),
         Placeholder("labels.py", 5, "the description of label megatron"),
@@ -206,21 +214,21 @@ def test_the_builtin_dialect_gives_this_exact_configuration_and_labels_file(tmp_
     )
     lines = BUILTIN_YAML.splitlines()
     assert [lines[p.line - 1].strip() for p in result.placeholders if p.path is None] == [
-        "# runs_on: [...]  # TODO: the runner labels of this stage's jobs"] * 3
+        'runs_on: ["TODO-runner"]  # TODO: the runner labels of this stage\'s jobs; no workflow names them'] * 3
 
 
-def test_the_filled_configuration_parses_with_the_project_parser(tmp_path):
+def test_the_configuration_as_written_parses_with_the_project_parser(tmp_path):
     result = starter(write(tmp_path, BUILTIN))
-    config = parse_config(result.filled("h200"))
+    config = parse_config(result.config_text)
     assert [(s.name, s.backend, s.runner, s.runs_on) for s in config.stages] == [
-        ("unit", "cpu", "pytest", ()), ("stage-b-1-gpu", "cuda", "python", ("h200",)),
-        ("stage-c-4-gpu", "cuda", "python", ("h200",)), ("stage-b-1-gpu-amd", "rocm", "python", ("h200",))]
+        ("unit", "cpu", "pytest", ()), ("stage-b-1-gpu", "cuda", "python", ("TODO-runner",)),
+        ("stage-c-4-gpu", "cuda", "python", ("TODO-runner",)),
+        ("stage-b-1-gpu-amd", "rocm", "python", ("TODO-runner",))]
+    assert config.cadences.nightly_selects == "nightly_only"
     assert config.discovery.roots == ("bench", "tests")
     assert config.discovery.root_patterns == (("bench", ("bench_*.py",)),)
     assert config.discovery.exclude == ("bench/bench_helpers.py", "tests/unit/test_utils.py")
     assert (config.labels_file, config.gpu_requires_labels) == ("labels.py", True)
-    # Line for line: the placeholder lines became the runs_on lines.
-    assert len(result.filled("h200").splitlines()) == len(result.config_text.splitlines())
 
 
 def test_the_sglang_dialect_gives_this_exact_configuration(tmp_path):
@@ -318,23 +326,30 @@ def test_several_patterns_and_a_suffix_pattern(tmp_path):
     assert config.discovery.pattern == ("*_test.py", "single.py", "test_*.py", "testing_*.py")
 
 
-def test_a_suite_with_two_backends_gets_no_stage_and_a_note(tmp_path):
-    write(tmp_path, {"tests/test_a.py": 'register_cuda_ci(est_time=1, suite="shared")\n',
-                     "tests/test_b.py": 'register_rocm_ci(est_time=1, suite="shared")\n',
+def test_a_suite_with_two_backends_is_the_stage_of_the_backend_with_most_registrations(tmp_path):
+    # Until a stage is (backend, suite), the other backend's registrations are accepted as
+    # unknown, so the configuration lints with no error and plans every other registration.
+    write(tmp_path, {"tests/test_a.py": 'register_cuda_ci(est_time=1, suite="shared")\n' + MAIN,
+                     "tests/test_b.py": 'register_rocm_ci(est_time=1, suite="shared")\n' + MAIN,
+                     "tests/test_d.py": 'register_rocm_ci(est_time=1, suite="shared")\n' + MAIN,
                      "tests/test_c.py": 'register_cpu_ci(est_time=1, suite="cpu")\n'})
     result = starter(tmp_path)
-    assert [s.name for s in result.stages] == ["cpu"]
-    assert result.config_text.endswith(
-        '  - name: "cpu"  # 1 file, est_time total 1s\n'
-        '    backend: "cpu"\n'
-        '    runner: "pytest"  # 1 of 1 enabled file lacks an `if __name__ == "__main__":` block, so `python FILE` '
-        "would run no test there\n"
-        '  # no stage for suite "shared": registered for cuda (1 file) and rocm (1 file); TODO: give each backend '
-        "its own suite\n")
-    assert notes(tmp_path) == [(None, None, "suite 'shared' is registered for cuda and rocm (cuda: tests/test_a.py; "
-                                "rocm: tests/test_b.py); a stage has one backend, so init wrote no stage for it",
-                                "rename the suite of one backend's registrations, then add its stages", None,
-                                "warning")]
+    assert [(s.name, s.backend) for s in result.stages] == [("cpu", "cpu"), ("shared", "rocm")]
+    assert '''lint:
+  ignore:
+    # suite "shared" is a rocm stage; TODO: give the cuda registrations their own suite
+    - {paths: ["tests/test_a.py"], codes: [suite-unknown]}
+stages:
+''' in result.config_text
+    assert notes(tmp_path) == [(None, None, "suite 'shared' is registered for rocm and cuda; a stage name has one "
+                                "backend, so stage shared is rocm and the cuda registrations of tests/test_a.py are "
+                                "accepted as unknown (lint.ignore) and not run",
+                                "give each backend's registrations their own suite", None, "warning")]
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "ci-policy.yml").write_text(result.config_text)
+    report = lint(tmp_path)
+    assert [(d.code, d.path) for d in report.errors] == []
+    assert [(d.code, d.path, d.line) for d in report.suppressed] == [("CP225", "tests/test_a.py", 1)]
 
 
 def test_what_cannot_be_read_is_a_note_never_a_guess(tmp_path):
@@ -481,10 +496,142 @@ def test_every_name_lint_reads_as_a_marker_is_found_and_its_backend_read_or_note
                            "gives no stage",
          "declare a backend and map it in markers.names: {register_9x_ci: BACKEND}"),
     ]
-    # What init wrote declares what lint reads: once runs_on is filled in, the one marker init could
-    # not name a backend for is all that is left, as lint's undeclared-marker error.
+    # What init wrote declares what lint reads: the one marker init could not name a backend for
+    # is all that is left, as lint's undeclared-marker error.
     (tmp_path / ".github").mkdir()
-    (tmp_path / ".github" / "ci-policy.yml").write_text(result.filled("gpu"))
+    (tmp_path / ".github" / "ci-policy.yml").write_text(result.config_text)
     report = lint(tmp_path)
     assert [(d.code, d.path, d.line, d.col) for d in report.errors] == [("CP207", "t/test_c.py", 1, 1)]
     assert report.snapshot is not None and len(report.snapshot.registrations) == 2
+
+
+# -- what the workflows say ---------------------------------------------------------------------------
+
+GATED = "contains(github.event.pull_request.labels.*.name, 'run-ci')"
+
+
+def test_workflows_give_runners_a_global_label_gate_schedules_and_the_collector_roots(tmp_path):
+    write(tmp_path, {
+        "tests/run.py": 'import glob\nFILES = glob.glob("suites/**/test_*.py", recursive=True)\n',
+        "tests/suites/test_a.py": 'register_cuda_ci(est_time=10, suite="gpu")\n' + MAIN,
+        "tests/suites/test_b.py": 'register_rocm_ci(est_time=20, suite="amd", nightly=True)\n' + MAIN,
+        "tests/suites/test_helper.py": "def helper():\n    pass\n",
+        "tests/suites/notes.py": "# not a test file by the collector's glob\n",
+        "tests/other/test_c.py": 'register_cuda_ci(est_time=30, suite="gpu")\n' + MAIN,
+        ".github/workflows/pr.yml": f"""\
+on: [pull_request, push]
+jobs:
+  gpu:
+    if: {GATED}
+    runs-on: ${{{{ matrix.runner }}}}
+    strategy: {{matrix: {{runner: [h100, h200]}}}}
+    steps: [{{run: "cd tests && python run.py --hw cuda --suite gpu"}}]
+  amd:
+    if: {GATED}
+    runs-on: [self-hosted, mi325]
+    steps: [{{run: "cd tests && python run.py --hw amd --suite amd"}}]
+""",
+        ".github/workflows/weekly.yml": """\
+on:
+  schedule: [{cron: '0 3 * * 0'}, {cron: '0 1 * * *'}]
+jobs:
+  amd:
+    runs-on: [self-hosted, mi355]
+    steps: [{run: "cd tests && python run.py --hw amd --suite amd"}]
+""",
+    })
+    result = starter(tmp_path)
+    text = result.config_text
+    assert '''discovery:
+  roots:
+    - "tests/suites"  # from tests/run.py's glob 'suites/**/test_*.py'
+  pattern: "test_*.py"
+  exclude:
+    - "tests/suites/test_helper.py"  # no registration, so no stage would run it
+pull_request:
+  require_labels: ["run-ci"]  # every accelerator job of the workflows tests for it
+cadences:
+  schedules:
+    "0 3 * * 0": weekly  # .github/workflows/weekly.yml
+    "0 1 * * *": nightly  # .github/workflows/weekly.yml
+  nightly_selects: nightly_only  # nightly=True registrations run only in scheduled runs
+stages:
+''' in text
+    assert [(s.name, s.backend, s.runs_on, s.runs_on_from, s.cadences, s.requires_labels)
+            for s in result.stages] == [
+        ("gpu", "cuda", ("h100",), ".github/workflows/pr.yml job gpu", ("regular",), ()),
+        ("amd", "rocm", ("self-hosted", "mi325"), ".github/workflows/pr.yml job amd", ("regular", "nightly", "weekly"),
+         ()),
+    ]
+    assert result.not_discovered == ("tests/other/test_c.py",)
+    assert [(n.path, n.line, n.message) for n in result.notes] == [
+        (".github/workflows/pr.yml", 3, "stage gpu (cuda) runs on several runners in the workflows (h100; h200); "
+                                        "init took h100"),
+        (".github/workflows/pr.yml", 8, "stage amd (rocm) runs on several runners in the workflows (self-hosted, "
+                                        "mi325; self-hosted, mi355); init took self-hosted, mi325"),
+        ("tests/other/test_c.py", None, "tests/other/test_c.py registers tests but is not under the directories the "
+                                        "workflows' collector reads (tests/suites); it is not discovered"),
+    ]
+    (tmp_path / ".github" / "ci-policy.yml").write_text(text)
+    report = lint(tmp_path)
+    assert (report.errors, report.warnings) == ((), ())
+    assert report.snapshot is not None
+    assert [(r.file, r.suite) for r in report.snapshot.registrations] == [
+        ("tests/suites/test_a.py", "gpu"), ("tests/suites/test_b.py", "amd")]
+
+
+def test_a_gate_shared_by_every_stage_run_on_pull_requests_is_the_pr_wide_gate(tmp_path):
+    write(tmp_path, {
+        "t/test_a.py": 'register_cuda_ci(est_time=1, suite="a")\n' + MAIN,
+        "t/test_n.py": 'register_cuda_ci(est_time=1, suite="n", nightly=True)\n' + MAIN,
+        ".github/workflows/pr.yml": f"on: pull_request\njobs:\n  a:\n    if: {GATED}\n    runs-on: h100\n"
+                                    "    steps: [{run: python run.py --suite a}]\n",
+        ".github/workflows/nightly.yml": "on: {schedule: [{cron: '0 0 * * *'}]}\njobs:\n  n:\n    runs-on: h200\n"
+                                         "    steps: [{run: python run.py --suite n}]\n",
+    })
+    result = starter(tmp_path)
+    assert result.require_labels == ("run-ci",)
+    assert [(s.name, s.runs_on, s.cadences, s.requires_labels) for s in result.stages] == [
+        ("a", ("h100",), ("regular",), ()), ("n", ("h200",), ("nightly",), ())]
+
+
+def test_with_stages_per_backend_a_shared_suite_is_a_stage_per_backend(tmp_path, monkeypatch):
+    # What init writes once a stage is (backend, suite): both backends' stages, nothing ignored.
+    monkeypatch.setattr("ci_policy.model.starter.STAGE_PER_BACKEND", True)
+    write(tmp_path, {"t/test_a.py": 'register_cuda_ci(est_time=1, suite="shared")\n' + MAIN,
+                     "t/test_b.py": 'register_rocm_ci(est_time=2, suite="shared")\n' + MAIN})
+    result = starter(tmp_path)
+    assert [(s.name, s.backend, s.files, s.est_time) for s in result.stages] == [
+        ("shared", "cuda", 1, 1), ("shared", "rocm", 1, 2)]
+    assert "lint:" not in result.config_text
+    assert result.notes == ()
+
+
+def test_names_read_from_workflows_cannot_break_out_of_a_comment(tmp_path):
+    write(tmp_path, {
+        "t/test_a.py": 'register_cuda_ci(est_time=1, suite="a")\n' + MAIN,
+        ".github/workflows/ci.yml": 'on: {pull_request: {}, schedule: [{cron: "0 0 * * *"}]}\njobs:\n'
+                                    '  "x\\nstages: []":\n    runs-on: h100\n'
+                                    '    steps: [{run: "cd t && python3 run.py --suite a"}]\n',
+        "t/run.py": 'FILES = "*\\nversion: 2/**/test_*.py"\n',
+    })
+    os.rename(tmp_path / ".github/workflows/ci.yml", tmp_path / ".github/workflows/ci\nversion: 3.yml")
+    text = starter(tmp_path).config_text
+    assert '    runs_on: ["h100"]  # from .github/workflows/ci\\u000aversion: 3.yml job x\\u000astages: []\n' in text
+    assert '    "0 0 * * *": nightly  # .github/workflows/ci\\u000aversion: 3.yml\n' in text
+    assert yaml.safe_load(text)["version"] == 1
+    assert [s.name for s in parse_config(text).stages] == ["a"]
+
+
+def test_a_collector_whose_directories_hold_no_registered_file_is_not_followed(tmp_path):
+    write(tmp_path, {
+        "t/test_a.py": 'register_cpu_ci(est_time=1, suite="a")\n',
+        "ci/run.py": 'FILES = "suites/**/*.py"\n', "ci/suites/helper.py": "",
+        ".github/workflows/ci.yml": 'on: push\njobs:\n  a:\n    runs-on: x\n'
+                                    '    steps: [{run: "cd ci && python run.py --suite a"}]\n',
+    })
+    result = starter(tmp_path)
+    assert [(r.path, r.pattern, r.source) for r in result.roots] == [("t", ("test_*.py",), None)]
+    assert [(n.message, n.hint) for n in result.notes] == [
+        ("the collector's directories (ci/suites) hold no file with markers; init took the discovery roots from the "
+         "files instead", "check discovery.roots against the directories CI runs")]
