@@ -49,33 +49,30 @@ GROUND_TRUTH = [
 ]
 # Not registrations: test_amd_small.py's `register_cuda_ci(..., nightly="yes")` (CP229, suppressed
 # in the file: only that call is dropped), and test/manual/test_manual_only.py, which no CI job runs.
-# The AMD registration of the suite CUDA also uses: a stage is one backend until stage identity is
-# (backend, suite), so init's configuration accepts it as unknown (lint.ignore) and it is not read.
-SHARED_SUITE_SECOND_BACKEND = GROUND_TRUTH[0]
+# base-b-test-2-gpu-large is registered for CUDA and for AMD: a stage per (backend, suite), the AMD
+# one with a variant per runner pool pr-test-amd.yml runs it on (mi325, mi355).
+SHARED = "base-b-test-2-gpu-large"
+SHARED_STAGES = (f"{SHARED}@cuda", f"{SHARED}@rocm+linux-mi325-gpu-2", f"{SHARED}@rocm+linux-mi355-gpu-2")
 
 SUMMARY = """\
-ci-policy init: wrote .github/ci-policy.yml: 9 stages for 14 registrations in 12 test files
+ci-policy init: wrote .github/ci-policy.yml: 10 stages for 14 registrations in 12 test files
 discovery: test/registered (*.py), from test/run_suite.py's glob 'registered/**/*.py'
 not discovered: 1 file with markers outside the collector's directories
-runners: 5 of 8 accelerator stages from workflow jobs, 3 from runner mapping files, 0 left as 'TODO-runner'
+runners: 6 of 9 accelerator stages from workflow jobs, 3 from runner mapping files, 0 left as 'TODO-runner'
 cadences: '0 0 * * *' nightly (.github/workflows/nightly-test.yml); nightly_selects: nightly_only
-label gates (stages[].requires_labels): run-ci on 4 stages
-warning: suite 'base-b-test-2-gpu-large' is registered for cuda and rocm; a stage name has one backend, so stage \
-base-b-test-2-gpu-large is cuda and the rocm registrations of test/registered/amd/test_amd_large.py are accepted as \
-unknown (lint.ignore) and not run
-    hint: give each backend's registrations their own suite
+label gates (stages[].requires_labels): run-ci on 5 stages
 test/manual/test_manual_only.py: warning: test/manual/test_manual_only.py registers tests but is not under the \
 directories the workflows' collector reads (test/registered); it is not discovered
     hint: add its directory to discovery.roots if CI should run it
 warning: CP905 registration-disabled: 2 registrations in 2 files are disabled
     hint: `ci-policy lint --verbose` lists each one (so does --format json)
-ci-policy lint: OK: 0 errors, 2 warnings, 2 suppressed (12 test files, 12 registrations, 0 gates)
+ci-policy lint: OK: 0 errors, 2 warnings, 1 suppressed (12 test files, 13 registrations, 0 gates)
 """
 
 LINT = """\
 warning: CP905 registration-disabled: 2 registrations in 2 files are disabled
     hint: `ci-policy lint --verbose` lists each one (so does --format json)
-ci-policy lint: OK: 0 errors, 2 warnings, 2 suppressed (12 test files, 12 registrations, 0 gates)
+ci-policy lint: OK: 0 errors, 2 warnings, 1 suppressed (12 test files, 13 registrations, 0 gates)
 """
 
 
@@ -118,15 +115,30 @@ def test_the_configuration_as_written_lints_with_no_error(initialised, capsys):
     assert run(["lint", "--repo", str(repo)], capsys) == (0, LINT, "")
 
 
-def test_registry_reads_the_ground_truth_but_the_shared_suite_second_backend(initialised, capsys):
+def test_registry_reads_the_ground_truth(initialised, capsys):
     repo, _ = initialised
     rc, out, err = run(["registry", "--repo", str(repo), "--format", "json"], capsys)
     assert (rc, err) == (0, "")
     read = [(r["file"], r["backend"], r["suite"], r["est_time"], r["nightly"], r["disabled"])
             for r in json.loads(out)["registrations"]]
-    # The one known difference: the AMD registration of base-b-test-2-gpu-large binds once a
-    # stage is (backend, suite); then `read == GROUND_TRUTH`.
-    assert read == [r for r in GROUND_TRUTH if r != SHARED_SUITE_SECOND_BACKEND]
+    assert sorted(read) == sorted(GROUND_TRUTH)
+
+
+def test_the_shared_suite_plans_as_a_stage_per_backend_and_the_amd_one_per_runner_pool(initialised, capsys):
+    repo, _ = initialised
+    rc, out, err = run(["plan", "--repo", str(repo), "--event", "workflow_dispatch", "--label", "run-ci",
+                        "--format", "json"], capsys)
+    assert (rc, err) == (0, "")
+    stages = {s["name"]: s for s in json.loads(out)["stages"]}
+    assert [(name, stages[name]["backend"], stages[name]["decision"], stages[name]["runs_on"],
+             [f for shard in stages[name]["shards"] for f in shard["files"]]) for name in SHARED_STAGES] == [
+        (f"{SHARED}@cuda", "cuda", "run", ["2-gpu-runner"],
+         ["test/registered/core/test_large_model.py", "test/registered/core/test_mixed_backends.py"]),
+        (f"{SHARED}@rocm+linux-mi325-gpu-2", "rocm", "run", ["linux-mi325-gpu-2"],
+         ["test/registered/amd/test_amd_large.py"]),
+        (f"{SHARED}@rocm+linux-mi355-gpu-2", "rocm", "run", ["linux-mi355-gpu-2"],
+         ["test/registered/amd/test_amd_large.py"]),
+    ]
 
 
 def test_init_json_lists_every_inference_with_its_source(tmp_path, capsys):
@@ -134,10 +146,11 @@ def test_init_json_lists_every_inference_with_its_source(tmp_path, capsys):
     rc, out, err = run(["init", "--repo", str(repo), "--format", "json"], capsys)
     assert (rc, err) == (0, "")
 
-    def stage(name, backend, files, est, runs_on, source, cadences, labels=(), runner="python"):
+    def stage(name, backend, files, est, runs_on, source, cadences, labels=(), runner="python", variants=()):
         return {"name": name, "backend": backend, "files": files, "est_time": est, "runner": runner,
                 "runs_on": list(runs_on), "runs_on_from": source, "cadences": list(cadences),
-                "requires_labels": list(labels)}
+                "requires_labels": list(labels),
+                "variants": [{"name": pool, "runs_on": [pool]} for pool in variants]}
 
     nightly_map = "scripts/ci/nightly_runners.json (read by .github/workflows/nightly-test.yml)"
     assert json.loads(out) == {
@@ -150,6 +163,9 @@ def test_init_json_lists_every_inference_with_its_source(tmp_path, capsys):
             # test_amd_small.py's invalid CUDA call counts here: init reads what it can of every call.
             stage("stage-b-test-small-1-gpu", "cuda", 3, 270, ["1-gpu-runner"],
                   ".github/workflows/pr-test.yml job stage-b-test-small-1-gpu", ["regular"], ["run-ci"]),
+            stage("base-b-test-2-gpu-large", "rocm", 1, 420, ["linux-mi325-gpu-2"],
+                  ".github/workflows/pr-test-amd.yml job unit-test-amd", ["regular"], ["run-ci"],
+                  variants=("linux-mi325-gpu-2", "linux-mi355-gpu-2")),
             stage("nightly-amd-1-gpu", "rocm", 1, 900, ["linux-mi325-gpu-1"], nightly_map, ["nightly"]),
             stage("stage-b-test-small-1-gpu-amd", "rocm", 2, 420, ["linux-mi325-gpu-1"],
                   ".github/workflows/pr-test-amd.yml job unit-test-amd", ["regular"], ["run-ci"]),
@@ -165,11 +181,6 @@ def test_init_json_lists_every_inference_with_its_source(tmp_path, capsys):
         "schedules": [{"cron": "0 0 * * *", "cadence": "nightly", "workflow": ".github/workflows/nightly-test.yml"}],
         "nightly_selects": "nightly_only", "require_labels": [], "labels": [], "todo": [],
         "notes": [
-            {"path": None, "line": None, "col": None,
-             "message": "suite 'base-b-test-2-gpu-large' is registered for cuda and rocm; a stage name has one "
-                        "backend, so stage base-b-test-2-gpu-large is cuda and the rocm registrations of "
-                        "test/registered/amd/test_amd_large.py are accepted as unknown (lint.ignore) and not run",
-             "hint": "give each backend's registrations their own suite"},
             {"path": "test/manual/test_manual_only.py", "line": None, "col": None,
              "message": "test/manual/test_manual_only.py registers tests but is not under the directories the "
                         "workflows' collector reads (test/registered); it is not discovered",
@@ -193,9 +204,10 @@ def test_the_nightly_schedule_runs_the_nightly_suites_only(initialised, capsys):
     not_nightly = "skip: the nightly cadence is not one of the stage's cadences (regular)"
     assert [(s["name"], s["decision"], s["reasons"]) for s in json.loads(out)["stages"]] == [
         ("stage-a-cpu-only", "skip", [not_nightly]),
-        ("base-b-test-2-gpu-large", "skip", [not_nightly]),
+        (f"{SHARED}@cuda", "skip", [not_nightly]),
         ("nightly-1-gpu", "run", ["run: schedule event runs every stage with selected tests (1 selected)"]),
         ("stage-b-test-small-1-gpu", "skip", [not_nightly]),
+        *amd_variants("skip", [not_nightly]),
         ("nightly-amd-1-gpu", "run", ["run: schedule event runs every stage with selected tests (1 selected)"]),
         ("stage-b-test-small-1-gpu-amd", "skip", [not_nightly]),
         ("nightly-1-npu-a3", "skip", ["skip: no selected tests (all 1 disabled)"]),
@@ -211,6 +223,14 @@ CPU = ("stage-a-cpu-only", "run", ["run: stage is not diff-pruned (1 selected)"]
 NOT_REGULAR = "skip: the regular cadence is not one of the stage's cadences (nightly)"
 ONLY = f"skip: the diff touches only {CHANGED}"
 NO_RUN_CI = "skip: the PR lacks the label run-ci, which the stage requires (requires_labels)"
+
+
+def amd_variants(decision: str, reasons: list[str]) -> list[tuple]:
+    """The AMD stage of the shared suite, as its two variants: the stage's reasons, and each
+    variant's own when it runs."""
+    return [(f"{SHARED}@rocm+{pool}", decision,
+             reasons + ([f"run: variant {pool} of {SHARED}@rocm on runs_on [{pool}]"] if decision == "run" else []))
+            for pool in ("linux-mi325-gpu-2", "linux-mi355-gpu-2")]
 
 
 def _plan_changed_test(initialised, tmp_path: Path, capsys, setting: str | None, labels: str = '["run-ci"]') -> list:
@@ -231,9 +251,10 @@ def _plan_changed_test(initialised, tmp_path: Path, capsys, setting: str | None,
 def test_changed_tests_own_stages_runs_the_file_own_stage_only(initialised, tmp_path, capsys):
     expected = [
         CPU,
-        ("base-b-test-2-gpu-large", "skip", [ONLY]),
+        (f"{SHARED}@cuda", "skip", [ONLY]),
         ("nightly-1-gpu", "skip", [NOT_REGULAR]),
         ("stage-b-test-small-1-gpu", "run", [f"run: {CHANGED} changed"]),
+        *amd_variants("skip", [ONLY]),
         ("nightly-amd-1-gpu", "skip", [NOT_REGULAR]),
         ("stage-b-test-small-1-gpu-amd", "skip", [ONLY]),
         ("nightly-1-npu-a3", "skip", [NOT_REGULAR]),
@@ -248,9 +269,10 @@ def test_changed_tests_paths_runs_every_regular_stage_of_every_platform(initiali
     ruled = [f"run: {CHANGED} matches a selection rule for stages * (selection.changed_tests: paths)"]
     assert _plan_changed_test(initialised, tmp_path, capsys, "paths") == [
         CPU,
-        ("base-b-test-2-gpu-large", "run", ruled),
+        (f"{SHARED}@cuda", "run", ruled),
         ("nightly-1-gpu", "skip", [NOT_REGULAR]),
         ("stage-b-test-small-1-gpu", "run", ruled),
+        *amd_variants("run", ruled),
         ("nightly-amd-1-gpu", "skip", [NOT_REGULAR]),
         ("stage-b-test-small-1-gpu-amd", "run", ruled),
         ("nightly-1-npu-a3", "skip", [NOT_REGULAR]),
@@ -260,9 +282,10 @@ def test_changed_tests_paths_runs_every_regular_stage_of_every_platform(initiali
     # Without run-ci, the label gates read from the workflows hold: only the ungated XPU job runs.
     assert _plan_changed_test(initialised, tmp_path / "unlabelled", capsys, "paths", "[]") == [
         CPU,
-        ("base-b-test-2-gpu-large", "skip", [NO_RUN_CI]),
+        (f"{SHARED}@cuda", "skip", [NO_RUN_CI]),
         ("nightly-1-gpu", "skip", [NOT_REGULAR]),
         ("stage-b-test-small-1-gpu", "skip", [NO_RUN_CI]),
+        *amd_variants("skip", [NO_RUN_CI]),
         ("nightly-amd-1-gpu", "skip", [NOT_REGULAR]),
         ("stage-b-test-small-1-gpu-amd", "skip", [NO_RUN_CI]),
         ("nightly-1-npu-a3", "skip", [NOT_REGULAR]),
@@ -275,9 +298,10 @@ def test_changed_tests_both_adds_the_rule_to_the_file_own_stage(initialised, tmp
     ruled = f"run: {CHANGED} matches a selection rule for stages * (selection.changed_tests: both)"
     assert _plan_changed_test(initialised, tmp_path, capsys, "both") == [
         CPU,
-        ("base-b-test-2-gpu-large", "run", [ruled]),
+        (f"{SHARED}@cuda", "run", [ruled]),
         ("nightly-1-gpu", "skip", [NOT_REGULAR]),
         ("stage-b-test-small-1-gpu", "run", [f"run: {CHANGED} changed", ruled]),
+        *amd_variants("run", [ruled]),
         ("nightly-amd-1-gpu", "skip", [NOT_REGULAR]),
         ("stage-b-test-small-1-gpu-amd", "run", [ruled]),
         ("nightly-1-npu-a3", "skip", [NOT_REGULAR]),
@@ -294,7 +318,7 @@ def test_a_manual_run_and_the_nightly_schedule_plan_every_enabled_registration(i
         assert (rc, err) == (0, "")
         planned |= {(file, stage["name"]) for stage in json.loads(out)["stages"]
                     for shard in stage["shards"] for file in shard["files"]}
-    # Every enabled registration of the ground truth runs on its stage, but the known difference.
-    assert planned == {(file, suite) for file, _backend, suite, _est, _nightly, disabled in GROUND_TRUTH
-                       if disabled is None
-                       and (file, suite) != (SHARED_SUITE_SECOND_BACKEND[0], SHARED_SUITE_SECOND_BACKEND[2])}
+    # Every enabled registration of the ground truth runs on its stage (each variant of the AMD one).
+    key = {("cuda", SHARED): [f"{SHARED}@cuda"], ("rocm", SHARED): list(SHARED_STAGES[1:])}
+    assert planned == {(file, stage) for file, backend, suite, _est, _nightly, disabled in GROUND_TRUTH
+                       if disabled is None for stage in key.get((backend, suite), [suite])}

@@ -149,7 +149,8 @@ def _json(done: Initialised) -> str:
         "written": list(done.written),
         "stages": [{"name": s.name, "backend": s.backend, "files": s.files, "est_time": s.est_time,
                     "runner": s.runner, "runs_on": list(s.runs_on), "runs_on_from": s.runs_on_from,
-                    "cadences": list(s.cadences), "requires_labels": list(s.requires_labels)}
+                    "cadences": list(s.cadences), "requires_labels": list(s.requires_labels),
+                    "variants": [{"name": name, "runs_on": list(runs_on)} for name, runs_on in s.variants]}
                    for s in start.stages],
         "discovery": [{"path": r.path, "pattern": list(r.pattern), "from": r.source} for r in start.roots],
         "not_discovered": list(start.not_discovered),

@@ -22,11 +22,13 @@
   registered files), each accelerator stage's `runs_on` (a job's `runs-on`, else a runner
   mapping file, else `PLACEHOLDER_RUNNER`, which lint reports once), the schedules and
   each stage's cadences, `nightly_selects` from `nightly=True`, and label gates.
-- Not guessed: a suite registered for two backends (the stage of the backend with most
-  registrations; the others' accepted as unknown in `lint.ignore`, with a note, until
-  `STAGE_PER_BACKEND`), a marker whose word is no backend name (`register_9x_ci`: a note),
+- A suite registered for several backends is a stage per backend (a stage is its (backend,
+  suite): `config.stages`).
+- Not guessed: a marker whose word is no backend name (`register_9x_ci`: a note),
   an argument that is not a literal (the call gives no stage; lint reports it), a runner
-  decided at run time (the placeholder), several runners for one stage (the first; a note).
+  decided at run time (the placeholder).
+- A stage the workflows run on several runner pools gets a variant per pool (`variants:`,
+  each named after its pool's last label), the first pool its `runs_on`.
 - Refused: a checkout with no marker call at all (`InputError`).
 """
 
@@ -60,6 +62,7 @@ from ci_policy.read.markers import (
     parse_source,
     scan,
 )
+from ci_policy.read.names import NAME_RE
 from ci_policy.read.numbers import is_finite_number
 from ci_policy.read.suite_jobs import CHANGE_EVENTS, CiFacts, read_suite_jobs, split_glob
 
@@ -78,10 +81,6 @@ LABELS_FILE = "labels.py"
 # The first line of the written configuration: editors read the schema from it.
 SCHEMA_LINE = ("# yaml-language-server: $schema=https://raw.githubusercontent.com/ci-policy/ci-policy/main/"
                "ci_policy/schemas/config.schema.json")
-# One name configured for several backends is a stage per (backend, suite) once the
-# configuration accepts it; until then the suite's stage takes the backend with the most
-# registrations, and the others' registrations are accepted as unknown (lint.ignore).
-STAGE_PER_BACKEND = False
 TODO_DESCRIPTION = "TODO: describe"
 
 _SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "build", "dist", "venv"})
@@ -119,6 +118,7 @@ class StarterStage:
     runs_on_from: str | None = None  # where the runner labels were read; None: not read (a placeholder or cpu)
     cadences: tuple[str, ...] = ()  # empty: every cadence
     requires_labels: tuple[str, ...] = ()
+    variants: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, runs_on) of each runner pool
 
 
 @dataclass(frozen=True)
@@ -570,6 +570,22 @@ class _StagePlan:
     cadences: tuple[str, ...]
     gate: tuple[str, ...]
     on_pull_requests: bool  # some workflow job runs the suite for a pull request
+    # The runner pools the workflows run the suite on, when several: a variant each.
+    pools: tuple[tuple[str, ...], ...] = ()
+
+
+def _variant_names(pools: tuple[tuple[str, ...], ...]) -> list[str]:
+    """A variant name for each runner pool: its last label that is a name, made unique."""
+    names: list[str] = []
+    for i, pool in enumerate(pools):
+        label = next((x for x in reversed(pool) if NAME_RE.fullmatch(x)), None)
+        name = label or re.sub(r"[^A-Za-z0-9_.-]", "-", pool[-1]).strip("-._") or f"pool{i + 1}"
+        if not NAME_RE.fullmatch(name):
+            name = f"pool{i + 1}"
+        while name in names:
+            name = f"{name}-{i + 1}"
+        names.append(name)
+    return names
 
 
 def _stage_facts(suite: str, backend: str, calls: list[Call], facts: CiFacts, crons_of: dict[str, tuple[str, ...]],
@@ -578,6 +594,7 @@ def _stage_facts(suite: str, backend: str, calls: list[Call], facts: CiFacts, cr
     runs = [r for r in facts.runs if r.suite == suite and (r.hw is None or _hw_backend(r.hw) == backend)]
     runs_on: tuple[str, ...] = ()
     source = None
+    pools: tuple[tuple[str, ...], ...] = ()
     static = list(dict.fromkeys(r.runs_on for r in runs if r.runs_on is not None))
     if backend != "cpu":
         if static:
@@ -585,10 +602,7 @@ def _stage_facts(suite: str, backend: str, calls: list[Call], facts: CiFacts, cr
             first = next(r for r in runs if r.runs_on == runs_on)
             source = f"{first.workflow} job {first.job}"
             if len(static) > 1:
-                notes.append(_note(f"stage {suite} ({backend}) runs on several runners in the workflows ("
-                                   + "; ".join(", ".join(s) for s in static) + f"); init took {', '.join(runs_on)}",
-                                   path=first.workflow, line=first.line,
-                                   hint="a stage has one runs_on: give each runner pool its own stage"))
+                pools = tuple(static)
         else:
             read_by = {r.workflow for r in runs}
             for mapping in sorted(facts.maps, key=lambda m: (m.workflow not in read_by, m.path)):
@@ -613,7 +627,7 @@ def _stage_facts(suite: str, backend: str, calls: list[Call], facts: CiFacts, cr
         for run in pr_runs[1:]:
             common &= set(run.labels)
         gate = tuple(sorted(common))
-    return _StagePlan(suite, backend, calls, runs_on, source, cadences, gate, bool(pr_runs))
+    return _StagePlan(suite, backend, calls, runs_on, source, cadences, gate, bool(pr_runs), pools)
 
 
 def starter(repo: Path) -> Starter:
@@ -690,21 +704,12 @@ def starter(repo: Path) -> Starter:
     suite_workflows = {r.workflow for r in facts.runs}
     any_schedule = any(crons_of[w] for w in suite_workflows)
     plans: list[_StagePlan] = []
-    ignored: list[tuple[str, str, str, list[str]]] = []  # (suite, backend kept, backend accepted, files)
     for suite, group in by_suite.items():
+        # A stage is its (backend, suite): a suite several backends use is a stage per backend.
         counts = Counter(c.backend for c in group)
-        backends = sorted(counts, key=lambda b: (-counts[b], _backend_order(b)))
-        kept = backends if STAGE_PER_BACKEND else backends[:1]
-        for backend in kept:
+        for backend in sorted(counts, key=lambda b: (-counts[b], _backend_order(b))):
             plans.append(_stage_facts(suite, backend, [c for c in group if c.backend == backend], facts, crons_of,
                                       triggers_of, any_schedule, notes))
-        for backend in backends[len(kept):]:
-            files = sorted({c.file for c in group if c.backend == backend})
-            ignored.append((suite, backends[0], backend, files))
-            notes.append(_note(f"suite {suite!r} is registered for {' and '.join(backends)}; a stage name has one "
-                               f"backend, so stage {suite} is {backends[0]} and the {backend} registrations of "
-                               f"{', '.join(files)} are accepted as unknown (lint.ignore) and not run",
-                               hint="give each backend's registrations their own suite"))
     plans.sort(key=lambda p: (_backend_order(p.backend), p.suite))
 
     # One gate shared by every accelerator stage a pull request runs is the PR-wide gate.
@@ -781,13 +786,6 @@ def starter(repo: Path) -> Starter:
     elif nightly_selects:
         lines.append("cadences:")
         lines.append(f"  nightly_selects: {nightly_selects}  # nightly=True registrations run only in scheduled runs")
-    if ignored:
-        lines.append("lint:")
-        lines.append("  ignore:")
-        for suite, kept_backend, backend, files in ignored:
-            lines.append(f"    # suite {quote(suite)} is a {kept_backend} stage; TODO: give the {backend} "
-                         "registrations their own suite")
-            lines.append(f"    - {{paths: [{', '.join(quote(f) for f in files)}], codes: [suite-unknown]}}")
     lines.append("stages:")
     built: list[StarterStage] = []
     placeholders: list[Placeholder] = []
@@ -809,11 +807,17 @@ def starter(repo: Path) -> Starter:
         lines.append(f"    runner: {quote(runner)}  # {reason}")
         line = None
         runs_on: tuple[str, ...] = ()
+        variants: tuple[tuple[str, tuple[str, ...]], ...] = ()
         if backend != "cpu":
             if plan.runs_on:
                 runs_on = plan.runs_on
                 lines.append(f"    runs_on: [{', '.join(quote(x) for x in runs_on)}]  "
                              f"# from {comment_text(plan.runs_on_from or '')}")
+                if plan.pools:
+                    variants = tuple(zip(_variant_names(plan.pools), plan.pools, strict=True))
+                    lines.append("    variants:  # the workflows run it on each of these runner pools")
+                    for name, pool in variants:
+                        lines.append(f"      - {{name: {quote(name)}, runs_on: [{', '.join(quote(x) for x in pool)}]}}")
             else:
                 lines.append(f"    runs_on: [{quote(PLACEHOLDER_RUNNER)}]  # TODO: the runner labels of this "
                              "stage's jobs; no workflow names them")
@@ -828,7 +832,7 @@ def starter(repo: Path) -> Starter:
                          f"{'it' if len(plan.gate) == 1 else 'them'}")
         built.append(StarterStage(suite, backend, len(files), est, runner, reason, line, runs_on,
                                   plan.runs_on_from if runs_on else None, plan.cadences,
-                                  () if require_labels else plan.gate))
+                                  () if require_labels else plan.gate, variants))
     if not plans:
         lines.append("  []  # TODO: no suite could be read; see the notes of ci-policy init")
     config_text = "\n".join(lines) + "\n"

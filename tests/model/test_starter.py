@@ -326,30 +326,23 @@ def test_several_patterns_and_a_suffix_pattern(tmp_path):
     assert config.discovery.pattern == ("*_test.py", "single.py", "test_*.py", "testing_*.py")
 
 
-def test_a_suite_with_two_backends_is_the_stage_of_the_backend_with_most_registrations(tmp_path):
-    # Until a stage is (backend, suite), the other backend's registrations are accepted as
-    # unknown, so the configuration lints with no error and plans every other registration.
+def test_a_suite_with_two_backends_is_a_stage_per_backend_and_lints_with_no_error(tmp_path):
+    # A stage is its (backend, suite): each backend's registrations are planned by a stage of its
+    # own name and backend, so nothing is accepted as unknown and nothing is suppressed.
     write(tmp_path, {"tests/test_a.py": 'register_cuda_ci(est_time=1, suite="shared")\n' + MAIN,
                      "tests/test_b.py": 'register_rocm_ci(est_time=1, suite="shared")\n' + MAIN,
                      "tests/test_d.py": 'register_rocm_ci(est_time=1, suite="shared")\n' + MAIN,
                      "tests/test_c.py": 'register_cpu_ci(est_time=1, suite="cpu")\n'})
     result = starter(tmp_path)
-    assert [(s.name, s.backend) for s in result.stages] == [("cpu", "cpu"), ("shared", "rocm")]
-    assert '''lint:
-  ignore:
-    # suite "shared" is a rocm stage; TODO: give the cuda registrations their own suite
-    - {paths: ["tests/test_a.py"], codes: [suite-unknown]}
-stages:
-''' in result.config_text
-    assert notes(tmp_path) == [(None, None, "suite 'shared' is registered for rocm and cuda; a stage name has one "
-                                "backend, so stage shared is rocm and the cuda registrations of tests/test_a.py are "
-                                "accepted as unknown (lint.ignore) and not run",
-                                "give each backend's registrations their own suite", None, "warning")]
+    assert [(s.name, s.backend, s.files) for s in result.stages] == [
+        ("cpu", "cpu", 1), ("shared", "cuda", 1), ("shared", "rocm", 2)]
+    assert "lint:" not in result.config_text
+    assert notes(tmp_path) == []
     (tmp_path / ".github").mkdir()
     (tmp_path / ".github" / "ci-policy.yml").write_text(result.config_text)
     report = lint(tmp_path)
     assert [(d.code, d.path) for d in report.errors] == []
-    assert [(d.code, d.path, d.line) for d in report.suppressed] == [("CP225", "tests/test_a.py", 1)]
+    assert report.suppressed == ()
 
 
 def test_what_cannot_be_read_is_a_note_never_a_guess(tmp_path):
@@ -557,18 +550,20 @@ cadences:
   nightly_selects: nightly_only  # nightly=True registrations run only in scheduled runs
 stages:
 ''' in text
-    assert [(s.name, s.backend, s.runs_on, s.runs_on_from, s.cadences, s.requires_labels)
+    assert [(s.name, s.backend, s.runs_on, s.runs_on_from, s.cadences, s.requires_labels, s.variants)
             for s in result.stages] == [
-        ("gpu", "cuda", ("h100",), ".github/workflows/pr.yml job gpu", ("regular",), ()),
+        ("gpu", "cuda", ("h100",), ".github/workflows/pr.yml job gpu", ("regular",), (),
+         (("h100", ("h100",)), ("h200", ("h200",)))),
         ("amd", "rocm", ("self-hosted", "mi325"), ".github/workflows/pr.yml job amd", ("regular", "nightly", "weekly"),
-         ()),
+         (), (("mi325", ("self-hosted", "mi325")), ("mi355", ("self-hosted", "mi355")))),
     ]
+    # A suite the workflows run on several runner pools runs on each: a variant per pool.
+    assert """    variants:  # the workflows run it on each of these runner pools
+      - {name: "mi325", runs_on: ["self-hosted", "mi325"]}
+      - {name: "mi355", runs_on: ["self-hosted", "mi355"]}
+""" in text
     assert result.not_discovered == ("tests/other/test_c.py",)
     assert [(n.path, n.line, n.message) for n in result.notes] == [
-        (".github/workflows/pr.yml", 3, "stage gpu (cuda) runs on several runners in the workflows (h100; h200); "
-                                        "init took h100"),
-        (".github/workflows/pr.yml", 8, "stage amd (rocm) runs on several runners in the workflows (self-hosted, "
-                                        "mi325; self-hosted, mi355); init took self-hosted, mi325"),
         ("tests/other/test_c.py", None, "tests/other/test_c.py registers tests but is not under the directories the "
                                         "workflows' collector reads (tests/suites); it is not discovered"),
     ]
@@ -595,9 +590,8 @@ def test_a_gate_shared_by_every_stage_run_on_pull_requests_is_the_pr_wide_gate(t
         ("a", ("h100",), ("regular",), ()), ("n", ("h200",), ("nightly",), ())]
 
 
-def test_with_stages_per_backend_a_shared_suite_is_a_stage_per_backend(tmp_path, monkeypatch):
-    # What init writes once a stage is (backend, suite): both backends' stages, nothing ignored.
-    monkeypatch.setattr("ci_policy.model.starter.STAGE_PER_BACKEND", True)
+def test_a_shared_suite_is_a_stage_per_backend(tmp_path):
+    # A stage is its (backend, suite): both backends' stages, nothing ignored.
     write(tmp_path, {"t/test_a.py": 'register_cuda_ci(est_time=1, suite="shared")\n' + MAIN,
                      "t/test_b.py": 'register_rocm_ci(est_time=2, suite="shared")\n' + MAIN})
     result = starter(tmp_path)
