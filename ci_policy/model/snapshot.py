@@ -18,9 +18,9 @@
 - Each test file is read once and parsed once (`scan_file`: markers, registrations,
   gates, suppressions from one `ast.parse`). With a `cache` (a `ScanCache`, which an
   adapter implements), a file's `FileScan` is stored under `scan_key(path, content id)` in the
-  pack of `scan_context(config, labels)` and read back instead of re-reading the file: the content
-  id is the git blob id when the `index` (`adapters.git.checkout_index`) lists the file as
-  tracked and unmodified (no read at all), else the SHA-256 of the bytes read. The stored
+  pack of `scan_context(config, labels)` and read back instead of parsing the file again: the
+  content id is the SHA-256 of the bytes this process read from the file, never an id the
+  checkout's metadata claims (a `.git/index` may name the blob id of other bytes). The stored
   scans of the context are loaded once per snapshot (`ScanCache.load`) and the new ones
   stored once at its end (`ScanCache.store`; nothing when every file was a hit). A hit
   gives exactly what `scan_file` would (its label calls, which only a missing labels file
@@ -57,7 +57,7 @@ from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model.discovery import discover
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
-from ci_policy.read.checkout import check_no_symlinks, read_text
+from ci_policy.read.checkout import FileReader, check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
 from ci_policy.read.markers import parse_source, scan
 
@@ -221,8 +221,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     gates: list[GateDeclaration] = []
     label_calls: list[tuple[str, LabelCall]] = []  # read only to say why a missing labels file is needed
     inline: list[Suppression] = []
-    scans = _scan_all(repo, files, config, labels, context, cache, stored, index, scanner,
-                      label_calls=labels_missing)
+    scans = _scan_all(repo, files, config, labels, context, cache, stored, scanner, label_calls=labels_missing)
     for file, scanned in zip(files, scans, strict=True):
         if isinstance(scanned, Diagnostic):
             errors.append(scanned)
@@ -410,18 +409,20 @@ def scan_files(repo: Path, items: Sequence[tuple[str, str | None]], config: Conf
 
 
 def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelRegistry, context: str,
-              cache: ScanCache | None, stored: Mapping[str, Any] | None, index: Mapping[str, IndexEntry] | None,
-              scanner: Scanner | None, *, label_calls: bool = True) -> list[FileScan | Diagnostic]:
+              cache: ScanCache | None, stored: Mapping[str, Any] | None, scanner: Scanner | None, *,
+              label_calls: bool = True) -> list[FileScan | Diagnostic]:
     """The scan of each discovered file, in order: through the stored scans (`stored`, what
     `cache.load(context)` gave) when `cache` is given.
 
     Without `label_calls` (the labels file is there: nothing reads them), a stored scan's
     label calls are not made back into items: its `label_calls` is empty.
 
-    A file git lists as unmodified is looked up by its blob id before it is read; with a
-    cache, any other file is read and looked up by the SHA-256 of its bytes. The misses go
-    to `scanner` (default `scan_files`) together, their texts when already read; a miss's
-    scan is stored under its key (as the scanner encoded it, when it did), a read error never.
+    With a cache, every file is read as bytes (`read.checkout.FileReader`) and looked up by the
+    SHA-256 of those bytes: never by an id the checkout's own metadata states (a `.git/index`
+    can name any blob id for any bytes, and a cache shared by checkouts would then hand one
+    checkout's scan to another). The misses go to `scanner` (default `scan_files`) together,
+    their texts when already read; a miss's scan is stored under its key (as the scanner
+    encoded it, when it did), a read error never.
     """
     caching = cache is not None
     if stored is None:
@@ -430,27 +431,34 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     # (position, file, text when read, key when caching) of each file to scan
     misses: list[tuple[int, str, str | None, str | None]] = []
     used: list[str] = []
+    reader = FileReader(repo) if caching else None
     for i, file in enumerate(files):
-        if not caching:
+        if reader is None:
             misses.append((i, file, None, None))
             continue
-        entry = index.get(file) if index is not None else None
         text: str | None = None
-        if entry is not None and entry.kind == "file" and entry.blob is not None:
-            key = scan_key(file, f"git:{entry.blob}")
-        else:
+        read = reader.read(file)
+        if read is not None:
+            data = read[0]
+        else:  # refused or odd: read_text says why, or reads it
             try:
                 text = read_text(repo, file, what="test file")
             except InputError as exc:
                 results[i] = exc.diagnostic
                 continue
-            key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
+            data = text.encode("utf-8", "surrogatepass")
+        key = scan_key(file, f"sha256:{hashlib.sha256(data).hexdigest()}")
         hit = _decode(stored.get(key), label_calls)
         if hit is not None:
             used.append(key)
             results[i] = hit
-        else:
-            misses.append((i, file, text, key))
+            continue
+        if text is None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None  # read_text reports it, where it is
+        misses.append((i, file, text, key))
     new: dict[str, list[Any]] = {}
     if misses:
         scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], config, labels)

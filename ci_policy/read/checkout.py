@@ -152,3 +152,58 @@ def where_missing(root: Path, rel: str) -> tuple[str, str, tuple[str, ...]]:
             return "/".join(parts[:i]), part, names
         current = os.path.join(current, part)
     return rel, "", ()
+
+
+# O_NONBLOCK: opening a FIFO planted in a checkout returns at once (and is then refused as not a
+# regular file) instead of waiting for a writer; it changes nothing for a regular file.
+_READ_BYTES_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+
+
+class FileReader:
+    """Reads files of one checkout as bytes, as `read_text` would accept them: the scan cache's
+    reader, which names a file by a hash of the bytes it read itself.
+
+    The directories between the root and a file are checked for symlinks once per reader
+    (a checkout holds thousands of test files in a few directories); the file itself is
+    opened with `O_NOFOLLOW` and checked with `fstat`. `read` returns None for anything
+    `read_text` would refuse (a symlink, not a regular file, unreadable, over the size cap,
+    not a plain relative path): the caller then asks `read_text`, which says why.
+    """
+
+    def __init__(self, root: Path, max_bytes: int = MAX_FILE_BYTES) -> None:
+        self.root = os.fspath(root)
+        self.max_bytes = max_bytes
+        self._dirs: dict[str, bool] = {}
+
+    def _real_dir(self, rel: str) -> bool:
+        known = self._dirs.get(rel)
+        if known is None:
+            parent = rel.rpartition("/")[0]
+            st = _lstat(os.path.join(self.root, rel)) if not parent or self._real_dir(parent) else None
+            known = self._dirs[rel] = st is not None and stat.S_ISDIR(st.st_mode)
+        return known
+
+    def read(self, rel: str) -> tuple[bytes, os.stat_result] | None:
+        """The bytes of a regular file with no symlink on its way and the `fstat` of what was
+        read, or None (see the class doc)."""
+        if not is_plain_relative(rel):
+            return None
+        parent = rel.rpartition("/")[0]
+        if parent and not self._real_dir(parent):
+            return None
+        try:
+            fd = os.open(os.path.join(self.root, rel), _READ_BYTES_FLAGS)
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > self.max_bytes:
+                    return None
+                data = fh.read(self.max_bytes + 1)
+        except OSError:
+            return None
+        if len(data) > self.max_bytes:
+            return None
+        return data, st

@@ -145,27 +145,41 @@ def test_a_warm_cache_without_the_labels_file_still_names_the_registration_that_
         ("CP402", "labels file labels.py does not exist, but 1 registration(s) use labels (first: tests/test_a.py:2)")]
 
 
-def test_a_warm_cache_reads_no_file_git_lists_unmodified(tmp_path: Path, monkeypatch) -> None:
+def test_a_warm_cache_parses_no_file_and_reads_each_once_as_bytes(tmp_path: Path, monkeypatch) -> None:
+    # Every file is read, whatever git says of it: the key is the hash of the bytes read.
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
     _commit(repo)
     from ci_policy.adapters.git import checkout_index
+    from ci_policy.read.checkout import FileReader
 
     cache = DirScanCache(tmp_path / "cache")
     index = checkout_index(repo)
     assert index is not None
     cold = load_snapshot(repo, cache=cache, index=index)
+    texts: list[str] = []
     reads: list[str] = []
-    real = snapshot_mod.read_text
+    parsed: list[str] = []
+    real_text, real_read, real_scan = snapshot_mod.read_text, FileReader.read, snapshot_mod.scan_file
 
-    def counting(root: Path, rel: str, **kw: Any) -> str:
+    def counting_text(root: Path, rel: str, **kw: Any) -> str:
+        texts.append(rel)
+        return real_text(root, rel, **kw)
+
+    def counting_read(self: FileReader, rel: str) -> Any:
         reads.append(rel)
-        return real(root, rel, **kw)
+        return real_read(self, rel)
 
-    monkeypatch.setattr(snapshot_mod, "read_text", counting)
+    def counting_scan(text: str, file: str, *args: Any) -> Any:
+        parsed.append(file)
+        return real_scan(text, file, *args)
+
+    monkeypatch.setattr(snapshot_mod, "read_text", counting_text)
+    monkeypatch.setattr(FileReader, "read", counting_read)
+    monkeypatch.setattr(snapshot_mod, "scan_file", counting_scan)
     warm = load_snapshot(repo, cache=cache, index=index)
     assert warm == cold
-    assert [r for r in reads if r in cold.files] == []
+    assert (sorted(reads), parsed, [t for t in texts if t in cold.files]) == (sorted(cold.files), [], [])
 
 
 def test_the_key_names_path_and_content() -> None:
