@@ -67,7 +67,7 @@ def scan_cache(request: ScanRequest) -> DirScanCache | None:
         why: str | None = f"the default cache directory {directory} is inside the checkout"
         cache = None
     else:
-        cache, why = open_cache(directory, own=1 if given is not None else 2)
+        cache, why = open_cache(directory, own=1 if given is not None else 2, warn=request.warn)
     if cache is None:
         request.warn(f"{'--cache: ' if given is not None else ''}{why}; reading every test file without the "
                      "scan cache")

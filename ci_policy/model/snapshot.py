@@ -25,9 +25,12 @@
   stored once at its end (`ScanCache.store`; nothing when every file was a hit). A hit
   gives exactly what `scan_file` would (its label calls, which only a missing labels file
   makes the snapshot read, are left unmade when the labels file is there); a read error is
-  never stored. A stored scan is
-  its items' field values in rows, made back into the items by their dataclasses'
-  constructors; an entry of another shape (damaged, or of another version) is a miss.
+  never stored. A stored scan is its items' field values in rows, read back by
+  `StrictDecoder`: any value of the wrong type or range, any item that `scan_file` could not
+  have made for this path under this configuration, and any text that could pass for a
+  workflow command (`_UNSAFE_TEXT`) makes the entry a miss, which the cache is told of
+  (`ScanCache.reject`: one warning per command); the file is then read and parsed. A scan
+  the decoder would not read back equal is not stored (`StrictDecoder.encode_checked`).
 - `index` may also be a function that returns the listing (a listing started before
   the snapshot, which git makes in its own processes): it is called once the stored scans,
   the configuration and the labels file are read, so that they are read meanwhile.
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -49,17 +53,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ci_policy import __version__
+from ci_policy.config.gates import constraint_problems, steps_problems
 from ci_policy.config.lint import IgnoreRule
 from ci_policy.config.load import load_config
 from ci_policy.config.top import Config
-from ci_policy.errors import Diagnostic, InputError, InputErrors
+from ci_policy.errors import CODES, Diagnostic, InputError, InputErrors
+from ci_policy.gates.declarations import KEYWORDS as GATE_KEYWORDS
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model.discovery import discover
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
-from ci_policy.read.checkout import FileReader, check_no_symlinks, read_text
+from ci_policy.read.checkout import MAX_FILE_BYTES, FileReader, check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
 from ci_policy.read.markers import parse_source, scan
+from ci_policy.read.numbers import MAX_EST_TIME
 
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry
@@ -305,11 +312,15 @@ class ScanCache(Protocol):
     `load` returns what was stored for the context (values by key; empty when nothing or
     nothing readable is); it never raises. `store` adds a command's new entries (`used`:
     the keys the command found, which it should keep); it may silently store nothing.
+    `reject` names the stored entries `StrictDecoder` refused (damaged or foreign: each
+    file was read and scanned instead); the cache says so once, and drops them.
     """
 
     def load(self, context: str) -> Mapping[str, Any]: ...
 
     def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None: ...
+
+    def reject(self, context: str, keys: Collection[str]) -> None: ...
 
 
 class Scanner(Protocol):
@@ -350,11 +361,17 @@ def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache
         return scan_file(text, file, config, labels)
     context = scan_context(config, labels)
     key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
-    hit = _decode(cache.load(context).get(key))
-    if hit is not None:
-        return hit
+    decoder = StrictDecoder(config, labels)
+    found = cache.load(context).get(key)
+    if found is not None:
+        hit = decoder.decode(found, file)
+        if hit is not None:
+            return hit
+        cache.reject(context, [key])
     result = scan_file(text, file, config, labels)
-    cache.store(context, {key: encode_scan(result)})
+    encoded = decoder.encode_checked(result, file)
+    if encoded is not None:
+        cache.store(context, {key: encoded})
     return result
 
 
@@ -424,14 +441,15 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     their texts when already read; a miss's scan is stored under its key (as the scanner
     encoded it, when it did), a read error never.
     """
-    caching = cache is not None
     if stored is None:
         stored = {}
+    decoder = StrictDecoder(config, labels)
     results: list[FileScan | Diagnostic | None] = [None] * len(files)
     # (position, file, text when read, key when caching) of each file to scan
     misses: list[tuple[int, str, str | None, str | None]] = []
     used: list[str] = []
-    reader = FileReader(repo) if caching else None
+    refused: list[str] = []
+    reader = FileReader(repo) if cache is not None else None
     for i, file in enumerate(files):
         if reader is None:
             misses.append((i, file, None, None))
@@ -448,11 +466,14 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
                 continue
             data = text.encode("utf-8", "surrogatepass")
         key = scan_key(file, f"sha256:{hashlib.sha256(data).hexdigest()}")
-        hit = _decode(stored.get(key), label_calls)
-        if hit is not None:
-            used.append(key)
-            results[i] = hit
-            continue
+        found = stored.get(key)
+        if found is not None:
+            hit = decoder.decode(found, file, label_calls)
+            if hit is not None:
+                used.append(key)
+                results[i] = hit
+                continue
+            refused.append(key)
         if text is None:
             try:
                 text = data.decode("utf-8")
@@ -462,53 +483,43 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     new: dict[str, list[Any]] = {}
     if misses:
         scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], config, labels)
-        for (i, _file, _text, miss_key), found in zip(misses, scanned, strict=True):
-            if isinstance(found, list):  # encoded by the scanner (another process)
-                decoded = _decode(found)
-                if decoded is None:
-                    raise ValueError(f"the scanner returned no scan for {_file}")
-                results[i] = decoded
-                if miss_key is not None:
-                    new[miss_key] = found
-                continue
-            results[i] = found
-            if miss_key is not None and isinstance(found, FileScan):
-                new[miss_key] = encode_scan(found)
-    if cache is not None and new:
-        cache.store(context, new, used)
+        for (i, file, text, miss_key), result in zip(misses, scanned, strict=True):
+            if isinstance(result, list):  # encoded by the scanner (another process)
+                decoded = decoder.decode(result, file)
+                if decoded is None:  # text `encode_checked` keeps out of the cache: scanned here again
+                    result = scan_files(repo, [(file, text)], config, labels)[0]
+                else:
+                    result = decoded
+            results[i] = result
+            if miss_key is not None and isinstance(result, FileScan):
+                encoded = decoder.encode_checked(result, file)
+                if encoded is not None:
+                    new[miss_key] = encoded
+    if cache is not None:
+        if refused:
+            cache.reject(context, refused)
+        if new:
+            cache.store(context, new, used)
     done = [r for r in results if r is not None]
     assert len(done) == len(files)
     return done
 
 
-# A stored scan is JSON: lists and tuples tagged apart, so every value comes back as it was.
+# A stored scan is JSON: its five parts, each a list of rows; a row is an item's field values in
+# the order of its dataclass fields, a tuple or list among them tagged ({"t": [...]}, {"l": [...]}).
+# Read back by `StrictDecoder`, never by a generic one: a pack is a file anyone able to write the
+# cache directory can change, so each value is checked for its type and range, and each text for
+# what `scan_file` would have made of this path under this configuration and label registry.
 def _enc(value: Any) -> Any:
     if isinstance(value, list):
         return {"l": [_enc(v) for v in value]}
     if isinstance(value, tuple):
         return {"t": [_enc(v) for v in value]}
-    if isinstance(value, dict):
-        return {"d": [[_enc(k), _enc(v)] for k, v in value.items()]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     raise TypeError(f"cannot store {type(value).__name__}")
 
 
-def _dec(value: Any) -> Any:
-    if type(value) is dict:
-        (tag, items), = value.items()
-        if tag == "l":
-            return [_dec(v) for v in items]
-        if tag == "t":
-            return tuple(_dec(v) for v in items)
-        if tag == "d":
-            return {_dec(k): _dec(v) for k, v in items}
-        raise ValueError(tag)
-    return value
-
-
-# The parts of a `FileScan` in order, each stored as a list of rows: a row is the item's
-# field values in the order of its dataclass fields (a value that is no scalar tagged by `_enc`).
 _STORED: tuple[tuple[type, tuple[str, ...]], ...] = tuple(
     (cls, tuple(f.name for f in fields(cls))) for cls in (Registration, GateDeclaration, Diagnostic, Suppression,
                                                           LabelCall))
@@ -516,7 +527,7 @@ _SCALARS = (str, int, bool, float, type(None))
 
 
 def encode_scan(result: FileScan) -> list[Any]:
-    """A `FileScan` as JSON-ready data: its five parts, each a list of rows (`decode_scan`
+    """A `FileScan` as JSON-ready data: its five parts, each a list of rows (`StrictDecoder`
     reads it back equal). The format is `SCAN_FORMAT`, which is part of every scan context."""
     scalars = _SCALARS
     return [[[v if type(v) in scalars else _enc(v) for v in (getattr(item, n) for n in names)] for item in items]
@@ -524,43 +535,195 @@ def encode_scan(result: FileScan) -> list[Any]:
                                                       result.suppressions, result.label_calls), strict=True)]
 
 
-def decode_scan(data: Any) -> FileScan | None:
-    """The `FileScan` stored as `data`, or None when it is not one (a corrupt or foreign entry)."""
-    return _decode(data)
+class Damaged(ValueError):
+    """A stored value that is not what `encode_scan` writes for a scan of this file."""
 
 
-def _maker(cls: type, count: int) -> Callable[[Any], Any]:
-    # An item made by its dataclass's constructor from the field values it was stored with (a
-    # value that is no scalar tagged by `_enc`); a row of another shape is a damaged entry.
-    def make(row: Any) -> Any:
-        if type(row) is not list or len(row) != count:
-            raise ValueError("not a row")
-        return cls(*[_dec(v) if type(v) is dict else v for v in row])
-    return make
+# A line or column of a file read whole under the size cap; a larger one is no position of it.
+_MAX_POSITION = MAX_FILE_BYTES + 1
+# Stored text that could be read as a workflow command, or shown other than it is: C0 and C1
+# controls (a CR or LF starts a new log line), bidi controls, lone surrogates, `##[` (parsed
+# anywhere in a line) and `::` (a command at a line start). `scan_file` makes such text only
+# from a file that holds it; such a scan is not stored (`encode_checked`), so the file is
+# read and parsed each time and its text reaches the output as read from the checkout.
+_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|##\\[|::")
+_MAX_TEXT = 64 * 1024
+_CODE_RE = re.compile(r"CP[0-9]{3}")
 
 
-_MAKE_REGISTRATION, _MAKE_GATE, _MAKE_DIAGNOSTIC, _MAKE_SUPPRESSION, _MAKE_LABEL_CALL = (
-    _maker(cls, len(names)) for cls, names in _STORED)
+def _text(value: Any) -> str:
+    if type(value) is not str or len(value) > _MAX_TEXT or _UNSAFE_TEXT.search(value):
+        raise Damaged("text")
+    return value
 
 
-def _decode(data: Any, label_calls: bool = True) -> FileScan | None:
-    # Without `label_calls`, that part is checked to be a list and left unmade: making a
-    # `LabelCall` for every file is a quarter of reading a warm cache.
-    if type(data) is not list or len(data) != len(_STORED):
-        return None
-    registrations, gates, errors, suppressions, calls = data
-    if not (type(registrations) is list and type(gates) is list and type(errors) is list
-            and type(suppressions) is list and type(calls) is list):
-        return None
-    try:
-        return FileScan(
-            tuple(map(_MAKE_REGISTRATION, registrations)) if registrations else (),
-            tuple(map(_MAKE_GATE, gates)) if gates else (),
-            tuple(map(_MAKE_DIAGNOSTIC, errors)) if errors else (),
-            tuple(map(_MAKE_SUPPRESSION, suppressions)) if suppressions else (),
-            tuple(map(_MAKE_LABEL_CALL, calls)) if calls and label_calls else ())
-    except (TypeError, ValueError, AttributeError):
-        return None
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _position(value: Any) -> int:
+    if type(value) is not int or not 1 <= value <= _MAX_POSITION:
+        raise Damaged("position")
+    return value
+
+
+def _optional_position(value: Any) -> int | None:
+    return None if value is None else _position(value)
+
+
+def _flag(value: Any) -> bool:
+    if type(value) is not bool:
+        raise Damaged("flag")
+    return value
+
+
+def _tagged(value: Any, tag: str) -> list[Any]:
+    if type(value) is not dict or len(value) != 1 or type(items := value.get(tag)) is not list:
+        raise Damaged("tagged")
+    return items
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(_text(v) for v in _tagged(value, "t"))
+
+
+def _row(value: Any, count: int) -> list[Any]:
+    if type(value) is not list or len(value) != count:
+        raise Damaged("row")
+    return value
+
+
+class StrictDecoder:
+    """Reads stored scans back for one configuration and label registry (`scan_context`).
+
+    `decode(data, file)` is the `FileScan` of `file` stored as `data`, or None when it is not
+    one `scan_file` could have returned for that path: a wrong type anywhere, a number out of
+    range or not finite, a registration of a marker, stage or label the configuration does not
+    have, an implicit registration the configuration does not give that path, an item located
+    in another file, a diagnostic code ci-policy does not have, or text `_UNSAFE_TEXT` refuses.
+    It never raises, whatever `data` is (JSON values of any shape, nesting or size).
+    """
+
+    def __init__(self, config: Config, labels: LabelRegistry) -> None:
+        self.config = config
+        self.markers = dict(config.markers.names)
+        self.stages = frozenset((s.backend, s.name) for s in config.stages)
+        self.labels = frozenset(labels.names)
+
+    def decode(self, data: Any, file: str, label_calls: bool = True) -> FileScan | None:
+        # Without `label_calls`, that part is checked and left unmade: making a `LabelCall` for
+        # every file is a quarter of reading a warm cache.
+        if type(data) is not list or len(data) != len(_STORED):
+            return None
+        registrations, gates, errors, suppressions, calls = data
+        if not (type(registrations) is list and type(gates) is list and type(errors) is list
+                and type(suppressions) is list and type(calls) is list):
+            return None
+        try:
+            return FileScan(
+                tuple(self._registration(r, file) for r in registrations),
+                tuple(self._gate(g, file) for g in gates),
+                tuple(self._diagnostic(d, file) for d in errors),
+                tuple(self._suppression(s, file) for s in suppressions),
+                tuple(self._label_call(c) for c in calls) if label_calls else self._no_label_calls(calls))
+        except (ValueError, TypeError, OverflowError, RecursionError):  # Damaged is a ValueError
+            return None
+
+    def _registration(self, value: Any, file: str) -> Registration:
+        (path, line, backend, suite, est_time, labels, nightly, disabled, implicit, col, est_source,
+         marker) = _row(value, 12)
+        if path != file:
+            raise Damaged("file")
+        if implicit is True:
+            rule = self.config.discovery.implicit_for(file)
+            made: list[Any] | None = (None if rule is None else
+                    [file, None, rule.backend, rule.suite, rule.est_time, {"t": []}, False, None, True, None,
+                     "implicit", None])
+            # The same types too: `1 == 1.0 == True` would let a float or a flag through.
+            if made is None or [(type(v), v) for v in value] != [(type(v), v) for v in made]:
+                raise Damaged("implicit")
+            assert rule is not None
+            return Registration(file=file, line=None, backend=rule.backend, suite=rule.suite,
+                                est_time=rule.est_time, implicit=True, est_source="implicit")
+        if (implicit is not False or est_source != "literal" or type(marker) is not str
+                or self.markers.get(marker) != backend or (backend, suite) not in self.stages):
+            raise Damaged("registration")
+        if type(est_time) not in (int, float) or not 0 <= est_time <= MAX_EST_TIME:  # NaN fails too
+            raise Damaged("est_time")
+        label_tuple = _texts(labels)
+        if len(set(label_tuple)) != len(label_tuple) or not self.labels.issuperset(label_tuple):
+            raise Damaged("labels")
+        reason = _optional_text(disabled)
+        if reason is not None and not reason.strip():
+            raise Damaged("disabled")
+        return Registration(file=file, line=_position(line), backend=backend, suite=suite, est_time=est_time,
+                            labels=label_tuple, nightly=_flag(nightly), disabled=reason, col=_position(col),
+                            marker=marker)
+
+    def _gate(self, value: Any, file: str) -> GateDeclaration:
+        path, line, col, metric_key, steps, constraint, enforce, allowlist_reason, written = _row(value, 9)
+        if path != file or not _text(metric_key).strip():
+            raise Damaged("gate")
+        if steps is not None and type(steps) is not str:
+            steps = _tagged(steps, "l")
+            if not all(type(s) is int and 0 <= s < 2**63 for s in steps):
+                raise Damaged("steps")
+        if steps is not None and steps_problems(steps):
+            raise Damaged("steps")
+        bounds: tuple[tuple[str, float], ...] | None = None
+        if constraint is not None:
+            pairs = [_tagged(pair, "t") for pair in _tagged(constraint, "t")]
+            if not all(len(p) == 2 and type(p[0]) is str and type(p[1]) in (int, float) for p in pairs):
+                raise Damaged("constraint")
+            bounds = tuple((k, v) for k, v in pairs)
+            if list(bounds) != sorted(bounds) or len(dict(bounds)) != len(bounds) or constraint_problems(dict(bounds)):
+                raise Damaged("constraint")
+        names = _texts(written)
+        if "metric_key" not in names or list(names) != [k for k in GATE_KEYWORDS if k in names]:
+            raise Damaged("written")
+        return GateDeclaration(file=file, line=_position(line), col=_position(col), metric_key=metric_key,
+                               steps=steps, constraint=bounds, enforce=_flag(enforce),
+                               allowlist_reason=_optional_text(allowlist_reason), written=names)
+
+    def _diagnostic(self, value: Any, file: str) -> Diagnostic:
+        message, path, line, col, hint, code, severity = _row(value, 7)
+        if path != file or severity not in ("error", "warning") or not (code is None or (type(code) is str
+                                                                                   and code in CODES)):
+            raise Damaged("diagnostic")
+        return Diagnostic(_text(message), path=file, line=_optional_position(line), col=_optional_position(col),
+                          hint=_optional_text(hint), code=code, severity=severity)
+
+    def _suppression(self, value: Any, file: str) -> Suppression:
+        path, line, col, first, last, codes = _row(value, 6)
+        names = _texts(codes)
+        if path != file or not all(_CODE_RE.fullmatch(c) for c in names):
+            raise Damaged("suppression")
+        return Suppression(path=file, line=_position(line), col=_position(col), first=_position(first),
+                           last=_position(last), codes=names)
+
+    def _label_call(self, value: Any) -> LabelCall:
+        marker, line, uses_labels = _row(value, 3)
+        if type(marker) is not str or marker not in self.markers:
+            raise Damaged("label call")
+        return LabelCall(marker, _position(line), _flag(uses_labels))
+
+    def _no_label_calls(self, calls: list[Any]) -> tuple[()]:
+        markers = self.markers
+        for value in calls:
+            if (type(value) is not list or len(value) != 3 or type(value[0]) is not str or value[0] not in markers
+                    or type(value[1]) is not int or not 1 <= value[1] <= _MAX_POSITION or type(value[2]) is not bool):
+                raise Damaged("label call")
+        return ()
+
+    def encode_checked(self, result: FileScan, file: str) -> list[Any] | None:
+        """`encode_scan(result)`, or None when this decoder would not read it back equal (text
+        `_UNSAFE_TEXT` refuses, say): such a scan is not stored, so a stored scan that fails to
+        decode is always a damaged or foreign one."""
+        try:
+            data = encode_scan(result)
+        except TypeError:
+            return None
+        return data if self.decode(data, file) == result else None
 
 
 def classify(snapshot: Snapshot) -> Validity:

@@ -20,7 +20,14 @@ from hypothesis import strategies as st
 
 from ci_policy.adapters.scan_cache import DirScanCache
 from ci_policy.model import snapshot as snapshot_mod
-from ci_policy.model.snapshot import decode_scan, encode_scan, load_snapshot, scan_context, scan_file, scan_key
+from ci_policy.model.snapshot import (
+    StrictDecoder,
+    encode_scan,
+    load_snapshot,
+    scan_context,
+    scan_file,
+    scan_key,
+)
 
 SNIPPETS = (
     "from ci_policy import register_cuda_ci\nregister_cuda_ci(est_time=300, suite='gpu-a', labels=['megatron'])\n",
@@ -114,17 +121,22 @@ def test_stored_scans_read_back_equal_for_every_example_file() -> None:
     snapshot = load_snapshot(EXAMPLE_REPO)
     from ci_policy.read.checkout import read_text
 
+    decoder = StrictDecoder(snapshot.config, snapshot.labels)
     for file in snapshot.files:
         result = scan_file(read_text(EXAMPLE_REPO, file), file, snapshot.config, snapshot.labels)
-        assert decode_scan(encode_scan(result)) == result
-    assert decode_scan({"format": 2, "scan": [[], [], [], [], []]}) is None  # the format before
-    assert decode_scan({"format": 1, "registrations": [{"nope": 1}]}) is None
-    stored = encode_scan(scan_file("register_cpu_ci(5, 'stage-a-cpu')\n", "tests/unit/test_a.py", snapshot.config,
-                                   snapshot.labels))
+        assert decoder.decode(encode_scan(result), file) == result
+        assert decoder.encode_checked(result, file) == encode_scan(result)
+        # Every item but a label call names its file: stored for another path, it is refused.
+        assert (decoder.decode(encode_scan(result), "tests/other.py") is None) == any(encode_scan(result)[:4])
+    assert decoder.decode({"format": 2, "scan": [[], [], [], [], []]}, "a.py") is None  # the format before
+    assert decoder.decode({"format": 1, "registrations": [{"nope": 1}]}, "a.py") is None
+    file = "tests/unit/test_a.py"
+    stored = encode_scan(scan_file("register_cpu_ci(5, 'stage-a-cpu')\n", file, snapshot.config, snapshot.labels))
     assert len(stored) == 5 and len(stored[0]) == 1 and len(stored[0][0]) == 12
     for corrupt in (stored[:4], [[[1]], [], [], [], []], [[{"x": 1}], [], [], [], []], "x", [[], [], [], [], "x"],
-                    [[], [], [], [], {"l": []}], [[[{"q": [1]}] * 12], [], [], [], []], [stored[0][0], [], [], [], []]):
-        assert decode_scan(corrupt) is None
+                    [[], [], [], [], {"l": []}], [[[{"q": [1]}] * 12], [], [], [], []]):
+        assert decoder.decode(corrupt, file) is None
+    assert decoder.decode(stored, file) is not None and decoder.decode(stored, "tests/unit/test_b.py") is None
 
 
 def test_a_warm_cache_without_the_labels_file_still_names_the_registration_that_needs_it(tmp_path: Path,
