@@ -46,6 +46,9 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+# Where the cache is by default: a module of its own, which a stage job imports after its tests.
+from ci_policy.adapters.cache_dir import default_dir as default_dir
+
 CACHE_VERSION = 5
 MAX_PACK_BYTES = 256 * 1024 * 1024
 MAX_PACK_ENTRIES = 200_000
@@ -56,13 +59,6 @@ _READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEX
                | getattr(os, "O_NONBLOCK", 0))
 _WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 | getattr(os, "O_CLOEXEC", 0))
-
-
-def default_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
-    """`$XDG_CACHE_HOME/ci-policy/scan`, or `~/.cache/ci-policy/scan` (XDG: an absolute path only)."""
-    base = environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
-    return root / "ci-policy" / "scan"
 
 
 def inside(path: Path, repo: Path) -> bool:

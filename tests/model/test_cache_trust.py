@@ -4,6 +4,7 @@ lying in its own metadata (`.git/index`), and a test that writes the cache direc
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -68,3 +69,98 @@ def test_a_checkout_whose_index_lies_cannot_poison_another_sharing_the_cache(tmp
     assert run_cli(["registry", "--repo", str(trusted), *cache], capsys) == truth
     # And in the other order: the trusted scan stored first is not the lying checkout's.
     assert run_cli(["registry", "--repo", str(lying), *cache], capsys) == lied
+
+
+def test_the_cache_sweep_removes_what_changed_since_the_listing_and_nothing_else(tmp_path: Path) -> None:
+    from ci_policy.adapters.cache_dir import discard_changed, listing
+
+    cache = tmp_path / "scan"
+    cache.mkdir()
+    for name in ("kept.pack.json", "rewritten.pack.json", "chmod.pack.json"):
+        (cache / name).write_text("{}")
+    (cache / "sub").mkdir()
+    before = listing(cache)
+    assert sorted(before) == ["chmod.pack.json", "kept.pack.json", "rewritten.pack.json"]
+    stat = (cache / "rewritten.pack.json").stat()
+    (cache / "rewritten.pack.json").write_text("[]")  # same size, and the mtime set back: the ctime tells
+    os.utime(cache / "rewritten.pack.json", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    (cache / "chmod.pack.json").chmod(0o600 if stat.st_mode & 0o777 != 0o600 else 0o644)
+    (cache / "new.pack.json").write_text("{}")
+    os.symlink(tmp_path / "elsewhere", cache / "link.pack.json")
+    (cache / "sub" / "x").write_text("")
+    assert discard_changed(cache, before) == 4
+    assert sorted(p.name for p in cache.iterdir()) == ["kept.pack.json", "sub"]
+    assert discard_changed(tmp_path / "missing", before) == 0
+
+
+WRITER = '''from ci_policy import register_cpu_ci
+
+register_cpu_ci(est_time=5, suite="unit")
+
+if __name__ == "__main__":
+    import shutil
+    # A test of the pull request, planting a scan in the runner's cache.
+    shutil.copy(PLANTED, CACHE)
+    print("planted")
+'''
+UNIT = "version: 1\ndiscovery: {roots: [tests]}\nstages:\n  - {name: unit, backend: cpu, runner: python}\n"
+
+
+def _unit_checkout(repo: Path, text: str) -> None:
+    (repo / ".github").mkdir(parents=True)
+    (repo / ".github" / "ci-policy.yml").write_text(UNIT)
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_a.py").write_text(text)
+
+
+def _planted_pack(tmp_path: Path, capsys: Any, writer: str) -> tuple[str, bytes]:
+    """A pack whose checksum matches, holding for the trusted file's bytes a valid scan of others:
+    what a test able to write the cache could plant. Returns its name and bytes."""
+    trusted, twin = tmp_path / "trusted", tmp_path / "twin"
+    _unit_checkout(trusted, writer)
+    _unit_checkout(twin, writer.replace('suite="unit")', 'suite="unit", disabled="poisoned-by-a-test")'))
+    packs = {}
+    for repo in (trusted, twin):
+        run_cli(["registry", "--repo", str(repo), "--cache", str(tmp_path / f"c-{repo.name}")], capsys)
+        (path,) = (tmp_path / f"c-{repo.name}").glob("*.pack.json")
+        header, _, body = path.read_bytes().partition(b"\n")
+        packs[repo.name] = (path.name, json.loads(header), json.loads(body))
+    name, header, entries = packs["trusted"]
+    (key,), (value,) = entries, packs["twin"][2].values()
+    body = json.dumps({key: value}, separators=(",", ":")).encode()
+    return name, (f'{{"cache":{header["cache"]},"context":"{header["context"]}","sha256":'
+                  f'"{hashlib.sha256(body).hexdigest()}"}}\n').encode() + body
+
+
+def test_what_a_test_writes_to_the_cache_is_removed_after_the_run(tmp_path: Path, capsys: Any) -> None:
+    default = Path(os.environ["XDG_CACHE_HOME"]) / "ci-policy" / "scan"
+    # The pack's name is its context, which the file's text does not change: written once it is known.
+    writer = WRITER.replace("PLANTED", repr(str(tmp_path / "planted"))).replace("CACHE", repr(str(default / "NAME")))
+    name, _ = _planted_pack(tmp_path / "probe", capsys, writer)
+    writer = writer.replace("NAME", name)
+    name, planted = _planted_pack(tmp_path, capsys, writer)
+    repo = tmp_path / "trusted"
+    truth = run_cli(["registry", "--repo", str(repo), "--no-cache"], capsys)
+    assert truth[0] == 0 and "poisoned" not in truth[1]
+    # What the planted pack would do, were it left: a valid scan, of other bytes.
+    default.mkdir(parents=True, exist_ok=True)
+    (default / name).write_bytes(planted)
+    poisoned = run_cli(["registry", "--repo", str(repo)], capsys)
+    assert "disabled: poisoned-by-a-test" in poisoned[1]
+    (default / name).unlink()
+    # A damaged pack beside it: a stage job reads no cache, so it warns of nothing.
+    (default / ("0" * 64 + ".pack.json")).write_bytes(b"damaged")
+    rc, plan, _err = run_cli(["plan", "--repo", str(repo), "--event", "push", "--format", "json", "--no-cache"],
+                             capsys)
+    assert rc == 0
+    (tmp_path / "plan.json").write_text(plan)
+    (tmp_path / "planted").write_bytes(planted)
+    rc, out, err = run_cli(["run", "--repo", str(repo), "--plan", str(tmp_path / "plan.json"), "--stage", "unit",
+                            "--records-out", str(tmp_path / "records"), "--timings-out",
+                            str(tmp_path / "timings.jsonl")], capsys)
+    assert (rc, err) == (0, ""), out
+    assert "planted" in out
+    assert (f"ci-policy: removed 1 file(s) written to the scan cache while the tests ran ({default}); later "
+            "commands read those test files again") in out.splitlines()
+    assert sorted(p.name for p in default.iterdir()) == ["0" * 64 + ".pack.json"]  # what was there before stays
+    assert run_cli(["registry", "--repo", str(repo)], capsys)[:2] == truth[:2]
