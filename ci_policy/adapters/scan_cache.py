@@ -115,7 +115,7 @@ class DirScanCache:
     def reject(self, context: str, keys: Collection[str]) -> None:
         if keys:
             self._rejected.setdefault(context, set()).update(keys)
-            self._ignored(f"{len(keys)} stored scan(s) are damaged or not of the file they are stored for")
+            self._ignored(f"{len(set(keys))} stored scan(s) are damaged or not of the file they are stored for")
 
     def _read_pack(self, path: Path, context: str, *, quiet: bool = False
                    ) -> tuple[tuple[int, int, int, int] | None, dict[str, Any]]:

@@ -450,14 +450,35 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     used: list[str] = []
     refused: list[str] = []
     reader = FileReader(repo) if cache is not None else None
+    # Identity records (`_STAT`): made for files read now, and the number of files found by one.
+    identities: dict[str, list[Any]] = {}
+    known = 0
     for i, file in enumerate(files):
         if reader is None:
             misses.append((i, file, None, None))
             continue
+        stat_key = f"{file}\0{_STAT}"
+        record = stored.get(stat_key)
+        if record is not None and not _is_identity_record(record):
+            refused.append(stat_key)
+            record = None
+        tried: str | None = None  # a stored scan refused already
+        if record is not None and reader.identity(file) == record[0]:
+            key = scan_key(file, record[1])
+            found = stored.get(key)
+            if found is not None:
+                hit = decoder.decode(found, file, label_calls)
+                if hit is not None:
+                    used.extend((stat_key, key))
+                    results[i] = hit
+                    known += 1
+                    continue
+                refused.append(tried := key)
         text: str | None = None
+        settled: str | None = None
         read = reader.read(file)
         if read is not None:
-            data = read[0]
+            data, settled = read
         else:  # refused or odd: read_text says why, or reads it
             try:
                 text = read_text(repo, file, what="test file")
@@ -465,8 +486,11 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
                 results[i] = exc.diagnostic
                 continue
             data = text.encode("utf-8", "surrogatepass")
-        key = scan_key(file, f"sha256:{hashlib.sha256(data).hexdigest()}")
-        found = stored.get(key)
+        content_id = f"sha256:{hashlib.sha256(data).hexdigest()}"
+        if settled is not None:
+            identities[stat_key] = [settled, content_id]
+        key = scan_key(file, content_id)
+        found = stored.get(key) if key != tried else None
         if found is not None:
             hit = decoder.decode(found, file, label_calls)
             if hit is not None:
@@ -498,11 +522,31 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     if cache is not None:
         if refused:
             cache.reject(context, refused)
+        # A command that writes the pack anyway, or that found files by their records (a checkout
+        # kept between runs), keeps every new record; otherwise only those of paths that had
+        # none, so a warm run of a fresh clone (new inodes, every record another's) writes nothing.
+        for stat_key, identity in identities.items():
+            if new or known or stored.get(stat_key) is None:
+                new[stat_key] = identity
         if new:
             cache.store(context, new, used)
     done = [r for r in results if r is not None]
     assert len(done) == len(files)
     return done
+
+
+# The key suffix of a file's identity record, `[identity, content id]`: the file as `lstat` found
+# it when this user's ci-policy last read it settled (`read.checkout.FileReader`), and the
+# SHA-256 of the bytes read then. A file whose identity is the record's is looked up by that
+# content id without being read: a warm run on a checkout kept between runs reads no file.
+_STAT = "stat"
+_IDENTITY_RE = re.compile(r"[0-9]{1,20}:[0-9]{1,20}:[0-9]{1,20}:-?[0-9]{1,20}:-?[0-9]{1,20}")
+_CONTENT_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _is_identity_record(value: Any) -> bool:
+    return (type(value) is list and len(value) == 2 and type(value[0]) is str and type(value[1]) is str
+            and _IDENTITY_RE.fullmatch(value[0]) is not None and _CONTENT_ID_RE.fullmatch(value[1]) is not None)
 
 
 # A stored scan is JSON: its five parts, each a list of rows; a row is an item's field values in

@@ -164,3 +164,72 @@ def test_what_a_test_writes_to_the_cache_is_removed_after_the_run(tmp_path: Path
             "commands read those test files again") in out.splitlines()
     assert sorted(p.name for p in default.iterdir()) == ["0" * 64 + ".pack.json"]  # what was there before stays
     assert run_cli(["registry", "--repo", str(repo)], capsys)[:2] == truth[:2]
+
+
+def test_a_file_changed_since_its_identity_was_recorded_is_read_again(tmp_path: Path, capsys: Any,
+                                                                      monkeypatch: Any) -> None:
+    # Every file settled: a warm run finds each by its identity record, unread.
+    from ci_policy.read import checkout
+
+    monkeypatch.setattr(checkout, "SETTLED_NS", -10**12)
+    repo = tmp_path / "repo"
+    _checkout(repo, TRUSTED)
+    cache = ["--cache", str(tmp_path / "cache")]
+    assert run_cli(["registry", "--repo", str(repo), *cache], capsys)[0] == 0
+    (pack,) = (tmp_path / "cache").glob("*.pack.json")
+    assert sorted(k.split("\0")[1] for k in json.loads(pack.read_bytes().partition(b"\n")[2]) if "stat" in k) == [
+        "stat"]
+    # The same size and mtime, other bytes: only the ctime (which no user sets) tells.
+    path = repo / "tests/e2e/test_a.py"
+    before = path.stat()
+    path.write_text(POISONED.replace(', disabled="poisoned-by-A"', "").replace("60", "61"))
+    assert path.stat().st_size == before.st_size
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    truth = run_cli(["registry", "--repo", str(repo), "--no-cache"], capsys)
+    assert "1m1s" in truth[1]
+    assert run_cli(["registry", "--repo", str(repo), *cache], capsys) == truth
+
+
+def test_identity_records_of_another_checkout_cost_a_read_and_no_write(tmp_path: Path, capsys: Any,
+                                                                      monkeypatch: Any) -> None:
+    from ci_policy.read import checkout
+
+    monkeypatch.setattr(checkout, "SETTLED_NS", -10**12)
+    first, second = tmp_path / "first", tmp_path / "second"
+    _checkout(first, TRUSTED)
+    _checkout(second, TRUSTED)  # a fresh clone: the same paths and bytes, other inodes
+    cache = ["--cache", str(tmp_path / "cache")]
+    truth = run_cli(["registry", "--repo", str(first), *cache], capsys)
+    (pack,) = (tmp_path / "cache").glob("*.pack.json")
+    written = pack.stat().st_mtime_ns, pack.read_bytes()
+    assert run_cli(["registry", "--repo", str(second), *cache], capsys) == truth
+    assert (pack.stat().st_mtime_ns, pack.read_bytes()) == written
+
+
+def test_a_malformed_identity_record_is_refused_with_the_warning(tmp_path: Path, capsys: Any,
+                                                                monkeypatch: Any) -> None:
+    from ci_policy.read import checkout
+
+    monkeypatch.setattr(checkout, "SETTLED_NS", -10**12)
+    repo = tmp_path / "repo"
+    _checkout(repo, TRUSTED)
+    cache = tmp_path / "cache"
+    truth = run_cli(["registry", "--repo", str(repo), "--cache", str(cache)], capsys)
+    (pack,) = cache.glob("*.pack.json")
+    header, _, body = pack.read_bytes().partition(b"\n")
+    entries = json.loads(body)
+    (stat_key,) = [k for k in entries if k.endswith("\0stat")]
+    for bad in ([entries[stat_key][0]], [entries[stat_key][0], "git:" + "0" * 40], [7, entries[stat_key][1]],
+                [entries[stat_key][0] + "\r::error::x", entries[stat_key][1]], {"a": 1}):
+        damaged = json.dumps({**entries, stat_key: bad}).encode()
+        header_dict = json.loads(header)
+        pack.write_bytes(json.dumps({**header_dict, "sha256": hashlib.sha256(damaged).hexdigest()},
+                                    separators=(",", ":")).encode() + b"\n" + damaged)
+        rc, out, err = run_cli(["registry", "--repo", str(repo), "--cache", str(cache)], capsys)
+        assert (rc, out) == truth[:2]
+        if isinstance(bad, dict):  # not an array: the pack is refused whole
+            assert "is damaged (its entries are not a JSON object of arrays)" in err
+        else:
+            assert err == (f"ci-policy registry: warning: scan cache {cache}: 1 stored scan(s) are damaged or not of "
+                           "the file they are stored for; ignored, and the test files read and parsed again (the "
+                           "cache is rewritten as they are)\n")

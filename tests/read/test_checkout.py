@@ -302,7 +302,7 @@ def test_the_file_reader_reads_what_read_text_accepts_and_nothing_else(tmp_path:
     (tmp_path / "tests" / "dir.py").mkdir()
     reader = FileReader(tmp_path, max_bytes=10)
     read = reader.read("tests/e2e/test_a.py")
-    assert read is not None and read[0] == b"x = 1\n" and read[1].st_size == 6
+    assert read is not None and read[0] == b"x = 1\n"
     assert reader.read("tests/latin1.py") is not None and reader.read("tests/latin1.py")[0] == b"\xe9\n"
     for refused in ("tests/big.py", "tests/alias/test_a.py", "tests/link.py", "tests/fifo.py", "tests/dir.py",
                     "tests/missing.py", "tests/../tests/e2e/test_a.py", "/etc/passwd", "tests//e2e/test_a.py"):
