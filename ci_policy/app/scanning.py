@@ -8,7 +8,8 @@
   so `--no-cache` changes no output.
 - Refused: a `--cache` directory inside the checkout (a pull request could plant entries there),
   or a malformed `$CI_POLICY_JOBS`, as `UsageError`. A cache directory that cannot be used (a
-  symlink, another user's, writable by others) is a warning, and every file is read.
+  symlink, another user's, writable by others) is a warning, and every file is read; so is,
+  once per command, a damaged or foreign pack or stored scan (every file it concerns is read).
 """
 
 from __future__ import annotations

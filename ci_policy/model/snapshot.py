@@ -20,7 +20,9 @@
   adapter implements), a file's `FileScan` is stored under `scan_key(path, content id)` in the
   pack of `scan_context(config, labels)` and read back instead of parsing the file again: the
   content id is the SHA-256 of the bytes this process read from the file, never an id the
-  checkout's metadata claims (a `.git/index` may name the blob id of other bytes). The stored
+  checkout's metadata claims (a `.git/index` may name the blob id of other bytes); a file
+  found with the identity (`lstat`) recorded when it was last read settled is not read again
+  (`_STAT`). The stored
   scans of the context are loaded once per snapshot (`ScanCache.load`) and the new ones
   stored once at its end (`ScanCache.store`; nothing when every file was a hit). A hit
   gives exactly what `scan_file` would (its label calls, which only a missing labels file
