@@ -461,11 +461,18 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
             continue
         stat_key = f"{file}\0{_STAT}"
         record = stored.get(stat_key)
-        if record is not None and not _is_identity_record(record):
-            refused.append(stat_key)
-            record = None
+        matched = False
+        if record is not None:
+            if not (type(record) is list and len(record) == 2 and type(record[0]) is str
+                    and type(record[1]) is str):
+                refused.append(stat_key)
+            # Equal to the identity made here, the record's is well formed; its content id is checked.
+            elif reader.identity(file) == record[0]:
+                matched = _CONTENT_ID_RE.fullmatch(record[1]) is not None
+                if not matched:
+                    refused.append(stat_key)
         tried: str | None = None  # a stored scan refused already
-        if record is not None and reader.identity(file) == record[0]:
+        if matched and record is not None:
             key = scan_key(file, record[1])
             found = stored.get(key)
             if found is not None:
@@ -542,13 +549,7 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
 # SHA-256 of the bytes read then. A file whose identity is the record's is looked up by that
 # content id without being read: a warm run on a checkout kept between runs reads no file.
 _STAT = "stat"
-_IDENTITY_RE = re.compile(r"[0-9]{1,20}:[0-9]{1,20}:[0-9]{1,20}:-?[0-9]{1,20}:-?[0-9]{1,20}")
 _CONTENT_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")
-
-
-def _is_identity_record(value: Any) -> bool:
-    return (type(value) is list and len(value) == 2 and type(value[0]) is str and type(value[1]) is str
-            and _IDENTITY_RE.fullmatch(value[0]) is not None and _CONTENT_ID_RE.fullmatch(value[1]) is not None)
 
 
 # A stored scan is JSON: its five parts, each a list of rows; a row is an item's field values in
@@ -696,15 +697,20 @@ class StrictDecoder:
             raise Damaged("registration")
         if type(est_time) not in (int, float) or not 0 <= est_time <= MAX_EST_TIME:  # NaN fails too
             raise Damaged("est_time")
-        label_tuple = _texts(labels)
-        if len(set(label_tuple)) != len(label_tuple) or not self.labels.issuperset(label_tuple):
+        if (type(line) is not int or type(col) is not int or not 1 <= line <= _MAX_POSITION
+                or not 1 <= col <= _MAX_POSITION or type(nightly) is not bool):
+            raise Damaged("registration")
+        # Labels of the registry only: as safe as its own names, so not checked as text again.
+        label_list = _tagged(labels, "t")
+        if not all(type(label) is str for label in label_list):
             raise Damaged("labels")
-        reason = _optional_text(disabled)
-        if reason is not None and not reason.strip():
+        label_tuple = tuple(label_list)
+        if label_tuple and (len(set(label_tuple)) != len(label_tuple) or not self.labels.issuperset(label_tuple)):
+            raise Damaged("labels")
+        if disabled is not None and not _text(disabled).strip():
             raise Damaged("disabled")
-        return Registration(file=file, line=_position(line), backend=backend, suite=suite, est_time=est_time,
-                            labels=label_tuple, nightly=_flag(nightly), disabled=reason, col=_position(col),
-                            marker=marker)
+        return Registration(file=file, line=line, backend=backend, suite=suite, est_time=est_time,
+                            labels=label_tuple, nightly=nightly, disabled=disabled, col=col, marker=marker)
 
     def _gate(self, value: Any, file: str) -> GateDeclaration:
         path, line, col, metric_key, steps, constraint, enforce, allowlist_reason, written = _row(value, 9)

@@ -225,14 +225,14 @@ class FileReader:
                 if not stat.S_ISREG(st.st_mode) or st.st_size > self.max_bytes:
                     return None
                 data = fh.read(self.max_bytes + 1)
-                after = _identity(os.fstat(fh.fileno()))
+                after = os.fstat(fh.fileno())
         except OSError:
             return None
         if len(data) > self.max_bytes:
             return None
-        before = _identity(st)
-        settled = before == after and max(st.st_mtime_ns, st.st_ctime_ns) < now - SETTLED_NS
-        return data, before if settled else None
+        settled = (max(st.st_mtime_ns, st.st_ctime_ns) < now - SETTLED_NS and st.st_ctime_ns == after.st_ctime_ns
+                   and st.st_mtime_ns == after.st_mtime_ns and st.st_size == after.st_size)
+        return data, _identity(st) if settled else None
 
 
 # Longer than the coarsest file-system clock a checkout is likely on (1 s; FAT's 2 s).

@@ -206,7 +206,7 @@ def test_identity_records_of_another_checkout_cost_a_read_and_no_write(tmp_path:
     assert (pack.stat().st_mtime_ns, pack.read_bytes()) == written
 
 
-def test_a_malformed_identity_record_is_refused_with_the_warning(tmp_path: Path, capsys: Any,
+def test_a_malformed_identity_record_is_refused_and_never_used(tmp_path: Path, capsys: Any,
                                                                 monkeypatch: Any) -> None:
     from ci_policy.read import checkout
 
@@ -229,6 +229,8 @@ def test_a_malformed_identity_record_is_refused_with_the_warning(tmp_path: Path,
         assert (rc, out) == truth[:2]
         if isinstance(bad, dict):  # not an array: the pack is refused whole
             assert "is damaged (its entries are not a JSON object of arrays)" in err
+        elif bad[0] != entries[stat_key][0] and isinstance(bad[0], str):
+            assert err == ""  # another identity: the file is read, and the record replaced, as any stale one
         else:
             assert err == (f"ci-policy registry: warning: scan cache {cache}: 1 stored scan(s) are damaged or not of "
                            "the file they are stored for; ignored, and the test files read and parsed again (the "
