@@ -55,6 +55,7 @@ MAX_PACK_ENTRIES = 200_000
 _CONTEXT_RE = re.compile(r"[0-9a-f]{64}")
 # The pack's first line: its format, its context, and the SHA-256 of the rest (the entries).
 _HEADER_RE = re.compile(rb'\{"cache":([0-9]{1,9}),"context":"([0-9a-f]{64})","sha256":"([0-9a-f]{64})"\}\n')
+_VERSION_RE = re.compile(rb'\{"cache":([0-9]{1,9}),')
 _READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
                | getattr(os, "O_NONBLOCK", 0))
 _WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -138,7 +139,8 @@ class DirScanCache:
             ignored(f"{path.name} cannot be read ({exc.strerror})")
             return None, {}
         header = _HEADER_RE.match(data)
-        if header is not None and int(header[1]) != CACHE_VERSION:
+        version = _VERSION_RE.match(data)  # what every format so far begins with
+        if version is not None and int(version[1]) != CACHE_VERSION:
             return None, {}  # another release's format: rewritten, nothing wrong with it
         if len(data) > MAX_PACK_BYTES or header is None or header[2].decode() != context:
             ignored(f"{path.name} is not a pack of this context")

@@ -281,7 +281,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
 
 # The scan of one test file, stored by content. Bump SCAN_FORMAT whenever `FileScan` or what
 # it is computed from changes shape, so older entries are never read as newer ones.
-SCAN_FORMAT = 3
+SCAN_FORMAT = 4
 # The parser a scan comes from: its grammar changes between Python versions.
 PARSER = (sys.implementation.name, *sys.version_info[:2])
 
