@@ -667,12 +667,14 @@ class StrictDecoder:
                 and type(suppressions) is list and type(calls) is list):
             return None
         try:
+            # An empty part costs no generator: most files have one registration and nothing else.
             return FileScan(
-                tuple(self._registration(r, file) for r in registrations),
-                tuple(self._gate(g, file) for g in gates),
-                tuple(self._diagnostic(d, file) for d in errors),
-                tuple(self._suppression(s, file) for s in suppressions),
-                tuple(self._label_call(c) for c in calls) if label_calls else self._no_label_calls(calls))
+                tuple([self._registration(r, file) for r in registrations]) if registrations else (),
+                tuple([self._gate(g, file) for g in gates]) if gates else (),
+                tuple([self._diagnostic(d, file) for d in errors]) if errors else (),
+                tuple([self._suppression(s, file) for s in suppressions]) if suppressions else (),
+                (tuple([self._label_call(c) for c in calls]) if label_calls else self._no_label_calls(calls))
+                if calls else ())
         except (ValueError, TypeError, OverflowError, RecursionError):  # Damaged is a ValueError
             return None
 

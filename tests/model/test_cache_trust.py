@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import MAIN_BLOCK, MINIMAL_CONFIG, MINIMAL_LABELS, run_cli
 
 TRUSTED = 'from ci_policy import register_cuda_ci\n\nregister_cuda_ci(60, "gpu-a", labels=["megatron"])\n' + MAIN_BLOCK
@@ -235,3 +236,23 @@ def test_a_malformed_identity_record_is_refused_and_never_used(tmp_path: Path, c
             assert err == (f"ci-policy registry: warning: scan cache {cache}: 1 stored scan(s) are damaged or not of "
                            "the file they are stored for; ignored, and the test files read and parsed again (the "
                            "cache is rewritten as they are)\n")
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_scan_whose_text_the_decoder_refuses_is_not_stored_and_reads_the_same(jobs: str, tmp_path: Path,
+                                                                               capsys: Any, monkeypatch: Any) -> None:
+    # A reason holding `::` and `##[` is the file's own text: shown as read from the checkout, never
+    # from the cache (not stored), with workers (which hand back encoded scans) or without.
+    from ci_policy.adapters import parallel
+    from ci_policy.read import checkout
+
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(checkout, "SETTLED_NS", 10**18)  # no identity record either
+    repo = tmp_path / "repo"
+    _checkout(repo, TRUSTED.replace('labels=["megatron"])', 'labels=["megatron"], disabled="see a::b ##[x]")'))
+    cache = tmp_path / "cache"
+    truth = run_cli(["registry", "--repo", str(repo), "--no-cache"], capsys)
+    assert "see a::b" in truth[1]
+    for _ in range(2):
+        assert run_cli(["registry", "--repo", str(repo), "--cache", str(cache), "--jobs", jobs], capsys) == truth
+    assert list(cache.glob("*.pack.json")) == []  # nothing else to store
