@@ -151,3 +151,9 @@ def test_commands_over_a_tampered_cache_print_what_no_cache_prints_with_one_warn
         f"{COPIES} stored scan(s) are damaged or not of the file they are stored for; ignored, and the test files "
         "read and parsed again (the cache is rewritten as they are)"] * 3 * (groups - 1)
     assert len(seen) == 3 * (groups + len(PACK_CASES))
+
+
+def test_the_corpus_is_what_its_generator_writes() -> None:
+    from hostile.cache.generate import TAMPERED, cases
+
+    assert CORPUS == {"tampered": TAMPERED, "cases": cases()}
