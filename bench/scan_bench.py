@@ -9,7 +9,10 @@ For the example repository and generated checkouts (git work trees) of 1,000, 5,
 - COMMAND cold: with an empty `--cache DIR` (every file scanned and stored), in as many
   processes as the command takes by default (`--jobs`: the CPUs this process may use);
 - COMMAND cold -j1: the same with `--jobs 1` (every file parsed in the command's own process);
-- COMMAND warm: the same command again with that cache filled.
+- COMMAND warm: the same command again with that cache filled (a checkout kept between runs:
+          its files are found by their identity records, unread);
+- COMMAND clone: the same cache on a copy of the checkout (a fresh clone: the same paths and
+          bytes, new inodes; every file read and hashed, none parsed).
 
 and prints each as a ratio to the bare loop of the same checkout (targets, issue 15:
 warm <= 0.1, cold <= 1.0). Last, the start of `ci-policy --help` and `--version` as a ratio
@@ -91,7 +94,14 @@ def bench_checkout(label: str, repo: Path, repeat: int, work: Path) -> None:
 
     base = median_time(bare, repeat)
     print(f"\n{label}: {len(files)} test files; bare read+parse {base * 1000:.0f} ms (= 1.00)")
-    print(f"  {'command':<10} {'no-cache':>9} {'cold':>7} {'cold -j1':>9} {'warm':>7}   (jobs: {available_cores()})")
+    print(f"  {'command':<10} {'no-cache':>9} {'cold':>7} {'cold -j1':>9} {'warm':>7} {'clone':>7}"
+          f"   (jobs: {available_cores()})")
+    clone = work / "clone"
+    if (repo / ".git").exists():  # git's own clone: an index that matches its work tree, as in CI
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(repo), str(clone)], check=True,
+                       env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
+    else:
+        shutil.copytree(repo, clone, symlinks=True)
     for name, argv in COMMANDS.items():
         cache = work / f"cache-{name}"
         full = [*argv, "--repo", str(repo)]
@@ -101,8 +111,11 @@ def bench_checkout(label: str, repo: Path, repeat: int, work: Path) -> None:
         serial = median_time(lambda full=full, cache=cache: run_command([*full, "--cache", str(cache), "--jobs", "1"]),
                              repeat, before=lambda cache=cache: shutil.rmtree(cache, ignore_errors=True))
         warm = median_time(lambda full=full, cache=cache: run_command([*full, "--cache", str(cache)]), repeat)
+        cloned = [*argv, "--repo", str(clone), "--cache", str(cache)]
+        fresh = median_time(lambda cloned=cloned: run_command(cloned), repeat)
         print(f"  {name:<10} {uncached / base:>9.2f} {cold / base:>7.2f} {serial / base:>9.2f} {warm / base:>7.2f}"
-              f"   (warm {warm * 1000:.0f} ms)")
+              f" {fresh / base:>7.2f}   (warm {warm * 1000:.0f} ms, clone {fresh * 1000:.0f} ms)")
+    shutil.rmtree(clone)
 
 
 def bench_start(repeat: int) -> None:

@@ -4,11 +4,13 @@
   `~/.cache/ci-policy/scan`), a scan context (`model.snapshot.scan_context`, 64 hex digits)
   and keys made by `model.snapshot.scan_key` (the file's path and its content id; the
   pack is the context's, so a key need not name it).
-- Out: one pack per context, `<context>.pack.json`, holding
-  `{"cache": CACHE_VERSION, "context": CONTEXT, "entries": {KEY: value, ...}}`; `load`
-  reads it with one open and one decode and returns its entries (values that are not
-  arrays are left out). Keys are opaque: one that names no file of the checkout is never
-  looked up, so it is not checked entry by entry.
+- Out: one pack per context, `<context>.pack.json`: a header line
+  `{"cache":CACHE_VERSION,"context":CONTEXT,"sha256":HEX}`, then the entries as one JSON
+  object `{KEY: value, ...}` whose bytes HEX is the SHA-256 of. `load` reads it with one open,
+  one hash and one decode and returns its entries (every value an array). Keys are opaque:
+  one that names no file of the checkout is never looked up, so it is not checked entry by
+  entry; the values are checked by the snapshot's strict decoder (`model.snapshot.StrictDecoder`),
+  which names the ones it refused (`reject`).
 - `store` merges a command's new entries into the pack as it is on disk now (one command
   writes at most one pack, and none when it found every entry): the keys the command used
   and its new entries first, then the other stored entries while the pack holds fewer than
@@ -18,8 +20,14 @@
   and the other's new entries are scanned again by a later command (never a wrong hit).
   A pack larger than `MAX_PACK_BYTES` is neither written nor read.
 - Ignored (no entries, and the pack is rewritten by the next command that scans a file):
-  a missing, unreadable, corrupt, foreign or oversized pack, or one whose recorded context
-  differs. Any OSError while writing is swallowed: the cache only ever saves work.
+  a missing pack or one of another `CACHE_VERSION` (another release's format) silently; an
+  unreadable, oversized, truncated or otherwise damaged pack (its checksum does not match,
+  its entries are not an object of arrays), a pack of another context, and entries the
+  decoder refused (`reject`; they are left out when the pack is next written) with one
+  warning per command (`warn`), naming only the cache directory and pack, never text read
+  from it. The checksum catches a damaged pack (a truncated write, a changed byte); someone
+  able to write the directory can write a matching one, so every entry is decoded strictly too. Any OSError
+  while writing is swallowed: the cache only ever saves work.
 - Refused (`open_cache`): a directory inside the checkout (a usage error naming the
   option: a pull request could plant entries), a cache directory or parent that is a
   symlink, one owned by another user or writable by group or others, or one that cannot be
@@ -29,28 +37,29 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
 import stat
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-CACHE_VERSION = 4
+# Where the cache is by default: a module of its own, which a stage job imports after its tests.
+from ci_policy.adapters.cache_dir import default_dir as default_dir
+
+CACHE_VERSION = 5
 MAX_PACK_BYTES = 256 * 1024 * 1024
 MAX_PACK_ENTRIES = 200_000
 _CONTEXT_RE = re.compile(r"[0-9a-f]{64}")
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# The pack's first line: its format, its context, and the SHA-256 of the rest (the entries).
+_HEADER_RE = re.compile(rb'\{"cache":([0-9]{1,9}),"context":"([0-9a-f]{64})","sha256":"([0-9a-f]{64})"\}\n')
+_VERSION_RE = re.compile(rb'\{"cache":([0-9]{1,9}),')
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+               | getattr(os, "O_NONBLOCK", 0))
 _WRITE_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
                 | getattr(os, "O_CLOEXEC", 0))
-
-
-def default_dir(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
-    """`$XDG_CACHE_HOME/ci-policy/scan`, or `~/.cache/ci-policy/scan` (XDG: an absolute path only)."""
-    base = environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
-    return root / "ci-policy" / "scan"
 
 
 def inside(path: Path, repo: Path) -> bool:
@@ -67,18 +76,34 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-class DirScanCache:
-    """`ScanCache` over a directory (see the module doc)."""
+def _ignore(_message: str) -> None:
+    pass
 
-    def __init__(self, directory: Path) -> None:
+
+class DirScanCache:
+    """`ScanCache` over a directory (see the module doc); `warn` says, once per command, that
+    stored scans were ignored."""
+
+    def __init__(self, directory: Path, warn: Callable[[str], None] = _ignore) -> None:
         self.directory = Path(directory)
+        self.warn = warn
+        self._warned = False
         # The pack this process last read per context, with the identity of the file it came from.
         self._read: dict[str, tuple[tuple[int, int, int, int] | None, dict[str, Any]]] = {}
+        self._rejected: dict[str, set[str]] = {}
 
     def _path(self, context: str) -> Path | None:
         if not _CONTEXT_RE.fullmatch(context):
             return None
         return self.directory / f"{context}.pack.json"
+
+    def _ignored(self, why: str) -> None:
+        # Once per command: a damaged pack and the entries of another are one problem to the reader.
+        # Only the cache's own path and counts: nothing read from a pack is shown.
+        if not self._warned:
+            self._warned = True
+            self.warn(f"scan cache {self.directory}: {why}; ignored, and the test files read and parsed again "
+                      "(the cache is rewritten as they are)")
 
     def load(self, context: str) -> dict[str, Any]:
         path = self._path(context)
@@ -88,31 +113,49 @@ class DirScanCache:
         self._read[context] = (identity, entries)
         return entries
 
-    def _read_pack(self, path: Path, context: str) -> tuple[tuple[int, int, int, int] | None, dict[str, Any]]:
+    def reject(self, context: str, keys: Collection[str]) -> None:
+        if keys:
+            self._rejected.setdefault(context, set()).update(keys)
+            self._ignored(f"{len(set(keys))} stored scan(s) are damaged or not of the file they are stored for")
+
+    def _read_pack(self, path: Path, context: str, *, quiet: bool = False
+                   ) -> tuple[tuple[int, int, int, int] | None, dict[str, Any]]:
+        ignored = _ignore if quiet else self._ignored
         try:
             fd = os.open(path, _READ_FLAGS)
-        except OSError:
+        except FileNotFoundError:
+            return None, {}
+        except OSError as exc:
+            ignored(f"{path.name} cannot be read ({exc.strerror})")
             return None, {}
         try:
             with os.fdopen(fd, "rb") as fh:
                 st = os.fstat(fh.fileno())
                 if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_PACK_BYTES:
+                    ignored(f"{path.name} is not a regular file of at most {MAX_PACK_BYTES} bytes")
                     return None, {}
                 data = fh.read(MAX_PACK_BYTES + 1)
-        except OSError:
+        except OSError as exc:
+            ignored(f"{path.name} cannot be read ({exc.strerror})")
             return None, {}
-        if len(data) > MAX_PACK_BYTES:
+        header = _HEADER_RE.match(data)
+        version = _VERSION_RE.match(data)  # what every format so far begins with
+        if version is not None and int(version[1]) != CACHE_VERSION:
+            return None, {}  # another release's format: rewritten, nothing wrong with it
+        if len(data) > MAX_PACK_BYTES or header is None or header[2].decode() != context:
+            ignored(f"{path.name} is not a pack of this context")
+            return None, {}
+        body = memoryview(data)[header.end():]
+        if hashlib.sha256(body).hexdigest() != header[3].decode():
+            ignored(f"{path.name} is damaged (its checksum does not match)")
             return None, {}
         try:
-            pack = json.loads(data)
+            entries = json.loads(bytes(body))
         except (ValueError, RecursionError):
+            entries = None
+        if type(entries) is not dict or not all(type(v) is list for v in entries.values()):
+            ignored(f"{path.name} is damaged (its entries are not a JSON object of arrays)")
             return None, {}
-        if (not isinstance(pack, dict) or pack.get("cache") != CACHE_VERSION or pack.get("context") != context
-                or not isinstance(pack.get("entries"), dict)):
-            return None, {}
-        entries: dict[str, Any] = pack["entries"]
-        if not all(type(v) is list for v in entries.values()):
-            entries = {k: v for k, v in entries.items() if type(v) is list}
         return _identity(st), entries
 
     def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None:
@@ -128,19 +171,22 @@ class DirScanCache:
         if now is None:
             base = {}
         elif identity != now:
-            identity, base = self._read_pack(path, context)
+            identity, base = self._read_pack(path, context, quiet=True)
+        rejected = self._rejected.get(context, set())
         merged: dict[str, Any] = {k: base[k] for k in used if k in base}
         merged.update((k, v) for k, v in new.items() if type(k) is str and type(v) is list)
         for k, v in base.items():
             if len(merged) >= MAX_PACK_ENTRIES:
                 break
-            merged.setdefault(k, v)
+            if k not in rejected:
+                merged.setdefault(k, v)
         try:
-            data = json.dumps({"cache": CACHE_VERSION, "context": context, "entries": merged},
-                              separators=(",", ":")).encode("utf-8", "surrogatepass")
+            body = json.dumps(merged, separators=(",", ":")).encode("utf-8", "surrogatepass")
         except (TypeError, ValueError, RecursionError):
             return
-        if len(data) > MAX_PACK_BYTES:
+        header = (f'{{"cache":{CACHE_VERSION},"context":"{context}","sha256":"{hashlib.sha256(body).hexdigest()}"}}\n'
+                  .encode())
+        if len(header) + len(body) > MAX_PACK_BYTES:
             return
         try:
             # Named by process and context: no other writer uses this name at the same time,
@@ -154,7 +200,8 @@ class DirScanCache:
                 fd = os.open(tmp, _WRITE_FLAGS, 0o600)
             try:
                 with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
+                    fh.write(header)
+                    fh.write(body)
                     st = os.fstat(fh.fileno())
                 os.replace(tmp, path)
             except BaseException:
@@ -166,7 +213,8 @@ class DirScanCache:
         self._read[context] = (_identity(st), merged)
 
 
-def open_cache(directory: Path, *, own: int = 1) -> tuple[DirScanCache | None, str | None]:
+def open_cache(directory: Path, *, own: int = 1, warn: Callable[[str], None] = _ignore
+               ) -> tuple[DirScanCache | None, str | None]:
     """The cache at `directory`, created if needed; or (None, why) when it cannot be used.
 
     `own`: how many trailing components of `directory` are the cache's own (1 for
@@ -198,4 +246,4 @@ def open_cache(directory: Path, *, own: int = 1) -> tuple[DirScanCache | None, s
         return None, f"{directory} is writable by others"
     if not os.access(directory, os.W_OK | os.X_OK):
         return None, f"{directory} is not writable"
-    return DirScanCache(directory), None
+    return DirScanCache(directory, warn), None

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci_policy.adapters import cache_dir
 from ci_policy.adapters.git import CleanTree
 from ci_policy.adapters.runner import environment as secrets_environment
 from ci_policy.adapters.runner import shard as runner
@@ -59,6 +60,7 @@ class RunRequest:
     retry_wait: float = 0.0
     continue_on_error: bool = False
     github: bool = False
+    cache: str | None = None                  # `--cache DIR`: swept after the tests, as the default one is
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,22 @@ def _gate_hook(store: str | None, job: StageJob, repo: Path) -> GateHook:
     return hook
 
 
+def _cache_listings(request: RunRequest) -> dict[Path, cache_dir.Listing]:
+    """The scan cache directories (the default one, `--cache DIR`) as they are before the tests."""
+    named = [cache_dir.default_dir(), *([Path(request.cache)] if request.cache else [])]
+    return {directory: cache_dir.listing(directory) for directory in dict.fromkeys(Path(os.path.abspath(d))
+                                                                                  for d in named)}
+
+
+def _discard_cache_writes(before: dict[Path, cache_dir.Listing], show: Callable[[str], None]) -> None:
+    """Remove what the tests wrote to the scan cache (`adapters.cache_dir`): a test is a pull
+    request's code, and the next command on this runner must not read its scans."""
+    removed = sum(cache_dir.discard_changed(directory, listed) for directory, listed in before.items())
+    if removed:
+        show(f"ci-policy: removed {removed} file(s) written to the scan cache while the tests ran "
+             f"({', '.join(map(str, before))}); later commands read those test files again")
+
+
 def execute(request: RunRequest, prepared: Prepared, show: Callable[[str], None],
             before: Callable[[], None] = lambda: None) -> Executed:
     """Run the prepared shards; `before` is called once the run is set up, just before the first test."""
@@ -213,6 +231,7 @@ def execute(request: RunRequest, prepared: Prepared, show: Callable[[str], None]
     hide_from_tests()
     before()
     results: list[ShardResult] = []
+    listed = _cache_listings(request) if shards else {}
     try:
         for i, shard in enumerate(shards):
             show(shard_header(job.stage, shard))
@@ -226,6 +245,8 @@ def execute(request: RunRequest, prepared: Prepared, show: Callable[[str], None]
         return Executed(None, 143)
     except KeyboardInterrupt:
         return Executed(None, 130)
+    finally:
+        _discard_cache_writes(listed, show)
     if request.shards is None:
         return Executed(results[0])
     regs = {r.file: r for r in job.stage.tests}

@@ -8,7 +8,8 @@
   so `--no-cache` changes no output.
 - Refused: a `--cache` directory inside the checkout (a pull request could plant entries there),
   or a malformed `$CI_POLICY_JOBS`, as `UsageError`. A cache directory that cannot be used (a
-  symlink, another user's, writable by others) is a warning, and every file is read.
+  symlink, another user's, writable by others) is a warning, and every file is read; so is,
+  once per command, a damaged or foreign pack or stored scan (every file it concerns is read).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def scan_cache(request: ScanRequest) -> DirScanCache | None:
         why: str | None = f"the default cache directory {directory} is inside the checkout"
         cache = None
     else:
-        cache, why = open_cache(directory, own=1 if given is not None else 2)
+        cache, why = open_cache(directory, own=1 if given is not None else 2, warn=request.warn)
     if cache is None:
         request.warn(f"{'--cache: ' if given is not None else ''}{why}; reading every test file without the "
                      "scan cache")

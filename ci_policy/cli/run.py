@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                              store=args.store, store_file=args.store_file, timings_out=args.timings_out,
                              records_out=args.records_out, max_attempts=args.max_attempts,
                              retry_wait=args.retry_wait, continue_on_error=args.continue_on_error,
-                             github=args.format == "github")
+                             github=args.format == "github", cache=args.cache or None)
         prepared = prepare(request, tree)
     for warning in prepared.warnings:
         if args.format == "github":

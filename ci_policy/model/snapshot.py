@@ -18,16 +18,21 @@
 - Each test file is read once and parsed once (`scan_file`: markers, registrations,
   gates, suppressions from one `ast.parse`). With a `cache` (a `ScanCache`, which an
   adapter implements), a file's `FileScan` is stored under `scan_key(path, content id)` in the
-  pack of `scan_context(config, labels)` and read back instead of re-reading the file: the content
-  id is the git blob id when the `index` (`adapters.git.checkout_index`) lists the file as
-  tracked and unmodified (no read at all), else the SHA-256 of the bytes read. The stored
+  pack of `scan_context(config, labels)` and read back instead of parsing the file again: the
+  content id is the SHA-256 of the bytes this process read from the file, never an id the
+  checkout's metadata claims (a `.git/index` may name the blob id of other bytes); a file
+  found with the identity (`lstat`) recorded when it was last read settled is not read again
+  (`_STAT`). The stored
   scans of the context are loaded once per snapshot (`ScanCache.load`) and the new ones
   stored once at its end (`ScanCache.store`; nothing when every file was a hit). A hit
   gives exactly what `scan_file` would (its label calls, which only a missing labels file
   makes the snapshot read, are left unmade when the labels file is there); a read error is
-  never stored. A stored scan is
-  its items' field values in rows, made back into the items by their dataclasses'
-  constructors; an entry of another shape (damaged, or of another version) is a miss.
+  never stored. A stored scan is its items' field values in rows, read back by
+  `StrictDecoder`: any value of the wrong type or range, any item that `scan_file` could not
+  have made for this path under this configuration, and any text that could pass for a
+  workflow command (`_UNSAFE_TEXT`) makes the entry a miss, which the cache is told of
+  (`ScanCache.reject`: one warning per command); the file is then read and parsed. A scan
+  the decoder would not read back equal is not stored (`StrictDecoder.encode_checked`).
 - `index` may also be a function that returns the listing (a listing started before
   the snapshot, which git makes in its own processes): it is called once the stored scans,
   the configuration and the labels file are read, so that they are read meanwhile.
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -49,17 +55,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ci_policy import __version__
+from ci_policy.config.gates import constraint_problems, steps_problems
 from ci_policy.config.lint import IgnoreRule
 from ci_policy.config.load import load_config
 from ci_policy.config.top import Config
-from ci_policy.errors import Diagnostic, InputError, InputErrors
+from ci_policy.errors import CODES, Diagnostic, InputError, InputErrors
+from ci_policy.gates.declarations import KEYWORDS as GATE_KEYWORDS
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model.discovery import discover
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
-from ci_policy.read.checkout import check_no_symlinks, read_text
+from ci_policy.read.checkout import MAX_FILE_BYTES, FileReader, check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
 from ci_policy.read.markers import parse_source, scan
+from ci_policy.read.numbers import MAX_EST_TIME
 
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry
@@ -221,8 +230,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     gates: list[GateDeclaration] = []
     label_calls: list[tuple[str, LabelCall]] = []  # read only to say why a missing labels file is needed
     inline: list[Suppression] = []
-    scans = _scan_all(repo, files, config, labels, context, cache, stored, index, scanner,
-                      label_calls=labels_missing)
+    scans = _scan_all(repo, files, config, labels, context, cache, stored, scanner, label_calls=labels_missing)
     for file, scanned in zip(files, scans, strict=True):
         if isinstance(scanned, Diagnostic):
             errors.append(scanned)
@@ -273,7 +281,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
 
 # The scan of one test file, stored by content. Bump SCAN_FORMAT whenever `FileScan` or what
 # it is computed from changes shape, so older entries are never read as newer ones.
-SCAN_FORMAT = 3
+SCAN_FORMAT = 4
 # The parser a scan comes from: its grammar changes between Python versions.
 PARSER = (sys.implementation.name, *sys.version_info[:2])
 
@@ -306,11 +314,15 @@ class ScanCache(Protocol):
     `load` returns what was stored for the context (values by key; empty when nothing or
     nothing readable is); it never raises. `store` adds a command's new entries (`used`:
     the keys the command found, which it should keep); it may silently store nothing.
+    `reject` names the stored entries `StrictDecoder` refused (damaged or foreign: each
+    file was read and scanned instead); the cache says so once, and drops them.
     """
 
     def load(self, context: str) -> Mapping[str, Any]: ...
 
     def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None: ...
+
+    def reject(self, context: str, keys: Collection[str]) -> None: ...
 
 
 class Scanner(Protocol):
@@ -351,11 +363,17 @@ def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache
         return scan_file(text, file, config, labels)
     context = scan_context(config, labels)
     key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
-    hit = _decode(cache.load(context).get(key))
-    if hit is not None:
-        return hit
+    decoder = StrictDecoder(config, labels)
+    found = cache.load(context).get(key)
+    if found is not None:
+        hit = decoder.decode(found, file)
+        if hit is not None:
+            return hit
+        cache.reject(context, [key])
     result = scan_file(text, file, config, labels)
-    cache.store(context, {key: encode_scan(result)})
+    encoded = decoder.encode_checked(result, file)
+    if encoded is not None:
+        cache.store(context, {key: encoded})
     return result
 
 
@@ -410,97 +428,156 @@ def scan_files(repo: Path, items: Sequence[tuple[str, str | None]], config: Conf
 
 
 def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelRegistry, context: str,
-              cache: ScanCache | None, stored: Mapping[str, Any] | None, index: Mapping[str, IndexEntry] | None,
-              scanner: Scanner | None, *, label_calls: bool = True) -> list[FileScan | Diagnostic]:
+              cache: ScanCache | None, stored: Mapping[str, Any] | None, scanner: Scanner | None, *,
+              label_calls: bool = True) -> list[FileScan | Diagnostic]:
     """The scan of each discovered file, in order: through the stored scans (`stored`, what
     `cache.load(context)` gave) when `cache` is given.
 
     Without `label_calls` (the labels file is there: nothing reads them), a stored scan's
     label calls are not made back into items: its `label_calls` is empty.
 
-    A file git lists as unmodified is looked up by its blob id before it is read; with a
-    cache, any other file is read and looked up by the SHA-256 of its bytes. The misses go
-    to `scanner` (default `scan_files`) together, their texts when already read; a miss's
-    scan is stored under its key (as the scanner encoded it, when it did), a read error never.
+    With a cache, a file is read as bytes (`read.checkout.FileReader`) and looked up by the
+    SHA-256 of those bytes: never by an id the checkout's own metadata states (a `.git/index`
+    can name any blob id for any bytes, and a cache shared by checkouts would then hand one
+    checkout's scan to another). The misses go to `scanner` (default `scan_files`) together,
+    their texts when already read; a miss's scan is stored under its key (as the scanner
+    encoded it, when it did), a read error never.
+
+    Why identity records too: the blob id let a warm run read no file. Hashing bytes read for
+    parsing costs next to nothing, but a warm run that read nothing now reads every file:
+    measured with `bench/scan_bench.py` on 5,000 files, a warm run of a fresh clone takes
+    about 20 µs of CPU a file more than it did (the read and the hash; a tenth of a parse),
+    which no design avoids while the bytes are what names the scan. A checkout kept between
+    runs (a developer's; a self-hosted runner's workspace, which `actions/checkout` updates
+    in place) is found by its files' identity records instead: one `lstat` a file, about
+    7 µs a file more than the blob id (the identity and the strict decoding), and no read.
+    A record is this user's own observation of bytes it read (a checkout cannot forge a
+    ctime), so it names the bytes as surely as the hash did when it was made.
     """
-    caching = cache is not None
     if stored is None:
         stored = {}
+    decoder = StrictDecoder(config, labels)
     results: list[FileScan | Diagnostic | None] = [None] * len(files)
     # (position, file, text when read, key when caching) of each file to scan
     misses: list[tuple[int, str, str | None, str | None]] = []
     used: list[str] = []
+    refused: list[str] = []
+    reader = FileReader(repo) if cache is not None else None
+    # Identity records (`_STAT`): made for files read now, and the number of files found by one.
+    identities: dict[str, list[Any]] = {}
+    known = 0
     for i, file in enumerate(files):
-        if not caching:
+        if reader is None:
             misses.append((i, file, None, None))
             continue
-        entry = index.get(file) if index is not None else None
+        stat_key = f"{file}\0{_STAT}"
+        record = stored.get(stat_key)
+        matched = False
+        if record is not None:
+            if not (type(record) is list and len(record) == 2 and type(record[0]) is str
+                    and type(record[1]) is str):
+                refused.append(stat_key)
+            # Equal to the identity made here, the record's is well formed; its content id is checked.
+            elif reader.identity(file) == record[0]:
+                matched = _CONTENT_ID_RE.fullmatch(record[1]) is not None
+                if not matched:
+                    refused.append(stat_key)
+        tried: str | None = None  # a stored scan refused already
+        if matched and record is not None:
+            key = scan_key(file, record[1])
+            found = stored.get(key)
+            if found is not None:
+                hit = decoder.decode(found, file, label_calls)
+                if hit is not None:
+                    used.extend((stat_key, key))
+                    results[i] = hit
+                    known += 1
+                    continue
+                refused.append(tried := key)
         text: str | None = None
-        if entry is not None and entry.kind == "file" and entry.blob is not None:
-            key = scan_key(file, f"git:{entry.blob}")
-        else:
+        settled: str | None = None
+        read = reader.read(file)
+        if read is not None:
+            data, settled = read
+        else:  # refused or odd: read_text says why, or reads it
             try:
                 text = read_text(repo, file, what="test file")
             except InputError as exc:
                 results[i] = exc.diagnostic
                 continue
-            key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
-        hit = _decode(stored.get(key), label_calls)
-        if hit is not None:
-            used.append(key)
-            results[i] = hit
-        else:
-            misses.append((i, file, text, key))
+            data = text.encode("utf-8", "surrogatepass")
+        content_id = f"sha256:{hashlib.sha256(data).hexdigest()}"
+        if settled is not None:
+            identities[stat_key] = [settled, content_id]
+        key = scan_key(file, content_id)
+        found = stored.get(key) if key != tried else None
+        if found is not None:
+            hit = decoder.decode(found, file, label_calls)
+            if hit is not None:
+                used.append(key)
+                results[i] = hit
+                continue
+            refused.append(key)
+        if text is None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None  # read_text reports it, where it is
+        misses.append((i, file, text, key))
     new: dict[str, list[Any]] = {}
     if misses:
         scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], config, labels)
-        for (i, _file, _text, miss_key), found in zip(misses, scanned, strict=True):
-            if isinstance(found, list):  # encoded by the scanner (another process)
-                decoded = _decode(found)
-                if decoded is None:
-                    raise ValueError(f"the scanner returned no scan for {_file}")
-                results[i] = decoded
-                if miss_key is not None:
-                    new[miss_key] = found
-                continue
-            results[i] = found
-            if miss_key is not None and isinstance(found, FileScan):
-                new[miss_key] = encode_scan(found)
-    if cache is not None and new:
-        cache.store(context, new, used)
+        for (i, file, text, miss_key), result in zip(misses, scanned, strict=True):
+            if isinstance(result, list):  # encoded by the scanner (another process)
+                decoded = decoder.decode(result, file)
+                if decoded is None:  # text `encode_checked` keeps out of the cache: scanned here again
+                    result = scan_files(repo, [(file, text)], config, labels)[0]
+                else:
+                    result = decoded
+            results[i] = result
+            if miss_key is not None and isinstance(result, FileScan):
+                encoded = decoder.encode_checked(result, file)
+                if encoded is not None:
+                    new[miss_key] = encoded
+    if cache is not None:
+        if refused:
+            cache.reject(context, refused)
+        # A command that writes the pack anyway, or that found files by their records (a checkout
+        # kept between runs), keeps every new record; otherwise only those of paths that had
+        # none, so a warm run of a fresh clone (new inodes, every record another's) writes nothing.
+        for stat_key, identity in identities.items():
+            if new or known or stored.get(stat_key) is None:
+                new[stat_key] = identity
+        if new:
+            cache.store(context, new, used)
     done = [r for r in results if r is not None]
     assert len(done) == len(files)
     return done
 
 
-# A stored scan is JSON: lists and tuples tagged apart, so every value comes back as it was.
+# The key suffix of a file's identity record, `[identity, content id]`: the file as `lstat` found
+# it when this user's ci-policy last read it settled (`read.checkout.FileReader`), and the
+# SHA-256 of the bytes read then. A file whose identity is the record's is looked up by that
+# content id without being read: a warm run on a checkout kept between runs reads no file.
+_STAT = "stat"
+_CONTENT_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+# A stored scan is JSON: its five parts, each a list of rows; a row is an item's field values in
+# the order of its dataclass fields, a tuple or list among them tagged ({"t": [...]}, {"l": [...]}).
+# Read back by `StrictDecoder`, never by a generic one: a pack is a file anyone able to write the
+# cache directory can change, so each value is checked for its type and range, and each text for
+# what `scan_file` would have made of this path under this configuration and label registry.
 def _enc(value: Any) -> Any:
     if isinstance(value, list):
         return {"l": [_enc(v) for v in value]}
     if isinstance(value, tuple):
         return {"t": [_enc(v) for v in value]}
-    if isinstance(value, dict):
-        return {"d": [[_enc(k), _enc(v)] for k, v in value.items()]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     raise TypeError(f"cannot store {type(value).__name__}")
 
 
-def _dec(value: Any) -> Any:
-    if type(value) is dict:
-        (tag, items), = value.items()
-        if tag == "l":
-            return [_dec(v) for v in items]
-        if tag == "t":
-            return tuple(_dec(v) for v in items)
-        if tag == "d":
-            return {_dec(k): _dec(v) for k, v in items}
-        raise ValueError(tag)
-    return value
-
-
-# The parts of a `FileScan` in order, each stored as a list of rows: a row is the item's
-# field values in the order of its dataclass fields (a value that is no scalar tagged by `_enc`).
 _STORED: tuple[tuple[type, tuple[str, ...]], ...] = tuple(
     (cls, tuple(f.name for f in fields(cls))) for cls in (Registration, GateDeclaration, Diagnostic, Suppression,
                                                           LabelCall))
@@ -508,7 +585,7 @@ _SCALARS = (str, int, bool, float, type(None))
 
 
 def encode_scan(result: FileScan) -> list[Any]:
-    """A `FileScan` as JSON-ready data: its five parts, each a list of rows (`decode_scan`
+    """A `FileScan` as JSON-ready data: its five parts, each a list of rows (`StrictDecoder`
     reads it back equal). The format is `SCAN_FORMAT`, which is part of every scan context."""
     scalars = _SCALARS
     return [[[v if type(v) in scalars else _enc(v) for v in (getattr(item, n) for n in names)] for item in items]
@@ -516,43 +593,202 @@ def encode_scan(result: FileScan) -> list[Any]:
                                                       result.suppressions, result.label_calls), strict=True)]
 
 
-def decode_scan(data: Any) -> FileScan | None:
-    """The `FileScan` stored as `data`, or None when it is not one (a corrupt or foreign entry)."""
-    return _decode(data)
+class Damaged(ValueError):
+    """A stored value that is not what `encode_scan` writes for a scan of this file."""
 
 
-def _maker(cls: type, count: int) -> Callable[[Any], Any]:
-    # An item made by its dataclass's constructor from the field values it was stored with (a
-    # value that is no scalar tagged by `_enc`); a row of another shape is a damaged entry.
-    def make(row: Any) -> Any:
-        if type(row) is not list or len(row) != count:
-            raise ValueError("not a row")
-        return cls(*[_dec(v) if type(v) is dict else v for v in row])
-    return make
+# A line or column of a file read whole under the size cap; a larger one is no position of it.
+_MAX_POSITION = MAX_FILE_BYTES + 1
+# Stored text that could be read as a workflow command, or shown other than it is: C0 and C1
+# controls (a CR or LF starts a new log line), bidi controls, lone surrogates, `##[` (parsed
+# anywhere in a line) and `::` (a command at a line start). `scan_file` makes such text only
+# from a file that holds it; such a scan is not stored (`encode_checked`), so the file is
+# read and parsed each time and its text reaches the output as read from the checkout.
+_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|##\\[|::")
+_MAX_TEXT = 64 * 1024
+_CODE_RE = re.compile(r"CP[0-9]{3}")
 
 
-_MAKE_REGISTRATION, _MAKE_GATE, _MAKE_DIAGNOSTIC, _MAKE_SUPPRESSION, _MAKE_LABEL_CALL = (
-    _maker(cls, len(names)) for cls, names in _STORED)
+def _text(value: Any) -> str:
+    if type(value) is not str or len(value) > _MAX_TEXT or _UNSAFE_TEXT.search(value):
+        raise Damaged("text")
+    return value
 
 
-def _decode(data: Any, label_calls: bool = True) -> FileScan | None:
-    # Without `label_calls`, that part is checked to be a list and left unmade: making a
-    # `LabelCall` for every file is a quarter of reading a warm cache.
-    if type(data) is not list or len(data) != len(_STORED):
-        return None
-    registrations, gates, errors, suppressions, calls = data
-    if not (type(registrations) is list and type(gates) is list and type(errors) is list
-            and type(suppressions) is list and type(calls) is list):
-        return None
-    try:
-        return FileScan(
-            tuple(map(_MAKE_REGISTRATION, registrations)) if registrations else (),
-            tuple(map(_MAKE_GATE, gates)) if gates else (),
-            tuple(map(_MAKE_DIAGNOSTIC, errors)) if errors else (),
-            tuple(map(_MAKE_SUPPRESSION, suppressions)) if suppressions else (),
-            tuple(map(_MAKE_LABEL_CALL, calls)) if calls and label_calls else ())
-    except (TypeError, ValueError, AttributeError):
-        return None
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _position(value: Any) -> int:
+    if type(value) is not int or not 1 <= value <= _MAX_POSITION:
+        raise Damaged("position")
+    return value
+
+
+def _optional_position(value: Any) -> int | None:
+    return None if value is None else _position(value)
+
+
+def _flag(value: Any) -> bool:
+    if type(value) is not bool:
+        raise Damaged("flag")
+    return value
+
+
+def _tagged(value: Any, tag: str) -> list[Any]:
+    if type(value) is not dict or len(value) != 1 or type(items := value.get(tag)) is not list:
+        raise Damaged("tagged")
+    return items
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(_text(v) for v in _tagged(value, "t"))
+
+
+def _row(value: Any, count: int) -> list[Any]:
+    if type(value) is not list or len(value) != count:
+        raise Damaged("row")
+    return value
+
+
+class StrictDecoder:
+    """Reads stored scans back for one configuration and label registry (`scan_context`).
+
+    `decode(data, file)` is the `FileScan` of `file` stored as `data`, or None when it is not
+    one `scan_file` could have returned for that path: a wrong type anywhere, a number out of
+    range or not finite, a registration of a marker, stage or label the configuration does not
+    have, an implicit registration the configuration does not give that path, an item located
+    in another file, a diagnostic code ci-policy does not have, or text `_UNSAFE_TEXT` refuses.
+    It never raises, whatever `data` is (JSON values of any shape, nesting or size).
+    """
+
+    def __init__(self, config: Config, labels: LabelRegistry) -> None:
+        self.config = config
+        self.markers = dict(config.markers.names)
+        self.stages = frozenset((s.backend, s.name) for s in config.stages)
+        self.labels = frozenset(labels.names)
+
+    def decode(self, data: Any, file: str, label_calls: bool = True) -> FileScan | None:
+        # Without `label_calls`, that part is checked and left unmade: making a `LabelCall` for
+        # every file is a quarter of reading a warm cache.
+        if type(data) is not list or len(data) != len(_STORED):
+            return None
+        registrations, gates, errors, suppressions, calls = data
+        if not (type(registrations) is list and type(gates) is list and type(errors) is list
+                and type(suppressions) is list and type(calls) is list):
+            return None
+        try:
+            # An empty part costs no generator: most files have one registration and nothing else.
+            return FileScan(
+                tuple([self._registration(r, file) for r in registrations]) if registrations else (),
+                tuple([self._gate(g, file) for g in gates]) if gates else (),
+                tuple([self._diagnostic(d, file) for d in errors]) if errors else (),
+                tuple([self._suppression(s, file) for s in suppressions]) if suppressions else (),
+                (tuple([self._label_call(c) for c in calls]) if label_calls else self._no_label_calls(calls))
+                if calls else ())
+        except (ValueError, TypeError, OverflowError, RecursionError):  # Damaged is a ValueError
+            return None
+
+    def _registration(self, value: Any, file: str) -> Registration:
+        (path, line, backend, suite, est_time, labels, nightly, disabled, implicit, col, est_source,
+         marker) = _row(value, 12)
+        if path != file:
+            raise Damaged("file")
+        if implicit is True:
+            rule = self.config.discovery.implicit_for(file)
+            made: list[Any] | None = (None if rule is None else
+                    [file, None, rule.backend, rule.suite, rule.est_time, {"t": []}, False, None, True, None,
+                     "implicit", None])
+            # The same types too: `1 == 1.0 == True` would let a float or a flag through.
+            if made is None or [(type(v), v) for v in value] != [(type(v), v) for v in made]:
+                raise Damaged("implicit")
+            assert rule is not None
+            return Registration(file=file, line=None, backend=rule.backend, suite=rule.suite,
+                                est_time=rule.est_time, implicit=True, est_source="implicit")
+        if (implicit is not False or est_source != "literal" or type(marker) is not str
+                or self.markers.get(marker) != backend or (backend, suite) not in self.stages):
+            raise Damaged("registration")
+        if type(est_time) not in (int, float) or not 0 <= est_time <= MAX_EST_TIME:  # NaN fails too
+            raise Damaged("est_time")
+        if (type(line) is not int or type(col) is not int or not 1 <= line <= _MAX_POSITION
+                or not 1 <= col <= _MAX_POSITION or type(nightly) is not bool):
+            raise Damaged("registration")
+        # Labels of the registry only: as safe as its own names, so not checked as text again.
+        label_list = _tagged(labels, "t")
+        if not all(type(label) is str for label in label_list):
+            raise Damaged("labels")
+        label_tuple = tuple(label_list)
+        if label_tuple and (len(set(label_tuple)) != len(label_tuple) or not self.labels.issuperset(label_tuple)):
+            raise Damaged("labels")
+        if disabled is not None and not _text(disabled).strip():
+            raise Damaged("disabled")
+        return Registration(file=file, line=line, backend=backend, suite=suite, est_time=est_time,
+                            labels=label_tuple, nightly=nightly, disabled=disabled, col=col, marker=marker)
+
+    def _gate(self, value: Any, file: str) -> GateDeclaration:
+        path, line, col, metric_key, steps, constraint, enforce, allowlist_reason, written = _row(value, 9)
+        if path != file or not _text(metric_key).strip():
+            raise Damaged("gate")
+        if steps is not None and type(steps) is not str:
+            steps = _tagged(steps, "l")
+            if not all(type(s) is int and 0 <= s < 2**63 for s in steps):
+                raise Damaged("steps")
+        if steps is not None and steps_problems(steps):
+            raise Damaged("steps")
+        bounds: tuple[tuple[str, float], ...] | None = None
+        if constraint is not None:
+            pairs = [_tagged(pair, "t") for pair in _tagged(constraint, "t")]
+            if not all(len(p) == 2 and type(p[0]) is str and type(p[1]) in (int, float) for p in pairs):
+                raise Damaged("constraint")
+            bounds = tuple((k, v) for k, v in pairs)
+            if list(bounds) != sorted(bounds) or len(dict(bounds)) != len(bounds) or constraint_problems(dict(bounds)):
+                raise Damaged("constraint")
+        names = _texts(written)
+        if "metric_key" not in names or list(names) != [k for k in GATE_KEYWORDS if k in names]:
+            raise Damaged("written")
+        return GateDeclaration(file=file, line=_position(line), col=_position(col), metric_key=metric_key,
+                               steps=steps, constraint=bounds, enforce=_flag(enforce),
+                               allowlist_reason=_optional_text(allowlist_reason), written=names)
+
+    def _diagnostic(self, value: Any, file: str) -> Diagnostic:
+        message, path, line, col, hint, code, severity = _row(value, 7)
+        if path != file or severity not in ("error", "warning") or not (code is None or (type(code) is str
+                                                                                   and code in CODES)):
+            raise Damaged("diagnostic")
+        return Diagnostic(_text(message), path=file, line=_optional_position(line), col=_optional_position(col),
+                          hint=_optional_text(hint), code=code, severity=severity)
+
+    def _suppression(self, value: Any, file: str) -> Suppression:
+        path, line, col, first, last, codes = _row(value, 6)
+        names = _texts(codes)
+        if path != file or not all(_CODE_RE.fullmatch(c) for c in names):
+            raise Damaged("suppression")
+        return Suppression(path=file, line=_position(line), col=_position(col), first=_position(first),
+                           last=_position(last), codes=names)
+
+    def _label_call(self, value: Any) -> LabelCall:
+        marker, line, uses_labels = _row(value, 3)
+        if type(marker) is not str or marker not in self.markers:
+            raise Damaged("label call")
+        return LabelCall(marker, _position(line), _flag(uses_labels))
+
+    def _no_label_calls(self, calls: list[Any]) -> tuple[()]:
+        markers = self.markers
+        for value in calls:
+            if (type(value) is not list or len(value) != 3 or type(value[0]) is not str or value[0] not in markers
+                    or type(value[1]) is not int or not 1 <= value[1] <= _MAX_POSITION or type(value[2]) is not bool):
+                raise Damaged("label call")
+        return ()
+
+    def encode_checked(self, result: FileScan, file: str) -> list[Any] | None:
+        """`encode_scan(result)`, or None when this decoder would not read it back equal (text
+        `_UNSAFE_TEXT` refuses, say): such a scan is not stored, so a stored scan that fails to
+        decode is always a damaged or foreign one."""
+        try:
+            data = encode_scan(result)
+        except TypeError:
+            return None
+        return data if self.decode(data, file) == result else None
 
 
 def classify(snapshot: Snapshot) -> Validity:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -152,3 +153,91 @@ def where_missing(root: Path, rel: str) -> tuple[str, str, tuple[str, ...]]:
             return "/".join(parts[:i]), part, names
         current = os.path.join(current, part)
     return rel, "", ()
+
+
+# O_NONBLOCK: opening a FIFO planted in a checkout returns at once (and is then refused as not a
+# regular file) instead of waiting for a writer; it changes nothing for a regular file.
+_READ_BYTES_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+
+
+class FileReader:
+    """Reads files of one checkout as bytes, as `read_text` would accept them: the scan cache's
+    reader, which names a file by a hash of the bytes it read itself.
+
+    The directories between the root and a file are checked for symlinks once per reader
+    (a checkout holds thousands of test files in a few directories); the file itself is
+    opened with `O_NOFOLLOW` and checked with `fstat`. `read` returns None for anything
+    `read_text` would refuse (a symlink, not a regular file, unreadable, over the size cap,
+    not a plain relative path): the caller then asks `read_text`, which says why.
+
+    `identity(rel)` is the file's `(dev, ino, size, mtime_ns, ctime_ns)` as `lstat` gives it,
+    as text; `read` gives the same for the bytes it read when they are settled: unchanged
+    while read, and last changed more than `SETTLED_NS` before. A file changed later gets
+    another ctime (the kernel sets it on every write; no unprivileged process can set it
+    back), so a settled identity names the bytes read; an unsettled one may not (a change
+    within one tick of a coarse file-system clock keeps the ctime).
+    """
+
+    def __init__(self, root: Path, max_bytes: int = MAX_FILE_BYTES) -> None:
+        self.root = os.fspath(root)
+        self.max_bytes = max_bytes
+        self._dirs: dict[str, bool] = {}
+
+    def _real_dir(self, rel: str) -> bool:
+        known = self._dirs.get(rel)
+        if known is None:
+            parent = rel.rpartition("/")[0]
+            st = _lstat(os.path.join(self.root, rel)) if not parent or self._real_dir(parent) else None
+            known = self._dirs[rel] = st is not None and stat.S_ISDIR(st.st_mode)
+        return known
+
+    def _path(self, rel: str) -> str | None:
+        if not is_plain_relative(rel):
+            return None
+        parent = rel.rpartition("/")[0]
+        if parent and not self._real_dir(parent):
+            return None
+        return os.path.join(self.root, rel)
+
+    def identity(self, rel: str) -> str | None:
+        """The identity of a regular file with no symlink on its way (see the class doc), or None."""
+        path = self._path(rel)
+        if path is None:
+            return None
+        st = _lstat(path)
+        return _identity(st) if st is not None and stat.S_ISREG(st.st_mode) else None
+
+    def read(self, rel: str) -> tuple[bytes, str | None] | None:
+        """The bytes of a regular file with no symlink on its way and their identity when settled
+        (see the class doc), or None."""
+        path = self._path(rel)
+        if path is None:
+            return None
+        now = time.time_ns()
+        try:
+            fd = os.open(path, _READ_BYTES_FLAGS)
+        except OSError:
+            return None
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > self.max_bytes:
+                    return None
+                data = fh.read(self.max_bytes + 1)
+                after = os.fstat(fh.fileno())
+        except OSError:
+            return None
+        if len(data) > self.max_bytes:
+            return None
+        settled = (max(st.st_mtime_ns, st.st_ctime_ns) < now - SETTLED_NS and st.st_ctime_ns == after.st_ctime_ns
+                   and st.st_mtime_ns == after.st_mtime_ns and st.st_size == after.st_size)
+        return data, _identity(st) if settled else None
+
+
+# Longer than the coarsest file-system clock a checkout is likely on (1 s; FAT's 2 s).
+SETTLED_NS = 3 * 10**9
+
+
+def _identity(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"

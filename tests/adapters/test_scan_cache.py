@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -16,14 +17,29 @@ CTX = "cd" + "1" * 62
 PACK = f"{CTX}.pack.json"
 
 
+def pack_bytes(entries: object, *, context: str = CTX, version: int = CACHE_VERSION,
+               body: bytes | None = None) -> bytes:
+    """A pack as `store` writes it: a header line with the checksum of the entries, then the entries."""
+    data = json.dumps(entries, separators=(",", ":")).encode() if body is None else body
+    return (f'{{"cache":{version},"context":"{context}","sha256":"{hashlib.sha256(data).hexdigest()}"}}\n'
+            .encode() + data)
+
+
+def read_pack(path: Path) -> tuple[dict, object]:
+    header, _, body = path.read_bytes().partition(b"\n")
+    return json.loads(header), json.loads(body)
+
+
 def test_store_then_load_round_trips_and_writes_one_pack(tmp_path: Path) -> None:
     cache = DirScanCache(tmp_path)
     assert cache.load(CTX) == {}
     cache.store(CTX, {KEY: [1, [1, 2.5, "s", None], {"t": ["x"]}]})
     assert DirScanCache(tmp_path).load(CTX) == {KEY: [1, [1, 2.5, "s", None], {"t": ["x"]}]}
     assert sorted(p.name for p in tmp_path.iterdir()) == [PACK]
-    pack = json.loads((tmp_path / PACK).read_text())
-    assert pack["cache"] == CACHE_VERSION and pack["context"] == CTX
+    header, entries = read_pack(tmp_path / PACK)
+    assert header == {"cache": CACHE_VERSION, "context": CTX,
+                      "sha256": hashlib.sha256((tmp_path / PACK).read_bytes().partition(b"\n")[2]).hexdigest()}
+    assert entries == {KEY: [1, [1, 2.5, "s", None], {"t": ["x"]}]}
     assert DirScanCache(tmp_path).load("ef" + "1" * 62) == {}  # another context: another pack
 
 
@@ -65,16 +81,33 @@ def test_keys_are_opaque_and_only_arrays_are_stored(tmp_path: Path) -> None:
 
 
 def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path: Path, monkeypatch) -> None:
-    cache = DirScanCache(tmp_path)
+    warnings: list[str] = []
+    cache = DirScanCache(tmp_path, warnings.append)
     pack = tmp_path / PACK
-    for data in (b"{not json", b"[]", json.dumps({"cache": 1, "context": CTX, "entries": {}}).encode(),
-                 json.dumps({"cache": CACHE_VERSION, "context": "ef" + "0" * 62, "entries": {KEY: {}}}).encode(),
-                 json.dumps({"cache": CACHE_VERSION, "context": CTX, "entries": [1]}).encode(), b"\xff\xfe"):
+    good = pack_bytes({KEY: ["v", 1]})
+    damaged = {
+        "not json": b"{not json",
+        "another context": pack_bytes({KEY: ["v", 1]}, context="ef" + "0" * 62),
+        "entries not an object": pack_bytes([1]),
+        "a value not an array": pack_bytes({KEY: {"v": 1}, "ef" + "0" * 62: ["v", 0]}),
+        "truncated": good[:-3],
+        "one byte changed": good.replace(b'"v",1', b'"v",2'),
+        "checksum of other bytes": good[:good.index(b"\n") + 1] + b'{"x":[]}',
+        "not UTF-8": pack_bytes({}, body=b"\xff\xfe"),
+        "nested past the parser": pack_bytes({}, body=b"[" * 100_000),
+    }
+    for why, data in damaged.items():
         pack.write_bytes(data)
-        assert cache.load(CTX) == {}
-    pack.write_bytes(json.dumps({"cache": CACHE_VERSION, "context": CTX,
-                                 "entries": {KEY: {"v": 1}, "ef" + "0" * 62: ["v", 0], "x": []}}).encode())
-    assert cache.load(CTX) == {"ef" + "0" * 62: ["v", 0], "x": []}  # values that are no arrays: left out
+        assert cache.load(CTX) == {}, why
+    # One warning for the command, naming only the cache's own directory and file.
+    assert warnings == [f"scan cache {tmp_path}: {PACK} is not a pack of this context; ignored, and the test files "
+                        "read and parsed again (the cache is rewritten as they are)"]
+    quiet: list[str] = []
+    for other_release in (pack_bytes({KEY: ["v", 1]}, version=CACHE_VERSION + 1),
+                          json.dumps({"cache": 4, "context": CTX, "entries": {KEY: ["v", 1]}},  # the format before
+                                     separators=(",", ":")).encode()):
+        pack.write_bytes(other_release)  # silently none, and rewritten
+        assert DirScanCache(tmp_path, quiet.append).load(CTX) == {} and quiet == []
     pack.write_bytes(b"{not json")
     cache.store(CTX, {KEY: ["v", 2]})
     assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 2]}
@@ -85,11 +118,25 @@ def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path
     assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 2]}  # over the cap: not written
 
 
+def test_rejected_entries_warn_once_and_are_dropped_when_the_pack_is_next_written(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    other = "ef" + "0" * 62
+    (tmp_path / PACK).write_bytes(pack_bytes({KEY: ["v", 1], other: ["v", 2], "x": ["v", 3]}))
+    cache = DirScanCache(tmp_path, warnings.append)
+    assert len(cache.load(CTX)) == 3
+    cache.reject(CTX, [KEY, other])
+    cache.reject(CTX, ["x"])
+    assert warnings == [f"scan cache {tmp_path}: 2 stored scan(s) are damaged or not of the file they are stored "
+                        "for; ignored, and the test files read and parsed again (the cache is rewritten as they are)"]
+    cache.store(CTX, {"y": ["v", 4]})
+    assert DirScanCache(tmp_path).load(CTX) == {"y": ["v", 4]}
+
+
 def test_a_pack_that_is_a_symlink_is_not_followed(tmp_path: Path) -> None:
     (tmp_path / "c").mkdir()
     cache = DirScanCache(tmp_path / "c")
     elsewhere = tmp_path / "planted.json"
-    elsewhere.write_text(json.dumps({"cache": CACHE_VERSION, "context": CTX, "entries": {KEY: ["v", 1]}}))
+    elsewhere.write_bytes(pack_bytes({KEY: ["v", 1]}))
     os.symlink(elsewhere, tmp_path / "c" / PACK)
     assert cache.load(CTX) == {}
 

@@ -20,7 +20,14 @@ from hypothesis import strategies as st
 
 from ci_policy.adapters.scan_cache import DirScanCache
 from ci_policy.model import snapshot as snapshot_mod
-from ci_policy.model.snapshot import decode_scan, encode_scan, load_snapshot, scan_context, scan_file, scan_key
+from ci_policy.model.snapshot import (
+    StrictDecoder,
+    encode_scan,
+    load_snapshot,
+    scan_context,
+    scan_file,
+    scan_key,
+)
 
 SNIPPETS = (
     "from ci_policy import register_cuda_ci\nregister_cuda_ci(est_time=300, suite='gpu-a', labels=['megatron'])\n",
@@ -114,17 +121,22 @@ def test_stored_scans_read_back_equal_for_every_example_file() -> None:
     snapshot = load_snapshot(EXAMPLE_REPO)
     from ci_policy.read.checkout import read_text
 
+    decoder = StrictDecoder(snapshot.config, snapshot.labels)
     for file in snapshot.files:
         result = scan_file(read_text(EXAMPLE_REPO, file), file, snapshot.config, snapshot.labels)
-        assert decode_scan(encode_scan(result)) == result
-    assert decode_scan({"format": 2, "scan": [[], [], [], [], []]}) is None  # the format before
-    assert decode_scan({"format": 1, "registrations": [{"nope": 1}]}) is None
-    stored = encode_scan(scan_file("register_cpu_ci(5, 'stage-a-cpu')\n", "tests/unit/test_a.py", snapshot.config,
-                                   snapshot.labels))
+        assert decoder.decode(encode_scan(result), file) == result
+        assert decoder.encode_checked(result, file) == encode_scan(result)
+        # Every item but a label call names its file: stored for another path, it is refused.
+        assert (decoder.decode(encode_scan(result), "tests/other.py") is None) == any(encode_scan(result)[:4])
+    assert decoder.decode({"format": 2, "scan": [[], [], [], [], []]}, "a.py") is None  # the format before
+    assert decoder.decode({"format": 1, "registrations": [{"nope": 1}]}, "a.py") is None
+    file = "tests/unit/test_a.py"
+    stored = encode_scan(scan_file("register_cpu_ci(5, 'stage-a-cpu')\n", file, snapshot.config, snapshot.labels))
     assert len(stored) == 5 and len(stored[0]) == 1 and len(stored[0][0]) == 12
     for corrupt in (stored[:4], [[[1]], [], [], [], []], [[{"x": 1}], [], [], [], []], "x", [[], [], [], [], "x"],
-                    [[], [], [], [], {"l": []}], [[[{"q": [1]}] * 12], [], [], [], []], [stored[0][0], [], [], [], []]):
-        assert decode_scan(corrupt) is None
+                    [[], [], [], [], {"l": []}], [[[{"q": [1]}] * 12], [], [], [], []]):
+        assert decoder.decode(corrupt, file) is None
+    assert decoder.decode(stored, file) is not None and decoder.decode(stored, "tests/unit/test_b.py") is None
 
 
 def test_a_warm_cache_without_the_labels_file_still_names_the_registration_that_needs_it(tmp_path: Path,
@@ -145,27 +157,49 @@ def test_a_warm_cache_without_the_labels_file_still_names_the_registration_that_
         ("CP402", "labels file labels.py does not exist, but 1 registration(s) use labels (first: tests/test_a.py:2)")]
 
 
-def test_a_warm_cache_reads_no_file_git_lists_unmodified(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("settled", [False, True], ids=["fresh-files", "settled-files"])
+def test_a_warm_cache_parses_no_file_and_reads_each_once_as_bytes(settled: bool, tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    # Every file is read, whatever git says of it: the key is the hash of the bytes read. Files
+    # last changed long enough before they were read (settled) are found by their identity
+    # record in a later run, and not read.
+    from ci_policy.read import checkout
+
+    monkeypatch.setattr(checkout, "SETTLED_NS", -10**12 if settled else 10**18)
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE_REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
     _commit(repo)
     from ci_policy.adapters.git import checkout_index
+    from ci_policy.read.checkout import FileReader
 
     cache = DirScanCache(tmp_path / "cache")
     index = checkout_index(repo)
     assert index is not None
     cold = load_snapshot(repo, cache=cache, index=index)
+    texts: list[str] = []
     reads: list[str] = []
-    real = snapshot_mod.read_text
+    parsed: list[str] = []
+    real_text, real_read, real_scan = snapshot_mod.read_text, FileReader.read, snapshot_mod.scan_file
 
-    def counting(root: Path, rel: str, **kw: Any) -> str:
+    def counting_text(root: Path, rel: str, **kw: Any) -> str:
+        texts.append(rel)
+        return real_text(root, rel, **kw)
+
+    def counting_read(self: FileReader, rel: str) -> Any:
         reads.append(rel)
-        return real(root, rel, **kw)
+        return real_read(self, rel)
 
-    monkeypatch.setattr(snapshot_mod, "read_text", counting)
+    def counting_scan(text: str, file: str, *args: Any) -> Any:
+        parsed.append(file)
+        return real_scan(text, file, *args)
+
+    monkeypatch.setattr(snapshot_mod, "read_text", counting_text)
+    monkeypatch.setattr(FileReader, "read", counting_read)
+    monkeypatch.setattr(snapshot_mod, "scan_file", counting_scan)
     warm = load_snapshot(repo, cache=cache, index=index)
     assert warm == cold
-    assert [r for r in reads if r in cold.files] == []
+    assert (sorted(reads), parsed, [t for t in texts if t in cold.files]) == ([] if settled else sorted(cold.files),
+                                                                             [], [])
 
 
 def test_the_key_names_path_and_content() -> None:

@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ci_policy.errors import InputError
-from ci_policy.read.checkout import MAX_FILE_BYTES, check_no_symlinks, check_relative, read_text, where_missing
+from ci_policy.read.checkout import (
+    MAX_FILE_BYTES,
+    FileReader,
+    check_no_symlinks,
+    check_relative,
+    read_text,
+    where_missing,
+)
 
 SYMLINK_HINT = "replace the symlink with the real file or directory"
 MISSING_HINT = "create it or point the configuration at the right file"
@@ -282,3 +289,23 @@ def test_where_missing_names_the_deepest_existing_directory_and_what_is_in_it(tm
     assert where_missing(tmp_path, "tests/e2e/test_a.py/x.py") == ("tests/e2e", "test_a.py", ("test_a.py",))
     # A symlinked directory is not followed: the path stops at it.
     assert where_missing(tmp_path, "tests/link/test_b.py") == ("tests", "link", ("e2e", "link"))
+
+
+def test_the_file_reader_reads_what_read_text_accepts_and_nothing_else(tmp_path: Path) -> None:
+    (tmp_path / "tests" / "e2e").mkdir(parents=True)
+    (tmp_path / "tests" / "e2e" / "test_a.py").write_bytes(b"x = 1\n")
+    (tmp_path / "tests" / "big.py").write_bytes(b"#" * 11)
+    (tmp_path / "tests" / "latin1.py").write_bytes(b"\xe9\n")  # bytes: read_text refuses them when decoding
+    os.symlink(tmp_path / "tests" / "e2e", tmp_path / "tests" / "alias")
+    os.symlink(tmp_path / "tests" / "e2e" / "test_a.py", tmp_path / "tests" / "link.py")
+    os.mkfifo(tmp_path / "tests" / "fifo.py")  # opened without waiting for a writer
+    (tmp_path / "tests" / "dir.py").mkdir()
+    reader = FileReader(tmp_path, max_bytes=10)
+    read = reader.read("tests/e2e/test_a.py")
+    assert read is not None and read[0] == b"x = 1\n"
+    assert reader.read("tests/latin1.py") is not None and reader.read("tests/latin1.py")[0] == b"\xe9\n"
+    for refused in ("tests/big.py", "tests/alias/test_a.py", "tests/link.py", "tests/fifo.py", "tests/dir.py",
+                    "tests/missing.py", "tests/../tests/e2e/test_a.py", "/etc/passwd", "tests//e2e/test_a.py"):
+        assert reader.read(refused) is None, refused
+    # The directory found to be a symlink stays refused for every file below it.
+    assert reader.read("tests/alias/test_a.py") is None

@@ -338,6 +338,62 @@ def run_archive(data: bytes) -> str:
                     lambda rows: f"ok: {len(rows)} row(s)")
 
 
+def run_scan_cache(data: bytes) -> str:
+    """A scan-cache pack as `DirScanCache.load` reads it and `StrictDecoder` decodes its entries:
+    the bytes as a whole pack file, then as the entries of a pack whose checksum matches (what
+    someone able to write the cache directory writes). Documented never to raise: whatever is
+    not a pack or not a scan of its file is none (and one warning)."""
+    import hashlib
+
+    from ci_policy.adapters.scan_cache import CACHE_VERSION, DirScanCache
+    from ci_policy.model.snapshot import StrictDecoder
+
+    config, labels = _example()
+    decoder = StrictDecoder(config, labels)
+    context = "c" * 64
+    directory = _scratch() / "scan-cache"
+    directory.mkdir(exist_ok=True)
+    header = f'{{"cache":{CACHE_VERSION},"context":"{context}","sha256":"{hashlib.sha256(data).hexdigest()}"}}\n'
+    outcomes = []
+    for pack in (data, header.encode() + data):
+        (directory / f"{context}.pack.json").write_bytes(pack)
+        warnings: list[str] = []
+        entries = DirScanCache(directory, warnings.append).load(context)
+        decoded = 0
+        for key, value in entries.items():
+            file = key.split("\0")[0]
+            for label_calls in (True, False):
+                scan = decoder.decode(value, file, label_calls)
+                decoded += scan is not None
+                if scan is not None and decoder.encode_checked(scan, file) is None:
+                    raise AssertionError(f"a decoded scan of {file!r} does not encode back")
+        outcomes.append(f"{len(entries)} entries, {decoded} decoded, {len(warnings)} warning(s)")
+    return "ok: " + "; ".join(outcomes)
+
+
+@cache
+def _pack_seeds() -> tuple[str, ...]:
+    """The entries of a pack of the example repository's scans (`encode_scan`), and of one file each."""
+    import json
+
+    from ci_policy.model.snapshot import encode_scan, scan_file, scan_key
+
+    config, labels = _example()
+    root = ROOT / "examples" / "gpu-repo"
+    entries = {}
+    for path in sorted((root / "tests").rglob("test_*.py")):
+        file = path.relative_to(root).as_posix()
+        entries[scan_key(file, "sha256:" + "0" * 64)] = encode_scan(
+            scan_file(path.read_text(encoding="utf-8"), file, config, labels))
+    one = [json.dumps({k: v}) for k, v in entries.items()]
+    return (json.dumps(entries), *one)
+
+
+CACHE_TOKENS = ('{"t": [', '{"l": [', "]}", "null", "true", "1e308", "NaN", "Infinity", "-1", "0", "9" * 40,
+                '"x\\r::error::x"', '"##[warning]x"', '"\\u202e"', '"\\udfff"', '"tests/e2e/test_x.py"',
+                '"stage-c-4-gpu-mi350"', '"register_rocm_ci"', '"CP999"', '"nosuch"', "[[[[[[", "]]]]]]")
+
+
 # -- strategies ----------------------------------------------------------------------------------
 
 CONFIG_TOKENS = ("stages:", "name:", "backend:", "cuda", "rocm", "cpu", "partitions:", "timeout:", "runs_on:",
@@ -482,4 +538,5 @@ TARGETS: dict[str, Target] = {t.name: Target(t.name, quiet(t.run), t.strategy, t
                                              "*a*a*a*a*b\0x/" + "a" * 255, "[!a-c]?*/\0d/e"), GLOB_TOKENS)),
     Target("pull_request", run_pull_request, lambda: texts((PULL,), JSON_TOKENS + EVENT_TOKENS), ".json"),
     Target("comment_event", run_comment_event, lambda: texts((COMMENT,), JSON_TOKENS + EVENT_TOKENS), ".json"),
+    Target("scan_cache", run_scan_cache, lambda: texts(_pack_seeds(), CACHE_TOKENS), ".json"),
 )}

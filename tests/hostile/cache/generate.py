@@ -1,0 +1,108 @@
+"""Writes tests/hostile/cache/cases.json, the tampered scan-cache corpus (`tests/hostile/test_cache.py`).
+
+Each case damages the stored scan of `tests/e2e/test_tampered.py` (`TAMPERED`, below) in one
+place, as someone able to write the cache directory could (the pack's checksum made to match):
+
+- `at` [part, row, field] (or a shorter path; [] is the whole entry) and `value`, the JSON text
+  put there: a value of the wrong type, out of range (negative, huge, 5,000 digits, NaN,
+  Infinity), nested past any parser, unhashable where a key or a set member is read, text with
+  control characters, bidi controls, `##[` or `::error::`, a stage, label or marker the
+  configuration does not have, another file's path;
+- `pack`: damage to the pack itself (truncated, another context, a checksum of other bytes, a
+  body that is not JSON or nested past the parser).
+
+Every case must be refused: the command reads and parses the file instead and prints what
+`--no-cache` prints, with one warning. Run `python tests/hostile/cache/generate.py` after
+changing the lists below; the output is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+TAMPERED = '''from ci_policy import register_ci_gate, register_cuda_ci
+
+register_cuda_ci(est_time=120, suite="stage-b-1-gpu-h200", labels=["megatron"], disabled="flaky, see #12")
+register_cuda_ci(est_time=60, suite="stage-c-4-gpu-h200", labels=["nosuch"])
+register_ci_gate(metric_key="train/grad_norm", steps=[1, 2], constraint={"rel_up": 0.5, "rel_down": 0.5},
+                 enforce=True, allowlist_reason="known drift")
+x = (1,  # ci-policy: ignore[CP201]
+     2)
+
+if __name__ == "__main__":
+    main()
+'''
+
+# Text a scan must never hand on unchecked.
+HOSTILE_TEXT = ['"x\\r::error::poisoned"', '"x\\n::warning::poisoned"', '"##[warning]poisoned"',
+                '"x ##[add-mask]ci-policy"', '"::error::poisoned"', '"a\\u202eb"', '"a\\u0000b"', '"\\udfff"',
+                '"a\\u0085b"']
+NESTED = "[" * 60 + "]" * 60
+# Expanded by the test (kept short here): nesting past the JSON parser, a 5,000-digit integer
+# (past Python's limit for converting text to int), text longer than any stored text.
+DEEP, DIGITS, LONG = "@DEEP@", "@DIGITS@", "@LONG@"
+WRONG = ["[1]", '{"a": 1}', '{"l": [1]}', '{"t": [[1]]}', NESTED, '{"t": [1], "l": [2]}']
+POSITION = ["0", "-1", "18446744073709551616", "1e308", "3.0", "true", '"3"', "NaN", "Infinity", DIGITS, *WRONG]
+TEXT = [*HOSTILE_TEXT, "7", "true", *WRONG]
+FLAG = ["0", "1", '"true"', "null", "1.0", *WRONG]
+NUMBER = ["-1", "604801", "1e308", "NaN", "Infinity", "-Infinity", "true", '"60"', "null",
+          "1000000000000000000000000000000", DIGITS, *WRONG]
+PATH = ['"tests/e2e/test_other.py"', '""', '"tests/e2e/test_tampered.py\\r::error::x"', "7", "null", *WRONG]
+ENUM = ['"nosuch"', '"##[warning]x"', '"x\\r::error::y"', "7", "null", "true", '["cuda"]', '{"a": 1}']
+TEXTS = ['{"t": ["nosuch"]}', '{"t": ["megatron", "megatron"]}', '{"l": ["megatron"]}', '["megatron"]',
+         '{"t": [["megatron"]]}', '{"t": [7]}', '{"t": ["##[warning]x"]}', '{"t": "megatron"}',
+         '{"t": ["\\u202e"]}', '{"t": [' + NESTED + ']}', "null", "7"]
+STEPS = ['"first"', '{"l": []}', '{"l": [1, 1]}', '{"l": [-1]}', '{"l": [true]}', '{"l": [1.5]}',
+         '{"l": [1000000000000000000000000000000]}', '{"t": [1]}', "7", '{"l": [[1]]}', '{"l": ["1"]}']
+CONSTRAINT = ['{"t": [{"t": ["rel_up", -1]}, {"t": ["rel_down", 0.5]}]}',
+              '{"t": [{"t": ["nosuch", 1]}, {"t": ["rel_up", 0.5]}, {"t": ["rel_down", 0.5]}]}',
+              '{"t": [{"t": ["rel_down", NaN]}, {"t": ["rel_up", 0.5]}]}',
+              '{"t": [{"t": ["rel_down", 0.5]}, {"t": ["rel_up", Infinity]}]}',
+              '{"t": [["rel_down", 0.5], ["rel_up", 0.5]]}', '{"t": [{"t": [["rel_down"], 0.5]}]}',
+              '{"d": [["rel_down", 0.5], ["rel_up", 0.5]]}', '{"t": [{"t": ["rel_down", 0.5, 2]}]}',
+              '{"t": [{"t": ["rel_up", 0.5]}, {"t": ["rel_down", 0.5]}]}', '{"t": [{"t": ["rel_up", 0.5]}]}',
+              '"x"', "7", '{"t": [' + NESTED + ']}']
+
+# The fields of each stored part (`snapshot._STORED`) and the damage each gets.
+PARTS = {
+    0: ("registration", {0: PATH, 1: POSITION + ["null"], 2: ENUM + ['"rocm"'], 3: ENUM + ['"stage-c-4-gpu-mi350"'],
+                         4: NUMBER, 5: TEXTS, 6: FLAG, 7: TEXT + ['"   "', LONG], 8: FLAG, 9: POSITION, 10: ENUM,
+                         11: ENUM + ['"register_rocm_ci"']}),
+    1: ("gate", {0: PATH, 1: POSITION, 2: POSITION, 3: TEXT + ['""', "null"], 4: STEPS, 5: CONSTRAINT, 6: FLAG,
+                 7: TEXT, 8: ['{"t": ["steps"]}', '{"t": ["steps", "metric_key"]}', '{"t": ["nosuch", "metric_key"]}',
+                              '{"t": ["metric_key", "metric_key"]}', *TEXTS]}),
+    2: ("diagnostic", {0: TEXT + ["null"], 1: PATH, 2: POSITION, 3: POSITION, 4: TEXT, 5: ['"CP999"', '"cp227"',
+                       '"##[error]"', "227", '["CP227"]', '{"a": 1}'], 6: ENUM + ['"fatal"']}),
+    3: ("suppression", {0: PATH, 1: POSITION, 2: POSITION, 3: POSITION, 4: POSITION,
+                        5: ['{"t": ["CP2011"]}', '{"t": ["##[x"]}', *TEXTS[3:]]}),
+    4: ("label call", {0: ENUM + ['"register_ci_gate"'], 1: POSITION, 2: FLAG}),
+}
+SHAPES = {  # the whole entry, a part or a row
+    (): ["[]", "[[], [], [], []]", "[[], [], [], [], [], []]", '"x"', '{"a": 1}', "7", NESTED, DEEP,
+         '[[], [], [], [], "x"]', '[{"l": []}, [], [], [], []]'],
+    (0,): ['"x"', "[1]", "[[1]]", '[{"a": 1}]', "[" + NESTED + "]"],
+    (0, 0): ["[]", "[1]", '"x"', '{"a": 1}', NESTED],
+    (1, 0): ["[]", '["x"]'],
+    (2, 0): ["[]", "[null, null, null, null, null, null, null, null]"],
+}
+PACKS = ["truncated", "another context", "checksum of other bytes", "body not JSON", "body nested past the parser",
+         "an int of 5000 digits", "header only"]
+
+
+def cases() -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    for at, values in SHAPES.items():
+        out.extend({"name": f"shape {list(at)} = {v[:40]}", "at": list(at), "value": v} for v in values)
+    for part, (what, by_field) in PARTS.items():
+        for field, values in by_field.items():
+            out.extend({"name": f"{what} field {field} = {v[:40]}", "at": [part, 0, field], "value": v}
+                       for v in values)
+    out.extend({"name": f"pack: {p}", "pack": p} for p in PACKS)
+    return out
+
+
+if __name__ == "__main__":
+    (HERE / "cases.json").write_text(json.dumps({"tampered": TAMPERED, "cases": cases()}, indent=1) + "\n")
