@@ -20,8 +20,8 @@
   its header and its timing records; one summary and one exit status for them all. Fast-fail
   (unless bypassed) stops the later shards too; their files are listed as not run.
 - The `ci-policy` program first re-executes itself without the secrets of its environment
-  block (`app.run.leave_secrets_behind`); `runner.user` warnings are printed once, before the
-  shard's header.
+  block (`app.run.leave_secrets_behind`); who the tests run as is warned about once, when the
+  run is set up (its store checked), before the first shard's header.
 - `--python PATH`: the interpreter the tests run with (the adopting repository's
   environment, not ci_policy's); default: the one running ci-policy.
 - Refused before any file runs: a checkout that differs from `--plan FILE` (exit 1, naming
@@ -122,11 +122,6 @@ def run(args: argparse.Namespace) -> int:
                              retry_wait=args.retry_wait, continue_on_error=args.continue_on_error,
                              github=args.format == "github", cache=args.cache or None)
         prepared = prepare(request, tree)
-    for warning in prepared.warnings:
-        if args.format == "github":
-            write_commands("::warning::" + escape_data(warning))
-        else:
-            print(f"ci-policy run: warning: {warning}", file=sys.stderr)
     job, shards = prepared.job, prepared.shards
     if job.invalid:
         print(invalid_text(job.invalid))
@@ -142,8 +137,16 @@ def run(args: argparse.Namespace) -> int:
     if not shards:
         print(f"Stage {job.stage.name} has nothing to run: {one_line('; '.join(job.stage.reasons))}")
         return 0
-    executed = execute(request, prepared, lambda text: print(text, flush=True),
-                       before=resume)  # the reading is done; the tests may run for hours
+    def before() -> None:
+        # Once the run is set up (its store checked), just before the first test: who can read what.
+        for warning in prepared.warnings:
+            if args.format == "github":
+                write_commands("::warning::" + escape_data(warning))
+            else:
+                print(f"ci-policy run: warning: {warning}", file=sys.stderr, flush=True)
+        resume()  # the reading is done; the tests may run for hours
+
+    executed = execute(request, prepared, lambda text: print(text, flush=True), before=before)
     if executed.signal == 143:
         print("ci-policy run: terminated (SIGTERM); the running test and its processes were killed",
               file=sys.stderr)

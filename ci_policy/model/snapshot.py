@@ -59,7 +59,7 @@ from ci_policy.config.gates import constraint_problems, steps_problems
 from ci_policy.config.lint import IgnoreRule
 from ci_policy.config.load import load_config
 from ci_policy.config.top import Config
-from ci_policy.errors import CODES, Diagnostic, InputError, InputErrors
+from ci_policy.errors import CODES, CiPolicyError, Diagnostic, InputError, InputErrors
 from ci_policy.gates.declarations import KEYWORDS as GATE_KEYWORDS
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model.discovery import discover
@@ -593,7 +593,7 @@ def encode_scan(result: FileScan) -> list[Any]:
                                                       result.suppressions, result.label_calls), strict=True)]
 
 
-class Damaged(ValueError):
+class Damaged(CiPolicyError, ValueError):
     """A stored value that is not what `encode_scan` writes for a scan of this file."""
 
 

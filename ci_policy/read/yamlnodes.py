@@ -86,7 +86,7 @@ class _StrictLoader(_Strict, yaml.SafeLoader):
 # accept the same text. The two parsers place some empty values at different
 # columns (`{a: }`: after the `:` or at the `}`); an empty value libyaml does not place just after
 # its indicator is read again by the pure-Python loader too, so every node has the same location.
-class _Unsure(Exception):
+class _Unsure(CiPolicyError):
     """libyaml's location of a node may differ from the pure-Python parser's."""
 
 

@@ -133,7 +133,9 @@ def test_every_command_on_the_hostile_checkout_injects_nothing(repo, capsys, git
     shutil.copytree(repo, fresh, ignore=shutil.ignore_patterns("ci-policy.yml", "labels.py"))
     rc, out, err = cli(capsys, "init", "--repo", str(fresh))
     assert (rc, injected(out), injected(err)) == (0, [], [])
-    # The disabled reason, as the lint of the written configuration reports it: one line, inert.
+    # The disabled reason, as the lint of the written configuration lists it: one line, inert.
+    rc, out, err = cli(capsys, "lint", "--repo", str(fresh), "--verbose")
+    assert (rc, injected(out), injected(err)) == (0, [], [])
     assert ("tests/x##\\u005berror]PWNED/test_disabled.py:4:1: warning: CP905 registration-disabled: "
             "register_cuda_ci for suite gpu is disabled: flaky\\r::set-output name=PWNED::1\\n::warning::PWNED "
             "##\\u005berror]PWNED \\u202e\n") in out + err
