@@ -140,3 +140,29 @@ def test_the_script_prints_inputs_tried_per_target():
     # In the order the targets are named.
     assert re.fullmatch(r"grammar: [1-9][0-9]* inputs, 0 exception\(s\)\ndiff: [1-9][0-9]* inputs, 0 exception\(s\)\n",
                         done.stdout)
+
+
+# -- atheris: coverage-guided, where it is installed (issue 32) -----------------------------------------
+
+ATHERIS = Path(__file__).resolve().parents[2] / "scripts" / "fuzz_atheris.py"
+
+
+@pytest.mark.slow
+def test_atheris_finds_the_planted_crash_and_keeps_its_input(tmp_path):
+    pytest.importorskip("atheris")
+    done = subprocess.run([sys.executable, str(ATHERIS), "planted", "20", str(tmp_path)], capture_output=True,
+                          text=True, timeout=300)
+    [crash] = tmp_path.glob("crash-*")
+    assert (done.returncode, done.stdout) == (1, f"planted: atheris: ValueError escaped (input in {crash})\n")
+    assert b"!" in crash.read_bytes()
+
+
+@pytest.mark.slow
+def test_scripts_fuzz_runs_each_target_under_atheris():
+    pytest.importorskip("atheris")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "fuzz.py"
+    done = subprocess.run([sys.executable, str(script), "--engine", "atheris", "--seconds", "2", "--target",
+                           "strictjson", "--target", "grammar"], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert re.fullmatch(r"strictjson: atheris, [1-9][0-9]* runs, nothing escaped\n"
+                        r"grammar: atheris, [1-9][0-9]* runs, nothing escaped\n", done.stdout)
