@@ -6,8 +6,8 @@
   clock (`-max_total_time`), its corpus and any crashing input kept in DIR (default: a
   temporary directory, printed). `scripts/fuzz.py --engine atheris` runs every target so.
 - Seeds: the target's kept inputs (`tests/hostile/fuzz/<target>/`) and 50 inputs of its
-  hypothesis strategy. ci_policy's modules are instrumented for coverage after the target
-  has run once on a seed (so that the parser it reaches is imported).
+  hypothesis strategy. Only ci_policy's modules are instrumented for coverage: those imported
+  with the targets, and the parser the target reaches (run once on a seed to import it).
 - `planted` is a target that fails on any input holding `!`: it shows the engine finds
   and reports a crash (`tests/hostile/test_fuzz.py`).
 - Out: libFuzzer's report on stderr, then one line `TARGET: atheris, N runs, nothing
@@ -62,9 +62,18 @@ def child(name: str, seconds: float, directory: Path) -> None:
     """The fuzzing process itself (libFuzzer ends it)."""
     import atheris
 
-    from hostile.fuzz.targets import TARGETS
+    corpus = directory / "corpus"
+    # Only ci_policy is instrumented for coverage: its modules imported here, the parser the target
+    # reaches imported by running it once on a seed.
+    with atheris.instrument_imports(include=["ci_policy"]):
+        from hostile.fuzz.targets import TARGETS
 
-    target = _planted if name == "planted" else TARGETS[name].run
+        target = _planted if name == "planted" else TARGETS[name].run
+        for seed in sorted(corpus.iterdir())[:1]:
+            try:
+                target(seed.read_bytes())
+            except Exception:  # noqa: BLE001 - a seed may fail; libFuzzer reports it below
+                pass
 
     def run(data: bytes) -> None:
         try:
@@ -74,13 +83,7 @@ def child(name: str, seconds: float, directory: Path) -> None:
             # UTF-8 are not an input of it, as they are never one of its hypothesis strategy.
             if traceback.extract_tb(exc.__traceback__)[-1].name != "_text":
                 raise
-    corpus = directory / "corpus"
-    for seed in sorted(corpus.iterdir())[:1]:
-        try:
-            run(seed.read_bytes())  # imports the parser the target reaches, before instrumenting
-        except Exception:  # noqa: BLE001 - a seed may fail; libFuzzer reports it below
-            pass
-    atheris.instrument_all()
+
     atheris.Setup([sys.argv[0], f"-max_total_time={max(1, int(seconds))}", f"-artifact_prefix={directory}/",
                    "-print_final_stats=1", str(corpus)], run)
     atheris.Fuzz()

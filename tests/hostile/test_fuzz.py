@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TARGETS))
 def test_fuzz_target(name):
-    # 19 targets x 40 examples stay under 60 s on 2 cores; scripts/fuzz.py runs longer.
+    # 20 targets x 40 examples stay under 60 s on 2 cores; scripts/fuzz.py runs longer.
     target = TARGETS[name]
 
     @settings(max_examples=40, deadline=None, database=None, derandomize=True,
