@@ -186,7 +186,13 @@ def compose_any(text: str, *, strict: bool = True, fast: bool = True) -> yaml.No
             return _single_node(quick, text)
         except (yaml.YAMLError, _Unsure):
             pass  # read again below: the pure-Python loader's error (or location) is the one reported
-    return _single_node(slow, text)
+    try:
+        return _single_node(slow, text)
+    except RecursionError:
+        # The pure-Python parser recurses per flow level (`{{{{...`): past Python's limit, the text
+        # is refused as nested too deeply, never a traceback (atheris found it in a workflow).
+        raise _Refused("nesting deeper than the YAML parser can follow", None,
+                       "flatten the structure") from None
 
 
 def compose(text: str, path: str, *, code: str | None = None, fast: bool = True) -> yaml.Node | None:

@@ -86,6 +86,12 @@ CASES = [
      'ArchiveSkipped: not a readable zip archive (unsupported (zip file version 6.4))'),
     ('archive', 'patched-data-flag.zip',
      "ArchiveSkipped: member 't.jsonl': unsupported (compressed patched data (flag bit 5))"),
+    # found by atheris (issue 32): a member with an empty name raised IndexError in zipfile's is_dir
+    ('archive', 'empty-member-name.zip', 'ok: 0 row(s)'),
+    # found by atheris: the glob target's reference (pathspec) let re's set-difference warning out
+    ('glob', 'class-set-difference.txt', 'ok: no match'),
+    # found by atheris: a workflow nested 900 flow levels deep raised RecursionError in PyYAML's parser
+    ('workflows', 'deep-flow-nesting.yml', "ok: 0 job(s), problems ['CP601']"),
     # finding 8 (closed by the store change): a record that is not an object of points
     ('metric_records', 'not-an-object.jsonl',
      'ValueError: metrics-1-a.jsonl:1: expected a JSON object, got number 0; ValueError: <dir>/r'

@@ -435,3 +435,16 @@ def test_libyaml_is_what_reads_when_pyyaml_has_it(monkeypatch):
     with pytest.raises(InputError):
         compose("a: \x07\n", F)  # a character the pure-Python reader refuses is never given to libyaml
     assert used == ["_StrictLoader"]
+
+
+def test_text_nested_past_the_parser_is_refused_as_too_deep_both_ways():
+    # Found by atheris in a workflow: 900 unclosed flow mappings made PyYAML's parser recurse past
+    # Python's limit (libyaml refuses the text; the pure-Python loader then reads it again). The
+    # configuration's own depth limit stops it first; a workflow (not strict) is refused too.
+    for fast in (True, False):
+        assert compose_error("{" * 900) == (F, 1, 65, "invalid YAML: nesting deeper than 64 levels is not allowed",
+                                            "flatten the structure")
+        with pytest.raises(yaml.MarkedYAMLError) as info:
+            yamlnodes.compose_any("{" * 900, strict=False, fast=fast)
+        assert (info.value.problem, info.value.problem_mark) == ("nesting deeper than the YAML parser can follow",
+                                                                 None)

@@ -253,7 +253,8 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
     budget = budget if budget is not None else ExpansionBudget()
     try:
         archive = zipfile.ZipFile(io.BytesIO(blob))
-        members = [i for i in archive.infolist() if not i.is_dir() and i.filename.endswith(".jsonl")]
+        # A member without a name is no timing file (zipfile's `is_dir` would index its empty name).
+        members = [i for i in archive.infolist() if i.filename.endswith(".jsonl") and not i.is_dir()]
     except ARCHIVE_ERRORS as exc:
         raise ArchiveSkipped(f"not a readable zip archive ({_reason(exc)})") from None
     if len(archive.infolist()) > MAX_MEMBERS:

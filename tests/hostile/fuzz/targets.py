@@ -458,8 +458,14 @@ def run_glob(data: bytes) -> str:
     if len(sizes) != len(path) + 1 or max(sizes) > max(1, len(compiled.program)):
         raise AssertionError(f"the matcher did more than one pass: {sizes}")
     decided = deciding_glob((glob,), path)
-    if len(path) <= REFERENCE_MAX and len(glob) <= REFERENCE_MAX and decided != reference((glob,), path):
-        raise AssertionError(f"{glob!r} on {path!r}: {decided!r}, pathspec says {reference((glob,), path)!r}")
+    if len(path) <= REFERENCE_MAX and len(glob) <= REFERENCE_MAX:
+        with warnings.catch_warnings():
+            # pathspec's own regex of a class such as `[!a!--c]` makes `re` warn of a set
+            # difference: the reference's warning, not one ci_policy lets out (atheris found it).
+            warnings.simplefilter("ignore", FutureWarning)
+            expected = reference((glob,), path)
+        if decided != expected:
+            raise AssertionError(f"{glob!r} on {path!r}: {decided!r}, pathspec says {expected!r}")
     return f"ok: {'match' if decided is not None else 'no match'}"
 
 
