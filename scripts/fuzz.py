@@ -30,6 +30,10 @@ inputs; found -> where it went):
   metric_records 3,817: AttributeError, KeyError (finding 8).
   archive 4,901: BadZipFile, zlib.error, OSError, EOFError, RuntimeError (encrypted),
     NotImplementedError (finding 6).
+The first atheris run over every target (5 s each, issue 32) found what 101,288 hypothesis
+inputs had not: archive (an empty member name: IndexError in zipfile), workflows (900 unclosed
+`{`: RecursionError in PyYAML's parser) and glob (the reference's re warning). Fixed, then
+10 s each of archive, workflows, glob, config, markers and scan_cache: nothing escaped.
 Every crashing input is kept and replayed with its exact expected outcome by
 tests/hostile/test_fuzz.py.
 """
