@@ -15,9 +15,13 @@ For the example repository and generated checkouts (git work trees) of 1,000, 5,
           bytes, new inodes; every file read and hashed, none parsed).
 
 and prints each as a ratio to the bare loop of the same checkout (targets, issue 15:
-warm <= 0.1, cold <= 1.0). Last, the start of `ci-policy --help` and `--version` as a ratio
-to `python -c pass` (both subprocesses). Timings are medians of `--repeat` runs; a cold run
-gets a fresh cache directory each time.
+warm <= 0.1, cold <= 1.0). These rows run in this process, its imports loaded: they compare
+the work of the commands, not what a job waits for. The `process` rows then time whole
+processes of the real interpreter (`sys.executable`, not a shim), alternating: the bare loop as
+a process of its own (`python -c`, reading and parsing the same files), and each command warm
+and cold (an empty cache directory), as ratios to that process. Last, the start of
+`ci-policy --help` and `--version` as a ratio to `python -c pass` (both subprocesses).
+Timings are medians of `--repeat` runs; a cold run gets a fresh cache directory each time.
 
 Usage: python bench/scan_bench.py [--sizes 1000,5000,20000] [--huge] [--repeat R] [--no-git]
 """
@@ -118,6 +122,52 @@ def bench_checkout(label: str, repo: Path, repeat: int, work: Path) -> None:
     shutil.rmtree(clone)
 
 
+BARE_PROCESS = """\
+import ast, gc, sys
+gc.disable()
+root = sys.argv[1]
+for rel in sys.argv[2:]:
+    with open(root + "/" + rel, "rb") as fh:
+        ast.parse(fh.read())
+"""
+
+
+def bench_processes(repo: Path, repeat: int, work: Path) -> None:
+    """Whole processes of the real interpreter: each command warm and cold against the bare loop."""
+    files = [str(f) for f in load_snapshot(repo).files]
+    script = str(Path(sys.executable).parent / "ci-policy")
+
+    def spawn(argv: list[str]) -> Callable[[], object]:
+        def go() -> None:
+            done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"{' '.join(argv[:4])} exited {done.returncode}: {done.stderr.decode()[-500:]}")
+        return go
+
+    bare = spawn([sys.executable, "-c", BARE_PROCESS, str(repo), *files])
+    samples: dict[str, list[float]] = {"bare": []}
+    for name, argv in COMMANDS.items():
+        cache = work / f"process-{name}"
+        warm_argv = [sys.executable, script, *argv, "--repo", str(repo), "--cache", str(cache)]
+        spawn(warm_argv)()  # fills the cache
+        samples[f"{name} warm"], samples[f"{name} cold"] = [], []
+    for _ in range(repeat):  # alternating: a slow moment of the machine hits every row
+        samples["bare"].append(median_time(bare, 1))
+        for name, argv in COMMANDS.items():
+            cache = work / f"process-{name}"
+            full = [sys.executable, script, *argv, "--repo", str(repo)]
+            samples[f"{name} warm"].append(median_time(spawn([*full, "--cache", str(cache)]), 1))
+            cold = work / f"process-cold-{name}"
+            empty = lambda cold=cold: shutil.rmtree(cold, ignore_errors=True)  # noqa: E731
+            samples[f"{name} cold"].append(median_time(spawn([*full, "--cache", str(cold)]), 1, before=empty))
+    base = statistics.median(samples["bare"])
+    print(f"  process: bare read+parse as a process {base * 1000:.0f} ms (= 1.00)")
+    for name in COMMANDS:
+        warm, cold = statistics.median(samples[f"{name} warm"]), statistics.median(samples[f"{name} cold"])
+        print(f"  process {name:<10} warm {warm / base:5.2f}  cold {cold / base:5.2f}"
+              f"   (warm {warm * 1000:.0f} ms, cold {cold * 1000:.0f} ms)")
+
+
 def bench_start(repeat: int) -> None:
     script = Path(sys.executable).parent / "ci-policy"
 
@@ -148,10 +198,12 @@ def main() -> None:
         if not args.no_git:
             git_commit(example)
         bench_checkout("example repository", example, args.repeat, work / "ex")
+        bench_processes(example, args.repeat, work / "ex")
         for n in sizes:
             repo = work / f"gen{n}"
             make_checkout(repo, n, git=not args.no_git)
             bench_checkout(f"generated ({'git' if not args.no_git else 'no git'})", repo, args.repeat, work / f"g{n}")
+            bench_processes(repo, args.repeat, work / f"g{n}")
             shutil.rmtree(repo)
     bench_start(max(args.repeat, 5))
 

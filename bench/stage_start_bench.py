@@ -7,7 +7,8 @@ the plan once (`ci-policy plan --format json --stage-plans DIR`, as the plan job
 times, in the
 same run and on the same checkout:
 
-- replan: `ci-policy run --stage first` with the plan inputs (discovers and parses every file);
+- replan: `ci-policy run --stage first` with the plan inputs and `--no-cache` (discovers and
+          parses every file, as a stage job on a fresh runner without a cache would);
 - plan:   `ci-policy run --stage first --plan FILE` with the whole plan file (discovery and
           content ids only);
 - stage:  `--plan DIR`, the directory of the whole plan and the stage plans (`plan
@@ -111,11 +112,12 @@ def bench(n: int, repeat: int, gates: bool = False) -> tuple[float, float, float
         common = [exe, "run", "--repo", str(root), "--stage", "first",
                   "--timings-out", str(work / "timings.jsonl"), "--records-out", str(out)]
         replan, planned, staged = [], [], []
-        first_test_start([*common, *INPUTS], stamp, out)  # warm-up: bytecode, page cache
+        replan_argv = [*common, *INPUTS, "--no-cache"]  # a full parse, never a warm re-plan
+        first_test_start(replan_argv, stamp, out)  # warm-up: bytecode, page cache
         first_test_start([*common, "--plan", str(plan)], stamp, out)
         first_test_start([*common, "--plan", str(plan_dir)], stamp, out)
         for _ in range(repeat):  # interleaved, so that every mode sees the same machine load
-            replan.append(first_test_start([*common, *INPUTS], stamp, out))
+            replan.append(first_test_start(replan_argv, stamp, out))
             planned.append(first_test_start([*common, "--plan", str(plan)], stamp, out))
             staged.append(first_test_start([*common, "--plan", str(plan_dir)], stamp, out))
         return statistics.median(replan), statistics.median(planned), statistics.median(staged)
