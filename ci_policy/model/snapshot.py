@@ -18,7 +18,9 @@
 - Each test file is read once and parsed once (`scan_file`: markers, registrations,
   gates, suppressions from one `ast.parse`). With a `cache` (a `ScanCache`, which an
   adapter implements), a file's `FileScan` is stored under `scan_key(path, content id)` in the
-  pack of `scan_context(config, labels)` and read back instead of parsing the file again: the
+  pack of `scan_context(config, labels)` (the configuration's content, not its path: hints
+  that name it are stored with `CONFIG_PATH` and `placed`) and read back instead of parsing
+  the file again: the
   content id is the SHA-256 of the bytes this process read from the file, never an id the
   checkout's metadata claims (a `.git/index` may name the blob id of other bytes); a file
   found with the identity (`lstat`) recorded when it was last read settled is not read again
@@ -239,7 +241,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
         label_calls.extend((file, call) for call in scanned.label_calls)
         gates.extend(scanned.gates)
         registrations.extend(scanned.registrations)
-        errors.extend(scanned.errors)
+        errors.extend(placed(scanned, config.path).errors)
     errors.extend(_gate_errors(config, gates))
     if labels_missing:
         errors.extend(_missing_labels_errors(config, label_calls))
@@ -281,7 +283,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
 
 # The scan of one test file, stored by content. Bump SCAN_FORMAT whenever `FileScan` or what
 # it is computed from changes shape, so older entries are never read as newer ones.
-SCAN_FORMAT = 4
+SCAN_FORMAT = 5
 # The parser a scan comes from: its grammar changes between Python versions.
 PARSER = (sys.implementation.name, *sys.version_info[:2])
 
@@ -358,7 +360,8 @@ def scan_file(text: str, file: str, config: Config, labels: LabelRegistry) -> Fi
 
 def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache: ScanCache | None) -> FileScan:
     """`scan_file` of one file's text, through `cache` when given: looked up by the SHA-256
-    of the text, and stored on a miss (a command that reads a single test file)."""
+    of the text, and stored on a miss (a command that reads a single test file). Its hints
+    name `config.path`, as `load_snapshot`'s do (`placed`)."""
     if cache is None:
         return scan_file(text, file, config, labels)
     context = scan_context(config, labels)
@@ -368,25 +371,56 @@ def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache
     if found is not None:
         hit = decoder.decode(found, file)
         if hit is not None:
-            return hit
+            return placed(hit, config.path)
         cache.reject(context, [key])
-    result = scan_file(text, file, config, labels)
+    result = scan_file(text, file, scanned_config(config), labels)
     encoded = decoder.encode_checked(result, file)
     if encoded is not None:
         cache.store(context, {key: encoded})
-    return result
+    return placed(result, config.path)
+
+
+# The configuration's path as a scan sees it (`scanned_config`): a stored scan is shared by every
+# copy of one configuration's content, wherever it is, so the hints that name the configuration
+# (`registry._registration`: "stages are listed in ...") are made with this placeholder, stored
+# with it, and given the path of the configuration actually read in one place (`placed`), for a
+# fresh scan and a stored one alike. Why this and not the path itself: a path in the context would
+# make a copy of the configuration (`--config /tmp/copy.yml`) a cold run; a path left out of the
+# context but kept in stored hints would replay another file's name. NUL is what no text of a
+# test file can put into a hint: no path holds one, a file holding one does not parse, and text
+# from a file reaches a hint only as a `repr` (which escapes it). `StrictDecoder` accepts it only
+# in a diagnostic's hint, where it can only ever become the configuration's path.
+CONFIG_PATH = "\0configuration\0"
+
+
+def scanned_config(config: Config) -> Config:
+    """`config` as `scan_file` is given it by a snapshot: its path is `CONFIG_PATH`."""
+    return config if config.path == CONFIG_PATH else replace(config, path=CONFIG_PATH)
+
+
+def placed(result: FileScan, path: str) -> FileScan:
+    """`result` (a scan of `scanned_config`) with `CONFIG_PATH` in its hints made `path`: the
+    text a scan of the configuration read from `path` gives."""
+    if not any(d.hint is not None and CONFIG_PATH in d.hint for d in result.errors):
+        return result
+    return replace(result, errors=tuple(
+        replace(d, hint=d.hint.replace(CONFIG_PATH, path)) if d.hint is not None and CONFIG_PATH in d.hint else d
+        for d in result.errors))
 
 
 def scan_context(config: Config, labels: LabelRegistry) -> str:
     """A digest of everything besides a file's text and path that `scan_file` reads.
 
-    The whole configuration is included (its canonical repr; stages, backends, markers,
-    discovery's implicit roots and `runner` all reach the scan) with the label registry,
+    The whole configuration's content is included (the canonical repr of `scanned_config`:
+    stages, backends, markers, discovery's implicit roots and `runner` all reach the scan;
+    its path does not, see `CONFIG_PATH`, so a copy of it elsewhere shares its scans) with the
+    label registry,
     ci_policy's version, the format of a stored scan and the Python parser's version (a
     file one Python parses may be a syntax error to another): a change of any of them is a
     new context, whose scans are stored apart.
     """
-    return hashlib.sha256(repr((__version__, SCAN_FORMAT, PARSER, _canonical(config), _canonical(labels)))
+    return hashlib.sha256(repr((__version__, SCAN_FORMAT, PARSER, _canonical(scanned_config(config)),
+                                _canonical(labels)))
                           .encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -457,6 +491,7 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     if stored is None:
         stored = {}
     decoder = StrictDecoder(config, labels)
+    scanning = scanned_config(config)
     results: list[FileScan | Diagnostic | None] = [None] * len(files)
     # (position, file, text when read, key when caching) of each file to scan
     misses: list[tuple[int, str, str | None, str | None]] = []
@@ -526,12 +561,12 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
         misses.append((i, file, text, key))
     new: dict[str, list[Any]] = {}
     if misses:
-        scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], config, labels)
+        scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], scanning, labels)
         for (i, file, text, miss_key), result in zip(misses, scanned, strict=True):
             if isinstance(result, list):  # encoded by the scanner (another process)
                 decoded = decoder.decode(result, file)
                 if decoded is None:  # text `encode_checked` keeps out of the cache: scanned here again
-                    result = scan_files(repo, [(file, text)], config, labels)[0]
+                    result = scan_files(repo, [(file, text)], scanning, labels)[0]
                 else:
                     result = decoded
             results[i] = result
@@ -658,7 +693,8 @@ class StrictDecoder:
     one `scan_file` could have returned for that path: a wrong type anywhere, a number out of
     range or not finite, a registration of a marker, stage or label the configuration does not
     have, an implicit registration the configuration does not give that path, an item located
-    in another file, a diagnostic code ci-policy does not have, or text `_UNSAFE_TEXT` refuses.
+    in another file, a diagnostic code ci-policy does not have, or text `_UNSAFE_TEXT` refuses
+    (a hint as `placed` makes it: `CONFIG_PATH` is allowed there, and only there).
     It never raises, whatever `data` is (JSON values of any shape, nesting or size).
     """
 
@@ -756,7 +792,15 @@ class StrictDecoder:
                                                                                    and code in CODES)):
             raise Damaged("diagnostic")
         return Diagnostic(_text(message), path=file, line=_optional_position(line), col=_optional_position(col),
-                          hint=_optional_text(hint), code=code, severity=severity)
+                          hint=None if hint is None else self._hint(hint), code=code, severity=severity)
+
+    def _hint(self, value: Any) -> str:
+        # `CONFIG_PATH` only here, and checked as the text it becomes (`placed`): a stored
+        # entry cannot make `::` or `##[` out of the placeholder and its neighbours either.
+        if type(value) is not str:
+            raise Damaged("text")
+        _text(value.replace(CONFIG_PATH, self.config.path) if CONFIG_PATH in value else value)
+        return value
 
     def _suppression(self, value: Any, file: str) -> Suppression:
         path, line, col, first, last, codes = _row(value, 6)

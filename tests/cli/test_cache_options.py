@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import EXAMPLE_REPO, run_cli
@@ -70,3 +72,47 @@ def test_cache_and_no_cache_exclude_each_other(repo: Path, tmp_path: Path, capsy
         run_cli(["lint", "--repo", str(repo), "--no-cache", "--cache", str(tmp_path / "c")], capsys)
     assert exc.value.code == 2
     assert "argument --cache: not allowed with argument --no-cache" in capsys.readouterr().err
+
+
+def test_a_copy_of_the_configuration_elsewhere_is_a_warm_run_whose_hints_name_the_copy(
+        repo: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    (repo / "tests/e2e/test_zz_bad.py").write_text(
+        'from ci_policy import register_cuda_ci\n\nregister_cuda_ci(60, "nosuch", labels=["fsdp"])\n')
+    copy = tmp_path / "elsewhere" / "copied.yml"
+    copy.parent.mkdir()
+    shutil.copyfile(repo / ".github/ci-policy.yml", copy)
+    cache = ["--cache", str(tmp_path / "cache")]
+    hint = ("configured cuda stages: stage-b-1-gpu-h200, stage-c-4-gpu-h200, stage-d-8-gpu-gb200 "
+            "(stages are listed in {})")
+
+    def cp225(out: str) -> list[tuple[str, str]]:
+        return [(d["path"], d["hint"]) for d in json.loads(out)["errors"] if d["code"] == "CP225"]
+
+    rc, out, _err = run_cli(["lint", "--repo", str(repo), *cache, "--format", "json"], capsys)
+    assert (rc, cp225(out)) == (1, [("tests/e2e/test_zz_bad.py", hint.format(".github/ci-policy.yml"))])
+    packs = sorted((tmp_path / "cache").rglob("*.pack.json"))
+    assert len(packs) == 1
+
+    def scans(pack: Path) -> list[str]:
+        return sorted(k for k in json.loads(pack.read_bytes().partition(b"\n")[2]) if not k.endswith("\0stat"))
+
+    stored = scans(packs[0])
+    parsed: list[str] = []
+    real = ast.parse
+
+    def counting(source: Any, filename: str = "<unknown>", *args: Any, **kwargs: Any) -> ast.AST:
+        parsed.append(filename)
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    rc, out, _err = run_cli(["lint", "--repo", str(repo), *cache, "--config", str(copy), "--format", "json"],
+                            capsys)
+    assert (rc, cp225(out)) == (1, [("tests/e2e/test_zz_bad.py", hint.format(copy))])
+    rc, out, _err = run_cli(["lint", "--repo", str(repo), *cache, "--config", str(copy)], capsys)
+    assert rc == 1
+    assert ("tests/e2e/test_zz_bad.py:3:22: CP225 suite-unknown: register_cuda_ci: suite 'nosuch' is not a "
+            f"configured cuda stage\n    hint: {hint.format(copy)}\n") in out
+    # Warm: the first run's pack was read, no test file parsed, and no other pack written.
+    assert [f for f in parsed if f.startswith("tests/")] == []
+    assert sorted((tmp_path / "cache").rglob("*.pack.json")) == packs
+    assert scans(packs[0]) == stored

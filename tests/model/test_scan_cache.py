@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, MINIMAL_LABELS, run_cli
+from helpers import EXAMPLE_REPO, MAIN_BLOCK, MINIMAL_CONFIG, MINIMAL_LABELS, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -321,6 +321,70 @@ def test_the_context_changes_with_the_configuration_labels_version_and_parser(mo
     monkeypatch.setattr(snapshot_mod, "__version__", "0.0.0-other")
     others.add(scan_context(config, labels))
     assert len(others) == 5 and first not in others
+
+
+def test_the_context_is_the_configuration_content_not_its_path() -> None:
+    snapshot = load_snapshot(EXAMPLE_REPO)
+    config, labels = snapshot.config, snapshot.labels
+    assert config.path == ".github/ci-policy.yml"
+    assert scan_context(dataclasses.replace(config, path="/elsewhere/copy.yml"), labels) == scan_context(config,
+                                                                                                         labels)
+
+
+BAD_SUITE = ("from ci_policy import register_cuda_ci\n\n"
+             'register_cuda_ci(60, "gpu-a", labels=["megatron"])\n'
+             'register_cuda_ci(60, "nosuch", labels=["megatron"])\n' + MAIN_BLOCK)
+BAD_SUITE_HINT = "configured cuda stages: gpu-a, gpu-b (stages are listed in {})"
+
+
+def test_a_copy_of_the_configuration_elsewhere_reads_the_stored_scans_and_names_itself(tmp_path: Path,
+                                                                                      monkeypatch) -> None:
+    repo = tmp_path / "repo"
+    _write(repo, {".github/ci-policy.yml": MINIMAL_CONFIG, "labels.py": MINIMAL_LABELS,
+                  "tests/unit/test_u.py": "x = 1\n", "tests/e2e/test_two.py": BAD_SUITE})
+    copy = tmp_path / "elsewhere" / "copied.yml"
+    copy.parent.mkdir()
+    copy.write_text(MINIMAL_CONFIG)
+    cache = DirScanCache(tmp_path / "cache")
+    cold = load_snapshot(repo, cache=cache)
+    packs = sorted((tmp_path / "cache").rglob("*.pack.json"))
+    parsed: list[str] = []
+    real_scan = snapshot_mod.scan_file
+
+    def counting_scan(text: str, file: str, *args: Any) -> Any:
+        parsed.append(file)
+        return real_scan(text, file, *args)
+
+    monkeypatch.setattr(snapshot_mod, "scan_file", counting_scan)
+    warm = load_snapshot(repo, str(copy), cache=cache)
+    assert (parsed, sorted((tmp_path / "cache").rglob("*.pack.json"))) == ([], packs)
+    assert len(packs) == 1
+    assert warm.config.path == str(copy)
+    assert [(d.code, d.hint) for d in cold.errors] == [("CP225", BAD_SUITE_HINT.format(".github/ci-policy.yml"))]
+    assert [(d.code, d.hint) for d in warm.errors] == [("CP225", BAD_SUITE_HINT.format(copy))]
+    # And a scan of it without the cache says the same.
+    assert load_snapshot(repo, str(copy)).errors == warm.errors
+
+
+def test_the_configuration_placeholder_is_read_back_only_in_a_hint_and_as_the_text_it_becomes() -> None:
+    config = load_snapshot(EXAMPLE_REPO).config
+    labels = load_snapshot(EXAMPLE_REPO).labels
+    placeholder = snapshot_mod.CONFIG_PATH
+    file = "tests/e2e/test_fsdp_grpo.py"
+
+    def stored(message: str, hint: str | None) -> list[Any]:
+        return [[], [], [[message, file, 1, 1, hint, "CP225", "error"]], [], []]
+
+    decoder = StrictDecoder(config, labels)
+    hit = decoder.decode(stored("m", f"listed in {placeholder}"), file)
+    assert hit is not None and hit.errors[0].hint == f"listed in {placeholder}"
+    assert snapshot_mod.placed(hit, "other.yml").errors[0].hint == "listed in other.yml"
+    assert decoder.decode(stored(f"listed in {placeholder}", "h"), file) is None
+    assert decoder.decode(stored("m", f"listed in {placeholder[:-1]}"), file) is None
+    # Next to the path it becomes, a stored colon would make `::`: refused as that text.
+    colon = StrictDecoder(dataclasses.replace(config, path=":copy.yml"), labels)
+    assert colon.decode(stored("m", f"in {placeholder}"), file) is not None
+    assert colon.decode(stored("m", f"in :{placeholder}"), file) is None
 
 
 def test_a_partly_read_file_is_partly_read_from_a_warm_cache(tmp_path: Path) -> None:
