@@ -399,13 +399,16 @@ def scanned_config(config: Config) -> Config:
 
 
 def placed(result: FileScan, path: str) -> FileScan:
-    """`result` (a scan of `scanned_config`) with `CONFIG_PATH` in its hints made `path`: the
-    text a scan of the configuration read from `path` gives."""
-    if not any(d.hint is not None and CONFIG_PATH in d.hint for d in result.errors):
+    """`result` (a scan of `scanned_config`) with `CONFIG_PATH` in its diagnostics made `path`:
+    the text a scan of the configuration read from `path` gives. Messages too, though only hints
+    name the configuration today (a message holding it is never stored: `StrictDecoder`)."""
+    def named(d: Diagnostic) -> Diagnostic:
+        return replace(d, message=d.message.replace(CONFIG_PATH, path),
+                       hint=None if d.hint is None else d.hint.replace(CONFIG_PATH, path))
+
+    if not any(CONFIG_PATH in d.message or (d.hint is not None and CONFIG_PATH in d.hint) for d in result.errors):
         return result
-    return replace(result, errors=tuple(
-        replace(d, hint=d.hint.replace(CONFIG_PATH, path)) if d.hint is not None and CONFIG_PATH in d.hint else d
-        for d in result.errors))
+    return replace(result, errors=tuple(named(d) for d in result.errors))
 
 
 def scan_context(config: Config, labels: LabelRegistry) -> str:
