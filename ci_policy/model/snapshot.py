@@ -67,7 +67,7 @@ from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model.discovery import discover
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
-from ci_policy.read.checkout import MAX_FILE_BYTES, FileReader, check_no_symlinks, read_text
+from ci_policy.read.checkout import MAX_FILE_BYTES, Directories, FileReader, check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
 from ci_policy.read.markers import parse_source, scan
 from ci_policy.read.numbers import MAX_EST_TIME
@@ -453,10 +453,11 @@ def scan_files(repo: Path, items: Sequence[tuple[str, str | None]], config: Conf
     """`scan_file` of each (file, text) in order, reading the file when its text is None; a
     read error is the file's result. The default `Scanner`: one after another, in this process."""
     out: list[FileScan | Diagnostic] = []
+    dirs = Directories(repo)  # the directories on the files' way, each listed once
     for file, text in items:
         if text is None:
             try:
-                text = read_text(repo, file, what="test file")
+                text = read_text(repo, file, what="test file", dirs=dirs)
             except InputError as exc:
                 out.append(exc.diagnostic)
                 continue

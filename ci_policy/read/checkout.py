@@ -80,24 +80,64 @@ def _lstat(path: str | Path) -> os.stat_result | None:
         return None
 
 
-def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | None:
+class Directories:
+    """The entries of a checkout's directories, each directory listed once (`os.scandir`), so
+    checking thousands of files in a few directories costs a listing per directory, not an
+    `lstat` per path component per file. A directory entry tells whether the name is a
+    symlink without following it (`DirEntry.is_symlink`).
+
+    `entry(parent, name)`: the entry of `name` in the directory `parent` ("" for the root),
+    or None when the listing cannot say (the directory could not be listed, or holds no such
+    name as listed, e.g. another spelling on a case-insensitive file system): the caller then
+    asks `lstat`, as without a listing.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = os.fspath(root)
+        self._listed: dict[str, dict[str, os.DirEntry[str]] | None] = {}
+
+    def entry(self, parent: str, name: str) -> os.DirEntry[str] | None:
+        listed = self._listed.get(parent, self)
+        if listed is self:
+            try:
+                with os.scandir(os.path.join(self.root, parent) if parent else self.root) as entries:
+                    listed = {e.name: e for e in entries}
+            except OSError:
+                listed = None
+            self._listed[parent] = listed
+        return listed.get(name) if isinstance(listed, dict) else None
+
+
+def check_no_symlinks(root: Path, rel: str, *, what: str, dirs: Directories | None = None) -> os.stat_result | None:
     """lstat every component of `rel` below `root`; refuse any symlink.
 
-    Returns the final component's stat, or None when it does not exist.
+    Returns the final component's stat, or None when it does not exist. `dirs`: listings of
+    this root's directories; a directory on the way found in them is told from a symlink by
+    its entry, without an `lstat` of its own (the final component is always `lstat`-ed).
     """
     if is_plain_relative(rel):  # what check_relative accepts unchanged, told without a path object
         parts: tuple[str, ...] | list[str] = rel.split("/")
     else:
         check_relative(rel, field=what, path=rel)  # an absolute path or `..` would leave `root`
         parts = PurePosixPath(rel).parts if rel != "." else ()
+        dirs = None
     current = os.fspath(root)  # joined as strings: a Path per component costs more than its lstat
     st = None
+    parent = ""
+    last = len(parts) - 1
     for i, part in enumerate(parts):
         current = os.path.join(current, part)
-        st = _lstat(current)
-        if st is None:
-            return None
-        if stat.S_ISLNK(st.st_mode):
+        entry = dirs.entry(parent, part) if dirs is not None and i < last else None
+        try:
+            link = entry.is_symlink() if entry is not None else None
+        except OSError:
+            link = None
+        if link is None:
+            st = _lstat(current)
+            if st is None:
+                return None
+            link = stat.S_ISLNK(st.st_mode)
+        if link:
             shown = "/".join(parts[: i + 1])
             subject = f"{what} {rel}" if shown == rel else f"{what} {rel}: directory {shown}"
             raise InputError(
@@ -105,12 +145,15 @@ def check_no_symlinks(root: Path, rel: str, *, what: str) -> os.stat_result | No
                 path=rel, code="CP401",
                 hint="replace the symlink with the real file or directory",
             )
+        if dirs is not None:
+            parent = f"{parent}/{part}" if parent else part
     return st if parts else os.lstat(root)
 
 
-def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
-    """Read a regular, symlink-free, UTF-8 file of the checkout."""
-    st = check_no_symlinks(root, rel, what=what)
+def read_text(root: Path, rel: str, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES,
+              dirs: Directories | None = None) -> str:
+    """Read a regular, symlink-free, UTF-8 file of the checkout (`dirs`: see `check_no_symlinks`)."""
+    st = check_no_symlinks(root, rel, what=what, dirs=dirs)
     if st is None:
         raise InputError(f"{what} {rel} does not exist", path=rel, code="CP402",
                           hint=f"create it or point the configuration at the right {what}")

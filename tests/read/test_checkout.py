@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ci_policy.errors import InputError
 from ci_policy.read.checkout import (
     MAX_FILE_BYTES,
+    Directories,
     FileReader,
     check_no_symlinks,
     check_relative,
@@ -200,6 +201,100 @@ def test_missing_file(repo):
 def test_path_through_a_regular_file(repo):
     assert refused(read_text, repo, "README/x") == ("README/x", None, None, "file README/x does not exist",
                                                     MISSING_HINT)
+
+
+# -- read_text with directory listings (Directories): the same answers, fewer lstat ------------
+
+
+@pytest.fixture
+def tree(repo, outside):
+    """A checkout with every kind of path a listing must answer for as `lstat` does."""
+    (repo / "a" / "b" / "c").mkdir(parents=True)
+    (repo / "a" / "b" / "c" / "test_x.py").write_text("x = 1\n")
+    (repo / "a" / "real").mkdir()
+    (repo / "a" / "real" / "test_y.py").write_text("y = 2\n")
+    os.symlink(repo / "a" / "real", repo / "a" / "mid")  # a symlinked middle directory
+    os.symlink("../outside", repo / "a" / "b" / "out")  # dangling, relative to the checkout
+    os.symlink(outside, repo / "a" / "b" / "c" / "away")  # a symlinked last directory
+    os.symlink("test_x.py", repo / "a" / "b" / "c" / "test_link.py")  # a symlinked file
+    return repo
+
+
+TREE_PATHS = ["a/b/c/test_x.py", "a/real/test_y.py", "a/mid/test_y.py", "a/b/out/secret.txt",
+              "a/b/c/away/secret.txt", "a/b/c/test_link.py", "a/b/c/test_missing.py", "a/nope/test_z.py",
+              "README/x", "a/b/c/test_x.py/y", "a/b", "README", "tests/unit/test_a.py"]
+
+
+def outcome(fn, *args, **kwargs) -> object:
+    try:
+        return fn(*args, **kwargs)
+    except InputError as e:
+        return (e.code, e.path, e.message, e.hint)
+
+
+def test_a_symlinked_middle_directory_is_refused_with_listings(tree):
+    dirs = Directories(tree)
+    assert read_text(tree, "a/real/test_y.py", dirs=dirs) == "y = 2\n"
+    assert refused(read_text, tree, "a/mid/test_y.py", what="test file", dirs=dirs) == (
+        "a/mid/test_y.py", None, None,
+        "test file a/mid/test_y.py: directory a/mid is a symlink; ci-policy refuses symlinks in a checkout",
+        SYMLINK_HINT)
+    assert outcome(check_no_symlinks, tree, "a/mid/test_y.py", what="file", dirs=dirs)[0] == "CP401"
+
+
+@pytest.mark.parametrize("order", ["listed", "reversed"])
+def test_listings_answer_every_path_as_lstat_does(tree, order):
+    # One Directories for the whole run, as the scan uses it: whatever was listed before,
+    # every path gets the answer it gets without listings (text, or code, path, message, hint).
+    dirs = Directories(tree)
+    paths = TREE_PATHS if order == "listed" else TREE_PATHS[::-1]
+    for rel in paths:
+        assert outcome(read_text, tree, rel, what="test file", dirs=dirs) == outcome(
+            read_text, tree, rel, what="test file"), rel
+        with_dirs = outcome(check_no_symlinks, tree, rel, what="file", dirs=dirs)
+        without = outcome(check_no_symlinks, tree, rel, what="file")
+        if isinstance(without, os.stat_result):
+            assert isinstance(with_dirs, os.stat_result) and with_dirs.st_ino == without.st_ino, rel
+        else:
+            assert with_dirs == without, rel
+    assert [rel for rel in paths if outcome(read_text, tree, rel, dirs=dirs)[0] == "CP401"] == [
+        rel for rel in paths if rel in ("a/mid/test_y.py", "a/b/out/secret.txt", "a/b/c/away/secret.txt",
+                                        "a/b/c/test_link.py")]
+
+
+def test_listings_leave_one_lstat_per_file(tree, monkeypatch):
+    names = [f"test_{i}.py" for i in range(20)]
+    for name in names:
+        (tree / "a" / "b" / "c" / name).write_text("z = 3\n")
+    seen: list[str] = []
+    real = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda p, *a, **k: seen.append(os.fspath(p)) or real(p, *a, **k))
+    dirs = Directories(tree)
+    for name in names:
+        assert read_text(tree, f"a/b/c/{name}", dirs=dirs) == "z = 3\n"
+    assert sorted(seen) == sorted(os.path.join(tree, "a", "b", "c", name) for name in names)
+    seen.clear()
+    read_text(tree, "a/b/c/test_0.py")  # without listings: every component
+    assert len(seen) == 4
+
+
+def test_a_directory_that_cannot_be_listed_is_checked_by_lstat(tree, monkeypatch):
+    # A directory one may search but not read (mode 0311) cannot be listed; its names are then
+    # checked by lstat as without listings. The refusal to list is raised where os.scandir
+    # would raise it, so the test holds when run as root too (root lists every directory).
+    real = os.scandir
+
+    def scandir(path):
+        if os.fspath(path) == os.path.join(tree, "a", "b"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    dirs = Directories(tree)
+    assert read_text(tree, "a/b/c/test_x.py", dirs=dirs) == "x = 1\n"
+    assert outcome(read_text, tree, "a/b/out/secret.txt", dirs=dirs)[2] == (
+        "file a/b/out/secret.txt: directory a/b/out is a symlink; ci-policy refuses symlinks in a checkout")
+    assert outcome(read_text, tree, "a/mid/test_y.py", dirs=dirs)[0] == "CP401"
 
 
 def test_what_names_the_kind_of_file(repo):
