@@ -70,12 +70,14 @@ class GuardedStream:
         self.raw.write(command_lines(text) + "\n")
 
     def _drain(self, *, final: bool) -> None:
-        buf = self._held
-        while (m := RUNNER_LINE_BREAK.search(buf)) is not None:
-            if m.group() == "\r" and m.end() == len(buf) and not final:
+        held = self._held
+        done = 0  # lines are cut at their offsets: slicing the rest off after each would be quadratic
+        for m in RUNNER_LINE_BREAK.finditer(held):
+            if m.group() == "\r" and m.end() == len(held) and not final:
                 break  # perhaps the CR of a CRLF
-            self._part(buf[:m.start()], end="\n" if self.actions else m.group())
-            buf = buf[m.end():]
+            self._part(held[done:m.start()], end="\n" if self.actions else m.group())
+            done = m.end()
+        buf = held[done:]
         keep = 0
         if not final:
             if buf.endswith("\r"):
