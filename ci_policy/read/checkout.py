@@ -208,8 +208,9 @@ class FileReader:
     """Reads files of one checkout as bytes, as `read_text` would accept them: the scan cache's
     reader, which names a file by a hash of the bytes it read itself.
 
-    The directories between the root and a file are checked for symlinks once per reader
-    (a checkout holds thousands of test files in a few directories); the file itself is
+    The directories between the root and a file are checked for symlinks once per reader,
+    through its `Directories` (a checkout holds thousands of test files in a few
+    directories; `check_no_symlinks` takes the same listings); the file itself is
     opened with `O_NOFOLLOW` and checked with `fstat`. `read` returns None for anything
     `read_text` would refuse (a symlink, not a regular file, unreadable, over the size cap,
     not a plain relative path): the caller then asks `read_text`, which says why.
@@ -225,15 +226,27 @@ class FileReader:
     def __init__(self, root: Path, max_bytes: int = MAX_FILE_BYTES) -> None:
         self.root = os.fspath(root)
         self.max_bytes = max_bytes
+        self.dirs = Directories(root)
         self._dirs: dict[str, bool] = {}
 
     def _real_dir(self, rel: str) -> bool:
         known = self._dirs.get(rel)
         if known is None:
-            parent = rel.rpartition("/")[0]
-            st = _lstat(os.path.join(self.root, rel)) if not parent or self._real_dir(parent) else None
-            known = self._dirs[rel] = st is not None and stat.S_ISDIR(st.st_mode)
+            parent, _, name = rel.rpartition("/")
+            known = (not parent or self._real_dir(parent)) and self._listed_dir(parent, name, rel)
+            self._dirs[rel] = known
         return known
+
+    def _listed_dir(self, parent: str, name: str, rel: str) -> bool:
+        """Whether `name` in `parent` is a directory and no symlink: by its listing, else `lstat`."""
+        entry = self.dirs.entry(parent, name)
+        if entry is not None:
+            try:
+                return not entry.is_symlink() and entry.is_dir(follow_symlinks=False)
+            except OSError:
+                pass  # the listing cannot say: as without one
+        st = _lstat(os.path.join(self.root, rel))
+        return st is not None and stat.S_ISDIR(st.st_mode)
 
     def _path(self, rel: str) -> str | None:
         if not is_plain_relative(rel):
