@@ -35,6 +35,7 @@ import yaml
 
 from ci_policy.errors import Diagnostic, InputError, warning
 from ci_policy.read.checkout import check_no_symlinks, is_plain_relative, read_text
+from ci_policy.read.yamlnodes import compose_any
 
 # Expanding more matrix combinations than this tells init nothing more (GitHub's limit is 256).
 MAX_COMBINATIONS = 256
@@ -102,7 +103,8 @@ def read_suite_jobs(root: Path, directory: str = ".github/workflows") -> CiFacts
         rel = f"{directory}/{name}"
         try:
             text = read_text(root, rel, what="workflow")
-            doc = yaml.safe_load(text)
+            node = compose_any(text, strict=False)  # parsed once: the values and the jobs' lines
+            doc = yaml.constructor.SafeConstructor().construct_document(node) if node is not None else None
         except InputError as exc:
             notes.append(_note(exc.diagnostic))
             continue
@@ -116,7 +118,7 @@ def read_suite_jobs(root: Path, directory: str = ".github/workflows") -> CiFacts
         workflows.append(facts)
         jobs = doc.get("jobs")
         if isinstance(jobs, dict):
-            lines = _job_lines(text)
+            lines = _job_lines(node)
             known: dict[str, frozenset[str]] = {}
             for job_id, job in jobs.items():
                 if isinstance(job, dict):
@@ -131,13 +133,9 @@ def _note(d: Diagnostic) -> Diagnostic:
     return warning(f"init did not read it: {d.message}", path=d.path, line=d.line, col=d.col, hint=d.hint)
 
 
-def _job_lines(text: str) -> dict[str, int]:
+def _job_lines(node: yaml.Node | None) -> dict[str, int]:
     """The line of each job id (`  name:` below `jobs:`), for messages."""
     out: dict[str, int] = {}
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return out
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode) and key.value == "jobs" and isinstance(value, yaml.MappingNode):
@@ -374,20 +372,21 @@ def _option(words: list[str], name: str) -> str | None:
     return None
 
 
-def _is_dir(root: Path, rel: str) -> bool:
+def _mode(root: Path, rel: str) -> int:
+    """The mode of `rel` with no symlink on its way; 0 when it is missing or is reached through one."""
     try:
-        st = check_no_symlinks(root, rel, what="directory")
+        st = check_no_symlinks(root, rel, what="path")
     except InputError:
-        return False
-    return st is not None and stat.S_ISDIR(st.st_mode)
+        return 0
+    return st.st_mode if st is not None else 0
+
+
+def _is_dir(root: Path, rel: str) -> bool:
+    return stat.S_ISDIR(_mode(root, rel))
 
 
 def _is_file(root: Path, rel: str) -> bool:
-    try:
-        st = check_no_symlinks(root, rel, what="file")
-    except InputError:
-        return False
-    return st is not None and stat.S_ISREG(st.st_mode)
+    return stat.S_ISREG(_mode(root, rel))
 
 
 def _normal(path: str) -> str | None:

@@ -222,6 +222,17 @@ def test_symlinks_and_invalid_yaml_are_notes_and_nothing_is_read_through_them(tm
         (), [f"init did not read it: workflows directory {WF} is a symlink"])
 
 
+def test_a_workflow_nested_past_the_yaml_parser_is_a_note_not_a_failed_init(tmp_path):
+    # 900 unclosed `{` made PyYAML's parser recurse past Python's limit (atheris found it in lint's reader).
+    repo = write(tmp_path, {f"{WF}/deep.yml": "{" * 900, f"{WF}/ok.yml": (
+        "on: push\njobs:\n  a:\n    runs-on: h100\n    steps:\n      - run: python3 run_suite.py --suite s\n")})
+    facts = read_suite_jobs(repo)
+    assert [(r.job, r.suite, r.runs_on) for r in facts.runs] == [("a", "s", ("h100",))]
+    assert [(n.path, n.message) for n in facts.notes] == [
+        (f"{WF}/deep.yml", f"workflow {WF}/deep.yml is not valid YAML, so init did not read it: nesting deeper "
+                           "than the YAML parser can follow")]
+
+
 def test_a_checkout_without_workflows_has_no_facts(tmp_path):
     facts = read_suite_jobs(tmp_path)
     assert (facts.workflows, facts.runs, facts.maps, facts.globs, facts.notes) == ((), (), (), (), ())
