@@ -60,13 +60,11 @@ def workflow(index: int, size: int) -> str:
     return "".join(jobs)
 
 
-def median_time(argv: list[str], repeat: int, env: dict[str, str]) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+def run_once(argv: list[str], env: dict[str, str]) -> float:
+    """One whole-process run of `argv`, timed."""
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
+    return time.perf_counter() - start
 
 
 def main() -> None:
@@ -97,7 +95,7 @@ def main() -> None:
         totals: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.repeat):  # alternating: a slow moment of the machine hits every command
             for name, argv in commands.items():
-                totals[name].append(median_time(argv, 1, env))
+                totals[name].append(run_once(argv, env))
         results = {name: statistics.median(samples) for name, samples in totals.items()}
 
         def compose_all(fast: bool) -> float:
