@@ -41,7 +41,8 @@ def test_the_contracts_are_kept():
 
 
 def test_the_layers_contract_is_the_package_listing():
-    """Every package directory of ci_policy is a layer, in the order the README lists them."""
+    """Every package directory of ci_policy is a layer, in the order the contributing page's
+    layout (docs/contributing.md) lists them."""
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     listed = [line.strip().strip('",') for line in text.split('type = "layers"', 1)[1].split("]", 1)[0]
               .split("[", 1)[1].splitlines() if line.strip()]
@@ -50,8 +51,8 @@ def test_the_layers_contract_is_the_package_listing():
                       if p.is_dir() and (p / "__init__.py").exists())
     modules = sorted(p.stem for p in (ROOT / "ci_policy").glob("*.py") if p.stem not in ("__init__", "__main__"))
     assert sorted(packages + modules) == sorted(LAYERS)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    layout = page.split("## Layout", 1)[1].split("\n## ", 1)[0]
     shown = [line.split("`")[1].removeprefix("ci_policy/").rstrip("/").removesuffix(".py")
              for line in layout.splitlines() if line.startswith("- `ci_policy/")]
     assert shown == LAYERS
