@@ -33,7 +33,7 @@ from ci_policy.cli import docs as docs_cli
 from ci_policy.cli.main import build_parser, main
 from ci_policy.config.path import DEFAULT_CONFIG
 from ci_policy.config.reference import _tables
-from ci_policy.config.top import TOP
+from ci_policy.config.top import TOP, parse_config
 from ci_policy.errors import CODES
 from ci_policy.render import docs as pages
 from ci_policy.render import schemas
@@ -205,11 +205,16 @@ EXCERPTS = [(rel, start, name, text) for rel in HAND_WRITTEN
             for start, _end, kind, name, _lang, text in fenced(rel) if kind == "excerpt"]
 
 
+COMMAND = re.compile(r"^\s*(\$ )?ci-policy [a-z-]+( |$)")
+
+
 def test_every_command_shown_on_a_page_is_an_example_that_runs():
-    """A console block or a `$ ` line outside a marked example would not be checked."""
+    """A console block, a `$ ` line or a `ci-policy` command line outside a marked example would not
+    be checked (an output line such as `ci-policy result: FAIL` is not a command, nor is a workflow's
+    `run:` in a YAML block, which the workflow tests check)."""
     unchecked = [f"{rel}:{start + 1}" for rel in HAND_WRITTEN for start, _end, kind, _name, lang, text in fenced(rel)
-                 if kind != "example" and (lang == "console" or any(line.startswith("$ ")
-                                                                    for line in text.splitlines()))]
+                 if kind != "example" and (lang == "console" or any(
+                     line.startswith("$ ") or (lang != "yaml" and COMMAND.match(line)) for line in text.splitlines()))]
     assert unchecked == []
     assert {name for _rel, _start, name, _text in EXAMPLES} == set(SETUPS)
 
@@ -251,6 +256,19 @@ def test_each_excerpt_is_consecutive_lines_of_its_file(rel, start, name, text):
     assert any(lines[i:i + len(shown)] == shown for i in range(len(lines))), f"docs/{rel}:{start + 1}"
 
 
+# A configuration fragment on a guide or an explanation page, checked as part of a whole file.
+FRAGMENTS = [(rel, start, text) for rel in HAND_WRITTEN if rel.startswith(("guides/", "explanation/"))
+             for start, _end, _kind, _name, lang, text in fenced(rel) if lang == "yaml"]
+
+
+@pytest.mark.parametrize("rel, start, text", FRAGMENTS, ids=[f"{f[0]}:{f[1] + 1}" for f in FRAGMENTS])
+def test_each_configuration_fragment_of_a_guide_is_valid(rel, start, text):
+    whole = "version: 1\ndiscovery: {roots: [tests]}\n"
+    if "stages:" not in text:
+        whole += "stages:\n  - {name: cpu, backend: cpu}\n"
+    parse_config(whole + text + "\n", f"docs/{rel}")
+
+
 LINK = re.compile(r"\]\((https://github\.com/ci-policy/ci-policy/blob/main/[^)\s#]+)")
 
 
@@ -259,6 +277,13 @@ def test_every_link_into_the_repository_names_a_file_of_it():
         for link in LINK.findall(read(rel)):
             path = ROOT / link.removeprefix("https://github.com/ci-policy/ci-policy/blob/main/")
             assert path.exists(), f"docs/{rel} links to {link}: no such file"
+
+
+def test_the_glossary_defines_each_word_of_the_plan():
+    defined = re.findall(r"^\*\*([A-Z][a-z]+)\*\*$", read("concepts.md"), re.M)
+    assert {"Stage", "Suite", "Registration", "Scope", "Cadence", "Shard", "Lane", "Wave", "Variant",
+            "Gate"} <= set(defined)
+    assert "```mermaid\nflowchart" in read("concepts.md")
 
 
 # -- the README --------------------------------------------------------------------------------------
