@@ -214,12 +214,18 @@ def configuration_page() -> str:
 
 # -- the JSON documents --------------------------------------------------------------------------------
 
+def json_documents() -> tuple[str, ...]:
+    """The schemas of the JSON page: all but the configuration's, which has a page of its own."""
+    return tuple(name for name in schemas.NAMES if name != "config")
+
+
 def json_page() -> str:
     intro = ("Every JSON document ci-policy reads or writes has a JSON Schema (draft 2020-12), shipped in the "
              "package under `ci_policy/schemas/` and printed by `ci-policy schema NAME`. Below, each as "
-             "`ci-policy schema NAME --format text` outlines it: one line per field.")
+             "`ci-policy schema NAME --format text` outlines it: one line per field. The configuration's "
+             "schema (`ci-policy schema config`) is described on [its own page](configuration.md).")
     sections = [f"## `{name}`\n\n`{schema_id(name)}`\n\n{_fence(schemas.outline(name))}"
-                for name in schemas.NAMES]
+                for name in json_documents()]
     return _page("JSON documents", intro, *sections)
 
 
