@@ -17,6 +17,7 @@ strictly, and every example on it run.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shlex
@@ -113,15 +114,35 @@ def test_every_configuration_key_is_in_the_configuration_page():
 def test_every_command_and_option_is_in_the_command_line_page():
     page = read("reference/cli.md")
     parser = build_parser()
-    commands = pages._subcommands(parser)
-    assert re.findall(r"^## `ci-policy ([a-z-]+)`$", page, re.M) == list(commands)
-    for name, sub in commands.items():
+    commands = pages.commands(parser)
+    top = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    assert [name for name, _sub in commands if " " not in name] == list(top[0].choices)
+    assert re.findall(r"^## `ci-policy ([a-z -]+)`$", page, re.M) == [name for name, _sub in commands]
+    for name, sub in commands:
         section = page.split(f"\n## `ci-policy {name}`\n", 1)[1].split("\n## ", 1)[0]
         rows = [row.split("`")[1] for row in section.splitlines() if row.startswith("| `")]
         written = [written for written, _action in pages.options(sub)]
         assert rows == written, name
-        every = {s for action in sub._actions for s in action.option_strings} - {"-h", "--help"}
+        every = {s for action in sub._actions if action.help != argparse.SUPPRESS
+                 for s in action.option_strings} - {"-h", "--help"}
         assert every == {s for row in rows for s in row.split("/") if s.startswith("-")}, name
+
+
+def test_nested_subcommands_and_suppressed_options_are_handled():
+    """A subcommand with subcommands of its own gets a section per subcommand; an option `--help`
+    does not show is not listed."""
+    parser = argparse.ArgumentParser(prog="ci-policy")
+    sub = parser.add_subparsers(dest="command")
+    report = sub.add_parser("report", description="Report.")
+    report.add_argument("--hidden", help=argparse.SUPPRESS)
+    inner = report.add_subparsers(dest="what")
+    inner.add_parser("show", description="Show one.").add_argument("--since", metavar="DATE", help="from DATE")
+    page = pages.cli_page(parser)
+    assert [name for name, _p in pages.commands(parser)] == ["report", "report show"]
+    assert re.findall(r"^## `ci-policy ([a-z -]+)`$", page, re.M) == ["report", "report show"]
+    assert "--hidden" not in page
+    assert "| `--since` | `DATE` |  | from DATE |" in page
+    assert "[`ci-policy report show`](#ci-policy-report-show)" in page
 
 
 def test_every_json_schema_is_in_the_json_page():

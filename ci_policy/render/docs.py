@@ -131,9 +131,21 @@ def _fence(text: str, language: str = "text") -> str:
 
 # -- the command line ------------------------------------------------------------------------------
 
-def _subcommands(parser: argparse.ArgumentParser) -> Mapping[str, argparse.ArgumentParser]:
-    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return sub.choices
+def commands(parser: argparse.ArgumentParser, prefix: str = "") -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every subcommand under `parser`, depth first (`report`, then `report show` should `report` have
+    subcommands of its own), each once (an alias names the parser it aliases)."""
+    found: list[tuple[str, argparse.ArgumentParser]] = []
+    seen: set[int] = set()
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        for name, sub in action.choices.items():
+            if id(sub) in seen:
+                continue
+            seen.add(id(sub))
+            found.append((f"{prefix}{name}", sub))
+            found += commands(sub, f"{prefix}{name} ")
+    return found
 
 
 def _usage(parser: argparse.ArgumentParser) -> str:
@@ -162,7 +174,8 @@ def options(parser: argparse.ArgumentParser) -> list[tuple[str, argparse.Action]
     written as (`--stage`, `-v/--verbose`, or the positional's metavar)."""
     found = []
     for action in parser._actions:
-        if isinstance(action, argparse._HelpAction):
+        # --help is every command's; an option whose help is suppressed is not shown by --help either.
+        if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
             continue
         name = "/".join(action.option_strings) if action.option_strings else str(action.metavar or action.dest)
         found.append((name, action))
@@ -174,20 +187,22 @@ def _command_section(name: str, parser: argparse.ArgumentParser) -> str:
     for written, action in options(parser):
         required = "yes" if action.required or not action.option_strings else ""
         rows.append(f"| `{written}` | {_takes(action)} | {required} | {_cell(_expanded_help(parser, action))} |")
-    parts = [f"## `ci-policy {name}`", _cell(parser.description or ""), _fence(_usage(parser)), "\n".join(rows)]
+    parts = [f"## `ci-policy {name}`", _cell(parser.description or ""), _fence(_usage(parser))]
+    if len(rows) > 2:
+        parts.append("\n".join(rows))
     if parser.epilog:
         parts.append(_fence(parser.epilog))
     return "\n\n".join(parts)
 
 
 def cli_page(parser: argparse.ArgumentParser) -> str:
-    commands = _subcommands(parser)
-    listing = "\n".join(f"- [`ci-policy {name}`](#ci-policy-{name}): {_cell(sub.description or '')}"
-                        for name, sub in commands.items())
+    every = commands(parser)
+    listing = "\n".join(f"- [`ci-policy {name}`](#ci-policy-{name.replace(' ', '-')}): {_cell(sub.description or '')}"
+                        for name, sub in every)
     intro = ("Every subcommand, each option as `ci-policy COMMAND --help` prints it. The exit codes are on "
              "[their own page](exit-codes.md); the variables the commands read on "
              "[Environment variables](environment.md).")
-    return _page("Command line", intro, listing, *(_command_section(n, p) for n, p in commands.items()))
+    return _page("Command line", intro, listing, *(_command_section(n, p) for n, p in every))
 
 
 # -- the configuration -------------------------------------------------------------------------------
