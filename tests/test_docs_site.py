@@ -291,6 +291,28 @@ def test_each_configuration_fragment_of_a_guide_is_valid(rel, start, text):
     parse_config(whole + text + "\n", f"docs/{rel}")
 
 
+def test_the_dialect_markers_of_the_sglang_guide_register_what_the_guide_says(tmp_path, capsys):
+    """The guide's dialect configuration and marker calls, in a checkout with a stage for each suite:
+    every call is a registration of the suite its `suite=` or its comment names, on its backend."""
+    [dialect, *_rest] = [text for _s, _e, _k, _n, lang, text in fenced("guides/sglang-shaped.md") if lang == "yaml"]
+    [calls] = [text for _s, _e, _k, _n, lang, text in fenced("guides/sglang-shaped.md") if lang == "python"]
+    expected = [(re.search(r'suite="([^"]+)"|# suite (\S+)', line).group(1, 2), line.split("(")[0])
+                for line in calls.splitlines()]
+    expected = [(suite or commented, marker) for (suite, commented), marker in expected]
+    backend = {"register_cuda_ci": "cuda", "register_amd_ci": "rocm", "register_npu_ci": "npu"}
+    stages = "".join(f"  - {{name: {suite}, backend: {backend[marker]}, runs_on: [x]}}\n" for suite, marker in expected)
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "ci-policy.yml").write_text(
+        "version: 1\ngpu_requires_labels: false\ndiscovery: {roots: [tests]}\n" + dialect + "\nstages:\n" + stages)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(calls + "\n" + helpers.MAIN_BLOCK)
+    capsys.readouterr()
+    assert main(["registry", "--repo", str(tmp_path), "--no-cache", "--format", "json"]) == 0
+    found = json.loads(capsys.readouterr().out)["registrations"]
+    assert [(r["suite"], r["marker"], r["backend"]) for r in found] == \
+        [(suite, marker, backend[marker]) for suite, marker in expected]
+
+
 LINK = re.compile(r"\]\((https://github\.com/ci-policy/ci-policy/blob/main/[^)\s#]+)")
 
 
