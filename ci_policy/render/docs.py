@@ -325,6 +325,13 @@ def diagnostic_pages(explained: Mapping[str, Explained], examples: Mapping[str, 
     return out
 
 
+def page_paths() -> list[str]:
+    """The paths `pages` writes, without building them."""
+    return ["reference/configuration.md", "reference/cli.md", "reference/json.md", "reference/environment.md",
+            "reference/exit-codes.md", f"{DIAGNOSTICS_DIR}/index.md",
+            *(f"{DIAGNOSTICS_DIR}/{code}.md" for code in CODES)]
+
+
 def pages(parser: argparse.ArgumentParser, explained: Mapping[str, Explained],
           examples: Mapping[str, Example]) -> dict[str, str]:
     """Every generated page: relative path under docs/ -> text."""
