@@ -65,6 +65,7 @@ from ci_policy.errors import CODES, CiPolicyError, Diagnostic, InputError, Input
 from ci_policy.gates.declarations import KEYWORDS as GATE_KEYWORDS
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model.discovery import discover
+from ci_policy.model.quarantine import registry_errors
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
 from ci_policy.read.checkout import MAX_FILE_BYTES, Directories, FileReader, check_no_symlinks, read_text
@@ -243,6 +244,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
         registrations.extend(scanned.registrations)
         errors.extend(placed(scanned, config.path).errors)
     errors.extend(_gate_errors(config, gates))
+    errors.extend(registry_errors(config, registrations, files, errors))
     if labels_missing:
         errors.extend(_missing_labels_errors(config, label_calls))
     unused_estimates: list[tuple[str, str]] = []
