@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+from dataclasses import replace
 
 import pytest
 
@@ -92,3 +93,13 @@ HINT_DATE = "write the last day the quarantine holds as YYYY-MM-DD, e.g. 2027-01
         "no-file", "absolute-file", "unknown-stage", "external-stage", "unknown-key", "twice"])
 def test_a_bad_entry_is_a_located_error(entry, expected):
     assert errors("  " + entry + "\n") == [(P, *e) for e in expected]
+
+
+def test_until_is_the_last_day_it_holds_and_the_week_before_is_expiring():
+    entry = Quarantine(file="tests/e2e/test_x.py", reason="r", owner="@a", until=datetime.date(2027, 1, 15))
+    days = {day: (entry.expired(datetime.date(2027, 1, day)), entry.expiring(datetime.date(2027, 1, day)))
+            for day in (7, 8, 15, 16)}
+    assert days == {7: (False, False), 8: (False, True), 15: (False, True), 16: (True, False)}
+    assert entry.describe() == "quarantined until 2027-01-15: r (owner @a)"
+    assert entry.applies_to("gpu") and not replace(entry, stage="cpu").applies_to("gpu")
+    assert replace(entry, stage="gpu").applies_to("gpu+big", "gpu")
