@@ -77,6 +77,16 @@ def test_a_quarantined_file_that_passes_is_reported_passing(make_repo, tmp_path)
         "FAILED (0):\n"
         "RETRIED (0):\n"
         "RESULT: PASS\n")
+    summary = tmp_path / "summary.md"
+    proc = run(repo, "--format", "github", timings=tmp_path / "t.jsonl",
+               env=clean_env(GITHUB_STEP_SUMMARY=str(summary)))
+    assert proc.returncode == 0 and "::warning" not in proc.stdout
+    assert mask(summary.read_text()).endswith(
+        "| tests/gpu/test\\_flaky.py | PASS (quarantined) | 1 | <T> | 30s |  |\n"
+        "| tests/gpu/test\\_ok.py | PASS | 1 | <T> | 5s |  |\n\n"
+        "**Quarantined** (a failure is reported, not failing the run)\n\n"
+        "- ✅ tests/gpu/test\\_flaky.py passed while quarantined until 2999-12-31: NCCL init times out on one host in "
+        "ten (issue https:&#8203;//github.com/org/repo/issues/7, owner @&#8203;alice)\n")
 
 
 def test_a_quarantine_of_another_stage_excuses_nothing_here(make_repo, tmp_path):
