@@ -239,7 +239,7 @@ def excused_text(r: FileResult) -> str:
     """A quarantined file's failure, as the summary and its annotation name it."""
     assert r.quarantine is not None
     status, why = failure(r)
-    return f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why}); {r.quarantine.describe()}"
+    return one_line(f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why}); {r.quarantine.describe()}")
 
 
 def run_summary_text(result: ShardResult, *, warnings: bool = True) -> str:

@@ -636,8 +636,9 @@ def _quarantine(settings: RunSettings, file: str, today: datetime.date, warnings
     entry = quarantine_of(settings.quarantine, file)
     if entry is None or not entry.expired(today):
         return entry
-    warnings.append(f"the quarantine of {file} has expired: it held until {entry.until.isoformat()} "
-                    f"({entry.reason}; {entry.tracked_by}), so its failures count again; renew or remove the entry")
+    warnings.append(one_line(f"the quarantine of {file} has expired: it held until {entry.until.isoformat()} "
+                             f"({entry.reason}; {entry.tracked_by}), so its failures count again; renew or remove "
+                             "the entry"))
     return None
 
 
