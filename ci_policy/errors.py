@@ -111,6 +111,11 @@ CODES: dict[str, tuple[str, str]] = {
     "CP231": ("test-file-unregistered",
               "tests/e2e/test_a.py matches the discovery pattern 'test_*.py' but has no registration and is "
               "not under an implicit root, so no stage would run it"),
+    "CP232": ("quarantine-file-unknown",
+              "quarantine[0].file: tests/e2e/test_gone.py is not a registered test file"),
+    "CP233": ("quarantine-expired",
+              "quarantine[0].until: the quarantine of tests/e2e/test_a.py has expired: it held until 2026-01-15 "
+              "(flaky NCCL init; owner @alice), and its failures fail the run again"),
     "CP250": ("suppression-without-codes",
               "a bare `# ci-policy: ignore` would hide every diagnostic of the line; name what it accepts"),
     "CP251": ("suppression-unknown-code",
@@ -201,6 +206,9 @@ CODES: dict[str, tuple[str, str]] = {
               "stages[2].requires_labels: gate label 'run-ci-extar' is one edit from 'run-ci-extra'"),
     "CP908": ("runs-on-placeholder",
               "runs_on of 2 stages is still the placeholder 'TODO-runner': gpu-b, amd"),
+    "CP909": ("quarantine-expiring",
+              "quarantine[0].until: the quarantine of tests/e2e/test_a.py ends on 2026-01-15, in 3 day(s) "
+              "(within 7)"),
 }
 
 

@@ -85,6 +85,9 @@ _BY_MESSAGE: list[tuple[str, str]] = [
     (r"^register_\w+_ci for suite \S+ is disabled: ", "CP905"),
     (r": gate label '.*' is one edit from '.*'$", "CP907"),
     (r"^runs_on of \d+ stages? is still the placeholder ", "CP908"),
+    (r"^quarantine\[\d+\]\.file: .* (is not a registered test file|does not run in stage )", "CP232"),
+    (r"^quarantine\[\d+\]\.until: the quarantine of .* has expired: ", "CP233"),
+    (r"^quarantine\[\d+\]\.until: the quarantine of .* ends on ", "CP909"),
 ]
 
 

@@ -1,6 +1,7 @@
 """`lint` and `registry`: a checkout's configuration, labels, registrations and gates, checked or listed.
 
-- In: a `CheckoutRequest`: the checkout, the configuration path, how to scan (`ScanRequest`).
+- In: a `CheckoutRequest`: the checkout, the configuration path, how to scan (`ScanRequest`), and
+  for `lint` the day a quarantine's `until` is judged on (default: today in UTC).
 - Out: `lint(request)` the `LintReport` (every diagnostic; `ok` without errors; with the
   sizes GitHub would refuse of the plan job's outputs, `plan.limits`);
   `registry(request)` the usable snapshot (its registrations, and its invalid test files).
@@ -10,6 +11,7 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,12 +29,13 @@ class CheckoutRequest:
     repo: Path
     config: str | None
     scan: ScanRequest
+    today: datetime.date | None = None  # the day quarantines are judged on; None: today in UTC
 
 
 def lint(request: CheckoutRequest) -> LintReport:
     scan = start_scan(request.scan)
     report = lint_checkout(request.repo, request.config, cache=scan.cache, index=scan.listing,  # type: ignore[arg-type]
-                           scanner=scan.scanner)
+                           scanner=scan.scanner, today=request.today)
     if report.snapshot is None:
         return report
     # What GitHub would refuse of the plan job's outputs (plan.limits): known from the planner only.

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import sys
@@ -61,6 +62,7 @@ class RunRequest:
     continue_on_error: bool = False
     github: bool = False
     cache: str | None = None                  # `--cache DIR`: swept after the tests, as the default one is
+    today: datetime.date | None = None        # the day quarantines are judged on; None: today in UTC
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,7 @@ def execute(request: RunRequest, prepared: Prepared, show: Callable[[str], None]
         gate=_gate_hook(prepared.store, job, repo),
         python=prepared.python,
         user=prepared.user,
+        today=request.today,
     )
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
     # The tests' environment leaves out every secret; the runner's own /proc/<pid>/environ must too.

@@ -7,7 +7,9 @@
   or --shards, --python, retry and output options.
 - Out: the shard's header, each file's output, a summary; timing records and the merged
   metric records of passing files; gates evaluated for files that declare them.
-  Exit 0 when every file (and every enforced gate) passed, 1 otherwise, 143 on SIGTERM,
+  Exit 0 when every file (and every enforced gate) passed, or failed while quarantined
+  (`quarantine:` in the configuration, carried by the plan: listed under QUARANTINED, a
+  `::warning` in github format, and in the step summary), 1 otherwise, 143 on SIGTERM,
   130 on Ctrl-C (a second one during the kill only hurries it). A record that cannot be
   written (a full disk) is a warning of the summary, never the exit code.
 - Partial plan (a test file is invalid): the shard's own files still run and decide the

@@ -94,6 +94,13 @@ image_build: {runs_on: [self-hosted, docker], registry: ghcr.io}
 images:
   cuda: {repository: ghcr.io/org/ci-cuda, dockerfile: docker/cuda.Dockerfile}
 estimates_file: .github/ci-estimates.json
+quarantine:
+  - file: tests/e2e/test_nccl_init.py
+    stage: stage-c-4-gpu-h200
+    reason: NCCL init times out on one host in ten
+    issue: https://github.com/org/repo/issues/123
+    owner: "@alice"
+    until: 2027-01-15
 """
 
 GLOBS = """\

@@ -30,6 +30,7 @@ from ci_policy.config.lint import LINT, LintConfig
 from ci_policy.config.markers import MARKERS, Markers
 from ci_policy.config.path import DEFAULT_CONFIG
 from ci_policy.config.pull_request import PULL_REQUEST, PullRequest
+from ci_policy.config.quarantine import QUARANTINE, Quarantine
 from ci_policy.config.runner import RUNNER, RunnerConfig
 from ci_policy.config.scopes import SCOPES, Scope
 from ci_policy.config.selection import SELECTION, Selection
@@ -85,7 +86,8 @@ def _parse_requires(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any
 # `stages` check their backend against them, `discovery` checks its implicit roots against
 # the stages, `cadences` its schedules against the backends and stages, and `file_run` and
 # `images` their keys against the backends; a stage's `max_parallel.priority` needs the
-# `pull_request` labels before it; `images` their registry against `image_build`.
+# `pull_request` labels before it; `images` their registry against `image_build`; `quarantine`
+# its entries' stages against the stages.
 TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
     Key("version", Parser(f"integer {VERSION}", _parse_version, schema={"type": "integer", "const": VERSION}),
         REQUIRED, "The format version of this file."),
@@ -124,6 +126,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
         shown_default="none"),
     Key("lint", LINT, LintConfig(), "Diagnostics accepted under some paths (inline: `# ci-policy: ignore[CODE]`), "
         "and the workflows lint reads.", shown_default="nothing ignored, `.github/workflows` read"),
+    Key("quarantine", QUARANTINE, (), "Test files whose failures fail nothing until a date: each still runs, "
+        "its failure a warning.", shown_default="none"),
 ))
 
 
@@ -150,6 +154,7 @@ class Config:
     tune: TuneConfig = TOP.default("tune")
     estimates_file: str | None = TOP.default("estimates_file")
     lint: LintConfig = TOP.default("lint")
+    quarantine: tuple[Quarantine, ...] = TOP.default("quarantine")
     # Line of each top-level key, for errors found after validation.
     lines: FrozenMap[str, int] = field(default=FrozenMap(), compare=False)
 

@@ -8,13 +8,15 @@
   placeholder `PLACEHOLDER_RUNNER`, once for them all), all located and sorted; and the GitHub Actions
   workflows of `lint.workflows` read as data and checked against the stages (CP6xx, see
   `ci_policy.model.workflows`); a stage command's working directory that `run` would refuse
-  (missing, not a directory, a symlink on the way).
+  (missing, not a directory, a symlink on the way); a quarantine past its `until` (CP233) or
+  ending within a week (CP909), judged on `today` (`model.quarantine`).
 - Never raises for bad input: unusable configuration or labels, and a checkout the
   core cannot read at all, become errors.
 """
 
 from __future__ import annotations
 
+import datetime
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from ci_policy.config.pull_request import gate_near_misses
 from ci_policy.errors import Diagnostic, InputError, InputErrors, read_failure, warning
 from ci_policy.gates.requirements import violations
 from ci_policy.model.discovery import IndexEntry
+from ci_policy.model.quarantine import calendar_problems
 from ci_policy.model.snapshot import ScanCache, Scanner, Snapshot, load_snapshot
 from ci_policy.model.suppress import apply, unused
 from ci_policy.model.workflows import workflow_diagnostics
@@ -51,7 +54,9 @@ class LintReport:
 
 
 def lint(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
-         index: Mapping[str, IndexEntry] | None = None, scanner: Scanner | None = None) -> LintReport:
+         index: Mapping[str, IndexEntry] | None = None, scanner: Scanner | None = None,
+         today: datetime.date | None = None) -> LintReport:
+    """`today`: the day quarantines are judged on (CP233, CP909); None: today in UTC."""
     try:
         snapshot = load_snapshot(repo, config_path, cache=cache, index=index, scanner=scanner)
     except InputErrors as exc:
@@ -61,9 +66,11 @@ def lint(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache 
     except (OSError, RecursionError, MemoryError) as exc:
         return LintReport(errors=(read_failure(exc),), warnings=())
     rules = snapshot.config.lint.ignore
-    required = apply([*violations(snapshot), *workflow_problems(repo, snapshot), *command_problems(repo, snapshot)],
-                     snapshot.suppressions, rules)
-    warned = apply(warnings_of(snapshot), snapshot.suppressions, rules)
+    calendar = calendar_problems(snapshot.config, today or datetime.datetime.now(datetime.timezone.utc).date())
+    required = apply([*violations(snapshot), *workflow_problems(repo, snapshot), *command_problems(repo, snapshot),
+                      *(d for d in calendar if d.severity == "error")], snapshot.suppressions, rules)
+    warned = apply([*warnings_of(snapshot), *(d for d in calendar if d.severity == "warning")],
+                   snapshot.suppressions, rules)
     used = snapshot.used_suppressions | required.used | warned.used
     errors = sorted(set(snapshot.errors) | set(required.kept), key=Diagnostic.sort_key)
     warnings = sorted([*warned.kept, *unused(snapshot.suppressions, snapshot.config, used)], key=Diagnostic.sort_key)

@@ -65,6 +65,7 @@ from ci_policy.errors import CODES, CiPolicyError, Diagnostic, InputError, Input
 from ci_policy.gates.declarations import KEYWORDS as GATE_KEYWORDS
 from ci_policy.gates.declarations import GateDeclaration, gates_of
 from ci_policy.model.discovery import discover
+from ci_policy.model.quarantine import registry_errors
 from ci_policy.model.registry import Registration, registrations_of
 from ci_policy.model.suppress import Suppression, apply, inline_suppressions
 from ci_policy.read.checkout import MAX_FILE_BYTES, Directories, FileReader, check_no_symlinks, read_text
@@ -243,6 +244,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
         registrations.extend(scanned.registrations)
         errors.extend(placed(scanned, config.path).errors)
     errors.extend(_gate_errors(config, gates))
+    errors.extend(registry_errors(config, registrations, files, errors))
     if labels_missing:
         errors.extend(_missing_labels_errors(config, label_calls))
     unused_estimates: list[tuple[str, str]] = []
@@ -414,7 +416,7 @@ def placed(result: FileScan, path: str) -> FileScan:
 def scan_context(config: Config, labels: LabelRegistry) -> str:
     """A digest of everything besides a file's text and path that `scan_file` reads.
 
-    The whole configuration's content is included (the canonical repr of `scanned_config`:
+    The whole configuration's content but `quarantine` is included (the canonical repr of `scanned_config`:
     stages, backends, markers, discovery's implicit roots and `runner` all reach the scan;
     its path does not, see `CONFIG_PATH`, so a copy of it elsewhere shares its scans) with the
     label registry,
@@ -422,8 +424,10 @@ def scan_context(config: Config, labels: LabelRegistry) -> str:
     file one Python parses may be a syntax error to another): a change of any of them is a
     new context, whose scans are stored apart.
     """
-    return hashlib.sha256(repr((__version__, SCAN_FORMAT, PARSER, _canonical(scanned_config(config)),
-                                _canonical(labels)))
+    # Without `quarantine`, which no scan reads: entries come and go weekly, and each would
+    # otherwise make every test file of the checkout a miss.
+    content = replace(scanned_config(config), quarantine=())
+    return hashlib.sha256(repr((__version__, SCAN_FORMAT, PARSER, _canonical(content), _canonical(labels)))
                           .encode("utf-8", "surrogatepass")).hexdigest()
 
 

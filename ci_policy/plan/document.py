@@ -7,8 +7,8 @@
 - Out: `PlanDocument` (the whole plan; a per-stage plan, `plan --stage-plans`, holds one stage,
   `inputs` without `files` and `run_settings`), `StageDoc` (a stage as the file records it),
   `TestRow` (one test of a stage), `GateDoc`, `InvalidDoc` with `DiagnosticDoc`, `InputsDoc`,
-  `SettingsDoc`, `JobDoc`, `MergeDoc`, `DiffDoc`; a shard is `plan.partition.Shard`, an image to build
-  `plan.jobs.ImageBuild`'s fields (`ImageDoc`).
+  `SettingsDoc` (with its `QuarantineDoc`s), `JobDoc`, `MergeDoc`, `DiffDoc`; a shard is
+  `plan.partition.Shard`, an image to build `plan.jobs.ImageBuild`'s fields (`ImageDoc`).
 - Refused (what the fields say; `plan.planfile` checks what spans fields: a test file among
   `inputs.files`, a shard's files among its stage's tests, the digest): a path that is not
   plain and repo-relative, a number out of range, a content id or tree id of another form.
@@ -19,6 +19,8 @@
 
 from __future__ import annotations
 
+import datetime
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -34,6 +36,7 @@ from ci_policy.read.numbers import MAX_EST_TIME, MAX_FACTOR, MAX_SECONDS
 CONTENT_ID = r"git:[0-9a-f]{40}|sha256:[0-9a-f]{64}"
 TREE = r"[0-9a-f]{40}|[0-9a-f]{64}"
 DIGEST = r"sha256:[0-9a-f]{64}"
+DATE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
 # The longest stage a plan records: a million files of the longest est_time.
 MAX_STAGE_SECONDS = MAX_EST_TIME * 10**6
 _CONTENT_ID_EXPECTED = "expected a content id (git:<40 hex> or sha256:<64 hex>)"
@@ -241,6 +244,32 @@ class EnvDoc:
     drop: tuple[str, ...] = spec(unique=True, each=_env_problem)
 
 
+def _blank_problem(value: Any) -> str | None:
+    return "expected a non-empty reason" if isinstance(value, str) and not value.strip() else None
+
+
+def _date_problem(value: Any) -> str | None:
+    if isinstance(value, str) and re.fullmatch(DATE, value):
+        try:
+            datetime.date.fromisoformat(value)
+        except ValueError as exc:
+            return f"{shown(value)} is not a date: {exc}"
+    return None
+
+
+@document(kw_only=True)
+class QuarantineDoc:
+    """A quarantined file of the stage (`config.quarantined.Quarantine`): its failure fails no shard until `until`."""
+
+    file: str = spec(check=path_problem)
+    reason: str = spec(check=_blank_problem)
+    issue: str | None = spec(default=None, omit_none=True)
+    owner: str | None = spec(default=None, omit_none=True)
+    until: str = spec(pattern=DATE, expected="expected a date YYYY-MM-DD", check=_date_problem,
+                      description="The last day (UTC) the quarantine holds; the stage job judges it on the day it "
+                                  "runs.")
+
+
 @document
 class SettingsDoc:
     """How a per-stage plan's files run (`plan.stagejob.RunSettings`), so that `run` reads no configuration."""
@@ -259,6 +288,10 @@ class SettingsDoc:
                                            description="A stage with a command: the argv run instead of its files.")
     working_directory: str | None = spec(default=None, omit_none=True, check=path_problem,
                                          description="With command: the directory it runs in; absent: the root.")
+    quarantine: tuple[QuarantineDoc, ...] | None = spec(
+        default=None, omit_none=True, min_items=1,
+        description="The stage's quarantined files (`quarantine:` entries for every stage or for this one), expired "
+                    "ones too; absent when there are none.")
 
 
 @document

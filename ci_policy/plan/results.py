@@ -2,8 +2,8 @@
 
 - In: nothing; the suite runner (`adapters.runner`) and the gate command (`adapters.gate`)
   build these values, the renderers (`render`) read them.
-- Out: plain result types with the few derived facts every reader needs (passed, ok,
-  trusted, blocking), so no renderer has to guess a result's shape.
+- Out: plain result types with the few derived facts every reader needs (passed, excused: a
+  quarantined file's failure, ok, trusted, blocking), so no renderer has to guess a result's shape.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
+    from ci_policy.config.quarantined import Quarantine
     from ci_policy.gates.evaluate import GateResult
     from ci_policy.model.registry import Registration
 
@@ -62,6 +63,8 @@ class FileResult:
     timeout: float | None
     attempts: list[Attempt] = field(default_factory=list)
     gate: GateOutcome | None = None  # of the passing attempt
+    # The `quarantine:` entry in force for the file on the day it ran (none once `until` has passed).
+    quarantine: Quarantine | None = None
 
     @property
     def file(self) -> str:
@@ -79,6 +82,17 @@ class FileResult:
     def passed(self) -> bool:
         return self.test_passed and not self.gate_failed
 
+    @property
+    def excused(self) -> bool:
+        """Its test failed while it is quarantined: reported, failing neither the shard nor the run.
+        A blocking metric gate of a test that passed is never excused."""
+        return self.quarantine is not None and not self.test_passed
+
+    @property
+    def ok(self) -> bool:
+        """Whether it lets its shard pass: it passed, or its failure is excused."""
+        return self.passed or self.excused
+
 
 @dataclass
 class ShardResult:
@@ -93,7 +107,7 @@ class ShardResult:
 
     @property
     def ok(self) -> bool:
-        return not self.not_run and all(r.passed for r in self.results)
+        return not self.not_run and all(r.ok for r in self.results)
 
     @property
     def shard_label(self) -> str:

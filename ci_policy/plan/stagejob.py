@@ -7,7 +7,8 @@
   shards), the `RunSettings` its files run with (the stage's `runner` and
   `timeout_per_file`, and for a stage with a `command` that command and its working directory;
   `runner:`'s retry rules, est_time-derived timeout, kill grace and
-  environment rules; `gates.capture`), the plan's fast-fail switch and invalid files, and
+  environment rules; `gates.capture`; the stage's `quarantine:` entries), the plan's fast-fail
+  switch and invalid files, and
   the `Plan` itself when there is one (the metric gates read its snapshot).
 - `pick_shard` and `RunStage` (`plan.picking`, which `plan.build` imports too): the shard
   `--shard` names, with the errors `list` and `run` print.
@@ -19,12 +20,14 @@
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ci_policy import __version__
+from ci_policy.config.quarantined import Quarantine
 from ci_policy.config.runrules import KILL_GRACE, EnvRules, RetryRules
-from ci_policy.plan.document import EnvDoc, EstTimeoutDoc, RetryDoc, SettingsDoc
+from ci_policy.plan.document import EnvDoc, EstTimeoutDoc, QuarantineDoc, RetryDoc, SettingsDoc
 from ci_policy.plan.picking import RunStage as RunStage
 from ci_policy.plan.picking import pick_shard as pick_shard
 from ci_policy.plan.picking import planned_stage
@@ -65,6 +68,9 @@ class RunSettings:
     # `working_directory` (repo-relative; None: the root).
     command: tuple[str, ...] | None = None
     working_directory: str | None = None
+    # The `quarantine:` entries of the stage (for every stage, or naming this one), expired ones too:
+    # the stage job judges `until` on the day it runs.
+    quarantine: tuple[Quarantine, ...] = ()
 
 
 def run_settings(config: Config, stage: Stage) -> RunSettings:
@@ -73,7 +79,18 @@ def run_settings(config: Config, stage: Stage) -> RunSettings:
                        timeout_from_est_time=runner.timeout_from_est_time, kill_grace=runner.kill_grace,
                        retry=runner.retry, env=runner.env, capture=config.gates.capture, user=runner.user,
                        command=stage.command or None,
-                       working_directory=stage.working_directory if stage.command else None)
+                       working_directory=stage.working_directory if stage.command else None,
+                       quarantine=tuple(q for q in config.quarantine if q.applies_to(stage.key, stage.base_key)))
+
+
+def quarantine_doc(q: Quarantine) -> QuarantineDoc:
+    return QuarantineDoc(file=q.file, reason=q.reason, issue=q.issue, owner=q.owner, until=q.until.isoformat())
+
+
+def quarantine_of_doc(doc: QuarantineDoc) -> Quarantine:
+    """An entry a per-stage plan carries, for its one stage (its `until` checked a date by `plan.document`)."""
+    return Quarantine(file=doc.file, reason=doc.reason, issue=doc.issue, owner=doc.owner,
+                      until=datetime.date.fromisoformat(doc.until))
 
 
 def settings_doc(settings: RunSettings) -> SettingsDoc:
@@ -88,7 +105,8 @@ def settings_doc(settings: RunSettings) -> SettingsDoc:
         retry=RetryDoc(infra=settings.retry.infra, never=settings.retry.never, retriable=settings.retry.retriable),
         env=EnvDoc(allow=settings.env.allow, drop=settings.env.drop),
         capture=settings.capture, user=settings.user, command=settings.command,
-        working_directory=settings.working_directory)
+        working_directory=settings.working_directory,
+        quarantine=tuple(map(quarantine_doc, settings.quarantine)) or None)
 
 
 def settings_of(doc: SettingsDoc) -> RunSettings:
@@ -102,7 +120,8 @@ def settings_of(doc: SettingsDoc) -> RunSettings:
                        retry=RetryRules(infra=doc.retry.infra, never=doc.retry.never, retriable=doc.retry.retriable),
                        env=EnvRules(allow=doc.env.allow, drop=doc.env.drop), capture=doc.capture,
                        user=doc.user, command=doc.command,
-                       working_directory=doc.working_directory if doc.command else None)
+                       working_directory=doc.working_directory if doc.command else None,
+                       quarantine=tuple(map(quarantine_of_doc, doc.quarantine or ())))
 
 
 def settings_dict(settings: RunSettings) -> dict[str, Any]:

@@ -14,6 +14,8 @@
   `image_runs_on` (a JSON list, the image job's `runs-on`) and `image_registry` (the registry
   host it logs in to).
 - A stage whose lanes were merged (`plan.jobs`): a `::notice` saying which and why.
+- A shard's run: an `::error` per failed file, a `::warning` (title `quarantined`) per
+  quarantined file that failed, naming the quarantine, and a `::warning` per warning of the run.
 - A partial plan: one `::error` per diagnostic of each invalid test file, and the outputs
   `invalid_files` (a compact JSON list of paths) and `plan_complete` (`true`/`false`).
 """
@@ -30,7 +32,7 @@ from ci_policy.plan.jobs import StageJobs, stage_jobs
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.jsondoc import dumps
-from ci_policy.render.text import code_title, failure
+from ci_policy.render.text import code_title, excused_text, failure
 
 
 def plan_outputs(plan: Plan, jobs: StageJobs, delimiter: str) -> str:
@@ -94,7 +96,12 @@ def run_annotations(result: ShardResult, *, command: bool = False) -> str:
     """`command`: the shard ran a stage's command, whose result is named by the stage, no file to annotate."""
     lines = []
     for r in result.results:
-        if not r.passed:
+        if r.excused:
+            # A warning, never an error: the quarantine says the failure is known and followed up.
+            lines.append(("::warning title=quarantined::" if command
+                          else f"::warning file={escape_property(r.file)},title=quarantined::")
+                         + escape_data(excused_text(r) + ": reported, not failing the run"))
+        elif not r.passed:
             status, why = failure(r)
             lines.append(("::error::" if command else f"::error file={escape_property(r.file)}::")
                          + escape_data(f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why})"))

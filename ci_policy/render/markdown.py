@@ -22,7 +22,16 @@ from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import bar_names, label_list, md_escape, mermaid_name
-from ci_policy.render.text import code_title, command_text, est_sources, failure, gate_rows, split_phrase, waves_of
+from ci_policy.render.text import (
+    code_title,
+    command_text,
+    est_sources,
+    excused_text,
+    failure,
+    gate_rows,
+    split_phrase,
+    waves_of,
+)
 
 CHART_BARS = 200
 SHARD_BARS = 25
@@ -138,10 +147,19 @@ def run_summary_markdown(result: ShardResult) -> str:
         est = r.registration.est_time
         over = "⚠️ over est_time" if last.elapsed > est else ""
         status = last.status.upper() if r.passed or last.status != "pass" else failure(r)[0]
+        status += " (quarantined)" if r.quarantine is not None else ""
         out.append(f"| {md_escape(r.file)} | {status} | {len(r.attempts)} | "
                    f"{duration(last.elapsed)} | {duration(est)} | {over} |")
     for reg in result.not_run:
         out.append(f"| {md_escape(reg.file)} | NOT RUN | 0 | - | {duration(reg.est_time)} | fast-fail |")
+    quarantined = []
+    for r in result.results:
+        if r.excused:
+            quarantined.append(f"- ⚠️ {md_escape(excused_text(r))}")
+        elif r.quarantine is not None and r.passed:
+            quarantined.append(f"- ✅ {md_escape(r.file)} passed while {md_escape(r.quarantine.describe())}")
+    if quarantined:
+        out += ["", "**Quarantined** (a failure is reported, not failing the run)", "", *quarantined]
     if result.warnings:
         out += ["", *(f"- ⚠️ {md_escape(w)}" for w in result.warnings)]
     gates = "".join(gate_markdown(r.gate) for r in result.results if r.gate is not None)

@@ -235,20 +235,33 @@ def failure(r: FileResult) -> tuple[str, str]:
     return last.status.upper(), (f"{last.verdict.kind}: {last.verdict.reason}" if last.verdict else last.status)
 
 
+def excused_text(r: FileResult) -> str:
+    """A quarantined file's failure, as the summary and its annotation name it."""
+    assert r.quarantine is not None
+    status, why = failure(r)
+    return one_line(f"{r.file} {status.lower()} after {len(r.attempts)} attempt(s) ({why}); {r.quarantine.describe()}")
+
+
 def run_summary_text(result: ShardResult, *, warnings: bool = True) -> str:
-    """A shard's summary; without `warnings` (github format, which annotates each) no WARNINGS section."""
+    """A shard's summary; without `warnings` (github format, which annotates each) no WARNINGS section.
+    A quarantined file's failure is listed under QUARANTINED (only when there is one), not FAILED."""
     passed = [r for r in result.results if r.passed]
-    failed = [r for r in result.results if not r.passed]
+    failed = [r for r in result.results if not r.ok]
+    excused = [r for r in result.results if r.excused]
     retried = [r for r in result.results if len(r.attempts) > 1]
     lines = ["", f"==== ci-policy run: {result.stage} {result.shard_label} ===="]
     lines.append(f"PASSED ({len(passed)}):")
     for r in passed:
         last = r.attempts[-1]
-        lines.append(f"  {r.file} elapsed={last.elapsed:.1f}s est={r.registration.est_time:g}s")
+        lines.append(f"  {r.file} elapsed={last.elapsed:.1f}s est={r.registration.est_time:g}s"
+                     + (" (passed while quarantined)" if r.quarantine is not None else ""))
     lines.append(f"FAILED ({len(failed)}):")
     for r in failed:
         status, why = failure(r)
         lines.append(f"  {r.file} {status} after {len(r.attempts)} attempt(s) ({why})")
+    if excused:
+        lines.append(f"QUARANTINED ({len(excused)}, failed, not failing the run):")
+        lines += [f"  {excused_text(r)}" for r in excused]
     lines.append(f"RETRIED ({len(retried)}):")
     for r in retried:
         lines.append(f"  {r.file}: " + "; ".join(_attempt_note(a) for a in r.attempts))

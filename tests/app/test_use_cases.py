@@ -6,6 +6,7 @@ The example's weekly plan is the split tests/cli/test_tune.py's comment works ou
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 from pathlib import Path
@@ -125,6 +126,38 @@ def test_run_runs_the_shard_and_reports_each_file(tmp_path, capfd) -> None:
             for r in executed.result.results] == [("tests/test_a.py", True, [("pass", 0)]),
                                                   ("tests/test_b.py", False, [("fail", 3)])]
     assert "test_a ran" in capfd.readouterr().out
+
+
+def test_run_excuses_a_quarantined_failure_through_its_until_day_and_not_after(tmp_path, capfd) -> None:
+    repo = two_file_repo(tmp_path / "repo")
+    with (repo / ".github" / "ci-policy.yml").open("a") as fh:
+        fh.write("quarantine:\n  - {file: tests/test_b.py, reason: exits 3, owner: '@alice', until: 2027-01-15}\n")
+    source = PlanSource(repo, None, "unit", inputs=PlanRequest(repo, None, PlanInputs(event="push"), scan(repo)))
+    outcomes = []
+    for today in (datetime.date(2027, 1, 15), datetime.date(2027, 1, 16)):
+        request = RunRequest(source, records_out=str(tmp_path / "records"), continue_on_error=True, today=today)
+        executed = execute(request, prepare(request), lambda _text: None)
+        assert executed.result is not None
+        outcomes.append((executed.result.ok, [(r.file, r.passed, r.excused) for r in executed.result.results],
+                         executed.result.warnings))
+    capfd.readouterr()
+    assert outcomes == [
+        (True, [("tests/test_a.py", True, False), ("tests/test_b.py", False, True)], []),
+        (False, [("tests/test_a.py", True, False), ("tests/test_b.py", False, False)],
+         ["the quarantine of tests/test_b.py has expired: it held until 2027-01-15 (exits 3; owner @alice), so its "
+          "failures count again; renew or remove the entry"])]
+
+
+def test_lint_judges_a_quarantine_on_the_day_it_is_given(tmp_path) -> None:
+    repo = two_file_repo(tmp_path / "repo")
+    with (repo / ".github" / "ci-policy.yml").open("a") as fh:
+        fh.write("quarantine:\n  - {file: tests/test_b.py, reason: exits 3, owner: '@alice', until: 2027-01-15}\n")
+    codes = {}
+    for day in (7, 8, 15, 16):
+        report = lint(CheckoutRequest(repo, None, scan(repo), today=datetime.date(2027, 1, day)))
+        codes[day] = [(d.severity, d.code, d.line) for d in report.errors + report.warnings]
+    # The entry (and its `until`) is on line 6; `until` is the last day it holds.
+    assert codes == {7: [], 8: [("warning", "CP909", 6)], 15: [("warning", "CP909", 6)], 16: [("error", "CP233", 6)]}
 
 
 def test_run_refuses_a_shard_the_stage_does_not_have(tmp_path) -> None:

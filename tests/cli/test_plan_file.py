@@ -595,6 +595,7 @@ def test_a_clean_checkout_of_the_planned_tree_is_not_listed_again(example, monke
     assert calls == [example]
 
 
+QUARANTINED = {"file": "tests/fast/test_a.py", "reason": "flaky", "owner": "@alice", "until": "2027-01-15"}
 NOT_RUN_SETTINGS = [
     pytest.param(lambda r: {k: v for k, v in r.items() if k != "env"}, "run_settings: missing key 'env'", id="missing"),
     pytest.param(lambda r: {**r, "runner": "bash"}, 'run_settings.runner: expected one of python, pytest, got "bash"',
@@ -626,6 +627,18 @@ NOT_RUN_SETTINGS = [
                  "wildcards `*` and `?`)", id="env-pattern"),
     pytest.param(lambda r: {**r, "capture": "loss"}, "run_settings.capture: expected an array, got a string",
                  id="capture"),
+    pytest.param(lambda r: {**r, "quarantine": [{**QUARANTINED, "until": "2027-02-30"}]},
+                 'run_settings.quarantine[0].until: "2027-02-30" is not a date: day is out of range for month',
+                 id="quarantine-until"),
+    pytest.param(lambda r: {**r, "quarantine": [{**QUARANTINED, "until": "next week"}]},
+                 'run_settings.quarantine[0].until: expected a date YYYY-MM-DD, got "next week"',
+                 id="quarantine-not-a-date"),
+    pytest.param(lambda r: {**r, "quarantine": [{**QUARANTINED, "reason": " "}]},
+                 "run_settings.quarantine[0].reason: expected a non-empty reason", id="quarantine-reason"),
+    pytest.param(lambda r: {**r, "quarantine": [{**QUARANTINED, "file": "../x.py"}]},
+                 'run_settings.quarantine[0].file: "../x.py" is not a plain repo-relative path', id="quarantine-file"),
+    pytest.param(lambda r: {**r, "quarantine": []}, "run_settings.quarantine: must not be empty",
+                 id="quarantine-empty"),
 ]
 
 

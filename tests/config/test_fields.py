@@ -17,6 +17,7 @@ from ci_policy.config.images import IMAGE, IMAGE_BUILD, ImageBuild, ImageBuilder
 from ci_policy.config.lint import IGNORE_RULE, LINT_TABLE, IgnoreRule, LintConfig
 from ci_policy.config.markers import MARKERS_TABLE, Markers
 from ci_policy.config.pull_request import PULL_REQUEST_TABLE, PullRequest
+from ci_policy.config.quarantine import QUARANTINE_ENTRY, Quarantine
 from ci_policy.config.reference import _tables
 from ci_policy.config.runner import ENV, FROM_EST_TIME, RETRY, RUNNER_TABLE, EnvRules, RunnerConfig
 from ci_policy.config.runrules import RetryRules
@@ -54,6 +55,7 @@ SECTIONS = [
     (TUNE_TABLE, TuneConfig, set()),
     (LINT_TABLE, LintConfig, {"line"}),
     (IGNORE_RULE, IgnoreRule, {"line"}),
+    (QUARANTINE_ENTRY, Quarantine, {"line", "lines"}),
 ]
 
 
@@ -80,7 +82,7 @@ def test_every_table_is_reachable_from_the_top_level():
         "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "runner.env", "gates", "gates.defaults.<metric key>", "gates.require[]",
         "file_run", "image_build",
-        "images.<backend>", "tune", "lint", "lint.ignore[]"]
+        "images.<backend>", "tune", "lint", "lint.ignore[]", "quarantine[]"]
     # Tables without a dataclass of their own: a `{path, pattern}` root is a pair in `Discovery`.
     # A declared backend is one entry of `Backends.accelerator`.
     without_class = {id(FROM_EST_TIME), id(GATE_DEFAULT), id(ROOT), id(BACKEND)}

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 from collections.abc import Callable
@@ -55,8 +56,16 @@ class Case:
     setup: Callable[[Path], None] | None = None
     # Expected values that depend on where the checkout lives.
     expected_at: Callable[[Path], list[tuple[str | None, int | None, int | None, str]]] | None = None
+    # The day lint judges quarantines on (None: today in UTC).
+    today: datetime.date | None = None
 
 
+# One quarantine entry after SMALL_CONFIG: the entry on line 11, its `until` on line 12.
+QUARANTINE = """\
+quarantine:
+  - {{file: {file}, reason: flaky NCCL init, owner: "@alice",
+     until: {until}}}
+"""
 WORKFLOW = ".github/workflows/ci.yml"
 SHA1 = "1111111111111111111111111111111111111111"
 
@@ -188,6 +197,18 @@ CASES = [
     Case("CP231", {A: "x = 1\n"},
          [(A, 1, 1, f"{A} matches the discovery pattern 'test_*.py' but has no registration and is not under "
                     "an implicit root, so no stage would run it")]),
+    Case("CP232", {}, [(CONFIG_PATH, 11, None, "quarantine[0].file: tests/e2e/test_gone.py is not a registered "
+                                               "test file; did you mean 'tests/e2e/test_ok.py'?"),
+                       (CONFIG_PATH, 13, None, "quarantine[1].file: tests/e2e/test_ok.py does not run in stage gpu-b "
+                                               "(its stages: gpu-a)")],
+         config=SMALL_CONFIG + QUARANTINE.format(file="tests/e2e/test_gone.py", until="2026-01-15")
+         + "  - {file: tests/e2e/test_ok.py, stage: gpu-b, reason: r, owner: '@bob',\n     until: 2026-01-15}\n",
+         today=datetime.date(2026, 1, 1)),
+    Case("CP233", {}, [(CONFIG_PATH, 12, None, "quarantine[0].until: the quarantine of tests/e2e/test_ok.py has "
+                                               "expired: it held until 2026-01-15 (flaky NCCL init; owner @alice), "
+                                               "and its failures fail the run again")],
+         config=SMALL_CONFIG + QUARANTINE.format(file="tests/e2e/test_ok.py", until="2026-01-15"),
+         today=datetime.date(2026, 1, 16)),
     Case("CP250", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore')},
          [(A, 3, 49, "a bare `# ci-policy: ignore` would hide every diagnostic of the line; name what it accepts")]),
     Case("CP251", {A: cuda('register_cuda_ci(60, "gpu-a", labels=["fsdp"])  # ci-policy: ignore[CP299, nope]')},
@@ -330,6 +351,10 @@ CASES = [
     Case("CP908", {}, [(CONFIG_PATH, 8, None, "runs_on of 2 stages is still the placeholder 'TODO-runner': gpu-a, "
                                               "gpu-b")],
          config=SMALL_CONFIG.replace("runs_on: [h200]", "runs_on: [TODO-runner]")),
+    Case("CP909", {}, [(CONFIG_PATH, 12, None, "quarantine[0].until: the quarantine of tests/e2e/test_ok.py ends on "
+                                               "2026-01-15, in 7 day(s) (within 7)")],
+         config=SMALL_CONFIG + QUARANTINE.format(file="tests/e2e/test_ok.py", until="2026-01-15"),
+         today=datetime.date(2026, 1, 8)),
 ]
 CASES_BY_CODE = {case.code: case for case in CASES}
 
@@ -368,7 +393,7 @@ def test_every_code_has_a_case():
 @pytest.mark.parametrize("case", CASES, ids=[case.code for case in CASES])
 def test_each_code_is_emitted_exactly_as_documented(tmp_path, case):
     root = checkout(tmp_path / "repo", case)
-    report = lint(root)
+    report = lint(root, today=case.today)
     expected = case.expected_at(root) if case.expected_at is not None else case.expected
     severity = "warning" if case.code.startswith("CP9") else "error"
     found = [d for d in report.errors + report.warnings if d.code == case.code]

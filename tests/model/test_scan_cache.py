@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import datetime
 import json
 import os
 import shutil
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ci_policy.adapters.scan_cache import DirScanCache
+from ci_policy.config.quarantine import Quarantine
 from ci_policy.model import snapshot as snapshot_mod
 from ci_policy.model.snapshot import (
     StrictDecoder,
@@ -329,6 +331,14 @@ def test_the_context_is_the_configuration_content_not_its_path() -> None:
     assert config.path == ".github/ci-policy.yml"
     assert scan_context(dataclasses.replace(config, path="/elsewhere/copy.yml"), labels) == scan_context(config,
                                                                                                          labels)
+
+
+def test_a_quarantine_entry_keeps_the_context() -> None:
+    """No scan reads `quarantine:`; adding or renewing an entry leaves every stored scan a hit."""
+    snapshot = load_snapshot(EXAMPLE_REPO)
+    config, labels = snapshot.config, snapshot.labels
+    entry = Quarantine(file="tests/e2e/test_x.py", reason="flaky", owner="@alice", until=datetime.date(2027, 1, 15))
+    assert scan_context(dataclasses.replace(config, quarantine=(entry,)), labels) == scan_context(config, labels)
 
 
 BAD_SUITE = ("from ci_policy import register_cuda_ci\n\n"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from partial_cases import HOSTILE_FILE, HOSTILE_MESSAGE, partial_plan
 from render_cases import FILE_PLAN, gate_outcome, shard_result
 from workflow_commands import commands
 
+from ci_policy.config.quarantine import Quarantine
 from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.render.github import (
     diagnostic_github,
@@ -108,3 +111,18 @@ def test_github_outputs_of_a_partial_plan(tmp_path):
     assert out.endswith('invalid_files<<EOF\n["tests/a,b:c%d|`*_\\n::error::pwned.py"]\nEOF\n'
                         "plan_complete<<EOF\nfalse\nEOF\n")
     assert commands(out) == []
+
+
+def test_a_quarantined_failure_is_one_warning_whatever_its_reason_holds():
+    result = shard_result()
+    failed = result.results[2]
+    failed.quarantine = Quarantine(file=failed.file, reason="hangs\n::error::forged", owner="@a,b",
+                                   until=datetime.date(2027, 1, 15))
+    out = run_annotations(result)
+    assert out.splitlines()[-1] == (
+        "::warning file=tests/test_slow.py,title=quarantined::tests/test_slow.py timeout after 1 attempt(s) "
+        "(timeout: killed at 20s); quarantined until 2027-01-15: hangs\\n::error::forged (owner @a,b): reported, "
+        "not failing the run")
+    assert [c[0] for c in commands(out)] == ["error", "warning"]
+    assert run_annotations(result, command=True).splitlines()[-1].startswith(
+        "::warning title=quarantined::tests/test_slow.py timeout")

@@ -23,6 +23,10 @@
   SIGTERM/SIGINT during a kill hurry it and never abort it.
 - `elapsed` ends when the test's main process exits or times out (never the kill grace); a
   test killed by a signal is reported with the signal's name (`killed by SIGKILL`).
+- A file the stage's `quarantine:` entries name (`RunSettings.quarantine`) runs as any other; its
+  failure is excused (`FileResult.excused`: fast-fail goes on, the shard passes) while its
+  `until` has not passed on the day the shard starts (UTC, or `RunOptions.today`); an expired
+  entry excuses nothing and is a warning of the result.
 - A timing or metric record that cannot be written (a full disk, EIO, a read-only file
   system) is a warning of the result (`ShardResult.warnings`), and the shard goes on.
 - A stage with a `command` (`RunSettings.command`) runs that argv instead of a test file, once,
@@ -61,6 +65,7 @@ from ci_policy.adapters.runner import procs
 from ci_policy.adapters.runner.environment import RunAs, become
 from ci_policy.adapters.runner.procs import Watchdog, proc_table, set_subreaper
 from ci_policy.adapters.runner.retry import classify
+from ci_policy.config.quarantined import Quarantine, quarantine_of
 from ci_policy.config.runrules import child_env
 from ci_policy.errors import InputError, InputErrors
 from ci_policy.plan.picking import RunStage
@@ -102,6 +107,8 @@ class RunOptions:
     gate: Callable[[Registration, Series, Problems], GateOutcome] | None = None
     # `runner.user` resolved (`environment.run_as`): the tests run as it; None: as the runner.
     user: RunAs | None = None
+    # The day (UTC) a quarantine's `until` is judged on; None: today, when the shard starts.
+    today: datetime.date | None = None
 
 
 def check_files(repo: Path, regs: list[Registration]) -> None:
@@ -579,6 +586,7 @@ def run_shard(repo: Path, stage_plan: RunStage, shard: Shard, options: RunOption
     result = ShardResult(stage=stage_plan.name, shard=shard.index, results=[], not_run=[])
     fast_fail = not (options.continue_on_error or options.bypass_fastfail)
     total = len(regs)
+    today = options.today or datetime.datetime.now(datetime.timezone.utc).date()
     # A cancelled job sends SIGTERM; the test runs in its own session and would otherwise
     # keep its GPU. Terminated unwinds through run_process, which kills the test's tree.
     previous = (signal.signal(signal.SIGTERM, _on_sigterm)
@@ -586,11 +594,12 @@ def run_shard(repo: Path, stage_plan: RunStage, shard: Shard, options: RunOption
     interrupted = False
     try:
         for i, reg in enumerate(regs, start=1):
-            file_result = FileResult(reg, timeout_for(reg, settings.timeout_per_file, settings.timeout_from_est_time))
+            file_result = FileResult(reg, timeout_for(reg, settings.timeout_per_file, settings.timeout_from_est_time),
+                                     quarantine=_quarantine(settings, reg.file, today, result.warnings))
             result.results.append(file_result)
             _run_file(cwd, stage_plan, shard, reg, file_result, i, total, options, timings, out,
                       contain, result.warnings)
-            if not file_result.passed and fast_fail and i < total:
+            if not file_result.ok and fast_fail and i < total:
                 result.not_run = regs[i:]
                 print(f"ci-policy: stopping after {one_line(reg.file)} failed (fast-fail); "
                       f"{len(result.not_run)} file(s) not run. Use --continue-on-error to run them.",
@@ -620,6 +629,17 @@ def run_shard(repo: Path, stage_plan: RunStage, shard: Shard, options: RunOption
         else:
             print(f"ci-policy: warning: {one_line(message)}", file=out, flush=True)
     return result
+
+
+def _quarantine(settings: RunSettings, file: str, today: datetime.date, warnings: list[str]) -> Quarantine | None:
+    """The quarantine in force for `file` on `today`; one past its `until` is a warning, and none."""
+    entry = quarantine_of(settings.quarantine, file)
+    if entry is None or not entry.expired(today):
+        return entry
+    warnings.append(one_line(f"the quarantine of {file} has expired: it held until {entry.until.isoformat()} "
+                             f"({entry.reason}; {entry.tracked_by}), so its failures count again; renew or remove "
+                             "the entry"))
+    return None
 
 
 def sweep(spare: frozenset[int]) -> int:
