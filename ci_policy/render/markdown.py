@@ -22,7 +22,18 @@ from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import bar_names, label_list, md_escape, mermaid_name
-from ci_policy.render.text import code_title, command_text, est_sources, failure, gate_rows, split_phrase, waves_of
+from ci_policy.render.text import (
+    code_title,
+    command_text,
+    est_sources,
+    failure,
+    gate_rows,
+    hours_number,
+    hours_source,
+    hours_summary,
+    split_phrase,
+    waves_of,
+)
 
 CHART_BARS = 200
 SHARD_BARS = 25
@@ -95,6 +106,11 @@ def plan_markdown(plan: Plan) -> str:
         wall = duration(s.wall_seconds) if s.decision == "run" else "-"
         out.append(f"| {md_escape(s.name)} | {s.stage.backend} | {mark} | {len(s.tests)} | {len(s.shards)} "
                    f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons + s.notes)} |")
+    if plan.hours.stages:
+        out += ["", f"**Accelerator hours** (est_time × accelerators per runner): {md_escape(hours_summary(plan))}",
+                "", "| Stage | Scheduled h | Skipped h | Accelerators |", "|---|---:|---:|---|"]
+        out += [f"| {md_escape(s.stage)} | {hours_number(s.scheduled)} | {hours_number(s.skipped())} "
+                f"| {md_escape(hours_source(s, plan))} |" for s in plan.hours.stages]
     heading, waves, merges = waves_of(plan)
     if heading:
         out += ["", f"**{md_escape(heading[0].upper() + heading[1:])}**", "",
