@@ -45,12 +45,12 @@ ACCELERATOR = Table("accelerators[]", "The accelerators of the runners a backend
 ))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Accelerator:
-    backend: str | None
-    runs_on: str | None
+    backend: str | None = ACCELERATOR.default("backend")
+    runs_on: str | None = ACCELERATOR.default("runs_on")
     gpus: int
-    cost_per_hour: float | None = None
+    cost_per_hour: float | None = ACCELERATOR.default("cost_per_hour")
     line: int | None = None
 
     @property
