@@ -262,6 +262,16 @@ class SettingsDoc:
                                          description="With command: the directory it runs in; absent: the root.")
 
 
+# Why accelerator hours were skipped (`plan.hours`): the keys of `skipped_hours`, in this order.
+SKIP_GROUPS = ("diff", "labels", "cadence", "trust")
+
+
+def _skip_group_problem(value: Any) -> str | None:
+    if type(value) is str and value not in SKIP_GROUPS:
+        return f"{shown(value)} is not one of {', '.join(SKIP_GROUPS)}"
+    return None
+
+
 @document
 class StageHoursDoc:
     """One accelerator stage's hours (`plan.hours.StageHours`)."""
@@ -271,7 +281,8 @@ class StageHoursDoc:
     entry: int | None = spec(minimum=0, description="The index of its `accelerators` entry; null: none matches.")
     cost_per_hour: float | None = spec(minimum=0)
     scheduled_hours: float = spec(minimum=0)
-    skipped_hours: Mapping[str, float] = spec(minimum=0, description="By reason: diff, labels, cadence, trust.")
+    skipped_hours: Mapping[str, float] = spec(minimum=0, key_check=_skip_group_problem,
+                                              description="By reason: diff, labels, cadence, trust.")
 
 
 @document
@@ -279,7 +290,8 @@ class HoursDoc:
     """The accelerator hours the plan schedules and skips (est_time x accelerators per runner)."""
 
     scheduled_hours: float = spec(minimum=0)
-    skipped_hours: Mapping[str, float] = spec(minimum=0, description="By reason: diff, labels, cadence, trust.")
+    skipped_hours: Mapping[str, float] = spec(minimum=0, key_check=_skip_group_problem,
+                                              description="By reason: diff, labels, cadence, trust.")
     scheduled_cost: float | None = spec(minimum=0, description="Null unless an `accelerators` entry has a cost.")
     skipped_cost: float | None = spec(minimum=0)
     stages: tuple[StageHoursDoc, ...]

@@ -18,21 +18,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from ci_policy.config.accelerators import DEFAULT_GPUS, accelerator_of
 from ci_policy.config.top import Config
 from ci_policy.model.registry import Registration
+from ci_policy.plan.document import SKIP_GROUPS
 from ci_policy.plan.policy import UNLABELLED_REASON, UNTRUSTED_REASON, Policy, nightly_split
 from ci_policy.plan.selection import StageDecision
 
 SkipReason = Literal["diff", "labels", "cadence", "trust"]
-SKIP_REASONS: tuple[SkipReason, ...] = ("diff", "labels", "cadence", "trust")
-# What each group means, as the renderers name it.
-SKIP_TITLES: Mapping[SkipReason, str] = {"diff": "diff pruning", "labels": "labels", "cadence": "cadence",
-                                         "trust": "trust"}
+# The plan document's groups (`plan.document.SKIP_GROUPS`), in their order.
+SKIP_REASONS = cast(tuple[SkipReason, ...], SKIP_GROUPS)
 HOUR = 3600.0
 
 
