@@ -15,15 +15,17 @@ charts in one round trip, so render many at once.
   labels and their positions; ci_policy's charts use `axisFormat %s`, seconds from 0), with
   `px`, one pixel in that unit: mermaid draws to whole pixels, so a test compares a bar with
   `pytest.approx(expected, abs=bar.px)`.
+- In: `xychart_series(svg)`: a vertical `xychart-beta` chart's plots in the chart's order, each
+  `Series(kind, index, points)` with kind `bar` or `line` and per drawn point its x-axis label
+  and its value, read from the bar's top or the line's vertex through the y axis' labels (first
+  and last), with `px`, one pixel in the y unit. A horizontal chart is not read.
 - In: `svg_tree(svg)`: the SVG as an ElementTree element (`SVG` is its namespace) for a chart
-  kind without a reader here, e.g. an `xychart-beta` report chart: its bars are the `rect`s under
-  `g.bar-plot-N`, its lines the `path`s under `g.line-plot-N`, its axis labels the `text`s under
-  `g.bottom-axis` / `g.left-axis`; map a bar's height through two axis labels as `gantt_bars`
-  maps x. Write its reader next to `gantt_bars`.
+  kind without a reader here: write its reader next to `gantt_bars` and `xychart_series`,
+  mapping positions through the axis labels as they do.
 - Refused, as `MermaidError` with mermaid's own message and the chart's text: a chart mermaid
   cannot parse or draw (a test rendering it fails). `svg_tree` of text that is not XML raises
   ElementTree's ParseError; `gantt_bars` of an SVG without a time axis or task bars raises
-  `MermaidError`.
+  `MermaidError`, and so does `xychart_series` of an SVG without its axes.
 - Refused, as `MermaidMissing`: node, Chromium or the npm packages not installed (run
   scripts/test.sh, or `npm ci --prefix tests/mermaid_js --ignore-scripts` and Debian's chromium),
   with that fix in the message; the node process ending, with what it wrote to stderr. The tests
@@ -193,3 +195,62 @@ def gantt_bars(svg: str) -> list[Bar]:
     if not bars:
         raise MermaidError("no task bars (rect.task) in the drawn chart")
     return bars
+
+
+@dataclass(frozen=True)
+class Series:
+    kind: str  # "bar" or "line"
+    index: int  # the plot's place in the chart (mermaid's `bar-plot-N` / `line-plot-N`)
+    points: tuple[tuple[str, float], ...]  # (x-axis label, value), left to right
+    px: float  # one pixel in the y axis' unit
+
+
+def _translate(element: ET.Element) -> tuple[float, float]:
+    found = TRANSLATE.search(element.get("transform", ""))
+    if not found:
+        return 0.0, 0.0
+    return float(found.group(1)), float(found.group(2) or 0)
+
+
+def _axis(root: ET.Element, name: str) -> ET.Element:
+    axis = next((g for g in root.iter(f"{SVG}g") if name in _classes(g)), None)
+    if axis is None:
+        raise MermaidError(f"no {name} (g.{name}) in the drawn chart")
+    return axis
+
+
+def xychart_series(svg: str) -> list[Series]:
+    """The bar and line plots of a vertical xychart-beta chart, in the chart's order."""
+    root = svg_tree(svg)
+    left = [(_translate(t)[1], float(text)) for t in _axis(root, "left-axis").iter(f"{SVG}text")
+            if re.fullmatch(r"-?[0-9.]+", text := "".join(t.itertext()).strip())]
+    if len(left) < 2:
+        raise MermaidError(f"the y axis has {len(left)} numeric label(s); at least 2 give its scale")
+    (y0, v0), (y1, v1) = left[0], left[-1]
+    per_px = (v1 - v0) / (y1 - y0)
+    bottom = [(_translate(t)[0], "".join(t.itertext()).strip()) for t in _axis(root, "bottom-axis").iter(f"{SVG}text")]
+    if not bottom:
+        raise MermaidError("the x axis has no labels")
+
+    def label_at(x: float) -> str:
+        return min(bottom, key=lambda b: abs(b[0] - x))[1]
+
+    def value_at(y: float) -> float:
+        return v0 + (y - y0) * per_px
+
+    out = []
+    for g in root.iter(f"{SVG}g"):
+        for name in _classes(g):
+            kind, _, index = name.rpartition("-plot-")
+            if kind not in ("bar", "line") or not index.isdigit():
+                continue
+            if kind == "bar":
+                points = [(float(r.get("x", "nan")) + float(r.get("width", "nan")) / 2, float(r.get("y", "nan")))
+                          for r in g.iter(f"{SVG}rect")]
+            else:
+                path = g.find(f"{SVG}path")
+                d = path.get("d", "") if path is not None else ""
+                points = [(float(x), float(y)) for x, y in re.findall(r"[ML]\s*([-0-9.e]+)[ ,]([-0-9.e]+)", d)]
+            points.sort()
+            out.append(Series(kind, int(index), tuple((label_at(x), value_at(y)) for x, y in points), abs(per_px)))
+    return sorted(out, key=lambda series: series.index)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from big_repo import big_plan
 from helpers import run_cli as run
-from mermaid_render import Bar, MermaidError, Renderer, gantt_bars, mermaid_blocks
+from mermaid_render import Bar, MermaidError, Renderer, gantt_bars, mermaid_blocks, xychart_series
 
 from ci_policy.render.markdown import CHART_BARS, SHARD_BARS, gantt, plan_markdown
 
@@ -147,6 +147,17 @@ def test_the_reader_sees_what_mermaid_draws_of_absolute_starts(mermaid):
     chart = "gantt\n    dateFormat X\n    axisFormat %s\n    section shard 0\n    a.py :0, 5\n    b.py :5, 10\n"
     bars = gantt_bars(mermaid.render([chart])[0])
     assert [(b.name, round(b.start), round(b.end)) for b in bars] == [("a.py", 0, 5), ("b.py", 0, 10)]
+
+
+def test_the_xychart_reader_reads_each_bar_and_line_point_through_the_y_axis(mermaid):
+    """The reader the report's charts are checked with: a bar plot and a line plot, by x label."""
+    chart = ('xychart-beta\n    title "Weekly hours"\n    x-axis [w1, w2, w3]\n    y-axis "hours" 0 --> 40\n'
+             "    bar [10, 25.5, 40]\n    line [5, 10, 20]\n")
+    bars, line = xychart_series(mermaid.render([chart])[0])
+    assert (bars.kind, bars.index, line.kind, line.index) == ("bar", 0, "line", 1)
+    for series, expected in ((bars, [("w1", 10), ("w2", 25.5), ("w3", 40)]), (line, [("w1", 5), ("w2", 10),
+                                                                                      ("w3", 20)])):
+        assert series.points == tuple((label, pytest.approx(value, abs=series.px)) for label, value in expected)
 
 
 def test_a_chart_mermaid_cannot_parse_fails(mermaid):
