@@ -1,7 +1,9 @@
 """Plain-text renderers: tables and summaries for a terminal or a CI log.
 
 - In: core results (registrations, a `Plan`, a shard's run results, gate outcomes).
-- Out: strings; every checkout-controlled value passes `render.escape` first.
+- Out: strings; every checkout-controlled value passes `render.escape` first. A plan's
+  accelerator hours (`hours_text`, `hours_summary`, shared with the Markdown plan) are
+  formatted from `Plan.hours` as computed by `plan.hours`, two decimals.
 - No I/O: the command line prints what these return.
 """
 
