@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: create a virtualenv, install ci_policy with its
 # test dependencies, dogfood `ci-policy lint` on this repository, build and check the sdist and
-# wheel, install the Debian packages the tests need (shellcheck, PostgreSQL) and the npm packages
-# of GitHub's expression engine and workflow parser (tests/github_js), then run pytest.
+# wheel, install the Debian packages the tests need (shellcheck, PostgreSQL, Chromium) and the npm
+# packages of GitHub's expression engine and workflow parser (tests/github_js) and of Mermaid
+# (tests/mermaid_js), then run pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,6 +65,13 @@ if ! command -v shellcheck >/dev/null 2>&1; then
   apt_install shellcheck "shellcheck" "for the workflow lint tests" "install Debian's shellcheck package"
 fi
 
+# Debian's chromium, in which the chart tests draw every Mermaid chart with mermaid itself
+# (tests/mermaid_render.py; CI_POLICY_CHROMIUM names another executable).
+if [ ! -x "${CI_POLICY_CHROMIUM:-/usr/bin/chromium}" ]; then
+  apt_install chromium "Chromium" "for the Mermaid chart tests" \
+    "install Debian's chromium package or set CI_POLICY_CHROMIUM"
+fi
+
 # GitHub's own expression engine and workflow parser (@actions/expressions, @actions/workflow-parser),
 # which the workflow tests run on node (tests/github_js.py): installed exactly as
 # tests/github_js/package-lock.json pins them, the log printed only on failure.
@@ -80,6 +88,13 @@ npm_log=$(mktemp)
 if ! npm ci --prefix tests/github_js --no-audit --no-fund --ignore-scripts --loglevel=error >"$npm_log" 2>&1; then
   cat "$npm_log" >&2
   echo "scripts/test.sh: npm ci in tests/github_js failed" >&2
+  exit 1
+fi
+# Mermaid and playwright-core (which drives the Chromium above; it downloads no browser with
+# --ignore-scripts), exactly as tests/mermaid_js/package-lock.json pins them.
+if ! npm ci --prefix tests/mermaid_js --no-audit --no-fund --ignore-scripts --loglevel=error >"$npm_log" 2>&1; then
+  cat "$npm_log" >&2
+  echo "scripts/test.sh: npm ci in tests/mermaid_js failed" >&2
   exit 1
 fi
 rm -f "$npm_log"

@@ -1,4 +1,4 @@
-"""Shared fixtures: the bundled example repository, small generated checkouts, PostgreSQL."""
+"""Shared fixtures: the bundled example repository, small generated checkouts, PostgreSQL, Mermaid."""
 
 from __future__ import annotations
 
@@ -6,13 +6,14 @@ import itertools
 import os
 import shutil
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import helpers
 import pytest
 from helpers import EXAMPLE_REPO, MINIMAL_CONFIG, MINIMAL_LABELS
 from hypothesis import HealthCheck, settings
+from mermaid_render import Renderer
 
 # Hypothesis times each example and its input generation; on a busy two-core machine that
 # measures the machine, not the code, and the suite makes no timed assertion.
@@ -156,19 +157,32 @@ def postgres_server():
     server.cleanup()
 
 
+# -- Mermaid in headless Chromium ------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def mermaid() -> Iterator[Renderer]:
+    """Mermaid's own renderer (tests/mermaid_render.py): one browser for the whole session."""
+    renderer = Renderer()
+    yield renderer
+    renderer.close()
+
+
 # -- the slow marker -------------------------------------------------------------------------------
 
 POSTGRES_FIXTURES = frozenset({"postgres_session_server", "postgres_url", "postgres_database", "postgres_server"})
+# Starting the browser takes seconds on a busy machine.
+BROWSER_FIXTURES = frozenset({"mermaid"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every property test and every PostgreSQL test `slow`, where no decorator can be forgotten.
+    """Mark every property, PostgreSQL and browser test `slow`, where no decorator can be forgotten.
 
     `scripts/test.sh` runs them all; `-m "not slow"` leaves them out while iterating.
     """
     for item in items:
         function = getattr(item, "obj", None)
         is_property = getattr(function, "is_hypothesis_test", False)
-        uses_postgres = bool(POSTGRES_FIXTURES & set(getattr(item, "fixturenames", ())))
-        if is_property or uses_postgres or "postgresql" in item.name:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        uses_postgres = bool(POSTGRES_FIXTURES & fixtures)
+        if is_property or uses_postgres or BROWSER_FIXTURES & fixtures or "postgresql" in item.name:
             item.add_marker(pytest.mark.slow)

@@ -21,8 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Never shipped: version control, caches, local environments, the tests' npm packages (installed
-# from tests/github_js/package-lock.json) and build output; at the top level every hidden entry
-# but the workflows and actions (.github) and the CI entry point (.ci).
+# from the package-lock.json of tests/github_js and tests/mermaid_js) and build output; at the top
+# level every hidden entry but the workflows and actions (.github) and the CI entry point (.ci).
 LOCAL = {".pytest_cache", ".hypothesis", "__pycache__", "build", "dist", "node_modules"}
 SHIPPED_HIDDEN = {".github", ".ci"}
 SHIPPED_HIDDEN_FILES = {".pre-commit-hooks.yaml"}  # the pre-commit hook, which its test reads

@@ -19,6 +19,7 @@ from packaging.version import Version
 
 from ci_policy import __version__
 from ci_policy.config import codes, fields
+from ci_policy.config.accelerators import ACCELERATORS, Accelerator
 from ci_policy.config.backends import BACKENDS_SECTION, Backends
 from ci_policy.config.cadences import CADENCES_SECTION, Cadences
 from ci_policy.config.discovery import DISCOVERY, Discovery
@@ -120,6 +121,8 @@ TOP = Table(DEFAULT_CONFIG, "The top level of the file.", (
         shown_default="the defaults below"),
     Key("images", IMAGES, FrozenMap(), "The CI image of each backend, built by the plan when its stages run.",
         shown_default="none: stages run without a container"),
+    Key("accelerators", ACCELERATORS, (), "The accelerators (and cost) of each backend's or runner label's "
+        "runners, for the plan's accelerator hours.", shown_default="1 accelerator per runner of an accelerator stage"),
     Key("tune", TUNE, TuneConfig(), "How `ci-policy tune` turns timings into est_time proposals.",
         shown_default="the defaults below"),
     Key("estimates_file", fields.relative_path(), None, "est_time overrides written by `ci-policy tune --apply`.",
@@ -151,6 +154,7 @@ class Config:
     file_run: FileRunConfig = TOP.default("file_run")
     image_build: ImageBuilder = TOP.default("image_build")
     images: FrozenMap[str, ImageBuild] = TOP.default("images")
+    accelerators: tuple[Accelerator, ...] = TOP.default("accelerators")
     tune: TuneConfig = TOP.default("tune")
     estimates_file: str | None = TOP.default("estimates_file")
     lint: LintConfig = TOP.default("lint")

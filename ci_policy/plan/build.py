@@ -4,7 +4,8 @@
 - Out: a frozen `Plan`: the resolved `Policy` (after auto-selection), one `StagePlan`
   per planned stage (decision, reasons, selected tests, shards), the stages skipped,
   image preparation per accelerator backend (`build` exactly when a stage of that backend
-  runs), warnings, and the invalid test files with their diagnostics.
+  runs), warnings, the invalid test files with their diagnostics, and the accelerator hours
+  scheduled and skipped (`plan.hours`).
 - Partial: an invalid test file (`Snapshot.usable`) is left out and the plan is built
   from every valid registration; `Plan.complete` is false. A fatal error (configuration,
   labels, discovery, estimates file) raises `InputErrors` instead.
@@ -27,6 +28,7 @@ from ci_policy.config.stages import Stage
 from ci_policy.config.top import Config
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile, Snapshot
+from ci_policy.plan.hours import Hours, plan_hours
 from ci_policy.plan.partition import Shard, stage_split
 from ci_policy.plan.picking import pick_shard, planned_stage
 from ci_policy.plan.policy import DIFF_EVENTS, Policy, Trigger, resolve, selects, why_not
@@ -92,6 +94,8 @@ class Plan:
     stages: tuple[StagePlan, ...]
     images: tuple[tuple[str, str], ...]
     warnings: tuple[str, ...]
+    # The accelerator hours scheduled and skipped (`plan.hours`); none for a plan read from a plan file.
+    hours: Hours = Hours()
 
     @property
     def skipped_stages(self) -> tuple[str, ...]:
@@ -156,7 +160,7 @@ def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
         warnings.append(f"{path} was not fully read: a suppressed error dropped part of it "
                         "(`ci-policy lint --format json` lists the suppressed diagnostics)")
     return Plan(snapshot=snapshot, policy=policy, diff=diff, stages=stages, images=tuple(images),
-                warnings=tuple(warnings))
+                warnings=tuple(warnings), hours=plan_hours(decisions, policy, snapshot.config))
 
 
 def max_parallel_of(stage: Stage, trigger: Trigger, config: Config) -> tuple[int, str] | None:

@@ -7,8 +7,9 @@
 - Out: `PlanDocument` (the whole plan; a per-stage plan, `plan --stage-plans`, holds one stage,
   `inputs` without `files` and `run_settings`), `StageDoc` (a stage as the file records it),
   `TestRow` (one test of a stage), `GateDoc`, `InvalidDoc` with `DiagnosticDoc`, `InputsDoc`,
-  `SettingsDoc` (with its `QuarantineDoc`s), `JobDoc`, `MergeDoc`, `DiffDoc`; a shard is
-  `plan.partition.Shard`, an image to build `plan.jobs.ImageBuild`'s fields (`ImageDoc`).
+  `SettingsDoc` (with its `QuarantineDoc`s), `JobDoc`, `MergeDoc`, `DiffDoc`, `HoursDoc` with
+  `StageHoursDoc` (the accelerator hours); a shard is `plan.partition.Shard`, an image to build
+  `plan.jobs.ImageBuild`'s fields (`ImageDoc`).
 - Refused (what the fields say; `plan.planfile` checks what spans fields: a test file among
   `inputs.files`, a shard's files among its stage's tests, the digest): a path that is not
   plain and repo-relative, a number out of range, a content id or tree id of another form.
@@ -294,6 +295,41 @@ class SettingsDoc:
                     "ones too; absent when there are none.")
 
 
+# Why accelerator hours were skipped (`plan.hours`): the keys of `skipped_hours`, in this order.
+SKIP_GROUPS = ("diff", "labels", "cadence", "trust")
+
+
+def _skip_group_problem(value: Any) -> str | None:
+    if type(value) is str and value not in SKIP_GROUPS:
+        return f"{shown(value)} is not one of {', '.join(SKIP_GROUPS)}"
+    return None
+
+
+@document
+class StageHoursDoc:
+    """One accelerator stage's hours (`plan.hours.StageHours`)."""
+
+    stage: str
+    gpus: int = spec(minimum=1, description="Accelerators per runner: its `accelerators` entry's, else 1.")
+    entry: int | None = spec(minimum=0, description="The index of its `accelerators` entry; null: none matches.")
+    cost_per_hour: float | None = spec(minimum=0)
+    scheduled_hours: float = spec(minimum=0)
+    skipped_hours: Mapping[str, float] = spec(minimum=0, key_check=_skip_group_problem,
+                                              description="By reason: diff, labels, cadence, trust.")
+
+
+@document
+class HoursDoc:
+    """The accelerator hours the plan schedules and skips (est_time x accelerators per runner)."""
+
+    scheduled_hours: float = spec(minimum=0)
+    skipped_hours: Mapping[str, float] = spec(minimum=0, key_check=_skip_group_problem,
+                                              description="By reason: diff, labels, cadence, trust.")
+    scheduled_cost: float | None = spec(minimum=0, description="Null unless an `accelerators` entry has a cost.")
+    skipped_cost: float | None = spec(minimum=0)
+    stages: tuple[StageHoursDoc, ...]
+
+
 @document
 class PlanDocument:
     """The plan: the policy, the stages, the stage jobs, what was not read, the gates and the inputs."""
@@ -328,6 +364,10 @@ class PlanDocument:
         default=None, omit_none=True,
         description="The stages whose lanes were merged so that each wave's matrix fits GitHub's 256 jobs; "
                     "absent when none was.")
+    accelerator_hours: HoursDoc | None = spec(
+        default=None, omit_none=True,
+        description="The whole plan's accelerator hours, scheduled and skipped by reason (a per-stage plan "
+                    "holds them too); absent in a plan written by an earlier version.")
     run_settings: SettingsDoc | None = spec(
         default=None, omit_none=True,
         description="A per-stage plan's only: how its stage's files run (the stage's runner and timeout_per_file, "

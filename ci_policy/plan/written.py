@@ -26,6 +26,7 @@ from ci_policy.plan.document import (
     DiagnosticDoc,
     DiffDoc,
     GateDoc,
+    HoursDoc,
     ImageDoc,
     InputsDoc,
     InvalidDoc,
@@ -33,8 +34,10 @@ from ci_policy.plan.document import (
     MergeDoc,
     PlanDocument,
     StageDoc,
+    StageHoursDoc,
     TestRow,
 )
+from ci_policy.plan.hours import Hours
 from ci_policy.plan.jobs import stage_jobs
 from ci_policy.plan.stagejob import run_settings, settings_doc
 
@@ -101,7 +104,23 @@ def plan_document(plan: Plan, head_sha: str | None = None, inputs: InputsDoc | N
         warnings=tuple(plan.warnings), plan_complete=plan.complete, invalid=invalid_docs(plan.invalid),
         not_fully_read=tuple(plan.not_fully_read), gates=tuple(map(gate_doc, plan.snapshot.gates)), inputs=inputs,
         merged_lanes=tuple(MergeDoc(m.stage, m.wave, m.lanes_from, m.lanes_to, m.reason) for m in jobs.merges)
-        or None)
+        or None, accelerator_hours=hours_doc(plan.hours))
+
+
+def _rounded(value: float) -> float:
+    """Hours to the second's precision (6 places): the document holds no float noise."""
+    return round(value, 6)
+
+
+def hours_doc(h: Hours) -> HoursDoc:
+    return HoursDoc(
+        scheduled_hours=_rounded(h.scheduled), skipped_hours={r: _rounded(v) for r, v in h.by_reason},
+        scheduled_cost=None if h.scheduled_cost is None else _rounded(h.scheduled_cost),
+        skipped_cost=None if h.skipped_cost is None else _rounded(h.skipped_cost),
+        stages=tuple(StageHoursDoc(stage=s.stage, gpus=s.gpus, entry=s.entry, cost_per_hour=s.cost_per_hour,
+                                   scheduled_hours=_rounded(s.scheduled),
+                                   skipped_hours={r: _rounded(s.skipped(r)) for r, _ in s.skipped_seconds})
+                     for s in h.stages))
 
 
 def stage_documents(plan: Plan, doc: PlanDocument) -> dict[str, PlanDocument]:

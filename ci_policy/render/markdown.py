@@ -2,14 +2,15 @@
 
 - In: core results (a `Plan`, a shard's run results, gate outcomes).
 - Out: Markdown strings; every checkout-controlled value passes `md_escape` (and
-  mermaid names `mermaid_name`/`bar_names`) first.
+  mermaid names `mermaid_name`/`bar_names`) first. The plan's accelerator hours are a
+  line and a table under the stages (`render.text.hours_summary`).
 - Sized for big repositories (a step summary is at most 1 MiB): each running stage has
   one Gantt chart of at most `CHART_BARS` bars, each shard at most
   `min(SHARD_BARS, CHART_BARS // shards)` (at least 1): its longest files one bar
   each, the rest one bar `+N files`; bar names are the shortest distinguishing path
-  suffixes (`bar_names`). Each shard's files are listed in a collapsed `<details>`
-  block, at most `SHARD_LIST` of them (the rest counted, with the `ci-policy list`
-  command that prints them).
+  suffixes (`bar_names`); a shard's bars run one after another from 0 (`gantt`). Each
+  shard's files are listed in a collapsed `<details>` block, at most `SHARD_LIST` of
+  them (the rest counted, with the `ci-policy list` command that prints them).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from ci_policy.render.text import (
     excused_text,
     failure,
     gate_rows,
+    hours_number,
+    hours_source,
+    hours_summary,
     split_phrase,
     waves_of,
 )
@@ -41,7 +45,11 @@ SHARD_LIST = 300
 def gantt(stage: str, shards: Sequence[tuple[int, Sequence[tuple[str, float]]]]) -> list[str]:
     """One stage's mermaid Gantt chart: per shard its longest files as bars, the rest as one bar.
 
-    `shards`: (index, [(file, est_time), ...] longest first, as a shard holds them).
+    `shards`: (index, [(file, est_time), ...] longest first, as a shard holds them). A shard's
+    bars run one after another: each has a task id (`s<shard>t<bar>`) and starts `after` the
+    previous one, lasting its est_time in seconds. Mermaid reads an absolute start under
+    `dateFormat X` as milliseconds (`:5, 10` is drawn from 0 to 10 seconds), so only the first
+    bar of a shard names its start, 0, which is the same in either unit.
     """
     budget = max(1, min(SHARD_BARS, CHART_BARS // max(1, len(shards))))
     drawn = [files if len(files) <= budget else files[:budget - 1] for _, files in shards]
@@ -50,17 +58,21 @@ def gantt(stage: str, shards: Sequence[tuple[int, Sequence[tuple[str, float]]]])
            "    dateFormat X", "    axisFormat %s"]
     for (index, files), bars in zip(shards, drawn, strict=True):
         out.append(f"    section shard {index}")
-        start = 0.0
-        for f, est in bars:
-            out.append(f"    {names[f]} :{start:g}, {start + est:g}")
-            start += est
         rest = files[len(bars):]
+        # Never a file's name: a bar name holds no space or `+` (see escape.mermaid_name).
+        tasks = [(names[f], est) for f, est in bars]
         if rest:
-            # Never a file's name: a bar name holds no space or `+` (see escape.mermaid_name).
-            end = start + sum(est for _, est in rest)
-            out.append(f"    +{len(rest)} files of shard {index} :{start:g}, {end:g}")
+            tasks.append((f"+{len(rest)} files of shard {index}", sum(est for _, est in rest)))
+        for k, (name, est) in enumerate(tasks):
+            start = "0" if k == 0 else f"after s{index}t{k - 1}"
+            out.append(f"    {name} :s{index}t{k}, {start}, {_seconds(est)}s")
     out.append("```")
     return out
+
+
+def _seconds(value: float) -> str:
+    """A duration mermaid reads (`\\d+(\\.\\d+)?`, no exponent), to the millisecond."""
+    return f"{round(value, 3):.3f}".rstrip("0").rstrip(".")
 
 
 def shard_details(stage: str, index: int, files: Sequence[tuple[str, float]]) -> list[str]:
@@ -96,6 +108,11 @@ def plan_markdown(plan: Plan) -> str:
         wall = duration(s.wall_seconds) if s.decision == "run" else "-"
         out.append(f"| {md_escape(s.name)} | {s.stage.backend} | {mark} | {len(s.tests)} | {len(s.shards)} "
                    f"| {wall} | {'<br>'.join(md_escape(r) for r in s.reasons + s.notes)} |")
+    if plan.hours.stages:
+        out += ["", f"**Accelerator hours** (est_time × accelerators per runner): {md_escape(hours_summary(plan))}",
+                "", "| Stage | Scheduled h | Skipped h | Accelerators |", "|---|---:|---:|---|"]
+        out += [f"| {md_escape(s.stage)} | {hours_number(s.scheduled)} | {hours_number(s.skipped())} "
+                f"| {md_escape(hours_source(s, plan))} |" for s in plan.hours.stages]
     heading, waves, merges = waves_of(plan)
     if heading:
         out += ["", f"**{md_escape(heading[0].upper() + heading[1:])}**", "",

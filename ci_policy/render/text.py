@@ -1,7 +1,9 @@
 """Plain-text renderers: tables and summaries for a terminal or a CI log.
 
 - In: core results (registrations, a `Plan`, a shard's run results, gate outcomes).
-- Out: strings; every checkout-controlled value passes `render.escape` first.
+- Out: strings; every checkout-controlled value passes `render.escape` first. A plan's
+  accelerator hours (`hours_text`, `hours_summary`, shared with the Markdown plan) are
+  formatted from `Plan.hours` as computed by `plan.hours`, two decimals.
 - No I/O: the command line prints what these return.
 """
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # the types of what is rendered; the modules that make them i
     from ci_policy.plan.build import Plan, StagePlan
     from ci_policy.plan.explain import Explanation
     from ci_policy.plan.filerun import FilePlan
+    from ci_policy.plan.hours import StageHours
     from ci_policy.plan.outcome import Outcome
     from ci_policy.plan.partition import Shard
     from ci_policy.plan.picking import RunStage
@@ -136,9 +139,50 @@ def plan_text(plan: Plan, *, warnings: bool = True) -> str:
         lines.append(invalid_text(plan.invalid))
     lines.append("")
     lines.append("images: " + ", ".join(f"{backend}={action}" for backend, action in plan.images))
+    lines += hours_text(plan)
     if warnings:
         lines += [f"warning: {one_line(w)}" for w in plan.warnings]
     return "\n".join(lines)
+
+
+# How the plan names each group of skipped hours (`plan.hours.SKIP_REASONS`).
+SKIP_TITLES = {"diff": "diff pruning", "labels": "labels", "cadence": "cadence", "trust": "trust"}
+
+
+def hours_number(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def hours_summary(plan: Plan) -> str:
+    """`1.33 scheduled, 0.50 skipped (diff pruning 0.40, labels 0.10); cost 12.00 scheduled, 4.00 skipped`."""
+    h = plan.hours
+    groups = ", ".join(f"{SKIP_TITLES[r]} {hours_number(v)}" for r, v in h.by_reason)
+    out = f"{hours_number(h.scheduled)} scheduled, {hours_number(h.skipped())} skipped" + (
+        f" ({groups})" if groups else "")
+    if h.scheduled_cost is not None and h.skipped_cost is not None:
+        out += f"; cost {hours_number(h.scheduled_cost)} scheduled, {hours_number(h.skipped_cost)} skipped"
+    return out
+
+
+def hours_source(stage: StageHours, plan: Plan) -> str:
+    """`4 accelerators per runner (accelerators[1]: runs_on h200)` or the default's."""
+    noun = "accelerator" if stage.gpus == 1 else "accelerators"
+    if stage.entry is None:
+        return f"{stage.gpus} {noun} per runner (no accelerators entry matches)"
+    entry = plan.config.accelerators[stage.entry]
+    cost = f", cost {entry.cost_per_hour:g}/h" if entry.cost_per_hour is not None else ""
+    return f"{stage.gpus} {noun} per runner (accelerators[{stage.entry}]: {entry.describe()}{cost})"
+
+
+def hours_text(plan: Plan) -> list[str]:
+    """The accelerator hours the plan schedules and skips, with each accelerator stage's share."""
+    if not plan.hours.stages:
+        return []
+    lines = ["", f"accelerator hours (est_time x accelerators per runner): {hours_summary(plan)}"]
+    for s in plan.hours.stages:
+        lines.append(f"  {s.stage}: {hours_number(s.scheduled)} scheduled, {hours_number(s.skipped())} skipped; "
+                     f"{hours_source(s, plan)}")
+    return lines
 
 
 def waves_of(plan: Plan) -> tuple[str, list[str], list[str]]:

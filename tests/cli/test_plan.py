@@ -328,6 +328,18 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
         "plan_complete": True,
         "invalid": [],
         "not_fully_read": [],
+        # No accelerator stage runs: its tests need labels the PR lacks (1.9 h) or are nightly-only
+        # (the long-context test, 0.42 h); no `accelerators` entry, so 1 accelerator per runner.
+        "accelerator_hours": {
+            "scheduled_hours": 0.0, "skipped_hours": {"labels": 1.9, "cadence": 0.416667},
+            "scheduled_cost": None, "skipped_cost": None,
+            "stages": [
+                {"stage": "stage-b-1-gpu-h200", "gpus": 1, "entry": None, "cost_per_hour": None,
+                 "scheduled_hours": 0.0, "skipped_hours": {"labels": 0.3}},
+                {"stage": "stage-c-4-gpu-h200", "gpus": 1, "entry": None, "cost_per_hour": None,
+                 "scheduled_hours": 0.0, "skipped_hours": {"labels": 1.316667, "cadence": 0.416667}},
+                {"stage": "stage-c-4-gpu-mi350", "gpus": 1, "entry": None, "cost_per_hour": None,
+                 "scheduled_hours": 0.0, "skipped_hours": {"labels": 0.283333}}]},
     }
 
 
@@ -991,7 +1003,12 @@ def test_a_plan_schedules_the_good_registration_of_a_partly_read_file_and_lists_
         "\n"
         + TWO_SECTION + "\n"
         "\n"
-        "images: cuda=build, rocm=skip\n")
+        "images: cuda=build, rocm=skip\n"
+        "\n"
+        "accelerator hours (est_time x accelerators per runner): 0.04 scheduled, 0.00 skipped\n"
+        "  gpu-a: 0.04 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)\n"
+        "  gpu-b: 0.00 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)\n"
+        "  amd: 0.00 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)\n")
     rc, out, err = run([*argv, "--format", "json"], capsys)
     assert (rc, err) == (1, incomplete)
     doc = json.loads(out)

@@ -104,6 +104,11 @@ shards:
     tests/test_amd.py
 
 images: cuda=build, rocm=build
+
+accelerator hours (est_time x accelerators per runner): 0.03 scheduled, 0.00 skipped
+  large@cuda: 0.01 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
+  large@rocm: 0.02 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd-after: 0.00 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
 warning: large@cuda: tests/test_both.py alone (est 30s) exceeds the stage's mean shard time (25s); the stage cannot \
 finish sooner than this file
 """

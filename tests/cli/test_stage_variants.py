@@ -107,6 +107,13 @@ shards:
     tests/test_tail.py
 
 images: cuda=skip, rocm=build
+
+accelerator hours (est_time x accelerators per runner): 0.07 scheduled, 0.07 skipped (labels 0.04, cadence 0.04)
+  amd+mi325: 0.04 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd+mi355: 0.04 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd+rocm720: 0.00 scheduled, 0.04 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd+x8: 0.00 scheduled, 0.04 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd-tail: 0.00 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
 warning: diff unavailable: no --diff or --base was given
 """
 
@@ -167,6 +174,13 @@ shards:
     tests/test_tail.py
 
 images: cuda=skip, rocm=build
+
+accelerator hours (est_time x accelerators per runner): 0.15 scheduled, 0.00 skipped
+  amd+mi325: 0.04 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd+mi355: 0.04 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd+rocm720: 0.04 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd+x8: 0.04 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
+  amd-tail: 0.00 scheduled, 0.00 skipped; 1 accelerator per runner (no accelerators entry matches)
 """
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from helpers import MINIMAL_CONFIG
 
+from ci_policy.config.accelerators import ACCELERATOR, Accelerator
 from ci_policy.config.backends import BACKEND
 from ci_policy.config.cadences import CADENCES_TABLE, SCHEDULE, Cadences, Schedule
 from ci_policy.config.discovery import DISCOVERY_TABLE, IMPLICIT, ROOT, Discovery, ImplicitRoot
@@ -52,6 +53,7 @@ SECTIONS = [
     (FILE_RUN_TABLE, FileRunConfig, set()),
     (IMAGE_BUILD, ImageBuilder, set()),
     (IMAGE, ImageBuild, set()),
+    (ACCELERATOR, Accelerator, {"line"}),
     (TUNE_TABLE, TuneConfig, set()),
     (LINT_TABLE, LintConfig, {"line"}),
     (IGNORE_RULE, IgnoreRule, {"line"}),
@@ -82,7 +84,7 @@ def test_every_table_is_reachable_from_the_top_level():
         "selection.rules[]", "runner", "runner.retry",
         "runner.timeout_from_est_time", "runner.env", "gates", "gates.defaults.<metric key>", "gates.require[]",
         "file_run", "image_build",
-        "images.<backend>", "tune", "lint", "lint.ignore[]", "quarantine[]"]
+        "images.<backend>", "accelerators[]", "tune", "lint", "lint.ignore[]", "quarantine[]"]
     # Tables without a dataclass of their own: a `{path, pattern}` root is a pair in `Discovery`.
     # A declared backend is one entry of `Backends.accelerator`.
     without_class = {id(FROM_EST_TIME), id(GATE_DEFAULT), id(ROOT), id(BACKEND)}

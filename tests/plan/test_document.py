@@ -6,17 +6,20 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from ci_policy.errors import CODES, code_name
 from ci_policy.plan.document import (
+    SKIP_GROUPS,
     DiagnosticDoc,
     DiffDoc,
     EnvDoc,
     EstTimeoutDoc,
     GateDoc,
+    HoursDoc,
     ImageDoc,
     InputsDoc,
     InvalidDoc,
@@ -25,6 +28,7 @@ from ci_policy.plan.document import (
     RetryDoc,
     SettingsDoc,
     StageDoc,
+    StageHoursDoc,
 )
 from ci_policy.plan.document import TestRow as Row
 from ci_policy.plan.partition import Shard
@@ -76,6 +80,16 @@ DIAGNOSTICS = st.builds(lambda code, path, line, col, message, hint: DiagnosticD
     st.none() | st.integers(0, 99), TEXT, st.none() | TEXT)
 
 
+HOURS = st.floats(0, 10**6)
+GROUPS = st.dictionaries(st.sampled_from(SKIP_GROUPS), HOURS, max_size=4)
+ACCELERATOR_HOURS = st.builds(
+    HoursDoc, scheduled_hours=HOURS, skipped_hours=GROUPS, scheduled_cost=st.none() | HOURS,
+    skipped_cost=st.none() | HOURS,
+    stages=st.lists(st.builds(StageHoursDoc, stage=NAME, gpus=st.integers(1, 64), entry=st.none() | st.integers(0, 9),
+                              cost_per_hour=st.none() | HOURS, scheduled_hours=HOURS, skipped_hours=GROUPS),
+                    max_size=2).map(tuple))
+
+
 @st.composite
 def plans(draw) -> PlanDocument:
     files = draw(FILES)
@@ -111,7 +125,7 @@ def plans(draw) -> PlanDocument:
         invalid=tuple(InvalidDoc(f, tuple(draw(st.lists(DIAGNOSTICS, max_size=2))))
                       for f in draw(some(files, max_size=2, unique=True))),
         not_fully_read=tuple(draw(some(files, max_size=2))),
-        gates=gates, inputs=InputsDoc(**given))
+        gates=gates, inputs=InputsDoc(**given), accelerator_hours=draw(st.none() | ACCELERATOR_HOURS))
 
 
 SETTINGS = st.builds(
@@ -148,3 +162,10 @@ def test_a_plan_written_is_read_back_equal(doc, data):
         assert list(VALIDATOR.iter_errors(json.loads(stage_text))) == []
         mine = read_plan_file(stage_text, f"{name}.json", name)
         assert mine.stage_plan and mine.stages == per_stage[name].stages and mine.settings is not None
+
+
+def test_a_skip_group_the_plan_does_not_have_is_refused():
+    hours = {"scheduled_hours": 0, "skipped_hours": {"labels": 1, "luck": 2}, "scheduled_cost": None,
+             "skipped_cost": None, "stages": []}
+    with pytest.raises(codec.DecodeError, match=r'skipped_hours.*"luck" is not one of diff, labels, cadence, trust'):
+        codec.decode(HoursDoc, hours)

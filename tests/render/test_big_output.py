@@ -20,11 +20,12 @@ from helpers import assert_golden
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import Plan
 from ci_policy.plan.partition import Shard
-from ci_policy.render.markdown import CHART_BARS, SHARD_LIST, plan_markdown
+from ci_policy.render.markdown import CHART_BARS, SHARD_BARS, SHARD_LIST, plan_markdown
 from ci_policy.render.text import plan_text
 
 MERMAID = re.compile(r"```mermaid\n(.*?)```", re.S)
-BAR = re.compile(r"^    (?!section |title |dateFormat |axisFormat )(.+?) :\d+(?:\.\d+)?, \d+(?:\.\d+)?$", re.M)
+BAR = re.compile(r"^    (?!section |title |dateFormat |axisFormat )(.+?) :s(\d+)t\d+, (?:0|after s\d+t\d+), "
+                 r"\d+(?:\.\d+)?s$", re.M)
 DETAILS = re.compile(r"<details><summary>shard (\d+): (\d+) files?, est [0-9dhms]+</summary>\n\n(.*?)\n\n</details>",
                      re.S)
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -43,8 +44,11 @@ def check_summary(md: str, plan: Plan, *, most_bytes: int) -> None:
     assert len(charts) == len(running)
     for stage, chart in zip(running, charts, strict=True):
         assert len(chart) < 50_000
-        bars = BAR.findall(chart)
+        bars = [name for name, _ in BAR.findall(chart)]
         assert len(set(bars)) == len(bars) <= CHART_BARS
+        # Every bar line has the drawn form: a shard's longest files, then one bar for the rest.
+        budget = max(1, min(SHARD_BARS, CHART_BARS // len(stage.shards)))
+        assert len(bars) == sum(min(len(sh.files), budget) for sh in stage.shards)
         assert chart.count("    section shard ") == len(stage.shards)
     details = DETAILS.findall(md)
     shards = [(s.name, sh) for s in running for sh in s.shards]

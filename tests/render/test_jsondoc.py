@@ -83,7 +83,12 @@ def test_plan_dict_and_plan_json(tmp_path):
         "warnings": [f"diff unavailable: {DIFF_REASON}",
                      "gpu: tests/test_big_model.py alone (est 300s) exceeds the stage's mean shard time (180s); "
                      "the stage cannot finish sooner than this file"],
-        "plan_complete": True, "invalid": [], "not_fully_read": [], "gates": []}
+        "plan_complete": True, "invalid": [], "not_fully_read": [], "gates": [],
+        # 360 s of the gpu stage, 1 accelerator per runner (no `accelerators` entry): 0.1 h.
+        "accelerator_hours": {"scheduled_hours": 0.1, "skipped_hours": {}, "scheduled_cost": None,
+                              "skipped_cost": None,
+                              "stages": [{"stage": "gpu", "gpus": 1, "entry": None, "cost_per_hour": None,
+                                          "scheduled_hours": 0.1, "skipped_hours": {}}]}}
     assert plan_dict(plan) == expected
     assert plan_json(plan) == document(expected)
     inputs = {"config": None, "labels": None, "files": {}, "digest": "sha256:x"}

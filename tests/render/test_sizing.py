@@ -48,7 +48,8 @@ def test_json_carries_the_sizing_keys_only_where_configured(tmp_path):
 
 def test_markdown_row_holds_every_reason(tmp_path):
     rows = plan_markdown(sized_plan(tmp_path)).splitlines()
-    [gpu] = [row for row in rows if row.startswith("| gpu |")]
+    [gpu, hours] = [row for row in rows if row.startswith("| gpu |")]
+    assert hours == "| gpu | 0.10 | 0.00 | 1 accelerator per runner (no accelerators entry matches) |"
     assert gpu == (f"| gpu | cuda | ✅ run | 2 | 2 | 5m0s | {RUN}<br>{REQUESTED}"
                    "<br>2 shards: 360s selected / 200s per shard"
                    "<br>max\\_parallel 2: raised by the PR label high priority |")
