@@ -158,6 +158,7 @@ def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> ar
 @contextlib.contextmanager
 def guarded(actions: bool) -> Iterator[None]:
     """`render.console.guarded`, imported when the command starts (`--version` does without)."""
+    # Imported here: tests/cli/test_startup.py::test_version_imports_no_subcommand.
     from ci_policy.render.console import guarded as console_guarded
 
     with console_guarded(actions):
@@ -165,7 +166,7 @@ def guarded(actions: bool) -> Iterator[None]:
 
 
 def write_commands(text: str) -> None:
-    # Imported here, as in `guarded` (tests/cli/test_startup.py::test_help_imports_no_subcommand_module).
+    # Imported here, as in `guarded` (tests/cli/test_startup.py::test_version_imports_no_subcommand).
     from ci_policy.render.console import write_commands as console_write_commands
 
     console_write_commands(text)
