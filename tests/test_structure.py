@@ -223,3 +223,15 @@ def test_every_import_inside_a_function_names_the_test_that_shows_why() -> None:
 def test_the_justification_is_the_comment_above_the_run_or_on_its_lines(source, expected) -> None:
     found = function_imports(ast.parse(source), source.splitlines())
     assert found and justified(found[-1][1]) is expected
+
+
+LAYER_PACKAGES = ("read", "config", "model", "gates", "plan", "render", "adapters", "app", "cli", "sdk")
+
+
+@pytest.mark.parametrize("package", LAYER_PACKAGES)
+def test_each_package_says_in_two_lines_what_it_is_for(package) -> None:
+    """What comes before a contract's bullets (only a package that defines names has them: `sdk`)."""
+    docstring = ast.get_docstring(parsed(PACKAGE / package / "__init__.py"))
+    assert docstring
+    summary = [line for line in docstring.split("\n- ", 1)[0].splitlines() if line.strip()]
+    assert 1 <= len(summary) <= 2, summary
