@@ -95,3 +95,17 @@ def test_no_other_command_imports_shtab(argv, tmp_path) -> None:
     proc = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, cwd=tmp_path,
                           env=clean_env(), check=True, timeout=60)
     assert json.loads(proc.stderr) is False
+
+
+def test_a_subcommand_whose_extra_is_missing_completes_by_its_name(tmp_path, capsys) -> None:
+    # PyGithub and libcst made unimportable: comment, pull-request, report-status and tune are
+    # named, their modules (which import them) never imported.
+    probe = ("import sys\nsys.modules['github'] = None\nsys.modules['libcst'] = None\n"
+             "from ci_policy.cli.main import main\nrc = main(['completion', 'bash'])\n"
+             "sys.stderr.write(repr((rc, 'ci_policy.cli.comment' in sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(), check=True, timeout=60)
+    assert proc.stderr == "(0, False)"
+    assert completes(proc.stdout, "ci-policy", "") == NAMES
+    assert completes(proc.stdout, "ci-policy", "comment", "--") == ["--help"]
+    assert "--dry-run" in completes(script("bash", capsys), "ci-policy", "comment", "--")
