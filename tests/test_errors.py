@@ -21,7 +21,7 @@ from ci_policy.errors import (
 
 # Deliberately not an Exception: a cancelled job's SIGTERM must unwind through every
 # `except Exception` on its way out, as KeyboardInterrupt does.
-NOT_AN_ERROR = {"ci_policy.adapters.runner.shard.Terminated"}
+NOT_AN_ERROR = {"ci_policy.adapters.runner.attempt.Terminated"}
 
 
 def exception_classes() -> dict[str, type[BaseException]]:
@@ -42,11 +42,11 @@ def test_every_exception_class_of_the_package_derives_from_ci_policy_error():
     for name in ("ci_policy.read.globs.GlobError", "ci_policy.read.strictjson.DuplicateKey",
                  "ci_policy.read.markers.NotLiteral", "ci_policy.read.yamlnodes._Refused",
                  "ci_policy.sdk.metrics.TitoMismatchError", "ci_policy.adapters.github.grammar.GrammarError",
-                 "ci_policy.adapters.github.api.ApiError", "ci_policy.adapters.runner.shard.Terminated"):
+                 "ci_policy.adapters.github.api.ApiError", "ci_policy.adapters.runner.attempt.Terminated"):
         assert name in classes
     apart = sorted(name for name, cls in classes.items() if not issubclass(cls, CiPolicyError))
     assert apart == sorted(NOT_AN_ERROR)
-    assert not issubclass(classes["ci_policy.adapters.runner.shard.Terminated"], Exception)
+    assert not issubclass(classes["ci_policy.adapters.runner.attempt.Terminated"], Exception)
 
 
 def test_existing_bases_are_kept_for_their_callers():

@@ -7,7 +7,7 @@
 - Offline and hermetic: pre-commit installs the hook's environment (a virtualenv, then
   `pip install .` of the hook's repository) with pip told to use no index, only a directory of
   wheels made here from the distributions the test environment already has (setuptools to
-  build ci-policy, PyYAML, packaging, pathspec); pre-commit's own home is a temporary directory.
+  build ci-policy, PyYAML, packaging, pathspec, shtab); pre-commit's own home is a temporary directory.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from helpers import EXAMPLE_REPO, clean_env
 ROOT = Path(__file__).resolve().parents[1]
 PRE_COMMIT = Path(sys.executable).parent / "pre-commit"
 HOOK_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "CHANGELOG.md", ".pre-commit-hooks.yaml")
-WHEELS = ("setuptools", "pyyaml", "packaging", "pathspec")
+WHEELS = ("setuptools", "pyyaml", "packaging", "pathspec", "shtab")
 
 
 def git(cwd: Path, *args: str) -> None:

@@ -202,7 +202,7 @@ def test_the_lock_check_catches_a_new_dependency_and_a_pin_without_a_hash(tmp_pa
     assert (proc.returncode, proc.stdout) == (1, "")
     assert proc.stderr.splitlines() == [
         "requirements/base.txt: generated from other requirements than pyproject.toml's "
-        "['pyyaml>=6.0', 'packaging>=23.0', 'pathspec>=1.0,<2', 'rich>=13']",
+        "['pyyaml>=6.0', 'packaging>=23.0', 'pathspec>=1.0,<2', 'rich>=13', 'shtab>=1.13']",
         "requirements/base.txt: rich is not pinned",
         f"requirements/postgres.txt: psycopg=={version.group(1)} has no --hash",
         "hint: run python3 scripts/lock-action.py to regenerate them",

@@ -111,7 +111,9 @@ class _Git:
         self.proc: subprocess.Popen[bytes] | None
         self.stderr: IO[bytes] | None = None
         if errors:
-            import tempfile  # only here: a stage job starts git before its other imports (see git_diff)
+            # Only here: a stage job starts git before its other imports (see git_diff;
+            # test_importing_the_module_loads_neither_the_diff_reader_nor_tempfile).
+            import tempfile
 
             self.stderr = tempfile.TemporaryFile()
         try:

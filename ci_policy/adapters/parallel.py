@@ -1,4 +1,4 @@
-"""Test files scanned over several processes (an adapter): a `model.snapshot.Scanner`.
+"""Test files scanned over several processes (an adapter): a `model.scan.Scanner`.
 
 - In: how many processes may scan (`jobs`: `--jobs N`, else `$CI_POLICY_JOBS`, else the
   cores this process may use, `available_cores`), and, per call, the files to scan as
@@ -33,7 +33,8 @@ from typing import Any
 
 from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
-from ci_policy.model.snapshot import FileScan, Scanner, encode_scan, scan_files
+from ci_policy.model.scan import FileScan, Scanner, scan_files
+from ci_policy.model.scan_codec import encode_scan
 from ci_policy.read.labels import LabelRegistry
 
 JOBS_ENV = "CI_POLICY_JOBS"

@@ -1,15 +1,15 @@
-"""The scan cache on disk (an adapter): `model.snapshot.ScanCache` over a directory.
+"""The scan cache on disk (an adapter): `model.scan.ScanCache` over a directory.
 
 - In: a cache directory (`--cache DIR`, else `$XDG_CACHE_HOME/ci-policy/scan`, else
-  `~/.cache/ci-policy/scan`), a scan context (`model.snapshot.scan_context`, 64 hex digits)
-  and keys made by `model.snapshot.scan_key` (the file's path and its content id; the
+  `~/.cache/ci-policy/scan`), a scan context (`model.scan.scan_context`, 64 hex digits)
+  and keys made by `model.scan.scan_key` (the file's path and its content id; the
   pack is the context's, so a key need not name it).
 - Out: one pack per context, `<context>.pack.json`: a header line
   `{"cache":CACHE_VERSION,"context":CONTEXT,"sha256":HEX}`, then the entries as one JSON
   object `{KEY: value, ...}` whose bytes HEX is the SHA-256 of. `load` reads it with one open,
   one hash and one decode and returns its entries (every value an array). Keys are opaque:
   one that names no file of the checkout is never looked up, so it is not checked entry by
-  entry; the values are checked by the snapshot's strict decoder (`model.snapshot.StrictDecoder`),
+  entry; the values are checked by the snapshot's strict decoder (`model.scan_codec.StrictDecoder`),
   which names the ones it refused (`reject`).
 - `store` merges a command's new entries into the pack as it is on disk now (one command
   writes at most one pack, and none when it found every entry): the keys the command used

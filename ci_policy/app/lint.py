@@ -34,7 +34,7 @@ class CheckoutRequest:
 
 def lint(request: CheckoutRequest) -> LintReport:
     scan = start_scan(request.scan)
-    report = lint_checkout(request.repo, request.config, cache=scan.cache, index=scan.listing,  # type: ignore[arg-type]
+    report = lint_checkout(request.repo, request.config, cache=scan.cache, listing=scan.listing,
                            scanner=scan.scanner, today=request.today)
     if report.snapshot is None:
         return report

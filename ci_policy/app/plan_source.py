@@ -177,7 +177,8 @@ def _test_files(plan_file: PlanFile) -> tuple[str, ...]:
 
 
 def _file_plan(plan_file: PlanFile, repo: Path, config: Config, files: tuple[str, ...]) -> Plan:
-    # Imported here, with `_plan_of_file`'s imports: see there.
+    # Imported here, with `_plan_of_file`'s imports (tests/cli/test_startup.py::
+    # test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
     from ci_policy.model.snapshot import Snapshot, optional_labels
 
     labels, _missing = optional_labels(repo, config)

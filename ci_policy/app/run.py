@@ -31,8 +31,9 @@ from ci_policy.adapters import cache_dir
 from ci_policy.adapters.git import CleanTree
 from ci_policy.adapters.runner import environment as secrets_environment
 from ci_policy.adapters.runner import shard as runner
+from ci_policy.adapters.runner.attempt import Terminated
 from ci_policy.adapters.runner.environment import RunAs, hide_from_tests
-from ci_policy.adapters.runner.shard import RunOptions, Terminated
+from ci_policy.adapters.runner.shard import RunOptions
 from ci_policy.app.attempts import attempt_of
 from ci_policy.app.plan_source import stage_job
 from ci_policy.app.requests import PlanSource

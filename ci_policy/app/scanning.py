@@ -26,7 +26,8 @@ from ci_policy.adapters.scan_cache import DirScanCache, default_dir, inside, ope
 from ci_policy.app.requests import ScanRequest
 from ci_policy.errors import UsageError
 from ci_policy.model.discovery import IndexEntry
-from ci_policy.model.snapshot import Scanner, Snapshot, load_snapshot
+from ci_policy.model.scan import Scanner
+from ci_policy.model.snapshot import Snapshot, load_snapshot
 
 JOBS_ENV = "CI_POLICY_JOBS"
 
@@ -87,7 +88,7 @@ class Scan:
         return self.listing()
 
     def load(self, config: str | None) -> Snapshot:
-        return load_snapshot(self.repo, config, cache=self.cache, index=self.listing, scanner=self.scanner)
+        return load_snapshot(self.repo, config, cache=self.cache, listing=self.listing, scanner=self.scanner)
 
 
 def start_scan(request: ScanRequest) -> Scan:

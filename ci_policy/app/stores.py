@@ -56,7 +56,8 @@ def store_kind(store: str | None, store_file: str | None) -> str | None:
         url = store_url(store, store_file) or os.environ.get(DATABASE_URL_ENV) or None
         if not url:
             return None
-        # Imported here: see `store_url`.
+        # Imported here, as in `store_url` (tests/cli/test_startup.py::
+        # test_a_stage_job_naming_no_store_loads_no_store_module).
         from ci_policy.adapters.store import store_kind as kind_of
 
         return kind_of(url)

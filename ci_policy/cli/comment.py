@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from ci_policy.app.comment import CommentRequest, comment
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_config, add_format, add_token, api_url, token
 from ci_policy.cli.output import warn
 from ci_policy.read.names import CALLER_WORKFLOW
@@ -33,12 +33,21 @@ from ci_policy.render.escape import one_line
 from ci_policy.render.jsondoc import comment_json
 
 NAME = "comment"
+EXAMPLES = examples(
+    ("what the comment of examples/comment-42.event.json asks, under the example's access policy,"
+     " sending no change",
+     "ci-policy comment --trusted-repo examples/gpu-repo --event-path examples/comment-42.event.json\n"
+     "--repository acme/minirl --repository-id 424242 --dry-run"),
+    ("the same, as JSON",
+     "ci-policy comment --trusted-repo examples/gpu-repo --event-path examples/comment-42.event.json\n"
+     "--repository acme/minirl --repository-id 424242 --dry-run --format json"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Handle a PR comment command (/add-label, /clear-labels, /rerun-failed-ci, "
-                                   "/rerun-test) under the access policy of the trusted default branch.")
+                                   "/rerun-test) under the access policy of the trusted default branch.",
+                       epilog=EXAMPLES)
     p.add_argument("--trusted-repo", default=".", metavar="DIR",
                    help="the TRUSTED default-branch checkout holding the access policy and configuration "
                         "(default: the current directory)")

@@ -19,7 +19,7 @@ import uuid
 from pathlib import Path
 
 from ci_policy.app.file_run import FileRunRequest, file_run, image_tag, test_path
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_config, add_format, add_repo, scan_request
 from ci_policy.cli.output import append_github_file, github_file
 from ci_policy.errors import InputError
@@ -28,6 +28,13 @@ from ci_policy.render.jsondoc import file_run_json
 from ci_policy.render.text import file_run_text
 
 NAME = "file-run"
+EXAMPLES = examples(
+    ("where /rerun-test runs one test file: its stage, runners, container image and"
+     " timeout",
+     "ci-policy file-run --repo examples/gpu-repo --file tests/e2e/test_megatron_sft.py"
+     " --format text"),
+    ("the same as JSON, as the rerun-test workflow reads it",
+     "ci-policy file-run --repo examples/gpu-repo --file tests/e2e/test_megatron_sft.py"))
 # A backend, a stage name or a stage key (`NAME@BACKEND`, `KEY+VARIANT`: `config.stages`).
 NAME_RE = re.compile(r"(?=.{1,100}$)[A-Za-z0-9][A-Za-z0-9_.-]*(?:@[a-z][a-z0-9_]*)?(?:\+[A-Za-z0-9][A-Za-z0-9_.-]*)?")
 
@@ -61,7 +68,8 @@ def _name(text: str) -> str | None:
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Resolve the stage, runners, container image and timeout that "
-                                   "`/rerun-test FILE` uses for one test file of a checkout.")
+                                   "`/rerun-test FILE` uses for one test file of a checkout.",
+                       epilog=EXAMPLES)
     add_repo(p)
     add_config(p, help="the trusted configuration file (default: DIR/.github/ci-policy.yml)")
     p.add_argument("--file", required=True, type=_test_path, metavar="PATH",

@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 
 from ci_policy.app.gate import GateRequest, gate
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, add_store, run_attempt_arg, scan_request
 from ci_policy.cli.output import append_step_summary
 from ci_policy.render.console import write_commands
@@ -26,13 +26,25 @@ from ci_policy.render.markdown import gate_markdown
 from ci_policy.render.text import gate_text
 
 NAME = "gate"
+EXAMPLES = examples(
+    ("a nightly run's metric record kept as the baseline (the SQLite history"
+     " metrics.sqlite is created)",
+     "ci-policy gate --repo examples/gpu-repo --file"
+     " tests/e2e/session_server/test_session_tool_calls.py\n"
+     "--record examples/tool-calls.record.json --store metrics.sqlite --cadence nightly\n"
+     "--event schedule --run-id 1 --commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"),
+    ("a pull request's run checked against that history, which it never writes",
+     "ci-policy gate --repo examples/gpu-repo --file"
+     " tests/e2e/session_server/test_session_tool_calls.py\n"
+     "--record examples/tool-calls.record.json --store metrics.sqlite --event pull_request"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Evaluate a test file's metric gates on one run's metric record against "
                                    "the metric history, and record the run (nightly and weekly runs may "
-                                   "write baselines).")
+                                   "write baselines).",
+                       epilog=EXAMPLES)
     add_checkout(p)
     add_cache(p)
     p.add_argument("--file", required=True, metavar="F", help="the registered test file (repo-relative)")

@@ -35,7 +35,7 @@ from ci_policy.app.init import (
     init,
     init_workflows,
 )
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_format, add_repo
 from ci_policy.errors import UsageError
 from ci_policy.render.escape import one_line
@@ -44,6 +44,14 @@ from ci_policy.render.report import summarised
 from ci_policy.render.text import diagnostic_text, lint_summary
 
 NAME = "init"
+EXAMPLES = examples(
+    ("in the root of a checkout that registers tests: a starter .github/ci-policy.yml"
+     " (and labels.py)",
+     "ci-policy init"),
+    ("then the one caller workflow, every job pinned to the ci-policy commit it names",
+     "ci-policy init --workflows --ci-policy-ref 0123456789abcdef0123456789abcdef01234567"),
+    ("once written, init overwrites nothing without --force (exits 1)",
+     "ci-policy init"))
 # The text summary's length: a first run on a large repository must stay readable.
 MAX_LINES = 40
 
@@ -52,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Write a starter .github/ci-policy.yml (and labels.py when the tests use "
                                    "labels) from the markers of a checkout, then lint the result and print "
-                                   "what is left to fill in.")
+                                   "what is left to fill in.",
+                       epilog=EXAMPLES)
     add_repo(p)
     p.add_argument("--config", default=None, metavar="FILE",
                    help="the configuration file to write (default: DIR/.github/ci-policy.yml)")

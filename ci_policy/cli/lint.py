@@ -12,19 +12,26 @@ import argparse
 from pathlib import Path
 
 from ci_policy.app.lint import CheckoutRequest, lint
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_request
 from ci_policy.cli.paths import workspace_paths
 from ci_policy.render.console import write_commands
 from ci_policy.render.report import lint_report
 
 NAME = "lint"
+EXAMPLES = examples(
+    ("check the example checkout: configuration, labels, registrations and gate"
+     " declarations",
+     "ci-policy lint --repo examples/gpu-repo"),
+    ("the same report as JSON, every test file read and parsed again",
+     "ci-policy lint --repo examples/gpu-repo --format json --no-cache"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Check a checkout's configuration, labels file, test registrations and "
-                                   "metric-gate declarations; report every problem, located, with a hint.")
+                                   "metric-gate declarations; report every problem, located, with a hint.",
+                       epilog=EXAMPLES)
     add_checkout(p)
     add_cache(p)
     add_format(p, ("text", "json", "github"))

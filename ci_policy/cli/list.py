@@ -19,7 +19,7 @@ import argparse
 import sys
 
 from ci_policy.app.listing import list_shard
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, add_shard, plan_source
 from ci_policy.cli.output import report_incomplete
 from ci_policy.render.escape import line_start, one_line
@@ -27,12 +27,19 @@ from ci_policy.render.jsondoc import shard_files_json
 from ci_policy.render.text import command_text
 
 NAME = "list"
+EXAMPLES = examples(
+    ("the files of the CPU stage on a push",
+     "ci-policy list --repo examples/gpu-repo --event push --stage stage-a-cpu"),
+    ("shard 1 of a GPU stage on the nightly schedule, as JSON",
+     "ci-policy list --repo examples/gpu-repo --event schedule --schedule \"0 15 * * 0-5\"\n"
+     "--stage stage-c-4-gpu-h200 --shard 1 --format json"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Print the files of one stage shard, as the plan splits them and as "
-                                   "`ci-policy run` runs them, without running anything.")
+                                   "`ci-policy run` runs them, without running anything.",
+                       epilog=EXAMPLES)
     add_checkout(p)
     add_cache(p)
     add_shard(p)

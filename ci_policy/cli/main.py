@@ -19,7 +19,8 @@
 - Each subcommand lives in its own module with `add_parser(subparsers)` and
   `run(args) -> int`, which parses its arguments into a request, calls its use case
   (`ci_policy.app`) and renders the result; adapters (PyGithub, libcst, database drivers)
-  are imported only by the use cases that need them.
+  are imported only by the use cases that need them. Every help page, the top one too, ends
+  with two or three examples (`examples`), which the test suite runs as shown.
 - Imported only when used: a command line naming a subcommand imports that subcommand's
   module alone; one naming none (`--help`, an unknown name) none, its parser holding the
   names and summaries of `SUBCOMMANDS` only; `--version` first builds no parser and imports
@@ -62,6 +63,18 @@ SUBCOMMANDS = (
     ("pull-request", "pull_request", "read the pull request of a pipeline run: head, labels, trust, diff"),
     ("report-status", "report_status", "create one commit status (a result reported on a PR's head)"),
     ("schema", "schema", "print the JSON Schema of the configuration or of a JSON output"),
+    ("completion", "completion", "print a shell completion script for bash, zsh or fish"),
+)
+
+# What `ci-policy --help` ends with; each subcommand's help ends with its own (`examples`). Every
+# example runs in the test suite, from the repository root, against the bundled example checkout.
+EXAMPLES = (
+    ("check the example checkout: configuration, labels, registrations, gates",
+     "ci-policy lint --repo examples/gpu-repo"),
+    ("which stages a pull request labelled run-ci-megatron runs, and their shards",
+     "ci-policy plan --repo examples/gpu-repo --event pull_request --label run-ci-megatron"),
+    ("completion for bash (zsh and fish alike): see ci-policy completion --help",
+     "ci-policy completion bash"),
 )
 
 # The extra each subcommand needs whatever its arguments (`cli.extras`): checked before its
@@ -76,6 +89,17 @@ COMMAND_EXTRAS = {
 
 def summary(name: str) -> str:
     return next(text for command, _module, text in SUBCOMMANDS if command == name)
+
+
+def examples(*shown: tuple[str, str]) -> str:
+    """The epilog of a help page: `examples:`, then each (what it shows, the command line), the
+    command under its comment, printed as written (`parser_class`); a newline in a command
+    continues it on the next line (` \\`). An example that exits other than 0 says so in its
+    comment: `(exits 1)`."""
+    lines = ["examples:"]
+    for what, command in shown:
+        lines += [f"  # {what}", "  " + " \\\n      ".join(command.split("\n"))]
+    return "\n".join(lines)
 
 
 def terminal_columns() -> int:
@@ -104,6 +128,13 @@ def parser_class() -> type[argparse.ArgumentParser]:
                      width: int | None = None, **more: Any) -> None:  # more: a later argparse's (`color`)
             super().__init__(prog, indent_increment, max_help_position,
                              terminal_columns() - 2 if width is None else width, **more)
+
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            # The examples keep their lines (a command line wrapped could not be pasted); every
+            # other text is filled to the width, as argparse fills it.
+            if text.startswith("examples:\n"):
+                return "".join(indent + line for line in text.splitlines(keepends=True))
+            return super()._fill_text(text, width, indent)
 
     class Parser(argparse.ArgumentParser):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -134,14 +165,17 @@ def _names_no_subcommand(argv: Sequence[str] | None) -> bool:
     return not any(word in names for word in words)
 
 
-def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None, *, every: bool = True,
+                 bare: frozenset[str] = frozenset()) -> argparse.ArgumentParser:
     """The parser; without `every`, holding only the subcommands `argv` needs (`_wanted`), and
     only their names and summaries when `argv` names none (`--help`: no subcommand module is
-    imported)."""
+    imported). The subcommands named in `bare` have their name and summary only, their module
+    not imported (`completion`: one whose extra is not installed)."""
     parser_type = parser_class()
     parser = parser_type(
         prog="ci-policy",
-        description="CI policy engine for repositories whose tests run on scarce accelerators.")
+        description="CI policy engine for repositories whose tests run on scarce accelerators.",
+        epilog=examples(*EXAMPLES))
     parser.add_argument("--version", action="version", version=f"ci-policy {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=parser_type)
     sub.required = True
@@ -149,7 +183,10 @@ def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> ar
         for name, _module, text in SUBCOMMANDS:
             sub.add_parser(name, help=text)
         return parser
-    for _name, module_name, _text in (SUBCOMMANDS if every else _wanted(argv)):
+    for name, module_name, text in (SUBCOMMANDS if every else _wanted(argv)):
+        if name in bare:
+            sub.add_parser(name, help=text)
+            continue
         module = importlib.import_module(f"ci_policy.cli.{module_name}")
         module.add_parser(sub).set_defaults(func=module.run)
     return parser
@@ -158,6 +195,7 @@ def build_parser(argv: Sequence[str] | None = None, *, every: bool = True) -> ar
 @contextlib.contextmanager
 def guarded(actions: bool) -> Iterator[None]:
     """`render.console.guarded`, imported when the command starts (`--version` does without)."""
+    # Imported here: tests/cli/test_startup.py::test_version_imports_no_subcommand.
     from ci_policy.render.console import guarded as console_guarded
 
     with console_guarded(actions):
@@ -165,7 +203,7 @@ def guarded(actions: bool) -> Iterator[None]:
 
 
 def write_commands(text: str) -> None:
-    # Imported here, as in `guarded` (tests/cli/test_startup.py::test_help_imports_no_subcommand_module).
+    # Imported here, as in `guarded` (tests/cli/test_startup.py::test_version_imports_no_subcommand).
     from ci_policy.render.console import write_commands as console_write_commands
 
     console_write_commands(text)

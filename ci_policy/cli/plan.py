@@ -40,7 +40,7 @@ from pathlib import Path
 
 from ci_policy.app.plan_documents import github_outputs
 from ci_policy.app.planning import PlanCommand, explain, plan_command
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, plan_request
 from ci_policy.cli.output import append_github_file, append_step_summary, github_file, report_incomplete
 from ci_policy.cli.paths import workspace_paths
@@ -52,13 +52,26 @@ from ci_policy.render.markdown import plan_markdown
 from ci_policy.render.text import explain_text, plan_text
 
 NAME = "plan"
+EXAMPLES = examples(
+    ("a pull request labelled run-ci-megatron that changes the files of"
+     " examples/pr-42.diff",
+     "ci-policy plan --repo examples/gpu-repo --event pull_request --label"
+     " run-ci-megatron\n"
+     "--diff examples/pr-42.diff"),
+    ("why one test file runs or not on a push",
+     "ci-policy plan --repo examples/gpu-repo --event push --explain"
+     " tests/e2e/test_megatron_sft.py"),
+    ("the nightly schedule's plan, also written whole for list --plan and run --plan",
+     "ci-policy plan --repo examples/gpu-repo --event schedule --schedule \"0 15 * * 0-5\""
+     " --json-out plan.json"))
 HEAD_SHA_RE = re.compile(r"[0-9a-f]{40}")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Decide which CI stages run for an event, its PR labels and its diff, "
-                                   "with a reason for each decision, and split each stage's files into shards.")
+                                   "with a reason for each decision, and split each stage's files into shards.",
+                       epilog=EXAMPLES)
     add_checkout(p)
     add_cache(p)
     add_plan_inputs(p)

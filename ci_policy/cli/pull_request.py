@@ -26,19 +26,25 @@ import argparse
 import uuid
 
 from ci_policy.app.pull_request import PullRequestRequest, pull_request
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, positive_int, token
 from ci_policy.cli.output import append_github_file, github_file, warn
 from ci_policy.errors import UsageError
 from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
 
 NAME = "pull-request"
+EXAMPLES = examples(
+    ("the pull request of a pull_request event's payload: head, labels, trust",
+     "ci-policy pull-request --event-path examples/pr-42.event.json"),
+    ("the same as JSON",
+     "ci-policy pull-request --event-path examples/pr-42.event.json --format json"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Read the pull request a pipeline run is for (from the event payload or "
-                                   "the API), decide its trust and optionally write its diff.")
+                                   "the API), decide its trust and optionally write its diff.",
+                       epilog=EXAMPLES)
     add_repo(p, help="the checkout (accepted as by every command; nothing is read from it)")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--event-path", metavar="FILE", help="the payload of a pull_request event")

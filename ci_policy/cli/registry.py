@@ -15,20 +15,26 @@ import argparse
 from pathlib import Path
 
 from ci_policy.app.lint import CheckoutRequest, registry
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_request
 from ci_policy.cli.output import report_incomplete
 from ci_policy.render.jsondoc import registry_json
 from ci_policy.render.text import commands_text, registry_text
 
 NAME = "registry"
+EXAMPLES = examples(
+    ("every registration of the example checkout: file, backend, suite, est_time, labels",
+     "ci-policy registry --repo examples/gpu-repo"),
+    ("the same as JSON, for a program",
+     "ci-policy registry --repo examples/gpu-repo --format json"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="List every test registration of a checkout: file, backend, "
                                    "suite, est_time, labels and notes; invalid test files are listed "
-                                   "with their errors and make the exit code 1.")
+                                   "with their errors and make the exit code 1.",
+                       epilog=EXAMPLES)
     add_checkout(p)
     add_cache(p)
     add_format(p, ("text", "json"))

@@ -19,12 +19,23 @@ import json
 import re
 
 from ci_policy.app.report_status import StatusRequest, report_status
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, token
 from ci_policy.render.escape import one_line
 from ci_policy.render.jsondoc import JSON_SCHEMA_VERSION
 
 NAME = "report-status"
+EXAMPLES = examples(
+    ("the pipeline's result on a pull request's head (the token: $GITHUB_TOKEN)",
+     "ci-policy report-status --repository acme/minirl --sha"
+     " 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b\n"
+     "--context ci-policy/result --state success --description \"every needed job"
+     " succeeded\""),
+    ("a failure, linked to the run that decided it",
+     "ci-policy report-status --repository acme/minirl --sha"
+     " 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b\n"
+     "--context ci-policy/result --state failure --description \"job gpu failed\"\n"
+     "--target-url https://github.com/acme/minirl/actions/runs/1"))
 SHA_RE = re.compile(r"[0-9a-f]{40}")
 CONTEXT_RE = re.compile(r"[^\x00-\x1f\x7f]{1,255}")
 STATES = ("pending", "success", "failure", "error")
@@ -42,7 +53,8 @@ def _checked(pattern: re.Pattern[str], what: str):
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Create one commit status on a commit, e.g. ci-policy/result on a pull "
-                                   "request's head SHA.")
+                                   "request's head SHA.",
+                       epilog=EXAMPLES)
     add_repo(p, help="the checkout (accepted as by every command; nothing is read from it)")
     p.add_argument("--sha", required=True, type=_checked(SHA_RE, "a 40-hex commit SHA"), metavar="SHA",
                    help="the commit (40 hex digits)")

@@ -23,7 +23,7 @@ import argparse
 
 from ci_policy.app.result import ResultRequest
 from ci_policy.app.result import result as decide
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_format, add_repo
 from ci_policy.cli.output import append_step_summary
 from ci_policy.render.console import write_commands
@@ -33,6 +33,13 @@ from ci_policy.render.markdown import outcome_markdown
 from ci_policy.render.text import outcome_text
 
 NAME = "result"
+EXAMPLES = examples(
+    ("every needed job succeeded: the pipeline passes",
+     "ci-policy result --plan-complete true\n"
+     "--needs-json '{\"plan\": {\"result\": \"success\"}, \"gpu\": {\"result\": \"success\"}}'"),
+    ("a needed job failed (exits 1)",
+     "ci-policy result --plan-complete true\n"
+     "--needs-json '{\"plan\": {\"result\": \"success\"}, \"gpu\": {\"result\": \"failure\"}}'"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -40,7 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        description="Decide a pipeline's result, as its required result job: fail when the plan "
                                    "is missing or partial, held a stage back because nobody approved an outside "
                                    "contributor's head, or a needed job failed or was cancelled; pass when "
-                                   "every job succeeded or was skipped, saying why.")
+                                   "every job succeeded or was skipped, saying why.",
+                       epilog=EXAMPLES)
     add_repo(p, help="accepted as by every subcommand; result reads no checkout")
     p.add_argument("--plan", default=None, metavar="FILE",
                    help="the plan job's plan file (plan --json-out), downloaded from this run; says which stages "

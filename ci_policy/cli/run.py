@@ -44,7 +44,7 @@ import sys
 from ci_policy.app.plan_source import checkout
 from ci_policy.app.run import RunRequest, execute, leave_secrets_behind, prepare
 from ci_policy.cli.collector import resume
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import (
     add_cache,
     add_checkout,
@@ -63,13 +63,22 @@ from ci_policy.render.escape import escape_data, one_line
 from ci_policy.render.text import invalid_text, run_summary_text
 
 NAME = "run"
+EXAMPLES = examples(
+    ("run the CPU stage's files of a push, its timing records in timings.jsonl",
+     "ci-policy run --repo examples/gpu-repo --event push --stage stage-a-cpu"
+     " --timings-out timings.jsonl"),
+    ("a pull request labelled run-ci-session: the stage's metrics recorded and gated"
+     " against metrics.sqlite",
+     "ci-policy run --repo examples/gpu-repo --event pull_request --label run-ci-session\n"
+     "--stage stage-b-1-gpu-h200 --records-out records --store metrics.sqlite"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Run the files of one stage shard on this runner (each as `python FILE`), "
                                    "retrying failures classified retriable, recording timings and metrics, and "
-                                   "evaluating the metric gates of files that declare them.")
+                                   "evaluating the metric gates of files that declare them.",
+                       epilog=EXAMPLES)
     add_checkout(p)
     add_cache(p)
     add_shard(p)

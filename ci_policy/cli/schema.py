@@ -15,19 +15,25 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_format, add_repo
 from ci_policy.errors import UsageError
 from ci_policy.render.schemas import NAMES, document_text, outline
 
 NAME = "schema"
+EXAMPLES = examples(
+    ("the configuration's JSON Schema, as editors read it",
+     "ci-policy schema config"),
+    ("the plan file's fields, one line each",
+     "ci-policy schema plan --format text"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Print the JSON Schema (draft 2020-12) of the configuration (config) or of a "
                                    "JSON document ci-policy writes (plan, registry, lint, timings, ...), as the "
-                                   "package ships it.")
+                                   "package ships it.",
+                       epilog=EXAMPLES)
     p.add_argument("name", metavar="NAME",
                    help="config, plan, registry, lint, timings, explain, list, init, result, file-run, tune, "
                         "estimates, comment, pull-request or report-status")

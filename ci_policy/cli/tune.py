@@ -41,7 +41,7 @@ from typing import Any
 
 from ci_policy.app import tune
 from ci_policy.app.tune import TuneRequest, shown_name
-from ci_policy.cli.main import summary
+from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import (
     add_cache,
     add_checkout,
@@ -57,13 +57,19 @@ from ci_policy.render.jsondoc import tune_json
 from ci_policy.render.text import diagnostic_text
 
 NAME = "tune"
+EXAMPLES = examples(
+    ("propose est_time values from the timing records of past runs (run --timings-out)",
+     "ci-policy tune --repo examples/gpu-repo --from examples/timings.jsonl"),
+    ("a check for CI: a proposal would change a file (exits 1)",
+     "ci-policy tune --repo examples/gpu-repo --from examples/timings.jsonl --check"))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(NAME, help=summary(NAME),
                        description="Propose est_time values from the timings of past runs (timing records "
                                    "or job logs), show each stage's shard balance before and after, and "
-                                   "optionally apply them.")
+                                   "optionally apply them.",
+                       epilog=EXAMPLES)
     add_checkout(p)
     add_cache(p)
     p.add_argument("--from", dest="sources", action="append", default=[], metavar="PATH",

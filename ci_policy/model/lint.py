@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,8 @@ from ci_policy.errors import Diagnostic, InputError, InputErrors, read_failure, 
 from ci_policy.gates.requirements import violations
 from ci_policy.model.discovery import IndexEntry
 from ci_policy.model.quarantine import calendar_problems
-from ci_policy.model.snapshot import ScanCache, Scanner, Snapshot, load_snapshot
+from ci_policy.model.scan import ScanCache, Scanner
+from ci_policy.model.snapshot import Snapshot, load_snapshot
 from ci_policy.model.suppress import apply, unused
 from ci_policy.model.workflows import workflow_diagnostics
 from ci_policy.read.checkout import check_no_symlinks
@@ -54,11 +55,11 @@ class LintReport:
 
 
 def lint(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
-         index: Mapping[str, IndexEntry] | None = None, scanner: Scanner | None = None,
-         today: datetime.date | None = None) -> LintReport:
+         listing: Callable[[], Mapping[str, IndexEntry] | None] | None = None,
+         scanner: Scanner | None = None, today: datetime.date | None = None) -> LintReport:
     """`today`: the day quarantines are judged on (CP233, CP909); None: today in UTC."""
     try:
-        snapshot = load_snapshot(repo, config_path, cache=cache, index=index, scanner=scanner)
+        snapshot = load_snapshot(repo, config_path, cache=cache, listing=listing, scanner=scanner)
     except InputErrors as exc:
         return LintReport(errors=exc.errors, warnings=())
     except InputError as exc:

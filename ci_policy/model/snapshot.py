@@ -15,7 +15,7 @@
   one marker call) and that kept a registration is partly read: only the bad
   registrations are gone (`InvalidFile.kept`).
   `require_valid()` (strict) still refuses any error at all.
-- Each test file is read once and parsed once (`scan_file`: markers, registrations,
+- Each test file is read once and parsed once (`model.scan.scan_file`: markers, registrations,
   gates, suppressions from one `ast.parse`). With a `cache` (a `ScanCache`, which an
   adapter implements), a file's `FileScan` is stored under `scan_key(path, content id)` in the
   pack of `scan_context(config, labels)` (the configuration's content, not its path: hints
@@ -30,13 +30,13 @@
   gives exactly what `scan_file` would (its label calls, which only a missing labels file
   makes the snapshot read, are left unmade when the labels file is there); a read error is
   never stored. A stored scan is its items' field values in rows, read back by
-  `StrictDecoder`: any value of the wrong type or range, any item that `scan_file` could not
+  `model.scan_codec.StrictDecoder`: any value of the wrong type or range, any item that `scan_file` could not
   have made for this path under this configuration, and any text that could pass for a
   workflow command (`_UNSAFE_TEXT`) makes the entry a miss, which the cache is told of
   (`ScanCache.reject`: one warning per command); the file is then read and parsed. A scan
   the decoder would not read back equal is not stored (`StrictDecoder.encode_checked`).
-- `index` may also be a function that returns the listing (a listing started before
-  the snapshot, which git makes in its own processes): it is called once the stored scans,
+- `listing` is a function that returns git's listing of the checkout (or None): one started
+  before the snapshot, which git makes in its own processes, is called once the stored scans,
   the configuration and the labels file are read, so that they are read meanwhile.
 - The files to scan (all of them without a cache, the misses with one) go to a `Scanner`
   together: `scan_files` in this process by default, or an adapter's that spreads them
@@ -46,32 +46,38 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import re
-import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ci_policy import __version__
-from ci_policy.config.gates import constraint_problems, steps_problems
 from ci_policy.config.lint import IgnoreRule
 from ci_policy.config.load import load_config
 from ci_policy.config.top import Config
-from ci_policy.errors import CODES, CiPolicyError, Diagnostic, InputError, InputErrors
-from ci_policy.gates.declarations import KEYWORDS as GATE_KEYWORDS
-from ci_policy.gates.declarations import GateDeclaration, gates_of
+from ci_policy.errors import Diagnostic, InputError, InputErrors
+from ci_policy.gates.declarations import GateDeclaration
 from ci_policy.model.discovery import discover
 from ci_policy.model.quarantine import registry_errors
-from ci_policy.model.registry import Registration, registrations_of
-from ci_policy.model.suppress import Suppression, apply, inline_suppressions
-from ci_policy.read.checkout import MAX_FILE_BYTES, Directories, FileReader, check_no_symlinks, read_text
+from ci_policy.model.registry import Registration
+from ci_policy.model.scan import (
+    FileScan,
+    LabelCall,
+    ScanCache,
+    Scanner,
+    placed,
+    scan_context,
+    scan_file,
+    scan_files,
+    scan_key,
+    scanned_config,
+)
+from ci_policy.model.scan_codec import StrictDecoder
+from ci_policy.model.suppress import Suppression, apply
+from ci_policy.read.checkout import FileReader, check_no_symlinks, read_text
 from ci_policy.read.labels import LabelRegistry, load_labels
-from ci_policy.read.markers import parse_source, scan
-from ci_policy.read.numbers import MAX_EST_TIME
 
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry
@@ -210,9 +216,9 @@ class Snapshot:
 
 
 def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache | None = None,
-                  index: Index | Callable[[], Index | None] | None = None,
+                  listing: Callable[[], Index | None] | None = None,
                   scanner: Scanner | None = None) -> Snapshot:
-    """The snapshot of `repo`; `cache`, `index` and `scanner` (see the module doc) never change the result."""
+    """The snapshot of `repo`; `cache`, `listing` and `scanner` (see the module doc) never change the result."""
     repo = Path(repo)
     if not repo.is_dir():
         raise InputError(f"repository {repo} is not a directory", path=str(repo),
@@ -221,8 +227,7 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     labels, labels_missing = _collect(optional_labels, repo, config)
     context = scan_context(config, labels)
     stored: Mapping[str, Any] | None = cache.load(context) if cache is not None else None
-    if callable(index):
-        index = index()
+    index = listing() if listing is not None else None
 
     # No estimates for a stage job: test_a_stage_job_given_its_plan_imports_no_glob_gate_or_other_command_module
     from ci_policy.model import estimates as estimates_mod
@@ -283,83 +288,6 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
     )
 
 
-# The scan of one test file, stored by content. Bump SCAN_FORMAT whenever `FileScan` or what
-# it is computed from changes shape, so older entries are never read as newer ones.
-SCAN_FORMAT = 5
-# The parser a scan comes from: its grammar changes between Python versions.
-PARSER = (sys.implementation.name, *sys.version_info[:2])
-
-
-@dataclass(frozen=True)
-class LabelCall:
-    """A registration marker call, as `_missing_labels_errors` needs it (the call itself is an AST node)."""
-
-    marker: str
-    line: int
-    uses_labels: bool
-
-
-@dataclass(frozen=True)
-class FileScan:
-    """Everything the snapshot takes from one test file's text: a pure function of that text,
-    its path, the configuration and the label registry (`scan_context`)."""
-
-    registrations: tuple[Registration, ...]
-    gates: tuple[GateDeclaration, ...]
-    errors: tuple[Diagnostic, ...]
-    suppressions: tuple[Suppression, ...]
-    label_calls: tuple[LabelCall, ...]
-
-
-class ScanCache(Protocol):
-    """Storage of `FileScan`s by key, grouped by scan context (an adapter implements it; see
-    `adapters.scan_cache`).
-
-    `load` returns what was stored for the context (values by key; empty when nothing or
-    nothing readable is); it never raises. `store` adds a command's new entries (`used`:
-    the keys the command found, which it should keep); it may silently store nothing.
-    `reject` names the stored entries `StrictDecoder` refused (damaged or foreign: each
-    file was read and scanned instead); the cache says so once, and drops them.
-    """
-
-    def load(self, context: str) -> Mapping[str, Any]: ...
-
-    def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None: ...
-
-    def reject(self, context: str, keys: Collection[str]) -> None: ...
-
-
-class Scanner(Protocol):
-    """Scans test files as `scan_files` does, in order (an adapter may spread them over
-    processes): each result a `FileScan`, a read error's `Diagnostic`, or the `encode_scan`
-    of the file's scan."""
-
-    def __call__(self, repo: Path, items: Sequence[tuple[str, str | None]], config: Config,
-                 labels: LabelRegistry) -> Sequence[FileScan | Diagnostic | list[Any]]: ...
-
-
-def scan_file(text: str, file: str, config: Config, labels: LabelRegistry) -> FileScan:
-    """Read one test file's text: markers, registrations, gates, suppressions; one `ast.parse`."""
-    tree = parse_source(text, file)
-    result = scan(text, file, frozenset(config.markers.names), tree=tree)
-    # Statement spans come from the same tree, except in a file with a byte order mark, which
-    # the suppression reader has always read as unparsable (its suppressions cover one line).
-    found, bad = inline_suppressions(text, file, tree=tree if not text.startswith("\ufeff") else False)
-    label_calls = tuple(LabelCall(mc.marker, mc.line, any(kw.arg == "labels" for kw in mc.call.keywords))
-                        for mc in result.calls if mc.marker in config.markers.names)
-    regs = registrations_of(result, config, labels)
-    file_gates = gates_of(result)
-    # A file whose marker calls are of an undeclared dialect already has CP207 for each.
-    if not regs and not result.errors and not result.undeclared:
-        result.errors.append(Diagnostic(
-            f"{file} matches the discovery pattern {_matched_pattern(config, file)!r} but has no "
-            "registration and is not under an implicit root, so no stage would run it",
-            path=file, line=1, col=1, code="CP231",
-            hint=f"add {'/'.join(config.markers.names)}(...) at module level, "
-                 "or add an implicit root for its directory in the configuration"))
-    return FileScan(tuple(regs), tuple(file_gates), (*bad, *result.errors), tuple(found), label_calls)
-
-
 def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache: ScanCache | None) -> FileScan:
     """`scan_file` of one file's text, through `cache` when given: looked up by the SHA-256
     of the text, and stored on a miss (a command that reads a single test file). Its hints
@@ -380,93 +308,6 @@ def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache
     if encoded is not None:
         cache.store(context, {key: encoded})
     return placed(result, config.path)
-
-
-# The configuration's path as a scan sees it (`scanned_config`): a stored scan is shared by every
-# copy of one configuration's content, wherever it is, so the hints that name the configuration
-# (`registry._registration`: "stages are listed in ...") are made with this placeholder, stored
-# with it, and given the path of the configuration actually read in one place (`placed`), for a
-# fresh scan and a stored one alike. Why this and not the path itself: a path in the context would
-# make a copy of the configuration (`--config /tmp/copy.yml`) a cold run; a path left out of the
-# context but kept in stored hints would replay another file's name. NUL is what no text of a
-# test file can put into a hint: no path holds one, a file holding one does not parse, and text
-# from a file reaches a hint only as a `repr` (which escapes it). `StrictDecoder` accepts it only
-# in a diagnostic's hint, where it can only ever become the configuration's path.
-CONFIG_PATH = "\0configuration\0"
-
-
-def scanned_config(config: Config) -> Config:
-    """`config` as `scan_file` is given it by a snapshot: its path is `CONFIG_PATH`."""
-    return config if config.path == CONFIG_PATH else replace(config, path=CONFIG_PATH)
-
-
-def placed(result: FileScan, path: str) -> FileScan:
-    """`result` (a scan of `scanned_config`) with `CONFIG_PATH` in its diagnostics made `path`:
-    the text a scan of the configuration read from `path` gives. Messages too, though only hints
-    name the configuration today (a message holding it is never stored: `StrictDecoder`)."""
-    def named(d: Diagnostic) -> Diagnostic:
-        return replace(d, message=d.message.replace(CONFIG_PATH, path),
-                       hint=None if d.hint is None else d.hint.replace(CONFIG_PATH, path))
-
-    if not any(CONFIG_PATH in d.message or (d.hint is not None and CONFIG_PATH in d.hint) for d in result.errors):
-        return result
-    return replace(result, errors=tuple(named(d) for d in result.errors))
-
-
-def scan_context(config: Config, labels: LabelRegistry) -> str:
-    """A digest of everything besides a file's text and path that `scan_file` reads.
-
-    The whole configuration's content but `quarantine` is included (the canonical repr of `scanned_config`:
-    stages, backends, markers, discovery's implicit roots and `runner` all reach the scan;
-    its path does not, see `CONFIG_PATH`, so a copy of it elsewhere shares its scans) with the
-    label registry,
-    ci_policy's version, the format of a stored scan and the Python parser's version (a
-    file one Python parses may be a syntax error to another): a change of any of them is a
-    new context, whose scans are stored apart.
-    """
-    # Without `quarantine`, which no scan reads: entries come and go weekly, and each would
-    # otherwise make every test file of the checkout a miss.
-    content = replace(scanned_config(config), quarantine=())
-    return hashlib.sha256(repr((__version__, SCAN_FORMAT, PARSER, _canonical(content), _canonical(labels)))
-                          .encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _canonical(value: Any) -> Any:
-    # repr of a frozenset depends on string hashing, which differs between processes.
-    if isinstance(value, (frozenset, set)):
-        return ("set", sorted((_canonical(v) for v in value), key=repr))
-    if isinstance(value, dict):
-        return ("dict", sorted(((_canonical(k), _canonical(v)) for k, v in value.items()), key=repr))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, [_canonical(v) for v in value])
-    if hasattr(value, "__dataclass_fields__"):
-        return (type(value).__name__, [(f.name, _canonical(getattr(value, f.name))) for f in fields(value)])
-    return value
-
-
-def scan_key(file: str, content_id: str) -> str:
-    """The key of a stored scan within its context's pack: it can only name the scan of this
-    content at this path. The parts themselves, not a digest of them: nothing is hashed per
-    file that git already hashed."""
-    # NUL separates them: no path or content id holds one.
-    return f"{file}\0{content_id}"
-
-
-def scan_files(repo: Path, items: Sequence[tuple[str, str | None]], config: Config,
-               labels: LabelRegistry) -> list[FileScan | Diagnostic]:
-    """`scan_file` of each (file, text) in order, reading the file when its text is None; a
-    read error is the file's result. The default `Scanner`: one after another, in this process."""
-    out: list[FileScan | Diagnostic] = []
-    dirs = Directories(repo)  # the directories on the files' way, each listed once
-    for file, text in items:
-        if text is None:
-            try:
-                text = read_text(repo, file, what="test file", dirs=dirs)
-            except InputError as exc:
-                out.append(exc.diagnostic)
-                continue
-        out.append(scan_file(text, file, config, labels))
-    return out
 
 
 def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelRegistry, context: str,
@@ -606,243 +447,6 @@ _STAT = "stat"
 _CONTENT_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 
-# A stored scan is JSON: its five parts, each a list of rows; a row is an item's field values in
-# the order of its dataclass fields, a tuple or list among them tagged ({"t": [...]}, {"l": [...]}).
-# Read back by `StrictDecoder`, never by a generic one: a pack is a file anyone able to write the
-# cache directory can change, so each value is checked for its type and range, and each text for
-# what `scan_file` would have made of this path under this configuration and label registry.
-def _enc(value: Any) -> Any:
-    if isinstance(value, list):
-        return {"l": [_enc(v) for v in value]}
-    if isinstance(value, tuple):
-        return {"t": [_enc(v) for v in value]}
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    raise TypeError(f"cannot store {type(value).__name__}")
-
-
-_STORED: tuple[tuple[type, tuple[str, ...]], ...] = tuple(
-    (cls, tuple(f.name for f in fields(cls))) for cls in (Registration, GateDeclaration, Diagnostic, Suppression,
-                                                          LabelCall))
-_SCALARS = (str, int, bool, float, type(None))
-
-
-def encode_scan(result: FileScan) -> list[Any]:
-    """A `FileScan` as JSON-ready data: its five parts, each a list of rows (`StrictDecoder`
-    reads it back equal). The format is `SCAN_FORMAT`, which is part of every scan context."""
-    scalars = _SCALARS
-    return [[[v if type(v) in scalars else _enc(v) for v in (getattr(item, n) for n in names)] for item in items]
-            for (_cls, names), items in zip(_STORED, (result.registrations, result.gates, result.errors,
-                                                      result.suppressions, result.label_calls), strict=True)]
-
-
-class Damaged(CiPolicyError, ValueError):
-    """A stored value that is not what `encode_scan` writes for a scan of this file."""
-
-
-# A line or column of a file read whole under the size cap; a larger one is no position of it.
-_MAX_POSITION = MAX_FILE_BYTES + 1
-# Stored text that could be read as a workflow command, or shown other than it is: C0 and C1
-# controls (a CR or LF starts a new log line), bidi controls, lone surrogates, `##[` (parsed
-# anywhere in a line) and `::` (a command at a line start). `scan_file` makes such text only
-# from a file that holds it; such a scan is not stored (`encode_checked`), so the file is
-# read and parsed each time and its text reaches the output as read from the checkout.
-_UNSAFE_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]|##\\[|::")
-_MAX_TEXT = 64 * 1024
-_CODE_RE = re.compile(r"CP[0-9]{3}")
-
-
-def _text(value: Any) -> str:
-    if type(value) is not str or len(value) > _MAX_TEXT or _UNSAFE_TEXT.search(value):
-        raise Damaged("text")
-    return value
-
-
-def _optional_text(value: Any) -> str | None:
-    return None if value is None else _text(value)
-
-
-def _position(value: Any) -> int:
-    if type(value) is not int or not 1 <= value <= _MAX_POSITION:
-        raise Damaged("position")
-    return value
-
-
-def _optional_position(value: Any) -> int | None:
-    return None if value is None else _position(value)
-
-
-def _flag(value: Any) -> bool:
-    if type(value) is not bool:
-        raise Damaged("flag")
-    return value
-
-
-def _tagged(value: Any, tag: str) -> list[Any]:
-    if type(value) is not dict or len(value) != 1 or type(items := value.get(tag)) is not list:
-        raise Damaged("tagged")
-    return items
-
-
-def _texts(value: Any) -> tuple[str, ...]:
-    return tuple(_text(v) for v in _tagged(value, "t"))
-
-
-def _row(value: Any, count: int) -> list[Any]:
-    if type(value) is not list or len(value) != count:
-        raise Damaged("row")
-    return value
-
-
-class StrictDecoder:
-    """Reads stored scans back for one configuration and label registry (`scan_context`).
-
-    `decode(data, file)` is the `FileScan` of `file` stored as `data`, or None when it is not
-    one `scan_file` could have returned for that path: a wrong type anywhere, a number out of
-    range or not finite, a registration of a marker, stage or label the configuration does not
-    have, an implicit registration the configuration does not give that path, an item located
-    in another file, a diagnostic code ci-policy does not have, or text `_UNSAFE_TEXT` refuses
-    (a hint as `placed` makes it: `CONFIG_PATH` is allowed there, and only there).
-    It never raises, whatever `data` is (JSON values of any shape, nesting or size).
-    """
-
-    def __init__(self, config: Config, labels: LabelRegistry) -> None:
-        self.config = config
-        self.markers = dict(config.markers.names)
-        self.stages = frozenset((s.backend, s.name) for s in config.stages)
-        self.labels = frozenset(labels.names)
-
-    def decode(self, data: Any, file: str, label_calls: bool = True) -> FileScan | None:
-        # Without `label_calls`, that part is checked and left unmade: making a `LabelCall` for
-        # every file is a quarter of reading a warm cache.
-        if type(data) is not list or len(data) != len(_STORED):
-            return None
-        registrations, gates, errors, suppressions, calls = data
-        if not (type(registrations) is list and type(gates) is list and type(errors) is list
-                and type(suppressions) is list and type(calls) is list):
-            return None
-        try:
-            # An empty part costs no generator: most files have one registration and nothing else.
-            return FileScan(
-                tuple([self._registration(r, file) for r in registrations]) if registrations else (),
-                tuple([self._gate(g, file) for g in gates]) if gates else (),
-                tuple([self._diagnostic(d, file) for d in errors]) if errors else (),
-                tuple([self._suppression(s, file) for s in suppressions]) if suppressions else (),
-                (tuple([self._label_call(c) for c in calls]) if label_calls else self._no_label_calls(calls))
-                if calls else ())
-        except (ValueError, TypeError, OverflowError, RecursionError):  # Damaged is a ValueError
-            return None
-
-    def _registration(self, value: Any, file: str) -> Registration:
-        (path, line, backend, suite, est_time, labels, nightly, disabled, implicit, col, est_source,
-         marker) = _row(value, 12)
-        if path != file:
-            raise Damaged("file")
-        if implicit is True:
-            rule = self.config.discovery.implicit_for(file)
-            made: list[Any] | None = (None if rule is None else
-                    [file, None, rule.backend, rule.suite, rule.est_time, {"t": []}, False, None, True, None,
-                     "implicit", None])
-            # The same types too: `1 == 1.0 == True` would let a float or a flag through.
-            if made is None or [(type(v), v) for v in value] != [(type(v), v) for v in made]:
-                raise Damaged("implicit")
-            assert rule is not None
-            return Registration(file=file, line=None, backend=rule.backend, suite=rule.suite,
-                                est_time=rule.est_time, implicit=True, est_source="implicit")
-        if (implicit is not False or est_source != "literal" or type(marker) is not str
-                or self.markers.get(marker) != backend or (backend, suite) not in self.stages):
-            raise Damaged("registration")
-        if type(est_time) not in (int, float) or not 0 <= est_time <= MAX_EST_TIME:  # NaN fails too
-            raise Damaged("est_time")
-        if (type(line) is not int or type(col) is not int or not 1 <= line <= _MAX_POSITION
-                or not 1 <= col <= _MAX_POSITION or type(nightly) is not bool):
-            raise Damaged("registration")
-        # Labels of the registry only: as safe as its own names, so not checked as text again.
-        label_list = _tagged(labels, "t")
-        if not all(type(label) is str for label in label_list):
-            raise Damaged("labels")
-        label_tuple = tuple(label_list)
-        if label_tuple and (len(set(label_tuple)) != len(label_tuple) or not self.labels.issuperset(label_tuple)):
-            raise Damaged("labels")
-        if disabled is not None and not _text(disabled).strip():
-            raise Damaged("disabled")
-        return Registration(file=file, line=line, backend=backend, suite=suite, est_time=est_time,
-                            labels=label_tuple, nightly=nightly, disabled=disabled, col=col, marker=marker)
-
-    def _gate(self, value: Any, file: str) -> GateDeclaration:
-        path, line, col, metric_key, steps, constraint, enforce, allowlist_reason, written = _row(value, 9)
-        if path != file or not _text(metric_key).strip():
-            raise Damaged("gate")
-        if steps is not None and type(steps) is not str:
-            steps = _tagged(steps, "l")
-            if not all(type(s) is int and 0 <= s < 2**63 for s in steps):
-                raise Damaged("steps")
-        if steps is not None and steps_problems(steps):
-            raise Damaged("steps")
-        bounds: tuple[tuple[str, float], ...] | None = None
-        if constraint is not None:
-            pairs = [_tagged(pair, "t") for pair in _tagged(constraint, "t")]
-            if not all(len(p) == 2 and type(p[0]) is str and type(p[1]) in (int, float) for p in pairs):
-                raise Damaged("constraint")
-            bounds = tuple((k, v) for k, v in pairs)
-            if list(bounds) != sorted(bounds) or len(dict(bounds)) != len(bounds) or constraint_problems(dict(bounds)):
-                raise Damaged("constraint")
-        names = _texts(written)
-        if "metric_key" not in names or list(names) != [k for k in GATE_KEYWORDS if k in names]:
-            raise Damaged("written")
-        return GateDeclaration(file=file, line=_position(line), col=_position(col), metric_key=metric_key,
-                               steps=steps, constraint=bounds, enforce=_flag(enforce),
-                               allowlist_reason=_optional_text(allowlist_reason), written=names)
-
-    def _diagnostic(self, value: Any, file: str) -> Diagnostic:
-        message, path, line, col, hint, code, severity = _row(value, 7)
-        if path != file or severity not in ("error", "warning") or not (code is None or (type(code) is str
-                                                                                   and code in CODES)):
-            raise Damaged("diagnostic")
-        return Diagnostic(_text(message), path=file, line=_optional_position(line), col=_optional_position(col),
-                          hint=None if hint is None else self._hint(hint), code=code, severity=severity)
-
-    def _hint(self, value: Any) -> str:
-        # `CONFIG_PATH` only here, and checked as the text it becomes (`placed`): a stored
-        # entry cannot make `::` or `##[` out of the placeholder and its neighbours either.
-        if type(value) is not str:
-            raise Damaged("text")
-        _text(value.replace(CONFIG_PATH, self.config.path) if CONFIG_PATH in value else value)
-        return value
-
-    def _suppression(self, value: Any, file: str) -> Suppression:
-        path, line, col, first, last, codes = _row(value, 6)
-        names = _texts(codes)
-        if path != file or not all(_CODE_RE.fullmatch(c) for c in names):
-            raise Damaged("suppression")
-        return Suppression(path=file, line=_position(line), col=_position(col), first=_position(first),
-                           last=_position(last), codes=names)
-
-    def _label_call(self, value: Any) -> LabelCall:
-        marker, line, uses_labels = _row(value, 3)
-        if type(marker) is not str or marker not in self.markers:
-            raise Damaged("label call")
-        return LabelCall(marker, _position(line), _flag(uses_labels))
-
-    def _no_label_calls(self, calls: list[Any]) -> tuple[()]:
-        markers = self.markers
-        for value in calls:
-            if (type(value) is not list or len(value) != 3 or type(value[0]) is not str or value[0] not in markers
-                    or type(value[1]) is not int or not 1 <= value[1] <= _MAX_POSITION or type(value[2]) is not bool):
-                raise Damaged("label call")
-        return ()
-
-    def encode_checked(self, result: FileScan, file: str) -> list[Any] | None:
-        """`encode_scan(result)`, or None when this decoder would not read it back equal (text
-        `_UNSAFE_TEXT` refuses, say): such a scan is not stored, so a stored scan that fails to
-        decode is always a damaged or foreign one."""
-        try:
-            data = encode_scan(result)
-        except TypeError:
-            return None
-        return data if self.decode(data, file) == result else None
-
-
 def classify(snapshot: Snapshot) -> Validity:
     """Sort the snapshot's errors (and unsuppressed missing required gates) by what they spoil.
 
@@ -884,15 +488,6 @@ def _invalid_file(snapshot: Snapshot, file: str, found: tuple[Diagnostic, ...]) 
     if suites and all(d.code in _ONE_REGISTRATION for d in found):
         return InvalidFile(file, found, kept=suites)
     return InvalidFile(file, found, suites)
-
-
-def _matched_pattern(config: Config, file: str) -> str:
-    """The pattern of `file`'s root its name matches (the first, when a list holds several)."""
-    pattern = config.discovery.pattern_for(file)
-    if isinstance(pattern, str):
-        return pattern
-    name = file.rsplit("/", 1)[-1]
-    return next((p for p in pattern if fnmatch.fnmatchcase(name, p)), pattern[0])
 
 
 def optional_labels(repo: Path, config: Config) -> tuple[LabelRegistry, bool]:

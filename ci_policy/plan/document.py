@@ -60,14 +60,16 @@ def _steps_problem(value: Any) -> str | None:
 
 
 def _constraint_problem(value: Any) -> str | None:
-    from ci_policy.config.gates import constraint_problems  # imported here: see `_steps_problem`
+    # Imported here, as in `_steps_problem` (test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
+    from ci_policy.config.gates import constraint_problems
 
     problems = constraint_problems(value) if value is not None else []
     return problems[0] if problems else None
 
 
 def _written_problem(value: Any) -> str | None:
-    from ci_policy.gates.declarations import KEYWORDS  # imported here: see `_steps_problem`
+    # Imported here, as in `_steps_problem` (test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
+    from ci_policy.gates.declarations import KEYWORDS
 
     if isinstance(value, list) and any(w not in KEYWORDS for w in value):
         return f"expected names among {', '.join(KEYWORDS)}"

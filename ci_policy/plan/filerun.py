@@ -46,7 +46,8 @@ from ci_policy.gates.requirements import violations
 from ci_policy.model.estimates import apply as apply_estimates
 from ci_policy.model.estimates import parse_estimates
 from ci_policy.model.registry import Registration
-from ci_policy.model.snapshot import ScanCache, optional_labels, scan_text
+from ci_policy.model.scan import ScanCache
+from ci_policy.model.snapshot import optional_labels, scan_text
 from ci_policy.model.suppress import apply as apply_suppressions
 from ci_policy.plan.jobs import DEFAULT_CPU_RUNNER
 from ci_policy.read.checkout import read_text, where_missing

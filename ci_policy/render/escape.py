@@ -52,6 +52,8 @@ def one_line(value: str) -> str:
 def label_list(labels: Iterable[str]) -> str:
     """PR labels as given, space-separated, on one line: a label with whitespace, a quote or
     nothing in it is shown as a JSON string (`"Run-CI-SGLang "`), so its ends can be seen."""
+    # Imported here: `--help` loads this module, not json
+    # (tests/cli/test_startup.py::test_help_imports_no_json_uuid_tempfile_or_shutil_module).
     import json
 
     return " ".join(label if _PLAIN_LABEL.fullmatch(label) else json.dumps(label, ensure_ascii=False)

@@ -188,7 +188,8 @@ def hours_text(plan: Plan) -> list[str]:
 def waves_of(plan: Plan) -> tuple[str, list[str], list[str]]:
     """What the plan says of its waves (a heading and one line per wave, where the configuration
     orders stages) and of its merged lanes (one line per stage)."""
-    from ci_policy.plan.jobs import stage_jobs  # imported here: see plan_text's import
+    # Imported here, as in `plan_text` (test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
+    from ci_policy.plan.jobs import stage_jobs
 
     jobs = stage_jobs(plan, None)
     heading, waves = "", []

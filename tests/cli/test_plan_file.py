@@ -324,7 +324,7 @@ def test_the_plan_file_is_enough_no_test_file_is_parsed(example, monkeypatch, tm
     def no_parse(*args, **kwargs):
         raise AssertionError("a test file was parsed")
     monkeypatch.setattr("ci_policy.read.markers.scan", no_parse)
-    monkeypatch.setattr("ci_policy.model.snapshot.scan", no_parse)
+    monkeypatch.setattr("ci_policy.model.scan.scan", no_parse)
     assert run(["list", "--repo", str(example), "--plan", "plan.json", "--stage", "stage-a-cpu"], capsys) == expected
 
 

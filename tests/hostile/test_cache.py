@@ -19,7 +19,8 @@ import pytest
 from helpers import EXAMPLE_REPO, run_cli
 from workflow_commands import executed
 
-from ci_policy.model.snapshot import StrictDecoder, load_snapshot
+from ci_policy.model.scan_codec import StrictDecoder
+from ci_policy.model.snapshot import load_snapshot
 
 CORPUS = json.loads((Path(__file__).resolve().parent / "cache" / "cases.json").read_text())
 CASES: list[dict[str, Any]] = CORPUS["cases"]
@@ -72,7 +73,8 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_tampered_entry_is_refused_by_the_decoder(checkout: Path) -> None:
     snapshot = load_snapshot(checkout)
     decoder = StrictDecoder(snapshot.config, snapshot.labels)
-    from ci_policy.model.snapshot import encode_scan, scan_file
+    from ci_policy.model.scan import scan_file
+    from ci_policy.model.scan_codec import encode_scan
     from ci_policy.read.checkout import read_text
 
     file = "tests/e2e/test_tampered_00.py"

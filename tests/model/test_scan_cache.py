@@ -21,15 +21,11 @@ from hypothesis import strategies as st
 
 from ci_policy.adapters.scan_cache import DirScanCache
 from ci_policy.config.quarantine import Quarantine
+from ci_policy.model import scan as scan_mod
 from ci_policy.model import snapshot as snapshot_mod
-from ci_policy.model.snapshot import (
-    StrictDecoder,
-    encode_scan,
-    load_snapshot,
-    scan_context,
-    scan_file,
-    scan_key,
-)
+from ci_policy.model.scan import scan_context, scan_file, scan_key
+from ci_policy.model.scan_codec import StrictDecoder, encode_scan
+from ci_policy.model.snapshot import load_snapshot
 
 SNIPPETS = (
     "from ci_policy import register_cuda_ci\nregister_cuda_ci(est_time=300, suite='gpu-a', labels=['megatron'])\n",
@@ -177,11 +173,11 @@ def test_a_warm_cache_parses_no_file_and_reads_each_once_as_bytes(settled: bool,
     cache = DirScanCache(tmp_path / "cache")
     index = checkout_index(repo)
     assert index is not None
-    cold = load_snapshot(repo, cache=cache, index=index)
+    cold = load_snapshot(repo, cache=cache, listing=lambda: index)
     texts: list[str] = []
     reads: list[str] = []
     parsed: list[str] = []
-    real_text, real_read, real_scan = snapshot_mod.read_text, FileReader.read, snapshot_mod.scan_file
+    real_text, real_read, real_scan = snapshot_mod.read_text, FileReader.read, scan_mod.scan_file
 
     def counting_text(root: Path, rel: str, **kw: Any) -> str:
         texts.append(rel)
@@ -197,8 +193,8 @@ def test_a_warm_cache_parses_no_file_and_reads_each_once_as_bytes(settled: bool,
 
     monkeypatch.setattr(snapshot_mod, "read_text", counting_text)
     monkeypatch.setattr(FileReader, "read", counting_read)
-    monkeypatch.setattr(snapshot_mod, "scan_file", counting_scan)
-    warm = load_snapshot(repo, cache=cache, index=index)
+    monkeypatch.setattr(scan_mod, "scan_file", counting_scan)
+    warm = load_snapshot(repo, cache=cache, listing=lambda: index)
     assert warm == cold
     assert (sorted(reads), parsed, [t for t in texts if t in cold.files]) == ([] if settled else sorted(cold.files),
                                                                              [], [])
@@ -316,11 +312,11 @@ def test_the_context_changes_with_the_configuration_labels_version_and_parser(mo
     assert first == scan_context(config, labels) and len(first) == 64
     others = {scan_context(dataclasses.replace(config, gpu_requires_labels=not config.gpu_requires_labels), labels),
               scan_context(config, dataclasses.replace(labels, labels=labels.labels[1:]))}
-    monkeypatch.setattr(snapshot_mod, "PARSER", ("cpython", 3, 99))
+    monkeypatch.setattr(scan_mod, "PARSER", ("cpython", 3, 99))
     others.add(scan_context(config, labels))
-    monkeypatch.setattr(snapshot_mod, "PARSER", ("pypy", *snapshot_mod.PARSER[1:]))
+    monkeypatch.setattr(scan_mod, "PARSER", ("pypy", *scan_mod.PARSER[1:]))
     others.add(scan_context(config, labels))
-    monkeypatch.setattr(snapshot_mod, "__version__", "0.0.0-other")
+    monkeypatch.setattr(scan_mod, "__version__", "0.0.0-other")
     others.add(scan_context(config, labels))
     assert len(others) == 5 and first not in others
 
@@ -359,13 +355,13 @@ def test_a_copy_of_the_configuration_elsewhere_reads_the_stored_scans_and_names_
     cold = load_snapshot(repo, cache=cache)
     packs = sorted((tmp_path / "cache").rglob("*.pack.json"))
     parsed: list[str] = []
-    real_scan = snapshot_mod.scan_file
+    real_scan = scan_mod.scan_file
 
     def counting_scan(text: str, file: str, *args: Any) -> Any:
         parsed.append(file)
         return real_scan(text, file, *args)
 
-    monkeypatch.setattr(snapshot_mod, "scan_file", counting_scan)
+    monkeypatch.setattr(scan_mod, "scan_file", counting_scan)
     warm = load_snapshot(repo, str(copy), cache=cache)
     assert (parsed, sorted((tmp_path / "cache").rglob("*.pack.json"))) == ([], packs)
     assert len(packs) == 1
@@ -379,7 +375,7 @@ def test_a_copy_of_the_configuration_elsewhere_reads_the_stored_scans_and_names_
 def test_the_configuration_placeholder_is_read_back_only_in_a_hint_and_as_the_text_it_becomes() -> None:
     config = load_snapshot(EXAMPLE_REPO).config
     labels = load_snapshot(EXAMPLE_REPO).labels
-    placeholder = snapshot_mod.CONFIG_PATH
+    placeholder = scan_mod.CONFIG_PATH
     file = "tests/e2e/test_fsdp_grpo.py"
 
     def stored(message: str, hint: str | None) -> list[Any]:
@@ -388,7 +384,7 @@ def test_the_configuration_placeholder_is_read_back_only_in_a_hint_and_as_the_te
     decoder = StrictDecoder(config, labels)
     hit = decoder.decode(stored("m", f"listed in {placeholder}"), file)
     assert hit is not None and hit.errors[0].hint == f"listed in {placeholder}"
-    assert snapshot_mod.placed(hit, "other.yml").errors[0].hint == "listed in other.yml"
+    assert scan_mod.placed(hit, "other.yml").errors[0].hint == "listed in other.yml"
     assert decoder.decode(stored(f"listed in {placeholder}", "h"), file) is None
     assert decoder.decode(stored("m", f"listed in {placeholder[:-1]}"), file) is None
     # Next to the path it becomes, a stored colon would make `::`: refused as that text.

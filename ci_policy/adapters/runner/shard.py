@@ -35,23 +35,19 @@
 - Refused before anything runs: a missing, non-regular or symlinked test file; a stage
   command's working directory that is missing, not a directory or reached through a symlink,
   and a program that is not an executable on the PATH it runs with.
+- Layout: one attempt's process, output and kill are `runner.attempt`; the timing records,
+  `runner.timings`; this module runs the shard's files through them.
 """
 
 from __future__ import annotations
 
-import codecs
-import collections
-import contextlib
 import datetime
-import errno
-import io
 import json
 import os
 import shlex
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 import tempfile
 import threading
@@ -59,12 +55,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING
 
 from ci_policy.adapters.runner import procs
-from ci_policy.adapters.runner.environment import RunAs, become
-from ci_policy.adapters.runner.procs import Watchdog, proc_table, set_subreaper
+from ci_policy.adapters.runner.attempt import Containment, Terminated, descendants, run_process, signal_name, sweep
+from ci_policy.adapters.runner.environment import RunAs
+from ci_policy.adapters.runner.procs import Watchdog, set_subreaper
 from ci_policy.adapters.runner.retry import classify
+from ci_policy.adapters.runner.timings import TimingsWriter, default_timings_path, write_warning
 from ci_policy.config.quarantined import Quarantine, quarantine_of
 from ci_policy.config.runrules import child_env
 from ci_policy.errors import InputError, InputErrors
@@ -83,8 +81,6 @@ if TYPE_CHECKING:
     from ci_policy.model.registration import Registration
     from ci_policy.plan.partition import Shard
 
-TAIL_BYTES = 64 * 1024
-REAP_INTERVAL = 0.1  # seconds between sweeps for adopted zombies while a test runs
 FAILURE_KIND_ENV = "CI_POLICY_FAILURE_KIND_FILE"
 
 
@@ -159,396 +155,12 @@ def check_command(repo: Path, settings: RunSettings, env: dict[str, str]) -> Pat
     return cwd
 
 
-class Terminated(BaseException):
-    """The runner received SIGTERM (a cancelled job); the running test is killed on the way out."""
-
-
 def _on_sigterm(signum, frame):
     raise Terminated()
 
 
-# -- processes ---------------------------------------------------------------------------
-
-def descendants(root: int, exclude: frozenset[int] = frozenset()) -> set[int]:
-    """The live descendants of `root` (the runner's own, before an attempt: its watchdog)."""
-    table = proc_table()
-    return {p for p in procs.descendants(table, [root], exclude) if not procs.dead(table[p][3])}
-
-
-def signal_name(returncode: int | None) -> str | None:
-    """`SIGKILL` for a process that died of signal 9 (a negative return code), else None."""
-    if returncode is None or returncode >= 0:
-        return None
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
-def _attempt_selector(main: int, keep: frozenset[int]) -> Callable[[procs.Table], set[int]]:
-    """The attempt's processes: the runner's descendants (it is a subreaper) and the test's session
-    and process group, with theirs; never the runner, its watchdog or what ran before the attempt."""
-    me = os.getpid()
-    spare = keep | {me}
-
-    def select(table: procs.Table) -> set[int]:
-        found = procs.descendants(table, [me], spare)
-        grouped = {p for p, (_ppid, pgid, sid, _state) in table.items()
-                   if main in (pgid, sid) and p not in spare}
-        return found | grouped | procs.descendants(table, grouped, spare)
-    return select
-
-
-def _signal_group(main: subprocess.Popen, sig: int) -> None:
-    """Signal the test's process group while its leader is unreaped (so its id cannot have been
-    reused), or at any time where there is no /proc to find the group's members by."""
-    if main.returncode is not None and Path("/proc/self").is_dir():
-        return
-    try:
-        os.killpg(main.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def kill_attempt(main: subprocess.Popen, group: Path | None, keep: frozenset[int], grace: float,
-                 hurried: Callable[[], bool]) -> int:
-    """SIGTERM every process of the attempt, wait up to `grace` (less when hurried), then kill
-    its cgroup and freeze-then-kill what is left; returns how many processes were signalled."""
-    select = _attempt_selector(main.pid, keep)
-
-    def alive(table: procs.Table) -> set[int]:
-        # Zombies are dead already (the ones adopted are reaped below): not counted as killed.
-        return {p for p in select(table) if p != main.pid and not procs.dead(table[p][3])}
-
-    live = alive(proc_table())
-    if main.poll() is None:
-        live.add(main.pid)
-    if group is not None:
-        live |= procs.cgroup_pids(group)
-    if not live:
-        if group is not None:
-            procs.remove_cgroup(group)
-        reap_adopted(keep | {main.pid})
-        return 0
-    procs.signal_all(live, signal.SIGTERM)
-    _signal_group(main, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and not hurried():
-        main.poll()
-        procs.reap(live - {main.pid})
-        table = proc_table()
-        live |= alive(table)
-        if not any(not procs.dead(table.get(p, (0, 0, 0, "X"))[3]) for p in live):
-            break
-        time.sleep(0.05)
-    held = procs.kill_cgroup(group) | procs.freeze_and_kill(select)
-    _signal_group(main, signal.SIGKILL)  # without /proc (not Linux), the test's group is all there is
-    main.wait()
-    # Reaped by pid, never by waitpid(-1): that could take the watchdog or the test's own status.
-    procs.wait_gone(held - {main.pid}, procs.reap)
-    reap_adopted(keep)
-    return len(live | held)
-
-
-def _echo(out: IO[str], text: str) -> None:
-    """Echo test output; never let it stop the pump (an undrained pipe would block the test)."""
-    try:
-        out.write(text)
-        out.flush()
-    except UnicodeEncodeError:  # e.g. a runner whose stdout is not UTF-8
-        encoding = getattr(out, "encoding", None) or "ascii"
-        try:
-            out.write(text.encode(encoding, "backslashreplace").decode(encoding))
-            out.flush()
-        except (OSError, ValueError):
-            pass
-    except (OSError, ValueError):
-        pass
-
-
-def _wait(proc: subprocess.Popen, timeout: float | None, keep: frozenset[int]) -> None:
-    """`proc.wait(timeout)`, reaping meanwhile the zombies the runner adopts as a subreaper: a
-    PID hopper leaves hundreds a second, which unreaped would use up the pid space."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        step = REAP_INTERVAL if deadline is None else min(REAP_INTERVAL, max(0.0, deadline - time.monotonic()))
-        try:
-            proc.wait(timeout=step)
-            return
-        except subprocess.TimeoutExpired:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise
-        reap_adopted(keep | {proc.pid})
-
-
-def reap_adopted(spare: frozenset[int]) -> None:
-    """Reap the zombie children of the runner, except `spare`: by pid, never waitpid(-1), since
-    the test's own status belongs to its `Popen` and the watchdog's to its owner."""
-    me = os.getpid()
-    procs.reap(p for p, (ppid, _pgid, _sid, state) in proc_table().items()
-               if ppid == me and state == "Z" and p not in spare)
-
-
-@dataclass(frozen=True)
-class ProcessResult:
-    returncode: int | None
-    timed_out: bool
-    elapsed: float
-    tail: str
-    killed: int
-
-
-@dataclass
-class Containment:
-    """What every attempt of a shard shares: the cgroup to nest attempts in, and the watchdog."""
-
-    cgroups: Path | None = None
-    watchdog: Watchdog | None = None
-    user: RunAs | None = None
-
-
-def _child_setup(group: Path | None, user: RunAs | None) -> Callable[[], None] | None:
-    """The forked child's setup: join the attempt's cgroup (as root still), then become `user`."""
-    join = procs.join_cgroup(group)
-    if user is None:
-        return join
-
-    def setup() -> None:
-        if join is not None:
-            join()
-        become(user)
-    return setup
-
-
-def run_process(argv: list[str], cwd: Path, env: dict, timeout: float | None, grace: float,
-                out: IO[str], contain: Containment | None = None) -> ProcessResult:
-    contain = contain or Containment()
-    keep = frozenset(descendants(os.getpid()))
-    ident = procs.attempt_id()
-    env = {**env, procs.ATTEMPT_ENV: ident}
-    group = procs.make_cgroup(contain.cgroups, f"ci-policy-{ident}")
-    watchdog = contain.watchdog
-    if watchdog is not None:
-        watchdog.send(f"A {ident} {group or '-'}")
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_child_setup(group, contain.user))
-    if watchdog is not None:
-        watchdog.send(f"P {proc.pid}")
-    if group is not None and proc.pid not in procs.cgroup_pids(group):
-        procs.remove_cgroup(group)  # the move failed (not delegated after all): freeze-then-kill only
-        group = None
-    tail: collections.deque[bytes] = collections.deque()
-    size = [0]
-    # A read may end inside a multi-byte UTF-8 character: decode incrementally.
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    last = [b"\n"]
-
-    # stdout=PIPE without text mode: a buffered binary reader, so read1 returns what is there.
-    stream = cast(io.BufferedReader, proc.stdout)
-
-    def pump() -> None:
-        for chunk in iter(lambda: stream.read1(65536), b""):
-            _echo(out, decoder.decode(chunk))
-            last[0] = chunk[-1:]
-            tail.append(chunk)
-            size[0] += len(chunk)
-            while size[0] > TAIL_BYTES and len(tail) > 1:
-                size[0] -= len(tail.popleft())
-        _echo(out, decoder.decode(b"", final=True))
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    timed_out = False
-    interrupted: BaseException | None = None
-    try:
-        _wait(proc, timeout, keep)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    except (Terminated, KeyboardInterrupt) as exc:
-        interrupted = exc
-    # The test's time ends when its main process exits or is timed out, not after the kill grace.
-    elapsed = time.monotonic() - start
-    # The test exited: anything it left behind (servers, daemons) goes too. Timed out or
-    # interrupted: the test itself goes. Signals that arrive meanwhile only hurry the kill.
-    with procs.KillGuard(Terminated, reraise=interrupted is None) as guard:
-        killed = kill_attempt(proc, group, keep, grace, guard.hurried)
-    if watchdog is not None:
-        watchdog.send("D")
-    if interrupted is not None:
-        raise interrupted
-    reader.join(timeout=5)
-    if last[0] != b"\n":
-        # Output without a final newline must not swallow what follows (`::endgroup::`,
-        # the progress line) into its last line.
-        out.write("\n")
-        out.flush()
-    return ProcessResult(returncode=None if timed_out else proc.returncode, timed_out=timed_out,
-                         elapsed=elapsed, tail=b"".join(tail).decode("utf-8", "replace"), killed=killed)
-
-
-# -- the shard -----------------------------------------------------------------------------
-
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def default_timings_path(repo: Path) -> Path:
-    """`$RUNNER_TEMP/ci-policy-timings.jsonl`, else the user's cache directory: never the
-    checkout, where a test (or the PR itself) writes."""
-    runner_temp = os.environ.get("RUNNER_TEMP")
-    if runner_temp:
-        return Path(runner_temp) / "ci-policy-timings.jsonl"
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "ci-policy" / "timings.jsonl"
-
-
-def _read_regular(path: Path) -> bytes | None:
-    """The bytes of the regular file `path` (b"" when missing); None for anything else (a
-    symbolic link, a FIFO), which is never followed or read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        return b""
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
-        return fh.read()
-
-
-class TimingsWriter:
-    """Appends one JSON line per attempt, fsynced before the next attempt starts.
-
-    The tests run as the same user and could write the file (finding: a test appended forged
-    records to steer `tune`). So the writer keeps the bytes the file must hold (what was there
-    when it opened, plus its own records) and, before each record and on close, when no test
-    process is left, compares the file with them; anything else (a line added or edited, the
-    file replaced or linked elsewhere) is undone by rewriting the file, and counted in
-    `restored`. A path that is a device or a FIFO when the shard starts (e.g. `/dev/full`) is
-    only appended to, never replaced.
-
-    A record that cannot be written (ENOSPC, EIO, EROFS, ...) is returned as a warning instead
-    of stopping the shard: losing a timing record must not lose the remaining tests' results.
-    """
-
-    def __init__(self, path: Path, stage: str, shard: int) -> None:
-        self.path = path
-        self.stage = stage
-        self.shard = shard
-        self.restored = 0
-        self._fh: IO[bytes] | None = None
-        self._fd: int | None = None
-        self._expected = b""
-        self._guarded = True
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            before = _read_regular(path)
-            if before is None and not path.is_symlink():
-                self._guarded = False  # a device or FIFO the caller named: append only
-                return
-            self._expected = b"" if before is None else before
-            if before is None:
-                self._restore()
-            self._fh = open(path, "ab")
-        except OSError:
-            self._guarded = False  # each write reports the error as a warning
-
-    def _open(self) -> int:
-        if self._fd is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        return self._fd
-
-    def _restore(self) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".ci-policy-timings-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(self._expected)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-
-    def _check(self) -> bool:
-        """Whether the file held exactly the expected bytes; restored when not."""
-        assert self._fh is not None
-        current = _read_regular(self.path)
-        try:
-            same_file = os.path.samestat(os.lstat(self.path), os.fstat(self._fh.fileno()))
-        except OSError:
-            same_file = False
-        if current == self._expected and same_file:
-            return True
-        self._fh.close()
-        self._restore()
-        self._fh = open(self.path, "ab")
-        self.restored += 1
-        return False
-
-    def write(self, reg: Registration, attempt: Attempt) -> str | None:
-        """Appends the attempt's record; the warning when it could not be written, else None."""
-        record = {
-            "schema": 1,
-            "file": reg.file,
-            "stage": self.stage,
-            "shard": self.shard,
-            "attempt": attempt.attempt,
-            "status": attempt.status,
-            "elapsed": round(attempt.elapsed, 3),
-            "est_time": reg.est_time,
-            "failure_kind": attempt.verdict.kind if attempt.verdict else None,
-            "retriable": attempt.verdict.retriable if attempt.verdict else None,
-            "started_at": attempt.started_at,
-            "commit": os.environ.get("GITHUB_SHA"),
-            "run_id": os.environ.get("GITHUB_RUN_ID"),
-            "run_attempt": os.environ.get("GITHUB_RUN_ATTEMPT"),
-        }
-        data = (json.dumps(record, sort_keys=False) + "\n").encode("utf-8")
-        try:
-            if self._guarded and self._fh is not None:
-                self._check()
-                self._fh.write(data)
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-                self._expected += data
-            else:
-                fd = self._open()
-                # One write of the whole line to an O_APPEND file: never interleaved, never buffered.
-                if os.write(fd, data) != len(data):
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
-                os.fsync(fd)
-        except OSError as exc:
-            return write_warning("timing record", self.path, reg.file, attempt.attempt, exc)
-        return None
-
-    def close(self) -> bool:
-        """Closes the file; False when it had been changed by something else since the last record."""
-        unchanged = True
-        if self._fh is not None:
-            try:
-                unchanged = self._check()
-            except OSError:
-                unchanged = False
-            finally:
-                self._fh.close()
-                self._fh = None
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        return unchanged
-
-
-def write_warning(what: str, path: Path, file: str, attempt: int, exc: OSError) -> str:
-    """`cannot write the timing record of F attempt N to PATH: No space left on device (ENOSPC)`."""
-    name = errno.errorcode.get(exc.errno or 0, "")
-    reason = (exc.strerror or str(exc)) + (f" ({name})" if name else "")
-    return f"cannot write the {what} of {one_line(file)} attempt {attempt} to {one_line(str(path))}: {reason}"
 
 
 def _fmt_s(value: float) -> str:
@@ -640,19 +252,6 @@ def _quarantine(settings: RunSettings, file: str, today: datetime.date, warnings
                              f"({entry.reason}; {entry.tracked_by}), so its failures count again; renew or remove "
                              "the entry"))
     return None
-
-
-def sweep(spare: frozenset[int]) -> int:
-    """Freeze-then-kill every live descendant of the runner but `spare`; how many there were."""
-    me = os.getpid()
-
-    def select(table: procs.Table) -> set[int]:
-        return {p for p in procs.descendants(table, [me], spare) if not procs.dead(table[p][3])}
-
-    held = procs.freeze_and_kill(select) if select(proc_table()) else set()
-    procs.wait_gone(held, procs.reap)
-    reap_adopted(spare)
-    return len(held)
 
 
 def _run_file(cwd, stage_plan, shard, reg, file_result, i, total, options, timings, out, contain,

@@ -180,7 +180,8 @@ def _store_for(url: str | None, default_path: Path, *, create: bool, source: str
     location = parse_location(url, source)
     if location.kind == "sqlite":
         return SQLiteStore(location.target, create=create)
-    try:  # psycopg is optional: test_without_psycopg_a_postgres_url_says_what_to_install
+    try:
+        # psycopg is optional: test_without_psycopg_a_postgres_url_says_what_to_install
         from ci_policy.adapters.store.postgres import PostgresStore
     except ImportError as exc:
         scheme = url.split(":", 1)[0].lower()

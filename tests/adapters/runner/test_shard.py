@@ -396,7 +396,7 @@ def test_a_file_name_with_a_newline_is_refused_before_anything_runs(make_repo, t
 
 @linux_only
 def test_the_sweep_kills_every_descendant_but_the_spared_ones():
-    from ci_policy.adapters.runner.shard import descendants, sweep
+    from ci_policy.adapters.runner.attempt import descendants, sweep
 
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
     spared = subprocess.Popen(sleeper)

@@ -1,4 +1,4 @@
-"""`TimingsWriter` (ci_policy/adapters/runner/shard.py): the timing file holds exactly what the
+"""`TimingsWriter` (ci_policy/adapters/runner/timings.py): the timing file holds exactly what the
 runner wrote (and what was there before it), whatever a test did to it in between.
 
 Finding 4 of issue 14: a PR's test appended 150 forged records to the timing file.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_policy.adapters.runner.shard import TimingsWriter, default_timings_path
+from ci_policy.adapters.runner.timings import TimingsWriter, default_timings_path
 from ci_policy.model.registry import Registration
 from ci_policy.plan.results import Attempt
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_policy.adapters.runner.shard import TimingsWriter
+from ci_policy.adapters.runner.timings import TimingsWriter
 from ci_policy.adapters.tuning.evidence import STATUSES, FileEvidence
 from ci_policy.adapters.tuning.records import read_records
 from ci_policy.errors import Diagnostic, InputErrors

@@ -66,7 +66,7 @@ CONSTRAINT = ['{"t": [{"t": ["rel_up", -1]}, {"t": ["rel_down", 0.5]}]}',
               '{"t": [{"t": ["rel_up", 0.5]}, {"t": ["rel_down", 0.5]}]}', '{"t": [{"t": ["rel_up", 0.5]}]}',
               '"x"', "7", '{"t": [' + NESTED + ']}']
 
-# The fields of each stored part (`snapshot._STORED`) and the damage each gets.
+# The fields of each stored part (`scan_codec._STORED`) and the damage each gets.
 PARTS = {
     0: ("registration", {0: PATH, 1: POSITION + ["null"], 2: ENUM + ['"rocm"'], 3: ENUM + ['"stage-c-4-gpu-mi350"'],
                          4: NUMBER, 5: TEXTS, 6: FLAG, 7: TEXT + ['"   "', LONG], 8: FLAG, 9: POSITION, 10: ENUM,

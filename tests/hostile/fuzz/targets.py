@@ -346,7 +346,7 @@ def run_scan_cache(data: bytes) -> str:
     import hashlib
 
     from ci_policy.adapters.scan_cache import CACHE_VERSION, DirScanCache
-    from ci_policy.model.snapshot import StrictDecoder
+    from ci_policy.model.scan_codec import StrictDecoder
 
     config, labels = _example()
     decoder = StrictDecoder(config, labels)
@@ -376,7 +376,8 @@ def _pack_seeds() -> tuple[str, ...]:
     """The entries of a pack of the example repository's scans (`encode_scan`), and of one file each."""
     import json
 
-    from ci_policy.model.snapshot import encode_scan, scan_file, scan_key
+    from ci_policy.model.scan import scan_file, scan_key
+    from ci_policy.model.scan_codec import encode_scan
 
     config, labels = _example()
     root = ROOT / "examples" / "gpu-repo"
