@@ -317,6 +317,17 @@ def test_the_dialect_markers_of_the_sglang_guide_register_what_the_guide_says(tm
         [(suite, marker, backend[marker]) for suite, marker in expected]
 
 
+# A hand-written page holds one topic: a behaviour change edits the page of that topic, and a reader
+# finds it from the navigation (the manual was once one 220 KB page).
+MAX_PAGE_BYTES = 40 * 1024
+
+
+def test_no_hand_written_page_is_too_long_to_find_ones_way_in():
+    sizes = {rel: (DOCS / rel).stat().st_size for rel in [*HAND_WRITTEN, "adopting.md"]}
+    assert "manual/index.md" in sizes and "adopting.md" in sizes
+    assert {rel: size for rel, size in sizes.items() if size > MAX_PAGE_BYTES} == {}
+
+
 LINK = re.compile(r"\]\((https://github\.com/ci-policy/ci-policy/blob/main/[^)\s#]+)")
 
 

@@ -10,7 +10,7 @@ Each section declares its keys once in a field table; `top.parse_config` and `lo
 - Refused: unknown keys (with a did-you-mean), wrong types, YAML aliases/anchors,
   duplicate keys, a `requires` specifier the installed ci_policy does not satisfy.
 - Layout: one module per section, each with the field table (`ci_policy.config.fields`)
-  its keys are declared in once; `ci_policy.config.reference` renders the tables for the README.
+  its keys are declared in once; `ci_policy.config.reference` renders the tables for the docs site.
   This package imports nothing itself: a command reading one section (a stage job's runner
   rules) imports that section's module, not every table and PyYAML.
 """

@@ -1,10 +1,12 @@
-"""The README's configuration reference, rendered from the field tables.
+"""The configuration reference, rendered from the field tables.
 
 - In: the tables of `ci_policy.config` (every key's name, accepted values, default, description).
-- Out: `markdown()`, the body of the README section `## Configuration reference`
-  (an example, then one table per mapping); `replace_section(readme)` puts it in place.
-- Regenerate the reference with `python -m ci_policy.config.reference --update docs/reference.md`;
-  without `--update` the section is printed. A test fails when the README differs.
+- Out: `markdown()`, the body of the docs site's configuration page (docs/reference/configuration.md,
+  written with the other generated pages by `python -m ci_policy.cli.docs --update docs`): an
+  example, then one table per mapping. `replace_section(text)` puts it under a Markdown file's
+  `## Configuration reference` section; `python -m ci_policy.config.reference` prints it, with
+  `--update FILE` it rewrites that section of FILE.
+- A test fails when the site's page differs from what the tables generate.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ keys are refused; unknown keys are errors with a did-you-mean; every error names
 location and carries a code (`.github/ci-policy.yml:14:14: stages[2].backend: expected one
 of cpu, cuda, rocm, got 'gpu'`, code CP105; see `ci_policy/config/codes.py`).
 
-This section is generated from the key tables in `ci_policy/config/` by
-`python -m ci_policy.config.reference --update docs/reference.md`.
+This page is generated from the key tables in `ci_policy/config/` by
+`python -m ci_policy.cli.docs --update docs`.
 
 **Editor support.** The same tables generate the file's JSON Schema (draft 2020-12), shipped
 in the package as `ci_policy/schemas/config.schema.json` and printed by `ci-policy schema
