@@ -60,3 +60,17 @@ def test_main_prints_or_updates(tmp_path, capsys):
     readme.write_text(f"{HEADING}\n\nstale\n\n## Next\n", encoding="utf-8")
     assert main(["--update", str(readme)]) == 0
     assert readme.read_text(encoding="utf-8") == f"{HEADING}\n\n{markdown()}\n## Next\n"
+
+
+def test_update_of_a_file_without_the_section_is_a_clear_error(tmp_path, capsys):
+    hint = "    hint: the docs site's configuration page is written by python -m ci_policy.cli.docs --update docs\n"
+    page = tmp_path / "page.md"
+    page.write_text("# T\n\n## Next\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["--update", str(page)]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m ci_policy.config.reference: error: {page}: no section {HEADING!r}\n{hint}")
+    assert page.read_text(encoding="utf-8") == "# T\n\n## Next\n"
+    assert main(["--update", str(tmp_path / "reference.md")]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m ci_policy.config.reference: error: {tmp_path / 'reference.md'}: No such file or directory\n{hint}")
