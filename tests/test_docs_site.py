@@ -282,8 +282,9 @@ def test_each_excerpt_is_consecutive_lines_of_its_file(rel, start, name, text):
     assert any(lines[i:i + len(shown)] == shown for i in range(len(lines))), f"docs/{rel}:{start + 1}"
 
 
-# A configuration fragment on a guide or an explanation page, checked as part of a whole file.
-FRAGMENTS = [(rel, start, text) for rel in HAND_WRITTEN if rel.startswith(("guides/", "explanation/"))
+# A configuration fragment on a guide, an explanation or a manual page, checked as part of a whole
+# file (the YAML of docs/adopting/ is workflows, which the workflow tests check).
+FRAGMENTS = [(rel, start, text) for rel in HAND_WRITTEN if rel.startswith(("guides/", "explanation/", "manual/"))
              for start, _end, _kind, _name, lang, text in fenced(rel) if lang == "yaml"]
 
 
