@@ -27,8 +27,9 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
 
-# code -> (name, one-line example). The README's "Diagnostics" table lists the same rows
-# (a test compares them) and tests/model/test_diagnostics.py triggers every one.
+# code -> (name, one-line example). The docs site's diagnostics index (generated,
+# docs/reference/diagnostics/index.md) lists the same rows (a test compares them) and
+# tests/model/test_diagnostics.py triggers every one.
 CODES: dict[str, tuple[str, str]] = {
     # -- CP100-CP199: configuration (ci_policy.config names them in config/codes.py) -------------
     "CP100": ("config-unreadable", "configuration file ../ci-policy.yml cannot be read: No such file or directory"),

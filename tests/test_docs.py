@@ -289,11 +289,11 @@ def test_the_readme_links_the_page():
     assert "](docs/adopting.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def test_the_reference_example_of_a_stage_with_a_command_is_a_valid_stage():
+def test_the_manual_example_of_a_stage_with_a_command_is_a_valid_stage():
     from ci_policy.config.top import parse_config
 
-    text = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
-    section = text[text.index("**Suites without markers"):]
+    text = (ROOT / "docs" / "manual" / "stage-commands.md").read_text(encoding="utf-8")
+    section = text[text.index("# Suites without markers"):]
     block = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert block is not None
     config = parse_config("version: 1\ndiscovery: {roots: [tests]}\n" + block.group(1))

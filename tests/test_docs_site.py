@@ -283,8 +283,9 @@ def test_each_excerpt_is_consecutive_lines_of_its_file(rel, start, name, text):
     assert any(lines[i:i + len(shown)] == shown for i in range(len(lines))), f"docs/{rel}:{start + 1}"
 
 
-# A configuration fragment on a guide or an explanation page, checked as part of a whole file.
-FRAGMENTS = [(rel, start, text) for rel in HAND_WRITTEN if rel.startswith(("guides/", "explanation/"))
+# A configuration fragment on a guide, an explanation or a manual page, checked as part of a whole
+# file (the YAML of docs/adopting/ is workflows, which the workflow tests check).
+FRAGMENTS = [(rel, start, text) for rel in HAND_WRITTEN if rel.startswith(("guides/", "explanation/", "manual/"))
              for start, _end, _kind, _name, lang, text in fenced(rel) if lang == "yaml"]
 
 
@@ -316,6 +317,17 @@ def test_the_dialect_markers_of_the_sglang_guide_register_what_the_guide_says(tm
     found = json.loads(capsys.readouterr().out)["registrations"]
     assert [(r["suite"], r["marker"], r["backend"]) for r in found] == \
         [(suite, marker, backend[marker]) for suite, marker in expected]
+
+
+# A hand-written page holds one topic: a behaviour change edits the page of that topic, and a reader
+# finds it from the navigation (the manual was once one 220 KB page).
+MAX_PAGE_BYTES = 40 * 1024
+
+
+def test_no_hand_written_page_is_too_long_to_find_ones_way_in():
+    sizes = {rel: (DOCS / rel).stat().st_size for rel in [*HAND_WRITTEN, "adopting.md"]}
+    assert "manual/index.md" in sizes and "adopting.md" in sizes
+    assert {rel: size for rel, size in sizes.items() if size > MAX_PAGE_BYTES} == {}
 
 
 LINK = re.compile(r"\]\((https://github\.com/ci-policy/ci-policy/blob/main/[^)\s#]+)")

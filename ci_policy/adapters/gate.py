@@ -163,7 +163,7 @@ def baseline_store_problem(url: str | None) -> UsageError | None:
                           "GITHUB_ACTIONS=true: the file is thrown away with the runner's workspace",
                           source=source,
                           hint="configure a PostgreSQL store: keep its URL in a repository secret and pass it "
-                               f"as ${DATABASE_URL_ENV} (see the README, \"The metric store in CI\")")
+                               f"as ${DATABASE_URL_ENV} (see docs/adopting/metric-store.md)")
     return None
 
 

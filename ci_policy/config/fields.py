@@ -5,7 +5,7 @@
 - Out: `Table.read` checks a YAML mapping's keys (required, unknown with a did-you-mean,
   duplicate) and parses every present key with its parser, in table order, into `Values`;
   the section's build function then applies the cross-field checks and makes the dataclass.
-  `ci_policy.config.reference` renders the same tables as the README reference, and
+  `ci_policy.config.reference` renders the same tables as the docs site's reference, and
   `ci_policy.config.schema` as the JSON Schema of the file: each parser carries the JSON
   Schema of the values it accepts (`Parser.schema`, as far as its checks can be written
   in JSON Schema), with `TABLE` standing for the object its nested table reads.

@@ -1,10 +1,14 @@
-"""The README's configuration reference, rendered from the field tables.
+"""The configuration reference, rendered from the field tables.
 
 - In: the tables of `ci_policy.config` (every key's name, accepted values, default, description).
-- Out: `markdown()`, the body of the README section `## Configuration reference`
-  (an example, then one table per mapping); `replace_section(readme)` puts it in place.
-- Regenerate the reference with `python -m ci_policy.config.reference --update docs/reference.md`;
-  without `--update` the section is printed. A test fails when the README differs.
+- Out: `markdown()`, the body of the docs site's configuration page (docs/reference/configuration.md,
+  written with the other generated pages by `python -m ci_policy.cli.docs --update docs`): an
+  example, then one table per mapping. `replace_section(text)` puts it under a Markdown file's
+  `## Configuration reference` section; `python -m ci_policy.config.reference` prints it, with
+  `--update FILE` it rewrites that section of FILE.
+- Refused: `--update FILE` of a file that cannot be read or has no such section: exit 2, the
+  file named, with a hint at the site's generator; FILE is left as it was.
+- A test fails when the site's page differs from what the tables generate.
 """
 
 from __future__ import annotations
@@ -25,8 +29,8 @@ keys are refused; unknown keys are errors with a did-you-mean; every error names
 location and carries a code (`.github/ci-policy.yml:14:14: stages[2].backend: expected one
 of cpu, cuda, rocm, got 'gpu'`, code CP105; see `ci_policy/config/codes.py`).
 
-This section is generated from the key tables in `ci_policy/config/` by
-`python -m ci_policy.config.reference --update docs/reference.md`.
+This page is generated from the key tables in `ci_policy/config/` by
+`python -m ci_policy.cli.docs --update docs`.
 
 **Editor support.** The same tables generate the file's JSON Schema (draft 2020-12), shipped
 in the package as `ci_policy/schemas/config.schema.json` and printed by `ci-policy schema
@@ -164,13 +168,13 @@ def _table(table: Table) -> str:
 
 
 def markdown() -> str:
-    """The README section's body (without its heading), ending in a newline."""
+    """The reference's body (without a heading), ending in a newline."""
     parts = [INTRO, "```yaml\n" + EXAMPLE + "```", *(_table(t) for t in _tables(TOP)), GLOBS]
     return "\n\n".join(parts) + "\n"
 
 
 def section_of(readme: str) -> str:
-    """The body of the README's configuration reference section ('' if there is none)."""
+    """The body of a Markdown file's configuration reference section ('' if there is none)."""
     start = readme.find(HEADING + "\n")
     if start < 0:
         return ""
@@ -191,16 +195,27 @@ def replace_section(readme: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci_policy.config.reference",
-                                     description="Print (or --update in a README) the configuration reference.")
-    parser.add_argument("--update", metavar="README", help="rewrite the section in this file")
+                                     description="Print (or --update in a Markdown file) the configuration reference; "
+                                                 "the docs site's page is written by "
+                                                 "python -m ci_policy.cli.docs --update docs.")
+    parser.add_argument("--update", metavar="FILE", help="rewrite the section in this file")
     args = parser.parse_args(argv)
     if args.update is None:
         sys.stdout.write(markdown())
         return 0
-    with open(args.update, encoding="utf-8") as fh:
-        text = fh.read()
+    try:
+        with open(args.update, encoding="utf-8") as fh:
+            text = fh.read()
+        updated = replace_section(text)
+    except (OSError, ValueError) as exc:
+        # The manual that held this section is now pages; its reference is a generated page.
+        reason = exc.strerror if isinstance(exc, OSError) else f"no section {HEADING!r}"
+        sys.stderr.write(f"python -m ci_policy.config.reference: error: {args.update}: {reason}\n"
+                         "    hint: the docs site's configuration page is written by "
+                         "python -m ci_policy.cli.docs --update docs\n")
+        return 2
     with open(args.update, "w", encoding="utf-8") as fh:
-        fh.write(replace_section(text))
+        fh.write(updated)
     return 0
 
 

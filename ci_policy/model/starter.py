@@ -192,7 +192,7 @@ def starter(repo: Path) -> Starter:
         raise InputError(f"no test registrations in {repo}: no Python file calls a register_<word>_ci(...) "
                          "marker as a module-level statement", path=str(repo),
                          hint="register a test first, e.g. register_cpu_ci(est_time=60, suite=\"unit\"), "
-                              "as the README's marker grammar describes")
+                              "as docs/manual/markers.md describes")
     facts = read_suite_jobs(repo)
     notes.extend(facts.notes)
     collected = collector_roots(repo, facts, registered, notes)

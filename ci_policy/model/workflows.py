@@ -231,8 +231,8 @@ def _reusable_call(workflow: Workflow, job: Job, name: str, ref: str, has_gates:
                 out.append(Diagnostic(
                     f"{field}.secrets.{secret}: missing; the checkout declares metric gates and {why}",
                     path=workflow.path, line=job.line, col=job.col, code=SECRET_MISSING,
-                    hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, "
-                         "\"The metric store in CI\")"))
+                    hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see "
+                         "docs/adopting/metric-store.md)"))
     return out
 
 
@@ -315,5 +315,5 @@ def _registry_secrets(config: Config, workflow: Workflow, job: Job, name: str) -
         f"jobs.{job.id}.secrets.{secret}: missing; the images are pushed to and pulled from {registry} "
         "(image_build.registry), which the pipeline logs in to with it", path=workflow.path, line=job.line,
         col=job.col, code=SECRET_MISSING,
-        hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, \"Images\")")
+        hint=f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see docs/adopting/pr-pipeline.md)")
         for secret in REGISTRY_SECRETS if secret not in passed]

@@ -282,8 +282,8 @@ def test_an_empty_checkout_is_a_clear_error(tmp_path, capsys):
     assert run(["init", "--repo", str(repo)], capsys) == (1, "", (
         f"{repo}: no test registrations in {repo}: no Python file calls a register_<word>_ci(...) marker as a "
         "module-level statement\n"
-        "    hint: register a test first, e.g. register_cpu_ci(est_time=60, suite=\"unit\"), as the README's marker "
-        "grammar describes\n"
+        "    hint: register a test first, e.g. register_cpu_ci(est_time=60, suite=\"unit\"), as "
+        "docs/manual/markers.md describes\n"
         "ci-policy: 1 error\n"))
     assert not (repo / ".github").exists()
 

@@ -46,7 +46,7 @@ def sqlite_in_actions(source: str, shown: str, command: str = "gate") -> str:
     return (f"ci-policy {command}: error: {source}: writing a baseline into the local SQLite file {shown} while "
             "GITHUB_ACTIONS=true: the file is thrown away with the runner's workspace\n"
             "    hint: configure a PostgreSQL store: keep its URL in a repository secret and pass it as "
-            "$CI_POLICY_DATABASE_URL (see the README, \"The metric store in CI\")\n")
+            "$CI_POLICY_DATABASE_URL (see docs/adopting/metric-store.md)\n")
 
 
 def cli(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess:

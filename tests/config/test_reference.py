@@ -1,20 +1,24 @@
-"""The README's configuration reference is generated from the field tables and kept in sync."""
+"""The docs site's configuration reference is generated from the field tables and kept in sync."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ci_policy.config.reference import EXAMPLE, HEADING, _tables, main, markdown, replace_section, section_of
+from ci_policy.config.reference import EXAMPLE, HEADING, _tables, main, markdown, replace_section
 from ci_policy.config.top import TOP, parse_config
 
-README = Path(__file__).resolve().parents[2] / "docs" / "reference.md"
-REGENERATE = "python -m ci_policy.config.reference --update docs/reference.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "configuration.md"
+REGENERATE = "python -m ci_policy.cli.docs --update docs"
 
 
-def test_the_readme_section_is_the_generated_reference():
-    text = README.read_text(encoding="utf-8")
-    assert section_of(text) == "\n" + markdown() + "\n", (
-        f"docs/reference.md's configuration reference differs from the key tables; regenerate it with: {REGENERATE}")
+def test_the_site_page_is_the_generated_reference():
+    """The page holds the reference whole, its mappings' headings one level up (the page's title is
+    the only `#` heading); tests/test_docs_site.py compares the whole page."""
+    text = PAGE.read_text(encoding="utf-8")
+    body = markdown().replace("\n### ", "\n## ")
+    assert f"\n\n{body}\n" in text, (
+        f"docs/reference/configuration.md differs from the key tables; regenerate it with: {REGENERATE}")
+
 
 
 def test_every_key_appears_in_the_reference_with_its_default():
@@ -56,3 +60,17 @@ def test_main_prints_or_updates(tmp_path, capsys):
     readme.write_text(f"{HEADING}\n\nstale\n\n## Next\n", encoding="utf-8")
     assert main(["--update", str(readme)]) == 0
     assert readme.read_text(encoding="utf-8") == f"{HEADING}\n\n{markdown()}\n## Next\n"
+
+
+def test_update_of_a_file_without_the_section_is_a_clear_error(tmp_path, capsys):
+    hint = "    hint: the docs site's configuration page is written by python -m ci_policy.cli.docs --update docs\n"
+    page = tmp_path / "page.md"
+    page.write_text("# T\n\n## Next\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["--update", str(page)]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m ci_policy.config.reference: error: {page}: no section {HEADING!r}\n{hint}")
+    assert page.read_text(encoding="utf-8") == "# T\n\n## Next\n"
+    assert main(["--update", str(tmp_path / "reference.md")]) == 2
+    assert capsys.readouterr().err == (
+        f"python -m ci_policy.config.reference: error: {tmp_path / 'reference.md'}: No such file or directory\n{hint}")

@@ -320,7 +320,7 @@ def test_another_registry_needs_no_packages_grant_but_the_registry_secrets(make_
     assert [(d.path, d.line, d.col, d.code, d.message, d.hint) for d in report.errors] == [
         (path, 9, 3, "CP605", f"jobs.ci.secrets.{secret}: missing; the images are pushed to and pulled from quay.io "
                               "(image_build.registry), which the pipeline logs in to with it",
-         f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see the README, \"Images\")")
+         f"pass secrets: {{{secret}: ${{{{ secrets.YOUR_SECRET }}}}}} (see docs/adopting/pr-pipeline.md)")
         for secret in ("registry-password", "registry-username")]
     text = (repo / path).read_text()
     (repo / path).write_text(text + "      registry-username: ${{ secrets.QUAY_USER }}\n"

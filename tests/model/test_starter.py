@@ -431,8 +431,8 @@ def test_a_checkout_without_markers_is_refused(tmp_path):
     assert info.value.diagnostic == Diagnostic(
         f"no test registrations in {tmp_path}: no Python file calls a register_<word>_ci(...) marker as a "
         "module-level statement", path=str(tmp_path),
-        hint='register a test first, e.g. register_cpu_ci(est_time=60, suite="unit"), as the README\'s marker '
-             "grammar describes")
+        hint='register a test first, e.g. register_cpu_ci(est_time=60, suite="unit"), as '
+             "docs/manual/markers.md describes")
 
 
 def test_a_missing_checkout_is_refused(tmp_path):
