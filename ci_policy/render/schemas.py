@@ -242,6 +242,12 @@ REPORT_STATUS = document({
     "target_url": nullable(STRING),
 })
 
+HISTORY = document({
+    "read": {**COUNT, "description": "Attempts read from the timing records."},
+    "added": {**COUNT, "description": "Of which the store did not hold yet (importing again adds none)."},
+    "warnings": DIAGNOSTICS,
+})
+
 # One line of a timing-records file (JSON Lines): what `run` appends per attempt, `tune` reads.
 TIMINGS = obj({
     "schema": {"const": 1, "description": "The version of the record format."},
@@ -284,6 +290,7 @@ _SCHEMAS: dict[str, tuple[str, str, Schema | Callable[[], Schema]]] = {
     "comment": ("ci-policy comment", "`ci-policy comment --format json`.", COMMENT),
     "pull-request": ("ci-policy pull-request", "`ci-policy pull-request --format json`.", PULL_REQUEST),
     "report-status": ("ci-policy report-status", "`ci-policy report-status --format json`.", REPORT_STATUS),
+    "history": ("ci-policy history import", "`ci-policy history import --format json`.", HISTORY),
 }
 
 NAMES = tuple(_SCHEMAS)

@@ -338,6 +338,12 @@ def own_codes() -> list[str]:
     return sorted(code for code in CODES if not code.startswith("CP1"))
 
 
+def lint_codes() -> list[str]:
+    """The codes `lint` emits: all but the test history's (CP7xx), which `history` and `report` raise;
+    tests/cli/test_history.py triggers each of those."""
+    return [code for code in own_codes() if not code.startswith("CP7")]
+
+
 def checkout(root: Path, case: Case) -> Path:
     (root / ".github").mkdir(parents=True)
     (root / "tests" / "unit").mkdir(parents=True)
@@ -361,7 +367,7 @@ def test_the_baseline_checkout_is_clean(tmp_path):
 
 
 def test_every_code_has_a_case():
-    assert sorted(CASES_BY_CODE) == own_codes()
+    assert sorted(CASES_BY_CODE) == lint_codes()
     assert len(CASES_BY_CODE) == len(CASES)
 
 
@@ -380,12 +386,13 @@ def test_each_code_is_emitted_exactly_as_documented(tmp_path, case):
 # -- the registry itself ---------------------------------------------------------------------------
 
 RANGES = {"CP2": "markers and registrations", "CP3": "the label registry",
-          "CP4": "discovery and checkout reads", "CP5": "gates", "CP6": "workflows", "CP9": "warnings"}
+          "CP4": "discovery and checkout reads", "CP5": "gates", "CP6": "workflows", "CP7": "the test history",
+          "CP9": "warnings"}
 
 
 def test_codes_are_well_formed_and_names_unique():
     for code, (name, example) in CODES.items():
-        assert re.fullmatch(r"CP[1-69]\d\d", code), code
+        assert re.fullmatch(r"CP[1-79]\d\d", code), code
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name), name
         assert example and "\n" not in example
     names = [name for name, _ in CODES.values()]

@@ -61,7 +61,7 @@ def test_update_writes_every_file_and_the_plain_command_lists_the_names(tmp_path
 
 def test_the_names_begin_with_the_five_of_the_issue():
     assert NAMES == ("config", "plan", "registry", "lint", "timings", "explain", "list", "init", "result", "file-run",
-                     "tune", "estimates", "comment", "pull-request", "report-status")
+                     "tune", "estimates", "comment", "pull-request", "report-status", "history")
 
 
 @pytest.mark.parametrize("name", NAMES)
