@@ -2,7 +2,8 @@
 
 - In: the attempts of a window (`model.outcomes.Outcome`, any order), the repository
   (`OWNER/REPO`, None for no links) and the server URL the run links start with.
-- Out: `flaky_files(...)`: one `FlakyFile` per file that was flaky at least once, highest flake
+- Out: `flaky_runs(outcomes)`: the runs each file was flaky in, by the two rules below;
+  `flaky_files(...)`: one `FlakyFile` per file that was flaky at least once, highest flake
   rate first (then most flaky runs, then the file's name): the runs it ran in, the runs it was
   flaky in, its flake rate (flaky runs / runs), the first and last flaky run with their links
   (`RUN_URL`), and how many of its flaky runs were retries or the same commit failing elsewhere.
@@ -56,18 +57,11 @@ def run_url(run_id: str, repository: str | None, server: str = "https://github.c
     return RUN_URL.format(server=server.rstrip("/"), repository=repository, run_id=run_id)
 
 
-def flaky_files(outcomes: Iterable[Outcome], repository: str | None = None,
-                server: str = "https://github.com") -> tuple[FlakyFile, ...]:
-    rows = list(outcomes)
-    started: dict[str, str] = {}
-    for o in rows:
-        if o.run_id not in started or o.started_at < started[o.run_id]:
-            started[o.run_id] = o.started_at
-    # (file, run) -> its attempts, in run attempt then attempt order
+def flaky_runs(outcomes: Iterable[Outcome]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(file -> runs a retry passed after a failure, file -> runs that failed on a commit another run passed)."""
     per_run: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
-    for o in sorted(rows, key=lambda o: (o.run_attempt, o.attempt, o.started_at)):
+    for o in sorted(outcomes, key=lambda o: (o.run_attempt, o.attempt, o.started_at)):
         per_run[(o.file, o.run_id)].append(o)
-
     retried: dict[str, set[str]] = defaultdict(set)
     passed_on: dict[tuple[str, str], set[str]] = defaultdict(set)   # (file, commit) -> runs that passed it
     failed_on: dict[tuple[str, str], set[str]] = defaultdict(set)   # (file, commit) -> runs that ended failing
@@ -97,9 +91,20 @@ def flaky_files(outcomes: Iterable[Outcome], repository: str | None = None,
             if passing - {run_id}:
                 same_commit[file].add(run_id)
 
+    return retried, same_commit
+
+
+def flaky_files(outcomes: Iterable[Outcome], repository: str | None = None,
+                server: str = "https://github.com") -> tuple[FlakyFile, ...]:
+    rows = list(outcomes)
+    started: dict[str, str] = {}
+    for o in rows:
+        if o.run_id not in started or o.started_at < started[o.run_id]:
+            started[o.run_id] = o.started_at
+    retried, same_commit = flaky_runs(rows)
     ran: dict[str, set[str]] = defaultdict(set)
-    for file, run_id in per_run:
-        ran[file].add(run_id)
+    for o in rows:
+        ran[o.file].add(o.run_id)
 
     def ref(run_id: str) -> RunRef:
         return RunRef(run_id=run_id, started_at=started[run_id], url=run_url(run_id, repository, server))

@@ -25,6 +25,7 @@ from typing import Any, get_args
 
 from ci_policy.config.cadences import CADENCES
 from ci_policy.config.schema import DRAFT, config_schema, schema_id
+from ci_policy.model.health import HealthReport
 from ci_policy.plan.document import PlanDocument
 from ci_policy.plan.explain import Status
 from ci_policy.plan.outcome import RESULTS
@@ -291,6 +292,8 @@ _SCHEMAS: dict[str, tuple[str, str, Schema | Callable[[], Schema]]] = {
     "pull-request": ("ci-policy pull-request", "`ci-policy pull-request --format json`.", PULL_REQUEST),
     "report-status": ("ci-policy report-status", "`ci-policy report-status --format json`.", REPORT_STATUS),
     "history": ("ci-policy history import", "`ci-policy history import --format json`.", HISTORY),
+    "report": ("ci-policy report", "`ci-policy report --format json`: CI health over the store's test history.",
+               lambda: derived_schema(HealthReport)),
 }
 
 NAMES = tuple(_SCHEMAS)

@@ -240,8 +240,8 @@ def test_lint_and_registry_do_not_import_adapters(tmp_path):
 
 # -- help: every subcommand is described, every option explained -----------------------------
 
-SUBCOMMANDS = ["init", "lint", "registry", "plan", "list", "run", "result", "gate", "tune", "history", "file-run",
-               "comment", "pull-request", "report-status", "schema"]
+SUBCOMMANDS = ["init", "lint", "registry", "plan", "list", "run", "result", "gate", "tune", "history", "report",
+               "file-run", "comment", "pull-request", "report-status", "schema"]
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:
