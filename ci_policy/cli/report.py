@@ -5,6 +5,9 @@
   checkout's default SQLite file), --repository OWNER/REPO (default `$GITHUB_REPOSITORY`) for run
   links, --propose-quarantine with --threshold (default 0.1) and --min-runs (default 5), --format
   text|json|markdown.
+- --publish-issue (the `github` extra, a token in $GITHUB_TOKEN or --token-env, --api-url): the
+  Markdown report also becomes the repository's one open issue titled "CI health report"
+  (label ci-health), its body replaced each time; the issue's number on stderr.
 - Out: runner-hours per week and stage, the slowest files, est_time drift, flaky files with
   their first and last flaky runs, the slowest stage's latest run, and with
   --propose-quarantine the `quarantine:` entries to add (`render.health`); JSON schema `report`.
@@ -22,7 +25,7 @@ from pathlib import Path
 
 from ci_policy.app.health import ReportRequest, report
 from ci_policy.cli.main import summary
-from ci_policy.cli.options import add_format, add_repo, add_store, positive_int
+from ci_policy.cli.options import add_format, add_repo, add_store, add_token, api_url, positive_int, token
 from ci_policy.render.health import report_json, report_markdown, report_text
 
 NAME = "report"
@@ -62,6 +65,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the flake rate (flaky runs / runs) a proposal needs (default 0.1)")
     p.add_argument("--min-runs", type=positive_int, default=5, metavar="N",
                    help="the fewest runs in the window a proposal needs (default 5)")
+    p.add_argument("--publish-issue", action="store_true",
+                   help="also publish the Markdown report as the repository's one open issue titled "
+                        "'CI health report' (label ci-health): updated if open, else opened; needs the github "
+                        "extra and a token with issues: write")
+    add_token(p, "for publishing the issue")
     add_repo(p, help="the checkout (names the default store only; default: the current directory)")
     add_store(p)
     add_format(p, ("text", "json", "markdown"))
@@ -75,4 +83,13 @@ def run(args: argparse.Namespace) -> int:
                                   min_runs=args.min_runs))
     render = {"json": report_json, "markdown": report_markdown}.get(args.format, report_text)
     sys.stdout.write(render(result))
+    if args.publish_issue:
+        # Imported here: a report that publishes nothing loads no PyGithub (tests/cli/test_startup.py::
+        # test_a_report_that_publishes_nothing_loads_no_github_module).
+        from ci_policy.app.publish import PublishRequest, publish
+
+        published = publish(PublishRequest(report_markdown(result), result.repository, api_url(args),
+                                           lambda: token(args, "publishing the report")))
+        print(f"ci-policy report: {published.action} issue #{published.number} {published.url}".rstrip(),
+              file=sys.stderr)
     return 0
