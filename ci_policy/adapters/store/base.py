@@ -33,6 +33,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 from ci_policy.errors import InputError, StoreUnavailable
 from ci_policy.gates.evaluate import LAST_STEP
 from ci_policy.model.outcomes import RETRY_CLASSES, STATUSES, Outcome
+from ci_policy.read.codec import decode
 from ci_policy.read.numbers import is_finite_number
 
 Identity = tuple[str, str, str, str, str]  # (file, backend, suite, metric_key, written_json)
@@ -488,12 +489,19 @@ def _attempt_row(o: Outcome) -> tuple:
 
 
 def _outcome_of(row: Sequence[Any]) -> Outcome:
+    """A stored row read back through the codec's strict reader (`model.outcomes.Outcome`): a row
+    another writer put there that is not an outcome is a located `DecodeError`, never a wrong report."""
     (run_id, run_attempt, commit, event, cadence, stage, shard, labels, file, attempt, status, retry_class,
      started_at, elapsed, est_time) = row
-    return Outcome(run_id=run_id, run_attempt=int(run_attempt), commit=commit, event=event, cadence=cadence,
-                   stage=stage, shard=int(shard), runner_labels=tuple(json.loads(labels)), file=file,
-                   attempt=int(attempt), status=status, retry_class=retry_class, started_at=started_at,
-                   elapsed=float(elapsed), est_time=None if est_time is None else float(est_time))
+    try:
+        runner_labels = json.loads(labels)
+    except ValueError:
+        runner_labels = labels  # refused by the reader below, naming the field
+    return decode(Outcome, {"run_id": run_id, "run_attempt": run_attempt, "commit": commit, "event": event,
+                            "cadence": cadence, "stage": stage, "shard": shard, "runner_labels": runner_labels,
+                            "file": file, "attempt": attempt, "status": status, "retry_class": retry_class,
+                            "started_at": started_at, "elapsed": float(elapsed),
+                            "est_time": None if est_time is None else float(est_time)})
 
 
 def one_line(text: str, secrets: Sequence[str] = ()) -> str:

@@ -21,7 +21,8 @@ from store_cases import GRAD, key, raw, unmigrated, write
 
 from ci_policy.adapters.store import DATABASE_URL_ENV, Sample, open_store
 from ci_policy.errors import InputError
-from ci_policy.model.outcomes import Outcome
+from ci_policy.model.outcomes import TIMESTAMP, Outcome
+from ci_policy.read.declare import DecodeError
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -151,3 +152,12 @@ def test_concurrent_writers_lose_nothing_and_record_a_shared_run_once(store_url,
         places = sorted((o.run_id, o.attempt) for o in store.attempts())
     assert places == sorted([(f"w{w}-{i}", n) for w in range(WORKERS) for i in range(RUNS) for n in (1, 2)]
                             + [("shared", n) for n in (1, 2, 3)])
+
+
+def test_a_stored_row_that_is_no_outcome_is_refused_when_read(store_url, tmp_path):
+    with open_store(store_url, default_path=tmp_path / "unused.db") as store:
+        store.record_attempts([outcome("1")])
+        raw(store_url, "UPDATE test_attempts SET started_at = 'yesterday'")
+        with pytest.raises(DecodeError) as err:
+            store.attempts()
+    assert str(err.value) == f"started_at: expected a string matching {TIMESTAMP!r}, got \"yesterday\""
