@@ -339,8 +339,8 @@ def own_codes() -> list[str]:
 
 
 def lint_codes() -> list[str]:
-    """The codes `lint` emits: all but the test history's (CP7xx), which `history` and `report` raise;
-    tests/cli/test_history.py triggers each of those."""
+    """The codes `lint` emits: all but the test history's (CP7xx), which `report` raises
+    (`test_the_history_codes_are_the_reports`)."""
     return [code for code in own_codes() if not code.startswith("CP7")]
 
 
@@ -364,6 +364,12 @@ def checkout(root: Path, case: Case) -> Path:
 def test_the_baseline_checkout_is_clean(tmp_path):
     report = lint(checkout(tmp_path / "repo", Case("", {}, [])))
     assert (report.errors, report.warnings) == ((), ())
+
+
+def test_the_history_codes_are_the_reports():
+    """CP701 and CP702 are raised by `report`, never by lint; tests/cli/test_report.py triggers each
+    (test_a_store_from_before_the_test_history_is_cp701, test_a_bad_since_is_cp702) exactly."""
+    assert [code for code in own_codes() if code.startswith("CP7")] == ["CP701", "CP702"]
 
 
 def test_every_code_has_a_case():
