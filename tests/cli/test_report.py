@@ -16,6 +16,7 @@ from helpers import ROOT, assert_golden, run_cli
 from schema_check import assert_valid
 
 from ci_policy.adapters.store import SQLiteStore, open_store
+from ci_policy.cli.main import main
 
 HISTORY = ROOT / "tests" / "data" / "history"
 WINDOW = ["--today", "2026-11-29", "--since", "6w", "--repository", "octo/gpu-repo"]
@@ -40,8 +41,6 @@ def test_the_history_fixture_is_what_its_script_writes():
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("report") / "history.sqlite"
-    from ci_policy.cli.main import main
-
     assert main(["history", "import", "--store", str(path), str(HISTORY / "runs")]) == 0
     return path
 

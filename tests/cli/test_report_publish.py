@@ -14,6 +14,7 @@ from github_issue_fake import IssueFakeGitHub
 from helpers import ROOT, run_cli
 
 from ci_policy.adapters.github.health_issue import CUT, MAX_BODY, fitted
+from ci_policy.cli.main import main
 
 REPO = "acme/minirl"
 P = f"/repos/{REPO}"
@@ -32,8 +33,6 @@ def gh(monkeypatch):
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     path = tmp_path_factory.mktemp("publish") / "history.sqlite"
-    from ci_policy.cli.main import main
-
     assert main(["history", "import", "--store", str(path), str(ROOT / "tests" / "data" / "history" / "runs")]) == 0
     return path
 

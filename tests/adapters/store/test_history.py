@@ -17,9 +17,11 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 from store_cases import GRAD, key, raw, unmigrated, write
 
 from ci_policy.adapters.store import DATABASE_URL_ENV, Sample, open_store
+from ci_policy.app.history import ImportRequest, import_history
 from ci_policy.errors import InputError
 from ci_policy.model.outcomes import TIMESTAMP, Outcome
 from ci_policy.read.declare import DecodeError
@@ -161,3 +163,16 @@ def test_a_stored_row_that_is_no_outcome_is_refused_when_read(store_url, tmp_pat
         with pytest.raises(DecodeError) as err:
             store.attempts()
     assert str(err.value) == f"started_at: expected a string matching {TIMESTAMP!r}, got \"yesterday\""
+
+
+def test_importing_the_history_fixture_twice_adds_it_once(store_url, tmp_path, monkeypatch):
+    runs = str(ROOT / "tests" / "data" / "history" / "runs")
+    monkeypatch.setenv(DATABASE_URL_ENV, store_url)  # as the workflows pass it: never on the command line
+    first = import_history(ImportRequest(tmp_path, (runs,)))
+    again = import_history(ImportRequest(tmp_path, (runs,)))
+    assert (first.read, first.added, first.warnings) == (again.read, first.read, ())
+    assert again.added == 0
+    with open_store(store_url, default_path=tmp_path / "unused.db") as store:
+        assert len(store.attempts()) == first.read
+        # The three runs before the window: 7 attempts on a Friday (gpu-c, a retried flake), 5 and 5 at the weekend.
+        assert len(store.attempts(since="2026-10-19")) == first.read - 17
