@@ -3,7 +3,8 @@
 - In: paths given to `ci-policy history import`: timing-record files (`*.jsonl`), or
   directories (such as the run artifacts `ci-policy tune --github-run` downloads, one
   `run-<id>/` per run) walked in sorted order without following symbolic links, where only
-  `*.jsonl` files are read (job logs hold no attempts).
+  `*.jsonl` files are read (job logs hold no attempts; a zip archive met is a warning: it is
+  not extracted here).
 - Out: `read_outcomes(paths, warnings)`: one `model.outcomes.Outcome` per attempt, in file and
   line order. A record's own `run_id` wins, else the nearest enclosing `run-<id>` directory's.
   An attempt that did not pass and was followed by a passing attempt of the same file in the
@@ -157,7 +158,7 @@ def outcomes_of(source: str, warnings: list[Diagnostic]) -> list[Outcome]:
     return out
 
 
-def _walk(directory: str, found: list[str], errors: list[InputError]) -> None:
+def _walk(directory: str, found: list[str], errors: list[InputError], warnings: list[Diagnostic]) -> None:
     try:
         with os.scandir(directory) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -170,9 +171,13 @@ def _walk(directory: str, found: list[str], errors: list[InputError]) -> None:
             errors.append(InputError("a symbolic link; directories are walked without following links", path=path,
                                      hint="give the link's target as a path of its own"))
         elif entry.is_dir(follow_symlinks=False):
-            _walk(path, found, errors)
+            _walk(path, found, errors, warnings)
         elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(".jsonl"):
             found.append(path)
+        elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(".zip"):
+            warnings.append(Diagnostic("a zip archive is not read", path=path, severity="warning",
+                                       hint="extract it first (`gh run download` extracts each artifact into "
+                                            "a directory of its name)"))
 
 
 def read_outcomes(paths: Iterable[str | os.PathLike[str]], warnings: list[Diagnostic]) -> list[Outcome]:
@@ -184,7 +189,7 @@ def read_outcomes(paths: Iterable[str | os.PathLike[str]], warnings: list[Diagno
         if not os.path.lexists(path):
             errors.append(InputError("no such file or directory", path=path))
         elif os.path.isdir(path) and not os.path.islink(path):
-            _walk(path, files, errors)
+            _walk(path, files, errors, warnings)
         elif os.path.isfile(path) and Path(path).name.lower().endswith(".jsonl"):
             files.append(path)
         else:

@@ -126,6 +126,7 @@ def test_import_reads_downloaded_run_artifacts_idempotently(repo, tmp_path):
         record("tests/a.py", 1, "timeout", kind="timeout") + record("tests/a.py", 2, "pass")
         + record("tests/b.py", 1, "fail", kind="unknown"))
     (artifacts / "run-901" / "1_gpu (0).txt").write_text("a job log: not read\n")
+    (artifacts / "run-901" / "ci-policy-timings-gpu-1.zip").write_bytes(b"PK\x05\x06" + bytes(18))
     local = tmp_path / "local.jsonl"
     local.write_text(record("tests/a.py", 1, "pass") + record("tests/a.py", 1, "pass", run_id="902", stage=None)
                      + record("tests/c.py", 1, "pass", run_id="903"))
@@ -133,7 +134,10 @@ def test_import_reads_downloaded_run_artifacts_idempotently(repo, tmp_path):
     proc = cli(repo, "history", "import", "--store", str(store), str(artifacts), str(local))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "ci-policy history import: 4 attempt(s) read, 4 new, 0 already in the store\n"
-    assert proc.stderr == (f"{local}: warning: left out 1 record(s) with no run id (a local run), 1 record(s) with "
+    zipped = artifacts / "run-901" / "ci-policy-timings-gpu-1.zip"
+    assert proc.stderr == (f"{zipped}: warning: a zip archive is not read\n    hint: extract it first (`gh run "
+                           "download` extracts each artifact into a directory of its name)\n"
+                           f"{local}: warning: left out 1 record(s) with no run id (a local run), 1 record(s) with "
                            "no stage or shard\n    hint: the test history keeps the attempts of workflow runs "
                            "(GITHUB_RUN_ID set)\n")
     assert [(o.run_id, o.file, o.attempt, o.status, o.retry_class) for o in attempts(store)] == [
