@@ -125,23 +125,23 @@ class Proposal:
 
 @document(kw_only=True)
 class HealthReport:
-    schema: Literal[1] = 1
+    schema: Literal[1] = spec(default=1, description="The version of this document's format.")
     since: str = spec(description="The window's first day (YYYY-MM-DD, UTC).")
     until: str = spec(description="The window's last day.")
-    repository: str | None
-    runs: int = spec(minimum=0)
-    attempts: int = spec(minimum=0)
-    weeks: tuple[WeekHours, ...]
-    stages: tuple[StageHours, ...]
+    repository: str | None = spec(description="OWNER/REPO the run links name; null: no links.")
+    runs: int = spec(minimum=0, description="Workflow runs with an attempt in the window.")
+    attempts: int = spec(minimum=0, description="Test attempts in the window.")
+    weeks: tuple[WeekHours, ...] = spec(description="Runner-hours per ISO week and stage.")
+    stages: tuple[StageHours, ...] = spec(description="The window's hours per stage.")
     skipped_hours: float | None = spec(description="Hours a plan saved by skipping; null: not recorded.")
-    notes: tuple[str, ...]
-    slowest: tuple[SlowFile, ...]
+    notes: tuple[str, ...] = spec(description="What the figures leave out, and why.")
+    slowest: tuple[SlowFile, ...] = spec(description="The slowest files by the mean of their passing attempts.")
     drift: tuple[Drift, ...] = spec(description="Files whose measured time is outside 0.8 to 1.25 of est_time.")
-    flaky: tuple[FlakyFile, ...]
-    flaky_weeks: tuple[WeekCount, ...]
-    slowest_run: SlowestRun | None
+    flaky: tuple[FlakyFile, ...] = spec(description="Flaky files, highest flake rate first.")
+    flaky_weeks: tuple[WeekCount, ...] = spec(description="Flaky runs per week.")
+    slowest_run: SlowestRun | None = spec(description="The latest run of the stage with the most runner-hours.")
     threshold: float | None = spec(description="The flake rate a proposal needs; null: not asked.")
-    proposals: tuple[Proposal, ...] | None
+    proposals: tuple[Proposal, ...] | None = spec(description="Files to quarantine; null: not asked.")
     quarantine_yaml: str | None = spec(description="The `quarantine:` entries to add, as YAML.")
 
 
