@@ -96,3 +96,18 @@ def test_anything_else_is_cp702(text):
     with pytest.raises(InputError) as err:
         parse_since(text)
     assert (err.value.code, err.value.path) == ("CP702", "--since")
+
+
+def test_the_gantt_chart_marks_failed_attempts_and_chains_retries_after_the_failure():
+    rows = [row("9", "tests/a/test_x.py", "flaky", started="2026-11-24T01:00:00Z", elapsed=30.0),
+            row("9", "tests/a/test_x.py", started="2026-11-24T01:00:30Z", elapsed=60.0, attempt=2),
+            row("9", "tests/b/test_x.py", started="2026-11-24T01:01:30Z", elapsed=0.2)]
+    report = health_report(rows, since=DAY - datetime.timedelta(days=6), until=DAY, repository="o/r")
+    markdown = report_markdown(report)
+    chart = markdown[markdown.index("```mermaid\ngantt"):].split("```\n")[0]
+    assert chart.splitlines()[5:] == [
+        "    section shard 0",
+        "    a/test_x.py :crit, b0, 0, 30s",
+        "    a/test_x.py try 2 :b1, after b0, 60s",
+        "    b/test_x.py :b2, after b1, 1s"]
+    assert report.slowest_run is not None and report.slowest_run.seconds == 90.2
