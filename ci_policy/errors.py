@@ -7,7 +7,7 @@
   problem, not per message; a code never changes meaning once published:
   CP1xx configuration, CP2xx markers and registrations, CP3xx the label registry,
   CP4xx discovery and checkout reads (and the estimates file), CP5xx gates, CP6xx the
-  GitHub Actions workflows, CP9xx warnings.
+  GitHub Actions workflows, CP7xx the test history and its report, CP9xx warnings.
 - `CiPolicyError`: the base of every exception ci_policy raises. Each subclass carries
   the exit code the command line gives it:
   - `InputError` (1): raised to stop at one bad input; carries one `Diagnostic`.
@@ -195,6 +195,10 @@ CODES: dict[str, tuple[str, str]] = {
               "jobs.ci.permissions: pr-pipeline.yml's job plan requests statuses: read, but the job grants "
               "statuses: none; GitHub refuses to start the run (a called workflow's jobs can only reduce the caller "
               "job's permissions, never elevate them)"),
+    # -- CP700-CP799: the test history and its report (raised by `history` and `report`) -------------
+    "CP701": ("history-schema-old", "the store holds schema version 2, older than the test history (version 3); "
+              "a read never migrates a store"),
+    "CP702": ("since-invalid", "'30' is not a time span: write a number of days or weeks, e.g. 30d or 4w"),
     "CP901": ("stage-without-tests", "stage gpu-b has no registered test files"),
     "CP902": ("label-unused", "label 'long' is not used by any test"),
     "CP903": ("estimates-file-missing",

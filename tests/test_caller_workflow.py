@@ -84,7 +84,7 @@ def test_each_job_holds_only_its_own_grants_and_no_job_takes_the_pipelines_group
         "comment": {"contents": "read", "issues": "write", "pull-requests": "write", "statuses": "write",
                     "actions": "write"},
         "rerun-test": {"contents": "read", "pull-requests": "read", "statuses": "write"},
-        "tune": {"actions": "read", "contents": "write", "pull-requests": "write"},
+        "tune": {"actions": "read", "contents": "write", "pull-requests": "write", "issues": "write"},
     }
     # Only /rerun-test has a caller-side group; the pipeline's own is inside pr-pipeline.yml.
     assert [j for j, job in doc["jobs"].items() if "concurrency" in job] == ["rerun-test"]

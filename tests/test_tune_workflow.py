@@ -2,15 +2,17 @@
 caller (the `tune` job of examples/gpu-repo/.github/workflows/ci-policy.yml).
 
 - Structure: `workflow_call` only, the CONTRACT inputs plus `workflow`, `runs` and
-  `estimates-file`; one job with exactly `actions: read`, `contents: write` and
-  `pull-requests: write`; ci_policy checked out at the pinned commit into `.ci-policy-src`
-  and installed by its setup action; the default branch checked out as data into `repo`
-  (never run); every untrusted value reaches `run:` through `env:`; actions pinned by SHA.
+  `estimates-file`, one optional secret (`metrics-store-read-url`); the job `tune` with exactly
+  `actions: read`, `contents: write` and `pull-requests: write`, the job `report` with
+  `contents: read` and `issues: write` (the weekly CI health report, from the store); ci_policy
+  checked out at the pinned commit into `.ci-policy-src` and installed by its setup action; the
+  default branch checked out as data into `repo` (never run); every untrusted value reaches
+  `run:` through `env:`; actions pinned by SHA.
 - The caller: its own weekly cron (no other job runs on it), the reusable workflow and
   `ci-policy-ref` pinned to the same commit, only inputs the workflow declares (the same
   table `ci-policy lint` checks callers with).
 - zizmor with each persona, the workflow schema and shellcheck cover both files with every
-  other workflow (tests/test_workflow_lint.py; the one suppression is listed there).
+  other workflow (tests/test_workflow_lint.py; the suppressions, one per job, are listed there).
 """
 
 from __future__ import annotations
@@ -51,16 +53,22 @@ def test_the_reusable_workflow_takes_the_contract_inputs():
         "python": ("string", False, "python3"),
     }
     assert tuple(inputs) == INPUTS["tune"]  # the table lint checks callers against
-    assert "secrets" not in doc["on"]["workflow_call"]
+    # The one secret: the read-only store URL the health report is made from, optional.
+    assert doc["on"]["workflow_call"]["secrets"] == {"metrics-store-read-url": {
+        "description": "Read-only metric store URL holding the test history; the weekly CI health report is made "
+                       "from it", "required": False}}
 
 
 def test_least_privilege_and_one_job():
     doc = load(TUNE)
     assert doc["permissions"] == {}
-    assert list(doc["jobs"]) == ["tune"]
+    assert list(doc["jobs"]) == ["tune", "report"]
     job = doc["jobs"]["tune"]
     assert job["permissions"] == {"actions": "read", "contents": "write", "pull-requests": "write"}
     assert job["runs-on"] == "ubuntu-latest"
+    report = doc["jobs"]["report"]
+    assert report["permissions"] == {"contents": "read", "issues": "write"}
+    assert report["runs-on"] == "ubuntu-latest" and "needs" not in report
     # A literal group: one tuning at a time in the repository, whatever the caller's name.
     assert doc["concurrency"] == {"group": "ci-policy-tune", "cancel-in-progress": False}
 
@@ -91,6 +99,30 @@ def test_ci_policy_is_installed_from_the_pinned_commit_and_the_checkout_is_only_
         assert not re.search(r"(^|[\s;&|(])(\./)?repo/\S*\.(sh|py)\b", step.get("run", ""))
 
 
+def test_the_report_job_publishes_the_health_report_from_the_store_given_as_a_secret():
+    s = load(TUNE)["jobs"]["report"]["steps"]
+    assert [(step.get("uses"), step.get("with")) for step in s if "uses" in step] == [
+        ("actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
+         {"repository": "${{ inputs.ci-policy-repository }}", "ref": "${{ inputs.ci-policy-ref }}",
+          "path": ".ci-policy-src", "persist-credentials": False}),
+        ("./.ci-policy-src/.github/actions/setup", {"extras": "github,postgres", "python": "${{ inputs.python }}"}),
+    ]
+    assert s[0]["run"] == steps()[0]["run"] and s[0]["env"] == steps()[0]["env"]  # the same pinned-ref check
+    publish = s[-1]
+    # The store URL and the token reach the shell through `env:` only, never the command line.
+    assert publish["env"] == {"CI_POLICY_DATABASE_URL": "${{ secrets.metrics-store-read-url }}",
+                              "GITHUB_TOKEN": "${{ github.token }}"}
+    assert publish["run"] == (
+        'if [ -z "$CI_POLICY_DATABASE_URL" ]; then\n'
+        '  echo "No CI health report: pass the secret metrics-store-read-url (the metric store holding the test '
+        'history) to tune.yml." >> "$GITHUB_STEP_SUMMARY"\n'
+        "  exit 0\n"
+        "fi\n"
+        'ci-policy report --since 30d --format markdown --publish-issue >> "$GITHUB_STEP_SUMMARY"\n')
+    for step in s:
+        assert "${{" not in step.get("run", "")
+
+
 def test_external_actions_are_pinned_by_sha_with_a_version_comment():
     text = TUNE.read_text()
     for line in text.splitlines():
@@ -114,7 +146,9 @@ def test_the_example_caller_is_weekly_pinned_and_consistent():
     assert f'"{ref}"' in CALLER.read_text()  # quoted: a string
     assert set(job["with"]) <= set(INPUTS["tune"])
     assert job["with"]["workflow"] == CALLER.name  # the scheduled runs of this same file
-    assert job["permissions"] == {"actions": "read", "contents": "write", "pull-requests": "write"}
+    assert job["permissions"] == {"actions": "read", "contents": "write", "pull-requests": "write",
+                                  "issues": "write"}
+    # The pinned commit's tune.yml declares no secret yet (tests/test_workflow_lint.py checks what it holds).
     assert "secrets" not in job
 
 

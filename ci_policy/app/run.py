@@ -8,6 +8,9 @@
   shards' result, or the signal that ended them (exit 143 on SIGTERM, 130 on Ctrl-C).
 - Gates are evaluated for the files that declare them, the plan's cadence deciding baseline
   writes; with no gate and no store named, the store's modules are never loaded.
+- Where baselines may be written, each shard's attempts are recorded in the store's test
+  history once the shard ends (`app.history.recorder`); a store that cannot take them is a
+  warning of the shard's result, which stands.
 - Who the tests run as: `runner.user` when the runner is root (`Prepared.user`), with the
   warnings to print once (`Prepared.warnings`); `leave_secrets_behind()`, called first by the
   `ci-policy` program, re-executes it without its secrets in the environment block.
@@ -195,6 +198,17 @@ def _gate_hook(store: str | None, job: StageJob, repo: Path) -> GateHook:
     return hook
 
 
+def _history_recorder(store: str | None, job: StageJob, repo: Path) -> Callable[[ShardResult], str | None] | None:
+    """What records each shard's attempts in the test history (`app.history.recorder`), or None."""
+    if not gated(store):
+        return None
+    # Imported here: a run that names no store loads none of the store's modules (tests/cli/
+    # test_startup.py::test_a_stage_job_naming_no_store_loads_no_store_module).
+    from ci_policy.app.history import recorder
+
+    return recorder(store, job, repo)
+
+
 def _cache_listings(request: RunRequest) -> dict[Path, cache_dir.Listing]:
     """The scan cache directories (the default one, `--cache DIR`) as they are before the tests."""
     named = [cache_dir.default_dir(), *([Path(request.cache)] if request.cache else [])]
@@ -236,10 +250,15 @@ def execute(request: RunRequest, prepared: Prepared, show: Callable[[str], None]
     before()
     results: list[ShardResult] = []
     listed = _cache_listings(request) if shards else {}
+    record = _history_recorder(prepared.store, job, repo) if shards else None
     try:
         for i, shard in enumerate(shards):
             show(shard_header(job.stage, shard))
             results.append(runner.run_shard(repo, job.stage, shard, options))
+            if record is not None:
+                problem = record(results[-1])
+                if problem is not None:
+                    results[-1].warnings.append(problem)
             if fast_fail and not results[-1].ok and i + 1 < len(shards):
                 show(f"ci-policy: stopping after shard {shard.index} failed (fast-fail); shard(s) "
                      f"{' '.join(str(s.index) for s in shards[i + 1:])} not run. Use --continue-on-error "

@@ -1,15 +1,16 @@
 """The optional extras a subcommand needs, checked before it prints anything.
 
 - In: a command's own extra (`cli.main.COMMAND_EXTRAS`), asked before its module is imported;
-  for `run` and `gate`, the parsed arguments naming the store they would open (`--store`,
+  for `run`, `gate`, `history` and `report`, the parsed arguments naming the store they would open (`--store`,
   `--store-file`, else `$CI_POLICY_DATABASE_URL`).
 - Out: None when every module the subcommand's adapters import is importable, else the one
   line to print (`this command needs the 'tune' extra: pip install 'ci-policy[tune]'`); the
   caller prints it as `ci-policy COMMAND: error: ...` and exits 2.
 - Needs: `tune` the `tune` extra (libcst, PyGithub); `comment`, `pull-request` and
-  `report-status` the `github` extra (PyGithub); `run` and `gate` with a `postgresql://`
-  store the `postgres` extra (psycopg). A store location that is not valid is left to the
-  subcommand, which reports it as it always does.
+  `report-status` the `github` extra (PyGithub), and so does `report --publish-issue`; `run`,
+  `gate`, `history` and `report` with a `postgresql://` store the `postgres` extra (psycopg).
+  A store location that is not valid is left to the subcommand, which reports it as it always
+  does.
 - A module counts as missing when importing it raises ImportError, whatever the reason (not
   installed, or installed without a dependency of its own).
 """
@@ -27,7 +28,7 @@ EXTRA_MODULES = {
     "github": ("github",),
     "postgres": ("psycopg",),
 }
-STORE_COMMANDS = ("run", "gate")
+STORE_COMMANDS = ("run", "gate", "history", "report")
 
 
 def missing_command_extra(extra: str | None) -> str | None:
@@ -48,6 +49,8 @@ def missing_extra(args: argparse.Namespace) -> str | None:
     if args.command in STORE_COMMANDS and store_kind(args.store, args.store_file) == "postgresql" \
             and not _importable("postgres"):
         return "a postgresql:// metric store needs the 'postgres' extra: pip install 'ci-policy[postgres]'"
+    if args.command == "report" and args.publish_issue and not _importable("github"):
+        return "report --publish-issue needs the 'github' extra: pip install 'ci-policy[github]'"
     return None
 
 

@@ -58,6 +58,8 @@ SUBCOMMANDS = (
     ("result", "result", "decide the pipeline's result from the plan and its jobs' results"),
     ("gate", "gate", "evaluate a test file's metric gates against the metric history"),
     ("tune", "tune", "propose est_time values from the timings of past runs"),
+    ("history", "history", "load timing records into the store's test history"),
+    ("report", "report", "report CI health from the test history: hours, drift, flaky tests"),
     ("file-run", "file_run", "resolve where /rerun-test runs one test file of a checkout"),
     ("comment", "comment", "handle a PR comment command (issue_comment event)"),
     ("pull-request", "pull_request", "read the pull request of a pipeline run: head, labels, trust, diff"),

@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                        epilog=EXAMPLES)
     p.add_argument("name", metavar="NAME",
                    help="config, plan, registry, lint, timings, explain, list, init, result, file-run, tune, "
-                        "estimates, comment, pull-request or report-status")
+                        "estimates, comment, pull-request, report-status, history or report")
     add_repo(p, help="accepted as by every subcommand; schema reads no checkout")
     add_format(p, ("json", "text"), default="json")
     return p

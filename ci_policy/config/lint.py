@@ -50,11 +50,15 @@ def _check_code(value: str) -> str | None:
         return f"{value!r} is not a diagnostic code or name of ci-policy lint (e.g. CP201 or marker-not-module-level)"
     if code.startswith("CP1"):
         return f"{value!r} is a configuration diagnostic; fix the configuration instead of ignoring it"
+    if code.startswith("CP7"):
+        return f"{value!r} is an error of `history` or `report`, which lint never reports"
     return None
 
 
-# What `_check_code` accepts: every code but the configuration's (CP1xx), and its name.
-IGNORABLE = [value for code, (name, _example) in CODES.items() if not code.startswith("CP1") for value in (code, name)]
+# What `_check_code` accepts: every code but the configuration's (CP1xx) and the test history's
+# (CP7xx, never a lint diagnostic), and its name.
+IGNORABLE = [value for code, (name, _example) in CODES.items() if not code.startswith(("CP1", "CP7"))
+             for value in (code, name)]
 
 IGNORE_RULE = Table("lint.ignore[]", "Diagnostics accepted under some paths.", (
     Key("paths", fields.strings("non-empty list of globs", non_empty=True, check=fields.check_glob), REQUIRED,

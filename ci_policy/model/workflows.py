@@ -99,6 +99,7 @@ GRANTS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
     ),
     "tune": (
         ("tune", (("actions", "read"), ("contents", "write"), ("pull-requests", "write"))),
+        ("report", (("contents", "read"), ("issues", "write"))),
     ),
 }
 

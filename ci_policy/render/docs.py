@@ -37,6 +37,7 @@ RANGES = (
     ("CP4", "Discovery and checkout reads"),
     ("CP5", "Metric gates"),
     ("CP6", "The GitHub Actions workflows"),
+    ("CP7", "The test history and its report"),
     ("CP9", "Warnings"),
 )
 
@@ -53,7 +54,7 @@ class Variable:
 
 # Every variable the package reads or sets (a test compares them with the names in ci_policy/).
 ENVIRONMENT = (
-    Variable("CI_POLICY_DATABASE_URL", "`run`, `gate`, `tune`",
+    Variable("CI_POLICY_DATABASE_URL", "`run`, `gate`, `tune`, `history import`, `report`",
              "The metric store's URL when neither `--store` nor `--store-file` is given. Never passed to the tests."),
     Variable("CI_POLICY_JOBS", "commands that scan test files",
              "How many processes parse test files when `--jobs` is not given (default: the CPUs this process may "
@@ -75,6 +76,7 @@ ENVIRONMENT = (
     Variable("GITHUB_REPOSITORY_ID", "`comment`", "The repository's id when `--repository-id` is not given."),
     Variable("GITHUB_RUN_ID", "`run`, `gate`", "The run the metric records and baselines belong to."),
     Variable("GITHUB_RUN_ATTEMPT", "`run`, `gate`", "The attempt of that run, when `--run-attempt` is not given."),
+    Variable("GITHUB_SERVER_URL", "`report`", "The server the report's run links name (default `https://github.com`)."),
     Variable("GITHUB_SHA", "`run`, `gate`", "The commit the metric records are for, when `--commit` is not given."),
     Variable("GITHUB_STEP_SUMMARY", "`--format github`", "The job summary file the Markdown summary is appended to."),
     Variable("RUNNER_TEMP", "`run`", "Where the runner's scratch files go."),

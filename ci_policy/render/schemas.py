@@ -25,6 +25,7 @@ from typing import Any, get_args
 
 from ci_policy.config.cadences import CADENCES
 from ci_policy.config.schema import DRAFT, config_schema, schema_id
+from ci_policy.model.health import HealthReport
 from ci_policy.plan.document import PlanDocument
 from ci_policy.plan.explain import Status
 from ci_policy.plan.outcome import RESULTS
@@ -242,6 +243,12 @@ REPORT_STATUS = document({
     "target_url": nullable(STRING),
 })
 
+HISTORY = document({
+    "read": {**COUNT, "description": "Attempts read from the timing records."},
+    "added": {**COUNT, "description": "Of which the store did not hold yet (importing again adds none)."},
+    "warnings": DIAGNOSTICS,
+})
+
 # One line of a timing-records file (JSON Lines): what `run` appends per attempt, `tune` reads.
 TIMINGS = obj({
     "schema": {"const": 1, "description": "The version of the record format."},
@@ -284,6 +291,9 @@ _SCHEMAS: dict[str, tuple[str, str, Schema | Callable[[], Schema]]] = {
     "comment": ("ci-policy comment", "`ci-policy comment --format json`.", COMMENT),
     "pull-request": ("ci-policy pull-request", "`ci-policy pull-request --format json`.", PULL_REQUEST),
     "report-status": ("ci-policy report-status", "`ci-policy report-status --format json`.", REPORT_STATUS),
+    "history": ("ci-policy history import", "`ci-policy history import --format json`.", HISTORY),
+    "report": ("ci-policy report", "`ci-policy report --format json`: CI health over the store's test history.",
+               lambda: derived_schema(HealthReport)),
 }
 
 NAMES = tuple(_SCHEMAS)

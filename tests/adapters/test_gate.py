@@ -264,7 +264,7 @@ def test_a_schema_newer_than_this_code_is_an_error_for_every_coordinate(snapshot
         conn.execute("INSERT INTO schema_migrations (version) VALUES (7)")
     outcome = gate(snapshot, series(1.0), str(path))
     assert {(r.verdict, r.message) for r in outcome.results} == {
-        ("ERROR", "metric history unavailable: the metric history store has schema version 7, newer than the 2 "
+        ("ERROR", "metric history unavailable: the metric history store has schema version 7, newer than the 3 "
                   "this ci_policy knows")}
     assert outcome.baseline == "not written: metric history unavailable"
 

@@ -49,7 +49,7 @@ def test_the_bash_script_parses(tmp_path, capsys) -> None:
 def test_bash_completes_the_subcommands_and_a_subcommands_options(capsys) -> None:
     bash = script("bash", capsys)
     assert completes(bash, "ci-policy", "") == NAMES
-    assert completes(bash, "ci-policy", "re") == ["registry", "result", "report-status"]
+    assert completes(bash, "ci-policy", "re") == ["registry", "result", "report", "report-status"]
     assert completes(bash, "ci-policy", "plan", "--ev") == ["--event"]
     assert completes(bash, "ci-policy", "run", "--max") == ["--max-attempts"]
     assert completes(bash, "ci-policy", "completion", "") == ["bash", "zsh", "fish"]

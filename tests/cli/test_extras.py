@@ -117,3 +117,16 @@ def test_the_store_variable_is_the_stores_own() -> None:
     from ci_policy.app import stores as extras
 
     assert extras.DATABASE_URL_ENV == store.DATABASE_URL_ENV
+
+
+def test_report_publishing_its_issue_without_pygithub_names_the_github_extra(tmp_path):
+    env = hiding(tmp_path, "github")
+    published = ci_policy(tmp_path, env, "report", "--store", str(tmp_path / "h.sqlite"), "--publish-issue")
+    assert (published.stdout, published.stderr, published.returncode) == (
+        "", "ci-policy report: error: report --publish-issue needs the 'github' extra: pip install "
+            "'ci-policy[github]'\n", 2)
+    history = ci_policy(tmp_path, env, "history", "import", "--store", str(tmp_path / "h.sqlite"))
+    assert (history.stderr, history.returncode) == ("", 0)
+    plain = ci_policy(tmp_path, env, "report", "--store", str(tmp_path / "h.sqlite"), "--today", "2026-11-29")
+    assert (plain.stderr, plain.returncode) == ("", 0)
+    assert plain.stdout.startswith("CI health 2026-10-31 to 2026-11-29: 0 run(s), 0 attempt(s)\n")

@@ -4,7 +4,8 @@ The examples run as a user would run them from the repository root: in a directo
 copy of `examples/` (so what they write stays there), one page's examples in order (a later one
 may read what an earlier one wrote), each exiting as its comment says (`(exits 1)`, else 0). The
 examples of `init` run at the root of a copy of the example checkout without its configuration,
-labels file and caller workflow: the checkout `init` is for. Those that talk to GitHub
+labels file and caller workflow: the checkout `init` is for; those of `report` read the history
+that the examples of `history import` fill. Those that talk to GitHub
 (`comment`, `report-status`) run against the fake GitHub API (tests/github_fake.py), named by
 `$GITHUB_API_URL`, with `$GITHUB_TOKEN`.
 """
@@ -93,6 +94,9 @@ def workspace(tmp_path: Path, name: str) -> Path:
             (checkout / rel).unlink()
         return checkout
     shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=ignore)
+    if name == "report":  # the history `history import`'s examples fill, as its page says
+        subprocess.run([sys.executable, "-m", "ci_policy", "history", "import", "examples/timings.jsonl",
+                        "--store", "health.sqlite"], cwd=tmp_path, env=clean_env(), check=True, capture_output=True)
     return tmp_path
 
 

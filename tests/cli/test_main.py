@@ -240,8 +240,8 @@ def test_lint_and_registry_do_not_import_adapters(tmp_path):
 
 # -- help: every subcommand is described, every option explained -----------------------------
 
-SUBCOMMANDS = ["init", "lint", "registry", "plan", "list", "run", "result", "gate", "tune", "file-run", "comment",
-               "pull-request", "report-status", "schema", "completion"]
+SUBCOMMANDS = ["init", "lint", "registry", "plan", "list", "run", "result", "gate", "tune", "history", "report",
+               "file-run", "comment", "pull-request", "report-status", "schema", "completion"]
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:

@@ -10,7 +10,7 @@ from helpers import run_cli
 from ci_policy.render.schemas import NAMES, SCHEMA_DIR, file_name
 
 HINT = ("    hint: the schemas: config, plan, registry, lint, timings, explain, list, init, result, file-run, tune, "
-        "estimates, comment, pull-request, report-status\n")
+        "estimates, comment, pull-request, report-status, history, report\n")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -252,3 +252,17 @@ def test_a_stage_job_naming_no_store_loads_no_store_module(tmp_path, monkeypatch
                           env=clean_env(), check=True)
     assert "test_a ran" in proc.stdout and "RESULT: PASS" in proc.stdout
     assert [m for m in json.loads(proc.stderr) if m.startswith(("ci_policy.adapters.store", "sqlite3"))] == []
+
+
+def test_a_report_that_publishes_nothing_loads_no_github_module(tmp_path) -> None:
+    """`report` without `--publish-issue` needs no `github` extra: neither PyGithub nor the use case
+    publishing the issue is imported (`cli.report` imports it only when asked)."""
+    store = tmp_path / "history.sqlite"
+    subprocess.run([sys.executable, "-m", "ci_policy", "history", "import", "--store", str(store)],
+                   capture_output=True, check=True, env=clean_env(), cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "report", "--store", str(store), "--format",
+                           "markdown"], capture_output=True, text=True, cwd=tmp_path, env=clean_env(), check=True)
+    assert proc.stdout.startswith("## CI health: ")
+    loaded = json.loads(proc.stderr)
+    assert "ci_policy.cli.report" in loaded
+    assert [m for m in loaded if m.startswith(("github", "ci_policy.adapters.github", "ci_policy.app.publish"))] == []

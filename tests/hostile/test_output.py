@@ -146,7 +146,8 @@ def test_every_command_on_the_hostile_checkout_injects_nothing(repo, capsys, git
 FORMATS = {"init": ("text", "json"), "lint": ("text", "json", "github"), "registry": ("text", "json"),
            "plan": ("text", "json", "markdown", "github"), "list": ("text", "json"), "run": ("text", "github"),
            "result": ("text", "json", "github"), "gate": ("text", "github"), "tune": ("text", "json"),
-           "file-run": ("json", "text", "github"), "schema": ("json", "text")}
+           "file-run": ("json", "text", "github"), "schema": ("json", "text"), "history": ("text", "json"),
+           "report": ("text", "json", "markdown")}
 
 
 def every_command_in_every_format(repo: Path, fresh: Path, tmp: Path) -> list[tuple[str, list[str]]]:
@@ -155,6 +156,10 @@ def every_command_in_every_format(repo: Path, fresh: Path, tmp: Path) -> list[tu
     needs = json.dumps({"::warning::PWNED": {"result": "failure"},
                         "x\r::set-output name=PWNED::1": {"result": "cancelled"},
                         "##[add-mask]PWNED": {"result": "success"}})
+    # The timing file's hostile names as a run's artifact: the test history, then its report.
+    (tmp / "run-77").mkdir(exist_ok=True)
+    shutil.copyfile(DATA / "timings.jsonl", tmp / "run-77" / "timings.jsonl")
+    store = str(tmp / "history.sqlite")
     cases: dict[str, list[list[str]]] = {
         "init": [["--repo", str(fresh), "--force"]],
         "lint": [["--repo", r]],
@@ -167,6 +172,9 @@ def every_command_in_every_format(repo: Path, fresh: Path, tmp: Path) -> list[tu
         "tune": [["--repo", r, "--from", str(DATA / "timings.jsonl")]],
         "file-run": [["--repo", r, "--file", MASK], ["--repo", r, "--file", DISABLED]],
         "schema": [["config"]],
+        "history": [["import", "--store", store, str(tmp / "run-77")]],
+        "report": [["--store", store, "--today", "2026-11-30", "--since", "7d", "--propose-quarantine",
+                    "--min-runs", "1"]],
     }
     return [(f"{name}-{fmt}-{n}", [name, *argv, "--format", fmt])
             for name, runs in cases.items() for fmt in FORMATS[name] for n, argv in enumerate(runs)]

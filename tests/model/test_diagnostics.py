@@ -363,6 +363,12 @@ def own_codes() -> list[str]:
     return sorted(code for code in CODES if not code.startswith("CP1"))
 
 
+def lint_codes() -> list[str]:
+    """The codes `lint` emits: all but the test history's (CP7xx), which `report` raises
+    (`test_the_history_codes_are_the_reports`)."""
+    return [code for code in own_codes() if not code.startswith("CP7")]
+
+
 def checkout(root: Path, case: Case) -> Path:
     (root / ".github").mkdir(parents=True)
     (root / "tests" / "unit").mkdir(parents=True)
@@ -385,8 +391,14 @@ def test_the_baseline_checkout_is_clean(tmp_path):
     assert (report.errors, report.warnings) == ((), ())
 
 
+def test_the_history_codes_are_the_reports():
+    """CP701 and CP702 are raised by `report`, never by lint; tests/cli/test_report.py triggers each
+    (test_a_store_from_before_the_test_history_is_cp701, test_a_bad_since_is_cp702) exactly."""
+    assert [code for code in own_codes() if code.startswith("CP7")] == ["CP701", "CP702"]
+
+
 def test_every_code_has_a_case():
-    assert sorted(CASES_BY_CODE) == own_codes()
+    assert sorted(CASES_BY_CODE) == lint_codes()
     assert len(CASES_BY_CODE) == len(CASES)
 
 
@@ -405,12 +417,13 @@ def test_each_code_is_emitted_exactly_as_documented(tmp_path, case):
 # -- the registry itself ---------------------------------------------------------------------------
 
 RANGES = {"CP2": "markers and registrations", "CP3": "the label registry",
-          "CP4": "discovery and checkout reads", "CP5": "gates", "CP6": "workflows", "CP9": "warnings"}
+          "CP4": "discovery and checkout reads", "CP5": "gates", "CP6": "workflows", "CP7": "the test history",
+          "CP9": "warnings"}
 
 
 def test_codes_are_well_formed_and_names_unique():
     for code, (name, example) in CODES.items():
-        assert re.fullmatch(r"CP[1-69]\d\d", code), code
+        assert re.fullmatch(r"CP[1-79]\d\d", code), code
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", name), name
         assert example and "\n" not in example
     names = [name for name, _ in CODES.values()]

@@ -286,8 +286,11 @@ def test_without_permissions_anywhere_the_restricted_default_is_assumed(make_rep
     path = f"{WF}/caller-default.yml"
     default = ("but the job and the workflow set none, and the repository's default (taken as GitHub's restricted "
                "one: contents and packages read) grants")
-    hint = "give jobs.tune the permissions: {actions: read, contents: write, packages: read, pull-requests: write}"
+    hint = ("give jobs.tune the permissions: {actions: read, contents: write, issues: write, packages: read, "
+            "pull-requests: write}")
     assert diagnostics(checkout(make_repo, "caller-default.yml")) == [
+        (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job report requests issues: write, {default} issues: "
+                           f"none; {REFUSED}", hint),
         (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job tune requests actions: read, {default} actions: "
                            f"none; {REFUSED}", hint),
         (path, 7, "CP610", f"jobs.tune.permissions: tune.yml's job tune requests contents: write, {default} contents: "
@@ -343,7 +346,7 @@ def test_the_pipeline_needs_packages_write_only_to_push_to_ghcr(images, packages
         "contents": ("read", "plan"), "pull-requests": ("read", "plan"), "statuses": ("write", "report"),
         "packages": packages}
     assert needed_grants(config, "tune") == {"actions": ("read", "tune"), "contents": ("write", "tune"),
-                                             "pull-requests": ("write", "tune")}
+                                             "pull-requests": ("write", "tune"), "issues": ("write", "report")}
 
 
 def test_without_the_comment_gateway_the_pipeline_asks_no_statuses_write(make_repo):

@@ -35,6 +35,7 @@ GOLDENS = {
     "cli/plan/quickstart.json": "plan",
     "cli/registry/broken.json": "registry",
     "cli/registry/example.json": "registry",
+    "cli/report/history.json": "report",
     "cli/tune/ci-estimates.json": "estimates",
     "sglang/registry.json": "registry",
 }
@@ -61,7 +62,8 @@ def test_update_writes_every_file_and_the_plain_command_lists_the_names(tmp_path
 
 def test_the_names_begin_with_the_five_of_the_issue():
     assert NAMES == ("config", "plan", "registry", "lint", "timings", "explain", "list", "init", "result", "file-run",
-                     "tune", "estimates", "comment", "pull-request", "report-status")
+                     "tune", "estimates", "comment", "pull-request", "report-status", "history",
+                     "report")
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -4,7 +4,10 @@
 - Out: `baseline(identity, step, window)`: the last `window` stored values of one
   coordinate, oldest first (insertion order); `write(...)`: one outcome string
   (`DUPLICATE`, `NOT_ALLOWED`, `NOT_TRUSTED`, `NOT_FIRST_ATTEMPT`, `WRITTEN`); `runs()`:
-  every recorded run, for tests and maintainers.
+  every recorded run, for tests and maintainers; `record_attempts(outcomes)`: the test
+  history's rows (`model.outcomes.Outcome`) added, how many were new; `attempts(since)`: the
+  history read back; `check_history()`: a store of a schema before the history (version
+  `HISTORY_VERSION`) refused as CP701, since a read never migrates.
 - Rules: a `write` is one transaction and always records its run in `gate_runs`
   (idempotent on the `RunKey`); samples are inserted only for a first attempt of a trusted
   run whose cadence writes baselines, and are unique on identity + step + run_id, so a
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import json
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +32,8 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ci_policy.errors import InputError, StoreUnavailable
 from ci_policy.gates.evaluate import LAST_STEP
+from ci_policy.model.outcomes import RETRY_CLASSES, STATUSES, Outcome
+from ci_policy.read.codec import decode
 from ci_policy.read.numbers import is_finite_number
 
 Identity = tuple[str, str, str, str, str]  # (file, backend, suite, metric_key, written_json)
@@ -130,6 +136,20 @@ class MetricHistoryStore(abc.ABC):
         """Every `gate_runs` row, in recording order."""
 
     @abc.abstractmethod
+    def record_attempts(self, outcomes: Sequence[Outcome]) -> int:
+        """Record test attempts in one transaction; how many were new (a row recorded before,
+        by its `Outcome.key`, is left as it is)."""
+
+    @abc.abstractmethod
+    def attempts(self, since: str | None = None) -> list[Outcome]:
+        """The recorded attempts started at or after `since` (an ISO 8601 UTC time), ordered by
+        start, run, attempt, stage, shard, file and attempt."""
+
+    @abc.abstractmethod
+    def check_history(self) -> None:
+        """Refuse (`InputError` CP701) a store whose schema predates the test history."""
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Release the connection; idempotent."""
 
@@ -212,7 +232,40 @@ def migrations(d: Dialect) -> tuple[tuple[int, tuple[str, ...]], ...]:
         "CREATE INDEX gate_samples_series ON gate_samples (file, backend, suite, metric_key, written_json, step, id)",
         "CREATE INDEX gate_samples_run ON gate_samples (gate_run)",
     )
-    return ((1, v1), (2, v2))
+    # The test history: one row per attempt of one file (`model.outcomes.Outcome`), unique on
+    # the attempt's place so that recording or importing it again changes nothing.
+    v3 = (
+        f"""CREATE TABLE test_attempts (
+        id {d.identity},
+        run_id TEXT NOT NULL,
+        run_attempt {d.reference} NOT NULL CHECK (run_attempt >= 1),
+        commit_sha TEXT,
+        event TEXT,
+        cadence TEXT,
+        stage TEXT NOT NULL,
+        shard INTEGER NOT NULL CHECK (shard >= 0),
+        runner_labels TEXT NOT NULL,
+        file TEXT NOT NULL,
+        attempt INTEGER NOT NULL CHECK (attempt >= 1),
+        status TEXT NOT NULL CHECK ({_in("status", STATUSES)}),
+        retry_class TEXT CHECK (retry_class IS NULL OR {_in("retry_class", RETRY_CLASSES)}),
+        started_at TEXT NOT NULL,
+        elapsed {d.finite_real.format(name="elapsed")},
+        est_time {d.finite_real.format(name="est_time").replace(" NOT NULL", "")},
+        recorded_at {d.timestamp},
+        UNIQUE (run_id, run_attempt, stage, shard, file, attempt)
+    )""",
+        "CREATE INDEX test_attempts_started ON test_attempts (started_at)",
+    )
+    return ((1, v1), (2, v2), (3, v3))
+
+
+#: The first schema version that holds the test history.
+HISTORY_VERSION = 3
+
+
+def _in(column: str, values: Sequence[str]) -> str:
+    return f"{column} IN (" + ", ".join(f"'{v}'" for v in values) + ")"
 
 
 def schema_migrations_ddl(d: Dialect) -> str:
@@ -356,6 +409,40 @@ class _SQLStore(MetricHistoryStore):
                        "WHERE id = ?", (run_pk, run_pk))
             return outcome
 
+    def record_attempts(self, outcomes: Sequence[Outcome]) -> int:
+        rows = []
+        for outcome in outcomes:
+            if not isinstance(outcome, Outcome):
+                raise TypeError(f"outcomes must be Outcome values, got {outcome!r}")
+            rows.append(_attempt_row(outcome))
+        if not rows:
+            return 0
+        added = 0
+        with self._transaction("write") as tx:
+            for values in rows:
+                added += tx.insert_id(f"INSERT INTO test_attempts ({', '.join(ATTEMPT_COLUMNS)}) VALUES "
+                                      f"({', '.join('?' * len(ATTEMPT_COLUMNS))}) ON CONFLICT DO NOTHING",
+                                      values) is not None
+        return added
+
+    def attempts(self, since: str | None = None) -> list[Outcome]:
+        _text("since", since, optional=True)
+        where, params = ("WHERE started_at >= ? ", (since,)) if since is not None else ("", ())
+        with self._transaction("read") as tx:
+            rows = tx.rows(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM test_attempts {where}"
+                           "ORDER BY started_at, run_id, run_attempt, stage, shard, file, attempt", params)
+        return [_outcome_of(row) for row in rows]
+
+    def check_history(self) -> None:
+        versions = self.schema_versions()
+        if not versions or max(versions) < HISTORY_VERSION:
+            have = f"schema version {max(versions)}" if versions else "no schema"
+            raise InputError(
+                f"the store holds {have}, older than the test history (version {HISTORY_VERSION}); "
+                "a read never migrates a store", path=self._name(), code="CP701",
+                hint="migrate it once with a writer: `ci-policy history import --store URL` (no file needed), "
+                     "or the next nightly `ci-policy run` that records into it")
+
     def runs(self) -> list[dict]:
         with self._transaction("read") as tx:
             rows = tx.rows("SELECT run_id, run_attempt, file, backend, suite, cadence, commit_sha, trusted, "
@@ -370,6 +457,51 @@ class _SQLStore(MetricHistoryStore):
             record["recorded_at"] = self._timestamp(record["recorded_at"])
             out.append(record)
         return out
+
+
+ATTEMPT_COLUMNS = ("run_id", "run_attempt", "commit_sha", "event", "cadence", "stage", "shard", "runner_labels",
+                   "file", "attempt", "status", "retry_class", "started_at", "elapsed", "est_time")
+
+
+def _attempt_row(o: Outcome) -> tuple:
+    for name in ("run_id", "stage", "file", "started_at"):
+        _text(name, getattr(o, name))
+    for name in ("commit", "event", "cadence"):
+        _text(name, getattr(o, name), optional=True)
+    _integer("run_attempt", o.run_attempt, 1)
+    _integer("shard", o.shard, 0)
+    _integer("attempt", o.attempt, 1)
+    if o.status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)}, got {o.status!r}")
+    if o.retry_class is not None and o.retry_class not in RETRY_CLASSES:
+        raise ValueError(f"retry_class must be one of {', '.join(RETRY_CLASSES)} or None, got {o.retry_class!r}")
+    for name in ("elapsed", "est_time"):
+        value = getattr(o, name)
+        if value is None and name == "est_time":
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not is_finite_number(value) \
+                or value < 0:
+            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    labels = json.dumps(list(o.runner_labels), ensure_ascii=False, separators=(",", ":"))
+    return (o.run_id, o.run_attempt, o.commit, o.event, o.cadence, o.stage, o.shard, labels, o.file, o.attempt,
+            o.status, o.retry_class, o.started_at, float(o.elapsed),
+            None if o.est_time is None else float(o.est_time))
+
+
+def _outcome_of(row: Sequence[Any]) -> Outcome:
+    """A stored row read back through the codec's strict reader (`model.outcomes.Outcome`): a row
+    another writer put there that is not an outcome is a located `DecodeError`, never a wrong report."""
+    (run_id, run_attempt, commit, event, cadence, stage, shard, labels, file, attempt, status, retry_class,
+     started_at, elapsed, est_time) = row
+    try:
+        runner_labels = json.loads(labels)
+    except ValueError:
+        runner_labels = labels  # refused by the reader below, naming the field
+    return decode(Outcome, {"run_id": run_id, "run_attempt": run_attempt, "commit": commit, "event": event,
+                            "cadence": cadence, "stage": stage, "shard": shard, "runner_labels": runner_labels,
+                            "file": file, "attempt": attempt, "status": status, "retry_class": retry_class,
+                            "started_at": started_at, "elapsed": float(elapsed),
+                            "est_time": None if est_time is None else float(est_time)})
 
 
 def one_line(text: str, secrets: Sequence[str] = ()) -> str:

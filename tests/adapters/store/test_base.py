@@ -59,9 +59,9 @@ def store(store_url: str, tmp_path: Path, monkeypatch):
 # -- migrations -----------------------------------------------------------------------------------
 
 def test_opening_applies_every_migration_once(store, store_url):
-    assert store.schema_versions() == [1, 2]
+    assert store.schema_versions() == [1, 2, 3]
     applied = raw(store_url, "SELECT version, applied_at FROM schema_migrations ORDER BY version")
-    assert [version for version, _ in applied] == [1, 2]
+    assert [version for version, _ in applied] == [1, 2, 3]
     assert all(at is not None for _, at in applied)
     assert store.runs() == []
     assert store.baseline(GRAD, -1, 5) == []
@@ -87,22 +87,24 @@ def test_migrate_brings_an_older_schema_to_the_latest_version(store_url):
         assert old.schema_versions() == [1]
         assert raw(store_url, indexes) == [(0,)]
         assert write(old, key("1"), [Sample(GRAD, -1, 1.5)]) == "written"
-        old.migrate()
+        old.migrate(target=2)
         assert old.schema_versions() == [1, 2]
         assert raw(store_url, indexes) == [(2,)]
+        old.migrate()
+        assert old.schema_versions() == [1, 2, 3]
         assert old.baseline(GRAD, -1, 3) == [1.5]
-        with pytest.raises(ValueError, match=r"^schema version 3 does not exist \(latest is 2\)$"):
-            old.migrate(target=3)
+        with pytest.raises(ValueError, match=r"^schema version 4 does not exist \(latest is 3\)$"):
+            old.migrate(target=4)
 
 
 def test_a_schema_newer_than_this_code_is_refused(store, store_url, tmp_path):
     raw(store_url, "INSERT INTO schema_migrations (version) VALUES (7)")
     with pytest.raises(InputError) as err:
         open_store(store_url, default_path=tmp_path / "unused" / "history.db")
-    assert err.value.message == ("the metric history store has schema version 7, newer than the 2 this "
+    assert err.value.message == ("the metric history store has schema version 7, newer than the 3 this "
                                  "ci_policy knows")
     assert err.value.hint == "upgrade ci-policy on every job that uses this store"
-    assert [v for (v,) in raw(store_url, "SELECT version FROM schema_migrations ORDER BY version")] == [1, 2, 7]
+    assert [v for (v,) in raw(store_url, "SELECT version FROM schema_migrations ORDER BY version")] == [1, 2, 3, 7]
 
 
 # -- baseline -------------------------------------------------------------------------------------
@@ -371,7 +373,7 @@ def test_parallel_processes_lose_nothing(store_url, tmp_path):
     assert "written" in attempts and set(attempts) <= {"written", "not_first_attempt"}
 
     with open_store(store_url, default_path=tmp_path / "unused.db") as store:
-        assert store.schema_versions() == [1, 2]
+        assert store.schema_versions() == [1, 2, 3]
         recorded = store.runs()
         assert sorted((r["run_id"], r["run_attempt"]) for r in recorded) == sorted(
             [(f"w{w}-{i}", 1) for w in range(WORKERS) for i in range(RUNS_PER_WORKER)]

@@ -26,7 +26,7 @@ def test_open_store_postgres_forms(postgres_database, tmp_path, monkeypatch):
     for url in (postgres_database, short):
         with open_store(url, default_path=tmp_path / "unused.db") as opened:
             assert type(opened) is PostgresStore
-            assert opened.schema_versions() == [1, 2]
+            assert opened.schema_versions() == [1, 2, 3]
     monkeypatch.setenv(DATABASE_URL_ENV, short)
     with open_store(None, default_path=tmp_path / "unused.db") as opened:
         assert type(opened) is PostgresStore

@@ -64,7 +64,7 @@ def test_a_schema_newer_than_this_code_is_refused_on_read(tmp_path):
         conn.execute("INSERT INTO schema_migrations (version) VALUES (9)")
     with pytest.raises(InputError) as caught:
         open_store(path, default_path=tmp_path / "unused.sqlite", read_only=True)
-    assert caught.value.message == ("the metric history store has schema version 9, newer than the 2 this "
+    assert caught.value.message == ("the metric history store has schema version 9, newer than the 3 this "
                                     "ci_policy knows")
 
 

@@ -30,7 +30,7 @@ def test_open_store_sqlite_forms(tmp_path, monkeypatch):
         with open_store(url, default_path=default) as opened:
             assert type(opened) is SQLiteStore
             assert opened.path == path
-            assert opened.schema_versions() == [1, 2]
+            assert opened.schema_versions() == [1, 2, 3]
         assert raw(f"sqlite://{path}", "PRAGMA journal_mode") == [("wal",)]
     assert not default.parent.exists()
 

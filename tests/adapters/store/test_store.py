@@ -79,7 +79,7 @@ def test_without_psycopg_a_postgres_url_says_what_to_install(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
-        "SQLiteStore [1, 2]",
+        "SQLiteStore [1, 2, 3]",
         "a postgresql:// metric history needs psycopg 3, which is not importable",
         "install `ci-policy[postgres]`",
         "False",

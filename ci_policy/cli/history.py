@@ -1,0 +1,77 @@
+"""`ci-policy history import`: timing records into the store's test history.
+
+- In: PATH... (timing-record files `*.jsonl`, or directories such as the run artifacts
+  `ci-policy tune --github-run` downloads), --store URL or --store-file FILE (else
+  `$CI_POLICY_DATABASE_URL`), --repo, --format text|json.
+- Out: text: one line, how many attempts were read and how many were new (importing the same
+  records again adds none), each warning of the read on stderr (records left out, a torn last
+  line); json: `{"schema": 1, "read", "added", "warnings"}` (schema `history`).
+- Refused: no store named, a --store URL holding a password (exit 2); a missing path, a file
+  that is not `*.jsonl`, malformed records (exit 1, each located, nothing imported); a store
+  that cannot be reached (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ci_policy.app.history import ImportRequest, import_history
+from ci_policy.cli.main import examples, summary
+from ci_policy.cli.options import add_format, add_repo, add_store
+from ci_policy.render.report import diagnostics
+
+NAME = "history"
+
+
+EXAMPLES = examples(
+    ("a run's timing records into the SQLite history health.sqlite (created and migrated)",
+     "ci-policy history import examples/timings.jsonl --store health.sqlite"),
+    ("the same records again: nothing is added twice",
+     "ci-policy history import examples/timings.jsonl --store health.sqlite"))
+
+REPO_HELP = "the checkout (names the default store only; default: the current directory)"
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    add_repo(p, help=REPO_HELP)
+    add_store(p)
+    add_format(p, ("text", "json"))
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(NAME, help=summary(NAME),
+                       description="The test history in the store, one row per attempt of a test file, which "
+                                   "`ci-policy report` reads.", epilog=EXAMPLES)
+    _options(p)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    imp = actions.add_parser("import", help="load timing records into the store; idempotent",
+                             description="Load the JSONL timing records `ci-policy run` writes (files, or "
+                                         "directories of downloaded run artifacts, `run-<id>/` naming the run) "
+                                         "into the store's test history. Importing them again adds nothing.",
+                             epilog=EXAMPLES)
+    imp.add_argument("paths", nargs="*", metavar="PATH",
+                     help="timing-record files (*.jsonl) or directories walked for them; none: only migrate "
+                          "the store")
+    _options(imp)
+    # The options are taken before the action too: after it, only those given replace them.
+    for action in imp._actions:
+        if action.option_strings and action.dest != "help":
+            action.default = argparse.SUPPRESS
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    imported = import_history(ImportRequest(Path(args.repo), tuple(args.paths), store=args.store,
+                                            store_file=args.store_file))
+    if args.format == "json":
+        print(json.dumps({"schema": 1, "read": imported.read, "added": imported.added,
+                          "warnings": [w.as_dict() for w in imported.warnings]}, indent=2))
+        return 0
+    if imported.warnings:
+        print(diagnostics(imported.warnings, "text"), file=sys.stderr)
+    print(f"ci-policy history import: {imported.read} attempt(s) read, {imported.added} new, "
+          f"{imported.read - imported.added} already in the store")
+    return 0

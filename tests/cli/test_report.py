@@ -1,0 +1,129 @@
+"""`ci-policy report` over the synthetic history of tests/data/history (six weeks of nightly runs with
+retried flakes, a slow drift and a stage skipped at weekends), imported through `history import`
+into a real SQLite store: its report in every format is a golden file. Then the report's errors:
+CP701 (a store from before the test history) and CP702 (a bad --since).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from helpers import ROOT, assert_golden, run_cli
+from schema_check import assert_valid
+
+from ci_policy.adapters.store import SQLiteStore, open_store
+from ci_policy.cli.main import main
+
+HISTORY = ROOT / "tests" / "data" / "history"
+WINDOW = ["--today", "2026-11-29", "--since", "6w", "--repository", "octo/gpu-repo"]
+
+
+def generated() -> dict[str, str]:
+    sys.path.insert(0, str(HISTORY))
+    try:
+        import generate  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(HISTORY))
+    return generate.files()
+
+
+def test_the_history_fixture_is_what_its_script_writes():
+    files = generated()
+    on_disk = {str(p.relative_to(HISTORY)): p.read_text(encoding="utf-8")
+               for p in sorted((HISTORY / "runs").rglob("*.jsonl"))}
+    assert on_disk == files
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("report") / "history.sqlite"
+    assert main(["history", "import", "--store", str(path), str(HISTORY / "runs")]) == 0
+    return path
+
+
+@pytest.mark.parametrize("fmt, suffix", [("text", "txt"), ("json", "json"), ("markdown", "md")])
+def test_the_report_of_the_history_in_every_format(store, fmt, suffix, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    rc, out, err = run_cli(["report", "--store", str(store), *WINDOW, "--propose-quarantine", "--format", fmt],
+                           capsys)
+    assert (rc, err) == (0, "")
+    assert_golden(f"cli/report/history.{suffix}", out)
+    if fmt == "json":
+        assert_valid("report", out)
+
+
+def test_the_reports_numbers(store, capsys):
+    rc, out, _ = run_cli(["report", "--store", str(store), *WINDOW, "--propose-quarantine", "--format", "json"],
+                         capsys)
+    doc = json.loads(out)
+    # 42 nightly runs and the re-run of day 20; the three runs before the window are left out.
+    assert (doc["since"], doc["until"], doc["runs"]) == ("2026-10-19", "2026-11-29", 43)
+    # gpu-c runs on weekdays only: 5 runs a week, none at weekends.
+    assert {w["runs"] for w in doc["weeks"] if w["stage"] == "gpu-c"} == {5}
+    flaky = {f["file"]: (f["flaky_runs"], f["runs"], f["retried"], f["same_commit"]) for f in doc["flaky"]}
+    assert flaky == {"tests/e2e/test_rollout.py": (8, 42, 8, 0), "tests/e2e/test_server.py": (6, 43, 6, 0),
+                     "tests/e2e/test_eval.py": (1, 43, 0, 1)}
+    assert [(p["file"], p["stage"]) for p in doc["proposals"]] == [
+        ("tests/e2e/test_rollout.py", "gpu-a"), ("tests/e2e/test_server.py", "gpu-b")]
+    [drift] = doc["drift"]
+    assert (drift["file"], drift["est_time"], drift["first_week"], drift["last_week"]) == (
+        "tests/e2e/test_ckpt.py", 300, 315.0, 490.0)
+    bars = doc["slowest_run"]["bars"]
+    assert doc["slowest_run"]["stage"] == "gpu-a"
+    # Each bar of a shard starts where the previous one ended.
+    for before, after in zip(bars, bars[1:], strict=False):
+        if before["shard"] == after["shard"]:
+            assert after["start"] == round(before["start"] + before["elapsed"], 1)
+        else:
+            assert after["start"] == 0
+
+
+def test_the_gantt_chart_chains_each_bar_after_the_previous_one(store, capsys):
+    _, out, _ = run_cli(["report", "--store", str(store), *WINDOW, "--format", "markdown"], capsys)
+    chart = out[out.index("```mermaid\ngantt"):]
+    chart = chart[:chart.index("```\n", 4)]
+    assert chart.splitlines()[1:] == [
+        "gantt", "    title gpu-a run 7041 (seconds)", "    dateFormat X", "    axisFormat %s",
+        "    section shard 0",
+        "    test_train.py :b0, 0, 588s",
+        "    test_ckpt.py :b1, after b0, 505s",
+        "    section shard 1",
+        "    test_rollout.py :b2, 0, 910s"]
+
+
+def test_a_store_from_before_the_test_history_is_cp701(tmp_path, capsys):
+    path = tmp_path / "old.sqlite"
+    with closing(SQLiteStore(path)) as old:
+        old.migrate(target=2)
+    rc, out, err = run_cli(["report", "--store", str(path)], capsys)
+    assert (rc, out) == (1, "")
+    assert err == (f"SQLite metric history {path}: CP701 history-schema-old: the store holds schema version 2, "
+                   "older than the test history (version 3); a read never migrates a store\n"
+                   "    hint: migrate it once with a writer: `ci-policy history import --store URL` (no file "
+                   "needed), or the next nightly `ci-policy run` that records into it\n"
+                   "ci-policy: 1 error\n")
+    with open_store(str(path), default_path=tmp_path / "unused.db", read_only=True) as store:
+        assert store.schema_versions() == [1, 2]
+    assert run_cli(["history", "import", "--store", str(path)], capsys)[0] == 0
+    assert run_cli(["report", "--store", str(path), "--today", "2026-11-29"], capsys)[0] == 0
+
+
+@pytest.mark.parametrize("since", ["30", "3x", "0d", "-1w", "10000d", "1.5w"])
+def test_a_bad_since_is_cp702(store, since, capsys):
+    rc, out, err = run_cli(["report", "--store", str(store), f"--since={since}"], capsys)
+    assert (rc, out) == (1, "")
+    assert err == (f"--since: CP702 since-invalid: '{since}' is not a time span: write a number of days or weeks, "
+                   "e.g. 30d or 4w\n    hint: a report reads the attempts started in the last N days (Nd) or weeks "
+                   "(Nw), at most 9999\nci-policy: 1 error\n")
+
+
+def test_a_store_that_does_not_exist_is_not_created(tmp_path, capsys):
+    path = tmp_path / "none.sqlite"
+    rc, out, err = run_cli(["report", "--store", str(path)], capsys)
+    assert (rc, out) == (1, "")
+    assert err.startswith(f"ci-policy report: error: SQLite metric history {path}: does not exist")
+    assert not path.exists()
