@@ -11,7 +11,8 @@
   and the label allowlist from the checkout's own `labels.py` by `ast`, so a PR that adds
   a label and a test using it can be rerun. Imports nothing of the checkout, and only
   ci_policy's core dependencies.
-- Refused, each with its own error: a path that is not a repo-relative `.py` path of safe
+- Refused: each as its own located `InputError` (a checkout that is not a directory: a
+  `UsageError` naming `--repo`): a path that is not a repo-relative `.py` path of safe
   segments (`TEST_PATH_RE`); a symlink anywhere on the path; a path that does not exist
   (CP402, the hint naming a close file beside it or where the path stops); a file that is not a
   discovered test file (roots, patterns, excludes of the configuration); an
