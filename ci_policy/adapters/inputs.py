@@ -7,7 +7,7 @@
   configuration outside the checkout (a trusted copy of the base commit's) is hashed
   directly: `sha256:<hex>` of its bytes.
 - Refused: nothing raised: a symlink inside the checkout is never followed and gets no id
-  (`content_ids`), so a plan naming one does not match the checkout.
+  (`content_ids`).
 - `unchanged_since(repo, config_arg, recorded)`: True when the checkout is exactly the clean
   git tree the plan recorded (`recorded.tree`, see `adapters.git.clean_tree`) and the
   configuration `--config` names (inside the checkout or outside) still has the recorded
