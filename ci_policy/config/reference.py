@@ -4,7 +4,7 @@
 - Out: `markdown()`, the body of the README section `## Configuration reference`
   (an example, then one table per mapping); `replace_section(readme)` puts it in place.
 - Refused: a README without the `## Configuration reference` section, and a default with no
-  reference text (`ValueError`: a tables' bug, not a user's input, so a traceback is fine).
+  reference text (`ValueError`: the page or the tables are wrong, not a user's input).
 - Regenerate the reference with `python -m ci_policy.config.reference --update docs/reference.md`;
   without `--update` the section is printed. A test fails when the README differs.
 """

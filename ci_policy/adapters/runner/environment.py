@@ -17,8 +17,8 @@
   the block `/proc` shows), closes the descriptor and unsets the variable before any test
   starts. Tests never see them (`child_env`) nor inherit the descriptor (it is closed first,
   and `Popen` closes the others). Nothing happens off Linux, or when nothing secret is held.
-- Refused: as a `UsageError` naming the variable: a `CI_POLICY_SECRETS_FD` that is not an open descriptor holding a
-  JSON object of secret names to strings.
+- Refused: as a `UsageError` naming the variable: a `CI_POLICY_SECRETS_FD` that is not an open
+  descriptor holding a JSON object of secret names to strings.
 - `run_as(name, holding)`: who the tests run as. When the runner runs as root and
   `runner.user` names a user, that user (its ids, its home), so `/proc` and ptrace of the
   runner are closed to the tests and a `--store-file` readable only by root stays so.
