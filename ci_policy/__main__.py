@@ -1,5 +1,9 @@
 """`python -m ci_policy`: the same as the `ci-policy` command.
 
+- In: the command line, as `ci-policy` takes it.
+- Out: the exit status of `cli.main.entry`.
+- Refused: nothing here: `cli.main` refuses a bad command line (exit 2).
+
 `python -m` puts the current directory first on `sys.path`. ci-policy typically runs with
 the current directory at the root of an untrusted checkout (a fork PR), so a `yaml.py` or
 a `packaging/` there would be imported, and executed, in place of the real dependency the

@@ -1,5 +1,8 @@
 """Errors and diagnostics: problems are values, exceptions are control flow.
 
+- In: the facts of a problem: message, path, line, column, code, hint.
+- Out: `Diagnostic` values, the exceptions below and `CODES`.
+- Refused: nothing: these are the values and exceptions the readers refuse with.
 - `Diagnostic`: the one type for "a located problem in an input": a frozen value with
   a severity ("error" or "warning"), a stable `code` from `CODES`, path/line/col, a
   message and a hint. `lint` collects them; a warning is only ever a `Diagnostic`.

@@ -1,7 +1,8 @@
 """The package's shape, read from its source with `ast`: no module over `MAX_LINES` lines (but the
 partitioner), no import cycle between its modules, no module importing its own package's
 `__init__`, and no import inside a function without a comment naming the test that shows why
-(the startup cost a command would pay otherwise: tests/cli/test_startup.py and its neighbours)."""
+(the startup cost a command would pay otherwise: tests/cli/test_startup.py and its neighbours),
+and every module's docstring stating its contract (`- In:`, `- Out:`, `- Refused:`)."""
 
 from __future__ import annotations
 
@@ -238,3 +239,33 @@ def test_each_package_says_in_two_lines_what_it_is_for(package) -> None:
     defines = len(tree.body) > 1
     summary = docstring.split("\n- ", 1)[0] if defines else docstring
     assert 1 <= len([line for line in summary.splitlines() if line.strip()]) <= 2, summary
+
+
+# Each module's docstring is its contract: what it takes, what it gives, and what input it
+# refuses and how (or why it refuses nothing). The bullets start lines of their own, so a
+# nested bullet or a mention in passing does not stand for one.
+CONTRACT = ("- In:", "- Out:", "- Refused:")
+
+
+def missing_bullets(docstring: str | None) -> list[str]:
+    lines = (docstring or "").splitlines()
+    return [bullet for bullet in CONTRACT if not any(line.startswith(bullet) for line in lines)]
+
+
+def test_every_module_states_its_contract() -> None:
+    """Every module but the packages' `__init__` (which say in two lines what the package is for)."""
+    found = {str(path.relative_to(ROOT)): missing_bullets(ast.get_docstring(parsed(path)))
+             for path in modules().values() if path.name != "__init__.py"}
+    assert len(found) > 100  # the walk finds the modules
+    assert {path: missing for path, missing in found.items() if missing} == {}
+
+
+@pytest.mark.parametrize("docstring, missing", [
+    (None, list(CONTRACT)),
+    ("What it is.\n\n- In: a path.\n- Out: its text.\n- Refused: nothing: the caller checked it.", []),
+    ("What it is.\n\n- In: a path.\n- Out: its text.\n- Refused (`InputError`): a symlink.", ["- Refused:"]),
+    ("What it is.\n\n- In: a path.\n- Out: its text, and\n  - Refused: nested, so no contract.", ["- Refused:"]),
+    ("What it is: In: a path; Out: its text; Refused: a symlink.", list(CONTRACT)),
+])
+def test_a_missing_contract_bullet_is_seen(docstring, missing) -> None:
+    assert missing_bullets(docstring) == missing

@@ -5,6 +5,8 @@
   now; `discard_changed(directory, before)` removes every file or symlink directly in it that
   is not in the `before` listing as it was (name, inode, size, mtime, ctime), and returns how
   many it removed.
+- Refused: nothing raised: a file it cannot list or remove is skipped; the directory itself was
+  checked when the cache was opened (`scan_cache.open_cache`).
 - Why: the tests a stage job runs are a pull request's code, running as the runner's user
   unless `runner.user` names another, so they can write the cache directory: plant a pack
   whose checksum matches and whose entries decode (a valid scan, but not of the file it is

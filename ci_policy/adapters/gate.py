@@ -6,9 +6,10 @@
 - Out: a `GateOutcome`: one verdict per coordinate, whether the run is trusted, what
   happened to the baseline, and whether the job must fail (an enforced, non-allowlisted
   FAIL or ERROR).
-- A store location that is not one of the accepted forms is refused before anything runs
-  (`check_store_location`, a `UsageError` that never shows the value); without one, the
-  default store is the SQLite file outside the checkout (`store.default_store_path`).
+- Refused: a store location that is not one of the accepted forms, before anything runs
+  (`check_store_location`, a `UsageError` that never shows the value); a `--file` without a
+  registration, or registered for several stages with none named (`InputError`). Without a
+  location, the default store is the SQLite file outside the checkout (`store.default_store_path`).
 - A store that cannot be opened or read turns every coordinate into ERROR with the
   reason: nothing is ever reported as a pass without a comparison. A run that may not
   write opens the store read-only: a store that does not exist is such an ERROR (naming

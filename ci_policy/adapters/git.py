@@ -1,5 +1,11 @@
 """git for the plan (an adapter): the PR's changed files, and the content ids of files.
 
+- In: a checkout (a repository directory), revisions and repo-relative paths.
+- Out: a `read.diff.Diff`, content ids, a listing or a tree id: never an exception for what
+  git does or prints.
+- Refused: a revision that is not plain, without running git (an unavailable diff); a
+  missing, symlinked or non-regular file gets no content id. Every failure of git (an error,
+  a timeout, too much output) is an unavailable diff or no listing, never "no changes".
 - `git_diff`: in, a repository directory and two revisions (the head may be omitted: the
   working tree); out, a `read.diff.Diff`, parsed from `git diff --name-status -z -M BASE HEAD`
   (at most `MAX_DIFF_BYTES` of it: more, or a timeout, is an unavailable diff).

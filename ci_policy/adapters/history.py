@@ -13,7 +13,7 @@
   local run: the history keys every row by its run), without a stage or shard, or without a
   start time. A torn last line (no newline, not a record: the runner was stopped mid-write) is
   dropped with a warning, as `tune` does.
-- Refused (`InputErrors`, every problem located by file and line, nothing imported): a
+- Refused: as `InputErrors`, every problem located by file and line, nothing imported: a
   missing path, a symbolic link met while walking, a named file that is not `*.jsonl`, an
   unreadable file, a malformed record (the checks of `tuning.records.CHECKS`).
 - A timing record does not say the run's event, cadence or runner labels, nor the signal that

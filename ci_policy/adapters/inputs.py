@@ -6,7 +6,8 @@
   (None when there is none), and of each test file, from `adapters.git.content_ids`. A
   configuration outside the checkout (a trusted copy of the base commit's) is hashed
   directly: `sha256:<hex>` of its bytes.
-- Never follows a symlink inside the checkout (`content_ids` gives a symlink no id).
+- Refused: nothing raised: a symlink inside the checkout is never followed and gets no id
+  (`content_ids`).
 - `unchanged_since(repo, config_arg, recorded)`: True when the checkout is exactly the clean
   git tree the plan recorded (`recorded.tree`, see `adapters.git.clean_tree`) and the
   configuration `--config` names (inside the checkout or outside) still has the recorded

@@ -9,6 +9,8 @@
   `jobs` worker processes, the files split in consecutive chunks (about four per worker,
   at most `MAX_CHUNK` files each), the results returned in the files' order: the same
   result for any number of workers.
+- Refused: nothing: `jobs` was checked by its caller (`app.scanning`); workers that fail make
+  the scan run in this process, as below.
 - Workers are forked (the `fork` start method, chosen on purpose): they start with the
   modules this process already imported and the configuration it already read, import
   nothing (least of all anything of the checkout) and are handed file names, texts

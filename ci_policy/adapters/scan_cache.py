@@ -28,10 +28,10 @@
   from it. The checksum catches a damaged pack (a truncated write, a changed byte); someone
   able to write the directory can write a matching one, so every entry is decoded strictly too. Any OSError
   while writing is swallowed: the cache only ever saves work.
-- Refused (`open_cache`): a directory inside the checkout (a usage error naming the
-  option: a pull request could plant entries), a cache directory or parent that is a
-  symlink, one owned by another user or writable by group or others, or one that cannot be
-  created or written (a warning: the command runs uncached). Directories it creates are 0700.
+- Refused: by `open_cache`: a directory inside the checkout (a usage error naming the option: a
+  pull request could plant entries), a cache directory or parent that is a symlink, one owned by
+  another user or writable by group or others, or one that cannot be created or written (a
+  warning: the command runs uncached). Directories it creates are 0700.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
   Everywhere else the JSONL timing records are the history, for `history import` later.
 - A store that cannot be reached, or refuses the rows, is a warning of the shard's result;
   the shard's own result stands and its records stay in the JSONL file.
-- Refused by `import_history`: no store named (`UsageError`: importing into the default
+- Refused: by `import_history`: no store named (`UsageError`: importing into the default
   local file would hide the history from every other runner), a store location that is not
   one, unreadable or malformed records (`InputErrors`, nothing imported).
 """

@@ -7,9 +7,9 @@
   and placeholders), the files written as shown, the configuration as shown, the lint of the
   written files as they are (a runs_on init could not read is the placeholder label lint warns
   about once, CP908) and `ok` (lint finds no error). The files are written whether or not it is `ok`.
-- Refused (nothing written): an existing configuration or labels file without `force`; a target
-  path through a symlink (even with `force`); a checkout with no marker call (`InputErrors`); a
-  file that cannot be written (`InputError`).
+- Refused: with nothing written: an existing configuration or labels file without `force`; a
+  target path through a symlink (even with `force`); a checkout with no marker call
+  (`InputErrors`); a file that cannot be written (`InputError`).
 - `init_workflows(WorkflowsRequest)`: the one caller workflow `.github/workflows/ci-policy.yml`
   (`ci_policy.render.caller`), pinned to the given ci-policy commit, with the pipeline's schedules
   of the checkout's configuration (none without one; a --config named must exist) and an input

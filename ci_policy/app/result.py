@@ -9,10 +9,11 @@
   read. With a plan file, its `plan_complete`, invalid files and skipped stages are the plan's; its stages
   skipped with `plan.policy.UNTRUSTED_REASON` fail the result until a maintainer approves
   the head (`plan.outcome`).
-- Refused (`UsageError`): neither --plan nor --plan-complete; a plan_complete other than
-  true, false or empty, or one the plan file contradicts; a needs JSON that is empty, not
-  JSON, or not GitHub's shape of needs; a head SHA that is not 40 hex digits; a plan file
-  that cannot be read or is not a plan (naming `--plan`, the file and the place in it).
+- Refused: as a `UsageError` naming the option: neither --plan nor --plan-complete; a
+  plan_complete other than true, false or empty, or one the plan file contradicts; a needs JSON
+  that is empty, not JSON, or not GitHub's shape of needs; a head SHA that is not 40 hex digits;
+  a plan file that cannot be read or is not a plan (naming `--plan`, the file and the place in
+  it).
 """
 
 from __future__ import annotations

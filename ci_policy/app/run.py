@@ -14,9 +14,9 @@
 - Who the tests run as: `runner.user` when the runner is root (`Prepared.user`), with the
   warnings to print once (`Prepared.warnings`); `leave_secrets_behind()`, called first by the
   `ci-policy` program, re-executes it without its secrets in the environment block.
-- Refused before any file runs: a `--timings-out` inside the checkout, a `--python` that is not
-  an executable, a `--shards` index out of the stage's range, a baseline-writing run of a checkout
-  that declares gates without an explicit shared store (`UsageError`); whatever
+- Refused: before any file runs: a `--timings-out` inside the checkout, a `--python` that is not
+  an executable, a `--shards` index out of the stage's range, a baseline-writing run of a
+  checkout that declares gates without an explicit shared store (`UsageError`); whatever
   `plan_source.stage_job` refuses.
 """
 

@@ -10,13 +10,14 @@
   tune pull request opened or updated, none when the estimates file did not change), `apply` (each
   est_time literal rewritten or skipped, with why: `Applied`). `shown_name` is how a download's
   name is shown.
-- Refused (`UsageError`, before any request): no evidence; `--github-runs` without `--workflow`
-  (and back), `--branch` or `--include-push` without `--github-runs`, `--allow-untrusted-runs`
-  without runs; `--open-pr` without `--write-estimates` or with an estimates file outside the
-  checkout; a malformed run; no repository for `--github-runs` or `--open-pr`; a missing token;
-  `--apply` where est_time lives in an estimates file; the runs of a branch that is not the
-  default one unless untrusted runs are allowed. A run that is not trusted (`InputErrors`, before
-  anything is downloaded) unless allowed; unreadable evidence (`InputErrors`).
+- Refused: as a `UsageError` naming the option, before any request: no evidence; `--github-runs`
+  without `--workflow` (and back), `--branch` or `--include-push` without `--github-runs`,
+  `--allow-untrusted-runs` without runs; `--open-pr` without `--write-estimates` or with an
+  estimates file outside the checkout; a malformed run; no repository for `--github-runs` or
+  `--open-pr`; a missing token; `--apply` where est_time lives in an estimates file; the runs of
+  a branch that is not the default one unless untrusted runs are allowed. A run that is not
+  trusted (`InputErrors`, before anything is downloaded) unless allowed; unreadable evidence
+  (`InputErrors`).
 """
 
 from __future__ import annotations

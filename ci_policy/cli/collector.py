@@ -1,5 +1,8 @@
 """The cyclic garbage collector while a command runs.
 
+- In: nothing but the collector's own state.
+- Out: `paused()` and `resume()`, below.
+- Refused: nothing: it takes no input.
 - `paused()`: the collector is off while a command runs, and as it was after. A command
   keeps tens of thousands of small objects alive at once (the stored scans of every test
   file, their registrations, each file's syntax tree while it is read), which make no

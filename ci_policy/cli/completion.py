@@ -9,7 +9,7 @@
 - No use case (`ci_policy.app`): nothing of a checkout, a configuration or the world is read;
   the script is the command line's own parser rendered for a shell. `shtab` is imported by this
   module, which only `ci-policy completion` imports.
-- Refused (exit 2): a shell other than those three (argparse's choices).
+- Refused: a shell other than those three (argparse's choices, exit 2).
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@
 - Out: None when every module the subcommand's adapters import is importable, else the one
   line to print (`this command needs the 'tune' extra: pip install 'ci-policy[tune]'`); the
   caller prints it as `ci-policy COMMAND: error: ...` and exits 2.
+- Refused: nothing raised: a missing extra is the line it returns; a store location that is not
+  valid is left to the subcommand, as below.
 - Needs: `tune` the `tune` extra (libcst, PyGithub); `comment`, `pull-request` and
   `report-status` the `github` extra (PyGithub), and so does `report --publish-issue`; `run`,
   `gate`, `history` and `report` with a `postgresql://` store the `postgres` extra (psycopg).

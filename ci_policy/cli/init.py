@@ -9,9 +9,8 @@
   a count of the rest; `--format json` carries every one.
 - Exit: 0 when lint finds no error in what was written (the runs_on placeholder is a
   warning), 1 otherwise; the files are written in both cases.
-- Refused (exit 1, nothing written): an existing configuration or labels file without
-  --force; a checkout with no marker call; a target path through a symlink (even with
-  --force).
+- Refused: with exit 1, nothing written: an existing configuration or labels file without
+  --force; a checkout with no marker call; a target path through a symlink (even with --force).
 - --workflows --ci-policy-ref SHA: instead, the one caller workflow
   `.github/workflows/ci-policy.yml` (pipeline, comment commands, /rerun-test, tuning), every job
   pinned to SHA, with the configuration's schedules and the access policy's pins; refused

@@ -4,6 +4,8 @@
 - Out: every diagnostic (errors and warnings) and a summary line on stdout; in text, several
   disabled registrations (CP905) are one line unless --verbose; exit 0 when there are no
   errors, 1 otherwise.
+- Refused: an unknown --format (argparse, exit 2). A checkout's problems are not refused but
+  reported: `model.lint` never raises for them.
 """
 
 from __future__ import annotations

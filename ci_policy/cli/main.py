@@ -9,6 +9,8 @@
   - `InputError`/`InputErrors` (bad input): exit 1, every diagnostic located, with its
     hint: text on stderr, or `::error` annotations in github format.
   - an unreadable checkout (OSError and kin) is an input error too; a closed pipe exits 1.
+- Refused: a command line argparse cannot parse (exit 2, its usage line); every other refusal
+  is a subcommand's, printed here as above.
 - Output: stdout and stderr pass `render.console.guarded` for the whole command, in every
   format, with or without GitHub Actions (`--version`'s one fixed line aside); workflow
   commands are written only with `render.console.write_commands`, and only in github format.

@@ -3,6 +3,7 @@
 - In: the --repo and --config arguments.
 - Out: a function from a repo-relative path to one relative to the current directory,
   for `::error file=...` annotations; a path outside the workspace stays repo-relative.
+- Refused: nothing: a path it cannot make relative is shown as it is.
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@
 - Out: the status created (text: one line; JSON: `{"schema", "sha", "context", "state",
   "description", "target_url"}`). A description longer than GitHub's 140 characters is
   cut to 137 and "...".
-- Refused (exit 2, before any request): a SHA that is not 40 hex digits, an empty
-  context or one with control characters or over 255 characters, a target URL that is
-  not http(s), a missing repository or token. An API error exits 1.
+- Refused: with exit 2, before any request: a SHA that is not 40 hex digits, an empty context or
+  one with control characters or over 255 characters, a target URL that is not http(s), a
+  missing repository or token. An API error exits 1.
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@
   text, one `::error` per reason, and the job summary. Exit 1 on any reason to fail, 0
   otherwise.
 - Reads no checkout: `--repo` is accepted, as by every subcommand, and unused.
-- Refused (exit 2): neither --plan nor --plan-complete; a --plan-complete other than true,
-  false or empty, or one the plan file contradicts; a --needs-json that is empty, not JSON,
-  or not GitHub's shape of needs; a --head-sha that is not 40 hex digits; a --plan that
-  cannot be read or is not a plan (the file and the place in it named).
+- Refused: with exit 2: neither --plan nor --plan-complete; a --plan-complete other than true,
+  false or empty, or one the plan file contradicts; a --needs-json that is empty, not JSON, or
+  not GitHub's shape of needs; a --head-sha that is not 40 hex digits; a --plan that cannot be
+  read or is not a plan (the file and the place in it named).
 """
 
 from __future__ import annotations

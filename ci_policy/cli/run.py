@@ -26,7 +26,7 @@
   run is set up (its store checked), before the first shard's header.
 - `--python PATH`: the interpreter the tests run with (the adopting repository's
   environment, not ci_policy's); default: the one running ci-policy.
-- Refused before any file runs: a checkout that differs from `--plan FILE` (exit 1, naming
+- Refused: before any file runs: a checkout that differs from `--plan FILE` (exit 1, naming
   what differs). Refused (exit 2): a plan file that is not a plan, or with plan inputs;
   `--shard` with `--shards`; a `--timings-out` inside the checkout; a
   `--store` URL holding a password (a test could read it from /proc; `--store-file` or

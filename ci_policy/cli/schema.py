@@ -7,7 +7,7 @@
   its title and `$id`, then one line per field path with what it accepts and its
   description.
 - Reads no checkout: `--repo` is accepted, as by every subcommand, and unused.
-- Refused (exit 2): an unknown NAME, listing the names.
+- Refused: an unknown NAME (exit 2), listing the names.
 """
 
 from __future__ import annotations

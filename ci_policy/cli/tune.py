@@ -26,7 +26,7 @@
   estimates file and the CSV evidence, opened or updated, and none when the estimates
   file did not change. Exit 1 when --check finds a change, or when --apply could not
   make an edit.
-- Refused (exit 2): no evidence, a token missing for --github-run(s) or --open-pr, a
+- Refused: with exit 2: no evidence, a token missing for --github-run(s) or --open-pr, a
   malformed run, --workflow without --github-runs (and back), --open-pr without
   --write-estimates or with an estimates file outside the checkout, no repository for
   --github-runs/--open-pr, --apply in a repository that keeps est_time in an estimates file.

@@ -9,7 +9,7 @@
   first in the file.
 - A stage of an accelerator backend that no entry matches counts `DEFAULT_GPUS` (1) accelerator
   per runner, without cost; a stage of a non-accelerator backend (cpu) counts none.
-- Refused (located, with a hint): an entry with neither `backend` nor `runs_on` (CP103), a
+- Refused: located, with a hint: an entry with neither `backend` nor `runs_on` (CP103), a
   backend that is not an accelerator (CP108), an unknown backend, `gpus` below 1 or a negative
   cost (CP105), two entries matching the same way (CP106).
 """

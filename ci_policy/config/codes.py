@@ -1,5 +1,8 @@
 """Diagnostic codes of the configuration loader: CP100-CP199, one per kind of problem.
 
+- In: nothing; the loader's sections import the codes they report.
+- Out: one constant per kind of problem, and `CONFIG_CODES`.
+- Refused: nothing: a table of constants, checked against `ci_policy.errors.CODES` by its tests.
 - Every `InputError` that `load_config` / `parse_config` raise carries one of these codes.
 - `CONFIG_CODES`: code -> (short name, one-line example message), the configuration's rows of
   `ci_policy.errors.CODES`, where every code is stated once.

@@ -9,6 +9,11 @@
   `ci_policy.config.schema` as the JSON Schema of the file: each parser carries the JSON
   Schema of the values it accepts (`Parser.schema`, as far as its checks can be written
   in JSON Schema), with `TABLE` standing for the object its nested table reads.
+- Refused: through the `Schema` the keys are read with, each a located error (the YAML node's
+  line, the key's path, a hint): an unknown key (CP102, with a did-you-mean), a missing
+  required one (CP103), a duplicate (CP106), and whatever a key's parser refuses; a wrong
+  value is parsed as `INVALID`, so the cross-field checks skip it rather than report it
+  twice. A table that declares a key twice is a `ValueError` at import: the tables' own bug.
 - Every number key has a range (`integer`, `number`: `ci_policy.read.numbers`), shown in the
   reference and in the hint of an out-of-range value.
 - Also here: `FrozenMap`, the read-only (and hashable) mapping the sections store, and the

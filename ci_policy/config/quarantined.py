@@ -6,6 +6,8 @@
   an owner, and `until`, the last day it holds), with what a stage job and `lint` ask of it:
   whether it applies to a stage, whether it has expired on a day, and how it is named in
   messages (`describe`).
+- Refused: nothing: its values were checked where they were read (`config.quarantine`, or the
+  per-stage plan's reader).
 - Apart from the section's table and PyYAML, so that a stage job running from its per-stage
   plan imports neither (tests/cli/test_startup.py).
 """

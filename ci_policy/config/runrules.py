@@ -9,6 +9,8 @@
   neither `runner.env.drop` nor `ALWAYS_DROPPED` (tokens, passwords, secrets, the Actions
   runtime and OIDC variables, the runner's file commands, the store URL) does;
   `ALWAYS_DROPPED` cannot be configured away: a PR's test must never read a credential.
+- Refused: nothing raised here: `check_regex` and `check_env_pattern` return the message of a
+  bad pattern, which `config.runner` reports located (and the per-stage plan's reader too).
 - Apart from the section's table and PyYAML, so that a stage job running from its per-stage
   plan imports neither.
 """

@@ -6,6 +6,8 @@
   `description` (its reference text), `default` (the value an absent key has, where it is a
   plain value the key itself accepts; none when it depends on other keys), `required` keys,
   and `additionalProperties: false` (the loader refuses unknown keys).
+- Refused: a parser without a JSON Schema, or one naming a table it lacks (`ValueError`: a bug
+  of the tables, caught by the schema's sync test, never by a user).
 - What the schema cannot state, the loader still checks: cross-key rules (a stage's
   backend is declared, a suite names a stage of that backend, a glob matches a stage),
   glob and regular-expression syntax, the version `requires` names. A file the schema

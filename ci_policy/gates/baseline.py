@@ -2,6 +2,7 @@
 
 - In: the run's cadence and its GitHub event name (None when unknown).
 - Out: `writes_baseline(cadence, event)`: `(True, "")`, or `(False, why not)`.
+- Refused: nothing: every cadence and event get an answer; a cadence it does not know writes none.
 - Rule: never for a pull-request event of any kind (`pull_request`, `pull_request_target`,
   `pull_request_review`, ...: a PR's code must not move the baselines it is judged by), nor
   for a `merge_group` event (a merge queue entry is not merged yet and may be dequeued);

@@ -15,6 +15,10 @@
   are one point; differing values are an ERROR for that step naming every value.
 - Band: `[ref - max(rel_down*|ref|, abs_floor_down), ref + max(rel_up*|ref|, abs_floor_up)]`,
   `ref` the mean (or median) of the baseline values.
+- Refused: nothing is raised for a run's data: every problem of the record or the store
+  (`StoreUnavailable`) is an ERROR verdict naming it. `resolve` raises `ValueError` for a
+  gate with neither its own steps/constraint nor `gates.defaults` ones, which `lint`
+  reports located first.
 - A run is trusted iff no coordinate is FAIL or ERROR; only trusted runs may become
   baselines. An enforced gate's FAIL/ERROR fails the job unless it is allowlisted.
 """

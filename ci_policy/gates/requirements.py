@@ -3,6 +3,8 @@
 - In: a `Snapshot` (its config's `gates.require` rules, files and gate declarations).
 - Out: one `MissingGate` value per (test file, missing required key): the file, the rule,
   the key and the version it stands for. `violations` turns them into `Diagnostic`s (CP520).
+- Refused: nothing raised: a missing gate is a value (and a CP520 diagnostic located at the
+  file), never an exception.
 - `lint` reports these as errors; the snapshot's classification (`model.snapshot.classify`)
   makes such a file invalid, like any other error located in it, so the plan does not
   schedule it instead of failing as a whole.

@@ -14,6 +14,7 @@
   commit where another run passed it (the failing run is the flaky one). An infrastructure
   failure (`infra`) that no retry of the run passed counts for neither: the test did not run.
 - Order of runs: by the first start time of any of their attempts, then by run id.
+- Refused: nothing: the rows are the store's, checked when they were recorded or imported.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@
   not; `skipped_hours` stays null and a note says so.
 - Every number is rounded (hours to 3 places, seconds to 1), so a report is the same bytes
   for the same history.
+- Refused: a `--since` that is not `Nd` or `Nw` (`InputError` CP702, located at `--since`); the rows
+  are the store's, checked when they were recorded or imported.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@
   `ci_policy.model.workflows`); a stage command's working directory that `run` would refuse
   (missing, not a directory, a symlink on the way); a quarantine past its `until` (CP233) or
   ending within a week (CP909), judged on `today` (`model.quarantine`).
-- Never raises for bad input: unusable configuration or labels, and a checkout the
-  core cannot read at all, become errors.
+- Refused: nothing raised for bad input: unusable configuration or labels, and a checkout
+  the core cannot read at all, become errors.
 """
 
 from __future__ import annotations

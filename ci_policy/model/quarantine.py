@@ -7,6 +7,7 @@
   registrations is left to those errors. `calendar_problems`: CP233 (an error) for an entry
   whose `until` has passed, CP909 (a warning) for one ending within
   `config.quarantined.EXPIRING_DAYS` days, both located at the entry's `until`.
+- Refused: nothing raised: each problem is a located diagnostic (CP232, CP233, CP909) above.
 - A stage job decides with the same `Quarantine.expired`, on the day it runs: an expired
   entry quarantines nothing, whatever `lint` said when the plan was made.
 """

@@ -4,6 +4,8 @@
   back, `plan.planfile`).
 - Out: a frozen `Registration`; one written without a `marker` gets its backend's built-in
   marker name (`register_cuda_ci`), an implicit one none.
+- Refused: nothing: its fields were checked where they were read (`model.registry`, or the
+  plan file's reader).
 - Apart from the registry's reading (markers, labels, the configuration), so that a stage
   job running from its plan imports none of it.
 """

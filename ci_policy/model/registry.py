@@ -10,11 +10,12 @@
   keyword arguments with a type, and a suite template that makes `suite` optional.
 - A `Registration` remembers the marker name it was written with (`register_amd_ci`);
   an implicit one has none.
-- Refused, each with its own message: see `ci_policy.read.markers` for where a marker may
-  stand, and `_registration()` for argument types, labels and suites. A file under an
-  `implicit` root with no registration gets that root's registration (`implicit=True`);
-  a GPU registration under a `cpu_only` root is an error. A file whose stage runs it as
-  `python FILE` must have an `if __name__ == "__main__":` block that calls something.
+- Refused: each as a located diagnostic with its own message and code: see
+  `ci_policy.read.markers` for where a marker may stand, and `_registration()` for argument
+  types, labels and suites. A file under an `implicit` root with no registration gets that
+  root's registration (`implicit=True`); a GPU registration under a `cpu_only` root is an error.
+  A file whose stage runs it as `python FILE` must have an `if __name__ == "__main__":` block
+  that calls something.
 """
 
 from __future__ import annotations

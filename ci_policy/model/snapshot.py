@@ -6,6 +6,9 @@
   coded `Diagnostic`. `load_snapshot` raises `InputErrors` only when the configuration
   or the labels file is unusable (nothing else can be checked without them); file-level
   problems are collected in `Snapshot.errors` so `lint` can report all of them at once.
+- Refused: a repository that is not a directory (CP403, an `InputError`), and an unusable
+  configuration or labels file (`InputErrors`, each located); every other problem is a
+  `Diagnostic` in `Snapshot.errors`, raised only as `usable()` and `require_valid()` say below.
 - `Snapshot.usable()` is what `registry`, `plan`, `list` and `run` read: `classify` sorts
   the errors into fatal ones (configuration, label registry, discovery outside a test
   file, estimates file: raised as `InputErrors`, since the whole plan could be wrong) and

@@ -6,7 +6,7 @@
   inline suppression covers the diagnostics of its codes on its own line, or in the
   statement whose first line it is on; a `lint.ignore` rule covers its codes in files
   matching its globs.
-- Refused (as diagnostics): a bare `# ci-policy: ignore` (CP250) and a code or name that
+- Refused: as located diagnostics: a bare `# ci-policy: ignore` (CP250) and a code or name that
   is no diagnostic of lint (CP251). A suppression that suppresses nothing is a warning
   (CP906), reported by `lint`.
 - Comments are found with `tokenize` (a `#` inside a string is no comment); nothing of

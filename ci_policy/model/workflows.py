@@ -29,6 +29,8 @@
     configured stage (CP607), the job's `runs-on` equals the stage's `runs_on` as a set,
     `self-hosted` aside (CP608), and, when no workflow calls the reusable pipeline and
     every `--stage` is static, every non-external stage has a job (CP606, at the stage).
+- Refused: nothing raised: every finding is one of the located diagnostics above; the
+  workflow files were read by `read.workflows`, which reports one it cannot read.
 - A `runs-on` or `--stage` decided at run time (an expression, a variable) is not compared.
 """
 

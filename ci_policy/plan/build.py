@@ -6,6 +6,8 @@
   image preparation per accelerator backend (`build` exactly when a stage of that backend
   runs), warnings, the invalid test files with their diagnostics, and the accelerator hours
   scheduled and skipped (`plan.hours`).
+- Refused: a fatal error of the snapshot (configuration, labels, discovery, estimates file),
+  as its located `InputErrors`; everything else is planned around, as below.
 - Partial: an invalid test file (`Snapshot.usable`) is left out and the plan is built
   from every valid registration; `Plan.complete` is false. A fatal error (configuration,
   labels, discovery, estimates file) raises `InputErrors` instead.

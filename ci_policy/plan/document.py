@@ -10,9 +10,10 @@
   `SettingsDoc` (with its `QuarantineDoc`s), `JobDoc`, `MergeDoc`, `DiffDoc`, `HoursDoc` with
   `StageHoursDoc` (the accelerator hours); a shard is `plan.partition.Shard`, an image to build
   `plan.jobs.ImageBuild`'s fields (`ImageDoc`).
-- Refused (what the fields say; `plan.planfile` checks what spans fields: a test file among
-  `inputs.files`, a shard's files among its stage's tests, the digest): a path that is not
-  plain and repo-relative, a number out of range, a content id or tree id of another form.
+- Refused: what the fields say, as a `read.codec` error located in the document: a path that
+  is not plain and repo-relative, a number out of range, a content id or tree id of another
+  form (`plan.planfile` checks what spans fields: a test file among `inputs.files`, a shard's
+  files among its stage's tests, the digest).
 - Imports no planner and no configuration table: a stage job reading its per-stage plan
   loads neither (the gate checks import `config.gates` when a plan has a gate; tests/cli/
   test_startup.py::test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).

@@ -11,7 +11,8 @@
   `registered`, `unregistered` (a discovered test file without a registration, its CP231
   suppressed), `excluded` (a `discovery.exclude` glob drops it), `not_discovered` (outside
   every discovery root, a name the root's pattern does not match, or no such file).
-- Nothing is read here: the plan already holds the snapshot of the checkout.
+- Refused: nothing: nothing is read here, the plan already holds the snapshot of the checkout;
+  any path gets a status.
 """
 
 from __future__ import annotations

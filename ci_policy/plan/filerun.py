@@ -11,13 +11,13 @@
   and the label allowlist from the checkout's own `labels.py` by `ast`, so a PR that adds
   a label and a test using it can be rerun. Imports nothing of the checkout, and only
   ci_policy's core dependencies.
-- Refused, each with its own error: a path that is not a repo-relative `.py` path of safe
-  segments (`TEST_PATH_RE`); a symlink anywhere on the path; a path that does not exist
-  (CP402, the hint naming a close file beside it or where the path stops); a file that is not a
-  discovered test file (roots, patterns, excludes of the configuration); an
-  unregistered file; a file that lacks a gate `gates.require` asks of it (CP520, as the plan
-  refuses it); a disabled registration; a registration to an external stage; an invalid
-  image tag.
+- Refused: each as its own located `InputError` (a checkout that is not a directory: a
+  `UsageError` naming `--repo`): a path that is not a repo-relative `.py` path of safe segments
+  (`TEST_PATH_RE`); a symlink anywhere on the path; a path that does not exist (CP402, the hint
+  naming a close file beside it or where the path stops); a file that is not a discovered test
+  file (roots, patterns, excludes of the configuration); an unregistered file; a file that lacks
+  a gate `gates.require` asks of it (CP520, as the plan refuses it); a disabled registration; a
+  registration to an external stage; an invalid image tag.
 - Which registration: the one of `backend` and/or `stage` when given (else refused, listing
   the file's registrations); with neither, the one enabled registration to a stage that
   ci-policy runs (external stages left out). When there are several, the one of the first

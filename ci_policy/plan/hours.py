@@ -11,6 +11,8 @@
   not plan the stage, or a test is nightly-only or not nightly), `trust` (an untrusted head, or
   labels only an outside diff calls for). Costs (runner hours x `cost_per_hour`) where the
   stage's entry gives one.
+- Refused: nothing: its input is the planner's own values, checked when they were read
+  (`config.accelerators`, `model.registry`).
 - A test counts under its own reason first (its labels, its cadence), else under its stage's
   skip reason; a disabled test counts nowhere (no plan would run it). Stages of a
   non-accelerator backend (cpu) count no hours.

@@ -6,6 +6,8 @@
   `MAX_WAVES` of them, empty where no stage of the wave runs), `merges` (one `LaneMerge`
   per stage whose lanes were merged to fit a matrix), `images_to_build` (one `ImageBuild`
   per backend the plan builds and `images.<backend>` describes), and `has_stage_jobs`.
+- Refused: nothing from a configuration the loader accepted: `fit_lanes` raises `ValueError`
+  for more running stages in one wave than `MAX_MATRIX_JOBS`, which `config.stages` refuses first.
 - Lanes: a stage with N shards and `max_parallel` P < N gets P lanes, shard i in lane
   i mod P, each lane running its shards one after another; otherwise one lane per shard.
   So one matrix per wave keeps each stage's own parallelism.

@@ -6,6 +6,7 @@
   `--shards` of a lane); and
   `size_problems(snapshot)`: one CP111 error per limit the worst case exceeds, located at
   the stage that weighs most, naming the rule.
+- Refused: nothing raised: a limit exceeded is a CP111 diagnostic, which `lint` reports (`app.lint`).
 - The worst case: every stage that is not external runs with every file registered for
   it (a stage with a `command`, with its one command), in as many shards as it may have
   (`partitions`; with `auto`, `max_partitions` or one per file) and as many lanes as its

@@ -18,8 +18,8 @@
   skipped", with the jobs skipped and the stages the plan skipped
   (a job's `skipped_stages` output). A skipped job is a decision the plan explained, never a
   failure.
-- Refused (`UsageError`, exit 2): `needs` that is not an object of jobs, each with a known
-  `result` and, when given, an `outputs` object of strings.
+- Refused: as a `UsageError` naming its option (exit 2): `needs` that is not an object of jobs,
+  each with a known `result` and, when given, an `outputs` object of strings.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """One plan per CI run: the plan's `inputs`, and a plan file read back for `list` and `run`.
 
+- In: a plan file's text and where it came from; for `plan_of` and `mismatches`, the
+  checkout's snapshot and content ids.
+- Out: a `PlanFile`, and from it a `Plan` or a `StageJob`, as below.
 - `inputs_dict(config_id, labels_id, files, tree)`: the plan JSON's `inputs` object
   (`plan.document.InputsDoc`), the content ids of the configuration, the labels file (None:
   there is none) and every discovered test file, the git tree the checkout exactly was

@@ -4,6 +4,7 @@
   build these values, the renderers (`render`) read them.
 - Out: plain result types with the few derived facts every reader needs (passed, excused: a
   quarantined file's failure, ok, trusted, blocking), so no renderer has to guess a result's shape.
+- Refused: nothing: the runner and the gate command build these from what they checked.
 """
 
 from __future__ import annotations

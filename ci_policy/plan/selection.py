@@ -23,6 +23,8 @@
   unavailable, or an invalid test file changed), on events that are not diff-pruned, and
   never when `held_back` holds it (cadences, label gates, an untrusted head), its skip
   naming its paths when the diff touches none of them.
+- Refused: nothing: its input is the planner's own values, checked when they were read
+  (`config.stages`, `model.snapshot`); an invalid test file is planned around, never raised.
 - Invalid test files are never scheduled; each stage lists those whose readable
   registrations name it (`StageDecision.invalid`).
 - Before any of this, `policy.held_back` may skip a stage: not in the cron's schedule, not

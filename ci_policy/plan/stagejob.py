@@ -10,6 +10,8 @@
   environment rules; `gates.capture`; the stage's `quarantine:` entries), the plan's fast-fail
   switch and invalid files, and
   the `Plan` itself when there is one (the metric gates read its snapshot).
+- Refused: a stage the plan does not hold (an external one named so) and a shard the stage
+  does not have, as a `UsageError` naming `--stage` or `--shard` (exit 2, `plan.picking`).
 - `pick_shard` and `RunStage` (`plan.picking`, which `plan.build` imports too): the shard
   `--shard` names, with the errors `list` and `run` print.
 - `settings_doc` (`settings_dict`: as JSON data): the `run_settings` of a per-stage plan

@@ -5,6 +5,7 @@
   `runner.timeout_from_est_time` is configured, capped by the stage's `timeout_per_file`
   when it has one; else the stage's `timeout_per_file`. Every input is bounded
   (`ci_policy.read.numbers`), so the limit is finite.
+- Refused: nothing: its inputs were checked, and bounded, when they were read.
 """
 
 from __future__ import annotations

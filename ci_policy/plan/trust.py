@@ -14,7 +14,8 @@
   `success`, else `untrusted`. The status names a SHA, so a new push needs a new approval;
   a status by any other creator (any integration holding `statuses: write` can write one)
   neither approves nor revokes. Logins compare case-insensitively, as GitHub's do.
-- Refused (`check_login`): an approver that is not a GitHub login, optionally with `[bot]`.
+- Refused: an approver that is not a GitHub login, optionally with `[bot]`: `check_login` says
+  why, for the caller to report against its option.
 - Repository names compare case-insensitively, as GitHub's do; a deleted head
   repository (None) is never the base repository.
 """

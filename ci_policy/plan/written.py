@@ -9,6 +9,7 @@
   stage alone, `inputs` without `files` (a per-stage plan holds for the clean tree it
   recorded only) and its `run_settings` (`plan.stagejob.run_settings`, resolved from the
   configuration). `render.jsondoc` only writes them.
+- Refused: nothing: its input is a built `Plan`, checked when its parts were read.
 """
 
 from __future__ import annotations

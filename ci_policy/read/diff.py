@@ -5,8 +5,8 @@
   (`read_diff_file`, for `--diff FILE`).
 - Out: a `Diff`: `available` with the sorted changed paths (both paths of a rename or
   copy), or unavailable with the reason.
-- Refused by name: a unified diff (`git diff` without `--name-status -z`, GitHub's `.diff`),
-  whose file headers cannot be read exactly; the reason says so and the hint gives the command.
+- Refused: a unified diff (`git diff` without `--name-status -z`, GitHub's `.diff`), by name:
+  its file headers cannot be read exactly; the reason says so and the hint gives the command.
 - Nothing is guessed: an empty, truncated, malformed or non-UTF-8 diff, a path with
   control characters (`CONTROL_RE`: CR, LF, bidi controls ...), or an
   unreadable file, is "unavailable" and makes every runnable stage run; never "no changes".

@@ -15,7 +15,7 @@ r"""gitignore-style path globs, with `pathspec`'s `GitIgnoreSpec` meaning, match
   it: the last of the first kind decides, else the last of the second. One deliberate
   difference from pathspec, as in git's own `wildmatch`: a character class never matches
   `/` (pathspec's `a[!x]b` matches `a/b`).
-- Refused (`GlobError`, which the configuration reports located): an empty glob or one
+- Refused: as a `GlobError`, which the configuration reports located: an empty glob or one
   surrounded by whitespace, a backslash (except gitignore's `\!` and `\#` for a leading
   `!` or `#` that is part of the name), a glob that matches nothing (`/`, `!`), `**`
   inside a segment (`a**b`), an unclosed `[`, a bad range (`[z-a]`), and a leading `#`

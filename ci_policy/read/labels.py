@@ -3,12 +3,12 @@
 - In: the checkout root (explicit, never the current directory) and the repo-relative
   path of the labels file (config `labels_file`, default `labels.py`).
 - Out: a frozen `LabelRegistry` of label name -> description. PR labels are `run-ci-<name>`.
-- Refused, each with its own message: a missing file; the file or a directory between
-  the root and it being a symlink; a syntax error; no module-level `KNOWN_LABELS`;
-  two or more assignments to it (anywhere in the file); a value that is not a dict
-  literal; a non-literal key or description; a duplicate key; a name not matching
-  `[A-Za-z0-9][A-Za-z0-9_.-]*`; a file nested too deeply for the Python parser (CP408,
-  as for a test file).
+- Refused: each as a located `InputError` (several at once: `InputErrors`) with its own message:
+  a missing file; the file or a directory between the root and it being a symlink; a syntax
+  error; no module-level `KNOWN_LABELS`; two or more assignments to it (anywhere in the file); a
+  value that is not a dict literal; a non-literal key or description; a duplicate key; a name
+  not matching `[A-Za-z0-9][A-Za-z0-9_.-]*`; a file nested too deeply for the Python parser
+  (CP408, as for a test file).
 - The file is never imported: a fork PR controls it.
 """
 

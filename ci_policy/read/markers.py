@@ -6,12 +6,12 @@
 - Out: a `Scan`: the module-level marker call statements (registration markers and the
   gate marker `register_ci_gate`), whether the file has an `if __name__ == "__main__":`
   block that calls something, and grammar errors.
-- Refused (errors, never silent skips): a syntax error; a marker called anywhere but
-  as a module-level expression statement (inside a function, an `if`, an assignment);
-  a marker called as an attribute (`ci_register.register_cuda_ci(...)`) or through an
-  alias (`import register_cuda_ci as reg`); a marker referenced without being called;
-  a marker imported but never used for a registration; a module-level call statement of
-  a name shaped like a marker (`register_<word>_ci`) that the dialect does not declare.
+- Refused: as errors of the `Scan` (located diagnostics, never silent skips): a syntax error; a
+  marker called anywhere but as a module-level expression statement (inside a function, an `if`,
+  an assignment); a marker called as an attribute (`ci_register.register_cuda_ci(...)`) or
+  through an alias (`import register_cuda_ci as reg`); a marker referenced without being called;
+  a marker imported but never used for a registration; a module-level call statement of a name
+  shaped like a marker (`register_<word>_ci`) that the dialect does not declare.
 - `literal()` evaluates an argument only when it is a literal; nothing is executed.
 - Silent: the parser's warnings (`SyntaxWarning`) are neither errors nor shown; shown,
   they would echo a line of the file to stderr.

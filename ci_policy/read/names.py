@@ -1,5 +1,9 @@
 """The names CI policy speaks of, and the PR labels built from them: stated once.
 
+- In: nothing read; the helpers take names the readers already hold.
+- Out: the patterns and helpers below.
+- Refused: nothing: each reader matches its names against these patterns and reports a
+  mismatch in its own located error.
 - `NAME` / `NAME_RE`: a label, stage, scope or runner name, `[A-Za-z0-9][A-Za-z0-9_.-]*`
   (starts with a letter or digit; then letters, digits, `_`, `.`, `-`).
 - `STAGE_KEY` / `STAGE_KEY_RE`: how a stage is named in plans and on the command line:

@@ -3,6 +3,8 @@
 - In: any value.
 - Out: `is_finite_number(value)`: True for a real number that is not a bool and is
   finite; an integer too large for a float is not finite (it would overflow later).
+- Refused: nothing: these are predicates and bounds; each reader refuses what fails them in
+  its own located error, naming the range.
 - Ranges: every number read from a checkout or a configuration has one, stated here once:
   `MAX_EST_TIME` (an est_time, 7 days), `MAX_SECONDS` (a timeout or time limit, 7 days),
   `MAX_FACTOR` (a multiplier of est_time), `MAX_COUNT` (a count such as partitions or a

@@ -13,7 +13,7 @@
   `SeriesLine` (the recorder in `sdk`, below this layer, writes them). Each point and
   error marker is read on its own, as a problem value, so that one bad point does not hide
   the next; keys a reader does not know are ignored (a newer recorder may add some).
-- A problem is a value, never an exception: a per-process file that is not a regular file
+- Refused: as a problem value, never an exception: a per-process file that is not a regular file
   (a FIFO, which would block a read, a symbolic link, a directory), a file that is not JSON, a line that is not an
   object (`[1]`, `"x"`), nesting too deep, an integer too long to convert, NaN/Infinity
   as JSON constants (non-finite values are the strings "NaN", "Infinity", "-Infinity"),

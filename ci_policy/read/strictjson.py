@@ -1,5 +1,7 @@
 """Strict JSON: the hooks every JSON input of ci_policy is parsed with.
 
+- In: JSON text (`loads`), or the pairs and constants `json.loads` hands its hooks.
+- Out: the decoded value, as `json.loads` gives it.
 - Refused: a key given twice in one object (`DuplicateKey`, carrying the key), and the
   non-standard constants NaN, Infinity and -Infinity (Python's json accepts both).
 - `loads()` applies both; readers that report non-finite numbers themselves use

@@ -8,7 +8,7 @@
   file mode`, `rename from/to`, `copy from/to`, `similarity index`): hunk lines all start
   with ' ', '+', '-' or '\\', so none is taken for a header. Quoted paths are unquoted
   as git quotes them (C escapes, octal bytes of UTF-8).
-- Refused with `InputError` (the caller then treats the diff as unavailable, never as
+- Refused: with `InputError` (the caller then treats the diff as unavailable, never as
   "no changes"): an empty diff, a block without a readable path, a path the name-status
   reader refuses.
 """

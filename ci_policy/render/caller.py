@@ -9,9 +9,9 @@
   one `workflow_dispatch` input per pin (the gateway sends each pin as an input; GitHub refuses a
   dispatch with an input the workflow does not declare). The example repository's caller is this
   text for its own configuration and policy (a test holds them equal): there is no second copy.
-- Refused (`ValueError`, the caller locates it): a commit that is not 40 lowercase hex; a pipeline
-  cron equal to the tuning's `TUNE_CRON` (the jobs tell their scheduled runs apart by the cron);
-  a cron or pin name that could not be written into the file as it is.
+- Refused: as a `ValueError` the caller locates: a commit that is not 40 lowercase hex; a
+  pipeline cron equal to the tuning's `TUNE_CRON` (the jobs tell their scheduled runs apart by
+  the cron); a cron or pin name that could not be written into the file as it is.
 """
 
 from __future__ import annotations

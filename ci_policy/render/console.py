@@ -11,6 +11,8 @@
   is read by the same parser. Under GitHub Actions a CR becomes the LF the runner reads
   it as; elsewhere it stays a CR (a terminal's updating line), and what follows it is
   guarded as the start of a line either way.
+- Refused: nothing: every text is written, neutralised; a guard that refused a line would lose
+  a test's output.
 - `write_commands(text, stream)`: the one way to write a workflow command. On a guarded
   stream only lines of a command's exact shape stay commands (`render.escape.command_lines`);
   on any other stream the text is printed as it is.

@@ -5,6 +5,8 @@
   non-zero unit down to seconds with every unit in between: `0s`, `45s`, `2m5s`,
   `1h0m5s`, `4h31m40s`, `1d2h3m4s` (days for 24 hours or more; no larger unit). A value
   above 0 that rounds to 0 is `<1s`, so a test that ran is never shown as taking no time.
+- Refused: nothing: every duration it is given was bounded when it was read
+  (`ci_policy.read.numbers`).
 - The one place text and Markdown output write a duration; JSON and `$GITHUB_OUTPUT`
   values stay numbers of seconds.
 """

@@ -2,7 +2,9 @@
 
 - In: a `Plan`, a shard's run results, gate outcomes.
 - Out: `::error`/`::warning` lines whose values pass `escape_data`/`escape_property`, and
-  `name<<DELIMITER` output blocks (a value containing the delimiter is refused).
+  `name<<DELIMITER` output blocks.
+- Refused: an output value that contains the block's delimiter (`ValueError`): it would end
+  the block early and let the rest of the value set other outputs.
 - `max_parallel` (`{"stage": N}`, every planned stage) sits beside `matrix`, whose shape
   workflows read and which stays as it is.
 - `trust`; the stage jobs given (`plan.jobs.stage_jobs`, computed by the caller): one matrix

@@ -9,6 +9,8 @@
   `report`, two-space indented).
 - Every file name, stage and URL from the history is escaped for its format
   (`escape.md_escape`; Gantt bar names through `escape.bar_names`).
+- Refused: nothing: it formats a report already computed; every value from the history is escaped
+  for its format.
 """
 
 from __future__ import annotations

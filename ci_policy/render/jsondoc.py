@@ -8,8 +8,8 @@
   plan's is its document's field order, `read.codec.encode`).
 - `registry`, `plan` and `list` documents carry `invalid` (each invalid test file with its
   diagnostics, in the shape `lint --format json` uses) and `plan_complete`.
-- Strict JSON only: every document goes through `dumps`, which never writes `NaN` or
-  `Infinity` (every number read has a range: `ci_policy.read.numbers`).
+- Refused: `NaN` and `Infinity` (`ValueError` from `dumps`): JSON has neither. Never met in
+  practice: every number read has a range (`ci_policy.read.numbers`).
 """
 
 from __future__ import annotations

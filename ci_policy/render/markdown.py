@@ -4,6 +4,7 @@
 - Out: Markdown strings; every checkout-controlled value passes `md_escape` (and
   mermaid names `mermaid_name`/`bar_names`) first. The plan's accelerator hours are a
   line and a table under the stages (`render.text.hours_summary`).
+- Refused: nothing: it formats values already checked; what the checkout controls is escaped.
 - Sized for big repositories (a step summary is at most 1 MiB): each running stage has
   one Gantt chart of at most `CHART_BARS` bars, each shard at most
   `min(SHARD_BARS, CHART_BARS // shards)` (at least 1): its longest files one bar

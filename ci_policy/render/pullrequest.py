@@ -6,6 +6,8 @@
   `{"schema", "number", "head_sha", "base_sha", "labels", "trust", "trust_reason",
   "diff_file"}`) or `$GITHUB_OUTPUT` values (`number`, `head_sha`, `base_sha`,
   `labels_json` (a compact JSON list), `trust`, `diff_file`).
+- Refused: nothing: the pull request was checked when the API answer was read
+  (`adapters.github.pulls`).
 """
 
 from __future__ import annotations

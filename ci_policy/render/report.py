@@ -3,6 +3,7 @@
 - In: `Diagnostic`s, or a `LintReport`, and the output format.
 - Out: one string: GitHub annotations, a JSON document, or text lines (and, for a lint
   report, the summary line). No I/O here; the command line writes it.
+- Refused: nothing: it formats diagnostics already made.
 - A lint report's text shows the warnings of a kind that is normal in number (CP905, a
   disabled registration) as one summary line when there are several; `verbose` lists each.
   JSON and GitHub annotations always carry every one.

@@ -10,6 +10,8 @@
 - Every output object lists all its fields (`additionalProperties: false`): a field added
   to an output without its schema fails the tests that validate real outputs. Each
   document keeps its `"schema": 1`; the schema files carry the `$id`, not the outputs.
+- Refused: an unknown name (`schema(name)`: `KeyError`; `ci-policy schema` lists the names
+  instead).
 - Regenerate the shipped files with `python -m ci_policy.render.schemas --update`;
   without `--update`, the names are printed.
 """

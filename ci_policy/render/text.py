@@ -5,6 +5,7 @@
   accelerator hours (`hours_text`, `hours_summary`, shared with the Markdown plan) are
   formatted from `Plan.hours` as computed by `plan.hours`, two decimals.
 - No I/O: the command line prints what these return.
+- Refused: nothing: it formats values already checked.
 """
 
 from __future__ import annotations

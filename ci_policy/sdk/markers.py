@@ -3,6 +3,8 @@
 - In: the literal arguments a test file writes (`register_cuda_ci(est_time=300, suite=...)`).
 - Out: nothing; ci-policy never imports a test file. It reads these calls from source with
   `ast` (`ci_policy.read.markers`), so their arguments must be literals.
+- Refused: nothing at run time (a test must not fail on its own registration); `lint` refuses
+  a bad call, read from source (`read.markers`, `model.registry`).
 """
 
 from __future__ import annotations

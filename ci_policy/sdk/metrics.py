@@ -2,6 +2,13 @@
 
 Imported by the code under test (a training loop), never by `lint`/`plan`.
 
+- In: what a training loop computes: session-server versions, per-sample mismatch lists, metric
+  values to log; `$CI_POLICY_RECORD_DIR`.
+- Out: metric dicts, and the recorder's per-process record files.
+- Refused: an unknown session-server version or mismatch type, or a version given twice
+  (`ValueError`), and a strict mismatch with `ci_test=True` (`TitoMismatchError`);
+  `MetricRecorder.log()` refuses nothing into the loop: it records the problem, as below.
+
 - `session_server_version(value)`: `True` -> "v1" (backward compatible), "v1"/"v2" pass
   through; anything else raises `ValueError` (never an `assert`: asserts vanish under
   `python -O`).

@@ -13,6 +13,8 @@
   - every request waits at most `$CI_POLICY_GITHUB_MAX_WAIT` seconds in all between its
     attempts (default `DEFAULT_MAX_WAIT`, 120; 0 retries only what needs no wait): a wait
     that would pass it is not begun.
+- Refused: a `$CI_POLICY_GITHUB_MAX_WAIT` that is not a number of seconds in range
+  (`UsageError` naming the variable).
 - Giving up raises `GitHubUnavailable` (a `CiPolicyError`: exit 1, no traceback) naming the
   request, the attempts made and the last answer: `GitHub API request GET /repos/o/r/...
   gave up after 5 attempts (last answer: HTTP 502); ...`. Any other error answer is

@@ -7,6 +7,9 @@
   name (stage and shard), and every `*.jsonl` member of the run's timing artifacts parsed by
   `records.read_records` (a torn last line of a member is a warning citing the member, as for a
   local file).
+- Refused: a `--github-run` that is not `OWNER/REPO/RUN_ID` or a run URL (`UsageError`, exit 2);
+  an API error is an `InputError` naming the run. What a run holds is never refused whole:
+  an artifact or log that is too large or damaged is skipped with a warning, as below.
 - Only timing artifacts are downloaded: those whose name starts with `TIMINGS_PREFIX`
   (`ci-policy-timings`, as the workflows upload them), not expired. Test reports, images,
   wheels and the other artifacts of a run are never fetched.

@@ -6,6 +6,11 @@
 - Out: the API requests of the command's action, a +1 reaction and/or a reply, and a
   one-line result. With `dry_run`, every mutating request is printed as a JSON line
   (`{"method", "path", "body"}`) instead of sent; reads still happen.
+- Refused: a comment it does not consider is ignored with a one-line reason, no API call; a
+  malformed (`GrammarError`), disabled or unauthorised command gets a reply saying why and
+  nothing else; a `/rerun-test` file that is missing, a symlink, not a regular file or too
+  large at the head, or that the file-run resolver refuses, and a PR-body pin set twice or
+  not matching its pattern (`InputError`), get a reply naming the problem.
 - Considered only: `created` comments on pull requests, by a human (`type == "User"`)
   whose id equals the sender's, in the configured repository (id and full name).
   Anything else is ignored with a one-line reason and no API call.

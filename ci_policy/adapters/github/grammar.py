@@ -3,6 +3,9 @@
 - In: the body of a PR comment (anyone on the internet wrote it).
 - Out: a `Command`, `None` for an ordinary comment (no API call is made for it), or a
   `GrammarError` for a body that mentions a command but is not exactly one.
+- Refused: as a `GrammarError` (the gateway replies with its message): a body that starts like
+  a command but is not exactly one of the accepted forms, a SHA prefix out of form, a path of
+  unsafe segments.
 - Accepted, as the whole trimmed body: `/run-ci-<name>`, `/bypass-fastfail`,
   `/clear-labels`, `/rerun-failed-ci`, `/ok-to-test <sha>` with `<sha>` 16 to 40 lower-case
   hex digits (a prefix of the head being approved; a shorter one could be matched by a commit

@@ -18,8 +18,8 @@
   diff is "no change" (`read.diff.NO_CHANGES`) only for a pull request whose own object
   counts 0 changed files (`changed_files`, in the REST answer and the event payload alike);
   without that count, or with another, it is unavailable.
-- Refused (InputError): a payload or API answer without a number, 40-hex head and base
-  SHAs or base repository.
+- Refused: as an `InputError` naming the payload or request: a payload or API answer without a
+  number, 40-hex head and base SHAs or base repository.
 """
 
 from __future__ import annotations

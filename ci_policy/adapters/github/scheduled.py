@@ -1,6 +1,9 @@
 """`tune --github-runs N --workflow FILE`: the evidence of a workflow's scheduled runs, and
 the one pull request that proposes the estimates (an adapter, through PyGithub's requester).
 
+- In: the repository, workflow file, branch, run count or run id, an `Api` client; for
+  `open_or_update_pr`, the changed files' texts.
+- Out: `ScheduledRun`s, a `RunTrust`, or the pull request opened or updated, as below.
 - `scheduled_runs(...)`: the last N completed runs of `FILE` on the branch (default: the
   repository's default branch) whose event is `schedule` (`push` too only when asked),
   newest first (in pages of 100). The API is asked with the `event`, `branch` and `status` filters; every
@@ -15,7 +18,8 @@ the one pull request that proposes the estimates (an adapter, through PyGithub's
   through the git data API (blobs, a tree on the head's tree, a commit), points the fixed
   branch `ci-policy/tune-estimates` at it (created, or force-updated), then edits the open
   pull request of that branch or opens one. Returns ("opened" | "updated", number, url).
-- Errors: an API failure is an `InputError` naming the request; nothing is retried.
+- Refused: an API failure, as an `InputError` naming the request; nothing is retried. A
+  `pull_request` run the API answers is dropped, never read.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
   an optional target URL (checked by the command line).
 - Out: `POST /repos/{o}/{r}/statuses/{sha}` with exactly those fields (no `target_url`
   key without one); the answer's state and context.
+- Refused: nothing here: the command line checked every field first; an API error is the
+  client's `ApiError`.
 - Used by the workflows for `ci-policy/result` (a dispatched pipeline's result on the PR
   head) and `ci-policy/rerun-test` (a /rerun-test's result); the gateway writes
   `ci-policy/ok-to-test` itself.

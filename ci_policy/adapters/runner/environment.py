@@ -1,5 +1,8 @@
 """What a test can learn of the runner that starts it (an adapter: Linux process flags and users).
 
+- In: the runner's own process and environment (the secrets it holds) and `runner.user`.
+- Out: the runner hidden from its tests, its secrets out of its environment block, and who
+  the tests run as (`RunAs`), as below.
 - `hide_from_tests()`: marks the runner non-dumpable (`PR_SET_DUMPABLE` 0), so a process of
   the same user that is not privileged (a test, or anything it starts) can no longer read
   the runner's `/proc/<pid>/environ` or memory. Returns whether the flag was set; False off
@@ -14,15 +17,15 @@
   the block `/proc` shows), closes the descriptor and unsets the variable before any test
   starts. Tests never see them (`child_env`) nor inherit the descriptor (it is closed first,
   and `Popen` closes the others). Nothing happens off Linux, or when nothing secret is held.
-- Refused (`UsageError`): a `CI_POLICY_SECRETS_FD` that is not an open descriptor holding a
-  JSON object of secret names to strings.
+- Refused: as a `UsageError` naming the variable: a `CI_POLICY_SECRETS_FD` that is not an open
+  descriptor holding a JSON object of secret names to strings.
 - `run_as(name, holding)`: who the tests run as. When the runner runs as root and
   `runner.user` names a user, that user (its ids, its home), so `/proc` and ptrace of the
   runner are closed to the tests and a `--store-file` readable only by root stays so.
   Warnings (returned, printed once by the caller): `runner.user` named but the runner is not
   root and is someone else (it cannot switch); the runner is root, holds a secret and no
-  `runner.user` is set (the tests can read it). Refused (`UsageError`): a user that does not
-  exist, or that is root.
+  `runner.user` is set (the tests can read it). Refused as a `UsageError` naming
+  `runner.user`: a user that does not exist, or that is root.
 - What stays open: a test that is root itself (a container that runs its tests as root with
   no `runner.user`, or `--privileged`) can read the runner's memory; the docs say so.
 """

@@ -1,5 +1,10 @@
 """Process control for the suite runner: no process of a test attempt outlives it.
 
+- In: an attempt's process, its id (`attempt_id`) and the runner's cgroup; /proc and cgroupfs.
+- Out: the attempt's cgroup made, killed and removed; its processes found, frozen and killed
+  (`freeze_and_kill`); the `KillGuard` and `Watchdog` below.
+- Refused: nothing: a process or cgroup gone meanwhile, or a kernel without cgroup v2
+  delegation, is skipped (an `OSError` swallowed); a kill must never stop half way.
 - Containment: where the cgroup v2 hierarchy is delegated to us (the runner's own cgroup
   directory is writable), every attempt runs in a child cgroup of its own and is killed
   with `cgroup.kill`, which no fork, `setsid` or PID hop escapes. `CI_POLICY_CGROUPS=0`

@@ -5,6 +5,8 @@
   the captured tail of its output, how many times it already timed out, and the
   configured regex lists (`runner.retry: {infra, never, retriable}`).
 - Out: a `Verdict(kind, retriable, reason)`.
+- Refused: nothing: a reported kind other than `REPORTED_KINDS` counts as no report; the
+  regexes were checked when they were configured.
 - Order: a test's own report of `code` wins (not retried); then the regex lists, checked
   infra-retriable, never, retriable; then a timeout is retriable once. Anything
   unclassified is not retried: a retry should only hide what a retry can fix. An

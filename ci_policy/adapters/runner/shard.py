@@ -32,9 +32,9 @@
 - A stage with a `command` (`RunSettings.command`) runs that argv instead of a test file, once,
   in its working directory, with the same environment, timeouts, kill, records and results;
   its one result is named by the stage.
-- Refused before anything runs: a missing, non-regular or symlinked test file; a stage
-  command's working directory that is missing, not a directory or reached through a symlink,
-  and a program that is not an executable on the PATH it runs with.
+- Refused: before anything runs, as located `InputErrors`: a missing, non-regular or symlinked
+  test file; a stage command's working directory that is missing, not a directory or reached
+  through a symlink, and a program that is not an executable on the PATH it runs with.
 - Layout: one attempt's process, output and kill are `runner.attempt`; the timing records,
   `runner.timings`; this module runs the shard's files through them.
 """

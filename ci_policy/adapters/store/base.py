@@ -12,9 +12,9 @@
   (idempotent on the `RunKey`); samples are inserted only for a first attempt of a trusted
   run whose cadence writes baselines, and are unique on identity + step + run_id, so a
   rerun, a retried job or a race can never add a value twice or shop for a baseline.
-- Errors: every database failure surfaces as `StoreUnavailable` with a one-line message
-  that never contains a password; a schema newer than this code is an `InputError`; a
-  malformed argument is a `ValueError`/`TypeError` before any I/O.
+- Refused: a malformed argument, as a `ValueError`/`TypeError` before any I/O; a schema newer
+  than this code, as an `InputError`. Every database failure surfaces as `StoreUnavailable`
+  with a one-line message that never contains a password.
 - The schema is written once here (`migrations(dialect)`); `sqlite.py` and `postgres.py`
   supply a `Dialect`, the transactions and the connection handling. Standard library only.
 """

@@ -6,6 +6,7 @@
 - Transactions: one per call, on an autocommit connection; writes of the same
   (run_id, file, backend, suite) are serialised with `pg_advisory_xact_lock`, migrations with
   a store-wide advisory lock; inserts use `ON CONFLICT DO NOTHING`.
+- Refused: a URL psycopg cannot parse, as an `InputError` naming it with its password redacted.
 - Failures: `connect_timeout` (default 10 s) and TCP keepalives unless the URL sets them, a
   `lock_timeout`; every psycopg error becomes `StoreUnavailable` naming the URL with its
   password replaced by *** (wherever it stands in the URL). A broken connection is replaced on the next call.

@@ -6,8 +6,8 @@
   supplies the dialect and the transactions).
 - Transactions: WAL mode, a busy timeout (default 30 s), `BEGIN IMMEDIATE` for writes and
   migrations so parallel writers serialise instead of failing half-way.
-- Failures: a missing directory, a directory in the file's place, a locked or corrupt file
-  are `StoreUnavailable` naming the file. Standard library only.
+- Refused: as `StoreUnavailable` naming the file: a missing file with `create=False`, a missing
+  directory, a directory in the file's place, a locked or corrupt file. Standard library only.
 """
 
 from __future__ import annotations

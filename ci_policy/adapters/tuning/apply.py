@@ -12,6 +12,8 @@
   to equal the original with exactly that literal's span replaced, so every other byte
   (comments, spacing, quotes, trailing commas, CRLF, a BOM, an encoding declaration) is
   kept. A literal in parentheses, `(300)`, is edited inside its parentheses.
+- Refused: a marker name, backend or est_time out of form (`ValueError`: the caller's own
+  values, checked before); a file is never refused, only skipped with a reason, as below.
 - Skipped, never edited around, each with its own reason (`REASON_*` below): the file
   does not parse (with `ast` or with libcst); libcst does not reproduce the file byte for
   byte; no registration of that backend; the marker called only where it is no

@@ -5,6 +5,7 @@
 - Out: `FileEvidence` rows, each with exactly one status, in this precedence: passed,
   timeout, unknown (a timing record but no final summary), failed, cancelled, not_run.
   With retries only the passing attempt's elapsed time counts.
+- Refused: nothing: the readers that build the rows (`records.py`, `logs.py`) refuse bad input.
 - Every row cites where it came from (`source` file and `line`), for the CSV, and the
   evidence it belongs to (`origin`): `local` for `--from` files, `github EVENT on BRANCH`
   for a downloaded run, marked `(untrusted)` when it was read with `--allow-untrusted-runs`.

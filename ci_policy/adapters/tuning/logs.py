@@ -18,8 +18,8 @@
 - File names: a leading `./` is dropped; a name found only in End blocks (sglang prints
   absolute paths there) that ends with `/` + a name of the summary, the plan or an
   attempt line becomes that name.
-- Never raises on any text: a log is evidence, not a configuration; lines that mean
-  nothing to this reader are ignored.
+- Refused: nothing; never raises on any text: a log is evidence, not a configuration; lines that
+  mean nothing to this reader are ignored.
 """
 
 from __future__ import annotations

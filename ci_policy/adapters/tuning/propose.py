@@ -6,6 +6,8 @@
   and shard given (never per job). Only passed samples count; failed, timed-out,
   cancelled, unknown and not-run samples never enter `q`, never block a lower and never
   cancel a raise.
+- Refused: nothing: the evidence was checked by its readers; what cannot be proposed is a
+  `skip` with its reason.
 - `q` is the max of the passed samples when there are fewer than
   `min_samples_for_quantile`, else their nearest-rank `quantile`; `raw = ceil(q * safety)`
   rounded UP to a bucket (10 s buckets up to 200 s, 100 s above; never down), and at most

@@ -9,8 +9,8 @@
   `cancelled` or `not_run`. `line` is the record that decided the status.
 - A file that appends several runs without run ids (local runs): attempt numbers that
   start again (attempt 1 after attempt 2) begin a new row.
-- Every malformed line, unknown schema and wrongly typed field is a `InputError` naming
-  the file, the line and the field; all of them are raised together as `InputErrors`.
+- Refused: every malformed line, unknown schema and wrongly typed field, as an `InputError`
+  naming the file, the line and the field; all of them are raised together as `InputErrors`.
 - Except a torn last line (no newline after it, and not a valid record: the runner was
   killed, or the disk filled, mid-write; the runner ends every record with a newline):
   it is dropped, every complete record before it is used, and a warning naming the file

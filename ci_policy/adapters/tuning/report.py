@@ -7,6 +7,7 @@
   `local`, or the run's event and branch), and a text summary:
   per file `samples, q, current -> proposed, action`; per stage the estimated shard
   makespan and imbalance (max/mean) before and after.
+- Refused: nothing: it formats rows and proposals already read and checked.
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@
 - run_id: from the nearest enclosing directory named `run-<id>`, if any (a record's own
   run_id wins).
 - Out: all rows, in walk order; warnings (a torn last line of a timing-records file, see
-  `records.py`) into the `warnings` list given. Every problem (a missing path, an unknown file type, a
-  symbolic link met while walking, an unreadable file, malformed records) is a
-  `InputError`; all of them are raised together as `InputErrors`, never skipped.
+  `records.py`) into the `warnings` list given.
+- Refused: every problem (a missing path, an unknown file type, a symbolic link met while
+  walking, an unreadable file, malformed records), as an `InputError` naming the path; all
+  of them are raised together as `InputErrors`, never skipped.
 """
 
 from __future__ import annotations
