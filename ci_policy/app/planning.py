@@ -2,7 +2,8 @@
 
 - In: a `PlanRequest`: the checkout and configuration, the `PlanInputs` (event, labels, schedule,
   cadence, a diff file or git revisions, trust, forced), how to scan (`ScanRequest`).
-- Out: `plan(request)`: a `Planned` (the `Plan`, and the `Scan` it read the checkout with);
+- Out: `plan(request)`: a `Planned` (the `Plan`, and the `Scan` it read the checkout with; the
+  shard splits taken from and stored in the scan cache's directory when it has one);
   `plan_inputs(request, planned)` the plan JSON's `inputs` (the content ids of what it was built
   from, one `git ls-files` per command); `plan_command(...)` the `plan` command's `PlanResult`
   (the plan, its JSON document, each stage's plan), with `--json-out` and `--stage-plans` written;
@@ -23,7 +24,7 @@ from pathlib import Path
 from ci_policy.adapters.files import write_atomically
 from ci_policy.adapters.git import CleanTree, git_diff
 from ci_policy.adapters.inputs import checkout_inputs
-from ci_policy.adapters.scan_cache import inside
+from ci_policy.adapters.scan_cache import DirSplitCache, inside
 from ci_policy.app.plan_documents import plan_jsons
 from ci_policy.app.requests import PlanRequest
 from ci_policy.app.scanning import Scan, start_scan
@@ -98,7 +99,11 @@ def plan(request: PlanRequest, *, tree: bool = False) -> Planned:
     scan = start_scan(request.scan)
     snapshot = scan.load(request.config)
     started = CleanTree(request.repo) if tree else None  # git answers while the plan is built
-    return Planned(build_plan(snapshot, trigger, diff()), scan, started)
+    splits = DirSplitCache(scan.cache) if scan.cache is not None else None
+    built = build_plan(snapshot, trigger, diff(), splits)
+    if splits is not None:
+        splits.save()
+    return Planned(built, scan, started)
 
 
 def plan_inputs(request: PlanRequest, planned: Planned) -> dict[str, object]:

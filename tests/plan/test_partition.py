@@ -800,3 +800,69 @@ def test_a_stage_beyond_the_search_depth_keeps_the_heuristic_split():
     result = split(items, 4)
     assert (result.makespan, result.lower_bound, result.optimal) == (422946, 422920.5, False)
     assert sorted(s.est_seconds for s in result.shards) == [422892, 422922, 422922, 422946]
+
+
+class _Splits:
+    """A `SplitCache` over a dict, recording what `split` asked of it."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, object] = {}
+        self.refused: list[str] = []
+
+    def get(self, key: str) -> object:
+        return self.entries.get(key)
+
+    def put(self, key: str, value: list[int]) -> None:
+        self.entries[key] = value
+
+    def refuse(self, key: str) -> None:
+        self.refused.append(key)
+
+
+def test_a_cached_split_is_the_computed_one_and_is_not_computed_again(monkeypatch):
+    import random
+
+    rng = random.Random(9)
+    stages = [([(f"t{i:03d}.py", rng.choice([rng.randint(100, 3600), rng.randint(10, 3600) / 10]))
+                for i in range(files)], shards) for files, shards in [(48, 12), (27, 3), (12, 3), (5, 8), (1, 1)]]
+    cache = _Splits()
+    cold = [split(items, shards, cache) for items, shards in stages]
+    assert cold == [split(items, shards) for items, shards in stages] and len(cache.entries) == 5
+    monkeypatch.setattr(partition_module, "_computed", lambda *a: pytest.fail("computed again"))
+    assert [split(list(reversed(items)), shards, cache) for items, shards in stages] == cold
+    assert cache.refused == []
+
+
+def test_a_split_of_another_partitioner_or_other_est_values_is_not_looked_up(monkeypatch):
+    cache = _Splits()
+    items = [("a.py", 30), ("b.py", 20), ("c.py", 20), ("d.py", 20), ("e.py", 10)]
+    split(items, 2, cache)
+    split([*items[:4], ("e.py", 11)], 2, cache)
+    split(items, 3, cache)
+    monkeypatch.setattr(partition_module, "SPLIT_VERSION", partition_module.SPLIT_VERSION + 1)
+    split(items, 2, cache)
+    assert len(cache.entries) == 4 and cache.refused == []
+
+
+def test_a_stored_split_is_checked_against_the_files_it_is_for():
+    items = [("a.py", 3), ("b.py", 3), ("c.py", 2), ("d.py", 2), ("e.py", 2)]  # LPT 7, optimal 6
+    cold = split(items, 2)
+    assert (cold.makespan, cold.optimal) == (6, True)
+    cache = _Splits()
+    split(items, 2, cache)
+    (key,) = cache.entries
+    assert cache.entries[key] == [1, 1, 1, 0, 0, 0]  # proven; a, b / c, d, e (files longest first)
+    for bad in ([1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0], [2, 1, 1, 0, 0, 0], [True, 1, 1, 0, 0, 0],
+                [1, 1, 1, 0, 0, 2], [1, 1, 1, 0, 0, -1], [1, 1, 1, 0, 0, 0.0], [1, 1, 1, 0, 0, "0"],
+                [0, 1, 1, 0, 0, 0],  # at the lower bound, stored as not proven
+                [1, 0, 0, 0, 0, 1],  # a, b, c, d / e: 10, longer than LPT's 7
+                "x", {"a": 1}, []):
+        cache.entries[key], cache.refused = bad, []
+        assert split(items, 2, cache) == cold and cache.refused == [key], bad
+    # A split no shorter than LPT is LPT's, as computing gives; a valid shorter one is taken as stored.
+    cache.entries[key], cache.refused = [0, 0, 1, 0, 1, 1], []  # a, c / b, d, e: 5 and 7, as long as LPT's split
+    forged = split(items, 2, cache)
+    assert cache.refused == [] and forged.makespan == 7 and not forged.optimal
+    assert [s.files for s in forged.shards] == [("a.py", "c.py", "e.py"), ("b.py", "d.py")]  # LPT's own split
+    cache.entries[key] = [1, 0, 0, 1, 1, 1]  # the cold split with its shards numbered the other way
+    assert split(items, 2, cache) == cold and cache.refused == []
