@@ -20,22 +20,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ci_policy.adapters.files import write_atomically
 from ci_policy.adapters.git import CleanTree, git_diff
 from ci_policy.adapters.inputs import checkout_inputs
 from ci_policy.adapters.scan_cache import DirSplitCache, inside
-from ci_policy.app.plan_documents import plan_jsons
 from ci_policy.app.requests import PlanRequest
 from ci_policy.app.scanning import Scan, start_scan
 from ci_policy.errors import InputError, UsageError
 from ci_policy.plan.build import Plan, build_plan
-from ci_policy.plan.explain import Explanation
-from ci_policy.plan.explain import explain as explain_file
 from ci_policy.plan.planfile import inputs_dict
 from ci_policy.plan.policy import TRUSTS, Trigger, parse_labels_json, push_diff_unavailable
 from ci_policy.read.checkout import check_relative
 from ci_policy.read.diff import Diff, read_diff_file
+
+if TYPE_CHECKING:
+    from ci_policy.plan.explain import Explanation
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,13 @@ class PlanResult:
 def plan_command(command: PlanCommand) -> PlanResult:
     wants_json = command.whole or command.json_out is not None or command.stage_plans is not None
     planned = plan(command.plan, tree=wants_json)  # one git listing for the scan and the plan's inputs
-    inputs = plan_inputs(command.plan, planned) if wants_json else None
+    if not wants_json:
+        return PlanResult(planned.plan, None, {})
+    # Imported here: a plan printed as text or Markdown writes no plan document
+    # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    from ci_policy.app.plan_documents import plan_jsons
+
+    inputs = plan_inputs(command.plan, planned)
     document, stage_plans = plan_jsons(planned.plan, command.head_sha, inputs,
                                        whole=command.whole or command.json_out is not None,
                                        stages=command.stage_plans is not None)
@@ -183,5 +190,8 @@ def explain(request: PlanRequest, file: str) -> Explained:
         path = check_relative(file, field="path")
     except InputError as exc:
         raise UsageError(exc.message, source="--explain", hint=exc.hint) from None
+    # Imported here: only `--explain` explains (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    from ci_policy.plan.explain import explain as explain_file
+
     built = plan(request).plan
     return Explained(explain_file(built, path), built)

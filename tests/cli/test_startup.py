@@ -249,3 +249,32 @@ def test_a_stage_job_naming_no_store_loads_no_store_module(tmp_path, monkeypatch
                           env=clean_env(), check=True)
     assert "test_a ran" in proc.stdout and "RESULT: PASS" in proc.stdout
     assert [m for m in json.loads(proc.stderr) if m.startswith(("ci_policy.adapters.store", "sqlite3"))] == []
+
+
+PLAN_ONLY = ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs", "ci_policy.plan.explain",
+             "ci_policy.render.jsondoc", "ci_policy.render.github", "ci_policy.render.markdown", "ci_policy.cli.paths")
+
+
+@pytest.mark.parametrize(("argv", "loaded"), [
+    ([], ("ci_policy.plan.jobs",)),  # text: the plan and its stage jobs as text, nothing written
+    (["--format", "markdown"], ("ci_policy.plan.jobs", "ci_policy.render.markdown")),
+    (["--format", "json"], ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs",
+                            "ci_policy.render.jsondoc", "ci_policy.render.github")),
+    (["--format", "github"], ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs",
+                              "ci_policy.render.jsondoc", "ci_policy.render.github", "ci_policy.render.markdown",
+                              "ci_policy.cli.paths")),
+    (["--explain", "tests/e2e/test_fsdp_grpo.py"], ("ci_policy.plan.explain", "ci_policy.render.jsondoc")),
+])
+def test_plan_imports_only_what_its_format_uses(argv, loaded, tmp_path) -> None:
+    """The plan document and the renderers of the formats not asked for are not imported (the
+    plan job's `--format github` writes the document and the outputs: it imports them), nor the
+    metric recorder's temporary files."""
+    from helpers import EXAMPLE_REPO
+
+    env = clean_env(GITHUB_OUTPUT=str(tmp_path / "out"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary"))
+    probe = PROBE.replace('or m == "yaml"', 'or m in ("yaml", "tempfile", "secrets")')
+    proc = subprocess.run([sys.executable, "-c", probe, "plan", "--repo", str(EXAMPLE_REPO), "--event", "push",
+                           "--no-cache", *argv], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
+    modules = set(json.loads(proc.stderr.splitlines()[-1]))
+    assert sorted(m for m in modules if m.startswith(PLAN_ONLY)) == sorted(loaded)
+    assert {"tempfile", "secrets"} & modules == set()
