@@ -24,13 +24,11 @@ from typing import TYPE_CHECKING
 
 from ci_policy.adapters.files import write_atomically
 from ci_policy.adapters.git import CleanTree, git_diff
-from ci_policy.adapters.inputs import checkout_inputs
 from ci_policy.adapters.scan_cache import DirSplitCache, inside
 from ci_policy.app.requests import PlanRequest
 from ci_policy.app.scanning import Scan, start_scan
 from ci_policy.errors import InputError, UsageError
 from ci_policy.plan.build import Plan, build_plan
-from ci_policy.plan.planfile import inputs_dict
 from ci_policy.plan.policy import TRUSTS, Trigger, parse_labels_json, push_diff_unavailable
 from ci_policy.read.checkout import check_relative
 from ci_policy.read.diff import Diff, read_diff_file
@@ -109,6 +107,11 @@ def plan(request: PlanRequest, *, tree: bool = False) -> Planned:
 
 def plan_inputs(request: PlanRequest, planned: Planned) -> dict[str, object]:
     """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from."""
+    # Imported here: a plan written nowhere needs no content ids, nor the plan file's reader
+    # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    from ci_policy.adapters.inputs import checkout_inputs
+    from ci_policy.plan.planfile import inputs_dict
+
     config = planned.plan.config
     inputs = checkout_inputs(request.repo, request.config, config.labels_file, planned.plan.snapshot.files,
                              planned.scan.index())

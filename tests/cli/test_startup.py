@@ -252,18 +252,22 @@ def test_a_stage_job_naming_no_store_loads_no_store_module(tmp_path, monkeypatch
 
 
 PLAN_ONLY = ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs", "ci_policy.plan.explain",
-             "ci_policy.render.jsondoc", "ci_policy.render.github", "ci_policy.render.markdown", "ci_policy.cli.paths")
+             "ci_policy.render.jsondoc", "ci_policy.render.github", "ci_policy.render.markdown", "ci_policy.cli.paths",
+             "ci_policy.plan.planfile", "ci_policy.adapters.inputs", "ci_policy.plan.document")
 
 
 @pytest.mark.parametrize(("argv", "loaded"), [
     ([], ("ci_policy.plan.jobs",)),  # text: the plan and its stage jobs as text, nothing written
     (["--format", "markdown"], ("ci_policy.plan.jobs", "ci_policy.render.markdown")),
-    (["--format", "json"], ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs",
-                            "ci_policy.render.jsondoc", "ci_policy.render.github")),
-    (["--format", "github"], ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs",
-                              "ci_policy.render.jsondoc", "ci_policy.render.github", "ci_policy.render.markdown",
-                              "ci_policy.cli.paths")),
-    (["--explain", "tests/e2e/test_fsdp_grpo.py"], ("ci_policy.plan.explain", "ci_policy.render.jsondoc")),
+    (["--format", "json"], ("ci_policy.adapters.inputs", "ci_policy.app.plan_documents", "ci_policy.plan.document",
+                            "ci_policy.plan.jobs", "ci_policy.plan.planfile", "ci_policy.plan.written",
+                            "ci_policy.render.github", "ci_policy.render.jsondoc")),
+    # No --json-out: the plan's content ids are not computed.
+    (["--format", "github"], ("ci_policy.app.plan_documents", "ci_policy.cli.paths", "ci_policy.plan.document",
+                              "ci_policy.plan.jobs", "ci_policy.plan.written", "ci_policy.render.github",
+                              "ci_policy.render.jsondoc", "ci_policy.render.markdown")),
+    (["--explain", "tests/e2e/test_fsdp_grpo.py"], ("ci_policy.plan.document", "ci_policy.plan.explain",
+                                                    "ci_policy.render.jsondoc")),
 ])
 def test_plan_imports_only_what_its_format_uses(argv, loaded, tmp_path) -> None:
     """The plan document and the renderers of the formats not asked for are not imported (the
