@@ -35,9 +35,11 @@
 - Size bound: the exact search runs for stages of at most `SEARCH_DEPTH` files and shards
   (files + 2 x shards; it recurses once per file placed); a larger stage keeps the split
   list scheduling, pair re-splits and differencing found.
-- Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
-  `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner; the pair re-splits of the
-  splits the exact search finds share `POLISH_BUDGET`, a quarter of the latter). Only
+- Time bound: a stage's split is meant to take at most `SPLIT_BUDGET_MS` (150 ms of CPU time),
+  the exact search `SEARCH_BUDGET_MS` (110 ms) of it: each search stops after a counted amount
+  of work (`SEARCH_BUDGET`, the exact search's milliseconds at the slowest rate measured,
+  `SEARCH_UNITS_PER_MS`; `LOCAL_SEARCH_BUDGET`; the pair re-splits of the splits the exact
+  search finds share `POLISH_BUDGET`, a quarter of the latter). Only
   capacities that are sums of est values are tried (when those sums cost little to list):
   the try below a split is at the largest such sum under its makespan. Every try may spend
   all the work left, but the one at the lower bound leaves `1 / BOUND_RESERVE` of it: out
@@ -98,13 +100,21 @@ from ci_policy.read.numbers import MAX_EST_TIME
 if TYPE_CHECKING:
     from ci_policy.config.stages import Stage
 
-# The work each search may do for one stage, each up to about 250 ms on a CI runner. Counted, never
-# timed: a wall-clock limit would let a slow runner compute another split than the plan job.
+# A stage's split takes at most SPLIT_BUDGET_MS of CPU time (bench/shards_bench.py prints the
+# slowest stage's), the exact search SEARCH_BUDGET_MS of it. The budgets are counted work, never
+# timed: a wall-clock limit would let a slow runner compute another split than the plan job, and
+# a plan must be the same on every machine. SEARCH_UNITS_PER_MS is the slowest rate measured
+# (units per ms of CPU time, two shared cores, CPython 3.11: the stages of bench/shards_bench.py
+# that spend the whole budget do 470 to 900 a ms, 900 the median), so the search stays within
+# its share on such a machine; a faster one finishes sooner with the same split.
 # Exact search: a unit is one partial filling of a shard looked at, eight files looked at for a
 # complete one, one file added to (or turned into bytes from) subset sums of 8192 bits, 64 sums
 # looked at for a tight shard, or 16 nogoods checked. Local search: a unit is about one 64-bit
 # word of subset-sum work, or one subset sum listed or looked up (a move or swap looked at costs 80).
-SEARCH_BUDGET = 90_000
+SPLIT_BUDGET_MS = 150
+SEARCH_BUDGET_MS = 110
+SEARCH_UNITS_PER_MS = 470
+SEARCH_BUDGET = SEARCH_BUDGET_MS * SEARCH_UNITS_PER_MS
 LOCAL_SEARCH_BUDGET = 3_000_000
 # The pair re-splits of the splits the exact search finds, all of them together (local search
 # units): a quarter proves as many benchmark stages as the whole budget does.
@@ -119,7 +129,7 @@ BOUND_RESERVE = 32
 TIGHT_WASTE = 4
 # The partitioner's version, part of every `split_key` with the budgets: raised whenever a change
 # here can change a split, so that no split stored by another version is taken.
-SPLIT_VERSION = 1
+SPLIT_VERSION = 2
 # Subset sums are kept as the bits of an integer for shards of at most this many units
 # (est values scaled to integers); beyond it the search does without them.
 BITSET_LIMIT = 1 << 24
