@@ -19,7 +19,11 @@ warm <= 0.1, cold <= 1.0). These rows run in this process, its imports loaded: t
 the work of the commands, not what a job waits for. The `process` rows then time whole
 processes of the real interpreter (`sys.executable`, not a shim), alternating: the bare loop as
 a process of its own (`python -c`, reading and parsing the same files), and each command warm
-and cold (an empty cache directory), as ratios to that process. Last, the start of
+and cold (an empty cache directory; with the default jobs and with `--jobs 1`), as ratios to
+that process; warm, also as a ratio to the floor (a process that only starts, runs git's two
+listings and reads the cache's packs: issue 33's target for warm `plan` and `list`, whose row
+the generated checkouts add); and each command's peak RSS (its largest, cold) against 2 KiB a
+test file plus 40 MiB. Last, the start of
 `ci-policy --help` and `--version` as a ratio to `python -c pass` (both subprocesses).
 Timings are medians of `--repeat` runs; a cold run gets a fresh cache directory each time.
 
@@ -132,40 +136,71 @@ for rel in sys.argv[2:]:
 """
 
 
-def bench_processes(repo: Path, repeat: int, work: Path) -> None:
-    """Whole processes of the real interpreter: each command warm and cold against the bare loop."""
+# The warm floor (issue 33): the interpreter's start, git's two listings of the checkout (as
+# `adapters.git` runs them) and reading the cache's packs (one read, one hash, one decode each).
+FLOOR_PROCESS = """\
+import glob, hashlib, json, subprocess, sys
+repo, cache = sys.argv[1], sys.argv[2]
+for args in (["ls-files", "-s", "-v", "-z"], ["ls-files", "-m", "-o", "--exclude-standard", "-z"]):
+    subprocess.run(["git", "-C", repo, *args], stdout=subprocess.PIPE, check=True)
+for pack in glob.glob(cache + "/*.pack.json"):
+    with open(pack, "rb") as fh:
+        header, _, body = fh.read().partition(b"\\n")
+    hashlib.sha256(body).hexdigest()
+    json.loads(body)
+"""
+# `list` of one shard, with the plan's inputs: warm, against the floor (issue 33).
+LIST = ["list", "--stage", "stage-b", "--shard", "0", *COMMANDS["plan"][1:-2], "--format", "json"]
+
+
+def run_process(argv: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one process of `argv`."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.stderr.close()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:4])} exited {proc.returncode}: {err.decode()[-500:]}")
+    return took, usage.ru_maxrss
+
+
+def bench_processes(repo: Path, repeat: int, work: Path, *, generated: bool = False) -> None:
+    """Whole processes of the real interpreter: each command warm and cold (with the default jobs
+    and with one) against the bare loop; warm `plan` and `list` against the floor; peak RSS."""
     files = [str(f) for f in load_snapshot(repo).files]
     script = str(Path(sys.executable).parent / "ci-policy")
-
-    def spawn(argv: list[str]) -> Callable[[], object]:
-        def go() -> None:
-            done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-            if done.returncode != 0:
-                raise SystemExit(f"{' '.join(argv[:4])} exited {done.returncode}: {done.stderr.decode()[-500:]}")
-        return go
-
-    bare = spawn([sys.executable, "-c", BARE_PROCESS, str(repo), *files])
-    samples: dict[str, list[float]] = {"bare": []}
-    for name, argv in COMMANDS.items():
-        cache = work / f"process-{name}"
-        warm_argv = [sys.executable, script, *argv, "--repo", str(repo), "--cache", str(cache)]
-        spawn(warm_argv)()  # fills the cache
-        samples[f"{name} warm"], samples[f"{name} cold"] = [], []
+    commands = {**COMMANDS, "list": LIST} if generated else COMMANDS  # stage-b: the generated checkouts' stage
+    samples: dict[str, list[float]] = {"bare": [], "floor": []}
+    rss: dict[str, int] = {}
+    for name, argv in commands.items():
+        run_process([sys.executable, script, *argv, "--repo", str(repo), "--cache", str(work / f"process-{name}")])
+        samples.update({f"{name} {way}": [] for way in ("warm", "cold", "cold -j1")})
     for _ in range(repeat):  # alternating: a slow moment of the machine hits every row
-        samples["bare"].append(median_time(bare, 1))
-        for name, argv in COMMANDS.items():
-            cache = work / f"process-{name}"
+        samples["bare"].append(run_process([sys.executable, "-c", BARE_PROCESS, str(repo), *files])[0])
+        samples["floor"].append(run_process([sys.executable, "-c", FLOOR_PROCESS, str(repo),
+                                             str(work / "process-plan")])[0])
+        for name, argv in commands.items():
             full = [sys.executable, script, *argv, "--repo", str(repo)]
-            samples[f"{name} warm"].append(median_time(spawn([*full, "--cache", str(cache)]), 1))
-            cold = work / f"process-cold-{name}"
-            empty = lambda cold=cold: shutil.rmtree(cold, ignore_errors=True)  # noqa: E731
-            samples[f"{name} cold"].append(median_time(spawn([*full, "--cache", str(cold)]), 1, before=empty))
-    base = statistics.median(samples["bare"])
-    print(f"  process: bare read+parse as a process {base * 1000:.0f} ms (= 1.00)")
-    for name in COMMANDS:
-        warm, cold = statistics.median(samples[f"{name} warm"]), statistics.median(samples[f"{name} cold"])
-        print(f"  process {name:<10} warm {warm / base:5.2f}  cold {cold / base:5.2f}"
-              f"   (warm {warm * 1000:.0f} ms, cold {cold * 1000:.0f} ms)")
+            samples[f"{name} warm"].append(run_process([*full, "--cache", str(work / f"process-{name}")])[0])
+            for way, jobs in (("cold", []), ("cold -j1", ["--jobs", "1"])):
+                cold = work / f"process-cold-{name}"
+                shutil.rmtree(cold, ignore_errors=True)
+                took, peak = run_process([*full, "--cache", str(cold), *jobs])
+                samples[f"{name} {way}"].append(took)
+                rss[name] = max(rss.get(name, 0), peak)
+    base, floor = statistics.median(samples["bare"]), statistics.median(samples["floor"])
+    print(f"  process: bare read+parse as a process {base * 1000:.0f} ms (= 1.00); "
+          f"floor (start, git ls-files, packs) {floor * 1000:.0f} ms")
+    bound = 2 * len(files) + 40 * 1024  # issue 33: 2 KiB a test file plus 40 MiB
+    for name in commands:
+        warm, cold, serial = (statistics.median(samples[f"{name} {way}"]) for way in ("warm", "cold", "cold -j1"))
+        print(f"  process {name:<10} warm {warm / base:5.2f}  cold {cold / base:5.2f}  cold -j1 {serial / base:5.2f}"
+              f"  warm/floor {warm / floor:5.2f}   (warm {warm * 1000:.0f} ms, cold {cold * 1000:.0f} ms, "
+              f"peak RSS {rss[name] / 1024:.0f} MiB, bound {bound / 1024:.0f})")
 
 
 def bench_start(repeat: int) -> None:
@@ -203,7 +238,7 @@ def main() -> None:
             repo = work / f"gen{n}"
             make_checkout(repo, n, git=not args.no_git)
             bench_checkout(f"generated ({'git' if not args.no_git else 'no git'})", repo, args.repeat, work / f"g{n}")
-            bench_processes(repo, args.repeat, work / f"g{n}")
+            bench_processes(repo, args.repeat, work / f"g{n}", generated=True)
             shutil.rmtree(repo)
     bench_start(max(args.repeat, 5))
 

@@ -27,7 +27,12 @@ seconds or tenths, and a few long files of 20..60 min). One row per (shape, file
 over every shard count, prints the stages, how many were proven optimal and how many not,
 the mean and the largest gap to the lower bound, and the time ratio to LPT.
 
-No absolute time is printed. Usage: python bench/shards_bench.py [--stages N] [--small-stages N]
+Last, the slowest split of any stage above, in milliseconds of CPU time (the issue's bound:
+150 ms; `plan.partition.SPLIT_BUDGET_MS`), and the slowest split of the same stages taken from a
+split cache (`split(..., cache)`, a dict here; the least of three tries; the bound: 5 ms): the
+absolute times printed, the rest are ratios.
+
+Usage: python bench/shards_bench.py [--stages N] [--small-stages N]
 [--small-max-files N] [--seed S] (`--small-max-files`, default 60: the largest stage of those rows;
 tests/test_bench.py runs the script on the smallest inputs with 12).
 """
@@ -40,7 +45,9 @@ import random
 import time
 from fractions import Fraction
 
-from ci_policy.plan.partition import split
+from ci_policy.plan.partition import SPLIT_BUDGET_MS, Split, split
+
+SLOWEST: list[tuple[float, str]] = []  # (ms, stage) of every split timed alone
 
 SIZES = [(20, 2), (20, 4), (60, 2), (60, 4), (60, 8), (200, 8), (200, 16), (1000, 32)]
 
@@ -125,9 +132,7 @@ def main() -> None:
             lpt_splits = [lpt(items, shards) for items in stages]
             lpt_time = time.perf_counter() - started
             lpt_spans = [makespan(items, files) for items, files in zip(stages, lpt_splits, strict=True)]
-            started = time.perf_counter()
-            splits = [split(items, shards) for items in stages]
-            planner_time = time.perf_counter() - started
+            splits, planner_time = timed([(items, shards) for items in stages], f"{shape} {files}/{shards}")
             planner = [Fraction(repr(float(s.makespan))) for s in splits]
             bounds = [Fraction(repr(float(s.lower_bound))) for s in splits]
             assert all(p <= q for p, q in zip(planner, lpt_spans, strict=True)), "longer than LPT"
@@ -142,6 +147,43 @@ def main() -> None:
                   f"{gap:>7.3f} {optimal:>4}/{n:<3} {planner_time / lpt_time:>10.1f}")
     print(f"mean gap to the lower bound over every row: {sum(gaps) / len(gaps):.3f}%")
     small_rows(args.small_stages, args.small_max_files, random.Random(args.seed))
+    ms, where = max(SLOWEST)
+    print(f"slowest split: {ms:.1f} ms CPU ({where}); slowest cached split: {max(CACHED):.2f} ms "
+          f"(bounds {SPLIT_BUDGET_MS} ms and 5 ms)")
+
+
+class DictSplits(dict):  # type: ignore[type-arg]
+    """A split cache in memory (`plan.partition.SplitCache`)."""
+
+    def put(self, key: str, value: list[int]) -> None:
+        self[key] = value
+
+    def refuse(self, key: str) -> None:
+        raise AssertionError(f"a split this run stored was refused: {key}")
+
+
+CACHED: list[float] = []
+
+
+def timed(stages: list[tuple[list[tuple[str, float]], int]], where: str) -> tuple[list[Split], float]:
+    """Each stage's split and the time of them all; each split timed alone (SLOWEST), then again
+    from a split cache holding it (CACHED)."""
+    splits, total = [], 0.0
+    cache = DictSplits()
+    for items, count in stages:
+        started, cpu = time.perf_counter(), time.process_time()
+        splits.append(split(items, count, cache))
+        total += time.perf_counter() - started
+        SLOWEST.append(((time.process_time() - cpu) * 1000, f"{where}, {len(items)} files"))
+    for (items, count), cold in zip(stages, splits, strict=True):
+        spent = []
+        for _ in range(3):  # the least of three: what the split costs, not what a busy machine adds
+            cpu = time.process_time()
+            warm = split(items, count, cache)
+            spent.append((time.process_time() - cpu) * 1000)
+            assert warm == cold, "a cached split differs"
+        CACHED.append(min(spent))
+    return splits, total
 
 
 def small_rows(per_count: int, max_files: int, rnd: random.Random) -> None:
@@ -159,9 +201,7 @@ def small_rows(per_count: int, max_files: int, rnd: random.Random) -> None:
             started = time.perf_counter()
             lpt_splits = [lpt(items, c) for items, c in stages]
             lpt_time = time.perf_counter() - started
-            started = time.perf_counter()
-            splits = [split(items, c) for items, c in stages]
-            planner_time = time.perf_counter() - started
+            splits, planner_time = timed(stages, f"{shape} {per_shard} a shard")
             for (items, _), s, files in zip(stages, splits, lpt_splits, strict=True):
                 assert Fraction(repr(float(s.makespan))) <= makespan(items, files), "longer than LPT"
             row = [float(Fraction(repr(float(s.makespan))) / Fraction(repr(float(s.lower_bound))) - 1) * 100

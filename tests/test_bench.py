@@ -37,7 +37,10 @@ CASES = [
     ("shards_bench.py", ["--stages", "1", "--small-stages", "1", "--small-max-files", "12"],
      ["shape    files shards planner/LPT", "e2e         20      2", "mean gap to the lower bound over every row:",
       "shape      files/shard shards stages proven unproven", "real                 6    2-2     ",
-      "stages of up to 12 files: "]),
+      "stages of up to 12 files: ", "slowest split: "]),
+    ("plan_job_bench.py", ["--files", "20", "--repeat", "1"],
+     ["plan job steps on 20 test files", "way        setup    plan   total  total/bare", "bare  ", "wheels  ",
+      "warm  "]),
 ]
 
 

@@ -45,12 +45,58 @@ def test_the_action_declares_the_contract_inputs_and_outputs():
     assert all(spec["description"] for spec in [*ACTION["inputs"].values(), *ACTION["outputs"].values()])
 
 
-def test_the_action_is_one_bash_step_reading_its_inputs_through_env():
-    [step] = ACTION["runs"]["steps"]
-    assert (step["id"], step["shell"]) == ("install", "bash")
-    assert "${{" not in step["run"]
-    assert {key: INPUT.match(value).group(1) for key, value in step["env"].items()} == {
-        "CI_POLICY_EXTRAS": "extras", "CI_POLICY_PYTHON": "python"}
+CACHE = "actions/cache@5a3ec84eff668545956fd18022155c47e93e2684"
+
+
+def step_of(step_id: str) -> dict:
+    [step] = [s for s in ACTION["runs"]["steps"] if s.get("id") == step_id]
+    return step
+
+
+def test_the_action_keys_the_cached_wheels_restores_them_and_installs_in_bash_steps_reading_inputs_through_env():
+    key, cache, install = ACTION["runs"]["steps"]
+    assert (key["id"], key["shell"], install["id"], install["shell"]) == ("wheels-key", "bash", "install", "bash")
+    for step in (key, install):
+        assert "${{" not in step["run"]
+        assert {k: INPUT.match(value).group(1) for k, value in step["env"].items()} == {
+            "CI_POLICY_EXTRAS": "extras", "CI_POLICY_PYTHON": "python"}
+    assert cache == {"name": "Restore or keep the locked wheels", "if": "steps.wheels-key.outputs.key != ''",
+                     "uses": CACHE, "with": {"path": "${{ runner.temp }}/ci-policy-wheels",
+                                             "key": "${{ steps.wheels-key.outputs.key }}"}}
+
+
+def run_key(tmp_path: Path, action_dir: Path, python: str, extras: str = "") -> tuple[int, str]:
+    """The key step as the runner runs it; its exit status and `key` output."""
+    (tmp_path / "temp").mkdir(exist_ok=True)
+    output = tmp_path / "output"
+    output.write_text("")
+    env = {"PATH": os.environ["PATH"], "RUNNER_TEMP": str(tmp_path / "temp"), "RUNNER_OS": "Linux",
+           "GITHUB_OUTPUT": str(output), "GITHUB_ACTION_PATH": str(action_dir), "CI_POLICY_PYTHON": python,
+           "CI_POLICY_EXTRAS": extras}
+    proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step_of("wheels-key")["run"]],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=60)
+    return proc.returncode, output.read_text()
+
+
+def test_the_wheels_key_is_the_lock_files_extras_and_interpreter(tmp_path):
+    import hashlib
+    import platform
+
+    code, out = run_key(tmp_path, ACTION_DIR, sys.executable)
+    locks = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(REQUIREMENTS.glob("*.txt")))).hexdigest()[:32]
+    tag = f"{sys.implementation.cache_tag}-{platform.machine()}"
+    assert (code, out) == (0, f"key=ci-policy-wheels-Linux-{tag}-{locks}-{hashlib.sha256(b'').hexdigest()[:12]}\n")
+    assert run_key(tmp_path, ACTION_DIR, sys.executable, "github")[1] != out
+    # A changed lock file is another key: a copy of the action beside changed requirements.
+    copy = tmp_path / "copy"
+    shutil.copytree(ACTION_DIR, copy / ".github" / "actions" / "setup")
+    shutil.copytree(REQUIREMENTS, copy / "requirements")
+    assert run_key(tmp_path, copy / ".github" / "actions" / "setup", sys.executable)[1] == out
+    with (copy / "requirements" / "base.txt").open("a") as fh:
+        fh.write("# changed\n")
+    assert run_key(tmp_path, copy / ".github" / "actions" / "setup", sys.executable)[1] not in ("", out)
+    # No interpreter: no key (the cache step is skipped), and the install step says why.
+    assert run_key(tmp_path, ACTION_DIR, str(tmp_path / "no-such-python")) == (0, "")
 
 
 def test_the_offered_extras_are_pyprojects_and_each_has_a_lock_file():
@@ -61,16 +107,16 @@ def test_the_offered_extras_are_pyprojects_and_each_has_a_lock_file():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
     assert sorted(set(extras) - {"test"}) == sorted(EXTRAS)
     assert sorted(p.stem for p in REQUIREMENTS.glob("*.txt")) == sorted(["base", "build", "release", *EXTRAS])
-    assert "(known: github, tune, postgres)" in ACTION["runs"]["steps"][0]["run"]
+    assert "(known: github, tune, postgres)" in step_of("install")["run"]
 
 
 def run_action(tmp_path: Path, inputs: dict[str, str], extra_env: dict[str, str] | None = None
                ) -> tuple[subprocess.CompletedProcess, Path]:
-    """The action's step as the runner runs it: bash -e, inputs through the step's env."""
-    [step] = ACTION["runs"]["steps"]
+    """The action's install step as the runner runs it: bash -e, inputs through the step's env."""
+    step = step_of("install")
     values = {name: inputs.get(name, spec["default"]) for name, spec in ACTION["inputs"].items()}
     runner = tmp_path / "runner"
-    (runner / "temp").mkdir(parents=True)
+    (runner / "temp").mkdir(parents=True, exist_ok=True)  # a test may have put restored wheels there
     (runner / "output").write_text("")
     (runner / "path").write_text("")
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "RUNNER_TEMP": str(runner / "temp"),
@@ -173,6 +219,36 @@ def test_the_action_installs_ci_policy_into_a_venv_under_runner_temp(tmp_path, w
     where = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", "import ci_policy; print(ci_policy.__file__)"],
                            capture_output=True, text=True, check=True, cwd=tmp_path / "workspace", timeout=60)
     assert Path(where.stdout.strip()).is_relative_to(venv)
+    # The wheels it installed are kept where the cache step saves them from.
+    kept = runner / "temp" / "ci-policy-wheels"
+    assert {wheel_name(w) for w in kept.iterdir()} == locked_packages(stems)
+
+
+def wheel_name(wheel: Path) -> str:
+    return wheel.name.split("-")[0].lower().replace("_", "-")
+
+
+@pytest.mark.slow
+def test_restored_wheels_install_with_no_index_and_a_tampered_one_is_refused(tmp_path, wheelhouse):
+    """A cache hit: the wheels in $RUNNER_TEMP/ci-policy-wheels, no index and no other wheels at all."""
+    no_index = {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1"}
+    restored = tmp_path / "runner" / "temp" / "ci-policy-wheels"
+    shutil.copytree(wheelhouse, restored)
+    proc, runner = run_action(tmp_path, {"python": sys.executable}, no_index)
+    assert (proc.returncode, proc.stdout) == (0, "ci-policy 0.1.0\n"), proc.stderr
+    assert installed(runner / "temp" / "ci-policy" / "venv" / "bin" / "python") == \
+        locked_packages(["base", "build"]) | {"ci-policy", "pip"}
+    # A restored wheel whose bytes are not the locked ones is never installed: the locked one is
+    # fetched (here from the wheelhouse standing for the index) in its place.
+    again = tmp_path / "again"
+    shutil.copytree(wheelhouse, again / "runner" / "temp" / "ci-policy-wheels")
+    [yaml_wheel] = [w for w in (again / "runner" / "temp" / "ci-policy-wheels").iterdir() if wheel_name(w) == "pyyaml"]
+    yaml_wheel.write_bytes(yaml_wheel.read_bytes() + b"\0")
+    proc, runner = run_action(again, {"python": sys.executable}, offline(wheelhouse))
+    assert (proc.returncode, proc.stdout) == (0, "ci-policy 0.1.0\n"), proc.stderr
+    assert yaml_wheel.read_bytes() == (wheelhouse / yaml_wheel.name).read_bytes()
+    assert installed(runner / "temp" / "ci-policy" / "venv" / "bin" / "python") == \
+        locked_packages(["base", "build"]) | {"ci-policy", "pip"}
 
 
 # -- the lock files --------------------------------------------------------------------------------

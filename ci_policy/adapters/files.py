@@ -11,12 +11,15 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
 def write_atomically(path: Path, data: bytes, mode: int) -> None:
     # The temporary name stays short: a file name near the system's limit must still be writable.
+    # Imported here: `plan` without --json-out writes nothing, and tempfile imports random
+    # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:64]}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:

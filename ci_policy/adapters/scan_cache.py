@@ -28,6 +28,9 @@
   from it. The checksum catches a damaged pack (a truncated write, a changed byte); someone
   able to write the directory can write a matching one, so every entry is decoded strictly too. Any OSError
   while writing is swallowed: the cache only ever saves work.
+- Shard splits (`DirSplitCache`, the core's `plan.partition.SplitCache`): a pack of their own
+  in the same directory (`SPLITS_CONTEXT`), written as a scan pack is, holding the splits the
+  command used and others up to `MAX_SPLITS`; `plan.partition` checks each split it reads.
 - Refused: by `open_cache`: a directory inside the checkout (a usage error naming the option: a
   pull request could plant entries), a cache directory or parent that is a symlink, one owned by
   another user or writable by group or others, or one that cannot be created or written (a
@@ -76,6 +79,12 @@ def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+_RESCANNED = "the test files read and parsed again (the cache is rewritten as they are)"
+# The shard splits' pack: a context of its own (no scan context is the hash of these bytes).
+SPLITS_CONTEXT = hashlib.sha256(b"ci-policy shard splits").hexdigest()
+_SPLIT_AGAIN = "the shards split again (and stored again)"
+
+
 def _ignore(_message: str) -> None:
     pass
 
@@ -97,13 +106,12 @@ class DirScanCache:
             return None
         return self.directory / f"{context}.pack.json"
 
-    def _ignored(self, why: str) -> None:
+    def _ignored(self, why: str, then: str = _RESCANNED) -> None:
         # Once per command: a damaged pack and the entries of another are one problem to the reader.
         # Only the cache's own path and counts: nothing read from a pack is shown.
         if not self._warned:
             self._warned = True
-            self.warn(f"scan cache {self.directory}: {why}; ignored, and the test files read and parsed again "
-                      "(the cache is rewritten as they are)")
+            self.warn(f"scan cache {self.directory}: {why}; ignored, and {then}")
 
     def load(self, context: str) -> dict[str, Any]:
         path = self._path(context)
@@ -113,14 +121,17 @@ class DirScanCache:
         self._read[context] = (identity, entries)
         return entries
 
-    def reject(self, context: str, keys: Collection[str]) -> None:
+    def reject(self, context: str, keys: Collection[str],
+               what: str = "stored scan(s) are damaged or not of the file they are stored for",
+               then: str = _RESCANNED) -> None:
         if keys:
             self._rejected.setdefault(context, set()).update(keys)
-            self._ignored(f"{len(set(keys))} stored scan(s) are damaged or not of the file they are stored for")
+            self._ignored(f"{len(set(keys))} {what}", then)
 
     def _read_pack(self, path: Path, context: str, *, quiet: bool = False
                    ) -> tuple[tuple[int, int, int, int] | None, dict[str, Any]]:
-        ignored = _ignore if quiet else self._ignored
+        then = _SPLIT_AGAIN if context == SPLITS_CONTEXT else _RESCANNED
+        ignored = _ignore if quiet else lambda why: self._ignored(why, then)
         try:
             fd = os.open(path, _READ_FLAGS)
         except FileNotFoundError:
@@ -158,7 +169,8 @@ class DirScanCache:
             return None, {}
         return _identity(st), entries
 
-    def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None:
+    def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = (),
+              limit: int | None = None) -> None:
         path = self._path(context)
         if path is None or not new:
             return
@@ -176,7 +188,7 @@ class DirScanCache:
         merged: dict[str, Any] = {k: base[k] for k in used if k in base}
         merged.update((k, v) for k, v in new.items() if type(k) is str and type(v) is list)
         for k, v in base.items():
-            if len(merged) >= MAX_PACK_ENTRIES:
+            if len(merged) >= (MAX_PACK_ENTRIES if limit is None else limit):
                 break
             if k not in rejected:
                 merged.setdefault(k, v)
@@ -247,3 +259,36 @@ def open_cache(directory: Path, *, own: int = 1, warn: Callable[[str], None] = _
     if not os.access(directory, os.W_OK | os.X_OK):
         return None, f"{directory} is not writable"
     return DirScanCache(directory, warn), None
+
+# Splits kept beside the ones a command used: those of other triggers' plans (a schedule's
+# stages beside a pull request's), but not every split the checkout ever had.
+MAX_SPLITS = 2048
+
+
+class DirSplitCache:
+    """`plan.partition.SplitCache` over a scan cache's directory: one pack (`SPLITS_CONTEXT`),
+    read on the first lookup and written by `save` when a split was computed, with the splits
+    used and at most `MAX_SPLITS` in all. A refused split is one warning per command, as a
+    refused scan is; the split computed again replaces it."""
+
+    def __init__(self, cache: DirScanCache) -> None:
+        self.cache = cache
+        self._entries: Mapping[str, Any] | None = None
+        self._used: set[str] = set()
+        self._new: dict[str, list[int]] = {}
+
+    def get(self, key: str) -> object:
+        if self._entries is None:
+            self._entries = self.cache.load(SPLITS_CONTEXT)
+        self._used.add(key)
+        return self._new.get(key) or self._entries.get(key)
+
+    def put(self, key: str, value: list[int]) -> None:
+        self._new[key] = value
+
+    def refuse(self, key: str) -> None:
+        self.cache.reject(SPLITS_CONTEXT, [key], "stored shard split(s) are damaged or not of the stage they are "
+                          "stored for", _SPLIT_AGAIN)
+
+    def save(self) -> None:
+        self.cache.store(SPLITS_CONTEXT, self._new, self._used, limit=MAX_SPLITS)

@@ -2,7 +2,8 @@
 
 - In: a `PlanRequest`: the checkout and configuration, the `PlanInputs` (event, labels, schedule,
   cadence, a diff file or git revisions, trust, forced), how to scan (`ScanRequest`).
-- Out: `plan(request)`: a `Planned` (the `Plan`, and the `Scan` it read the checkout with);
+- Out: `plan(request)`: a `Planned` (the `Plan`, and the `Scan` it read the checkout with; the
+  shard splits taken from and stored in the scan cache's directory when it has one);
   `plan_inputs(request, planned)` the plan JSON's `inputs` (the content ids of what it was built
   from, one `git ls-files` per command); `plan_command(...)` the `plan` command's `PlanResult`
   (the plan, its JSON document, each stage's plan), with `--json-out` and `--stage-plans` written;
@@ -19,22 +20,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ci_policy.adapters.files import write_atomically
 from ci_policy.adapters.git import CleanTree, git_diff
-from ci_policy.adapters.inputs import checkout_inputs
-from ci_policy.adapters.scan_cache import inside
-from ci_policy.app.plan_documents import plan_jsons
+from ci_policy.adapters.scan_cache import DirSplitCache, inside
 from ci_policy.app.requests import PlanRequest
 from ci_policy.app.scanning import Scan, start_scan
 from ci_policy.errors import InputError, UsageError
 from ci_policy.plan.build import Plan, build_plan
-from ci_policy.plan.explain import Explanation
-from ci_policy.plan.explain import explain as explain_file
-from ci_policy.plan.planfile import inputs_dict
 from ci_policy.plan.policy import TRUSTS, Trigger, parse_labels_json, push_diff_unavailable
 from ci_policy.read.checkout import check_relative
 from ci_policy.read.diff import Diff, read_diff_file
+
+if TYPE_CHECKING:
+    from ci_policy.plan.explain import Explanation
 
 
 @dataclass(frozen=True)
@@ -98,11 +98,20 @@ def plan(request: PlanRequest, *, tree: bool = False) -> Planned:
     scan = start_scan(request.scan)
     snapshot = scan.load(request.config)
     started = CleanTree(request.repo) if tree else None  # git answers while the plan is built
-    return Planned(build_plan(snapshot, trigger, diff()), scan, started)
+    splits = DirSplitCache(scan.cache) if scan.cache is not None else None
+    built = build_plan(snapshot, trigger, diff(), splits)
+    if splits is not None:
+        splits.save()
+    return Planned(built, scan, started)
 
 
 def plan_inputs(request: PlanRequest, planned: Planned) -> dict[str, object]:
     """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from."""
+    # Imported here: a plan written nowhere needs no content ids, nor the plan file's reader
+    # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    from ci_policy.adapters.inputs import checkout_inputs
+    from ci_policy.plan.planfile import inputs_dict
+
     config = planned.plan.config
     inputs = checkout_inputs(request.repo, request.config, config.labels_file, planned.plan.snapshot.files,
                              planned.scan.index())
@@ -129,7 +138,13 @@ class PlanResult:
 def plan_command(command: PlanCommand) -> PlanResult:
     wants_json = command.whole or command.json_out is not None or command.stage_plans is not None
     planned = plan(command.plan, tree=wants_json)  # one git listing for the scan and the plan's inputs
-    inputs = plan_inputs(command.plan, planned) if wants_json else None
+    if not wants_json:
+        return PlanResult(planned.plan, None, {})
+    # Imported here: a plan printed as text or Markdown writes no plan document
+    # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    from ci_policy.app.plan_documents import plan_jsons
+
+    inputs = plan_inputs(command.plan, planned)
     document, stage_plans = plan_jsons(planned.plan, command.head_sha, inputs,
                                        whole=command.whole or command.json_out is not None,
                                        stages=command.stage_plans is not None)
@@ -178,5 +193,8 @@ def explain(request: PlanRequest, file: str) -> Explained:
         path = check_relative(file, field="path")
     except InputError as exc:
         raise UsageError(exc.message, source="--explain", hint=exc.hint) from None
+    # Imported here: only `--explain` explains (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    from ci_policy.plan.explain import explain as explain_file
+
     built = plan(request).plan
     return Explained(explain_file(built, path), built)

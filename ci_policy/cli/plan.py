@@ -35,21 +35,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import uuid
-from pathlib import Path
 
-from ci_policy.app.plan_documents import github_outputs
-from ci_policy.app.planning import PlanCommand, explain, plan_command
+from ci_policy.app.planning import PlanCommand, PlanResult, explain, plan_command
 from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, plan_request
 from ci_policy.cli.output import append_github_file, append_step_summary, github_file, report_incomplete
-from ci_policy.cli.paths import workspace_paths
 from ci_policy.errors import UsageError
-from ci_policy.render.console import write_commands
-from ci_policy.render.github import plan_annotations
-from ci_policy.render.jsondoc import explain_json
-from ci_policy.render.markdown import plan_markdown
-from ci_policy.render.text import explain_text, plan_text
+from ci_policy.render.text import plan_text
 
 NAME = "plan"
 EXAMPLES = examples(
@@ -112,6 +104,11 @@ def run(args: argparse.Namespace) -> int:
             if value is not None:
                 raise UsageError("--explain prints an explanation instead of the plan, so there is no plan to write",
                                  source=option, hint="run the plan and the explanation as two commands")
+        # Imported here, as each format's renderer below: a command loads the renderer of its
+        # output only (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+        from ci_policy.render.jsondoc import explain_json
+        from ci_policy.render.text import explain_text
+
         explained = explain(plan_request(args), args.explain)
         print(explain_json(explained.explanation, explained.plan) if args.format == "json"
               else explain_text(explained.explanation, explained.plan))
@@ -122,15 +119,34 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(result.document)
     elif args.format == "markdown":
+        from ci_policy.render.markdown import plan_markdown  # test_plan_imports_only_what_its_format_uses
+
         print(plan_markdown(plan), end="")
     elif args.format == "github":
-        append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
-                           github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
-        append_step_summary(NAME, plan_markdown(plan))
-        print(plan_text(plan, warnings=False))  # each warning is an annotation below
-        if plan.warnings or plan.invalid:
-            write_commands(plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
-        return 0
+        return _github(args, result, head_sha)
     else:
         print(plan_text(plan))
     return report_incomplete(NAME, plan.invalid, section=False)
+
+
+def _github(args: argparse.Namespace, result: PlanResult, head_sha: str | None) -> int:
+    """`--format github`: the outputs, the job summary, the plan as text and its annotations."""
+    # Imported here: only this format writes outputs and annotations
+    # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    import uuid
+    from pathlib import Path
+
+    from ci_policy.app.plan_documents import github_outputs
+    from ci_policy.cli.paths import workspace_paths
+    from ci_policy.render.console import write_commands
+    from ci_policy.render.github import plan_annotations
+    from ci_policy.render.markdown import plan_markdown
+
+    plan = result.plan
+    append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
+                       github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
+    append_step_summary(NAME, plan_markdown(plan))
+    print(plan_text(plan, warnings=False))  # each warning is an annotation below
+    if plan.warnings or plan.invalid:
+        write_commands(plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
+    return 0

@@ -13,7 +13,8 @@
   labels, discovery, estimates file) raises `InputErrors` instead.
 - Shards: a fixed `partitions`, or `partitions: auto` sized from the selected est_time
   (`plan.partition.stage_split`, with its reason), split with the shortest makespan found
-  (`StagePlan.makespan`, `lower_bound`, `optimal`). Parallelism: a stage's `max_parallel`
+  (`StagePlan.makespan`, `lower_bound`, `optimal`); with `splits` (a `SplitCache`), the split
+  of an unchanged stage is taken from it once checked. Parallelism: a stage's `max_parallel`
   (`default`, raised by `priority` on a pull request carrying a raw PR label of
   `pull_request.priority_labels`, or by `schedule` on a schedule event), with its reason;
   `Plan.max_parallel` gives every planned stage a limit for `strategy.max-parallel` (its
@@ -31,7 +32,7 @@ from ci_policy.config.top import Config
 from ci_policy.model.registry import Registration
 from ci_policy.model.snapshot import InvalidFile, Snapshot
 from ci_policy.plan.hours import Hours, plan_hours
-from ci_policy.plan.partition import Shard, stage_split
+from ci_policy.plan.partition import Shard, SplitCache, stage_split
 from ci_policy.plan.picking import pick_shard, planned_stage
 from ci_policy.plan.policy import DIFF_EVENTS, Policy, Trigger, resolve, selects, why_not
 from ci_policy.plan.selection import Decision, StageDecision, decide
@@ -139,12 +140,12 @@ class Plan:
         return None
 
 
-def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff) -> Plan:
+def build_plan(snapshot: Snapshot, trigger: Trigger, diff: Diff, splits: SplitCache | None = None) -> Plan:
     snapshot = snapshot.usable()
     policy = resolve(trigger, snapshot.config, snapshot.labels)
     policy, decisions = decide(snapshot, policy, diff)
     warnings = list(policy.warnings)
-    stages = tuple(_stage_plan(d, warnings, trigger, snapshot.config) for d in decisions)
+    stages = tuple(_stage_plan(d, warnings, trigger, snapshot.config, splits) for d in decisions)
     images = []
     for backend in snapshot.config.backends.accelerators:
         # A variant that names its own image runs in it as it is: it needs no build.
@@ -183,14 +184,15 @@ def max_parallel_of(stage: Stage, trigger: Trigger, config: Config) -> tuple[int
     return limit.default, f"max_parallel {limit.default}: the stage's limit"
 
 
-def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config: Config) -> StagePlan:
+def _stage_plan(d: StageDecision, warnings: list[str], trigger: Trigger, config: Config,
+                splits: SplitCache | None) -> StagePlan:
     parallel = max_parallel_of(d.stage, trigger, config)
     max_parallel, max_parallel_reason = parallel if parallel is not None else (None, None)
     if d.decision == "skip":
         return StagePlan(d.stage, d.decision, d.reasons, (), (), d.not_selected, d.invalid,
                          max_parallel=max_parallel, max_parallel_reason=max_parallel_reason)
     tests = tuple(sorted(d.selected, key=lambda r: r.file))
-    split, shards_reason = stage_split(d.stage, ((r.file, r.est_time) for r in tests))
+    split, shards_reason = stage_split(d.stage, ((r.file, r.est_time) for r in tests), splits)
     shards = split.shards
     if len(shards) > 1:
         mean = sum(s.est_seconds for s in shards) / len(shards)

@@ -35,9 +35,11 @@
 - Size bound: the exact search runs for stages of at most `SEARCH_DEPTH` files and shards
   (files + 2 x shards; it recurses once per file placed); a larger stage keeps the split
   list scheduling, pair re-splits and differencing found.
-- Time bound: each search stops after a counted amount of work (`SEARCH_BUDGET`,
-  `LOCAL_SEARCH_BUDGET`; each up to about 250 ms on a CI runner; the pair re-splits of the
-  splits the exact search finds share `POLISH_BUDGET`, a quarter of the latter). Only
+- Time bound: a stage's split is meant to take at most `SPLIT_BUDGET_MS` (150 ms of CPU time),
+  the exact search `SEARCH_BUDGET_MS` (110 ms) of it: each search stops after a counted amount
+  of work (`SEARCH_BUDGET`, the exact search's milliseconds at the slowest rate measured,
+  `SEARCH_UNITS_PER_MS`; `LOCAL_SEARCH_BUDGET`; the pair re-splits of the splits the exact
+  search finds share `POLISH_BUDGET`, a quarter of the latter). Only
   capacities that are sums of est values are tried (when those sums cost little to list):
   the try below a split is at the largest such sum under its makespan. Every try may spend
   all the work left, but the one at the lower bound leaves `1 / BOUND_RESERVE` of it: out
@@ -58,6 +60,14 @@
   settled: for such sizes splits into equal shards are rare, and ruling out every shorter
   split takes an exhaustive search (`optimal` false, the split usually within 0.5% of the
   lower bound).
+- Cached (`cache`, a `SplitCache` an adapter passes in): the split of the same files with the
+  same est values into the same number of shards by the same partitioner (`split_key`) is
+  taken from the cache instead of being computed again, once checked (`_stored_split`): a
+  split of exactly those files into that many non-empty shards, never longer than LPT (LPT's
+  own split when not strictly shorter, as computed), proven whenever at the lower bound.
+  Anything else is refused (`SplitCache.refuse`) and the split computed and stored again. A
+  stored split passing the checks is taken as it is: one forged by someone able to write the
+  cache is a valid split no longer than LPT, its `optimal` as stored.
 - Exact: est values are decimals; they are scaled to integers (`Fraction` of their
   decimal form), so comparisons never suffer float rounding.
 - `partitions: auto` (`stage_shards`): `clamp(ceil(sum / shard_seconds), 1, max_partitions)`
@@ -72,14 +82,16 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import hashlib
 import heapq
+import json
 import math
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ci_policy.errors import CiPolicyError
 from ci_policy.read.declare import document, spec
@@ -88,13 +100,21 @@ from ci_policy.read.numbers import MAX_EST_TIME
 if TYPE_CHECKING:
     from ci_policy.config.stages import Stage
 
-# The work each search may do for one stage, each up to about 250 ms on a CI runner. Counted, never
-# timed: a wall-clock limit would let a slow runner compute another split than the plan job.
+# A stage's split takes at most SPLIT_BUDGET_MS of CPU time (bench/shards_bench.py prints the
+# slowest stage's), the exact search SEARCH_BUDGET_MS of it. The budgets are counted work, never
+# timed: a wall-clock limit would let a slow runner compute another split than the plan job, and
+# a plan must be the same on every machine. SEARCH_UNITS_PER_MS is the slowest rate measured
+# (units per ms of CPU time, two shared cores, CPython 3.11: the stages of bench/shards_bench.py
+# that spend the whole budget do 470 to 900 a ms, 900 the median), so the search stays within
+# its share on such a machine; a faster one finishes sooner with the same split.
 # Exact search: a unit is one partial filling of a shard looked at, eight files looked at for a
 # complete one, one file added to (or turned into bytes from) subset sums of 8192 bits, 64 sums
 # looked at for a tight shard, or 16 nogoods checked. Local search: a unit is about one 64-bit
 # word of subset-sum work, or one subset sum listed or looked up (a move or swap looked at costs 80).
-SEARCH_BUDGET = 90_000
+SPLIT_BUDGET_MS = 150
+SEARCH_BUDGET_MS = 110
+SEARCH_UNITS_PER_MS = 470
+SEARCH_BUDGET = SEARCH_BUDGET_MS * SEARCH_UNITS_PER_MS
 LOCAL_SEARCH_BUDGET = 3_000_000
 # The pair re-splits of the splits the exact search finds, all of them together (local search
 # units): a quarter proves as many benchmark stages as the whole budget does.
@@ -107,6 +127,9 @@ BOUND_RESERVE = 32
 # room that a subset sum of the files after it fills (else only their sum is checked), and
 # the fillings of a shard are tried by how much they fill, most first (else longest files first).
 TIGHT_WASTE = 4
+# The partitioner's version, part of every `split_key` with the budgets: raised whenever a change
+# here can change a split, so that no split stored by another version is taken.
+SPLIT_VERSION = 2
 # Subset sums are kept as the bits of an integer for shards of at most this many units
 # (est values scaled to integers); beyond it the search does without them.
 BITSET_LIMIT = 1 << 24
@@ -133,11 +156,52 @@ class Split:
     optimal: bool
 
 
+class SplitCache(Protocol):
+    """Splits computed before, by `split_key` (an adapter's store; the core never trusts it).
+
+    `get` returns the stored value or None; `put` stores a split computed here; `refuse` is told
+    of a stored value `split` would not take (damaged, forged or of another partitioner)."""
+
+    def get(self, key: str) -> object: ...
+
+    def put(self, key: str, value: list[int]) -> None: ...
+
+    def refuse(self, key: str) -> None: ...
+
+
 def partition(items: Iterable[tuple[str, float]], partitions: int) -> tuple[Shard, ...]:
     return split(items, partitions).shards
 
 
-def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
+def split_key(exact: Sequence[tuple[str, int]], scale: Fraction, count: int) -> str:
+    """What a split depends on, hashed: the files longest first with their est in units, the
+    unit (`scale`), the shard count and the partitioner (`SPLIT_VERSION` and its budgets)."""
+    text = json.dumps([SPLIT_VERSION, SEARCH_BUDGET, LOCAL_SEARCH_BUDGET, POLISH_BUDGET, BOUND_RESERVE, count,
+                       scale.numerator, scale.denominator, exact], separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _stored_split(value: object, weights: Sequence[int], count: int, lpt_best: int,
+                  ) -> tuple[list[int], int, bool] | None:
+    """A stored `[proven, shard of each file...]` checked against the files it is for, or None.
+
+    Taken only when it is a split of exactly these files into `count` non-empty shards, never
+    longer than LPT (`lpt_best`), and its `proven` is 1 whenever its makespan is at the lower
+    bound (as `split` computes it). A stored 1 above the bound cannot be checked without the
+    search it saves: the split is checked, its `proven` is taken as stored."""
+    n = len(weights)
+    if type(value) is not list or len(value) != n + 1 or value[0] not in (0, 1) or type(value[0]) is not int:
+        return None
+    assign = value[1:]
+    if not all(type(shard) is int and 0 <= shard < count for shard in assign) or len(set(assign)) != count:
+        return None
+    best = _makespan(weights, assign, count)
+    if best > lpt_best or (not value[0] and best <= _lower_bound(weights, count)):
+        return None
+    return assign, best, bool(value[0])
+
+
+def split(items: Iterable[tuple[str, float]], partitions: int, cache: SplitCache | None = None) -> Split:
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
     values = [(file, *_exact(est)) for file, est in items]
@@ -156,6 +220,25 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
     total = sum(weights)
     assign = _lpt(weights, count)
     best = _makespan(weights, assign, count)
+    if cache is None:
+        proven, assign, best = _computed(weights, assign, best, count)
+        return _made(exact, weights, assign, best, proven, count, scale, total)
+    key = split_key(exact, scale, count)
+    stored = cache.get(key)
+    checked = _stored_split(stored, weights, count, best) if stored is not None else None
+    if checked is not None:
+        if checked[1] < best:  # else nothing strictly shorter than LPT: LPT's split, as computing it keeps
+            assign, best = checked[0], checked[1]
+        return _made(exact, weights, assign, best, checked[2], count, scale, total)
+    if stored is not None:
+        cache.refuse(key)
+    proven, assign, best = _computed(weights, assign, best, count)
+    cache.put(key, [int(proven), *assign])
+    return _made(exact, weights, assign, best, proven, count, scale, total)
+
+
+def _computed(weights: list[int], assign: list[int], best: int, count: int) -> tuple[bool, list[int], int]:
+    """Whether the split is proven optimal, its assignment and makespan, from LPT's (`assign`, `best`)."""
     bound = _lower_bound(weights, count)
     if best > bound and len(weights) <= PACKING_BOUND_FILES:
         bound = _packing_bound(weights, count, bound, best)
@@ -181,6 +264,11 @@ def split(items: Iterable[tuple[str, float]], partitions: int) -> Split:
             assign = _fill_zeros(found, weights, count)
     if best == lpt_best:  # nothing strictly shorter: keep list scheduling's split
         assign = lpt_assign
+    return proven, assign, best
+
+
+def _made(exact: Sequence[tuple[str, int]], weights: Sequence[int], assign: Sequence[int], best: int, proven: bool,
+          count: int, scale: Fraction, total: int) -> Split:
     members: list[list[int]] = [[] for _ in range(count)]
     for index, shard in enumerate(assign):
         members[shard].append(index)  # in file order: longest first, ties by name
@@ -1023,20 +1111,21 @@ def stage_shards(stage: Stage, items: Iterable[tuple[str, float]]) -> tuple[tupl
     return shards_split.shards, reason
 
 
-def stage_split(stage: Stage, items: Iterable[tuple[str, float]]) -> tuple[Split, str | None]:
+def stage_split(stage: Stage, items: Iterable[tuple[str, float]],
+                cache: SplitCache | None = None) -> tuple[Split, str | None]:
     """A stage's `Split` of the selected (file, est_time) pairs, and why that many shards when `partitions: auto`.
 
     A fixed `partitions` needs no reason (the configuration states it): the reason is None.
     """
     items = list(items)
     if stage.partitions != "auto":
-        return split(items, stage.partitions), None
+        return split(items, stage.partitions, cache), None
     if stage.shard_seconds is None:
         raise ValueError(f"stage {stage.name}: partitions: auto needs shard_seconds")
     total = _tidy(math.fsum(est for _, est in items))
     raw = math.ceil(Fraction(repr(total)) / Fraction(repr(stage.shard_seconds)))
     count = auto_count(total, stage.shard_seconds, stage.max_partitions)
-    result = split(items, count)
+    result = split(items, count, cache)
     shards = result.shards
     if not shards:
         return result, None

@@ -33,9 +33,7 @@ import json
 import math
 import numbers
 import os
-import secrets
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -171,7 +169,7 @@ class MetricRecorder:
 
     def _new_path(self) -> Path:
         assert self.directory is not None
-        return self.directory / f"metrics-{os.getpid()}-{secrets.token_hex(6)}.jsonl"
+        return self.directory / f"metrics-{os.getpid()}-{os.urandom(6).hex()}.jsonl"
 
     @classmethod
     def from_env(cls, capture: Iterable[str] | None = None) -> MetricRecorder:
@@ -236,6 +234,10 @@ class MetricRecorder:
             if key in self.errors:
                 line["errors"] = [list(e) for e in self.errors[key]]
             lines.append(json.dumps(line, allow_nan=False))
+        # Imported here: the configuration reads DEFAULT_CAPTURE, and `plan` writes no record
+        # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".jsonl")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")

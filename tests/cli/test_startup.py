@@ -266,3 +266,36 @@ def test_a_report_that_publishes_nothing_loads_no_github_module(tmp_path) -> Non
     loaded = json.loads(proc.stderr)
     assert "ci_policy.cli.report" in loaded
     assert [m for m in loaded if m.startswith(("github", "ci_policy.adapters.github", "ci_policy.app.publish"))] == []
+
+
+PLAN_ONLY = ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs", "ci_policy.plan.explain",
+             "ci_policy.render.jsondoc", "ci_policy.render.github", "ci_policy.render.markdown", "ci_policy.cli.paths",
+             "ci_policy.plan.planfile", "ci_policy.adapters.inputs", "ci_policy.plan.document")
+
+
+@pytest.mark.parametrize(("argv", "loaded"), [
+    ([], ("ci_policy.plan.jobs",)),  # text: the plan and its stage jobs as text, nothing written
+    (["--format", "markdown"], ("ci_policy.plan.jobs", "ci_policy.render.markdown")),
+    (["--format", "json"], ("ci_policy.adapters.inputs", "ci_policy.app.plan_documents", "ci_policy.plan.document",
+                            "ci_policy.plan.jobs", "ci_policy.plan.planfile", "ci_policy.plan.written",
+                            "ci_policy.render.github", "ci_policy.render.jsondoc")),
+    # No --json-out: the plan's content ids are not computed.
+    (["--format", "github"], ("ci_policy.app.plan_documents", "ci_policy.cli.paths", "ci_policy.plan.document",
+                              "ci_policy.plan.jobs", "ci_policy.plan.written", "ci_policy.render.github",
+                              "ci_policy.render.jsondoc", "ci_policy.render.markdown")),
+    (["--explain", "tests/e2e/test_fsdp_grpo.py"], ("ci_policy.plan.document", "ci_policy.plan.explain",
+                                                    "ci_policy.render.jsondoc")),
+])
+def test_plan_imports_only_what_its_format_uses(argv, loaded, tmp_path) -> None:
+    """The plan document and the renderers of the formats not asked for are not imported (the
+    plan job's `--format github` writes the document and the outputs: it imports them), nor the
+    metric recorder's temporary files."""
+    from helpers import EXAMPLE_REPO
+
+    env = clean_env(GITHUB_OUTPUT=str(tmp_path / "out"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary"))
+    probe = PROBE.replace('or m == "yaml"', 'or m in ("yaml", "tempfile", "secrets")')
+    proc = subprocess.run([sys.executable, "-c", probe, "plan", "--repo", str(EXAMPLE_REPO), "--event", "push",
+                           "--no-cache", *argv], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
+    modules = set(json.loads(proc.stderr.splitlines()[-1]))
+    assert sorted(m for m in modules if m.startswith(PLAN_ONLY)) == sorted(loaded)
+    assert {"tempfile", "secrets"} & modules == set()

@@ -247,8 +247,9 @@ def test_a_stage_of_three_files_a_shard_is_proven_by_ruling_out_the_capacity_jus
 
 def test_a_try_at_the_lower_bound_out_of_work_leaves_a_reserve_to_shorten_the_split(monkeypatch):
     # 40 files in whole seconds on 10 shards: no split of 6857s (the lower bound) is found or
-    # ruled out within the budget; the reserve it leaves takes the split the pair re-splits
-    # and differencing found (6864s) down to 6861s. Without the reserve it stays at 6864s.
+    # ruled out within a budget of 90,000 units; the reserve it leaves takes the split the pair
+    # re-splits and differencing found (6864s) down to 6861s. Without the reserve it stays at 6864s.
+    monkeypatch.setattr(partition_module, "SEARCH_BUDGET", 90_000)
     values = [3573, 3548, 3457, 3354, 3278, 3097, 3095, 2968, 2909, 2763, 2686, 2448, 2344, 2290, 2072, 2061,
               1989, 1818, 1745, 1555, 1531, 1401, 1319, 1298, 1184, 1096, 1083, 1074, 913, 846, 816, 706, 640,
               490, 407, 287, 221, 185, 17, 3]
@@ -354,21 +355,26 @@ def test_stages_of_many_short_files_are_proven_optimal_against_an_exact_search(v
     assert split(items, partitions) == result
 
 
-def test_pairs_of_shards_in_hundredths_are_re_split_exactly_within_the_budget():
+def test_pairs_of_shards_in_hundredths_are_re_split_exactly_within_the_budget(monkeypatch):
     # 24 files in hundredths of a second on 6 shards: a pair's load is some 10^6 units, and
     # subset sums as bits would cost some 130,000 units of work a pair, so the rounds over
     # the pairs would spend the local search's budget; the subset sums of each half of the
     # pair's 8 files (16 sums each) split it as evenly for 208 units. The exact search then
-    # finds a shorter split and rules out every shorter one within its budget.
+    # finds a shorter split within its budget; with 90,000 units it also rules out every
+    # shorter one.
     values = [958.71, 2351.61, 838.43, 1945.64, 1233.75, 1163.46, 903.42, 203.54, 1342.45, 1846.55, 311.78,
               2899.44, 146.67, 247.63, 1353.15, 2692.35, 3391.5, 2535.53, 293.38, 530.82, 760.15, 1666.57,
               31.29, 1044.07]
     items = [(f"t{i:02d}", v) for i, v in enumerate(values)]
     result = split(items, 6)
-    assert (result.makespan, result.lower_bound, result.optimal) == (5120.36, 5115.315, True)
-    assert sorted(s.est_seconds for s in result.shards) == [5106.97, 5111.73, 5114.64, 5119.07, 5119.12, 5120.36]
+    assert (result.makespan, result.lower_bound, result.optimal) == (5120.79, 5115.315, False)
+    assert sorted(s.est_seconds for s in result.shards) == [5110.36, 5111.61, 5115.85, 5116.44, 5116.84, 5120.79]
     assert lpt_makespan(values, 6) == Fraction("5148.04")
     assert split(list(reversed(items)), 6) == result
+    monkeypatch.setattr(partition_module, "SEARCH_BUDGET", 90_000)
+    result = split(items, 6)
+    assert (result.makespan, result.lower_bound, result.optimal) == (5120.36, 5115.315, True)
+    assert sorted(s.est_seconds for s in result.shards) == [5106.97, 5111.73, 5114.64, 5119.07, 5119.12, 5120.36]
 
 
 def test_files_that_cannot_share_a_shard_with_the_longest_ones_raise_the_bound(monkeypatch):
@@ -800,3 +806,69 @@ def test_a_stage_beyond_the_search_depth_keeps_the_heuristic_split():
     result = split(items, 4)
     assert (result.makespan, result.lower_bound, result.optimal) == (422946, 422920.5, False)
     assert sorted(s.est_seconds for s in result.shards) == [422892, 422922, 422922, 422946]
+
+
+class _Splits:
+    """A `SplitCache` over a dict, recording what `split` asked of it."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, object] = {}
+        self.refused: list[str] = []
+
+    def get(self, key: str) -> object:
+        return self.entries.get(key)
+
+    def put(self, key: str, value: list[int]) -> None:
+        self.entries[key] = value
+
+    def refuse(self, key: str) -> None:
+        self.refused.append(key)
+
+
+def test_a_cached_split_is_the_computed_one_and_is_not_computed_again(monkeypatch):
+    import random
+
+    rng = random.Random(9)
+    stages = [([(f"t{i:03d}.py", rng.choice([rng.randint(100, 3600), rng.randint(10, 3600) / 10]))
+                for i in range(files)], shards) for files, shards in [(48, 12), (27, 3), (12, 3), (5, 8), (1, 1)]]
+    cache = _Splits()
+    cold = [split(items, shards, cache) for items, shards in stages]
+    assert cold == [split(items, shards) for items, shards in stages] and len(cache.entries) == 5
+    monkeypatch.setattr(partition_module, "_computed", lambda *a: pytest.fail("computed again"))
+    assert [split(list(reversed(items)), shards, cache) for items, shards in stages] == cold
+    assert cache.refused == []
+
+
+def test_a_split_of_another_partitioner_or_other_est_values_is_not_looked_up(monkeypatch):
+    cache = _Splits()
+    items = [("a.py", 30), ("b.py", 20), ("c.py", 20), ("d.py", 20), ("e.py", 10)]
+    split(items, 2, cache)
+    split([*items[:4], ("e.py", 11)], 2, cache)
+    split(items, 3, cache)
+    monkeypatch.setattr(partition_module, "SPLIT_VERSION", partition_module.SPLIT_VERSION + 1)
+    split(items, 2, cache)
+    assert len(cache.entries) == 4 and cache.refused == []
+
+
+def test_a_stored_split_is_checked_against_the_files_it_is_for():
+    items = [("a.py", 3), ("b.py", 3), ("c.py", 2), ("d.py", 2), ("e.py", 2)]  # LPT 7, optimal 6
+    cold = split(items, 2)
+    assert (cold.makespan, cold.optimal) == (6, True)
+    cache = _Splits()
+    split(items, 2, cache)
+    (key,) = cache.entries
+    assert cache.entries[key] == [1, 1, 1, 0, 0, 0]  # proven; a, b / c, d, e (files longest first)
+    for bad in ([1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0], [2, 1, 1, 0, 0, 0], [True, 1, 1, 0, 0, 0],
+                [1, 1, 1, 0, 0, 2], [1, 1, 1, 0, 0, -1], [1, 1, 1, 0, 0, 0.0], [1, 1, 1, 0, 0, "0"],
+                [0, 1, 1, 0, 0, 0],  # at the lower bound, stored as not proven
+                [1, 0, 0, 0, 0, 1],  # a, b, c, d / e: 10, longer than LPT's 7
+                "x", {"a": 1}, []):
+        cache.entries[key], cache.refused = bad, []
+        assert split(items, 2, cache) == cold and cache.refused == [key], bad
+    # A split no shorter than LPT is LPT's, as computing gives; a valid shorter one is taken as stored.
+    cache.entries[key], cache.refused = [0, 0, 1, 0, 1, 1], []  # a, c / b, d, e: 5 and 7, as long as LPT's split
+    forged = split(items, 2, cache)
+    assert cache.refused == [] and forged.makespan == 7 and not forged.optimal
+    assert [s.files for s in forged.shards] == [("a.py", "c.py", "e.py"), ("b.py", "d.py")]  # LPT's own split
+    cache.entries[key] = [1, 0, 0, 1, 1, 1]  # the cold split with its shards numbered the other way
+    assert split(items, 2, cache) == cold and cache.refused == []

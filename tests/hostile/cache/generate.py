@@ -1,4 +1,5 @@
-"""Writes tests/hostile/cache/cases.json, the tampered scan-cache corpus (`tests/hostile/test_cache.py`).
+"""Writes tests/hostile/cache/cases.json, the tampered scan-cache corpus (`tests/hostile/test_cache.py`),
+and tests/hostile/cache/splits.json, the tampered shard splits (`tests/hostile/test_split_cache.py`).
 
 Each case damages the stored scan of `tests/e2e/test_tampered.py` (`TAMPERED`, below) in one
 place, as someone able to write the cache directory could (the pack's checksum made to match):
@@ -12,8 +13,18 @@ place, as someone able to write the cache directory could (the pack's checksum m
   body that is not JSON or nested past the parser).
 
 Every case must be refused: the command reads and parses the file instead and prints what
-`--no-cache` prints, with one warning. Run `python tests/hostile/cache/generate.py` after
-changing the lists below; the output is deterministic.
+`--no-cache` prints, with one warning.
+
+Each split case damages a stored shard split (`[proven, shard of each file...]`, files longest
+first) of the stages of `SPLIT_STAGE` (the pack's checksum made to match): `value` replaces the
+whole entry, `at` (0 is `proven`, 1 the first file's shard) and `value` one place of it, `cut`
+leaves off the last files, `add` adds a file, `op` names a valid-looking split made from the
+stage (`one shard`: every file on the first shard; `piled`: the longest files one to each other
+shard and the rest together, longer than LPT; `unproven`: a split at the lower bound marked not
+proven; `shifted`: every shard index one higher). Each must be refused: the split is computed
+again and the command prints what `--no-cache` prints, with one warning.
+
+Run `python tests/hostile/cache/generate.py` after changing the lists below; the output is deterministic.
 """
 
 from __future__ import annotations
@@ -92,6 +103,25 @@ PACKS = ["truncated", "another context", "checksum of other bytes", "body not JS
          "an int of 5000 digits", "header only"]
 
 
+# Est values of the stage the split cases damage: LPT is not optimal on them (a split at the
+# lower bound exists), so the stored split is the exact search's.
+SPLIT_STAGE = [300, 290, 280, 270, 240, 230, 220, 210, 130, 110, 90, 70]
+SPLIT_VALUES = ["[]", '{"a": 1}', '"x"', "7", "null", NESTED, "[1]", "[true, 0, 1, 2]"]
+SPLIT_PLACES = ['"0"', "-1", "3", "1.0", "true", "null", "18446744073709551616", "[0]", '{"a": 0}']
+SPLIT_PROVEN = ["2", "-1", "true", "1.0", '"1"', "null", "[1]"]
+SPLIT_OPS = ["one shard", "piled", "unproven", "shifted"]
+
+
+def split_cases() -> list[dict[str, object]]:
+    out: list[dict[str, object]] = [{"name": f"entry = {v[:40]}", "value": v} for v in SPLIT_VALUES]
+    out.extend({"name": f"proven = {v}", "at": 0, "value": v} for v in SPLIT_PROVEN)
+    out.extend({"name": f"file {at} shard = {v}", "at": at, "value": v} for at in (1, 12) for v in SPLIT_PLACES)
+    out.extend([{"name": "last file left off", "cut": 1}, {"name": "every file left off", "cut": 12},
+                {"name": "a file added", "add": "0"}])
+    out.extend({"name": f"op: {op}", "op": op} for op in SPLIT_OPS)
+    return out
+
+
 def cases() -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for at, values in SHAPES.items():
@@ -106,3 +136,4 @@ def cases() -> list[dict[str, object]]:
 
 if __name__ == "__main__":
     (HERE / "cases.json").write_text(json.dumps({"tampered": TAMPERED, "cases": cases()}, indent=1) + "\n")
+    (HERE / "splits.json").write_text(json.dumps({"stage": SPLIT_STAGE, "cases": split_cases()}, indent=1) + "\n")
