@@ -29,6 +29,7 @@ from typing import Any, Literal
 from ci_policy.config.runrules import MAX_KILL_GRACE, USER_PATTERN, RunnerKind, check_env_pattern, check_regex
 from ci_policy.model.registration import EstSource
 from ci_policy.plan.partition import Shard
+from ci_policy.plan.skips import SKIP_GROUPS
 from ci_policy.plan.trust import Trust
 from ci_policy.read.checkout import is_plain_relative
 from ci_policy.read.declare import document, shown, spec
@@ -296,10 +297,6 @@ class SettingsDoc:
         default=None, omit_none=True, min_items=1,
         description="The stage's quarantined files (`quarantine:` entries for every stage or for this one), expired "
                     "ones too; absent when there are none.")
-
-
-# Why accelerator hours were skipped (`plan.hours`): the keys of `skipped_hours`, in this order.
-SKIP_GROUPS = ("diff", "labels", "cadence", "trust")
 
 
 def _skip_group_problem(value: Any) -> str | None:

@@ -22,18 +22,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, cast
 
 from ci_policy.config.accelerators import DEFAULT_GPUS, accelerator_of
 from ci_policy.config.top import Config
 from ci_policy.model.registry import Registration
-from ci_policy.plan.document import SKIP_GROUPS
 from ci_policy.plan.policy import UNLABELLED_REASON, UNTRUSTED_REASON, Policy, nightly_split
 from ci_policy.plan.selection import StageDecision
+from ci_policy.plan.skips import SKIP_GROUPS, SkipGroup
 
-SkipReason = Literal["diff", "labels", "cadence", "trust"]
-# The plan document's groups (`plan.document.SKIP_GROUPS`), in their order.
-SKIP_REASONS = cast(tuple[SkipReason, ...], SKIP_GROUPS)
+SkipReason = SkipGroup
+# The plan document's groups (`plan.skips.SKIP_GROUPS`), in their order.
+SKIP_REASONS = SKIP_GROUPS
 HOUR = 3600.0
 
 
