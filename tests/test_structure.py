@@ -269,3 +269,29 @@ def test_every_module_states_its_contract() -> None:
 ])
 def test_a_missing_contract_bullet_is_seen(docstring, missing) -> None:
     assert missing_bullets(docstring) == missing
+
+
+# -- renderers render ----------------------------------------------------------------------------
+
+# What the planner computes: a renderer given a plan is given its stage jobs too (`app.planning`),
+# and never runs the planner itself.
+PLANNER = {"ci_policy.plan.jobs": {"stage_jobs"}, "ci_policy.plan.stagejob": {"run_settings"},
+           "ci_policy.plan.build": {"build_plan"}, "ci_policy.plan.written": {"plan_document"}}
+
+
+def planner_calls(tree: ast.Module) -> set[str]:
+    return {f"{node.module}.{alias.name}" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            for alias in node.names if alias.name in PLANNER.get(node.module or "", ())}
+
+
+def test_no_renderer_runs_the_planner() -> None:
+    found = {name: planner_calls(parsed(path)) for name, path in modules().items()
+             if name.startswith("ci_policy.render.")}
+    assert {name: calls for name, calls in found.items() if calls} == {}
+
+
+def test_a_renderer_running_the_planner_is_seen() -> None:
+    tree = ast.parse("def f(plan):\n"
+                     "    from ci_policy.plan.jobs import stage_jobs\n"
+                     "    return stage_jobs(plan, None)\n")
+    assert planner_calls(tree) == {"ci_policy.plan.jobs.stage_jobs"}

@@ -35,6 +35,7 @@ from ci_policy.read.diff import Diff, read_diff_file
 
 if TYPE_CHECKING:
     from ci_policy.plan.explain import Explanation
+    from ci_policy.plan.jobs import StageJobs
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,7 @@ class PlanCommand:
 @dataclass(frozen=True)
 class PlanResult:
     plan: Plan
+    jobs: StageJobs                   # its stage jobs: the waves and merged lanes the outputs show
     document: str | None              # the plan JSON, when wanted
     stage_plans: dict[str, str]       # stage -> its per-stage plan JSON, with `--stage-plans`
 
@@ -138,8 +140,13 @@ class PlanResult:
 def plan_command(command: PlanCommand) -> PlanResult:
     wants_json = command.whole or command.json_out is not None or command.stage_plans is not None
     planned = plan(command.plan, tree=wants_json)  # one git listing for the scan and the plan's inputs
+    # Imported here: `--explain` shows no stage jobs
+    # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
+    from ci_policy.plan.jobs import stage_jobs
+
+    jobs = stage_jobs(planned.plan, command.head_sha)
     if not wants_json:
-        return PlanResult(planned.plan, None, {})
+        return PlanResult(planned.plan, jobs, None, {})
     # Imported here: a plan printed as text or Markdown writes no plan document
     # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
     from ci_policy.app.plan_documents import plan_jsons
@@ -152,7 +159,7 @@ def plan_command(command: PlanCommand) -> PlanResult:
         _write_json_out(command.json_out, document)
     if command.stage_plans is not None:
         _write_stage_plans(command.stage_plans, command.plan.repo, stage_plans)
-    return PlanResult(planned.plan, document, stage_plans)
+    return PlanResult(planned.plan, jobs, document, stage_plans)
 
 
 def _write_json_out(path: str, document: str) -> None:

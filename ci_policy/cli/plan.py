@@ -121,11 +121,11 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "markdown":
         from ci_policy.render.markdown import plan_markdown  # test_plan_imports_only_what_its_format_uses
 
-        print(plan_markdown(plan), end="")
+        print(plan_markdown(plan, result.jobs), end="")
     elif args.format == "github":
         return _github(args, result, head_sha)
     else:
-        print(plan_text(plan))
+        print(plan_text(plan, result.jobs))
     return report_incomplete(NAME, plan.invalid, section=False)
 
 
@@ -145,8 +145,8 @@ def _github(args: argparse.Namespace, result: PlanResult, head_sha: str | None) 
     plan = result.plan
     append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
                        github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
-    append_step_summary(NAME, plan_markdown(plan))
-    print(plan_text(plan, warnings=False))  # each warning is an annotation below
+    append_step_summary(NAME, plan_markdown(plan, result.jobs))
+    print(plan_text(plan, result.jobs, warnings=False))  # each warning is an annotation below
     if plan.warnings or plan.invalid:
-        write_commands(plan_annotations(plan, workspace_paths(Path(args.repo), args.config)))
+        write_commands(plan_annotations(plan, result.jobs, workspace_paths(Path(args.repo), args.config)))
     return 0

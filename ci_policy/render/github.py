@@ -30,7 +30,7 @@ from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.snapshot import InvalidFile
 from ci_policy.plan.build import Plan
 from ci_policy.plan.filerun import FilePlan
-from ci_policy.plan.jobs import StageJobs, stage_jobs
+from ci_policy.plan.jobs import StageJobs
 from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.jsondoc import dumps
@@ -79,13 +79,13 @@ def github_output_lines(values: dict[str, str], delimiter: str) -> str:
     return "".join(out)
 
 
-def plan_annotations(plan: Plan, path_of: Callable[[str], str] = lambda p: p) -> str:
+def plan_annotations(plan: Plan, jobs: StageJobs, path_of: Callable[[str], str] = lambda p: p) -> str:
     """An `::error` per diagnostic of each invalid test file, a `::warning` per plan warning, then a
     `::notice` per stage whose lanes were merged to fit GitHub's 256 jobs per matrix."""
     lines = [diagnostic_github(d, path_of) for f in plan.invalid for d in f.diagnostics]
     lines += [f"::warning::{escape_data(w)}" for w in plan.warnings]
     lines += [f"::notice title=lanes merged::{escape_data(f'{m.stage}: {m.reason}')}"
-              for m in stage_jobs(plan, None).merges]
+              for m in jobs.merges]
     return "\n".join(lines)
 
 

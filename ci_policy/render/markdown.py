@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ci_policy.plan.build import Plan
+from ci_policy.plan.jobs import StageJobs
 from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.policy import DIFF_EVENTS
 from ci_policy.plan.results import GateOutcome, ShardResult
@@ -89,7 +90,8 @@ def shard_details(stage: str, index: int, files: Sequence[tuple[str, float]]) ->
     return out
 
 
-def plan_markdown(plan: Plan) -> str:
+def plan_markdown(plan: Plan, jobs: StageJobs) -> str:
+    """The plan as Markdown (the step summary), with its stage jobs' waves and merged lanes (`jobs`)."""
     policy = plan.policy
     out = ["## ci-policy plan", ""]
     out.append(f"- **Event:** {md_escape(policy.event)}, **cadence:** {md_escape(policy.cadence)}, "
@@ -114,7 +116,7 @@ def plan_markdown(plan: Plan) -> str:
                 "", "| Stage | Scheduled h | Skipped h | Accelerators |", "|---|---:|---:|---|"]
         out += [f"| {md_escape(s.stage)} | {hours_number(s.scheduled)} | {hours_number(s.skipped())} "
                 f"| {md_escape(hours_source(s, plan))} |" for s in plan.hours.stages]
-    heading, waves, merges = waves_of(plan)
+    heading, waves, merges = waves_of(plan, jobs)
     if heading:
         out += ["", f"**{md_escape(heading[0].upper() + heading[1:])}**", "",
                 *(f"- wave {md_escape(w)}" for w in waves)]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # the types of what is rendered; the modules that make them i
     from ci_policy.plan.explain import Explanation
     from ci_policy.plan.filerun import FilePlan
     from ci_policy.plan.hours import StageHours
+    from ci_policy.plan.jobs import StageJobs
     from ci_policy.plan.outcome import Outcome
     from ci_policy.plan.partition import Shard
     from ci_policy.plan.picking import RunStage
@@ -85,8 +86,9 @@ def split_phrase(s: StagePlan) -> str:
     return f"makespan {duration(s.makespan)} / lower bound {duration(s.lower_bound)} ({proof})"
 
 
-def plan_text(plan: Plan, *, warnings: bool = True) -> str:
-    """The plan as text; without `warnings` (github format, which annotates each) no `warning:` lines."""
+def plan_text(plan: Plan, jobs: StageJobs, *, warnings: bool = True) -> str:
+    """The plan as text, with its stage jobs' waves and merged lanes (`jobs`, `plan.jobs.stage_jobs`);
+    without `warnings` (github format, which annotates each) no `warning:` lines."""
     # Imported here: a stage job running from its per-stage plan loads no policy (tests/cli/
     # test_startup.py::test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
     from ci_policy.plan.policy import DIFF_EVENTS
@@ -116,7 +118,7 @@ def plan_text(plan: Plan, *, warnings: bool = True) -> str:
         # Each reason on its own line under its stage's row: a table cell of them grows too wide.
         lines += [row] + [f"  {one_line(r)}" for r in s.reasons + s.notes]
     running = [s for s in plan.stages if s.decision == "run"]
-    lines += waves_text(plan)
+    lines += waves_text(plan, jobs)
     if running:
         lines.append("")
         lines.append("shards:")
@@ -186,13 +188,9 @@ def hours_text(plan: Plan) -> list[str]:
     return lines
 
 
-def waves_of(plan: Plan) -> tuple[str, list[str], list[str]]:
+def waves_of(plan: Plan, jobs: StageJobs) -> tuple[str, list[str], list[str]]:
     """What the plan says of its waves (a heading and one line per wave, where the configuration
-    orders stages) and of its merged lanes (one line per stage)."""
-    # Imported here, as in `plan_text` (test_a_stage_job_given_its_per_stage_plan_parses_no_configuration).
-    from ci_policy.plan.jobs import stage_jobs
-
-    jobs = stage_jobs(plan, None)
+    orders stages) and of its merged lanes (one line per stage), from its stage jobs."""
     heading, waves = "", []
     if any(stage.after for stage in plan.config.stages):
         heading = "waves, one after another: " + (
@@ -206,9 +204,9 @@ def waves_of(plan: Plan) -> tuple[str, list[str], list[str]]:
     return heading, waves, [f"{m.stage}: {m.reason}" for m in jobs.merges]
 
 
-def waves_text(plan: Plan) -> list[str]:
+def waves_text(plan: Plan, jobs: StageJobs) -> list[str]:
     """The waves, where the configuration orders stages, and the stages whose lanes were merged."""
-    heading, waves, merges = waves_of(plan)
+    heading, waves, merges = waves_of(plan, jobs)
     lines = ["", heading, *(f"  {w}" for w in waves)] if heading else []
     if merges:
         lines += ["", "lanes merged:", *(f"  {m}" for m in merges)]

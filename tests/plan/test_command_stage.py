@@ -9,6 +9,7 @@ import pytest
 
 from ci_policy.model.snapshot import load_snapshot
 from ci_policy.plan.build import Plan, build_plan
+from ci_policy.plan.jobs import stage_jobs
 from ci_policy.plan.policy import Trigger
 from ci_policy.plan.written import plan_document
 from ci_policy.read.codec import encode
@@ -148,11 +149,11 @@ def test_a_command_stage_plans_as_one_shard_of_its_est_time(snapshot):
     (job,) = [j for j in doc["jobs"] if j["stage"] == "kernel"]
     # The job's limit: the command's timeout_per_file (1800 s = 30 min) and 10 minutes around it.
     assert (job["runs_on"], job["shards"], job["timeout_minutes"]) == (["h100"], "0", 40)
-    text = plan_text(plan)
+    text = plan_text(plan, stage_jobs(plan, None))
     assert "  kernel: makespan 15m0s / lower bound 15m0s (optimal)\n" \
            "  kernel[0] est 15m0s, command: pytest -q tests/ (in sgl-kernel)\n" in text
     assert "kernel[0] est 15m0s, 1 file" not in text
-    markdown = plan_markdown(plan)
+    markdown = plan_markdown(plan, stage_jobs(plan, None))
     assert markdown.endswith("### kernel\n\n**Split:** makespan 15m0s / lower bound 15m0s (optimal)\n\n"
                              "**Command:** pytest -q tests/ (in sgl-kernel), est 15m0s\n")
 

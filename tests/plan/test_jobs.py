@@ -286,10 +286,10 @@ def test_a_300_partition_stage_plans_at_most_256_jobs_covering_every_file(make_r
         "reason": "300 lanes merged into 255: wave 0 needs 301 jobs and GitHub runs at most 256 jobs per matrix "
                   f"(Actions limits, \"Job matrix\"); each lane runs its shards one after another (longest lane "
                   f"{longest:g}s est)"}]
-    assert "lanes merged:\n  gpu: 300 lanes merged into 255: wave 0 needs 301 jobs" in plan_text(plan)
+    assert "lanes merged:\n  gpu: 300 lanes merged into 255: wave 0 needs 301 jobs" in plan_text(plan, jobs)
     assert ("**Lanes merged** (GitHub runs at most 256 jobs per matrix)\n\n- gpu: 300 lanes merged into 255: wave 0 "
-            "needs 301 jobs") in plan_markdown(plan)
-    assert plan_annotations(plan).splitlines()[-1] == f"::notice title=lanes merged::gpu: {jobs.merges[0].reason}"
+            "needs 301 jobs") in plan_markdown(plan, jobs)
+    assert plan_annotations(plan, jobs).splitlines()[-1] == f"::notice title=lanes merged::gpu: {jobs.merges[0].reason}"
     outputs = github_outputs(plan, "EOF", SHA)
     assert f"merged_lanes<<EOF\n{json.dumps([jobs.merges[0].as_dict()], separators=(',', ':'))}\nEOF\n" in outputs
     assert "wave_jobs<<EOF\n[256,0,0,0]\nEOF\n" in outputs
@@ -308,12 +308,12 @@ def test_waves_split_the_matrix_and_the_plan_shows_them(make_repo):
     assert [[(e.stage, e.lane) for e in wave] for wave in jobs.waves] == [
         [("cpu", 0)], [("gpu", 0), ("gpu", 1)], [("late", 0)], []]
     assert jobs.merges == ()
-    text = plan_text(plan)
+    text = plan_text(plan, stage_jobs(plan, None))
     assert ("waves, one after another: a failed wave skips the later ones (fast-fail; the bypass-fastfail label "
             "runs them all)\n  0: cpu; 1 job\n  1: gpu; 2 jobs\n  2: late; 1 job\n") in text
     assert ("**Waves, one after another: a failed wave skips the later ones (fast-fail; the bypass-fastfail "
             "label runs them all)**\n\n- wave 0: cpu; 1 job\n- wave 1: gpu; 2 jobs\n- wave 2: late; 1 job\n"
-            ) in plan_markdown(plan)
+            ) in plan_markdown(plan, stage_jobs(plan, None))
     outputs = github_outputs(plan, "EOF", SHA)
     assert "wave_jobs<<EOF\n[1,2,1,0]\nEOF\n" in outputs
     assert "stage_matrix_3<<EOF\n{\"include\":[]}\nEOF\n" in outputs
@@ -324,12 +324,13 @@ def test_waves_split_the_matrix_and_the_plan_shows_them(make_repo):
     bypass = build_plan(plan.snapshot, Trigger(event="pull_request", labels=("bypass-fastfail",)),
                         Diff.unavailable("none"))
     assert "waves, one after another: every wave runs, whatever the earlier ones did (bypass_fastfail)" in (
-        plan_text(bypass))
+        plan_text(bypass, stage_jobs(bypass, None)))
 
 
 def test_a_configuration_without_after_shows_no_wave(jobs_checkout):
     plan = build_plan(jobs_checkout, Trigger(event="workflow_dispatch"), Diff.unavailable("none"))
-    assert "waves" not in plan_text(plan) and "Waves" not in plan_markdown(plan)
+    jobs = stage_jobs(plan, None)
+    assert "waves" not in plan_text(plan, jobs) and "Waves" not in plan_markdown(plan, jobs)
     doc = plan_dict(plan, SHA)
     assert all("wave" not in s for s in doc["stages"]) and all("wave" not in j for j in doc["jobs"])
     assert "merged_lanes" not in doc

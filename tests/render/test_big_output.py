@@ -19,6 +19,7 @@ from helpers import assert_golden
 
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import Plan
+from ci_policy.plan.jobs import stage_jobs
 from ci_policy.plan.partition import Shard
 from ci_policy.render.markdown import CHART_BARS, SHARD_BARS, SHARD_LIST, plan_markdown
 from ci_policy.render.text import plan_text
@@ -65,7 +66,7 @@ def check_summary(md: str, plan: Plan, *, most_bytes: int) -> None:
 
 def test_the_text_plan_of_400_files_has_no_line_over_100_characters(tmp_path):
     plan = big_plan(tmp_path / "repo", 400)
-    text = plan_text(plan)
+    text = plan_text(plan, stage_jobs(plan, None))
     assert max(len(line) for line in text.splitlines()) <= 100
     for s in plan.stages:  # every file of every shard on a line of its own
         for sh in s.shards:
@@ -75,7 +76,7 @@ def test_the_text_plan_of_400_files_has_no_line_over_100_characters(tmp_path):
 
 
 def test_the_markdown_summary_of_2000_files_is_golden_and_within_limits(plan_2000):
-    md = plan_markdown(plan_2000)
+    md = plan_markdown(plan_2000, stage_jobs(plan_2000, None))
     assert_golden("render/big-2000.md", md)
     check_summary(md, plan_2000, most_bytes=150_000)
     # Basenames repeat in the generated repository; the bars tell them apart by directory.
@@ -95,6 +96,6 @@ def test_the_markdown_summary_of_50000_files_keeps_mermaid_under_its_limits(plan
         stages.append(dataclasses.replace(s, tests=tests, shards=shards))
     plan = dataclasses.replace(plan_2000, stages=tuple(stages))
     assert sum(len(s.tests) for s in plan.stages) == 50_000
-    md = plan_markdown(plan)
+    md = plan_markdown(plan, stage_jobs(plan, None))
     check_summary(md, plan, most_bytes=300_000)
     assert md.count("more; ci-policy list --stage ") == 14  # every shard holds more files than it lists

@@ -11,6 +11,7 @@ from workflow_commands import commands
 
 from ci_policy.config.quarantine import Quarantine
 from ci_policy.errors import Diagnostic, UsageError
+from ci_policy.plan.jobs import stage_jobs
 from ci_policy.render.github import (
     diagnostic_github,
     file_run_outputs,
@@ -96,7 +97,7 @@ def test_plan_annotations_one_error_per_diagnostic_of_an_invalid_file(tmp_path):
     from ci_policy.render.github import plan_annotations
 
     plan = partial_plan(tmp_path)
-    out = plan_annotations(plan, lambda p: "ws/" + p)
+    out = plan_annotations(plan, stage_jobs(plan, None), lambda p: "ws/" + p)
     assert out.splitlines()[0] == ("::error file=ws/tests/a%2Cb%3Ac%25d|`*_%0A%3A%3Aerror%3A%3Apwned.py,line=3,col=7,"
                                    "title=CP227 label-unknown::bad%0D%0A::warning::x | <b> (hint: fix it)")
     assert [(name, props.get("file"), data) for name, props, data in commands(out)][0] == (

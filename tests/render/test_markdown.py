@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from render_cases import REG, gate_outcome, pr_plan, shard_result, write_repo
 
+from ci_policy.plan.jobs import stage_jobs
 from ci_policy.plan.results import GateOutcome
 from ci_policy.render.markdown import gate_markdown, plan_markdown, run_summary_markdown
 
@@ -50,7 +51,7 @@ def test_run_summary_markdown_lists_the_records_not_written_after_the_table():
 
 def test_plan_markdown(tmp_path):
     plan = pr_plan(write_repo(tmp_path / "repo"), "run-ci-megatron", "bug")
-    assert plan_markdown(plan) == (
+    assert plan_markdown(plan, stage_jobs(plan, None)) == (
         "## ci-policy plan\n"
         "\n"
         "- **Event:** pull\\_request, **cadence:** regular, **trust:** trusted\n"
@@ -108,7 +109,8 @@ def test_plan_markdown(tmp_path):
 def test_the_invalid_section_of_a_partial_plan_is_escaped(tmp_path):
     from partial_cases import partial_plan
 
-    out = plan_markdown(partial_plan(tmp_path))
+    plan = partial_plan(tmp_path)
+    out = plan_markdown(plan, stage_jobs(plan, None))
     assert ("\n\n**Invalid, not scheduled: 1 file(s); the plan is incomplete**\n\n"
             "- tests/a,b:c%d\\|\\`\\*\\_ ::error::pwned.py (stages: gpu)\n"
             "  - line 3: CP227 label-unknown: bad  ::warning::x \\| \\<b\\>\n\n**Warnings**") in out
@@ -124,7 +126,7 @@ def test_a_partly_read_file_has_its_own_markdown_section_naming_the_stages_it_ke
 
     plan = build_plan(load_snapshot(two_repo(make_repo)), Trigger(event="pull_request", labels=("run-ci-megatron",)),
                       Diff.unavailable("none"))
-    out = plan_markdown(plan)
+    out = plan_markdown(plan, stage_jobs(plan, None))
     assert "Invalid, not scheduled" not in out
     assert ("\n\n**Partly read, invalid registrations not scheduled: 1 file(s); the plan is incomplete**\n\n"
             f"- {TWO.replace('_', chr(92) + '_')} (still scheduled in: gpu-a)\n"

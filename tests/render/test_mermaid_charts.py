@@ -17,6 +17,7 @@ from big_repo import big_plan
 from helpers import run_cli as run
 from mermaid_render import Bar, MermaidError, Renderer, gantt_bars, mermaid_blocks, xychart_series
 
+from ci_policy.plan.jobs import stage_jobs
 from ci_policy.render.markdown import CHART_BARS, SHARD_BARS, gantt, plan_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +115,7 @@ def test_the_docs_only_plan_draws_its_one_shard_as_scheduled(at_root, mermaid, t
 
 def test_a_plan_of_2000_files_draws_every_shard_and_its_rest_bar_as_scheduled(tmp_path, mermaid):
     plan = big_plan(tmp_path / "repo", 2000)
-    charts = mermaid_blocks(plan_markdown(plan))
+    charts = mermaid_blocks(plan_markdown(plan, stage_jobs(plan, None)))
     schedules = []
     for s in plan.stages:
         if s.decision != "run":

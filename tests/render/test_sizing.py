@@ -7,6 +7,7 @@ import json
 from render_cases import CONFIG, pr_plan, write_repo
 
 from ci_policy.app.plan_documents import github_outputs, plan_dict
+from ci_policy.plan.jobs import stage_jobs
 from ci_policy.render.markdown import plan_markdown
 from ci_policy.render.text import plan_text
 
@@ -29,7 +30,8 @@ def sized_plan(tmp_path):
 
 
 def test_text_lists_the_size_reasons_after_the_decision(tmp_path):
-    lines = plan_text(sized_plan(tmp_path)).splitlines()
+    plan = sized_plan(tmp_path)
+    lines = plan_text(plan, stage_jobs(plan, None)).splitlines()
     gpu = lines.index("gpu    cuda     RUN           2       2      5m0s")
     assert lines[gpu + 1:gpu + 6] == [f"  {RUN}", f"  {REQUESTED}", f"  {SHARDS}", f"  {PARALLEL}",
                                       "cpu    cpu      SKIP          0       0         -"]
@@ -47,7 +49,8 @@ def test_json_carries_the_sizing_keys_only_where_configured(tmp_path):
 
 
 def test_markdown_row_holds_every_reason(tmp_path):
-    rows = plan_markdown(sized_plan(tmp_path)).splitlines()
+    plan = sized_plan(tmp_path)
+    rows = plan_markdown(plan, stage_jobs(plan, None)).splitlines()
     [gpu, hours] = [row for row in rows if row.startswith("| gpu |")]
     assert hours == "| gpu | 0.10 | 0.00 | 1 accelerator per runner (no accelerators entry matches) |"
     assert gpu == (f"| gpu | cuda | ✅ run | 2 | 2 | 5m0s | {RUN}<br>{REQUESTED}"

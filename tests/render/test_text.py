@@ -9,6 +9,7 @@ from ci_policy.config.stages import Stage
 from ci_policy.errors import Diagnostic, UsageError
 from ci_policy.model.registry import Registration
 from ci_policy.plan.build import StagePlan
+from ci_policy.plan.jobs import stage_jobs
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.results import GateOutcome
 from ci_policy.render.text import (
@@ -138,8 +139,8 @@ def test_the_invalid_section_of_a_partial_plan_keeps_each_value_on_its_line(tmp_
                "    tests/a,b:c%d|`*_\\n::error::pwned.py:3:7: CP227 label-unknown: bad\\r\\n::warning::x | <b>\n"
                "        hint: fix it")
     assert invalid_text(plan.invalid) == section
-    assert "\n\n" + section + "\n\nimages: " in plan_text(plan)
-    assert commands(plan_text(plan)) == []
+    assert "\n\n" + section + "\n\nimages: " in plan_text(plan, stage_jobs(plan, None))
+    assert commands(plan_text(plan, stage_jobs(plan, None))) == []
     assert invalid_text([]) == "invalid (not scheduled): 0 test files"
 
 
