@@ -328,18 +328,19 @@ def test_docs_only_pr_json(at_root, docs_diff, capsys):
         "plan_complete": True,
         "invalid": [],
         "not_fully_read": [],
-        # No accelerator stage runs: its tests need labels the PR lacks (1.9 h) or are nightly-only
-        # (the long-context test, 0.42 h); no `accelerators` entry, so 1 accelerator per runner.
+        # No accelerator stage runs: its tests need labels the PR lacks (6.7 h) or are nightly-only
+        # (the long-context test, 1.67 h); the example's `accelerators` give stage-b's runner 1
+        # accelerator and the 4gpu runners 4.
         "accelerator_hours": {
-            "scheduled_hours": 0.0, "skipped_hours": {"labels": 1.9, "cadence": 0.416667},
+            "scheduled_hours": 0.0, "skipped_hours": {"labels": 6.7, "cadence": 1.666667},
             "scheduled_cost": None, "skipped_cost": None,
             "stages": [
-                {"stage": "stage-b-1-gpu-h200", "gpus": 1, "entry": None, "cost_per_hour": None,
+                {"stage": "stage-b-1-gpu-h200", "gpus": 1, "entry": 0, "cost_per_hour": None,
                  "scheduled_hours": 0.0, "skipped_hours": {"labels": 0.3}},
-                {"stage": "stage-c-4-gpu-h200", "gpus": 1, "entry": None, "cost_per_hour": None,
-                 "scheduled_hours": 0.0, "skipped_hours": {"labels": 1.316667, "cadence": 0.416667}},
-                {"stage": "stage-c-4-gpu-mi350", "gpus": 1, "entry": None, "cost_per_hour": None,
-                 "scheduled_hours": 0.0, "skipped_hours": {"labels": 0.283333}}]},
+                {"stage": "stage-c-4-gpu-h200", "gpus": 4, "entry": 1, "cost_per_hour": None,
+                 "scheduled_hours": 0.0, "skipped_hours": {"labels": 5.266667, "cadence": 1.666667}},
+                {"stage": "stage-c-4-gpu-mi350", "gpus": 4, "entry": 1, "cost_per_hour": None,
+                 "scheduled_hours": 0.0, "skipped_hours": {"labels": 1.133333}}]},
     }
 
 
@@ -472,7 +473,7 @@ def test_unknown_cron_is_an_error(at_root, capsys):
     rc, out, err = run(["plan", "--repo", "examples/gpu-repo", "--event", "schedule", "--schedule", "0 15 * * 1"],
                        capsys)
     assert (rc, out) == (1, "")
-    assert err == (".github/ci-policy.yml:38: --schedule: cron '0 15 * * 1' is not listed in cadences.schedules "
+    assert err == (".github/ci-policy.yml:44: --schedule: cron '0 15 * * 1' is not listed in cadences.schedules "
                    "(listed: '0 15 * * 0-5', '0 15 * * 6')\n"
                    "    hint: add it to cadences.schedules in the configuration with its cadence\n"
                    "ci-policy: 1 error\n")

@@ -23,11 +23,49 @@ ACCELERATORS = """accelerators:
 
 
 def example_with(tmp_path: Path, extra: str) -> Path:
+    """The example with its own `accelerators` section (and the comment above it) replaced by `extra`,
+    at the end of the file."""
     repo = tmp_path / "repo"
     shutil.copytree(EXAMPLE_REPO, repo)
     config = repo / ".github" / "ci-policy.yml"
-    config.write_text(config.read_text() + extra)
+    text = config.read_text()
+    start = text.index("# The accelerators of each runner")
+    end = text.index("\n\n", text.index("accelerators:", start)) + 2
+    config.write_text(text[:start] + text[end:] + extra)
     return repo
+
+
+def hours_lines(out: str) -> list[str]:
+    start = out.index("accelerator hours")
+    return out[start:].split("\n")[:4]
+
+
+def test_the_example_as_shipped_states_a_docs_only_and_a_code_prs_hours(tmp_path, capsys):
+    """The example's own entries (1gpu, 4gpu). A docs-only PR runs no accelerator stage: every
+    hour is skipped for labels (gpu_requires_labels) but the nightly-only tests' 1.67, which
+    the cadence skips; the Quickstart's code PR (run-ci-sglang, pr-42.diff) schedules 4.93 of
+    the same 8.37 (stage-b 480 s x 1, stage-c-4-gpu-h200 3780 s x 4, the mi350 stage 540 s x 4)."""
+    docs = tmp_path / "docs.diff"
+    docs.write_bytes(b"M\0docs/guide.md\0")
+    rc, out, err = run(["plan", "--repo", str(EXAMPLE_REPO), "--event", "pull_request", "--diff", str(docs)], capsys)
+    assert (rc, err) == (0, "")
+    assert hours_lines(out) == [
+        "accelerator hours (est_time x accelerators per runner): 0.00 scheduled, 8.37 skipped "
+        "(labels 6.70, cadence 1.67)",
+        "  stage-b-1-gpu-h200: 0.00 scheduled, 0.30 skipped; 1 accelerator per runner (accelerators[0]: runs_on 1gpu)",
+        "  stage-c-4-gpu-h200: 0.00 scheduled, 6.93 skipped; 4 accelerators per runner (accelerators[1]: runs_on 4gpu)",
+        "  stage-c-4-gpu-mi350: 0.00 scheduled, 1.13 skipped; 4 accelerators per runner "
+        "(accelerators[1]: runs_on 4gpu)"]
+    rc, out, err = run(["plan", "--repo", str(EXAMPLE_REPO), "--event", "pull_request", "--labels-json",
+                        '["run-ci-sglang", "documentation"]', "--diff", str(ROOT / "examples" / "pr-42.diff")], capsys)
+    assert (rc, err) == (0, "")
+    assert hours_lines(out) == [
+        "accelerator hours (est_time x accelerators per runner): 4.93 scheduled, 3.43 skipped "
+        "(labels 1.77, cadence 1.67)",
+        "  stage-b-1-gpu-h200: 0.13 scheduled, 0.17 skipped; 1 accelerator per runner (accelerators[0]: runs_on 1gpu)",
+        "  stage-c-4-gpu-h200: 4.20 scheduled, 2.73 skipped; 4 accelerators per runner (accelerators[1]: runs_on 4gpu)",
+        "  stage-c-4-gpu-mi350: 0.60 scheduled, 0.53 skipped; 4 accelerators per runner "
+        "(accelerators[1]: runs_on 4gpu)"]
 
 
 def test_the_code_pr_states_its_accelerator_hours_and_cost(tmp_path, capsys):
@@ -35,8 +73,7 @@ def test_the_code_pr_states_its_accelerator_hours_and_cost(tmp_path, capsys):
     rc, out, err = run(["plan", "--repo", str(repo), "--event", "pull_request", "--labels-json",
                         '["run-ci-sglang", "documentation"]', "--diff", str(ROOT / "examples" / "pr-42.diff")], capsys)
     assert (rc, err) == (0, "")
-    start = out.index("accelerator hours")
-    assert out[start:].split("\n")[:4] == [
+    assert hours_lines(out) == [
         "accelerator hours (est_time x accelerators per runner): 4.93 scheduled, 3.43 skipped "
         "(labels 1.77, cadence 1.67); cost 24.53 scheduled, 17.00 skipped",
         "  stage-b-1-gpu-h200: 0.13 scheduled, 0.17 skipped; 1 accelerator per runner "
