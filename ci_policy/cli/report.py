@@ -3,7 +3,9 @@
 - In: --since (default 30d: the last 30 days, today included), --today YYYY-MM-DD (the last day;
   default today, UTC), --store URL or --store-file FILE (else `$CI_POLICY_DATABASE_URL`, else the
   checkout's default SQLite file), --repository OWNER/REPO (default `$GITHUB_REPOSITORY`) for run
-  links, --propose-quarantine with --threshold (default 0.1) and --min-runs (default 5), --format
+  links, --repo DIR and --config FILE (the configuration whose `accelerators:` give each stage's
+  GPUs and cost; default DIR/.github/ci-policy.yml when it exists, else runner-hours only),
+  --propose-quarantine with --threshold (default 0.1) and --min-runs (default 5), --format
   text|json|markdown.
 - --publish-issue (the `github` extra, a token in $GITHUB_TOKEN or --token-env, --api-url): the
   Markdown report also becomes the repository's one open issue titled "CI health report"
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from ci_policy.app.health import ReportRequest, report
 from ci_policy.cli.main import examples, summary
-from ci_policy.cli.options import add_format, add_repo, add_store, add_token, api_url, positive_int, token
+from ci_policy.cli.options import add_config, add_format, add_repo, add_store, add_token, api_url, positive_int, token
 from ci_policy.render.health import report_json, report_markdown, report_text
 
 NAME = "report"
@@ -78,7 +80,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "'CI health report' (label ci-health): updated if open, else opened; needs the github "
                         "extra and a token with issues: write")
     add_token(p, "for publishing the issue")
-    add_repo(p, help="the checkout (names the default store only; default: the current directory)")
+    add_repo(p, help="the checkout: its configuration's accelerators give GPU-hours and cost, and it names the "
+                     "default store (default: the current directory)")
+    add_config(p, help="the configuration whose accelerators: give each stage's GPUs and cost (default: "
+                       "DIR/.github/ci-policy.yml when it exists; without one, runner-hours only)")
     add_store(p)
     add_format(p, ("text", "json", "markdown"))
     return p
@@ -86,7 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     result = report(ReportRequest(Path(args.repo), since=args.since, today=args.today, repository=args.repository,
-                                  store=args.store, store_file=args.store_file,
+                                  store=args.store, store_file=args.store_file, config=args.config,
                                   threshold=args.threshold if args.propose_quarantine else None,
                                   min_runs=args.min_runs))
     render = {"json": report_json, "markdown": report_markdown}.get(args.format, report_text)

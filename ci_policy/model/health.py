@@ -175,10 +175,12 @@ def _cost_of(costs: Mapping[str, RunnerCost] | None, o: Outcome) -> RunnerCost |
 
 
 def _priced(seconds: float, cost: RunnerCost | None) -> tuple[float | None, float | None]:
+    """GPU-hours and cost of one attempt, unrounded: a sum is rounded once, so GPU-hours on one GPU
+    equal runner-hours."""
     if cost is None:
         return None, None
-    price = None if cost.cost_per_hour is None else round(seconds / 3600 * cost.cost_per_hour, 2)
-    return _hours(seconds * cost.gpus), price
+    price = None if cost.cost_per_hour is None else seconds / 3600 * cost.cost_per_hour
+    return seconds * cost.gpus / 3600, price
 
 
 def _week_hours(rows: list[Outcome], costs: Mapping[str, RunnerCost] | None) -> tuple[WeekHours, ...]:
@@ -326,11 +328,19 @@ def health_report(outcomes: Iterable[Outcome], *, since: datetime.date, until: d
     flaky = flaky_files(rows, repository, server)
     proposals, yaml_text = (None, None) if threshold is None else _proposals(flaky, rows, threshold, min_runs, until)
     notes = [SKIPPED_NOTE]
+    stages = _stage_hours(weeks)
     if not costs:
         notes.append("GPU-hours and cost: no runner cost given; runner-hours only")
+    else:
+        unknown = [s.stage for s in stages if s.gpu_hours is None]
+        unpriced = [s.stage for s in stages if s.gpu_hours is not None and s.cost is None]
+        if unknown:
+            notes.append(f"GPU-hours and cost: no runner cost given for {', '.join(unknown)}")
+        if unpriced:
+            notes.append(f"cost: no cost_per_hour given for {', '.join(unpriced)}")
     return HealthReport(since=first, until=until.isoformat(), repository=repository,
                         runs=len({o.run_id for o in rows}), attempts=len(rows), weeks=weeks,
-                        stages=_stage_hours(weeks), skipped_hours=None, notes=tuple(notes),
+                        stages=stages, skipped_hours=None, notes=tuple(notes),
                         slowest=_slowest(passes), drift=_drift(passes), flaky=flaky,
                         flaky_weeks=_flaky_weeks(rows), slowest_run=_slowest_run(rows, repository, server),
                         threshold=threshold, proposals=proposals, quarantine_yaml=yaml_text or None)

@@ -19,7 +19,10 @@ from ci_policy.adapters.store import SQLiteStore, open_store
 from ci_policy.cli.main import main
 
 HISTORY = ROOT / "tests" / "data" / "history"
-WINDOW = ["--today", "2026-11-29", "--since", "6w", "--repository", "octo/gpu-repo"]
+# The checkout whose configuration prices gpu-a (8 GPUs, 24/h) and gpu-b (2 GPUs, 6.5/h); gpu-c
+# has no entry (1 GPU, no price).
+CHECKOUT = HISTORY / "checkout"
+WINDOW = ["--today", "2026-11-29", "--since", "6w", "--repository", "octo/gpu-repo", "--repo", str(CHECKOUT)]
 
 
 def generated() -> dict[str, str]:
@@ -80,6 +83,51 @@ def test_the_reports_numbers(store, capsys):
             assert after["start"] == round(before["start"] + before["elapsed"], 1)
         else:
             assert after["start"] == 0
+
+
+def test_the_configuration_gives_each_stage_its_gpus_and_cost(store, capsys):
+    _, out, _ = run_cli(["report", "--store", str(store), *WINDOW, "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert [(s["stage"], s["runner_hours"], s["gpu_hours"], s["cost"]) for s in doc["stages"]] == [
+        ("gpu-a", 22.802, 182.419, 547.25), ("gpu-b", 2.188, 4.379, 14.23), ("gpu-c", 14.834, 14.834, None)]
+    [week] = [w for w in doc["weeks"] if (w["week"], w["stage"]) == ("2026-11-23", "gpu-a")]
+    # 14,250.2 s of attempts: 3.958 runner-hours, on 8 GPUs at 24 per runner-hour.
+    assert (week["runner_hours"], week["gpu_hours"], week["cost"]) == (3.958, 31.667, 95.0)
+    assert doc["notes"][1:] == ["cost: no cost_per_hour given for gpu-c"]
+
+
+def test_a_report_without_a_configuration_counts_runner_hours_only(store, tmp_path, capsys):
+    _, out, _ = run_cli(["report", "--store", str(store), *WINDOW[:-1], str(tmp_path), "--format", "json"],
+                        capsys)
+    doc = json.loads(out)
+    assert {(s["gpu_hours"], s["cost"]) for s in doc["stages"]} == {(None, None)}
+    assert doc["notes"][1:] == ["GPU-hours and cost: no runner cost given; runner-hours only"]
+
+
+def test_a_stage_the_configuration_does_not_plan_has_no_gpu_hours(store, tmp_path, capsys):
+    config = tmp_path / "other.yml"
+    config.write_text("version: 1\ndiscovery: {roots: [tests]}\nstages:\n"
+                      "  - {name: gpu-a, backend: cuda, runs_on: [h200]}\n  - {name: lint, backend: cpu}\n",
+                      encoding="utf-8")
+    _, out, _ = run_cli(["report", "--store", str(store), *WINDOW, "--config", str(config), "--format", "json"],
+                        capsys)
+    doc = json.loads(out)
+    # gpu-a's runner holds the default 1 GPU without a price; gpu-b and gpu-c are not configured.
+    assert [(s["stage"], s["gpu_hours"], s["cost"]) for s in doc["stages"]] == [
+        ("gpu-a", 22.802, None), ("gpu-b", None, None), ("gpu-c", None, None)]
+    assert doc["notes"][1:] == ["GPU-hours and cost: no runner cost given for gpu-b, gpu-c",
+                                "cost: no cost_per_hour given for gpu-a"]
+
+
+def test_a_configuration_that_does_not_parse_is_its_located_error(store, tmp_path, capsys):
+    config = tmp_path / "bad.yml"
+    config.write_text("version: 1\ndiscovery: {roots: [tests]}\nstages:\n"
+                      "  - {name: gpu-a, backend: cuda, runs_on: [h200]}\n"
+                      "accelerators:\n  - {backend: cuda, gpus: 0}\n", encoding="utf-8")
+    rc, out, err = run_cli(["report", "--store", str(store), *WINDOW, "--config", str(config)], capsys)
+    assert (rc, out) == (1, "")
+    assert err == (f"{config}:6:27: CP105 config-invalid-value: accelerators[0].gpus: must be at least 1, got 0\n"
+                   "ci-policy: 1 error\n")
 
 
 def test_the_gantt_chart_chains_each_bar_after_the_previous_one(store, capsys):
