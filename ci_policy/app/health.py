@@ -8,7 +8,8 @@
   default branch), whose `accelerators:` give each planned stage its GPUs and cost per hour
   through `plan.hours.runner_of`, the matching the plans use; `costs` given in the request
   wins over the configuration's.
-- Out: the `model.health.HealthReport` of the window; without a configuration (or costs),
+- Out: the `model.health.HealthReport` of the window (the attempts and the plans' hours it
+  holds); without a configuration (or costs),
   runner-hours only, and a note saying so.
 - Refused: a configuration that does not parse (its located errors), a `--config` that does
   not exist; a bad `--since` (CP702), a `--today` that is not a date (`UsageError`); a store that
@@ -76,7 +77,8 @@ def report(request: ReportRequest) -> HealthReport:
     with open_store(url, default_path=default_store_path(request.repo), read_only=True) as store:
         store.check_history()
         rows = store.attempts(since=since.isoformat())
+        plans = store.plans(since=since.isoformat())
     repository = request.repository or os.environ.get("GITHUB_REPOSITORY") or None
     server = request.server or os.environ.get("GITHUB_SERVER_URL") or "https://github.com"
-    return health_report(rows, since=since, until=until, repository=repository, server=server, costs=costs,
+    return health_report(rows, since=since, until=until, plans=plans, repository=repository, server=server, costs=costs,
                          threshold=request.threshold, min_runs=request.min_runs)

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ci_policy.config.runrules import MAX_KILL_GRACE, USER_PATTERN, RunnerKind, check_env_pattern, check_regex
+from ci_policy.model.outcomes import SKIP_GROUPS as OUTCOME_SKIP_GROUPS
 from ci_policy.model.registration import EstSource
 from ci_policy.plan.partition import Shard
 from ci_policy.plan.trust import Trust
@@ -298,7 +299,8 @@ class SettingsDoc:
 
 
 # Why accelerator hours were skipped (`plan.hours`): the keys of `skipped_hours`, in this order.
-SKIP_GROUPS = ("diff", "labels", "cadence", "trust")
+# Declared with the history's plan rows, which keep one column per group.
+SKIP_GROUPS = OUTCOME_SKIP_GROUPS
 
 
 def _skip_group_problem(value: Any) -> str | None:

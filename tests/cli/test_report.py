@@ -37,7 +37,7 @@ def generated() -> dict[str, str]:
 def test_the_history_fixture_is_what_its_script_writes():
     files = generated()
     on_disk = {str(p.relative_to(HISTORY)): p.read_text(encoding="utf-8")
-               for p in sorted((HISTORY / "runs").rglob("*.jsonl"))}
+               for p in sorted((HISTORY / "runs").rglob("*")) if p.is_file()}
     assert on_disk == files
 
 
@@ -93,7 +93,21 @@ def test_the_configuration_gives_each_stage_its_gpus_and_cost(store, capsys):
     [week] = [w for w in doc["weeks"] if (w["week"], w["stage"]) == ("2026-11-23", "gpu-a")]
     # 14,250.2 s of attempts: 3.958 runner-hours, on 8 GPUs at 24 per runner-hour.
     assert (week["runner_hours"], week["gpu_hours"], week["cost"]) == (3.958, 31.667, 95.0)
-    assert doc["notes"][1:] == ["cost: no cost_per_hour given for gpu-c"]
+    assert doc["notes"] == ["cost: no cost_per_hour given for gpu-c"]
+
+
+def test_the_hours_saved_by_skipping_come_from_every_runs_plan_pull_requests_included(store, capsys):
+    _, out, _ = run_cli(["report", "--store", str(store), *WINDOW, "--format", "json"], capsys)
+    doc = json.loads(out)
+    # 42 nightly plans and 30 pull request plans (weekdays) in the window; a nightly schedules 4.6 h (4 on
+    # gpu-a's 8 GPUs, 0.1 on gpu-b's 2, 0.5 on gpu-c's 1) on weekdays and skips gpu-c at weekends (cadence).
+    assert (doc["scheduled_hours"], doc["skipped_hours"]) == (188.2, 143.0)
+    assert doc["skipped_by_group"] == {"diff": 86.0, "labels": 5.0, "cadence": 6.0, "trust": 46.0}
+    # The first week: 7 nightly plans and 5 pull requests (docs only, code, fork, docs only, code).
+    assert doc["plan_weeks"][0] == {"week": "2026-10-19", "plans": 12, "scheduled_hours": 31.4,
+                                    "skipped_hours": 23.8,
+                                    "by_group": {"diff": 17.2, "labels": 1.0, "cadence": 1.0, "trust": 4.6}}
+    assert [w["week"] for w in doc["plan_weeks"]] == [w["week"] for w in doc["flaky_weeks"]]
 
 
 def test_a_report_without_a_configuration_counts_runner_hours_only(store, tmp_path, capsys):
@@ -101,7 +115,7 @@ def test_a_report_without_a_configuration_counts_runner_hours_only(store, tmp_pa
                         capsys)
     doc = json.loads(out)
     assert {(s["gpu_hours"], s["cost"]) for s in doc["stages"]} == {(None, None)}
-    assert doc["notes"][1:] == ["GPU-hours and cost: no runner cost given; runner-hours only"]
+    assert doc["notes"] == ["GPU-hours and cost: no runner cost given; runner-hours only"]
 
 
 def test_a_stage_the_configuration_does_not_plan_has_no_gpu_hours(store, tmp_path, capsys):
@@ -115,7 +129,7 @@ def test_a_stage_the_configuration_does_not_plan_has_no_gpu_hours(store, tmp_pat
     # gpu-a's runner holds the default 1 GPU without a price; gpu-b and gpu-c are not configured.
     assert [(s["stage"], s["gpu_hours"], s["cost"]) for s in doc["stages"]] == [
         ("gpu-a", 22.802, None), ("gpu-b", None, None), ("gpu-c", None, None)]
-    assert doc["notes"][1:] == ["GPU-hours and cost: no runner cost given for gpu-b, gpu-c",
+    assert doc["notes"] == ["GPU-hours and cost: no runner cost given for gpu-b, gpu-c",
                                 "cost: no cost_per_hour given for gpu-a"]
 
 

@@ -29,8 +29,8 @@ def test_costs_apply_by_stage_name_first_then_by_runner_label():
     assert report.weeks == (
         WeekHours(week="2026-11-23", stage="big", runs=1, runner_hours=0.5, gpu_hours=2.0, cost=None),
         WeekHours(week="2026-11-23", stage="gpu", runs=1, runner_hours=0.5, gpu_hours=4.0, cost=10.0))
-    assert report.notes == ("hours saved by skipping: not in the history (it records the attempts that ran, not "
-                            "the stages a plan skipped)", "cost: no cost_per_hour given for big")
+    assert report.notes == ("hours saved by skipping: no plan in the window (`ci-policy history import` reads them "
+                            "from the runs' plan artifacts)", "cost: no cost_per_hour given for big")
 
 
 def test_one_attempt_without_a_cost_makes_the_weeks_gpu_hours_unknown():
