@@ -7,14 +7,18 @@ back through the store; the JSONL records of the same run imported again add not
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import clean_env, console_script
+import yaml
+from helpers import ROOT, clean_env, console_script
 
+from ci_policy.adapters.plan_history import RunInfo
 from ci_policy.adapters.store import open_store
-from ci_policy.model.outcomes import Outcome
+from ci_policy.model.outcomes import TIMESTAMP, Outcome
+from ci_policy.read.codec import decode
 
 CONFIG = """\
 version: 1
@@ -227,3 +231,16 @@ def test_a_plan_artifact_that_does_not_read_is_a_located_error_and_nothing_is_im
         f"{other / 'run.json'}: run.json names run 921 attempt 1, its directories another\n{hint}"
         "ci-policy: 2 errors\n")
     assert not store.exists()
+
+
+def test_the_plan_job_notes_its_run_beside_the_plan_as_import_reads_it(tmp_path):
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pr-pipeline.yml").read_text(encoding="utf-8"))
+    [step] = [s for s in workflow["jobs"]["plan"]["steps"] if s.get("name") == "Note the run the plan was made in"]
+    assert step["env"] == {"HEAD_SHA": "${{ steps.inputs.outputs.head_sha }}"}
+    (tmp_path / "ci-policy-plan").mkdir()
+    head = "0123456789abcdef0123456789abcdef01234567"
+    env = {**clean_env(), "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "3", "HEAD_SHA": head}
+    subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, check=True, timeout=30)
+    run = decode(RunInfo, json.loads((tmp_path / "ci-policy-plan" / "run.json").read_text()))
+    assert (run.run_id, run.run_attempt, run.commit) == ("4242", 3, head)
+    assert re.fullmatch(TIMESTAMP, run.created)
