@@ -7,12 +7,13 @@
   checkout's `.github/ci-policy.yml` when there is one; trusted: the report runs from the
   default branch), whose `accelerators:` give each planned stage its GPUs and cost per hour
   through `plan.hours.runner_of`, the matching the plans use; `costs` given in the request
-  wins over the configuration's.
+  wins over the configuration's. Its `quarantine:` entries are checked over the last
+  `release_after` days (`--release-after`, default 14d): ready to leave, failing or not run.
 - Out: the `model.health.HealthReport` of the window (the attempts and the plans' hours it
   holds); without a configuration (or costs),
   runner-hours only, and a note saying so.
 - Refused: a configuration that does not parse (its located errors), a `--config` that does
-  not exist; a bad `--since` (CP702), a `--today` that is not a date (`UsageError`); a store that
+  not exist; a bad `--since` or `--release-after` (CP702), a `--today` that is not a date (`UsageError`); a store that
   does not exist or holds no metric history (`StoreUnavailable`); a store of a schema before the
   test history (CP701: a read never migrates).
 """
@@ -45,6 +46,7 @@ class ReportRequest:
     store_file: str | None = None              # `--store-file FILE`
     threshold: float | None = None             # `--propose-quarantine`'s flake rate; None: no proposals
     min_runs: int = 5
+    release_after: str = "14d"                 # `--release-after`: the days a quarantined file must pass
     costs: Mapping[str, RunnerCost] | None = None
     config: str | None = None                  # `--config FILE`; None: the checkout's, if any
 
@@ -67,18 +69,21 @@ def runner_costs(config: Config) -> dict[str, RunnerCost]:
 
 def report(request: ReportRequest) -> HealthReport:
     days = parse_since(request.since)
+    release_days = parse_since(request.release_after, "--release-after")
+    config = configuration(request.repo, request.config)
     costs = request.costs
-    if costs is None:
-        config = configuration(request.repo, request.config)
-        costs = None if config is None else runner_costs(config)
+    if costs is None and config is not None:
+        costs = runner_costs(config)
     until = request.today or datetime.datetime.now(datetime.timezone.utc).date()
     since = until - datetime.timedelta(days=days - 1)
     url = store_url(request.store, request.store_file)
     with open_store(url, default_path=default_store_path(request.repo), read_only=True) as store:
         store.check_history()
-        rows = store.attempts(since=since.isoformat())
+        # The quarantine's window may reach back further than the report's.
+        rows = store.attempts(since=min(since, until - datetime.timedelta(days=release_days - 1)).isoformat())
         plans = store.plans(since=since.isoformat())
     repository = request.repository or os.environ.get("GITHUB_REPOSITORY") or None
     server = request.server or os.environ.get("GITHUB_SERVER_URL") or "https://github.com"
     return health_report(rows, since=since, until=until, plans=plans, repository=repository, server=server, costs=costs,
-                         threshold=request.threshold, min_runs=request.min_runs)
+                         threshold=request.threshold, min_runs=request.min_runs,
+                         quarantine=None if config is None else config.quarantine, release_days=release_days)

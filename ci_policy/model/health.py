@@ -11,7 +11,11 @@
   attempts against the est_time they ran with, and that median in the window's first and last
   week); flaky files (`model.flaky`) and flaky runs per week; the slowest stage's latest run as
   bars one after another per shard; quarantine proposals when asked (`quarantine_yaml`).
-- `parse_since("30d")`: days of a `--since` (`Nd` or `Nw`); anything else is CP702.
+- `parse_since("30d")`: days of a `--since` (`Nd` or `Nw`); anything else is CP702 (`option`
+  names the option: `--release-after` takes the same spans).
+- Quarantine: given the configuration's entries (`quarantine`, None: no configuration), each
+  entry's status over the last `release_days` days of the window's end (`model.release`): ready
+  to leave quarantine, still failing, or not run.
 - Hours saved by skipping: from `plans` (`model.outcomes.PlanHours`, one per workflow run
   attempt whose plan was imported, pull request runs included), the accelerator hours each
   plan scheduled and skipped, per ISO week of the plan and per skip group (diff, labels,
@@ -32,9 +36,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ci_policy.config.quarantined import Quarantine
 from ci_policy.errors import InputError
 from ci_policy.model.flaky import FlakyFile, flaky_files, flaky_runs, run_url
 from ci_policy.model.outcomes import SKIP_GROUPS, Outcome, PlanHours
+from ci_policy.model.release import RELEASE_DAYS, QuarantineStatus, release_status
 from ci_policy.read.declare import document, spec
 
 DRIFT_BAND = (0.8, 1.25)   # measured / est_time outside this is drift
@@ -161,15 +167,20 @@ class HealthReport:
     threshold: float | None = spec(description="The flake rate a proposal needs; null: not asked.")
     proposals: tuple[Proposal, ...] | None = spec(description="Files to quarantine; null: not asked.")
     quarantine_yaml: str | None = spec(description="The `quarantine:` entries to add, as YAML.")
+    release_after: int = spec(minimum=1, description="The days a quarantined file must pass every run of "
+                                                     "(ending on `until`) to be ready to leave quarantine.")
+    quarantine: tuple[QuarantineStatus, ...] | None = spec(
+        description="The configuration's quarantine entries: ready to leave, failing or not run; null: no "
+                    "configuration read.")
 
 
-def parse_since(text: str) -> int:
-    """The days of `--since` (`30d`, `4w`); CP702 otherwise."""
+def parse_since(text: str, option: str = "--since") -> int:
+    """The days of `--since` (`30d`, `4w`), or of `option` taking the same spans; CP702 otherwise."""
     match = _SINCE.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         shown = json.dumps(text)[:40] if isinstance(text, str) else repr(text)
         raise InputError(f"{shown.replace(chr(34), chr(39))} is not a time span: write a number of days or weeks, "
-                         "e.g. 30d or 4w", path="--since", code="CP702",
+                         "e.g. 30d or 4w", path=option, code="CP702",
                          hint="a report reads the attempts started in the last N days (Nd) or weeks (Nw), "
                               "at most 9999")
     return int(match.group(1)) * (7 if match.group(2) == "w" else 1)
@@ -350,9 +361,13 @@ def _proposals(flaky: tuple[FlakyFile, ...], rows: list[Outcome], threshold: flo
 def health_report(outcomes: Iterable[Outcome], *, since: datetime.date, until: datetime.date,
                   plans: Iterable[PlanHours] = (), repository: str | None = None, server: str = "https://github.com",
                   costs: Mapping[str, RunnerCost] | None = None, threshold: float | None = None,
-                  min_runs: int = 5) -> HealthReport:
+                  min_runs: int = 5, quarantine: Iterable[Quarantine] | None = None,
+                  release_days: int = RELEASE_DAYS) -> HealthReport:
     """The report of the attempts started from `since` to `until` (both days included, UTC)."""
     first, last = since.isoformat(), (until + datetime.timedelta(days=1)).isoformat()
+    outcomes = list(outcomes)
+    released = None if quarantine is None else release_status(
+        quarantine, outcomes, since=until - datetime.timedelta(days=release_days - 1), until=until)
     rows = sorted((o for o in outcomes if first <= o.started_at < last),
                   key=lambda o: (o.started_at, o.run_id, o.run_attempt, o.stage, o.shard, o.file, o.attempt))
     weeks = _week_hours(rows, costs)
@@ -380,4 +395,5 @@ def health_report(outcomes: Iterable[Outcome], *, since: datetime.date, until: d
                         skipped_by_group=_by_group(planned), plan_weeks=_plan_weeks(planned),
                         slowest=_slowest(passes), drift=_drift(passes), flaky=flaky,
                         flaky_weeks=_flaky_weeks(rows), slowest_run=_slowest_run(rows, repository, server),
-                        threshold=threshold, proposals=proposals, quarantine_yaml=yaml_text or None)
+                        threshold=threshold, proposals=proposals, quarantine_yaml=yaml_text or None,
+                        release_after=release_days, quarantine=released)

@@ -6,7 +6,8 @@
   of the slowest stage's latest run, each attempt of a shard starting where the previous one
   ended: the first bar of a shard at 0, each next one `after` the previous bar's id, so no bar
   is drawn from 0 but the first; the hours planned and saved per week and skip group; the
-  quarantine proposals as a YAML block), `report_json` (the codec's encoding, schema
+  quarantine proposals as a YAML block; each configured quarantine entry ready to leave, with
+  the YAML to delete, or still needed), `report_json` (the codec's encoding, schema
   `report`, two-space indented).
 - Every file name, stage and URL from the history is escaped for its format
   (`escape.md_escape`; Gantt bar names through `escape.bar_names`).
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 
 from ci_policy.model.health import HealthReport
 from ci_policy.model.outcomes import SKIP_GROUPS
+from ci_policy.model.release import QuarantineStatus
 from ci_policy.read.codec import encode
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import bar_names, md_escape, mermaid_name, one_line
@@ -69,6 +71,50 @@ def _saved_markdown(r: HealthReport) -> list[str]:
     return out
 
 
+_VERDICT = {"ready": "ready to leave quarantine", "failing": "still needed: failing",
+            "not-run": "still needed: not run"}
+
+
+def _where(q: QuarantineStatus) -> str:
+    return one_line(q.file) + (f" in {one_line(q.stage)}" if q.stage else "")
+
+
+def _why(q: QuarantineStatus) -> str:
+    if q.status == "ready":
+        return f"passed all {q.runs} run(s)"
+    if q.status == "failing":
+        return f"failed in {q.failed_runs} of {q.runs} run(s), last run {q.last_failure}"
+    return "no run"
+
+
+def _release_text(r: HealthReport) -> list[str]:
+    if r.quarantine is None:
+        return []
+    out = ["", f"Quarantine (each entry over the last {r.release_after} days):"]
+    for q in r.quarantine:
+        line = f", line {q.line}" if q.line else ""
+        out.append(f"  {_where(q)} (until {q.until}{line}): {_VERDICT[q.status]} ({_why(q)})")
+        if q.status == "ready":
+            out += [f"    delete: {text}" for text in q.entry.splitlines()]
+    return out + (["  no entries"] if not r.quarantine else [])
+
+
+def _release_markdown(r: HealthReport) -> list[str]:
+    if r.quarantine is None:
+        return []
+    out = ["", "### Quarantine", "", f"Each `quarantine:` entry over the last {r.release_after} days.", ""]
+    if not r.quarantine:
+        return [*out, "No entries."]
+    out += ["| File | Stage | Until | Status | Runs |", "|---|---|---|---|---|"]
+    out += [f"| {md_escape(q.file)} | {md_escape(q.stage or 'every stage')} | {q.until} | {_VERDICT[q.status]} | "
+            f"{md_escape(_why(q))} |" for q in r.quarantine]
+    ready = [q for q in r.quarantine if q.status == "ready"]
+    if ready:
+        out += ["", "Ready to leave: delete from `quarantine:` in `.github/ci-policy.yml`:", "", "```yaml",
+                *(line for q in ready for line in q.entry.splitlines()), "```"]
+    return out
+
+
 def _run(run_id: str, url: str | None) -> str:
     return f"run {run_id}" + (f" ({url})" if url else "")
 
@@ -111,6 +157,7 @@ def report_text(r: HealthReport) -> str:
     if r.proposals is not None:
         out += ["", f"Quarantine proposals (flake rate >= {_pct(r.threshold or 0)}):"]
         out += ([f"  {line}" for line in (r.quarantine_yaml or "").splitlines()] if r.proposals else ["  none"])
+    out += _release_text(r)
     return "\n".join(out) + "\n"
 
 
@@ -196,6 +243,7 @@ def report_markdown(r: HealthReport) -> str:
         out += ["", "### Quarantine proposals", "", f"Flake rate at least {_pct(r.threshold or 0)}."]
         out += (["", "Add to `.github/ci-policy.yml`:", "", "```yaml", *(r.quarantine_yaml or "").splitlines(), "```"]
                 if r.proposals else ["", "None."])
+    out += _release_markdown(r)
     return "\n".join(out) + "\n"
 
 

@@ -110,12 +110,42 @@ def test_the_hours_saved_by_skipping_come_from_every_runs_plan_pull_requests_inc
     assert [w["week"] for w in doc["plan_weeks"]] == [w["week"] for w in doc["flaky_weeks"]]
 
 
+def quarantine(store: Path, capsys, *args: str) -> list[tuple]:
+    _, out, _ = run_cli(["report", "--store", str(store), *WINDOW, *args, "--format", "json"], capsys)
+    return [(q["file"], q["stage"], q["line"], q["status"], q["runs"], q["failed_runs"], q["last_failure"])
+            for q in json.loads(out)["quarantine"]]
+
+
+def test_a_quarantined_file_that_passed_every_run_of_the_window_is_ready_to_leave(store, capsys):
+    # The last 14 days by default (2026-11-16 to 2026-11-29: runs 7028 to 7041).
+    assert quarantine(store, capsys) == [
+        ("tests/e2e/test_eval.py", None, 18, "ready", 14, 0, None),
+        ("tests/e2e/test_rollout.py", "gpu-a", 22, "failing", 14, 2, "7037"),
+        ("tests/e2e/test_retired.py", None, 27, "not-run", 0, 0, None)]
+    # Four weeks reach back to day 20, whose run of test_eval.py failed (its re-run 7100 passed).
+    assert quarantine(store, capsys, "--release-after", "4w")[0] == (
+        "tests/e2e/test_eval.py", None, 18, "failing", 29, 1, "7020")
+    _, out, _ = run_cli(["report", "--store", str(store), *WINDOW, "--format", "json"], capsys)
+    [ready] = [q for q in json.loads(out)["quarantine"] if q["status"] == "ready"]
+    assert ready["entry"] == ('- file: tests/e2e/test_eval.py\n  reason: "fails without a retry (run 7020)"\n'
+                              '  issue: "https://github.com/octo/gpu-repo/issues/31"\n  until: 2026-12-31\n')
+
+
+def test_a_bad_release_after_is_cp702(store, capsys):
+    rc, out, err = run_cli(["report", "--store", str(store), *WINDOW, "--release-after", "2 weeks"], capsys)
+    assert (rc, out) == (1, "")
+    assert err == ("--release-after: CP702 since-invalid: '2 weeks' is not a time span: write a number of days or "
+                   "weeks, e.g. 30d or 4w\n    hint: a report reads the attempts started in the last N days (Nd) or "
+                   "weeks (Nw), at most 9999\nci-policy: 1 error\n")
+
+
 def test_a_report_without_a_configuration_counts_runner_hours_only(store, tmp_path, capsys):
     _, out, _ = run_cli(["report", "--store", str(store), *WINDOW[:-1], str(tmp_path), "--format", "json"],
                         capsys)
     doc = json.loads(out)
     assert {(s["gpu_hours"], s["cost"]) for s in doc["stages"]} == {(None, None)}
     assert doc["notes"] == ["GPU-hours and cost: no runner cost given; runner-hours only"]
+    assert (doc["quarantine"], doc["release_after"]) == (None, 14)
 
 
 def test_a_stage_the_configuration_does_not_plan_has_no_gpu_hours(store, tmp_path, capsys):
