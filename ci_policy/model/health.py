@@ -40,7 +40,7 @@ from ci_policy.config.quarantined import Quarantine
 from ci_policy.errors import InputError
 from ci_policy.model.flaky import FlakyFile, flaky_files, flaky_runs, run_url
 from ci_policy.model.outcomes import SKIP_GROUPS, Outcome, PlanHours
-from ci_policy.model.release import RELEASE_DAYS, QuarantineStatus, release_status
+from ci_policy.model.release import RELEASE_DAYS, QuarantineStatus, release_status, yaml_text
 from ci_policy.read.declare import document, spec
 
 DRIFT_BAND = (0.8, 1.25)   # measured / est_time outside this is drift
@@ -49,7 +49,6 @@ SLOWEST = 10
 SKIPPED_NOTE = ("hours saved by skipping: no plan in the window (`ci-policy history import` reads them from the "
                 "runs' plan artifacts)")
 _SINCE = re.compile(r"([1-9][0-9]{0,3})([dw])")
-_PLAIN = re.compile(r"[A-Za-z0-9_./-]+")
 
 
 @dataclass(frozen=True)
@@ -331,10 +330,6 @@ def _slowest_run(rows: list[Outcome], repository: str | None, server: str) -> Sl
                       seconds=round(max(ends.values()), 1), bars=tuple(bars))
 
 
-def _yaml_text(value: str) -> str:
-    return value if _PLAIN.fullmatch(value) and not value[0].isdigit() else json.dumps(value)
-
-
 def _proposals(flaky: tuple[FlakyFile, ...], rows: list[Outcome], threshold: float, min_runs: int,
                until: datetime.date) -> tuple[tuple[Proposal, ...], str]:
     stages: dict[str, set[str]] = defaultdict(set)
@@ -351,9 +346,9 @@ def _proposals(flaky: tuple[FlakyFile, ...], rows: list[Outcome], threshold: flo
                             reason=f"flaky: {f.flaky_runs} of {f.runs} runs failed then passed ({where})"))
     lines = ["quarantine:"]
     for p in out:
-        lines.append(f"  - file: {_yaml_text(p.file)}")
+        lines.append(f"  - file: {yaml_text(p.file)}")
         if p.stage is not None:
-            lines.append(f"    stage: {_yaml_text(p.stage)}")
+            lines.append(f"    stage: {yaml_text(p.stage)}")
         lines += [f"    reason: {json.dumps(p.reason)}", "    issue: null", f"    until: {p.until}"]
     return tuple(out), "\n".join(lines) + "\n" if out else ""
 

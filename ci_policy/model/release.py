@@ -42,15 +42,16 @@ class QuarantineStatus:
     entry: str = spec(description="The entry as YAML: what to delete from `quarantine:` once ready.")
 
 
-def _text(value: str) -> str:
+def yaml_text(value: str) -> str:
+    """A YAML scalar for `value`: plain when YAML reads it back as that string, else quoted."""
     return value if _PLAIN.fullmatch(value) and not value[0].isdigit() else json.dumps(value)
 
 
 def entry_yaml(q: Quarantine) -> str:
     """The entry as a `quarantine:` list item, its keys in the configuration's order."""
-    lines = [f"- file: {_text(q.file)}"]
+    lines = [f"- file: {yaml_text(q.file)}"]
     if q.stage is not None:
-        lines.append(f"  stage: {_text(q.stage)}")
+        lines.append(f"  stage: {yaml_text(q.stage)}")
     lines.append(f"  reason: {json.dumps(q.reason)}")
     lines += [f"  {key}: {json.dumps(value)}" for key, value in (("issue", q.issue), ("owner", q.owner)) if value]
     lines.append(f"  until: {q.until.isoformat()}")
