@@ -101,6 +101,8 @@ def test_a_version_2_store_with_baselines_migrates_to_the_history(store_url, tmp
         assert store.baseline(GRAD, -1, 5) == [1.5]
         assert store.record_attempts([outcome("7")]) == 1
         assert store.attempts() == [outcome("7")]
+        # The plans' hours came with version 3 too.
+        assert (store.plans(), store.record_plans([plan("7")]), store.plans()) == ([], 1, [plan("7")])
 
 
 WORKERS = 4
@@ -119,6 +121,7 @@ def _writer(url: str, default_path: str, worker: int, barrier, results) -> None:
                                                     outcome(f"w{worker}-{i}", 2)]))
             barrier.wait(120)
             added.append(store.record_attempts([outcome("shared", n) for n in (1, 2, 3)]))
+            added.append(store.record_plans([plan(f"w{worker}"), plan("shared")]))
         results.put((worker, added, None))
     except BaseException:
         results.put((worker, None, traceback.format_exc()))
@@ -150,9 +153,12 @@ def test_concurrent_writers_lose_nothing_and_record_a_shared_run_once(store_url,
     assert [p.exitcode for p in procs] == [0] * WORKERS
     assert all(added[:RUNS] == [2] * RUNS for added in reported.values())
     assert sorted(added[RUNS] for added in reported.values()) == [0] * (WORKERS - 1) + [3]
+    # Each worker's own plan, and the shared run's plan once.
+    assert sorted(added[RUNS + 1] for added in reported.values()) == [1] * (WORKERS - 1) + [2]
     with open_store(store_url, default_path=tmp_path / "unused.db") as store:
         assert store.schema_versions() == [1, 2, 3]
         places = sorted((o.run_id, o.attempt) for o in store.attempts())
+        assert sorted(p.run_id for p in store.plans()) == sorted([f"w{w}" for w in range(WORKERS)] + ["shared"])
     assert places == sorted([(f"w{w}-{i}", n) for w in range(WORKERS) for i in range(RUNS) for n in (1, 2)]
                             + [("shared", n) for n in (1, 2, 3)])
 
