@@ -106,6 +106,9 @@ def test_the_report_job_publishes_the_health_report_from_the_store_given_as_a_se
          {"repository": "${{ inputs.ci-policy-repository }}", "ref": "${{ inputs.ci-policy-ref }}",
           "path": ".ci-policy-src", "persist-credentials": False}),
         ("./.ci-policy-src/.github/actions/setup", {"extras": "github,postgres", "python": "${{ inputs.python }}"}),
+        # The default branch's configuration prices the stages and names the quarantine entries.
+        ("actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
+         {"ref": "${{ github.event.repository.default_branch }}", "path": "repo", "persist-credentials": False}),
     ]
     assert s[0]["run"] == steps()[0]["run"] and s[0]["env"] == steps()[0]["env"]  # the same pinned-ref check
     publish = s[-1]
@@ -118,7 +121,7 @@ def test_the_report_job_publishes_the_health_report_from_the_store_given_as_a_se
         'history) to tune.yml." >> "$GITHUB_STEP_SUMMARY"\n'
         "  exit 0\n"
         "fi\n"
-        'ci-policy report --since 30d --format markdown --publish-issue >> "$GITHUB_STEP_SUMMARY"\n')
+        'ci-policy report --repo repo --since 30d --format markdown --publish-issue >> "$GITHUB_STEP_SUMMARY"\n')
     for step in s:
         assert "${{" not in step.get("run", "")
 

@@ -6,7 +6,10 @@
   `*.jsonl` files are read (job logs hold no attempts; a zip archive met is a warning: it is
   not extracted here).
 - Out: `read_outcomes(paths, warnings)`: one `model.outcomes.Outcome` per attempt, in file and
-  line order. A record's own `run_id` wins, else the nearest enclosing `run-<id>` directory's.
+  line order; `read_history(paths, warnings)`: those and the plans' hours
+  (`model.outcomes.PlanHours`) of the plan artifacts met while walking a directory
+  (`adapters.plan_history`: `ci-policy-plan-<attempt>/plan.json` with its `run.json`). A
+  record's own `run_id` wins, else the nearest enclosing `run-<id>` directory's.
   An attempt that did not pass and was followed by a passing attempt of the same file in the
   same run, stage and shard is `flaky` (`model.outcomes.attempt_status`).
 - Left out, with one warning per file saying how many and why: records without a run id (a
@@ -29,10 +32,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from ci_policy.adapters.plan_history import is_plan_file, plan_hours_of
 from ci_policy.adapters.tuning.records import CHECKS, HINT, REQUIRED, SCHEMA
 from ci_policy.adapters.tuning.sources import run_id_of
 from ci_policy.errors import Diagnostic, InputError, InputErrors
-from ci_policy.model.outcomes import TIMESTAMP, Outcome, attempt_status
+from ci_policy.model.outcomes import TIMESTAMP, Outcome, PlanHours, attempt_status
 from ci_policy.read import shapes
 from ci_policy.read.strictjson import DuplicateKey, no_duplicates
 
@@ -158,7 +162,8 @@ def outcomes_of(source: str, warnings: list[Diagnostic]) -> list[Outcome]:
     return out
 
 
-def _walk(directory: str, found: list[str], errors: list[InputError], warnings: list[Diagnostic]) -> None:
+def _walk(directory: str, found: list[str], errors: list[InputError], warnings: list[Diagnostic],
+          plans: list[str]) -> None:
     try:
         with os.scandir(directory) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -171,9 +176,11 @@ def _walk(directory: str, found: list[str], errors: list[InputError], warnings: 
             errors.append(InputError("a symbolic link; directories are walked without following links", path=path,
                                      hint="give the link's target as a path of its own"))
         elif entry.is_dir(follow_symlinks=False):
-            _walk(path, found, errors, warnings)
+            _walk(path, found, errors, warnings, plans)
         elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(".jsonl"):
             found.append(path)
+        elif entry.is_file(follow_symlinks=False) and is_plan_file(path):
+            plans.append(path)
         elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(".zip"):
             warnings.append(Diagnostic("a zip archive is not read", path=path, severity="warning",
                                        hint="extract it first (`gh run download` extracts each artifact into "
@@ -182,14 +189,21 @@ def _walk(directory: str, found: list[str], errors: list[InputError], warnings: 
 
 def read_outcomes(paths: Iterable[str | os.PathLike[str]], warnings: list[Diagnostic]) -> list[Outcome]:
     """Every attempt recorded under `paths`; raises `InputErrors` listing every problem."""
+    return read_history(paths, warnings)[0]
+
+
+def read_history(paths: Iterable[str | os.PathLike[str]],
+                 warnings: list[Diagnostic]) -> tuple[list[Outcome], list[PlanHours]]:
+    """Every attempt and every plan's hours under `paths`; raises `InputErrors` listing every problem."""
     files: list[str] = []
+    plan_files: list[str] = []
     errors: list[InputError] = []
     for given in paths:
         path = os.fspath(given)
         if not os.path.lexists(path):
             errors.append(InputError("no such file or directory", path=path))
         elif os.path.isdir(path) and not os.path.islink(path):
-            _walk(path, files, errors, warnings)
+            _walk(path, files, errors, warnings, plan_files)
         elif os.path.isfile(path) and Path(path).name.lower().endswith(".jsonl"):
             files.append(path)
         else:
@@ -202,6 +216,15 @@ def read_outcomes(paths: Iterable[str | os.PathLike[str]], warnings: list[Diagno
             out += outcomes_of(path, warnings)
         except InputErrors as exc:
             errors += [InputError.of(d) for d in exc.errors]
+    plans = []
+    for path in plan_files:
+        try:
+            plan = plan_hours_of(path, warnings)
+        except InputError as exc:
+            errors.append(exc)
+            continue
+        if plan is not None:
+            plans.append(plan)
     if errors:
         raise InputErrors(errors)
-    return out
+    return out, plans

@@ -2,11 +2,12 @@
 
 - In: `recorder(store, job)` for `run`: the store URL named (`--store`, `--store-file`, else
   `$CI_POLICY_DATABASE_URL`) and the stage job; `ImportRequest` for `history import`: the
-  paths of timing records (files, or directories of downloaded run artifacts) and the store.
+  paths of timing records (files, or directories of downloaded run artifacts, whose plan
+  artifacts give each run's planned and skipped accelerator hours) and the store.
 - Out: `recorder` gives None when the run records nothing, else a function that records one
   shard's attempts (`model.outcomes.Outcome`, one per attempt) and returns a warning, or
   None; `import_history(request)` an `Imported`: the attempts read, how many were new, the
-  warnings of the read.
+  plans' hours read and how many were new, the warnings of the read.
 - A run records only where baselines may be written: a plan whose cadence and event write
   baselines (nightly, weekly; never a pull request or a release), a run id, an explicitly
   named store that a baseline may be written into (`adapters.gate.baseline_store_problem`).
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci_policy.adapters.gate import baseline_store_problem
-from ci_policy.adapters.history import read_outcomes
+from ci_policy.adapters.history import read_history
 from ci_policy.adapters.runner.shard import signal_name
 from ci_policy.adapters.store import default_store_path, open_store
 from ci_policy.app.attempts import attempt_of
@@ -98,6 +99,8 @@ class Imported:
     read: int                          # attempts read from the records
     added: int                         # of which the store did not hold yet
     warnings: tuple[Diagnostic, ...]
+    plans_read: int = 0                # plans' hours read from plan artifacts
+    plans_added: int = 0
 
 
 def import_history(request: ImportRequest) -> Imported:
@@ -107,7 +110,9 @@ def import_history(request: ImportRequest) -> Imported:
                          "report reads", source="--store",
                          hint=f"pass --store URL, --store-file FILE or set ${DATABASE_URL_ENV}")
     warnings: list[Diagnostic] = []
-    rows = read_outcomes(request.paths, warnings)
+    rows, plans = read_history(request.paths, warnings)
     with open_store(url, default_path=default_store_path(request.repo)) as store:
         added = store.record_attempts(rows)
-    return Imported(read=len(rows), added=added, warnings=tuple(warnings))
+        plans_added = store.record_plans(plans)
+    return Imported(read=len(rows), added=added, warnings=tuple(warnings), plans_read=len(plans),
+                    plans_added=plans_added)

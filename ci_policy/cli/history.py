@@ -1,11 +1,13 @@
 """`ci-policy history import`: timing records into the store's test history.
 
-- In: PATH... (timing-record files `*.jsonl`, or directories such as the run artifacts
-  `ci-policy tune --github-run` downloads), --store URL or --store-file FILE (else
-  `$CI_POLICY_DATABASE_URL`), --repo, --format text|json.
-- Out: text: one line, how many attempts were read and how many were new (importing the same
-  records again adds none), each warning of the read on stderr (records left out, a torn last
-  line); json: `{"schema": 1, "read", "added", "warnings"}` (schema `history`).
+- In: PATH... (timing-record files `*.jsonl`, or directories of downloaded run artifacts, one
+  `run-<id>/` per run, whose plan artifacts `ci-policy-plan-<attempt>/plan.json` and `run.json`
+  give each run's accelerator hours scheduled and skipped, pull request runs included),
+  --store URL or --store-file FILE (else `$CI_POLICY_DATABASE_URL`), --repo, --format text|json.
+- Out: text: one line, how many attempts (and plans) were read and how many were new (importing
+  the same records again adds none), each warning of the read on stderr (records left out, a
+  torn last line, a plan without its hours or its run.json); json: `{"schema": 1, "read",
+  "added", "plans_read", "plans_added", "warnings"}` (schema `history`).
 - Refused: no store named, a --store URL holding a password (exit 2); a missing path, a file
   that is not `*.jsonl`, malformed records (exit 1, each located, nothing imported); a store
   that cannot be reached (exit 1).
@@ -50,7 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     imp = actions.add_parser("import", help="load timing records into the store; idempotent",
                              description="Load the JSONL timing records `ci-policy run` writes (files, or "
                                          "directories of downloaded run artifacts, `run-<id>/` naming the run) "
-                                         "into the store's test history. Importing them again adds nothing.",
+                                         "into the store's test history, with the accelerator hours each run's "
+                                         "plan artifact (ci-policy-plan-N/plan.json) scheduled and skipped. "
+                                         "Importing them again adds nothing.",
                              epilog=EXAMPLES)
     imp.add_argument("paths", nargs="*", metavar="PATH",
                      help="timing-record files (*.jsonl) or directories walked for them; none: only migrate "
@@ -68,10 +72,12 @@ def run(args: argparse.Namespace) -> int:
                                             store_file=args.store_file))
     if args.format == "json":
         print(json.dumps({"schema": 1, "read": imported.read, "added": imported.added,
+                          "plans_read": imported.plans_read, "plans_added": imported.plans_added,
                           "warnings": [w.as_dict() for w in imported.warnings]}, indent=2))
         return 0
     if imported.warnings:
         print(diagnostics(imported.warnings, "text"), file=sys.stderr)
     print(f"ci-policy history import: {imported.read} attempt(s) read, {imported.added} new, "
-          f"{imported.read - imported.added} already in the store")
+          f"{imported.read - imported.added} already in the store"
+          + (f"; {imported.plans_read} plan(s) read, {imported.plans_added} new" if imported.plans_read else ""))
     return 0

@@ -3,16 +3,21 @@
 - In: --since (default 30d: the last 30 days, today included), --today YYYY-MM-DD (the last day;
   default today, UTC), --store URL or --store-file FILE (else `$CI_POLICY_DATABASE_URL`, else the
   checkout's default SQLite file), --repository OWNER/REPO (default `$GITHUB_REPOSITORY`) for run
-  links, --propose-quarantine with --threshold (default 0.1) and --min-runs (default 5), --format
-  text|json|markdown.
+  links, --repo DIR and --config FILE (the configuration whose `accelerators:` give each stage's
+  GPUs and cost; default DIR/.github/ci-policy.yml when it exists, else runner-hours only),
+  --propose-quarantine with --threshold (default 0.1) and --min-runs (default 5), --format
+  text|json|markdown, --release-after SPAN (default 14d: a quarantined file that passed every run
+  of the last SPAN, at least one, is ready to leave quarantine).
 - --publish-issue (the `github` extra, a token in $GITHUB_TOKEN or --token-env, --api-url): the
   Markdown report also becomes the repository's one open issue titled "CI health report"
   (label ci-health), its body replaced each time; the issue's number on stderr.
 - Out: runner-hours per week and stage, the slowest files, est_time drift, flaky files with
   their first and last flaky runs, the slowest stage's latest run, and with
-  --propose-quarantine the `quarantine:` entries to add (`render.health`); JSON schema `report`.
+  --propose-quarantine the `quarantine:` entries to add; with a configuration, each of its
+  `quarantine:` entries ready to leave (with the entry to delete), failing or not run
+  (`render.health`); JSON schema `report`.
 - Refused: a --store URL holding a password, a --today that is not a date, a --threshold outside
-  0 to 1 (exit 2); a bad --since (CP702), a store of a schema before the test history (CP701), a
+  0 to 1 (exit 2); a bad --since or --release-after (CP702), a store of a schema before the test history (CP701), a
   store that does not exist (exit 1).
 """
 
@@ -25,7 +30,7 @@ from pathlib import Path
 
 from ci_policy.app.health import ReportRequest, report
 from ci_policy.cli.main import examples, summary
-from ci_policy.cli.options import add_format, add_repo, add_store, add_token, api_url, positive_int, token
+from ci_policy.cli.options import add_config, add_format, add_repo, add_store, add_token, api_url, positive_int, token
 from ci_policy.render.health import report_json, report_markdown, report_text
 
 NAME = "report"
@@ -67,6 +72,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="the window's last day (default: today, UTC)")
     p.add_argument("--repository", default=None, metavar="OWNER/REPO",
                    help="the repository the run links name (default $GITHUB_REPOSITORY; none: no links)")
+    p.add_argument("--release-after", default="14d", metavar="SPAN",
+                   help="a quarantined file that passed every run of the last SPAN (Nd or Nw, ending on --today) "
+                        "and ran at least once is listed as ready to leave quarantine (default 14d)")
     p.add_argument("--propose-quarantine", action="store_true",
                    help="list the files above the flake-rate threshold, with the quarantine: YAML to add")
     p.add_argument("--threshold", type=_rate, default=0.1, metavar="RATE",
@@ -78,7 +86,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                         "'CI health report' (label ci-health): updated if open, else opened; needs the github "
                         "extra and a token with issues: write")
     add_token(p, "for publishing the issue")
-    add_repo(p, help="the checkout (names the default store only; default: the current directory)")
+    add_repo(p, help="the checkout: its configuration's accelerators give GPU-hours and cost, and it names the "
+                     "default store (default: the current directory)")
+    add_config(p, help="the configuration whose accelerators: give each stage's GPUs and cost (default: "
+                       "DIR/.github/ci-policy.yml when it exists; without one, runner-hours only)")
     add_store(p)
     add_format(p, ("text", "json", "markdown"))
     return p
@@ -86,9 +97,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     result = report(ReportRequest(Path(args.repo), since=args.since, today=args.today, repository=args.repository,
-                                  store=args.store, store_file=args.store_file,
+                                  store=args.store, store_file=args.store_file, config=args.config,
                                   threshold=args.threshold if args.propose_quarantine else None,
-                                  min_runs=args.min_runs))
+                                  min_runs=args.min_runs, release_after=args.release_after))
     render = {"json": report_json, "markdown": report_markdown}.get(args.format, report_text)
     sys.stdout.write(render(result))
     if args.publish_issue:

@@ -11,9 +11,15 @@
   attempts against the est_time they ran with, and that median in the window's first and last
   week); flaky files (`model.flaky`) and flaky runs per week; the slowest stage's latest run as
   bars one after another per shard; quarantine proposals when asked (`quarantine_yaml`).
-- `parse_since("30d")`: days of a `--since` (`Nd` or `Nw`); anything else is CP702.
-- Hours saved by skipping are not in the history: attempts are recorded, skipped stages are
-  not; `skipped_hours` stays null and a note says so.
+- `parse_since("30d")`: days of a `--since` (`Nd` or `Nw`); anything else is CP702 (`option`
+  names the option: `--release-after` takes the same spans).
+- Quarantine: given the configuration's entries (`quarantine`, None: no configuration), each
+  entry's status over the last `release_days` days of the window's end (`model.release`): ready
+  to leave quarantine, still failing, or not run.
+- Hours saved by skipping: from `plans` (`model.outcomes.PlanHours`, one per workflow run
+  attempt whose plan was imported, pull request runs included), the accelerator hours each
+  plan scheduled and skipped, per ISO week of the plan and per skip group (diff, labels,
+  cadence, trust); without a plan in the window `skipped_hours` is null and a note says so.
 - Every number is rounded (hours to 3 places, seconds to 1), so a report is the same bytes
   for the same history.
 - Refused: a `--since` that is not `Nd` or `Nw` (`InputError` CP702, located at `--since`); the rows
@@ -32,18 +38,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ci_policy.config.quarantined import Quarantine
 from ci_policy.errors import InputError
 from ci_policy.model.flaky import FlakyFile, flaky_files, flaky_runs, run_url
-from ci_policy.model.outcomes import Outcome
+from ci_policy.model.outcomes import Outcome, PlanHours
+from ci_policy.model.release import RELEASE_DAYS, QuarantineStatus, release_status, yaml_text
+from ci_policy.model.skips import SKIP_GROUPS
 from ci_policy.read.declare import document, spec
 
 DRIFT_BAND = (0.8, 1.25)   # measured / est_time outside this is drift
 QUARANTINE_DAYS = 14
 SLOWEST = 10
-SKIPPED_NOTE = ("hours saved by skipping: not in the history (it records the attempts that ran, not the stages a "
-                "plan skipped)")
+SKIPPED_NOTE = ("hours saved by skipping: no plan in the window (`ci-policy history import` reads them from the "
+                "runs' plan artifacts)")
 _SINCE = re.compile(r"([1-9][0-9]{0,3})([dw])")
-_PLAIN = re.compile(r"[A-Za-z0-9_./-]+")
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,16 @@ class WeekHours:
     runner_hours: float = spec(minimum=0, description="Sum of the attempts' wall time, in hours.")
     gpu_hours: float | None = spec(description="runner_hours times the GPUs of its runner; null: no cost given.")
     cost: float | None = spec(description="runner_hours times the cost per runner-hour; null: no price given.")
+
+
+@document
+class WeekPlans:
+    week: str = spec(description="The ISO week's Monday (YYYY-MM-DD) the plans were made in.")
+    plans: int = spec(minimum=0, description="Plans (workflow run attempts) made that week.")
+    scheduled_hours: float = spec(minimum=0, description="Accelerator hours the plans scheduled.")
+    skipped_hours: float = spec(minimum=0, description="Accelerator hours the plans skipped: saved.")
+    by_group: Mapping[str, float] = spec(minimum=0, description="The skipped hours by group: diff, labels, "
+                                                                "cadence, trust (a group none skipped: absent).")
 
 
 @document
@@ -135,7 +153,13 @@ class HealthReport:
     attempts: int = spec(minimum=0, description="Test attempts in the window.")
     weeks: tuple[WeekHours, ...] = spec(description="Runner-hours per ISO week and stage.")
     stages: tuple[StageHours, ...] = spec(description="The window's hours per stage.")
-    skipped_hours: float | None = spec(description="Hours a plan saved by skipping; null: not recorded.")
+    skipped_hours: float | None = spec(description="Accelerator hours the window's plans saved by skipping; null: "
+                                                   "no plan recorded.")
+    scheduled_hours: float | None = spec(description="Accelerator hours the window's plans scheduled; null: no "
+                                                     "plan recorded.")
+    skipped_by_group: Mapping[str, float] = spec(minimum=0, description="The saved hours by group: diff, labels, "
+                                                                        "cadence, trust.")
+    plan_weeks: tuple[WeekPlans, ...] = spec(description="Accelerator hours scheduled and saved per ISO week.")
     notes: tuple[str, ...] = spec(description="What the figures leave out, and why.")
     slowest: tuple[SlowFile, ...] = spec(description="The slowest files by the mean of their passing attempts.")
     drift: tuple[Drift, ...] = spec(description="Files whose measured time is outside 0.8 to 1.25 of est_time.")
@@ -145,15 +169,20 @@ class HealthReport:
     threshold: float | None = spec(description="The flake rate a proposal needs; null: not asked.")
     proposals: tuple[Proposal, ...] | None = spec(description="Files to quarantine; null: not asked.")
     quarantine_yaml: str | None = spec(description="The `quarantine:` entries to add, as YAML.")
+    release_after: int = spec(minimum=1, description="The days a quarantined file must pass every run of "
+                                                     "(ending on `until`) to be ready to leave quarantine.")
+    quarantine: tuple[QuarantineStatus, ...] | None = spec(
+        description="The configuration's quarantine entries: ready to leave, failing or not run; null: no "
+                    "configuration read.")
 
 
-def parse_since(text: str) -> int:
-    """The days of `--since` (`30d`, `4w`); CP702 otherwise."""
+def parse_since(text: str, option: str = "--since") -> int:
+    """The days of `--since` (`30d`, `4w`), or of `option` taking the same spans; CP702 otherwise."""
     match = _SINCE.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         shown = json.dumps(text)[:40] if isinstance(text, str) else repr(text)
         raise InputError(f"{shown.replace(chr(34), chr(39))} is not a time span: write a number of days or weeks, "
-                         "e.g. 30d or 4w", path="--since", code="CP702",
+                         "e.g. 30d or 4w", path=option, code="CP702",
                          hint="a report reads the attempts started in the last N days (Nd) or weeks (Nw), "
                               "at most 9999")
     return int(match.group(1)) * (7 if match.group(2) == "w" else 1)
@@ -177,10 +206,12 @@ def _cost_of(costs: Mapping[str, RunnerCost] | None, o: Outcome) -> RunnerCost |
 
 
 def _priced(seconds: float, cost: RunnerCost | None) -> tuple[float | None, float | None]:
+    """GPU-hours and cost of one attempt, unrounded: a sum is rounded once, so GPU-hours on one GPU
+    equal runner-hours."""
     if cost is None:
         return None, None
-    price = None if cost.cost_per_hour is None else round(seconds / 3600 * cost.cost_per_hour, 2)
-    return _hours(seconds * cost.gpus), price
+    price = None if cost.cost_per_hour is None else seconds / 3600 * cost.cost_per_hour
+    return seconds * cost.gpus / 3600, price
 
 
 def _week_hours(rows: list[Outcome], costs: Mapping[str, RunnerCost] | None) -> tuple[WeekHours, ...]:
@@ -252,6 +283,20 @@ def _drift(passes: dict[tuple[str, str], list[Outcome]]) -> tuple[Drift, ...]:
     return tuple(out[:SLOWEST])
 
 
+def _plan_weeks(plans: list[PlanHours]) -> tuple[WeekPlans, ...]:
+    weeks: dict[str, list[PlanHours]] = defaultdict(list)
+    for p in plans:
+        weeks[_week(p.created)].append(p)
+    return tuple(WeekPlans(week=w, plans=len(mine), scheduled_hours=round(sum(p.scheduled for p in mine), 3),
+                           skipped_hours=round(sum(sum(p.skipped.values()) for p in mine), 3),
+                           by_group=_by_group(mine)) for w, mine in sorted(weeks.items()))
+
+
+def _by_group(plans: list[PlanHours]) -> dict[str, float]:
+    return {g: round(sum(p.skipped.get(g, 0.0) for p in plans), 3) for g in SKIP_GROUPS
+            if any(g in p.skipped for p in plans)}
+
+
 def _flaky_weeks(rows: list[Outcome]) -> tuple[WeekCount, ...]:
     """Flaky (file, run) pairs per week of the run's start, every week of the window's rows listed (0 included)."""
     started: dict[str, str] = {}
@@ -288,10 +333,6 @@ def _slowest_run(rows: list[Outcome], repository: str | None, server: str) -> Sl
                       seconds=round(max(ends.values()), 1), bars=tuple(bars))
 
 
-def _yaml_text(value: str) -> str:
-    return value if _PLAIN.fullmatch(value) and not value[0].isdigit() else json.dumps(value)
-
-
 def _proposals(flaky: tuple[FlakyFile, ...], rows: list[Outcome], threshold: float, min_runs: int,
                until: datetime.date) -> tuple[tuple[Proposal, ...], str]:
     stages: dict[str, set[str]] = defaultdict(set)
@@ -308,31 +349,49 @@ def _proposals(flaky: tuple[FlakyFile, ...], rows: list[Outcome], threshold: flo
                             reason=f"flaky: {f.flaky_runs} of {f.runs} runs failed then passed ({where})"))
     lines = ["quarantine:"]
     for p in out:
-        lines.append(f"  - file: {_yaml_text(p.file)}")
+        lines.append(f"  - file: {yaml_text(p.file)}")
         if p.stage is not None:
-            lines.append(f"    stage: {_yaml_text(p.stage)}")
+            lines.append(f"    stage: {yaml_text(p.stage)}")
         lines += [f"    reason: {json.dumps(p.reason)}", "    issue: null", f"    until: {p.until}"]
     return tuple(out), "\n".join(lines) + "\n" if out else ""
 
 
 def health_report(outcomes: Iterable[Outcome], *, since: datetime.date, until: datetime.date,
-                  repository: str | None = None, server: str = "https://github.com",
+                  plans: Iterable[PlanHours] = (), repository: str | None = None, server: str = "https://github.com",
                   costs: Mapping[str, RunnerCost] | None = None, threshold: float | None = None,
-                  min_runs: int = 5) -> HealthReport:
+                  min_runs: int = 5, quarantine: Iterable[Quarantine] | None = None,
+                  release_days: int = RELEASE_DAYS) -> HealthReport:
     """The report of the attempts started from `since` to `until` (both days included, UTC)."""
     first, last = since.isoformat(), (until + datetime.timedelta(days=1)).isoformat()
+    outcomes = list(outcomes)
+    released = None if quarantine is None else release_status(
+        quarantine, outcomes, since=until - datetime.timedelta(days=release_days - 1), until=until)
     rows = sorted((o for o in outcomes if first <= o.started_at < last),
                   key=lambda o: (o.started_at, o.run_id, o.run_attempt, o.stage, o.shard, o.file, o.attempt))
     weeks = _week_hours(rows, costs)
+    planned = sorted((p for p in plans if first <= p.created < last),
+                     key=lambda p: (p.created, p.run_id, p.run_attempt))
     passes = _passes(rows)
     flaky = flaky_files(rows, repository, server)
     proposals, yaml_text = (None, None) if threshold is None else _proposals(flaky, rows, threshold, min_runs, until)
-    notes = [SKIPPED_NOTE]
+    notes = [] if planned else [SKIPPED_NOTE]
+    stages = _stage_hours(weeks)
     if not costs:
         notes.append("GPU-hours and cost: no runner cost given; runner-hours only")
+    else:
+        unknown = [s.stage for s in stages if s.gpu_hours is None]
+        unpriced = [s.stage for s in stages if s.gpu_hours is not None and s.cost is None]
+        if unknown:
+            notes.append(f"GPU-hours and cost: no runner cost given for {', '.join(unknown)}")
+        if unpriced:
+            notes.append(f"cost: no cost_per_hour given for {', '.join(unpriced)}")
     return HealthReport(since=first, until=until.isoformat(), repository=repository,
                         runs=len({o.run_id for o in rows}), attempts=len(rows), weeks=weeks,
-                        stages=_stage_hours(weeks), skipped_hours=None, notes=tuple(notes),
+                        stages=stages, notes=tuple(notes),
+                        skipped_hours=round(sum(sum(p.skipped.values()) for p in planned), 3) if planned else None,
+                        scheduled_hours=round(sum(p.scheduled for p in planned), 3) if planned else None,
+                        skipped_by_group=_by_group(planned), plan_weeks=_plan_weeks(planned),
                         slowest=_slowest(passes), drift=_drift(passes), flaky=flaky,
                         flaky_weeks=_flaky_weeks(rows), slowest_run=_slowest_run(rows, repository, server),
-                        threshold=threshold, proposals=proposals, quarantine_yaml=yaml_text or None)
+                        threshold=threshold, proposals=proposals, quarantine_yaml=yaml_text or None,
+                        release_after=release_days, quarantine=released)

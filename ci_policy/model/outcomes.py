@@ -5,7 +5,9 @@
   ran (the run, its attempt, commit, event, cadence, stage, shard, runner labels).
 - Out: `Outcome`, a frozen document declared once through `read.codec` (the store's
   `test_attempts` rows, `history import`'s rows and the report's input are all this value);
-  `attempt_status(...)`: the history's status of an attempt; `STATUSES`.
+  `attempt_status(...)`: the history's status of an attempt; `STATUSES`. `PlanHours`: one
+  workflow run attempt's plan, as the history keeps it (the accelerator hours it scheduled and
+  those it skipped per group: the store's `plan_hours` rows, read from the plan artifacts).
 - Statuses: `pass`; `flaky` (did not pass, and a later attempt of the same file in the same
   run did: a retry hid it); `infra` (the retry rules classified it as an infrastructure
   failure); `killed` (ended by a signal it did not ask for); `timeout`; `fail` (anything
@@ -17,8 +19,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal, get_args
 
+from ci_policy.model.skips import SKIP_GROUPS
 from ci_policy.read.declare import document, spec
 from ci_policy.read.numbers import MAX_SECONDS
 
@@ -72,3 +76,28 @@ def attempt_status(status: str, retry_class: str | None, *, signal: str | None, 
     if signal is not None:
         return "killed"
     return "fail"
+
+
+def _group_problem(value: object) -> str | None:
+    if type(value) is str and value not in SKIP_GROUPS:
+        return f"{value!r} is not one of {', '.join(SKIP_GROUPS)}"
+    return None
+
+
+@document(kw_only=True)
+class PlanHours:
+    """The accelerator hours one workflow run attempt's plan scheduled and skipped."""
+
+    run_id: str = spec(pattern=r"\S+", description="The workflow run id.")
+    run_attempt: int = spec(minimum=1, description="The workflow run's attempt.")
+    event: str | None = spec(default=None, description="The event planned for (pull_request, schedule, ...).")
+    commit: str | None = spec(default=None, description="The commit planned.")
+    created: str = spec(pattern=TIMESTAMP, description="When the plan was made (UTC).")
+    scheduled: float = spec(minimum=0, maximum=1e9, description="Accelerator hours scheduled.")
+    skipped: Mapping[str, float] = spec(minimum=0, maximum=1e9, key_check=_group_problem,
+                                        description="Accelerator hours skipped, by group: diff, labels, cadence, "
+                                                    "trust.")
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.run_id, self.run_attempt)

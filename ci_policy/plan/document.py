@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 from ci_policy.config.runrules import MAX_KILL_GRACE, USER_PATTERN, RunnerKind, check_env_pattern, check_regex
 from ci_policy.model.registration import EstSource
+from ci_policy.model.skips import SKIP_GROUPS
 from ci_policy.plan.partition import Shard
-from ci_policy.plan.skips import SKIP_GROUPS
 from ci_policy.plan.trust import Trust
 from ci_policy.read.checkout import is_plain_relative
 from ci_policy.read.declare import document, shown, spec

@@ -10,7 +10,8 @@
   included, or a label gate holds the stage), `cadence` (the event's cadence or schedule does
   not plan the stage, or a test is nightly-only or not nightly), `trust` (an untrusted head, or
   labels only an outside diff calls for). Costs (runner hours x `cost_per_hour`) where the
-  stage's entry gives one.
+  stage's entry gives one. `runner_of(stage, config)`: that runner's accelerators and price,
+  the one matching the plan and `ci-policy report` share.
 - Refused: nothing: its input is the planner's own values, checked when they were read
   (`config.accelerators`, `model.registry`).
 - A test counts under its own reason first (its labels, its cadence), else under its stage's
@@ -23,15 +24,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ci_policy.config.accelerators import DEFAULT_GPUS, accelerator_of
+from ci_policy.config.accelerators import DEFAULT_GPUS, Accelerator, accelerator_of
+from ci_policy.config.stages import Stage
 from ci_policy.config.top import Config
 from ci_policy.model.registry import Registration
+from ci_policy.model.skips import SKIP_GROUPS, SkipGroup
 from ci_policy.plan.policy import UNLABELLED_REASON, UNTRUSTED_REASON, Policy, nightly_split
 from ci_policy.plan.selection import StageDecision
-from ci_policy.plan.skips import SKIP_GROUPS, SkipGroup
 
 SkipReason = SkipGroup
-# The plan document's groups (`plan.skips.SKIP_GROUPS`), in their order.
+# The plan document's groups (`model.skips.SKIP_GROUPS`), in their order.
 SKIP_REASONS = SKIP_GROUPS
 HOUR = 3600.0
 
@@ -118,8 +120,27 @@ def stage_reason(reasons: Iterable[str]) -> SkipReason:
     return "labels"  # a label gate: the PR lacks a label the stage (or its variant) requires
 
 
+@dataclass(frozen=True)
+class Runner:
+    """What one runner of a stage holds: its accelerators and its price per hour (None: not given)."""
+
+    gpus: int
+    cost_per_hour: float | None
+    entry: Accelerator | None  # the `accelerators` entry that says so; None: the default
+
+
+def runner_of(stage: Stage, config: Config) -> Runner:
+    """The accelerators and price of `stage`'s runner: the most specific `accelerators` entry, else
+    `DEFAULT_GPUS` for an accelerator backend and 0 for another (which counts no hours)."""
+    if not config.is_accelerator(stage.backend):
+        return Runner(0, None, None)
+    entry = accelerator_of(config.accelerators, stage)
+    return Runner(entry.gpus if entry else DEFAULT_GPUS, entry.cost_per_hour if entry else None, entry)
+
+
 def stage_hours(d: StageDecision, policy: Policy, config: Config) -> StageHours:
-    entry = accelerator_of(config.accelerators, d.stage)
+    runner = runner_of(d.stage, config)
+    entry = runner.entry
     skipped: dict[SkipReason, float] = {}
     for reg, _why in d.not_selected:
         reason = test_reason(reg, policy)
@@ -130,9 +151,9 @@ def stage_hours(d: StageDecision, policy: Policy, config: Config) -> StageHours:
         reason = stage_reason(d.reasons)
         skipped[reason] = skipped.get(reason, 0.0) + scheduled
         scheduled = 0.0
-    return StageHours(stage=d.stage.key, gpus=entry.gpus if entry else DEFAULT_GPUS,
+    return StageHours(stage=d.stage.key, gpus=runner.gpus,
                       entry=config.accelerators.index(entry) if entry else None,
-                      cost_per_hour=entry.cost_per_hour if entry else None, scheduled_seconds=scheduled,
+                      cost_per_hour=runner.cost_per_hour, scheduled_seconds=scheduled,
                       skipped_seconds=tuple((r, skipped[r]) for r in SKIP_REASONS if r in skipped))
 
 

@@ -2,10 +2,12 @@
 
 - In: a `HealthReport`.
 - Out: `report_text` (aligned columns), `report_markdown` (tables; Mermaid `xychart-beta` charts
-  of runner-hours and flaky runs per week; a Gantt chart of the slowest stage's latest run,
-  each attempt of a shard starting where the previous one ended: the first bar of a shard at
-  0, each next one `after` the previous bar's id, so no bar is drawn from 0 but the first;
-  the quarantine proposals as a YAML block), `report_json` (the codec's encoding, schema
+  of runner-hours, accelerator hours saved by skipping, and flaky runs per week; a Gantt chart
+  of the slowest stage's latest run, each attempt of a shard starting where the previous one
+  ended: the first bar of a shard at 0, each next one `after` the previous bar's id, so no bar
+  is drawn from 0 but the first; the hours planned and saved per week and skip group; the
+  quarantine proposals as a YAML block; each configured quarantine entry ready to leave, with
+  the YAML to delete, or still needed), `report_json` (the codec's encoding, schema
   `report`, two-space indented).
 - Every file name, stage and URL from the history is escaped for its format
   (`escape.md_escape`; Gantt bar names through `escape.bar_names`).
@@ -16,8 +18,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from ci_policy.model.health import HealthReport
+from ci_policy.model.release import QuarantineStatus
+from ci_policy.model.skips import SKIP_GROUPS
 from ci_policy.read.codec import encode
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import bar_names, md_escape, mermaid_name, one_line
@@ -38,6 +43,80 @@ def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
     return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
+def _groups(by_group: Mapping[str, float]) -> str:
+    return ", ".join(f"{g} {_num(h)}" for g, h in by_group.items()) or "-"
+
+
+def _saved_text(r: HealthReport) -> list[str]:
+    if r.skipped_hours is None:
+        return []
+    out = [f"Accelerator hours planned: {_num(r.scheduled_hours)} scheduled, {_num(r.skipped_hours)} saved by "
+           f"skipping ({_groups(r.skipped_by_group)}):"]
+    return out + _table([["week", "plans", "scheduled", "saved", "by group"]]
+                        + [[w.week, str(w.plans), _num(w.scheduled_hours), _num(w.skipped_hours), _groups(w.by_group)]
+                           for w in r.plan_weeks])
+
+
+def _saved_markdown(r: HealthReport) -> list[str]:
+    if r.skipped_hours is None:
+        return []
+    out = ["", "### Accelerator hours scheduled and saved", "",
+           f"The window's plans scheduled {_num(r.scheduled_hours)} accelerator hours and saved "
+           f"{_num(r.skipped_hours)} by skipping ({_groups(r.skipped_by_group)}).", "",
+           "| Week | Plans | Scheduled | Saved | " + " | ".join(g.capitalize() for g in SKIP_GROUPS) + " |",
+           "|---|---:|---:|---:|" + "---:|" * len(SKIP_GROUPS)]
+    out += [f"| {w.week} | {w.plans} | {_num(w.scheduled_hours)} | {_num(w.skipped_hours)} | "
+            + " | ".join(_num(w.by_group.get(g)) for g in SKIP_GROUPS) + " |" for w in r.plan_weeks]
+    weeks = [w.week for w in r.plan_weeks]
+    out += ["", *_xychart("Accelerator hours saved by skipping per week", weeks, "hours",
+                          [w.skipped_hours for w in r.plan_weeks], "bar")]
+    return out
+
+
+_VERDICT = {"ready": "ready to leave quarantine", "failing": "still needed: failing",
+            "not-run": "still needed: not run"}
+
+
+def _where(q: QuarantineStatus) -> str:
+    return one_line(q.file) + (f" in {one_line(q.stage)}" if q.stage else "")
+
+
+def _why(q: QuarantineStatus) -> str:
+    if q.status == "ready":
+        return f"passed all {q.runs} run(s)"
+    if q.status == "failing":
+        return f"failed in {q.failed_runs} of {q.runs} run(s), last run {q.last_failure}"
+    return "no run"
+
+
+def _release_text(r: HealthReport) -> list[str]:
+    if r.quarantine is None:
+        return []
+    out = ["", f"Quarantine (each entry over the last {r.release_after} days):"]
+    for q in r.quarantine:
+        line = f", line {q.line}" if q.line else ""
+        out.append(f"  {_where(q)} (until {q.until}{line}): {_VERDICT[q.status]} ({_why(q)})")
+        if q.status == "ready":
+            out += [f"    delete: {text}" for text in q.entry.splitlines()]
+    return out + (["  no entries"] if not r.quarantine else [])
+
+
+def _release_markdown(r: HealthReport) -> list[str]:
+    if r.quarantine is None:
+        return []
+    out = ["", "### Quarantine", "", f"Each `quarantine:` entry over the last {r.release_after} days.", ""]
+    if not r.quarantine:
+        return [*out, "No entries."]
+    out += ["| File | Stage | Until | Status | Runs |", "|---|---|---|---|---|"]
+    out += [f"| {md_escape(q.file)} | {md_escape(q.stage or 'every stage')} | {q.until} | {_VERDICT[q.status]} | "
+            f"{md_escape(_why(q))} |" for q in r.quarantine]
+    ready = [q for q in r.quarantine if q.status == "ready"]
+    if ready:
+        out += ["", "Ready to leave: delete from `quarantine:` in `.github/ci-policy.yml`:", "", "```yaml",
+                *(line for q in ready for line in q.entry.splitlines()), "```"]
+    return out
+
+
 def _run(run_id: str, url: str | None) -> str:
     return f"run {run_id}" + (f" ({url})" if url else "")
 
@@ -55,7 +134,7 @@ def report_text(r: HealthReport) -> str:
                        for s in r.stages])
     else:
         out.append("  no attempts in the window")
-    out += [*(f"Note: {n}" for n in r.notes), ""]
+    out += [*_saved_text(r), *(f"Note: {n}" for n in r.notes), ""]
     out.append("Slowest files (mean of passing attempts):")
     out += _table([[one_line(f.file), one_line(f.stage), f"mean {duration(f.mean_seconds)}",
                     f"max {duration(f.max_seconds)}", f"{f.passes} pass(es)"] for f in r.slowest]) or ["  none"]
@@ -80,6 +159,7 @@ def report_text(r: HealthReport) -> str:
     if r.proposals is not None:
         out += ["", f"Quarantine proposals (flake rate >= {_pct(r.threshold or 0)}):"]
         out += ([f"  {line}" for line in (r.quarantine_yaml or "").splitlines()] if r.proposals else ["  none"])
+    out += _release_text(r)
     return "\n".join(out) + "\n"
 
 
@@ -127,7 +207,8 @@ def report_markdown(r: HealthReport) -> str:
                 for s in r.stages]
     else:
         out.append("No attempts in the window.")
-    out += ["", *(f"- {md_escape(n)}" for n in r.notes), "", "### Slowest files", ""]
+    out += _saved_markdown(r)
+    out += ["", *(f"- {md_escape(n)}" for n in r.notes), *([""] if r.notes else []), "### Slowest files", ""]
     if r.slowest:
         out += ["| File | Stage | Mean | Max | Passes |", "|---|---|---:|---:|---:|"]
         out += [f"| {md_escape(f.file)} | {md_escape(f.stage)} | {duration(f.mean_seconds)} | "
@@ -164,6 +245,7 @@ def report_markdown(r: HealthReport) -> str:
         out += ["", "### Quarantine proposals", "", f"Flake rate at least {_pct(r.threshold or 0)}."]
         out += (["", "Add to `.github/ci-policy.yml`:", "", "```yaml", *(r.quarantine_yaml or "").splitlines(), "```"]
                 if r.proposals else ["", "None."])
+    out += _release_markdown(r)
     return "\n".join(out) + "\n"
 
 

@@ -248,6 +248,8 @@ REPORT_STATUS = document({
 HISTORY = document({
     "read": {**COUNT, "description": "Attempts read from the timing records."},
     "added": {**COUNT, "description": "Of which the store did not hold yet (importing again adds none)."},
+    "plans_read": {**COUNT, "description": "Plans' accelerator hours read from plan artifacts (ci-policy-plan-N/)."},
+    "plans_added": {**COUNT, "description": "Of which the store did not hold yet."},
     "warnings": DIAGNOSTICS,
 })
 

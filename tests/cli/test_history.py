@@ -7,14 +7,18 @@ back through the store; the JSONL records of the same run imported again add not
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import clean_env, console_script
+import yaml
+from helpers import ROOT, clean_env, console_script
 
+from ci_policy.adapters.plan_history import RunInfo
 from ci_policy.adapters.store import open_store
-from ci_policy.model.outcomes import Outcome
+from ci_policy.model.outcomes import TIMESTAMP, Outcome
+from ci_policy.read.codec import decode
 
 CONFIG = """\
 version: 1
@@ -168,3 +172,75 @@ def test_import_without_a_store_is_a_usage_error(repo, tmp_path):
     assert proc.stderr == ("ci-policy history: error: --store: no store named: the test history is imported into "
                            "the shared store that the report reads\n    hint: pass --store URL, --store-file FILE "
                            "or set $CI_POLICY_DATABASE_URL\n")
+
+
+def test_import_reads_each_runs_plan_hours_from_its_plan_artifact(repo, tmp_path):
+    artifacts = tmp_path / "runs"
+    runs = {"910": ["--event", "workflow_dispatch", "--label", "run-ci-megatron"],
+            "911": ["--event", "workflow_dispatch"]}
+    for run_id, args in runs.items():
+        kept = artifacts / f"run-{run_id}" / "ci-policy-plan-1"
+        kept.mkdir(parents=True)
+        planned = cli(repo, "plan", *args, "--format", "json", "--json-out", str(kept / "plan.json"))
+        assert planned.returncode == 0, planned.stderr
+        # What the pipeline's plan job writes beside the plan it uploads.
+        (kept / "run.json").write_text(json.dumps({"run_id": run_id, "run_attempt": 1, "commit": "abc123",
+                                                   "created": "2026-11-02T03:00:00Z"}) + "\n")
+    earlier = artifacts / "run-912" / "ci-policy-plan-2"
+    earlier.mkdir(parents=True)
+    (earlier / "plan.json").write_text((artifacts / "run-911" / "ci-policy-plan-1" / "plan.json").read_text())
+    store = tmp_path / "history.sqlite"
+    proc = cli(repo, "history", "import", "--store", str(store), str(artifacts))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ("ci-policy history import: 0 attempt(s) read, 0 new, 0 already in the store; "
+                           "2 plan(s) read, 2 new\n")
+    assert proc.stderr == (f"{earlier / 'plan.json'}: warning: no run.json beside the plan (an earlier pipeline's): "
+                           "when it was made is unknown, its hours are not imported\n")
+    with open_store(str(store), default_path=tmp_path / "unused.db", read_only=True) as opened:
+        plans = opened.plans()
+    # Two megatron tests of 3 s and 2 s on one accelerator (5 s: the plan rounds to 0.001389 h): scheduled with
+    # the label, skipped for it without.
+    assert [(p.run_id, p.event, p.commit, p.scheduled, dict(p.skipped)) for p in plans] == [
+        ("910", "workflow_dispatch", "abc123", 0.001389, {}),
+        ("911", "workflow_dispatch", "abc123", 0.0, {"labels": 0.001389})]
+    again = cli(repo, "history", "import", "--store", str(store), str(artifacts), "--format", "json")
+    assert {k: v for k, v in json.loads(again.stdout).items() if k != "warnings"} == {
+        "schema": 1, "read": 0, "added": 0, "plans_read": 2, "plans_added": 0}
+
+
+def test_a_plan_artifact_that_does_not_read_is_a_located_error_and_nothing_is_imported(repo, tmp_path):
+    kept = tmp_path / "runs" / "run-920" / "ci-policy-plan-1"
+    kept.mkdir(parents=True)
+    (kept / "plan.json").write_text('{"schema": 1, "event": "pull_request", "accelerator_hours": '
+                                    '{"scheduled_hours": 1, "skipped_hours": {"weekend": 2}, "scheduled_cost": null, '
+                                    '"skipped_cost": null, "stages": []}}\n')
+    (kept / "run.json").write_text('{"run_id": "921", "run_attempt": 1, "created": "2026-11-02T03:00:00Z"}\n')
+    other = tmp_path / "runs" / "run-922" / "ci-policy-plan-1"
+    other.mkdir(parents=True)
+    (other / "plan.json").write_text('{"schema": 1, "accelerator_hours": {"scheduled_hours": 0, "skipped_hours": {},'
+                                     ' "scheduled_cost": null, "skipped_cost": null, "stages": []}}\n')
+    (other / "run.json").write_text('{"run_id": "921", "run_attempt": 1, "created": "2026-11-02T03:00:00Z"}\n')
+    store = tmp_path / "history.sqlite"
+    proc = cli(repo, "history", "import", "--store", str(store), str(tmp_path / "runs"))
+    assert (proc.returncode, proc.stdout) == (1, "")
+    hint = ("    hint: download the run's artifacts again (`gh run download RUN_ID --dir run-RUN_ID`), or leave this "
+            "run out\n")
+    assert proc.stderr == (
+        f"{kept / 'plan.json'}: accelerator_hours: skipped_hours: \"weekend\" is not one of diff, labels, cadence, "
+        f"trust\n{hint}"
+        f"{other / 'run.json'}: run.json names run 921 attempt 1, its directories another\n{hint}"
+        "ci-policy: 2 errors\n")
+    assert not store.exists()
+
+
+def test_the_plan_job_notes_its_run_beside_the_plan_as_import_reads_it(tmp_path):
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "pr-pipeline.yml").read_text(encoding="utf-8"))
+    [step] = [s for s in workflow["jobs"]["plan"]["steps"] if s.get("name") == "Note the run the plan was made in"]
+    assert step["env"] == {"HEAD_SHA": "${{ steps.inputs.outputs.head_sha }}"}
+    (tmp_path / "ci-policy-plan").mkdir()
+    head = "0123456789abcdef0123456789abcdef01234567"
+    env = {**clean_env(), "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "3", "HEAD_SHA": head}
+    subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, env=env, check=True, timeout=30)
+    run = decode(RunInfo, json.loads((tmp_path / "ci-policy-plan" / "run.json").read_text()))
+    assert (run.run_id, run.run_attempt, run.commit) == ("4242", 3, head)
+    assert re.fullmatch(TIMESTAMP, run.created)

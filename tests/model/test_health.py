@@ -6,6 +6,7 @@ import datetime
 
 import pytest
 
+from ci_policy.config.quarantined import Quarantine
 from ci_policy.errors import InputError
 from ci_policy.model.health import RunnerCost, WeekHours, health_report, parse_since
 from ci_policy.model.outcomes import Outcome
@@ -29,8 +30,8 @@ def test_costs_apply_by_stage_name_first_then_by_runner_label():
     assert report.weeks == (
         WeekHours(week="2026-11-23", stage="big", runs=1, runner_hours=0.5, gpu_hours=2.0, cost=None),
         WeekHours(week="2026-11-23", stage="gpu", runs=1, runner_hours=0.5, gpu_hours=4.0, cost=10.0))
-    assert report.notes == ("hours saved by skipping: not in the history (it records the attempts that ran, not "
-                            "the stages a plan skipped)",)
+    assert report.notes == ("hours saved by skipping: no plan in the window (`ci-policy history import` reads them "
+                            "from the runs' plan artifacts)", "cost: no cost_per_hour given for big")
 
 
 def test_one_attempt_without_a_cost_makes_the_weeks_gpu_hours_unknown():
@@ -111,3 +112,17 @@ def test_the_gantt_chart_marks_failed_attempts_and_chains_retries_after_the_fail
         "    a/test_x.py try 2 :b1, after b0, 60s",
         "    b/test_x.py :b2, after b1, 1s"]
     assert report.slowest_run is not None and report.slowest_run.seconds == 90.2
+
+
+def test_a_stage_quarantine_counts_its_stage_only_and_a_flake_keeps_it():
+    until = datetime.date(2027, 1, 1)
+    entries = [Quarantine(file="a.py", stage="gpu", reason="r", owner="@o", until=until),
+               Quarantine(file="b.py", reason="r", owner="@o", until=until)]
+    rows = [row("1", "a.py", stage="gpu"), row("1", "a.py", "fail", stage="other"),
+            row("2", "b.py", "flaky", started="2026-11-28T01:00:00Z"),
+            row("2", "b.py", started="2026-11-28T01:30:00Z", attempt=2),
+            row("3", "b.py", "fail", started="2026-11-15T01:00:00Z")]  # before the last 14 days
+    report = health_report(rows, since=DAY - datetime.timedelta(days=6), until=DAY, quarantine=entries)
+    assert [(q.file, q.status, q.runs, q.failed_runs, q.last_failure) for q in report.quarantine or ()] == [
+        ("a.py", "ready", 1, 0, None), ("b.py", "failing", 1, 1, "2")]
+    assert health_report(rows, since=DAY, until=DAY).quarantine is None

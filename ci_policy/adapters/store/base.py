@@ -6,7 +6,9 @@
   (`DUPLICATE`, `NOT_ALLOWED`, `NOT_TRUSTED`, `NOT_FIRST_ATTEMPT`, `WRITTEN`); `runs()`:
   every recorded run, for tests and maintainers; `record_attempts(outcomes)`: the test
   history's rows (`model.outcomes.Outcome`) added, how many were new; `attempts(since)`: the
-  history read back; `check_history()`: a store of a schema before the history (version
+  history read back; `record_plans(plans)` and `plans(since)`: the plans' accelerator hours
+  (`model.outcomes.PlanHours`, one row per workflow run attempt, PR runs included through
+  `history import`), likewise; `check_history()`: a store of a schema before the history (version
   `HISTORY_VERSION`) refused as CP701, since a read never migrates.
 - Rules: a `write` is one transaction and always records its run in `gate_runs`
   (idempotent on the `RunKey`); samples are inserted only for a first attempt of a trusted
@@ -32,7 +34,8 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 from ci_policy.errors import InputError, StoreUnavailable
 from ci_policy.gates.evaluate import LAST_STEP
-from ci_policy.model.outcomes import RETRY_CLASSES, STATUSES, Outcome
+from ci_policy.model.outcomes import RETRY_CLASSES, STATUSES, Outcome, PlanHours
+from ci_policy.model.skips import SKIP_GROUPS
 from ci_policy.read.codec import decode
 from ci_policy.read.numbers import is_finite_number
 
@@ -146,6 +149,14 @@ class MetricHistoryStore(abc.ABC):
         start, run, attempt, stage, shard, file and attempt."""
 
     @abc.abstractmethod
+    def record_plans(self, plans: Sequence[PlanHours]) -> int:
+        """Record plans' hours in one transaction; how many were new (by run id and attempt)."""
+
+    @abc.abstractmethod
+    def plans(self, since: str | None = None) -> list[PlanHours]:
+        """The recorded plans made at or after `since`, ordered by creation, run and attempt."""
+
+    @abc.abstractmethod
     def check_history(self) -> None:
         """Refuse (`InputError` CP701) a store whose schema predates the test history."""
 
@@ -232,6 +243,8 @@ def migrations(d: Dialect) -> tuple[tuple[int, tuple[str, ...]], ...]:
         "CREATE INDEX gate_samples_series ON gate_samples (file, backend, suite, metric_key, written_json, step, id)",
         "CREATE INDEX gate_samples_run ON gate_samples (gate_run)",
     )
+    skipped_columns = ",\n        ".join(f"skipped_{g} {d.finite_real.format(name=f'skipped_{g}')}"
+                                        for g in SKIP_GROUPS)
     # The test history: one row per attempt of one file (`model.outcomes.Outcome`), unique on
     # the attempt's place so that recording or importing it again changes nothing.
     v3 = (
@@ -256,6 +269,22 @@ def migrations(d: Dialect) -> tuple[tuple[int, tuple[str, ...]], ...]:
         UNIQUE (run_id, run_attempt, stage, shard, file, attempt)
     )""",
         "CREATE INDEX test_attempts_started ON test_attempts (started_at)",
+        # The hours each run attempt's plan scheduled and skipped (`model.outcomes.PlanHours`),
+        # one column per skip group; pull request runs reach it through `history import`. Part of
+        # version 3 because no release holds version 3 without it: a store migrated to 3 has both.
+        f"""CREATE TABLE plan_hours (
+        id {d.identity},
+        run_id TEXT NOT NULL,
+        run_attempt {d.reference} NOT NULL CHECK (run_attempt >= 1),
+        event TEXT,
+        commit_sha TEXT,
+        created_at TEXT NOT NULL,
+        scheduled {d.finite_real.format(name="scheduled")},
+        {skipped_columns},
+        recorded_at {d.timestamp},
+        UNIQUE (run_id, run_attempt)
+    )""",
+        "CREATE INDEX plan_hours_created ON plan_hours (created_at)",
     )
     return ((1, v1), (2, v2), (3, v3))
 
@@ -433,6 +462,29 @@ class _SQLStore(MetricHistoryStore):
                            "ORDER BY started_at, run_id, run_attempt, stage, shard, file, attempt", params)
         return [_outcome_of(row) for row in rows]
 
+    def record_plans(self, plans: Sequence[PlanHours]) -> int:
+        rows = []
+        for plan in plans:
+            if not isinstance(plan, PlanHours):
+                raise TypeError(f"plans must be PlanHours values, got {plan!r}")
+            rows.append(_plan_row(plan))
+        added = 0
+        if rows:
+            with self._transaction("write") as tx:
+                for values in rows:
+                    added += tx.insert_id(f"INSERT INTO plan_hours ({', '.join(PLAN_COLUMNS)}) VALUES "
+                                          f"({', '.join('?' * len(PLAN_COLUMNS))}) ON CONFLICT DO NOTHING",
+                                          values) is not None
+        return added
+
+    def plans(self, since: str | None = None) -> list[PlanHours]:
+        _text("since", since, optional=True)
+        where, params = ("WHERE created_at >= ? ", (since,)) if since is not None else ("", ())
+        with self._transaction("read") as tx:
+            rows = tx.rows(f"SELECT {', '.join(PLAN_COLUMNS)} FROM plan_hours {where}"
+                           "ORDER BY created_at, run_id, run_attempt", params)
+        return [_plan_of(row) for row in rows]
+
     def check_history(self) -> None:
         versions = self.schema_versions()
         if not versions or max(versions) < HISTORY_VERSION:
@@ -486,6 +538,37 @@ def _attempt_row(o: Outcome) -> tuple:
     return (o.run_id, o.run_attempt, o.commit, o.event, o.cadence, o.stage, o.shard, labels, o.file, o.attempt,
             o.status, o.retry_class, o.started_at, float(o.elapsed),
             None if o.est_time is None else float(o.est_time))
+
+
+PLAN_COLUMNS = ("run_id", "run_attempt", "event", "commit_sha", "created_at", "scheduled",
+                *(f"skipped_{g}" for g in SKIP_GROUPS))
+
+
+def _hours(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not is_finite_number(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _plan_row(p: PlanHours) -> tuple:
+    for name in ("run_id", "created"):
+        _text(name, getattr(p, name))
+    for name in ("event", "commit"):
+        _text(name, getattr(p, name), optional=True)
+    _integer("run_attempt", p.run_attempt, 1)
+    unknown = sorted(set(p.skipped) - set(SKIP_GROUPS))
+    if unknown:
+        raise ValueError(f"skipped groups must be among {', '.join(SKIP_GROUPS)}, got {unknown!r}")
+    return (p.run_id, p.run_attempt, p.event, p.commit, p.created, _hours("scheduled", p.scheduled),
+            *(_hours(f"skipped {g}", p.skipped.get(g, 0.0)) for g in SKIP_GROUPS))
+
+
+def _plan_of(row: Sequence[Any]) -> PlanHours:
+    """A stored plan row read back through the codec's strict reader, as `_outcome_of` reads attempts."""
+    run_id, run_attempt, event, commit, created, scheduled, *skipped = row
+    return decode(PlanHours, {"run_id": run_id, "run_attempt": run_attempt, "event": event, "commit": commit,
+                              "created": created, "scheduled": float(scheduled),
+                              "skipped": {g: float(h) for g, h in zip(SKIP_GROUPS, skipped, strict=True) if h}})
 
 
 def _outcome_of(row: Sequence[Any]) -> Outcome:

@@ -1,4 +1,5 @@
-"""The test history in the store (`test_attempts`, schema version 3), on SQLite and PostgreSQL alike.
+"""The test history in the store (`test_attempts` and `plan_hours`, schema version 3), on SQLite and
+PostgreSQL alike.
 
 Every test runs on both backends (a SQLite file, and a database on a real throwaway PostgreSQL
 server): rows round-trip exactly, recording and importing again adds nothing, concurrent
@@ -23,7 +24,7 @@ from store_cases import GRAD, key, raw, unmigrated, write
 from ci_policy.adapters.store import DATABASE_URL_ENV, Sample, open_store
 from ci_policy.app.history import ImportRequest, import_history
 from ci_policy.errors import InputError
-from ci_policy.model.outcomes import TIMESTAMP, Outcome
+from ci_policy.model.outcomes import TIMESTAMP, Outcome, PlanHours
 from ci_policy.read.declare import DecodeError
 
 
@@ -100,6 +101,8 @@ def test_a_version_2_store_with_baselines_migrates_to_the_history(store_url, tmp
         assert store.baseline(GRAD, -1, 5) == [1.5]
         assert store.record_attempts([outcome("7")]) == 1
         assert store.attempts() == [outcome("7")]
+        # The plans' hours came with version 3 too.
+        assert (store.plans(), store.record_plans([plan("7")]), store.plans()) == ([], 1, [plan("7")])
 
 
 WORKERS = 4
@@ -118,6 +121,7 @@ def _writer(url: str, default_path: str, worker: int, barrier, results) -> None:
                                                     outcome(f"w{worker}-{i}", 2)]))
             barrier.wait(120)
             added.append(store.record_attempts([outcome("shared", n) for n in (1, 2, 3)]))
+            added.append(store.record_plans([plan(f"w{worker}"), plan("shared")]))
         results.put((worker, added, None))
     except BaseException:
         results.put((worker, None, traceback.format_exc()))
@@ -149,9 +153,12 @@ def test_concurrent_writers_lose_nothing_and_record_a_shared_run_once(store_url,
     assert [p.exitcode for p in procs] == [0] * WORKERS
     assert all(added[:RUNS] == [2] * RUNS for added in reported.values())
     assert sorted(added[RUNS] for added in reported.values()) == [0] * (WORKERS - 1) + [3]
+    # Each worker's own plan, and the shared run's plan once.
+    assert sorted(added[RUNS + 1] for added in reported.values()) == [1] * (WORKERS - 1) + [2]
     with open_store(store_url, default_path=tmp_path / "unused.db") as store:
         assert store.schema_versions() == [1, 2, 3]
         places = sorted((o.run_id, o.attempt) for o in store.attempts())
+        assert sorted(p.run_id for p in store.plans()) == sorted([f"w{w}" for w in range(WORKERS)] + ["shared"])
     assert places == sorted([(f"w{w}-{i}", n) for w in range(WORKERS) for i in range(RUNS) for n in (1, 2)]
                             + [("shared", n) for n in (1, 2, 3)])
 
@@ -172,7 +179,47 @@ def test_importing_the_history_fixture_twice_adds_it_once(store_url, tmp_path, m
     again = import_history(ImportRequest(tmp_path, (runs,)))
     assert (first.read, first.added, first.warnings) == (again.read, first.read, ())
     assert again.added == 0
+    # 45 nightly runs' plans and 31 pull request runs' (one each weekday), added once.
+    assert (first.plans_read, first.plans_added, again.plans_read, again.plans_added) == (76, 76, 76, 0)
     with open_store(store_url, default_path=tmp_path / "unused.db") as store:
+        assert len(store.plans()) == 76
+        assert len(store.plans(since="2026-10-19")) == 76 - 4
+        assert [p.event for p in store.plans(since="2026-11-27")] == ["schedule", "pull_request", "schedule",
+                                                                      "schedule"]
         assert len(store.attempts()) == first.read
         # The three runs before the window: 7 attempts on a Friday (gpu-c, a retried flake), 5 and 5 at the weekend.
         assert len(store.attempts(since="2026-10-19")) == first.read - 17
+
+
+def plan(run_id: str = "500", **changes) -> PlanHours:
+    base = PlanHours(run_id=run_id, run_attempt=1, event="pull_request", commit="c0ffee",
+                     created="2026-11-02T03:00:00Z", scheduled=0.25, skipped={"diff": 4.0, "trust": 0.125})
+    return dataclasses.replace(base, **changes)
+
+
+def test_plans_hours_round_trip_exactly_and_recording_them_again_adds_nothing(store_url, tmp_path):
+    rows = [plan("2", created="2026-11-03T00:00:00Z", skipped={}, event=None, commit=None),
+            plan("1"), plan("1", run_attempt=2, created="2026-11-02T04:00:00Z", scheduled=0.0,
+                            skipped={"labels": 1.5, "cadence": 2.0})]
+    with open_store(store_url, default_path=tmp_path / "unused.db") as store:
+        assert store.record_plans(rows) == 3
+        assert store.record_plans([dataclasses.replace(rows[1], scheduled=9.0), rows[0]]) == 0
+        assert store.record_plans([]) == 0
+        assert store.plans() == [rows[1], rows[2], rows[0]]
+        assert store.plans(since="2026-11-02T03:30:00Z") == [rows[2], rows[0]]
+        with pytest.raises(ValueError, match=r"^skipped groups must be among diff, labels, cadence, trust, "
+                                             r"got \['weekend'\]$"):
+            store.record_plans([plan("3", skipped={"weekend": 1.0})])
+        with pytest.raises(ValueError, match=r"^scheduled must be a finite number >= 0, got -1.0$"):
+            store.record_plans([plan("3", scheduled=-1.0)])
+        assert len(store.plans()) == 3
+    assert raw(store_url, "SELECT COUNT(*) FROM plan_hours") == [(3,)]
+
+
+def test_a_stored_plan_row_that_is_no_plan_is_refused_when_read(store_url, tmp_path):
+    with open_store(store_url, default_path=tmp_path / "unused.db") as store:
+        store.record_plans([plan("1")])
+        raw(store_url, "UPDATE plan_hours SET created_at = 'yesterday'")
+        with pytest.raises(DecodeError) as err:
+            store.plans()
+    assert str(err.value) == f"created: expected a string matching {TIMESTAMP!r}, got \"yesterday\""

@@ -12,6 +12,15 @@ them (outside a six-week window), as `ci-policy run` writes its JSONL timing rec
   every seventh day);
 - gpu-c: tests/e2e/test_multi_node.py, on weekdays only (the plan skips the stage at weekends).
 
+Each nightly run and a pull request run each weekday (run ids 8000 + day, no timing records: a
+pull request run never writes a store) also leave their plan artifact,
+`run-<id>/ci-policy-plan-1/plan.json` and the `run.json` the plan job writes beside it: the plan's
+accelerator hours with the accelerators of tests/data/history/checkout (gpu-a 1800 s on 8 GPUs,
+gpu-b 180 s on 2, gpu-c 1800 s on 1). The pull requests take turns: docs only (every stage
+pruned by the diff), a code change to gpu-b (gpu-a pruned by the diff, gpu-c held for its label)
+and a fork's (every stage held for trust). The importer reads a plan's event and
+`accelerator_hours` only, so these plans hold just those.
+
 Run `python tests/data/history/generate.py` after changing it; the output is deterministic, and
 tests/cli/test_report.py checks the files hold what it writes.
 """
@@ -84,10 +93,56 @@ def runs() -> dict[str, list[dict]]:
     return out
 
 
+# stage -> (est_time of its files in seconds, GPUs per runner, its accelerators entry, cost per hour)
+STAGES = {"gpu-a": (1800, 8, 0, 24.0), "gpu-b": (180, 2, 1, 6.5), "gpu-c": (1800, 1, None, None)}
+PULL_REQUESTS = ({"gpu-a": "diff", "gpu-b": "diff", "gpu-c": "diff"},
+                 {"gpu-a": "diff", "gpu-b": None, "gpu-c": "labels"},
+                 {"gpu-a": "trust", "gpu-b": "trust", "gpu-c": "trust"})
+
+
+def _plan(event: str, skips: dict[str, str | None]) -> dict:
+    """A plan document's event and accelerator_hours; `skips`: stage -> its skip group, None: scheduled."""
+    stages, scheduled, skipped, costs = [], 0.0, {}, [0.0, 0.0]
+    for stage, (seconds, gpus, entry, cost) in STAGES.items():
+        hours, why = seconds * gpus / 3600, skips[stage]
+        stages.append({"stage": stage, "gpus": gpus, "entry": entry, "cost_per_hour": cost,
+                       "scheduled_hours": 0.0 if why else hours, "skipped_hours": {why: hours} if why else {}})
+        if why:
+            skipped[why] = skipped.get(why, 0.0) + hours
+        else:
+            scheduled += hours
+        costs[bool(why)] += seconds / 3600 * (cost or 0.0)
+    return {"schema": 1, "event": event, "accelerator_hours": {
+        "scheduled_hours": scheduled, "skipped_hours": skipped, "scheduled_cost": costs[0],
+        "skipped_cost": costs[1], "stages": stages}}
+
+
+def plans() -> dict[str, tuple[dict, dict]]:
+    """run id -> (its plan, its run.json)."""
+    out = {}
+    for i in range(-3, 42):
+        day = FIRST + datetime.timedelta(days=i)
+        created = datetime.datetime.combine(day, START.replace(hour=1, minute=55))
+        nightly = {"gpu-a": None, "gpu-b": None, "gpu-c": None if day.weekday() < 5 else "cadence"}
+        out[str(7000 + i)] = (_plan("schedule", nightly), {
+            "run_id": str(7000 + i), "run_attempt": 1, "commit": f"c{i + 100:04d}",
+            "created": created.strftime("%Y-%m-%dT%H:%M:%SZ")})
+        if day.weekday() < 5:
+            created = created.replace(hour=14)
+            out[str(8000 + i)] = (_plan("pull_request", PULL_REQUESTS[i % 3]), {
+                "run_id": str(8000 + i), "run_attempt": 1, "commit": f"p{i + 100:04d}",
+                "created": created.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    return out
+
+
 def files() -> dict[str, str]:
     """Relative path under tests/data/history -> text."""
-    return {f"runs/run-{run_id}/timings.jsonl": "".join(json.dumps(r) + "\n" for r in records)
-            for run_id, records in sorted(runs().items())}
+    out = {f"runs/run-{run_id}/timings.jsonl": "".join(json.dumps(r) + "\n" for r in records)
+           for run_id, records in sorted(runs().items())}
+    for run_id, (plan, run) in sorted(plans().items()):
+        out[f"runs/run-{run_id}/ci-policy-plan-1/plan.json"] = json.dumps(plan, indent=2) + "\n"
+        out[f"runs/run-{run_id}/ci-policy-plan-1/run.json"] = json.dumps(run) + "\n"
+    return out
 
 
 def main() -> None:
