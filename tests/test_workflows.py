@@ -109,8 +109,9 @@ def test_no_expression_inside_a_run_step(workflow):
         assert "${{" not in script, (job_id, script)
 
 
-# Variables the runner sets in every step.
-RUNNER_VARIABLES = {"GITHUB_JOB", "GITHUB_OUTPUT", "GITHUB_EVENT_PATH"}
+# Variables the runner sets in every step (GitHub's default environment variables; the run's id
+# and attempt are numbers GitHub assigns, nothing an event's author chooses).
+RUNNER_VARIABLES = {"GITHUB_JOB", "GITHUB_OUTPUT", "GITHUB_EVENT_PATH", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT"}
 
 
 def test_shell_variables_in_run_steps_come_from_env(workflow):

@@ -11,7 +11,7 @@
 - The run id and attempt are `run.json`'s; an enclosing `run-<id>` or `ci-policy-plan-<attempt>`
   directory naming another is refused. Pull request runs count: their plans are artifacts like
   any run's, though they never write into a store themselves.
-- Refused (`InputError`, located at the file, nothing imported): a file that is not UTF-8
+- Refused: as an `InputError` located at the file, nothing imported: a file that is not UTF-8
   JSON, an `accelerator_hours` or `run.json` that does not read (`read.codec`), a run id or
   attempt that neither names.
 """

@@ -9,6 +9,8 @@
   hid included: a flake is what the quarantine is for); `not-run` when none ran in the window.
   Each carries the runs counted, the runs with a failure and the latest of them, and the
   entry as YAML, to delete once the status is `ready`.
+- Refused: nothing: the entries were checked when the configuration was read, the attempts when
+  they were recorded or imported.
 """
 
 from __future__ import annotations
