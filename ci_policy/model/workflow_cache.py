@@ -45,7 +45,7 @@ def workflow_context() -> str:
 def cached_workflows(root: Path, directory: str, cache: ScanCache) -> tuple[list[Workflow], list[Diagnostic]]:
     """`read_workflows(root, directory)`, each file's `Workflow` through `cache` (see the module doc)."""
     context = workflow_context()
-    stored = cache.load(context)
+    stored = cache.load(context, then=_AGAIN)
     workflows: list[Workflow] = []
     problems: list[Diagnostic] = []
     new: dict[str, list[Any]] = {}

@@ -83,8 +83,9 @@ def test_a_tampered_workflow_is_refused_and_composed_again(checkout: Path, tmp_p
                "they are stored for; ignored, and the workflows read and composed again (the cache is rewritten as "
                "they are)")
     whole = (f"ci-policy lint: warning: scan cache {cache}: {workflow_context()}.pack.json is damaged (its entries "
-             "are not a JSON object of arrays); ignored, and the test files read and parsed again (the cache is "
+             "are not a JSON object of arrays); ignored, and the workflows read and composed again (the cache is "
              "rewritten as they are)")
+    wholes = 0
     for case in CORPUS["cases"]:
         value = _tampered(good, case)
         pack.write_bytes(_pack(("{" + json.dumps(key) + ":" + value + "}").encode("utf-8", "surrogatepass")))
@@ -92,8 +93,10 @@ def test_a_tampered_workflow_is_refused_and_composed_again(checkout: Path, tmp_p
         assert (rc, out) == truth[:2], case["name"]
         # A top-level value that is no array, or text past the JSON parser, spoils the whole pack.
         assert err in (refused + "\n", whole + "\n"), (case["name"], err)
+        wholes += err == whole + "\n"
         # The workflow composed again is stored again: the pack heals.
         assert json.loads(pack.read_bytes().partition(b"\n")[2]) == {key: good}, case["name"]
+    assert 0 < wholes < len(CORPUS["cases"])  # both ways of refusing are taken
 
 
 def test_the_workflow_corpus_is_what_its_generator_writes() -> None:
