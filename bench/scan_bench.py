@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from synthetic import git_commit, gpu_checkout
+from synthetic import compile_bytecode, git_commit, gpu_checkout
 
 from ci_policy.adapters.parallel import available_cores
 from ci_policy.cli.main import main as cli_main
@@ -225,6 +225,7 @@ def main() -> None:
                         "(content ids are SHA-256 of the bytes)")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s] + ([50_000] if args.huge else [])
+    compile_bytecode()  # as an installed wheel has it: processes time the commands, not compiling them
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         os.environ["XDG_CACHE_HOME"] = str(work / "xdg")

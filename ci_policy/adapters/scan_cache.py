@@ -113,11 +113,11 @@ class DirScanCache:
             self._warned = True
             self.warn(f"scan cache {self.directory}: {why}; ignored, and {then}")
 
-    def load(self, context: str) -> dict[str, Any]:
+    def load(self, context: str, then: str | None = None) -> dict[str, Any]:
         path = self._path(context)
         if path is None:
             return {}
-        identity, entries = self._read_pack(path, context)
+        identity, entries = self._read_pack(path, context, then=then)
         self._read[context] = (identity, entries)
         return entries
 
@@ -128,9 +128,9 @@ class DirScanCache:
             self._rejected.setdefault(context, set()).update(keys)
             self._ignored(f"{len(set(keys))} {what}", then)
 
-    def _read_pack(self, path: Path, context: str, *, quiet: bool = False
+    def _read_pack(self, path: Path, context: str, *, quiet: bool = False, then: str | None = None
                    ) -> tuple[tuple[int, int, int, int] | None, dict[str, Any]]:
-        then = _SPLIT_AGAIN if context == SPLITS_CONTEXT else _RESCANNED
+        then = then or (_SPLIT_AGAIN if context == SPLITS_CONTEXT else _RESCANNED)
         ignored = _ignore if quiet else lambda why: self._ignored(why, then)
         try:
             fd = os.open(path, _READ_FLAGS)

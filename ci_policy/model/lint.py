@@ -31,6 +31,7 @@ from ci_policy.model.quarantine import calendar_problems
 from ci_policy.model.scan import ScanCache, Scanner
 from ci_policy.model.snapshot import Snapshot, load_snapshot
 from ci_policy.model.suppress import apply, unused
+from ci_policy.model.workflow_cache import cached_workflows
 from ci_policy.model.workflows import workflow_diagnostics
 from ci_policy.read.checkout import check_no_symlinks
 from ci_policy.read.names import WORKFLOW_ONLY_LABELS
@@ -68,8 +69,9 @@ def lint(repo: Path, config_path: str | Path | None = None, *, cache: ScanCache 
         return LintReport(errors=(read_failure(exc),), warnings=())
     rules = snapshot.config.lint.ignore
     calendar = calendar_problems(snapshot.config, today or datetime.datetime.now(datetime.timezone.utc).date())
-    required = apply([*violations(snapshot), *workflow_problems(repo, snapshot), *command_problems(repo, snapshot),
-                      *(d for d in calendar if d.severity == "error")], snapshot.suppressions, rules)
+    required = apply([*violations(snapshot), *workflow_problems(repo, snapshot, cache),
+                      *command_problems(repo, snapshot), *(d for d in calendar if d.severity == "error")],
+                     snapshot.suppressions, rules)
     warned = apply([*warnings_of(snapshot), *(d for d in calendar if d.severity == "warning")],
                    snapshot.suppressions, rules)
     used = snapshot.used_suppressions | required.used | warned.used
@@ -103,12 +105,14 @@ def command_problems(repo: Path, snapshot: Snapshot) -> list[Diagnostic]:
     return out
 
 
-def workflow_problems(repo: Path, snapshot: Snapshot) -> list[Diagnostic]:
-    """The CP6xx errors of the workflows `lint.workflows` names (none when it is false)."""
+def workflow_problems(repo: Path, snapshot: Snapshot, cache: ScanCache | None = None) -> list[Diagnostic]:
+    """The CP6xx errors of the workflows `lint.workflows` names (none when it is false); each
+    workflow composed once and then stored in `cache` by its text (`model.workflow_cache`)."""
     directory = snapshot.config.lint.workflows
     if directory is None:
         return []
-    workflows, problems = read_workflows(repo, directory)
+    workflows, problems = (read_workflows(repo, directory) if cache is None
+                           else cached_workflows(repo, directory, cache))
     return [*problems, *workflow_diagnostics(snapshot.config, bool(snapshot.gates), workflows)]
 
 

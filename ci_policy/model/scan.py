@@ -70,14 +70,16 @@ class ScanCache(Protocol):
     nothing readable is); it never raises. `store` adds a command's new entries (`used`:
     the keys the command found, which it should keep); it may silently store nothing.
     `reject` names the stored entries `StrictDecoder` refused (damaged or foreign: each
-    file was read and scanned instead); the cache says so once, and drops them.
+    file was read and scanned instead); the cache says so once, and drops them (`what` they
+    are and what was done `then`, in its warning, for entries other than test files' scans;
+    `load` takes `then` too, for a pack it ignores whole).
     """
 
-    def load(self, context: str) -> Mapping[str, Any]: ...
+    def load(self, context: str, then: str | None = None) -> Mapping[str, Any]: ...
 
     def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None: ...
 
-    def reject(self, context: str, keys: Collection[str]) -> None: ...
+    def reject(self, context: str, keys: Collection[str], what: str = ..., then: str = ...) -> None: ...
 
 
 class Scanner(Protocol):

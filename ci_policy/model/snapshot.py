@@ -415,15 +415,19 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     if misses:
         scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], scanning, labels)
         for (i, file, text, miss_key), result in zip(misses, scanned, strict=True):
+            encoded: list[Any] | None = None
             if isinstance(result, list):  # encoded by the scanner (another process)
                 decoded = decoder.decode(result, file)
                 if decoded is None:  # text `encode_checked` keeps out of the cache: scanned here again
                     result = scan_files(repo, [(file, text)], scanning, labels)[0]
                 else:
-                    result = decoded
+                    # Stored as it came: it decodes to the scan used, which is all `encode_checked`
+                    # would check, without encoding and decoding it once more in this process.
+                    encoded, result = result, decoded
             results[i] = result
             if miss_key is not None and isinstance(result, FileScan):
-                encoded = decoder.encode_checked(result, file)
+                if encoded is None:
+                    encoded = decoder.encode_checked(result, file)
                 if encoded is not None:
                     new[miss_key] = encoded
     if cache is not None:

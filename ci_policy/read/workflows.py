@@ -2,7 +2,9 @@
 
 - In: the checkout root and the repo-relative workflows directory.
 - Out: `read_workflows(...)`: the `Workflow`s of every `*.yml`/`*.yaml` file directly in
-  it (sorted by name) and the problems reading them as `Diagnostic`s. A `Workflow` keeps
+  it (sorted by name) and the problems reading them as `Diagnostic`s; the same in two steps,
+  `workflow_texts` (the files read) and `parse_workflow` (one file's text composed, a pure
+  function of its path and text, so its result may be stored by the text's hash). A `Workflow` keeps
   what lint compares, with 1-based lines and columns: each job's `runs-on` labels (None
   when absent or an expression), the reusable workflow it calls (`uses`, `with`,
   `secrets`), and every `ci-policy run --stage X` of its `run:` steps (`$GITHUB_JOB`
@@ -84,33 +86,47 @@ class Workflow:
 
 
 def read_workflows(root: Path, directory: str) -> tuple[list[Workflow], list[Diagnostic]]:
+    workflows: list[Workflow] = []
+    problems: list[Diagnostic] = []
+    for item in workflow_texts(root, directory):
+        found = item if isinstance(item, Diagnostic) else parse_workflow(*item)
+        if isinstance(found, Diagnostic):
+            problems.append(found)
+        else:
+            workflows.append(found)
+    return workflows, problems
+
+
+def workflow_texts(root: Path, directory: str) -> list[tuple[str, str] | Diagnostic]:
+    """(path, text) of each workflow file of `directory`, sorted by name, or why it cannot be read."""
     try:
         st = check_no_symlinks(root, directory, what="workflows directory")
     except InputError as exc:
-        return [], [exc.diagnostic]
+        return [exc.diagnostic]
     if st is None or not stat.S_ISDIR(st.st_mode):
-        return [], []
+        return []
     names = sorted(n for n in os.listdir(root / directory) if n.endswith((".yml", ".yaml")))
-    workflows: list[Workflow] = []
-    problems: list[Diagnostic] = []
+    out: list[tuple[str, str] | Diagnostic] = []
     for name in names:
         rel = str(PurePosixPath(directory) / name) if directory != "." else name
         try:
-            text = read_text(root, rel, what="workflow")
+            out.append((rel, read_text(root, rel, what="workflow")))
         except InputError as exc:
-            problems.append(exc.diagnostic)
-            continue
-        try:
-            node = compose_any(text, strict=False)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            problems.append(Diagnostic(
-                f"workflow {rel} is not valid YAML: {getattr(exc, 'problem', None) or exc}", path=rel,
-                line=mark.line + 1 if mark else None, col=mark.column + 1 if mark else None, code=INVALID_YAML,
-                hint="GitHub cannot run it either; fix the YAML"))
-            continue
-        workflows.append(_workflow(rel, node))
-    return workflows, problems
+            out.append(exc.diagnostic)
+    return out
+
+
+def parse_workflow(rel: str, text: str) -> Workflow | Diagnostic:
+    """The `Workflow` of the text of file `rel`, or why it is not YAML (CP601): a pure function of both."""
+    try:
+        node = compose_any(text, strict=False)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return Diagnostic(
+            f"workflow {rel} is not valid YAML: {getattr(exc, 'problem', None) or exc}", path=rel,
+            line=mark.line + 1 if mark else None, col=mark.column + 1 if mark else None, code=INVALID_YAML,
+            hint="GitHub cannot run it either; fix the YAML")
+    return _workflow(rel, node)
 
 
 def _at(node: yaml.Node) -> tuple[int, int]:

@@ -24,6 +24,13 @@ shard and the rest together, longer than LPT; `unproven`: a split at the lower b
 proven; `shifted`: every shard index one higher). Each must be refused: the split is computed
 again and the command prints what `--no-cache` prints, with one warning.
 
+Each workflow case (tests/hostile/cache/workflows.json, `tests/hostile/test_workflow_cache.py`)
+damages the stored `Workflow` of `WORKFLOW` (`model.workflow_cache`; the pack's checksum made to
+match): `at` (a path of list indices into the entry; [] is the whole entry) and `value`, the JSON
+text put there: the wrong shape, type or length, a line or column out of range, a lone surrogate,
+nesting past the parser. Each must be refused: the workflow is composed again and `lint` prints
+what `--no-cache` prints, with one warning.
+
 Run `python tests/hostile/cache/generate.py` after changing the lists below; the output is deterministic.
 """
 
@@ -122,6 +129,55 @@ def split_cases() -> list[dict[str, object]]:
     return out
 
 
+WORKFLOW = """name: gpu
+on: [pull_request]
+permissions:
+  contents: read
+jobs:
+  stage-w:
+    runs-on: [cpu-only]
+    permissions: read-all
+    steps:
+      - run: |
+          ci-policy run --stage stage-nosuch
+      - run: ci-policy run --stage $GITHUB_JOB
+  call:
+    uses: ./.github/workflows/other.yml
+    with:
+      stage: stage-w
+    secrets:
+      token: ${{ secrets.TOKEN }}
+"""
+# The entry: [triggers, jobs, permissions]; a job: [id, line, col, runs_on, runs_on_at, uses,
+# with, secrets, stage_runs, permissions]; a located value [text, line, col]; grants
+# [scopes, shorthand, line, col]; a stage run [stage, line, col].
+W_POSITION = ["0", "-1", "2147483649", "1.0", "true", '"3"', "null", "NaN", "Infinity", DIGITS, "[1]"]
+W_TEXT = ["7", "null", "true", '"\\udfff"', "[]", '{"a": 1}']
+WORKFLOW_PLACES: dict[tuple[int, ...], list[str]] = {
+    (): ["[]", '{"a": 1}', '"x"', "7", "null", NESTED, "[[], [], null, 1]", "[[], []]"],
+    (0,): ['"pull_request"', "[1]", "[null]", '["\\udfff"]', "{}"],
+    (0, 0): ['"\\ud800x"', "7", "[]"],
+    (1,): ["{}", "[1]", "[[]]", '"jobs"'],
+    (2,): ["1", '"read-all"', "[[], null, 0, 1]", '[[["contents"]], null, 1, 1]', '[[], 7, 1, 1]'],
+    (1, 0, 0): W_TEXT,
+    (1, 0, 1): W_POSITION,
+    (1, 0, 2): W_POSITION,
+    (1, 0, 3): ['"cpu-only"', "[1]", '{"a": 1}', '["\\udfff"]'],
+    (1, 0, 4): ["[1, 1]", '["", 0, 1]', "5", '[7, 1, 1]'],
+    (1, 0, 8): ['[[1, 1, 1]]', '[["s", 0, 1]]', '[["s", 1, 0]]', '[["s", 1]]', '"run"'],
+    (1, 0, 8, 0, 1): W_POSITION,
+    (1, 0, 9): ['"read-all"', "[[], null, 1]", '[[["contents", "write", "x"]], null, 1, 1]'],
+    (1, 1, 5): ["[1, 1]", '["x", 1, 0]', '"./.github/workflows/other.yml"'],
+    (1, 1, 6): ['[["stage"]]', '[[1, ["x", 1, 1]]]', '[["stage", null]]', '{"stage": 1}'],
+    (1, 1, 7): ['"all"', "7", '[["token", 7]]', '[["token", ["x", 1, 1], 1]]'],
+}
+
+
+def workflow_cases() -> list[dict[str, object]]:
+    return [{"name": f"{list(at)} = {v[:40]}", "at": list(at), "value": v}
+            for at, values in WORKFLOW_PLACES.items() for v in values]
+
+
 def cases() -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for at, values in SHAPES.items():
@@ -137,3 +193,5 @@ def cases() -> list[dict[str, object]]:
 if __name__ == "__main__":
     (HERE / "cases.json").write_text(json.dumps({"tampered": TAMPERED, "cases": cases()}, indent=1) + "\n")
     (HERE / "splits.json").write_text(json.dumps({"stage": SPLIT_STAGE, "cases": split_cases()}, indent=1) + "\n")
+    (HERE / "workflows.json").write_text(json.dumps({"workflow": WORKFLOW, "cases": workflow_cases()}, indent=1)
+                                         + "\n")
