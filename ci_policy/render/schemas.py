@@ -252,8 +252,9 @@ HISTORY = document({
     "added": {**COUNT, "description": "Of which the store did not hold yet (importing again adds none)."},
     "plans_read": {**COUNT, "description": "Plans' accelerator hours read from plan artifacts (ci-policy-plan-N/)."},
     "plans_added": {**COUNT, "description": "Of which the store did not hold yet."},
+    "runs_read": {**array(INTEGER), "description": "With --github-run(s): the runs whose artifacts were fetched."},
     "warnings": DIAGNOSTICS,
-})
+}, optional=("runs_read",))
 
 ESTIMATES = document({
     "estimates": array(obj({"file": STRING, "suite": STRING, "est_time": {**SECONDS, "maximum": 604800}})),
