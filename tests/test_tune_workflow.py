@@ -1,10 +1,12 @@
 """The reusable scheduled-tuning workflow (.github/workflows/tune.yml) and the example's weekly
 caller (the `tune` job of examples/gpu-repo/.github/workflows/ci-policy.yml).
 
-- Structure: `workflow_call` only, the CONTRACT inputs plus `workflow`, `runs` and
-  `estimates-file`, one optional secret (`metrics-store-read-url`); the job `tune` with exactly
-  `actions: read`, `contents: write` and `pull-requests: write`, the job `report` with
-  `contents: read` and `issues: write` (the weekly CI health report, from the store); ci_policy
+- Structure: `workflow_call` only, the CONTRACT inputs plus `workflow`, `runs`, `history-runs`
+  and `estimates-file`, two optional secrets (`metrics-store-read-url`, `metrics-store-url`);
+  the job `tune` with exactly `actions: read`, `contents: write` and `pull-requests: write`, the
+  job `history` (only on the caller's schedule) with `actions: read` importing the pipeline
+  runs' artifacts into the writing store, the job `report` after it with `contents: read` and
+  `issues: write` (the weekly CI health report, from the store); ci_policy
   checked out at the pinned commit into `.ci-policy-src` and installed by its setup action; the
   default branch checked out as data into `repo` (never run); every untrusted value reaches
   `run:` through `env:`; actions pinned by SHA.
@@ -49,26 +51,37 @@ def test_the_reusable_workflow_takes_the_contract_inputs():
         "ci-policy-repository": ("string", False, "ci-policy/ci-policy"),
         "workflow": ("string", True, None),
         "runs": ("number", False, 10),
+        "history-runs": ("number", False, 200),
         "estimates-file": ("string", False, ".github/ci-estimates.json"),
         "python": ("string", False, "python3"),
     }
     assert tuple(inputs) == INPUTS["tune"]  # the table lint checks callers against
-    # The one secret: the read-only store URL the health report is made from, optional.
-    assert doc["on"]["workflow_call"]["secrets"] == {"metrics-store-read-url": {
-        "description": "Read-only metric store URL holding the test history; the weekly CI health report is made "
-                       "from it", "required": False}}
+    # The read-only store URL the health report is made from, and the writing one the history is imported into;
+    # both optional.
+    assert doc["on"]["workflow_call"]["secrets"] == {
+        "metrics-store-read-url": {
+            "description": "Read-only metric store URL holding the test history; the weekly CI health report is made "
+                           "from it", "required": False},
+        "metrics-store-url": {
+            "description": "Writing metric store URL: on the schedule, the pipeline runs' test history is imported "
+                           "into it", "required": False}}
 
 
 def test_least_privilege_and_one_job():
     doc = load(TUNE)
     assert doc["permissions"] == {}
-    assert list(doc["jobs"]) == ["tune", "report"]
+    assert list(doc["jobs"]) == ["tune", "history", "report"]
     job = doc["jobs"]["tune"]
     assert job["permissions"] == {"actions": "read", "contents": "write", "pull-requests": "write"}
     assert job["runs-on"] == "ubuntu-latest"
     report = doc["jobs"]["report"]
     assert report["permissions"] == {"contents": "read", "issues": "write"}
-    assert report["runs-on"] == "ubuntu-latest" and "needs" not in report
+    assert report["runs-on"] == "ubuntu-latest"
+    # After the import, whether it ran (the schedule), was skipped (a dispatch) or failed.
+    assert (report["needs"], report["if"]) == ("history", "${{ !cancelled() }}")
+    history = doc["jobs"]["history"]
+    assert history["permissions"] == {"actions": "read"}
+    assert history["if"] == "github.event_name == 'schedule'" and "needs" not in history
     # A literal group: one tuning at a time in the repository, whatever the caller's name.
     assert doc["concurrency"] == {"group": "ci-policy-tune", "cancel-in-progress": False}
 
@@ -122,6 +135,31 @@ def test_the_report_job_publishes_the_health_report_from_the_store_given_as_a_se
         "  exit 0\n"
         "fi\n"
         'ci-policy report --repo repo --since 30d --format markdown --publish-issue >> "$GITHUB_STEP_SUMMARY"\n')
+    for step in s:
+        assert "${{" not in step.get("run", "")
+
+
+def test_the_history_job_imports_the_pipeline_runs_into_the_writing_store_on_the_schedule():
+    s = load(TUNE)["jobs"]["history"]["steps"]
+    assert [(step.get("uses"), step.get("with")) for step in s if "uses" in step] == [
+        ("actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683",
+         {"repository": "${{ inputs.ci-policy-repository }}", "ref": "${{ inputs.ci-policy-ref }}",
+          "path": ".ci-policy-src", "persist-credentials": False}),
+        ("./.ci-policy-src/.github/actions/setup", {"extras": "github,postgres", "python": "${{ inputs.python }}"}),
+    ]  # no checkout of the repository: the artifacts are the only input, read as data
+    assert s[0]["run"] == steps()[0]["run"] and s[0]["env"] == steps()[0]["env"]  # the same pinned-ref check
+    imported = s[-1]
+    # The writing store URL and the token reach the shell through `env:` only, never the command line.
+    assert imported["env"] == {"CI_POLICY_DATABASE_URL": "${{ secrets.metrics-store-url }}",
+                               "GITHUB_TOKEN": "${{ github.token }}", "PIPELINE_WORKFLOW": "${{ inputs.workflow }}",
+                               "HISTORY_RUNS": "${{ inputs.history-runs }}"}
+    assert imported["run"] == (
+        'if [ -z "$CI_POLICY_DATABASE_URL" ]; then\n'
+        '  echo "No test history imported: pass the secret metrics-store-url (the writing metric store URL) to '
+        'tune.yml." >> "$GITHUB_STEP_SUMMARY"\n'
+        "  exit 0\n"
+        "fi\n"
+        'ci-policy history import --github-runs "$HISTORY_RUNS" --workflow "$PIPELINE_WORKFLOW"\n')
     for step in s:
         assert "${{" not in step.get("run", "")
 

@@ -66,8 +66,9 @@ SUPPRESSED = {
     # a rerun's container tag is a validated pin that cannot be a digest.
     ".github/workflows/comment-gateway.yml": ["self-repository"] * 4,
     ".github/workflows/rerun-test.yml": ["self-repository", "self-repository", "unpinned-images"],
-    # The tune and report jobs' setup action is the checkout of ci-policy at the pinned ref, as in the pipeline.
-    ".github/workflows/tune.yml": ["self-repository", "self-repository"],
+    # The tune, history and report jobs' setup action is the checkout of ci-policy at the pinned ref, as in the
+    # pipeline.
+    ".github/workflows/tune.yml": ["self-repository"] * 3,
 }
 
 

@@ -1,10 +1,10 @@
 """The test history's rows from what a run leaves: the runner's JSONL timing records (an adapter).
 
 - In: paths given to `ci-policy history import`: timing-record files (`*.jsonl`), or
-  directories (such as the run artifacts `ci-policy tune --github-run` downloads, one
-  `run-<id>/` per run) walked in sorted order without following symbolic links, where only
-  `*.jsonl` files are read (job logs hold no attempts; a zip archive met is a warning: it is
-  not extracted here).
+  directories (such as run artifacts `gh run download RUN_ID --dir run-RUN_ID` extracted, one
+  `run-<id>/` per run) walked as `tuning.sources.walk` walks (sorted, symbolic links refused),
+  where only `*.jsonl` files and plan artifacts are read (job logs hold no attempts; a zip
+  archive met is a warning: it is not extracted here).
 - Out: `read_outcomes(paths, warnings)`: one `model.outcomes.Outcome` per attempt, in file and
   line order; `read_history(paths, warnings)`: those and the plans' hours
   (`model.outcomes.PlanHours`) of the plan artifacts met while walking a directory
@@ -18,7 +18,8 @@
   dropped with a warning, as `tune` does.
 - Refused: as `InputErrors`, every problem located by file and line, nothing imported: a
   missing path, a symbolic link met while walking, a named file that is not `*.jsonl`, an
-  unreadable file, a malformed record (the checks of `tuning.records.CHECKS`).
+  unreadable file, a malformed record (`read.timings.read_timings`, the reader `tune` uses), a
+  `run_attempt` that is not a number >= 1 (the history keys rows by it).
 - A timing record does not say the run's event, cadence or runner labels, nor the signal that
   ended an attempt: imported rows leave the first three null (empty labels) and record an
   attempt killed by a signal as `fail`; `run` recording into a store says all of them.
@@ -31,157 +32,89 @@ import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any, cast
 
 from ci_policy.adapters.plan_history import is_plan_file, plan_hours_of
-from ci_policy.adapters.tuning.records import CHECKS, HINT, REQUIRED, SCHEMA
-from ci_policy.adapters.tuning.sources import run_id_of
+from ci_policy.adapters.tuning.sources import run_id_of, walk
 from ci_policy.errors import Diagnostic, InputError, InputErrors
-from ci_policy.model.outcomes import TIMESTAMP, Outcome, PlanHours, attempt_status
-from ci_policy.read import shapes
-from ci_policy.read.strictjson import DuplicateKey, no_duplicates
+from ci_policy.model.outcomes import RETRY_CLASSES, TIMESTAMP, Outcome, PlanHours, attempt_status
+from ci_policy.read.timings import HINT, Located, TimingRecord, read_timings
 
 _STARTED = re.compile(TIMESTAMP)
 
 
-def _shown(value: object) -> str:
-    text = json.dumps(value, ensure_ascii=True, allow_nan=True, default=repr)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _parse(raw: bytes, lineno: int, source: str, errors: list[InputError]) -> dict | None:
-    def err(message: str) -> None:
-        errors.append(InputError(message, path=source, line=lineno, hint=HINT))
-
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        err(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})")
+def _run_attempt(located: Located, source: str, errors: list[InputError]) -> int | None:
+    """A record's run attempt as a number (the history keys rows by it); None: not given."""
+    text = located.record.run_attempt
+    if text is None or text == "":
         return None
-    if not text.strip():
+    if not (text.isascii() and text.isdigit() and int(text)):
+        shown = json.dumps(text, ensure_ascii=True)
+        errors.append(InputError(f"field 'run_attempt': expected a run attempt (a number >= 1), got "
+                                 f"{shown if len(shown) <= 40 else shown[:37] + '...'}", path=source,
+                                 line=located.line, hint=HINT))
         return None
-    try:
-        data = json.loads(text, object_pairs_hook=no_duplicates)
-    except DuplicateKey as exc:
-        err(f"field {exc.key!r}: given twice")
-        return None
-    except (ValueError, RecursionError) as exc:
-        err(f"not valid JSON: {getattr(exc, 'msg', None) or 'nested too deeply'}")
-        return None
-    if not isinstance(data, dict):
-        err(f"a timing record must be a JSON object, got {shapes.json_type(data)} {_shown(data)}")
-        return None
-    if data.get("schema") != SCHEMA or isinstance(data.get("schema"), bool):
-        err(f"field 'schema': unsupported timing record schema {_shown(data.get('schema'))} "
-            f"(this ci_policy reads schema {SCHEMA})")
-        return None
-    ok = True
-    for name in shapes.fields(data, REQUIRED).missing:
-        err(f"field {name!r}: missing")
-        ok = False
-    for name, (check, what) in CHECKS.items():
-        if name in data and not check(data[name]):
-            err(f"field {name!r}: expected {what}, got {shapes.json_type(data[name])} {_shown(data[name])}")
-            ok = False
-    run_attempt = data.get("run_attempt")
-    if isinstance(run_attempt, str) and not (run_attempt.isascii() and run_attempt.isdigit() and int(run_attempt)):
-        err(f"field 'run_attempt': expected a run attempt (a number >= 1), got {_shown(run_attempt)}")
-        ok = False
-    return data if ok else None
-
-
-def _records(source: str) -> tuple[list[tuple[int, dict]], Diagnostic | None]:
-    try:
-        with open(source, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise InputErrors([InputError(f"cannot read timing records: {exc.strerror or exc}", path=source)]) from None
-    errors: list[InputError] = []
-    records = []
-    lines = data.split(b"\n")
-    for lineno, raw in enumerate(lines[:-1], start=1):
-        record = _parse(raw.rstrip(b"\r"), lineno, source, errors)
-        if record is not None:
-            records.append((lineno, record))
-    last: list[InputError] = []
-    record = _parse(lines[-1].rstrip(b"\r"), len(lines), source, last)
-    torn = None
-    if record is not None:
-        records.append((len(lines), record))
-    elif last:
-        torn = Diagnostic(f"the last line has no newline and is not a valid record ({last[0].message}): a torn "
-                          "write; dropped it", path=source, line=len(lines), severity="warning",
-                          hint="the runner was stopped while writing it; the records before it are complete")
-    if errors:
-        raise InputErrors(errors)
-    return records, torn
+    return int(text)
 
 
 def outcomes_of(source: str, warnings: list[Diagnostic]) -> list[Outcome]:
     """The attempts of one timing-records file."""
-    records, torn = _records(source)
-    if torn is not None:
-        warnings.append(torn)
+    records = read_timings(source, warnings)
+    errors: list[InputError] = []
+    attempts = [_run_attempt(located, source, errors) for located in records]
+    if errors:
+        raise InputErrors(errors)
     enclosing = run_id_of(source)
     left_out: dict[str, int] = {}
-    kept: list[tuple[int, dict, str]] = []
-    for lineno, r in records:
-        run_id = r.get("run_id") or enclosing
+    kept: list[tuple[TimingRecord, str, int]] = []
+    for located, run_attempt in zip(records, attempts, strict=True):
+        r = located.record
+        run_id = r.run_id or enclosing
         why = ("no run id (a local run)" if not run_id else
-               "no stage or shard" if r.get("stage") is None or r.get("shard") is None else
-               "no start time" if not isinstance(r.get("started_at"), str) or not _STARTED.fullmatch(r["started_at"])
+               "no stage or shard" if r.stage is None or r.shard is None else
+               "no start time" if r.started_at is None or not _STARTED.fullmatch(r.started_at)
                else None)
         if why is not None:
             left_out[why] = left_out.get(why, 0) + 1
             continue
         assert run_id is not None
-        kept.append((lineno, r, run_id))
+        kept.append((r, run_id, run_attempt or 1))
     if left_out:
         warnings.append(Diagnostic("left out " + ", ".join(f"{n} record(s) with {why}" for why, n in left_out.items()),
                                    path=source, severity="warning",
                                    hint="the test history keeps the attempts of workflow runs (GITHUB_RUN_ID set)"))
 
-    def place(r: dict, run_id: str) -> tuple:
-        return (run_id, int(r.get("run_attempt") or 1), r["stage"], r["shard"], r["file"])
+    def place(r: TimingRecord, run_id: str, run_attempt: int) -> tuple:
+        return (run_id, run_attempt, r.stage, r.shard, r.file)
 
     passes: dict[tuple, list[int]] = {}
-    for _, r, run_id in kept:
-        if r["status"] == "pass":
-            passes.setdefault(place(r, run_id), []).append(r["attempt"])
+    for r, run_id, run_attempt in kept:
+        if r.status == "pass":
+            passes.setdefault(place(r, run_id, run_attempt), []).append(r.attempt)
     out = []
-    for _, r, run_id in kept:
-        where = place(r, run_id)
-        later = any(n > r["attempt"] for n in passes.get(where, ()))
-        kind = r.get("failure_kind")
-        retry_class = kind if r["status"] != "pass" and kind in ("infra", "flaky", "code", "timeout", "unknown") \
-            else None
-        out.append(Outcome(run_id=run_id, run_attempt=where[1], commit=r.get("commit"), stage=r["stage"],
-                           shard=r["shard"], file=r["file"], attempt=r["attempt"],
-                           status=attempt_status(r["status"], retry_class, signal=None, passed_later=later),
-                           retry_class=retry_class, started_at=r["started_at"], elapsed=float(r["elapsed"]),
-                           est_time=None if r.get("est_time") is None else float(r["est_time"])))
+    for r, run_id, run_attempt in kept:
+        assert r.stage is not None and r.shard is not None and r.started_at is not None  # left out above
+        later = any(n > r.attempt for n in passes.get(place(r, run_id, run_attempt), ()))
+        kind = r.failure_kind
+        retry_class = kind if r.status != "pass" and kind in RETRY_CLASSES else None
+        out.append(Outcome(run_id=run_id, run_attempt=run_attempt, commit=r.commit, stage=r.stage,
+                           shard=r.shard, file=r.file, attempt=r.attempt,
+                           status=attempt_status(r.status, retry_class, signal=None, passed_later=later),
+                           retry_class=cast(Any, retry_class), started_at=r.started_at, elapsed=float(r.elapsed),
+                           est_time=None if r.est_time is None else float(r.est_time)))
     return out
 
 
 def _walk(directory: str, found: list[str], errors: list[InputError], warnings: list[Diagnostic],
           plans: list[str]) -> None:
-    try:
-        with os.scandir(directory) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError as exc:
-        errors.append(InputError(f"cannot list directory: {exc.strerror or exc}", path=directory))
-        return
-    for entry in entries:
-        path = os.path.join(directory, entry.name)
-        if entry.is_symlink():
-            errors.append(InputError("a symbolic link; directories are walked without following links", path=path,
-                                     hint="give the link's target as a path of its own"))
-        elif entry.is_dir(follow_symlinks=False):
-            _walk(path, found, errors, warnings, plans)
-        elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(".jsonl"):
+    for path in walk(directory, errors):
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        if path.lower().endswith(".jsonl"):
             found.append(path)
-        elif entry.is_file(follow_symlinks=False) and is_plan_file(path):
+        elif is_plan_file(path):
             plans.append(path)
-        elif entry.is_file(follow_symlinks=False) and entry.name.lower().endswith(".zip"):
+        elif path.lower().endswith(".zip"):
             warnings.append(Diagnostic("a zip archive is not read", path=path, severity="warning",
                                        hint="extract it first (`gh run download` extracts each artifact into "
                                             "a directory of its name)"))

@@ -12,8 +12,8 @@
   directory naming another is refused. Pull request runs count: their plans are artifacts like
   any run's, though they never write into a store themselves.
 - Refused: as an `InputError` located at the file, nothing imported: a file that is not UTF-8
-  JSON, an `accelerator_hours` or `run.json` that does not read (`read.codec`), a run id or
-  attempt that neither names.
+  JSON, an `accelerator_hours` or `run.json` that does not read (`read.codec`), hours beyond
+  what the history keeps (`PlanHours`: at most 1e9), a run id or attempt that neither names.
 """
 
 from __future__ import annotations
@@ -96,6 +96,12 @@ def plan_hours_of(path: str, warnings: list[Diagnostic]) -> PlanHours | None:
     if enclosing is not None and enclosing != run.run_id or attempt and int(attempt.group(1)) != run.run_attempt:
         raise InputError(f"{RUN_FILE} names run {run.run_id} attempt {run.run_attempt}, its directories another",
                          path=run_path, hint=HINT)
-    return PlanHours(run_id=run.run_id, run_attempt=run.run_attempt, event=event, commit=run.commit or None,
-                     created=run.created, scheduled=accelerator.scheduled_hours,
-                     skipped=dict(accelerator.skipped_hours))
+    try:
+        # Through the history's own reader: its bounds (a forged 1e300 hours) hold for every plan kept.
+        return decode(PlanHours, {"run_id": run.run_id, "run_attempt": run.run_attempt, "event": event,
+                                  "commit": run.commit or None, "created": run.created,
+                                  "scheduled": accelerator.scheduled_hours,
+                                  "skipped": dict(accelerator.skipped_hours)})
+    except DecodeError as exc:
+        where = exc.where.replace("scheduled", "scheduled_hours").replace("skipped", "skipped_hours")
+        raise InputError(f"accelerator_hours: {where}: {exc.message}", path=path, hint=HINT) from None

@@ -3,11 +3,13 @@
 - In: `recorder(store, job)` for `run`: the store URL named (`--store`, `--store-file`, else
   `$CI_POLICY_DATABASE_URL`) and the stage job; `ImportRequest` for `history import`: the
   paths of timing records (files, or directories of downloaded run artifacts, whose plan
-  artifacts give each run's planned and skipped accelerator hours) and the store.
+  artifacts give each run's planned and skipped accelerator hours) and the store; the runs
+  whose artifacts `app.history_runs` fetches (`--github-run`, `--github-runs N --workflow F`).
 - Out: `recorder` gives None when the run records nothing, else a function that records one
   shard's attempts (`model.outcomes.Outcome`, one per attempt) and returns a warning, or
   None; `import_history(request)` an `Imported`: the attempts read, how many were new, the
-  plans' hours read and how many were new, the warnings of the read.
+  plans' hours read and how many were new, the warnings of the read (`import_url` and
+  `store_imported`: its first and last steps, which `app.history_runs` shares).
 - A run records only where baselines may be written: a plan whose cadence and event write
   baselines (nightly, weekly; never a pull request or a release), a run id, an explicitly
   named store that a baseline may be written into (`adapters.gate.baseline_store_problem`).
@@ -33,7 +35,7 @@ from ci_policy.adapters.store import default_store_path, open_store
 from ci_policy.app.attempts import attempt_of
 from ci_policy.app.stores import DATABASE_URL_ENV, store_url
 from ci_policy.errors import CiPolicyError, Diagnostic, UsageError
-from ci_policy.model.outcomes import Outcome, attempt_status
+from ci_policy.model.outcomes import Outcome, PlanHours, attempt_status
 from ci_policy.plan.results import ShardResult
 from ci_policy.plan.stagejob import StageJob
 
@@ -86,12 +88,24 @@ def recorder(store: str | None, job: StageJob, repo: Path) -> Recorder | None:
     return record
 
 
+def _no_token(needed_for: str) -> str:
+    raise UsageError(f"is empty: {needed_for} needs a token", source="$GITHUB_TOKEN")
+
+
 @dataclass(frozen=True)
 class ImportRequest:
     repo: Path
     paths: tuple[str, ...]
     store: str | None = None          # `--store URL`
     store_file: str | None = None     # `--store-file FILE`
+    # The runs whose artifacts are fetched (`app.history_runs`): `--github-run`, `--github-runs N --workflow F`.
+    runs: tuple[str, ...] = ()
+    last_runs: int | None = None
+    workflow: str | None = None
+    repository: str | None = None     # None: $GITHUB_REPOSITORY
+    api_url: str = "https://api.github.com"
+    token: Callable[[str], str] = _no_token  # the token, given what needs it
+    announce: Callable[[str], None] = lambda _line: None  # the runs read, before they are fetched
 
 
 @dataclass(frozen=True)
@@ -101,18 +115,31 @@ class Imported:
     warnings: tuple[Diagnostic, ...]
     plans_read: int = 0                # plans' hours read from plan artifacts
     plans_added: int = 0
+    runs_read: tuple[int, ...] = ()    # the runs whose artifacts were fetched
 
 
-def import_history(request: ImportRequest) -> Imported:
+def import_url(request: ImportRequest) -> str:
+    """The store named for an import; a `UsageError` when none is (checked before anything is read)."""
     url = store_url(request.store, request.store_file) or os.environ.get(DATABASE_URL_ENV) or None
     if url is None:
         raise UsageError("no store named: the test history is imported into the shared store that the "
                          "report reads", source="--store",
                          hint=f"pass --store URL, --store-file FILE or set ${DATABASE_URL_ENV}")
-    warnings: list[Diagnostic] = []
-    rows, plans = read_history(request.paths, warnings)
+    return url
+
+
+def store_imported(request: ImportRequest, url: str, rows: list[Outcome], plans: list[PlanHours],
+                   warnings: list[Diagnostic], runs_read: tuple[int, ...] = ()) -> Imported:
+    """The rows and plans read, recorded into the store `url` (what it held already is kept)."""
     with open_store(url, default_path=default_store_path(request.repo)) as store:
         added = store.record_attempts(rows)
         plans_added = store.record_plans(plans)
     return Imported(read=len(rows), added=added, warnings=tuple(warnings), plans_read=len(plans),
-                    plans_added=plans_added)
+                    plans_added=plans_added, runs_read=runs_read)
+
+
+def import_history(request: ImportRequest) -> Imported:
+    url = import_url(request)
+    warnings: list[Diagnostic] = []
+    rows, plans = read_history(request.paths, warnings)
+    return store_imported(request, url, rows, plans, warnings)

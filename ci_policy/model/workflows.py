@@ -63,7 +63,7 @@ INPUTS: dict[str, tuple[str, ...]] = {
     "pr-pipeline": (*COMMON_INPUTS, "pull-request", "cadence", "python", "concurrency-group"),
     "comment-gateway": (*COMMON_INPUTS, "app-id", "python", "pipeline-workflow", "rerun-test-workflow"),
     "rerun-test": (*COMMON_INPUTS, "pull-request", "file", "head-sha", "stage", "image-tag", "python"),
-    "tune": (*COMMON_INPUTS, "workflow", "runs", "estimates-file", "python"),
+    "tune": (*COMMON_INPUTS, "workflow", "runs", "history-runs", "estimates-file", "python"),
 }
 REQUIRED_INPUTS: dict[str, tuple[str, ...]] = {
     "pr-pipeline": ("ci-policy-ref",),
@@ -101,6 +101,7 @@ GRANTS: dict[str, tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = {
     ),
     "tune": (
         ("tune", (("actions", "read"), ("contents", "write"), ("pull-requests", "write"))),
+        ("history", (("actions", "read"),)),
         ("report", (("contents", "read"), ("issues", "write"))),
     ),
 }

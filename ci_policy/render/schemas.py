@@ -1,8 +1,9 @@
 """JSON Schemas (draft 2020-12): of the configuration, and of every JSON document ci-policy writes.
 
 - In: `ci_policy.config.schema` (the configuration's, generated from its field tables), the
-  plan file's (derived from `plan.document`'s dataclasses by `read.codec.schema`), and the
-  shapes of the other documents this package renders, stated here once each.
+  plan file's, the timing record's and the report's (derived from their dataclasses by
+  `read.codec.schema`), and the shapes of the other documents this package renders, stated
+  here once each.
 - Out: `SCHEMAS`, name -> schema dict, in the order `ci-policy schema` lists them;
   `document(name)`: the schema as text (two-space indented JSON, keys in the order
   written, a trailing newline), exactly the file `ci_policy/schemas/NAME.schema.json`
@@ -33,6 +34,7 @@ from ci_policy.plan.explain import Status
 from ci_policy.plan.outcome import RESULTS
 from ci_policy.plan.policy import EVENTS, TRUSTS
 from ci_policy.read.codec import schema as derived_schema
+from ci_policy.read.timings import TimingRecord
 
 Schema = dict[str, Any]
 
@@ -250,26 +252,9 @@ HISTORY = document({
     "added": {**COUNT, "description": "Of which the store did not hold yet (importing again adds none)."},
     "plans_read": {**COUNT, "description": "Plans' accelerator hours read from plan artifacts (ci-policy-plan-N/)."},
     "plans_added": {**COUNT, "description": "Of which the store did not hold yet."},
+    "runs_read": {**array(INTEGER), "description": "With --github-run(s): the runs whose artifacts were fetched."},
     "warnings": DIAGNOSTICS,
-})
-
-# One line of a timing-records file (JSON Lines): what `run` appends per attempt, `tune` reads.
-TIMINGS = obj({
-    "schema": {"const": 1, "description": "The version of the record format."},
-    "file": {"type": "string", "minLength": 1},
-    "stage": nullable({"type": "string", "minLength": 1}),
-    "shard": nullable(COUNT),
-    "attempt": {"type": "integer", "minimum": 1},
-    "status": one_of(("pass", "fail", "timeout")),
-    "elapsed": SECONDS,
-    "est_time": nullable(SECONDS),
-    "failure_kind": nullable(STRING),
-    "retriable": nullable(BOOLEAN),
-    "started_at": nullable(STRING),
-    "commit": nullable(STRING),
-    "run_id": nullable(STRING),
-    "run_attempt": nullable(STRING),
-}, optional=("est_time", "failure_kind", "retriable", "started_at", "commit", "run_id", "run_attempt"))
+}, optional=("runs_read",))
 
 ESTIMATES = document({
     "estimates": array(obj({"file": STRING, "suite": STRING, "est_time": {**SECONDS, "maximum": 604800}})),
@@ -283,7 +268,7 @@ _SCHEMAS: dict[str, tuple[str, str, Schema | Callable[[], Schema]]] = {
     "registry": ("ci-policy registry", "`ci-policy registry --format json`.", REGISTRY),
     "lint": ("ci-policy lint", "`ci-policy lint --format json`.", LINT),
     "timings": ("ci-policy timing record", "One line of a timing-records file (JSON Lines) that `ci-policy run` "
-                "writes (`--timings-out`) and `ci-policy tune` reads.", TIMINGS),
+                "writes (`--timings-out`) and `ci-policy tune` reads.", lambda: derived_schema(TimingRecord)),
     "explain": ("ci-policy plan --explain", "`ci-policy plan --explain FILE --format json`.", EXPLAIN),
     "list": ("ci-policy list", "`ci-policy list --format json`.", LIST),
     "init": ("ci-policy init", "`ci-policy init --format json`.", INIT),

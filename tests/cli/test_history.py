@@ -244,3 +244,17 @@ def test_the_plan_job_notes_its_run_beside_the_plan_as_import_reads_it(tmp_path)
     run = decode(RunInfo, json.loads((tmp_path / "ci-policy-plan" / "run.json").read_text()))
     assert (run.run_id, run.run_attempt, run.commit) == ("4242", 3, head)
     assert re.fullmatch(TIMESTAMP, run.created)
+
+
+def test_import_drops_a_torn_last_line_with_the_warning_tune_gives(repo, tmp_path):
+    torn = tmp_path / "run-930" / "t.jsonl"
+    torn.parent.mkdir()
+    torn.write_text(record("tests/a.py", 1, "pass") + '{"schema": 1, "file": "tests/b.py", "sta')
+    store = tmp_path / "history.sqlite"
+    proc = cli(repo, "history", "import", "--store", str(store), str(tmp_path / "run-930"))
+    assert (proc.returncode, proc.stdout) == (0, "ci-policy history import: 1 attempt(s) read, 1 new, 0 already in "
+                                                 "the store\n")
+    assert proc.stderr == (f"{torn}:2: warning: the last line has no newline and is not a valid record (not valid "
+                           "JSON: Unterminated string starting at (column 37)): a torn write; dropped 1 line, used the "
+                           "1 complete record(s) before it\n    hint: the runner was stopped while writing it; the "
+                           "records before it are complete\n")

@@ -299,3 +299,15 @@ def test_plan_imports_only_what_its_format_uses(argv, loaded, tmp_path) -> None:
     modules = set(json.loads(proc.stderr.splitlines()[-1]))
     assert sorted(m for m in modules if m.startswith(PLAN_ONLY)) == sorted(loaded)
     assert {"tempfile", "secrets"} & modules == set()
+
+
+def test_a_history_import_of_files_loads_no_github_module(tmp_path) -> None:
+    """`history import PATH` needs no `github` extra: only `--github-run(s)` imports the use case fetching
+    runs (`cli.history` imports it only when asked)."""
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "history", "import", "--store",
+                           str(tmp_path / "history.sqlite")], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env(), check=True)
+    loaded = json.loads(proc.stderr)
+    assert "ci_policy.cli.history" in loaded
+    assert [m for m in loaded if m.startswith(("github", "ci_policy.adapters.github", "ci_policy.app.history_runs"))] \
+        == []

@@ -20,7 +20,7 @@ from helpers import EXAMPLE_REPO, ROOT, run_cli
 from jsonschema import Draft202012Validator
 from schema_check import assert_valid, schema_errors
 
-from ci_policy.adapters.tuning.records import _parse_line
+from ci_policy.read.timings import parse_line
 from ci_policy.render import schemas
 from ci_policy.render.schemas import NAMES, SCHEMA_DIR, document_text, file_name, schema
 
@@ -106,7 +106,7 @@ def test_a_timing_record_validates_exactly_when_tune_reads_it(path):
     for lineno, raw in enumerate(path.read_bytes().split(b"\n")[:-1], start=1):
         if not raw.strip() or (path.name, lineno) in NOT_JSON:
             continue
-        read = _parse_line(raw, lineno, str(path), []) is not None
+        read = parse_line(raw, lineno, str(path), []) is not None
         try:
             valid = schema_errors("timings", raw.decode("utf-8")) == []
         except ValueError:  # not JSON (or not UTF-8)

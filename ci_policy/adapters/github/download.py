@@ -1,4 +1,5 @@
-"""`--github-run`: a run's job logs and timing artifacts, through PyGithub (an adapter).
+"""`--github-run`: a run's job logs and timing artifacts, through PyGithub (an adapter); and
+`history import --github-run(s)`: a run's timing and plan artifacts, extracted for the history.
 
 - In: `OWNER/REPO/RUN_ID` or a run URL (`https://github.com/OWNER/REPO/actions/runs/ID`,
   optionally `/attempts/N`), a token and the API base URL.
@@ -7,6 +8,11 @@
   name (stage and shard), and every `*.jsonl` member of the run's timing artifacts parsed by
   `records.read_records` (a torn last line of a member is a warning citing the member, as for a
   local file).
+- `artifacts_of_run`: for `history import`, every timing artifact and plan artifact
+  (`ci-policy-plan-<attempt>`: only its top-level `plan.json` and `run.json`) of one run,
+  each archive checked by the same rules as below and written under a temporary directory
+  (`run-<id>/<artifact>/`, member files under names of their own); an artifact failing a
+  check is skipped whole with a warning.
 - Refused: a `--github-run` that is not `OWNER/REPO/RUN_ID` or a run URL (`UsageError`, exit 2);
   an API error is an `InputError` naming the run. What a run holds is never refused whole:
   an artifact or log that is too large or damaged is skipped with a warning, as below.
@@ -42,6 +48,7 @@ import dataclasses
 import io
 import itertools
 import re
+import shutil
 import stat
 import tempfile
 import zipfile
@@ -49,6 +56,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import requests
 from github import GithubException
@@ -78,6 +86,9 @@ ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError,
 
 
 TIMINGS_PREFIX = "ci-policy-timings"
+# The plan job's artifact (`ci-policy-plan-<run attempt>`, see `adapters.plan_history`) and what of it is read.
+PLAN_ARTIFACT = re.compile(r"ci-policy-plan-[1-9][0-9]{0,8}")
+PLAN_MEMBERS = ("plan.json", "run.json")
 
 
 class ArchiveSkipped(CiPolicyError):
@@ -242,10 +253,11 @@ def download_run(spec: str, token: str, base_url: str, *, throttle: Throttle | N
     return rows
 
 
-def _over_cap(name: str, run_id: int, cite: str, what: str) -> Diagnostic:
+def _over_cap(name: str, run_id: int, cite: str, what: str, *, history: bool = False) -> Diagnostic:
     return warning(f"artifact {name!r} of run {run_id} skipped: {what} is over the {MAX_ARCHIVE_BYTES}-byte cap "
                    "of one artifact download", path=cite,
-                   hint="none of its timing records are used; the run's other artifacts and job logs are")
+                   hint="none of it is imported; the run's other artifacts are" if history else
+                   "none of its timing records are used; the run's other artifacts and job logs are")
 
 
 def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, read_records,
@@ -293,6 +305,81 @@ def _records_of_archive(blob: bytes, repo_name: str, run_id: int, name: str, rea
             for row in found:
                 rows.append(_cite(row, cite))
     return rows
+
+
+def artifacts_of_run(requester: Any, repo_name: str, run_id: int, dest: Path, *, budget: ExpansionBudget,
+                     warnings: list[Diagnostic]) -> dict[str, str]:
+    """The timing and plan artifacts of one run extracted under `dest/run-<id>/` (for `history import`):
+    each timing artifact's `*.jsonl` members into `ci-policy-timings-<artifact id>/`, each plan
+    artifact's (`ci-policy-plan-<attempt>`) top-level `plan.json` and `run.json` into a directory of
+    its name; local path (of each artifact's directory and each member) -> what a diagnostic
+    cites (`OWNER/REPO/runs/ID/artifacts/NAME`, then `/MEMBER`).
+    Every artifact is checked as `tune`'s are (the caps, the members, the expansion budget); one
+    that fails a check is skipped whole, with a warning. Raises `GithubException` (the caller
+    names the run)."""
+    cited: dict[str, str] = {}
+    listed = _pages(requester, f"/repos/{repo_name}/actions/runs/{run_id}/artifacts", "artifacts", {})
+    for artifact in listed:
+        name = str(artifact.get("name", ""))
+        plan = PLAN_ARTIFACT.fullmatch(name) is not None
+        if artifact.get("expired") or not (plan or name.startswith(TIMINGS_PREFIX)):
+            continue
+        cite = f"{repo_name}/runs/{run_id}/artifacts/{name}"
+        size = artifact.get("size_in_bytes")
+        if isinstance(size, int) and not isinstance(size, bool) and size > MAX_ARCHIVE_BYTES:
+            warnings.append(_over_cap(name, run_id, cite, f"{size} bytes", history=True))
+            continue
+        try:
+            blob = _get_bytes(requester, f"/repos/{repo_name}/actions/artifacts/{int(artifact['id'])}/zip",
+                              MAX_ARCHIVE_BYTES)
+        except TooLarge:
+            warnings.append(_over_cap(name, run_id, cite, "its download", history=True))
+            continue
+        # Never a name from the API as a path: a plan artifact's name is checked, a timing artifact's is its id.
+        local = dest / f"run-{run_id}" / (name if plan else f"{TIMINGS_PREFIX}-{int(artifact['id'])}")
+        try:
+            members = _extract(blob, local, budget, PLAN_MEMBERS if plan else None)
+        except ArchiveSkipped as exc:
+            shutil.rmtree(local, ignore_errors=True)
+            warnings.append(warning(f"artifact {name!r} of run {run_id} skipped: {exc}", path=exc.member or cite,
+                                    hint="none of it is imported; the run's other artifacts are"))
+            continue
+        cited[str(local)] = cite
+        cited.update({path: f"{cite}/{member}" for path, member in members.items()})
+    return cited
+
+
+def _extract(blob: bytes, local: Path, budget: ExpansionBudget, only: tuple[str, ...] | None) -> dict[str, str]:
+    """The archive's `*.jsonl` members (`only`: the top-level members of these names) written into
+    `local` under names of their own; local path -> member name. Raises `ArchiveSkipped`."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(blob))
+        infos = archive.infolist()
+    except ARCHIVE_ERRORS as exc:
+        raise ArchiveSkipped(f"not a readable zip archive ({_reason(exc)})") from None
+    if len(infos) > MAX_MEMBERS:
+        raise ArchiveSkipped(f"more than {MAX_MEMBERS} members")
+    _refuse_overlaps(infos)
+    wanted = [i for i in infos if not i.is_dir() and (i.filename in only if only is not None
+                                                      else i.filename.endswith(".jsonl"))]
+    local.mkdir(parents=True, exist_ok=True)
+    out: dict[str, str] = {}
+    expanded = 0
+    for index, info in enumerate(wanted, 1):
+        member = _shown_name(info.filename)
+        if info.flag_bits & 0x1:
+            raise ArchiveSkipped(f"member {member} is encrypted")
+        if stat.S_ISLNK(info.external_attr >> 16):
+            raise ArchiveSkipped(f"member {member} is a symbolic link")
+        path = local / (info.filename if only is not None else f"member-{index}.jsonl")
+        try:
+            size = _expand(archive, info, path, member, local.name, expanded, budget)
+        except ARCHIVE_ERRORS as exc:
+            raise ArchiveSkipped(f"member {member}: {_reason(exc)}") from None
+        expanded += size
+        budget.run_used += size
+        out[str(path)] = info.filename
+    return out
 
 
 def _refuse_overlaps(infos: list[zipfile.ZipInfo]) -> None:

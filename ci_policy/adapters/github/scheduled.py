@@ -9,6 +9,9 @@ the one pull request that proposes the estimates (an adapter, through PyGithub's
   newest first (in pages of 100). The API is asked with the `event`, `branch` and `status` filters; every
   run it answers is checked again here: a `pull_request` run is never read, whatever the
   API returns (a PR's code must not move the estimates of the default branch).
+- `completed_runs(...)`: for `history import --github-runs`, the last N completed runs of
+  `FILE` of every event and branch, newest first: the history is data for a report (a pull
+  request's hours saved count), never evidence that changes an estimate.
 - `run_trust(...)`: what `tune --github-run` may read, by the run's own metadata
   (`GET /repos/{repo}/actions/runs/{id}`): a `schedule` or `push` run on the default branch
   is trusted; any other (a pull request's, a branch's, a dispatch's) ran code nobody
@@ -79,6 +82,24 @@ def scheduled_runs(requester: Any, repository: str, workflow: str, branch: str, 
                     kept += 1
             if len(batch) < per_page or kept >= count:
                 break
+    found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+    return found[:count]
+
+
+def completed_runs(requester: Any, repository: str, workflow: str, count: int) -> list[ScheduledRun]:
+    """The last `count` completed runs of `workflow`, of every event and branch (pull requests
+    included: `history import` reads their plans and timings as data), newest first."""
+    found: list[ScheduledRun] = []
+    per_page = min(count, 100)
+    for page in range(1, -(-count // per_page) + 1):
+        data = _call(requester, "GET", f"/repos/{repository}/actions/workflows/{quote(workflow, safe='')}/runs",
+                     parameters={"status": "completed", "per_page": per_page, "page": page})
+        batch = data.get("workflow_runs") or []
+        # Checked again: only completed runs.
+        found += [ScheduledRun(int(run["id"]), str(run.get("event", "")), str(run.get("head_sha", "")),
+                               str(run.get("created_at", ""))) for run in batch if run.get("status") == "completed"]
+        if len(batch) < per_page or len(found) >= count:
+            break
     found.sort(key=lambda r: (r.created_at, r.id), reverse=True)
     return found[:count]
 

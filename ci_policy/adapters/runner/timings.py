@@ -2,8 +2,9 @@
 
 - In: the timings path (`--timings-out`, else `default_timings_path`: `$RUNNER_TEMP`, else the
   user's cache directory, never the checkout), the stage and shard, and each attempt's record.
-- Out: the line appended, flushed and fsynced before the next attempt starts (`TimingsWriter`),
-  so a runner killed mid-shard keeps every finished record; `restored` counts the times the file
+- Out: the line (`read.timings.TimingRecord`, written by `line_of`) appended, flushed and
+  fsynced before the next attempt starts (`TimingsWriter`), so a runner killed mid-shard keeps
+  every finished record; `restored` counts the times the file
   was found changed by something else and rewritten to the runner's own bytes.
 - Refused: a record that cannot be written (ENOSPC, EIO, EROFS) is a warning (`write_warning`),
   never an exception: losing a timing record must not lose the remaining tests' results. A
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import stat
 import tempfile
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ci_policy.plan.results import Attempt
+from ci_policy.read.timings import TimingRecord, line_of
 from ci_policy.render.escape import one_line
 
 if TYPE_CHECKING:
@@ -127,23 +128,13 @@ class TimingsWriter:
 
     def write(self, reg: Registration, attempt: Attempt) -> str | None:
         """Appends the attempt's record; the warning when it could not be written, else None."""
-        record = {
-            "schema": 1,
-            "file": reg.file,
-            "stage": self.stage,
-            "shard": self.shard,
-            "attempt": attempt.attempt,
-            "status": attempt.status,
-            "elapsed": round(attempt.elapsed, 3),
-            "est_time": reg.est_time,
-            "failure_kind": attempt.verdict.kind if attempt.verdict else None,
-            "retriable": attempt.verdict.retriable if attempt.verdict else None,
-            "started_at": attempt.started_at,
-            "commit": os.environ.get("GITHUB_SHA"),
-            "run_id": os.environ.get("GITHUB_RUN_ID"),
-            "run_attempt": os.environ.get("GITHUB_RUN_ATTEMPT"),
-        }
-        data = (json.dumps(record, sort_keys=False) + "\n").encode("utf-8")
+        data = line_of(TimingRecord(
+            schema=1, file=reg.file, stage=self.stage, shard=self.shard, attempt=attempt.attempt,
+            status=attempt.status, elapsed=round(attempt.elapsed, 3), est_time=reg.est_time,
+            failure_kind=attempt.verdict.kind if attempt.verdict else None,
+            retriable=attempt.verdict.retriable if attempt.verdict else None, started_at=attempt.started_at,
+            commit=os.environ.get("GITHUB_SHA"), run_id=os.environ.get("GITHUB_RUN_ID"),
+            run_attempt=os.environ.get("GITHUB_RUN_ATTEMPT")))
         try:
             if self._guarded and self._fh is not None:
                 self._check()

@@ -10,7 +10,8 @@
 - run_id: from the nearest enclosing directory named `run-<id>`, if any (a record's own
   run_id wins).
 - Out: all rows, in walk order; warnings (a torn last line of a timing-records file, see
-  `records.py`) into the `warnings` list given.
+  `records.py`) into the `warnings` list given. `walk(directory, errors)`: the walk itself
+  (sorted at each level, symbolic links refused, never followed), which `history import` shares.
 - Refused: every problem (a missing path, an unknown file type, a symbolic link met while
   walking, an unreadable file, malformed records), as an `InputError` naming the path; all
   of them are raised together as `InputErrors`, never skipped.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Union
 
@@ -78,25 +79,44 @@ def _read_into(path: str, rows: list, errors: list, warnings: list | None) -> No
         errors += exc.errors
 
 
-def _walk(directory: str, rows: list, errors: list, warnings: list | None) -> None:
+def walk(directory: str, errors: list[InputError], *, what: str = "directory",
+         prune: Callable[[list[os.DirEntry[str]]], Collection[str]] = lambda _entries: ()) -> Iterator[str]:
+    """Every entry under `directory` that is not a directory, in sorted order at each level,
+    never following a symbolic link: a link met, and a directory that cannot be listed, is an
+    error in `errors` (`what` names the directories walked); the subdirectories `prune` names
+    (given the entries of their parent) are not entered. `tune` and `history import` walk so."""
     try:
         with os.scandir(directory) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError as exc:
-        errors.append(InputError(f"cannot list evidence directory: {exc.strerror or exc}", path=directory))
+        errors.append(InputError(f"cannot list {what}: {exc.strerror or exc}", path=directory))
         return
-    job_logs = {m.group("job") for e in entries if (m := ARCHIVE_LOG_RE.match(e.name))}
+    pruned = prune(entries)
     for entry in entries:
         path = os.path.join(directory, entry.name)
         try:
             if entry.is_symlink():
-                errors.append(InputError("a symbolic link; evidence directories are walked without "
-                                          "following links", path=path,
-                                          hint="give the link's target as a path of its own"))
+                errors.append(InputError(f"a symbolic link; {what.replace('directory', 'directories')} are walked "
+                                         "without following links", path=path,
+                                         hint="give the link's target as a path of its own"))
             elif entry.is_dir(follow_symlinks=False):
-                if entry.name not in job_logs:
-                    _walk(path, rows, errors, warnings)
-            elif entry.is_file(follow_symlinks=False):
+                if entry.name not in pruned:
+                    yield from walk(path, errors, what=what, prune=prune)
+            else:
+                yield path
+        except OSError as exc:
+            errors.append(InputError(f"cannot read: {exc.strerror or exc}", path=path))
+
+
+def _job_log_steps(entries: list[os.DirEntry[str]]) -> set[str]:
+    """The directories `<job name>/` of a log archive that also holds `<N>_<job name>.txt`."""
+    return {m.group("job") for e in entries if (m := ARCHIVE_LOG_RE.match(e.name))}
+
+
+def _walk(directory: str, rows: list, errors: list, warnings: list | None) -> None:
+    for path in walk(directory, errors, what="evidence directory", prune=_job_log_steps):
+        try:
+            if os.path.isfile(path) and not os.path.islink(path):
                 _read_into(path, rows, errors, warnings)
             else:
                 errors.append(InputError("not a regular file or directory", path=path))

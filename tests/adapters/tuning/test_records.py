@@ -17,6 +17,8 @@ from ci_policy.adapters.tuning.records import read_records
 from ci_policy.errors import Diagnostic, InputErrors
 from ci_policy.model.registry import Registration
 from ci_policy.plan.results import Attempt, Verdict
+from ci_policy.read.codec import schema
+from ci_policy.read.timings import Located, TimingRecord, line_of, read_timings
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "tuning"
 H200 = "stage-c-4-gpu-h200"
@@ -273,3 +275,29 @@ def test_one_row_per_run_with_the_strongest_status(attempts):
     decided = max(i for i, s in enumerate(statuses) if s == wanted)
     assert row.status == expected and row.status in STATUSES
     assert (row.line, row.elapsed) == (decided + 1, attempts[decided][1])
+
+
+# -- one declaration, one reader -----------------------------------------------------------------------
+
+def test_a_record_written_through_the_codec_reads_back_equal_and_as_the_runner_wrote_it(tmp_path: Path):
+    rec = TimingRecord(schema=1, file="tests/a.py", stage="gpu", shard=0, attempt=2, status="fail", elapsed=1.5,
+                       est_time=30, failure_kind="flaky", retriable=True, started_at="2026-11-30T04:40:00Z",
+                       commit="abc", run_id="7", run_attempt="1")
+    assert line_of(rec) == (b'{"schema": 1, "file": "tests/a.py", "stage": "gpu", "shard": 0, "attempt": 2, '
+                            b'"status": "fail", "elapsed": 1.5, "est_time": 30, "failure_kind": "flaky", '
+                            b'"retriable": true, "started_at": "2026-11-30T04:40:00Z", "commit": "abc", "run_id": '
+                            b'"7", "run_attempt": "1"}\n')
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(line_of(rec))
+    assert read_timings(path) == [Located(1, rec)]
+    assert schema(TimingRecord)["required"] == ["schema", "file", "stage", "shard", "attempt", "status", "elapsed"]
+
+
+def test_a_shard_or_attempt_beyond_any_documents_whole_number_names_the_bound(tmp_path: Path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(record(shard=10**12, attempt=10**10)) + "\n")
+    with pytest.raises(InputErrors) as info:
+        read_records(path)
+    assert [e.message for e in info.value.errors] == [
+        "field 'attempt': expected an integer in [1, 1000000000], got number 10000000000",
+        "field 'shard': expected an integer in [0, 1000000000] or null, got number 1000000000000"]
