@@ -413,8 +413,15 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
         misses.append((i, file, text, key))
     new: dict[str, list[Any]] = {}
     if misses:
-        scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], scanning, labels)
-        for (i, file, text, miss_key), result in zip(misses, scanned, strict=True):
+        scanned: list[FileScan | Diagnostic | list[Any] | None] = list(
+            (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], scanning, labels))
+        if len(scanned) != len(misses):
+            raise ValueError(f"the scanner gave {len(scanned)} scans for {len(misses)} files")
+        for j, (i, file, text, miss_key) in enumerate(misses):
+            # Each file's text and the scanner's copy of its scan let go once it is done, not
+            # when the last one is (peak RSS, issue 33: they were every file's at once).
+            result, scanned[j] = scanned[j], None
+            misses[j] = _DONE
             if isinstance(result, list):  # encoded by the scanner (another process)
                 decoded = decoder.decode(result, file)
                 if decoded is None:  # text `encode_checked` keeps out of the cache: scanned here again
@@ -447,6 +454,7 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
 # SHA-256 of the bytes read then. A file whose identity is the record's is looked up by that
 # content id without being read: a warm run on a checkout kept between runs reads no file.
 _STAT = "stat"
+_DONE = (-1, "", None, None)  # a miss scanned and stored: what `_scan_all` keeps of it
 _CONTENT_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 
