@@ -41,15 +41,17 @@
 - `listing` is a function that returns git's listing of the checkout (or None): one started
   before the snapshot, which git makes in its own processes, is called once the stored scans,
   the configuration and the labels file are read, so that they are read meanwhile.
-- The files to scan (all of them without a cache, the misses with one) go to a `Scanner`
-  together: `scan_files` in this process by default, or an adapter's that spreads them
-  over processes (`adapters.parallel`); the result is the same, in the same order.
+- The files to scan (all of them without a cache, the misses with one, in batches of a few
+  thousand: their texts are held until scanned) go to a `Scanner` together: `scan_files`
+  in this process by default, or an adapter's that spreads them over processes
+  (`adapters.parallel`); the result is the same, in the same order.
 - Reads only through `ci_policy.read.checkout`; never imports or executes checkout code.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -326,7 +328,8 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     SHA-256 of those bytes: never by an id the checkout's own metadata states (a `.git/index`
     can name any blob id for any bytes, and a cache shared by checkouts would then hand one
     checkout's scan to another). The misses go to `scanner` (default `scan_files`) together,
-    their texts when already read; a miss's scan is stored under its key (as the scanner
+    their texts when already read, in batches of at most `_SCAN_BATCH` files (the texts read
+    are not all held at once); a miss's scan is stored under its key (as the scanner
     encoded it, when it did), a read error never.
 
     Why identity records too: the blob id let a warm run read no file. Hashing bytes read for
@@ -347,6 +350,11 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     results: list[FileScan | Diagnostic | None] = [None] * len(files)
     # (position, file, text when read, key when caching) of each file to scan
     misses: list[tuple[int, str, str | None, str | None]] = []
+    new: dict[str, list[Any]] = {}
+    # The texts read are scanned a batch at a time, not all after the last is read: at 20,000
+    # files they were 34 MiB at once (peak RSS, issue 33). Batches of equal size, each large
+    # enough for the scanner's processes to pay off (`adapters.parallel.PARALLEL_MIN_FILES`).
+    batch = math.ceil(len(files) / max(1, math.ceil(len(files) / _SCAN_BATCH)))
     used: list[str] = []
     refused: list[str] = []
     reader = FileReader(repo) if cache is not None else None
@@ -411,25 +419,10 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
             except UnicodeDecodeError:
                 text = None  # read_text reports it, where it is
         misses.append((i, file, text, key))
-    new: dict[str, list[Any]] = {}
+        if len(misses) >= batch:
+            _scan_misses(misses, repo, scanner, scanning, labels, decoder, results, new)
     if misses:
-        scanned = (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], scanning, labels)
-        for (i, file, text, miss_key), result in zip(misses, scanned, strict=True):
-            encoded: list[Any] | None = None
-            if isinstance(result, list):  # encoded by the scanner (another process)
-                decoded = decoder.decode(result, file)
-                if decoded is None:  # text `encode_checked` keeps out of the cache: scanned here again
-                    result = scan_files(repo, [(file, text)], scanning, labels)[0]
-                else:
-                    # Stored as it came: it decodes to the scan used, which is all `encode_checked`
-                    # would check, without encoding and decoding it once more in this process.
-                    encoded, result = result, decoded
-            results[i] = result
-            if miss_key is not None and isinstance(result, FileScan):
-                if encoded is None:
-                    encoded = decoder.encode_checked(result, file)
-                if encoded is not None:
-                    new[miss_key] = encoded
+        _scan_misses(misses, repo, scanner, scanning, labels, decoder, results, new)
     if cache is not None:
         if refused:
             cache.reject(context, refused)
@@ -446,11 +439,43 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     return done
 
 
+def _scan_misses(misses: list[tuple[int, str, str | None, str | None]], repo: Path, scanner: Scanner | None,
+                 scanning: Config, labels: LabelRegistry, decoder: StrictDecoder,
+                 results: list[FileScan | Diagnostic | None], new: dict[str, list[Any]]) -> None:
+    """Scan the misses (position, file, text when read, key when caching) into `results`, the
+    encoded scan of each with a key into `new`; `misses` is left empty."""
+    scanned: list[FileScan | Diagnostic | list[Any] | None] = list(
+        (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], scanning, labels))
+    if len(scanned) != len(misses):
+        raise ValueError(f"the scanner gave {len(scanned)} scans for {len(misses)} files")
+    for j, (i, file, text, miss_key) in enumerate(misses):
+        # The scanner's copy of each scan let go once its file is done, not when the last one is.
+        result, scanned[j] = scanned[j], None
+        encoded: list[Any] | None = None
+        if isinstance(result, list):  # encoded by the scanner (another process)
+            decoded = decoder.decode(result, file)
+            if decoded is None:  # text `encode_checked` keeps out of the cache: scanned here again
+                result = scan_files(repo, [(file, text)], scanning, labels)[0]
+            else:
+                # Stored as it came: it decodes to the scan used, which is all `encode_checked`
+                # would check, without encoding and decoding it once more in this process.
+                encoded, result = result, decoded
+        results[i] = result
+        if miss_key is not None and isinstance(result, FileScan):
+            if encoded is None:
+                encoded = decoder.encode_checked(result, file)
+            if encoded is not None:
+                new[miss_key] = encoded
+    misses.clear()
+
+
 # The key suffix of a file's identity record, `[identity, content id]`: the file as `lstat` found
 # it when this user's ci-policy last read it settled (`read.checkout.FileReader`), and the
 # SHA-256 of the bytes read then. A file whose identity is the record's is looked up by that
 # content id without being read: a warm run on a checkout kept between runs reads no file.
 _STAT = "stat"
+# Files read before their texts are scanned (`_scan_all`).
+_SCAN_BATCH = 4096
 _CONTENT_ID_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 

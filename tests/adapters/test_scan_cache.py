@@ -118,6 +118,22 @@ def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path
     assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 2]}  # over the cap: not written
 
 
+
+def test_a_pack_written_in_slices_is_the_bytes_of_one_dump_and_an_oversized_one_leaves_no_file(
+        tmp_path: Path, monkeypatch) -> None:
+    entries = {f"tests/t{i}.py\0git:{i:040x}": ["v", i, "\u00e9\u202e", {"t": [1.5, None]}]
+               for i in range(2 * scan_cache._SLICE + 1)}
+    DirScanCache(tmp_path).store(CTX, entries)
+    assert (tmp_path / PACK).read_bytes() == pack_bytes(entries)
+    assert DirScanCache(tmp_path).load(CTX) == entries
+    size = len(pack_bytes(entries))
+    monkeypatch.setattr(scan_cache, "MAX_PACK_BYTES", size - 1)  # the closing brace over the cap
+    DirScanCache(tmp_path / "over").store(CTX, entries)
+    assert list((tmp_path / "over").iterdir()) == []
+    monkeypatch.setattr(scan_cache, "MAX_PACK_BYTES", size)
+    DirScanCache(tmp_path / "at").store(CTX, entries)
+    assert (tmp_path / "at" / PACK).read_bytes() == pack_bytes(entries)
+
 def test_rejected_entries_warn_once_and_are_dropped_when_the_pack_is_next_written(tmp_path: Path) -> None:
     warnings: list[str] = []
     other = "ef" + "0" * 62

@@ -290,6 +290,29 @@ def test_one_and_several_workers_give_byte_identical_json(tmp_path: Path, parall
     assert chunks == [60, 60, 60, 60]
 
 
+
+def test_files_scanned_in_batches_give_the_same_outputs_and_pack(tmp_path: Path, parallel_always, monkeypatch,
+                                                                 capsys) -> None:
+    repo = _generated(tmp_path / "repo", 120)
+    whole = ["--cache", str(tmp_path / "whole"), "--jobs", "2"]
+    serial = _outputs(repo, whole, capsys)
+    chunks: list[int] = []
+    real = parallel_always._chunks
+
+    def counted(items, jobs):
+        found = real(items, jobs)
+        chunks.append(len(found))
+        return found
+
+    monkeypatch.setattr(parallel_always, "_chunks", counted)
+    monkeypatch.setattr(snapshot_mod, "_SCAN_BATCH", 50)
+    for jobs in ("2", "1"):
+        batched = tmp_path / f"batched{jobs}"
+        assert _outputs(repo, ["--cache", str(batched), "--jobs", jobs], capsys) == serial
+        assert ({p.name: p.read_bytes() for p in batched.iterdir()}
+                == {p.name: p.read_bytes() for p in (tmp_path / "whole").iterdir()})
+    assert chunks == [20, 20, 20]  # three batches of 40 files, in chunks of two; none with one job
+
 def test_workers_that_fail_leave_the_scan_to_this_process(tmp_path: Path, parallel_always, monkeypatch,
                                                           capsys) -> None:
     import concurrent.futures

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
+import random
 import sys
 
 from workflow_commands import executed
 
 from ci_policy.render.console import GuardedStream, guarded, write_commands
+from ci_policy.render.escape import neutralise
 
 
 def test_a_line_written_in_pieces_is_judged_whole():
@@ -79,3 +81,23 @@ def test_outside_actions_a_cr_stays_a_cr_and_what_follows_it_is_a_line_start():
     out.finish()
     assert raw.getvalue() == "50%\r\\::warning::x 60%\r\n##\\u005berror]\r\n\\u202e\r"
     assert executed(raw.getvalue()) == []
+
+
+
+def test_whole_lines_written_at_once_read_as_those_lines_neutralised_one_by_one():
+    # Lines with nothing to neutralise are written in one piece, the rest line by line: in
+    # every mix of pieces and line starts the output is each line neutralised (a CR a line
+    # break, which outside Actions stays a CR).
+    atoms = ["a", " ", "\t", "\u00a0", ":", "::", "#", "##[", "[", "\u202e", "\n", "\r", "\r\n", '"x": 1,']
+    rng = random.Random(33)
+    for _ in range(3000):
+        pieces = ["".join(rng.choice(atoms) for _ in range(rng.randint(0, 8))) for _ in range(rng.randint(1, 4))]
+        lines = "".join(pieces).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        expected = "\n".join(neutralise(line) for line in lines)
+        for actions in (True, False):
+            raw = io.StringIO()
+            stream = GuardedStream(raw, actions=actions)
+            for piece in pieces:
+                stream.write(piece)
+            stream.finish()
+            assert raw.getvalue().replace("\r\n", "\n").replace("\r", "\n") == expected, (pieces, actions)
