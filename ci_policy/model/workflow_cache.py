@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from ci_policy import __version__
-from ci_policy.errors import Diagnostic
+from ci_policy.errors import CiPolicyError, Diagnostic
 from ci_policy.model.scan import ScanCache, scan_key
 from ci_policy.read.checkout import MAX_FILE_BYTES
 from ci_policy.read.workflows import Grants, Job, Located, StageRun, Workflow, parse_workflow, workflow_texts
@@ -110,8 +110,8 @@ def encode_checked(workflow: Workflow) -> list[Any] | None:
     return data if decode_workflow(data, workflow.path) == workflow else None
 
 
-class _Damaged(Exception):
-    pass
+class _Damaged(CiPolicyError, ValueError):
+    """A stored value that is not what `encode_workflow` writes for a workflow: a miss."""
 
 
 def _text(value: Any) -> str:

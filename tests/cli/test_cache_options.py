@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from helpers import EXAMPLE_REPO, run_cli
 
+from ci_policy.model.workflow_cache import workflow_context
+
 PLAN = ["plan", "--event", "pull_request", "--diff", "", "--format", "json"]
 
 
@@ -56,8 +58,10 @@ def test_the_default_cache_is_under_xdg_cache_home(repo: Path, capsys) -> None:
     rc, _out, err = run_cli(["lint", "--repo", str(repo), "--format", "json"], capsys)
     assert (rc, err) == (0, "")
     scan = Path(os.environ["XDG_CACHE_HOME"]) / "ci-policy" / "scan"
-    packs = list(scan.rglob("*.json"))
-    assert [p.name.endswith(".pack.json") for p in packs] == [True]
+    # The test files' scans, and lint's workflows in a pack of their own.
+    workflows = f"{workflow_context()}.pack.json"
+    packs = sorted(scan.rglob("*.json"), key=lambda p: p.name == workflows)
+    assert [(p.name.endswith(".pack.json"), p.name == workflows) for p in packs] == [(True, False), (True, True)]
     # One scan per test file (and an identity record per file read settled, as timing has it).
     assert len([k for k in json.loads(packs[0].read_bytes().partition(b"\n")[2]) if not k.endswith("\0stat")]) == 17
 
@@ -90,7 +94,13 @@ def test_a_copy_of_the_configuration_elsewhere_is_a_warm_run_whose_hints_name_th
 
     rc, out, _err = run_cli(["lint", "--repo", str(repo), *cache, "--format", "json"], capsys)
     assert (rc, cp225(out)) == (1, [("tests/e2e/test_zz_bad.py", hint.format(".github/ci-policy.yml"))])
-    packs = sorted((tmp_path / "cache").rglob("*.pack.json"))
+    # The scans' pack, and lint's workflows in one of their own.
+    def scan_packs() -> list[Path]:
+        return sorted(p for p in (tmp_path / "cache").rglob("*.pack.json")
+                      if p.name != f"{workflow_context()}.pack.json")
+
+    packs = scan_packs()
+    every_pack = sorted((tmp_path / "cache").rglob("*.pack.json"))
     assert len(packs) == 1
 
     def scans(pack: Path) -> list[str]:
@@ -114,5 +124,5 @@ def test_a_copy_of_the_configuration_elsewhere_is_a_warm_run_whose_hints_name_th
             f"configured cuda stage\n    hint: {hint.format(copy)}\n") in out
     # Warm: the first run's pack was read, no test file parsed, and no other pack written.
     assert [f for f in parsed if f.startswith("tests/")] == []
-    assert sorted((tmp_path / "cache").rglob("*.pack.json")) == packs
+    assert scan_packs() == packs and sorted((tmp_path / "cache").rglob("*.pack.json")) == every_pack
     assert scans(packs[0]) == stored
