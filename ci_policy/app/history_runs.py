@@ -17,24 +17,14 @@
 
 from __future__ import annotations
 
-import os
-
 from ci_policy.adapters.github.client import github_requester
 from ci_policy.adapters.github.download import parse_run
 from ci_policy.adapters.github.history_runs import read_runs
 from ci_policy.adapters.github.scheduled import completed_runs
 from ci_policy.adapters.history import read_history
 from ci_policy.app.history import Imported, ImportRequest, import_url, store_imported
+from ci_policy.app.requests import github_repository
 from ci_policy.errors import Diagnostic, UsageError
-
-
-def _repository(request: ImportRequest) -> str:
-    value = request.repository or os.environ.get("GITHUB_REPOSITORY") or ""
-    parts = value.split("/")
-    if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
-        raise UsageError(f"--github-runs needs OWNER/REPO, got {value!r}", source="--repository",
-                         hint="pass --repository OWNER/REPO, or run in GitHub Actions ($GITHUB_REPOSITORY)")
-    return value
 
 
 def import_runs(request: ImportRequest) -> Imported:
@@ -45,7 +35,7 @@ def import_runs(request: ImportRequest) -> Imported:
     if request.repository is not None and request.last_runs is None:
         raise UsageError("only applies to --github-runs", source="--repository")
     named = [parse_run(spec) for spec in request.runs]  # every run is checked before any request
-    repository = _repository(request) if request.last_runs is not None else None
+    repository = github_repository(request.repository, "--github-runs") if request.last_runs is not None else None
     secret = request.token("--github-runs" if request.last_runs is not None else "--github-run")
     warnings: list[Diagnostic] = []
     rows, plans = read_history(request.paths, warnings)

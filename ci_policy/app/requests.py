@@ -3,18 +3,33 @@
 - In: what the command line parsed, as plain values (None: not given).
 - Out: frozen dataclasses, built without importing any use case (a command line builds them
   before it knows which path it takes: `list --plan` never scans).
-- Refused: nothing here; each use case checks what it reads.
+- Refused: nothing here; each use case checks what it reads (`github_repository`: a repository
+  that is not `OWNER/REPO`, for the use cases that call GitHub).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ci_policy.errors import UsageError
+
 
 def _ignore(_message: str) -> None:
     pass
+
+
+def github_repository(given: str | None, needed_for: str) -> str:
+    """`OWNER/REPO` as given (`--repository`), else `$GITHUB_REPOSITORY`; a `UsageError` naming
+    the option that needs it when neither is one."""
+    value = given or os.environ.get("GITHUB_REPOSITORY") or ""
+    parts = value.split("/")
+    if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
+        raise UsageError(f"{needed_for} needs OWNER/REPO, got {value!r}", source="--repository",
+                         hint="pass --repository OWNER/REPO, or run in GitHub Actions ($GITHUB_REPOSITORY)")
+    return value
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from ci_policy.adapters.tuning.propose import (
 )
 from ci_policy.adapters.tuning.report import csv_text, summary_text
 from ci_policy.adapters.tuning.sources import collect
-from ci_policy.app.requests import ScanRequest
+from ci_policy.app.requests import ScanRequest, github_repository
 from ci_policy.app.scanning import start_scan
 from ci_policy.errors import Diagnostic, InputError, InputErrors, UsageError
 
@@ -154,15 +154,6 @@ class Applied:
     reason: str | None
 
 
-def _repository(request: TuneRequest, needed_for: str) -> str:
-    value = request.repository or os.environ.get("GITHUB_REPOSITORY") or ""
-    parts = value.split("/")
-    if len(parts) != 2 or not all(parts) or any(p in (".", "..") for p in parts):
-        raise UsageError(f"{needed_for} needs OWNER/REPO, got {value!r}", source="--repository",
-                         hint="pass --repository OWNER/REPO, or run in GitHub Actions ($GITHUB_REPOSITORY)")
-    return value
-
-
 def _check_github_options(request: TuneRequest) -> str | None:
     """Refuse inconsistent options before any request; the estimates file's repo-relative path."""
     if (request.last_runs is None) != (request.workflow is None):
@@ -194,7 +185,8 @@ def prepare(request: TuneRequest) -> Tuning:
         parse_run(spec)
     repository = None
     if request.last_runs is not None or request.open_pr:
-        repository = _repository(request, "--github-runs" if request.last_runs is not None else "--open-pr")
+        repository = github_repository(request.repository,
+                                       "--github-runs" if request.last_runs is not None else "--open-pr")
     if request.runs or repository is not None:
         secret = request.token("--github-run" if request.runs else
                                "--github-runs" if request.last_runs is not None else "--open-pr")

@@ -2,6 +2,8 @@
 `report-status` and `tune`.
 
 - In: a token, the API base URL, a timeout and optionally a `Throttle`.
+- Out: `call(requester, method, path)`: one call's JSON data, GitHub's refusal an `InputError`
+  naming the call (the weekly report's issue and the scheduled runs' listings use it).
 - Out: PyGithub's requester (`requestJsonAndCheck`), retrying with PyGithub's own
   `GithubRetry` (a urllib3 `Retry`), bounded (`bounded_retry`):
   - a 5xx answer or a connection error: at most `MAX_ATTEMPTS` attempts of an idempotent
@@ -41,10 +43,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from github import Auth, Github, GithubRetry
+from github import Auth, Github, GithubException, GithubRetry
 from urllib3.exceptions import MaxRetryError
 
-from ci_policy.errors import CiPolicyError, UsageError
+from ci_policy.errors import CiPolicyError, InputError, UsageError
 
 
 @dataclass(frozen=True)
@@ -209,3 +211,13 @@ def github_requester(token: str, base_url: str, *, timeout: int, throttle: Throt
     gh = Github(auth=Auth.Token(token), base_url=base_url, retry=bounded_retry(), timeout=timeout,
                 **pauses)  # type: ignore[arg-type]
     return gh.requester
+
+
+def call(requester: Any, method: str, path: str, **kw: Any) -> Any:
+    """One REST call through `requester`, its JSON data; a refusal is an `InputError` naming the
+    call and GitHub's message."""
+    try:
+        return requester.requestJsonAndCheck(method, path, **kw)[1]
+    except GithubException as exc:
+        message = exc.data.get("message") if isinstance(exc.data, dict) else None
+        raise InputError(f"GitHub API error {exc.status} on {method} {path}: {message or 'request failed'}") from None

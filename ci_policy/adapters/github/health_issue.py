@@ -16,23 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from github import GithubException
-
-from ci_policy.errors import InputError
+from ci_policy.adapters.github.client import call
 
 ISSUE_TITLE = "CI health report"
 ISSUE_LABEL = "ci-health"
 # GitHub refuses an issue body over 65,536 characters ("body is too long (maximum is 65536 characters)").
 MAX_BODY = 65536
 CUT = "\n\n_The report was cut here: it is longer than an issue body may be. The step summary holds it whole._\n"
-
-
-def _call(requester: Any, method: str, path: str, **kw: Any) -> Any:
-    try:
-        return requester.requestJsonAndCheck(method, path, **kw)[1]
-    except GithubException as exc:
-        message = exc.data.get("message") if isinstance(exc.data, dict) else None
-        raise InputError(f"GitHub API error {exc.status} on {method} {path}: {message or 'request failed'}") from None
 
 
 def fitted(body: str) -> str:
@@ -45,13 +35,13 @@ def fitted(body: str) -> str:
 def publish_issue(requester: Any, repository: str, body: str, *, title: str = ISSUE_TITLE,
                   label: str = ISSUE_LABEL) -> tuple[str, int, str]:
     body = fitted(body)
-    issues = _call(requester, "GET", f"/repos/{repository}/issues",
+    issues = call(requester, "GET", f"/repos/{repository}/issues",
                    parameters={"state": "open", "labels": label, "per_page": 100})
     found = [i for i in issues or [] if i.get("title") == title and "pull_request" not in i]
     if found:
         number = min(int(i["number"]) for i in found)  # the oldest, should there be several
-        issue = _call(requester, "PATCH", f"/repos/{repository}/issues/{number}", input={"body": body})
+        issue = call(requester, "PATCH", f"/repos/{repository}/issues/{number}", input={"body": body})
         return "updated", number, str(issue.get("html_url", ""))
-    issue = _call(requester, "POST", f"/repos/{repository}/issues",
+    issue = call(requester, "POST", f"/repos/{repository}/issues",
                   input={"title": title, "body": body, "labels": [label]})
     return "opened", int(issue["number"]), str(issue.get("html_url", ""))

@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 from github import GithubException
 
+from ci_policy.adapters.github.client import call
 from ci_policy.errors import InputError
 
 PR_BRANCH = "ci-policy/tune-estimates"
@@ -49,16 +50,8 @@ class ScheduledRun:
     created_at: str
 
 
-def _call(requester: Any, method: str, path: str, **kw: Any) -> Any:
-    try:
-        return requester.requestJsonAndCheck(method, path, **kw)[1]
-    except GithubException as exc:
-        message = exc.data.get("message") if isinstance(exc.data, dict) else None
-        raise InputError(f"GitHub API error {exc.status} on {method} {path}: {message or 'request failed'}") from None
-
-
 def default_branch(requester: Any, repository: str) -> str:
-    return str(_call(requester, "GET", f"/repos/{repository}")["default_branch"])
+    return str(call(requester, "GET", f"/repos/{repository}")["default_branch"])
 
 
 def scheduled_runs(requester: Any, repository: str, workflow: str, branch: str, count: int, *,
@@ -69,7 +62,7 @@ def scheduled_runs(requester: Any, repository: str, workflow: str, branch: str, 
     for event in events:
         kept = 0
         for page in range(1, -(-count // per_page) + 1):
-            data = _call(requester, "GET", f"/repos/{repository}/actions/workflows/{quote(workflow, safe='')}/runs",
+            data = call(requester, "GET", f"/repos/{repository}/actions/workflows/{quote(workflow, safe='')}/runs",
                          parameters={"branch": branch, "event": event, "status": "completed",
                                      "per_page": per_page, "page": page})
             batch = data.get("workflow_runs") or []
@@ -92,7 +85,7 @@ def completed_runs(requester: Any, repository: str, workflow: str, count: int) -
     found: list[ScheduledRun] = []
     per_page = min(count, 100)
     for page in range(1, -(-count // per_page) + 1):
-        data = _call(requester, "GET", f"/repos/{repository}/actions/workflows/{quote(workflow, safe='')}/runs",
+        data = call(requester, "GET", f"/repos/{repository}/actions/workflows/{quote(workflow, safe='')}/runs",
                      parameters={"status": "completed", "per_page": per_page, "page": page})
         batch = data.get("workflow_runs") or []
         # Checked again: only completed runs.
@@ -121,7 +114,7 @@ class RunTrust:
 
 
 def run_trust(requester: Any, repository: str, run_id: int, default: str) -> RunTrust:
-    run = _call(requester, "GET", f"/repos/{repository}/actions/runs/{run_id}")
+    run = call(requester, "GET", f"/repos/{repository}/actions/runs/{run_id}")
     event, branch = str(run.get("event") or ""), str(run.get("head_branch") or "")
     return RunTrust(run_id, event, branch, event in TRUSTED_EVENTS and branch == default)
 
@@ -130,15 +123,15 @@ def open_or_update_pr(requester: Any, repository: str, base: str, files: Sequenc
                       title: str, body: str, message: str) -> tuple[str, int, str]:
     """Commit `files` ((repo-relative path, text)) on `base`'s head, on `PR_BRANCH`, with one PR."""
     owner = repository.split("/", 1)[0]
-    head = _call(requester, "GET", f"/repos/{repository}/git/ref/heads/{quote(base)}")["object"]["sha"]
-    base_tree = _call(requester, "GET", f"/repos/{repository}/git/commits/{head}")["tree"]["sha"]
+    head = call(requester, "GET", f"/repos/{repository}/git/ref/heads/{quote(base)}")["object"]["sha"]
+    base_tree = call(requester, "GET", f"/repos/{repository}/git/commits/{head}")["tree"]["sha"]
     entries = []
     for path, text in files:
-        blob = _call(requester, "POST", f"/repos/{repository}/git/blobs",
+        blob = call(requester, "POST", f"/repos/{repository}/git/blobs",
                      input={"content": text, "encoding": "utf-8"})
         entries.append({"path": path, "mode": "100644", "type": "blob", "sha": blob["sha"]})
-    tree = _call(requester, "POST", f"/repos/{repository}/git/trees", input={"base_tree": base_tree, "tree": entries})
-    commit = _call(requester, "POST", f"/repos/{repository}/git/commits",
+    tree = call(requester, "POST", f"/repos/{repository}/git/trees", input={"base_tree": base_tree, "tree": entries})
+    commit = call(requester, "POST", f"/repos/{repository}/git/commits",
                    input={"message": message, "tree": tree["sha"], "parents": [head]})
 
     ref_path = f"/repos/{repository}/git/ref/heads/{PR_BRANCH}"
@@ -147,18 +140,18 @@ def open_or_update_pr(requester: Any, repository: str, base: str, files: Sequenc
     except GithubException as exc:
         if exc.status != 404:
             raise InputError(f"GitHub API error {exc.status} on GET {ref_path}") from None
-        _call(requester, "POST", f"/repos/{repository}/git/refs",
+        call(requester, "POST", f"/repos/{repository}/git/refs",
               input={"ref": f"refs/heads/{PR_BRANCH}", "sha": commit["sha"]})
     else:
         # The branch holds only this job's commits: force-updated onto the new head.
-        _call(requester, "PATCH", f"/repos/{repository}/git/refs/heads/{PR_BRANCH}",
+        call(requester, "PATCH", f"/repos/{repository}/git/refs/heads/{PR_BRANCH}",
               input={"sha": commit["sha"], "force": True})
-    pulls = _call(requester, "GET", f"/repos/{repository}/pulls",
+    pulls = call(requester, "GET", f"/repos/{repository}/pulls",
                   parameters={"state": "open", "head": f"{owner}:{PR_BRANCH}", "base": base})
     if pulls:
         number = int(pulls[0]["number"])
-        pull = _call(requester, "PATCH", f"/repos/{repository}/pulls/{number}", input={"title": title, "body": body})
+        pull = call(requester, "PATCH", f"/repos/{repository}/pulls/{number}", input={"title": title, "body": body})
         return "updated", number, str(pull.get("html_url", ""))
-    pull = _call(requester, "POST", f"/repos/{repository}/pulls",
+    pull = call(requester, "POST", f"/repos/{repository}/pulls",
                  input={"title": title, "head": PR_BRANCH, "base": base, "body": body})
     return "opened", int(pull["number"]), str(pull.get("html_url", ""))
