@@ -311,3 +311,21 @@ def test_a_history_import_of_files_loads_no_github_module(tmp_path) -> None:
     assert "ci_policy.cli.history" in loaded
     assert [m for m in loaded if m.startswith(("github", "ci_policy.adapters.github", "ci_policy.app.history_runs"))] \
         == []
+
+
+def test_a_configuration_without_requires_imports_no_packaging(tmp_path) -> None:
+    """`packaging` parses the `requires` specifier only: `plan`, `lint`, `registry` and `list` on a
+    configuration without one do not import it; with one, `plan` does and checks it."""
+    repo = unit_repo(tmp_path)
+    for argv in (["plan", "--event", "push"], ["lint"], ["registry"], ["list", "--stage", "unit"]):
+        proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv, "--repo", str(repo), "--no-cache"],
+                              capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+        loaded = json.loads(proc.stderr.splitlines()[-1])
+        assert proc.returncode == 0 and "ci_policy.config.top" in loaded, (argv, proc.stderr)
+        assert [m for m in loaded if m.split(".")[0] == "packaging"] == [], argv
+    config = repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text().replace("version: 1\n", "version: 1\nrequires: '>=999'\n"))
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "plan", "--event", "push", "--repo", str(repo),
+                           "--no-cache"], capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert "this repository requires ci_policy >=999" in proc.stderr  # the probe swallows the exit status
+    assert "packaging.specifiers" in json.loads(proc.stderr.splitlines()[-1])
