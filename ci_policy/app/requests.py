@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,15 @@ class ScanRequest:
     jobs: int | None = None         # None: `$CI_POLICY_JOBS`, else the CPUs this process may use
     default_cache: bool = True      # without `--cache`, the default directory (else no cache)
     warn: Callable[[str], None] = _ignore   # where a warning goes (the cache cannot be used)
+
+
+@dataclass(frozen=True)
+class CheckoutRequest:
+    """What `lint` and `registry` read: the checkout, its configuration, how to scan it."""
+    repo: Path
+    config: str | None
+    scan: ScanRequest
+    today: datetime.date | None = None  # the day quarantines are judged on; None: today in UTC
 
 
 @dataclass(frozen=True)

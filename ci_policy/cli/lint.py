@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ci_policy.app.lint import CheckoutRequest, lint
+from ci_policy.app.lint import lint
+from ci_policy.app.requests import CheckoutRequest
 from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, scan_request
 from ci_policy.cli.paths import workspace_paths

@@ -17,10 +17,11 @@ from helpers import read_golden
 from ci_policy.app import tune
 from ci_policy.app.file_run import FileRunRequest, file_run
 from ci_policy.app.init import InitRequest, init
-from ci_policy.app.lint import CheckoutRequest, lint, registry
+from ci_policy.app.lint import lint
 from ci_policy.app.listing import list_shard
 from ci_policy.app.planning import PlanCommand, plan, plan_command
-from ci_policy.app.requests import PlanInputs, PlanRequest, PlanSource, ScanRequest
+from ci_policy.app.registry import registry
+from ci_policy.app.requests import CheckoutRequest, PlanInputs, PlanRequest, PlanSource, ScanRequest
 from ci_policy.app.result import ResultRequest, result
 from ci_policy.app.run import RunRequest, execute, prepare
 from ci_policy.errors import InputErrors, UsageError

@@ -4,7 +4,7 @@ the same entry excuses nothing and `lint` fails with CP233.
 
 Subprocess tests through the installed console script, as in test_run.py. The dates are far from
 today (2999, 2000) so that the outcome never depends on the day the tests run; the day itself is
-a request field (`app.lint.CheckoutRequest.today`, `app.run.RunRequest.today`), pinned in
+a request field (`app.requests.CheckoutRequest.today`, `app.run.RunRequest.today`), pinned in
 tests/model/test_diagnostics.py and tests/app.
 """
 

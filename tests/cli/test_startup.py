@@ -329,3 +329,23 @@ def test_a_configuration_without_requires_imports_no_packaging(tmp_path) -> None
                            "--no-cache"], capture_output=True, text=True, cwd=tmp_path, env=clean_env())
     assert "this repository requires ci_policy >=999" in proc.stderr  # the probe swallows the exit status
     assert "packaging.specifiers" in json.loads(proc.stderr.splitlines()[-1])
+
+
+LINT_ONLY = ("ci_policy.app.lint", "ci_policy.model.lint", "ci_policy.model.workflows", "ci_policy.read.workflows",
+             "ci_policy.plan.limits")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_registry_imports_neither_lint_nor_the_planner(fmt, tmp_path) -> None:
+    """`registry` lists the registrations: lint's workflow checks and the plan job's output sizes
+    (`plan.limits`) are not imported; the plan document's classes only for `--format json`."""
+    from helpers import EXAMPLE_REPO
+
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "registry", "--repo", str(EXAMPLE_REPO),
+                           "--no-cache", "--format", fmt], capture_output=True, text=True, cwd=tmp_path,
+                          env=clean_env())
+    loaded = json.loads(proc.stderr.splitlines()[-1])
+    assert "ci_policy.app.registry" in loaded and "tests/e2e/test_fsdp_grpo.py" in proc.stdout
+    assert [m for m in loaded if m.startswith(LINT_ONLY)] == []
+    planner = {"ci_policy.render.jsondoc", "ci_policy.plan.document", "ci_policy.plan.partition"}
+    assert planner & set(loaded) == (planner if fmt == "json" else set())

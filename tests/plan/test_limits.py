@@ -16,9 +16,9 @@ from typing import cast
 
 from plan.test_jobs import SHA, reg
 
-from ci_policy.app.lint import CheckoutRequest, lint
+from ci_policy.app.lint import lint
 from ci_policy.app.plan_documents import github_outputs
-from ci_policy.app.requests import ScanRequest
+from ci_policy.app.requests import CheckoutRequest, ScanRequest
 from ci_policy.config.top import parse_config
 from ci_policy.model.snapshot import Snapshot, load_snapshot
 from ci_policy.plan.build import build_plan
