@@ -15,8 +15,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ci_policy.errors import Diagnostic
-from ci_policy.render.github import diagnostic_github
-from ci_policy.render.jsondoc import diagnostics_json, lint_json
 from ci_policy.render.text import diagnostic_text, lint_summary
 
 if TYPE_CHECKING:
@@ -28,8 +26,15 @@ def diagnostics(errors: Iterable[Diagnostic], fmt: str,
     """Diagnostics in one format: `github` annotations, a `json` document, or text lines."""
     errors = list(errors)
     if fmt == "github":
+        # Imported here, each format's renderer: the GitHub and JSON renderers import the plan
+        # document's classes, which a text report never uses
+        # (tests/cli/test_startup.py::test_lint_as_text_imports_no_json_or_github_renderer).
+        from ci_policy.render.github import diagnostic_github
+
         return "\n".join(diagnostic_github(e, path_of) for e in errors)
     if fmt == "json":
+        from ci_policy.render.jsondoc import diagnostics_json  # test_lint_as_text_imports_no_json_or_github_renderer
+
         return diagnostics_json(errors)
     return "\n".join(diagnostic_text(e) for e in errors)
 
@@ -64,6 +69,8 @@ def lint_report(report: LintReport, fmt: str, path_of: Callable[[str], str] = la
                 verbose: bool = False) -> str:
     """`ci-policy lint`'s output: a JSON document, or the diagnostics then the summary line."""
     if fmt == "json":
+        from ci_policy.render.jsondoc import lint_json  # test_lint_as_text_imports_no_json_or_github_renderer
+
         return lint_json(report)
     warnings = report.warnings if verbose or fmt != "text" else summarised(report.warnings)
     items = list(report.errors) + list(warnings)

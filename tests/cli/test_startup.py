@@ -349,3 +349,23 @@ def test_registry_imports_neither_lint_nor_the_planner(fmt, tmp_path) -> None:
     assert [m for m in loaded if m.startswith(LINT_ONLY)] == []
     planner = {"ci_policy.render.jsondoc", "ci_policy.plan.document", "ci_policy.plan.partition"}
     assert planner & set(loaded) == (planner if fmt == "json" else set())
+
+
+RENDERERS_OF_DOCUMENTS = {"ci_policy.render.github", "ci_policy.render.jsondoc", "ci_policy.plan.document",
+                          "ci_policy.read.codec"}
+
+
+@pytest.mark.parametrize(("fmt", "loaded"), [("text", set()), ("json", {"ci_policy.render.jsondoc"}),
+                                             ("github", {"ci_policy.render.github", "ci_policy.render.jsondoc"})])
+def test_lint_as_text_imports_no_json_or_github_renderer(fmt, loaded, tmp_path) -> None:
+    """`lint`'s text report imports neither the JSON nor the GitHub renderer (nor the plan
+    document's classes they import); each other format imports its own."""
+    from helpers import EXAMPLE_REPO
+
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "lint", "--repo", str(EXAMPLE_REPO), "--no-cache",
+                           "--format", fmt], capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    modules = set(json.loads(proc.stderr.splitlines()[-1]))
+    assert "ci_policy.render.report" in modules and ("0 errors" in proc.stdout or '"ok": true' in proc.stdout)
+    assert {"ci_policy.render.github", "ci_policy.render.jsondoc"} & modules == loaded
+    if fmt == "text":
+        assert RENDERERS_OF_DOCUMENTS & modules == set()
