@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ci_policy.app.plan_source import plan_text
+from ci_policy.app.plan_files import plan_text
 from ci_policy.errors import UsageError
 from ci_policy.plan.outcome import NEEDS_HINT, Outcome, held_for_trust, outcome, parse_needs, parse_plan_complete
 from ci_policy.plan.planfile import read_plan_file

@@ -23,7 +23,6 @@ from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, add_shard, plan_source
 from ci_policy.cli.output import report_incomplete
 from ci_policy.render.escape import line_start, one_line
-from ci_policy.render.jsondoc import shard_files_json
 from ci_policy.render.text import command_text
 
 NAME = "list"
@@ -52,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     listed = list_shard(plan_source(args), args.shard)
     stage, shard = listed.stage, listed.shard
     if args.format == "json":
+        # Imported here: the text listing needs no JSON document's classes
+        # (tests/cli/test_startup.py::test_list_planning_here_imports_no_plan_file_module).
+        from ci_policy.render.jsondoc import shard_files_json
+
         print(shard_files_json(stage, shard, listed.invalid))
         return report_incomplete(NAME, listed.invalid, section=False)
     if shard is None:

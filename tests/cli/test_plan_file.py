@@ -435,7 +435,7 @@ def test_stage_plans_hold_one_stage_each_and_read_as_the_whole_plan_on_its_clean
 
 def test_a_stage_plan_holds_only_on_its_clean_tree_and_the_directory_falls_back_to_the_whole_plan(
         example, monkeypatch, tmp_path, capsys):
-    from ci_policy.app import plan_source as options
+    from ci_policy.app import plan_files
     from ci_policy.plan import planfile
 
     committed(example, monkeypatch)
@@ -466,7 +466,7 @@ def test_a_stage_plan_holds_only_on_its_clean_tree_and_the_directory_falls_back_
     # Without the stage's own plan, the whole plan.
     own.unlink()
     assert run([*listed, "--plan", str(planned)], capsys)[0] == 1
-    assert options.STAGE_PLANS == "stages" and options.WHOLE_PLAN == "plan.json"
+    assert plan_files.STAGE_PLANS == "stages" and plan_files.WHOLE_PLAN == "plan.json"
 
 
 def test_another_configuration_of_the_same_clean_tree_is_not_the_one_planned(example, monkeypatch, tmp_path,

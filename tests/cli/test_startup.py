@@ -369,3 +369,24 @@ def test_lint_as_text_imports_no_json_or_github_renderer(fmt, loaded, tmp_path) 
     assert {"ci_policy.render.github", "ci_policy.render.jsondoc"} & modules == loaded
     if fmt == "text":
         assert RENDERERS_OF_DOCUMENTS & modules == set()
+
+
+PLAN_FILE_MODULES = {"ci_policy.app.plan_files", "ci_policy.plan.planfile", "ci_policy.adapters.inputs",
+                     "ci_policy.plan.stagejob", "ci_policy.plan.document", "ci_policy.read.codec",
+                     "ci_policy.render.jsondoc"}
+
+
+@pytest.mark.parametrize(("fmt", "loaded"), [
+    ("text", set()),
+    ("json", {"ci_policy.render.jsondoc", "ci_policy.plan.document", "ci_policy.read.codec"})])
+def test_list_planning_here_imports_no_plan_file_module(fmt, loaded, tmp_path) -> None:
+    """`list` given the plan inputs plans here: the modules reading and checking a plan file
+    (`--plan`) are not imported, nor the JSON document's classes but for `--format json`."""
+    from helpers import EXAMPLE_REPO
+
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "list", "--repo", str(EXAMPLE_REPO), "--no-cache",
+                           "--event", "push", "--stage", "stage-a-cpu", "--format", fmt], capture_output=True,
+                          text=True, cwd=tmp_path, env=clean_env())
+    modules = set(json.loads(proc.stderr.splitlines()[-1]))
+    assert "tests/fast/test_session_protocol.py" in proc.stdout and "ci_policy.app.planning" in modules
+    assert PLAN_FILE_MODULES & modules == loaded
