@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ci_policy.plan.build import Plan
-from ci_policy.plan.jobs import stage_jobs
+from ci_policy.plan.jobs import StageJobs, stage_jobs
 from ci_policy.plan.written import inputs_doc, plan_document, stage_documents
 from ci_policy.render.github import plan_outputs
 from ci_policy.render.jsondoc import document_dict, document_jsons
@@ -40,13 +40,15 @@ def stage_plan_jsons(plan: Plan, head_sha: str | None = None,
 
 
 def plan_jsons(plan: Plan, head_sha: str | None = None, inputs: Mapping[str, Any] | None = None, *,
-               whole: bool = True, stages: bool = False) -> tuple[str, dict[str, str]]:
+               whole: bool = True, stages: bool = False, jobs: StageJobs | None = None) -> tuple[str, dict[str, str]]:
     """`plan_json` (with `whole`, else "") and `stage_plan_jsons` (with `stages`, else {}) from one
-    `plan_document`: the plan job writing both builds the plan's document once."""
-    doc = plan_document(plan, head_sha, None if inputs is None else inputs_doc(inputs))
+    `plan_document`: the plan job writing both builds the plan's document once (with `jobs`, the
+    plan's stage jobs for `head_sha` the caller already has)."""
+    doc = plan_document(plan, head_sha, None if inputs is None else inputs_doc(inputs), jobs)
     return document_jsons(doc, stage_documents(plan, doc) if stages else {}, whole=whole, inputs=inputs)
 
 
-def github_outputs(plan: Plan, delimiter: str, head_sha: str | None = None) -> str:
-    """`$GITHUB_OUTPUT` lines of the plan and of its stage jobs for `head_sha`."""
-    return plan_outputs(plan, stage_jobs(plan, head_sha), delimiter)
+def github_outputs(plan: Plan, delimiter: str, head_sha: str | None = None, jobs: StageJobs | None = None) -> str:
+    """`$GITHUB_OUTPUT` lines of the plan and of its stage jobs for `head_sha` (`jobs`, when the
+    caller already has them)."""
+    return plan_outputs(plan, stage_jobs(plan, head_sha) if jobs is None else jobs, delimiter)

@@ -154,7 +154,7 @@ def plan_command(command: PlanCommand) -> PlanResult:
     inputs = plan_inputs(command.plan, planned)
     document, stage_plans = plan_jsons(planned.plan, command.head_sha, inputs,
                                        whole=command.whole or command.json_out is not None,
-                                       stages=command.stage_plans is not None)
+                                       stages=command.stage_plans is not None, jobs=jobs)
     if command.json_out is not None:
         _write_json_out(command.json_out, document)
     if command.stage_plans is not None:

@@ -144,7 +144,7 @@ def _github(args: argparse.Namespace, result: PlanResult, head_sha: str | None) 
 
     plan = result.plan
     append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
-                       github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha))
+                       github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha, result.jobs))
     append_step_summary(NAME, plan_markdown(plan, result.jobs))
     print(plan_text(plan, result.jobs, warnings=False))  # each warning is an annotation below
     if plan.warnings or plan.invalid:

@@ -39,7 +39,7 @@ from ci_policy.plan.document import (
     TestRow,
 )
 from ci_policy.plan.hours import Hours
-from ci_policy.plan.jobs import stage_jobs
+from ci_policy.plan.jobs import StageJobs, stage_jobs
 from ci_policy.plan.stagejob import run_settings, settings_doc
 
 
@@ -84,10 +84,12 @@ def inputs_doc(inputs: Mapping[str, Any]) -> InputsDoc:
                      tree=inputs.get("tree"), digest=inputs.get("digest", ""))
 
 
-def plan_document(plan: Plan, head_sha: str | None = None, inputs: InputsDoc | None = None) -> PlanDocument:
-    """The plan document; `inputs` when the caller computed the content ids."""
+def plan_document(plan: Plan, head_sha: str | None = None, inputs: InputsDoc | None = None,
+                  jobs: StageJobs | None = None) -> PlanDocument:
+    """The plan document; `inputs` when the caller computed the content ids; `jobs` when it
+    already has the plan's stage jobs for `head_sha`."""
     policy, diff = plan.policy, plan.diff
-    jobs = stage_jobs(plan, head_sha)
+    jobs = stage_jobs(plan, head_sha) if jobs is None else jobs
     waves = ordered(plan)
     return PlanDocument(
         schema=1, event=policy.event, cadence=policy.cadence, trust=policy.trust,  # type: ignore[arg-type]
