@@ -267,18 +267,24 @@ def _generated(root: Path, n: int) -> Path:
     return root
 
 
-def test_one_and_several_workers_give_byte_identical_json(tmp_path: Path, parallel_always, monkeypatch,
-                                                          capsys) -> None:
-    repo = _generated(tmp_path / "repo", 120)
+def counted_chunks(parallel, monkeypatch) -> list[int]:
+    """The sizes of the chunks the scan's workers are handed, as `parallel._chunks` makes them."""
     chunks: list[int] = []
-    real = parallel_always._chunks
+    real = parallel._chunks
 
     def counted(items, jobs):
         found = real(items, jobs)
         chunks.append(len(found))
         return found
 
-    monkeypatch.setattr(parallel_always, "_chunks", counted)
+    monkeypatch.setattr(parallel, "_chunks", counted)
+    return chunks
+
+
+def test_one_and_several_workers_give_byte_identical_json(tmp_path: Path, parallel_always, monkeypatch,
+                                                          capsys) -> None:
+    repo = _generated(tmp_path / "repo", 120)
+    chunks = counted_chunks(parallel_always, monkeypatch)
     serial = _outputs(repo, ["--no-cache", "--jobs", "1"], capsys)
     assert chunks == []
     assert [json.loads(out)["schema"] for _code, out, _err in serial] == [1, 1, 1]
@@ -290,21 +296,12 @@ def test_one_and_several_workers_give_byte_identical_json(tmp_path: Path, parall
     assert chunks == [60, 60, 60, 60]
 
 
-
 def test_files_scanned_in_batches_give_the_same_outputs_and_pack(tmp_path: Path, parallel_always, monkeypatch,
                                                                  capsys) -> None:
     repo = _generated(tmp_path / "repo", 120)
     whole = ["--cache", str(tmp_path / "whole"), "--jobs", "2"]
     serial = _outputs(repo, whole, capsys)
-    chunks: list[int] = []
-    real = parallel_always._chunks
-
-    def counted(items, jobs):
-        found = real(items, jobs)
-        chunks.append(len(found))
-        return found
-
-    monkeypatch.setattr(parallel_always, "_chunks", counted)
+    chunks = counted_chunks(parallel_always, monkeypatch)
     monkeypatch.setattr(snapshot_mod, "_SCAN_BATCH", 50)
     for jobs in ("2", "1"):
         batched = tmp_path / f"batched{jobs}"
