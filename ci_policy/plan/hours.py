@@ -32,9 +32,6 @@ from ci_policy.model.skips import SKIP_GROUPS, SkipGroup
 from ci_policy.plan.policy import UNLABELLED_REASON, UNTRUSTED_REASON, Policy, nightly_split
 from ci_policy.plan.selection import StageDecision
 
-SkipReason = SkipGroup
-# The plan document's groups (`model.skips.SKIP_GROUPS`), in their order.
-SKIP_REASONS = SKIP_GROUPS
 HOUR = 3600.0
 
 
@@ -45,14 +42,14 @@ class StageHours:
     entry: int | None  # the index of its `accelerators` entry; None: the default of 1
     cost_per_hour: float | None
     scheduled_seconds: float  # runner seconds (est_time of the selected tests)
-    skipped_seconds: tuple[tuple[SkipReason, float], ...]  # runner seconds per reason, in SKIP_REASONS order
+    skipped_seconds: tuple[tuple[SkipGroup, float], ...]  # runner seconds per reason, in SKIP_GROUPS order
 
     @property
     def scheduled(self) -> float:
         """Accelerator hours scheduled."""
         return self.scheduled_seconds * self.gpus / HOUR
 
-    def skipped(self, reason: SkipReason | None = None) -> float:
+    def skipped(self, reason: SkipGroup | None = None) -> float:
         """Accelerator hours skipped, for one reason or all."""
         return sum(sec for why, sec in self.skipped_seconds if reason in (None, why)) * self.gpus / HOUR
 
@@ -74,13 +71,13 @@ class Hours:
     def scheduled(self) -> float:
         return sum(s.scheduled for s in self.stages)
 
-    def skipped(self, reason: SkipReason | None = None) -> float:
+    def skipped(self, reason: SkipGroup | None = None) -> float:
         return sum(s.skipped(reason) for s in self.stages)
 
     @property
-    def by_reason(self) -> tuple[tuple[SkipReason, float], ...]:
-        """Skipped accelerator hours per reason that skipped any, in SKIP_REASONS order."""
-        return tuple((r, self.skipped(r)) for r in SKIP_REASONS
+    def by_reason(self) -> tuple[tuple[SkipGroup, float], ...]:
+        """Skipped accelerator hours per reason that skipped any, in SKIP_GROUPS order."""
+        return tuple((r, self.skipped(r)) for r in SKIP_GROUPS
                      if any(why == r for s in self.stages for why, _ in s.skipped_seconds))
 
     @property
@@ -98,7 +95,7 @@ class Hours:
         return sum(costs) if self.priced else None
 
 
-def test_reason(reg: Registration, policy: Policy) -> SkipReason | None:
+def test_reason(reg: Registration, policy: Policy) -> SkipGroup | None:
     """Why the policy leaves `reg` out, as a group (`policy.why_not` in words); None when disabled."""
     if reg.disabled is not None:
         return None
@@ -107,7 +104,7 @@ def test_reason(reg: Registration, policy: Policy) -> SkipReason | None:
     return "labels"
 
 
-def stage_reason(reasons: Iterable[str]) -> SkipReason:
+def stage_reason(reasons: Iterable[str]) -> SkipGroup:
     """The group of a skipped stage's first reason (`plan.selection`, `plan.policy.held_back`)."""
     first = next(iter(reasons), "")
     text = first.removeprefix("skip: ")
@@ -141,7 +138,7 @@ def runner_of(stage: Stage, config: Config) -> Runner:
 def stage_hours(d: StageDecision, policy: Policy, config: Config) -> StageHours:
     runner = runner_of(d.stage, config)
     entry = runner.entry
-    skipped: dict[SkipReason, float] = {}
+    skipped: dict[SkipGroup, float] = {}
     for reg, _why in d.not_selected:
         reason = test_reason(reg, policy)
         if reason is not None:
@@ -154,7 +151,7 @@ def stage_hours(d: StageDecision, policy: Policy, config: Config) -> StageHours:
     return StageHours(stage=d.stage.key, gpus=runner.gpus,
                       entry=config.accelerators.index(entry) if entry else None,
                       cost_per_hour=runner.cost_per_hour, scheduled_seconds=scheduled,
-                      skipped_seconds=tuple((r, skipped[r]) for r in SKIP_REASONS if r in skipped))
+                      skipped_seconds=tuple((r, skipped[r]) for r in SKIP_GROUPS if r in skipped))
 
 
 def plan_hours(decisions: Iterable[StageDecision], policy: Policy, config: Config) -> Hours:

@@ -148,7 +148,7 @@ def plan_text(plan: Plan, jobs: StageJobs, *, warnings: bool = True) -> str:
     return "\n".join(lines)
 
 
-# How the plan names each group of skipped hours (`plan.hours.SKIP_REASONS`).
+# How the plan names each group of skipped hours (`model.skips.SKIP_GROUPS`).
 SKIP_TITLES = {"diff": "diff pruning", "labels": "labels", "cadence": "cadence", "trust": "trust"}
 
 
