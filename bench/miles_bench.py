@@ -13,6 +13,9 @@ each started by a small launcher that reports the process's own CPU time (user +
              marker scan adds), after importing every module of the standard library and
              PyYAML that a cold `plan` process imports (read off `-X importtime`): what any
              implementation of ci-policy with its dependencies pays before its own code runs;
+- required:  the same with only the modules no implementation of ci-policy goes without: PyYAML
+             (the configuration), `json` and `hashlib` (the cache, the plan file), `subprocess`
+             (git), `dataclasses` (the core's records) and `argparse` (the command line);
 - collector: a process collecting the way miles's own collector does (`tests/ci/run_suite.py`
              with `ci_register.collect_tests`: find the test files, read and parse each, take
              its module-level marker calls' literal arguments into records, keep one suite's
@@ -180,6 +183,7 @@ def main() -> None:
             "pass": [sys.executable, "-c", "pass"],
             "bare": [sys.executable, "-c", BARE, *files],
             "needed": [sys.executable, "-c", NEEDED, needed, *files],
+            "required": [sys.executable, "-c", NEEDED, "yaml,json,hashlib,subprocess,dataclasses,argparse", *files],
             "collector": [sys.executable, "-c", COLLECTOR, args.suite],
             **{f"collector {i + 1}": shlex.split(cmd) for i, cmd in enumerate(args.collector)},
             "floor": [sys.executable, "-c", FLOOR, str(work / "warm-plan")],

@@ -39,7 +39,7 @@ CASES = [
       "shape      files/shard shards stages proven unproven", "real                 6    2-2     ",
       "stages of up to 12 files: ", "slowest split: "]),
     ("miles_bench.py", ["--files", "20", "--repeat", "1"],
-     ["20 test files, ", "row                 CPU ms  wall ms  RSS MiB  CPU/bare", "needed ", "collector ",
+     ["20 test files, ", "row                 CPU ms  wall ms  RSS MiB  CPU/bare", "needed ", "required ", "collector ",
       "floor+imports ", "plan cold -j1 ", "list warm ", "peak RSS bound (2 KiB a test file + 40 MiB): 40.0 MiB"]),
     ("plan_job_bench.py", ["--files", "20", "--repeat", "1"],
      ["plan job steps on 20 test files", "way        setup    plan   total  total/bare", "bare  ", "wheels  ",
