@@ -30,7 +30,7 @@ from ci_policy.config.runrules import MAX_KILL_GRACE, USER_PATTERN, RunnerKind, 
 from ci_policy.model.registration import EstSource
 from ci_policy.model.skips import SKIP_GROUPS
 from ci_policy.plan.partition import Shard
-from ci_policy.plan.trust import Trust
+from ci_policy.plan.trust_values import Trust
 from ci_policy.read.checkout import is_plain_relative
 from ci_policy.read.declare import document, shown, spec
 from ci_policy.read.numbers import MAX_EST_TIME, MAX_FACTOR, MAX_SECONDS

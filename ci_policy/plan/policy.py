@@ -49,7 +49,7 @@ from ci_policy.config.top import Config
 from ci_policy.errors import InputError, UsageError
 from ci_policy.gates.baseline import writes_baseline
 from ci_policy.model.registry import Registration
-from ci_policy.plan.trust import TRUST_VALUES
+from ci_policy.plan.trust_values import TRUST_VALUES
 from ci_policy.read.labels import LabelRegistry
 from ci_policy.read.names import CI_LABEL_PREFIX, CI_LABEL_RE, WORKFLOW_ONLY_LABELS, closest, is_ci_label
 from ci_policy.read.strictjson import no_constants

@@ -371,6 +371,26 @@ def test_lint_as_text_imports_no_json_or_github_renderer(fmt, loaded, tmp_path) 
         assert RENDERERS_OF_DOCUMENTS & modules == set()
 
 
+# What a plan never uses, whatever its format: a shard's run results, a single file's run (and
+# its "did you mean" suggestions, difflib) and the decision of a pull request's trust (a plan is
+# given its trust: `plan.trust_values`); `render.github` names the first two in annotations only.
+NOT_FOR_A_PLAN = ("ci_policy.plan.results", "ci_policy.plan.filerun", "ci_policy.plan.trust", "difflib")
+
+
+@pytest.mark.parametrize("argv", [[], ["--format", "json"], ["--format", "github", "--json-out", "plan.json",
+                                                            "--stage-plans", "stages"]])
+def test_a_plan_imports_no_module_of_running_it(argv, tmp_path) -> None:
+    from helpers import EXAMPLE_REPO
+
+    env = clean_env(GITHUB_OUTPUT=str(tmp_path / "out"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary"))
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "plan", "--repo", str(EXAMPLE_REPO), "--event",
+                           "pull_request", "--labels-json", '["run-ci-megatron"]', "--diff", "", "--no-cache", *argv],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    modules = json.loads(proc.stderr.splitlines()[-1])
+    assert "ci_policy.plan.build" in modules and ("stage" in proc.stdout or (tmp_path / "out").read_text())
+    assert set(NOT_FOR_A_PLAN) & set(modules) == set()
+
+
 PLAN_FILE_MODULES = {"ci_policy.app.plan_files", "ci_policy.plan.planfile", "ci_policy.adapters.inputs",
                      "ci_policy.plan.stagejob", "ci_policy.plan.document", "ci_policy.read.codec",
                      "ci_policy.render.jsondoc"}
