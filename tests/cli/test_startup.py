@@ -283,8 +283,8 @@ PLAN_ONLY = ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_polic
     (["--format", "github"], ("ci_policy.app.plan_documents", "ci_policy.cli.paths", "ci_policy.plan.document",
                               "ci_policy.plan.jobs", "ci_policy.plan.written", "ci_policy.render.github",
                               "ci_policy.render.jsondoc", "ci_policy.render.markdown")),
-    (["--explain", "tests/e2e/test_fsdp_grpo.py"], ("ci_policy.plan.document", "ci_policy.plan.explain",
-                                                    "ci_policy.render.jsondoc")),
+    # Nor the plan document's classes (test_lint_and_registry_import_no_planner).
+    (["--explain", "tests/e2e/test_fsdp_grpo.py"], ("ci_policy.plan.explain", "ci_policy.render.jsondoc")),
 ])
 def test_plan_imports_only_what_its_format_uses(argv, loaded, tmp_path) -> None:
     """The plan document and the renderers of the formats not asked for are not imported (the
@@ -347,8 +347,10 @@ def test_registry_imports_neither_lint_nor_the_planner(fmt, tmp_path) -> None:
     loaded = json.loads(proc.stderr.splitlines()[-1])
     assert "ci_policy.app.registry" in loaded and "tests/e2e/test_fsdp_grpo.py" in proc.stdout
     assert [m for m in loaded if m.startswith(LINT_ONLY)] == []
+    # The JSON renderer for --format json, and none of the plan document's classes
+    # (`test_lint_and_registry_import_no_planner`).
     planner = {"ci_policy.render.jsondoc", "ci_policy.plan.document", "ci_policy.plan.partition"}
-    assert planner & set(loaded) == (planner if fmt == "json" else set())
+    assert planner & set(loaded) == ({"ci_policy.render.jsondoc"} if fmt == "json" else set())
 
 
 RENDERERS_OF_DOCUMENTS = {"ci_policy.render.github", "ci_policy.render.jsondoc", "ci_policy.plan.document",
@@ -369,6 +371,27 @@ def test_lint_as_text_imports_no_json_or_github_renderer(fmt, loaded, tmp_path) 
     assert {"ci_policy.render.github", "ci_policy.render.jsondoc"} & modules == loaded
     if fmt == "text":
         assert RENDERERS_OF_DOCUMENTS & modules == set()
+
+
+# What builds a plan and writes its document: `lint` (its output sizes, `plan.limits`, come from
+# the configuration alone) and `registry` build no plan, in any format; the JSON renderer
+# imports the plan document's classes and their codec only to write a plan.
+PLANNER = ("ci_policy.plan.build", "ci_policy.plan.policy", "ci_policy.plan.selection", "ci_policy.plan.hours",
+           "ci_policy.plan.partition", "ci_policy.plan.picking", "ci_policy.plan.document", "ci_policy.read.codec",
+           "ci_policy.plan.trust", "ci_policy.plan.results", "ci_policy.plan.filerun")
+
+
+@pytest.mark.parametrize(("argv", "shown"), [
+    (["lint"], "0 errors"), (["lint", "--format", "json"], '"ok": true'), (["lint", "--format", "github"], ""),
+    (["registry"], "tests/e2e/test_fsdp_grpo.py"), (["registry", "--format", "json"], "tests/e2e/test_fsdp_grpo.py")])
+def test_lint_and_registry_import_no_planner(argv, shown, tmp_path) -> None:
+    from helpers import EXAMPLE_REPO
+
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv, "--repo", str(EXAMPLE_REPO), "--no-cache"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    modules = json.loads(proc.stderr.splitlines()[-1])
+    assert shown in proc.stdout and f"ci_policy.cli.{argv[0]}" in modules
+    assert set(PLANNER) & set(modules) == set()
 
 
 # What a plan never uses, whatever its format: a shard's run results, a single file's run (and
@@ -398,10 +421,11 @@ PLAN_FILE_MODULES = {"ci_policy.app.plan_files", "ci_policy.plan.planfile", "ci_
 
 @pytest.mark.parametrize(("fmt", "loaded"), [
     ("text", set()),
-    ("json", {"ci_policy.render.jsondoc", "ci_policy.plan.document", "ci_policy.read.codec"})])
+    # Nor the plan document's classes (test_lint_and_registry_import_no_planner).
+    ("json", {"ci_policy.render.jsondoc"})])
 def test_list_planning_here_imports_no_plan_file_module(fmt, loaded, tmp_path) -> None:
     """`list` given the plan inputs plans here: the modules reading and checking a plan file
-    (`--plan`) are not imported, nor the JSON document's classes but for `--format json`."""
+    (`--plan`) are not imported, nor the plan document's classes."""
     from helpers import EXAMPLE_REPO
 
     proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "list", "--repo", str(EXAMPLE_REPO), "--no-cache",
