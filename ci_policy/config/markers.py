@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import re
 import string
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +25,13 @@ import yaml
 from ci_policy.config import codes, fields
 from ci_policy.config.backends import BACKEND_NAME_RE, BACKEND_SCHEMA, backends_of, declare_hint
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table, Values
+from ci_policy.read.lazyregex import LazyRegex
 from ci_policy.read.markers import BUILTIN_PARAMETERS, GATE_MARKER, MARKER_NAME_RE, REGISTRATION_MARKERS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 # Extra argument types: name -> what a literal of that type is.
 ARGUMENT_TYPES = ("string", "integer", "number", "boolean", "strings")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = LazyRegex(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _parse_names(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:

@@ -434,3 +434,38 @@ def test_list_planning_here_imports_no_plan_file_module(fmt, loaded, tmp_path) -
     modules = set(json.loads(proc.stderr.splitlines()[-1]))
     assert "tests/fast/test_session_protocol.py" in proc.stdout and "ci_policy.app.planning" in modules
     assert PLAN_FILE_MODULES & modules == loaded
+
+
+COMPILED_PROBE = """
+import json, sys
+from ci_policy.cli.main import main
+from ci_policy.read.lazyregex import LazyRegex
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(json.dumps(sorted(f"{name}.{attr}" for name, module in list(sys.modules.items())
+                                   if name.startswith("ci_policy") for attr, value in vars(module).items()
+                                   if isinstance(value, LazyRegex) and value._compiled is not None)))
+"""
+
+
+@pytest.mark.parametrize(("argv", "shown"), [
+    (["plan", "--event", "pull_request", "--labels-json", '["run-ci-all"]', "--diff", "", "--format", "json"],
+     "tests/test_a.py"),
+    (["lint", "--format", "json"], '"ok": true'), (["registry", "--format", "json"], "tests/test_a.py"),
+    (["list", "--stage", "unit", "--event", "pull_request", "--diff", ""], "tests/test_a.py")])
+def test_a_command_compiles_no_pattern_its_run_does_not_use(argv, shown, tmp_path) -> None:
+    """The patterns of what this configuration lacks (image builds, scopes, quarantines, backends,
+    markers, environment rules), of a push's SHAs, a revision and a store's URL are compiled at
+    their first use (`read.lazyregex`), not when imported."""
+    repo = unit_repo(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", COMPILED_PROBE, *argv, "--repo", str(repo), "--no-cache"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 0 and shown in proc.stdout, proc.stderr
+    assert json.loads(proc.stderr.splitlines()[-1]) == []
+    # A pattern that is used is compiled: a push event's SHAs are compared with the zero SHA.
+    proc = subprocess.run([sys.executable, "-c", COMPILED_PROBE, "plan", "--event", "push", "--repo", str(repo),
+                           "--no-cache", "--base", "0" * 40],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert json.loads(proc.stderr.splitlines()[-1]) == ["ci_policy.plan.policy.ZERO_SHA_RE"], proc.stderr
