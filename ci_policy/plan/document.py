@@ -224,7 +224,7 @@ class InputsDoc:
                             expected="expected null or a git tree id (40 or 64 hex digits)",
                             description="The git tree the checkout exactly was; null when it had changes or is no "
                                         "git work tree.")
-    # `sha256:` of the canonical JSON of the other four (`plan.planfile.inputs_dict`): recomputed
+    # `sha256:` of the canonical JSON of the other four (`plan.inputs.inputs_dict`): recomputed
     # where the file lists the files (`plan.planfile`).
     digest: str = spec(pattern=DIGEST, expected="expected sha256:<64 hex digits>")
 

@@ -270,14 +270,15 @@ def test_a_report_that_publishes_nothing_loads_no_github_module(tmp_path) -> Non
 
 PLAN_ONLY = ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs", "ci_policy.plan.explain",
              "ci_policy.render.jsondoc", "ci_policy.render.github", "ci_policy.render.markdown", "ci_policy.cli.paths",
-             "ci_policy.plan.planfile", "ci_policy.adapters.inputs", "ci_policy.plan.document")
+             "ci_policy.plan.planfile", "ci_policy.adapters.inputs", "ci_policy.plan.document", "ci_policy.plan.inputs")
 
 
 @pytest.mark.parametrize(("argv", "loaded"), [
     ([], ("ci_policy.plan.jobs",)),  # text: the plan and its stage jobs as text, nothing written
     (["--format", "markdown"], ("ci_policy.plan.jobs", "ci_policy.render.markdown")),
+    # The plan's inputs, not the plan file's reader (test_a_plan_imports_no_module_of_running_it).
     (["--format", "json"], ("ci_policy.adapters.inputs", "ci_policy.app.plan_documents", "ci_policy.plan.document",
-                            "ci_policy.plan.jobs", "ci_policy.plan.planfile", "ci_policy.plan.written",
+                            "ci_policy.plan.inputs", "ci_policy.plan.jobs", "ci_policy.plan.written",
                             "ci_policy.render.github", "ci_policy.render.jsondoc")),
     # No --json-out: the plan's content ids are not computed.
     (["--format", "github"], ("ci_policy.app.plan_documents", "ci_policy.cli.paths", "ci_policy.plan.document",
@@ -395,14 +396,18 @@ def test_lint_and_registry_import_no_planner(argv, shown, tmp_path) -> None:
 
 
 # What a plan never uses, whatever its format: a shard's run results, a single file's run (and
-# its "did you mean" suggestions, difflib) and the decision of a pull request's trust (a plan is
-# given its trust: `plan.trust_values`); `render.github` names the first two in annotations only.
-NOT_FOR_A_PLAN = ("ci_policy.plan.results", "ci_policy.plan.filerun", "ci_policy.plan.trust", "difflib")
+# its "did you mean" suggestions, difflib), the decision of a pull request's trust (a plan is
+# given its trust: `plan.trust_values`) and the reader of a plan file (`plan.planfile`; a plan's
+# inputs are `plan.inputs`); `render.github` names the first two in annotations only. What a
+# stage job runs with (`plan.stagejob`) only for `--stage-plans`, which writes it.
+NOT_FOR_A_PLAN = ("ci_policy.plan.results", "ci_policy.plan.filerun", "ci_policy.plan.trust", "difflib",
+                  "ci_policy.plan.planfile")
 
 
-@pytest.mark.parametrize("argv", [[], ["--format", "json"], ["--format", "github", "--json-out", "plan.json",
-                                                            "--stage-plans", "stages"]])
-def test_a_plan_imports_no_module_of_running_it(argv, tmp_path) -> None:
+@pytest.mark.parametrize(("argv", "stage_job"), [
+    ([], False), (["--format", "json"], False), (["--format", "github", "--json-out", "plan.json"], False),
+    (["--format", "github", "--json-out", "plan.json", "--stage-plans", "stages"], True)])
+def test_a_plan_imports_no_module_of_running_it(argv, stage_job, tmp_path) -> None:
     from helpers import EXAMPLE_REPO
 
     env = clean_env(GITHUB_OUTPUT=str(tmp_path / "out"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary"))
@@ -412,6 +417,7 @@ def test_a_plan_imports_no_module_of_running_it(argv, tmp_path) -> None:
     modules = json.loads(proc.stderr.splitlines()[-1])
     assert "ci_policy.plan.build" in modules and ("stage" in proc.stdout or (tmp_path / "out").read_text())
     assert set(NOT_FOR_A_PLAN) & set(modules) == set()
+    assert ("ci_policy.plan.stagejob" in modules) is stage_job
 
 
 PLAN_FILE_MODULES = {"ci_policy.app.plan_files", "ci_policy.plan.planfile", "ci_policy.adapters.inputs",
