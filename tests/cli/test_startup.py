@@ -399,9 +399,11 @@ def test_lint_and_registry_import_no_planner(argv, shown, tmp_path) -> None:
 # its "did you mean" suggestions, difflib), the decision of a pull request's trust (a plan is
 # given its trust: `plan.trust_values`) and the reader of a plan file (`plan.planfile`; a plan's
 # inputs are `plan.inputs`); `render.github` names the first two in annotations only. What a
-# stage job runs with (`plan.stagejob`) only for `--stage-plans`, which writes it.
+# stage job runs with (`plan.stagejob`) only for `--stage-plans`, which writes it. Nor `uuid`
+# (and `platform`) for the outputs' delimiter, nor `tempfile` (and `shutil`) for the files
+# written whole (`cli.output.output_delimiter`, `adapters.files`).
 NOT_FOR_A_PLAN = ("ci_policy.plan.results", "ci_policy.plan.filerun", "ci_policy.plan.trust", "difflib",
-                  "ci_policy.plan.planfile")
+                  "ci_policy.plan.planfile", "uuid", "platform", "tempfile", "shutil")
 
 
 @pytest.mark.parametrize(("argv", "stage_job"), [
@@ -418,6 +420,12 @@ def test_a_plan_imports_no_module_of_running_it(argv, stage_job, tmp_path) -> No
     assert "ci_policy.plan.build" in modules and ("stage" in proc.stdout or (tmp_path / "out").read_text())
     assert set(NOT_FOR_A_PLAN) & set(modules) == set()
     assert ("ci_policy.plan.stagejob" in modules) is stage_job
+    if "--json-out" in argv:  # what the plan job hands the stage jobs is written all the same
+        assert json.loads((tmp_path / "plan.json").read_text())["stages"]
+        assert "matrix<<ghadelimiter_" in (tmp_path / "out").read_text()
+    if stage_job:
+        assert sorted(p.suffix for p in (tmp_path / "stages").iterdir()) == [".json"] * len(
+            json.loads((tmp_path / "plan.json").read_text())["stages"])
 
 
 PLAN_FILE_MODULES = {"ci_policy.app.plan_files", "ci_policy.plan.planfile", "ci_policy.adapters.inputs",
