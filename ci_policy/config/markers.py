@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +93,10 @@ def _parse_extra(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 
 def template_fields(template: str) -> tuple[str, ...] | str:
     """The field names of a suite template, in order, or why it is malformed."""
+    # Imported here: only a configuration with a suite template reads one, and `string` compiles
+    # its Template pattern when imported (tests/cli/test_startup.py::test_a_command_imports_no_string_module).
+    import string
+
     try:
         parts = list(string.Formatter().parse(template))
     except ValueError as exc:

@@ -483,3 +483,21 @@ def test_a_command_compiles_no_pattern_its_run_does_not_use(argv, shown, tmp_pat
                            "--no-cache", "--base", "0" * 40],
                           capture_output=True, text=True, cwd=tmp_path, env=clean_env())
     assert json.loads(proc.stderr.splitlines()[-1]) == ["ci_policy.plan.policy.ZERO_SHA_RE"], proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["plan", "--event", "push", "--format", "json"], ["lint", "--format", "json"],
+                                  ["registry"], ["list", "--stage", "unit"]])
+def test_a_command_imports_no_string_module(argv, tmp_path) -> None:
+    """`string` (its `Formatter` reads a suite template: `config.markers.template_fields`) only
+    for a configuration with a suite template."""
+    repo = unit_repo(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv, "--repo", str(repo), "--no-cache"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "string" not in json.loads(proc.stderr.splitlines()[-1])
+    config = repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + "markers: {extra_arguments: {stage: string}, suite: '{stage}-test'}\n")
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "lint", "--repo", str(repo), "--no-cache"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 0 and "0 errors" in proc.stdout, proc.stdout
+    assert "string" in json.loads(proc.stderr.splitlines()[-1])
