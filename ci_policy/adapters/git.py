@@ -55,11 +55,13 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from ci_policy.read.lazyregex import LazyRegex
+
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry, Kind
     from ci_policy.read.diff import Diff
 
-REV_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./@^~{}:-]*")
+REV_RE = LazyRegex(r"[A-Za-z0-9_][A-Za-z0-9_./@^~{}:-]*")
 
 
 def git_diff(repo: Path, base: str, head: str | None = None, *, timeout: float = 120) -> Diff:

@@ -2,7 +2,7 @@
 
 - In: the checkout root, the `--config` argument as given (None: the default inside the
   checkout), the labels file's repo-relative path, and the discovered test files.
-- Out: `plan.planfile.Inputs`: the content id of the configuration, of the labels file
+- Out: `plan.inputs.Inputs`: the content id of the configuration, of the labels file
   (None when there is none), and of each test file, from `adapters.git.content_ids`. A
   configuration outside the checkout (a trusted copy of the base commit's) is hashed
   directly: `sha256:<hex>` of its bytes.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from ci_policy.adapters.git import CleanTree, blob_id, checkout_index, ids_from_index, sha256_id
 from ci_policy.config.path import DEFAULT_CONFIG
-from ci_policy.plan.planfile import Inputs
+from ci_policy.plan.inputs import Inputs
 
 if TYPE_CHECKING:
     from ci_policy.model.discovery import IndexEntry

@@ -1,7 +1,7 @@
 """The documents a plan is written as: the plan file, the per-stage plans and the step outputs.
 
 - In: a `Plan`, the head commit's SHA (the tag of the images it builds; None: none is built),
-  and the plan's `inputs` (`plan.planfile.inputs_dict`) when the caller computed the content ids.
+  and the plan's `inputs` (`plan.inputs.inputs_dict`) when the caller computed the content ids.
 - Out: the plan document's JSON data or text and each stage's per-stage plan text
   (`plan.written` builds the documents, `render.jsondoc` writes them), and the
   `$GITHUB_OUTPUT` lines of the plan and its stage jobs (`plan.jobs.stage_jobs`,

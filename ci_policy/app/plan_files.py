@@ -23,7 +23,8 @@ from ci_policy.adapters.inputs import checkout_inputs, config_id, unchanged_sinc
 from ci_policy.app.requests import PlanSource
 from ci_policy.errors import InputError, InputErrors, UsageError
 from ci_policy.plan import planfile
-from ci_policy.plan.planfile import Inputs, PlanFile, check_inputs, plan_of
+from ci_policy.plan.inputs import Inputs
+from ci_policy.plan.planfile import PlanFile, check_inputs, plan_of
 from ci_policy.read.names import STAGE_KEY_RE
 
 if TYPE_CHECKING:

@@ -108,10 +108,10 @@ def plan(request: PlanRequest, *, tree: bool = False) -> Planned:
 
 def plan_inputs(request: PlanRequest, planned: Planned) -> dict[str, object]:
     """The plan JSON's `inputs` for a plan built here: the content ids of what it was built from."""
-    # Imported here: a plan written nowhere needs no content ids, nor the plan file's reader
+    # Imported here: a plan written nowhere needs no content ids
     # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
     from ci_policy.adapters.inputs import checkout_inputs
-    from ci_policy.plan.planfile import inputs_dict
+    from ci_policy.plan.inputs import inputs_dict
 
     config = planned.plan.config
     inputs = checkout_inputs(request.repo, request.config, config.labels_file, planned.plan.snapshot.files,

@@ -15,13 +15,14 @@ import os
 import re
 
 from ci_policy.errors import UsageError
+from ci_policy.read.lazyregex import LazyRegex
 
 # `adapters.store.DATABASE_URL_ENV`, named here: importing the store to read it would load the
 # store's modules on every run, which opens no store unless one is named.
 DATABASE_URL_ENV = "CI_POLICY_DATABASE_URL"
 
 # A password in a URL's user info (`user:pw@`), or a `password=` parameter or libpq keyword.
-_URL_PASSWORD = re.compile(r"://[^/@?#]*:[^/@?#]*@|password\s*=", re.IGNORECASE)
+_URL_PASSWORD = LazyRegex(r"://[^/@?#]*:[^/@?#]*@|password\s*=", re.IGNORECASE)
 
 
 def store_url(store: str | None, store_file: str | None) -> str | None:

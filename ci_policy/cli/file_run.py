@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import uuid
 from pathlib import Path
 
 from ci_policy.app.file_run import FileRunRequest, file_run, image_tag, test_path
 from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_config, add_format, add_repo, scan_request
-from ci_policy.cli.output import append_github_file, github_file
+from ci_policy.cli.output import append_github_file, github_file, output_delimiter
 from ci_policy.errors import InputError
 from ci_policy.render.github import file_run_outputs
 from ci_policy.render.jsondoc import file_run_json
@@ -91,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                                    image_tag=args.image_tag, backend=args.backend, stage=args.stage))
     if args.format == "github":
         append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
-                           file_run_outputs(plan, f"ghadelimiter_{uuid.uuid4()}"))
+                           file_run_outputs(plan, output_delimiter()))
     if args.format == "text":
         print(file_run_text(plan))
     else:

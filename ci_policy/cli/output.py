@@ -3,7 +3,8 @@ invalid test files a partial output left out.
 
 - In: the command's name and format, the text to write.
 - Out: a warning in the command's format; a line appended to `$GITHUB_OUTPUT` or
-  `$GITHUB_STEP_SUMMARY`; the invalid test files on stderr and the command's exit code.
+  `$GITHUB_STEP_SUMMARY`, and the delimiter of a `$GITHUB_OUTPUT` block (`output_delimiter`);
+  the invalid test files on stderr and the command's exit code.
 - Refused: a variable GitHub Actions sets that is not set, or a file it names that cannot be
   written, as `UsageError` (exit 2) naming the variable.
 """
@@ -29,6 +30,19 @@ def github_file(name: str) -> Path:
         raise UsageError("is not set; --format github runs inside a GitHub Actions step", source=f"${name}",
                          hint="use --format text or json outside GitHub Actions")
     return Path(value)
+
+
+def output_delimiter() -> str:
+    """A `$GITHUB_OUTPUT` block's delimiter, `ghadelimiter_<uuid4>` as GitHub's toolkit makes
+    one: random, so no value can end its block early. The UUID's text is made here from 16
+    random bytes with its version and variant bits set, as `uuid.uuid4()` makes it, without
+    importing `uuid` (which imports `platform`: 2 ms of the plan job's start;
+    tests/cli/test_startup.py::test_a_plan_imports_no_module_of_running_it)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"ghadelimiter_{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def append_github_file(name: str, path: Path, text: str) -> None:

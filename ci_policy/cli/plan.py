@@ -39,7 +39,13 @@ import re
 from ci_policy.app.planning import PlanCommand, PlanResult, explain, plan_command
 from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_cache, add_checkout, add_format, add_plan_inputs, plan_request
-from ci_policy.cli.output import append_github_file, append_step_summary, github_file, report_incomplete
+from ci_policy.cli.output import (
+    append_github_file,
+    append_step_summary,
+    github_file,
+    output_delimiter,
+    report_incomplete,
+)
 from ci_policy.errors import UsageError
 from ci_policy.render.text import plan_text
 
@@ -133,7 +139,6 @@ def _github(args: argparse.Namespace, result: PlanResult, head_sha: str | None) 
     """`--format github`: the outputs, the job summary, the plan as text and its annotations."""
     # Imported here: only this format writes outputs and annotations
     # (tests/cli/test_startup.py::test_plan_imports_only_what_its_format_uses).
-    import uuid
     from pathlib import Path
 
     from ci_policy.app.plan_documents import github_outputs
@@ -144,7 +149,7 @@ def _github(args: argparse.Namespace, result: PlanResult, head_sha: str | None) 
 
     plan = result.plan
     append_github_file("GITHUB_OUTPUT", github_file("GITHUB_OUTPUT"),
-                       github_outputs(plan, f"ghadelimiter_{uuid.uuid4()}", head_sha, result.jobs))
+                       github_outputs(plan, output_delimiter(), head_sha, result.jobs))
     append_step_summary(NAME, plan_markdown(plan, result.jobs))
     print(plan_text(plan, result.jobs, warnings=False))  # each warning is an annotation below
     if plan.warnings or plan.invalid:

@@ -23,12 +23,11 @@
 from __future__ import annotations
 
 import argparse
-import uuid
 
 from ci_policy.app.pull_request import PullRequestRequest, pull_request
 from ci_policy.cli.main import examples, summary
 from ci_policy.cli.options import add_format, add_repo, add_token, api_url, positive_int, token
-from ci_policy.cli.output import append_github_file, github_file, warn
+from ci_policy.cli.output import append_github_file, github_file, output_delimiter, warn
 from ci_policy.errors import UsageError
 from ci_policy.render.pullrequest import pull_request_json, pull_request_outputs, pull_request_text
 
@@ -81,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         warn(NAME, args.format, f"the diff is unavailable, so every runnable stage runs: {read.diff_unavailable}")
     if output is not None:
         append_github_file("GITHUB_OUTPUT", output,
-                           pull_request_outputs(pull, decision, diff_file, f"ghadelimiter_{uuid.uuid4()}"))
+                           pull_request_outputs(pull, decision, diff_file, output_delimiter()))
         print(pull_request_text(pull, decision, diff_file))
     elif args.format == "json":
         print(pull_request_json(pull, decision, diff_file))

@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,11 +27,12 @@ import yaml
 
 from ci_policy.config import codes, fields
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table
+from ci_policy.read.lazyregex import LazyRegex
 from ci_policy.read.names import closest
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 BACKEND_NAME = r"[a-z][a-z0-9_]*"
-BACKEND_NAME_RE = re.compile(BACKEND_NAME)
+BACKEND_NAME_RE = LazyRegex(BACKEND_NAME)
 # Name -> accelerator, for the backends every configuration has.
 BUILTIN_BACKENDS: FrozenMap[str, bool] = FrozenMap({"cpu": False, "cuda": True, "rocm": True})
 # The `docker run` options that give a stage job's container its backend's devices; every other

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,11 +18,12 @@ import yaml
 from ci_policy.config import codes
 from ci_policy.config.backends import BACKEND_NAME, BACKEND_SCHEMA, backends_of, check_backend
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table, Values, mapping_of, number, string
+from ci_policy.read.lazyregex import LazyRegex
 from ci_policy.read.numbers import MAX_FACTOR, MAX_SECONDS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
-IMAGE_TAG_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-IMAGE_REPO_RE = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*")
+IMAGE_TAG_RE = LazyRegex(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+IMAGE_REPO_RE = LazyRegex(r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*")
 
 
 IMAGE_REPO_SCHEMA = {"type": "string", "pattern": f"^(?:{IMAGE_REPO_RE.pattern})$"}

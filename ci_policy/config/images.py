@@ -20,7 +20,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,13 +42,14 @@ from ci_policy.config.fields import (
     strings,
 )
 from ci_policy.config.file_run import IMAGE_REPO_SCHEMA, check_repo
+from ci_policy.read.lazyregex import LazyRegex
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 GHCR = "ghcr.io"
 _HOST_LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 # A registry host: dotted, or localhost, with an optional port; or any host with a port.
-REGISTRY_RE = re.compile(rf"(?:{_HOST_LABEL}(?:\.{_HOST_LABEL})+|localhost)(?::[0-9]+)?|{_HOST_LABEL}:[0-9]+")
-RUNNER_LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+REGISTRY_RE = LazyRegex(rf"(?:{_HOST_LABEL}(?:\.{_HOST_LABEL})+|localhost)(?::[0-9]+)?|{_HOST_LABEL}:[0-9]+")
+RUNNER_LABEL_RE = LazyRegex(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def _check_registry(value: str) -> str | None:

@@ -16,8 +16,6 @@
 
 from __future__ import annotations
 
-import re
-import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +24,13 @@ import yaml
 from ci_policy.config import codes, fields
 from ci_policy.config.backends import BACKEND_NAME_RE, BACKEND_SCHEMA, backends_of, declare_hint
 from ci_policy.config.fields import Context, FrozenMap, Key, Parser, Table, Values
+from ci_policy.read.lazyregex import LazyRegex
 from ci_policy.read.markers import BUILTIN_PARAMETERS, GATE_MARKER, MARKER_NAME_RE, REGISTRATION_MARKERS
 from ci_policy.read.yamlnodes import INVALID, Schema
 
 # Extra argument types: name -> what a literal of that type is.
 ARGUMENT_TYPES = ("string", "integer", "number", "boolean", "strings")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = LazyRegex(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _parse_names(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
@@ -94,6 +93,10 @@ def _parse_extra(s: Schema, node: yaml.Node, where: str, ctx: Context) -> Any:
 
 def template_fields(template: str) -> tuple[str, ...] | str:
     """The field names of a suite template, in order, or why it is malformed."""
+    # Imported here: only a configuration with a suite template reads one, and `string` compiles
+    # its Template pattern when imported (tests/cli/test_startup.py::test_a_command_imports_no_string_module).
+    import string
+
     try:
         parts = list(string.Formatter().parse(template))
     except ValueError as exc:

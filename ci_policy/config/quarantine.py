@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import datetime
-import re
 from typing import Any
 
 import yaml
@@ -21,10 +20,11 @@ import yaml
 from ci_policy.config import codes, fields
 from ci_policy.config.fields import REQUIRED, Context, Key, Parser, Table, Values
 from ci_policy.config.quarantined import Quarantine as Quarantine
+from ci_policy.read.lazyregex import LazyRegex
 from ci_policy.read.names import STAGE_KEY, did_you_mean
 from ci_policy.read.yamlnodes import INVALID, Schema
 
-_DATE_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_DATE_RE = LazyRegex(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _DATE_TAGS = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:str")
 _DATE_HINT = "write the last day the quarantine holds as YYYY-MM-DD, e.g. 2027-01-15"
 

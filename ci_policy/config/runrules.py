@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from ci_policy.read.globs import any_name_match
+from ci_policy.read.lazyregex import LazyRegex
 
 DEFAULT_INFRA = (
     r"Server failed to start",
@@ -88,7 +89,7 @@ DEFAULT_ALLOW = (
     "GITHUB_RUN_ATTEMPT",
 )
 
-ENV_NAME_PATTERN = re.compile(r"[A-Za-z0-9_*?]+")
+ENV_NAME_PATTERN = LazyRegex(r"[A-Za-z0-9_*?]+")
 
 
 def check_regex(value: str) -> str | None:

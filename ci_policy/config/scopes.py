@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +14,11 @@ import yaml
 
 from ci_policy.config import codes
 from ci_policy.config.fields import TABLE, Context, Key, Parser, Table, strings
+from ci_policy.read.lazyregex import LazyRegex
 from ci_policy.read.names import CI_LABEL_PREFIX, NAME
 from ci_policy.read.yamlnodes import INVALID, Schema
 
-SCOPE_RE = re.compile(CI_LABEL_PREFIX + NAME)
+SCOPE_RE = LazyRegex(CI_LABEL_PREFIX + NAME)
 
 SCOPE = Table("scopes.<run-ci-name>", "A broad-scope PR label; null means every known label.", (
     Key("exclude", strings("list of labels"), (), "Labels the scope leaves out.", shown_default="none"),

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import io
-import re
 import tokenize
 import warnings
 from collections.abc import Iterable, Sequence
@@ -27,8 +26,9 @@ from ci_policy.config.lint import IgnoreRule, code_of
 from ci_policy.config.top import Config
 from ci_policy.errors import Diagnostic
 from ci_policy.read.globs import matches_any
+from ci_policy.read.lazyregex import LazyRegex
 
-COMMENT_RE = re.compile(r"#\s*ci-policy:\s*ignore\b(\[[^\]]*\])?")
+COMMENT_RE = LazyRegex(r"#\s*ci-policy:\s*ignore\b(\[[^\]]*\])?")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from ci_policy.config.runrules import MAX_KILL_GRACE, USER_PATTERN, RunnerKind, 
 from ci_policy.model.registration import EstSource
 from ci_policy.model.skips import SKIP_GROUPS
 from ci_policy.plan.partition import Shard
-from ci_policy.plan.trust import Trust
+from ci_policy.plan.trust_values import Trust
 from ci_policy.read.checkout import is_plain_relative
 from ci_policy.read.declare import document, shown, spec
 from ci_policy.read.numbers import MAX_EST_TIME, MAX_FACTOR, MAX_SECONDS
@@ -224,7 +224,7 @@ class InputsDoc:
                             expected="expected null or a git tree id (40 or 64 hex digits)",
                             description="The git tree the checkout exactly was; null when it had changes or is no "
                                         "git work tree.")
-    # `sha256:` of the canonical JSON of the other four (`plan.planfile.inputs_dict`): recomputed
+    # `sha256:` of the canonical JSON of the other four (`plan.inputs.inputs_dict`): recomputed
     # where the file lists the files (`plan.planfile`).
     digest: str = spec(pattern=DIGEST, expected="expected sha256:<64 hex digits>")
 

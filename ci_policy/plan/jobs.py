@@ -35,12 +35,15 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci_policy.config.stages import GITHUB_MATRIX_RULE, MAX_MATRIX_JOBS, MAX_WAVES
-from ci_policy.plan.build import Plan, StagePlan
-from ci_policy.plan.partition import Shard
 from ci_policy.plan.timeouts import timeout_for
+
+if TYPE_CHECKING:  # a built plan: its makers import them; `lint` (`plan.limits`) builds no plan
+    # (tests/cli/test_startup.py::test_lint_and_registry_import_no_planner)
+    from ci_policy.plan.build import Plan, StagePlan
+    from ci_policy.plan.partition import Shard
 
 # A cpu stage without runs_on: GitHub's hosted Linux runner (its stage jobs, and `/rerun-test`).
 DEFAULT_CPU_RUNNER = "ubuntu-latest"

@@ -3,11 +3,7 @@
 - In: a plan file's text and where it came from; for `plan_of` and `mismatches`, the
   checkout's snapshot and content ids.
 - Out: a `PlanFile`, and from it a `Plan` or a `StageJob`, as below.
-- `inputs_dict(config_id, labels_id, files, tree)`: the plan JSON's `inputs` object
-  (`plan.document.InputsDoc`), the content ids of the configuration, the labels file (None:
-  there is none) and every discovered test file, the git tree the checkout exactly was
-  (None: not a git work tree, or one with changes, see `adapters.git.clean_tree`), with
-  `digest`, `sha256:` of the canonical JSON (sorted keys, no spaces, UTF-8) of the other four.
+- `inputs_dict` and `Inputs`: a plan's `inputs` (`plan.inputs`, where they are declared).
 - `read_plan_file(text, source, stage=None)`: a plan file (the plan job's `plan --format
   json`, untrusted: it crosses jobs as an artifact) parsed with the strict JSON reader and
   read as `plan.document` declares it (`read.codec`: every key and no other, every path a
@@ -46,8 +42,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -63,8 +57,10 @@ from ci_policy.plan.document import (
     SettingsDoc,
     StageDoc,
 )
+from ci_policy.plan.inputs import Inputs
+from ci_policy.plan.inputs import inputs_dict as inputs_dict  # importable here too, where it was declared before
 from ci_policy.plan.stagejob import PlannedStage, RunSettings, StageJob, settings_of
-from ci_policy.read.codec import decode, decode_fields, encode
+from ci_policy.read.codec import decode, decode_fields
 from ci_policy.read.declare import DecodeError, kind_of, shown
 from ci_policy.read.diff import Diff
 from ci_policy.read.names import suite_of_key
@@ -85,31 +81,6 @@ FileStage = StageDoc
 NAMED = 5
 HINT = ("re-run `ci-policy plan --format json` on this checkout and pass its output, "
         "or leave out --plan to plan here")
-
-
-def canonical_json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
-
-
-def inputs_dict(config_id: str | None, labels_id: str | None, files: Mapping[str, str],
-                tree: str | None = None) -> dict[str, Any]:
-    """The plan JSON's `inputs`: the content ids, the checkout's clean tree, and their digest."""
-    body: dict[str, Any] = {"config": config_id, "labels": labels_id, "files": dict(sorted(files.items())),
-                            "tree": tree}
-    digest = "sha256:" + hashlib.sha256(canonical_json(body)).hexdigest()
-    data: dict[str, Any] = encode(InputsDoc(**body, digest=digest))
-    return data
-
-
-@dataclass(frozen=True)
-class Inputs:
-    config: str | None
-    labels: str | None
-    files: tuple[tuple[str, str], ...]
-    # The git tree the checkout exactly was (`adapters.git.clean_tree`): a stage job whose
-    # checkout is that same clean tree has the same files, so it need not list them.
-    tree: str | None = None
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -49,8 +48,9 @@ from ci_policy.config.top import Config
 from ci_policy.errors import InputError, UsageError
 from ci_policy.gates.baseline import writes_baseline
 from ci_policy.model.registry import Registration
-from ci_policy.plan.trust import TRUST_VALUES
+from ci_policy.plan.trust_values import TRUST_VALUES
 from ci_policy.read.labels import LabelRegistry
+from ci_policy.read.lazyregex import LazyRegex
 from ci_policy.read.names import CI_LABEL_PREFIX, CI_LABEL_RE, WORKFLOW_ONLY_LABELS, closest, is_ci_label
 from ci_policy.read.strictjson import no_constants
 
@@ -60,7 +60,7 @@ DIFF_EVENTS = ("pull_request", "push", "merge_group")
 # Events that carry no PR labels at all.
 UNLABELLED_EVENTS = ("push", "merge_group")
 # `github.event.before` of a push that created a branch (SHA-1 and SHA-256 repositories).
-ZERO_SHA_RE = re.compile(r"0{40}|0{64}")
+ZERO_SHA_RE = LazyRegex(r"0{40}|0{64}")
 # How far the head commit is trusted: `trusted` (a branch of the base repository, or an author
 # with write access), `approved` (a maintainer approved exactly this commit), `untrusted`.
 TRUSTS = TRUST_VALUES
@@ -74,7 +74,7 @@ UNLABELLED_REASON = "the diff calls for labels no maintainer set"
 # macos-15-xlarge, ...). Any other `runs_on` may be a self-hosted runner: a self-hosted
 # runner needs no `self-hosted` label in `runs-on`, and larger hosted runners have names of
 # their owner's choosing, so the safe side is to treat them as self-hosted.
-HOSTED_LABEL_RE = re.compile(
+HOSTED_LABEL_RE = LazyRegex(
     r"ubuntu-(?:latest|\d{2}\.\d{2})(?:-arm)?|windows-(?:latest|\d{4}|11-arm)|macos-(?:latest|\d{2})(?:-intel|-large|-xlarge)?")
 
 

@@ -7,7 +7,7 @@
   workflow's `GITHUB_TOKEN`; an App's is `NAME[bot]`).
 - Out: an `Approval` (the state of the approver's latest `ci-policy/ok-to-test` status, and
   the ok-to-test statuses by anyone else, ignored) and a frozen `TrustDecision`: `trust`
-  (one of `TRUST_VALUES`), its reason and warnings naming each ignored status.
+  (one of `plan.trust_values.TRUST_VALUES`), its reason and warnings naming each ignored status.
 - Rules, in order: a head branch of the base repository, or an author whose association
   is OWNER, MEMBER or COLLABORATOR, is `trusted`; otherwise the head is `approved` when
   the latest `ci-policy/ok-to-test` status on exactly that SHA created by the approver is
@@ -25,10 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
 
-Trust = Literal["trusted", "untrusted", "approved"]
-TRUST_VALUES: tuple[str, ...] = get_args(Trust)
 TRUSTED_ASSOCIATIONS = ("OWNER", "MEMBER", "COLLABORATOR")
 APPROVAL_CONTEXT = "ci-policy/ok-to-test"
 DEFAULT_APPROVER = "github-actions[bot]"  # who writes a status with a workflow's GITHUB_TOKEN

@@ -1,7 +1,7 @@
 """The plan file's value, built from a `Plan`: everything the document shows, computed here.
 
 - In: a `Plan`, the head commit's SHA (None: no image is tagged or built) and the plan's
-  `inputs` (`plan.planfile.inputs_dict`, or None when the caller computed no content id).
+  `inputs` (`plan.inputs.inputs_dict`, or None when the caller computed no content id).
 - Out: `plan_document`: the `PlanDocument` (`plan.document`) of the whole plan, with its
   stage jobs (`plan.jobs.stage_jobs`: their waves where the configuration orders stages,
   the stages whose lanes were merged) and each stage's tests as `TestRow`s;
@@ -40,7 +40,6 @@ from ci_policy.plan.document import (
 )
 from ci_policy.plan.hours import Hours
 from ci_policy.plan.jobs import StageJobs, stage_jobs
-from ci_policy.plan.stagejob import run_settings, settings_doc
 
 
 def test_rows(tests: Iterable[Registration]) -> tuple[TestRow, ...]:
@@ -79,7 +78,7 @@ def gate_doc(g: GateDeclaration) -> GateDoc:
 
 
 def inputs_doc(inputs: Mapping[str, Any]) -> InputsDoc:
-    """`inputs` (`plan.planfile.inputs_dict`) as the document's value, taken as given (not read)."""
+    """`inputs` (`plan.inputs.inputs_dict`) as the document's value, taken as given (not read)."""
     return InputsDoc(config=inputs.get("config"), labels=inputs.get("labels"), files=inputs.get("files"),
                      tree=inputs.get("tree"), digest=inputs.get("digest", ""))
 
@@ -129,6 +128,10 @@ def hours_doc(h: Hours) -> HoursDoc:
 def stage_documents(plan: Plan, doc: PlanDocument) -> dict[str, PlanDocument]:
     """Each stage's own plan, by name: `doc` with that stage alone, its inputs without `files`,
     and the settings its files run with."""
+    # Imported here: only per-stage plans carry settings; a plan that writes none does not import
+    # what a stage job runs with (tests/cli/test_startup.py::test_a_plan_imports_no_module_of_running_it).
+    from ci_policy.plan.stagejob import run_settings, settings_doc
+
     inputs = None if doc.inputs is None else replace(doc.inputs, files=None)
     return {stage.name: replace(doc, stages=(stage,), inputs=inputs,
                                 run_settings=settings_doc(run_settings(plan.config, planned.stage)))

@@ -26,12 +26,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ci_policy.read.lazyregex import LazyRegex
+
 NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
 NAME_RE = re.compile(NAME)
 # How a stage is named in plans, `--stage` and `after` (`config.stages`): NAME, or NAME@BACKEND
 # when several backends configure NAME; `+VARIANT` for one of its variants (never in `after`).
 STAGE_KEY = rf"{NAME}(?:@[a-z][a-z0-9_]*)?(?:\+{NAME})?"
-STAGE_KEY_RE = re.compile(STAGE_KEY)
+STAGE_KEY_RE = LazyRegex(STAGE_KEY)
 
 
 def suite_of_key(key: str) -> str:

@@ -15,10 +15,10 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, NoReturn
 
 from ci_policy.errors import CiPolicyError
+from ci_policy.read.lazyregex import LazyRegex
 
 
 class DuplicateKey(CiPolicyError, ValueError):
@@ -47,7 +47,7 @@ def loads(text: str) -> Any:
     return json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constants)
 
 
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE = LazyRegex(r"\\u[dD][89a-fA-F]")
 
 
 def lone_surrogate(text: str, value: Any) -> bool:

@@ -25,16 +25,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ci_policy.errors import Diagnostic, UsageError
-from ci_policy.model.snapshot import InvalidFile
-from ci_policy.plan.build import Plan
-from ci_policy.plan.filerun import FilePlan
-from ci_policy.plan.jobs import StageJobs
-from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.escape import escape_data, escape_property
 from ci_policy.render.jsondoc import dumps
 from ci_policy.render.text import code_title, excused_text, failure
+
+if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them, and a
+    # command imports none it does not make (tests/cli/test_startup.py::test_a_plan_imports_no_module_of_running_it)
+    from ci_policy.model.snapshot import InvalidFile
+    from ci_policy.plan.build import Plan
+    from ci_policy.plan.filerun import FilePlan
+    from ci_policy.plan.jobs import StageJobs
+    from ci_policy.plan.results import GateOutcome, ShardResult
 
 
 def plan_outputs(plan: Plan, jobs: StageJobs, delimiter: str) -> str:

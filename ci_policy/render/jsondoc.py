@@ -14,14 +14,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 
 from ci_policy.errors import CiPolicyError, Diagnostic
-from ci_policy.plan.document import PlanDocument, StageDoc, TestRow
-from ci_policy.read.codec import encode
 
 if TYPE_CHECKING:  # the types of what is rendered; the modules that make them import them
     from ci_policy.config.stages import Stage
@@ -29,6 +28,7 @@ if TYPE_CHECKING:  # the types of what is rendered; the modules that make them i
     from ci_policy.model.registry import Registration
     from ci_policy.model.snapshot import InvalidFile
     from ci_policy.plan.build import Plan, StagePlan
+    from ci_policy.plan.document import PlanDocument, TestRow
     from ci_policy.plan.explain import Explanation
     from ci_policy.plan.filerun import FilePlan
     from ci_policy.plan.outcome import Outcome
@@ -108,8 +108,13 @@ def _number_text(value: object) -> str | None:
     return None
 
 
-# A row's keys in `TestRow`'s field order, as the codec writes them.
-_TEST_KEYS = tuple(f.name for f in fields(TestRow))
+@functools.cache
+def _test_keys() -> tuple[str, ...]:
+    """A row's keys in `TestRow`'s field order, as the codec writes them."""
+    # Imported here, as in `document_jsons` (tests/cli/test_startup.py::test_lint_and_registry_import_no_planner).
+    from ci_policy.plan.document import TestRow
+
+    return tuple(f.name for f in fields(TestRow))
 
 
 class _TestRows:
@@ -124,7 +129,7 @@ class _TestRows:
         if not self.tests:
             return "[]"
         inner = newline + "  "
-        template = "{" + ",".join(f'{inner}  "{key}": %s' for key in _TEST_KEYS) + inner + "}"
+        template = "{" + ",".join(f'{inner}  "{key}": %s' for key in _test_keys()) + inner + "}"
         rows: list[str] = []
         for r in self.tests:
             shown_est, line, marker = _number_text(r.est_time), r.line, r.marker
@@ -202,12 +207,18 @@ def _given_inputs(inputs: Mapping[str, Any] | None, *, whole: bool) -> dict[tupl
     """The caller's `inputs` mapping written as given (a per-stage plan's without `files`), not as read back."""
     if inputs is None:
         return {}
+    # Imported here, as in `document_jsons` (tests/cli/test_startup.py::test_lint_and_registry_import_no_planner).
+    from ci_policy.plan.document import PlanDocument
+
     given = dict(inputs) if whole else {key: value for key, value in inputs.items() if key != "files"}
     return {(PlanDocument, "inputs"): lambda _value: given}
 
 
 def document_dict(doc: PlanDocument, inputs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The plan document as JSON data; `inputs`: the mapping its inputs were made from, written as given."""
+    # Imported here, as in `document_jsons` (tests/cli/test_startup.py::test_lint_and_registry_import_no_planner).
+    from ci_policy.read.codec import encode
+
     data: dict[str, Any] = encode(doc, _given_inputs(inputs, whole=True))
     return data
 
@@ -216,6 +227,11 @@ def document_jsons(doc: PlanDocument, stage_docs: Mapping[str, PlanDocument], *,
                    inputs: Mapping[str, Any] | None = None) -> tuple[str, dict[str, str]]:
     """The text of the plan document (with `whole`, else "") and of each per-stage plan, by name;
     `inputs`: the mapping the documents' inputs were made from, written as given."""
+    # Imported here: of the commands writing JSON only a plan writes a plan document, and the
+    # others (`lint`, `registry`, `list`, ...) create none of its classes
+    # (tests/cli/test_startup.py::test_lint_and_registry_import_no_planner).
+    from ci_policy.plan.document import StageDoc
+    from ci_policy.read.codec import encode
 
     def texts(write: Callable[[Any], str], rows: _Replace) -> tuple[str, dict[str, str]]:
         return (write(encode(doc, {**rows, **_given_inputs(inputs, whole=True)})) if whole else "",

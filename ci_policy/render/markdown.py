@@ -17,12 +17,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ci_policy.plan.build import Plan
 from ci_policy.plan.jobs import StageJobs
-from ci_policy.plan.outcome import Outcome
 from ci_policy.plan.policy import DIFF_EVENTS
-from ci_policy.plan.results import GateOutcome, ShardResult
 from ci_policy.render.durations import duration
 from ci_policy.render.escape import bar_names, label_list, md_escape, mermaid_name
 from ci_policy.render.text import (
@@ -38,6 +37,11 @@ from ci_policy.render.text import (
     split_phrase,
     waves_of,
 )
+
+if TYPE_CHECKING:  # what `run`, `gate` and `result` render: their modules import them (a plan does not:
+    # tests/cli/test_startup.py::test_a_plan_imports_no_module_of_running_it)
+    from ci_policy.plan.outcome import Outcome
+    from ci_policy.plan.results import GateOutcome, ShardResult
 
 CHART_BARS = 200
 SHARD_BARS = 25

@@ -270,21 +270,22 @@ def test_a_report_that_publishes_nothing_loads_no_github_module(tmp_path) -> Non
 
 PLAN_ONLY = ("ci_policy.app.plan_documents", "ci_policy.plan.written", "ci_policy.plan.jobs", "ci_policy.plan.explain",
              "ci_policy.render.jsondoc", "ci_policy.render.github", "ci_policy.render.markdown", "ci_policy.cli.paths",
-             "ci_policy.plan.planfile", "ci_policy.adapters.inputs", "ci_policy.plan.document")
+             "ci_policy.plan.planfile", "ci_policy.adapters.inputs", "ci_policy.plan.document", "ci_policy.plan.inputs")
 
 
 @pytest.mark.parametrize(("argv", "loaded"), [
     ([], ("ci_policy.plan.jobs",)),  # text: the plan and its stage jobs as text, nothing written
     (["--format", "markdown"], ("ci_policy.plan.jobs", "ci_policy.render.markdown")),
+    # The plan's inputs, not the plan file's reader (test_a_plan_imports_no_module_of_running_it).
     (["--format", "json"], ("ci_policy.adapters.inputs", "ci_policy.app.plan_documents", "ci_policy.plan.document",
-                            "ci_policy.plan.jobs", "ci_policy.plan.planfile", "ci_policy.plan.written",
+                            "ci_policy.plan.inputs", "ci_policy.plan.jobs", "ci_policy.plan.written",
                             "ci_policy.render.github", "ci_policy.render.jsondoc")),
     # No --json-out: the plan's content ids are not computed.
     (["--format", "github"], ("ci_policy.app.plan_documents", "ci_policy.cli.paths", "ci_policy.plan.document",
                               "ci_policy.plan.jobs", "ci_policy.plan.written", "ci_policy.render.github",
                               "ci_policy.render.jsondoc", "ci_policy.render.markdown")),
-    (["--explain", "tests/e2e/test_fsdp_grpo.py"], ("ci_policy.plan.document", "ci_policy.plan.explain",
-                                                    "ci_policy.render.jsondoc")),
+    # Nor the plan document's classes (test_lint_and_registry_import_no_planner).
+    (["--explain", "tests/e2e/test_fsdp_grpo.py"], ("ci_policy.plan.explain", "ci_policy.render.jsondoc")),
 ])
 def test_plan_imports_only_what_its_format_uses(argv, loaded, tmp_path) -> None:
     """The plan document and the renderers of the formats not asked for are not imported (the
@@ -347,8 +348,10 @@ def test_registry_imports_neither_lint_nor_the_planner(fmt, tmp_path) -> None:
     loaded = json.loads(proc.stderr.splitlines()[-1])
     assert "ci_policy.app.registry" in loaded and "tests/e2e/test_fsdp_grpo.py" in proc.stdout
     assert [m for m in loaded if m.startswith(LINT_ONLY)] == []
+    # The JSON renderer for --format json, and none of the plan document's classes
+    # (`test_lint_and_registry_import_no_planner`).
     planner = {"ci_policy.render.jsondoc", "ci_policy.plan.document", "ci_policy.plan.partition"}
-    assert planner & set(loaded) == (planner if fmt == "json" else set())
+    assert planner & set(loaded) == ({"ci_policy.render.jsondoc"} if fmt == "json" else set())
 
 
 RENDERERS_OF_DOCUMENTS = {"ci_policy.render.github", "ci_policy.render.jsondoc", "ci_policy.plan.document",
@@ -371,6 +374,60 @@ def test_lint_as_text_imports_no_json_or_github_renderer(fmt, loaded, tmp_path) 
         assert RENDERERS_OF_DOCUMENTS & modules == set()
 
 
+# What builds a plan and writes its document: `lint` (its output sizes, `plan.limits`, come from
+# the configuration alone) and `registry` build no plan, in any format; the JSON renderer
+# imports the plan document's classes and their codec only to write a plan.
+PLANNER = ("ci_policy.plan.build", "ci_policy.plan.policy", "ci_policy.plan.selection", "ci_policy.plan.hours",
+           "ci_policy.plan.partition", "ci_policy.plan.picking", "ci_policy.plan.document", "ci_policy.read.codec",
+           "ci_policy.plan.trust", "ci_policy.plan.results", "ci_policy.plan.filerun")
+
+
+@pytest.mark.parametrize(("argv", "shown"), [
+    (["lint"], "0 errors"), (["lint", "--format", "json"], '"ok": true'), (["lint", "--format", "github"], ""),
+    (["registry"], "tests/e2e/test_fsdp_grpo.py"), (["registry", "--format", "json"], "tests/e2e/test_fsdp_grpo.py")])
+def test_lint_and_registry_import_no_planner(argv, shown, tmp_path) -> None:
+    from helpers import EXAMPLE_REPO
+
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv, "--repo", str(EXAMPLE_REPO), "--no-cache"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    modules = json.loads(proc.stderr.splitlines()[-1])
+    assert shown in proc.stdout and f"ci_policy.cli.{argv[0]}" in modules
+    assert set(PLANNER) & set(modules) == set()
+
+
+# What a plan never uses, whatever its format: a shard's run results, a single file's run (and
+# its "did you mean" suggestions, difflib), the decision of a pull request's trust (a plan is
+# given its trust: `plan.trust_values`) and the reader of a plan file (`plan.planfile`; a plan's
+# inputs are `plan.inputs`); `render.github` names the first two in annotations only. What a
+# stage job runs with (`plan.stagejob`) only for `--stage-plans`, which writes it. Nor `uuid`
+# (and `platform`) for the outputs' delimiter, nor `tempfile` (and `shutil`) for the files
+# written whole (`cli.output.output_delimiter`, `adapters.files`).
+NOT_FOR_A_PLAN = ("ci_policy.plan.results", "ci_policy.plan.filerun", "ci_policy.plan.trust", "difflib",
+                  "ci_policy.plan.planfile", "uuid", "platform", "tempfile", "shutil")
+
+
+@pytest.mark.parametrize(("argv", "stage_job"), [
+    ([], False), (["--format", "json"], False), (["--format", "github", "--json-out", "plan.json"], False),
+    (["--format", "github", "--json-out", "plan.json", "--stage-plans", "stages"], True)])
+def test_a_plan_imports_no_module_of_running_it(argv, stage_job, tmp_path) -> None:
+    from helpers import EXAMPLE_REPO
+
+    env = clean_env(GITHUB_OUTPUT=str(tmp_path / "out"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary"))
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "plan", "--repo", str(EXAMPLE_REPO), "--event",
+                           "pull_request", "--labels-json", '["run-ci-megatron"]', "--diff", "", "--no-cache", *argv],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    modules = json.loads(proc.stderr.splitlines()[-1])
+    assert "ci_policy.plan.build" in modules and ("stage" in proc.stdout or (tmp_path / "out").read_text())
+    assert set(NOT_FOR_A_PLAN) & set(modules) == set()
+    assert ("ci_policy.plan.stagejob" in modules) is stage_job
+    if "--json-out" in argv:  # what the plan job hands the stage jobs is written all the same
+        assert json.loads((tmp_path / "plan.json").read_text())["stages"]
+        assert "matrix<<ghadelimiter_" in (tmp_path / "out").read_text()
+    if stage_job:
+        assert sorted(p.suffix for p in (tmp_path / "stages").iterdir()) == [".json"] * len(
+            json.loads((tmp_path / "plan.json").read_text())["stages"])
+
+
 PLAN_FILE_MODULES = {"ci_policy.app.plan_files", "ci_policy.plan.planfile", "ci_policy.adapters.inputs",
                      "ci_policy.plan.stagejob", "ci_policy.plan.document", "ci_policy.read.codec",
                      "ci_policy.render.jsondoc"}
@@ -378,10 +435,11 @@ PLAN_FILE_MODULES = {"ci_policy.app.plan_files", "ci_policy.plan.planfile", "ci_
 
 @pytest.mark.parametrize(("fmt", "loaded"), [
     ("text", set()),
-    ("json", {"ci_policy.render.jsondoc", "ci_policy.plan.document", "ci_policy.read.codec"})])
+    # Nor the plan document's classes (test_lint_and_registry_import_no_planner).
+    ("json", {"ci_policy.render.jsondoc"})])
 def test_list_planning_here_imports_no_plan_file_module(fmt, loaded, tmp_path) -> None:
     """`list` given the plan inputs plans here: the modules reading and checking a plan file
-    (`--plan`) are not imported, nor the JSON document's classes but for `--format json`."""
+    (`--plan`) are not imported, nor the plan document's classes."""
     from helpers import EXAMPLE_REPO
 
     proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "list", "--repo", str(EXAMPLE_REPO), "--no-cache",
@@ -390,3 +448,56 @@ def test_list_planning_here_imports_no_plan_file_module(fmt, loaded, tmp_path) -
     modules = set(json.loads(proc.stderr.splitlines()[-1]))
     assert "tests/fast/test_session_protocol.py" in proc.stdout and "ci_policy.app.planning" in modules
     assert PLAN_FILE_MODULES & modules == loaded
+
+
+COMPILED_PROBE = """
+import json, sys
+from ci_policy.cli.main import main
+from ci_policy.read.lazyregex import LazyRegex
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(json.dumps(sorted(f"{name}.{attr}" for name, module in list(sys.modules.items())
+                                   if name.startswith("ci_policy") for attr, value in vars(module).items()
+                                   if isinstance(value, LazyRegex) and value._compiled is not None)))
+"""
+
+
+@pytest.mark.parametrize(("argv", "shown"), [
+    (["plan", "--event", "pull_request", "--labels-json", '["run-ci-all"]', "--diff", "", "--format", "json"],
+     "tests/test_a.py"),
+    (["lint", "--format", "json"], '"ok": true'), (["registry", "--format", "json"], "tests/test_a.py"),
+    (["list", "--stage", "unit", "--event", "pull_request", "--diff", ""], "tests/test_a.py")])
+def test_a_command_compiles_no_pattern_its_run_does_not_use(argv, shown, tmp_path) -> None:
+    """The patterns of what this configuration lacks (image builds, scopes, quarantines, backends,
+    markers, environment rules), of a push's SHAs, a revision and a store's URL are compiled at
+    their first use (`read.lazyregex`), not when imported."""
+    repo = unit_repo(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", COMPILED_PROBE, *argv, "--repo", str(repo), "--no-cache"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 0 and shown in proc.stdout, proc.stderr
+    assert json.loads(proc.stderr.splitlines()[-1]) == []
+    # A pattern that is used is compiled: a push event's SHAs are compared with the zero SHA.
+    proc = subprocess.run([sys.executable, "-c", COMPILED_PROBE, "plan", "--event", "push", "--repo", str(repo),
+                           "--no-cache", "--base", "0" * 40],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert json.loads(proc.stderr.splitlines()[-1]) == ["ci_policy.plan.policy.ZERO_SHA_RE"], proc.stderr
+
+
+@pytest.mark.parametrize("argv", [["plan", "--event", "push", "--format", "json"], ["lint", "--format", "json"],
+                                  ["registry"], ["list", "--stage", "unit"]])
+def test_a_command_imports_no_string_module(argv, tmp_path) -> None:
+    """`string` (its `Formatter` reads a suite template: `config.markers.template_fields`) only
+    for a configuration with a suite template."""
+    repo = unit_repo(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, *argv, "--repo", str(repo), "--no-cache"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 0, proc.stderr
+    assert "string" not in json.loads(proc.stderr.splitlines()[-1])
+    config = repo / ".github" / "ci-policy.yml"
+    config.write_text(config.read_text() + "markers: {extra_arguments: {stage: string}, suite: '{stage}-test'}\n")
+    proc = subprocess.run([sys.executable, "-c", MODULES_PROBE, "lint", "--repo", str(repo), "--no-cache"],
+                          capture_output=True, text=True, cwd=tmp_path, env=clean_env())
+    assert proc.returncode == 0 and "0 errors" in proc.stdout, proc.stdout
+    assert "string" in json.loads(proc.stderr.splitlines()[-1])

@@ -1,0 +1,55 @@
+"""Files written whole (ci_policy/adapters/files.py)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from ci_policy.adapters import files
+from ci_policy.adapters.files import write_atomically
+
+
+def test_the_bytes_and_mode_are_written_and_no_temporary_file_is_left(tmp_path) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text("old")
+    write_atomically(path, b"new\n", 0o644)
+    assert path.read_bytes() == b"new\n" and stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert os.listdir(tmp_path) == ["plan.json"]
+
+
+def test_a_taken_name_is_never_written_through_and_another_is_tried(tmp_path, monkeypatch) -> None:
+    """A name already there (a symlink a pull request could have planted) is left alone."""
+    draws = iter([b"\x00" * 6, b"\x00" * 6, b"\x01" * 6])
+    monkeypatch.setattr(files.os, "urandom", lambda n: next(draws))
+    target = tmp_path / "target"
+    target.write_text("untouched")
+    (tmp_path / ".plan.json.000000000000.tmp").symlink_to(target)
+    write_atomically(tmp_path / "plan.json", b"{}", 0o600)
+    assert target.read_text() == "untouched" and (tmp_path / "plan.json").read_bytes() == b"{}"
+    assert sorted(os.listdir(tmp_path)) == [".plan.json.000000000000.tmp", "plan.json", "target"]
+
+
+def test_every_name_taken_is_an_error(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(files.os, "urandom", lambda n: b"\x02" * n)
+    monkeypatch.setattr(files, "TRIES", 3)
+    (tmp_path / ".plan.json.020202020202.tmp").write_text("")
+    with pytest.raises(FileExistsError, match="no temporary file name is free"):
+        write_atomically(tmp_path / "plan.json", b"{}", 0o600)
+    assert os.listdir(tmp_path) == [".plan.json.020202020202.tmp"]
+
+
+def test_a_failed_write_removes_its_temporary_file(tmp_path) -> None:
+    path = tmp_path / "plan.json"
+    path.mkdir()
+    (path / "inside").write_text("")  # a non-empty directory cannot be replaced by a file
+    with pytest.raises(OSError):
+        write_atomically(path, b"{}", 0o644)
+    assert os.listdir(tmp_path) == ["plan.json"]
+
+
+def test_a_long_name_keeps_its_temporary_name_short(tmp_path) -> None:
+    path = tmp_path / ("p" * 250)
+    write_atomically(path, b"x", 0o644)
+    assert path.read_bytes() == b"x" and os.listdir(tmp_path) == [path.name]

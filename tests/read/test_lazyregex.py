@@ -1,0 +1,40 @@
+"""Regular expressions compiled at their first use (ci_policy/read/lazyregex.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ci_policy.read.lazyregex import LazyRegex
+
+
+def test_nothing_is_compiled_until_the_first_use_and_then_once() -> None:
+    regex = LazyRegex(r"run-ci-([a-z]+)")
+    assert regex._compiled is None and regex.pattern == r"run-ci-([a-z]+)" and regex.flags == 0
+    assert regex.fullmatch("run-ci-all") is not None
+    compiled = regex._compiled
+    assert compiled is not None and compiled.pattern == regex.pattern
+    regex.search("x")
+    assert regex.compiled is compiled
+
+
+@pytest.mark.parametrize("text", ["", "run-ci-all", " run-ci-all", "run-ci-all x", "RUN-CI-ALL", "run-ci-"])
+def test_each_method_answers_as_the_compiled_pattern(text) -> None:
+    regex, compiled = LazyRegex(r"run-ci-([a-z]+)", re.IGNORECASE), re.compile(r"run-ci-([a-z]+)", re.IGNORECASE)
+
+    def shown(match: re.Match[str] | None) -> tuple[int, int, str] | None:
+        return None if match is None else (*match.span(), match.group(1))
+
+    assert shown(regex.fullmatch(text)) == shown(compiled.fullmatch(text))
+    assert shown(regex.match(text)) == shown(compiled.match(text))
+    assert shown(regex.search(text)) == shown(compiled.search(text))
+    assert regex.sub("<\\1>", text) == compiled.sub("<\\1>", text)
+    assert regex.sub(lambda m: m.group(1).upper(), text, 1) == compiled.sub(lambda m: m.group(1).upper(), text, 1)
+
+
+def test_a_bad_pattern_raises_at_its_first_use() -> None:
+    regex = LazyRegex("(")
+    assert repr(regex) == "LazyRegex('(')"
+    with pytest.raises(re.error):
+        regex.fullmatch("(")
