@@ -93,6 +93,14 @@ def _indented(value: Any, newline: str) -> str:
         if not value:
             return "[]"
         inner = newline + "  "
+        if type(value[0]) is str:
+            # A list of paths (the plan's inputs name every test file) without a call per item:
+            # the encoder refuses anything but a str (a str's subclass it writes as `json.dumps`
+            # does, which a call per item would have fallen back to).
+            try:
+                return "[" + inner + ("," + inner).join(map(_encode_str, value)) + newline + "]"
+            except TypeError:
+                pass
         return "[" + inner + ("," + inner).join([_indented(item, inner) for item in value]) + newline + "]"
     if kind is _TestRows:
         return value.text(newline)
