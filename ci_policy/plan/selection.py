@@ -193,7 +193,11 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
 
     by_stage: dict[tuple[str, str], list[Registration]] = {}
     for r in snapshot.registrations:
-        by_stage.setdefault((r.backend, r.suite), []).append(r)
+        stage_of = (r.backend, r.suite)
+        group = by_stage.get(stage_of)
+        if group is None:  # not `setdefault`, which makes a list for every registration
+            group = by_stage[stage_of] = []
+        group.append(r)
     decisions = []
     partial: dict[str, str] = {}
     # A stage with variants is planned as its variants: each the same tests, on its own runners.
@@ -202,11 +206,21 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             continue
         regs = [command_registration(stage)] if stage.command else by_stage.get((stage.backend, stage.name), [])
         invalid = tuple(f.file for f in snapshot.invalid_files if stage.base_key in f.suites)
+        not_selected: tuple[tuple[Registration, str], ...] = ()
         # A command has no labels, nightly flag or disabled reason: the stage's cadences,
         # label gates, trust and paths decide whether it runs, nothing else.
-        verdict = [(r, None if stage.command else why_left_out(r)) for r in regs]
-        selected = tuple(r for r, why in verdict if why is None)
-        not_selected = tuple((r, why) for r, why in verdict if why is not None)
+        if stage.command:
+            selected = tuple(regs)
+        else:  # one pass over a stage's tests (thousands in a large repository)
+            chosen: list[Registration] = []
+            left_out: list[tuple[Registration, str]] = []
+            for r in regs:
+                why = why_left_out(r)
+                if why is None:
+                    chosen.append(r)
+                else:
+                    left_out.append((r, why))
+            selected, not_selected = tuple(chosen), tuple(left_out)
         called = _called_by_diff(regs, selected, trusted_view)
         held = held_back(stage, policy, config)
         if held and not selected and not called and held[0].startswith(UNTRUSTED_REASON):
