@@ -87,7 +87,8 @@ def _indented(value: Any, newline: str) -> str:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Unusual
-            items.append(f"{_encode_str(key)}: {_indented(item, inner)}")
+            # A text value (the inputs' content id of every test file) without a call of its own.
+            items.append(f"{_encode_str(key)}: {_encode_str(item) if type(item) is str else _indented(item, inner)}")
         return "{" + inner + ("," + inner).join(items) + newline + "}"
     if kind is list or kind is tuple:
         if not value:
