@@ -254,7 +254,9 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             continue
         reasons = _affected_reasons(stage, diff, effects, owning)
         # A broad inclusion that excludes one of a test's labels did not include that test.
-        sources = {(label, source) for r in selected for label in r.labels
+        # Only a test's labels count here (`exclusions` reads no other field): one test of each
+        # set of labels, not every selected test, each asking `source_of` per label.
+        sources = {(label, source) for r in {r.labels: r for r in selected}.values() for label in r.labels
                    if label in forcing and (source := policy.source_of(label)) is not None
                    and source not in {s for _label, s in exclusions(r, policy)}}
         requested = {src for label, src in sources if src == f"run-ci-{label}"}
@@ -372,7 +374,8 @@ def _no_tests_reason(regs: list[Registration], policy: Policy) -> str:
             return (f"no selected tests (none of its tests is nightly; the {policy.cadence} cadence selects only "
                     "nightly tests: cadences.nightly_selects: nightly_only)")
     # Tests a broad inclusion would take but for a label it excludes (exclusion means exclusion).
-    excluded = [r for r in eligible if set(r.labels) & set(policy.include_labels) and exclusions(r, policy)]
+    include = set(policy.include_labels)
+    excluded = [r for r in eligible if not include.isdisjoint(r.labels) and exclusions(r, policy)]
     left = {id(r) for r in excluded}
     needs = sorted({label for r in eligible if id(r) not in left for label in r.labels})
     if not excluded:
