@@ -204,7 +204,8 @@ def _stored_split(value: object, weights: Sequence[int], count: int, lpt_best: i
 def split(items: Iterable[tuple[str, float]], partitions: int, cache: SplitCache | None = None) -> Split:
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
-    values = [(file, *_exact(est)) for file, est in items]
+    # A whole est_time (the usual kind) is its own numerator, without a call of `_exact`.
+    values = [(file, est, 1) if type(est) is int else (file, *_exact(est)) for file, est in items]
     count = min(partitions, len(values))
     if count == 0:
         return Split((), 0, 0, True)
@@ -300,9 +301,11 @@ def _lpt(weights: Sequence[int], count: int) -> list[int]:
     heap = [(weights[i], i) for i in range(count)]
     heapq.heapify(heap)
     for weight in weights[count:]:
-        load, index = heapq.heappop(heap)
+        # Pop the least-loaded shard and push it back loaded, in one call: the entries differ by
+        # index, so the least one is the same whichever way the heap holds equal loads.
+        load, index = heap[0]
         assign.append(index)
-        heapq.heappush(heap, (load + weight, index))
+        heapq.heapreplace(heap, (load + weight, index))
     return assign
 
 
