@@ -38,6 +38,8 @@ CASES = [
      ["shape    files shards planner/LPT", "e2e         20      2", "mean gap to the lower bound over every row:",
       "shape      files/shard shards stages proven unproven", "real                 6    2-2     ",
       "stages of up to 12 files: ", "slowest split: "]),
+    ("warm_bench.py", ["--sizes", "30", "--repeat", "1"],
+     ["30 test files: floor (start, git ls-files, packs) ", "  plan this ", "  list this "]),
     ("plan_job_bench.py", ["--files", "20", "--repeat", "1"],
      ["plan job steps on 20 test files", "way        setup    plan   total  total/bare", "bare  ", "wheels  ",
       "warm  "]),
