@@ -161,7 +161,7 @@ class StrictDecoder:
             return None
 
     def _registration(self, value: Any, file: str) -> Registration:
-        # Every check inline, in the order that refuses soonest: this runs once a test file on
+        # Every check inline (the same checks, in the same order): this runs once a test file on
         # every warm run, and each call or generator saved is a part of a warm run's time.
         if type(value) is not list or len(value) != 12:
             raise Damaged("row")
