@@ -210,12 +210,13 @@ def split(items: Iterable[tuple[str, float]], partitions: int, cache: SplitCache
     if count == 0:
         return Split((), 0, 0, True)
     lcm = math.lcm(*{denominator for _, _, denominator in values})
-    exact = sorted(((file, numerator * (lcm // denominator)) for file, numerator, denominator in values),
-                   key=lambda item: (-item[1], item[0]))
+    # Longest first, ties by name: sorted as (-weight, file) pairs, without a key function called
+    # per file (a stage can hold thousands; a split taken from the cache sorts them too).
+    order = sorted([(-(numerator * (lcm // denominator)), file) for file, numerator, denominator in values])
     # In units of the est values' greatest common divisor (30s when every est is a multiple of
     # 30s): every load, and so the makespan, is a whole number of units.
-    unit = math.gcd(*(weight for _, weight in exact)) or 1
-    exact = [(file, weight // unit) for file, weight in exact]
+    unit = math.gcd(*[negative for negative, _ in order]) or 1
+    exact = [(file, -negative // unit) for negative, file in order]
     scale = Fraction(lcm, unit)
     weights = [weight for _, weight in exact]
     total = sum(weights)
@@ -274,8 +275,9 @@ def _made(exact: Sequence[tuple[str, int]], weights: Sequence[int], assign: Sequ
     for index, shard in enumerate(assign):
         members[shard].append(index)  # in file order: longest first, ties by name
     members.sort(key=lambda m: m[0])
-    shards = tuple(Shard(index=i, est_seconds=_seconds_of(sum(weights[j] for j in m), scale),
-                         files=tuple(exact[j][0] for j in m)) for i, m in enumerate(members))
+    files = [file for file, _ in exact]
+    shards = tuple(Shard(index=i, est_seconds=_seconds_of(sum(map(weights.__getitem__, m)), scale),
+                         files=tuple(map(files.__getitem__, m))) for i, m in enumerate(members))
     lower = max(Fraction(total, scale * count), Fraction(weights[0], scale))
     return Split(shards, _seconds_of(best, scale), _tidy(float(lower)), proven)
 
