@@ -45,6 +45,8 @@ CASES = [
      ["20 test files; CPU time of each process", "command    state   ms   /pass", "plan       cold ",
       "list       warm ", "python -c pass: ", "command    run ms  modules  module ms  dataclasses", "plan job ",
       "registry "]),
+    ("warm_bench.py", ["--sizes", "30", "--repeat", "1"],
+     ["30 test files: floor (start, git ls-files, packs) ", "  plan this ", "  list this "]),
     ("plan_job_bench.py", ["--files", "20", "--repeat", "1"],
      ["plan job steps on 20 test files", "way        setup    plan   total  total/bare", "bare  ", "wheels  ",
       "warm  "]),

@@ -390,14 +390,17 @@ def ids_from_index(repo: Path, index: Mapping[str, IndexEntry] | None,
     else:
         wanted = list(dict.fromkeys(paths))
     out: dict[str, str] = {}
+    none: dict[str, IndexEntry] = {}
+    entry_of = (index if index is not None else none).get  # once, not a test per path (thousands)
     for path in wanted:
-        entry = index.get(path) if index is not None else None
-        if entry is not None and entry.kind != "file":
-            continue  # a symlink or a gitlink has no content of its own here
-        if entry is not None and entry.blob is not None:
-            # Unmodified per git; a symlink put where a tracked file was is listed by `-m`.
-            out[path] = f"git:{entry.blob}"
-            continue
+        entry = entry_of(path)
+        if entry is not None:
+            if entry.kind != "file":
+                continue  # a symlink or a gitlink has no content of its own here
+            if entry.blob is not None:
+                # Unmodified per git; a symlink put where a tracked file was is listed by `-m`.
+                out[path] = "git:" + entry.blob
+                continue
         found = sha256_id(repo, path)
         if found is not None:
             out[path] = found

@@ -150,6 +150,8 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
     dir_ok: dict[str, bool] = {}
     top = os.path.join(os.fspath(repo), "")  # the paths are joined as strings: one lstat each, no Path
     name_matches = discovery.name_matcher()
+    # Without exclude globs nothing is excluded: no call per path to say so.
+    excluded_itself = discovery.excluded_itself if discovery.exclude else None
     for path in listed:
         if not path.startswith(prefix) or path == prefix:
             continue
@@ -170,8 +172,11 @@ def _from_index(repo: Path, root: str, discovery: Discovery, listed: list[str], 
         if not ok:
             continue
         if index[path].blob is not None:  # an unmodified tracked regular file (see the module doc)
-            if not discovery.excluded_itself(path) and name_matches(path):
-                _add_file(path, files, errors)
+            if (excluded_itself is None or not excluded_itself(path)) and name_matches(path):
+                if path.isprintable():  # what `_add_file` checks first, without its call
+                    files.add(path)
+                else:
+                    _add_file(path, files, errors)
             continue
         try:
             st = os.lstat(top + path)

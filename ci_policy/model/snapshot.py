@@ -248,11 +248,16 @@ def load_snapshot(repo: Path, config_path: str | Path | None = None, *, cache: S
         if isinstance(scanned, Diagnostic):
             errors.append(scanned)
             continue
-        inline.extend(scanned.suppressions)
-        label_calls.extend((file, call) for call in scanned.label_calls)
-        gates.extend(scanned.gates)
         registrations.extend(scanned.registrations)
-        errors.extend(placed(scanned, config.path).errors)
+        # Most files have nothing else: no generator or call made for an empty part.
+        if scanned.suppressions:
+            inline.extend(scanned.suppressions)
+        if scanned.label_calls:
+            label_calls.extend((file, call) for call in scanned.label_calls)
+        if scanned.gates:
+            gates.extend(scanned.gates)
+        if scanned.errors:
+            errors.extend(placed(scanned, config.path).errors)
     errors.extend(_gate_errors(config, gates))
     errors.extend(registry_errors(config, registrations, files, errors))
     if labels_missing:
@@ -361,12 +366,17 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     # Identity records (`_STAT`): made for files read now, and the number of files found by one.
     identities: dict[str, list[Any]] = {}
     known = 0
+    # Bound once: the loop below runs once a test file, and a warm run does little else.
+    stored_get = stored.get
+    decode = decoder.decode
+    content_id_ok = _CONTENT_ID_RE.fullmatch
+    stat_suffix = f"\0{_STAT}"
     for i, file in enumerate(files):
         if reader is None:
             misses.append((i, file, None, None))
             continue
-        stat_key = f"{file}\0{_STAT}"
-        record = stored.get(stat_key)
+        stat_key = file + stat_suffix
+        record = stored_get(stat_key)
         matched = False
         if record is not None:
             if not (type(record) is list and len(record) == 2 and type(record[0]) is str
@@ -374,15 +384,15 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
                 refused.append(stat_key)
             # Equal to the identity made here, the record's is well formed; its content id is checked.
             elif reader.identity(file) == record[0]:
-                matched = _CONTENT_ID_RE.fullmatch(record[1]) is not None
+                matched = content_id_ok(record[1]) is not None
                 if not matched:
                     refused.append(stat_key)
         tried: str | None = None  # a stored scan refused already
         if matched and record is not None:
             key = scan_key(file, record[1])
-            found = stored.get(key)
+            found = stored_get(key)
             if found is not None:
-                hit = decoder.decode(found, file, label_calls)
+                hit = decode(found, file, label_calls)
                 if hit is not None:
                     used.extend((stat_key, key))
                     results[i] = hit

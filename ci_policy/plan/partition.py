@@ -204,17 +204,19 @@ def _stored_split(value: object, weights: Sequence[int], count: int, lpt_best: i
 def split(items: Iterable[tuple[str, float]], partitions: int, cache: SplitCache | None = None) -> Split:
     if partitions < 1:
         raise ValueError(f"partitions must be >= 1, got {partitions}")
-    values = [(file, *_exact(est)) for file, est in items]
+    # A whole est_time (the usual kind) is its own numerator, without a call of `_exact`.
+    values = [(file, est, 1) if type(est) is int else (file, *_exact(est)) for file, est in items]
     count = min(partitions, len(values))
     if count == 0:
         return Split((), 0, 0, True)
     lcm = math.lcm(*{denominator for _, _, denominator in values})
-    exact = sorted(((file, numerator * (lcm // denominator)) for file, numerator, denominator in values),
-                   key=lambda item: (-item[1], item[0]))
+    # Longest first, ties by name: sorted as (-weight, file) pairs, without a key function called
+    # per file (a stage can hold thousands; a split taken from the cache sorts them too).
+    order = sorted([(-(numerator * (lcm // denominator)), file) for file, numerator, denominator in values])
     # In units of the est values' greatest common divisor (30s when every est is a multiple of
     # 30s): every load, and so the makespan, is a whole number of units.
-    unit = math.gcd(*(weight for _, weight in exact)) or 1
-    exact = [(file, weight // unit) for file, weight in exact]
+    unit = math.gcd(*[negative for negative, _ in order]) or 1
+    exact = [(file, -negative // unit) for negative, file in order]
     scale = Fraction(lcm, unit)
     weights = [weight for _, weight in exact]
     total = sum(weights)
@@ -273,8 +275,9 @@ def _made(exact: Sequence[tuple[str, int]], weights: Sequence[int], assign: Sequ
     for index, shard in enumerate(assign):
         members[shard].append(index)  # in file order: longest first, ties by name
     members.sort(key=lambda m: m[0])
-    shards = tuple(Shard(index=i, est_seconds=_seconds_of(sum(weights[j] for j in m), scale),
-                         files=tuple(exact[j][0] for j in m)) for i, m in enumerate(members))
+    files = [file for file, _ in exact]
+    shards = tuple(Shard(index=i, est_seconds=_seconds_of(sum(map(weights.__getitem__, m)), scale),
+                         files=tuple(map(files.__getitem__, m))) for i, m in enumerate(members))
     lower = max(Fraction(total, scale * count), Fraction(weights[0], scale))
     return Split(shards, _seconds_of(best, scale), _tidy(float(lower)), proven)
 
@@ -300,9 +303,11 @@ def _lpt(weights: Sequence[int], count: int) -> list[int]:
     heap = [(weights[i], i) for i in range(count)]
     heapq.heapify(heap)
     for weight in weights[count:]:
-        load, index = heapq.heappop(heap)
+        # Pop the least-loaded shard and push it back loaded, in one call: the entries differ by
+        # index, so the least one is the same whichever way the heap holds equal loads.
+        load, index = heap[0]
         assign.append(index)
-        heapq.heappush(heap, (load + weight, index))
+        heapq.heapreplace(heap, (load + weight, index))
     return assign
 
 

@@ -193,7 +193,11 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
 
     by_stage: dict[tuple[str, str], list[Registration]] = {}
     for r in snapshot.registrations:
-        by_stage.setdefault((r.backend, r.suite), []).append(r)
+        stage_of = (r.backend, r.suite)
+        group = by_stage.get(stage_of)
+        if group is None:  # not `setdefault`, which makes a list for every registration
+            group = by_stage[stage_of] = []
+        group.append(r)
     decisions = []
     partial: dict[str, str] = {}
     # A stage with variants is planned as its variants: each the same tests, on its own runners.
@@ -202,11 +206,21 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             continue
         regs = [command_registration(stage)] if stage.command else by_stage.get((stage.backend, stage.name), [])
         invalid = tuple(f.file for f in snapshot.invalid_files if stage.base_key in f.suites)
+        not_selected: tuple[tuple[Registration, str], ...] = ()
         # A command has no labels, nightly flag or disabled reason: the stage's cadences,
         # label gates, trust and paths decide whether it runs, nothing else.
-        verdict = [(r, None if stage.command else why_left_out(r)) for r in regs]
-        selected = tuple(r for r, why in verdict if why is None)
-        not_selected = tuple((r, why) for r, why in verdict if why is not None)
+        if stage.command:
+            selected = tuple(regs)
+        else:  # one pass over a stage's tests (thousands in a large repository)
+            chosen: list[Registration] = []
+            left_out: list[tuple[Registration, str]] = []
+            for r in regs:
+                why = why_left_out(r)
+                if why is None:
+                    chosen.append(r)
+                else:
+                    left_out.append((r, why))
+            selected, not_selected = tuple(chosen), tuple(left_out)
         called = _called_by_diff(regs, selected, trusted_view)
         held = held_back(stage, policy, config)
         if held and not selected and not called and held[0].startswith(UNTRUSTED_REASON):
@@ -240,7 +254,9 @@ def decide(snapshot: Snapshot, policy: Policy, diff: Diff) -> tuple[Policy, tupl
             continue
         reasons = _affected_reasons(stage, diff, effects, owning)
         # A broad inclusion that excludes one of a test's labels did not include that test.
-        sources = {(label, source) for r in selected for label in r.labels
+        # Only a test's labels count here (`exclusions` reads no other field): one test of each
+        # set of labels, not every selected test, each asking `source_of` per label.
+        sources = {(label, source) for r in {r.labels: r for r in selected}.values() for label in r.labels
                    if label in forcing and (source := policy.source_of(label)) is not None
                    and source not in {s for _label, s in exclusions(r, policy)}}
         requested = {src for label, src in sources if src == f"run-ci-{label}"}
@@ -358,7 +374,8 @@ def _no_tests_reason(regs: list[Registration], policy: Policy) -> str:
             return (f"no selected tests (none of its tests is nightly; the {policy.cadence} cadence selects only "
                     "nightly tests: cadences.nightly_selects: nightly_only)")
     # Tests a broad inclusion would take but for a label it excludes (exclusion means exclusion).
-    excluded = [r for r in eligible if set(r.labels) & set(policy.include_labels) and exclusions(r, policy)]
+    include = set(policy.include_labels)
+    excluded = [r for r in eligible if not include.isdisjoint(r.labels) and exclusions(r, policy)]
     left = {id(r) for r in excluded}
     needs = sorted({label for r in eligible if id(r) not in left for label in r.labels})
     if not excluded:

@@ -225,6 +225,9 @@ class FileReader:
 
     def __init__(self, root: Path, max_bytes: int = MAX_FILE_BYTES) -> None:
         self.root = os.fspath(root)
+        # The root with its separator: a plain relative path (`_path`) is joined to it by
+        # concatenation, as `os.path.join` would join it, without a call per file.
+        self._top = os.path.join(self.root, "")
         self.max_bytes = max_bytes
         self.dirs = Directories(root)
         self._dirs: dict[str, bool] = {}
@@ -252,17 +255,22 @@ class FileReader:
         if not is_plain_relative(rel):
             return None
         parent = rel.rpartition("/")[0]
-        if parent and not self._real_dir(parent):
+        # A directory judged before (the usual case: thousands of files in a few directories)
+        # is a dict lookup, without a call.
+        if parent and not (self._dirs.get(parent) or self._real_dir(parent)):
             return None
-        return os.path.join(self.root, rel)
+        return self._top + rel  # plain and relative: what `os.path.join(self.root, rel)` gives
 
     def identity(self, rel: str) -> str | None:
         """The identity of a regular file with no symlink on its way (see the class doc), or None."""
         path = self._path(rel)
         if path is None:
             return None
-        st = _lstat(path)
-        return _identity(st) if st is not None and stat.S_ISREG(st.st_mode) else None
+        try:
+            st = os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        return _identity(st) if stat.S_ISREG(st.st_mode) else None
 
     def read(self, rel: str) -> tuple[bytes, str | None] | None:
         """The bytes of a regular file with no symlink on its way and their identity when settled

@@ -87,12 +87,21 @@ def _indented(value: Any, newline: str) -> str:
         for key, item in value.items():
             if type(key) is not str:
                 raise _Unusual
-            items.append(f"{_encode_str(key)}: {_indented(item, inner)}")
+            # A text value (the inputs' content id of every test file) without a call of its own.
+            items.append(f"{_encode_str(key)}: {_encode_str(item) if type(item) is str else _indented(item, inner)}")
         return "{" + inner + ("," + inner).join(items) + newline + "}"
     if kind is list or kind is tuple:
         if not value:
             return "[]"
         inner = newline + "  "
+        if type(value[0]) is str:
+            # A list of paths (the plan's inputs name every test file) without a call per item:
+            # the encoder refuses anything but a str (a str's subclass it writes as `json.dumps`
+            # does, which a call per item would have fallen back to).
+            try:
+                return "[" + inner + ("," + inner).join(map(_encode_str, value)) + newline + "]"
+            except TypeError:
+                pass
         return "[" + inner + ("," + inner).join([_indented(item, inner) for item in value]) + newline + "]"
     if kind is _TestRows:
         return value.text(newline)

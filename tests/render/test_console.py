@@ -101,3 +101,26 @@ def test_whole_lines_written_at_once_read_as_those_lines_neutralised_one_by_one(
                 stream.write(piece)
             stream.finish()
             assert raw.getvalue().replace("\r\n", "\n").replace("\r", "\n") == expected, (pieces, actions)
+
+
+def test_a_long_document_written_at_once_is_neutralised_wherever_its_one_unsafe_line_is():
+    # A clean ASCII document is written as it is without the guard's regular expression; one
+    # unsafe line anywhere in it (each kind alone, in ASCII text and not) is still neutralised.
+    clean = "".join(f'  "file": "tests/test_{i}.py", "n": {i}: x,\n' for i in range(500))
+    for unsafe in ("\t::warning::x", "a\rb", "x ##[error]y", "x \u202e y", "::warning::\u00e9",
+                   " \u00a0::warning::x"):
+        for at in (0, 250, 500):
+            lines = clean.splitlines(keepends=True)
+            text = "".join([*lines[:at], unsafe + "\n", *lines[at:]])
+            raw = io.StringIO()
+            stream = GuardedStream(raw, actions=True)
+            stream.write(text)
+            stream.finish()
+            expected = "\n".join(neutralise(line) for line in text.replace("\r", "\n").split("\n"))
+            assert raw.getvalue() == expected, (unsafe, at)
+            assert raw.getvalue() != text
+            assert executed(raw.getvalue()) == []
+    raw = io.StringIO()
+    stream = GuardedStream(raw)
+    stream.write(clean)
+    assert raw.getvalue() == clean

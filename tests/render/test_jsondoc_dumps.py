@@ -25,7 +25,10 @@ def test_values_it_leaves_to_json_dumps_are_still_written_or_refused_as_json_dum
     class Text(str):
         pass
 
-    for value in ({1: "a", None: [2]}, {"k": Text("v")}, [True, 1.5, {"a": ()}]):
+    # A list of texts is written in one join (the plan's test files): a str's subclass or another
+    # value in it, first or later, gives the same text as `json.dumps`.
+    for value in ({1: "a", None: [2]}, {"k": Text("v")}, [True, 1.5, {"a": ()}], ["a", Text("v\n")],
+                  [Text("v"), "a"], ("a", "b\u202e", 1, None), ["a", ["b", 2.5]], ["a", {"k": "v"}]):
         assert dumps(value, indent=2) == json.dumps(value, indent=2)
     for bad in (math.nan, [math.inf], {"x": -math.inf}):
         with pytest.raises(ValueError):
