@@ -400,10 +400,9 @@ def test_lint_and_registry_import_no_planner(argv, shown, tmp_path) -> None:
 # given its trust: `plan.trust_values`) and the reader of a plan file (`plan.planfile`; a plan's
 # inputs are `plan.inputs`); `render.github` names the first two in annotations only. What a
 # stage job runs with (`plan.stagejob`) only for `--stage-plans`, which writes it. Nor `uuid`
-# (and `platform`) for the outputs' delimiter, nor `tempfile` (and `shutil`) for the files
-# written whole (`cli.output.output_delimiter`, `adapters.files`).
+# (and `platform`) for the outputs' delimiter (`cli.output.output_delimiter`).
 NOT_FOR_A_PLAN = ("ci_policy.plan.results", "ci_policy.plan.filerun", "ci_policy.plan.trust", "difflib",
-                  "ci_policy.plan.planfile", "uuid", "platform", "tempfile", "shutil")
+                  "ci_policy.plan.planfile", "uuid", "platform")
 
 
 @pytest.mark.parametrize(("argv", "stage_job"), [
@@ -419,6 +418,8 @@ def test_a_plan_imports_no_module_of_running_it(argv, stage_job, tmp_path) -> No
     modules = json.loads(proc.stderr.splitlines()[-1])
     assert "ci_policy.plan.build" in modules and ("stage" in proc.stdout or (tmp_path / "out").read_text())
     assert set(NOT_FOR_A_PLAN) & set(modules) == set()
+    # tempfile makes the files written whole (adapters.files): only a plan that writes one imports it.
+    assert ("tempfile" in modules) is ("--json-out" in argv)
     assert ("ci_policy.plan.stagejob" in modules) is stage_job
     if "--json-out" in argv:  # what the plan job hands the stage jobs is written all the same
         assert json.loads((tmp_path / "plan.json").read_text())["stages"]
