@@ -138,17 +138,22 @@ for rel in sys.argv[2:]:
 
 
 # The warm floor (issue 33): the interpreter's start, git's two listings of the checkout (as
-# `adapters.git` runs them) and reading the cache's packs (one read, one hash, one decode each).
+# `adapters.git` runs them) and reading the cache's packs (one read, one hash, the keys' line
+# decoded, and every entry: the command decodes each when it looks it up).
 FLOOR_PROCESS = """\
 import glob, hashlib, json, subprocess, sys
 repo, cache = sys.argv[1], sys.argv[2]
 for args in (["ls-files", "-s", "-v", "-z"], ["ls-files", "-m", "-o", "--exclude-standard", "-z"]):
     subprocess.run(["git", "-C", repo, *args], stdout=subprocess.PIPE, check=True)
+decode = json.JSONDecoder().raw_decode
 for pack in glob.glob(cache + "/*.pack.json"):
     with open(pack, "rb") as fh:
         header, _, body = fh.read().partition(b"\\n")
     hashlib.sha256(body).hexdigest()
-    json.loads(body)
+    keys, *values = body.split(b"\\n")
+    json.loads(keys)
+    for value in values:
+        decode(value.decode())
 """
 # `list` of one shard, with the plan's inputs: warm, against the floor (issue 33).
 LIST = ["list", "--stage", "stage-b", "--shard", "0", *COMMANDS["plan"][1:-2], "--format", "json"]
