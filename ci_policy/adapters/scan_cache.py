@@ -52,6 +52,7 @@ import json
 import os
 import re
 import stat
+import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -104,8 +105,11 @@ class DirScanCache:
         self.directory = Path(directory)
         self.warn = warn
         self._warned = False
-        # The pack this process last read per context, with the identity of the file it came from.
-        self._read: dict[str, tuple[tuple[int, int, int, int] | None, Entries]] = {}
+        # The pack this process last read per context, with the identity of the file it came from,
+        # for `store` to merge with unless the pack was replaced since: held only while the
+        # command that loaded it holds it (a warm snapshot's entries, 14 MiB at 20,000 test files,
+        # go with its stored scans, not at the command's end); `store` reads it again otherwise.
+        self._read: dict[str, tuple[tuple[int, int, int, int] | None, weakref.ref[Entries]]] = {}
         self._rejected: dict[str, set[str]] = {}
 
     def _path(self, context: str) -> Path | None:
@@ -128,7 +132,7 @@ class DirScanCache:
         if path is None:
             return Entries()
         identity, entries = self._read_pack(path, context, then=then)
-        self._read[context] = (identity, entries)
+        self._read[context] = (identity, weakref.ref(entries))
         return entries
 
     def reject(self, context: str, keys: Collection[str],
@@ -191,10 +195,11 @@ class DirScanCache:
             now: tuple[int, int, int, int] | None = _identity(os.lstat(path))
         except OSError:
             now = None
-        identity, read = self._read.get(context, (None, Entries()))
+        identity, held = self._read.pop(context, (None, None))
+        read = held() if held is not None else None
         if now is None:
             read = Entries()
-        elif identity != now:
+        elif read is None or identity != now:
             identity, read = self._read_pack(path, context, quiet=True)
         rejected = self._rejected.get(context, set())
         # Values as the bytes they were read or put as: none is decoded or encoded again here.
@@ -225,7 +230,6 @@ class DirScanCache:
             try:
                 with os.fdopen(fd, "wb") as fh:
                     written = _write_pack(fh, context, merged)
-                    st = os.fstat(fh.fileno())
                 if not written:
                     os.unlink(tmp)
                     return
@@ -236,7 +240,6 @@ class DirScanCache:
                 raise
         except OSError:
             return
-        self._read[context] = (_identity(st), Entries(merged))
 
 
 def _header(context: str, digest: str) -> bytes:
@@ -315,7 +318,7 @@ class Entries(MutableMapping[str, Any]):
     40,000 entries of 20,000 test files (a scan and an identity record each) took 44 MiB at
     the command's peak RSS; as bytes they take 9 (issue 33). A command looks an entry up once."""
 
-    __slots__ = ("raw",)
+    __slots__ = ("raw", "__weakref__")
 
     def __init__(self, raw: dict[str, bytes] | None = None) -> None:
         self.raw: dict[str, bytes] = {} if raw is None else raw

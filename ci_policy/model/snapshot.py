@@ -302,7 +302,8 @@ def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache
     context = scan_context(config, labels)
     key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
     decoder = StrictDecoder(config, labels)
-    found = cache.load(context).get(key)
+    stored = cache.load(context)  # held until `store`, which merges the new scan with it
+    found = stored.get(key)
     if found is not None:
         hit = decoder.decode(found, file)
         if hit is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import weakref
 from pathlib import Path
 
 from helpers import pack_body, pack_entries, pack_text
@@ -55,6 +56,21 @@ def test_store_merges_with_the_pack_on_disk_and_writes_nothing_new_for_no_entrie
     before = (tmp_path / PACK).stat().st_mtime_ns
     second.store(CTX, {})
     assert (tmp_path / PACK).stat().st_mtime_ns == before
+
+
+def test_the_cache_holds_no_entries_its_reader_let_go_of_and_store_reads_the_pack_again(tmp_path: Path) -> None:
+    other = "ef" + "0" * 62
+    DirScanCache(tmp_path).store(CTX, {KEY: ["v", 1]})
+    cache = DirScanCache(tmp_path)
+    loaded = cache.load(CTX)
+    assert loaded == {KEY: ["v", 1]}
+    held = weakref.ref(loaded)
+    del loaded
+    assert held() is None  # gone with the command's own reference (a warm snapshot's stored scans)
+    cache.store(CTX, {other: ["v", 2]}, used=[KEY])
+    assert list(DirScanCache(tmp_path).load(CTX).items()) == [(KEY, ["v", 1]), (other, ["v", 2])]
+    cache.store(CTX, {"x": ["v", 3]})  # after its own store too: the pack as written
+    assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 1], other: ["v", 2], "x": ["v", 3]}
 
 
 def test_the_pack_keeps_used_and_new_entries_first_and_is_bounded(tmp_path: Path, monkeypatch) -> None:
