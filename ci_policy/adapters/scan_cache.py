@@ -338,6 +338,13 @@ class Entries(MutableMapping[str, Any]):
     def __delitem__(self, key: str) -> None:
         del self.raw[key]
 
+    def update(self, other: Any = (), /, **more: Any) -> None:
+        # Another's entries are taken as they are held, not decoded and encoded again.
+        if isinstance(other, Entries) and not more:
+            self.raw.update(other.raw)
+        else:
+            super().update(other, **more)
+
     def __contains__(self, key: object) -> bool:
         return key in self.raw
 

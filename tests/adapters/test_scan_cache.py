@@ -181,10 +181,15 @@ def test_a_value_read_is_written_again_as_it_was_read(tmp_path: Path) -> None:
     (tmp_path / PACK).write_bytes(pack_bytes({}, body=body))
     cache = DirScanCache(tmp_path)
     assert cache.load(CTX) == {KEY: [1.0, "\u00e9"]}
-    new = cache.new_entries()
+    new, more = cache.new_entries(), cache.new_entries()
     new[other] = ["w", 2]
+    more["y"] = [1.0]
+    new.update(more)  # taken as held
+    new.update({"z": [2]})
+    assert new == {other: ["w", 2], "y": [1.0], "z": [2]}
     cache.store(CTX, new, used=[KEY])
-    assert (tmp_path / PACK).read_bytes() == pack_bytes({}, body=pack_text({KEY: '[1.0,"\\u00e9"]', other: '["w",2]'}))
+    assert (tmp_path / PACK).read_bytes() == pack_bytes({}, body=pack_text(
+        {KEY: '[1.0,"\\u00e9"]', other: '["w",2]', "y": "[1.0]", "z": "[2]"}))
 
 
 def test_rejected_entries_warn_once_and_are_dropped_when_the_pack_is_next_written(tmp_path: Path) -> None:
