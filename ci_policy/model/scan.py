@@ -41,7 +41,8 @@ SCAN_FORMAT = 5
 PARSER = (sys.implementation.name, *sys.version_info[:2])
 
 
-@dataclass(frozen=True)
+# Slots, as `FileScan`'s: one (or more) a test file (peak RSS, issue 33).
+@dataclass(frozen=True, slots=True)
 class LabelCall:
     """A registration marker call, as `_missing_labels_errors` needs it (the call itself is an AST node)."""
 
@@ -50,7 +51,8 @@ class LabelCall:
     uses_labels: bool
 
 
-@dataclass(frozen=True)
+# Slots: one a test file, all of them held until the snapshot is made (peak RSS, issue 33).
+@dataclass(frozen=True, slots=True)
 class FileScan:
     """Everything the snapshot takes from one test file's text: a pure function of that text,
     its path, the configuration and the label registry (`scan_context`)."""
