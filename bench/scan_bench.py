@@ -22,9 +22,10 @@ a process of its own (`python -c`, reading and parsing the same files), and each
 and cold (an empty cache directory; with the default jobs and with `--jobs 1`), as ratios to
 that process; warm, also as a ratio to the floor (a process that only starts, runs git's two
 listings and reads the cache's packs: issue 33's target for warm `plan` and `list`, whose row
-the generated checkouts add); and each command's peak RSS (its largest, cold) against 2 KiB a
-test file plus 40 MiB (each process started by a small launcher, which reports its time and
-peak: a child of this process would count this process's own size). Last, the start of
+the generated checkouts add); and each command's peak RSS (the largest of its runs, warm, cold
+and cold -j1 apart) against 2 KiB a test file plus 40 MiB (each process started by a small
+launcher, which reports its time and peak: a child of this process would count this
+process's own size). Last, the start of
 `ci-policy --help` and `--version` as a ratio to `python -c pass` (both subprocesses).
 Timings are medians of `--repeat` runs; a cold run gets a fresh cache directory each time.
 
@@ -138,17 +139,22 @@ for rel in sys.argv[2:]:
 
 
 # The warm floor (issue 33): the interpreter's start, git's two listings of the checkout (as
-# `adapters.git` runs them) and reading the cache's packs (one read, one hash, one decode each).
+# `adapters.git` runs them) and reading the cache's packs (one read, one hash, the keys' line
+# decoded, and every entry: the command decodes each when it looks it up).
 FLOOR_PROCESS = """\
 import glob, hashlib, json, subprocess, sys
 repo, cache = sys.argv[1], sys.argv[2]
 for args in (["ls-files", "-s", "-v", "-z"], ["ls-files", "-m", "-o", "--exclude-standard", "-z"]):
     subprocess.run(["git", "-C", repo, *args], stdout=subprocess.PIPE, check=True)
+decode = json.JSONDecoder().raw_decode
 for pack in glob.glob(cache + "/*.pack.json"):
     with open(pack, "rb") as fh:
         header, _, body = fh.read().partition(b"\\n")
     hashlib.sha256(body).hexdigest()
-    json.loads(body)
+    keys, *values = body.split(b"\\n")
+    json.loads(keys)
+    for value in values:
+        decode(value.decode())
 """
 # `list` of one shard, with the plan's inputs: warm, against the floor (issue 33).
 LIST = ["list", "--stage", "stage-b", "--shard", "0", *COMMANDS["plan"][1:-2], "--format", "json"]
@@ -186,7 +192,7 @@ def bench_processes(repo: Path, repeat: int, work: Path, *, generated: bool = Fa
     script = str(Path(sys.executable).parent / "ci-policy")
     commands = {**COMMANDS, "list": LIST} if generated else COMMANDS  # stage-b: the generated checkouts' stage
     samples: dict[str, list[float]] = {"bare": [], "floor": []}
-    rss: dict[str, int] = {}
+    rss: dict[str, int] = {}  # by "NAME WAY"
     for name, argv in commands.items():
         run_process([sys.executable, script, *argv, "--repo", str(repo), "--cache", str(work / f"process-{name}")])
         samples.update({f"{name} {way}": [] for way in ("warm", "cold", "cold -j1")})
@@ -196,22 +202,25 @@ def bench_processes(repo: Path, repeat: int, work: Path, *, generated: bool = Fa
                                              str(work / "process-plan")])[0])
         for name, argv in commands.items():
             full = [sys.executable, script, *argv, "--repo", str(repo)]
-            samples[f"{name} warm"].append(run_process([*full, "--cache", str(work / f"process-{name}")])[0])
+            took, peak = run_process([*full, "--cache", str(work / f"process-{name}")])
+            samples[f"{name} warm"].append(took)
+            rss[f"{name} warm"] = max(rss.get(f"{name} warm", 0), peak)
             for way, jobs in (("cold", []), ("cold -j1", ["--jobs", "1"])):
                 cold = work / f"process-cold-{name}"
                 shutil.rmtree(cold, ignore_errors=True)
                 took, peak = run_process([*full, "--cache", str(cold), *jobs])
                 samples[f"{name} {way}"].append(took)
-                rss[name] = max(rss.get(name, 0), peak)
+                rss[f"{name} {way}"] = max(rss.get(f"{name} {way}", 0), peak)
     base, floor = statistics.median(samples["bare"]), statistics.median(samples["floor"])
     print(f"  process: bare read+parse as a process {base * 1000:.0f} ms (= 1.00); "
           f"floor (start, git ls-files, packs) {floor * 1000:.0f} ms")
     bound = 2 * len(files) + 40 * 1024  # issue 33: 2 KiB a test file plus 40 MiB
     for name in commands:
         warm, cold, serial = (statistics.median(samples[f"{name} {way}"]) for way in ("warm", "cold", "cold -j1"))
+        peaks = "/".join(f"{rss[f'{name} {way}'] / 1024:.0f}" for way in ("warm", "cold", "cold -j1"))
         print(f"  process {name:<10} warm {warm / base:5.2f}  cold {cold / base:5.2f}  cold -j1 {serial / base:5.2f}"
               f"  warm/floor {warm / floor:5.2f}   (warm {warm * 1000:.0f} ms, cold {cold * 1000:.0f} ms, "
-              f"peak RSS {rss[name] / 1024:.0f} MiB, bound {bound / 1024:.0f})")
+              f"peak RSS warm/cold/cold -j1 {peaks} MiB, bound {bound / 1024:.0f})")
 
 
 def bench_start(repeat: int) -> None:

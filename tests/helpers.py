@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -171,3 +173,21 @@ EXAMPLE_RUN_SETTINGS = {
                 "rollout/tito_session_mismatch_rate/v2/assistant_text"],
     "user": None,
 }
+
+
+def pack_body(entries: Mapping[str, Any]) -> bytes:
+    """A scan-cache pack's body (`adapters.scan_cache`), written out here rather than by the
+    cache: the keys as one JSON array on a line, then each value as JSON on a line of its own."""
+    return pack_text({key: json.dumps(value, separators=(",", ":")) for key, value in entries.items()})
+
+
+def pack_text(values: Mapping[str, str]) -> bytes:
+    """`pack_body` of values given as their text (a tampered value, say), each written as it is."""
+    return "\n".join([json.dumps(list(values), separators=(",", ":")), *values.values()]).encode(
+        "utf-8", "surrogatepass")
+
+
+def pack_entries(body: bytes) -> dict[str, Any]:
+    """The entries of a pack's body as `pack_body` writes them, each value decoded."""
+    keys, *values = body.split(b"\n")
+    return dict(zip(json.loads(keys), map(json.loads, values), strict=True))

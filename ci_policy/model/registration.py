@@ -20,7 +20,8 @@ from typing import Any, Literal
 EstSource = Literal["literal", "implicit", "estimates"]
 
 
-@dataclass(frozen=True)
+# Slots: one a test file, held to the command's end (20,000 at 20,000 files; peak RSS, issue 33).
+@dataclass(frozen=True, slots=True)
 class Registration:
     file: str
     line: int | None

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -200,6 +201,10 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
                        f"({' '.join(stage.command)}), which runs its suite itself; no marker registers to it",
                        hint=f"name a {backend} stage that runs test files ({', '.join(valid) or 'none configured'}), "
                        f"or remove command from stage {suite!r} in {config.path} to run the files registered to it")
+        else:
+            # The configuration's own string, and each label once (`sys.intern`): every file's
+            # registration held copies of its own (3 MiB at 20,000 test files, peak RSS, issue 33).
+            suite = stage.name
 
     raw_labels = values.get("labels")
     label_tuple: tuple[str, ...] = ()
@@ -248,4 +253,5 @@ def _registration(scan: Scan, mc: MarkerCall, config: Config, labels: LabelRegis
     if len(scan.errors) != before or not isinstance(suite, str):
         return None
     return Registration(file=scan.path, line=mc.line, col=mc.col, backend=backend, suite=suite,
-                        est_time=est_time, labels=label_tuple, nightly=nightly, disabled=disabled, marker=name)
+                        est_time=est_time, labels=tuple(map(sys.intern, label_tuple)), nightly=nightly,
+                        disabled=disabled, marker=name)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -41,7 +41,8 @@ SCAN_FORMAT = 5
 PARSER = (sys.implementation.name, *sys.version_info[:2])
 
 
-@dataclass(frozen=True)
+# Slots, as `FileScan`'s: one (or more) a test file (peak RSS, issue 33).
+@dataclass(frozen=True, slots=True)
 class LabelCall:
     """A registration marker call, as `_missing_labels_errors` needs it (the call itself is an AST node)."""
 
@@ -50,7 +51,8 @@ class LabelCall:
     uses_labels: bool
 
 
-@dataclass(frozen=True)
+# Slots: one a test file, all of them held until the snapshot is made (peak RSS, issue 33).
+@dataclass(frozen=True, slots=True)
 class FileScan:
     """Everything the snapshot takes from one test file's text: a pure function of that text,
     its path, the configuration and the label registry (`scan_context`)."""
@@ -72,10 +74,14 @@ class ScanCache(Protocol):
     `reject` names the stored entries `StrictDecoder` refused (damaged or foreign: each
     file was read and scanned instead); the cache says so once, and drops them (`what` they
     are and what was done `then`, in its warning, for entries other than test files' scans;
-    `load` takes `then` too, for a pack it ignores whole).
+    `load` takes `then` too, for a pack it ignores whole). `new_entries` is an empty mapping to
+    gather a command's new entries in for `store`, which holds them as the cache stores them
+    (a pack's entries as JSON bytes: 7 MiB for 20,000 files, 25 as lists).
     """
 
     def load(self, context: str, then: str | None = None) -> Mapping[str, Any]: ...
+
+    def new_entries(self) -> MutableMapping[str, list[Any]]: ...
 
     def store(self, context: str, new: Mapping[str, list[Any]], used: Collection[str] = ()) -> None: ...
 

@@ -53,7 +53,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -307,7 +307,8 @@ def scan_text(text: str, file: str, config: Config, labels: LabelRegistry, cache
     context = scan_context(config, labels)
     key = scan_key(file, f"sha256:{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()}")
     decoder = StrictDecoder(config, labels)
-    found = cache.load(context).get(key)
+    stored = cache.load(context)  # held until `store`, which merges the new scan with it
+    found = stored.get(key)
     if found is not None:
         hit = decoder.decode(found, file)
         if hit is not None:
@@ -355,7 +356,8 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     results: list[FileScan | Diagnostic | None] = [None] * len(files)
     # (position, file, text when read, key when caching) of each file to scan
     misses: list[tuple[int, str, str | None, str | None]] = []
-    new: dict[str, list[Any]] = {}
+    # Held as the cache holds them (JSON bytes), not as lists: 25 MiB at 20,000 files (peak RSS, issue 33).
+    new: MutableMapping[str, list[Any]] = cache.new_entries() if cache is not None else {}
     # The texts read are scanned a batch at a time, not all after the last is read: at 20,000
     # files they were 34 MiB at once (peak RSS, issue 33). Batches of equal size, each large
     # enough for the scanner's processes to pay off (`adapters.parallel.PARALLEL_MIN_FILES`).
@@ -363,8 +365,12 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
     used: list[str] = []
     refused: list[str] = []
     reader = FileReader(repo) if cache is not None else None
-    # Identity records (`_STAT`): made for files read now, and the number of files found by one.
+    # Identity records (`_STAT`) made for files read now, and the number of files found by one.
+    # Those made once a scan was new or a file found by its record are kept whatever follows,
+    # as the cache holds them (`kept`: at 20,000 files 6 MiB as lists, peak RSS, issue 33);
+    # those made before are decided on at the end.
     identities: dict[str, list[Any]] = {}
+    kept: MutableMapping[str, list[Any]] = cache.new_entries() if cache is not None else {}
     known = 0
     # Bound once: the loop below runs once a test file, and a warm run does little else.
     stored_get = stored.get
@@ -413,7 +419,7 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
             data = text.encode("utf-8", "surrogatepass")
         content_id = f"sha256:{hashlib.sha256(data).hexdigest()}"
         if settled is not None:
-            identities[stat_key] = [settled, content_id]
+            (kept if new or known else identities)[stat_key] = [settled, content_id]
         key = scan_key(file, content_id)
         found = stored.get(key) if key != tried else None
         if found is not None:
@@ -430,9 +436,9 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
                 text = None  # read_text reports it, where it is
         misses.append((i, file, text, key))
         if len(misses) >= batch:
-            _scan_misses(misses, repo, scanner, scanning, labels, decoder, results, new)
+            _scan_misses(misses, repo, scanner, scanning, labels, decoder, results, new, label_calls)
     if misses:
-        _scan_misses(misses, repo, scanner, scanning, labels, decoder, results, new)
+        _scan_misses(misses, repo, scanner, scanning, labels, decoder, results, new, label_calls)
     if cache is not None:
         if refused:
             cache.reject(context, refused)
@@ -442,6 +448,7 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
         for stat_key, identity in identities.items():
             if new or known or stored.get(stat_key) is None:
                 new[stat_key] = identity
+        new.update(kept)  # made after those: the records stay in the files' order
         if new:
             cache.store(context, new, used)
     done = [r for r in results if r is not None]
@@ -451,9 +458,11 @@ def _scan_all(repo: Path, files: Sequence[str], config: Config, labels: LabelReg
 
 def _scan_misses(misses: list[tuple[int, str, str | None, str | None]], repo: Path, scanner: Scanner | None,
                  scanning: Config, labels: LabelRegistry, decoder: StrictDecoder,
-                 results: list[FileScan | Diagnostic | None], new: dict[str, list[Any]]) -> None:
+                 results: list[FileScan | Diagnostic | None], new: MutableMapping[str, list[Any]],
+                 label_calls: bool = True) -> None:
     """Scan the misses (position, file, text when read, key when caching) into `results`, the
-    encoded scan of each with a key into `new`; `misses` is left empty."""
+    encoded scan of each with a key into `new`; `misses` is left empty. `label_calls`: as
+    `_scan_all`'s, for a scan another process encoded."""
     scanned: list[FileScan | Diagnostic | list[Any] | None] = list(
         (scanner or scan_files)(repo, [(m[1], m[2]) for m in misses], scanning, labels))
     if len(scanned) != len(misses):
@@ -463,7 +472,7 @@ def _scan_misses(misses: list[tuple[int, str, str | None, str | None]], repo: Pa
         result, scanned[j] = scanned[j], None
         encoded: list[Any] | None = None
         if isinstance(result, list):  # encoded by the scanner (another process)
-            decoded = decoder.decode(result, file)
+            decoded = decoder.decode(result, file, label_calls)
             if decoded is None:  # text `encode_checked` keeps out of the cache: scanned here again
                 result = scan_files(repo, [(file, text)], scanning, labels)[0]
             else:

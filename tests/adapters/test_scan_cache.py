@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import weakref
 from pathlib import Path
 
+from helpers import pack_body, pack_entries, pack_text
+
 from ci_policy.adapters import scan_cache
-from ci_policy.adapters.scan_cache import CACHE_VERSION, DirScanCache, default_dir, inside, open_cache
+from ci_policy.adapters.scan_cache import CACHE_VERSION, UNREADABLE, DirScanCache, default_dir, inside, open_cache
 
 KEY = "tests/test_a.py\0git:" + "ab" * 20
 
@@ -17,17 +20,17 @@ CTX = "cd" + "1" * 62
 PACK = f"{CTX}.pack.json"
 
 
-def pack_bytes(entries: object, *, context: str = CTX, version: int = CACHE_VERSION,
+def pack_bytes(entries: dict, *, context: str = CTX, version: int = CACHE_VERSION,
                body: bytes | None = None) -> bytes:
     """A pack as `store` writes it: a header line with the checksum of the entries, then the entries."""
-    data = json.dumps(entries, separators=(",", ":")).encode() if body is None else body
+    data = pack_body(entries) if body is None else body
     return (f'{{"cache":{version},"context":"{context}","sha256":"{hashlib.sha256(data).hexdigest()}"}}\n'
             .encode() + data)
 
 
 def read_pack(path: Path) -> tuple[dict, object]:
     header, _, body = path.read_bytes().partition(b"\n")
-    return json.loads(header), json.loads(body)
+    return json.loads(header), pack_entries(body)
 
 
 def test_store_then_load_round_trips_and_writes_one_pack(tmp_path: Path) -> None:
@@ -53,6 +56,21 @@ def test_store_merges_with_the_pack_on_disk_and_writes_nothing_new_for_no_entrie
     before = (tmp_path / PACK).stat().st_mtime_ns
     second.store(CTX, {})
     assert (tmp_path / PACK).stat().st_mtime_ns == before
+
+
+def test_the_cache_holds_no_entries_its_reader_let_go_of_and_store_reads_the_pack_again(tmp_path: Path) -> None:
+    other = "ef" + "0" * 62
+    DirScanCache(tmp_path).store(CTX, {KEY: ["v", 1]})
+    cache = DirScanCache(tmp_path)
+    loaded = cache.load(CTX)
+    assert loaded == {KEY: ["v", 1]}
+    held = weakref.ref(loaded)
+    del loaded
+    assert held() is None  # gone with the command's own reference (a warm snapshot's stored scans)
+    cache.store(CTX, {other: ["v", 2]}, used=[KEY])
+    assert list(DirScanCache(tmp_path).load(CTX).items()) == [(KEY, ["v", 1]), (other, ["v", 2])]
+    cache.store(CTX, {"x": ["v", 3]})  # after its own store too: the pack as written
+    assert DirScanCache(tmp_path).load(CTX) == {KEY: ["v", 1], other: ["v", 2], "x": ["v", 3]}
 
 
 def test_the_pack_keeps_used_and_new_entries_first_and_is_bounded(tmp_path: Path, monkeypatch) -> None:
@@ -88,11 +106,15 @@ def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path
     damaged = {
         "not json": b"{not json",
         "another context": pack_bytes({KEY: ["v", 1]}, context="ef" + "0" * 62),
-        "entries not an object": pack_bytes([1]),
+        "keys not an array": pack_bytes({}, body=b'{"k":1}'),
+        "a key not a string": pack_bytes({}, body=b'[1]\n["v",1]'),
         "a value not an array": pack_bytes({KEY: {"v": 1}, "ef" + "0" * 62: ["v", 0]}),
+        "a value missing": pack_bytes({}, body=pack_body({KEY: ["v", 1], "ef" + "0" * 62: ["v", 0]})[:-8]),
+        "a value too many": pack_bytes({}, body=pack_body({KEY: ["v", 1]}) + b'\n["v",0]'),
+        "a line break inside a value": pack_bytes({}, body=pack_text({KEY: '["v",\n1]'})),
         "truncated": good[:-3],
         "one byte changed": good.replace(b'"v",1', b'"v",2'),
-        "checksum of other bytes": good[:good.index(b"\n") + 1] + b'{"x":[]}',
+        "checksum of other bytes": good[:good.index(b"\n") + 1] + b'["x"]\n[]',
         "not UTF-8": pack_bytes({}, body=b"\xff\xfe"),
         "nested past the parser": pack_bytes({}, body=b"[" * 100_000),
     }
@@ -104,6 +126,8 @@ def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path
                         "read and parsed again (the cache is rewritten as they are)"]
     quiet: list[str] = []
     for other_release in (pack_bytes({KEY: ["v", 1]}, version=CACHE_VERSION + 1),
+                          # the format before: the entries as one JSON object
+                          pack_bytes({}, version=5, body=json.dumps({KEY: ["v", 1]}).encode()),
                           json.dumps({"cache": 4, "context": CTX, "entries": {KEY: ["v", 1]}},  # the format before
                                      separators=(",", ":")).encode()):
         pack.write_bytes(other_release)  # silently none, and rewritten
@@ -119,7 +143,7 @@ def test_corrupt_foreign_or_oversized_packs_are_empty_and_get_rewritten(tmp_path
 
 
 
-def test_a_pack_written_in_slices_is_the_bytes_of_one_dump_and_an_oversized_one_leaves_no_file(
+def test_a_pack_written_in_slices_is_its_keys_line_then_a_line_a_value_and_an_oversized_one_leaves_no_file(
         tmp_path: Path, monkeypatch) -> None:
     entries = {f"tests/t{i}.py\0git:{i:040x}": ["v", i, "\u00e9\u202e", {"t": [1.5, None]}]
                for i in range(2 * scan_cache._SLICE + 1)}
@@ -127,12 +151,46 @@ def test_a_pack_written_in_slices_is_the_bytes_of_one_dump_and_an_oversized_one_
     assert (tmp_path / PACK).read_bytes() == pack_bytes(entries)
     assert DirScanCache(tmp_path).load(CTX) == entries
     size = len(pack_bytes(entries))
-    monkeypatch.setattr(scan_cache, "MAX_PACK_BYTES", size - 1)  # the closing brace over the cap
+    monkeypatch.setattr(scan_cache, "MAX_PACK_BYTES", size - 1)  # the last value's last byte over the cap
     DirScanCache(tmp_path / "over").store(CTX, entries)
     assert list((tmp_path / "over").iterdir()) == []
     monkeypatch.setattr(scan_cache, "MAX_PACK_BYTES", size)
     DirScanCache(tmp_path / "at").store(CTX, entries)
     assert (tmp_path / "at" / PACK).read_bytes() == pack_bytes(entries)
+
+
+def test_a_value_is_decoded_when_looked_up_and_one_that_is_no_json_is_unreadable(tmp_path: Path) -> None:
+    # A value that opens and closes an array but is no JSON spoils no other entry: `UNREADABLE`
+    # is no array, so every reader of an entry refuses it (tests/hostile/test_cache.py).
+    other = "ef" + "0" * 62
+    texts = {KEY: '["v",1]', other: '["v",]', "x": "[1]]", "y": '["\\ud800",1e999]', "z": '["\xe9"]'}
+    body = pack_text(texts).replace("\xe9".encode(), b"\xff")  # a byte that is no UTF-8
+    (tmp_path / PACK).write_bytes(pack_bytes({}, body=body))
+    warnings: list[str] = []
+    entries = DirScanCache(tmp_path, warnings.append).load(CTX)
+    assert list(entries) == [KEY, other, "x", "y", "z"] and len(entries) == 5 and KEY in entries
+    assert entries[KEY] == ["v", 1] and entries.get(KEY) == ["v", 1]
+    assert entries[other] is UNREADABLE and entries.get("x") is UNREADABLE and entries.get("z") is UNREADABLE
+    assert entries.get("y") == ["\ud800", float("inf")]  # as json.loads reads it: its readers check values
+    assert entries.get("missing") is None and "missing" not in entries and warnings == []
+
+
+def test_a_value_read_is_written_again_as_it_was_read(tmp_path: Path) -> None:
+    other = "ef" + "0" * 62
+    body = pack_text({KEY: '[1.0,"\\u00e9"]'})  # not as this encoder writes it: kept byte for byte
+    (tmp_path / PACK).write_bytes(pack_bytes({}, body=body))
+    cache = DirScanCache(tmp_path)
+    assert cache.load(CTX) == {KEY: [1.0, "\u00e9"]}
+    new, more = cache.new_entries(), cache.new_entries()
+    new[other] = ["w", 2]
+    more["y"] = [1.0]
+    new.update(more)  # taken as held
+    new.update({"z": [2]})
+    assert new == {other: ["w", 2], "y": [1.0], "z": [2]}
+    cache.store(CTX, new, used=[KEY])
+    assert (tmp_path / PACK).read_bytes() == pack_bytes({}, body=pack_text(
+        {KEY: '[1.0,"\\u00e9"]', other: '["w",2]', "y": "[1.0]", "z": "[2]"}))
+
 
 def test_rejected_entries_warn_once_and_are_dropped_when_the_pack_is_next_written(tmp_path: Path) -> None:
     warnings: list[str] = []

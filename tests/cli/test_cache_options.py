@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLE_REPO, run_cli
+from helpers import EXAMPLE_REPO, pack_entries, run_cli
 
 from ci_policy.model.workflow_cache import workflow_context
 
@@ -63,7 +63,7 @@ def test_the_default_cache_is_under_xdg_cache_home(repo: Path, capsys) -> None:
     packs = sorted(scan.rglob("*.json"), key=lambda p: p.name == workflows)
     assert [(p.name.endswith(".pack.json"), p.name == workflows) for p in packs] == [(True, False), (True, True)]
     # One scan per test file (and an identity record per file read settled, as timing has it).
-    assert len([k for k in json.loads(packs[0].read_bytes().partition(b"\n")[2]) if not k.endswith("\0stat")]) == 17
+    assert len([k for k in pack_entries(packs[0].read_bytes().partition(b"\n")[2]) if not k.endswith("\0stat")]) == 17
 
 
 def test_no_cache_writes_nothing(repo: Path, capsys) -> None:
@@ -104,7 +104,7 @@ def test_a_copy_of_the_configuration_elsewhere_is_a_warm_run_whose_hints_name_th
     assert len(packs) == 1
 
     def scans(pack: Path) -> list[str]:
-        return sorted(k for k in json.loads(pack.read_bytes().partition(b"\n")[2]) if not k.endswith("\0stat"))
+        return sorted(k for k in pack_entries(pack.read_bytes().partition(b"\n")[2]) if not k.endswith("\0stat"))
 
     stored = scans(packs[0])
     parsed: list[str] = []

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import EXAMPLE_REPO, run_cli
+from helpers import EXAMPLE_REPO, pack_body, pack_entries, pack_text, run_cli
 from workflow_commands import executed
 
+from ci_policy.adapters.scan_cache import CACHE_VERSION
 from ci_policy.model.scan_codec import StrictDecoder
 from ci_policy.model.snapshot import load_snapshot
 
@@ -26,19 +27,15 @@ CORPUS = json.loads((Path(__file__).resolve().parent / "cache" / "cases.json").r
 CASES: list[dict[str, Any]] = CORPUS["cases"]
 PACK_CASES = [c for c in CASES if "pack" in c]
 EXPANDED = {"@DEEP@": "[" * 100_000 + "]" * 100_000, "@DIGITS@": "9" * 5000, "@LONG@": json.dumps("a" * 70_000)}
-# Values no JSON reader of Python takes (5,000 digits, nesting past the parser) and entries that
-# are no arrays refuse the whole pack: packed last, so that the other cases reach the decoder.
+# Values no JSON reader of Python takes (5,000 digits, nesting past the parser): the entry is
+# unreadable, and refused as any damaged one. Entries whose line does not open and close an array
+# refuse the whole pack: packed last, so that the other cases reach the decoder.
 UNREADABLE = ("@DEEP@", "@DIGITS@")
 
 
 def _whole_pack(case: dict[str, Any]) -> bool:
-    return any(t in case["value"] for t in UNREADABLE) or (case["at"] == [] and not case["value"].startswith("["))
-
-
-ENTRY_CASES = sorted((c for c in CASES if "at" in c), key=_whole_pack)
-COPIES = 40  # tampered files per pack: one entry each
-COMMANDS = (["registry"], ["lint"],
-            ["plan", "--event", "pull_request", "--labels-json", '["run-ci-megatron"]', "--diff", ""])
+    value = _value(case)
+    return case["at"] == [] and not (value.startswith("[") and value.endswith("]"))
 
 
 def _value(case: dict[str, Any]) -> str:
@@ -46,6 +43,12 @@ def _value(case: dict[str, Any]) -> str:
     for token, value in EXPANDED.items():
         text = text.replace(token, value)
     return text
+
+
+ENTRY_CASES = sorted((c for c in CASES if "at" in c), key=_whole_pack)
+COPIES = 40  # tampered files per pack: one entry each
+COMMANDS = (["registry"], ["lint"],
+            ["plan", "--event", "pull_request", "--labels-json", '["run-ci-megatron"]', "--diff", ""])
 
 
 def _tampered(entry: Any, case: dict[str, Any]) -> str:
@@ -86,7 +89,7 @@ def test_every_tampered_entry_is_refused_by_the_decoder(checkout: Path) -> None:
         try:
             value = json.loads(_tampered(entry, case))
         except (ValueError, RecursionError):
-            unreadable.append(case["name"])  # the pack is refused whole (the command test)
+            unreadable.append(case["name"])  # the entry is unreadable, refused as a damaged one (the command test)
             continue
         if decoder.decode(value, file) is not None:
             accepted.append(case["name"])
@@ -96,7 +99,7 @@ def test_every_tampered_entry_is_refused_by_the_decoder(checkout: Path) -> None:
 
 def _pack(context: str, body: bytes, *, checksum: bytes | None = None) -> bytes:
     digest = hashlib.sha256(body if checksum is None else checksum).hexdigest()
-    return f'{{"cache":5,"context":"{context}","sha256":"{digest}"}}\n'.encode() + body
+    return f'{{"cache":{CACHE_VERSION},"context":"{context}","sha256":"{digest}"}}\n'.encode() + body
 
 
 def _groups(good: dict[str, Any], context: str, files: list[str]) -> list[tuple[str, bytes]]:
@@ -106,9 +109,9 @@ def _groups(good: dict[str, Any], context: str, files: list[str]) -> list[tuple[
     for start in range(0, len(ENTRY_CASES), COPIES):
         group = ENTRY_CASES[start:start + COPIES]
         damaged = {key_of[file]: _tampered(good[key_of[file]], case) for file, case in zip(files, group, strict=False)}
-        body = "{" + ",".join(f"{json.dumps(k)}:{damaged.get(k) or json.dumps(v)}" for k, v in good.items()) + "}"
-        out.append((f"entries {start}-{start + len(group) - 1}", _pack(context, body.encode())))
-    whole = json.dumps(good).encode()
+        body = pack_text({k: damaged.get(k) or json.dumps(v) for k, v in good.items()})
+        out.append((f"entries {start}-{start + len(group) - 1}", _pack(context, body)))
+    whole = pack_body(good)
     for case in PACK_CASES:
         kind = case["pack"]
         data = {"truncated": _pack(context, whole)[:-10],
@@ -116,7 +119,7 @@ def _groups(good: dict[str, Any], context: str, files: list[str]) -> list[tuple[
                 "checksum of other bytes": _pack(context, whole, checksum=b"{}"),
                 "body not JSON": _pack(context, b"{not json"),
                 "body nested past the parser": _pack(context, b"[" * 100_000),
-                "an int of 5000 digits": _pack(context, b'{"k": [' + b"9" * 5000 + b"]}"),
+                "an int of 5000 digits": _pack(context, b"[" + b"9" * 5000 + b"]"),  # the keys' line
                 "header only": _pack(context, b"")}[kind]
         out.append((case["name"], data))
     return out
@@ -131,7 +134,7 @@ def test_commands_over_a_tampered_cache_print_what_no_cache_prints_with_one_warn
     header, _, body = pack_path.read_bytes().partition(b"\n")
     # Without identity records: each file is read and looked up by its hash (the path the corpus damages).
     context = json.loads(header)["context"]
-    good = {k: v for k, v in json.loads(body).items() if not k.endswith("\0stat")}
+    good = {k: v for k, v in pack_entries(body).items() if not k.endswith("\0stat")}
     files = [f"tests/e2e/test_tampered_{k:02}.py" for k in range(COPIES)]
     seen: list[str] = []
     for what, data in _groups(good, context, files):

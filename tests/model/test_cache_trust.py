@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import MAIN_BLOCK, MINIMAL_CONFIG, MINIMAL_LABELS, run_cli
+from helpers import MAIN_BLOCK, MINIMAL_CONFIG, MINIMAL_LABELS, pack_body, pack_entries, run_cli
 
 TRUSTED = 'from ci_policy import register_cuda_ci\n\nregister_cuda_ci(60, "gpu-a", labels=["megatron"])\n' + MAIN_BLOCK
 POISONED = TRUSTED.replace('labels=["megatron"])', 'labels=["megatron"], disabled="poisoned-by-A")')
@@ -125,10 +125,10 @@ def _planted_pack(tmp_path: Path, capsys: Any, writer: str) -> tuple[str, bytes]
         run_cli(["registry", "--repo", str(repo), "--cache", str(tmp_path / f"c-{repo.name}")], capsys)
         (path,) = (tmp_path / f"c-{repo.name}").glob("*.pack.json")
         header, _, body = path.read_bytes().partition(b"\n")
-        packs[repo.name] = (path.name, json.loads(header), json.loads(body))
+        packs[repo.name] = (path.name, json.loads(header), pack_entries(body))
     name, header, entries = packs["trusted"]
     (key,), (value,) = entries, packs["twin"][2].values()
-    body = json.dumps({key: value}, separators=(",", ":")).encode()
+    body = pack_body({key: value})
     return name, (f'{{"cache":{header["cache"]},"context":"{header["context"]}","sha256":'
                   f'"{hashlib.sha256(body).hexdigest()}"}}\n').encode() + body
 
@@ -178,7 +178,7 @@ def test_a_file_changed_since_its_identity_was_recorded_is_read_again(tmp_path: 
     cache = ["--cache", str(tmp_path / "cache")]
     assert run_cli(["registry", "--repo", str(repo), *cache], capsys)[0] == 0
     (pack,) = (tmp_path / "cache").glob("*.pack.json")
-    assert sorted(k.split("\0")[1] for k in json.loads(pack.read_bytes().partition(b"\n")[2]) if "stat" in k) == [
+    assert sorted(k.split("\0")[1] for k in pack_entries(pack.read_bytes().partition(b"\n")[2]) if "stat" in k) == [
         "stat"]
     # The same size and mtime, other bytes: only the ctime (which no user sets) tells.
     path = repo / "tests/e2e/test_a.py"
@@ -218,18 +218,18 @@ def test_a_malformed_identity_record_is_refused_and_never_used(tmp_path: Path, c
     truth = run_cli(["registry", "--repo", str(repo), "--cache", str(cache)], capsys)
     (pack,) = cache.glob("*.pack.json")
     header, _, body = pack.read_bytes().partition(b"\n")
-    entries = json.loads(body)
+    entries = pack_entries(body)
     (stat_key,) = [k for k in entries if k.endswith("\0stat")]
     for bad in ([entries[stat_key][0]], [entries[stat_key][0], "git:" + "0" * 40], [7, entries[stat_key][1]],
                 [entries[stat_key][0] + "\r::error::x", entries[stat_key][1]], {"a": 1}):
-        damaged = json.dumps({**entries, stat_key: bad}).encode()
+        damaged = pack_body({**entries, stat_key: bad})
         header_dict = json.loads(header)
         pack.write_bytes(json.dumps({**header_dict, "sha256": hashlib.sha256(damaged).hexdigest()},
                                     separators=(",", ":")).encode() + b"\n" + damaged)
         rc, out, err = run_cli(["registry", "--repo", str(repo), "--cache", str(cache)], capsys)
         assert (rc, out) == truth[:2]
         if isinstance(bad, dict):  # not an array: the pack is refused whole
-            assert "is damaged (its entries are not a JSON object of arrays)" in err
+            assert "is damaged (its entries are not keys with a JSON array each)" in err
         elif bad[0] != entries[stat_key][0] and isinstance(bad[0], str):
             assert err == ""  # another identity: the file is read, and the record replaced, as any stale one
         else:

@@ -8,6 +8,7 @@ import sys
 
 from workflow_commands import executed
 
+from ci_policy.render import console
 from ci_policy.render.console import GuardedStream, guarded, write_commands
 from ci_policy.render.escape import neutralise
 
@@ -124,3 +125,27 @@ def test_a_long_document_written_at_once_is_neutralised_wherever_its_one_unsafe_
     stream = GuardedStream(raw)
     stream.write(clean)
     assert raw.getvalue() == clean
+
+
+def test_whole_lines_of_a_large_document_are_written_a_piece_at_a_time():
+    # A JSON document of several MiB (a registry of 20,000 files is 6) is neither copied nor
+    # encoded whole: its clean lines reach the stream in pieces of at most `_PIECE` characters.
+    class Recording(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sizes: list[int] = []
+
+        def write(self, text: str) -> int:
+            self.sizes.append(len(text))
+            return super().write(text)
+
+    document = "".join(f'  "tests/e2e/test_{i}.py": {i},\n' for i in range(90_000)) + "}"
+    assert len(document) > 2 * console._PIECE
+    raw = Recording()
+    stream = GuardedStream(raw)
+    stream.write(document)
+    stream.write("\n")
+    stream.finish()
+    assert raw.getvalue() == document + "\n"
+    lines = len(document) - 1  # the whole lines; the last, "}", ends with the next write
+    assert raw.sizes == [*(min(console._PIECE, lines - start) for start in range(0, lines, console._PIECE)), 1, 1]

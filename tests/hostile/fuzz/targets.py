@@ -373,8 +373,8 @@ def run_scan_cache(data: bytes) -> str:
 
 @cache
 def _pack_seeds() -> tuple[str, ...]:
-    """The entries of a pack of the example repository's scans (`encode_scan`), and of one file each."""
-    import json
+    """The body of a pack of the example repository's scans (`encode_scan`), and of one file each."""
+    from helpers import pack_body
 
     from ci_policy.model.scan import scan_file, scan_key
     from ci_policy.model.scan_codec import encode_scan
@@ -386,12 +386,12 @@ def _pack_seeds() -> tuple[str, ...]:
         file = path.relative_to(root).as_posix()
         entries[scan_key(file, "sha256:" + "0" * 64)] = encode_scan(
             scan_file(path.read_text(encoding="utf-8"), file, config, labels))
-    one = [json.dumps({k: v}) for k, v in entries.items()]
-    return (json.dumps(entries), *one)
+    one = [pack_body({k: v}).decode() for k, v in entries.items()]
+    return (pack_body(entries).decode(), *one)
 
 
-CACHE_TOKENS = ('{"t": [', '{"l": [', "]}", "null", "true", "1e308", "NaN", "Infinity", "-1", "0", "9" * 40,
-                '"x\\r::error::x"', '"##[warning]x"', '"\\u202e"', '"\\udfff"', '"tests/e2e/test_x.py"',
+CACHE_TOKENS = ("\n[", "]\n", '{"t": [', '{"l": [', "]}", "null", "true", "1e308", "NaN", "Infinity", "-1", "0",
+                "9" * 40, '"x\\r::error::x"', '"##[warning]x"', '"\\u202e"', '"\\udfff"', '"tests/e2e/test_x.py"',
                 '"stage-c-4-gpu-mi350"', '"register_rocm_ci"', '"CP999"', '"nosuch"', "[[[[[[", "]]]]]]")
 
 
