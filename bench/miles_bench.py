@@ -24,8 +24,8 @@ each started by a small launcher that reports the process's own CPU time (user +
              command run in the checkout (upstream's, where a miles checkout is at hand:
              `--repo ~/miles --collector "python -m tests.ci.run_suite --hw cuda --suite
              stage-c-4-gpu-h200 --list-only"`);
-- floor:     a process that starts, runs git's two listings and reads the cache's packs: the
-             baseline of the warm rows;
+- floor:     a process that starts, runs git's two listings and reads the cache's packs
+             (`scan_bench.FLOOR_PROCESS`): the baseline of the warm rows;
 - floor+imports: the floor after importing the modules `needed` imports: the least a warm
              command of any implementation with ci-policy's dependencies takes;
 - `plan`, `lint`, `registry` cold (an empty cache directory) with `--jobs 1` and with the
@@ -53,6 +53,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from scan_bench import FLOOR_PROCESS
 from synthetic import compile_bytecode, git_commit, miles_checkout
 
 # The launcher: small, so a child's peak RSS is its own; it reports the child's CPU time too.
@@ -75,14 +76,17 @@ for rel in sys.argv[1:]:
         ast.parse(fh.read())
 """
 
-NEEDED = """\
-import ast, gc, importlib, sys
+def importing(arg: int) -> str:
+    """Code importing the modules named (comma-separated) by the process's argument `arg`, as the
+    command does: its attempts at another platform's modules fail here too."""
+    return ("import importlib, sys\n"
+            f"for name in sys.argv[{arg}].split(','):\n"
+            "    try:\n        importlib.import_module(name)\n    except ImportError:\n        pass\n")
+
+
+NEEDED = importing(1) + """\
+import ast, gc, sys
 gc.disable()
-for name in sys.argv[1].split(","):
-    try:  # as the command's own attempts at another platform's modules fail
-        importlib.import_module(name)
-    except ImportError:
-        pass
 for rel in sys.argv[2:]:
     with open(rel, "rb") as fh:
         tree = ast.parse(fh.read())
@@ -114,22 +118,6 @@ for r in sorted(suite, key=lambda r: (-r[2], r[1])):
     sums[i] += r[2]
 for line in parts[0]:
     print(line[1])
-"""
-
-FLOOR = """\
-import glob, hashlib, importlib, json, subprocess, sys
-for name in sys.argv[2].split(",") if len(sys.argv) > 2 else ():
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        pass
-for args in (["ls-files", "-s", "-v", "-z"], ["ls-files", "-m", "-o", "--exclude-standard", "-z"]):
-    subprocess.run(["git", *args], stdout=subprocess.PIPE, check=True)
-for pack in glob.glob(sys.argv[1] + "/*.pack.json"):
-    with open(pack, "rb") as fh:
-        header, _, body = fh.read().partition(b"\\n")
-    hashlib.sha256(body).hexdigest()
-    json.loads(body)
 """
 
 LABELS = '["run-ci-megatron", "run-ci-fsdp", "run-ci-ckpt"]'
@@ -186,8 +174,9 @@ def main() -> None:
             "required": [sys.executable, "-c", NEEDED, "yaml,json,hashlib,subprocess,dataclasses,argparse", *files],
             "collector": [sys.executable, "-c", COLLECTOR, args.suite],
             **{f"collector {i + 1}": shlex.split(cmd) for i, cmd in enumerate(args.collector)},
-            "floor": [sys.executable, "-c", FLOOR, str(work / "warm-plan")],
-            "floor+imports": [sys.executable, "-c", FLOOR, str(work / "warm-plan"), needed],
+            "floor": [sys.executable, "-c", FLOOR_PROCESS, str(repo), str(work / "warm-plan")],
+            "floor+imports": [sys.executable, "-c", importing(3) + FLOOR_PROCESS, str(repo), str(work / "warm-plan"),
+                              needed],
         }
         for name, argv in (("plan", PLAN), ("lint", ["lint", "--format", "json"]),
                            ("registry", ["registry", "--format", "json"])):
