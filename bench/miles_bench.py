@@ -28,6 +28,9 @@ each started by a small launcher that reports the process's own CPU time (user +
              (`scan_bench.FLOOR_PROCESS`): the baseline of the warm rows;
 - floor+imports: the floor after importing the modules `needed` imports: the least a warm
              command of any implementation with ci-policy's dependencies takes;
+- floor+own: the floor after importing every module a warm `plan` imports, ci_policy's own
+             too (the floor as the issue's measurement counted it: "interpreter, git ls-files
+             twice, the cache pack, imports");
 - `plan`, `lint`, `registry` cold (an empty cache directory) with `--jobs 1` and with the
   default jobs; `plan`, `list` (one shard) and `lint` warm (the cache kept, the files settled
   so they are found by their identity records).
@@ -133,13 +136,14 @@ def run(cwd: Path, argv: list[str]) -> tuple[float, float, int]:
     return float(fields[1]), float(fields[2]), int(fields[3])
 
 
-def imported(cwd: Path, argv: list[str]) -> list[str]:
-    """The modules a process of `argv` (a `ci-policy` command) imports besides ci_policy's own, in
-    the order `-X importtime` lists them."""
+def imported(cwd: Path, argv: list[str], *, own: bool = False) -> list[str]:
+    """The modules a process of `argv` (a `ci-policy` command) imports (ci_policy's own only when
+    `own`), in the order `-X importtime` lists them."""
     done = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=cwd, capture_output=True, text=True,
                           check=True)
     names = [line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
-    return list(dict.fromkeys(n for n in names[1:] if not n.startswith(("ci_policy", "__editable__"))))
+    left_out = ("__editable__",) if own else ("ci_policy", "__editable__")
+    return list(dict.fromkeys(n for n in names[1:] if not n.startswith(left_out)))
 
 
 def main() -> None:
@@ -177,6 +181,8 @@ def main() -> None:
             "floor": [sys.executable, "-c", FLOOR_PROCESS, str(repo), str(work / "warm-plan")],
             "floor+imports": [sys.executable, "-c", importing(3) + FLOOR_PROCESS, str(repo), str(work / "warm-plan"),
                               needed],
+            # Filled in once the warm cache is (below): the modules of a warm `plan`.
+            "floor+own": [],
         }
         for name, argv in (("plan", PLAN), ("lint", ["lint", "--format", "json"]),
                            ("registry", ["registry", "--format", "json"])):
@@ -193,6 +199,9 @@ def main() -> None:
         for name in ("plan", "lint"):
             for _ in range(2):
                 run(repo, rows[f"{name} warm"])
+        warm_modules = ",".join(imported(repo, rows["plan warm"][1:], own=True))
+        rows["floor+own"] = [sys.executable, "-c", importing(3) + FLOOR_PROCESS, str(repo), str(work / "warm-plan"),
+                             warm_modules]
         samples: dict[str, list[tuple[float, float, int]]] = {name: [] for name in rows}
         for _ in range(args.repeat):  # alternating: a slow moment of the machine hits every row
             for name, argv in rows.items():
