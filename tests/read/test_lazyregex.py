@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 
 import pytest
 
+import ci_policy
 from ci_policy.read.lazyregex import LazyRegex
 
 
@@ -38,3 +41,18 @@ def test_a_bad_pattern_raises_at_its_first_use() -> None:
     assert repr(regex) == "LazyRegex('(')"
     with pytest.raises(re.error):
         regex.fullmatch("(")
+
+
+def test_every_lazy_pattern_of_the_package_compiles() -> None:
+    """A pattern compiled at its first use is still checked before a release: every module-level
+    `LazyRegex` of ci_policy compiles (a typo would otherwise wait for the rare input using it)."""
+    found = []
+    for info in pkgutil.walk_packages(ci_policy.__path__, "ci_policy."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if isinstance(value, LazyRegex):
+                found.append((info.name, name))
+                assert value.compiled.pattern == value.pattern, (info.name, name)
+    assert len(found) >= 16, found
