@@ -33,6 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from processes import measure
 from synthetic import compile_bytecode, git_commit, gpu_checkout
 
 LABELS = '["run-ci-megatron"]'
@@ -65,16 +66,8 @@ sys.stderr.write("\\n%d\\n" % len(made))
 
 
 def cpu_ms(argv: list[str], env: dict[str, str]) -> float:
-    """CPU time (user + system) of one process, its output discarded."""
-    with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE, env=env)
-        assert proc.stderr is not None
-        err = proc.stderr.read()
-        _pid, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {err.decode(errors='replace')}")
-    return (usage.ru_utime + usage.ru_stime) * 1000
+    """CPU time (user + system) of one process, its output discarded (`lint` may exit 1)."""
+    return measure(argv, env=env, ok=(0, 1)).cpu * 1000
 
 
 def importtime_rows(stderr: str) -> list[tuple[int, int, str, int]]:

@@ -56,20 +56,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from processes import measure
 from scan_bench import FLOOR_PROCESS
 from synthetic import compile_bytecode, git_commit, miles_checkout
-
-# The launcher: small, so a child's peak RSS is its own; it reports the child's CPU time too.
-LAUNCHER = """\
-import os, subprocess, sys, time
-start = time.perf_counter()
-proc = subprocess.Popen(sys.argv[2:], cwd=sys.argv[1], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-err = proc.stderr.read()
-_, status, usage = os.wait4(proc.pid, 0)
-took = time.perf_counter() - start
-sys.stderr.buffer.write(err[-2000:])
-print(os.waitstatus_to_exitcode(status), took, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
-"""
 
 BARE = """\
 import ast, gc, sys
@@ -129,11 +118,8 @@ PLAN = ["plan", "--event", "pull_request", "--labels-json", LABELS, "--diff", ""
 
 def run(cwd: Path, argv: list[str]) -> tuple[float, float, int]:
     """(wall s, CPU s, peak RSS KiB) of one process of `argv` run in `cwd`."""
-    done = subprocess.run([sys.executable, "-c", LAUNCHER, str(cwd), *argv], capture_output=True, check=False)
-    fields = done.stdout.split()
-    if done.returncode != 0 or len(fields) != 4 or fields[0] != b"0":
-        raise SystemExit(f"{' '.join(argv[:4])} failed: {done.stdout.decode()} {done.stderr.decode()[-1000:]}")
-    return float(fields[1]), float(fields[2]), int(fields[3])
+    usage = measure(argv, cwd=cwd)
+    return usage.wall, usage.cpu, usage.rss_kib
 
 
 def imported(cwd: Path, argv: list[str], *, own: bool = False) -> list[str]:

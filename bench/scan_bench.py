@@ -49,6 +49,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from processes import measure
 from synthetic import compile_bytecode, git_commit, gpu_checkout
 
 from ci_policy.adapters.parallel import available_cores
@@ -160,31 +161,6 @@ for pack in glob.glob(cache + "/*.pack.json"):
 LIST = ["list", "--stage", "stage-b", "--shard", "0", *COMMANDS["plan"][1:-2], "--format", "json"]
 
 
-# Runs one process and prints its exit code, wall seconds and peak RSS (KiB). A child of
-# this process would report this process's size: Linux keeps the largest RSS across fork and
-# exec, and this process holds the in-process rows' snapshots (at 5,000 files every command
-# read 61 MiB here, 48 under `/usr/bin/time`). The launcher is small, so its child's peak is its own.
-LAUNCHER = """\
-import os, subprocess, sys, time
-start = time.perf_counter()
-proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-err = proc.stderr.read()
-_, status, usage = os.wait4(proc.pid, 0)
-took = time.perf_counter() - start
-sys.stderr.buffer.write(err)
-print(os.waitstatus_to_exitcode(status), took, usage.ru_maxrss)
-"""
-
-
-def run_process(argv: list[str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one process of `argv` (started by `LAUNCHER`)."""
-    done = subprocess.run([sys.executable, "-c", LAUNCHER, *argv], capture_output=True, check=False)
-    code, took, peak = done.stdout.split()[-3:] if done.returncode == 0 else (b"?", b"0", b"0")
-    if done.returncode != 0 or code != b"0":
-        raise SystemExit(f"{' '.join(argv[:4])} exited {code.decode()}: {done.stderr.decode()[-500:]}")
-    return float(took), int(peak)
-
-
 def bench_processes(repo: Path, repeat: int, work: Path, *, generated: bool = False) -> None:
     """Whole processes of the real interpreter: each command warm and cold (with the default jobs
     and with one) against the bare loop; warm `plan` and `list` against the floor; peak RSS."""
@@ -194,23 +170,23 @@ def bench_processes(repo: Path, repeat: int, work: Path, *, generated: bool = Fa
     samples: dict[str, list[float]] = {"bare": [], "floor": []}
     rss: dict[str, int] = {}  # by "NAME WAY"
     for name, argv in commands.items():
-        run_process([sys.executable, script, *argv, "--repo", str(repo), "--cache", str(work / f"process-{name}")])
+        measure([sys.executable, script, *argv, "--repo", str(repo), "--cache", str(work / f"process-{name}")])
         samples.update({f"{name} {way}": [] for way in ("warm", "cold", "cold -j1")})
     for _ in range(repeat):  # alternating: a slow moment of the machine hits every row
-        samples["bare"].append(run_process([sys.executable, "-c", BARE_PROCESS, str(repo), *files])[0])
-        samples["floor"].append(run_process([sys.executable, "-c", FLOOR_PROCESS, str(repo),
-                                             str(work / "process-plan")])[0])
+        samples["bare"].append(measure([sys.executable, "-c", BARE_PROCESS, str(repo), *files]).wall)
+        samples["floor"].append(measure([sys.executable, "-c", FLOOR_PROCESS, str(repo),
+                                         str(work / "process-plan")]).wall)
         for name, argv in commands.items():
             full = [sys.executable, script, *argv, "--repo", str(repo)]
-            took, peak = run_process([*full, "--cache", str(work / f"process-{name}")])
-            samples[f"{name} warm"].append(took)
-            rss[f"{name} warm"] = max(rss.get(f"{name} warm", 0), peak)
+            usage = measure([*full, "--cache", str(work / f"process-{name}")])
+            samples[f"{name} warm"].append(usage.wall)
+            rss[f"{name} warm"] = max(rss.get(f"{name} warm", 0), usage.rss_kib)
             for way, jobs in (("cold", []), ("cold -j1", ["--jobs", "1"])):
                 cold = work / f"process-cold-{name}"
                 shutil.rmtree(cold, ignore_errors=True)
-                took, peak = run_process([*full, "--cache", str(cold), *jobs])
-                samples[f"{name} {way}"].append(took)
-                rss[f"{name} {way}"] = max(rss.get(f"{name} {way}", 0), peak)
+                usage = measure([*full, "--cache", str(cold), *jobs])
+                samples[f"{name} {way}"].append(usage.wall)
+                rss[f"{name} {way}"] = max(rss.get(f"{name} {way}", 0), usage.rss_kib)
     base, floor = statistics.median(samples["bare"]), statistics.median(samples["floor"])
     print(f"  process: bare read+parse as a process {base * 1000:.0f} ms (= 1.00); "
           f"floor (start, git ls-files, packs) {floor * 1000:.0f} ms")

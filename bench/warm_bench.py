@@ -23,12 +23,12 @@ import compileall
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from processes import measure
 from scan_bench import COMMANDS, FLOOR_PROCESS, LIST
 from synthetic import compile_bytecode, git_commit, gpu_checkout
 
@@ -39,14 +39,7 @@ SETTLED = 3.5
 
 def cpu_seconds(argv: list[str], env: dict[str, str]) -> float:
     """User + sys CPU seconds of one process of `argv`; it must exit 0."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tempfile.gettempdir())
-    assert proc.stderr is not None
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(argv[:4])} exited {os.waitstatus_to_exitcode(status)}: {err.decode()[-500:]}")
-    return usage.ru_utime + usage.ru_stime
+    return measure(argv, env=env, cwd=tempfile.gettempdir()).cpu
 
 
 def main() -> None:
