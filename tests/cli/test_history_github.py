@@ -5,13 +5,12 @@ request can upload anything) is skipped with a warning naming it, and the rest i
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from pathlib import Path
 
 import pytest
 from github_fake import FakeGitHub
+from github_git_fake import zip_of
 
 from ci_policy.adapters.store import open_store
 from ci_policy.cli import main
@@ -35,14 +34,6 @@ def token(monkeypatch) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     for name in ("GITHUB_API_URL", "GITHUB_REPOSITORY", "CI_POLICY_DATABASE_URL"):
         monkeypatch.delenv(name, raising=False)
-
-
-def zip_of(members: dict[str, bytes]) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return out.getvalue()
 
 
 def record(file: str, attempt: int, status: str, *, run_id: str, kind: str | None = None) -> bytes:
