@@ -444,22 +444,11 @@ class _SQLStore(MetricHistoryStore):
             if not isinstance(outcome, Outcome):
                 raise TypeError(f"outcomes must be Outcome values, got {outcome!r}")
             rows.append(_attempt_row(outcome))
-        if not rows:
-            return 0
-        added = 0
-        with self._transaction("write") as tx:
-            for values in rows:
-                added += tx.insert_id(f"INSERT INTO test_attempts ({', '.join(ATTEMPT_COLUMNS)}) VALUES "
-                                      f"({', '.join('?' * len(ATTEMPT_COLUMNS))}) ON CONFLICT DO NOTHING",
-                                      values) is not None
-        return added
+        return self._insert_new("test_attempts", ATTEMPT_COLUMNS, rows)
 
     def attempts(self, since: str | None = None) -> list[Outcome]:
-        _text("since", since, optional=True)
-        where, params = ("WHERE started_at >= ? ", (since,)) if since is not None else ("", ())
-        with self._transaction("read") as tx:
-            rows = tx.rows(f"SELECT {', '.join(ATTEMPT_COLUMNS)} FROM test_attempts {where}"
-                           "ORDER BY started_at, run_id, run_attempt, stage, shard, file, attempt", params)
+        rows = self._rows_since("test_attempts", ATTEMPT_COLUMNS, "started_at", since,
+                                "started_at, run_id, run_attempt, stage, shard, file, attempt")
         return [_outcome_of(row) for row in rows]
 
     def record_plans(self, plans: Sequence[PlanHours]) -> int:
@@ -468,22 +457,32 @@ class _SQLStore(MetricHistoryStore):
             if not isinstance(plan, PlanHours):
                 raise TypeError(f"plans must be PlanHours values, got {plan!r}")
             rows.append(_plan_row(plan))
-        added = 0
-        if rows:
-            with self._transaction("write") as tx:
-                for values in rows:
-                    added += tx.insert_id(f"INSERT INTO plan_hours ({', '.join(PLAN_COLUMNS)}) VALUES "
-                                          f"({', '.join('?' * len(PLAN_COLUMNS))}) ON CONFLICT DO NOTHING",
-                                          values) is not None
-        return added
+        return self._insert_new("plan_hours", PLAN_COLUMNS, rows)
 
     def plans(self, since: str | None = None) -> list[PlanHours]:
-        _text("since", since, optional=True)
-        where, params = ("WHERE created_at >= ? ", (since,)) if since is not None else ("", ())
-        with self._transaction("read") as tx:
-            rows = tx.rows(f"SELECT {', '.join(PLAN_COLUMNS)} FROM plan_hours {where}"
-                           "ORDER BY created_at, run_id, run_attempt", params)
+        rows = self._rows_since("plan_hours", PLAN_COLUMNS, "created_at", since, "created_at, run_id, run_attempt")
         return [_plan_of(row) for row in rows]
+
+    def _insert_new(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> int:
+        """Inserts the rows not stored yet (a row whose unique key is there already is left as it
+        is) in one transaction; how many were new. `table` and `columns` are this module's own."""
+        if not rows:
+            return 0
+        added = 0
+        with self._transaction("write") as tx:
+            for values in rows:
+                added += tx.insert_id(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                                      f"({', '.join('?' * len(columns))}) ON CONFLICT DO NOTHING",
+                                      values) is not None
+        return added
+
+    def _rows_since(self, table: str, columns: Sequence[str], time_column: str, since: str | None,
+                    order: str) -> list[tuple]:
+        """`columns` of the table's rows at or after `since` in `time_column` (all without it), in `order`."""
+        _text("since", since, optional=True)
+        where, params = (f"WHERE {time_column} >= ? ", (since,)) if since is not None else ("", ())
+        with self._transaction("read") as tx:
+            return tx.rows(f"SELECT {', '.join(columns)} FROM {table} {where}ORDER BY {order}", params)
 
     def check_history(self) -> None:
         versions = self.schema_versions()
