@@ -18,9 +18,9 @@ def test_the_bytes_and_mode_are_written_and_no_temporary_file_is_left(tmp_path) 
     assert os.listdir(tmp_path) == ["plan.json"]
 
 
-def test_a_name_already_there_is_never_written_through(tmp_path) -> None:
-    """A temporary name is never one already there (mkstemp's O_EXCL): a symlink planted under
-    every name the prefix could take is left alone, and the target untouched."""
+def test_a_symlink_at_the_path_is_replaced_never_written_through(tmp_path) -> None:
+    """The bytes go to a new temporary file (mkstemp: O_EXCL, never an existing name) renamed over
+    the path: a symlink planted at the path is replaced by the file, its target left untouched."""
     target = tmp_path / "target"
     target.write_text("untouched")
     (tmp_path / "plan.json").symlink_to(target)
