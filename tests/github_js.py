@@ -48,12 +48,12 @@ import json
 import math
 import shutil
 import subprocess
-import tempfile
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from node_process import NodeProcess
 
 HERE = Path(__file__).resolve().parent / "github_js"
 BRIDGE = HERE / "bridge.mjs"
@@ -116,12 +116,9 @@ class _Bridge:
     """The node process, started on first use and ended when Python exits."""
 
     def __init__(self) -> None:
-        self._proc: subprocess.Popen[str] | None = None
-        self._lock = threading.Lock()
-        # A file, not a pipe: node's stderr can never fill up and stall a request.
-        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        self._node = NodeProcess(self._start, GitHubJsMissing, "the node bridge", wait=10)
 
-    def _start(self) -> subprocess.Popen[str]:
+    def _start(self, stderr: IO[str]) -> subprocess.Popen[str]:
         node = shutil.which("node")
         if node is None:
             raise GitHubJsMissing("node is not installed: the workflow tests run GitHub's own expression engine "
@@ -131,39 +128,12 @@ class _Bridge:
             raise GitHubJsMissing(f"{', '.join(missing)} not installed in tests/github_js/node_modules: "
                                   "run scripts/test.sh, or `npm ci --prefix tests/github_js`")
         proc = subprocess.Popen([node, str(BRIDGE)], cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=self._stderr, text=True, encoding="utf-8", bufsize=1)
-        atexit.register(self.close)
+                                stderr=stderr, text=True, encoding="utf-8", bufsize=1)
+        atexit.register(self._node.close)
         return proc
 
-    def close(self) -> None:
-        if self._proc is not None:
-            proc, self._proc = self._proc, None
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
     def ask(self, request: dict) -> Any:
-        with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._proc = self._start()
-            proc = self._proc
-            assert proc.stdin is not None and proc.stdout is not None
-            try:
-                proc.stdin.write(json.dumps(request, allow_nan=False) + "\n")
-                proc.stdin.flush()
-                line = proc.stdout.readline()
-            except BrokenPipeError:  # node ended before reading the request
-                line = ""
-            if not line:
-                self._proc = None
-                proc.wait()
-                self._stderr.seek(0)
-                told = self._stderr.read().strip()
-                raise GitHubJsMissing(f"the node bridge ended (exit {proc.returncode}): {told}")
+        line = self._node.exchange(json.dumps(request, allow_nan=False))
         answer = json.loads(line, object_hook=_decode)
         if not answer["ok"]:
             raise ExpressionError(answer["error"])

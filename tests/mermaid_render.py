@@ -44,11 +44,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
+
+from node_process import NodeProcess
 
 HERE = Path(__file__).resolve().parent / "mermaid_js"
 SCRIPT = HERE / "render.mjs"
@@ -76,13 +78,10 @@ class Renderer:
     """The node process and its browser, started on first use; `close` ends both."""
 
     def __init__(self) -> None:
-        self._proc: subprocess.Popen[str] | None = None
-        self._lock = threading.Lock()
-        # A file, not a pipe: the process' stderr can never fill up and stall a request.
-        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
+        self._node = NodeProcess(self._start, MermaidMissing, "the mermaid renderer", wait=30)
         self._profile: tempfile.TemporaryDirectory[str] | None = None
 
-    def _start(self) -> subprocess.Popen[str]:
+    def _start(self, stderr: IO[str]) -> subprocess.Popen[str]:
         node = shutil.which("node")
         if node is None:
             raise MermaidMissing("node is not installed: the chart tests draw charts with mermaid on node (>= 20); "
@@ -94,44 +93,22 @@ class Renderer:
         if missing:
             raise MermaidMissing(f"{', '.join(missing)} not installed in tests/mermaid_js/node_modules: "
                                  "run scripts/test.sh, or `npm ci --prefix tests/mermaid_js --ignore-scripts`")
+        if self._profile is not None:  # a renderer that ended: its browser's profile goes with it
+            self._profile.cleanup()
         self._profile = tempfile.TemporaryDirectory(prefix="mermaid-chromium-")
         return subprocess.Popen([node, str(SCRIPT), CHROMIUM, self._profile.name], cwd=HERE,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                 text=True, encoding="utf-8", bufsize=1)
 
     def close(self) -> None:
-        if self._proc is not None:
-            proc, self._proc = self._proc, None
-            assert proc.stdin is not None
-            proc.stdin.close()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        self._node.close()
         if self._profile is not None:
             self._profile.cleanup()
             self._profile = None
 
     def render(self, charts: Sequence[str]) -> list[str]:
         """Each chart's SVG; the first chart mermaid refuses raises `MermaidError`."""
-        with self._lock:
-            if self._proc is None or self._proc.poll() is not None:
-                self._proc = self._start()
-            proc = self._proc
-            assert proc.stdin is not None and proc.stdout is not None
-            try:
-                proc.stdin.write(json.dumps({"charts": list(charts)}) + "\n")
-                proc.stdin.flush()
-                line = proc.stdout.readline()
-            except BrokenPipeError:  # the process ended before reading the request
-                line = ""
-            if not line:
-                self._proc = None
-                proc.wait()
-                self._stderr.seek(0)
-                raise MermaidMissing(f"the mermaid renderer ended (exit {proc.returncode}): "
-                                     f"{self._stderr.read().strip()}")
+        line = self._node.exchange(json.dumps({"charts": list(charts)}))
         answer = json.loads(line)
         if not answer["ok"]:
             raise MermaidMissing(f"the mermaid renderer failed: {answer['error']}")

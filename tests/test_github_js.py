@@ -30,11 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_one_node_process_answers_every_request():
     evaluate("1", {})
-    proc = github_js._BRIDGE._proc
+    proc = github_js._BRIDGE._node._proc
     assert proc is not None and proc.poll() is None
     for i in range(50):
         assert interpolate("n-${{ matrix.i }}", {"matrix": {"i": i}}) == f"n-{i}"
-    assert github_js._BRIDGE._proc is proc
+    assert github_js._BRIDGE._node._proc is proc
 
 
 def test_the_pinned_packages_are_installed_from_the_lock_file():
